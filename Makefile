@@ -1,0 +1,44 @@
+# Two commands for a fresh machine: `make demo` and `make test`.
+# Each creates the virtual environment(s) it needs; nothing relies on what is installed globally.
+
+PYTHON ?= python3
+VENV ?= .venv
+VENV5 ?= .venv-ds5
+PY := $(VENV)/bin/python
+PY5 := $(VENV5)/bin/python
+PIP_FLAGS ?= --quiet --disable-pip-version-check
+PYTEST_FLAGS ?= -n 2
+DEPS := pyproject.toml requirements/datasets3.txt requirements/datasets5.txt
+
+.PHONY: demo test test-ds3 test-ds5 env env5 clean
+
+# Default environment: datasets 3.6.x (runs builder scripts), evaluate 0.4.6.
+$(VENV)/.stamp: $(DEPS)
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install $(PIP_FLAGS) --upgrade pip
+	$(PY) -m pip install $(PIP_FLAGS) -c requirements/datasets3.txt -e ".[test]"
+	touch $@
+
+# Second environment: the newest datasets 5.x (builders as plain classes; every metric).
+$(VENV5)/.stamp: $(DEPS)
+	$(PYTHON) -m venv $(VENV5)
+	$(PY5) -m pip install $(PIP_FLAGS) --upgrade pip
+	$(PY5) -m pip install $(PIP_FLAGS) -c requirements/datasets5.txt -e ".[test]"
+	touch $@
+
+env: $(VENV)/.stamp
+env5: $(VENV5)/.stamp
+
+demo: env
+	$(PY) -m perckit demo
+
+test-ds3: env
+	$(PY) -m pytest $(PYTEST_FLAGS) tests
+
+test-ds5: env5
+	$(PY5) -m pytest $(PYTEST_FLAGS) tests
+
+test: test-ds3 test-ds5
+
+clean:
+	rm -rf $(VENV) $(VENV5) build .pytest_cache

@@ -1,0 +1,55 @@
+"""track_id: R4D-Bench (referring segmentation in dynamic 4D scenes) track-ID set metrics as an evaluate module.
+
+All logic lives in ``perckit.r4d_bench.metrics``; see README.md beside this file.
+"""
+
+import datasets
+import evaluate
+
+from perckit.r4d_bench import features as feats
+from perckit.r4d_bench import metrics as core
+
+_DESCRIPTION = """\
+Track-ID metrics of R4D-Bench (referring segmentation in dynamic 4D scenes): per query, precision, recall and F1
+of the predicted set of target track ids against the ground-truth set (ids compared as strings), and exact
+match; macro means over queries and micro (pooled) precision / recall / F1.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions: list of {"query_id": str, "target_track_ids": [str]}.
+    references: the R4D-Bench builder's query rows projected with
+        perckit.r4d_bench.features.to_track_reference(row) (keys query_id, scene, target_track_ids).
+    only_query_prefix (str), only_queries (list of str): score a subset, like the official flags.
+Returns:
+    dict with precision, recall, f1, exact_match (macro), micro_precision, micro_recall, micro_f1,
+    num_queries, per_scene, positive, negative, per_query.
+Examples:
+    >>> import evaluate
+    >>> metric = evaluate.load("metrics/track_id")
+    >>> metric.compute(predictions=[{"query_id": "q1", "target_track_ids": ["3"]}],
+    ...                references=[{"query_id": "q1", "scene": "s", "target_track_ids": ["3", "5"]}])["f1"]
+    0.6666666666666666
+"""
+
+_CITATION = """\
+R4D-Bench dataset repository: https://huggingface.co/datasets/LiYacheng/r4d-bench-qa
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class TrackId(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features({
+                "predictions": feats.track_id_prediction_schema(),
+                "references": feats.track_id_reference_schema(),
+            }),
+            reference_urls=["https://huggingface.co/datasets/LiYacheng/r4d-bench-qa"],
+        )
+
+    def _compute(self, predictions, references, **options):
+        return core.track_id(predictions, references, **options)

@@ -1,0 +1,47 @@
+"""Importing the thin builder / metric entry points as plain classes (the datasets 5.x path)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+#: The repository root when perckit runs from a source checkout (builders/ and metrics/ beside src/).
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def script_path(kind: str, name: str) -> Path:
+    """``builders/<name>/<name>.py`` or ``metrics/<name>/<name>.py`` of this checkout."""
+    path = REPO_ROOT / kind / name / f"{name}.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"{kind} script {str(path)!r} not found (expected a source checkout of perckit)")
+    return path
+
+
+def import_script(path: str | Path) -> ModuleType:
+    """Import a builder or metric script by path, registered in ``sys.modules`` (datasets re-imports it by name)."""
+    path = Path(path).resolve()
+    if path.is_dir():
+        path = path / f"{path.name}.py"
+    name = f"perckit_script_{path.parent.parent.name}_{path.stem}"
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"cannot import {str(path)!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def builder_class(name: str):
+    """The builder class of ``builders/<name>/<name>.py`` (e.g. ``builder_class("r4d_bench")``)."""
+    from datasets import DatasetBuilder
+
+    module = import_script(script_path("builders", name))
+    classes = [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, DatasetBuilder) and v.__module__ == module.__name__]
+    if len(classes) != 1:
+        raise ValueError(f"builders/{name}/{name}.py: expected exactly one builder class, found {[c.__name__ for c in classes]}")
+    return classes[0]

@@ -1,0 +1,111 @@
+"""The R4D-Bench ``datasets`` builder. ``builders/r4d_bench/r4d_bench.py`` is a thin entry point over it."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Iterator
+
+import datasets
+
+from .. import hub
+from ..errors import check_choice
+from ..versioning import core_fingerprint
+from . import features as feats
+from . import release
+
+_DESCRIPTION = (
+    "R4D-Bench (referring segmentation in dynamic 4D scenes): spatio-temporal referring segmentation on 12 "
+    "HyperNeRF / Neu3D scenes, 89 bilingual (English / Chinese) queries with dense per-frame mask ground truth, "
+    "an optional 36-query subset, and the COCO-annotated scene frames. Not NVIDIA's region-prompted VQA "
+    "benchmark of the same name. Masks are compressed COCO RLE {size: [H, W], counts: str}."
+)
+_CITATION = (
+    "Cite the R4D-Bench dataset repository (https://huggingface.co/datasets/LiYacheng/r4d-bench-qa) and the "
+    "original scene datasets (HyperNeRF, Neu3D / DyNeRF, Roboflow sources)."
+)
+_HOMEPAGE = "https://huggingface.co/datasets/LiYacheng/r4d-bench-qa"
+_LICENSE = (
+    "other: annotations and code as released (no top-level licence yet); scene imagery stays under the "
+    "Neu3D / HyperNeRF / Roboflow terms."
+)
+DEFAULT_REPO_ID = "LiYacheng/r4d-bench-qa"
+
+
+@dataclasses.dataclass
+class R4DBenchConfig(datasets.BuilderConfig):
+    """Options of every R4D-Bench config (all defaulted; see the dataset card)."""
+
+    mask_source: str = "segmentation"
+    coco_json_name: str | None = None
+    frame_id_pattern: str = r"(\d+)"
+    scene_aliases: dict = dataclasses.field(default_factory=lambda: dict(release.SCENE_ALIASES))
+    repo_id: str = DEFAULT_REPO_ID
+    revision: str | None = None
+
+
+def hub_patterns(config: R4DBenchConfig) -> list[str]:
+    """The release files a config needs (what the Hub download fetches)."""
+    patterns = [release.QUERIES_META, release.TRACK_GT, f"{release.SCENES_DIR}/*/_annotations*.coco.json"]
+    if config.name == "frames":
+        patterns += [f"{release.SCENES_DIR}/*/images/**", f"{release.SCENES_DIR}/*/*.jpg", f"{release.SCENES_DIR}/*/*.png"]
+    else:
+        patterns.append(release.dense_gt_file(config.name, config.mask_source))
+        if config.mask_source == "mask_image":
+            masks_dir = "query_masks" if config.name == "all_queries" else "query_masks_36"
+            patterns.append(f"{release.SCENES_DIR}/*/{masks_dir}/**")
+    return patterns
+
+
+class R4DBenchBuilder(datasets.GeneratorBasedBuilder):
+    """R4D-Bench: configs ``all_queries`` (default), ``subset_36`` and ``frames``; one ``test`` split."""
+
+    VERSION = datasets.Version("1.0.0")
+    BUILDER_CONFIG_CLASS = R4DBenchConfig
+    BUILDER_CONFIGS = [
+        R4DBenchConfig(name="all_queries", version=VERSION, description="89 queries with dense per-frame masks"),
+        R4DBenchConfig(name="subset_36", version=VERSION, description="the optional 36-query subset (3 per scene)"),
+        R4DBenchConfig(name="frames", version=VERSION, description="every COCO-annotated scene frame with its instances"),
+    ]
+    DEFAULT_CONFIG_NAME = "all_queries"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # The cache key of a builder script covers the script only; add the core package's sources.
+        kwargs["hash"] = core_fingerprint(kwargs.get("hash"))
+        super().__init__(*args, **kwargs)
+
+    def _info(self) -> datasets.DatasetInfo:
+        check_choice("mask_source", self.config.mask_source, release.MASK_SOURCES)
+        features = feats.frame_features() if self.config.name == "frames" else feats.query_features()
+        return datasets.DatasetInfo(
+            description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=features
+        )
+
+    def _release_root(self) -> Path:
+        if self.config.data_dir:
+            return release.check_release_root(self.config.data_dir)
+        root = hub.download_release(
+            self.config.repo_id, hub_patterns(self.config), self.config.revision,
+            benchmark="R4D-Bench", builder_path="builders/r4d_bench",
+        )
+        return release.check_release_root(root)
+
+    def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
+        root = self._release_root()
+        cfg = self.config
+        if cfg.name == "frames":
+            scenes = [release.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern) for s in release.scene_names(root)]
+            kwargs: dict = {"scenes": scenes}
+        else:
+            rel = release.open_query_release(
+                root, cfg.name, cfg.mask_source, cfg.coco_json_name, cfg.frame_id_pattern, cfg.scene_aliases
+            )
+            kwargs = {"release_data": rel}
+        return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs=kwargs)]
+
+    def _generate_examples(self, release_data: release.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, dict]]:
+        if scenes is not None:
+            for info in scenes:
+                yield from release.frame_rows(info)
+        else:
+            yield from release.query_rows(release_data, self.config.mask_source, self.config.scene_aliases)

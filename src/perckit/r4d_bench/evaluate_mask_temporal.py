@@ -1,0 +1,111 @@
+"""Score R4D-Bench mask predictions from the official file formats (drop-in for evaluate_mask_temporal.py).
+
+    python -m perckit.r4d_bench.evaluate_mask_temporal \\
+        --predictions preds.json --ground-truth scripts/new_predictions_ground_truth_all_queries.json \\
+        --queries-meta evaluation/R4D-Bench_queries.json --repo-root . --output report.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import PerckitError
+from . import features as feats
+from . import io
+from . import metrics as core
+
+SUMMARY_KEYS = core.GROUP_KEYS + ("num_ignored_prediction_frames", "num_existence_frames_without_mask")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m perckit.r4d_bench.evaluate_mask_temporal",
+        description="R4D-Bench (referring segmentation in dynamic 4D scenes): mask metrics (mIoU, mAcc, temporal "
+        "Acc, existence Acc, vIoU, tIoU, temporal P/R, overall IoU) from the official prediction JSON shapes.",
+    )
+    p.add_argument("--predictions", help="prediction JSON: {query_id: {'frames': {'1': 'mask.png'}}} or {query_id: [{frame_id, mask_path}]}")
+    p.add_argument("--ground-truth", required=True, help="dense GT JSON, e.g. scripts/new_predictions_ground_truth_all_queries.json")
+    p.add_argument("--queries-meta", required=True, help="evaluation/R4D-Bench_queries.json")
+    p.add_argument("--repo-root", default=".", help="release root; relative mask paths resolve against it (default: .)")
+    p.add_argument("--output", help="write the report JSON here")
+    p.add_argument("--iou-threshold", type=float, default=0.5, help="threshold of temporal_acc, inclusive (default 0.5)")
+    p.add_argument("--only-query-prefix", help="score only queries whose id starts with this prefix")
+    p.add_argument("--only-queries", nargs="+", help="score only these query ids (space- or comma-separated)")
+    p.add_argument("--debug-query", help="print the per-frame IoU table of this query")
+    p.add_argument("--self-check", action="store_true", help="score the ground truth against itself; every key must be 1.0")
+    p.add_argument("--evaluated-frames", default="annotated_and_existence", choices=core.EVALUATED_FRAMES)
+    p.add_argument("--macc-mode", default="class_mean", choices=core.MACC_MODES)
+    p.add_argument("--resize-mismatched", default=None, choices=["nearest"], help="resize predictions of another size (default: error)")
+    p.add_argument("--mask-source", default="segmentation", choices=["segmentation", "mask_image"], help="GT geometry: segmentation (default) or the PNG paths of a *_with_paths file")
+    return p
+
+
+def _only(values: Sequence[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    return [q for v in values for q in v.split(",") if q]
+
+
+def run(args: argparse.Namespace) -> dict:
+    rows = io.load_reference_rows(args.ground_truth, args.queries_meta, args.repo_root, args.mask_source)
+    if args.self_check:
+        predictions = io.gt_as_predictions(rows)
+    elif args.predictions:
+        predictions = io.load_mask_predictions(args.predictions, args.repo_root)
+    else:
+        raise PerckitError("--predictions is required (or pass --self-check)")
+    references = [feats.to_metric_reference(r) for r in rows]
+    known = {r["query_id"] for r in references}
+    opts = core.MaskTemporalOptions(
+        iou_threshold=args.iou_threshold, evaluated_frames=args.evaluated_frames, macc_mode=args.macc_mode,
+        resize_mismatched=args.resize_mismatched, only_query_prefix=args.only_query_prefix, only_queries=_only(args.only_queries),
+    )
+    pairs = core.match_by_query_id(predictions, references, opts.selects)
+    scores = [core.score_query(p, r, opts) for p, r in pairs]
+    report = core.reduce_mask_temporal(scores)
+    if args.debug_query:
+        if args.debug_query not in known:
+            raise PerckitError(f"--debug-query {args.debug_query!r} is not a query of {args.ground_truth}")
+        for s in scores:
+            if s.query_id == args.debug_query:
+                print(f"query {s.query_id} ({s.scene}, negative={s.is_negative}): frame_id IoU")
+                for fid, iou in s.frame_ious:
+                    print(f"  {fid:>8d}  {iou:.6f}")
+    return report
+
+
+def format_summary(report: dict, keys: Sequence[str] = SUMMARY_KEYS) -> str:
+    lines = []
+    for k in keys:
+        v = report.get(k)
+        lines.append(f"{k:>36s}  {v:.6f}" if isinstance(v, float) else f"{k:>36s}  {v}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        report = run(args)
+    except PerckitError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(format_summary(report))
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(json.dumps(report, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+        print(f"report written to {args.output}")
+    if args.self_check:
+        bad = [k for k in core.GROUP_KEYS[:-1] if report[k] != 1.0]
+        if bad:
+            print(f"self-check FAILED: {bad} are not 1.0", file=sys.stderr)
+            return 1
+        print("self-check passed: every metric is 1.0")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""Score R4D-Bench track-ID predictions from the official file format (drop-in for evaluate_r4dgs.py).
+
+    python -m perckit.r4d_bench.evaluate_track_id \\
+        --queries evaluation/R4D-Bench_queries.json --predictions my_tracks.json --output report.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import PerckitError
+from . import io
+from . import metrics as core
+from .evaluate_mask_temporal import _only, format_summary
+
+SUMMARY_KEYS = core.TRACK_KEYS + ("micro_precision", "micro_recall", "micro_f1", "num_queries")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m perckit.r4d_bench.evaluate_track_id",
+        description="R4D-Bench (referring segmentation in dynamic 4D scenes): precision / recall / F1 and exact "
+        "match of predicted target track-id sets, macro and micro.",
+    )
+    p.add_argument("--queries", required=True, help="evaluation/R4D-Bench_queries.json (the ground truth)")
+    p.add_argument("--predictions", help="{query_id: [track ids]} or {query_id: {'target_track_ids': [...]}}")
+    p.add_argument("--output", help="write the report JSON here")
+    p.add_argument("--only-query-prefix", help="score only queries whose id starts with this prefix")
+    p.add_argument("--only-queries", nargs="+", help="score only these query ids (space- or comma-separated)")
+    p.add_argument("--self-check", action="store_true", help="score the ground truth against itself")
+    return p
+
+
+def run(args: argparse.Namespace) -> dict:
+    references = io.track_reference_rows(args.queries)
+    if args.self_check:
+        predictions = [{"query_id": r["query_id"], "target_track_ids": r["target_track_ids"]} for r in references]
+    elif args.predictions:
+        predictions = io.load_track_predictions(args.predictions)
+    else:
+        raise PerckitError("--predictions is required (or pass --self-check)")
+    return core.track_id(predictions, references, only_query_prefix=args.only_query_prefix, only_queries=_only(args.only_queries))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        report = run(args)
+    except PerckitError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(format_summary(report, SUMMARY_KEYS))
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(json.dumps(report, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+        print(f"report written to {args.output}")
+    if args.self_check:
+        bad = [k for k in SUMMARY_KEYS[:-1] if report[k] != 1.0]
+        if bad:
+            print(f"self-check FAILED: {bad} are not 1.0", file=sys.stderr)
+            return 1
+        print("self-check passed: every metric is 1.0")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

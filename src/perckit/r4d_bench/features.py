@@ -1,0 +1,99 @@
+"""Features of the R4D-Bench builder and the input schemas of its two metrics."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import datasets
+
+from ..schema import project, rle_feature
+
+Value = datasets.Value
+
+
+def query_features() -> datasets.Features:
+    return datasets.Features({
+        "query_id": Value("string"),
+        "scene": Value("string"),
+        "text_en": Value("string"),
+        "text_zh": Value("string"),
+        "target_track_ids": [Value("string")],
+        "target_count": Value("int32"),
+        "is_negative": Value("bool"),
+        "query_type": Value("string"),
+        "requires_motion_understanding": Value("bool"),
+        "temporal_relation": Value("string"),
+        "expected_temporal_anchor": Value("string"),
+        "distractor": Value("string"),
+        "note": Value("string"),
+        "existence_frame_ids": [Value("int32")],
+        "frames": [{"frame_id": Value("int32"), "mask": rle_feature(), "num_instance_masks": Value("int32")}],
+        "evaluated_frame_ids": [Value("int32")],
+        "scene_frame_ids": [Value("int32")],
+        "extra_metadata_json": Value("string"),
+    })
+
+
+def frame_features() -> datasets.Features:
+    return datasets.Features({
+        "scene": Value("string"),
+        "frame_id": Value("int32"),
+        "image": datasets.Image(),
+        "image_file_name": Value("string"),
+        "coco_image_id": Value("int64"),
+        "height": Value("int32"),
+        "width": Value("int32"),
+        "annotations": [{
+            "annotation_id": Value("int64"),
+            "category_id": Value("int64"),
+            "category_name": Value("string"),
+            "track_id": Value("string"),
+            "bbox_xywh": [Value("float32")],
+            "area": Value("float32"),
+            "iscrowd": Value("bool"),
+            "mask": rle_feature(),
+        }],
+    })
+
+
+def mask_temporal_prediction_schema() -> dict:
+    return {"query_id": Value("string"), "frames": [{"frame_id": Value("int32"), "mask": rle_feature()}]}
+
+
+def mask_temporal_reference_schema() -> dict:
+    return {
+        "query_id": Value("string"),
+        "scene": Value("string"),
+        "query_type": Value("string"),
+        "is_negative": Value("bool"),
+        "frames": [{"frame_id": Value("int32"), "mask": rle_feature()}],
+        "evaluated_frame_ids": [Value("int32")],
+        "scene_frame_ids": [Value("int32")],
+    }
+
+
+def track_id_prediction_schema() -> dict:
+    return {"query_id": Value("string"), "target_track_ids": [Value("string")]}
+
+
+def track_id_reference_schema() -> dict:
+    return {"query_id": Value("string"), "scene": Value("string"), "target_track_ids": [Value("string")]}
+
+
+def to_metric_reference(row: Mapping) -> dict:
+    """A builder query row projected onto the ``mask_temporal`` reference keys."""
+    return project(row, mask_temporal_reference_schema())
+
+
+def to_metric_prediction(row: Mapping) -> dict:
+    """A builder query row (or any dict with ``query_id`` and ``frames``) as a ``mask_temporal`` prediction."""
+    return project(row, mask_temporal_prediction_schema())
+
+
+def to_track_reference(row: Mapping) -> dict:
+    """A builder query row projected onto the ``track_id`` reference keys."""
+    return project(row, track_id_reference_schema())
+
+
+def to_track_prediction(row: Mapping) -> dict:
+    return project(row, track_id_prediction_schema())

@@ -1,0 +1,100 @@
+"""Adapters for the official R4D-Bench prediction files and the CLIs' reference rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
+from ..jsonio import parse_int, read_json
+from . import features as feats
+from . import release
+
+
+def _read_predictions(path: str | Path) -> Any:
+    return read_json(path, error=PredictionError, not_found=InputNotFoundError, unique_keys=True)
+
+
+def _frame_items(value: Any, where: str) -> list[tuple[Any, Any]]:
+    """``(frame key, mask path)`` pairs of one query, from either official shape."""
+    if isinstance(value, Mapping) and "frames" in value:
+        value = value["frames"]
+    if isinstance(value, Mapping):
+        return list(value.items())
+    if isinstance(value, list):
+        items = []
+        for i, item in enumerate(value):
+            if not isinstance(item, Mapping) or "frame_id" not in item or "mask_path" not in item:
+                raise PredictionError(f"{where}: item {i}: expected {{'frame_id', 'mask_path'}}, got {item!r}"[:300])
+            items.append((item["frame_id"], item["mask_path"]))
+        return items
+    raise PredictionError(
+        f"{where}: expected {{'frames': {{'<frame_id>': 'mask.png'}}}} or a list of {{'frame_id', 'mask_path'}}, "
+        f"got {type(value).__name__}"
+    )
+
+
+def load_mask_predictions(path: str | Path, repo_root: str | Path = ".") -> list[dict]:
+    """Read an official mask-prediction JSON into ``mask_temporal`` prediction rows.
+
+    Shapes: ``{query_id: {"frames": {"1": "mask.png"}}}`` or
+    ``{query_id: [{"frame_id": 1, "mask_path": "..."}]}``. Relative paths
+    resolve against ``repo_root``; foreground is any pixel value > 0.
+    """
+    data = _read_predictions(path)
+    if not isinstance(data, Mapping):
+        raise PredictionError(f"{str(path)!r}: expected a JSON object query_id -> frames, got {type(data).__name__}")
+    root = Path(repo_root)
+    rows = []
+    for qid, value in data.items():
+        where = f"{str(path)!r}: query {qid!r}"
+        frames: dict[int, dict] = {}
+        for key, mask_path in _frame_items(value, where):
+            fid = parse_int(key, f"{where}: frame key", PredictionError)
+            if fid in frames:
+                raise PredictionError(f"{where}: duplicate frame_id {fid}")
+            if not isinstance(mask_path, str) or not mask_path:
+                raise PredictionError(f"{where}: frame {fid}: expected a mask path string, got {mask_path!r}")
+            p = Path(mask_path)
+            p = p if p.is_absolute() else root / p
+            try:
+                mask = release.png_mask(p, f"{where}: frame {fid}")
+            except (ReleaseNotFoundError, ReleaseFormatError) as e:
+                cls = InputNotFoundError if isinstance(e, ReleaseNotFoundError) else PredictionError
+                raise cls(str(e)) from None
+            frames[fid] = {"frame_id": fid, "mask": mask}
+        rows.append({"query_id": str(qid), "frames": [frames[k] for k in sorted(frames)]})
+    return rows
+
+
+def load_track_predictions(path: str | Path) -> list[dict]:
+    """Read ``{query_id: [ids]}`` or ``{query_id: {"target_track_ids": [...]}}`` into ``track_id`` prediction rows (ids as str)."""
+    data = _read_predictions(path)
+    if not isinstance(data, Mapping):
+        raise PredictionError(f"{str(path)!r}: expected a JSON object query_id -> track ids, got {type(data).__name__}")
+    return [
+        {"query_id": str(qid), "target_track_ids": release.track_id_list(v, f"{str(path)!r}: query {qid!r}", PredictionError)}
+        for qid, v in data.items()
+    ]
+
+
+def load_reference_rows(ground_truth: str | Path, queries_meta: str | Path, repo_root: str | Path = ".", mask_source: str = "segmentation") -> list[dict]:
+    """Builder query rows from an explicit dense-GT JSON and query-metadata JSON (what the CLIs score against)."""
+    rel = release.open_query_release(repo_root, mask_source=mask_source, gt_file=ground_truth, queries_file=queries_meta)
+    return [row for _, row in release.query_rows(rel, mask_source)]
+
+
+def track_reference_rows(queries_meta: str | Path) -> list[dict]:
+    """``track_id`` reference rows from the query-metadata JSON (the official track evaluator reads ``--queries``)."""
+    meta = release.load_queries_meta(queries_meta)
+    rows = []
+    for qid, m in meta.items():
+        scene = release.normalise_scene(m["scene"]) if isinstance(m.get("scene"), str) and m["scene"] else release.scene_from_query_id(qid)
+        ids = release.track_id_list(m.get("target_track_ids"), f"{str(queries_meta)!r}: query {qid!r}.target_track_ids")
+        rows.append({"query_id": qid, "scene": scene, "target_track_ids": ids})
+    return rows
+
+
+def gt_as_predictions(rows: list[Mapping]) -> list[dict]:
+    """Reference rows as predictions (the ``--self-check`` case)."""
+    return [feats.to_metric_prediction(r) for r in rows]

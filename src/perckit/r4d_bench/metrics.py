@@ -1,0 +1,368 @@
+"""Metric math of R4D-Bench: ``mask_temporal`` and ``track_id``, as accumulate / reduce halves.
+
+Accumulate: :func:`score_query` / :func:`score_track_query` turn one
+(prediction, reference) pair into a small per-query record. Reduce:
+:func:`reduce_mask_temporal` / :func:`reduce_track_id` aggregate records
+(macro means, pooled counts, groups). :func:`mask_temporal` and
+:func:`track_id` match predictions to references by ``query_id`` and run both.
+
+All pixel comparisons are exact integer counts in the RLE domain.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from .. import rle as rle_ops
+from ..errors import OptionError, PredictionError, check_choice
+from ..jsonio import parse_int
+
+logger = logging.getLogger(__name__)
+
+EVALUATED_FRAMES = ("annotated_and_existence", "annotated", "all_scene_frames")
+MACC_MODES = ("class_mean", "frame_success")
+RESIZE_MODES = (None, "nearest")
+VIOU_THRESHOLDS = (0.3, 0.5)
+QUERY_KEYS = ("miou", "macc", "temporal_acc", "existence_acc", "viou", "tiou", "temporal_precision", "temporal_recall")
+GROUP_KEYS = QUERY_KEYS[:5] + tuple(f"viou@{r}" for r in VIOU_THRESHOLDS) + QUERY_KEYS[5:] + ("overall_iou", "num_queries")
+
+
+@dataclass(frozen=True)
+class MaskTemporalOptions:
+    iou_threshold: float = 0.5
+    evaluated_frames: str = "annotated_and_existence"
+    macc_mode: str = "class_mean"
+    resize_mismatched: str | None = None
+    empty_iou: float = 1.0
+    only_query_prefix: str | None = None
+    only_queries: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        check_choice("evaluated_frames", self.evaluated_frames, EVALUATED_FRAMES)
+        check_choice("macc_mode", self.macc_mode, MACC_MODES)
+        check_choice("resize_mismatched", self.resize_mismatched, RESIZE_MODES)
+        if not isinstance(self.iou_threshold, (int, float)) or not 0.0 <= float(self.iou_threshold) <= 1.0:
+            raise OptionError(f"option 'iou_threshold': expected a number in [0, 1], got {self.iou_threshold!r}")
+        if not isinstance(self.empty_iou, (int, float)) or not 0.0 <= float(self.empty_iou) <= 1.0:
+            raise OptionError(f"option 'empty_iou': expected a number in [0, 1], got {self.empty_iou!r}")
+        if isinstance(self.only_queries, str):
+            object.__setattr__(self, "only_queries", tuple(q for q in self.only_queries.split(",") if q))
+        elif self.only_queries is not None:
+            object.__setattr__(self, "only_queries", tuple(self.only_queries))
+
+    def selects(self, query_id: str) -> bool:
+        if self.only_query_prefix and not query_id.startswith(self.only_query_prefix):
+            return False
+        return self.only_queries is None or query_id in self.only_queries
+
+
+@dataclass
+class QueryScore:
+    """The per-query record of ``mask_temporal`` (the accumulate half's output)."""
+
+    query_id: str
+    scene: str
+    query_type: str
+    is_negative: bool
+    miou: float
+    macc: float
+    temporal_acc: float
+    existence_acc: float
+    viou: float
+    tiou: float
+    temporal_precision: float
+    temporal_recall: float
+    intersection: int
+    union: int
+    num_evaluated_frames: int
+    num_ignored_prediction_frames: int = 0
+    num_existence_frames_without_mask: int = 0
+    frame_ious: list[tuple[int, float]] = field(default_factory=list, repr=False)
+
+    def as_row(self) -> dict:
+        row = asdict(self)
+        row.pop("frame_ious")
+        return row
+
+
+def _ratio(num: int, den: int, both_zero: float, den_zero: float = 0.0) -> float:
+    if den:
+        return num / den
+    return both_zero if num == 0 else den_zero
+
+
+def frame_masks(frames: Iterable[Mapping], where: str, error: type[Exception] = PredictionError) -> dict[int, rle_ops.RLE]:
+    """``[{frame_id, mask}]`` to ``{frame_id: validated RLE}``; duplicate or non-integer frame ids raise."""
+    out: dict[int, rle_ops.RLE] = {}
+    for i, fr in enumerate(frames or []):
+        if not isinstance(fr, Mapping):
+            raise error(f"{where}: frames[{i}]: expected {{frame_id, mask}}, got {type(fr).__name__}")
+        fid = parse_int(fr.get("frame_id"), f"{where}: frames[{i}].frame_id", error)
+        if fid in out:
+            raise error(f"{where}: duplicate frame_id {fid}")
+        mask = fr.get("mask")
+        if mask is None:
+            continue
+        out[fid] = rle_ops.to_rle(mask, where=f"{where}: frame {fid} mask")
+    return out
+
+
+def evaluated_frame_ids(reference: Mapping, ref_masks: Mapping[int, Any], mode: str) -> list[int]:
+    """[inferred] F_q of a query under ``evaluated_frames``."""
+    if mode == "annotated":
+        return sorted(ref_masks)
+    if mode == "all_scene_frames":
+        return sorted({int(t) for t in reference.get("scene_frame_ids") or []})
+    return sorted(set(ref_masks) | {int(t) for t in reference.get("evaluated_frame_ids") or []})
+
+
+def query_macc(tp: int, fp: int, fn: int, tn: int | None) -> float:
+    """[inferred] two-class mean pixel accuracy over all pixels of F_q (classes with a positive denominator)."""
+    accs = []
+    if tp + fn > 0:
+        accs.append(tp / (tp + fn))
+    if tn is not None and tn + fp > 0:
+        accs.append(tn / (tn + fp))
+    elif tn is None and fp > 0:
+        accs.append(0.0)
+    return sum(accs) / len(accs) if accs else 1.0
+
+
+def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTemporalOptions = MaskTemporalOptions()) -> QueryScore:
+    """Accumulate half of ``mask_temporal``: one query's record."""
+    qid = str(reference["query_id"])
+    where = f"query {qid!r}"
+    gt = frame_masks(reference.get("frames") or [], f"reference {where}", PredictionError)
+    pred = frame_masks((prediction or {}).get("frames") or [], f"prediction {where}")
+    F = evaluated_frame_ids(reference, gt, options.evaluated_frames)
+    Fset = set(F)
+    ignored = sum(1 for t in pred if t not in Fset)
+    is_negative = bool(reference.get("is_negative"))
+    base = dict(
+        query_id=qid, scene=str(reference.get("scene") or ""), query_type=str(reference.get("query_type") or ""),
+        is_negative=is_negative, num_ignored_prediction_frames=ignored,
+    )
+    if not F:
+        any_fg = any(rle_ops.area(m) > 0 for m in pred.values())
+        v = 0.0 if any_fg else 1.0
+        return QueryScore(**base, **{k: v for k in QUERY_KEYS}, intersection=0, union=0, num_evaluated_frames=0)
+
+    fallback = next(iter(gt.values()), None) or next(iter(pred.values()), None)
+    fallback_pixels = fallback["size"][0] * fallback["size"][1] if fallback else None
+    warned = False
+    ious: list[tuple[int, float]] = []
+    tp = fp = fn = tn = 0
+    tn_known = True
+    n_p = n_g = n_i = n_u = 0
+    success = agree = 0
+    viou_sum = 0.0
+    without_mask = 0
+    for t in F:
+        G = gt.get(t)
+        P = pred.get(t)
+        if G is None and not is_negative:
+            without_mask += 1
+        if G is not None and P is not None and P["size"] != G["size"]:
+            if options.resize_mismatched is None:
+                raise PredictionError(
+                    f"prediction {where}: frame {t}: mask size {P['size']} differs from the reference size {G['size']} "
+                    "(pass resize_mismatched='nearest' to resize predictions)"
+                )
+            if not warned:
+                logger.warning("mask_temporal: query %r: resizing predicted masks from %s to %s (nearest)", qid, P["size"], G["size"])
+                warned = True
+            P = rle_ops.resize_nearest(P, G["size"])
+        a_g = rle_ops.area(G) if G is not None else 0
+        a_p = rle_ops.area(P) if P is not None else 0
+        inter = rle_ops.intersection_area(P, G, where) if a_g and a_p else 0
+        uni = a_g + a_p - inter
+        iou = inter / uni if uni else float(options.empty_iou)
+        ious.append((t, iou))
+        ref_mask = G if G is not None else P
+        npix = ref_mask["size"][0] * ref_mask["size"][1] if ref_mask is not None else fallback_pixels
+        tp += inter
+        fp += a_p - inter
+        fn += a_g - inter
+        if npix is None:
+            tn_known = False
+        else:
+            tn += npix - uni
+        p_t, g_t = a_p > 0, a_g > 0
+        n_p += p_t
+        n_g += g_t
+        if p_t and g_t:
+            n_i += 1
+            viou_sum += iou
+        n_u += p_t or g_t
+        success += iou >= options.iou_threshold
+        agree += p_t == g_t
+    n = len(F)
+    temporal_acc = success / n
+    macc = query_macc(tp, fp, fn, tn if tn_known else None) if options.macc_mode == "class_mean" else temporal_acc
+    return QueryScore(
+        **base,
+        miou=sum(i for _, i in ious) / n,
+        macc=macc,
+        temporal_acc=temporal_acc,
+        existence_acc=agree / n,
+        viou=viou_sum / n_u if n_u else 1.0,
+        tiou=n_i / n_u if n_u else 1.0,
+        temporal_precision=_ratio(n_i, n_p, 1.0 if n_g == 0 else 0.0),
+        temporal_recall=_ratio(n_i, n_g, 1.0 if n_p == 0 else 0.0),
+        intersection=tp,
+        union=tp + fp + fn,
+        num_evaluated_frames=n,
+        num_existence_frames_without_mask=without_mask,
+        frame_ious=ious,
+    )
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _group_block(scores: Sequence[QueryScore]) -> dict:
+    if not scores:
+        return {k: None for k in GROUP_KEYS[:-1]} | {"num_queries": 0}
+    out: dict[str, Any] = {}
+    for k in QUERY_KEYS:
+        out[k] = _mean([getattr(s, k) for s in scores])
+    for r in VIOU_THRESHOLDS:
+        out[f"viou@{r}"] = sum(1 for s in scores if s.viou > r) / len(scores)
+    inter = sum(s.intersection for s in scores)
+    uni = sum(s.union for s in scores)
+    out["overall_iou"] = inter / uni if uni else 1.0
+    out["num_queries"] = len(scores)
+    return {k: out[k] for k in GROUP_KEYS}
+
+
+def _by(scores: Sequence[QueryScore], key: str) -> dict[str, dict]:
+    groups: dict[str, list[QueryScore]] = {}
+    for s in scores:
+        groups.setdefault(getattr(s, key), []).append(s)
+    return {k: _group_block(v) for k, v in sorted(groups.items())}
+
+
+def reduce_mask_temporal(scores: Sequence[QueryScore]) -> dict:
+    """Reduce half of ``mask_temporal``: macro means, vIoU@R, pooled IoU, groups and the per-query table."""
+    out = _group_block(scores)
+    out["num_ignored_prediction_frames"] = sum(s.num_ignored_prediction_frames for s in scores)
+    out["num_existence_frames_without_mask"] = sum(s.num_existence_frames_without_mask for s in scores)
+    out["per_scene"] = _by(scores, "scene")
+    out["per_query_type"] = _by(scores, "query_type")
+    out["positive"] = _group_block([s for s in scores if not s.is_negative])
+    out["negative"] = _group_block([s for s in scores if s.is_negative])
+    out["per_query"] = [s.as_row() for s in scores]
+    return out
+
+
+def match_by_query_id(predictions: Sequence[Mapping], references: Sequence[Mapping], selects=lambda q: True) -> list[tuple[Mapping | None, Mapping]]:
+    """Pair predictions with references by ``query_id`` (reference order).
+
+    Duplicate ids on either side and a prediction whose id is unknown to the
+    references raise :class:`PredictionError`. A reference without a
+    prediction is paired with ``None`` (scored as "no output").
+    """
+    refs: dict[str, Mapping] = {}
+    for i, r in enumerate(references):
+        qid = r.get("query_id") if isinstance(r, Mapping) else None
+        if not isinstance(qid, str):
+            raise PredictionError(f"references[{i}]: expected a dict with a string 'query_id', got {type(r).__name__}")
+        if qid in refs:
+            raise PredictionError(f"references: duplicate query_id {qid!r}")
+        refs[qid] = r
+    preds: dict[str, Mapping] = {}
+    for i, p in enumerate(predictions):
+        qid = p.get("query_id") if isinstance(p, Mapping) else None
+        if not isinstance(qid, str):
+            raise PredictionError(f"predictions[{i}]: expected a dict with a string 'query_id', got {type(p).__name__}")
+        if qid in preds:
+            raise PredictionError(f"predictions: duplicate query_id {qid!r}")
+        if qid not in refs:
+            raise PredictionError(f"predictions[{i}]: query_id {qid!r} is unknown to the references")
+        preds[qid] = p
+    return [(preds.get(q), r) for q, r in refs.items() if selects(q)]
+
+
+def mask_temporal(predictions: Sequence[Mapping], references: Sequence[Mapping], **options: Any) -> dict:
+    """Score mask predictions against reference rows (see the ``mask_temporal`` metric card)."""
+    opts = MaskTemporalOptions(**options)
+    scores = [score_query(p, r, opts) for p, r in match_by_query_id(predictions, references, opts.selects)]
+    return reduce_mask_temporal(scores)
+
+
+# ---------------------------------------------------------------- track_id
+
+TRACK_KEYS = ("precision", "recall", "f1", "exact_match")
+
+
+@dataclass
+class TrackScore:
+    query_id: str
+    scene: str
+    is_negative: bool
+    precision: float
+    recall: float
+    f1: float
+    exact_match: float
+    tp: int
+    num_pred: int
+    num_gt: int
+
+
+def _f1(p: float, r: float) -> float:
+    return 2 * p * r / (p + r) if p + r > 0 else 0.0
+
+
+def score_track_query(prediction: Mapping | None, reference: Mapping) -> TrackScore:
+    """Accumulate half of ``track_id``: set precision / recall / F1 on ``str(id)`` sets."""
+    pred = {str(t) for t in ((prediction or {}).get("target_track_ids") or [])}
+    gt = {str(t) for t in (reference.get("target_track_ids") or [])}
+    tp = len(pred & gt)
+    if not pred and not gt:
+        p = r = 1.0
+    elif not pred or not gt:
+        p = r = 0.0
+    else:
+        p, r = tp / len(pred), tp / len(gt)
+    return TrackScore(
+        query_id=str(reference["query_id"]), scene=str(reference.get("scene") or ""), is_negative=not gt,
+        precision=p, recall=r, f1=_f1(p, r), exact_match=float(pred == gt),
+        tp=tp, num_pred=len(pred), num_gt=len(gt),
+    )
+
+
+def _track_block(scores: Sequence[TrackScore]) -> dict:
+    if not scores:
+        return {k: None for k in TRACK_KEYS + ("micro_precision", "micro_recall", "micro_f1")} | {"num_queries": 0}
+    out = {k: _mean([getattr(s, k) for s in scores]) for k in TRACK_KEYS}
+    tp = sum(s.tp for s in scores)
+    npred = sum(s.num_pred for s in scores)
+    ngt = sum(s.num_gt for s in scores)
+    out["micro_precision"] = _ratio(tp, npred, 1.0 if ngt == 0 else 0.0)
+    out["micro_recall"] = _ratio(tp, ngt, 1.0 if npred == 0 else 0.0)
+    out["micro_f1"] = _f1(out["micro_precision"], out["micro_recall"])
+    out["num_queries"] = len(scores)
+    return out
+
+
+def reduce_track_id(scores: Sequence[TrackScore]) -> dict:
+    """Reduce half of ``track_id``: macro and micro P/R/F1, exact match, groups and the per-query table."""
+    out = _track_block(scores)
+    groups: dict[str, list[TrackScore]] = {}
+    for s in scores:
+        groups.setdefault(s.scene, []).append(s)
+    out["per_scene"] = {k: _track_block(v) for k, v in sorted(groups.items())}
+    out["positive"] = _track_block([s for s in scores if not s.is_negative])
+    out["negative"] = _track_block([s for s in scores if s.is_negative])
+    out["per_query"] = [asdict(s) for s in scores]
+    return out
+
+
+def track_id(predictions: Sequence[Mapping], references: Sequence[Mapping], only_query_prefix: str | None = None, only_queries: Sequence[str] | str | None = None) -> dict:
+    """Score track-id set predictions against reference rows (see the ``track_id`` metric card)."""
+    opts = MaskTemporalOptions(only_query_prefix=only_query_prefix, only_queries=only_queries)
+    scores = [score_track_query(p, r) for p, r in match_by_query_id(predictions, references, opts.selects)]
+    return reduce_track_id(scores)

@@ -1,0 +1,546 @@
+"""Readers of the R4D-Bench release layout (JSON + PNG folders) and the row builders.
+
+R4D-Bench here is the referring-segmentation benchmark on dynamic 4D scenes
+(Hub: ``LiYacheng/r4d-bench-qa``), not NVIDIA's region-prompted VQA benchmark
+of the same name. Every decision marked [inferred] in the spec lives in one
+named function or option of this module.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+from PIL import Image
+
+from .. import rle as rle_ops
+from ..errors import ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice
+from ..jsonio import parse_int, read_json, require_file
+
+logger = logging.getLogger(__name__)
+
+SCENES = (
+    "americano", "coffee_martini", "cook_spinach", "cut_lemon", "cut_roasted_beef", "espresso",
+    "flame_salmon", "flame_steak", "keyboard", "sear_steak", "split_cookie", "torchchocolate",
+)
+#: [inferred] upstream capture spellings -> release folder names.
+SCENE_ALIASES = {"torchocolate": "torchchocolate", "cut-lemon1": "cut_lemon", "cut_lemon1": "cut_lemon"}
+
+QUERIES_META = "evaluation/R4D-Bench_queries.json"
+TRACK_GT = "evaluation/R4D-Bench_predictions.json"
+DENSE_GT_STEM = {
+    "all_queries": "scripts/new_predictions_ground_truth_all_queries",
+    "subset_36": "scripts/new_predictions_ground_truth_final",
+}
+SCENES_DIR = "data/scenes"
+MASK_SOURCES = ("segmentation", "mask_image")
+KNOWN_QUERY_KEYS = frozenset({
+    "query_id", "scene", "text_en", "text_zh", "target_track_ids", "target_count", "query_type",
+    "requires_motion_understanding", "temporal_relation", "expected_temporal_anchor", "distractor", "note",
+})
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+# ---------------------------------------------------------------- naming
+
+
+def normalise_scene(name: str, aliases: Mapping[str, str] = SCENE_ALIASES) -> str:
+    """Folder spelling of a scene name: aliases first, then ``-`` -> ``_``."""
+    name = aliases.get(name, name)
+    name = name.replace("-", "_")
+    return aliases.get(name, name)
+
+
+def scene_from_query_id(query_id: str, aliases: Mapping[str, str] = SCENE_ALIASES) -> str:
+    """``cook-spinach_q3`` -> ``cook_spinach``: prefix before the last ``_``, hyphens to underscores, aliases."""
+    return normalise_scene(query_id.rsplit("_", 1)[0], aliases)
+
+
+def dense_gt_file(config_name: str, mask_source: str) -> str:
+    """The dense GT JSON a query config reads (the ``_with_paths`` file for PNG masks)."""
+    check_choice("mask_source", mask_source, MASK_SOURCES)
+    stem = DENSE_GT_STEM[config_name]
+    return f"{stem}_with_paths.json" if mask_source == "mask_image" else f"{stem}.json"
+
+
+def frame_id_of(image: Mapping[str, Any], pattern: str = r"(\d+)", where: str = "COCO image") -> int:
+    """[inferred] frame id of a COCO image: first digit run of ``extra.name``, else of the file name's basename."""
+    extra = image.get("extra") if isinstance(image.get("extra"), Mapping) else {}
+    name = extra.get("name") or Path(str(image.get("file_name", ""))).name
+    m = re.search(pattern, str(name))
+    if not m:
+        raise ReleaseFormatError(f"{where}: no frame id matching {pattern!r} in image name {name!r}")
+    return int(m.group(1) if m.groups() else m.group(0))
+
+
+def resolve_track_id(annotation: Mapping[str, Any]) -> str | None:
+    """[inferred] track id of a COCO annotation: ``track_id``, ``attributes.track_id``, ``instance_id``, else None."""
+    if annotation.get("track_id") is not None:
+        return str(annotation["track_id"])
+    attrs = annotation.get("attributes")
+    if isinstance(attrs, Mapping) and attrs.get("track_id") is not None:
+        return str(attrs["track_id"])
+    if annotation.get("instance_id") is not None:
+        return str(annotation["instance_id"])
+    return None
+
+
+# ---------------------------------------------------------------- release files
+
+
+def check_release_root(root: str | Path) -> Path:
+    root = Path(root)
+    if not root.is_dir():
+        raise ReleaseNotFoundError(
+            f"R4D-Bench release folder {str(root)!r} does not exist; pass data_dir=<the release root> "
+            "(the folder that holds evaluation/, scripts/ and data/)"
+        )
+    for sub in ("evaluation", "scripts"):
+        if not (root / sub).is_dir():
+            raise ReleaseNotFoundError(
+                f"R4D-Bench release {str(root)!r}: expected the folder {sub + '/'!r} under the release root, not found"
+            )
+    return root
+
+
+def load_queries_meta(path: str | Path) -> dict[str, dict]:
+    """``R4D-Bench_queries.json``: an array of entries or ``{"queries": [...]}``; keyed by ``query_id``."""
+    data = read_json(path)
+    if isinstance(data, Mapping) and isinstance(data.get("queries"), list):
+        data = data["queries"]
+    if not isinstance(data, list):
+        raise ReleaseFormatError(f"{str(path)!r}: expected a JSON array of queries (or an object with 'queries'), got {type(data).__name__}")
+    out: dict[str, dict] = {}
+    for i, entry in enumerate(data):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("query_id"), str):
+            raise ReleaseFormatError(f"{str(path)!r}: entry {i}: expected an object with a string 'query_id', got {_short(entry)}")
+        qid = entry["query_id"]
+        if qid in out:
+            raise ReleaseFormatError(f"{str(path)!r}: duplicate query_id {qid!r}")
+        out[qid] = dict(entry)
+    return out
+
+
+def load_track_gt(path: str | Path) -> dict[str, list[str]]:
+    """``R4D-Bench_predictions.json``: ``{query_id: [ids]}`` or ``{query_id: {"target_track_ids": [...]}}``."""
+    data = read_json(path)
+    if not isinstance(data, Mapping):
+        raise ReleaseFormatError(f"{str(path)!r}: expected a JSON object query_id -> target_track_ids, got {type(data).__name__}")
+    return {str(k): track_id_list(v, f"{path}: {k!r}") for k, v in data.items()}
+
+
+def track_id_list(value: Any, where: str, error: type[Exception] = ReleaseFormatError) -> list[str]:
+    """A list of track ids (or ``{"target_track_ids": [...]}``) as sorted, deduplicated strings."""
+    if isinstance(value, Mapping):
+        value = value.get("target_track_ids", value.get("track_ids"))
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set)):
+        raise error(f"{where}: expected a list of track ids, got {_short(value)}")
+    out = set()
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            raise error(f"{where}: expected track ids to be ints or strings, got {_short(v)}")
+        out.add(str(v))
+    return sorted(out)
+
+
+def load_dense_gt(path: str | Path) -> list[dict]:
+    """Dense GT: an array of entries or an object keyed by ``query_id``. Checks ids, ``ground_truth`` and frame ids."""
+    data = read_json(path)
+    if isinstance(data, Mapping):
+        entries = []
+        for qid, entry in data.items():
+            if not isinstance(entry, Mapping):
+                raise ReleaseFormatError(f"{str(path)!r}: {qid!r}: expected an object, got {_short(entry)}")
+            entries.append({"query_id": qid, **entry})
+    elif isinstance(data, list):
+        entries = list(data)
+    else:
+        raise ReleaseFormatError(f"{str(path)!r}: expected a JSON array of queries or an object keyed by query_id, got {type(data).__name__}")
+    seen: set[str] = set()
+    out = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("query_id"), str):
+            raise ReleaseFormatError(f"{str(path)!r}: entry {i}: expected an object with a string 'query_id', got {_short(entry)}")
+        qid = entry["query_id"]
+        where = f"{str(path)!r}: query {qid!r}"
+        if qid in seen:
+            raise ReleaseFormatError(f"{str(path)!r}: duplicate query_id {qid!r}")
+        seen.add(qid)
+        gt = entry.get("ground_truth")
+        if not isinstance(gt, Mapping):
+            raise ReleaseFormatError(f"{where}: expected a 'ground_truth' object, got {_short(gt)}")
+        frames = gt.get("frames") or []
+        if not isinstance(frames, list):
+            raise ReleaseFormatError(f"{where}: expected 'ground_truth.frames' to be a list, got {_short(frames)}")
+        fids: set[int] = set()
+        norm_frames = []
+        for j, fr in enumerate(frames):
+            if not isinstance(fr, Mapping):
+                raise ReleaseFormatError(f"{where}: frames[{j}]: expected an object, got {_short(fr)}")
+            fid = parse_int(fr.get("frame_id"), f"{where}: frames[{j}].frame_id")
+            if fid in fids:
+                raise ReleaseFormatError(f"{where}: duplicate frame_id {fid} in ground_truth.frames")
+            fids.add(fid)
+            masks = fr.get("masks") or []
+            if not isinstance(masks, list):
+                raise ReleaseFormatError(f"{where}: frame {fid}: expected 'masks' to be a list, got {_short(masks)}")
+            norm_frames.append({**fr, "frame_id": fid, "masks": masks})
+        existence = [parse_int(f, f"{where}: ground_truth.existence_frames") for f in (gt.get("existence_frames") or [])]
+        out.append({**entry, "ground_truth": {**gt, "frames": sorted(norm_frames, key=lambda f: f["frame_id"]), "existence_frames": existence}})
+    return out
+
+
+# ---------------------------------------------------------------- scenes
+
+
+@dataclass
+class FrameInfo:
+    frame_id: int
+    coco_image_id: int
+    file_name: str  # relative to the scene folder
+    height: int
+    width: int
+
+
+@dataclass
+class SceneInfo:
+    name: str
+    folder: Path
+    coco_path: Path
+    coco: dict
+    frames: dict[int, FrameInfo] = field(default_factory=dict)
+
+    @property
+    def common_size(self) -> tuple[int, int] | None:
+        sizes = {(f.height, f.width) for f in self.frames.values()}
+        return next(iter(sizes)) if len(sizes) == 1 else None
+
+    def frame_size(self, frame_id: int) -> tuple[int, int] | None:
+        fr = self.frames.get(frame_id)
+        return (fr.height, fr.width) if fr else self.common_size
+
+
+def find_coco_json(scene_dir: Path, coco_json_name: str | None = None) -> Path:
+    """[inferred] The scene's COCO file: ``coco_json_name`` if given, else the single ``_annotations*.coco.json``."""
+    if coco_json_name:
+        path = scene_dir / coco_json_name
+        if not path.is_file():
+            raise ReleaseNotFoundError(f"COCO annotation file {str(path)!r} (coco_json_name={coco_json_name!r}) not found")
+        return path
+    matches = sorted(scene_dir.glob("_annotations*.coco.json"))
+    if len(matches) != 1:
+        found = [m.name for m in matches]
+        raise ReleaseNotFoundError(
+            f"scene folder {str(scene_dir)!r}: expected exactly one '_annotations*.coco.json', found {found}; "
+            "pick one with the config option coco_json_name"
+        )
+    return matches[0]
+
+
+def read_scene(root: Path, scene: str, coco_json_name: str | None = None, frame_id_pattern: str = r"(\d+)") -> SceneInfo:
+    folder = Path(root) / SCENES_DIR / scene
+    if not folder.is_dir():
+        raise ReleaseNotFoundError(f"scene folder {SCENES_DIR + '/' + scene!r} not found under {str(root)!r}")
+    coco_path = find_coco_json(folder, coco_json_name)
+    coco = read_json(coco_path)
+    if not isinstance(coco, Mapping) or not isinstance(coco.get("images"), list):
+        raise ReleaseFormatError(f"{str(coco_path)!r}: expected a COCO object with an 'images' list")
+    info = SceneInfo(scene, folder, coco_path, coco)
+    for i, img in enumerate(coco["images"]):
+        where = f"{str(coco_path)!r}: images[{i}]"
+        if not isinstance(img, Mapping):
+            raise ReleaseFormatError(f"{where}: expected an object, got {_short(img)}")
+        fid = frame_id_of(img, frame_id_pattern, where)
+        if fid in info.frames:
+            raise ReleaseFormatError(f"{where}: frame id {fid} appears twice in the scene {scene!r}")
+        try:
+            h, w, iid = int(img["height"]), int(img["width"]), int(img["id"])
+        except (KeyError, TypeError, ValueError):
+            raise ReleaseFormatError(f"{where}: expected int 'id', 'height' and 'width'") from None
+        info.frames[fid] = FrameInfo(fid, iid, _resolve_image_name(folder, str(img.get("file_name", ""))), h, w)
+    return info
+
+
+def _resolve_image_name(folder: Path, file_name: str) -> str:
+    """[inferred] ``file_name`` resolves under ``images/`` first, then under the scene folder."""
+    if (folder / "images" / file_name).is_file():
+        return f"images/{file_name}"
+    return file_name
+
+
+# ---------------------------------------------------------------- masks
+
+
+def png_mask(path: Path, where: str) -> rle_ops.RLE:
+    """A PNG mask as RLE; foreground = any channel > 0."""
+    try:
+        with Image.open(path) as im:
+            im.load()
+            arr = np.asarray(im)
+    except FileNotFoundError:
+        raise ReleaseNotFoundError(f"{where}: mask PNG {str(path)!r} not found") from None
+    except (OSError, ValueError, SyntaxError) as e:
+        raise ReleaseFormatError(f"{where}: cannot open mask PNG {str(path)!r}: {e}") from None
+    if arr.ndim == 3:
+        arr = arr.any(axis=2)
+    return rle_ops.encode(arr > 0)
+
+
+def frame_mask_from_segmentations(masks: Sequence[Mapping], size: tuple[int, int] | None, where: str) -> rle_ops.RLE:
+    """OR of the ``segmentation`` of every mask of one frame; RLE sizes win, polygons use ``size``."""
+    segs = [m.get("segmentation") if isinstance(m, Mapping) else None for m in masks]
+    rle_sizes = {tuple(int(v) for v in s["size"]) for s in segs if isinstance(s, Mapping) and isinstance(s.get("size"), (list, tuple)) and len(s["size"]) == 2}
+    if len(rle_sizes) > 1:
+        raise ReleaseFormatError(f"{where}: masks of one frame have different sizes {sorted(rle_sizes)}")
+    if rle_sizes:
+        rsize = next(iter(rle_sizes))
+        if size is not None and tuple(size) != rsize:
+            raise ReleaseFormatError(f"{where}: RLE size {list(rsize)} differs from the frame size {list(size)} of the COCO image")
+        size = rsize
+    parts = []
+    for k, seg in enumerate(segs):
+        if seg is None or (isinstance(seg, (list, dict)) and len(seg) == 0):
+            continue
+        if isinstance(seg, list) and size is None:
+            raise ReleaseFormatError(f"{where}: masks[{k}] is a polygon and the frame size is unknown (no COCO image, no RLE)")
+        parts.append(rle_ops.to_rle(seg, size=size, where=f"{where}: masks[{k}].segmentation"))
+    if size is None:
+        raise ReleaseFormatError(f"{where}: cannot build the frame mask: frame size unknown (no COCO image and no RLE)")
+    return rle_ops.union(parts, size=size, where=where)
+
+
+def frame_mask_from_pngs(root: Path, frame: Mapping, size: tuple[int, int] | None, where: str) -> rle_ops.RLE:
+    """OR of the per-mask ``mask_image`` PNGs, else the frame's ``combined_mask_image``."""
+    masks = frame.get("masks") or []
+    paths = [m.get("mask_image") for m in masks if isinstance(m, Mapping)]
+    if masks and all(isinstance(p, str) for p in paths):
+        parts = [png_mask(root / p, f"{where}: masks[{k}].mask_image") for k, p in enumerate(paths)]
+    elif isinstance(frame.get("combined_mask_image"), str):
+        parts = [png_mask(root / frame["combined_mask_image"], f"{where}: combined_mask_image")]
+    elif not masks:
+        parts = []
+    else:
+        raise ReleaseFormatError(f"{where}: mask_source='mask_image' needs 'mask_image' on every mask or a 'combined_mask_image'")
+    if parts:
+        psize = tuple(parts[0]["size"])
+        if size is not None and psize != tuple(size):
+            raise ReleaseFormatError(f"{where}: mask PNG size {list(psize)} differs from the frame size {list(size)}")
+        size = psize
+    if size is None:
+        raise ReleaseFormatError(f"{where}: cannot build the frame mask: frame size unknown")
+    return rle_ops.union(parts, size=size, where=where)
+
+
+# ---------------------------------------------------------------- rows
+
+
+@dataclass
+class QueryRelease:
+    """Everything a query config reads, parsed and checked (done in ``_split_generators``)."""
+
+    root: Path
+    gt_path: Path
+    entries: list[dict]
+    meta: dict[str, dict]
+    track_gt: dict[str, list[str]]
+    scenes: dict[str, SceneInfo]
+
+
+def open_query_release(
+    root: str | Path,
+    config_name: str = "all_queries",
+    mask_source: str = "segmentation",
+    coco_json_name: str | None = None,
+    frame_id_pattern: str = r"(\d+)",
+    aliases: Mapping[str, str] = SCENE_ALIASES,
+    gt_file: str | Path | None = None,
+    queries_file: str | Path | None = None,
+) -> QueryRelease:
+    """Read and check the files of a query config. ``gt_file``/``queries_file`` override the default paths (CLI)."""
+    root = Path(root)
+    if gt_file is None:
+        root = check_release_root(root)
+        gt_path = require_file(root, dense_gt_file(config_name, mask_source), "R4D-Bench dense ground truth")
+    else:
+        gt_path = Path(gt_file)
+        if not gt_path.is_file():
+            raise ReleaseNotFoundError(f"dense ground truth {str(gt_path)!r} not found")
+    if queries_file is None:
+        meta_path = require_file(root, QUERIES_META, "R4D-Bench query metadata")
+    else:
+        meta_path = Path(queries_file)
+        if not meta_path.is_file():
+            raise ReleaseNotFoundError(f"query metadata {str(meta_path)!r} not found")
+    meta = load_queries_meta(meta_path)
+    track_path = root / TRACK_GT
+    track_gt = load_track_gt(track_path) if track_path.is_file() else {}
+    entries = load_dense_gt(gt_path)
+    scenes: dict[str, SceneInfo] = {}
+    for entry in entries:
+        scene = entry_scene(entry, meta, aliases)
+        if scene not in scenes and (root / SCENES_DIR / scene).is_dir():
+            scenes[scene] = read_scene(root, scene, coco_json_name, frame_id_pattern)
+    return QueryRelease(root, gt_path, entries, meta, track_gt, scenes)
+
+
+def entry_scene(entry: Mapping, meta: Mapping[str, Mapping], aliases: Mapping[str, str] = SCENE_ALIASES) -> str:
+    m = meta.get(entry["query_id"])
+    if m and isinstance(m.get("scene"), str) and m["scene"]:
+        return normalise_scene(m["scene"], aliases)
+    return scene_from_query_id(entry["query_id"], aliases)
+
+
+def _json_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def query_rows(rel: QueryRelease, mask_source: str = "segmentation", aliases: Mapping[str, str] = SCENE_ALIASES) -> Iterator[tuple[str, dict]]:
+    """Yield ``(query_id, row)`` for every dense-GT entry, in file order."""
+    for entry in rel.entries:
+        yield entry["query_id"], query_row(rel, entry, mask_source, aliases)
+
+
+def query_row(rel: QueryRelease, entry: Mapping, mask_source: str = "segmentation", aliases: Mapping[str, str] = SCENE_ALIASES) -> dict:
+    qid = entry["query_id"]
+    where = f"{rel.gt_path.name}: query {qid!r}"
+    gt = entry["ground_truth"]
+    scene = entry_scene(entry, rel.meta, aliases)
+    info = rel.scenes.get(scene)
+    meta = rel.meta.get(qid)
+    if meta is None:
+        logger.warning("R4D-Bench: query %r is in %s but not in %s; its texts are null", qid, rel.gt_path.name, QUERIES_META)
+        meta = {}
+        question = entry.get("question")
+        text_en, text_zh = None, (question if isinstance(question, str) and _CJK.search(question) else None)
+    else:
+        text_en, text_zh = meta.get("text_en"), meta.get("text_zh")
+    gt_tracks = gt.get("target_tracks")
+    if "target_track_ids" in meta:
+        targets = track_id_list(meta.get("target_track_ids"), f"{QUERIES_META}: {qid!r}.target_track_ids")
+    else:
+        targets = track_id_list(gt_tracks if gt_tracks is not None else gt.get("target_entity_ids"), f"{where}: ground_truth.target_tracks")
+    _check_target_consistency(qid, targets, rel.track_gt.get(qid), gt_tracks)
+    count = meta.get("target_count")
+    if count is not None and count != len(targets):
+        logger.warning("R4D-Bench: query %r has target_count=%r but %d distinct target_track_ids", qid, count, len(targets))
+    frames = []
+    for fr in gt["frames"]:
+        fid = fr["frame_id"]
+        size = info.frame_size(fid) if info else None
+        fwhere = f"{where}: frame {fid}"
+        if mask_source == "mask_image":
+            mask = frame_mask_from_pngs(rel.root, fr, size, fwhere)
+        else:
+            mask = frame_mask_from_segmentations(fr["masks"], size, fwhere)
+        frames.append({"frame_id": fid, "mask": mask, "num_instance_masks": len(fr["masks"])})
+    existence = sorted(set(gt["existence_frames"]))
+    annotated = {f["frame_id"] for f in frames}
+    missing = [t for t in existence if t not in annotated]
+    if missing and targets:
+        logger.info("R4D-Bench: query %r has %d existence frame(s) without a mask entry: %s", qid, len(missing), missing[:5])
+    extra = {k: v for k, v in meta.items() if k not in KNOWN_QUERY_KEYS}
+    rmu = meta.get("requires_motion_understanding")
+    return {
+        "query_id": qid,
+        "scene": scene,
+        "text_en": text_en,
+        "text_zh": text_zh,
+        "target_track_ids": targets,
+        "target_count": int(count) if isinstance(count, int) and not isinstance(count, bool) else len(targets),
+        "is_negative": len(targets) == 0,
+        "query_type": _json_text(meta.get("query_type")),
+        "requires_motion_understanding": bool(rmu) if rmu is not None else None,
+        "temporal_relation": _json_text(meta.get("temporal_relation")),
+        "expected_temporal_anchor": _json_text(meta.get("expected_temporal_anchor")),
+        "distractor": _json_text(meta.get("distractor")),
+        "note": _json_text(meta.get("note")),
+        "existence_frame_ids": existence,
+        "frames": frames,
+        "evaluated_frame_ids": sorted(annotated | set(existence)),
+        "scene_frame_ids": sorted(info.frames) if info else [],
+        "extra_metadata_json": json.dumps(extra, sort_keys=True, ensure_ascii=False),
+    }
+
+
+def _check_target_consistency(qid: str, targets: list[str], track_gt: list[str] | None, gt_tracks: Any) -> None:
+    """Warn when the queries file, the track-ID GT and ``ground_truth.target_tracks`` disagree (queries file wins)."""
+    if track_gt is not None and set(track_gt) != set(targets):
+        logger.warning("R4D-Bench: query %r: %s has target ids %s, %s has %s (using the queries file)", qid, TRACK_GT, track_gt, QUERIES_META, targets)
+    if isinstance(gt_tracks, list):
+        gt_set = {str(t) for t in gt_tracks}
+        if gt_set != set(targets):
+            logger.warning("R4D-Bench: query %r: ground_truth.target_tracks %s differ from %s %s", qid, sorted(gt_set), QUERIES_META, targets)
+
+
+def scene_names(root: Path) -> list[str]:
+    folder = Path(root) / SCENES_DIR
+    if not folder.is_dir():
+        raise ReleaseNotFoundError(f"R4D-Bench release {str(root)!r}: expected the folder {SCENES_DIR + '/'!r}, not found")
+    return sorted(p.name for p in folder.iterdir() if p.is_dir())
+
+
+def frame_rows(info: SceneInfo) -> Iterator[tuple[str, dict]]:
+    """Yield ``("<scene>/<frame_id:06d>", row)`` for every COCO image of a scene, by frame id."""
+    coco = info.coco
+    cats = {c.get("id"): c.get("name") for c in coco.get("categories", []) if isinstance(c, Mapping)}
+    by_image: dict[int, list[Mapping]] = {}
+    for a in coco.get("annotations", []):
+        if isinstance(a, Mapping):
+            by_image.setdefault(a.get("image_id"), []).append(a)
+    for fid in sorted(info.frames):
+        fr = info.frames[fid]
+        where = f"{str(info.coco_path)!r}: image {fr.coco_image_id} (frame {fid})"
+        path = info.folder / fr.file_name
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise ReleaseNotFoundError(f"{where}: image file {str(path)!r} not found") from None
+        anns = []
+        for a in sorted(by_image.get(fr.coco_image_id, []), key=lambda a: a.get("id", 0)):
+            seg = a.get("segmentation")
+            mask = None
+            if seg not in (None, [], {}):
+                mask = rle_ops.to_rle(seg, size=(fr.height, fr.width), where=f"{where}: annotation {a.get('id')}.segmentation")
+            bbox = a.get("bbox") or []
+            anns.append({
+                "annotation_id": int(a.get("id", 0)),
+                "category_id": int(a.get("category_id", 0)),
+                "category_name": cats.get(a.get("category_id")),
+                "track_id": resolve_track_id(a),
+                "bbox_xywh": [float(v) for v in bbox],
+                "area": float(a["area"]) if a.get("area") is not None else None,
+                "iscrowd": bool(a.get("iscrowd", 0)),
+                "mask": mask,
+            })
+        yield f"{info.name}/{fid:06d}", {
+            "scene": info.name,
+            "frame_id": fid,
+            "image": {"bytes": data, "path": fr.file_name},
+            "image_file_name": fr.file_name,
+            "coco_image_id": fr.coco_image_id,
+            "height": fr.height,
+            "width": fr.width,
+            "annotations": anns,
+        }
+
+
+def _short(obj: Any, limit: int = 80) -> str:
+    text = repr(obj)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# Re-exported for callers that catch mask errors from this module.
+__all__ = [
+    "RLEError", "SCENES", "SCENE_ALIASES", "QueryRelease", "SceneInfo", "frame_rows", "load_dense_gt",
+    "load_queries_meta", "load_track_gt", "open_query_release", "query_rows", "read_scene", "resolve_track_id",
+    "scene_from_query_id", "scene_names",
+]

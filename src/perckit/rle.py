@@ -1,0 +1,296 @@
+"""COCO RLE helpers on pycocotools.
+
+Masks travel through perckit as compressed COCO RLE dicts ``{"size": [H, W],
+"counts": str}``. Everything here works in the RLE domain; dense arrays appear
+only in :func:`encode`, :func:`decode` and :func:`resize_nearest`.
+
+pycocotools loops forever on counts that do not sum to H*W and silently
+returns an empty mask when merging masks of different sizes, so every RLE from
+outside goes through :func:`validate` (vectorised over the counts string)
+before it reaches pycocotools.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+from pycocotools import mask as _mask
+
+from .errors import RLEError
+
+RLE = dict  # {"size": [H, W], "counts": str}
+
+#: Largest mask (H * W pixels) accepted from outside. A decoded mask of this
+#: size takes 1 GiB; anything larger is almost certainly a corrupt header.
+MAX_PIXELS = 1 << 30
+#: Longest run encoding accepted per count (13 chars = 65 bits would overflow).
+_MAX_CHARS_PER_COUNT = 7
+#: pycocotools' area() of a list overflows a uint8 index past 255 items.
+_AREA_CHUNK = 255
+
+
+def _check_size(size: Any, where: str) -> tuple[int, int]:
+    if not isinstance(size, (list, tuple)) or len(size) != 2:
+        raise RLEError(f"{where}: expected 'size' = [H, W] (two positive ints), got {size!r}")
+    out = []
+    for v in size:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+            raise RLEError(f"{where}: expected 'size' = [H, W] (two positive ints), got {size!r}")
+        out.append(int(v))
+    h, w = out
+    if h * w > MAX_PIXELS:
+        raise RLEError(
+            f"{where}: size {h}x{w} = {h * w} pixels exceeds the limit of {MAX_PIXELS} "
+            "(a decoded mask would need gigabytes)"
+        )
+    return h, w
+
+
+def decode_counts(counts: bytes | str, where: str = "mask") -> np.ndarray:
+    """Decode a compressed COCO counts string to its run lengths (int64), vectorised.
+
+    Mirrors pycocotools' ``rleFrString``: 5 data bits per character offset by 48,
+    bit 0x20 continues a number, bit 0x10 of the last character is the sign, and
+    from the fourth run on each value is a delta against the run two before.
+    """
+    if isinstance(counts, str):
+        try:
+            counts = counts.encode("ascii")
+        except UnicodeEncodeError:
+            raise RLEError(f"{where}: 'counts' must be ASCII, got non-ASCII characters") from None
+    if not isinstance(counts, (bytes, bytearray)):
+        raise RLEError(f"{where}: 'counts' must be a str or bytes, got {type(counts).__name__}")
+    if len(counts) == 0:
+        raise RLEError(f"{where}: 'counts' is empty")
+    c = np.frombuffer(bytes(counts), dtype=np.uint8).astype(np.int64) - 48
+    if c.min() < 0 or c.max() > 63:
+        bad = int(np.flatnonzero((c < 0) | (c > 63))[0])
+        raise RLEError(
+            f"{where}: 'counts' has a character outside the COCO alphabet ('0'..'o') at offset {bad}"
+        )
+    more = (c & 0x20) != 0
+    if more[-1]:
+        raise RLEError(f"{where}: 'counts' is truncated (its last character continues a number)")
+    ends = np.flatnonzero(~more)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    lengths = ends - starts + 1
+    if lengths.max() > _MAX_CHARS_PER_COUNT:
+        raise RLEError(f"{where}: 'counts' has a run encoded in more than {_MAX_CHARS_PER_COUNT} characters")
+    pos = np.arange(c.size) - np.repeat(starts, lengths)
+    vals = np.add.reduceat((c & 0x1F) << (5 * pos), starts)
+    sign = (c[ends] & 0x10) != 0
+    vals = np.where(sign, vals - (np.int64(1) << (5 * lengths)), vals)
+    if vals.size > 3:
+        # cnts[i] += cnts[i-2] for i > 2: two interleaved cumulative sums.
+        odd = vals[1::2].cumsum()
+        even = vals[2::2].cumsum()
+        vals = vals.copy()
+        vals[1::2] = odd
+        vals[2::2] = even
+    return vals
+
+
+def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None = None) -> RLE:
+    """Check a compressed RLE and return it as ``{"size": [H, W], "counts": str}``.
+
+    Raises :class:`RLEError` naming ``where`` when the size is not two positive
+    ints, the counts are not valid COCO characters, a run is negative, or the
+    runs do not sum to H*W (pycocotools would loop forever on it), or when the
+    size differs from ``expected_size``.
+    """
+    if not isinstance(rle, Mapping) or "size" not in rle or "counts" not in rle:
+        raise RLEError(f"{where}: expected a COCO RLE dict with 'size' and 'counts', got {_short(rle)}")
+    h, w = _check_size(rle["size"], where)
+    counts = rle["counts"]
+    if isinstance(counts, (list, tuple, np.ndarray)):
+        raise RLEError(
+            f"{where}: expected compressed counts (str), got an uncompressed list; use perckit.rle.to_rle()"
+        )
+    runs = decode_counts(counts, where)
+    if runs.min() < 0:
+        raise RLEError(f"{where}: 'counts' decodes to a negative run length")
+    total = int(runs.sum())
+    if total != h * w:
+        raise RLEError(f"{where}: 'counts' runs sum to {total} pixels, expected H*W = {h}*{w} = {h * w}")
+    if expected_size is not None and [h, w] != [int(expected_size[0]), int(expected_size[1])]:
+        raise RLEError(f"{where}: expected size {list(expected_size)}, got {[h, w]}")
+    if isinstance(counts, (bytes, bytearray)):
+        counts = bytes(counts).decode("ascii")
+    return {"size": [h, w], "counts": counts}
+
+
+def _short(obj: Any, limit: int = 80) -> str:
+    text = repr(obj)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _to_c(rle: RLE) -> dict:
+    """The pycocotools form (bytes counts) of an already-validated RLE."""
+    counts = rle["counts"]
+    return {"size": [int(rle["size"][0]), int(rle["size"][1])], "counts": counts.encode("ascii") if isinstance(counts, str) else counts}
+
+
+def _from_c(rle: Mapping) -> RLE:
+    counts = rle["counts"]
+    return {"size": [int(rle["size"][0]), int(rle["size"][1])], "counts": counts.decode("ascii") if isinstance(counts, bytes) else counts}
+
+
+def encode(mask: np.ndarray) -> RLE:
+    """Encode a 2-D binary mask (any dtype; nonzero = foreground)."""
+    mask = np.asarray(mask)
+    if mask.ndim != 2:
+        raise RLEError(f"mask: expected a 2-D array (H, W), got shape {mask.shape}")
+    if mask.shape[0] == 0 or mask.shape[1] == 0:
+        raise RLEError(f"mask: expected a non-empty array, got shape {mask.shape}")
+    return _from_c(_mask.encode(np.asfortranarray(mask != 0, dtype=np.uint8)))
+
+
+def decode(rle: RLE) -> np.ndarray:
+    """Decode a validated RLE to a boolean (H, W) array."""
+    return _mask.decode(_to_c(rle)).astype(bool)
+
+
+def empty(height: int, width: int) -> RLE:
+    """The all-background mask of the given size."""
+    h, w = _check_size([height, width], "empty mask")
+    return _from_c(_mask.frPyObjects({"counts": [h * w], "size": [h, w]}, h, w))
+
+
+def from_uncompressed(rle: Mapping, where: str = "mask") -> RLE:
+    """Uncompressed COCO RLE (``counts`` a list of ints) to compressed RLE."""
+    h, w = _check_size(rle.get("size"), where)
+    counts = rle.get("counts")
+    try:
+        runs = np.asarray(counts, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        raise RLEError(f"{where}: uncompressed 'counts' must be a list of ints, got {_short(counts)}") from None
+    if runs.ndim != 1 or runs.size == 0:
+        raise RLEError(f"{where}: uncompressed 'counts' must be a non-empty list of ints, got {_short(counts)}")
+    if runs.min() < 0:
+        raise RLEError(f"{where}: uncompressed 'counts' has a negative run")
+    if int(runs.sum()) != h * w:
+        raise RLEError(f"{where}: uncompressed 'counts' sum to {int(runs.sum())}, expected H*W = {h * w}")
+    return _from_c(_mask.frPyObjects({"counts": [int(x) for x in runs], "size": [h, w]}, h, w))
+
+
+def from_polygons(polygons: Sequence[Sequence[float]], height: int, width: int, where: str = "mask") -> RLE:
+    """COCO polygons (a list of flat ``[x0, y0, x1, y1, ...]`` lists) to one RLE (their union)."""
+    h, w = _check_size([height, width], where)
+    polys = []
+    for i, poly in enumerate(polygons):
+        try:
+            arr = np.asarray(poly, dtype=np.float64).ravel()
+        except (TypeError, ValueError):
+            raise RLEError(f"{where}: polygon {i} is not a list of numbers: {_short(poly)}") from None
+        if arr.size < 6 or arr.size % 2:
+            raise RLEError(f"{where}: polygon {i} needs an even number (>= 6) of coordinates, got {arr.size}")
+        if not np.isfinite(arr).all():
+            raise RLEError(f"{where}: polygon {i} has a NaN or infinite coordinate")
+        polys.append([float(x) for x in arr])
+    if not polys:
+        return empty(h, w)
+    parts = _mask.frPyObjects(polys, h, w)
+    return _from_c(_mask.merge(parts, intersect=False) if len(parts) > 1 else parts[0])
+
+
+def to_rle(obj: Any, size: Sequence[int] | None = None, where: str = "mask") -> RLE:
+    """Turn any mask representation into a validated compressed RLE.
+
+    Accepts a compressed RLE dict (str or bytes counts), an uncompressed RLE
+    dict (list counts), COCO polygons (needs ``size`` = [H, W]), or a 2-D
+    array (bool or numeric). ``size``, when given, is also checked against RLEs.
+    """
+    if isinstance(obj, np.ndarray):
+        rle = encode(obj)
+        if size is not None and rle["size"] != [int(size[0]), int(size[1])]:
+            raise RLEError(f"{where}: expected size {list(size)}, got {rle['size']}")
+        return rle
+    if isinstance(obj, Mapping):
+        if isinstance(obj.get("counts"), (list, tuple)):
+            rle = from_uncompressed(obj, where)
+            if size is not None and rle["size"] != [int(size[0]), int(size[1])]:
+                raise RLEError(f"{where}: expected size {list(size)}, got {rle['size']}")
+            return rle
+        return validate(obj, where, expected_size=size)
+    if isinstance(obj, (list, tuple)):
+        if size is None:
+            raise RLEError(f"{where}: a polygon segmentation has no size; the frame size [H, W] is needed")
+        if obj and not isinstance(obj[0], (list, tuple, np.ndarray)):
+            obj = [obj]  # a single flat polygon
+        return from_polygons(obj, size[0], size[1], where)
+    raise RLEError(f"{where}: expected an RLE dict, polygons or a 2-D array, got {type(obj).__name__}")
+
+
+def _check_same_size(rles: Sequence[RLE], where: str) -> list[int]:
+    size = [int(rles[0]["size"][0]), int(rles[0]["size"][1])]
+    for i, r in enumerate(rles[1:], 1):
+        if [int(r["size"][0]), int(r["size"][1])] != size:
+            raise RLEError(f"{where}: mask {i} has size {list(r['size'])}, expected {size} like mask 0")
+    return size
+
+
+def union(rles: Sequence[RLE], size: Sequence[int] | None = None, where: str = "masks") -> RLE:
+    """Union of validated RLEs of one size; the empty mask of ``size`` for no RLEs."""
+    if not rles:
+        if size is None:
+            raise RLEError(f"{where}: the union of no masks needs a size")
+        return empty(size[0], size[1])
+    s = _check_same_size(rles, where)
+    if size is not None and s != [int(size[0]), int(size[1])]:
+        raise RLEError(f"{where}: expected size {list(size)}, got {s}")
+    if len(rles) == 1:
+        return dict(rles[0])
+    return _from_c(_mask.merge([_to_c(r) for r in rles], intersect=False))
+
+
+def area(rle: RLE) -> int:
+    """Foreground pixel count of a validated RLE, as a Python int."""
+    return int(_mask.area(_to_c(rle)))
+
+
+def areas(rles: Sequence[RLE]) -> list[int]:
+    """Foreground pixel counts of many validated RLEs (chunked: pycocotools overflows past 255)."""
+    out: list[int] = []
+    for i in range(0, len(rles), _AREA_CHUNK):
+        chunk = [_to_c(r) for r in rles[i : i + _AREA_CHUNK]]
+        out.extend(int(a) for a in np.atleast_1d(_mask.area(chunk)))
+    return out
+
+
+def intersection_area(a: RLE, b: RLE, where: str = "masks") -> int:
+    """|A ∩ B| of two validated RLEs of one size."""
+    _check_same_size([a, b], where)
+    return int(_mask.area(_mask.merge([_to_c(a), _to_c(b)], intersect=True)))
+
+
+def intersection_union(a: RLE, b: RLE, where: str = "masks") -> tuple[int, int]:
+    """Exact (|A ∩ B|, |A ∪ B|) of two validated RLEs of one size."""
+    inter = intersection_area(a, b, where)
+    return inter, area(a) + area(b) - inter
+
+
+def iou(a: RLE, b: RLE, empty_iou: float = 1.0, where: str = "masks") -> float:
+    """|A ∩ B| / |A ∪ B|, and ``empty_iou`` when both masks are empty."""
+    inter, uni = intersection_union(a, b, where)
+    return inter / uni if uni else float(empty_iou)
+
+
+def to_bbox(rle: RLE) -> list[float]:
+    """``[x, y, w, h]`` of the foreground of a validated RLE."""
+    return [float(v) for v in _mask.toBbox(_to_c(rle))]
+
+
+def resize_nearest(rle: RLE, size: Sequence[int]) -> RLE:
+    """Nearest-neighbour resize (OpenCV INTER_NEAREST convention: src = floor(dst * src_len / dst_len))."""
+    h, w = _check_size(list(size), "resize target")
+    src = decode(rle)
+    sh, sw = src.shape
+    rows = np.minimum((np.arange(h) * sh) // h, sh - 1)
+    cols = np.minimum((np.arange(w) * sw) // w, sw - 1)
+    return encode(src[np.ix_(rows, cols)])
+
+
+def iter_sizes(rles: Iterable[RLE]) -> Iterable[tuple[int, int]]:
+    for r in rles:
+        yield int(r["size"][0]), int(r["size"][1])
