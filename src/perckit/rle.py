@@ -12,6 +12,7 @@ before it reaches pycocotools.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -148,7 +149,10 @@ def encode(mask: np.ndarray) -> RLE:
 
 def decode(rle: RLE) -> np.ndarray:
     """Decode a validated RLE to a boolean (H, W) array."""
-    return _mask.decode(_to_c(rle)).astype(bool)
+    with warnings.catch_warnings():
+        # pycocotools 2.0.x + numpy 2: "__array__ implementation doesn't accept a copy keyword"
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return _mask.decode(_to_c(rle)).astype(bool)
 
 
 def empty(height: int, width: int) -> RLE:

@@ -40,7 +40,9 @@ class R4DBenchConfig(datasets.BuilderConfig):
     coco_json_name: str | None = None
     frame_id_pattern: str = r"(\d+)"
     scene_aliases: dict = dataclasses.field(default_factory=lambda: dict(release.SCENE_ALIASES))
-    repo_id: str = DEFAULT_REPO_ID
+    #: The Hub dataset repository of the release. Pass it as ``repo_id=...`` (the builder maps it here:
+    #: ``datasets.DatasetBuilder`` itself takes a ``repo_id`` argument with another meaning).
+    hub_repo_id: str = DEFAULT_REPO_ID
     revision: str | None = None
 
 
@@ -48,7 +50,8 @@ def hub_patterns(config: R4DBenchConfig) -> list[str]:
     """The release files a config needs (what the Hub download fetches)."""
     patterns = [release.QUERIES_META, release.TRACK_GT, f"{release.SCENES_DIR}/*/_annotations*.coco.json"]
     if config.name == "frames":
-        patterns += [f"{release.SCENES_DIR}/*/images/**", f"{release.SCENES_DIR}/*/*.jpg", f"{release.SCENES_DIR}/*/*.png"]
+        # fnmatch's "*" crosses "/", so no "<scene>/*.png" pattern: it would pull every query mask too.
+        patterns.append(f"{release.SCENES_DIR}/*/images/*")
     else:
         patterns.append(release.dense_gt_file(config.name, config.mask_source))
         if config.mask_source == "mask_image":
@@ -72,6 +75,9 @@ class R4DBenchBuilder(datasets.GeneratorBasedBuilder):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # The cache key of a builder script covers the script only; add the core package's sources.
         kwargs["hash"] = core_fingerprint(kwargs.get("hash"))
+        repo_id = kwargs.pop("repo_id", None)
+        if repo_id is not None:
+            kwargs["hub_repo_id"] = repo_id
         super().__init__(*args, **kwargs)
 
     def _info(self) -> datasets.DatasetInfo:
@@ -82,13 +88,14 @@ class R4DBenchBuilder(datasets.GeneratorBasedBuilder):
         )
 
     def _release_root(self) -> Path:
+        needs = ("data/scenes",) if self.config.name == "frames" else ("evaluation", "scripts")
         if self.config.data_dir:
-            return release.check_release_root(self.config.data_dir)
+            return release.check_release_root(self.config.data_dir, needs)
         root = hub.download_release(
-            self.config.repo_id, hub_patterns(self.config), self.config.revision,
+            self.config.hub_repo_id, hub_patterns(self.config), self.config.revision,
             benchmark="R4D-Bench", builder_path="builders/r4d_bench",
         )
-        return release.check_release_root(root)
+        return release.check_release_root(root, needs)
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         root = self._release_root()

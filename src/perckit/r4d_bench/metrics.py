@@ -12,11 +12,12 @@ All pixel comparisons are exact integer counts in the RLE domain.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from .. import rle as rle_ops
-from ..errors import OptionError, PredictionError, check_choice
+from ..errors import OptionError, PredictionError, RLEError, check_choice
 from ..jsonio import parse_int
 
 logger = logging.getLogger(__name__)
@@ -105,7 +106,10 @@ def frame_masks(frames: Iterable[Mapping], where: str, error: type[Exception] = 
         mask = fr.get("mask")
         if mask is None:
             continue
-        out[fid] = rle_ops.to_rle(mask, where=f"{where}: frame {fid} mask")
+        try:
+            out[fid] = rle_ops.to_rle(mask, where=f"{where}: frame {fid} mask")
+        except RLEError as e:
+            raise error(str(e)) from None
     return out
 
 
@@ -203,7 +207,7 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
     macc = query_macc(tp, fp, fn, tn if tn_known else None) if options.macc_mode == "class_mean" else temporal_acc
     return QueryScore(
         **base,
-        miou=sum(i for _, i in ious) / n,
+        miou=math.fsum(i for _, i in ious) / n,
         macc=macc,
         temporal_acc=temporal_acc,
         existence_acc=agree / n,
@@ -220,7 +224,9 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
 
 
 def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    """Mean with an exactly rounded sum (``math.fsum``): the result does not depend on the order of the
+    queries, so evaluate's distributed mode (which gathers shards in process order) agrees bit for bit."""
+    return math.fsum(values) / len(values) if values else None
 
 
 def _group_block(scores: Sequence[QueryScore]) -> dict:

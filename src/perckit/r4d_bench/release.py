@@ -93,14 +93,14 @@ def resolve_track_id(annotation: Mapping[str, Any]) -> str | None:
 # ---------------------------------------------------------------- release files
 
 
-def check_release_root(root: str | Path) -> Path:
+def check_release_root(root: str | Path, required: Sequence[str] = ("evaluation", "scripts")) -> Path:
     root = Path(root)
     if not root.is_dir():
         raise ReleaseNotFoundError(
             f"R4D-Bench release folder {str(root)!r} does not exist; pass data_dir=<the release root> "
             "(the folder that holds evaluation/, scripts/ and data/)"
         )
-    for sub in ("evaluation", "scripts"):
+    for sub in required:
         if not (root / sub).is_dir():
             raise ReleaseNotFoundError(
                 f"R4D-Bench release {str(root)!r}: expected the folder {sub + '/'!r} under the release root, not found"
@@ -228,14 +228,16 @@ class SceneInfo:
 
 
 def find_coco_json(scene_dir: Path, coco_json_name: str | None = None) -> Path:
-    """[inferred] The scene's COCO file: ``coco_json_name`` if given, else the single ``_annotations*.coco.json``."""
-    if coco_json_name:
-        path = scene_dir / coco_json_name
-        if not path.is_file():
-            raise ReleaseNotFoundError(f"COCO annotation file {str(path)!r} (coco_json_name={coco_json_name!r}) not found")
-        return path
+    """[inferred] The scene's COCO file: ``coco_json_name`` where the scene has it, else the single ``_annotations*.coco.json``."""
+    if coco_json_name and (scene_dir / coco_json_name).is_file():
+        return scene_dir / coco_json_name
     matches = sorted(scene_dir.glob("_annotations*.coco.json"))
     if len(matches) != 1:
+        if coco_json_name:
+            raise ReleaseNotFoundError(
+                f"scene folder {str(scene_dir)!r}: no {coco_json_name!r} (coco_json_name) and not exactly one "
+                f"'_annotations*.coco.json' to fall back on: found {[m.name for m in matches]}"
+            )
         found = [m.name for m in matches]
         raise ReleaseNotFoundError(
             f"scene folder {str(scene_dir)!r}: expected exactly one '_annotations*.coco.json', found {found}; "
@@ -378,6 +380,11 @@ def open_query_release(
         meta_path = Path(queries_file)
         if not meta_path.is_file():
             raise ReleaseNotFoundError(f"query metadata {str(meta_path)!r} not found")
+    if gt_file is not None and not (root / SCENES_DIR).is_dir():
+        # The official layout keeps the GT under <root>/scripts/: find the scenes from there.
+        candidate = gt_path.resolve().parent.parent
+        if (candidate / SCENES_DIR).is_dir():
+            root = candidate
     meta = load_queries_meta(meta_path)
     track_path = root / TRACK_GT
     track_gt = load_track_gt(track_path) if track_path.is_file() else {}

@@ -1,0 +1,64 @@
+"""Shared fixtures. Caches go to a private temp folder and the Hub is offline: tests never touch the network."""
+
+import os
+import tempfile
+
+_CACHE = tempfile.mkdtemp(prefix="perckit-test-cache-")
+os.environ.setdefault("HF_HOME", os.path.join(_CACHE, "hf"))
+os.environ["HF_DATASETS_CACHE"] = os.path.join(_CACHE, "datasets")
+os.environ["HF_MODULES_CACHE"] = os.path.join(_CACHE, "modules")
+os.environ["HF_EVALUATE_CACHE"] = os.path.join(_CACHE, "evaluate")
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["HF_EVALUATE_OFFLINE"] = "1"
+os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+
+from pathlib import Path  # noqa: E402
+
+import datasets  # noqa: E402
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+DS_MAJOR = int(datasets.__version__.split(".")[0])
+needs_scripts = pytest.mark.skipif(DS_MAJOR >= 4, reason=f"datasets {datasets.__version__} cannot run builder scripts (3.6 line only)")
+
+
+@pytest.fixture(scope="session")
+def r4d_release(tmp_path_factory):
+    from perckit.fixtures.base import write_release
+
+    root = tmp_path_factory.mktemp("r4d_release")
+    return write_release("r4d_bench", root)
+
+
+def build_split(name: str, config: str, data_dir, cache_dir, **kwargs):
+    """The test split of a builder: load_dataset(script) on datasets 3.6, the plain class on 4.x/5.x."""
+    if DS_MAJOR < 4:
+        return datasets.load_dataset(
+            str(REPO / "builders" / name), config, data_dir=str(data_dir), trust_remote_code=True,
+            cache_dir=str(cache_dir), **kwargs,
+        )["test"]
+    from perckit.entrypoints import builder_class
+
+    builder = builder_class(name)(config_name=config, data_dir=str(data_dir), cache_dir=str(cache_dir), **kwargs)
+    builder.download_and_prepare()
+    return builder.as_dataset("test")
+
+
+@pytest.fixture(scope="session")
+def r4d_queries(r4d_release, tmp_path_factory):
+    return build_split("r4d_bench", "all_queries", r4d_release.root, tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="session")
+def mask_metric():
+    import evaluate
+
+    return evaluate.load(str(REPO / "metrics" / "mask_temporal"))
+
+
+@pytest.fixture(scope="session")
+def track_metric():
+    import evaluate
+
+    return evaluate.load(str(REPO / "metrics" / "track_id"))

@@ -1,0 +1,29 @@
+"""One process of an evaluate distributed run: scores its shard; process 0 writes the result JSON.
+
+argv: metric_dir inputs.json process_id num_process cache_dir experiment_id out.json batch_size
+"""
+
+import json
+import sys
+
+import evaluate
+
+
+def main() -> None:
+    metric_dir, inputs, pid, nproc, cache_dir, exp, out, batch = sys.argv[1:9]
+    pid, nproc, batch = int(pid), int(nproc), int(batch)
+    data = json.loads(open(inputs, encoding="utf-8").read())
+    preds, refs = data["predictions"], data["references"]
+    metric = evaluate.load(metric_dir, num_process=nproc, process_id=pid, cache_dir=cache_dir, experiment_id=exp)
+    mine = list(range(pid, len(refs), nproc))
+    for i in range(0, len(mine), batch):
+        idx = mine[i : i + batch]
+        metric.add_batch(predictions=[preds[j] for j in idx], references=[refs[j] for j in idx])
+    result = metric.compute(**data.get("options", {}))
+    if pid == 0:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump(result, f, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()

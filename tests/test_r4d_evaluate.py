@@ -1,0 +1,97 @@
+"""The evaluate modules: GT-as-prediction, API parity with the core, distributed mode with real processes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+from perckit.r4d_bench import features as feats
+from perckit.r4d_bench import metrics as core
+from perckit.schema import project
+from test_r4d_metrics import V1_PREDS, V1_REFS
+
+
+def _scalars(d):
+    return {k: v for k, v in d.items() if not isinstance(v, (dict, list))}
+
+
+def test_gt_as_prediction_every_metric_is_one(r4d_queries, mask_metric, track_metric):
+    refs = [feats.to_metric_reference(r) for r in r4d_queries]
+    out = mask_metric.compute(predictions=[feats.to_metric_prediction(r) for r in r4d_queries], references=refs)
+    for k in core.GROUP_KEYS[:-1]:
+        assert out[k] == 1.0, k
+    assert out["num_queries"] == 89
+    assert all(out["per_scene"][s]["miou"] == 1.0 for s in out["per_scene"])
+    t = track_metric.compute(
+        predictions=[feats.to_track_prediction(r) for r in r4d_queries],
+        references=[feats.to_track_reference(r) for r in r4d_queries],
+    )
+    for k in ("precision", "recall", "f1", "exact_match", "micro_precision", "micro_recall", "micro_f1"):
+        assert t[k] == 1.0, k
+
+
+def test_v1_through_evaluate_equals_core(mask_metric):
+    out = mask_metric.compute(predictions=V1_PREDS, references=V1_REFS, iou_threshold=0.5)
+    assert out == core.mask_temporal(V1_PREDS, V1_REFS)
+    assert out["miou"] == pytest.approx(1 / 3) and out["overall_iou"] == pytest.approx(1 / 7)
+
+
+def test_to_metric_reference_projects_exactly_the_declared_keys(r4d_queries):
+    ref = feats.to_metric_reference(r4d_queries[0])
+    assert set(ref) == set(feats.mask_temporal_reference_schema())
+    assert set(ref["frames"][0]) == {"frame_id", "mask"}
+    with pytest.raises(ValueError, match="missing the key"):
+        project({"query_id": "x"}, feats.mask_temporal_reference_schema())
+
+
+def _perturbed(rows):
+    """Drop every second frame and shift masks of every third query to the next frame."""
+    preds = []
+    for i, r in enumerate(rows):
+        frames = [{"frame_id": f["frame_id"], "mask": f["mask"]} for j, f in enumerate(r["frames"]) if j % 2 == 0]
+        if i % 3 == 0 and len(r["frames"]) > 1:
+            frames = [{"frame_id": r["frames"][j + 1]["frame_id"], "mask": r["frames"][j]["mask"]} for j in range(len(r["frames"]) - 1)]
+        preds.append({"query_id": r["query_id"], "frames": frames})
+    return preds
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_distributed_matches_single_process(r4d_queries, tmp_path, nproc, mask_metric):
+    refs = [feats.to_metric_reference(r) for r in r4d_queries]
+    preds = _perturbed(r4d_queries)
+    single = mask_metric.compute(predictions=preds, references=refs)
+    assert single["miou"] < 1.0
+    inputs = tmp_path / "inputs.json"
+    inputs.write_text(json.dumps({"predictions": preds, "references": refs}))
+    out = tmp_path / "out.json"
+    worker = str(REPO / "tests" / "helpers" / "dist_worker.py")
+    env = dict(os.environ)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, worker, str(REPO / "metrics" / "mask_temporal"), str(inputs), str(i), str(nproc),
+             str(tmp_path / "cache"), "r4d-dist", str(out), "7"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        for i in range(nproc)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()[-2000:]
+    dist = json.loads(out.read_text())
+    # evaluate gathers shards in process order, so the per-query order differs; every number is identical.
+    assert _scalars(dist) == _scalars(single)
+    assert dist["per_scene"] == single["per_scene"] and dist["positive"] == single["positive"]
+    assert sorted(dist["per_query"], key=lambda r: r["query_id"]) == sorted(single["per_query"], key=lambda r: r["query_id"])
+
+
+def test_add_batch_in_any_batch_sizes(r4d_queries, mask_metric):
+    refs = [feats.to_metric_reference(r) for r in r4d_queries]
+    preds = _perturbed(r4d_queries)
+    whole = mask_metric.compute(predictions=preds, references=refs)
+    for bs in (1, 10, 64):
+        for i in range(0, len(refs), bs):
+            mask_metric.add_batch(predictions=preds[i : i + bs], references=refs[i : i + bs])
+        assert mask_metric.compute() == whole
