@@ -132,11 +132,12 @@ def count_strings(max_chars: int = 7, max_numbers: int = 12):
     return st.lists(numbers(max_chars), min_size=1, max_size=max_numbers).map("".join)
 
 
-def raises_naming(where: str, fn, *args, **kwargs) -> RLEError:
+def raises_naming(name: str, fn, /, *args, **kwargs) -> RLEError:
+    """fn(*args, **kwargs) raises RLEError (a ValueError) whose message names ``name``."""
     with pytest.raises(RLEError) as info:
         fn(*args, **kwargs)
     assert isinstance(info.value, ValueError)
-    assert where in str(info.value), str(info.value)
+    assert name in str(info.value), str(info.value)
     return info.value
 
 
