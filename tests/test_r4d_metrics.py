@@ -97,9 +97,18 @@ def test_v4_two_frames_second_missing():
         assert out[k] == pytest.approx(0.5), k
 
 
-def test_missing_prediction_row_is_no_output():
-    out = core.mask_temporal([pred("A", [(1, P1), (3, P34)])], V1_REFS)
+def test_missing_prediction_row_strict_raises_lax_scores_empty():
+    with pytest.raises(PredictionError, match=r"no row for 1 reference query_id.*'B'.*strict=False"):
+        core.mask_temporal([pred("A", [(1, P1), (3, P34)])], V1_REFS)
+    out = core.mask_temporal([pred("A", [(1, P1), (3, P34)])], V1_REFS, strict=False)
     assert out["per_query"][1]["miou"] == 1.0  # B: no prediction, both empty on its sentinel frames
+    assert out["num_missing_predictions"] == 1
+
+
+def test_track_id_strict_mode_raises_on_missing():
+    with pytest.raises(PredictionError, match="'q5'"):
+        core.track_id(V5_PREDS, V5_REFS, strict=True)
+    assert core.track_id(V5_PREDS, V5_REFS)["num_missing_predictions"] == 1
 
 
 def test_negative_query_with_no_evaluated_frames():
@@ -129,9 +138,11 @@ def test_evaluated_frames_modes_and_ignored_frames():
 
 
 def test_existence_frame_without_mask_is_counted():
-    r = [ref("q", [(1, G)], [1, 2])]
+    r = [ref("q", [(1, G)], [1, 2], scene_frames=[1, 2, 3, 4, 5])]
     out = core.mask_temporal([pred("q", [(1, G)])], r)
     assert out["num_existence_frames_without_mask"] == 1
+    out = core.mask_temporal([pred("q", [(1, G)])], r, evaluated_frames="all_scene_frames")
+    assert out["num_existence_frames_without_mask"] == 1  # unannotated scene frames are not existence frames
 
 
 def test_macc_frame_success_mode_equals_temporal_acc():
@@ -173,7 +184,7 @@ def test_wrong_size_prediction_raises_or_resizes():
 )
 def test_bad_predictions_raise(preds, match):
     with pytest.raises(PredictionError, match=match):
-        core.mask_temporal(preds, V1_REFS)
+        core.mask_temporal(preds, V1_REFS, strict=False)
 
 
 @pytest.mark.parametrize("opt", [{"evaluated_frames": "every"}, {"macc_mode": "x"}, {"resize_mismatched": "bilinear"}, {"iou_threshold": 2}])

@@ -30,10 +30,11 @@ Args:
     resize_mismatched (None or "nearest"): resize predictions whose size differs from the GT (default: raise).
     empty_iou (float, default 1.0): IoU of a frame where both masks are empty.
     only_query_prefix (str), only_queries (list of str): score a subset, like the official flags.
+    strict (bool, default True): a reference without a prediction row raises; False scores it as no output.
 Returns:
     dict with miou, macc, temporal_acc, existence_acc, viou, viou@0.3, viou@0.5, tiou, temporal_precision,
     temporal_recall, overall_iou, num_queries, num_ignored_prediction_frames,
-    num_existence_frames_without_mask, per_scene, per_query_type, positive, negative, per_query.
+    num_existence_frames_without_mask, num_missing_predictions, per_scene, per_query_type, positive, negative, per_query.
 Examples:
     >>> import evaluate
     >>> metric = evaluate.load("metrics/mask_temporal")

@@ -21,9 +21,10 @@ Args:
     references: the R4D-Bench builder's query rows projected with
         perckit.r4d_bench.features.to_track_reference(row) (keys query_id, scene, target_track_ids).
     only_query_prefix (str), only_queries (list of str): score a subset, like the official flags.
+    strict (bool, default False): a reference without a prediction row raises; by default it is an empty set.
 Returns:
     dict with precision, recall, f1, exact_match (macro), micro_precision, micro_recall, micro_f1,
-    num_queries, per_scene, positive, negative, per_query.
+    num_queries, num_missing_predictions, per_scene, positive, negative, per_query.
 Examples:
     >>> import evaluate
     >>> metric = evaluate.load("metrics/track_id")

@@ -25,8 +25,10 @@ RLE = dict  # {"size": [H, W], "counts": str}
 #: Largest mask (H * W pixels) accepted from outside. A decoded mask of this
 #: size takes 1 GiB; anything larger is almost certainly a corrupt header.
 MAX_PIXELS = 1 << 30
-#: Longest run encoding accepted per count (13 chars = 65 bits would overflow).
-_MAX_CHARS_PER_COUNT = 7
+#: Longest encoding accepted per count. pycocotools' rleFrString shifts in 32-bit ``int``: from the
+#: 7th character on ((c & 0x1f) << 30, -1 << 35) it reads another value than the one encoded, and
+#: iou/merge then loop on runs that no longer sum to H*W. Six characters (|value| < 2**29) are exact.
+_MAX_CHARS_PER_COUNT = 6
 #: pycocotools' area() of a list overflows a uint8 index past 255 items.
 _AREA_CHUNK = 255
 

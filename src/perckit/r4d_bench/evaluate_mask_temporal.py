@@ -18,7 +18,7 @@ from . import features as feats
 from . import io
 from . import metrics as core
 
-SUMMARY_KEYS = core.GROUP_KEYS + ("num_ignored_prediction_frames", "num_existence_frames_without_mask")
+SUMMARY_KEYS = core.GROUP_KEYS + ("num_ignored_prediction_frames", "num_existence_frames_without_mask", "num_missing_predictions")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,9 +64,11 @@ def run(args: argparse.Namespace) -> dict:
         iou_threshold=args.iou_threshold, evaluated_frames=args.evaluated_frames, macc_mode=args.macc_mode,
         resize_mismatched=args.resize_mismatched, only_query_prefix=args.only_query_prefix, only_queries=_only(args.only_queries),
     )
-    pairs = core.match_by_query_id(predictions, references, opts.selects)
+    # As the official script: a query absent from the prediction file is scored as empty (strict=False).
+    pairs = core.match_by_query_id(predictions, references, opts.selects, strict=False)
     scores = [core.score_query(p, r, opts) for p, r in pairs]
     report = core.reduce_mask_temporal(scores)
+    report["num_missing_predictions"] = sum(1 for p, _ in pairs if p is None)
     if args.debug_query:
         if args.debug_query not in known:
             raise PerckitError(f"--debug-query {args.debug_query!r} is not a query of {args.ground_truth}")

@@ -39,6 +39,9 @@ class MaskTemporalOptions:
     empty_iou: float = 1.0
     only_query_prefix: str | None = None
     only_queries: tuple[str, ...] | None = None
+    #: A reference without a prediction row: ``True`` raises, ``False`` scores it as "no output" (empty
+    #: masks / empty id set) and counts it in ``num_missing_predictions``.
+    strict: bool = True
 
     def __post_init__(self) -> None:
         check_choice("evaluated_frames", self.evaluated_frames, EVALUATED_FRAMES)
@@ -162,12 +165,10 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
     n_p = n_g = n_i = n_u = 0
     success = agree = 0
     viou_sum = 0.0
-    without_mask = 0
+    without_mask = 0 if is_negative else sum(1 for t in reference.get("evaluated_frame_ids") or [] if int(t) not in gt)
     for t in F:
         G = gt.get(t)
         P = pred.get(t)
-        if G is None and not is_negative:
-            without_mask += 1
         if G is not None and P is not None and P["size"] != G["size"]:
             if options.resize_mismatched is None:
                 raise PredictionError(
@@ -264,12 +265,15 @@ def reduce_mask_temporal(scores: Sequence[QueryScore]) -> dict:
     return out
 
 
-def match_by_query_id(predictions: Sequence[Mapping], references: Sequence[Mapping], selects=lambda q: True) -> list[tuple[Mapping | None, Mapping]]:
+def match_by_query_id(
+    predictions: Sequence[Mapping], references: Sequence[Mapping], selects=lambda q: True, strict: bool = False
+) -> list[tuple[Mapping | None, Mapping]]:
     """Pair predictions with references by ``query_id`` (reference order).
 
     Duplicate ids on either side and a prediction whose id is unknown to the
     references raise :class:`PredictionError`. A reference without a
-    prediction is paired with ``None`` (scored as "no output").
+    prediction raises when ``strict``, else it is paired with ``None``
+    (scored as "no output").
     """
     refs: dict[str, Mapping] = {}
     for i, r in enumerate(references):
@@ -289,14 +293,24 @@ def match_by_query_id(predictions: Sequence[Mapping], references: Sequence[Mappi
         if qid not in refs:
             raise PredictionError(f"predictions[{i}]: query_id {qid!r} is unknown to the references")
         preds[qid] = p
-    return [(preds.get(q), r) for q, r in refs.items() if selects(q)]
+    pairs = [(preds.get(q), r) for q, r in refs.items() if selects(q)]
+    if strict:
+        missing = [r["query_id"] for p, r in pairs if p is None]
+        if missing:
+            raise PredictionError(
+                f"predictions: no row for {len(missing)} reference query_id(s), e.g. {missing[:5]}; give each query a "
+                "row (frames=[] means no output) or pass strict=False to score missing rows as empty"
+            )
+    return pairs
 
 
 def mask_temporal(predictions: Sequence[Mapping], references: Sequence[Mapping], **options: Any) -> dict:
     """Score mask predictions against reference rows (see the ``mask_temporal`` metric card)."""
     opts = MaskTemporalOptions(**options)
-    scores = [score_query(p, r, opts) for p, r in match_by_query_id(predictions, references, opts.selects)]
-    return reduce_mask_temporal(scores)
+    pairs = match_by_query_id(predictions, references, opts.selects, opts.strict)
+    out = reduce_mask_temporal([score_query(p, r, opts) for p, r in pairs])
+    out["num_missing_predictions"] = sum(1 for p, _ in pairs if p is None)
+    return out
 
 
 # ---------------------------------------------------------------- track_id
@@ -367,8 +381,19 @@ def reduce_track_id(scores: Sequence[TrackScore]) -> dict:
     return out
 
 
-def track_id(predictions: Sequence[Mapping], references: Sequence[Mapping], only_query_prefix: str | None = None, only_queries: Sequence[str] | str | None = None) -> dict:
-    """Score track-id set predictions against reference rows (see the ``track_id`` metric card)."""
-    opts = MaskTemporalOptions(only_query_prefix=only_query_prefix, only_queries=only_queries)
-    scores = [score_track_query(p, r) for p, r in match_by_query_id(predictions, references, opts.selects)]
-    return reduce_track_id(scores)
+def track_id(
+    predictions: Sequence[Mapping],
+    references: Sequence[Mapping],
+    only_query_prefix: str | None = None,
+    only_queries: Sequence[str] | str | None = None,
+    strict: bool = False,
+) -> dict:
+    """Score track-id set predictions against reference rows (see the ``track_id`` metric card).
+
+    A missing query is an empty predicted set (the official evaluator's rule) unless ``strict``.
+    """
+    opts = MaskTemporalOptions(only_query_prefix=only_query_prefix, only_queries=only_queries, strict=strict)
+    pairs = match_by_query_id(predictions, references, opts.selects, opts.strict)
+    out = reduce_track_id([score_track_query(p, r) for p, r in pairs])
+    out["num_missing_predictions"] = sum(1 for p, _ in pairs if p is None)
+    return out
