@@ -25,10 +25,11 @@ RLE = dict  # {"size": [H, W], "counts": str}
 #: Largest mask (H * W pixels) accepted from outside. A decoded mask of this
 #: size takes 1 GiB; anything larger is almost certainly a corrupt header.
 MAX_PIXELS = 1 << 30
-#: Longest encoding accepted per count. pycocotools' rleFrString shifts in 32-bit ``int``: from the
-#: 7th character on ((c & 0x1f) << 30, -1 << 35) it reads another value than the one encoded, and
-#: iou/merge then loop on runs that no longer sum to H*W. Six characters (|value| < 2**29) are exact.
-_MAX_CHARS_PER_COUNT = 6
+#: Longest encoding accepted per count. pycocotools' rleFrString shifts in 32-bit ``int``: a 7th
+#: character is read correctly only when it is '0' or '1' ((c & 0x1f) << 30 fits, no sign bit);
+#: otherwise it reads another value than the one encoded, and iou/merge then loop on runs that no
+#: longer sum to H*W. Longer encodings are refused outright.
+_MAX_CHARS_PER_COUNT = 7
 #: pycocotools' area() of a list overflows a uint8 index past 255 items.
 _AREA_CHUNK = 255
 
@@ -80,6 +81,8 @@ def decode_counts(counts: bytes | str, where: str = "mask") -> np.ndarray:
     lengths = ends - starts + 1
     if lengths.max() > _MAX_CHARS_PER_COUNT:
         raise RLEError(f"{where}: 'counts' has a run encoded in more than {_MAX_CHARS_PER_COUNT} characters")
+    if ((lengths == _MAX_CHARS_PER_COUNT) & (c[ends] > 1)).any():
+        raise RLEError(f"{where}: 'counts' has a 7-character run that pycocotools would misread (value out of 32-bit range)")
     pos = np.arange(c.size) - np.repeat(starts, lengths)
     vals = np.add.reduceat((c & 0x1F) << (5 * pos), starts)
     sign = (c[ends] & 0x10) != 0
@@ -108,7 +111,7 @@ def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None 
     counts = rle["counts"]
     if isinstance(counts, (list, tuple, np.ndarray)):
         raise RLEError(
-            f"{where}: expected compressed counts (str), got an uncompressed list; use perckit.rle.to_rle()"
+            f"{where}: expected compressed counts (str), got an uncompressed list (convert it with perckit.rle.to_rle)"
         )
     runs = decode_counts(counts, where)
     if runs.min() < 0:
@@ -167,6 +170,10 @@ def from_uncompressed(rle: Mapping, where: str = "mask") -> RLE:
     """Uncompressed COCO RLE (``counts`` a list of ints) to compressed RLE."""
     h, w = _check_size(rle.get("size"), where)
     counts = rle.get("counts")
+    if not isinstance(counts, (list, tuple, np.ndarray)) or not all(
+        isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in counts
+    ):
+        raise RLEError(f"{where}: uncompressed 'counts' must be a list of ints, got {_short(counts)}")
     try:
         runs = np.asarray(counts, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
@@ -213,7 +220,7 @@ def to_rle(obj: Any, size: Sequence[int] | None = None, where: str = "mask") -> 
             raise RLEError(f"{where}: expected size {list(size)}, got {rle['size']}")
         return rle
     if isinstance(obj, Mapping):
-        if isinstance(obj.get("counts"), (list, tuple)):
+        if isinstance(obj.get("counts"), (list, tuple, np.ndarray)):
             rle = from_uncompressed(obj, where)
             if size is not None and rle["size"] != [int(size[0]), int(size[1])]:
                 raise RLEError(f"{where}: expected size {list(size)}, got {rle['size']}")
