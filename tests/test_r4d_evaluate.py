@@ -58,12 +58,20 @@ def _perturbed(rows):
     return preds
 
 
-@pytest.mark.parametrize("nproc", [2, 4])
-def test_distributed_matches_single_process(r4d_queries, tmp_path, nproc, mask_metric):
-    refs = [feats.to_metric_reference(r) for r in r4d_queries]
-    preds = _perturbed(r4d_queries)
-    single = mask_metric.compute(predictions=preds, references=refs)
-    assert single["miou"] < 1.0
+def _track_inputs(rows):
+    refs = [feats.to_track_reference(r) for r in rows]
+    preds = [{"query_id": r["query_id"], "target_track_ids": r["target_track_ids"][:1] + (["7"] if i % 3 else [])} for i, r in enumerate(rows)]
+    return preds, refs
+
+
+@pytest.mark.parametrize("name, nproc", [("mask_temporal", 2), ("mask_temporal", 4), ("track_id", 2)])
+def test_distributed_matches_single_process(r4d_queries, tmp_path, name, nproc, mask_metric, track_metric):
+    if name == "mask_temporal":
+        metric, refs, preds = mask_metric, [feats.to_metric_reference(r) for r in r4d_queries], _perturbed(r4d_queries)
+    else:
+        metric, (preds, refs) = track_metric, _track_inputs(r4d_queries)
+    single = metric.compute(predictions=preds, references=refs)
+    assert single["f1" if name == "track_id" else "miou"] < 1.0
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps({"predictions": preds, "references": refs}))
     out = tmp_path / "out.json"
@@ -71,8 +79,8 @@ def test_distributed_matches_single_process(r4d_queries, tmp_path, nproc, mask_m
     env = dict(os.environ)
     procs = [
         subprocess.Popen(
-            [sys.executable, worker, str(REPO / "metrics" / "mask_temporal"), str(inputs), str(i), str(nproc),
-             str(tmp_path / "cache"), "r4d-dist", str(out), "7"],
+            [sys.executable, worker, str(REPO / "metrics" / name), str(inputs), str(i), str(nproc),
+             str(tmp_path / "cache"), f"r4d-dist-{name}", str(out), "7"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         for i in range(nproc)
@@ -84,6 +92,7 @@ def test_distributed_matches_single_process(r4d_queries, tmp_path, nproc, mask_m
     # evaluate gathers shards in process order, so the per-query order differs; every number is identical.
     assert _scalars(dist) == _scalars(single)
     assert dist["per_scene"] == single["per_scene"] and dist["positive"] == single["positive"]
+    assert dist["num_queries"] == len(refs)
     assert sorted(dist["per_query"], key=lambda r: r["query_id"]) == sorted(single["per_query"], key=lambda r: r["query_id"])
 
 

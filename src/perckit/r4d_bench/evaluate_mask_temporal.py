@@ -95,13 +95,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PerckitError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(format_summary(report))
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(json.dumps(report, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-        print(f"report written to {args.output}")
-    if args.self_check:
-        bad = [k for k in core.GROUP_KEYS[:-1] if report[k] != 1.0]
+    return finish(report, args.output, args.self_check, SUMMARY_KEYS, core.GROUP_KEYS[:-1])
+
+
+def finish(report: dict, output: str | None, self_check: bool, summary_keys: Sequence[str], check_keys: Sequence[str]) -> int:
+    """Print the summary, write the report JSON, and in self-check mode fail unless every checked key is 1.0."""
+    print(format_summary(report, summary_keys))
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(json.dumps(report, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+        print(f"report written to {output}")
+    if self_check:
+        bad = [k for k in check_keys if report[k] != 1.0]
         if bad:
             print(f"self-check FAILED: {bad} are not 1.0", file=sys.stderr)
             return 1

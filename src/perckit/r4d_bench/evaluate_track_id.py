@@ -7,15 +7,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Sequence
 
 from ..errors import PerckitError
 from . import io
 from . import metrics as core
-from .evaluate_mask_temporal import _only, format_summary
+from .evaluate_mask_temporal import _only, finish
 
 SUMMARY_KEYS = core.TRACK_KEYS + ("micro_precision", "micro_recall", "micro_f1", "num_queries")
 
@@ -53,18 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PerckitError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(format_summary(report, SUMMARY_KEYS))
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(json.dumps(report, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-        print(f"report written to {args.output}")
-    if args.self_check:
-        bad = [k for k in SUMMARY_KEYS[:-1] if report[k] != 1.0]
-        if bad:
-            print(f"self-check FAILED: {bad} are not 1.0", file=sys.stderr)
-            return 1
-        print("self-check passed: every metric is 1.0")
-    return 0
+    return finish(report, args.output, args.self_check, SUMMARY_KEYS, SUMMARY_KEYS[:-1])
 
 
 if __name__ == "__main__":

@@ -265,6 +265,19 @@ def reduce_mask_temporal(scores: Sequence[QueryScore]) -> dict:
     return out
 
 
+def index_by_id(rows: Sequence[Mapping], side: str, key: str = "query_id") -> dict[str, Mapping]:
+    """``{row[key]: row}``; a row without a string id or a repeated id raises :class:`PredictionError` naming ``side``."""
+    out: dict[str, Mapping] = {}
+    for i, row in enumerate(rows):
+        rid = row.get(key) if isinstance(row, Mapping) else None
+        if not isinstance(rid, str):
+            raise PredictionError(f"{side}[{i}]: expected a dict with a string {key!r}, got {type(row).__name__}")
+        if rid in out:
+            raise PredictionError(f"{side}: duplicate {key} {rid!r}")
+        out[rid] = row
+    return out
+
+
 def match_by_query_id(
     predictions: Sequence[Mapping], references: Sequence[Mapping], selects=lambda q: True, strict: bool = False
 ) -> list[tuple[Mapping | None, Mapping]]:
@@ -275,24 +288,11 @@ def match_by_query_id(
     prediction raises when ``strict``, else it is paired with ``None``
     (scored as "no output").
     """
-    refs: dict[str, Mapping] = {}
-    for i, r in enumerate(references):
-        qid = r.get("query_id") if isinstance(r, Mapping) else None
-        if not isinstance(qid, str):
-            raise PredictionError(f"references[{i}]: expected a dict with a string 'query_id', got {type(r).__name__}")
-        if qid in refs:
-            raise PredictionError(f"references: duplicate query_id {qid!r}")
-        refs[qid] = r
-    preds: dict[str, Mapping] = {}
-    for i, p in enumerate(predictions):
-        qid = p.get("query_id") if isinstance(p, Mapping) else None
-        if not isinstance(qid, str):
-            raise PredictionError(f"predictions[{i}]: expected a dict with a string 'query_id', got {type(p).__name__}")
-        if qid in preds:
-            raise PredictionError(f"predictions: duplicate query_id {qid!r}")
+    refs = index_by_id(references, "references")
+    preds = index_by_id(predictions, "predictions")
+    for qid in preds:
         if qid not in refs:
-            raise PredictionError(f"predictions[{i}]: query_id {qid!r} is unknown to the references")
-        preds[qid] = p
+            raise PredictionError(f"predictions: query_id {qid!r} is unknown to the references")
     pairs = [(preds.get(q), r) for q, r in refs.items() if selects(q)]
     if strict:
         missing = [r["query_id"] for p, r in pairs if p is None]
