@@ -163,3 +163,8 @@ def test_consistency_mismatch_is_a_warning(r4d_release, tmp_path, caplog):
         rows = dict(release.query_rows(rel))
     assert rows["americano_q1"]["target_track_ids"] == ["1"]  # the queries file wins
     assert "americano_q1" in caplog.text and "99" in caplog.text
+
+
+def test_bool_like_metadata_strings():
+    assert release._as_bool("false") is False and release._as_bool("True") is True
+    assert release._as_bool(None) is None and release._as_bool(1) is True

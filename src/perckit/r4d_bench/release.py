@@ -404,6 +404,19 @@ def entry_scene(entry: Mapping, meta: Mapping[str, Mapping], aliases: Mapping[st
     return scene_from_query_id(entry["query_id"], aliases)
 
 
+def _as_bool(value: Any) -> bool | None:
+    """JSON bools as they are; "true"/"false"/"yes"/"no"/"1"/"0" strings read as such; null stays null."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in ("true", "yes", "y", "1"):
+            return True
+        if v in ("false", "no", "n", "0", ""):
+            return False
+    return bool(value)
+
+
 def _json_text(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
@@ -465,7 +478,7 @@ def query_row(rel: QueryRelease, entry: Mapping, mask_source: str = "segmentatio
         "target_count": int(count) if isinstance(count, int) and not isinstance(count, bool) else len(targets),
         "is_negative": len(targets) == 0,
         "query_type": _json_text(meta.get("query_type")),
-        "requires_motion_understanding": bool(rmu) if rmu is not None else None,
+        "requires_motion_understanding": _as_bool(rmu),
         "temporal_relation": _json_text(meta.get("temporal_relation")),
         "expected_temporal_anchor": _json_text(meta.get("expected_temporal_anchor")),
         "distractor": _json_text(meta.get("distractor")),
