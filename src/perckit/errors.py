@@ -44,3 +44,9 @@ def check_choice(name: str, value: object, allowed: tuple) -> None:
     """Raise :class:`OptionError` when ``value`` is not one of ``allowed``."""
     if value not in allowed:
         raise OptionError(f"option {name!r}: expected one of {list(allowed)}, got {value!r}")
+
+
+def short_repr(obj: object, limit: int = 80) -> str:
+    """``repr`` cut to ``limit`` characters, for error messages."""
+    text = repr(obj)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

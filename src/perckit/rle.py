@@ -13,12 +13,13 @@ before it reaches pycocotools.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from pycocotools import mask as _mask
 
 from .errors import RLEError
+from .errors import short_repr as _short
 
 RLE = dict  # {"size": [H, W], "counts": str}
 
@@ -124,11 +125,6 @@ def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None 
     if isinstance(counts, (bytes, bytearray)):
         counts = bytes(counts).decode("ascii")
     return {"size": [h, w], "counts": counts}
-
-
-def _short(obj: Any, limit: int = 80) -> str:
-    text = repr(obj)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _to_c(rle: RLE) -> dict:
@@ -302,8 +298,3 @@ def resize_nearest(rle: RLE, size: Sequence[int]) -> RLE:
     rows = np.minimum((np.arange(h) * sh) // h, sh - 1)
     cols = np.minimum((np.arange(w) * sw) // w, sw - 1)
     return encode(src[np.ix_(rows, cols)])
-
-
-def iter_sizes(rles: Iterable[RLE]) -> Iterable[tuple[int, int]]:
-    for r in rles:
-        yield int(r["size"][0]), int(r["size"][1])

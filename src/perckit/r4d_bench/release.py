@@ -20,6 +20,7 @@ from PIL import Image
 
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice
+from ..errors import short_repr as _short
 from ..jsonio import parse_int, read_json, require_file
 
 logger = logging.getLogger(__name__)
@@ -551,11 +552,6 @@ def frame_rows(info: SceneInfo) -> Iterator[tuple[str, dict]]:
             "width": fr.width,
             "annotations": anns,
         }
-
-
-def _short(obj: Any, limit: int = 80) -> str:
-    text = repr(obj)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # Re-exported for callers that catch mask errors from this module.
