@@ -18,6 +18,8 @@ from pathlib import Path  # noqa: E402
 import datasets  # noqa: E402
 import pytest  # noqa: E402
 
+from perckit.entrypoints import build_split  # noqa: E402,F401  (re-exported for the tests)
+
 REPO = Path(__file__).resolve().parents[1]
 DS_MAJOR = int(datasets.__version__.split(".")[0])
 needs_scripts = pytest.mark.skipif(DS_MAJOR >= 4, reason=f"datasets {datasets.__version__} cannot run builder scripts (3.6 line only)")
@@ -29,20 +31,6 @@ def r4d_release(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("r4d_release")
     return write_release("r4d_bench", root)
-
-
-def build_split(name: str, config: str, data_dir, cache_dir, **kwargs):
-    """The test split of a builder: load_dataset(script) on datasets 3.6, the plain class on 4.x/5.x."""
-    if DS_MAJOR < 4:
-        return datasets.load_dataset(
-            str(REPO / "builders" / name), config, data_dir=str(data_dir), trust_remote_code=True,
-            cache_dir=str(cache_dir), **kwargs,
-        )["test"]
-    from perckit.entrypoints import builder_class
-
-    builder = builder_class(name)(config_name=config, data_dir=str(data_dir), cache_dir=str(cache_dir), **kwargs)
-    builder.download_and_prepare()
-    return builder.as_dataset("test")
 
 
 @pytest.fixture(scope="session")

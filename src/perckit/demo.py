@@ -15,21 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import rle
-from .entrypoints import REPO_ROOT, builder_class
-
-
-def _load_split(name: str, config: str, data_dir: Path, cache_dir: Path, **kwargs: Any):
-    """The ``test`` split: ``load_dataset(script)`` on datasets 3.6, the plain class on 4.x / 5.x."""
-    import datasets
-
-    if int(datasets.__version__.split(".")[0]) < 4:
-        return datasets.load_dataset(
-            str(REPO_ROOT / "builders" / name), config, data_dir=str(data_dir), cache_dir=str(cache_dir),
-            trust_remote_code=True, **kwargs,
-        )["test"]
-    builder = builder_class(name)(config_name=config, data_dir=str(data_dir), cache_dir=str(cache_dir), **kwargs)
-    builder.download_and_prepare()
-    return builder.as_dataset("test")
+from .entrypoints import REPO_ROOT, build_split
 
 
 def perturb_r4d(rows: list[dict], seed: int = 0) -> tuple[list[dict], list[dict]]:
@@ -64,10 +50,12 @@ def run_r4d(out: Path, log) -> dict:
         shutil.rmtree(rel)
     fx = write_release("r4d_bench", rel)
     log(f"R4D-Bench: wrote the sample release ({len(fx.files)} files, {len(fx.query_ids)} queries) to {rel}")
-    cache = out / "cache"
+    cache = out / "cache" / "r4d_bench"
+    if cache.exists():  # script caches are keyed on the data_dir path, not its content: start clean
+        shutil.rmtree(cache)
     t0 = time.perf_counter()
-    splits = {cfg: _load_split("r4d_bench", cfg, rel, cache) for cfg in ("all_queries", "subset_36", "frames")}
-    log(f"R4D-Bench: built configs " + ", ".join(f"{k} ({v.num_rows} rows)" for k, v in splits.items()) + f" in {time.perf_counter() - t0:.1f}s")
+    splits = {cfg: build_split("r4d_bench", cfg, rel, cache) for cfg in ("all_queries", "subset_36", "frames")}
+    log("R4D-Bench: built configs " + ", ".join(f"{k} ({v.num_rows} rows)" for k, v in splits.items()) + f" in {time.perf_counter() - t0:.1f}s")
     rows = splits["all_queries"].to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
     track_refs = [feats.to_track_reference(r) for r in rows]

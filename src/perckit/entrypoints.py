@@ -45,3 +45,18 @@ def builder_class(name: str):
     if len(classes) != 1:
         raise ValueError(f"builders/{name}/{name}.py: expected exactly one builder class, found {[c.__name__ for c in classes]}")
     return classes[0]
+
+
+def build_split(name: str, config: str, data_dir, cache_dir=None, split: str = "test", **kwargs):
+    """One split of ``builders/<name>``: ``load_dataset(script)`` on datasets 3.6, the plain class on 4.x / 5.x."""
+    import datasets
+
+    cache = None if cache_dir is None else str(cache_dir)
+    if int(datasets.__version__.split(".")[0]) < 4:
+        return datasets.load_dataset(
+            str(script_path("builders", name).parent), config, data_dir=str(data_dir), cache_dir=cache,
+            trust_remote_code=True, **kwargs,
+        )[split]
+    builder = builder_class(name)(config_name=config, data_dir=str(data_dir), cache_dir=cache, **kwargs)
+    builder.download_and_prepare()
+    return builder.as_dataset(split)
