@@ -50,3 +50,22 @@ def track_metric():
     import evaluate
 
     return evaluate.load(str(REPO / "metrics" / "track_id"))
+
+
+SYN4D_PARITY = REPO / "tests" / "data" / "syn4d_seed0"
+
+
+@pytest.fixture(scope="session")
+def syn4d_release(tmp_path_factory):
+    from perckit.fixtures.base import write_release
+
+    return write_release("syn4d", tmp_path_factory.mktemp("syn4d_release"))
+
+
+@pytest.fixture(scope="session")
+def syn4d_parity_rows(tmp_path_factory):
+    """The parity fixture built with the ``challenge`` config (tracking + depth + pose ground truth)."""
+    from perckit.syn4d.features import to_numpy_row
+
+    ds = build_split("syn4d", "challenge", SYN4D_PARITY, tmp_path_factory.mktemp("cache"))
+    return [to_numpy_row(r) for r in ds]

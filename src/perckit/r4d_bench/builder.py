@@ -10,7 +10,7 @@ import datasets
 
 from .. import hub
 from ..errors import check_choice
-from ..versioning import core_fingerprint
+from ..builder_base import PerckitBuilder
 from . import features as feats
 from . import release
 
@@ -60,7 +60,7 @@ def hub_patterns(config: R4DBenchConfig) -> list[str]:
     return patterns
 
 
-class R4DBenchBuilder(datasets.GeneratorBasedBuilder):
+class R4DBenchBuilder(PerckitBuilder):
     """R4D-Bench: configs ``all_queries`` (default), ``subset_36`` and ``frames``; one ``test`` split."""
 
     VERSION = datasets.Version("1.0.0")
@@ -71,14 +71,6 @@ class R4DBenchBuilder(datasets.GeneratorBasedBuilder):
         R4DBenchConfig(name="frames", version=VERSION, description="every COCO-annotated scene frame with its instances"),
     ]
     DEFAULT_CONFIG_NAME = "all_queries"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # The cache key of a builder script covers the script only; add the core package's sources.
-        kwargs["hash"] = core_fingerprint(kwargs.get("hash"))
-        repo_id = kwargs.pop("repo_id", None)
-        if repo_id is not None:
-            kwargs["hub_repo_id"] = repo_id
-        super().__init__(*args, **kwargs)
 
     def _info(self) -> datasets.DatasetInfo:
         check_choice("mask_source", self.config.mask_source, release.MASK_SOURCES)

@@ -1,0 +1,58 @@
+"""syn4d: the Syn4D metrics (configs tracking, depth, pose) as an evaluate module, matching the official evaluator.
+
+All logic lives in ``perckit.syn4d.metrics``; see README.md beside this file.
+"""
+
+import datasets
+import evaluate
+
+from perckit.syn4d import features as feats
+from perckit.syn4d import metrics as core
+
+_DESCRIPTION = """\
+Syn4D metrics, as the official Syn4D evaluator computes them. Config `tracking`: 3D point tracking after one
+median-norm scale per sequence, accuracy within 0.1/0.3/0.5/1 m (inclusive), APD, EPE, the same on dynamic queries,
+and score = 0.5 APD + 0.5 dynamic APD. Config `depth`: median-scaled video depth (AbsRel, SqRel, RMSE, RMSE log,
+SILog, delta < 1.25^k). Config `pose`: Sim(3)-aligned camera trajectories (ATE, RPE translation / rotation,
+translation direction, AUC). Aggregation is the official macro mean over sequences, by variant and by scene.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions: list of {"sequence_id": str, "tracking_xyz": [T][Q][3] or None, "depth": [T][h][w] or None,
+        "camera_c2w": [T][4][4] or None, "frame_indices": [T] or None} (the official NPZ content;
+        perckit.syn4d.io.load_prediction_row(npz_path, sequence_id) reads one).
+    references: builder rows projected with perckit.syn4d.features.to_metric_reference(row, task)
+        (tracking: the `tracking` or `challenge` config; depth and pose: the `challenge` config).
+    strict (bool, default True): a missing prediction or a failing task raises; False records failures and
+        leaves those sequences out of the means, as the official evaluator without --strict.
+    depth_align (str): "scale" (default), "scale_shift" or "metric".
+    depth_min_m (float, 0.001), depth_max_m (float, 300.0), tracking_thresholds_m, dynamic_weight (0.5).
+Returns:
+    {"protocol", "task", "requested_sequences", "overall", "by_variant", "by_scene", "sequences", "failures"};
+    perckit.syn4d.metrics.to_official_summary({task: result, ...}) merges tasks into the official report shape.
+"""
+
+_CITATION = """\
+Syn4D benchmark: https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark ; official evaluator jzr99/Syn4D_benchmark.
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class Syn4D(evaluate.Metric):
+    def _info(self):
+        if self.config_name not in core.TASKS:
+            raise ValueError(f"evaluate.load('metrics/syn4d', config_name): expected one of {list(core.TASKS)}, got {self.config_name!r}")
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features({
+                "predictions": feats.prediction_schema(),
+                "references": feats.reference_schema(self.config_name),
+            }),
+            reference_urls=["https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark"],
+        )
+
+    def _compute(self, predictions, references, **options):
+        return core.compute_task(predictions, references, self.config_name, core.Syn4DOptions(**options))

@@ -1,0 +1,182 @@
+"""The Syn4D ``datasets`` builder. ``builders/syn4d/syn4d.py`` is a thin entry point over it."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Iterator
+
+import datasets
+
+from .. import hub
+from ..builder_base import PerckitBuilder
+from ..errors import ReleaseFormatError, ReleaseNotFoundError
+from . import features as feats
+from . import release as rel
+from .geometry import unreal_rows_to_c2w
+
+_DESCRIPTION = (
+    "Syn4D: 4D reconstruction on synthetic Unreal-rendered dynamic scenes, 512 sequences (4 variants x 8 scenes x "
+    "8 base sequences x 2 cameras), scored on 32 source frames (0, 6, ..., 186): 3D point tracking of 512 frame-0 "
+    "queries in frame-0 OpenCV camera coordinates, video depth, and camera pose."
+)
+_CITATION = "Cite the Syn4D benchmark (https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark) and its evaluator (jzr99/Syn4D_benchmark)."
+_HOMEPAGE = "https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark"
+_LICENSE = "See the Syn4D dataset card."
+DEFAULT_REPO_ID = "Syn4D/Syn4D_Benchmark"
+DEFAULT_NUM_QUERIES = 512
+DEFAULT_DEPTH_HW = (720, 1280)
+
+
+@dataclasses.dataclass
+class Syn4DConfig(datasets.BuilderConfig):
+    """Options of both Syn4D configs (all defaulted; see the dataset card)."""
+
+    tracking_gt_dir: str | None = None
+    challenge_dir: str | None = None
+    index_file: str | None = None
+    variants: tuple | None = None
+    scenes: tuple | None = None
+    cameras: tuple | None = None
+    limit: int | None = None
+    num_queries: int | None = None
+    depth_hw: tuple | None = None
+    #: None: verify against SHA256SUMS when the release has one; True: require it; False: skip.
+    verify_checksums: bool | None = None
+    hub_repo_id: str = DEFAULT_REPO_ID
+    revision: str | None = None
+
+
+def hub_patterns(config: Syn4DConfig) -> list[str]:
+    """The release files a config needs, narrowed by the variant / scene filters."""
+    variants = list(config.variants or ["*"])
+    scenes = list(config.scenes or ["*"])
+    pats = ["benchmark/sequences.jsonl", "benchmark/SHA256SUMS"]
+    for v in variants:
+        for s in scenes:
+            pats.append(f"benchmark/data/tracking_gt/{v}/{s}/*.npy")
+            if config.name == "challenge":
+                for base in ("challenge_eval", "benchmark/challenge_eval"):
+                    pats += [f"{base}/{v}/{s}/mp4/*", f"{base}/{v}/{s}/exr_layers/depth/*", f"{base}/{v}/{s}/ground_truth/meta_exr_csv/*"]
+    return pats
+
+
+class Syn4DBuilder(PerckitBuilder):
+    """Syn4D: configs ``tracking`` (default) and ``challenge``; one ``test`` split keyed by ``sequence_id``."""
+
+    VERSION = datasets.Version("1.0.0")
+    BUILDER_CONFIG_CLASS = Syn4DConfig
+    BUILDER_CONFIGS = [
+        Syn4DConfig(name="tracking", version=VERSION, description="tracking ground truth of every sequence (from the NPYs)"),
+        Syn4DConfig(name="challenge", version=VERSION, description="tracking + video + depth (m) + camera poses"),
+    ]
+    DEFAULT_CONFIG_NAME = "tracking"
+    DEFAULT_WRITER_BATCH_SIZE = 64
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.config.name == "challenge" and kwargs.get("writer_batch_size") is None:
+            self._writer_batch_size = 1  # a full-size challenge row is about 118 MB
+
+    # ------------------------------------------------------------ shapes fixed per build
+
+    def _paths(self) -> rel.ReleasePaths:
+        c = self.config
+        return rel.resolve_release(c.data_dir, c.tracking_gt_dir, c.challenge_dir, c.index_file)
+
+    def _records(self, paths: rel.ReleasePaths) -> list[rel.SequenceRecord]:
+        c = self.config
+        return rel.select_records(rel.load_records(paths), c.variants, c.scenes, c.cameras, c.limit)
+
+    def _shapes(self) -> tuple[int, tuple[int, int]]:
+        """Q and (H, W): the options, else read from the first NPY / EXR of a local release, else the real sizes."""
+        c = self.config
+        q, hw = c.num_queries, tuple(c.depth_hw) if c.depth_hw else None
+        if (q is None or (hw is None and c.name == "challenge")) and c.data_dir and Path(c.data_dir).is_dir():
+            paths = self._paths()
+            records = self._records(paths)
+            if q is None:
+                npy = next((r.tracking_npy(paths.tracking_gt) for r in records if r.tracking_npy(paths.tracking_gt).is_file()), None)
+                if npy is not None:
+                    q = rel.read_tracking_npy(npy)["tracks_ref0"].shape[1]
+            if hw is None:
+                for r in records:
+                    if r.depth_dir is not None and r.depth_dir.is_dir():
+                        first = rel.depth_frame_paths(r.depth_dir, r.sequence, r.frame_indices)[0]
+                        if first.is_file():
+                            hw = rel.exr_size(first)
+                            break
+        return int(q or DEFAULT_NUM_QUERIES), tuple(hw or DEFAULT_DEPTH_HW)
+
+    def _info(self) -> datasets.DatasetInfo:
+        q, hw = self._shapes()
+        self._q, self._hw = q, hw
+        f = feats.challenge_features(q, hw) if self.config.name == "challenge" else feats.tracking_features(q)
+        return datasets.DatasetInfo(
+            description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=datasets.Features(f)
+        )
+
+    # ------------------------------------------------------------ generation
+
+    def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
+        c = self.config
+        if not c.data_dir:
+            root = hub.download_release(c.hub_repo_id, hub_patterns(c), c.revision, benchmark="Syn4D", builder_path="builders/syn4d")
+            c.data_dir = str(root)
+        paths = self._paths()
+        if c.verify_checksums and paths.checksums is None:
+            raise ReleaseNotFoundError(f"verify_checksums=True but {str(paths.benchmark / 'SHA256SUMS')!r} does not exist")
+        records = self._records(paths)
+        if not records:
+            raise ReleaseFormatError(f"Syn4D: no sequence selected from {str(paths.index or paths.tracking_gt)!r} (check variants/scenes/cameras)")
+        if c.name == "challenge" and paths.challenge is None:
+            raise ReleaseNotFoundError(
+                f"Syn4D 'challenge' config: no challenge_eval/ folder under {str(paths.benchmark)!r} or {str(paths.root)!r} "
+                "(pass challenge_dir=...)"
+            )
+        if c.name == "tracking":
+            missing = [r.sequence_id for r in records if not r.tracking_npy(paths.tracking_gt).is_file()]
+            if missing:
+                raise ReleaseNotFoundError(
+                    f"Syn4D: {len(missing)} tracking NPY(s) missing under {str(paths.tracking_gt)!r}, e.g. {missing[:3]}"
+                )
+        return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={"records": records, "paths": paths})]
+
+    def _generate_examples(self, records: list, paths: rel.ReleasePaths) -> Iterator[tuple[str, dict]]:
+        check = rel.ChecksumVerifier(paths) if self.config.verify_checksums is not False else None
+        for record in records:
+            yield record.sequence_id, self._row(record, paths, check)
+
+    def _row(self, r: rel.SequenceRecord, paths: rel.ReleasePaths, check: rel.ChecksumVerifier | None) -> dict:
+        row: dict[str, Any] = {
+            "sequence_id": r.sequence_id, "variant": r.variant, "scene": r.scene, "sequence": r.sequence,
+            "camera": r.camera, "frame_indices": list(r.frame_indices),
+        }
+        npy = r.tracking_npy(paths.tracking_gt)
+        if npy.is_file():
+            if check:
+                check.check(npy)
+            gt = rel.read_tracking_npy(npy, r.sequence_id)
+            q = gt["tracks_ref0"].shape[1]
+            if q != self._q:
+                raise ReleaseFormatError(f"{str(npy)!r}: has Q = {q} queries, this build expects {self._q}; set the option num_queries")
+            row.update({
+                "schema": gt["schema"], "image_size_hw": gt["image_size"].tolist(),
+                "intrinsics_fx_fy_cx_cy": gt["intrinsics"].tolist(), "query_uv_px": gt["query_uv"],
+                "tracks_ref0_m": gt["tracks_ref0"], "visibility": gt["visibility"], "dynamic": gt["dynamic"].tolist(),
+            })
+        else:
+            row.update(dict.fromkeys(("schema", "image_size_hw", "intrinsics_fx_fy_cx_cy", "query_uv_px", "tracks_ref0_m", "visibility", "dynamic")))
+        if self.config.name == "challenge":
+            row["video"] = {"path": str(r.video), "bytes": None} if r.video is not None and r.video.is_file() else None
+            if check and r.depth_dir is not None and r.depth_dir.is_dir():
+                for p in rel.depth_frame_paths(r.depth_dir, r.sequence, r.frame_indices):
+                    if p.is_file():
+                        check.check(p)
+            row["depth_m"] = rel.read_depth_sequence(r, self._hw)
+            if check and r.camera_csv is not None and r.camera_csv.is_file():
+                check.check(r.camera_csv)
+            unreal = rel.read_camera_csv(r)
+            row["camera_unreal"] = unreal
+            row["camera_c2w"] = unreal_rows_to_c2w(unreal) if unreal is not None else None
+        return row

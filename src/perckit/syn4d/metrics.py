@@ -1,0 +1,514 @@
+"""Metric math of Syn4D: ``tracking``, ``depth`` and ``pose``, as accumulate / reduce halves.
+
+Accumulate: :func:`tracking_metrics`, :func:`depth_metrics` and
+:func:`pose_metrics` score one sequence; :func:`task_metrics` does it from a
+(reference, prediction) pair of builder-style rows, and
+:func:`score_sequences` matches predictions to references by ``sequence_id``
+and applies the strict / lax failure policy (spec §4.3). Reduce:
+:func:`mean_rows` and :func:`aggregate` make the macro means and the
+per-variant / per-scene blocks (spec §4.2); :func:`compute_task` runs both and
+:func:`to_official_summary` merges the per-task results into the official
+``evaluate.py`` JSON shape.
+
+Nothing here is reconstructed: every formula reproduces the official Syn4D
+evaluator operation for operation (float64 NumPy, ``np.mean`` / ``np.median``,
+OpenCV bilinear resize), because the parity target is 1e-9 relative.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import OptionError, PredictionError, check_choice
+from .geometry import relative_to_first, rotation_error_deg, umeyama_sim3
+
+TASKS = ("depth", "pose", "tracking")
+PROTOCOL = "syn4d-multitask-v1"
+DEPTH_ALIGNS = ("scale", "scale_shift", "metric")
+TRACKING_THRESHOLDS_M = (0.1, 0.3, 0.5, 1.0)
+DYNAMIC_WEIGHT = 0.5
+DEPTH_MIN_M = 0.001
+DEPTH_MAX_M = 300.0
+#: The prediction array each task reads (an NPZ key of the official format).
+PREDICTION_KEYS = {"tracking": "tracking_xyz", "depth": "depth", "pose": "camera_c2w"}
+MISSING_PREDICTION = "missing prediction"
+BLOCK_KEYS = ("overall", "by_variant", "by_scene", "sequences")
+
+
+def _finite_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value))
+
+
+@dataclass(frozen=True)
+class Syn4DOptions:
+    """Options shared by the three Syn4D configs (spec §4.3)."""
+
+    #: ``True`` (leaderboard mode, the official ``--strict``): a missing prediction or any task error raises.
+    #: ``False``: they become failure records and the sequence is left out of the means.
+    strict: bool = True
+    depth_align: str = "scale"
+    depth_min_m: float = DEPTH_MIN_M
+    depth_max_m: float = DEPTH_MAX_M
+    tracking_thresholds_m: tuple = TRACKING_THRESHOLDS_M
+    dynamic_weight: float = DYNAMIC_WEIGHT
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.strict, (bool, np.bool_)):
+            raise OptionError(f"option 'strict': expected a bool, got {self.strict!r}")
+        object.__setattr__(self, "strict", bool(self.strict))
+        check_choice("depth_align", self.depth_align, DEPTH_ALIGNS)
+        for name in ("depth_min_m", "depth_max_m"):
+            value = getattr(self, name)
+            if not _finite_number(value) or float(value) <= 0.0:
+                raise OptionError(f"option {name!r}: expected a finite number > 0, got {value!r}")
+        if not float(self.depth_min_m) < float(self.depth_max_m):
+            raise OptionError(
+                f"options 'depth_min_m' / 'depth_max_m': expected min < max, got {self.depth_min_m!r} and {self.depth_max_m!r}"
+            )
+        thresholds = self.tracking_thresholds_m
+        if isinstance(thresholds, (str, bytes)) or not isinstance(thresholds, Sequence) or not thresholds:
+            raise OptionError(f"option 'tracking_thresholds_m': expected a non-empty sequence of numbers, got {thresholds!r}")
+        if not all(_finite_number(t) and float(t) > 0.0 for t in thresholds):
+            raise OptionError(f"option 'tracking_thresholds_m': expected finite numbers > 0, got {thresholds!r}")
+        object.__setattr__(self, "tracking_thresholds_m", tuple(thresholds))
+        w = self.dynamic_weight
+        if not _finite_number(w) or not 0.0 <= float(w) <= 1.0:
+            raise OptionError(f"option 'dynamic_weight': expected a number in [0, 1], got {w!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Accumulate: one sequence
+# ---------------------------------------------------------------------------------------------
+
+
+def tracking_metrics(
+    gt: np.ndarray,
+    pred: np.ndarray,
+    valid: np.ndarray,
+    dynamic: np.ndarray,
+    thresholds: Sequence[float] = TRACKING_THRESHOLDS_M,
+    dynamic_weight: float = DYNAMIC_WEIGHT,
+) -> dict:
+    """3D point tracking of one sequence (spec §4.1), with one global median scale for all subsets.
+
+    ``gt``/``pred`` are ``[T, Q, 3]``, ``valid`` ``[T, Q]`` and ``dynamic`` ``[Q]``.
+    Scored set ``F = valid ∧ finite(gt) ∧ finite(pred)``; ``s = median‖gt[F]‖ /
+    median‖pred[F]‖`` (0 when the denominator is ≤ 1e-12); ``d = ‖gt − s·pred‖``.
+    Unprefixed keys score ``F``, ``dynamic_`` keys ``F ∧ dynamic`` (absent when
+    empty); thresholds are inclusive. ``score = (1−w)·apd + w·dynamic_apd``,
+    or ``apd`` without dynamic samples.
+    """
+    gt = np.asarray(gt, dtype=np.float64)
+    pred = np.asarray(pred, dtype=np.float64)
+    valid_mask = np.asarray(valid, dtype=bool)
+    dynamic_q = np.asarray(dynamic, dtype=bool).reshape(-1)
+    if gt.shape != pred.shape or gt.ndim != 3 or gt.shape[-1] != 3:
+        raise ValueError(f"tracking arrays must match [T,Q,3], got {gt.shape} and {pred.shape}")
+    if valid_mask.shape != gt.shape[:2] or dynamic_q.shape != (gt.shape[1],):
+        raise ValueError(
+            f"tracking validity/dynamic shapes do not match tracks {gt.shape}: visibility {valid_mask.shape}, dynamic {dynamic_q.shape}"
+        )
+    finite = valid_mask & np.isfinite(gt).all(-1) & np.isfinite(pred).all(-1)
+    if not finite.any():
+        raise ValueError("sequence has no finite valid tracking correspondences")
+    gt_norm = np.linalg.norm(gt[finite], axis=-1)
+    pred_norm = np.linalg.norm(pred[finite], axis=-1)
+    pred_median = float(np.median(pred_norm))
+    scale = float(np.median(gt_norm) / pred_median) if pred_median > 1e-12 else 0.0
+    distances = np.linalg.norm(gt - scale * pred, axis=-1)
+
+    def subset(prefix: str, mask: np.ndarray) -> dict:
+        values = distances[mask]
+        if values.size == 0:
+            return {}
+        out: dict[str, Any] = {f"{prefix}acc_{t:g}m": float(np.mean(values <= t)) for t in thresholds}
+        out[f"{prefix}apd"] = float(np.mean(list(out.values())))
+        out[f"{prefix}epe"] = float(np.mean(values))
+        out[f"{prefix}count"] = int(values.size)
+        return out
+
+    result: dict[str, Any] = {"scale": scale}
+    result.update(subset("", finite))
+    result.update(subset("dynamic_", finite & dynamic_q[None, :]))
+    result["dynamic_query_fraction"] = float(np.mean(dynamic_q))
+    if "dynamic_apd" in result:
+        result["score"] = float((1.0 - dynamic_weight) * result["apd"] + dynamic_weight * result["dynamic_apd"])
+    else:
+        result["score"] = float(result["apd"])
+    return result
+
+
+def resize_depth(pred: np.ndarray, hw: Sequence[int]) -> np.ndarray:
+    """Predicted depth ``[T, h, w]`` to float32 ``[T, H, W]``: per-frame ``cv2.resize`` (INTER_LINEAR), as the official code.
+
+    The cast to float32 comes first; a prediction already at ``(H, W)`` is
+    returned unresized. A prediction that is not 3-D raises ``ValueError``.
+    """
+    arr = np.asarray(pred, dtype=np.float32)
+    if arr.ndim != 3:
+        raise ValueError(f"predicted depth must be [T,H,W], got {arr.shape}")
+    height, width = (int(v) for v in hw)
+    if arr.shape[1:] == (height, width):
+        return arr
+    import cv2
+
+    if arr.shape[0] == 0:
+        return np.zeros((0, height, width), dtype=np.float32)
+    return np.stack([cv2.resize(frame, (width, height), interpolation=cv2.INTER_LINEAR) for frame in arr])
+
+
+def depth_metrics(
+    gt: np.ndarray,
+    pred: np.ndarray,
+    align: str = "scale",
+    min_depth: float = DEPTH_MIN_M,
+    max_depth: float = DEPTH_MAX_M,
+) -> dict:
+    """Video depth of one sequence (spec §4.1), one alignment shared by every frame and pixel.
+
+    The prediction is cast to float32 and resized to the GT ``[H, W]`` by
+    :func:`resize_depth`. Valid pixels ``finite(g) ∧ finite(p) ∧ min < g ≤ max
+    ∧ p > 0``; ``scale``: median ratio, ``scale_shift``: least squares,
+    ``metric``: none. Both sides are clipped to ``[min, max]`` after alignment;
+    ``delta*`` thresholds are strict.
+    """
+    check_choice("align", align, DEPTH_ALIGNS)
+    gt = np.asarray(gt, dtype=np.float64)
+    if gt.ndim != 3:
+        raise ValueError(f"GT depth must be [T,H,W], got {gt.shape}")
+    pred = resize_depth(pred, gt.shape[1:]).astype(np.float64)
+    if gt.shape != pred.shape:
+        raise ValueError(f"depth arrays must have the same shape, got {gt.shape} and {pred.shape}")
+    lo, hi = float(min_depth), float(max_depth)
+    valid = np.isfinite(gt) & np.isfinite(pred) & (gt > lo) & (gt <= hi) & (pred > 0)
+    if not valid.any():
+        raise ValueError("sequence has no valid depth pixels")
+    g, p = gt[valid], pred[valid]
+    if align == "scale":
+        scale = float(np.median(g) / max(float(np.median(p)), 1e-12))
+        shift = 0.0
+    elif align == "scale_shift":
+        design = np.stack([p, np.ones_like(p)], axis=1)
+        scale, shift = np.linalg.lstsq(design, g, rcond=None)[0].tolist()
+    else:
+        scale, shift = 1.0, 0.0
+    p = np.clip(scale * p + shift, lo, hi)
+    g = np.clip(g, lo, hi)
+    diff = p - g
+    ratio = np.maximum(g / p, p / g)
+    log_diff = np.log(p) - np.log(g)
+    return {
+        "abs_rel": float(np.mean(np.abs(diff) / g)),
+        "sq_rel": float(np.mean(diff * diff / g)),
+        "rmse": float(np.sqrt(np.mean(diff * diff))),
+        "rmse_log": float(np.sqrt(np.mean(log_diff * log_diff))),
+        "silog": float(np.sqrt(max(0.0, np.mean(log_diff * log_diff) - np.mean(log_diff) ** 2)) * 100.0),
+        "delta1": float(np.mean(ratio < 1.25)),
+        "delta2": float(np.mean(ratio < 1.25**2)),
+        "delta3": float(np.mean(ratio < 1.25**3)),
+        "scale": float(scale),
+        "shift": float(shift),
+        "valid_pixels": int(g.size),
+    }
+
+
+def _translation_angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Angle between row vectors in degrees; NaN where ``‖a‖·‖b‖ ≤ 1e-12``."""
+    norm = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    ok = norm > 1e-12
+    out = np.full(norm.shape, np.nan, dtype=np.float64)
+    out[ok] = np.degrees(np.arccos(np.clip(np.sum(a[ok] * b[ok], axis=-1) / norm[ok], -1, 1)))
+    return out
+
+
+def pose_metrics(gt_c2w: np.ndarray, pred_c2w: np.ndarray) -> dict:
+    """Camera trajectory of one sequence (spec §4.1): frame-0 normalisation, then Sim(3) on the centres.
+
+    ``auc_*deg`` are thresholded accuracies of ``max(rpe_rot, trans_angle)``
+    over consecutive pairs, a NaN translation angle counting as 180°.
+    """
+    gt = np.asarray(gt_c2w, dtype=np.float64)
+    pred = np.asarray(pred_c2w, dtype=np.float64)
+    if gt.shape != pred.shape or gt.ndim != 3 or gt.shape[1:] != (4, 4):
+        raise ValueError(f"poses must match [T,4,4], got {gt.shape} and {pred.shape}")
+    if gt.shape[0] < 3 or not np.isfinite(gt).all() or not np.isfinite(pred).all():
+        raise ValueError("pose evaluation needs at least three finite poses")
+    gt, pred = relative_to_first(gt), relative_to_first(pred)
+    scale, rotation, translation = umeyama_sim3(pred[:, :3, 3], gt[:, :3, 3])
+    aligned = pred.copy()
+    aligned[:, :3, 3] = (scale * (rotation @ pred[:, :3, 3].T)).T + translation
+    aligned[:, :3, :3] = rotation[None] @ pred[:, :3, :3]
+    position_error = np.linalg.norm(aligned[:, :3, 3] - gt[:, :3, 3], axis=-1)
+    rotation_error = rotation_error_deg(aligned[:, :3, :3], gt[:, :3, :3])
+
+    gt_rel = np.linalg.inv(gt[:-1]) @ gt[1:]
+    pred_rel = np.linalg.inv(aligned[:-1]) @ aligned[1:]
+    rpe_rotation = rotation_error_deg(pred_rel[:, :3, :3], gt_rel[:, :3, :3])
+    rpe_translation = np.linalg.norm(pred_rel[:, :3, 3] - gt_rel[:, :3, 3], axis=-1)
+    translation_angle = _translation_angle_deg(pred_rel[:, :3, 3], gt_rel[:, :3, 3])
+    pair_error = np.maximum(rpe_rotation, np.nan_to_num(translation_angle, nan=180.0))
+    # np.nanmean of an all-NaN array is NaN (plus a warning): keep the NaN, skip the warning.
+    direction = float(np.nanmean(translation_angle)) if np.isfinite(translation_angle).any() else float("nan")
+    return {
+        "ate_rmse": float(np.sqrt(np.mean(position_error**2))),
+        "position_mean": float(np.mean(position_error)),
+        "position_median": float(np.median(position_error)),
+        "rotation_mean_deg": float(np.mean(rotation_error)),
+        "rotation_median_deg": float(np.median(rotation_error)),
+        "rpe_translation_rmse": float(np.sqrt(np.mean(rpe_translation**2))),
+        "rpe_rotation_mean_deg": float(np.mean(rpe_rotation)),
+        "translation_direction_mean_deg": direction,
+        "auc_5deg": float(np.mean(pair_error <= 5.0)),
+        "auc_10deg": float(np.mean(pair_error <= 10.0)),
+        "auc_20deg": float(np.mean(pair_error <= 20.0)),
+        "alignment_scale": float(scale),
+        "num_frames": int(gt.shape[0]),
+    }
+
+
+def _reference_array(reference: Mapping, key: str, dtype: type) -> np.ndarray:
+    value = reference.get(key)
+    if value is None:
+        raise ValueError(f"reference {reference.get('sequence_id')!r} has no {key!r} (the GT of this task is absent)")
+    return np.asarray(value, dtype=dtype)
+
+
+def task_metrics(task: str, reference: Mapping, prediction: Mapping, options: Syn4DOptions = Syn4DOptions()) -> dict:
+    """Score one (reference, prediction) pair for ``task``; raise on any problem (the caller applies the policy).
+
+    As the official loop: the prediction's ``frame_indices`` (if given) must
+    equal the reference's, then the reference arrays are read, then the
+    prediction array; a ``None`` prediction array raises
+    ``KeyError("<key> is not a file in the archive")`` (NumPy's NPZ message).
+    Tracks and poses are read as float64, depth as float32 (the official dtypes).
+    """
+    check_choice("task", task, TASKS)
+    pred_frames = prediction.get("frame_indices")
+    ref_frames = reference.get("frame_indices")
+    if pred_frames is not None and ref_frames is not None and not np.array_equal(np.asarray(pred_frames), np.asarray(ref_frames)):
+        against = "the tracking GT" if task == "tracking" else "the manifest"
+        raise ValueError(f"prediction frame_indices do not match {against}")
+    key = PREDICTION_KEYS[task]
+    if task == "tracking":
+        gt = _reference_array(reference, "tracks_ref0_m", np.float64)
+        visibility = _reference_array(reference, "visibility", bool)
+        dynamic = _reference_array(reference, "dynamic", bool)
+    elif task == "depth":
+        gt = _reference_array(reference, "depth_m", np.float32)
+    else:
+        gt = _reference_array(reference, "camera_c2w", np.float64)
+    value = prediction.get(key)
+    if value is None:
+        raise KeyError(f"{key} is not a file in the archive")
+    if task == "tracking":
+        return tracking_metrics(
+            gt, np.asarray(value, dtype=np.float64), visibility, dynamic,
+            thresholds=options.tracking_thresholds_m, dynamic_weight=options.dynamic_weight,
+        )
+    if task == "depth":
+        return depth_metrics(
+            gt, np.asarray(value, dtype=np.float32), align=options.depth_align,
+            min_depth=options.depth_min_m, max_depth=options.depth_max_m,
+        )
+    return pose_metrics(gt, np.asarray(value, dtype=np.float64))
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The official failure text: ``"<ExceptionType>: <message>"``."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _index_by_sequence_id(rows: Sequence[Mapping], side: str) -> dict[str, Mapping]:
+    out: dict[str, Mapping] = {}
+    for i, row in enumerate(rows):
+        sid = row.get("sequence_id") if isinstance(row, Mapping) else None
+        if not isinstance(sid, str):
+            raise PredictionError(f"{side}[{i}]: expected a dict with a string 'sequence_id', got {type(row).__name__}")
+        if sid in out:
+            raise PredictionError(f"{side}: duplicate sequence_id {sid!r}")
+        out[sid] = row
+    return out
+
+
+def is_missing_prediction(prediction: Mapping | None) -> bool:
+    """``True`` for no prediction row, or one whose three arrays are all ``None`` (the official "no NPZ")."""
+    return prediction is None or all(prediction.get(k) is None for k in PREDICTION_KEYS.values())
+
+
+def score_sequences(
+    predictions: Sequence[Mapping], references: Sequence[Mapping], task: str, options: Syn4DOptions = Syn4DOptions()
+) -> tuple[list[dict], list[dict]]:
+    """Accumulate half of one task: ``(rows, failures)``, both in reference order.
+
+    Predictions are matched by ``sequence_id``; a duplicate id on either side
+    or a prediction id unknown to the references raises
+    :class:`~perckit.errors.PredictionError`. Failure policy per spec §4.3.
+    """
+    check_choice("task", task, TASKS)
+    refs = _index_by_sequence_id(references, "references")
+    preds = _index_by_sequence_id(predictions, "predictions")
+    unknown = [sid for sid in preds if sid not in refs]
+    if unknown:
+        raise PredictionError(f"predictions: sequence_id {unknown[0]!r} is unknown to the references ({len(unknown)} unknown id(s))")
+    rows: list[dict] = []
+    failures: list[dict] = []
+    for sid, reference in refs.items():
+        prediction = preds.get(sid)
+        if is_missing_prediction(prediction):
+            if options.strict:
+                raise ValueError(f"{sid}: {MISSING_PREDICTION}")
+            failures.append({"sequence_id": sid, "reason": MISSING_PREDICTION})
+            continue
+        try:
+            metrics = task_metrics(task, reference, prediction, options)
+        except Exception as exc:
+            if options.strict:
+                raise RuntimeError(f"{sid} {task} failed") from exc
+            failures.append({"sequence_id": sid, "task": task, "reason": failure_reason(exc)})
+            continue
+        rows.append({"sequence_id": sid, "variant": str(reference.get("variant")), "scene": str(reference.get("scene")), **metrics})
+    return rows, failures
+
+
+# ---------------------------------------------------------------------------------------------
+# Reduce
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def mean_rows(rows: Sequence[Mapping]) -> dict:
+    """Macro mean over sequences (spec §4.2), as the official ``_mean_metrics``.
+
+    Every key with a numeric (non-bool) value in some row is averaged in
+    float64 over the rows that have it, after dropping non-finite values; a key
+    with nothing left is omitted. Ints become floats. ``num_sequences`` is
+    ``len(rows)``.
+    """
+    keys = sorted({k for row in rows for k, v in row.items() if _is_number(v)})
+    result: dict[str, Any] = {}
+    for key in keys:
+        values = np.asarray([float(row[key]) for row in rows if key in row and _is_number(row[key])], dtype=np.float64)
+        values = values[np.isfinite(values)]
+        if values.size:
+            result[key] = float(np.mean(values))
+    result["num_sequences"] = len(rows)
+    return result
+
+
+def aggregate(rows: Sequence[Mapping]) -> dict:
+    """Reduce half: ``{"overall", "by_variant", "by_scene", "sequences"}``, blocks sorted by key."""
+    by_variant: dict[str, list[Mapping]] = defaultdict(list)
+    by_scene: dict[str, list[Mapping]] = defaultdict(list)
+    for row in rows:
+        by_variant[str(row["variant"])].append(row)
+        by_scene[str(row["scene"])].append(row)
+    return {
+        "overall": mean_rows(rows),
+        "by_variant": {k: mean_rows(v) for k, v in sorted(by_variant.items())},
+        "by_scene": {k: mean_rows(v) for k, v in sorted(by_scene.items())},
+        "sequences": [dict(r) for r in rows],
+    }
+
+
+def compute_task(
+    predictions: Sequence[Mapping], references: Sequence[Mapping], task: str, options: Syn4DOptions = Syn4DOptions()
+) -> dict:
+    """One config's result: ``{"protocol", "task", "requested_sequences", overall, by_variant, by_scene, sequences, failures}``."""
+    rows, failures = score_sequences(predictions, references, task, options)
+    return {"protocol": PROTOCOL, "task": task, "requested_sequences": len(references), **aggregate(rows), "failures": failures}
+
+
+def _sequence_order(results: Mapping[str, Mapping]) -> list[str]:
+    """Reference order recovered from the per-task lists (each of which is in reference order).
+
+    Topological merge of the ``sequences`` and ``failures`` id lists of every
+    task; pairs the lists do not order go by ``sequence_id`` string order, which
+    is the index order of the release ((variant, scene, sequence), spec §2.2).
+    Pass ``sequence_order`` to :func:`to_official_summary` for any other order.
+    """
+    lists: list[list[str]] = []
+    for task in sorted(results):
+        result = results[task]
+        lists.append([str(r["sequence_id"]) for r in result.get("sequences") or []])
+        lists.append(list(dict.fromkeys(str(f["sequence_id"]) for f in result.get("failures") or [])))
+    first: dict[str, int] = {}
+    succ: dict[str, set[str]] = defaultdict(set)
+    indeg: dict[str, int] = {}
+    for ids in lists:
+        for sid in ids:
+            first.setdefault(sid, len(first))
+            indeg.setdefault(sid, 0)
+        for a, b in zip(ids, ids[1:]):
+            if a != b and b not in succ[a]:
+                succ[a].add(b)
+                indeg[b] += 1
+    heap = [s for s, d in indeg.items() if d == 0]
+    heapq.heapify(heap)
+    order: list[str] = []
+    while heap:
+        sid = heapq.heappop(heap)
+        order.append(sid)
+        for nxt in succ[sid]:
+            indeg[nxt] -= 1
+            if indeg[nxt] == 0:
+                heapq.heappush(heap, nxt)
+    if len(order) < len(first):  # inconsistent lists (a cycle): the rest by first appearance
+        seen = set(order)
+        order += sorted((s for s in first if s not in seen), key=first.__getitem__)
+    return order
+
+
+def to_official_summary(results: Mapping[str, Mapping], sequence_order: Sequence[str] | None = None) -> dict:
+    """Merge per-task :func:`compute_task` results into the official ``evaluate.py`` JSON shape.
+
+    ``{"protocol", "requested_sequences", "tasks": {task: {overall, by_variant, by_scene, sequences}},
+    "failures"}``. Tasks without rows are dropped. Failures are merged in
+    reference order: per sequence the task-less "missing prediction" failure
+    once, then the task failures in sorted task order. The reference order is
+    ``sequence_order`` when given, else recovered from the results (see
+    :func:`_sequence_order`).
+    """
+    for task in results:
+        check_choice("task", task, TASKS)
+    requested = {int(r["requested_sequences"]) for r in results.values()}
+    if len(requested) > 1:
+        raise ValueError(f"to_official_summary: the task results disagree on requested_sequences: {sorted(requested)}")
+    tasks = {
+        task: {k: results[task][k] for k in BLOCK_KEYS}
+        for task in sorted(results)
+        if results[task].get("sequences")
+    }
+    missing: dict[str, dict] = {}
+    task_failures: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for task in sorted(results):
+        for failure in results[task].get("failures") or []:
+            sid = str(failure["sequence_id"])
+            if "task" in failure:
+                task_failures[sid][str(failure["task"])].append(dict(failure))
+            else:
+                missing.setdefault(sid, dict(failure))
+    order = list(dict.fromkeys(sequence_order if sequence_order is not None else _sequence_order(results)))
+    # Failures of ids outside the given order go last, in first-seen order.
+    known = set(order)
+    order += [sid for sid in dict.fromkeys([*missing, *task_failures]) if sid not in known]
+    failures: list[dict] = []
+    for sid in order:
+        if sid in missing:
+            failures.append(missing[sid])
+        for task in sorted(task_failures.get(sid, {})):
+            failures.extend(task_failures[sid][task])
+    return {
+        "protocol": PROTOCOL,
+        "requested_sequences": requested.pop() if requested else 0,
+        "tasks": tasks,
+        "failures": failures,
+    }

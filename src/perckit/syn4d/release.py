@@ -1,0 +1,420 @@
+"""Readers of the Syn4D benchmark release: tracking NPYs, the sequence index, depth EXRs, camera CSVs.
+
+Layout (Hub folder ``benchmark/``; ``challenge_eval/`` either inside it or beside it)::
+
+    benchmark/data/tracking_gt/<variant>/<scene>/<sequence>.npy   syn4d-tracking-gt-v1, 0-d structured
+    benchmark/sequences.jsonl, protocol.json, baselines.json, SHA256SUMS
+    challenge_eval/<variant>/<scene>/mp4/<sequence>.mp4
+    challenge_eval/<variant>/<scene>/exr_layers/depth/<sequence>/<sequence>_<FFFF>_depth.exr   (cm)
+    challenge_eval/<variant>/<scene>/ground_truth/meta_exr_csv/<sequence>_camera.csv         (Unreal cm, deg)
+
+NPYs are read with ``allow_pickle=False`` only; object dtypes are refused.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import ReleaseFormatError, ReleaseNotFoundError
+
+SCHEMA = "syn4d-tracking-gt-v1"
+VARIANTS = ("mixed", "mixed_no_bedlam", "og", "sim")
+SCENES = ("antiquity", "dream", "gothic", "office", "outpost", "space", "street", "triplex")
+FRAME_INDICES = tuple(range(0, 192, 6))
+NPY_FIELDS = ("schema", "sequence_id", "tracks_ref0", "visibility", "dynamic", "query_uv", "frame_indices", "intrinsics", "image_size")
+EXR_CHANNELS = ("Depth", "Z", "R", "Y")
+CSV_COLUMNS = ("x", "y", "z", "yaw", "pitch", "roll")
+INDEX_NAMES = ("sequences.jsonl", "manifest.jsonl")
+
+
+@dataclass(frozen=True)
+class ReleasePaths:
+    """Resolved folders of a release (spec: ``resolve_release``)."""
+
+    root: Path
+    benchmark: Path
+    tracking_gt: Path
+    challenge: Path | None
+    index: Path | None
+    checksums: Path | None
+
+
+def resolve_release(
+    data_dir: str | Path,
+    tracking_gt_dir: str | Path | None = None,
+    challenge_dir: str | Path | None = None,
+    index_file: str | Path | None = None,
+) -> ReleasePaths:
+    """B = ``data_dir`` if it holds ``data/tracking_gt/`` else ``data_dir/benchmark``; C = ``B/challenge_eval``
+    or ``data_dir/challenge_eval``; index = ``B/sequences.jsonl``, ``data_dir/sequences.jsonl``,
+    ``data_dir/manifest.jsonl`` or ``B/manifest.jsonl``. The three options override."""
+    root = Path(data_dir)
+    if not root.is_dir():
+        raise ReleaseNotFoundError(
+            f"Syn4D release folder {str(root)!r} does not exist; pass data_dir=<the folder that holds benchmark/ "
+            "(or data/tracking_gt/) and challenge_eval/>"
+        )
+    bench = root if (root / "data" / "tracking_gt").is_dir() else root / "benchmark"
+    tracking = Path(tracking_gt_dir) if tracking_gt_dir else bench / "data" / "tracking_gt"
+    if challenge_dir:
+        challenge: Path | None = Path(challenge_dir)
+        if not challenge.is_dir():
+            raise ReleaseNotFoundError(f"Syn4D challenge folder {str(challenge)!r} (challenge_dir) does not exist")
+    else:
+        challenge = next((c for c in (bench / "challenge_eval", root / "challenge_eval") if c.is_dir()), None)
+    if index_file:
+        index: Path | None = Path(index_file)
+        if not index.is_file():
+            raise ReleaseNotFoundError(f"Syn4D sequence index {str(index)!r} (index_file) not found")
+    else:
+        candidates = (bench / "sequences.jsonl", root / "sequences.jsonl", root / "manifest.jsonl", bench / "manifest.jsonl")
+        index = next((c for c in candidates if c.is_file()), None)
+    sums = bench / "SHA256SUMS"
+    return ReleasePaths(root, bench, tracking, challenge, index, sums if sums.is_file() else None)
+
+
+# ---------------------------------------------------------------- index
+
+
+@dataclass(frozen=True)
+class SequenceRecord:
+    sequence_id: str
+    variant: str
+    scene: str
+    sequence: str
+    camera: int
+    frame_indices: tuple[int, ...]
+    depth_dir: Path | None
+    camera_csv: Path | None
+    video: Path | None
+    width: int = 1280
+    height: int = 720
+
+    def tracking_npy(self, tracking_gt: Path) -> Path:
+        return tracking_gt / self.variant / self.scene / f"{self.sequence}.npy"
+
+
+def _resolve(path: str | None, base: Path | None) -> Path | None:
+    if not path:
+        return None
+    p = Path(path)
+    if p.is_absolute() or base is None:
+        return p
+    return base / p
+
+
+def _camera_of(sequence: str) -> int:
+    try:
+        return int(sequence.rsplit("_", 1)[1])
+    except (IndexError, ValueError):
+        return 0
+
+
+def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
+    """``sequences.jsonl`` (or the official manifest): one JSON object a line; relative paths resolve against C."""
+    records = []
+    seen: set[str] = set()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise ReleaseFormatError(f"{str(path)!r}: expected UTF-8 JSON lines, got undecodable bytes: {e}") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{str(path)!r} line {n}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ReleaseFormatError(f"{where}: expected a JSON object, got a parse error: {e}") from None
+        if not isinstance(obj, Mapping):
+            raise ReleaseFormatError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        sid = obj.get("sequence_id")
+        if not isinstance(sid, str) or sid.count("/") != 2:
+            raise ReleaseFormatError(f"{where}: expected 'sequence_id' = '<variant>/<scene>/<sequence>', got {sid!r}")
+        if sid in seen:
+            raise ReleaseFormatError(f"{where}: duplicate sequence_id {sid!r}")
+        seen.add(sid)
+        variant, scene, sequence = sid.split("/")
+        for key, expected in (("variant", variant), ("scene", scene), ("sequence", sequence)):
+            if key in obj and obj[key] != expected:
+                raise ReleaseFormatError(f"{where}: {key!r} is {obj[key]!r} but sequence_id {sid!r} says {expected!r}")
+        frames = obj.get("frame_indices", list(FRAME_INDICES))
+        if not isinstance(frames, list) or not all(isinstance(f, int) and not isinstance(f, bool) for f in frames):
+            raise ReleaseFormatError(f"{where}: expected 'frame_indices' to be a list of ints, got {frames!r}"[:300])
+        if tuple(frames) != FRAME_INDICES:
+            raise ReleaseFormatError(f"{where}: expected frame_indices range(0, 192, 6), got {frames[:6]}...")
+        camera = obj.get("camera", _camera_of(sequence))
+        records.append(SequenceRecord(
+            sequence_id=sid, variant=variant, scene=scene, sequence=sequence,
+            camera=int(camera), frame_indices=tuple(frames),
+            depth_dir=_resolve(obj.get("depth_dir"), challenge),
+            camera_csv=_resolve(obj.get("camera_csv"), challenge),
+            video=(challenge / variant / scene / "mp4" / f"{sequence}.mp4") if challenge else None,
+            width=int(obj.get("width", 1280)), height=int(obj.get("height", 720)),
+        ))
+    return records
+
+
+def records_from_tracking_gt(tracking_gt: Path, challenge: Path | None) -> list[SequenceRecord]:
+    """No index file: one record per tracking NPY (sorted), with the default challenge paths."""
+    if not tracking_gt.is_dir():
+        raise ReleaseNotFoundError(f"Syn4D: no sequence index and no tracking folder {str(tracking_gt)!r}")
+    records = []
+    for p in sorted(tracking_gt.glob("*/*/*.npy")):
+        variant, scene, sequence = p.parent.parent.name, p.parent.name, p.stem
+        records.append(default_record(variant, scene, sequence, challenge))
+    if not records:
+        raise ReleaseNotFoundError(f"Syn4D: no '<variant>/<scene>/<sequence>.npy' under {str(tracking_gt)!r}")
+    return records
+
+
+def default_record(variant: str, scene: str, sequence: str, challenge: Path | None) -> SequenceRecord:
+    c = challenge / variant / scene if challenge else None
+    return SequenceRecord(
+        sequence_id=f"{variant}/{scene}/{sequence}", variant=variant, scene=scene, sequence=sequence,
+        camera=_camera_of(sequence), frame_indices=FRAME_INDICES,
+        depth_dir=c / "exr_layers" / "depth" / sequence if c else None,
+        camera_csv=c / "ground_truth" / "meta_exr_csv" / f"{sequence}_camera.csv" if c else None,
+        video=c / "mp4" / f"{sequence}.mp4" if c else None,
+    )
+
+
+def select_records(
+    records: Sequence[SequenceRecord],
+    variants: Iterable[str] | None = None,
+    scenes: Iterable[str] | None = None,
+    cameras: Iterable[int] | None = None,
+    limit: int | None = None,
+) -> list[SequenceRecord]:
+    """The official filters: variants, scenes, cameras, then the first ``limit`` (0 / None = all)."""
+    v = set(variants) if variants else None
+    s = set(scenes) if scenes else None
+    c = {int(x) for x in cameras} if cameras else None
+    out = [r for r in records if (v is None or r.variant in v) and (s is None or r.scene in s) and (c is None or r.camera in c)]
+    return out[:limit] if limit else out
+
+
+def load_records(paths: ReleasePaths) -> list[SequenceRecord]:
+    return read_index(paths.index, paths.challenge) if paths.index else records_from_tracking_gt(paths.tracking_gt, paths.challenge)
+
+
+# ---------------------------------------------------------------- tracking NPY
+
+
+def read_tracking_npy(path: Path, expected_sequence_id: str | None = None) -> dict[str, np.ndarray | str]:
+    """A validated ``syn4d-tracking-gt-v1`` NPY as a dict of arrays (``schema``/``sequence_id`` as str)."""
+    where = str(path)
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ReleaseNotFoundError(f"{where!r}: tracking ground truth not found") from None
+    except ValueError as e:  # "Object arrays cannot be loaded when allow_pickle=False" and bad headers
+        raise ReleaseFormatError(f"{where!r}: expected a non-pickled structured NumPy array ({SCHEMA}), got: {e}") from None
+    except (OSError, EOFError) as e:
+        raise ReleaseFormatError(f"{where!r}: expected a readable .npy file, got: {e}") from None
+    if not isinstance(arr, np.ndarray) or arr.dtype.names is None:
+        raise ReleaseFormatError(f"{where!r}: expected a structured array with fields {list(NPY_FIELDS)}, got dtype {getattr(arr, 'dtype', type(arr))}")
+    if arr.dtype.hasobject:
+        raise ReleaseFormatError(f"{where!r}: object fields are refused (never unpickled)")
+    if arr.shape != ():
+        raise ReleaseFormatError(f"{where!r}: expected a 0-d structured array (shape ()), got shape {arr.shape}")
+    missing = [f for f in NPY_FIELDS if f not in arr.dtype.names]
+    if missing:
+        raise ReleaseFormatError(f"{where!r}: expected fields {list(NPY_FIELDS)}, missing {missing}")
+    rec = arr[()]
+    out: dict = {f: np.asarray(rec[f]) for f in NPY_FIELDS}
+    schema = str(out["schema"])
+    if schema != SCHEMA:
+        raise ReleaseFormatError(f"{where!r}: expected schema {SCHEMA!r}, got {schema!r}")
+    out["schema"] = schema
+    out["sequence_id"] = str(out["sequence_id"])
+    tracks = out["tracks_ref0"]
+    if tracks.ndim != 3 or tracks.shape[2] != 3:
+        raise ReleaseFormatError(f"{where!r}: expected tracks_ref0 of shape (T, Q, 3), got {tracks.shape}")
+    t, q = tracks.shape[:2]
+    expected = {"visibility": (t, q), "dynamic": (q,), "query_uv": (q, 2), "frame_indices": (t,), "intrinsics": (4,), "image_size": (2,)}
+    for name, shape in expected.items():
+        if out[name].shape != shape:
+            raise ReleaseFormatError(f"{where!r}: expected {name} of shape {shape}, got {out[name].shape}")
+        if not (np.issubdtype(out[name].dtype, np.number) or out[name].dtype == bool):
+            raise ReleaseFormatError(f"{where!r}: expected {name} to be numeric, got dtype {out[name].dtype}")
+    if not np.issubdtype(tracks.dtype, np.number):
+        raise ReleaseFormatError(f"{where!r}: expected tracks_ref0 to be numeric, got dtype {tracks.dtype}")
+    out["tracks_ref0"] = tracks.astype(np.float32, copy=False)
+    out["visibility"] = out["visibility"].astype(bool, copy=False)
+    out["dynamic"] = out["dynamic"].astype(bool, copy=False)
+    out["query_uv"] = out["query_uv"].astype(np.float32, copy=False)
+    out["frame_indices"] = out["frame_indices"].astype(np.int32, copy=False)
+    out["intrinsics"] = out["intrinsics"].astype(np.float64, copy=False)
+    out["image_size"] = out["image_size"].astype(np.int32, copy=False)
+    if expected_sequence_id is not None and out["sequence_id"] != expected_sequence_id:
+        raise ReleaseFormatError(f"{where!r}: sequence_id inside is {out['sequence_id']!r}, but its path says {expected_sequence_id!r}")
+    if tuple(int(x) for x in out["frame_indices"]) != FRAME_INDICES:
+        raise ReleaseFormatError(f"{where!r}: expected frame_indices range(0, 192, 6), got {out['frame_indices'][:6].tolist()}...")
+    return out
+
+
+# ---------------------------------------------------------------- depth EXR
+
+
+def exr_size(path: Path) -> tuple[int, int]:
+    """(H, W) of an EXR from its header (dataWindow)."""
+    import OpenEXR
+
+    try:
+        f = OpenEXR.InputFile(str(path))
+    except OSError as e:
+        raise ReleaseFormatError(f"{str(path)!r}: expected a readable OpenEXR file, got: {e}") from None
+    try:
+        dw = f.header()["dataWindow"]
+        return dw.max.y - dw.min.y + 1, dw.max.x - dw.min.x + 1
+    finally:
+        f.close()
+
+
+def read_depth_exr(path: Path, expected_hw: tuple[int, int] | None = None) -> np.ndarray:
+    """Depth in metres, float32 [H, W]: the first of the Depth, Z, R, Y channels (centimetres) / 100."""
+    import Imath
+    import OpenEXR
+
+    where = str(path)
+    if not path.is_file():
+        raise ReleaseNotFoundError(f"{where!r}: depth EXR not found")
+    try:
+        f = OpenEXR.InputFile(where)
+    except OSError as e:
+        raise ReleaseFormatError(f"{where!r}: expected a readable OpenEXR file, got: {e}") from None
+    try:
+        header = f.header()
+        dw = header["dataWindow"]
+        h, w = dw.max.y - dw.min.y + 1, dw.max.x - dw.min.x + 1
+        if expected_hw is not None and (h, w) != tuple(expected_hw):
+            raise ReleaseFormatError(f"{where!r}: expected depth size (H, W) = {tuple(expected_hw)}, got {(h, w)}; set the option depth_hw")
+        channel = next((c for c in EXR_CHANNELS if c in header["channels"]), None)
+        if channel is None:
+            raise ReleaseFormatError(f"{where!r}: expected one of the channels {list(EXR_CHANNELS)}, got {sorted(header['channels'])}")
+        try:
+            raw = f.channel(channel, Imath.PixelType(Imath.PixelType.FLOAT))
+        except OSError as e:
+            raise ReleaseFormatError(f"{where!r}: cannot read channel {channel!r}: {e}") from None
+    finally:
+        f.close()
+    data = np.frombuffer(raw, dtype=np.float32)
+    if data.size != h * w:
+        raise ReleaseFormatError(f"{where!r}: channel {channel!r} has {data.size} values, expected H*W = {h * w}")
+    return data.reshape(h, w) / np.float32(100.0)
+
+
+def depth_frame_paths(depth_dir: Path, sequence: str, frame_indices: Sequence[int]) -> list[Path]:
+    return [depth_dir / f"{sequence}_{int(t):04d}_depth.exr" for t in frame_indices]
+
+
+def read_depth_sequence(record: SequenceRecord, hw: tuple[int, int] | None = None) -> np.ndarray | None:
+    """[T, H, W] metres, or None when the sequence's depth folder is absent; a partial set raises."""
+    if record.depth_dir is None or not record.depth_dir.is_dir():
+        return None
+    paths = depth_frame_paths(record.depth_dir, record.sequence, record.frame_indices)
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise ReleaseFormatError(
+            f"{str(record.depth_dir)!r}: expected {len(paths)} depth EXRs, {len(missing)} missing (e.g. {missing[:3]})"
+        )
+    return np.stack([read_depth_exr(p, hw) for p in paths])
+
+
+# ---------------------------------------------------------------- camera CSV
+
+
+def read_camera_csv(record: SequenceRecord) -> np.ndarray | None:
+    """[T, 6] float64 (x_cm, y_cm, z_cm, yaw_deg, pitch_deg, roll_deg) of the evaluated frames, or None if absent."""
+    path = record.camera_csv
+    if path is None or not path.is_file():
+        return None
+    where = str(path)
+    rows: dict[str, list[float]] = {}
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            header = reader.fieldnames or []
+            lacking = [c for c in ("name",) + CSV_COLUMNS if c not in header]
+            if lacking:
+                raise ReleaseFormatError(f"{where!r}: expected the header name,x,y,z,yaw,pitch,roll, missing {lacking} (got {header})")
+            for n, row in enumerate(reader, 2):
+                try:
+                    rows[Path(row["name"] or "").name] = [float(row[c]) for c in CSV_COLUMNS]
+                except (TypeError, ValueError):
+                    raise ReleaseFormatError(f"{where!r} line {n}: expected numbers in x,y,z,yaw,pitch,roll, got {row}") from None
+    except UnicodeDecodeError as e:
+        raise ReleaseFormatError(f"{where!r}: expected a UTF-8 CSV, got: {e}") from None
+    out = []
+    for t in record.frame_indices:
+        key = f"{record.sequence}_{int(t):04d}.png"
+        if key not in rows:
+            raise ReleaseFormatError(f"{where!r}: expected a row named {key!r} (frame {t}), not found")
+        out.append(rows[key])
+    arr = np.asarray(out, dtype=np.float64)
+    if not np.isfinite(arr).all():
+        raise ReleaseFormatError(f"{where!r}: a camera row of an evaluated frame has a NaN or infinite value")
+    return arr
+
+
+# ---------------------------------------------------------------- checksums
+
+
+def read_checksums(path: Path) -> dict[str, str]:
+    """``sha256sum`` format: ``<64 hex>  <path>`` (``*`` binary marker allowed); path relative to ``benchmark/``."""
+    out: dict[str, str] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split(None, 1)
+        if len(parts) != 2 or len(parts[0]) != 64 or any(c not in "0123456789abcdefABCDEF" for c in parts[0]):
+            raise ReleaseFormatError(f"{str(path)!r} line {n}: expected '<64 hex digits>  <path>', got {line[:120]!r}")
+        out[parts[1].lstrip("*").strip().removeprefix("./")] = parts[0].lower()
+    return out
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+class ChecksumVerifier:
+    """Verifies each file the builder reads against ``SHA256SUMS`` (files it does not list are skipped)."""
+
+    def __init__(self, paths: ReleasePaths) -> None:
+        self.sums = read_checksums(paths.checksums) if paths.checksums else {}
+        self.bases = [paths.benchmark, paths.root]
+        self.source = paths.checksums
+
+    def key(self, path: Path) -> str | None:
+        for base in self.bases:
+            try:
+                rel = path.resolve().relative_to(base.resolve()).as_posix()
+            except ValueError:
+                continue
+            if rel in self.sums:
+                return rel
+        return None
+
+    def check(self, path: Path) -> None:
+        if not self.sums:
+            return
+        rel = self.key(path)
+        if rel is None:
+            return
+        actual = sha256_file(path)
+        if actual != self.sums[rel]:
+            raise ReleaseFormatError(
+                f"{str(path)!r}: SHA-256 mismatch with {str(self.source)!r}: expected {self.sums[rel]}, got {actual}"
+            )

@@ -1,0 +1,267 @@
+"""The Syn4D builder: bit-exact ground truth from the official files, both configs, both datasets lines, bad input."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from conftest import SYN4D_PARITY, build_split
+
+from perckit.errors import ReleaseFormatError, ReleaseNotFoundError
+from perckit.syn4d import release as rel
+from perckit.syn4d.geometry import unreal_rows_to_c2w
+
+NPY = "benchmark/data/tracking_gt/{}.npy"
+
+
+def _official_npy(sid):
+    return np.load(SYN4D_PARITY / NPY.format(sid), allow_pickle=False)[()]
+
+
+def test_parity_fixture_rows_are_bit_exact(syn4d_parity_rows):
+    rows = syn4d_parity_rows
+    assert [r["sequence_id"] for r in rows] == ["mixed/antiquity/seq_000000_0", "og/dream/seq_000001_1", "sim/office/seq_000002_0"]
+    for row in rows:
+        gt = _official_npy(row["sequence_id"])
+        assert np.array_equal(row["tracks_ref0_m"], gt["tracks_ref0"], equal_nan=True)
+        assert row["tracks_ref0_m"].dtype == np.float32
+        assert np.array_equal(row["visibility"], gt["visibility"]) and row["visibility"].dtype == bool
+        assert np.array_equal(row["dynamic"], gt["dynamic"])
+        assert np.array_equal(row["query_uv_px"], gt["query_uv"])
+        assert row["intrinsics_fx_fy_cx_cy"].tolist() == [1000.0, 1000.0, 640.0, 360.0]
+        assert row["image_size_hw"].tolist() == [720, 1280]
+        assert row["frame_indices"].tolist() == list(range(0, 192, 6))
+        assert row["schema"] == "syn4d-tracking-gt-v1"
+        assert row["depth_m"].shape == (32, 90, 160) and row["depth_m"].dtype == np.float32
+        assert row["camera_c2w"].shape == (32, 4, 4) and row["camera_unreal"].shape == (32, 6)
+        assert row["video"] is None  # the parity fixture has no mp4
+    assert rows[1]["camera"] == 1 and rows[0]["camera"] == 0
+
+
+def test_depth_is_centimetres_over_100_in_float32(syn4d_parity_rows):
+    import Imath
+    import OpenEXR
+
+    f = OpenEXR.InputFile(str(SYN4D_PARITY / "challenge_eval/mixed/antiquity/exr_layers/depth/seq_000000_0/seq_000000_0_0006_depth.exr"))
+    raw = np.frombuffer(f.channel("Depth", Imath.PixelType(Imath.PixelType.FLOAT)), dtype=np.float32).reshape(90, 160)
+    assert np.array_equal(syn4d_parity_rows[0]["depth_m"][1], raw / np.float32(100), equal_nan=True)
+
+
+def test_camera_c2w_is_the_official_conversion(syn4d_parity_rows):
+    import csv
+
+    path = SYN4D_PARITY / "challenge_eval/og/dream/ground_truth/meta_exr_csv/seq_000001_1_camera.csv"
+    rows = {r["name"]: r for r in csv.DictReader(open(path))}
+    unreal = np.array([[float(rows[f"seq_000001_1_{t:04d}.png"][k]) for k in ("x", "y", "z", "yaw", "pitch", "roll")] for t in range(0, 192, 6)])
+    row = syn4d_parity_rows[1]
+    assert np.array_equal(row["camera_unreal"], unreal)
+    assert np.array_equal(row["camera_c2w"], unreal_rows_to_c2w(unreal))
+    assert np.allclose(np.linalg.det(row["camera_c2w"][:, :3, :3]), -1.0)  # left-handed Unreal world
+
+
+def test_tracking_config_both_lines_same_rows(tmp_path, syn4d_parity_rows):
+    ds = build_split("syn4d", "tracking", SYN4D_PARITY, tmp_path)
+    assert "depth_m" not in ds.features and ds.num_rows == 3
+    for a, b in zip(ds.with_format("numpy"), syn4d_parity_rows):
+        assert np.array_equal(a["tracks_ref0_m"], b["tracks_ref0_m"], equal_nan=True)
+
+
+def test_synthetic_release_layout_and_rows(syn4d_release, tmp_path):
+    root = syn4d_release.root
+    assert (root / "benchmark/sequences.jsonl").is_file() and (root / "benchmark/protocol.json").is_file()
+    assert (root / "benchmark/baselines.json").is_file() and (root / "benchmark/SHA256SUMS").is_file()
+    line = (root / "benchmark/SHA256SUMS").read_text().splitlines()[0]
+    assert len(line.split("  ")[0]) == 64  # sha256sum format
+    ds = build_split("syn4d", "challenge", root, tmp_path).with_format("numpy")
+    assert ds.num_rows == 16 == len(syn4d_release.sequence_ids)
+    assert ds.features["tracks_ref0_m"].shape == (None, 32, 3)
+    assert ds.features["depth_m"].shape == (None, 18, 32)
+    video = ds[0]["video"]
+    assert video["path"].endswith("challenge_eval/mixed/antiquity/mp4/seq_000000_0.mp4") and video["bytes"] is None
+    import av
+
+    with av.open(video["path"]) as c:
+        assert c.streams.video[0].codec_context.name == "h264"
+
+
+def test_streaming_yields_the_same_first_row(syn4d_release, tmp_path):
+    from perckit.entrypoints import builder_class
+
+    b = builder_class("syn4d")(config_name="tracking", data_dir=str(syn4d_release.root), cache_dir=str(tmp_path))
+    first = next(iter(b.as_streaming_dataset("test")))
+    assert first["sequence_id"] == syn4d_release.sequence_ids[0]
+    assert np.asarray(first["tracks_ref0_m"]).shape == (32, 32, 3)
+
+
+def test_filters_and_no_index(syn4d_release, tmp_path):
+    ds = build_split("syn4d", "tracking", syn4d_release.root, tmp_path, variants=("og",), cameras=(1,))
+    assert ds["sequence_id"] == ["og/antiquity/seq_000000_1", "og/office/seq_000000_1"]
+    root = tmp_path / "noindex"
+    shutil.copytree(syn4d_release.root / "benchmark/data", root / "data")
+    ds = build_split("syn4d", "tracking", root, tmp_path / "c2")
+    assert ds.num_rows == 16 and ds["sequence_id"] == sorted(ds["sequence_id"])
+
+
+def test_challenge_inside_benchmark(tmp_path):
+    from perckit.fixtures.base import write_release
+
+    fx = write_release("syn4d", tmp_path / "r", variants=("sim",), scenes=("office",), challenge_inside=True, write_video=False)
+    ds = build_split("syn4d", "challenge", fx.root, tmp_path / "c").with_format("numpy")
+    assert ds.num_rows == 2 and ds[0]["depth_m"].shape == (32, 18, 32) and ds[0]["video"] is None
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.fixture
+def small(tmp_path):
+    from perckit.fixtures.base import write_release
+
+    return write_release("syn4d", tmp_path / "rel", variants=("og",), scenes=("dream",), cameras=(0,), write_video=False)
+
+
+def _npy(small):
+    return small.root / "benchmark/data/tracking_gt/og/dream/seq_000000_0.npy"
+
+
+def _rewrite(path, mutate):
+    rec = np.load(path, allow_pickle=False)
+    rec = mutate(rec)
+    np.save(path, rec, allow_pickle=True)
+
+
+def _build(small, tmp_path, config="tracking", **kw):
+    return build_split("syn4d", config, small.root, tmp_path / "cache", verify_checksums=False, **kw)
+
+
+def test_pickled_object_npy_is_refused(small, tmp_path):
+    np.save(_npy(small), np.array({"schema": "syn4d-tracking-gt-v1"}, dtype=object), allow_pickle=True)
+    with pytest.raises(ReleaseFormatError, match=r"seq_000000_0.npy.*non-pickled"):
+        rel.read_tracking_npy(_npy(small))
+
+
+def test_wrong_schema_string(small):
+    def mutate(r):
+        r["schema"] = "syn4d-tracking-gt-v0"
+        return r
+
+    _rewrite(_npy(small), mutate)
+    with pytest.raises(ReleaseFormatError, match=r"seq_000000_0.npy.*expected schema 'syn4d-tracking-gt-v1', got 'syn4d-tracking-gt-v0'"):
+        rel.read_tracking_npy(_npy(small))
+
+
+def test_wrong_field_shape(small):
+    from perckit.fixtures.syn4d import npy_dtype
+
+    rec = np.load(_npy(small), allow_pickle=False)
+    dt = [(n, rec.dtype[n].base, rec.dtype[n].shape) if n != "dynamic" else ("dynamic", "?", (31,)) for n in rec.dtype.names]
+    bad = np.zeros((), dtype=dt)
+    for n in rec.dtype.names:
+        if n != "dynamic":
+            bad[n] = rec[n]
+    np.save(_npy(small), bad)
+    assert npy_dtype(32, 32) == rec.dtype
+    with pytest.raises(ReleaseFormatError, match=r"expected dynamic of shape \(32,\), got \(31,\)"):
+        rel.read_tracking_npy(_npy(small))
+
+
+def test_not_zero_d(small):
+    np.save(_npy(small), np.zeros((2,), dtype=np.load(_npy(small), allow_pickle=False).dtype))
+    with pytest.raises(ReleaseFormatError, match=r"shape \(\)\), got shape \(2,\)"):
+        rel.read_tracking_npy(_npy(small))
+
+
+def _messages(exc):
+    """The messages of an exception and its causes (datasets wraps generation errors)."""
+    out = []
+    while exc is not None:
+        out.append(str(exc))
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
+def test_sequence_id_disagreeing_with_path(small, tmp_path):
+    def mutate(r):
+        r["sequence_id"] = "og/dream/seq_000009_0"
+        return r
+
+    _rewrite(_npy(small), mutate)
+    with pytest.raises(Exception) as info:
+        _build(small, tmp_path)
+    assert any("seq_000000_0.npy" in m and "sequence_id inside is 'og/dream/seq_000009_0', but its path says 'og/dream/seq_000000_0'" in m for m in _messages(info.value))
+
+
+def test_checksum_mismatch_names_the_file(small, tmp_path):
+    def mutate(r):
+        r["query_uv"] = r["query_uv"] + 1
+        return r
+
+    _rewrite(_npy(small), mutate)
+    with pytest.raises(Exception) as info:
+        build_split("syn4d", "tracking", small.root, tmp_path / "cache")
+    chain = _messages(info.value)
+    assert any("seq_000000_0.npy" in m and "SHA-256 mismatch" in m and "expected" in m for m in chain), chain
+    assert build_split("syn4d", "tracking", small.root, tmp_path / "c2", verify_checksums=False).num_rows == 1
+
+
+def test_missing_release_and_challenge(small, tmp_path):
+    with pytest.raises(ReleaseNotFoundError, match="does not exist"):
+        build_split("syn4d", "tracking", tmp_path / "nope", tmp_path / "c")
+    shutil.rmtree(small.root / "challenge_eval")
+    with pytest.raises(ReleaseNotFoundError, match="challenge_eval"):
+        _build(small, tmp_path, "challenge")
+
+
+def test_partial_exr_set_and_missing_csv_row(small, tmp_path):
+    depth = small.root / "challenge_eval/og/dream/exr_layers/depth/seq_000000_0"
+    (depth / "seq_000000_0_0090_depth.exr").unlink()
+    rec = rel.load_records(rel.resolve_release(small.root))[0]
+    with pytest.raises(ReleaseFormatError, match=r"expected 32 depth EXRs, 1 missing.*0090"):
+        rel.read_depth_sequence(rec)
+    csv_path = small.root / "challenge_eval/og/dream/ground_truth/meta_exr_csv/seq_000000_0_camera.csv"
+    lines = [l for l in csv_path.read_text().splitlines() if not l.startswith("seq_000000_0_0012.png")]
+    csv_path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ReleaseFormatError, match=r"camera.csv.*'seq_000000_0_0012.png'"):
+        rel.read_camera_csv(rec)
+
+
+def test_exr_without_a_depth_channel_and_wrong_size(small, tmp_path):
+    import Imath
+    import OpenEXR
+
+    path = small.root / "challenge_eval/og/dream/exr_layers/depth/seq_000000_0/seq_000000_0_0000_depth.exr"
+    header = OpenEXR.Header(32, 18)
+    header["channels"] = {"G": Imath.Channel(Imath.PixelType(Imath.PixelType.FLOAT))}
+    out = OpenEXR.OutputFile(str(path), header)
+    out.writePixels({"G": np.zeros((18, 32), np.float32).tobytes()})
+    out.close()
+    with pytest.raises(ReleaseFormatError, match=r"_0000_depth.exr.*one of the channels \['Depth', 'Z', 'R', 'Y'\].*\['G'\]"):
+        rel.read_depth_exr(path)
+    with pytest.raises(ReleaseFormatError, match=r"expected depth size \(H, W\) = \(20, 32\), got \(18, 32\); set the option depth_hw"):
+        rel.read_depth_exr(path, (20, 32))
+    path.write_bytes(b"not an exr")
+    with pytest.raises(ReleaseFormatError, match="readable OpenEXR"):
+        rel.read_depth_exr(path)
+
+
+def test_bad_index_lines(small, tmp_path):
+    idx = small.root / "benchmark/sequences.jsonl"
+    good = idx.read_text().splitlines()[0]
+    idx.write_text(good + "\n{broken\n")
+    with pytest.raises(ReleaseFormatError, match=r"sequences.jsonl' line 2: expected a JSON object"):
+        rel.load_records(rel.resolve_release(small.root))
+    idx.write_text(good + "\n" + good + "\n")
+    with pytest.raises(ReleaseFormatError, match="duplicate sequence_id"):
+        rel.load_records(rel.resolve_release(small.root))
+    obj = json.loads(good)
+    obj["frame_indices"] = list(range(32))
+    idx.write_text(json.dumps(obj) + "\n")
+    with pytest.raises(ReleaseFormatError, match=r"range\(0, 192, 6\)"):
+        rel.load_records(rel.resolve_release(small.root))
+
+
+def test_q_differs_from_the_build(small, tmp_path):
+    with pytest.raises(Exception) as info:
+        _build(small, tmp_path, num_queries=64)
+    msgs = _messages(info.value)
+    assert any("Q = 32" in m and "num_queries" in m for m in msgs), msgs

@@ -1,0 +1,93 @@
+"""Syn4D parity with the official evaluator: the evaluate module on builder rows and the file runner."""
+
+import json
+import shutil
+
+import pytest
+from conftest import REPO, SYN4D_PARITY
+from syn4d_compare import assert_official_equal
+
+from perckit.syn4d import evaluate as runner
+from perckit.syn4d import io
+from perckit.syn4d import metrics as core
+from perckit.syn4d.features import to_metric_reference
+
+OFFICIAL = {True: "summary_strict.json", False: "summary_lax.json"}
+PRED_DIR = {True: "predictions", False: "predictions_lax"}
+
+
+@pytest.fixture(scope="module")
+def syn4d_metrics():
+    import evaluate
+
+    return {t: evaluate.load(str(REPO / "metrics" / "syn4d"), t) for t in core.TASKS}
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_metric_module_reproduces_the_official_summary(syn4d_parity_rows, syn4d_metrics, strict):
+    ids = [r["sequence_id"] for r in syn4d_parity_rows]
+    preds = io.load_prediction_rows(SYN4D_PARITY / PRED_DIR[strict], ids)
+    if not strict:
+        assert all(preds[0][k] is None for k in ("tracking_xyz", "depth", "camera_c2w"))  # no NPZ
+        assert preds[1]["depth"] is None  # NPZ without the depth key
+    results = {
+        task: syn4d_metrics[task].compute(
+            predictions=preds, references=[to_metric_reference(r, task) for r in syn4d_parity_rows], strict=strict
+        )
+        for task in core.TASKS
+    }
+    official = json.loads((SYN4D_PARITY / OFFICIAL[strict]).read_text())
+    assert_official_equal(core.to_official_summary(results), official)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_file_runner_reproduces_the_official_summary(strict):
+    out = runner.evaluate_release(SYN4D_PARITY / PRED_DIR[strict], SYN4D_PARITY, strict=strict)
+    assert_official_equal(out, json.loads((SYN4D_PARITY / OFFICIAL[strict]).read_text()))
+
+
+def test_spec_fixture_values():
+    out = runner.evaluate_release(SYN4D_PARITY / "predictions", SYN4D_PARITY, strict=True)
+    t, d, p = (out["tasks"][k]["overall"] for k in ("tracking", "depth", "pose"))
+    assert t["score"] == pytest.approx(0.5107623904694486, rel=1e-12)
+    assert d["abs_rel"] == pytest.approx(0.15649763604719716, rel=1e-12)
+    assert p["ate_rmse"] == pytest.approx(0.05009775290159404, rel=1e-12)
+    seq = out["tasks"]["tracking"]["sequences"][0]
+    assert (seq["count"], seq["dynamic_count"]) == (3936, 1887)
+    assert out["tasks"]["depth"]["sequences"][0]["valid_pixels"] == 440226
+
+
+def test_strict_mode_raises_on_missing_prediction():
+    with pytest.raises(FileNotFoundError, match="missing prediction .*seq_000000_0.npz"):
+        runner.evaluate_release(SYN4D_PARITY / "predictions_lax", SYN4D_PARITY, strict=True)
+
+
+def test_cli_writes_the_official_report(tmp_path, capsys):
+    out = tmp_path / "summary.json"
+    code = runner.main(["--predictions", str(SYN4D_PARITY / "predictions_lax"), "--data-root", str(SYN4D_PARITY), "--output", str(out)])
+    assert code == 0
+    assert_official_equal(json.loads(out.read_text()), json.loads((SYN4D_PARITY / "summary_lax.json").read_text()))
+    assert out.read_text().endswith("}\n")
+    assert "2 failure(s)" in capsys.readouterr().out
+    assert runner.main(["--predictions", str(SYN4D_PARITY / "predictions_lax"), "--data-root", str(SYN4D_PARITY), "--strict"]) == 2
+
+
+def test_gt_as_prediction_on_the_synthetic_release(syn4d_release, tmp_path):
+    from perckit.fixtures.syn4d import write_predictions
+
+    preds = write_predictions(syn4d_release, tmp_path / "gt")
+    out = runner.evaluate_release(preds, syn4d_release.root)
+    assert out["tasks"]["tracking"]["overall"]["score"] == 1.0
+    assert out["tasks"]["depth"]["overall"]["abs_rel"] < 1e-6 and out["tasks"]["depth"]["overall"]["delta1"] == 1.0
+    assert out["tasks"]["pose"]["overall"]["ate_rmse"] < 1e-5
+    assert out["tasks"]["tracking"]["overall"]["num_sequences"] == 16 and out["failures"] == []
+
+
+def test_filters_limit_and_env_root(syn4d_release, tmp_path, monkeypatch):
+    from perckit.fixtures.syn4d import write_predictions
+
+    preds = write_predictions(syn4d_release, tmp_path / "p", noise=0.05)
+    out = runner.evaluate_release(preds, syn4d_release.root, tasks=["tracking"], variants=["sim"], limit=1)
+    assert out["requested_sequences"] == 1 and list(out["tasks"]) == ["tracking"]
+    monkeypatch.setenv("SYN4D_DATA_ROOT", str(syn4d_release.root))
+    assert runner.main(["--predictions", str(preds), "--tasks", "pose", "--scenes", "office", "--cameras", "1"]) == 0
