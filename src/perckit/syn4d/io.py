@@ -37,12 +37,19 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray | None]:
     return out
 
 
-def load_prediction_row(npz_path: str | Path, sequence_id: str) -> dict:
-    """A ``syn4d`` metric prediction row from an official NPZ; every array is None when the file is missing."""
+def load_prediction_row(npz_path: str | Path, sequence_id: str, as_lists: bool = True) -> dict:
+    """A ``syn4d`` metric prediction row from an official NPZ; every array is None when the file is missing.
+
+    ``as_lists`` (default) gives nested lists: datasets 5.x's Arrow writer (which evaluate uses) cannot
+    convert a multi-dimensional numpy array in a batch whose first value is None. The values are exact
+    (float32 -> Python float is lossless). The core functions accept numpy arrays as they are.
+    """
     path = Path(npz_path)
     arrays = read_npz(path) if path.is_file() else dict.fromkeys(PREDICTION_KEYS)
+    if as_lists:
+        arrays = {k: (v.tolist() if v is not None else None) for k, v in arrays.items()}
     return {"sequence_id": sequence_id, **arrays}
 
 
-def load_prediction_rows(predictions_dir: str | Path, sequence_ids: list[str]) -> list[dict]:
-    return [load_prediction_row(prediction_path(predictions_dir, sid), sid) for sid in sequence_ids]
+def load_prediction_rows(predictions_dir: str | Path, sequence_ids: list[str], as_lists: bool = True) -> list[dict]:
+    return [load_prediction_row(prediction_path(predictions_dir, sid), sid, as_lists) for sid in sequence_ids]
