@@ -69,3 +69,22 @@ def syn4d_parity_rows(tmp_path_factory):
 
     ds = build_split("syn4d", "challenge", SYN4D_PARITY, tmp_path_factory.mktemp("cache"))
     return [to_numpy_row(r) for r in ds]
+
+
+def fake_snapshot_download(source, calls):
+    """Stands in for ``huggingface_hub.snapshot_download`` at its boundary: filters the files of ``source``
+    with huggingface_hub's own pattern matcher and copies them into a fresh snapshot folder."""
+    import shutil
+
+    from huggingface_hub.utils import filter_repo_objects
+
+    def fake(repo_id, repo_type, revision, allow_patterns):
+        calls.append({"repo_id": repo_id, "repo_type": repo_type, "allow_patterns": allow_patterns})
+        files = sorted(p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file())
+        dest = source.parent / f"snapshot_{len(calls)}"
+        for f in filter_repo_objects(files, allow_patterns=allow_patterns):
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source / f, dest / f)
+        return str(dest)
+
+    return fake

@@ -4,8 +4,7 @@ import json
 import shutil
 
 import pytest
-from conftest import build_split
-from huggingface_hub.utils import filter_repo_objects
+from conftest import build_split, fake_snapshot_download
 
 from perckit import hub
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError, RLEError
@@ -119,19 +118,6 @@ def test_unknown_option_value(rel, tmp_path):
 # ---------------------------------------------------------------- Hub path
 
 
-def _fake_snapshot_download(source, calls):
-    def fake(repo_id, repo_type, revision, allow_patterns):
-        calls.append({"repo_id": repo_id, "repo_type": repo_type, "allow_patterns": allow_patterns})
-        files = sorted(p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file())
-        dest = source.parent / f"snapshot_{len(calls)}"
-        for f in filter_repo_objects(files, allow_patterns=allow_patterns):
-            (dest / f).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(source / f, dest / f)
-        return str(dest)
-
-    return fake
-
-
 @pytest.mark.parametrize("config, kwargs", [("all_queries", {}), ("subset_36", {"mask_source": "mask_image"}), ("frames", {})])
 def test_hub_download_fetches_only_needed_files(r4d_release, tmp_path, monkeypatch, config, kwargs):
     from perckit.entrypoints import builder_class
@@ -139,7 +125,7 @@ def test_hub_download_fetches_only_needed_files(r4d_release, tmp_path, monkeypat
     source = tmp_path / "hub_repo"
     shutil.copytree(r4d_release.root, source)
     calls = []
-    monkeypatch.setattr(hub, "snapshot_download", _fake_snapshot_download(source, calls))
+    monkeypatch.setattr(hub, "snapshot_download", fake_snapshot_download(source, calls))
     b = builder_class("r4d_bench")(config_name=config, cache_dir=str(tmp_path / "c"), **kwargs)
     b.download_and_prepare()
     ds = b.as_dataset("test")

@@ -5,7 +5,7 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import SYN4D_PARITY, build_split
+from conftest import SYN4D_PARITY, build_split, fake_snapshot_download
 
 from perckit.errors import ReleaseFormatError, ReleaseNotFoundError
 from perckit.syn4d import release as rel
@@ -265,3 +265,31 @@ def test_q_differs_from_the_build(small, tmp_path):
         _build(small, tmp_path, num_queries=64)
     msgs = _messages(info.value)
     assert any("Q = 32" in m and "num_queries" in m for m in msgs), msgs
+
+
+@pytest.mark.parametrize("config", ["tracking", "challenge"])
+def test_hub_download_fetches_only_needed_files(syn4d_release, tmp_path, monkeypatch, config):
+    from perckit import hub
+    from perckit.entrypoints import builder_class
+
+    source = tmp_path / "hub_repo"
+    shutil.copytree(syn4d_release.root, source)
+    calls = []
+    monkeypatch.setattr(hub, "snapshot_download", fake_snapshot_download(source, calls))
+    b = builder_class("syn4d")(config_name=config, cache_dir=str(tmp_path / "c"), variants=("og",))
+    b.download_and_prepare()
+    assert b.as_dataset("test")["sequence_id"] == [s for s in syn4d_release.sequence_ids if s.startswith("og/")]
+    assert calls[0]["repo_id"] == "Syn4D/Syn4D_Benchmark" and calls[0]["repo_type"] == "dataset"
+    snap = tmp_path / "snapshot_1"
+    fetched = sorted(p.relative_to(snap).as_posix() for p in snap.rglob("*") if p.is_file())
+    assert all("/og/" in f or f.startswith("benchmark/") and "/tracking_gt/" not in f for f in fetched)
+    assert any(f.endswith(".exr") for f in fetched) == (config == "challenge")
+    assert not any(f.endswith(("protocol.json", "baselines.json", "README.md")) for f in fetched)
+
+
+def test_hub_offline_error_names_data_dir(tmp_path):
+    from perckit.entrypoints import builder_class
+
+    b = builder_class("syn4d")(config_name="tracking", cache_dir=str(tmp_path))
+    with pytest.raises(ReleaseNotFoundError, match="Syn4D/Syn4D_Benchmark.*data_dir="):
+        b.download_and_prepare()

@@ -91,3 +91,33 @@ def test_filters_limit_and_env_root(syn4d_release, tmp_path, monkeypatch):
     assert out["requested_sequences"] == 1 and list(out["tasks"]) == ["tracking"]
     monkeypatch.setenv("SYN4D_DATA_ROOT", str(syn4d_release.root))
     assert runner.main(["--predictions", str(preds), "--tasks", "pose", "--scenes", "office", "--cameras", "1"]) == 0
+
+
+@pytest.mark.parametrize("task", ["tracking", "pose"])
+def test_distributed_two_processes_match_one(syn4d_release, tmp_path, syn4d_metrics, task):
+    import os
+    import subprocess
+    import sys
+
+    from perckit.entrypoints import build_split
+    from perckit.fixtures.syn4d import write_predictions
+
+    rows = build_split("syn4d", "challenge", syn4d_release.root, tmp_path / "c").to_list()
+    refs = [to_metric_reference(r, task) for r in rows]
+    preds = io.load_prediction_rows(write_predictions(syn4d_release, tmp_path / "p", noise=0.05), [r["sequence_id"] for r in rows])
+    single = syn4d_metrics[task].compute(predictions=preds, references=refs)
+    inputs = tmp_path / "inputs.json"
+    inputs.write_text(json.dumps({"predictions": preds, "references": refs}))
+    out = tmp_path / "out.json"
+    worker = str(REPO / "tests" / "helpers" / "dist_worker.py")
+    procs = [
+        subprocess.Popen([sys.executable, worker, str(REPO / "metrics" / "syn4d"), str(inputs), str(i), "2", str(tmp_path / "cache"),
+                          f"syn4d-{task}", str(out), "3", task], env=dict(os.environ), stderr=subprocess.PIPE)
+        for i in range(2)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()[-2000:]
+    dist = json.loads(out.read_text())
+    assert dist["overall"] == json.loads(json.dumps(single["overall"]))
+    assert dist["by_scene"] == json.loads(json.dumps(single["by_scene"]))

@@ -1,6 +1,6 @@
 """One process of an evaluate distributed run: scores its shard; process 0 writes the result JSON.
 
-argv: metric_dir inputs.json process_id num_process cache_dir experiment_id out.json batch_size
+argv: metric_dir inputs.json process_id num_process cache_dir experiment_id out.json batch_size [config_name]
 """
 
 import json
@@ -11,10 +11,11 @@ import evaluate
 
 def main() -> None:
     metric_dir, inputs, pid, nproc, cache_dir, exp, out, batch = sys.argv[1:9]
+    config = sys.argv[9] if len(sys.argv) > 9 else None
     pid, nproc, batch = int(pid), int(nproc), int(batch)
     data = json.loads(open(inputs, encoding="utf-8").read())
     preds, refs = data["predictions"], data["references"]
-    metric = evaluate.load(metric_dir, num_process=nproc, process_id=pid, cache_dir=cache_dir, experiment_id=exp)
+    metric = evaluate.load(metric_dir, config, num_process=nproc, process_id=pid, cache_dir=cache_dir, experiment_id=exp)
     mine = list(range(pid, len(refs), nproc))
     for i in range(0, len(mine), batch):
         idx = mine[i : i + batch]

@@ -108,12 +108,14 @@ class Syn4DBuilder(PerckitBuilder):
                             break
         return int(q or DEFAULT_NUM_QUERIES), tuple(hw or DEFAULT_DEPTH_HW)
 
+    def _features(self) -> datasets.Features:
+        self._q, self._hw = self._shapes()
+        f = feats.challenge_features(self._q, self._hw) if self.config.name == "challenge" else feats.tracking_features(self._q)
+        return datasets.Features(f)
+
     def _info(self) -> datasets.DatasetInfo:
-        q, hw = self._shapes()
-        self._q, self._hw = q, hw
-        f = feats.challenge_features(q, hw) if self.config.name == "challenge" else feats.tracking_features(q)
         return datasets.DatasetInfo(
-            description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=datasets.Features(f)
+            description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=self._features()
         )
 
     # ------------------------------------------------------------ generation
@@ -123,6 +125,8 @@ class Syn4DBuilder(PerckitBuilder):
         if not c.data_dir:
             root = hub.download_release(c.hub_repo_id, hub_patterns(c), c.revision, benchmark="Syn4D", builder_path="builders/syn4d")
             c.data_dir = str(root)
+            # Q and (H, W) can only be read now that the files are here (as packaged builders infer features).
+            self.info.features = self._features()
         paths = self._paths()
         if c.verify_checksums and paths.checksums is None:
             raise ReleaseNotFoundError(f"verify_checksums=True but {str(paths.benchmark / 'SHA256SUMS')!r} does not exist")
