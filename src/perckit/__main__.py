@@ -1,33 +1,197 @@
-"""``perckit`` / ``python -m perckit``: the command-line entry point."""
+"""``perckit`` / ``python -m perckit``: convert, push, evaluate, demo, write-fixture."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import PerckitError
+
+
+def _kv(items: Sequence[str] | None) -> dict[str, Any]:
+    """``key=value`` options; values parsed as JSON when they can be (numbers, true/false, lists)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise PerckitError(f"--option {item!r}: expected key=value")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _read_rows(path: str) -> list[dict]:
+    """JSON Lines (one row a line) or a JSON array of rows."""
+    from .jsonio import read_json
+
+    p = Path(path)
+    if p.suffix == ".jsonl":
+        from .errors import InputNotFoundError, PredictionError
+
+        if not p.is_file():
+            raise InputNotFoundError(f"{path!r}: file not found")
+        rows = []
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise PredictionError(f"{path!r} line {n}: expected a JSON object, got a parse error: {e}") from None
+        return rows
+    data = read_json(p)
+    if not isinstance(data, list):
+        raise PerckitError(f"{path!r}: expected a JSON array of rows (or a .jsonl file), got {type(data).__name__}")
+    return data
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from .export import convert
+
+    configs = args.config or [None]
+    for config in configs:
+        convert(args.benchmark, args.data_dir, config, args.output, max_shard_size=args.max_shard_size, cache_dir=args.cache_dir)
+    print(f"export ready in {args.output} (README.md has the configs and dataset_info); load it with "
+          f"datasets.load_dataset({str(args.output)!r}, <config>)")
+    return 0
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    from .export import convert
+    from .push import push_export
+
+    output = args.output or f"build/export/{args.benchmark}"
+    if not args.skip_convert:
+        for config in args.config or [None]:
+            convert(args.benchmark, args.data_dir, config, output, max_shard_size=args.max_shard_size, cache_dir=args.cache_dir)
+    summary = push_export(output, args.repo_id, configs=args.config, token=args.token, revision=args.revision, private=args.private)
+    print(f"pushed {args.benchmark} to {args.repo_id}: {len(summary.uploaded)} uploaded, {len(summary.skipped)} unchanged")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    import evaluate
+
+    from .entrypoints import REPO_ROOT
+    from .registry import METRICS, reference_projector
+
+    if args.metric not in METRICS:
+        raise PerckitError(f"unknown metric {args.metric!r}: expected one of {sorted(METRICS)}")
+    predictions = _read_rows(args.predictions)
+    ref_path = Path(args.references)
+    if ref_path.is_dir():  # an export folder (or any dataset folder): project builder rows
+        import datasets
+
+        rows = datasets.load_dataset(str(ref_path), args.dataset_config, split=args.split)
+        project = reference_projector(args.metric, args.config)
+        references = [project(r) for r in rows]
+    else:
+        references = _read_rows(args.references)
+    metric = evaluate.load(str(REPO_ROOT / "metrics" / args.metric), args.config)
+    result = metric.compute(predictions=predictions, references=references, **_kv(args.option))
+    text = json.dumps(result, indent=2, sort_keys=True, default=str)
+    scalars = {k: v for k, v in result.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    for k, v in (scalars or result.get("overall", {})).items():
+        print(f"{k:>32s}  {v}")
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+        print(f"report written to {args.output}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import main as demo_main
+
+    return demo_main(args.output)
+
+
+def cmd_write_fixture(args: argparse.Namespace) -> int:
+    from .fixtures.base import write_release
+
+    fx = write_release(args.benchmark, args.output, seed=args.seed)
+    print(f"wrote {len(fx.files)} files to {args.output}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .export import BENCHMARKS
+
+    benchmarks = sorted(BENCHMARKS)
+    p = argparse.ArgumentParser(
+        prog="perckit",
+        description="Typed Hugging Face datasets and evaluate metrics for perception benchmarks. "
+        "Convert a benchmark release to Hub-ready Parquet, push it, score predictions, or run the demo.",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    c = sub.add_parser("convert", help="build a benchmark config and write Hub-layout Parquet + dataset card",
+                       description="Build CONFIG of BENCHMARK from the release at --data-dir and write it into --output in the "
+                       "layout push_to_hub writes (data/<split>-*.parquet for the default config, <config>/<split>-*.parquet "
+                       "for the others) with a README.md card listing every converted config. Converting another config "
+                       "into the same folder keeps the first. Without --data-dir the release is fetched from the Hub.")
+    c.add_argument("benchmark", choices=benchmarks)
+    c.add_argument("--data-dir", help="release root (default: download from the benchmark's Hub repository)")
+    c.add_argument("--config", action="append", help="config to convert (repeatable; default: the builder's default config)")
+    c.add_argument("--output", required=True, help="export folder")
+    c.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard (default 500MB)")
+    c.add_argument("--cache-dir", help="datasets cache folder")
+    c.set_defaults(fn=cmd_convert)
+
+    pu = sub.add_parser("push", help="convert, then upload to a Hub dataset repository (only what is missing)",
+                        description="Convert (unless --skip-convert) and upload the export to --repo-id. Each missing or changed "
+                        "shard is its own commit, then the card: re-running after an interruption uploads only what is still "
+                        "missing, and files of other configs on the Hub are never deleted.")
+    pu.add_argument("benchmark", choices=benchmarks)
+    pu.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repository (created if absent)")
+    pu.add_argument("--data-dir", help="release root (default: download from the benchmark's Hub repository)")
+    pu.add_argument("--config", action="append", help="config(s) to convert and push (default: the default config)")
+    pu.add_argument("--output", help="export folder (default build/export/<benchmark>)")
+    pu.add_argument("--skip-convert", action="store_true", help="push an existing export as it is")
+    pu.add_argument("--max-shard-size", default="500MB")
+    pu.add_argument("--cache-dir")
+    pu.add_argument("--token", help="Hub token (default: the one huggingface_hub finds)")
+    pu.add_argument("--revision", help="branch to push to")
+    pu.add_argument("--private", action="store_true", default=None, help="create the repository as private")
+    pu.set_defaults(fn=cmd_push)
+
+    e = sub.add_parser("evaluate", help="score predictions from files",
+                       description="Score prediction rows (.jsonl or a JSON array) against reference rows (.jsonl / JSON array "
+                       "already in the metric's reference schema) or against a dataset folder such as a perckit export, "
+                       "whose rows are projected onto the metric's keys.")
+    e.add_argument("metric", help="mask_temporal, track_id, syn4d, ...")
+    e.add_argument("--predictions", required=True)
+    e.add_argument("--references", required=True, help="reference rows file, or a dataset / export folder")
+    e.add_argument("--config", help="metric config (syn4d: tracking, depth or pose)")
+    e.add_argument("--dataset-config", help="config of the dataset folder given as --references")
+    e.add_argument("--split", default="test", help="split of the dataset folder (default test)")
+    e.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option, e.g. iou_threshold=0.7 (repeatable)")
+    e.add_argument("--output", help="write the full result JSON here")
+    e.set_defaults(fn=cmd_evaluate)
+
+    d = sub.add_parser("demo", help="convert every benchmark's sample release, score sample predictions, write a report")
+    d.add_argument("--output", default="build/demo")
+    d.set_defaults(fn=cmd_demo)
+
+    w = sub.add_parser("write-fixture", help="write a benchmark's synthetic sample release")
+    w.add_argument("benchmark", choices=benchmarks)
+    w.add_argument("output")
+    w.add_argument("--seed", type=int, default=0)
+    w.set_defaults(fn=cmd_write_fixture)
+    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="perckit", description="Typed Hugging Face datasets and evaluate metrics for perception benchmarks.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="build every benchmark from its sample release, score sample predictions, write a report")
-    demo.add_argument("--output", default="build/demo", help="folder of the sample releases, caches and the report (default build/demo)")
-    fixture = sub.add_parser("write-fixture", help="write a benchmark's synthetic sample release")
-    fixture.add_argument("benchmark", choices=["r4d_bench"])
-    fixture.add_argument("output", help="release root to write")
-    fixture.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        from .demo import main as demo_main
-
-        return demo_main(args.output)
-    if args.command == "write-fixture":
-        from .fixtures.base import write_release
-
-        fx = write_release(args.benchmark, args.output, seed=args.seed)
-        print(f"wrote {len(fx.files)} files to {args.output}")
-        return 0
-    return 2
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except (PerckitError, FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
