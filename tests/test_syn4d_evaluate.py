@@ -121,3 +121,15 @@ def test_distributed_two_processes_match_one(syn4d_release, tmp_path, syn4d_metr
     dist = json.loads(out.read_text())
     assert dist["overall"] == json.loads(json.dumps(single["overall"]))
     assert dist["by_scene"] == json.loads(json.dumps(single["by_scene"]))
+
+
+def test_data_root_may_be_the_challenge_tree(syn4d_release, tmp_path):
+    """The official SYN4D_DATA_ROOT is benchmark/challenge_eval (challenge tree inside benchmark/)."""
+    from perckit.fixtures.base import write_release
+    from perckit.fixtures.syn4d import write_predictions
+
+    fx = write_release("syn4d", tmp_path / "r", variants=("og",), scenes=("dream",), challenge_inside=True, write_video=False)
+    preds = write_predictions(fx, tmp_path / "p")
+    out = runner.evaluate_release(preds, fx.root / "benchmark" / "challenge_eval")
+    assert out["failures"] == [] and out["tasks"]["depth"]["overall"]["num_sequences"] == 2
+    assert out["tasks"]["tracking"]["overall"]["score"] == 1.0

@@ -61,6 +61,54 @@ def _shards(ds: datasets.Dataset, max_shard_size: int | str) -> int:
     return max(int(nbytes / limit) + 1, 1)
 
 
+def _needs_embedding(ds: datasets.Dataset, require_decoding) -> bool:
+    """True when a media column references files by path only (bytes null): those must be embedded.
+
+    Rows whose media already carry their bytes are written unchanged (embedding would also rewrite
+    each ``path`` to its basename, so the export would no longer equal the builder's rows)."""
+    import pyarrow.compute as pc
+
+    for name, feature in ds.features.items():
+        if not require_decoding(feature, ignore_decode_attribute=True):
+            continue
+        column = ds.data.column(name)
+        if not hasattr(column.type, "get_field_index") or column.type.get_field_index("bytes") < 0:
+            return True  # nested media: let embed_table_storage handle it
+        for chunk in column.chunks:
+            present = pc.is_valid(chunk)
+            missing = pc.and_(present, pc.is_null(pc.struct_field(chunk, "bytes")))
+            if pc.any(missing).as_py():
+                return True
+    return False
+
+
+def _is_media_struct(ds: datasets.Dataset, name: str) -> bool:
+    t = ds.data.column(name).type
+    return hasattr(t, "get_field_index") and t.get_field_index("bytes") >= 0 and t.get_field_index("path") >= 0
+
+
+def _embed_top_level_media(columns: list[str]):
+    """Batch function: read the file of every ``{bytes: null, path}`` media value into ``bytes`` (path becomes
+    its basename, as ``push_to_hub`` does). Works for every media type, on both datasets lines (datasets 3.6
+    does not embed ``Video``)."""
+    import pyarrow as pa
+
+    def embed(table: pa.Table) -> pa.Table:
+        for name in columns:
+            values = table.column(name).to_pylist()
+            out = []
+            for v in values:
+                if v is not None and v.get("bytes") is None and v.get("path"):
+                    with open(v["path"], "rb") as f:
+                        v = {"bytes": f.read(), "path": os.path.basename(v["path"])}
+                out.append(v)
+            idx = table.schema.get_field_index(name)
+            table = table.set_column(idx, table.schema.field(idx), pa.array(out, type=table.schema.field(idx).type))
+        return table
+
+    return embed
+
+
 def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: int | str = DEFAULT_MAX_SHARD_SIZE, progress: bool = True) -> SplitExport:
     """``<folder>/<split>-XXXXX-of-YYYYY.parquet``, each shard under ``max_shard_size`` (estimated), external
     files (images, videos referenced by path) embedded as ``push_to_hub`` does."""
@@ -69,7 +117,7 @@ def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: 
 
     folder.mkdir(parents=True, exist_ok=True)
     num_shards = _shards(ds, max_shard_size)
-    embed = any(require_decoding(f, ignore_decode_attribute=True) for f in ds.features.values())
+    embed = _needs_embedding(ds, require_decoding)
     files = []
     iterator = range(num_shards)
     if progress:
@@ -79,7 +127,9 @@ def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: 
     for index in iterator:
         shard = ds.shard(num_shards=num_shards, index=index, contiguous=True)
         if embed:
-            shard = shard.with_format("arrow").map(embed_table_storage, batched=True, keep_in_memory=True).with_format()
+            columns = [n for n, f in ds.features.items() if require_decoding(f, ignore_decode_attribute=True)]
+            fn = _embed_top_level_media(columns) if all(_is_media_struct(ds, n) for n in columns) else embed_table_storage
+            shard = shard.with_format("arrow").map(fn, batched=True, keep_in_memory=True).with_format()
         name = f"{split}-{index:05d}-of-{num_shards:05d}.parquet"
         shard.to_parquet(str(folder / name))
         files.append(f"{folder.name}/{name}")

@@ -62,6 +62,11 @@ def resolve_release(
             "(or data/tracking_gt/) and challenge_eval/>"
         )
     bench = root if (root / "data" / "tracking_gt").is_dir() else root / "benchmark"
+    if not bench.is_dir() and not challenge_dir and is_challenge_tree(root):
+        # The official evaluator's data root (SYN4D_DATA_ROOT) is the challenge tree itself,
+        # e.g. benchmark/challenge_eval: the benchmark folder is then its parent.
+        challenge_dir = root
+        bench = root.parent if (root.parent / "data" / "tracking_gt").is_dir() else root
     tracking = Path(tracking_gt_dir) if tracking_gt_dir else bench / "data" / "tracking_gt"
     if challenge_dir:
         challenge: Path | None = Path(challenge_dir)
@@ -78,6 +83,14 @@ def resolve_release(
         index = next((c for c in candidates if c.is_file()), None)
     sums = bench / "SHA256SUMS"
     return ReleasePaths(root, bench, tracking, challenge, index, sums if sums.is_file() else None)
+
+
+def is_challenge_tree(path: Path) -> bool:
+    """``<variant>/<scene>/{exr_layers,ground_truth,mp4}`` below ``path``."""
+    return any(
+        (path / v).is_dir() and any((s / sub).is_dir() for s in (path / v).iterdir() if s.is_dir() for sub in ("exr_layers", "ground_truth", "mp4"))
+        for v in VARIANTS
+    )
 
 
 # ---------------------------------------------------------------- index

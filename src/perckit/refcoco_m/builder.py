@@ -1,0 +1,113 @@
+"""The RefCOCO-M ``datasets`` builder. ``builders/refcoco_m/refcoco_m.py`` is a thin entry point over it."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Iterator
+
+import datasets
+
+from .. import hub
+from ..builder_base import PerckitBuilder
+from ..errors import OptionError
+from . import features as feats
+from . import release
+
+_DESCRIPTION = (
+    "RefCOCO-M: the RefCOCO (UNC) validation split for referring expression segmentation with re-segmented, "
+    "pixel-accurate instance masks and harmful expressions removed (1,190 images, 2,080 instance masks, 5,598 "
+    "referring expressions). Masks are compressed COCO RLE {size: [H, W], counts: str}."
+)
+_CITATION = "Cite the RefCOCO-M dataset card (https://huggingface.co/datasets/moondream/refcoco-m) and RefCOCO (Yu et al., ECCV 2016)."
+_HOMEPAGE = "https://huggingface.co/datasets/moondream/refcoco-m"
+_LICENSE = "mit"
+DEFAULT_REPO_ID = "moondream/refcoco-m"
+CONFIG_NAMES = ("expressions", "images")
+
+
+@dataclasses.dataclass
+class RefCocoMConfig(datasets.BuilderConfig):
+    """Options of both RefCOCO-M configs (all defaulted; see the dataset card)."""
+
+    #: ``expressions`` only: carry the image in every row (False drops the column; join ``images`` on image_id).
+    with_images: bool = True
+    #: Accept ground-truth masks with zero area (the release has none).
+    allow_empty_masks: bool = False
+    #: Compare every image's header size with its masks' ``size`` and raise on a mismatch.
+    check_image_size: bool = True
+    #: The Hub dataset repository of the release. Pass it as ``repo_id=...`` (see PerckitBuilder).
+    hub_repo_id: str = DEFAULT_REPO_ID
+    revision: str | None = None
+
+    def read_options(self) -> release.ReadOptions:
+        return release.ReadOptions(
+            allow_empty_masks=self.allow_empty_masks,
+            check_image_size=self.check_image_size,
+            read_images=self.name == "images" or self.with_images or self.check_image_size,
+        )
+
+
+def hub_patterns(config: RefCocoMConfig) -> list[str]:
+    """The release files every config needs: the Parquet shards of the one split."""
+    return [release.SHARD_PATTERN]
+
+
+class RefCocoMBuilder(PerckitBuilder):
+    """RefCOCO-M: configs ``expressions`` (default) and ``images``; one ``validation`` split."""
+
+    VERSION = datasets.Version("1.0.0")
+    BUILDER_CONFIG_CLASS = RefCocoMConfig
+    BUILDER_CONFIGS = [
+        RefCocoMConfig(name="expressions", version=VERSION, description="one row per (image, sample, sentence), keyed by expression_id"),
+        RefCocoMConfig(name="images", version=VERSION, description="one row per image, as released"),
+    ]
+    DEFAULT_CONFIG_NAME = "expressions"
+    #: Rows carry image bytes (about 0.5 MB each on the real data): keep the writer's buffer small.
+    DEFAULT_WRITER_BATCH_SIZE = 64
+
+    def _info(self) -> datasets.DatasetInfo:
+        c = self.config
+        for name in ("with_images", "allow_empty_masks", "check_image_size"):
+            if not isinstance(getattr(c, name), bool):
+                raise OptionError(f"option {name!r}: expected True or False, got {getattr(c, name)!r}")
+        features = feats.images_features() if c.name == "images" else feats.expression_features(c.with_images)
+        return datasets.DatasetInfo(
+            description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=features
+        )
+
+    def _release_root(self) -> Path:
+        c = self.config
+        if c.data_dir:
+            return Path(c.data_dir)
+        return hub.download_release(
+            c.hub_repo_id, hub_patterns(c), c.revision, benchmark="RefCOCO-M", builder_path="builders/refcoco_m"
+        )
+
+    def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
+        root = self._release_root()
+        shards = release.find_shards(root)
+        # Checked here, before generation, so that these errors reach the caller unwrapped.
+        for path in shards:
+            label = release.shard_label(path, root)
+            with open(path, "rb") as f:
+                release.check_schema(release.read_schema(f, label), label)
+        labels = [release.shard_label(p, root) for p in shards]
+        return [
+            datasets.SplitGenerator(
+                name=datasets.Split(release.SPLIT), gen_kwargs={"shards": [str(p) for p in shards], "labels": labels}
+            )
+        ]
+
+    def _generate_examples(self, shards: list[str], labels: list[str]) -> Iterator[tuple[Any, dict]]:
+        c = self.config
+        options = c.read_options()
+        state = release.SplitState()
+        for path, label in zip(shards, labels):
+            # ``open`` of this module is patched by datasets' streaming mode.
+            with open(path, "rb") as f:
+                for row in release.read_rows(f, label, options, state):
+                    if c.name == "images":
+                        yield row["image_id"], release.image_row(row)
+                    else:
+                        yield from release.expression_rows(row, c.with_images)

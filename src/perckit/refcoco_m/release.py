@@ -1,0 +1,310 @@
+"""Reading the RefCOCO-M release (Parquet shards, one row per image) and building the rows.
+
+The release (Hub: ``moondream/refcoco-m``) is ``data/validation-*.parquet``: one row per image
+with the embedded image bytes and the nested ``samples`` (one referred instance each, with its
+sentences and one compressed COCO RLE mask). Shards are read with pyarrow in record batches of
+64 rows, so memory stays flat in the number of rows. Every row and sample is validated before it
+is yielded; errors name the shard, the row, the ``image_id`` and the sample ``id``.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Iterator, Mapping
+
+import pyarrow.parquet as pq
+from PIL import Image, UnidentifiedImageError
+
+from .. import rle as rle_ops
+from ..errors import ReleaseFormatError, ReleaseNotFoundError
+from ..errors import short_repr as _short
+
+logger = logging.getLogger(__name__)
+
+SPLIT = "validation"
+SHARD_PATTERN = f"data/{SPLIT}-*.parquet"
+#: Record batch size of the Parquet reader (rows; each carries one image's bytes).
+BATCH_SIZE = 64
+#: Top-level columns the builder reads. ``image_meta`` (named in the card prose, absent from its
+#: ``dataset_info``) and any other extra column are ignored.
+REQUIRED_COLUMNS = ("image", "image_id", "file_name", "samples")
+#: Fields of every ``samples`` item, as in the card's ``dataset_info``.
+SAMPLE_FIELDS = ("id", "image_id", "category", "supercategory", "label", "sentences", "bbox", "mask")
+MASK_FIELDS = ("counts", "size")
+IMAGE_FIELDS = ("bytes", "path")
+
+
+@dataclass
+class ReadOptions:
+    """What the builder config asks of the reader."""
+
+    allow_empty_masks: bool = False
+    check_image_size: bool = True
+    #: Read the image column (needed for the rows that carry images and for ``check_image_size``).
+    read_images: bool = True
+
+
+@dataclass
+class SplitState:
+    """Cross-row checks of one pass over the split: sample ids and image ids seen so far."""
+
+    sample_ids: dict[int, int] = field(default_factory=dict)  # sample id -> image_id
+    image_ids: dict[int, str] = field(default_factory=dict)  # image_id -> "shard row i"
+
+
+# ---------------------------------------------------------------- shards and schema
+
+
+def find_shards(root: str | Path) -> list[Path]:
+    """``sorted(root.glob("data/validation-*.parquet"))``; a missing root or no shard raises naming the pattern."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ReleaseNotFoundError(
+            f"RefCOCO-M release folder {str(root)!r} does not exist (expected the release root, the folder that "
+            f"holds data/; pass it as data_dir=...)"
+        )
+    shards = sorted(root.glob(SHARD_PATTERN))
+    if not shards:
+        raise ReleaseNotFoundError(f"RefCOCO-M: no Parquet shard matches {SHARD_PATTERN!r} under {str(root)!r}")
+    return shards
+
+
+def _struct_fields(arrow_type: Any) -> list[str] | None:
+    import pyarrow as pa
+
+    if pa.types.is_struct(arrow_type):
+        return [arrow_type.field(i).name for i in range(arrow_type.num_fields)]
+    return None
+
+
+def check_schema(schema: Any, shard: str) -> None:
+    """The Arrow schema of a shard has every required column and nested field (extra ones are fine)."""
+    import pyarrow as pa
+
+    names = set(schema.names)
+    missing = [c for c in REQUIRED_COLUMNS if c not in names]
+    if missing:
+        raise ReleaseFormatError(
+            f"{shard}: missing column(s) {missing}; the RefCOCO-M release has the columns {list(REQUIRED_COLUMNS)} "
+            f"(found {schema.names})"
+        )
+    image_fields = _struct_fields(schema.field("image").type) or []
+    if any(f not in image_fields for f in IMAGE_FIELDS):
+        raise ReleaseFormatError(
+            f"{shard}: column 'image' must be a struct with fields {list(IMAGE_FIELDS)}, found {schema.field('image').type}"
+        )
+    samples_type = schema.field("samples").type
+    item = samples_type.value_type if pa.types.is_list(samples_type) or pa.types.is_large_list(samples_type) else None
+    fields = _struct_fields(item) if item is not None else None
+    if fields is None:
+        raise ReleaseFormatError(f"{shard}: column 'samples' must be a list of structs, found {samples_type}")
+    missing = [f for f in SAMPLE_FIELDS if f not in fields]
+    if missing:
+        raise ReleaseFormatError(
+            f"{shard}: 'samples' items lack the field(s) {missing}; expected {list(SAMPLE_FIELDS)} (found {fields})"
+        )
+    mask_fields = _struct_fields(item.field("mask").type) or []
+    if any(f not in mask_fields for f in MASK_FIELDS):
+        raise ReleaseFormatError(
+            f"{shard}: 'samples.mask' must be a struct with fields {list(MASK_FIELDS)}, found {item.field('mask').type}"
+        )
+
+
+def read_schema(f: IO[bytes], shard: str) -> Any:
+    """The Arrow schema of an open shard (footer only); an unreadable file raises naming the shard."""
+    try:
+        return pq.ParquetFile(f).schema_arrow
+    except Exception as e:  # pyarrow raises ArrowInvalid / OSError on a corrupt footer
+        raise ReleaseFormatError(f"{shard}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+
+
+def iter_records(f: IO[bytes], shard: str, read_images: bool = True) -> Iterator[tuple[int, dict]]:
+    """``(row index, row dict)`` of one open shard, read in record batches of :data:`BATCH_SIZE` rows."""
+    pf = pq.ParquetFile(f)
+    check_schema(pf.schema_arrow, shard)
+    columns = [c for c in REQUIRED_COLUMNS if read_images or c != "image"]
+    i = 0
+    for batch in pf.iter_batches(batch_size=BATCH_SIZE, columns=columns):
+        for row in batch.to_pylist():
+            yield i, row
+            i += 1
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ReleaseFormatError(f"{where}: expected an integer, got {_short(value)}")
+    return value
+
+
+def image_size_hw(image: Any, where: str) -> list[int]:
+    """``[H, W]`` read from the header of the embedded image bytes (Pillow opens lazily)."""
+    data = image.get("bytes") if isinstance(image, Mapping) else None
+    if not isinstance(data, (bytes, bytearray)) or not data:
+        raise ReleaseFormatError(f"{where}: 'image' has no bytes (expected the embedded image {{'bytes', 'path'}}), got {_short(image)}")
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            w, h = im.size
+    except (UnidentifiedImageError, OSError) as e:
+        raise ReleaseFormatError(f"{where}: cannot open the embedded image ({e})") from None
+    return [int(h), int(w)]
+
+
+def validate_sample(sample: Any, where: str, image_id: int, options: ReadOptions) -> dict:
+    """One ``samples`` item checked and normalised (mask as ``{"size": [H, W], "counts": str}``)."""
+    if not isinstance(sample, Mapping):
+        raise ReleaseFormatError(f"{where}: expected a sample struct, got {_short(sample)}")
+    sid = _int(sample.get("id"), f"{where}: 'id'")
+    where = f"{where} (id {sid})"
+    sample_image_id = sample.get("image_id")
+    if sample_image_id is not None and sample_image_id != image_id:
+        raise ReleaseFormatError(f"{where}: 'image_id' is {sample_image_id!r}, expected the row's image_id {image_id}")
+    sentences = sample.get("sentences")
+    if sentences is None:
+        sentences = []
+    if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
+        raise ReleaseFormatError(f"{where}: 'sentences' must be a list of strings, got {_short(sentences)}")
+    bbox = sample.get("bbox")
+    if not isinstance(bbox, list) or len(bbox) != 4:
+        n = len(bbox) if isinstance(bbox, list) else type(bbox).__name__
+        raise ReleaseFormatError(f"{where}: 'bbox' must be [x, y, w, h] (4 numbers), got {n} value(s): {_short(bbox)}")
+    mask = rle_ops.validate(sample.get("mask"), where=f"{where}: mask")
+    if not options.allow_empty_masks and rle_ops.area(mask) == 0:
+        raise ReleaseFormatError(
+            f"{where}: the mask has zero area; every RefCOCO-M instance mask is non-empty "
+            "(pass allow_empty_masks=True to accept it)"
+        )
+    out = dict(sample)
+    out.update(id=sid, sentences=sentences, mask=mask)
+    return out
+
+
+def validate_row(row: Mapping, shard: str, index: int, options: ReadOptions, state: SplitState | None = None) -> dict:
+    """One image row checked and normalised: types, per-sample checks, one mask size per image, the image
+    size against the masks (``check_image_size``), and split-wide unique image ids and sample ids."""
+    where = f"{shard}: row {index}"
+    image_id = _int(row.get("image_id"), f"{where}: 'image_id'")
+    where = f"{where} (image_id {image_id})"
+    file_name = row.get("file_name")
+    if not isinstance(file_name, str):
+        raise ReleaseFormatError(f"{where}: 'file_name' must be a string, got {_short(file_name)}")
+    samples = row.get("samples")
+    if samples is None:
+        samples = []
+    if not isinstance(samples, list):
+        raise ReleaseFormatError(f"{where}: 'samples' must be a list, got {_short(samples)}")
+    if state is not None:
+        if image_id in state.image_ids:
+            raise ReleaseFormatError(f"{where}: duplicate image_id {image_id} (first seen at {state.image_ids[image_id]})")
+        state.image_ids[image_id] = f"{shard}: row {index}"
+    out_samples = [validate_sample(s, f"{where}: sample {j}", image_id, options) for j, s in enumerate(samples)]
+    if state is not None:
+        for s in out_samples:
+            if s["id"] in state.sample_ids:
+                raise ReleaseFormatError(
+                    f"{where}: duplicate sample id {s['id']} (already used under image_id {state.sample_ids[s['id']]}); "
+                    "sample ids, and so the expression ids '<sample_id>:<k>', must be unique across the split"
+                )
+            state.sample_ids[s["id"]] = image_id
+    if out_samples:
+        size = out_samples[0]["mask"]["size"]
+        for s in out_samples[1:]:
+            if s["mask"]["size"] != size:
+                raise ReleaseFormatError(
+                    f"{where}: sample id {s['id']} has mask size {s['mask']['size']}, but sample id "
+                    f"{out_samples[0]['id']} of the same image has {size} ([H, W])"
+                )
+        if options.check_image_size and options.read_images:
+            hw = image_size_hw(row.get("image"), where)
+            if hw != size:
+                raise ReleaseFormatError(
+                    f"{where}: the mask size {size} differs from the image size {hw} ([H, W]; "
+                    "pass check_image_size=False to skip this check)"
+                )
+    out = dict(row)
+    out.update(image_id=image_id, samples=out_samples)
+    return out
+
+
+# ---------------------------------------------------------------- rows
+
+
+def expression_id(sample_id: int, sentence_index: int) -> str:
+    """The key of one (image, sample, sentence) example: ``"<sample_id>:<sentence_index>"``."""
+    return f"{sample_id}:{sentence_index}"
+
+
+def image_row(row: Mapping) -> dict:
+    """A validated release row as the ``images`` config yields it (as released; extra columns dropped)."""
+    return {
+        "image": row.get("image"),
+        "image_id": row["image_id"],
+        "file_name": row["file_name"],
+        "samples": [
+            {k: s.get(k) for k in SAMPLE_FIELDS} for s in row["samples"]
+        ],
+    }
+
+
+def expression_rows(row: Mapping, with_images: bool = True) -> Iterator[tuple[str, dict]]:
+    """``(expression_id, row)`` for every (sample, sentence) of a validated image row, in release order.
+
+    A sample with no sentence yields nothing and logs a warning with its id.
+    """
+    for s in row["samples"]:
+        sentences = s["sentences"]
+        if not sentences:
+            logger.warning("RefCOCO-M: image_id %s, sample id %s has no sentence; it yields no expression row", row["image_id"], s["id"])
+            continue
+        h, w = s["mask"]["size"]
+        for k, sentence in enumerate(sentences):
+            eid = expression_id(s["id"], k)
+            out: dict[str, Any] = {"expression_id": eid}
+            if with_images:
+                out["image"] = row.get("image")
+            out.update(
+                image_id=row["image_id"], file_name=row["file_name"], sample_id=s["id"],
+                category=s.get("category"), supercategory=s.get("supercategory"), label=s.get("label"),
+                sentence=sentence, sentence_index=k, num_sentences=len(sentences),
+                bbox_xywh=s.get("bbox"), mask=s["mask"], height=h, width=w,
+            )
+            yield eid, out
+
+
+def read_rows(
+    f: IO[bytes], shard: str, options: ReadOptions, state: SplitState | None = None
+) -> Iterator[dict]:
+    """The validated image rows of one open shard, in row order."""
+    for i, row in iter_records(f, shard, options.read_images):
+        yield validate_row(row, shard, i, options, state)
+
+
+def shard_label(path: str | Path, root: str | Path | None = None) -> str:
+    """How errors name a shard: its path relative to the release root when possible."""
+    path = Path(path)
+    if root is not None:
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return str(path)
+
+
+def iter_release_rows(root: str | Path, options: ReadOptions = ReadOptions()) -> Iterator[dict]:
+    """Every validated image row of a local release (all shards, shard order then row order)."""
+    state = SplitState()
+    for path in find_shards(root):
+        with open(path, "rb") as f:
+            yield from read_rows(f, shard_label(path, root), options, state)
+
+
+def all_expression_rows(root: str | Path, with_images: bool = False, options: ReadOptions | None = None) -> list[dict]:
+    """Every ``expressions`` row of a local release, without ``datasets`` (for scripts and tests)."""
+    opts = options or ReadOptions(read_images=with_images)
+    return [r for row in iter_release_rows(root, opts) for _, r in expression_rows(row, with_images)]
+

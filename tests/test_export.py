@@ -1,0 +1,153 @@
+"""convert -> Parquet export with a card; load it back with no script; push it to a fake Hub (HTTP boundary only)."""
+
+import json
+import math
+import sys
+import warnings
+from pathlib import Path
+
+import datasets
+import pytest
+from conftest import REPO
+
+from perckit.entrypoints import builder_class
+from perckit.export import convert
+
+sys.path.insert(0, str(REPO / "tests" / "helpers"))
+from fake_hub import FakeHub  # noqa: E402
+
+CASES = [("r4d_bench", "all_queries"), ("r4d_bench", "subset_36"), ("r4d_bench", "frames"), ("syn4d", "tracking"), ("syn4d", "challenge")]
+
+
+def _release(name, r4d_release, syn4d_release):
+    return {"r4d_bench": r4d_release, "syn4d": syn4d_release}[name].root
+
+
+def _equal(a, b):
+    """Row equality with NaN == NaN."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+@pytest.fixture(scope="module")
+def exports(r4d_release, syn4d_release, tmp_path_factory):
+    out = tmp_path_factory.mktemp("exports")
+    cache = tmp_path_factory.mktemp("cache")
+    for name, config in CASES:
+        convert(name, _release(name, r4d_release, syn4d_release), config, out / name, cache_dir=cache, progress=False, log=lambda m: None)
+    return out, cache
+
+
+@pytest.mark.parametrize("name, config", CASES)
+def test_round_trip_same_features_and_rows(exports, r4d_release, syn4d_release, name, config, tmp_path):
+    out, cache = exports
+    builder = builder_class(name)(config_name=config, data_dir=str(_release(name, r4d_release, syn4d_release)), cache_dir=str(cache))
+    builder.download_and_prepare()
+    ref = builder.as_dataset("test")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = datasets.load_dataset(str(out / name), config, split="test", cache_dir=str(tmp_path))
+    assert got.features == ref.features and list(got.features) == list(ref.features)
+    assert [str(t) for t in got.data.schema.types] == [str(t) for t in ref.data.schema.types]
+    assert got.num_rows == ref.num_rows
+    if "image" in ref.features:
+        assert got[0]["image"].size == ref[0]["image"].size  # images are still images
+    a = got.cast_column("video", datasets.Video(decode=False)) if "video" in got.features else got
+    for x, y in zip(a.to_list(), ref.to_list()):
+        if "video" in y:
+            vx, vy = x.pop("video"), y.pop("video")
+            assert vx["bytes"] == Path(vy["path"]).read_bytes()  # the mp4 is embedded in the export
+        assert _equal(x, y)
+
+
+def test_card_lists_every_config_and_keeps_the_first(exports):
+    out, _ = exports
+    card = (out / "r4d_bench" / "README.md").read_text()
+    import yaml
+
+    meta = yaml.safe_load(card.split("---")[1])
+    assert {c["config_name"] for c in meta["configs"]} == {"all_queries", "subset_36", "frames"}
+    default = [c for c in meta["configs"] if c.get("default")]
+    assert default[0]["config_name"] == "all_queries" and default[0]["data_files"][0]["path"] == "data/test-*"
+    infos = {i["config_name"]: i for i in meta["dataset_info"]}
+    assert infos["all_queries"]["splits"][0]["num_examples"] == 89 and infos["all_queries"]["splits"][0]["num_bytes"] > 0
+    assert "mask_temporal" in card and "R4D-Bench" in card  # generated from the builder's information
+    assert sorted(p.name for p in (out / "r4d_bench").iterdir() if p.is_dir()) == ["data", "frames", "subset_36"]
+
+
+def test_shards_respect_the_size_limit(r4d_release, tmp_path):
+    convert("r4d_bench", r4d_release.root, "frames", tmp_path / "e", max_shard_size="20KB", cache_dir=tmp_path / "c", progress=False, log=lambda m: None)
+    shards = sorted((tmp_path / "e" / "frames").glob("test-*.parquet"))
+    assert len(shards) > 1 and shards[0].name.endswith(f"-of-{len(shards):05d}.parquet")
+    ds = datasets.load_dataset(str(tmp_path / "e"), "frames", split="test", cache_dir=str(tmp_path / "c2"))
+    assert ds.num_rows == 48
+
+
+def test_interrupted_convert_keeps_the_previous_export(r4d_release, tmp_path, monkeypatch):
+    from perckit import export
+
+    out = tmp_path / "e"
+    convert("r4d_bench", r4d_release.root, "all_queries", out, cache_dir=tmp_path / "c", progress=False, log=lambda m: None)
+    before = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt("simulated interruption")
+
+    monkeypatch.setattr(export, "write_card", boom)
+    with pytest.raises(KeyboardInterrupt):
+        convert("r4d_bench", r4d_release.root, "frames", out, cache_dir=tmp_path / "c", progress=False, log=lambda m: None)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".e.")] == []  # no leftovers
+    monkeypatch.undo()
+    convert("r4d_bench", r4d_release.root, "frames", out, cache_dir=tmp_path / "c", progress=False, log=lambda m: None)
+    assert (out / "frames").is_dir() and (out / "data").is_dir()
+
+
+def test_push_uploads_only_what_is_missing(exports, monkeypatch):
+    import huggingface_hub
+
+    from perckit.push import push_export
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # traffic goes to 127.0.0.1 only
+    out, _ = exports
+    export_dir = out / "r4d_bench"
+    expected = ["data/test-00000-of-00001.parquet", "frames/test-00000-of-00001.parquet", "subset_36/test-00000-of-00001.parquet", "README.md"]
+    with FakeHub() as hub:
+        hub.repos["org/r4d"] = {"other_config/test-00000-of-00001.parquet": b"keep me"}
+        hub.fail_after_commits = 2  # the connection dies after two shards
+        with pytest.raises(Exception):
+            push_export(export_dir, "org/r4d", endpoint=hub.endpoint, token="hf_fake", log=lambda m: None)
+        assert hub.commits == [[expected[0]], [expected[1]]]
+        hub.fail_after_commits = None
+        second = push_export(export_dir, "org/r4d", endpoint=hub.endpoint, token="hf_fake", log=lambda m: None)
+        assert second.uploaded == expected[2:] and second.skipped == expected[:2]
+        assert hub.commits[2:] == [[expected[2]], ["README.md"]]
+        for rel in expected:
+            assert hub.repos["org/r4d"][rel] == (export_dir / rel).read_bytes()
+        assert hub.repos["org/r4d"]["other_config/test-00000-of-00001.parquet"] == b"keep me"  # never deleted
+        third = push_export(export_dir, "org/r4d", endpoint=hub.endpoint, token="hf_fake", log=lambda m: None)
+        assert third.uploaded == [] and len(hub.commits) == 4
+        only = push_export(export_dir, "org/r4d2", configs=["frames"], endpoint=hub.endpoint, token="hf_fake", log=lambda m: None)
+        assert only.uploaded == ["frames/test-00000-of-00001.parquet", "README.md"]
+        assert all(method in ("GET", "POST") for method, _ in hub.requests)
+
+
+def test_cli_convert_and_evaluate_from_files(r4d_release, tmp_path, capsys):
+    from perckit.__main__ import main
+
+    out = tmp_path / "export"
+    assert main(["convert", "r4d_bench", "--data-dir", str(r4d_release.root), "--config", "all_queries", "--output", str(out), "--cache-dir", str(tmp_path / "c")]) == 0
+    rows = datasets.load_dataset(str(out), "all_queries", split="test", cache_dir=str(tmp_path / "c2"))
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("\n".join(json.dumps({"query_id": r["query_id"], "frames": [{"frame_id": f["frame_id"], "mask": f["mask"]} for f in r["frames"]]}) for r in rows) + "\n")
+    report = tmp_path / "report.json"
+    assert main(["evaluate", "mask_temporal", "--predictions", str(preds), "--references", str(out), "--dataset-config", "all_queries",
+                 "--option", "iou_threshold=0.7", "--output", str(report)]) == 0
+    assert json.loads(report.read_text())["miou"] == 1.0
+    assert main(["evaluate", "nope", "--predictions", str(preds), "--references", str(out)]) == 2
+    assert "unknown metric" in capsys.readouterr().err
