@@ -1,21 +1,65 @@
-"""``make demo``: build every benchmark from its sample release, score sample predictions, write a report.
+"""``make demo``: the main job on the embedded sample releases.
 
-Benchmarks so far: R4D-Bench, Syn4D. Each step prints what it does; the report goes to
-``build/demo/report.md`` (and ``report.json``).
+For every benchmark: write its synthetic sample release, convert every config to the Hub layout
+(``build/demo/export/<benchmark>``), load the export back with no script, score ground truth as
+prediction and a perturbed prediction with every metric, and draw pictures. The report is
+``build/demo/report.html`` (with ``report.md`` and ``report.json``).
 """
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
+from . import figures
 from . import rle
-from .entrypoints import REPO_ROOT, build_split
+from .entrypoints import REPO_ROOT
+
+Log = Callable[[str], None]
+
+
+def _scalars(d: dict) -> dict:
+    return {k: v for k, v in d.items() if not isinstance(v, (dict, list))}
+
+
+def _fresh(path: Path) -> Path:
+    if path.exists():
+        shutil.rmtree(path)
+    return path
+
+
+def convert_all(benchmark: str, release: Path, out: Path, log: Log) -> tuple[Path, dict]:
+    """Convert every config of ``benchmark`` into ``out/export/<benchmark>``; load each back with no script."""
+    import datasets
+
+    from .entrypoints import builder_class
+    from .export import convert
+
+    export_dir = _fresh(out / "export" / benchmark)
+    cache = _fresh(out / "cache" / benchmark)  # script caches are keyed on the data_dir path, not its content
+    t0 = time.perf_counter()
+    splits = {}
+    for config in (c.name for c in builder_class(benchmark).BUILDER_CONFIGS):
+        convert(benchmark, release, config, export_dir, cache_dir=cache, progress=False, log=lambda m: None)
+        splits[config] = datasets.load_dataset(str(export_dir), config, split="test", cache_dir=str(cache / "export"))
+    log(f"{benchmark}: converted " + ", ".join(f"{k} ({v.num_rows} rows)" for k, v in splits.items())
+        + f" to {export_dir} in {time.perf_counter() - t0:.1f}s; loaded back with no script")
+    return export_dir, splits
+
+
+def _check_perfect(benchmark: str, results: dict, keys: dict[str, tuple]) -> None:
+    bad = [f"{m}.{k}" for m, ks in keys.items() for k in ks if results[m]["gt_as_prediction"].get(k) != 1.0]
+    if bad:
+        raise RuntimeError(f"{benchmark}: ground truth as prediction did not score 1.0 on {bad}")
+
+
+# ---------------------------------------------------------------- R4D-Bench
 
 
 def perturb_r4d(rows: list[dict], seed: int = 0) -> tuple[list[dict], list[dict]]:
@@ -24,57 +68,57 @@ def perturb_r4d(rows: list[dict], seed: int = 0) -> tuple[list[dict], list[dict]
     masks, tracks = [], []
     for i, r in enumerate(rows):
         frames = []
-        for j, f in enumerate(r["frames"]):
+        for f in r["frames"]:
             if rng.random() < 0.25:
                 continue
-            m = np.roll(rle.decode(f["mask"]), 2, axis=1)
-            frames.append({"frame_id": f["frame_id"], "mask": rle.encode(m)})
+            frames.append({"frame_id": f["frame_id"], "mask": rle.encode(np.roll(rle.decode(f["mask"]), 2, axis=1))})
         masks.append({"query_id": r["query_id"], "frames": frames})
-        ids = list(r["target_track_ids"]) + (["99"] if i % 5 == 0 else [])
-        tracks.append({"query_id": r["query_id"], "target_track_ids": ids})
+        tracks.append({"query_id": r["query_id"], "target_track_ids": list(r["target_track_ids"]) + (["99"] if i % 5 == 0 else [])})
     return masks, tracks
 
 
-def _scalars(d: dict) -> dict:
-    return {k: v for k, v in d.items() if not isinstance(v, (dict, list))}
-
-
-def run_r4d(out: Path, log) -> dict:
+def run_r4d(out: Path, log: Log) -> dict:
     import evaluate
 
     from .fixtures.base import write_release
     from .r4d_bench import features as feats
 
-    rel = out / "r4d_bench" / "release"
-    if rel.exists():
-        shutil.rmtree(rel)
-    fx = write_release("r4d_bench", rel)
-    log(f"R4D-Bench: wrote the sample release ({len(fx.files)} files, {len(fx.query_ids)} queries) to {rel}")
-    cache = out / "cache" / "r4d_bench"
-    if cache.exists():  # script caches are keyed on the data_dir path, not its content: start clean
-        shutil.rmtree(cache)
-    t0 = time.perf_counter()
-    splits = {cfg: build_split("r4d_bench", cfg, rel, cache) for cfg in ("all_queries", "subset_36", "frames")}
-    log("R4D-Bench: built configs " + ", ".join(f"{k} ({v.num_rows} rows)" for k, v in splits.items()) + f" in {time.perf_counter() - t0:.1f}s")
+    base = _fresh(out / "r4d_bench")
+    fx = write_release("r4d_bench", base / "release")
+    log(f"R4D-Bench: wrote the sample release ({len(fx.files)} files, {len(fx.query_ids)} queries)")
+    _, splits = convert_all("r4d_bench", base / "release", out, log)
     rows = splits["all_queries"].to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
     track_refs = [feats.to_track_reference(r) for r in rows]
     mask_metric = evaluate.load(str(REPO_ROOT / "metrics" / "mask_temporal"))
     track_metric = evaluate.load(str(REPO_ROOT / "metrics" / "track_id"))
-    results: dict[str, Any] = {}
-    gt_mask = mask_metric.compute(predictions=[feats.to_metric_prediction(r) for r in rows], references=refs)
-    gt_track = track_metric.compute(predictions=[feats.to_track_prediction(r) for r in rows], references=track_refs)
-    bad = [k for k, v in {**_scalars(gt_mask), **_scalars(gt_track)}.items() if isinstance(v, float) and v != 1.0]
-    if bad:
-        raise RuntimeError(f"R4D-Bench: ground truth as prediction did not score 1.0 on {bad}")
-    log("R4D-Bench: ground truth as prediction scores 1.0 on every metric")
     pm, pt = perturb_r4d(rows)
-    results["mask_temporal"] = {"gt_as_prediction": _scalars(gt_mask), "perturbed": mask_metric.compute(predictions=pm, references=refs)}
-    results["track_id"] = {"gt_as_prediction": _scalars(gt_track), "perturbed": track_metric.compute(predictions=pt, references=track_refs)}
-    return {"benchmark": "R4D-Bench", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results}
+    results = {
+        "mask_temporal": {
+            "gt_as_prediction": _scalars(mask_metric.compute(predictions=[feats.to_metric_prediction(r) for r in rows], references=refs)),
+            "perturbed": _scalars(mask_metric.compute(predictions=pm, references=refs)),
+        },
+        "track_id": {
+            "gt_as_prediction": _scalars(track_metric.compute(predictions=[feats.to_track_prediction(r) for r in rows], references=track_refs)),
+            "perturbed": _scalars(track_metric.compute(predictions=pt, references=track_refs)),
+        },
+    }
+    _check_perfect("R4D-Bench", results, {"mask_temporal": ("miou", "viou", "overall_iou"), "track_id": ("f1", "exact_match")})
+    log("R4D-Bench: ground truth as prediction scores 1.0 on every metric; perturbed prediction scored")
+    # pictures: the first query with two frames, GT green / prediction red over the scene frame
+    images = {(r["scene"], r["frame_id"]): r["image"] for r in splits["frames"]}
+    row = next(r for r in rows if len(r["frames"]) >= 2 and not r["is_negative"])
+    pred = {f["frame_id"]: f["mask"] for f in next(p for p in pm if p["query_id"] == row["query_id"])["frames"]}
+    tiles = [figures.mask_overlay(images.get((row["scene"], f["frame_id"])), f["mask"], pred.get(f["frame_id"]), scale=8) for f in row["frames"][:3]]
+    fig = figures.save(figures.side_by_side(tiles), out / "figures" / "r4d_bench_overlay.png")
+    caption = f"R4D-Bench query {row['query_id']} ({row['text_en']!r}): ground truth green, perturbed prediction red, frames {[f['frame_id'] for f in row['frames'][:3]]}"
+    return {"benchmark": "R4D-Bench", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": [(fig, caption)]}
 
 
-def run_syn4d(out: Path, log) -> dict:
+# ---------------------------------------------------------------- Syn4D
+
+
+def run_syn4d(out: Path, log: Log) -> dict:
     import evaluate
 
     from .fixtures.base import write_release
@@ -82,19 +126,12 @@ def run_syn4d(out: Path, log) -> dict:
     from .syn4d import evaluate as runner
     from .syn4d import io
     from .syn4d import metrics as core
-    from .syn4d.features import to_metric_reference
+    from .syn4d.features import to_metric_reference, to_numpy_row
 
-    base = out / "syn4d"
-    if base.exists():
-        shutil.rmtree(base)
+    base = _fresh(out / "syn4d")
     fx = write_release("syn4d", base / "release")
-    log(f"Syn4D: wrote the sample release ({len(fx.files)} files, {len(fx.sequence_ids)} sequences) to {base / 'release'}")
-    cache = out / "cache" / "syn4d"
-    if cache.exists():
-        shutil.rmtree(cache)
-    t0 = time.perf_counter()
-    splits = {cfg: build_split("syn4d", cfg, base / "release", cache) for cfg in ("tracking", "challenge")}
-    log("Syn4D: built configs " + ", ".join(f"{k} ({v.num_rows} rows)" for k, v in splits.items()) + f" in {time.perf_counter() - t0:.1f}s")
+    log(f"Syn4D: wrote the sample release ({len(fx.files)} files, {len(fx.sequence_ids)} sequences)")
+    _, splits = convert_all("syn4d", base / "release", out, log)
     rows = splits["challenge"].to_list()
     ids = [r["sequence_id"] for r in rows]
     gt_dir = write_predictions(fx, base / "predictions_gt")
@@ -110,47 +147,85 @@ def run_syn4d(out: Path, log) -> dict:
             res = metrics[task].compute(predictions=io.load_prediction_rows(pdir, ids), references=refs)
             scored[name] = {k: res["overall"][k] for k in keys[task]} | {"num_sequences": res["overall"]["num_sequences"]}
         results[f"syn4d ({task})"] = scored
+    _check_perfect("Syn4D", results, {"syn4d (tracking)": ("score",), "syn4d (depth)": ("delta1",)})
     summary = runner.evaluate_release(noisy_dir, base / "release")
-    same = all(summary["tasks"][t]["overall"][k] == results[f"syn4d ({t})"]["perturbed"][k] for t in core.TASKS for k in keys[t])
-    if not same:
+    if any(summary["tasks"][t]["overall"][k] != results[f"syn4d ({t})"]["perturbed"][k] for t in core.TASKS for k in keys[t]):
         raise RuntimeError("Syn4D: the file runner and the evaluate module disagree")
     (base / "summary_perturbed.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    log("Syn4D: scored ground truth and perturbed NPZ predictions; the file runner agrees with the evaluate module")
-    return {"benchmark": "Syn4D", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results}
+    log("Syn4D: scored ground-truth and perturbed NPZ predictions; the official-format file runner agrees")
+    row = to_numpy_row(rows[0])
+    pred = io.read_npz(io.prediction_path(noisy_dir, row["sequence_id"]))["tracking_xyz"].astype(np.float64) * 2.0
+    fig = figures.save(figures.tracks_plot(row["tracks_ref0_m"], pred, row["intrinsics_fx_fy_cx_cy"], row["image_size_hw"], valid=row["visibility"]),
+                       out / "figures" / "syn4d_tracks.png")
+    caption = f"Syn4D {row['sequence_id']}: 24 query tracks projected into frame 0, ground truth green, perturbed prediction (rescaled) red"
+    return {"benchmark": "Syn4D", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": [(fig, caption)]}
+
+
+# ---------------------------------------------------------------- report
 
 
 def _fmt(v: Any) -> str:
     return f"{v:.4f}" if isinstance(v, float) else str(v)
 
 
-def render_markdown(reports: list[dict]) -> str:
+def render_markdown(reports: list[dict], out: Path) -> str:
     lines = ["# perckit demo report", ""]
     for rep in reports:
-        lines += [f"## {rep['benchmark']}", "", "Rows built: " + ", ".join(f"`{k}` {v}" for k, v in rep["rows"].items()), ""]
+        lines += [f"## {rep['benchmark']}", "", "Rows converted: " + ", ".join(f"`{k}` {v}" for k, v in rep["rows"].items()), ""]
         for metric, res in rep["metrics"].items():
             lines += [f"### {metric}", "", "| key | GT as prediction | perturbed |", "|---|---|---|"]
             for k, v in res["gt_as_prediction"].items():
                 lines.append(f"| {k} | {_fmt(v)} | {_fmt(res['perturbed'].get(k))} |")
             lines.append("")
+        for path, caption in rep.get("figures", []):
+            lines += [f"![{caption}]({Path(path).relative_to(out).as_posix()})", "", f"*{caption}*", ""]
     return "\n".join(lines)
 
 
+def render_html(reports: list[dict], out: Path) -> str:
+    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>perckit demo report</title>",
+             "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}th:first-child,td:first-child{text-align:left}"
+             "img{max-width:100%;image-rendering:pixelated;border:1px solid #ccc}</style></head><body>",
+             "<h1>perckit demo report</h1>"]
+    for rep in reports:
+        parts.append(f"<h2>{html.escape(rep['benchmark'])}</h2><p>Rows converted: "
+                     + ", ".join(f"<code>{html.escape(k)}</code> {v}" for k, v in rep["rows"].items()) + "</p>")
+        for metric, res in rep["metrics"].items():
+            parts.append(f"<h3>{html.escape(metric)}</h3><table><tr><th>key</th><th>GT as prediction</th><th>perturbed</th></tr>")
+            for k, v in res["gt_as_prediction"].items():
+                parts.append(f"<tr><td>{html.escape(k)}</td><td>{_fmt(v)}</td><td>{_fmt(res['perturbed'].get(k))}</td></tr>")
+            parts.append("</table>")
+        for path, caption in rep.get("figures", []):
+            parts.append(f"<figure><img src='{Path(path).relative_to(out).as_posix()}' alt='{html.escape(caption)}'>"
+                         f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+RUNNERS = [run_r4d, run_syn4d]
+
+
 def main(out_dir: str | Path = "build/demo") -> int:
+    import logging
+
+    import datasets
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
+    logging.getLogger("perckit").setLevel(logging.ERROR)
 
     def log(msg: str) -> None:
         print(msg, flush=True)
 
-    import datasets
-
-    datasets.disable_progress_bars()
-    datasets.logging.set_verbosity_error()
-    reports = [run_r4d(out, log), run_syn4d(out, log)]
+    reports = [run(out, log) for run in RUNNERS]
     (out / "report.json").write_text(json.dumps(reports, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    md = render_markdown(reports)
+    md = render_markdown(reports, out)
     (out / "report.md").write_text(md + "\n", encoding="utf-8")
+    (out / "report.html").write_text(render_html(reports, out), encoding="utf-8")
     print()
     print(md)
-    print(f"Report written to {out / 'report.md'} (and report.json).")
+    print(f"Report: {out / 'report.html'} (also report.md and report.json); Hub-layout exports in {out / 'export'}")
     return 0
