@@ -8,6 +8,10 @@ PY := $(VENV)/bin/python
 PY5 := $(VENV5)/bin/python
 PIP_FLAGS ?= --quiet --disable-pip-version-check
 PYTEST_FLAGS ?= -n 2
+# Optional extras installed by make (the full suite runs the real-model tests): text, meteor.
+EXTRAS ?= test,text,meteor
+# A CPU torch, installed before anything that depends on it (here it comes from this machine's disk).
+TORCH_SPEC ?= torch==2.13.0
 DEPS := pyproject.toml requirements/datasets3.txt requirements/datasets5.txt
 
 .PHONY: demo test test-ds3 test-ds5 env env5 clean
@@ -16,14 +20,16 @@ DEPS := pyproject.toml requirements/datasets3.txt requirements/datasets5.txt
 $(VENV)/.stamp: $(DEPS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install $(PIP_FLAGS) --upgrade pip
-	$(PY) -m pip install $(PIP_FLAGS) -c requirements/datasets3.txt -e ".[test]"
+	$(PY) -m pip install $(PIP_FLAGS) "$(TORCH_SPEC)"
+	$(PY) -m pip install $(PIP_FLAGS) -c requirements/datasets3.txt -e ".[$(EXTRAS)]"
 	touch $@
 
 # Second environment: the newest datasets 5.x (builders as plain classes; every metric).
 $(VENV5)/.stamp: $(DEPS)
 	$(PYTHON) -m venv $(VENV5)
 	$(PY5) -m pip install $(PIP_FLAGS) --upgrade pip
-	$(PY5) -m pip install $(PIP_FLAGS) -c requirements/datasets5.txt -e ".[test]"
+	$(PY5) -m pip install $(PIP_FLAGS) "$(TORCH_SPEC)"
+	$(PY5) -m pip install $(PIP_FLAGS) -c requirements/datasets5.txt -e ".[$(EXTRAS)]"
 	touch $@
 
 env: $(VENV)/.stamp
