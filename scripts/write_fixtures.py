@@ -6,19 +6,18 @@
 import argparse
 from pathlib import Path
 
-from perckit.fixtures.base import GENERATORS
+from perckit.fixtures.base import load_generators
 from perckit.fixtures.base import write_release
 
 
 def main() -> int:
-    import perckit.fixtures.r4d_bench  # noqa: F401  (registers the generator)
-
+    generators = load_generators()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("output", type=Path)
-    p.add_argument("--benchmark", action="append", choices=sorted(GENERATORS), help="default: all")
+    p.add_argument("--benchmark", action="append", choices=sorted(generators), help="default: all")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
-    for name in args.benchmark or sorted(GENERATORS):
+    for name in args.benchmark or sorted(generators):
         fx = write_release(name, args.output / name, seed=args.seed)
         print(f"{name}: {len(fx.files)} files under {args.output / name}")
     return 0

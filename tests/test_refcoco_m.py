@@ -316,6 +316,17 @@ def test_mask_size_differs_from_image_size(rcm_release, tmp_path):
     assert len(_read_all(root, check_image_size=False)) == 12
 
 
+def test_unreadable_image_and_shard(rcm_release, tmp_path):
+    root = _copy(rcm_release, tmp_path)
+    rows = fixture.read_shard(root / fixture.shard_name(0, 2))
+    _edit_first_shard(root, lambda rs: rs[2].update(image={"bytes": b"not an image", "path": "images/x.jpg"}))
+    with pytest.raises(ReleaseFormatError, match=rf"row 2 \(image_id {rows[2]['image_id']}\): cannot open the embedded image"):
+        _read_all(root)
+    (root / fixture.shard_name(1, 2)).write_bytes(b"PAR1 but not really")
+    with pytest.raises(ReleaseFormatError, match="validation-00001-of-00002.parquet: not a readable Parquet file"):
+        build_split("refcoco_m", "images", root, tmp_path / "c", split=SPLIT)
+
+
 def test_duplicate_sample_id(rcm_release, tmp_path):
     root = _copy(rcm_release, tmp_path)
     rows = fixture.read_shard(root / fixture.shard_name(0, 2))

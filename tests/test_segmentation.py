@@ -79,7 +79,7 @@ def test_size_mismatch_raises_or_resizes(caplog):
     with pytest.raises(PredictionError, match=r"expression 'e1'.*\[3, 2\].*\[2, 3\]"):
         seg.pair_counts(R("6", (3, 2)), R("033"), where="expression 'e1'")
     big = np.repeat(np.repeat(A, 2, axis=0), 2, axis=1)  # 4x6 nearest upsampling of A
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="perckit.segmentation"):
         assert seg.score_pair(rle.encode(big), R("033"), resize="nearest", where="e1").iou == 0.5
     assert "e1" in caplog.text and "[4, 6]" in caplog.text and "[2, 3]" in caplog.text
     with pytest.raises(OptionError, match="resize"):

@@ -215,12 +215,17 @@ def main(out_dir: str | Path = "build/demo") -> int:
     out.mkdir(parents=True, exist_ok=True)
     datasets.disable_progress_bars()
     datasets.logging.set_verbosity_error()
-    logging.getLogger("perckit").setLevel(logging.ERROR)
+    perckit_logger = logging.getLogger("perckit")
+    level = perckit_logger.level
+    perckit_logger.setLevel(logging.ERROR)
 
     def log(msg: str) -> None:
         print(msg, flush=True)
 
-    reports = [run(out, log) for run in RUNNERS]
+    try:
+        reports = [run(out, log) for run in RUNNERS]
+    finally:
+        perckit_logger.setLevel(level)
     (out / "report.json").write_text(json.dumps(reports, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
     md = render_markdown(reports, out)
     (out / "report.md").write_text(md + "\n", encoding="utf-8")

@@ -12,8 +12,9 @@ The reductions do not depend on the order of the scores: means are taken with
 evaluate's distributed mode, which gathers the shards in process order, gives the same
 numbers bit for bit.
 
-Used by ``metrics/refer_iou`` (RefCOCO-M); the masks of M4Seg's pairings and ReasonAVEdit's
-visual IoU go through :func:`pair_counts` / :func:`reduce_iou` as well.
+Used by ``metrics/refer_iou`` (RefCOCO-M). Meant for every later mask metric too: M4Seg's
+pairings can build on :func:`count_matrix` and ReasonAVEdit's visual IoU / cIoU on
+:func:`score_pair` and :func:`reduce_iou`, instead of computing IoU again.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from . import rle as rle_ops
 from .errors import OptionError, PredictionError, check_choice
 # The project's id index (generic over the key; it lives with the first benchmark that needed it).
-from .r4d_bench.metrics import index_by_id
+from .matching import index_by_id
 
 logger = logging.getLogger(__name__)
 

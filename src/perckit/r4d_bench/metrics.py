@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from .. import rle as rle_ops
 from ..errors import OptionError, PredictionError, RLEError, check_choice
 from ..jsonio import parse_int
+from ..matching import index_by_id
 
 logger = logging.getLogger(__name__)
 
@@ -262,19 +263,6 @@ def reduce_mask_temporal(scores: Sequence[QueryScore]) -> dict:
     out["positive"] = _group_block([s for s in scores if not s.is_negative])
     out["negative"] = _group_block([s for s in scores if s.is_negative])
     out["per_query"] = [s.as_row() for s in scores]
-    return out
-
-
-def index_by_id(rows: Sequence[Mapping], side: str, key: str = "query_id") -> dict[str, Mapping]:
-    """``{row[key]: row}``; a row without a string id or a repeated id raises :class:`PredictionError` naming ``side``."""
-    out: dict[str, Mapping] = {}
-    for i, row in enumerate(rows):
-        rid = row.get(key) if isinstance(row, Mapping) else None
-        if not isinstance(rid, str):
-            raise PredictionError(f"{side}[{i}]: expected a dict with a string {key!r}, got {type(row).__name__}")
-        if rid in out:
-            raise PredictionError(f"{side}: duplicate {key} {rid!r}")
-        out[rid] = row
     return out
 
 

@@ -87,12 +87,11 @@ class RefCocoMBuilder(PerckitBuilder):
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         root = self._release_root()
         shards = release.find_shards(root)
+        labels = [release.shard_label(p, root) for p in shards]
         # Checked here, before generation, so that these errors reach the caller unwrapped.
-        for path in shards:
-            label = release.shard_label(path, root)
+        for path, label in zip(shards, labels):
             with open(path, "rb") as f:
                 release.check_schema(release.read_schema(f, label), label)
-        labels = [release.shard_label(p, root) for p in shards]
         return [
             datasets.SplitGenerator(
                 name=datasets.Split(release.SPLIT), gen_kwargs={"shards": [str(p) for p in shards], "labels": labels}

@@ -29,6 +29,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import OptionError, PredictionError, check_choice
+from ..matching import index_by_id
 from .geometry import relative_to_first, rotation_error_deg, umeyama_sim3
 
 TASKS = ("depth", "pose", "tracking")
@@ -327,18 +328,6 @@ def failure_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _index_by_sequence_id(rows: Sequence[Mapping], side: str) -> dict[str, Mapping]:
-    out: dict[str, Mapping] = {}
-    for i, row in enumerate(rows):
-        sid = row.get("sequence_id") if isinstance(row, Mapping) else None
-        if not isinstance(sid, str):
-            raise PredictionError(f"{side}[{i}]: expected a dict with a string 'sequence_id', got {type(row).__name__}")
-        if sid in out:
-            raise PredictionError(f"{side}: duplicate sequence_id {sid!r}")
-        out[sid] = row
-    return out
-
-
 def is_missing_prediction(prediction: Mapping | None) -> bool:
     """``True`` for no prediction row, or one whose three arrays are all ``None`` (the official "no NPZ")."""
     return prediction is None or all(prediction.get(k) is None for k in PREDICTION_KEYS.values())
@@ -354,8 +343,8 @@ def score_sequences(
     :class:`~perckit.errors.PredictionError`. Failure policy per spec §4.3.
     """
     check_choice("task", task, TASKS)
-    refs = _index_by_sequence_id(references, "references")
-    preds = _index_by_sequence_id(predictions, "predictions")
+    refs = index_by_id(references, "references", "sequence_id")
+    preds = index_by_id(predictions, "predictions", "sequence_id")
     unknown = [sid for sid in preds if sid not in refs]
     if unknown:
         raise PredictionError(f"predictions: sequence_id {unknown[0]!r} is unknown to the references ({len(unknown)} unknown id(s))")
