@@ -15,8 +15,10 @@ GT_COLOUR = (0, 200, 0)
 PRED_COLOUR = (230, 30, 30)
 
 
-def _canvas(image: bytes | Image.Image | None, size_hw: Sequence[int]) -> Image.Image:
+def _canvas(image: bytes | dict | Image.Image | None, size_hw: Sequence[int]) -> Image.Image:
     h, w = int(size_hw[0]), int(size_hw[1])
+    if isinstance(image, dict):  # datasets Image storage {bytes, path}
+        image = image.get("bytes")
     if image is None:
         return Image.new("RGB", (w, h), (40, 40, 40))
     im = image if isinstance(image, Image.Image) else Image.open(io.BytesIO(image))
