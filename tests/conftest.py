@@ -88,3 +88,10 @@ def fake_snapshot_download(source, calls):
         return str(dest)
 
     return fake
+
+
+@pytest.fixture(scope="session")
+def refcoco_release(tmp_path_factory):
+    from perckit.fixtures.base import write_release
+
+    return write_release("refcoco_m", tmp_path_factory.mktemp("refcoco_release"))

@@ -16,11 +16,16 @@ from perckit.export import convert
 sys.path.insert(0, str(REPO / "tests" / "helpers"))
 from fake_hub import FakeHub  # noqa: E402
 
-CASES = [("r4d_bench", "all_queries"), ("r4d_bench", "subset_36"), ("r4d_bench", "frames"), ("syn4d", "tracking"), ("syn4d", "challenge")]
+CASES = [
+    ("r4d_bench", "all_queries"), ("r4d_bench", "subset_36"), ("r4d_bench", "frames"),
+    ("syn4d", "tracking"), ("syn4d", "challenge"),
+    ("refcoco_m", "expressions"), ("refcoco_m", "images"),
+]
 
 
-def _release(name, r4d_release, syn4d_release):
-    return {"r4d_bench": r4d_release, "syn4d": syn4d_release}[name].root
+@pytest.fixture(scope="module")
+def releases(r4d_release, syn4d_release, refcoco_release):
+    return {"r4d_bench": r4d_release.root, "syn4d": syn4d_release.root, "refcoco_m": refcoco_release.root}
 
 
 def _equal(a, b):
@@ -35,23 +40,24 @@ def _equal(a, b):
 
 
 @pytest.fixture(scope="module")
-def exports(r4d_release, syn4d_release, tmp_path_factory):
+def exports(releases, tmp_path_factory):
     out = tmp_path_factory.mktemp("exports")
     cache = tmp_path_factory.mktemp("cache")
     for name, config in CASES:
-        convert(name, _release(name, r4d_release, syn4d_release), config, out / name, cache_dir=cache, progress=False, log=lambda m: None)
+        convert(name, releases[name], config, out / name, cache_dir=cache, progress=False, log=lambda m: None)
     return out, cache
 
 
 @pytest.mark.parametrize("name, config", CASES)
-def test_round_trip_same_features_and_rows(exports, r4d_release, syn4d_release, name, config, tmp_path):
+def test_round_trip_same_features_and_rows(exports, releases, name, config, tmp_path):
     out, cache = exports
-    builder = builder_class(name)(config_name=config, data_dir=str(_release(name, r4d_release, syn4d_release)), cache_dir=str(cache))
+    builder = builder_class(name)(config_name=config, data_dir=str(releases[name]), cache_dir=str(cache))
     builder.download_and_prepare()
-    ref = builder.as_dataset("test")
+    split = next(iter(builder.info.splits))
+    ref = builder.as_dataset(split)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = datasets.load_dataset(str(out / name), config, split="test", cache_dir=str(tmp_path))
+        got = datasets.load_dataset(str(out / name), config, split=split, cache_dir=str(tmp_path))
     assert got.features == ref.features and list(got.features) == list(ref.features)
     assert [str(t) for t in got.data.schema.types] == [str(t) for t in ref.data.schema.types]
     assert got.num_rows == ref.num_rows
