@@ -167,6 +167,20 @@ def resize_depth(pred: np.ndarray, hw: Sequence[int]) -> np.ndarray:
     return np.stack([cv2.resize(frame, (width, height), interpolation=cv2.INTER_LINEAR) for frame in arr])
 
 
+_DEPTH_CHUNK = 1 << 20  # elements per pass-2 chunk: the float64 temporaries stay in cache
+
+
+def _exact_median(values: np.ndarray) -> float:
+    """``np.median(values.astype(np.float64))`` without the float64 copy: partition in the stored dtype
+    (float32 -> float64 is exact, so the order and the middle values are the same), average in float64."""
+    n = values.size
+    k = n // 2
+    if n % 2:
+        return float(np.float64(np.partition(values, k)[k]))
+    part = np.partition(values, [k - 1, k])
+    return float((np.float64(part[k - 1]) + np.float64(part[k])) / 2.0)
+
+
 def depth_metrics(
     gt: np.ndarray,
     pred: np.ndarray,
@@ -181,44 +195,66 @@ def depth_metrics(
     ∧ p > 0``; ``scale``: median ratio, ``scale_shift``: least squares,
     ``metric``: none. Both sides are clipped to ``[min, max]`` after alignment;
     ``delta*`` thresholds are strict.
+
+    Same numbers as the official code (which casts both whole arrays to float64 first), computed in
+    two cache-friendly passes: (1) per frame, the valid mask (comparisons against float64 bounds, so
+    exactly the official decisions) and the valid values in their stored dtype; (2) the metrics in
+    float64 over chunks of the valid values. Sums are chunked, so a mean can differ from the official
+    ``np.mean`` in the last bits (~1e-16 relative).
     """
     check_choice("align", align, DEPTH_ALIGNS)
-    gt = np.asarray(gt, dtype=np.float64)
+    gt = np.asarray(gt)
+    if gt.dtype not in (np.float32, np.float64):
+        gt = gt.astype(np.float64)
     if gt.ndim != 3:
         raise ValueError(f"GT depth must be [T,H,W], got {gt.shape}")
-    pred = resize_depth(pred, gt.shape[1:]).astype(np.float64)
+    pred = resize_depth(pred, gt.shape[1:])
     if gt.shape != pred.shape:
         raise ValueError(f"depth arrays must have the same shape, got {gt.shape} and {pred.shape}")
-    lo, hi = float(min_depth), float(max_depth)
-    valid = np.isfinite(gt) & np.isfinite(pred) & (gt > lo) & (gt <= hi) & (pred > 0)
-    if not valid.any():
+    lo, hi = np.float64(min_depth), np.float64(max_depth)
+    g_parts, p_parts = [], []
+    for g_t, p_t in zip(gt, pred):
+        valid = np.isfinite(g_t) & np.isfinite(p_t) & (g_t > lo) & (g_t <= hi) & (p_t > 0)
+        g_parts.append(g_t[valid])
+        p_parts.append(p_t[valid])
+    g_all = np.concatenate(g_parts) if g_parts else np.zeros(0, gt.dtype)
+    p_all = np.concatenate(p_parts) if p_parts else np.zeros(0, np.float32)
+    n = g_all.size
+    if n == 0:
         raise ValueError("sequence has no valid depth pixels")
-    g, p = gt[valid], pred[valid]
     if align == "scale":
-        scale = float(np.median(g) / max(float(np.median(p)), 1e-12))
+        scale = float(_exact_median(g_all) / max(_exact_median(p_all), 1e-12))
         shift = 0.0
     elif align == "scale_shift":
-        design = np.stack([p, np.ones_like(p)], axis=1)
-        scale, shift = np.linalg.lstsq(design, g, rcond=None)[0].tolist()
+        design = np.stack([p_all.astype(np.float64), np.ones(n)], axis=1)
+        scale, shift = np.linalg.lstsq(design, g_all.astype(np.float64), rcond=None)[0].tolist()
     else:
         scale, shift = 1.0, 0.0
-    p = np.clip(scale * p + shift, lo, hi)
-    g = np.clip(g, lo, hi)
-    diff = p - g
-    ratio = np.maximum(g / p, p / g)
-    log_diff = np.log(p) - np.log(g)
+    sums = np.zeros(5)  # |diff|/g, diff^2/g, diff^2, log_diff^2, log_diff
+    below = np.zeros(3, dtype=np.int64)  # ratio < 1.25**k
+    thresholds = (1.25, 1.25**2, 1.25**3)
+    for i in range(0, n, _DEPTH_CHUNK):
+        g = np.clip(g_all[i : i + _DEPTH_CHUNK].astype(np.float64), lo, hi)
+        p = np.clip(scale * p_all[i : i + _DEPTH_CHUNK].astype(np.float64) + shift, lo, hi)
+        diff = p - g
+        sq = diff * diff
+        ratio = np.maximum(g / p, p / g)
+        log_diff = np.log(p) - np.log(g)
+        sums += (np.sum(np.abs(diff) / g), np.sum(sq / g), np.sum(sq), np.sum(log_diff * log_diff), np.sum(log_diff))
+        below += [np.count_nonzero(ratio < t) for t in thresholds]
+    mean = sums / n
     return {
-        "abs_rel": float(np.mean(np.abs(diff) / g)),
-        "sq_rel": float(np.mean(diff * diff / g)),
-        "rmse": float(np.sqrt(np.mean(diff * diff))),
-        "rmse_log": float(np.sqrt(np.mean(log_diff * log_diff))),
-        "silog": float(np.sqrt(max(0.0, np.mean(log_diff * log_diff) - np.mean(log_diff) ** 2)) * 100.0),
-        "delta1": float(np.mean(ratio < 1.25)),
-        "delta2": float(np.mean(ratio < 1.25**2)),
-        "delta3": float(np.mean(ratio < 1.25**3)),
+        "abs_rel": float(mean[0]),
+        "sq_rel": float(mean[1]),
+        "rmse": float(np.sqrt(mean[2])),
+        "rmse_log": float(np.sqrt(mean[3])),
+        "silog": float(np.sqrt(max(0.0, mean[3] - mean[4] ** 2)) * 100.0),
+        "delta1": float(below[0] / n),
+        "delta2": float(below[1] / n),
+        "delta3": float(below[2] / n),
         "scale": float(scale),
         "shift": float(shift),
-        "valid_pixels": int(g.size),
+        "valid_pixels": int(n),
     }
 
 
