@@ -22,6 +22,7 @@ $(VENV)/.stamp: $(DEPS)
 	$(PY) -m pip install $(PIP_FLAGS) --upgrade pip
 	$(PY) -m pip install $(PIP_FLAGS) "$(TORCH_SPEC)"
 	$(PY) -m pip install $(PIP_FLAGS) -c requirements/datasets3.txt -e ".[$(EXTRAS)]"
+	$(PY) -c "import librosa.core.spectrum, librosa.feature"  # compile librosa's numba code once, here
 	touch $@
 
 # Second environment: the newest datasets 5.x (builders as plain classes; every metric).
@@ -30,6 +31,7 @@ $(VENV5)/.stamp: $(DEPS)
 	$(PY5) -m pip install $(PIP_FLAGS) --upgrade pip
 	$(PY5) -m pip install $(PIP_FLAGS) "$(TORCH_SPEC)"
 	$(PY5) -m pip install $(PIP_FLAGS) -c requirements/datasets5.txt -e ".[$(EXTRAS)]"
+	$(PY5) -c "import librosa.core.spectrum, librosa.feature"
 	touch $@
 
 env: $(VENV)/.stamp

@@ -95,3 +95,10 @@ def refcoco_release(tmp_path_factory):
     from perckit.fixtures.base import write_release
 
     return write_release("refcoco_m", tmp_path_factory.mktemp("refcoco_release"))
+
+
+@pytest.fixture(scope="session")
+def reason_av_edit_release(tmp_path_factory):
+    from perckit.fixtures.base import write_release
+
+    return write_release("reason_av_edit", tmp_path_factory.mktemp("reason_av_edit_release"))

@@ -204,6 +204,49 @@ def run_refcoco_m(out: Path, log: Log) -> dict:
     return {"benchmark": "RefCOCO-M", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": [(fig, caption)]}
 
 
+# ---------------------------------------------------------------- ReasonAVEdit-Bench
+
+
+def run_reason_av_edit(out: Path, log: Log) -> dict:
+    import evaluate
+
+    from .fixtures.base import write_release
+    from .reason_av_edit import audio
+    from .reason_av_edit import features as feats
+    from .reason_av_edit.io import gt_as_predictions
+
+    base = _fresh(out / "reason_av_edit")
+    fx = write_release("reason_av_edit", base / "release")
+    log(f"ReasonAVEdit-Bench: wrote the sample release ({len(fx.sample_ids)} samples in 16 sub-tracks; media as 7 tars under archives/)")
+    _, splits = convert_all("reason_av_edit", base / "release", out, log)
+    ds = splits["default"]
+    rows = ds.remove_columns(["video", "audio", "reason_visual", "reason_visual_mask", "ref_image"]).to_list()
+    refs = [feats.to_metric_reference(r) for r in rows]
+    metric = evaluate.load(str(REPO_ROOT / "metrics" / "av_reasoning"))
+    gt = metric.compute(predictions=gt_as_predictions(rows), references=refs)
+    noisy = []
+    for i, r in enumerate(refs):
+        p = feats.gt_as_prediction(r)
+        if r["edit_window_s"]:
+            a, b = r["edit_window_s"]
+            p["edit_window_s"] = [a + 0.08 * (i % 3), b + 0.08 * (i % 3)]  # shifted by 0, 2 or 4 frames
+        if i % 2:
+            p["reason_audio"] = dict(feats.NOT_PROVIDED_MEDIA)
+        if i % 4 == 1 and r["anchor_mask"]["size"]:
+            p["anchor_mask"] = rle.empty(*r["anchor_mask"]["size"])
+        noisy.append(p)
+    results = {"av_reasoning": {"gt_as_prediction": _scalars(gt), "perturbed": _scalars(metric.compute(predictions=noisy, references=refs))}}
+    _check_perfect("ReasonAVEdit-Bench", results, {"av_reasoning": ("visual_iou", "audio_tiou", "audio_tf_iou", "video_tiou", "av_support_tiou")})
+    log("ReasonAVEdit-Bench: ground truth as prediction scores every IoU 1.0 and A/V offset 0; perturbed prediction scored")
+    row = next(r for r, ref in zip(rows, refs) if ref["edit_window_s"] and r["category"] == "when_only")
+    pred_window = next(p for p in noisy if p["sample_id"] == row["sample_id"])["edit_window_s"]
+    wave = audio.decode_wav(row["reason_audio"]["bytes"], where=row["sample_id"])
+    fig = figures.save(figures.waveform_plot(wave, 16000, tuple(row["edit_window_s"]), tuple(pred_window)), out / "figures" / "reason_av_edit_waveform.png")
+    figs = [(fig, f"ReasonAVEdit-Bench {row['sample_id']} ({row['sub_track']}): acoustic reasoning GT waveform, "
+                  "GT edit window green, shifted predicted window red")]
+    return {"benchmark": "ReasonAVEdit-Bench", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": figs}
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -246,7 +289,7 @@ def render_html(reports: list[dict], out: Path) -> str:
     return "\n".join(parts)
 
 
-RUNNERS = [run_r4d, run_syn4d, run_refcoco_m]
+RUNNERS = [run_r4d, run_syn4d, run_refcoco_m, run_reason_av_edit]
 
 
 def main(out_dir: str | Path = "build/demo") -> int:

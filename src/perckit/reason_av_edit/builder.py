@@ -1,0 +1,156 @@
+"""The ReasonAVEdit-Bench ``datasets`` builder. ``builders/reason_av_edit/reason_av_edit.py`` is a thin entry point over it.
+
+Archive mode (the Hub layout, streaming-friendly): ``_split_generators`` passes one
+``dl_manager.iter_archive(tar)`` per tar (a tuple: gen_kwargs lists would be read as shards);
+``_generate_examples`` reads ``metadata.csv`` and the annotations first, keeps the referenced members
+of every non-video tar in memory, then makes one pass over the video tar and yields one row per
+clip, in video-tar order. Nothing is extracted to disk. Extracted mode reads the seven folders next
+to ``metadata.csv``, in CSV order. Both modes give identical rows: every media value is
+``{"bytes": <file bytes>, "path": <release-relative path>}``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Any, Iterator
+
+import datasets
+
+from .. import hub
+from ..builder_base import PerckitBuilder
+from ..errors import OptionError, ReleaseNotFoundError, check_choice
+from . import features as feats
+from . import release
+
+logger = logging.getLogger(__name__)
+
+_DESCRIPTION = (
+    "ReasonAVEdit-Bench: 1,200 samples for instruction-guided joint audio-video editing in 16 sub-tracks over 5 "
+    "categories (where / which / when / combined / reference). Each sample has a source clip (25 fps, H.264 + 16 kHz "
+    "AAC), its 16 kHz mono audio, an instruction (zh or en), a full-timeline target mask video, single-frame visual "
+    "reasoning GT (anchor frame with the target at gray 127, plus its binary mask) and full-timeline acoustic "
+    "reasoning GT (a waveform silent outside the edit window). No edited target is provided."
+)
+_CITATION = "Cite the ReasonAVEdit-Bench dataset card (https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench)."
+_HOMEPAGE = "https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench"
+_LICENSE = "other: research-only (see the release's LICENSE); source material may restrict redistribution"
+DEFAULT_REPO_ID = "bigfacing/ReasonAVEdit-Bench"
+SOURCES = ("auto", "archives", "extracted")
+#: The only release files the builder needs from the Hub.
+HUB_PATTERNS = [release.METADATA, f"{release.ANNOTATIONS_DIR}/*.json", release.ARCHIVE_PATTERN]
+
+
+@dataclasses.dataclass
+class ReasonAVEditConfig(datasets.BuilderConfig):
+    """Options of the one ReasonAVEdit-Bench config (all defaulted; see the dataset card)."""
+
+    #: "auto": "extracted" when the folder of the CSV's video paths (``videos/``) exists, else "archives".
+    source: str = "auto"
+    #: ``anchor_mask`` foreground is a ``reason_visual_mask`` pixel value > this.
+    png_mask_threshold: int = 0
+    #: The Hub dataset repository of the release. Pass it as ``repo_id=...`` (see PerckitBuilder).
+    hub_repo_id: str = DEFAULT_REPO_ID
+    revision: str | None = None
+
+
+class ReasonAVEditBuilder(PerckitBuilder):
+    """ReasonAVEdit-Bench: one config (``default``), one ``test`` split keyed by ``sample_id``."""
+
+    VERSION = datasets.Version("1.0.0")
+    BUILDER_CONFIG_CLASS = ReasonAVEditConfig
+    BUILDER_CONFIGS = [ReasonAVEditConfig(name="default", version=VERSION, description="one row per sample (1,200 in the release)")]
+    DEFAULT_CONFIG_NAME = "default"
+    #: Rows carry the media bytes of a sample (a few MB each on the real data).
+    DEFAULT_WRITER_BATCH_SIZE = 16
+
+    def _info(self) -> datasets.DatasetInfo:
+        c = self.config
+        check_choice("source", c.source, SOURCES)
+        t = c.png_mask_threshold
+        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < 255:
+            raise OptionError(f"option 'png_mask_threshold': expected an int in [0, 254], got {t!r}")
+        return datasets.DatasetInfo(
+            description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=feats.builder_features()
+        )
+
+    def _release_root(self) -> Path:
+        c = self.config
+        if c.data_dir:
+            return Path(c.data_dir)
+        return hub.download_release(
+            c.hub_repo_id, HUB_PATTERNS, c.revision, benchmark="ReasonAVEdit-Bench", builder_path="builders/reason_av_edit"
+        )
+
+    def _source(self, root: Path, samples: list[release.Sample]) -> str:
+        folder = release.top_folder(samples[0].video) or "videos"
+        if self.config.source == "auto":
+            return "extracted" if (root / folder).is_dir() else "archives"
+        if self.config.source == "extracted" and not (root / folder).is_dir():
+            raise ReleaseNotFoundError(
+                f"source='extracted' but {str(root / folder)!r} does not exist; unpack archives/*.tar next to "
+                f"{release.METADATA} or use source='archives'"
+            )
+        return self.config.source
+
+    def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
+        root = self._release_root()
+        # Parsed here too, so that CSV errors reach the caller unwrapped (generation re-reads it).
+        samples = release.read_metadata(root)
+        source = self._source(root, samples)
+        kwargs: dict[str, Any] = {"root": str(root), "source": source, "archives": (), "video_archive": None}
+        if source == "archives":
+            tars = release.find_archives(root)
+            labels = tuple(release.archive_label(p, root) for p in tars)
+            kwargs["video_archive"] = release.pick_video_archive(labels, samples)
+            # A tuple, not a list: datasets reads gen_kwargs lists as shards.
+            kwargs["archives"] = tuple((label, dl_manager.iter_archive(str(p))) for label, p in zip(labels, tars))
+        return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs=kwargs)]
+
+    def _generate_examples(self, root: str, source: str, archives: tuple = (), video_archive: str | None = None) -> Iterator[tuple[str, dict]]:
+        root_path = Path(root)
+        threshold = self.config.png_mask_threshold
+        samples = release.read_metadata(root_path)
+        annotations = {s.sample_id: release.read_annotation(release.annotation_path(root_path, s.sample_id)) for s in samples}
+        if source == "extracted":
+            for s in samples:
+                fields, text = annotations[s.sample_id]
+                yield s.sample_id, release.build_row(
+                    s, fields, text, lambda fld, path, s=s: release.read_disk_media(root_path, path, s, fld), threshold
+                )
+            return
+        yield from self._archive_rows(root_path, samples, annotations, archives, video_archive, threshold)
+
+    @staticmethod
+    def _archive_rows(root: Path, samples: list, annotations: dict, archives: tuple, video_archive: str, threshold: int) -> Iterator[tuple[str, dict]]:
+        labels = [label for label, _ in archives]
+        store = release.MediaStore(root, labels)
+        wanted = {p for s in samples for f, p in s.media().items() if f != "video"}
+        for label, members in archives:
+            if label != video_archive:
+                store.add_archive(members, label, wanted)
+        by_video = {s.video: s for s in samples}
+        done: set[str] = set()
+        extra: list[str] = []
+        video_members = next(m for label, m in archives if label == video_archive)
+        for path, data in release.iter_tar_members(video_members, video_archive):
+            store.folder_archive.setdefault(release.top_folder(path), video_archive)
+            s = by_video.get(path)
+            if s is None or s.sample_id in done:
+                extra.append(path)
+                continue
+            done.add(s.sample_id)
+            fields, text = annotations[s.sample_id]
+            yield s.sample_id, release.build_row(
+                s, fields, text, lambda fld, p, s=s, data=data: data if fld == "video" else store.get(p, s, fld), threshold
+            )
+        if extra:
+            logger.warning("archive %r: %d member(s) not named (or named twice) in the 'video' column of %s were skipped, e.g. %s",
+                           video_archive, len(extra), release.METADATA, extra[:3])
+        # Clips missing from the video tar: from disk when present, else an error naming the archive and member.
+        for s in samples:
+            if s.sample_id in done:
+                continue
+            fields, text = annotations[s.sample_id]
+            yield s.sample_id, release.build_row(s, fields, text, lambda fld, p, s=s: store.get(p, s, fld), threshold)

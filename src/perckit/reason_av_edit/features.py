@@ -1,0 +1,231 @@
+"""Features of the ReasonAVEdit-Bench builder, the ``av_reasoning`` input schemas, and the row helpers.
+
+"Not provided" markers (evaluate 0.4 needs every key at every level, and a str for string features):
+
+- an RLE with ``size: []`` and ``counts: ""``;
+- media ``{"bytes": None, "path": ""}``;
+- ``None`` for the window and the instance index.
+
+:func:`make_prediction` fills them; :func:`to_metric_reference` projects a builder row.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import datasets
+import numpy as np
+
+from .. import rle as rle_ops
+from ..errors import PredictionError
+from ..schema import project, rle_feature
+
+Value = datasets.Value
+
+NOT_PROVIDED_RLE = {"size": [], "counts": ""}
+NOT_PROVIDED_MEDIA = {"bytes": None, "path": ""}
+
+
+def media_feature() -> dict:
+    """``{bytes, path}``: the same Arrow storage as ``Audio`` / ``Video(decode=False)`` / ``Image``."""
+    return {"bytes": Value("binary"), "path": Value("string")}
+
+
+def builder_features() -> datasets.Features:
+    """The ``test`` split's features (spec section 3). Media are never decoded by the builder."""
+    return datasets.Features({
+        "sample_id": Value("string"),
+        "category": Value("string"),
+        "sub_track": Value("string"),
+        "instruction": Value("string"),
+        "language": Value("string"),
+        "orientation": Value("string"),
+        "video": datasets.Video(decode=False),
+        "audio": media_feature(),
+        "mask_video": datasets.Video(decode=False),
+        "reason_visual": datasets.Image(),
+        "reason_visual_mask": datasets.Image(),
+        "anchor_mask": rle_feature(),
+        "reason_audio": media_feature(),
+        "ref_image": datasets.Image(),
+        "edit_window_s": [Value("float64")],
+        "edit_window_frames": [Value("int32")],
+        "anchor_frame": Value("int32"),
+        "selected_instance_index": Value("int32"),
+        "fps": Value("float64"),
+        "num_frames": Value("int32"),
+        "annotation_json": Value("string"),
+    })
+
+
+def prediction_schema() -> dict:
+    """``av_reasoning`` predictions: the reasoning fields of a row."""
+    return {
+        "sample_id": Value("string"),
+        "anchor_mask": rle_feature(),
+        "reason_audio": media_feature(),
+        "edit_window_s": datasets.Sequence(Value("float64")),
+        "mask_video": media_feature(),
+        "selected_instance_index": Value("int32"),
+    }
+
+
+def reference_schema() -> dict:
+    """``av_reasoning`` references: builder rows projected with :func:`to_metric_reference`."""
+    return {
+        "sample_id": Value("string"),
+        "category": Value("string"),
+        "sub_track": Value("string"),
+        "anchor_mask": rle_feature(),
+        "reason_audio": media_feature(),
+        "mask_video": media_feature(),
+        "edit_window_s": datasets.Sequence(Value("float64")),
+        "edit_window_frames": datasets.Sequence(Value("int32")),
+        "fps": Value("float64"),
+        "num_frames": Value("int32"),
+        "selected_instance_index": Value("int32"),
+    }
+
+
+def _media_value(value: Any, where: str) -> dict:
+    """Any media input as ``{bytes, path}``; ``None`` is the "not provided" marker."""
+    if value is None:
+        return dict(NOT_PROVIDED_MEDIA)
+    if isinstance(value, (bytes, bytearray)):
+        return {"bytes": bytes(value), "path": ""}
+    if isinstance(value, (str, os.PathLike)):
+        return {"bytes": None, "path": str(value)}
+    if isinstance(value, Mapping):
+        data, path = value.get("bytes"), value.get("path")
+        if data is not None and not isinstance(data, (bytes, bytearray)):
+            raise PredictionError(f"{where}: 'bytes' must be bytes or None, got {type(data).__name__}")
+        if path is not None and not isinstance(path, str):
+            raise PredictionError(f"{where}: 'path' must be a str or None, got {type(path).__name__}")
+        return {"bytes": bytes(data) if data is not None else None, "path": path or ""}
+    raise PredictionError(f"{where}: expected bytes, a path or {{'bytes', 'path'}}, got {type(value).__name__}")
+
+
+def _mask_value(value: Any, where: str) -> dict:
+    if value is None:
+        return dict(NOT_PROVIDED_RLE)
+    if isinstance(value, Mapping) and list(value.get("size") or []) == [] and value.get("counts") in ("", None):
+        return dict(NOT_PROVIDED_RLE)
+    return rle_ops.to_rle(value, where=where)
+
+
+def _window_value(value: Any, where: str) -> list[float] | None:
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise PredictionError(f"{where}: expected a [start, end) pair in seconds or None, got {value!r}")
+    try:
+        return [float(value[0]), float(value[1])]
+    except (TypeError, ValueError):
+        raise PredictionError(f"{where}: expected two numbers, got {value!r}") from None
+
+
+def make_prediction(
+    sample_id: str,
+    *,
+    anchor_mask: Any = None,
+    reason_audio: Any = None,
+    edit_window_s: Sequence[float] | None = None,
+    mask_video: Any = None,
+    selected_instance_index: int | None = None,
+    sample_rate: int = 16000,
+) -> dict:
+    """One ``av_reasoning`` prediction row, with the "not provided" marker for every ``None``.
+
+    - ``anchor_mask``: a COCO RLE dict, an uncompressed RLE, or a 2-D binary array;
+    - ``reason_audio``: WAV bytes, a WAV path, ``{bytes, path}``, or a 1-D float waveform at ``sample_rate``;
+    - ``edit_window_s``: ``[start, end)`` in seconds (``end <= start`` means "no edit");
+    - ``mask_video``: mask-video bytes, a path, or ``{bytes, path}``;
+    - ``selected_instance_index``: an int.
+    """
+    where = f"prediction {sample_id!r}"
+    if not isinstance(sample_id, str) or not sample_id:
+        raise PredictionError(f"make_prediction: sample_id must be a non-empty str, got {sample_id!r}")
+    if isinstance(reason_audio, np.ndarray):
+        from .audio import encode_wav
+
+        reason_audio = encode_wav(reason_audio, sample_rate)
+    if selected_instance_index is not None and (isinstance(selected_instance_index, bool) or not isinstance(selected_instance_index, (int, np.integer))):
+        raise PredictionError(f"{where}: selected_instance_index must be an int or None, got {selected_instance_index!r}")
+    return {
+        "sample_id": sample_id,
+        "anchor_mask": _mask_value(anchor_mask, f"{where}: anchor_mask"),
+        "reason_audio": _media_value(reason_audio, f"{where}: reason_audio"),
+        "edit_window_s": _window_value(edit_window_s, f"{where}: edit_window_s"),
+        "mask_video": _media_value(mask_video, f"{where}: mask_video"),
+        "selected_instance_index": None if selected_instance_index is None else int(selected_instance_index),
+    }
+
+
+def to_metric_reference(row: Mapping) -> dict:
+    """A builder row (or any dict with the reference keys) projected onto the ``av_reasoning`` references.
+
+    Absent media and masks become the "not provided" markers.
+    """
+    missing = [k for k in reference_schema() if k not in row]
+    if missing:
+        raise ValueError(f"row is missing the key(s) {missing} needed by the av_reasoning references")
+    out = dict(project({k: row[k] for k in reference_schema() if k not in ("anchor_mask", "reason_audio", "mask_video")},
+                       {k: v for k, v in reference_schema().items() if k not in ("anchor_mask", "reason_audio", "mask_video")}))
+    sid = row.get("sample_id")
+    out["anchor_mask"] = _mask_value(row["anchor_mask"], f"reference {sid!r}: anchor_mask")
+    out["reason_audio"] = _media_value(row["reason_audio"], f"reference {sid!r}: reason_audio")
+    out["mask_video"] = _media_value(row["mask_video"], f"reference {sid!r}: mask_video")
+    for k in ("edit_window_s", "edit_window_frames"):
+        if out[k] == []:
+            out[k] = None
+    return {k: out[k] for k in reference_schema()}
+
+
+def gt_as_prediction(row: Mapping) -> dict:
+    """A builder row (or a reference) as the prediction that copies its ground truth."""
+    return make_prediction(
+        row["sample_id"],
+        anchor_mask=row.get("anchor_mask"),
+        reason_audio=row.get("reason_audio"),
+        edit_window_s=row.get("edit_window_s") or None,
+        mask_video=row.get("mask_video"),
+        selected_instance_index=row.get("selected_instance_index"),
+    )
+
+
+def media_bytes(value: Mapping | None, where: str, base: str | os.PathLike | None = None) -> bytes | None:
+    """The bytes of a media value; ``None`` for the "not provided" marker.
+
+    ``bytes`` wins; otherwise ``path`` is read (relative paths against ``base`` when given, else the
+    working directory). A path that does not exist raises naming ``where`` and the path.
+    """
+    if value is None:
+        return None
+    data, path = value.get("bytes"), value.get("path")
+    if data is not None:
+        return bytes(data)
+    if not path:
+        return None
+    p = Path(path)
+    if not p.is_absolute() and base is not None:
+        p = Path(base) / p
+    try:
+        return p.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        from ..errors import InputNotFoundError
+
+        raise InputNotFoundError(f"{where}: file {str(p)!r} not found (expected the media bytes or an existing path)") from None
+
+
+def is_media_provided(value: Mapping | None) -> bool:
+    return value is not None and (value.get("bytes") is not None or bool(value.get("path")))
+
+
+__all__ = [
+    "NOT_PROVIDED_MEDIA", "NOT_PROVIDED_RLE", "builder_features", "gt_as_prediction", "make_prediction", "media_bytes",
+    "media_feature", "prediction_schema", "reference_schema", "to_metric_reference",
+]

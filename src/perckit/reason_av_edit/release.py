@@ -1,0 +1,617 @@
+"""Reading the ReasonAVEdit-Bench release: ``metadata.csv``, ``annotations/<id>.json`` and the media tars.
+
+The Hub release keeps ``metadata.csv``, ``annotations/`` and ``README.md`` loose and ships the seven
+media folders as one tar each under ``archives/`` (members carry the folder prefix, e.g.
+``videos/<file>``). Unpacked next to ``metadata.csv`` they give the same seven folders.
+
+Everything here is format knowledge and checks; the builder (``builder.py``) only wires it to
+``datasets``. Errors name the file, the archive member or the CSV column, what was expected and what
+was found. Nothing here extracts a tar to disk except :func:`extract_archives`, a safe helper for
+users and tests (the builder never calls it).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import math
+import os
+import posixpath
+import tarfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .. import rle as rle_ops
+from ..errors import ReleaseFormatError, ReleaseNotFoundError
+from ..errors import short_repr as _short
+
+logger = logging.getLogger(__name__)
+
+METADATA = "metadata.csv"
+ANNOTATIONS_DIR = "annotations"
+ARCHIVES_DIR = "archives"
+ARCHIVE_PATTERN = f"{ARCHIVES_DIR}/*.tar"
+#: [card] the seven media folders (one tar each on the Hub).
+MEDIA_FOLDERS = ("videos", "audios", "masks", "reason_visual", "reason_visual_mask", "reason_audio", "ref_images")
+
+#: [card] the sub-track code prefix decides the category (note: Which is H, When is T).
+CATEGORY_BY_PREFIX = {"W": "where_only", "H": "which_only", "T": "when_only", "C": "combined", "R": "reference"}
+CATEGORIES = tuple(CATEGORY_BY_PREFIX.values())
+#: [card] the 16 sub-tracks with their sizes in the real release (1,200 samples).
+SUB_TRACKS = {
+    "W1_same_class_pair": 100, "W2_spatial_reference": 80, "W3_small_or_occluded": 70,
+    "H1_overlapping_voices": 120, "H2_speech_vs_ambient": 100, "H3_offscreen_source": 80,
+    "T1_word_phrase_swap": 200, "T2_sentence_rewrite": 100,
+    "C1_overlap_local_speech": 100, "C2_ambient_local_speech": 50, "C3_animal_local": 40, "C4_spatial_add": 50,
+    "C5_complex_remove": 10,
+    "R1_person_identity": 50, "R2_animal_object_look": 30, "R3_ref_guided_add": 20,
+}
+#: [card] sub-tracks whose visual GT is a null anchor (off-screen source) ...
+CARD_VISUAL_NULL = ("H3",)
+#: ... and whose acoustic GT is a silent null anchor (instance addition).
+CARD_AUDIO_NULL = ("C4", "R3")
+
+#: [card] the columns of the card's loading example; all are required.
+DOCUMENTED_COLUMNS = ("sub_track", "instruction", "video", "audio", "reason_visual", "reason_visual_mask", "reason_audio")
+#: [inferred] every other field, resolved through one alias table (first match wins).
+COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
+    "sample_id": ("id", "sample_id"),
+    "mask_video": ("mask", "masks", "mask_video"),
+    "ref_image": ("ref_image", "reference_image"),
+    "category": ("category",),
+    "language": ("language", "lang"),
+    "orientation": ("orientation",),
+    "fps": ("fps",),
+    "num_frames": ("num_frames",),
+}
+#: Row fields that hold a media path, with the CSV column each comes from (the key itself for documented ones).
+MEDIA_FIELDS = ("video", "audio", "mask_video", "reason_visual", "reason_visual_mask", "reason_audio", "ref_image")
+
+#: [inferred] annotation keys tried, in order, by :func:`extract_annotation_fields`.
+WINDOW_S_KEYS = ("edit_window_s", "window_s", "edit_window_sec")
+WINDOW_S_PAIRS = (("edit_start_s", "edit_end_s"), ("start_s", "end_s"), ("t0", "t1"))
+WINDOW_F_KEYS = ("edit_window_frames", "window_frames")
+WINDOW_F_PAIRS = (("edit_start_frame", "edit_end_frame"), ("f0", "f1"))
+ANCHOR_KEYS = ("anchor_frame", "anchor_frame_index", "anchor_frame_idx")
+INSTANCE_KEYS = ("selected_instance_index", "selected_instance", "instance_index", "target_instance")
+ANNOTATION_FIELDS = ("edit_window_s", "edit_window_frames", "anchor_frame", "selected_instance_index", "fps", "num_frames", "duration_s")
+
+
+# ---------------------------------------------------------------- metadata.csv
+
+
+@dataclass
+class Sample:
+    """One ``metadata.csv`` row, resolved (media paths are release-relative POSIX paths)."""
+
+    sample_id: str
+    line: int
+    sub_track: str
+    category: str
+    instruction: str
+    language: str | None
+    orientation: str | None
+    video: str
+    audio: str
+    mask_video: str | None
+    reason_visual: str
+    reason_visual_mask: str
+    reason_audio: str
+    ref_image: str | None
+    fps: float | None = None
+    num_frames: int | None = None
+    #: media field -> the CSV column it came from (for error messages).
+    columns: dict = field(default_factory=dict, repr=False)
+
+    def media(self) -> dict[str, str]:
+        """``{field: path}`` of every media path this row names (absent optional ones left out)."""
+        return {f: getattr(self, f) for f in MEDIA_FIELDS if getattr(self, f)}
+
+
+def resolve_columns(header: Sequence[str], where: str = METADATA) -> dict[str, str | None]:
+    """Map every row field to the CSV column that holds it (``None`` when absent).
+
+    The documented columns are required; the others go through :data:`COLUMN_ALIASES`.
+    Raises :class:`ReleaseFormatError` naming the missing columns and the ones found.
+    """
+    names = [h.strip() for h in header]
+    missing = [c for c in DOCUMENTED_COLUMNS if c not in names]
+    if missing:
+        raise ReleaseFormatError(
+            f"{where}: missing the documented column(s) {missing}; expected {list(DOCUMENTED_COLUMNS)} "
+            f"(found {names})"
+        )
+    out: dict[str, str | None] = {c: c for c in DOCUMENTED_COLUMNS}
+    for fld, aliases in COLUMN_ALIASES.items():
+        out[fld] = next((a for a in aliases if a in names), None)
+    return out
+
+
+def normalise_member_path(value: str, where: str) -> str:
+    """A release-relative POSIX path (``./`` and backslashes removed); absolute paths and ``..`` raise."""
+    p = value.strip().replace("\\", "/")
+    while p.startswith("./"):
+        p = p[2:]
+    if not p or p.startswith("/") or (len(p) > 1 and p[1] == ":"):
+        raise ReleaseFormatError(f"{where}: expected a path relative to the release root, got {value!r}")
+    parts = p.split("/")
+    if any(part == ".." for part in parts):
+        raise ReleaseFormatError(f"{where}: a '..' component is not allowed in a release path, got {value!r}")
+    return posixpath.normpath(p)
+
+
+def category_of(sub_track: str, where: str) -> str:
+    """The category of a sub-track from its code prefix (``W``, ``H``, ``T``, ``C`` or ``R``)."""
+    prefix = sub_track[:1].upper()
+    if prefix not in CATEGORY_BY_PREFIX:
+        raise ReleaseFormatError(
+            f"{where}: sub_track {sub_track!r} has the prefix {prefix!r}; expected one of "
+            f"{sorted(CATEGORY_BY_PREFIX)} (W where_only, H which_only, T when_only, C combined, R reference)"
+        )
+    return CATEGORY_BY_PREFIX[prefix]
+
+
+def _normalise_category(value: str) -> str:
+    return value.strip().lower().replace("-", "_").replace(" ", "_")
+
+
+def _optional_number(value: str | None, where: str, kind: type) -> Any:
+    if value is None or not value.strip():
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise ReleaseFormatError(f"{where}: expected a number, got {value!r}") from None
+    if kind is int:
+        if not number.is_integer():
+            raise ReleaseFormatError(f"{where}: expected an integer, got {value!r}")
+        return int(number)
+    return number
+
+
+def parse_metadata(data: bytes, label: str = METADATA) -> list[Sample]:
+    """Parse ``metadata.csv`` (UTF-8, optional BOM) into :class:`Sample` rows, in CSV order.
+
+    Raises :class:`ReleaseFormatError` for missing documented columns, an empty required cell, an
+    unknown sub-track prefix, a duplicate ``sample_id`` and a path that is absolute or has ``..``.
+    """
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ReleaseFormatError(f"{label}: expected UTF-8 text, got undecodable bytes ({e})") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise ReleaseFormatError(f"{label}: the file is empty; expected a header with {list(DOCUMENTED_COLUMNS)}") from None
+    header = [h.strip() for h in header]
+    cols = resolve_columns(header, label)
+    index = {name: i for i, name in enumerate(header)}
+    samples: list[Sample] = []
+    seen: dict[str, int] = {}
+    for line, values in enumerate(reader, start=2):
+        if not values or all(not v.strip() for v in values):
+            continue
+        if len(values) != len(header):
+            raise ReleaseFormatError(f"{label} line {line}: expected {len(header)} fields like the header, got {len(values)}")
+
+        def cell(fld: str) -> str | None:
+            col = cols.get(fld)
+            return values[index[col]] if col is not None else None
+
+        def where(fld: str) -> str:
+            return f"{label} line {line}, column {cols.get(fld)!r}"
+
+        for fld in DOCUMENTED_COLUMNS:
+            if fld != "instruction" and not (cell(fld) or "").strip():
+                raise ReleaseFormatError(f"{where(fld)}: expected a value, got an empty cell")
+        media: dict[str, str | None] = {}
+        for fld in MEDIA_FIELDS:
+            raw = cell(fld)
+            media[fld] = normalise_member_path(raw, where(fld)) if raw is not None and raw.strip() else None
+        sample_id = (cell("sample_id") or "").strip() or posixpath.splitext(posixpath.basename(media["video"]))[0]
+        if sample_id in seen:
+            raise ReleaseFormatError(
+                f"{label} line {line}: duplicate sample_id {sample_id!r} (first on line {seen[sample_id]}); "
+                "expected one row per sample"
+            )
+        seen[sample_id] = line
+        sub_track = cell("sub_track").strip()
+        category = category_of(sub_track, where("sub_track"))
+        csv_category = cell("category")
+        if csv_category is not None and csv_category.strip():
+            value = _normalise_category(csv_category)
+            if value not in CATEGORIES:
+                logger.warning("%s: category %r is not one of %s; using %r from the sub_track prefix", where("category"), csv_category, list(CATEGORIES), category)
+            elif value != category:
+                logger.warning("%s: category %r disagrees with the sub_track %r (prefix says %r); keeping the CSV value", where("category"), csv_category, sub_track, category)
+                category = value
+            else:
+                category = value
+        language = (cell("language") or "").strip().lower() or None
+        orientation = (cell("orientation") or "").strip().lower() or None
+        samples.append(Sample(
+            sample_id=sample_id, line=line, sub_track=sub_track, category=category,
+            instruction=cell("instruction") or "", language=language, orientation=orientation,
+            video=media["video"], audio=media["audio"], mask_video=media["mask_video"],
+            reason_visual=media["reason_visual"], reason_visual_mask=media["reason_visual_mask"],
+            reason_audio=media["reason_audio"], ref_image=media["ref_image"],
+            fps=_optional_number(cell("fps"), where("fps"), float),
+            num_frames=_optional_number(cell("num_frames"), where("num_frames"), int),
+            columns={fld: cols.get(fld) for fld in MEDIA_FIELDS},
+        ))
+    if not samples:
+        raise ReleaseFormatError(f"{label}: no sample rows after the header")
+    return samples
+
+
+def read_metadata(root: str | os.PathLike) -> list[Sample]:
+    """``<root>/metadata.csv`` parsed; a missing root or file raises naming the expected path."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ReleaseNotFoundError(
+            f"ReasonAVEdit-Bench release folder {str(root)!r} does not exist (expected the release root that holds "
+            f"{METADATA}; pass it as data_dir=...)"
+        )
+    path = root / METADATA
+    if not path.is_file():
+        raise ReleaseNotFoundError(f"{METADATA!r} not found under {str(root)!r}: expected the release root (the folder with {METADATA}, annotations/ and archives/)")
+    with open(path, "rb") as f:
+        return parse_metadata(f.read(), str(path))
+
+
+def annotation_path(root: str | os.PathLike, sample_id: str) -> Path:
+    """``<root>/annotations/<id>.json`` (built from the id; no directory listing)."""
+    return Path(root) / ANNOTATIONS_DIR / f"{sample_id}.json"
+
+
+# ---------------------------------------------------------------- annotations/<id>.json
+
+
+def _number(value: Any, where: str, integer: bool = False) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ReleaseFormatError(f"{where}: expected {'an integer' if integer else 'a number'} or null, got {_short(value)}")
+    if not math.isfinite(float(value)):
+        raise ReleaseFormatError(f"{where}: expected a finite number, got {value!r}")
+    if integer:
+        if float(value) != int(value):
+            raise ReleaseFormatError(f"{where}: expected an integer, got {value!r}")
+        return int(value)
+    return float(value)
+
+
+def _window(obj: Mapping, keys: Sequence[str], pairs: Sequence[tuple[str, str]], where: str, integer: bool) -> list | None:
+    for k in keys:
+        if k in obj and obj[k] is not None:
+            v = obj[k]
+            if not isinstance(v, (list, tuple)) or len(v) != 2:
+                raise ReleaseFormatError(f"{where}: key {k!r}: expected a [start, end) pair, got {_short(v)}")
+            out = [_number(v[0], f"{where}: key {k!r}[0]", integer), _number(v[1], f"{where}: key {k!r}[1]", integer)]
+            label = k
+            break
+    else:
+        for a, b in pairs:
+            if obj.get(a) is not None and obj.get(b) is not None:
+                out = [_number(obj[a], f"{where}: key {a!r}", integer), _number(obj[b], f"{where}: key {b!r}", integer)]
+                label = f"{a}/{b}"
+                break
+        else:
+            return None
+    if out[0] is None or out[1] is None:
+        return None
+    if out[1] < out[0]:
+        raise ReleaseFormatError(f"{where}: window {label!r} has end < start ({out[0]!r} > {out[1]!r}); expected [start, end) with end >= start")
+    return out
+
+
+def _first(obj: Mapping, keys: Sequence[str]) -> tuple[str | None, Any]:
+    for k in keys:
+        if k in obj:
+            return k, obj[k]
+    return None, None
+
+
+def extract_annotation_fields(obj: Any, where: str) -> dict:
+    """The typed fields of one annotation object; a missing key gives ``None``, never an error.
+
+    Tries the key names of :data:`WINDOW_S_KEYS` / :data:`WINDOW_S_PAIRS`, :data:`WINDOW_F_KEYS` /
+    :data:`WINDOW_F_PAIRS`, :data:`ANCHOR_KEYS`, :data:`INSTANCE_KEYS` and ``fps`` / ``num_frames`` /
+    ``duration_s``. A present value of the wrong type, or a window with ``end < start``, raises
+    :class:`ReleaseFormatError` naming ``where`` and the key.
+    """
+    if not isinstance(obj, Mapping):
+        raise ReleaseFormatError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    out = dict.fromkeys(ANNOTATION_FIELDS)
+    out["edit_window_s"] = _window(obj, WINDOW_S_KEYS, WINDOW_S_PAIRS, where, integer=False)
+    out["edit_window_frames"] = _window(obj, WINDOW_F_KEYS, WINDOW_F_PAIRS, where, integer=True)
+    k, v = _first(obj, ANCHOR_KEYS)
+    out["anchor_frame"] = _number(v, f"{where}: key {k!r}", integer=True) if k else None
+    k, v = _first(obj, INSTANCE_KEYS)
+    out["selected_instance_index"] = _number(v, f"{where}: key {k!r}", integer=True) if k else None
+    out["fps"] = _number(obj.get("fps"), f"{where}: key 'fps'")
+    out["num_frames"] = _number(obj.get("num_frames"), f"{where}: key 'num_frames'", integer=True)
+    out["duration_s"] = _number(obj.get("duration_s"), f"{where}: key 'duration_s'")
+    return out
+
+
+def parse_annotation(data: bytes, where: str) -> tuple[dict, str]:
+    """``(fields, verbatim text)`` of one annotation file's bytes; invalid JSON raises naming ``where``."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ReleaseFormatError(f"{where}: expected UTF-8 JSON, got undecodable bytes ({e})") from None
+    try:
+        obj = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise ReleaseFormatError(f"{where}: expected valid JSON, got a parse error: {e}") from None
+    return extract_annotation_fields(obj, where), text
+
+
+def read_annotation(path: str | os.PathLike, opener: Callable = open) -> tuple[dict, str | None]:
+    """The annotation of one sample; a missing file gives null fields, ``None`` text and a warning."""
+    try:
+        with opener(path, "rb") as f:
+            data = f.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        logger.warning("annotation file %r not found: its fields are null", str(path))
+        return dict.fromkeys(ANNOTATION_FIELDS), None
+    return parse_annotation(data, str(path))
+
+
+# ---------------------------------------------------------------- tar archives
+
+
+def find_archives(root: str | os.PathLike) -> list[Path]:
+    """``sorted(glob("archives/*.tar"))``; none raises naming the pattern."""
+    archives = sorted(Path(root).glob(ARCHIVE_PATTERN))
+    if not archives:
+        raise ReleaseNotFoundError(
+            f"no archive matches {ARCHIVE_PATTERN!r} under {str(root)!r}; expected the seven media tars of the Hub "
+            f"layout (or the extracted folders {list(MEDIA_FOLDERS)} next to {METADATA}, with source='extracted')"
+        )
+    return archives
+
+
+def archive_label(path: str | os.PathLike, root: str | os.PathLike | None = None) -> str:
+    """``archives/<name>.tar`` (relative to the root when possible) for messages."""
+    p = Path(path)
+    if root is not None:
+        try:
+            return p.relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return f"{ARCHIVES_DIR}/{p.name}"
+
+
+def top_folder(path: str) -> str:
+    return path.split("/", 1)[0] if "/" in path else ""
+
+
+def pick_video_archive(labels: Sequence[str], samples: Sequence[Sample]) -> str:
+    """The tar that holds the clips: the one named after the folder of the CSV ``video`` paths.
+
+    Tar names are not documented [inferred]: they are used only here. The folder is the most
+    common first path component of the ``video`` column (``videos`` in the release).
+    """
+    folders: dict[str, int] = {}
+    for s in samples:
+        folders[top_folder(s.video)] = folders.get(top_folder(s.video), 0) + 1
+    folder = max(sorted(folders), key=lambda k: folders[k]) if folders else "videos"
+    stems = {posixpath.splitext(posixpath.basename(lab))[0]: lab for lab in labels}
+    for name in (folder, "videos", "video"):
+        if name and name in stems:
+            return stems[name]
+    raise ReleaseNotFoundError(
+        f"no video archive among {list(labels)}: expected '{ARCHIVES_DIR}/{folder or 'videos'}.tar', named after the "
+        f"folder of the {METADATA} 'video' paths"
+    )
+
+
+def iter_tar_members(members: Iterable[tuple[str, Any]], label: str) -> Iterator[tuple[str, bytes]]:
+    """``(member path, bytes)`` of every regular member of one tar, from ``dl_manager.iter_archive``.
+
+    Member paths are normalised like the CSV paths (``./`` removed). A truncated or corrupt tar
+    raises :class:`ReleaseFormatError` naming the archive and the member being read (or the last
+    complete one). A tar cut exactly at a member boundary ends early without an error in Python's
+    stream reader; the missing members are then reported by :class:`MediaStore`.
+    """
+    current: str | None = None
+    last: str | None = None
+    it = iter(members)
+    while True:
+        try:
+            item = next(it)
+        except StopIteration:
+            return
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+            after = f"after member {last!r}" if last else "before its first member"
+            raise ReleaseFormatError(f"archive {label!r} is truncated or corrupt: reading the header {after} failed ({type(e).__name__}: {e})") from None
+        name, fileobj = item
+        current = name
+        try:
+            data = fileobj.read()
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+            raise ReleaseFormatError(
+                f"archive {label!r} is truncated or corrupt: member {current!r} could not be read ({type(e).__name__}: {e})"
+            ) from None
+        p = name.replace("\\", "/")
+        while p.startswith("./"):
+            p = p[2:]
+        last = p
+        yield p, data
+
+
+@dataclass
+class MediaStore:
+    """The media of one build: ``{member path: bytes}`` from the non-video tars, with a disk fallback.
+
+    ``folder_archive`` remembers which archive held each top-level folder, so a missing member is
+    reported against the archive it should have been in.
+    """
+
+    root: Path
+    labels: list[str]
+    data: dict[str, bytes] = field(default_factory=dict)
+    folder_archive: dict[str, str] = field(default_factory=dict)
+    opener: Callable = open
+
+    def add_archive(self, members: Iterable[tuple[str, Any]], label: str, wanted: set[str]) -> None:
+        for path, data in iter_tar_members(members, label):
+            self.folder_archive.setdefault(top_folder(path), label)
+            if path in wanted:
+                self.data[path] = data
+
+    def expected_archive(self, path: str) -> str:
+        folder = top_folder(path)
+        if folder in self.folder_archive:
+            return self.folder_archive[folder]
+        stems = {posixpath.splitext(posixpath.basename(lab))[0]: lab for lab in self.labels}
+        return stems.get(folder, f"{ARCHIVES_DIR}/{folder}.tar")
+
+    def missing(self, path: str, sample: Sample, fld: str) -> ReleaseNotFoundError:
+        label = self.expected_archive(path)
+        state = "has no member" if label in self.labels else "does not exist; it should hold member"
+        return ReleaseNotFoundError(
+            f"archive {label!r} {state} {path!r}, named in {METADATA} line {sample.line} (column "
+            f"{sample.columns.get(fld) or fld!r}, sample {sample.sample_id!r}); the archive may be truncated, and the "
+            f"file is not on disk under {str(self.root)!r} either"
+        )
+
+    def get(self, path: str, sample: Sample, fld: str) -> bytes:
+        if path in self.data:
+            return self.data[path]
+        disk = self.root / path
+        try:
+            with self.opener(disk, "rb") as f:
+                return f.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise self.missing(path, sample, fld) from None
+
+
+def read_disk_media(root: Path, path: str, sample: Sample, fld: str, opener: Callable = open) -> bytes:
+    """The bytes of an extracted media file; a missing one raises naming the CSV line and column."""
+    try:
+        with opener(root / path, "rb") as f:
+            return f.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise ReleaseNotFoundError(
+            f"{path!r} (named in {METADATA} line {sample.line}, column {sample.columns.get(fld) or fld!r}, sample "
+            f"{sample.sample_id!r}) not found under {str(root)!r}; expected the extracted media folders next to {METADATA}"
+        ) from None
+
+
+# ---------------------------------------------------------------- rows
+
+
+def anchor_mask_from_png(data: bytes, threshold: int, where: str) -> dict:
+    """The RLE of a binary mask image: foreground = pixel value > ``threshold``.
+
+    Gray and palette images use their stored values (palette indices); RGB(A) images use the
+    largest colour channel (alpha ignored).
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.load()
+            mode = img.mode
+            arr = np.asarray(img)
+    except (UnidentifiedImageError, OSError, ValueError) as e:
+        raise ReleaseFormatError(f"{where}: expected a readable mask image (PNG), got: {e}") from None
+    if mode == "1":
+        arr = arr.astype(np.uint8) * 255  # a 1-bit image: set pixels are white (255)
+    elif arr.ndim == 3:
+        arr = arr[..., :3].max(axis=-1) if arr.shape[-1] >= 3 else arr[..., 0]  # RGB(A): largest colour; LA: luminance
+    return rle_ops.encode(arr > threshold)
+
+
+def build_row(sample: Sample, fields: Mapping, annotation_text: str | None, media: Callable[[str, str], bytes], threshold: int) -> dict:
+    """One builder row. ``media(field, path)`` returns the bytes of a media path.
+
+    Every media value is ``{"bytes": <file bytes>, "path": <release-relative path>}`` in both
+    source modes, so archive and extracted builds are identical.
+    """
+    row: dict[str, Any] = {
+        "sample_id": sample.sample_id,
+        "category": sample.category,
+        "sub_track": sample.sub_track,
+        "instruction": sample.instruction,
+        "language": sample.language,
+        "orientation": sample.orientation,
+    }
+    for fld in MEDIA_FIELDS:
+        path = getattr(sample, fld)
+        row[fld] = {"bytes": media(fld, path), "path": path} if path else None
+    mask_where = f"{sample.reason_visual_mask!r} (sample {sample.sample_id!r}, column 'reason_visual_mask')"
+    row["anchor_mask"] = anchor_mask_from_png(row["reason_visual_mask"]["bytes"], threshold, mask_where)
+    row["edit_window_s"] = fields.get("edit_window_s")
+    row["edit_window_frames"] = fields.get("edit_window_frames")
+    row["anchor_frame"] = fields.get("anchor_frame")
+    row["selected_instance_index"] = fields.get("selected_instance_index")
+    row["fps"] = fields.get("fps") if fields.get("fps") is not None else sample.fps
+    row["num_frames"] = fields.get("num_frames") if fields.get("num_frames") is not None else sample.num_frames
+    row["annotation_json"] = annotation_text
+    return row
+
+
+# ---------------------------------------------------------------- safe extraction (users and tests; never the builder)
+
+
+def _check_member(member: tarfile.TarInfo, dest: Path, label: str) -> None:
+    name = member.name.replace("\\", "/")
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} has an absolute path; refusing to extract")
+    if ".." in name.split("/"):
+        raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} has a '..' component; refusing to extract")
+    target = (dest / name).resolve()
+    if not target.is_relative_to(dest):
+        raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} would be written outside {str(dest)!r}")
+    if member.issym() or member.islnk():
+        link = member.linkname.replace("\\", "/")
+        base = target.parent if member.issym() else dest
+        resolved = (base / link).resolve() if not link.startswith("/") else Path(link).resolve()
+        if link.startswith("/") or not resolved.is_relative_to(dest):
+            raise ReleaseFormatError(
+                f"archive {label!r}: member {member.name!r} is a link to {member.linkname!r}, which leaves {str(dest)!r}; refusing to extract"
+            )
+    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+        raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} is a special file (device or FIFO); refusing to extract")
+
+
+def extract_archives(root: str | os.PathLike, dest: str | os.PathLike | None = None) -> list[str]:
+    """Unpack every ``archives/*.tar`` into ``dest`` (default: the root), as the card's shell loop does.
+
+    Every member is checked first: absolute paths, ``..`` components, links that leave ``dest`` and
+    special files raise :class:`ReleaseFormatError` naming the archive and the member, before
+    anything of that archive is written. Returns the member paths written.
+    """
+    root = Path(root)
+    dest = Path(dest or root).resolve()
+    written: list[str] = []
+    for path in find_archives(root):
+        label = archive_label(path, root)
+        with tarfile.open(path, mode="r:") as tar:
+            members = tar.getmembers()
+            for m in members:
+                _check_member(m, dest, label)
+            for m in members:
+                if m.isdir():
+                    (dest / m.name).mkdir(parents=True, exist_ok=True)
+                    continue
+                if not m.isfile():
+                    continue  # links were checked; they are not needed by the release and are skipped
+                out = dest / m.name
+                out.parent.mkdir(parents=True, exist_ok=True)
+                src = tar.extractfile(m)
+                with open(out, "wb") as f:
+                    f.write(src.read())
+                written.append(m.name)
+    return written
