@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 #: metric -> (benchmark, "module:function" projecting a builder row onto the metric's references, configs)
 METRICS: dict[str, dict[str, Any]] = {

@@ -13,11 +13,13 @@ before it reaches pycocotools.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from pycocotools import mask as _mask
 
+from . import _kernels
 from .errors import RLEError
 from .errors import short_repr as _short
 
@@ -114,12 +116,22 @@ def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None 
         raise RLEError(
             f"{where}: expected compressed counts (str), got an uncompressed list (convert it with perckit.rle.to_rle)"
         )
+    scan = _kernels.scan_counts()
+    if scan is not None and counts and (isinstance(counts, bytes) or (isinstance(counts, str) and counts.isascii())):
+        raw = counts.encode("ascii") if isinstance(counts, str) else counts
+        status, total, _ = scan(np.frombuffer(raw, dtype=np.uint8))
+        if status == 0 and total == h * w:  # the compiled fast path; anything else gets the precise error below
+            return _finish(counts, h, w, expected_size, where)
     runs = decode_counts(counts, where)
     if runs.min() < 0:
         raise RLEError(f"{where}: 'counts' decodes to a negative run length")
     total = int(runs.sum())
     if total != h * w:
         raise RLEError(f"{where}: 'counts' runs sum to {total} pixels, expected H*W = {h}*{w} = {h * w}")
+    return _finish(counts, h, w, expected_size, where)
+
+
+def _finish(counts: str | bytes, h: int, w: int, expected_size: Sequence[int] | None, where: str) -> RLE:
     if expected_size is not None and [h, w] != [int(expected_size[0]), int(expected_size[1])]:
         raise RLEError(f"{where}: expected size {list(expected_size)}, got {[h, w]}")
     if isinstance(counts, (bytes, bytearray)):

@@ -22,7 +22,8 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from . import rle as rle_ops
 from .errors import OptionError, PredictionError, check_choice

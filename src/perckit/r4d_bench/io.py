@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from ..jsonio import parse_int, read_json

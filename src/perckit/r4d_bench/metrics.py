@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .. import rle as rle_ops
 from ..errors import OptionError, PredictionError, RLEError, check_choice

@@ -20,7 +20,8 @@ import math
 import os
 import tempfile
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

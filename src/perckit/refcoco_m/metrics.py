@@ -9,7 +9,8 @@ runs both halves.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .. import segmentation as seg
 from ..errors import OptionError, check_choice

@@ -13,7 +13,8 @@ import io
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import IO, Any
 
 import pyarrow.parquet as pq
 from PIL import Image, UnidentifiedImageError

@@ -1,0 +1,330 @@
+"""Benchmark cases of scripts/bench.py for the metrics and the builders (one function per case).
+
+Each case returns rows ``{"case", "measure", "value", "target", "ok", "info"}``: ``value`` is a ratio
+checked against ``target`` (``ok`` None when there is no target), ``info`` the absolute figures.
+Every case generates its own scaled synthetic data, times each variant several times in this one
+process and keeps the best run (the least disturbed by the rest of the machine).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from PIL import Image
+from pycocotools import mask as mask_utils
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def best_of(fn: Callable[[], object], repeat: int = 3) -> tuple[float, object]:
+    """The shortest wall time of ``repeat`` runs and the last result."""
+    best, out = math.inf, None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def row(case: str, measure: str, value: float, target: str | None, ok: bool | None, info: str = "") -> dict:
+    return {"case": case, "measure": measure, "value": value, "target": target, "ok": ok, "info": info}
+
+
+def ellipse_rle(rng: np.random.Generator, h: int, w: int, shift: tuple[int, int] = (0, 0), params=None) -> tuple[dict, tuple]:
+    """A random ellipse as a compressed RLE (rasterised by pycocotools from a 32-gon), and its parameters."""
+    if params is None:
+        cx, cy = rng.uniform(0.2 * w, 0.8 * w), rng.uniform(0.2 * h, 0.8 * h)
+        rx, ry = rng.uniform(0.03 * w, 0.2 * w), rng.uniform(0.03 * h, 0.2 * h)
+        params = (cx, cy, rx, ry)
+    cx, cy, rx, ry = params
+    a = np.linspace(0, 2 * np.pi, 32, endpoint=False)
+    poly = np.column_stack([cx + shift[0] + rx * np.cos(a), cy + shift[1] + ry * np.sin(a)]).ravel().tolist()
+    r = mask_utils.merge(mask_utils.frPyObjects([poly], h, w))
+    return {"size": [h, w], "counts": r["counts"].decode("ascii")}, params
+
+
+def _null_metric_dir(tmp: Path, features_expr: str, imports: str) -> Path:
+    """A metric with the same features whose compute does nothing: evaluate's own round trip."""
+    d = tmp / "null_metric"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "null_metric.py").write_text(
+        "import datasets\nimport evaluate\n" + imports + "\n\n"
+        "class NullMetric(evaluate.Metric):\n"
+        "    def _info(self):\n"
+        f"        return evaluate.MetricInfo(description='', citation='', inputs_description='', features=datasets.Features({features_expr}))\n\n"
+        "    def _compute(self, predictions, references, **kw):\n"
+        "        return {}\n"
+    )
+    return d
+
+
+# ---------------------------------------------------------------- mask_temporal
+
+
+def case_mask_temporal(quick: bool = False) -> list[dict]:
+    import evaluate
+
+    from perckit import rle
+    from perckit.r4d_bench import features as feats
+
+    nq, nf, h, w = (20, 20, 1014, 1352) if quick else (89, 60, 1014, 1352)
+    rng = np.random.default_rng(0)
+    refs, preds = [], []
+    for q in range(nq):
+        frames, pframes = [], []
+        for t in range(nf):
+            g, params = ellipse_rle(rng, h, w)
+            p, _ = ellipse_rle(rng, h, w, shift=(int(rng.integers(-40, 40)), int(rng.integers(-40, 40))), params=params)
+            frames.append({"frame_id": t, "mask": g})
+            pframes.append({"frame_id": t, "mask": p})
+        refs.append({"query_id": f"q{q}", "scene": f"s{q % 12}", "query_type": "ABC"[q % 3], "is_negative": False,
+                     "frames": frames, "evaluated_frame_ids": list(range(nf)), "scene_frame_ids": list(range(nf))})
+        preds.append({"query_id": f"q{q}", "frames": pframes})
+    tmp = Path(tempfile.mkdtemp(prefix="bench-mt-"))
+    try:
+        metric = evaluate.load(str(REPO / "metrics" / "mask_temporal"))
+        t_eval, result = best_of(lambda: metric.compute(predictions=preds, references=refs))
+        null_dir = _null_metric_dir(
+            tmp, "{'predictions': feats.mask_temporal_prediction_schema(), 'references': feats.mask_temporal_reference_schema()}",
+            "from perckit.r4d_bench import features as feats",
+        )
+        null = evaluate.load(str(null_dir))
+        t_null, _ = best_of(lambda: null.compute(predictions=preds, references=refs))
+        pairs = [(p["mask"], g["mask"]) for pq, rq in zip(preds, refs) for p, g in zip(pq["frames"], rq["frames"])]
+        cpairs = [({"size": p["size"], "counts": p["counts"].encode()}, {"size": g["size"], "counts": g["counts"].encode()}) for p, g in pairs]
+
+        def bare_ops():
+            for p, g in cpairs:
+                mask_utils.area(p), mask_utils.area(g), mask_utils.area(mask_utils.merge([p, g], intersect=True))
+
+        t_ops, _ = best_of(bare_ops)
+        t_val, _ = best_of(lambda: [(rle.validate(p), rle.validate(g)) for p, g in pairs])
+        floor = t_null + t_ops + t_val
+        # Dense baseline (the official evaluator's way): PNG masks decoded with Pillow, IoU with numpy per frame.
+        sub = pairs[: min(len(pairs), 300)]
+        pngs = []
+        for i, (p, g) in enumerate(sub):
+            for kind, m in (("p", p), ("g", g)):
+                path = tmp / f"{kind}{i}.png"
+                Image.fromarray(rle.decode(m).astype(np.uint8) * 255).save(path)
+            pngs.append((tmp / f"p{i}.png", tmp / f"g{i}.png"))
+
+        def dense():
+            ious = []
+            for pp, gp in pngs:
+                a = np.asarray(Image.open(pp)) > 0
+                b = np.asarray(Image.open(gp)) > 0
+                u = np.logical_or(a, b).sum()
+                ious.append(np.logical_and(a, b).sum() / u if u else 1.0)
+            return ious
+
+        t_dense_sub, _ = best_of(dense, repeat=2)
+        t_dense = t_dense_sub * len(pairs) / len(sub)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    info = (f"{nq} queries x {nf} frames at {w}x{h}: evaluate {t_eval:.2f}s; floor {floor:.2f}s = evaluate round trip "
+            f"{t_null:.2f}s + pycocotools {t_ops:.2f}s + validation {t_val:.2f}s; dense {t_dense:.1f}s "
+            f"(measured on {len(sub)} frame pairs, scaled); miou {result['miou']:.4f}")
+    return [
+        row("mask_temporal", "dense / evaluate", t_dense / t_eval, ">= 20", t_dense / t_eval >= 20, info),
+        row("mask_temporal", "evaluate / floor", t_eval / floor, "<= 1.5", t_eval / floor <= 1.5, ""),
+    ]
+
+
+# ---------------------------------------------------------------- refer_iou
+
+
+def case_refer_iou(quick: bool = False) -> list[dict]:
+    import evaluate
+
+    from perckit import rle
+    from perckit.refcoco_m.metrics import refer_iou
+
+    n, h, w = (1000 if quick else 5598), 480, 640
+    rng = np.random.default_rng(1)
+    refs, preds = [], []
+    cats = ["person", "dog", "car", "chair", "cup"]
+    for i in range(n):
+        g, params = ellipse_rle(rng, h, w)
+        p, _ = ellipse_rle(rng, h, w, shift=(int(rng.integers(-20, 20)), int(rng.integers(-20, 20))), params=params)
+        refs.append({"expression_id": f"{i}:0", "mask": g, "category": cats[i % 5], "supercategory": "thing"})
+        preds.append({"expression_id": f"{i}:0", "mask": p})
+    metric = evaluate.load(str(REPO / "metrics" / "refer_iou"))
+    t_eval, result = best_of(lambda: metric.compute(predictions=preds, references=refs))
+    t_core, _ = best_of(lambda: refer_iou(preds, refs))
+
+    def dense():
+        out = []
+        for p, g in zip(preds, refs):
+            a, b = rle.decode(p["mask"]), rle.decode(g["mask"])
+            u = np.logical_or(a, b).sum()
+            out.append(np.logical_and(a, b).sum() / u if u else 1.0)
+        return out
+
+    t_dense, _ = best_of(dense, repeat=1)
+    info = f"{n} examples at {w}x{h}: evaluate {t_eval:.3f}s, core {t_core:.3f}s, dense {t_dense:.2f}s; miou {result['miou']:.4f}"
+    return [
+        row("refer_iou", "evaluate / core", t_eval / t_core, "<= 2", t_eval / t_core <= 2, info),
+        row("refer_iou", "dense / evaluate", t_dense / t_eval, ">= 10", t_dense / t_eval >= 10, ""),
+    ]
+
+
+# ---------------------------------------------------------------- syn4d
+
+
+def _official_depth(gt: np.ndarray, pred: np.ndarray) -> dict:
+    """The straightforward way of the official evaluator (the bench's baseline): OpenCV resize, whole arrays
+    cast to float64, boolean masks, two full medians."""
+    import cv2
+
+    h, w = gt.shape[1:]
+    p = np.stack([cv2.resize(f, (w, h), interpolation=cv2.INTER_LINEAR) for f in pred.astype(np.float32)]).astype(np.float64)
+    g = gt.astype(np.float64)
+    valid = np.isfinite(g) & np.isfinite(p) & (g > 0.001) & (g <= 300.0) & (p > 0)
+    g, p = g[valid], p[valid]
+    s = np.median(g) / max(np.median(p), 1e-12)
+    p = np.clip(s * p, 0.001, 300.0)
+    g = np.clip(g, 0.001, 300.0)
+    diff = p - g
+    ratio = np.maximum(g / p, p / g)
+    ld = np.log(p) - np.log(g)
+    return {"abs_rel": float(np.mean(np.abs(diff) / g)), "sq_rel": float(np.mean(diff * diff / g)),
+            "rmse": float(np.sqrt(np.mean(diff * diff))), "rmse_log": float(np.sqrt(np.mean(ld * ld))),
+            "silog": float(np.sqrt(max(0.0, np.mean(ld * ld) - np.mean(ld) ** 2)) * 100.0),
+            "delta1": float(np.mean(ratio < 1.25)), "delta2": float(np.mean(ratio < 1.25**2)), "delta3": float(np.mean(ratio < 1.25**3))}
+
+
+def case_syn4d(quick: bool = False) -> list[dict]:
+    from perckit.syn4d import metrics as core
+
+    rng = np.random.default_rng(2)
+    t_len, q = 32, 512
+    n_seq = 64 if quick else 512
+    # tracking + pose, per sequence
+    seqs = []
+    for i in range(n_seq):
+        gt = rng.uniform(-3, 3, (t_len, q, 3)).astype(np.float32)
+        gt[..., 2] += 6
+        vis = rng.random((t_len, q)) > 0.2
+        dyn = rng.random(q) > 0.6
+        c2w = np.tile(np.eye(4), (t_len, 1, 1))
+        c2w[:, :3, 3] = np.cumsum(rng.normal(0, 0.1, (t_len, 3)), axis=0)
+        pred_c2w = c2w.copy()
+        pred_c2w[:, :3, 3] = pred_c2w[:, :3, 3] * 2 + rng.normal(0, 0.01, (t_len, 3))
+        seqs.append(({"tracks_ref0_m": gt, "visibility": vis, "dynamic": dyn, "camera_c2w": c2w, "frame_indices": list(range(0, 192, 6))},
+                     {"tracking_xyz": gt * 0.5 + rng.normal(0, 0.05, gt.shape), "camera_c2w": pred_c2w, "depth": None, "frame_indices": None}))
+    opts = core.Syn4DOptions()
+
+    def tracking_pose():
+        for ref, pred in seqs:
+            core.task_metrics("tracking", ref, pred, opts)
+            core.task_metrics("pose", ref, pred, opts)
+
+    t_tp, _ = best_of(tracking_pose)
+    per_seq_ms = 1000 * t_tp / n_seq
+    # depth at 720x1280, 32 frames, the prediction at half resolution
+    h, w = 720, 1280
+    gt = rng.uniform(1, 80, (t_len, h, w)).astype(np.float32)
+    gt[:, :80] = 655.0
+    gt[:, -1, :16] = 0.0
+    gt[:, -2, :16] = np.nan
+    pred = (gt[:, ::2, ::2] * 0.4 * rng.uniform(0.9, 1.1, (t_len, h // 2, w // 2))).astype(np.float32)
+    t_ours, ours = best_of(lambda: core.depth_metrics(gt, pred))
+    t_base, base = best_of(lambda: _official_depth(gt, pred))
+    t_floor, _ = best_of(lambda: (np.sum(gt), np.sum(pred)))
+    worst = max(abs(ours[k] - base[k]) / max(abs(base[k]), 1e-300) for k in base)
+    info = (f"depth 32x{h}x{w}: ours {t_ours:.3f}s, official-style {t_base:.3f}s, numpy.sum floor {t_floor:.4f}s "
+            f"(ours {t_ours / t_floor:.0f}x floor, official-style {t_base / t_floor:.0f}x); max rel. difference {worst:.1e}")
+    return [
+        row("syn4d", "depth: official-style / ours", t_base / t_ours, ">= 3", t_base / t_ours >= 3 and worst <= 1e-9, info),
+        row("syn4d", "tracking + pose ms per sequence", per_seq_ms, "< 1", per_seq_ms < 1,
+            f"{n_seq} sequences, Q={q}, T={t_len}: {t_tp:.3f}s"),
+    ]
+
+
+# ---------------------------------------------------------------- builders
+
+
+def _read_all(paths: list[Path]) -> int:
+    total = 0
+    for p in paths:
+        with open(p, "rb") as f:
+            while chunk := f.read(1 << 20):
+                total += len(chunk)
+    return total
+
+
+def _build(name: str, config: str, data_dir: Path, cache: Path) -> float:
+    import datasets
+
+    from perckit.entrypoints import builder_class
+
+    if cache.exists():
+        shutil.rmtree(cache)
+    datasets.disable_progress_bars()
+    t0 = time.perf_counter()
+    builder_class(name)(config_name=config, data_dir=str(data_dir), cache_dir=str(cache)).download_and_prepare()
+    return time.perf_counter() - t0
+
+
+def case_r4d_build(quick: bool = False) -> list[dict]:
+    from perckit.fixtures.base import write_release
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-r4d-"))
+    try:
+        frames = 60 if quick else 300
+        write_release("r4d_bench", tmp / "rel", frames_per_scene=frames, height=270, width=480, write_query_masks=False)
+        files = sorted(p for p in (tmp / "rel").rglob("*") if p.is_file())
+        t_read, nbytes = best_of(lambda: _read_all(files))
+        t_build = min(_build("r4d_bench", "frames", tmp / "rel", tmp / "c") + _build("r4d_bench", "all_queries", tmp / "rel", tmp / "c")
+                      for _ in range(2))
+        ratio = t_read / t_build
+        info = f"12 scenes x {frames} frames ({nbytes / 1e6:.0f} MB in {len(files)} files): read once {t_read:.2f}s, build frames + all_queries {t_build:.2f}s"
+        return [row("r4d_bench build", "throughput vs reading the files once", ratio, ">= 0.5", ratio >= 0.5, info)]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def case_reason_av_edit_build(quick: bool = False) -> list[dict]:
+    from perckit.fixtures.base import write_release
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-rave-"))
+    try:
+        per_track = 1 if quick else 5
+        write_release("reason_av_edit", tmp / "rel", samples_per_sub_track=per_track, frames=121, size=(256, 448), texture="noise")
+        tars = sorted((tmp / "rel" / "archives").glob("*.tar"))
+
+        def read_tars():
+            n = 0
+            for t in tars:
+                with tarfile.open(t) as tf:
+                    for m in tf:
+                        if m.isfile():
+                            n += len(tf.extractfile(m).read())
+            return n
+
+        t_read, nbytes = best_of(read_tars, repeat=2)
+        t_build = min(_build("reason_av_edit", "default", tmp / "rel", tmp / "c") for _ in range(2))
+        ratio = t_read / t_build
+        info = f"{nbytes / 1e6:.0f} MB of tar members: tarfile once {t_read:.2f}s, build {t_build:.2f}s"
+        return [row("reason_av_edit build", "throughput vs tarfile read once", ratio, ">= 0.5", ratio >= 0.5, info)]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+CASES = {
+    "mask_temporal": case_mask_temporal,
+    "refer_iou": case_refer_iou,
+    "syn4d": case_syn4d,
+    "r4d_build": case_r4d_build,
+    "reason_av_edit_build": case_reason_av_edit_build,
+}
