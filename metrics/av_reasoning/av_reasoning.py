@@ -7,6 +7,7 @@ Helpers: perckit.reason_av_edit.to_metric_reference, make_prediction, load_predi
 import datasets
 import evaluate
 
+from perckit import evaluate_base
 from perckit.reason_av_edit import features as feats
 from perckit.reason_av_edit import metrics as core
 
@@ -59,7 +60,7 @@ gIoU / cIoU as in LISA (Lai et al., CVPR 2024); null-target handling as in GRES 
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class AVReasoning(evaluate.Metric):
+class AVReasoning(evaluate_base.PerckitMetric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,

@@ -6,6 +6,7 @@ All logic lives in ``perckit.r4d_bench.metrics``; see README.md beside this file
 import datasets
 import evaluate
 
+from perckit import evaluate_base
 from perckit.r4d_bench import features as feats
 from perckit.r4d_bench import metrics as core
 
@@ -53,7 +54,7 @@ vIoU as in TubeDETR (Yang et al., CVPR 2022).
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class MaskTemporal(evaluate.Metric):
+class MaskTemporal(evaluate_base.PerckitMetric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,

@@ -6,6 +6,7 @@ All logic lives in ``perckit.refcoco_m.metrics`` over ``perckit.segmentation``; 
 import datasets
 import evaluate
 
+from perckit import evaluate_base
 from perckit.refcoco_m import features as feats
 from perckit.refcoco_m import metrics as core
 
@@ -47,7 +48,7 @@ cIoU / precision@t as in LAVT (Yang et al., CVPR 2022).
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class ReferIoU(evaluate.Metric):
+class ReferIoU(evaluate_base.PerckitMetric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,

@@ -6,6 +6,7 @@ All logic lives in ``perckit.syn4d.metrics``; see README.md beside this file.
 import datasets
 import evaluate
 
+from perckit import evaluate_base
 from perckit.syn4d import features as feats
 from perckit.syn4d import metrics as core
 
@@ -39,7 +40,7 @@ Syn4D benchmark: https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark ; officia
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Syn4D(evaluate.Metric):
+class Syn4D(evaluate_base.PerckitMetric):
     def _info(self):
         if self.config_name not in core.TASKS:
             raise ValueError(f"evaluate.load('metrics/syn4d', config_name): expected one of {list(core.TASKS)}, got {self.config_name!r}")
@@ -55,4 +56,4 @@ class Syn4D(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, **options):
-        return core.compute_task(predictions, references, self.config_name, core.Syn4DOptions(**options))
+        return core.compute_task(predictions, references, self.config_name, core.Syn4DOptions.from_kwargs(**options))

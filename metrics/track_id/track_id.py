@@ -6,6 +6,7 @@ All logic lives in ``perckit.r4d_bench.metrics``; see README.md beside this file
 import datasets
 import evaluate
 
+from perckit import evaluate_base
 from perckit.r4d_bench import features as feats
 from perckit.r4d_bench import metrics as core
 
@@ -39,7 +40,7 @@ R4D-Bench dataset repository: https://huggingface.co/datasets/LiYacheng/r4d-benc
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class TrackId(evaluate.Metric):
+class TrackId(evaluate_base.PerckitMetric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,

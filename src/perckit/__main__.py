@@ -13,39 +13,54 @@ from .errors import PerckitError
 
 def _kv(items: Sequence[str] | None) -> dict[str, Any]:
     """``key=value`` options; values parsed as JSON when they can be (numbers, true/false, lists)."""
+    from .errors import OptionError
+
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep:
-            raise PerckitError(f"--option {item!r}: expected key=value")
+            raise OptionError(f"--option {item!r}: expected key=value")
         try:
             out[key] = json.loads(value)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             out[key] = value
     return out
 
 
 def _read_rows(path: str) -> list[dict]:
-    """JSON Lines (one row a line) or a JSON array of rows."""
+    """JSON Lines (one row a line) or a JSON array of rows; every row must be a JSON object.
+
+    Errors: :class:`~perckit.errors.InputNotFoundError` for a missing file, and
+    :class:`~perckit.errors.PredictionError` naming the file (and line) for anything unreadable.
+    """
+    from .errors import InputNotFoundError, PredictionError
     from .jsonio import read_json
 
     p = Path(path)
     if p.suffix == ".jsonl":
-        from .errors import InputNotFoundError, PredictionError
-
         if not p.is_file():
             raise InputNotFoundError(f"{path!r}: file not found")
+        try:
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise PredictionError(f"{path!r}: expected UTF-8 JSON lines, got undecodable bytes ({e})") from None
         rows = []
-        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise PredictionError(f"{path!r} line {n}: expected a JSON object, got a parse error: {e}") from None
+                    row = json.loads(line)
+                except (ValueError, RecursionError) as e:
+                    raise PredictionError(f"{path!r} line {n}: expected a JSON object, got a parse error: {type(e).__name__}: {e}") from None
+                if not isinstance(row, dict):
+                    raise PredictionError(f"{path!r} line {n}: expected a JSON object (one row), got {type(row).__name__}")
+                rows.append(row)
         return rows
-    data = read_json(p)
+    data = read_json(p, error=PredictionError, not_found=InputNotFoundError)
     if not isinstance(data, list):
-        raise PerckitError(f"{path!r}: expected a JSON array of rows (or a .jsonl file), got {type(data).__name__}")
+        raise PredictionError(f"{path!r}: expected a JSON array of rows (or a .jsonl file), got {type(data).__name__}")
+    for i, row in enumerate(data):
+        if not isinstance(row, dict):
+            raise PredictionError(f"{path!r}: row {i}: expected a JSON object, got {type(row).__name__}")
     return data
 
 
@@ -80,7 +95,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .registry import METRICS, reference_projector
 
     if args.metric not in METRICS:
-        raise PerckitError(f"unknown metric {args.metric!r}: expected one of {sorted(METRICS)}")
+        from .errors import OptionError
+
+        raise OptionError(f"unknown metric {args.metric!r}: expected one of {sorted(METRICS)}")
     predictions = _read_rows(args.predictions)
     ref_path = Path(args.references)
     if ref_path.is_dir():  # an export folder (or any dataset folder): project builder rows

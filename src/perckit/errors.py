@@ -46,6 +46,13 @@ def check_choice(name: str, value: object, allowed: tuple) -> None:
         raise OptionError(f"option {name!r}: expected one of {list(allowed)}, got {value!r}")
 
 
+def check_options(owner: str, given: object, allowed: object) -> None:
+    """Raise :class:`OptionError` naming ``owner`` when ``given`` has a key outside ``allowed``."""
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise OptionError(f"{owner}: unknown option(s) {unknown}; expected some of {sorted(allowed)}")
+
+
 def short_repr(obj: object, limit: int = 80) -> str:
     """``repr`` cut to ``limit`` characters, for error messages."""
     text = repr(obj)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .errors import ReleaseFormatError, ReleaseNotFoundError
+from .errors import PerckitError, ReleaseFormatError, ReleaseNotFoundError
 
 
 def require_file(root: str | os.PathLike, rel: str, what: str = "release file") -> Path:
@@ -49,8 +49,12 @@ def read_json(
             return out
     try:
         return json.loads(data, object_pairs_hook=hook)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-        raise error(f"{str(path)!r}: expected valid JSON, got a parse error: {e}") from None
+    except PerckitError:
+        raise  # the duplicate-key error of ``hook``
+    except (ValueError, RecursionError) as e:
+        # ValueError covers JSONDecodeError, UnicodeDecodeError and Python's limit on the digits of an
+        # integer literal (4300); RecursionError an array or object nested thousands of levels deep.
+        raise error(f"{str(path)!r}: expected valid JSON, got a parse error: {type(e).__name__}: {e}") from None
 
 
 def parse_int(value: Any, where: str, error: type[Exception] = ReleaseFormatError) -> int:

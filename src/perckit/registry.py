@@ -6,6 +6,8 @@ from importlib import import_module
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .errors import OptionError
+
 #: metric -> (benchmark, "module:function" projecting a builder row onto the metric's references, configs)
 METRICS: dict[str, dict[str, Any]] = {
     "mask_temporal": {"benchmark": "r4d_bench", "reference": "perckit.r4d_bench.features:to_metric_reference", "configs": None},
@@ -19,12 +21,12 @@ METRICS: dict[str, dict[str, Any]] = {
 def reference_projector(metric: str, config: str | None = None) -> Callable[[Mapping], dict]:
     """The function turning a builder row into a reference of ``metric`` (``config`` for multi-config metrics)."""
     if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}: expected one of {sorted(METRICS)}")
+        raise OptionError(f"unknown metric {metric!r}: expected one of {sorted(METRICS)}")
     entry = METRICS[metric]
     module, name = entry["reference"].split(":")
     fn = getattr(import_module(module), name)
     if entry["configs"]:
         if config not in entry["configs"]:
-            raise ValueError(f"metric {metric!r} needs --config, one of {list(entry['configs'])}; got {config!r}")
+            raise OptionError(f"metric {metric!r} needs --config, one of {list(entry['configs'])}; got {config!r}")
         return lambda row: fn(row, config)
     return fn

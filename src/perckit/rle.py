@@ -150,13 +150,15 @@ def _from_c(rle: Mapping) -> RLE:
     return {"size": [int(rle["size"][0]), int(rle["size"][1])], "counts": counts.decode("ascii") if isinstance(counts, bytes) else counts}
 
 
-def encode(mask: np.ndarray) -> RLE:
+def encode(mask: np.ndarray, where: str = "mask") -> RLE:
     """Encode a 2-D binary mask (any dtype; nonzero = foreground)."""
     mask = np.asarray(mask)
     if mask.ndim != 2:
-        raise RLEError(f"mask: expected a 2-D array (H, W), got shape {mask.shape}")
+        raise RLEError(f"{where}: expected a 2-D array (H, W), got shape {mask.shape}")
     if mask.shape[0] == 0 or mask.shape[1] == 0:
-        raise RLEError(f"mask: expected a non-empty array, got shape {mask.shape}")
+        raise RLEError(f"{where}: expected a non-empty array, got shape {mask.shape}")
+    if mask.shape[0] * mask.shape[1] > MAX_PIXELS:
+        raise RLEError(f"{where}: a {mask.shape[0]}x{mask.shape[1]} mask exceeds the limit of {MAX_PIXELS} pixels")
     return _from_c(_mask.encode(np.asfortranarray(mask != 0, dtype=np.uint8)))
 
 
@@ -208,6 +210,14 @@ def from_polygons(polygons: Sequence[Sequence[float]], height: int, width: int, 
             raise RLEError(f"{where}: polygon {i} needs an even number (>= 6) of coordinates, got {arr.size}")
         if not np.isfinite(arr).all():
             raise RLEError(f"{where}: polygon {i} has a NaN or infinite coordinate")
+        # pycocotools rasterises the outline point by point (memory grows with the perimeter): a vertex far
+        # outside the image would allocate without bound, so only vertices within one image size of it are taken.
+        xs, ys = arr[0::2], arr[1::2]
+        if xs.min() < -w or xs.max() > 2 * w or ys.min() < -h or ys.max() > 2 * h:
+            raise RLEError(
+                f"{where}: polygon {i} has a vertex far outside the {h}x{w} image: expected x in [-{w}, {2 * w}] "
+                f"and y in [-{h}, {2 * h}], got x in [{xs.min():g}, {xs.max():g}], y in [{ys.min():g}, {ys.max():g}]"
+            )
         polys.append([float(x) for x in arr])
     if not polys:
         return empty(h, w)
@@ -223,7 +233,7 @@ def to_rle(obj: Any, size: Sequence[int] | None = None, where: str = "mask") -> 
     array (bool or numeric). ``size``, when given, is also checked against RLEs.
     """
     if isinstance(obj, np.ndarray):
-        rle = encode(obj)
+        rle = encode(obj, where)
         if size is not None and rle["size"] != [int(size[0]), int(size[1])]:
             raise RLEError(f"{where}: expected size {list(size)}, got {rle['size']}")
         return rle

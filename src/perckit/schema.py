@@ -7,6 +7,8 @@ from typing import Any
 
 import datasets
 
+from .errors import PredictionError
+
 
 def rle_feature() -> dict:
     """The shared RLE struct: ``size`` = [H, W] (checked to have length 2 in code), ``counts`` a compressed COCO RLE str."""
@@ -22,10 +24,10 @@ def project(row: Any, schema: Any) -> Any:
     """
     if isinstance(schema, Mapping):
         if not isinstance(row, Mapping):
-            raise ValueError(f"expected a dict with keys {sorted(schema)}, got {type(row).__name__}")
+            raise PredictionError(f"expected a dict with keys {sorted(schema)}, got {type(row).__name__}")
         missing = [k for k in schema if k not in row]
         if missing:
-            raise ValueError(f"row is missing the key(s) {missing} (expected {sorted(schema)})")
+            raise PredictionError(f"row is missing the key(s) {missing} (expected {sorted(schema)})")
         return {k: project(row[k], sub) for k, sub in schema.items()}
     if isinstance(schema, (list, tuple)):
         if row is None:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import PerckitError
+from ..errors import OptionError, PerckitError
 from . import features as feats
 from . import io
 from . import metrics as core
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> dict:
     elif args.predictions:
         predictions = io.load_mask_predictions(args.predictions, args.repo_root)
     else:
-        raise PerckitError("--predictions is required (or pass --self-check)")
+        raise OptionError("--predictions is required (or pass --self-check)")
     references = [feats.to_metric_reference(r) for r in rows]
     known = {r["query_id"] for r in references}
     opts = core.MaskTemporalOptions(
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> dict:
     report["num_missing_predictions"] = sum(1 for p, _ in pairs if p is None)
     if args.debug_query:
         if args.debug_query not in known:
-            raise PerckitError(f"--debug-query {args.debug_query!r} is not a query of {args.ground_truth}")
+            raise OptionError(f"--debug-query {args.debug_query!r} is not a query of {args.ground_truth}")
         for s in scores:
             if s.query_id == args.debug_query:
                 print(f"query {s.query_id} ({s.scene}, negative={s.is_negative}): frame_id IoU")

@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from ..errors import PerckitError
+from ..errors import OptionError, PerckitError
 from . import io
 from . import metrics as core
 from .evaluate_mask_temporal import _only, finish
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> dict:
     elif args.predictions:
         predictions = io.load_track_predictions(args.predictions)
     else:
-        raise PerckitError("--predictions is required (or pass --self-check)")
+        raise OptionError("--predictions is required (or pass --self-check)")
     return core.track_id(predictions, references, only_query_prefix=args.only_query_prefix, only_queries=_only(args.only_queries))
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .. import rle as rle_ops
-from ..errors import OptionError, PredictionError, RLEError, check_choice
+from ..errors import OptionError, PredictionError, RLEError, check_choice, check_options
 from ..jsonio import parse_int
 from ..matching import index_by_id
 
@@ -102,6 +102,8 @@ def _ratio(num: int, den: int, both_zero: float, den_zero: float = 0.0) -> float
 def frame_masks(frames: Iterable[Mapping], where: str, error: type[Exception] = PredictionError) -> dict[int, rle_ops.RLE]:
     """``[{frame_id, mask}]`` to ``{frame_id: validated RLE}``; duplicate or non-integer frame ids raise."""
     out: dict[int, rle_ops.RLE] = {}
+    if frames is not None and not isinstance(frames, (list, tuple)):
+        raise error(f"{where}: expected 'frames' to be a list of {{frame_id, mask}}, got {type(frames).__name__}")
     for i, fr in enumerate(frames or []):
         if not isinstance(fr, Mapping):
             raise error(f"{where}: frames[{i}]: expected {{frame_id, mask}}, got {type(fr).__name__}")
@@ -143,8 +145,8 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
     """Accumulate half of ``mask_temporal``: one query's record."""
     qid = str(reference["query_id"])
     where = f"query {qid!r}"
-    gt = frame_masks(reference.get("frames") or [], f"reference {where}", PredictionError)
-    pred = frame_masks((prediction or {}).get("frames") or [], f"prediction {where}")
+    gt = frame_masks(reference.get("frames"), f"reference {where}", PredictionError)
+    pred = frame_masks((prediction or {}).get("frames"), f"prediction {where}")
     F = evaluated_frame_ids(reference, gt, options.evaluated_frames)
     Fset = set(F)
     ignored = sum(1 for t in pred if t not in Fset)
@@ -295,6 +297,7 @@ def match_by_query_id(
 
 def mask_temporal(predictions: Sequence[Mapping], references: Sequence[Mapping], **options: Any) -> dict:
     """Score mask predictions against reference rows (see the ``mask_temporal`` metric card)."""
+    check_options("mask_temporal", options, MaskTemporalOptions.__dataclass_fields__)
     opts = MaskTemporalOptions(**options)
     pairs = match_by_query_id(predictions, references, opts.selects, opts.strict)
     out = reduce_mask_temporal([score_query(p, r, opts) for p, r in pairs])
@@ -325,10 +328,29 @@ def _f1(p: float, r: float) -> float:
     return 2 * p * r / (p + r) if p + r > 0 else 0.0
 
 
+def track_id_set(value: Any, where: str) -> set[str]:
+    """A list of track ids (strings or ints) as a set of strings; ``None`` is the empty set.
+
+    A string (which would be read character by character), a float (NaN included), a bool or a
+    nested value raises :class:`PredictionError` naming ``where``.
+    """
+    if value is None:
+        return set()
+    if not isinstance(value, (list, tuple)):
+        raise PredictionError(f"{where}: expected a list of track ids (strings or ints), got {type(value).__name__}: {value!r}"[:300])
+    out = set()
+    for i, t in enumerate(value):
+        if isinstance(t, bool) or not isinstance(t, (str, int)):
+            raise PredictionError(f"{where}[{i}]: expected a track id (a string or an int), got {type(t).__name__}: {t!r}"[:300])
+        out.add(str(t))
+    return out
+
+
 def score_track_query(prediction: Mapping | None, reference: Mapping) -> TrackScore:
     """Accumulate half of ``track_id``: set precision / recall / F1 on ``str(id)`` sets."""
-    pred = {str(t) for t in ((prediction or {}).get("target_track_ids") or [])}
-    gt = {str(t) for t in (reference.get("target_track_ids") or [])}
+    qid = reference["query_id"]
+    pred = track_id_set((prediction or {}).get("target_track_ids"), f"prediction query {qid!r}: target_track_ids")
+    gt = track_id_set(reference.get("target_track_ids"), f"reference query {qid!r}: target_track_ids")
     tp = len(pred & gt)
     if not pred and not gt:
         p = r = 1.0
@@ -376,11 +398,13 @@ def track_id(
     only_query_prefix: str | None = None,
     only_queries: Sequence[str] | str | None = None,
     strict: bool = False,
+    **unknown: Any,
 ) -> dict:
     """Score track-id set predictions against reference rows (see the ``track_id`` metric card).
 
     A missing query is an empty predicted set (the official evaluator's rule) unless ``strict``.
     """
+    check_options("track_id", unknown, ())
     opts = MaskTemporalOptions(only_query_prefix=only_query_prefix, only_queries=only_queries, strict=strict)
     pairs = match_by_query_id(predictions, references, opts.selects, opts.strict)
     out = reduce_track_id([score_track_query(p, r) for p, r in pairs])

@@ -21,6 +21,7 @@ from PIL import Image
 
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice
+from ..images import check_encoded_image
 from ..errors import short_repr as _short
 from ..jsonio import parse_int, read_json, require_file
 
@@ -290,7 +291,7 @@ def png_mask(path: Path, where: str) -> rle_ops.RLE:
             arr = np.asarray(im)
     except FileNotFoundError:
         raise ReleaseNotFoundError(f"{where}: mask PNG {str(path)!r} not found") from None
-    except (OSError, ValueError, SyntaxError) as e:
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
         raise ReleaseFormatError(f"{where}: cannot open mask PNG {str(path)!r}: {e}") from None
     if arr.ndim == 3:
         arr = arr.any(axis=2)
@@ -300,7 +301,12 @@ def png_mask(path: Path, where: str) -> rle_ops.RLE:
 def frame_mask_from_segmentations(masks: Sequence[Mapping], size: tuple[int, int] | None, where: str) -> rle_ops.RLE:
     """OR of the ``segmentation`` of every mask of one frame; RLE sizes win, polygons use ``size``."""
     segs = [m.get("segmentation") if isinstance(m, Mapping) else None for m in masks]
-    rle_sizes = {tuple(int(v) for v in s["size"]) for s in segs if isinstance(s, Mapping) and isinstance(s.get("size"), (list, tuple)) and len(s["size"]) == 2}
+    # Only well-formed sizes (two ints) vote here; anything else is reported by rle.to_rle below.
+    rle_sizes = {
+        (int(s["size"][0]), int(s["size"][1])) for s in segs
+        if isinstance(s, Mapping) and isinstance(s.get("size"), (list, tuple)) and len(s["size"]) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in s["size"])
+    }
     if len(rle_sizes) > 1:
         raise ReleaseFormatError(f"{where}: masks of one frame have different sizes {sorted(rle_sizes)}")
     if rle_sizes:
@@ -444,7 +450,7 @@ def query_row(rel: QueryRelease, entry: Mapping, mask_source: str = "segmentatio
         question = entry.get("question")
         text_en, text_zh = None, (question if isinstance(question, str) and _CJK.search(question) else None)
     else:
-        text_en, text_zh = meta.get("text_en"), meta.get("text_zh")
+        text_en, text_zh = _json_text(meta.get("text_en")), _json_text(meta.get("text_zh"))
     gt_tracks = gt.get("target_tracks")
     if "target_track_ids" in meta:
         targets = track_id_list(meta.get("target_track_ids"), f"{QUERIES_META}: {qid!r}.target_track_ids")
@@ -510,13 +516,38 @@ def scene_names(root: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.is_dir())
 
 
+def _annotation_int(a: Mapping, key: str, where: str) -> int:
+    """An integer field of a COCO annotation (default 0; digit strings accepted); anything else raises naming it."""
+    return parse_int(a.get(key, 0), f"{where}: annotation {a.get('id')!r}: {key!r}")
+
+
+def _annotation_numbers(values: Any, where: str) -> list[float]:
+    """A list of numbers (bbox, area) as floats; anything ``float()`` refuses raises naming ``where``."""
+    if not isinstance(values, (list, tuple)):
+        raise ReleaseFormatError(f"{where}: expected a list of numbers, got {_short(values)}")
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError, OverflowError):
+        raise ReleaseFormatError(f"{where}: expected numbers, got {_short(values)}") from None
+
+
+def check_image_bytes(data: bytes, path: Path, where: str) -> None:
+    """A frame image that is stored as bytes: its header must open and a JPEG / PNG must not be cut short
+    (:func:`perckit.images.check_encoded_image`; the image is not decoded)."""
+    check_encoded_image(data, f"{where}: image file {str(path)!r}")
+
+
 def frame_rows(info: SceneInfo) -> Iterator[tuple[str, dict]]:
     """Yield ``("<scene>/<frame_id:06d>", row)`` for every COCO image of a scene, by frame id."""
     coco = info.coco
-    cats = {c.get("id"): c.get("name") for c in coco.get("categories", []) if isinstance(c, Mapping)}
+    for key in ("categories", "annotations"):
+        if not isinstance(coco.get(key, []), list):
+            raise ReleaseFormatError(f"{str(info.coco_path)!r}: expected {key!r} to be a list, got {_short(coco.get(key))}")
+    hashable = (int, str)
+    cats = {c.get("id"): c.get("name") for c in coco.get("categories", []) if isinstance(c, Mapping) and isinstance(c.get("id"), hashable)}
     by_image: dict[int, list[Mapping]] = {}
     for a in coco.get("annotations", []):
-        if isinstance(a, Mapping):
+        if isinstance(a, Mapping) and isinstance(a.get("image_id"), hashable):
             by_image.setdefault(a.get("image_id"), []).append(a)
     for fid in sorted(info.frames):
         fr = info.frames[fid]
@@ -524,22 +555,23 @@ def frame_rows(info: SceneInfo) -> Iterator[tuple[str, dict]]:
         path = info.folder / fr.file_name
         try:
             data = path.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise ReleaseNotFoundError(f"{where}: image file {str(path)!r} not found") from None
+        check_image_bytes(data, path, where)
         anns = []
-        for a in sorted(by_image.get(fr.coco_image_id, []), key=lambda a: a.get("id", 0)):
+        for a in sorted(by_image.get(fr.coco_image_id, []), key=lambda a: _annotation_int(a, "id", where)):
+            awhere = f"{where}: annotation {a.get('id')}"
             seg = a.get("segmentation")
             mask = None
             if seg not in (None, [], {}):
-                mask = rle_ops.to_rle(seg, size=(fr.height, fr.width), where=f"{where}: annotation {a.get('id')}.segmentation")
-            bbox = a.get("bbox") or []
+                mask = rle_ops.to_rle(seg, size=(fr.height, fr.width), where=f"{awhere}.segmentation")
             anns.append({
-                "annotation_id": int(a.get("id", 0)),
-                "category_id": int(a.get("category_id", 0)),
-                "category_name": cats.get(a.get("category_id")),
+                "annotation_id": _annotation_int(a, "id", where),
+                "category_id": _annotation_int(a, "category_id", where),
+                "category_name": _json_text(cats.get(a.get("category_id")) if isinstance(a.get("category_id"), hashable) else None),
                 "track_id": resolve_track_id(a),
-                "bbox_xywh": [float(v) for v in bbox],
-                "area": float(a["area"]) if a.get("area") is not None else None,
+                "bbox_xywh": _annotation_numbers(a.get("bbox") or [], f"{awhere}.bbox"),
+                "area": _annotation_numbers([a["area"]], f"{awhere}.area")[0] if a.get("area") is not None else None,
                 "iscrowd": bool(a.get("iscrowd", 0)),
                 "mask": mask,
             })

@@ -30,6 +30,9 @@ from ..errors import OptionError, PredictionError
 
 #: Smallest STFT magnitude in the dB conversion (spec: ``max(S, 1e-10)``).
 MAG_FLOOR = 1e-10
+#: Longest waveform :func:`decode_wav` accepts (seconds). The benchmark's clips last seconds; a tiny WAV
+#: file declaring a 1 Hz rate would otherwise resample to gigabytes (and its STFT to more).
+MAX_DURATION_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,15 @@ def decode_wav(data: bytes, where: str, options: AudioOptions = AudioOptions(), 
         x, sr = sf.read(io.BytesIO(data), dtype="float64", always_2d=True)
     except Exception as e:  # soundfile raises LibsndfileError / RuntimeError / TypeError on bad input
         raise error(f"{where}: expected a decodable WAV file, got: {type(e).__name__}: {e}") from None
+    if x.shape[0] > MAX_DURATION_S * sr:
+        raise error(
+            f"{where}: {x.shape[0]} samples at {sr} Hz last {x.shape[0] / sr:.6g} s, more than the limit of "
+            f"{MAX_DURATION_S:g} s (perckit.reason_av_edit.audio.MAX_DURATION_S)"
+        )
     x = x.mean(axis=1) if x.shape[1] > 1 else x[:, 0]
+    if not np.isfinite(x).all():
+        bad = int(np.flatnonzero(~np.isfinite(x))[0])
+        raise error(f"{where}: expected finite samples, got NaN or infinity (first at sample {bad})")
     if sr != options.sample_rate:
         if not options.resample:
             raise error(f"{where}: sample rate is {sr} Hz, expected {options.sample_rate} Hz (pass resample=True to resample)")

@@ -108,10 +108,16 @@ def _media_value(value: Any, where: str) -> dict:
     raise PredictionError(f"{where}: expected bytes, a path or {{'bytes', 'path'}}, got {type(value).__name__}")
 
 
+def is_not_provided_rle(value: Mapping) -> bool:
+    """``True`` for the "not provided" RLE marker (``size`` None or empty, ``counts`` None or "")."""
+    size, counts = value.get("size"), value.get("counts")
+    return (size is None or (isinstance(size, (list, tuple)) and len(size) == 0)) and (counts is None or (isinstance(counts, str) and counts == ""))
+
+
 def _mask_value(value: Any, where: str) -> dict:
     if value is None:
         return dict(NOT_PROVIDED_RLE)
-    if isinstance(value, Mapping) and list(value.get("size") or []) == [] and value.get("counts") in ("", None):
+    if isinstance(value, Mapping) and is_not_provided_rle(value):
         return dict(NOT_PROVIDED_RLE)
     return rle_ops.to_rle(value, where=where)
 
@@ -173,7 +179,7 @@ def to_metric_reference(row: Mapping) -> dict:
     """
     missing = [k for k in reference_schema() if k not in row]
     if missing:
-        raise ValueError(f"row is missing the key(s) {missing} needed by the av_reasoning references")
+        raise PredictionError(f"row is missing the key(s) {missing} needed by the av_reasoning references")
     out = dict(project({k: row[k] for k in reference_schema() if k not in ("anchor_mask", "reason_audio", "mask_video")},
                        {k: v for k, v in reference_schema().items() if k not in ("anchor_mask", "reason_audio", "mask_video")}))
     sid = row.get("sample_id")
@@ -206,11 +212,17 @@ def media_bytes(value: Mapping | None, where: str, base: str | os.PathLike | Non
     """
     if value is None:
         return None
+    if not isinstance(value, Mapping):
+        raise PredictionError(f"{where}: expected a media value {{'bytes', 'path'}} or null, got {type(value).__name__}")
     data, path = value.get("bytes"), value.get("path")
     if data is not None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise PredictionError(f"{where}: expected 'bytes' to be bytes or null, got {type(data).__name__}")
         return bytes(data)
     if not path:
         return None
+    if not isinstance(path, (str, os.PathLike)):
+        raise PredictionError(f"{where}: expected 'path' to be a string, got {type(path).__name__}")
     p = Path(path)
     if not p.is_absolute() and base is not None:
         p = Path(base) / p
@@ -223,7 +235,13 @@ def media_bytes(value: Mapping | None, where: str, base: str | os.PathLike | Non
 
 
 def is_media_provided(value: Mapping | None) -> bool:
-    return value is not None and (value.get("bytes") is not None or bool(value.get("path")))
+    """``False`` for ``None`` and the "not provided" marker; a value that is not a dict counts as provided
+    (so that :func:`media_bytes` reports it)."""
+    if value is None:
+        return False
+    if not isinstance(value, Mapping):
+        return True
+    return value.get("bytes") is not None or bool(value.get("path"))
 
 
 __all__ = [

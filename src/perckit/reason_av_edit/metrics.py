@@ -29,7 +29,7 @@ from .. import rle as rle_ops
 from .. import segmentation as seg
 from ..errors import OptionError, PredictionError, RLEError, check_choice
 from . import audio as au
-from .features import is_media_provided, media_bytes
+from .features import is_media_provided, is_not_provided_rle, media_bytes
 from .release import CARD_AUDIO_NULL, CARD_VISUAL_NULL, CATEGORIES
 
 logger = logging.getLogger(__name__)
@@ -179,7 +179,7 @@ def optional_rle(value: Any, where: str) -> dict | None:
         return None
     if isinstance(value, Mapping):
         size = value.get("size")
-        if (size is None or list(size) == []) and value.get("counts") in ("", None):
+        if is_not_provided_rle(value):
             return None
         if not isinstance(size, (list, tuple)) or len(size) != 2:
             raise RLEError(f"{where}: expected 'size' = [H, W] (length 2) or the 'not provided' marker (size [] and counts ''), got {size!r}")
@@ -190,6 +190,8 @@ def optional_window(value: Any, where: str, error: type[Exception] = PredictionE
     """A ``[start, end)`` pair as floats, or ``None`` when not provided (``None`` or ``[]``)."""
     if value is None:
         return None
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        raise error(f"{where}: expected a [start, end) pair (a list of two numbers) or null, got {value!r}")
     seq = list(value)
     if not seq:
         return None
@@ -337,6 +339,12 @@ def _audio(s: SampleScore, pred: Mapping, ref: Mapping, o: AVReasoningOptions, w
     n_samples = gt.samples.shape[0] if gt is not None else None
     fps, nf = ref.get("fps"), ref.get("num_frames")
     if n_samples is None and fps and nf:
+        if not (_is_real(fps) and fps > 0 and _is_real(nf) and nf > 0):
+            raise PredictionError(f"reference {where}: expected a finite fps > 0 and num_frames > 0, got fps={fps!r}, num_frames={nf!r}")
+        if nf / fps > au.MAX_DURATION_S:
+            raise PredictionError(
+                f"reference {where}: num_frames / fps = {nf / fps:.6g} s is more than the limit of {au.MAX_DURATION_S:g} s"
+            )
         n_samples = int(round(nf / fps * ao.sample_rate))
     pw = _waveform(pred.get("reason_audio"), f"prediction {where}: reason_audio", ao, n_samples)
     window = optional_window(pred.get("edit_window_s"), f"prediction {where}: edit_window_s")
@@ -426,6 +434,19 @@ def _video(s: SampleScore, pred: Mapping, ref: Mapping, o: AVReasoningOptions, w
             s.av_support_tiou = interval_tiou(audio_support, v_support)
 
 
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)) and math.isfinite(value)
+
+
+def _instance_index(value: Any, where: str) -> int | None:
+    """An instance index (an int) or ``None``; anything else raises :class:`PredictionError` naming ``where``."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise PredictionError(f"{where}: expected an integer or null, got {value!r}")
+    return int(value)
+
+
 def score_sample(prediction: Mapping, reference: Mapping, options: AVReasoningOptions = AVReasoningOptions()) -> SampleScore:
     """Accumulate half: every per-sample value of one (prediction, reference) pair."""
     sid = str(reference["sample_id"])
@@ -435,7 +456,9 @@ def score_sample(prediction: Mapping, reference: Mapping, options: AVReasoningOp
     support, given = _audio(s, prediction, reference, options, where)
     _video(s, prediction, reference, options, where, support, given)
     s.which_rule, s.which_correct = which_correct(
-        prediction.get("selected_instance_index"), reference.get("selected_instance_index"), s.visual_null, s.visual_iou,
+        _instance_index(prediction.get("selected_instance_index"), f"prediction {where}: selected_instance_index"),
+        _instance_index(reference.get("selected_instance_index"), f"reference {where}: selected_instance_index"),
+        s.visual_null, s.visual_iou,
         s.audio_tf_iou, s.audio_tiou, options.which_iou_threshold,
     )
     return s

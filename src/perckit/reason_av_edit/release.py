@@ -169,6 +169,8 @@ def _optional_number(value: str | None, where: str, kind: type) -> Any:
         number = float(value)
     except ValueError:
         raise ReleaseFormatError(f"{where}: expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise ReleaseFormatError(f"{where}: expected a finite number, got {value!r}")
     if kind is int:
         if not number.is_integer():
             raise ReleaseFormatError(f"{where}: expected an integer, got {value!r}")
@@ -186,7 +188,11 @@ def parse_metadata(data: bytes, label: str = METADATA) -> list[Sample]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise ReleaseFormatError(f"{label}: expected UTF-8 text, got undecodable bytes ({e})") from None
-    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as e:  # e.g. a field longer than csv.field_size_limit()
+        raise ReleaseFormatError(f"{label}: expected CSV, got a parse error: {e}") from None
+    reader = iter(rows)
     try:
         header = next(reader)
     except StopIteration:
@@ -351,8 +357,8 @@ def parse_annotation(data: bytes, where: str) -> tuple[dict, str]:
         raise ReleaseFormatError(f"{where}: expected UTF-8 JSON, got undecodable bytes ({e})") from None
     try:
         obj = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise ReleaseFormatError(f"{where}: expected valid JSON, got a parse error: {e}") from None
+    except (ValueError, RecursionError) as e:  # also too-long integer literals and very deep nesting
+        raise ReleaseFormatError(f"{where}: expected valid JSON, got a parse error: {type(e).__name__}: {e}") from None
     return extract_annotation_fields(obj, where), text
 
 
@@ -525,7 +531,8 @@ def anchor_mask_from_png(data: bytes, threshold: int, where: str) -> dict:
             img.load()
             mode = img.mode
             arr = np.asarray(img)
-    except (UnidentifiedImageError, OSError, ValueError) as e:
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as e:
+        # DecompressionBombError: a header declaring more than 2 x Image.MAX_IMAGE_PIXELS pixels.
         raise ReleaseFormatError(f"{where}: expected a readable mask image (PNG), got: {e}") from None
     if mode == "1":
         arr = arr.astype(np.uint8) * 255  # a 1-bit image: set pixels are white (255)
@@ -599,20 +606,32 @@ def extract_archives(root: str | os.PathLike, dest: str | os.PathLike | None = N
     written: list[str] = []
     for path in find_archives(root):
         label = archive_label(path, root)
-        with tarfile.open(path, mode="r:") as tar:
-            members = tar.getmembers()
-            for m in members:
-                _check_member(m, dest, label)
-            for m in members:
-                if m.isdir():
-                    (dest / m.name).mkdir(parents=True, exist_ok=True)
-                    continue
-                if not m.isfile():
-                    continue  # links were checked; they are not needed by the release and are skipped
-                out = dest / m.name
-                out.parent.mkdir(parents=True, exist_ok=True)
-                src = tar.extractfile(m)
-                with open(out, "wb") as f:
-                    f.write(src.read())
-                written.append(m.name)
+        try:
+            with tarfile.open(path, mode="r:") as tar:
+                members = tar.getmembers()
+                for m in members:
+                    _check_member(m, dest, label)
+                for m in members:
+                    if m.isdir():
+                        (dest / m.name).mkdir(parents=True, exist_ok=True)
+                        continue
+                    if not m.isfile():
+                        continue  # links were checked; they are not needed by the release and are skipped
+                    out = dest / m.name
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    try:
+                        data = tar.extractfile(m).read()
+                    except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+                        raise ReleaseFormatError(
+                            f"archive {label!r} is truncated or corrupt: member {m.name!r} could not be read ({type(e).__name__}: {e})"
+                        ) from None
+                    if len(data) != m.size:
+                        raise ReleaseFormatError(
+                            f"archive {label!r} is truncated: member {m.name!r} has {len(data)} bytes, its header says {m.size}"
+                        )
+                    with open(out, "wb") as f:
+                        f.write(data)
+                    written.append(m.name)
+        except (tarfile.TarError, EOFError, zlib.error) as e:
+            raise ReleaseFormatError(f"archive {label!r} is not a readable tar (truncated or corrupt): {type(e).__name__}: {e}") from None
     return written

@@ -78,8 +78,8 @@ def load_predictions_jsonl(path: str | Path) -> list[dict]:
         where = f"{str(path)!r} line {lineno}"
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise PredictionError(f"{where}: expected one JSON object per line, got a parse error: {e}") from None
+        except (ValueError, RecursionError) as e:  # also too-long integer literals and very deep nesting
+            raise PredictionError(f"{where}: expected one JSON object per line, got a parse error: {type(e).__name__}: {e}") from None
         if not isinstance(obj, Mapping):
             raise PredictionError(f"{where}: expected a JSON object, got {type(obj).__name__}")
         eid = _expression_id(obj, where)
@@ -97,6 +97,8 @@ def flatten_image_predictions(rows: Iterable[Mapping]) -> list[dict]:
     ``masks[k]`` is the prediction for sentence k of sample ``id`` (expression ``"<id>:<k>"``);
     masks may be RLE dicts (str, bytes or list counts) or 2-D binary arrays.
     """
+    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
+        raise PredictionError(f"predictions: expected a list of per-image rows {{'image_id', 'samples'}}, got {type(rows).__name__}")
     out, wheres = [], []
     for i, row in enumerate(rows):
         where = f"predictions[{i}]"

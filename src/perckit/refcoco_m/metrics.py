@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import segmentation as seg
-from ..errors import OptionError, check_choice
+from ..errors import OptionError, check_choice, check_options
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ def refer_iou(predictions: Sequence[Mapping], references: Sequence[Mapping], **o
     Predictions are matched by ``expression_id``: a duplicate id, an id unknown to the
     references, or a reference without a prediction raises ``PredictionError``.
     """
+    check_options("refer_iou", options, ReferIoUOptions.__dataclass_fields__)
     opts = ReferIoUOptions(**options)
     pairs = seg.match_by_id(predictions, references, "expression_id")
     refs = [r for _, r in pairs]

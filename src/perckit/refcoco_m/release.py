@@ -9,7 +9,6 @@ is yielded; errors name the shard, the row, the ``image_id`` and the sample ``id
 
 from __future__ import annotations
 
-import io
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,10 +16,10 @@ from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
 import pyarrow.parquet as pq
-from PIL import Image, UnidentifiedImageError
 
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
+from ..images import check_encoded_image
 from ..errors import short_repr as _short
 
 logger = logging.getLogger(__name__)
@@ -124,12 +123,28 @@ def read_schema(f: IO[bytes], shard: str) -> Any:
 
 def iter_records(f: IO[bytes], shard: str, read_images: bool = True) -> Iterator[tuple[int, dict]]:
     """``(row index, row dict)`` of one open shard, read in record batches of :data:`BATCH_SIZE` rows."""
-    pf = pq.ParquetFile(f)
+    import pyarrow as pa
+
+    try:
+        pf = pq.ParquetFile(f)
+    except Exception as e:  # pyarrow raises ArrowInvalid / OSError on a corrupt footer
+        raise ReleaseFormatError(f"{shard}: not a readable Parquet file ({type(e).__name__}: {e})") from None
     check_schema(pf.schema_arrow, shard)
     columns = [c for c in REQUIRED_COLUMNS if read_images or c != "image"]
     i = 0
-    for batch in pf.iter_batches(batch_size=BATCH_SIZE, columns=columns):
-        for row in batch.to_pylist():
+    batches = pf.iter_batches(batch_size=BATCH_SIZE, columns=columns)
+    while True:
+        try:
+            batch = next(batches)
+            rows = batch.to_pylist()
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError, ValueError, EOFError) as e:
+            # A corrupt or truncated data page behind an intact footer.
+            raise ReleaseFormatError(
+                f"{shard}: rows from {i} on cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
+            ) from None
+        for row in rows:
             yield i, row
             i += 1
 
@@ -144,16 +159,16 @@ def _int(value: Any, where: str) -> int:
 
 
 def image_size_hw(image: Any, where: str) -> list[int]:
-    """``[H, W]`` read from the header of the embedded image bytes (Pillow opens lazily)."""
+    """``[H, W]`` from the header of the embedded image bytes (not decoded); a truncated JPEG / PNG raises
+    (:func:`perckit.images.check_encoded_image`)."""
     data = image.get("bytes") if isinstance(image, Mapping) else None
     if not isinstance(data, (bytes, bytearray)) or not data:
         raise ReleaseFormatError(f"{where}: 'image' has no bytes (expected the embedded image {{'bytes', 'path'}}), got {_short(image)}")
     try:
-        with Image.open(io.BytesIO(data)) as im:
-            w, h = im.size
-    except (UnidentifiedImageError, OSError) as e:
+        h, w = check_encoded_image(bytes(data), "image")
+    except ReleaseFormatError as e:
         raise ReleaseFormatError(f"{where}: cannot open the embedded image ({e})") from None
-    return [int(h), int(w)]
+    return [h, w]
 
 
 def validate_sample(sample: Any, where: str, image_id: int, options: ReadOptions) -> dict:
@@ -165,6 +180,10 @@ def validate_sample(sample: Any, where: str, image_id: int, options: ReadOptions
     sample_image_id = sample.get("image_id")
     if sample_image_id is not None and sample_image_id != image_id:
         raise ReleaseFormatError(f"{where}: 'image_id' is {sample_image_id!r}, expected the row's image_id {image_id}")
+    for key in ("category", "supercategory", "label"):
+        value = sample.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ReleaseFormatError(f"{where}: {key!r}: expected a string (or null), got {_short(value)}")
     sentences = sample.get("sentences")
     if sentences is None:
         sentences = []

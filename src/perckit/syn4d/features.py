@@ -8,6 +8,8 @@ from typing import Any
 import datasets
 import numpy as np
 
+from ..errors import OptionError, PredictionError
+
 Value = datasets.Value
 TASK_REFERENCE_KEYS = {
     "tracking": ("tracks_ref0_m", "visibility", "dynamic"),
@@ -71,7 +73,7 @@ def reference_schema(task: str) -> dict:
         return {**ident, "depth_m": _a3("float32")}
     if task == "pose":
         return {**ident, "camera_c2w": _a3("float64")}
-    raise ValueError(f"unknown Syn4D task {task!r}: expected one of ['depth', 'pose', 'tracking']")
+    raise OptionError(f"unknown Syn4D task {task!r}: expected one of ['depth', 'pose', 'tracking']")
 
 
 def _plain(value: Any) -> Any:
@@ -81,11 +83,11 @@ def _plain(value: Any) -> Any:
 def to_metric_reference(row: Mapping, task: str) -> dict:
     """A builder row (``tracking`` or ``challenge`` config) projected onto the ``syn4d`` metric's reference keys of ``task``."""
     if task not in TASK_REFERENCE_KEYS:
-        raise ValueError(f"unknown Syn4D task {task!r}: expected one of {sorted(TASK_REFERENCE_KEYS)}")
+        raise OptionError(f"unknown Syn4D task {task!r}: expected one of {sorted(TASK_REFERENCE_KEYS)}")
     keys = ("sequence_id", "variant", "scene", "frame_indices") + TASK_REFERENCE_KEYS[task]
     missing = [k for k in keys if k not in row]
     if missing:
-        raise ValueError(f"row is missing the key(s) {missing} needed by the syn4d {task!r} references (build the "
+        raise PredictionError(f"row is missing the key(s) {missing} needed by the syn4d {task!r} references (build the "
                          f"{'challenge' if task != 'tracking' else 'tracking or challenge'} config)")
     return {k: _plain(row[k]) for k in keys}
 

@@ -2,38 +2,69 @@
 
 from __future__ import annotations
 
+import lzma
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import PredictionError
+from ..errors import InputNotFoundError, PredictionError
+from .release import check_npy_header
 
 PREDICTION_KEYS = ("tracking_xyz", "depth", "camera_c2w", "frame_indices")
 
 
 def prediction_path(predictions_dir: str | Path, sequence_id: str) -> Path:
-    variant, scene, sequence = sequence_id.split("/")
+    parts = sequence_id.split("/") if isinstance(sequence_id, str) else []
+    if len(parts) != 3 or not all(parts):
+        raise PredictionError(f"sequence_id: expected '<variant>/<scene>/<sequence>', got {sequence_id!r}")
+    variant, scene, sequence = parts
     return Path(predictions_dir) / variant / scene / f"{sequence}.npz"
 
 
+#: What reading a corrupt NPZ can raise (zipfile, zlib, bz2 / lzma members, NumPy's parser).
+_READ_ERRORS = (
+    ValueError, OSError, EOFError, KeyError, RuntimeError, NotImplementedError, struct.error,
+    zipfile.BadZipFile, zlib.error, lzma.LZMAError,
+)
+
+
 def read_npz(path: str | Path) -> dict[str, np.ndarray | None]:
-    """The prediction arrays of one NPZ (``allow_pickle=False``); an absent key is None, extra keys are ignored."""
+    """The prediction arrays of one NPZ (``allow_pickle=False``); an absent key is None, extra keys are ignored.
+
+    Every member that is read has its NPY header checked first (:func:`perckit.syn4d.release.check_npy_header`):
+    object dtypes, arrays declaring more than ``MAX_ARRAY_BYTES`` and members shorter than their header
+    declares raise :class:`PredictionError` before NumPy allocates anything.
+    """
     path = Path(path)
+    where = repr(str(path))
     try:
-        with np.load(path, allow_pickle=False) as z:
-            if not isinstance(z, np.lib.npyio.NpzFile):
-                raise PredictionError(f"{str(path)!r}: expected an .npz archive, got a single array")
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):  # np.load reads a plain .npy too
+            raise PredictionError(f"{where}: expected an .npz archive, got a single array")
+        with loaded as z:
             out = {}
             for k in PREDICTION_KEYS:
-                out[k] = np.asarray(z[k]) if k in z.files else None
+                if k not in z.files:
+                    out[k] = None
+                    continue
+                names = z.zip.namelist()
+                member = f"{k}.npy" if f"{k}.npy" in names else k
+                info = z.zip.getinfo(member)
+                with z.zip.open(member) as f:
+                    check_npy_header(f, info.file_size, f"{where}: member {member!r}", PredictionError)
+                out[k] = np.asarray(z[k])
     except FileNotFoundError:
+        raise InputNotFoundError(f"{where}: prediction file not found") from None
+    except PredictionError:
         raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
-        raise PredictionError(f"{str(path)!r}: expected a readable .npz of numeric arrays (no pickles), got: {e}") from None
+    except _READ_ERRORS as e:
+        raise PredictionError(f"{where}: expected a readable .npz of numeric arrays (no pickles), got: {type(e).__name__}: {e}") from None
     for k, v in out.items():
         if v is not None and not (np.issubdtype(v.dtype, np.number) or v.dtype == bool):
-            raise PredictionError(f"{str(path)!r}: {k!r} must be numeric, got dtype {v.dtype}")
+            raise PredictionError(f"{where}: {k!r} must be numeric, got dtype {v.dtype}")
     return out
 
 

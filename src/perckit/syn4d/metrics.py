@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OptionError, PredictionError, check_choice
+from ..errors import OptionError, PredictionError, check_choice, check_options
 from ..matching import index_by_id
 from .geometry import relative_to_first, rotation_error_deg, umeyama_sim3
 
@@ -62,6 +62,12 @@ class Syn4DOptions:
     depth_max_m: float = DEPTH_MAX_M
     tracking_thresholds_m: tuple = TRACKING_THRESHOLDS_M
     dynamic_weight: float = DYNAMIC_WEIGHT
+
+    @classmethod
+    def from_kwargs(cls, **options: Any) -> "Syn4DOptions":
+        """The options of a metric call; an unknown name raises :class:`OptionError` (not ``TypeError``)."""
+        check_options("syn4d", options, cls.__dataclass_fields__)
+        return cls(**options)
 
     def __post_init__(self) -> None:
         if not isinstance(self.strict, (bool, np.bool_)):
@@ -334,6 +340,14 @@ def _reference_array(reference: Mapping, key: str, dtype: type) -> np.ndarray:
     return np.asarray(value, dtype=dtype)
 
 
+def _prediction_array(value: Any, key: str, dtype: type) -> np.ndarray:
+    """A prediction array as ``dtype``; strings, ragged lists and the like raise ``ValueError`` naming ``key``."""
+    try:
+        return np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ValueError(f"prediction {key!r}: expected a numeric array, got {type(value).__name__} that NumPy cannot convert ({e})") from None
+
+
 def task_metrics(task: str, reference: Mapping, prediction: Mapping, options: Syn4DOptions = Syn4DOptions()) -> dict:
     """Score one (reference, prediction) pair for ``task``; raise on any problem (the caller applies the policy).
 
@@ -363,15 +377,15 @@ def task_metrics(task: str, reference: Mapping, prediction: Mapping, options: Sy
         raise KeyError(f"{key} is not a file in the archive")
     if task == "tracking":
         return tracking_metrics(
-            gt, np.asarray(value, dtype=np.float64), visibility, dynamic,
+            gt, _prediction_array(value, key, np.float64), visibility, dynamic,
             thresholds=options.tracking_thresholds_m, dynamic_weight=options.dynamic_weight,
         )
     if task == "depth":
         return depth_metrics(
-            gt, np.asarray(value, dtype=np.float32), align=options.depth_align,
+            gt, _prediction_array(value, key, np.float32), align=options.depth_align,
             min_depth=options.depth_min_m, max_depth=options.depth_max_m,
         )
-    return pose_metrics(gt, np.asarray(value, dtype=np.float64))
+    return pose_metrics(gt, _prediction_array(value, key, np.float64))
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -405,7 +419,7 @@ def score_sequences(
         prediction = preds.get(sid)
         if is_missing_prediction(prediction):
             if options.strict:
-                raise ValueError(f"{sid}: {MISSING_PREDICTION}")
+                raise PredictionError(f"{sid}: {MISSING_PREDICTION}")  # a ValueError, with the official message
             failures.append({"sequence_id": sid, "reason": MISSING_PREDICTION})
             continue
         try:

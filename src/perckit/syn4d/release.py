@@ -16,13 +16,18 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import math
+import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
+from ..jsonio import parse_int
 
 SCHEMA = "syn4d-tracking-gt-v1"
 VARIANTS = ("mixed", "mixed_no_bedlam", "og", "sim")
@@ -144,8 +149,8 @@ def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
         where = f"{str(path)!r} line {n}"
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ReleaseFormatError(f"{where}: expected a JSON object, got a parse error: {e}") from None
+        except (ValueError, RecursionError) as e:  # also too-long integer literals and very deep nesting
+            raise ReleaseFormatError(f"{where}: expected a JSON object, got a parse error: {type(e).__name__}: {e}") from None
         if not isinstance(obj, Mapping):
             raise ReleaseFormatError(f"{where}: expected a JSON object, got {type(obj).__name__}")
         sid = obj.get("sequence_id")
@@ -163,14 +168,19 @@ def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
             raise ReleaseFormatError(f"{where}: expected 'frame_indices' to be a list of ints, got {frames!r}"[:300])
         if tuple(frames) != FRAME_INDICES:
             raise ReleaseFormatError(f"{where}: expected frame_indices range(0, 192, 6), got {frames[:6]}...")
-        camera = obj.get("camera", _camera_of(sequence))
+        camera = parse_int(obj.get("camera", _camera_of(sequence)), f"{where}: 'camera'")
+        width = parse_int(obj.get("width", 1280), f"{where}: 'width'")
+        height = parse_int(obj.get("height", 720), f"{where}: 'height'")
+        for key in ("depth_dir", "camera_csv"):
+            if obj.get(key) is not None and not isinstance(obj[key], str):
+                raise ReleaseFormatError(f"{where}: expected {key!r} to be a path string, got {obj[key]!r}"[:300])
         records.append(SequenceRecord(
             sequence_id=sid, variant=variant, scene=scene, sequence=sequence,
-            camera=int(camera), frame_indices=tuple(frames),
+            camera=camera, frame_indices=tuple(frames),
             depth_dir=_resolve(obj.get("depth_dir"), challenge),
             camera_csv=_resolve(obj.get("camera_csv"), challenge),
             video=(challenge / variant / scene / "mp4" / f"{sequence}.mp4") if challenge else None,
-            width=int(obj.get("width", 1280)), height=int(obj.get("height", 720)),
+            width=width, height=height,
         ))
     return records
 
@@ -220,10 +230,49 @@ def load_records(paths: ReleasePaths) -> list[SequenceRecord]:
 
 # ---------------------------------------------------------------- tracking NPY
 
+#: Largest array an NPY file (or an NPZ member) may declare, in bytes. A full-size Syn4D depth
+#: prediction is 118 MB; the limit keeps a corrupt or hostile header from allocating without bound.
+MAX_ARRAY_BYTES = 1 << 31
+
+
+def check_npy_header(f: Any, size: int, where: str, error: type[Exception] = ReleaseFormatError, max_bytes: int = MAX_ARRAY_BYTES) -> None:
+    """Read the magic and header of the NPY stream ``f`` (``size`` bytes long) and check it before NumPy allocates.
+
+    Raises ``error`` naming ``where`` for a stream that is not NPY, an object dtype (pickled data is never
+    loaded), a declared array larger than ``max_bytes``, or fewer data bytes than the header declares
+    (a truncated file). NumPy itself caps the header at 10,000 bytes.
+    """
+    from numpy.lib import format as npf
+
+    try:
+        version = npf.read_magic(f)
+        read_header = npf.read_array_header_1_0 if version == (1, 0) else npf.read_array_header_2_0
+        shape, _fortran, dtype = read_header(f)
+    except (ValueError, TypeError, SyntaxError, OSError, EOFError, struct.error) as e:
+        raise error(f"{where}: expected a NumPy .npy array, got an unreadable header: {type(e).__name__}: {e}") from None
+    if dtype.hasobject:
+        raise error(f"{where}: expected a non-pickled NumPy array, got the object dtype {dtype} (pickled data is never loaded)")
+    count = math.prod(int(n) for n in shape)
+    nbytes = count * dtype.itemsize
+    if nbytes > max_bytes:
+        raise error(f"{where}: the header declares shape {tuple(shape)} of {dtype} = {nbytes} bytes, more than the limit of {max_bytes} bytes")
+    remaining = size - f.tell()
+    if remaining < nbytes:
+        raise error(
+            f"{where}: truncated: the header declares shape {tuple(shape)} of {dtype} ({nbytes} bytes of data), the file holds {remaining}"
+        )
+
 
 def read_tracking_npy(path: Path, expected_sequence_id: str | None = None) -> dict[str, np.ndarray | str]:
     """A validated ``syn4d-tracking-gt-v1`` NPY as a dict of arrays (``schema``/``sequence_id`` as str)."""
     where = str(path)
+    try:
+        with open(path, "rb") as f:
+            check_npy_header(f, os.fstat(f.fileno()).st_size, f"{where!r} ({SCHEMA})")
+    except FileNotFoundError:
+        raise ReleaseNotFoundError(f"{where!r}: tracking ground truth not found") from None
+    except (IsADirectoryError, NotADirectoryError, PermissionError) as e:
+        raise ReleaseFormatError(f"{where!r}: expected a readable .npy file, got: {e}") from None
     try:
         arr = np.load(path, allow_pickle=False)
     except FileNotFoundError:
@@ -276,6 +325,22 @@ def read_tracking_npy(path: Path, expected_sequence_id: str | None = None) -> di
 
 # ---------------------------------------------------------------- depth EXR
 
+#: Largest depth frame (H * W pixels) read from an EXR: 256 MiB as float32. Syn4D frames are
+#: 720 x 1280 = 0.9 M pixels; a corrupt dataWindow would otherwise make OpenEXR allocate gigabytes.
+MAX_DEPTH_PIXELS = 1 << 26
+
+
+def _exr_hw(header: Mapping, where: str) -> tuple[int, int]:
+    """(H, W) of an EXR header's dataWindow, checked to be positive and at most :data:`MAX_DEPTH_PIXELS`."""
+    dw = header["dataWindow"]
+    h, w = dw.max.y - dw.min.y + 1, dw.max.x - dw.min.x + 1
+    if h <= 0 or w <= 0 or h * w > MAX_DEPTH_PIXELS:
+        raise ReleaseFormatError(
+            f"{where!r}: the EXR dataWindow declares {h} x {w} pixels; expected a positive size of at most "
+            f"{MAX_DEPTH_PIXELS} pixels (corrupt header?)"
+        )
+    return h, w
+
 
 def exr_size(path: Path) -> tuple[int, int]:
     """(H, W) of an EXR from its header (dataWindow)."""
@@ -286,8 +351,7 @@ def exr_size(path: Path) -> tuple[int, int]:
     except OSError as e:
         raise ReleaseFormatError(f"{str(path)!r}: expected a readable OpenEXR file, got: {e}") from None
     try:
-        dw = f.header()["dataWindow"]
-        return dw.max.y - dw.min.y + 1, dw.max.x - dw.min.x + 1
+        return _exr_hw(f.header(), str(path))
     finally:
         f.close()
 
@@ -306,8 +370,7 @@ def read_depth_exr(path: Path, expected_hw: tuple[int, int] | None = None) -> np
         raise ReleaseFormatError(f"{where!r}: expected a readable OpenEXR file, got: {e}") from None
     try:
         header = f.header()
-        dw = header["dataWindow"]
-        h, w = dw.max.y - dw.min.y + 1, dw.max.x - dw.min.x + 1
+        h, w = _exr_hw(header, where)
         if expected_hw is not None and (h, w) != tuple(expected_hw):
             raise ReleaseFormatError(f"{where!r}: expected depth size (H, W) = {tuple(expected_hw)}, got {(h, w)}; set the option depth_hw")
         channel = next((c for c in EXR_CHANNELS if c in header["channels"]), None)
@@ -366,6 +429,8 @@ def read_camera_csv(record: SequenceRecord) -> np.ndarray | None:
                     raise ReleaseFormatError(f"{where!r} line {n}: expected numbers in x,y,z,yaw,pitch,roll, got {row}") from None
     except UnicodeDecodeError as e:
         raise ReleaseFormatError(f"{where!r}: expected a UTF-8 CSV, got: {e}") from None
+    except csv.Error as e:  # a NUL byte, a field longer than csv.field_size_limit(), ...
+        raise ReleaseFormatError(f"{where!r}: expected a CSV with the header name,x,y,z,yaw,pitch,roll, got a parse error: {e}") from None
     out = []
     for t in record.frame_indices:
         key = f"{record.sequence}_{int(t):04d}.png"
@@ -384,7 +449,11 @@ def read_camera_csv(record: SequenceRecord) -> np.ndarray | None:
 def read_checksums(path: Path) -> dict[str, str]:
     """``sha256sum`` format: ``<64 hex>  <path>`` (``*`` binary marker allowed); path relative to ``benchmark/``."""
     out: dict[str, str] = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ReleaseFormatError(f"{str(path)!r}: expected UTF-8 text ('<64 hex digits>  <path>' lines), got undecodable bytes: {e}") from None
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         parts = line.split(None, 1)

@@ -1,0 +1,40 @@
+"""One process of several evaluate distributed runs in a row, so that one set of processes covers every metric.
+
+argv: jobs.json process_id num_process
+
+jobs.json is a list of {metric_dir, config, inputs, cache_dir, experiment_id, out, batch}; every process runs
+the jobs in the same order, scores its shard of each (rows i with i % num_process == process_id, added in
+batches of ``batch``), and process 0 writes each job's result JSON to ``out``.
+"""
+
+import json
+import sys
+
+import evaluate
+
+
+def main() -> None:
+    jobs_file, pid, nproc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    with open(jobs_file, encoding="utf-8") as f:
+        jobs = json.load(f)
+    for job in jobs:
+        with open(job["inputs"], encoding="utf-8") as f:
+            data = json.load(f)
+        preds, refs = data["predictions"], data["references"]
+        metric = evaluate.load(
+            job["metric_dir"], job.get("config"), num_process=nproc, process_id=pid,
+            cache_dir=job["cache_dir"], experiment_id=job["experiment_id"],
+        )
+        mine = list(range(pid, len(refs), nproc))
+        batch = int(job["batch"])
+        for i in range(0, len(mine), batch):
+            idx = mine[i : i + batch]
+            metric.add_batch(predictions=[preds[j] for j in idx], references=[refs[j] for j in idx])
+        result = metric.compute(**data.get("options", {}))
+        if pid == 0:
+            with open(job["out"], "w", encoding="utf-8") as f:
+                json.dump(result, f, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()

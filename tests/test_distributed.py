@@ -1,0 +1,262 @@
+"""evaluate's distributed mode and add_batch: every metric module gives the single-process result.
+
+Already covered elsewhere (not repeated): 2 processes for every metric (tests/test_r4d_evaluate.py for
+mask_temporal and track_id, tests/test_syn4d_evaluate.py for syn4d tracking and pose,
+tests/test_refcoco_m.py for refer_iou, tests/test_reason_av_edit_metrics.py for av_reasoning) and 4 for
+mask_temporal (tests/test_r4d_evaluate.py). Here: 4 real processes for track_id, syn4d (tracking),
+refer_iou and av_reasoning, spawned once (each process runs the four jobs in a row, see
+tests/helpers/dist_jobs_worker.py), and add_batch in batch sizes 1, 3, all and an irregular split for
+all five metrics.
+
+The inputs are small synthetic rows built to reach every branch of the reduce halves: negatives, empty
+predictions, missing frames, lax-mode failures (syn4d), null anchors and audio (av_reasoning). Shards are
+uneven (13, 9 and 11 rows over 4 processes). evaluate gathers shards in process order, so the per-row
+lists (per_query, per_example, sequences, failures) are compared as sorted lists; every number must be
+identical, bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REPO
+
+from perckit import rle
+
+NPROC = 4
+#: Row lists whose order follows the shards; compared sorted.
+ROW_LISTS = ("per_query", "per_example", "per_sample", "sequences", "failures")
+
+
+def canonical(result) -> str:
+    """The result as JSON text with the row lists sorted (NaN stays comparable as the literal NaN)."""
+
+    def walk(x):
+        if isinstance(x, dict):
+            return {k: (sorted((walk(r) for r in v), key=lambda r: json.dumps(r, sort_keys=True)) if k in ROW_LISTS and isinstance(v, list) else walk(v))
+                    for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        return x
+
+    return json.dumps(walk(json.loads(json.dumps(result))), sort_keys=True, indent=1)
+
+
+# ---------------------------------------------------------------- synthetic inputs
+
+
+def mask_temporal_inputs():
+    rng = np.random.default_rng(1)
+    preds, refs = [], []
+    for i in range(13):
+        negative = i % 5 == 4
+        frames = [] if negative else [{"frame_id": t, "mask": rle.encode(rng.random((6, 8)) < 0.4)} for t in range(1 + i % 3)]
+        refs.append({"query_id": f"q{i:02d}", "scene": f"s{i % 3}", "query_type": "AB"[i % 2], "is_negative": negative, "frames": frames,
+                     "evaluated_frame_ids": list(range(3)), "scene_frame_ids": list(range(4))})
+        pf = [{"frame_id": f["frame_id"], "mask": rle.encode(rle.decode(f["mask"]) ^ (rng.random((6, 8)) < 0.1))} for f in frames if f["frame_id"] != 1]
+        if negative and i % 2:
+            pf = [{"frame_id": 0, "mask": rle.encode(rng.random((6, 8)) < 0.2)}]
+        preds.append({"query_id": f"q{i:02d}", "frames": pf})
+    return preds[::-1], refs, {}
+
+
+def track_id_inputs():
+    rng = np.random.default_rng(2)
+    preds, refs = [], []
+    for i in range(13):
+        ids = sorted({str(x) for x in rng.integers(1, 6, size=i % 4)})
+        refs.append({"query_id": f"q{i:02d}", "scene": f"s{i % 3}", "target_track_ids": ids})
+        pred = ids[: max(0, len(ids) - i % 2)] + (["9"] if i % 3 == 0 else [])
+        preds.append({"query_id": f"q{i:02d}", "target_track_ids": pred})
+    return preds[::-1], refs, {}
+
+
+def syn4d_inputs():
+    rng = np.random.default_rng(3)
+    preds, refs = [], []
+    t, q = 4, 6
+    for i in range(9):
+        sid = f"{('og', 'sim')[i % 2]}/{('dream', 'office', 'street')[i % 3]}/seq_{i:06d}_0"
+        gt = rng.normal(size=(t, q, 3)) + np.array([0.0, 0.0, 5.0])
+        vis = rng.random((t, q)) < 0.8
+        vis[0] = True
+        refs.append({"sequence_id": sid, "variant": sid.split("/")[0], "scene": sid.split("/")[1], "frame_indices": [0, 6, 12, 18],
+                     "tracks_ref0_m": gt.astype(np.float32).tolist(), "visibility": vis.tolist(), "dynamic": (rng.random(q) < 0.5).tolist()})
+        pred = gt * 1.7 + rng.normal(scale=0.1, size=gt.shape)
+        if i == 3:
+            pred[1, 2, 0] = np.nan
+        row = {"sequence_id": sid, "tracking_xyz": pred.tolist(), "depth": None, "camera_c2w": None, "frame_indices": [0, 6, 12, 18]}
+        if i == 5:
+            row["tracking_xyz"] = None  # a missing prediction: a failure record in lax mode
+        if i == 7:
+            row["tracking_xyz"] = pred[..., :2].tolist()  # a task failure in lax mode
+        preds.append(row)
+    return preds, refs, {"strict": False}
+
+
+def refer_iou_inputs():
+    rng = np.random.default_rng(4)
+    preds, refs = [], []
+    for i in range(11):
+        m = rng.random((5, 7)) < 0.5
+        refs.append({"expression_id": f"{i}:0", "mask": rle.encode(m), "category": ("dog", "cat", "car")[i % 3], "supercategory": ("animal", "animal", "vehicle")[i % 3]})
+        p = np.zeros_like(m) if i % 4 == 3 else m ^ (rng.random(m.shape) < 0.2)
+        preds.append({"expression_id": f"{i}:0", "mask": rle.encode(p)})
+    return preds, refs, {"return_per_example": True}
+
+
+def av_reasoning_inputs(media: Path):
+    from perckit.reason_av_edit import features as feats
+    from perckit.reason_av_edit.audio import encode_wav
+
+    rng = np.random.default_rng(5)
+    media.mkdir(parents=True, exist_ok=True)
+    codes = ("W1_same_class_pair", "H1_overlapping_voices", "T1_word_phrase_swap", "C1_overlap_local_speech", "R1_person_identity", "H3_offscreen_source")
+    cats = ("where_only", "which_only", "when_only", "combined", "reference", "which_only")
+
+    def wav(name, start, end):
+        x = np.zeros(16000)
+        n = np.arange(int(start * 16000), int(end * 16000))
+        x[n] = 0.5 * np.sin(2 * np.pi * 440 * n / 16000)
+        (media / name).write_bytes(encode_wav(x))
+        return {"bytes": None, "path": str(media / name)}
+
+    preds, refs = [], []
+    for i in range(9):
+        sid = f"s{i:02d}"
+        k = i % len(codes)
+        m = rng.random((4, 6)) < 0.4
+        if codes[k].startswith("H3"):
+            m[:] = False  # visual null anchor
+        a, b = sorted(rng.uniform(0.0, 0.9, size=2).round(2))
+        b = max(b, a + 0.1)
+        ref = {"sample_id": sid, "category": cats[k], "sub_track": codes[k], "anchor_mask": rle.encode(m),
+               "reason_audio": wav(f"{sid}_gt.wav", a, b) if i % 3 == 0 else dict(feats.NOT_PROVIDED_MEDIA),
+               "mask_video": dict(feats.NOT_PROVIDED_MEDIA), "edit_window_s": [float(a), float(b)], "edit_window_frames": None,
+               "fps": 25.0, "num_frames": 25, "selected_instance_index": i % 2 if k == 1 else None}
+        pred = feats.make_prediction(
+            sid,
+            anchor_mask=m ^ (rng.random(m.shape) < 0.25) if i % 4 != 2 else None,
+            edit_window_s=[float(a) + 0.04 * (i % 3), float(b)] if i % 3 != 0 else None,
+            reason_audio=wav(f"{sid}_pred.wav", a + 0.05, b) if i % 3 == 0 else None,
+            selected_instance_index=(i + 1) % 2 if k == 1 else None,
+        )
+        preds.append(pred)
+        refs.append(ref)
+    return preds, refs, {"return_per_sample": True}
+
+
+# ---------------------------------------------------------------- 4 real processes
+
+DIST = {
+    # name: (metric folder, config, inputs, batch size inside each process)
+    "track_id": ("track_id", None, track_id_inputs, 2),
+    "syn4d": ("syn4d", "tracking", syn4d_inputs, 1),
+    "refer_iou": ("refer_iou", None, refer_iou_inputs, 3),
+    "av_reasoning": ("av_reasoning", None, av_reasoning_inputs, 2),
+}
+
+
+def _load(name, config=None):
+    import evaluate
+
+    return evaluate.load(str(REPO / "metrics" / name), config)
+
+
+@pytest.fixture(scope="module")
+def four_process_results(tmp_path_factory):
+    """Single-process and 4-process results of every metric in DIST (the processes are spawned once)."""
+    tmp = tmp_path_factory.mktemp("dist4")
+    jobs, single = [], {}
+    for name, (folder, config, make, batch) in DIST.items():
+        preds, refs, options = make(tmp / "media") if name == "av_reasoning" else make()
+        inputs = tmp / f"{name}.json"
+        inputs.write_text(json.dumps({"predictions": preds, "references": refs, "options": options}))
+        data = json.loads(inputs.read_text())  # what the workers read
+        single[name] = _load(folder, config).compute(predictions=data["predictions"], references=data["references"], **options)
+        jobs.append({"metric_dir": str(REPO / "metrics" / folder), "config": config, "inputs": str(inputs), "cache_dir": str(tmp / "cache"),
+                     "experiment_id": f"perckit-dist4-{name}", "out": str(tmp / f"{name}.out.json"), "batch": batch})
+    (tmp / "jobs.json").write_text(json.dumps(jobs))
+    worker = str(REPO / "tests" / "helpers" / "dist_jobs_worker.py")
+    procs = [
+        subprocess.Popen([sys.executable, worker, str(tmp / "jobs.json"), str(i), str(NPROC)], env=dict(os.environ),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for i in range(NPROC)
+    ]
+    errors = []
+    for i, p in enumerate(procs):
+        try:
+            _, err = p.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+        if p.returncode != 0:
+            errors.append(f"process {i} exited with {p.returncode}: {err.decode()[-2000:]}")
+    assert not errors, "\n".join(errors)
+    return {name: (single[name], json.loads((tmp / f"{name}.out.json").read_text())) for name in DIST}
+
+
+@pytest.mark.parametrize("name", list(DIST))
+def test_four_processes_match_one(four_process_results, name):
+    single, dist = four_process_results[name]
+    assert canonical(dist) == canonical(single)
+
+
+def test_the_inputs_are_not_trivial(four_process_results):
+    """Guards the test itself: imperfect scores, lax failures and several groups, so a wrong merge would show."""
+    track, _ = four_process_results["track_id"]
+    assert 0 < track["f1"] < 1 and track["negative"]["num_queries"] > 0
+    s4, _ = four_process_results["syn4d"]
+    assert len(s4["failures"]) == 2 and s4["overall"]["num_sequences"] == 7 and len(s4["by_scene"]) == 3
+    ri, _ = four_process_results["refer_iou"]
+    assert 0 < ri["miou"] < 1 and len(ri["per_example"]) == 11
+    av, _ = four_process_results["av_reasoning"]
+    assert av["num_samples"] == 9 and av["visual_iou"] is not None and 0 < av["visual_iou"] < 1
+    assert av["audio_tf_iou"] is not None and av["which_acc"] is not None
+
+
+# ---------------------------------------------------------------- add_batch in any batch sizes
+
+BATCHED = {
+    "mask_temporal": ("mask_temporal", None, mask_temporal_inputs),
+    "track_id": ("track_id", None, track_id_inputs),
+    "syn4d": ("syn4d", "tracking", syn4d_inputs),
+    "refer_iou": ("refer_iou", None, refer_iou_inputs),
+    "av_reasoning": ("av_reasoning", None, av_reasoning_inputs),
+}
+
+
+def _splits(n: int) -> dict[str, list[int]]:
+    def every(size):
+        return [min(size, n - i) for i in range(0, n, size)]
+
+    irregular, rest = [], n
+    for size in (2, 1, 4, 3):
+        if rest <= 0:
+            break
+        irregular.append(min(size, rest))
+        rest -= irregular[-1]
+    if rest:
+        irregular.append(rest)
+    return {"1": every(1), "3": every(3), "all": [n], "2-1-4-3-rest": irregular}
+
+
+@pytest.mark.parametrize("name", list(BATCHED))
+def test_add_batch_in_any_batch_sizes(name, tmp_path):
+    folder, config, make = BATCHED[name]
+    preds, refs, options = make(tmp_path / "media") if name == "av_reasoning" else make()
+    metric = _load(folder, config)
+    whole = canonical(metric.compute(predictions=preds, references=refs, **options))
+    for label, sizes in _splits(len(refs)).items():
+        assert sum(sizes) == len(refs)
+        start = 0
+        for size in sizes:
+            metric.add_batch(predictions=preds[start : start + size], references=refs[start : start + size])
+            start += size
+        assert canonical(metric.compute(**options)) == whole, f"batch sizes {label}: {sizes}"
