@@ -1,0 +1,74 @@
+"""m4seg: the seven M4Seg metrics of PRIMA's table (mIoU, Recall, I-SS, I-SIoU, SS, SIoU, METEOR) plus gIoU / cIoU.
+
+All logic lives in ``perckit.m4seg.metrics``; see README.md beside this file.
+"""
+
+import datasets
+import evaluate
+
+from perckit.m4seg import features as feats
+from perckit.m4seg import metrics as core
+
+_DESCRIPTION = """\
+M4Seg (multi-image pixel-grounded reasoning, PRIMA) metrics. Masks are paired per image (a prediction in the
+wrong image never matches): miou (GLaMM's greedy one-to-one IoU pairing, averaged per sample) and recall (GLaMM's
+loop with IoU >= 0.5 and text similarity >= 0.5 and its early stop, micro over GT groundings); ss, siou, i_ss and
+i_siou compare texts with a sentence encoder (all-MiniLM-L6-v2 by default) and are RECONSTRUCTED definitions (the
+PRIMA evaluator was not available); meteor is GLaMM's pycocoevalcap pipeline (needs Java). Extras: giou, ciou,
+miou_strict, counts and per question type / source / granularity breakdowns. Values are fractions in [0, 1]
+(as_percent=True gives the paper's percentages).
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions: list of {"example_id": str, "answer": str, "groundings": [{"image_index": int (1-based),
+        "name": str, "mask": {"size": [H, W], "counts": str}}]}. answer="" and groundings=[] mean no output.
+        perckit.m4seg.parse_grounded_answer(text, masks) converts GLaMM/PRIMA-style output.
+    references: M4Seg builder rows projected with perckit.m4seg.to_metric_reference(row). Matched by example_id.
+    embed_fn: callable list[str] -> [n, d] L2-normalised array, or "minilm" (default) / "stub".
+    text_model_path (str): local all-MiniLM-L6-v2 folder (else $M4SEG_TEXT_MODEL, else the packaged weights).
+    as_percent (bool, False), miou_unit ("sample" | "image"), matching ("greedy" | "hungarian"),
+    recall_iou_threshold (0.5), recall_text_threshold (0.5), recall_text_encoder ("minilm" |
+    "bert-base-uncased-meanpool", with bert_model_path), ss_level ("answer" | "phrase"), siou_threshold (0.5),
+    siou_soft (False), i_mode ("image" | "mask"), resolved_name_style ("name" | "name_instance"),
+    resize_predictions (None | "nearest"), skip_unavailable (False), metrics (subset of the seven),
+    meteor_fn (callable (candidates, references) -> corpus score), per_sample (True).
+Returns:
+    dict with miou, recall, i_ss, i_siou, ss, siou, meteor, giou, ciou, miou_strict, num_samples,
+    num_samples_without_groundings, num_gt_groundings, num_pred_groundings, skipped, per_question_type,
+    per_dataset_name, per_granularity, options and per_sample.
+Examples:
+    >>> import evaluate
+    >>> metric = evaluate.load("metrics/m4seg")
+    >>> ref = {"example_id": "e", "answer": "chair_101", "question_type": "spatial", "dataset_name": "coco_objects",
+    ...        "granularity": "object", "images": [{"height": 1, "width": 4}, {"height": 1, "width": 2}],
+    ...        "groundings": [{"image_index": 1, "name": "chair", "answer_span": [0, 9],
+    ...                        "mask": {"size": [1, 4], "counts": "022"}}]}
+    >>> pred = {"example_id": "e", "answer": "chair", "groundings": [{"image_index": 1, "name": "chair",
+    ...         "mask": {"size": [1, 4], "counts": "022"}}]}
+    >>> metric.compute(predictions=[pred], references=[ref], embed_fn="stub", metrics=["miou", "recall"])["miou"]
+    1.0
+"""
+
+_CITATION = """\
+PRIMA: Multi-Image Vision-Language Models for Reasoning Segmentation (Nguyen et al., WACV 2027);
+GLaMM: Pixel Grounding Large Multimodal Model (Rasheed et al., CVPR 2024) for the mIoU / Recall / METEOR evaluator.
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class M4Seg(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features({
+                "predictions": feats.prediction_schema(),
+                "references": feats.reference_schema(),
+            }),
+            reference_urls=["https://huggingface.co/datasets/kanguyen-vn/M4Seg"],
+        )
+
+    def _compute(self, predictions, references, **options):
+        return core.compute(predictions, references, **options)

@@ -1,0 +1,181 @@
+"""The M⁴Seg ``datasets`` builder. ``builders/m4seg/m4seg.py`` is a thin entry point over it.
+
+``open`` and ``glob.glob`` are called from this module so that streaming mode (which patches the builder
+modules) can read remote files; the readers in :mod:`perckit.m4seg.release` receive them as arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+from pathlib import Path
+from typing import Any, Iterator
+
+import datasets
+
+from .. import hub
+from ..builder_base import PerckitBuilder
+from ..errors import OptionError, ReleaseNotFoundError, check_choice
+from . import features as feats
+from . import release
+
+_DESCRIPTION = (
+    "M4Seg: multi-image pixel-grounded reasoning (PRIMA, WACV 2027). Each example pairs two or three ordered "
+    "images with a question and an answer whose entity codes (chair_102, leg_20103) link phrases to object or "
+    "part groundings, each with a 1-based image_index, an answer_span, a bbox and a compressed COCO RLE mask "
+    "{size: [H, W], counts: str}. Splits: train (743,463 examples) and test (1,000). Images are not shipped."
+)
+_CITATION = """\
+@inproceedings{nguyen2027prima,
+  title     = {PRIMA: Multi-Image Vision-Language Models for Reasoning Segmentation},
+  author    = {Nguyen, Kiet A. and Wahed, Muntasir and Juvekar, Adheesh Sunil and Li, Xinzhuo and Zhou, Xiaona and
+               Shah, Vedant and Yu, Tianjiao and Yanardag, Pinar and Lourentzou, Ismini},
+  booktitle = {Proceedings of the IEEE/CVF Winter Conference on Applications of Computer Vision},
+  year      = {2027}
+}"""
+_HOMEPAGE = "https://huggingface.co/datasets/kanguyen-vn/M4Seg"
+_LICENSE = "cc-by-4.0 (new annotations); inherited masks and images keep their upstream terms"
+DEFAULT_REPO_ID = "kanguyen-vn/M4Seg"
+
+
+@dataclasses.dataclass
+class M4SegConfig(datasets.BuilderConfig):
+    """Options of the M4Seg builder (all defaulted; see the dataset card)."""
+
+    #: "auto" (native JSON when annotations/m4seg_{split}.json.gz exists, else Parquet), "native" or "parquet".
+    source: str = "auto"
+    #: How to read native ``image_sizes``: "auto" (checked against the masks), "hw" or "wh".
+    native_image_size_order: str = "auto"
+    #: Root of the source images (PRIMA's data/ layout); when set, the images are embedded as ``image_files``.
+    image_root: str | None = None
+    #: The splits to build (and to download from the Hub).
+    splits: tuple = release.SPLITS
+    #: The Hub dataset repository of the release; pass it as ``repo_id=...``.
+    hub_repo_id: str = DEFAULT_REPO_ID
+    revision: str | None = None
+
+
+def hub_patterns(split: str, source: str) -> list[str]:
+    """The release files one split needs from one source (what the Hub download fetches)."""
+    if source == "native":
+        return [release.NATIVE_FILE.format(split=split)]
+    return [release.PARQUET_GLOB.format(split=split)]
+
+
+class M4SegBuilder(PerckitBuilder):
+    """M4Seg: one config ``default``; splits ``train`` and ``test``; key ``example_id``; rows in file order."""
+
+    VERSION = datasets.Version("1.0.0")
+    BUILDER_CONFIG_CLASS = M4SegConfig
+    BUILDER_CONFIGS = [M4SegConfig(name="default", version=VERSION, description="every example with its groundings")]
+    DEFAULT_CONFIG_NAME = "default"
+    DEFAULT_WRITER_BATCH_SIZE = 1000
+
+    def _check_options(self) -> None:
+        c = self.config
+        check_choice("source", c.source, release.SOURCES)
+        check_choice("native_image_size_order", c.native_image_size_order, release.SIZE_ORDERS)
+        if isinstance(c.splits, str):
+            c.splits = (c.splits,)
+        c.splits = tuple(c.splits)
+        if not c.splits:
+            raise OptionError(f"option 'splits': expected a non-empty subset of {list(release.SPLITS)}, got {c.splits!r}")
+        for s in c.splits:
+            check_choice("splits", s, release.SPLITS)
+
+    def _info(self) -> datasets.DatasetInfo:
+        self._check_options()
+        return datasets.DatasetInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            homepage=_HOMEPAGE,
+            license=_LICENSE,
+            features=feats.row_features(with_images=self.config.image_root is not None),
+        )
+
+    def _download_and_prepare(self, dl_manager: Any, verification_mode: Any, **prepare_split_kwargs: Any) -> None:
+        # _split_generators shards the native file only when several processes will read it.
+        self._m4seg_num_proc = prepare_split_kwargs.get("num_proc") or 1
+        super()._download_and_prepare(dl_manager, verification_mode, **prepare_split_kwargs)
+
+    # ------------------------------------------------------------ files
+
+    def _roots(self) -> dict[str, Path]:
+        """The release root of each split: ``data_dir``, or a Hub snapshot with only the files the split needs."""
+        c = self.config
+        if c.data_dir:
+            root = Path(c.data_dir)
+            if not root.is_dir():
+                raise ReleaseNotFoundError(
+                    f"M4Seg release folder {str(root)!r} does not exist; pass data_dir=<the release root> (the folder "
+                    "that holds annotations/ and/or data/)"
+                )
+            return {s: root for s in c.splits}
+
+        def fetch(patterns: list[str]) -> Path:
+            return hub.download_release(c.hub_repo_id, patterns, c.revision, benchmark="M4Seg", builder_path="builders/m4seg")
+
+        roots: dict[str, Path] = {}
+        first = "parquet" if c.source == "parquet" else "native"
+        root = fetch([p for s in c.splits for p in hub_patterns(s, first)])
+        for s in c.splits:
+            if c.source != "auto" or release.native_path(root, s).is_file():
+                roots[s] = root
+        rest = [s for s in c.splits if s not in roots]
+        if rest:  # source="auto" and the repository has no native file for these splits
+            root = fetch([p for s in rest for p in hub_patterns(s, "parquet")])
+            roots.update({s: root for s in rest})
+        return roots
+
+    def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
+        c = self.config
+        self._check_options()
+        nproc = int(getattr(self, "_m4seg_num_proc", 1) or 1)
+        gens = []
+        for split, root in self._roots().items():
+            source = release.resolve_source(root, split, c.source, glob.glob)
+            if source == "native":
+                path = str(release.native_path(root, split))
+                scan = release.scan_native(open, path, split, need_count=nproc > 1)
+                shards: list = release.native_shards(path, scan, nproc)
+                files, kind = [path], scan.kind
+            else:
+                files, kind = release.parquet_paths(root, split, glob.glob), "list"
+                if nproc > 1:  # each process checks only its own ids: check the whole split here
+                    release.scan_parquet_ids(open, files, split)
+                shards = release.parquet_shards(open, files)
+            if c.image_root is not None:
+                self._check_images(split, source, files, kind)
+            gens.append(datasets.SplitGenerator(name=split, gen_kwargs={"split": split, "source": source, "shards": shards}))
+        return gens
+
+    def _check_images(self, split: str, source: str, files: list[str], kind: str) -> None:
+        root = Path(self.config.image_root)
+        if not root.is_dir():
+            raise ReleaseNotFoundError(f"M4Seg: image_root {str(root)!r} is not a folder (expected PRIMA's image layout, e.g. coco_2017/train2017/...)")
+        first, missing, checked = release.missing_images(root, release.iter_image_paths(open, source, files, kind))
+        if missing:
+            listing = "\n  ".join(first)
+            raise ReleaseNotFoundError(
+                f"M4Seg {split} split: {missing} of {checked} image path(s) not found under image_root {str(root)!r}; "
+                f"the first {len(first)}:\n  {listing}\n(paths are relative to PRIMA's data/ root: coco_2017/..., "
+                "Part_Segm/..., Semantic_Segm/...; keep the ADE20K object and ADE20KPart234 roots separate; "
+                "omit image_root to build without pixels)"
+            )
+
+    # ------------------------------------------------------------ generation
+
+    def _generate_examples(self, split: str, source: str, shards: list) -> Iterator[tuple[str, dict]]:
+        c = self.config
+        if source == "native":
+            rows = release.iter_native(open, shards, split, c.native_image_size_order)
+        else:
+            rows = release.iter_parquet(open, shards, split)
+        guard = release.IdGuard(f"M4Seg {split} split ({source})")
+        for row in rows:
+            guard.add(row["example_id"])
+            if c.image_root is not None:
+                where = f"M4Seg {split} split: example {row['example_id']!r}"
+                row[feats.IMAGE_FILES] = [release.read_image_bytes(open, c.image_root, im["path"], where) for im in row["images"]]
+            yield row["example_id"], row
+        guard.flush()

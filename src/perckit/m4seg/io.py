@@ -1,0 +1,114 @@
+"""Model outputs to ``metrics/m4seg`` prediction rows: GLaMM/PRIMA-style text + masks, and JSON Lines files."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .. import rle as rle_ops
+from ..errors import InputNotFoundError, PredictionError, RLEError
+from ..errors import short_repr as _short
+from ..jsonio import parse_int
+from .codes import collapse_ws
+
+logger = logging.getLogger(__name__)
+
+#: ``(IMAGE<k>)`` tags of GLaMM/PRIMA-style output.
+IMAGE_TAG = r"\(\s*IMAGE\s*(\d+)\s*\)"
+_TOKENS = re.compile(r"<p>|</p>|\[SEG\]|" + IMAGE_TAG)
+_SEG = re.compile(r"\[SEG\](\s*" + IMAGE_TAG + r")?")
+_PHRASE = re.compile(r"<p>(.*?)</p>", re.S)
+
+
+def clean_prediction_text(text: str) -> str:
+    """Drop ``<p>``, ``</p>``, ``[SEG]`` and ``(IMAGE<k>)`` tokens, then collapse whitespace."""
+    return collapse_ws(_TOKENS.sub(" ", text or ""))
+
+
+def parse_grounded_answer(text: str, masks: Sequence[Any], example_id: str = "") -> dict:
+    """A prediction row from ``… <p> phrase </p> [SEG] (IMAGEk) …`` output and its masks.
+
+    The i-th ``[SEG]`` takes the i-th mask; the phrase of the ``<p>…</p>`` before it becomes the ``name`` and
+    k the ``image_index``. Masks may be binary arrays, RLEs with bytes or str counts, or uncompressed RLEs.
+    A ``[SEG]`` without an ``(IMAGEk)`` tag, or more ``[SEG]`` tokens than masks, raises.
+    """
+    text = text or ""
+    segs = list(_SEG.finditer(text))
+    masks = list(masks or [])
+    where = f"prediction {example_id!r}"
+    if len(segs) > len(masks):
+        raise PredictionError(f"{where}: the text has {len(segs)} [SEG] token(s) but only {len(masks)} mask(s) were given")
+    if len(segs) < len(masks):
+        logger.warning("%s: %d mask(s) for %d [SEG] token(s); the extra masks are ignored", where, len(masks), len(segs))
+    groundings = []
+    for i, m in enumerate(segs):
+        if m.group(2) is None:
+            raise PredictionError(f"{where}: [SEG] #{i + 1} (offset {m.start()}) has no (IMAGEk) tag after it, so its image is unknown")
+        phrases = list(_PHRASE.finditer(text, 0, m.start()))
+        name = collapse_ws(phrases[-1].group(1)) if phrases else ""
+        try:
+            mask = rle_ops.to_rle(masks[i], where=f"{where}: mask {i}")
+        except RLEError as e:
+            raise PredictionError(str(e)) from None
+        groundings.append({"image_index": int(m.group(2)), "name": name, "mask": mask})
+    return {"example_id": str(example_id), "answer": text, "groundings": groundings}
+
+
+def prediction_row(obj: Any, where: str) -> dict:
+    """Check and normalise one prediction object to exactly the declared keys (masks to str-count RLE)."""
+    if not isinstance(obj, Mapping):
+        raise PredictionError(f"{where}: expected an object {{example_id, answer, groundings}}, found {_short(obj)}")
+    eid = obj.get("example_id")
+    if not isinstance(eid, (str, int)) or isinstance(eid, bool):
+        raise PredictionError(f"{where}: example_id: expected a string, found {_short(eid)}")
+    answer = obj.get("answer")
+    if answer is None:
+        answer = ""
+    if not isinstance(answer, str):
+        raise PredictionError(f"{where}: answer: expected a string, found {_short(answer)}")
+    gs = obj.get("groundings")
+    if gs is None:
+        gs = []
+    if not isinstance(gs, list):
+        raise PredictionError(f"{where}: groundings: expected a list, found {_short(gs)}")
+    out = []
+    for j, g in enumerate(gs):
+        gw = f"{where}: groundings[{j}]"
+        if not isinstance(g, Mapping):
+            raise PredictionError(f"{gw}: expected {{image_index, name, mask}}, found {_short(g)}")
+        k = parse_int(g.get("image_index"), f"{gw}.image_index", PredictionError)
+        name = g.get("name")
+        if name is not None and not isinstance(name, str):
+            raise PredictionError(f"{gw}.name: expected a string, found {_short(name)}")
+        try:
+            mask = rle_ops.to_rle(g.get("mask"), where=f"{gw}.mask")
+        except RLEError as e:
+            raise PredictionError(str(e)) from None
+        out.append({"image_index": k, "name": name or "", "mask": mask})
+    return {"example_id": str(eid), "answer": answer, "groundings": out}
+
+
+def load_predictions_jsonl(path: str | Path) -> list[dict]:
+    """Read one prediction row per line (blank lines skipped); duplicate ``example_id`` values raise."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputNotFoundError(f"predictions file {str(p)!r} not found")
+    rows, seen = [], {}
+    with open(p, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{p.name}: line {n}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise PredictionError(f"{where}: expected one JSON object per line, found invalid JSON ({e})") from None
+            row = prediction_row(obj, where)
+            if row["example_id"] in seen:
+                raise PredictionError(f"{where}: duplicate example_id {row['example_id']!r} (first on line {seen[row['example_id']]})")
+            seen[row["example_id"]] = n
+            rows.append(row)
+    return rows
