@@ -11,7 +11,7 @@ def test_demo_writes_the_report(tmp_path, capsys):
     assert "Traceback" not in out.out + out.err and "Warning" not in out.out + out.err
     reports = json.loads((tmp_path / "demo" / "report.json").read_text())
     names = [r["benchmark"] for r in reports]
-    assert names[:4] == ["R4D-Bench", "Syn4D", "RefCOCO-M", "ReasonAVEdit-Bench"]
+    assert names == ["R4D-Bench", "Syn4D", "RefCOCO-M", "M4Seg", "ReasonAVEdit-Bench"]
     for rep in reports:
         for metric, res in rep["metrics"].items():
             assert res["gt_as_prediction"] != res["perturbed"], metric

@@ -247,6 +247,51 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
     return {"benchmark": "ReasonAVEdit-Bench", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": figs}
 
 
+# ---------------------------------------------------------------- M4Seg
+
+
+def run_m4seg(out: Path, log: Log) -> dict:
+    import evaluate
+
+    from .fixtures.base import write_release
+    from .m4seg import features as feats
+
+    base = _fresh(out / "m4seg")
+    write_release("m4seg", base / "release")
+    log("M4Seg: wrote the sample release (native annotations/*.json.gz and Parquet shards, train and test)")
+    _, splits = convert_all("m4seg", base / "release", out, log)
+    rows = splits["default"].to_list()  # the test split
+    refs = [feats.to_metric_reference(r) for r in rows]
+    gt_preds = [feats.gt_as_prediction(r) for r in rows]
+    noisy = []
+    for i, p in enumerate(gt_preds):
+        q = {**p, "groundings": [dict(g) for g in p["groundings"]]}
+        for j, g in enumerate(q["groundings"]):
+            if (i + j) % 3 == 0:
+                g["mask"] = rle.encode(np.roll(rle.decode(g["mask"]), 2, axis=1))
+            if (i + j) % 5 == 4:
+                g["name"] = "object"
+        noisy.append(q)
+    metric = evaluate.load(str(REPO_ROOT / "metrics" / "m4seg"))
+    kw = {"skip_unavailable": True}
+    results = {"m4seg": {"gt_as_prediction": _scalars(metric.compute(predictions=gt_preds, references=refs, **kw)),
+                         "perturbed": _scalars(metric.compute(predictions=noisy, references=refs, **kw))}}
+    _check_perfect("M4Seg", results, {"m4seg": ("miou", "recall", "siou", "i_siou")})
+    log("M4Seg: ground truth as prediction scores 1.0 on mIoU, Recall, SIoU and I-SIoU; perturbed prediction scored")
+    row = next(r for r in rows if len(r["images"]) >= 2 and r["groundings"])
+    pred = next(p for p in noisy if p["example_id"] == row["example_id"])
+    tiles = []
+    for k in range(1, len(row["images"]) + 1):
+        gts = [g["mask"] for g in row["groundings"] if g["image_index"] == k]
+        prs = [g["mask"] for g in pred["groundings"] if g["image_index"] == k]
+        im = row["images"][k - 1]
+        size = [im["height"], im["width"]]
+        tiles.append(figures.mask_overlay(None, rle.union(gts, size=size), rle.union(prs, size=size), scale=6))
+    fig = figures.save(figures.side_by_side(tiles), out / "figures" / "m4seg_overlay.png")
+    caption = f"M4Seg {row['example_id']}: {row['question']!r} - groundings per image, ground truth green, perturbed prediction red"
+    return {"benchmark": "M4Seg", "rows": {"default (test)": splits["default"].num_rows}, "metrics": results, "figures": [(fig, caption)]}
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -289,7 +334,7 @@ def render_html(reports: list[dict], out: Path) -> str:
     return "\n".join(parts)
 
 
-RUNNERS = [run_r4d, run_syn4d, run_refcoco_m, run_reason_av_edit]
+RUNNERS = [run_r4d, run_syn4d, run_refcoco_m, run_m4seg, run_reason_av_edit]
 
 
 def main(out_dir: str | Path = "build/demo") -> int:

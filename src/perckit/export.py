@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, dict[str, Any]] = {
     "r4d_bench": {"metrics": {"mask_temporal": "all_queries/subset_36", "track_id": "all_queries/subset_36"}},
     "syn4d": {"metrics": {"syn4d": "tracking (config tracking); depth and pose (config challenge)"}},
     "refcoco_m": {"metrics": {"refer_iou": "expressions"}},
+    "m4seg": {"metrics": {"m4seg": "default (test split)"}},
     "reason_av_edit": {"metrics": {"av_reasoning": "default"}},
 }
 DEFAULT_MAX_SHARD_SIZE = "500MB"

@@ -12,6 +12,7 @@ from .errors import OptionError
 METRICS: dict[str, dict[str, Any]] = {
     "mask_temporal": {"benchmark": "r4d_bench", "reference": "perckit.r4d_bench.features:to_metric_reference", "configs": None},
     "track_id": {"benchmark": "r4d_bench", "reference": "perckit.r4d_bench.features:to_track_reference", "configs": None},
+    "m4seg": {"benchmark": "m4seg", "reference": "perckit.m4seg.features:to_metric_reference", "configs": None},
     "refer_iou": {"benchmark": "refcoco_m", "reference": "perckit.refcoco_m.features:to_metric_reference", "configs": None},
     "av_reasoning": {"benchmark": "reason_av_edit", "reference": "perckit.reason_av_edit.features:to_metric_reference", "configs": None},
     "syn4d": {"benchmark": "syn4d", "reference": "perckit.syn4d.features:to_metric_reference", "configs": ("tracking", "depth", "pose")},
