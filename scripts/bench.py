@@ -1,5 +1,8 @@
-"""Scale benchmarks of the perckit builders (one subcommand per benchmark).
+"""Benchmarks of every perckit builder and metric against its baseline and floor (ratios vs targets).
 
+    python scripts/bench.py                  # everything, one run (the metric and builder cases, then M4Seg scale)
+    python scripts/bench.py --quick          # smaller inputs (a smoke run)
+    python scripts/bench.py cases syn4d      # one or more of the cases in scripts/bench_cases.py
     python scripts/bench.py m4seg            # 20k and 200k synthetic train rows, both sources, num_proc 1 and 2
     python scripts/bench.py m4seg --quick    # 5k and 50k rows (a smoke run)
 
@@ -209,9 +212,59 @@ def _report(results: list[dict], sizes: list[int], sources: list[str], nprocs: l
                 print(f"{f'{s}: rows/s at {n} rows (num_proc=1)':52s} {one['rows'] / one['prepare_s']:>8.0f} {'':>8s}")
 
 
+def _print_rows(rows: list[dict]) -> None:
+    print()
+    print(f"{'case':22s} {'measure':40s} {'ratio':>9s}  {'target':8s} {'met':4s}")
+    print("-" * 88)
+    for r in rows:
+        met = "-" if r["ok"] is None else ("yes" if r["ok"] else "NO")
+        print(f"{r['case']:22s} {r['measure']:40s} {r['value']:9.2f}  {r['target'] or '':8s} {met:4s}")
+    print()
+    for r in rows:
+        if r["info"]:
+            print(f"  {r['case']}: {r['info']}")
+
+
+def bench_cases(args: argparse.Namespace) -> int:
+    """The metric and builder cases of scripts/bench_cases.py (all of them, or the ones named)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_cases as cases
+
+    names = args.cases or list(cases.CASES)
+    print(f"perckit benchmarks: {names}{' (quick)' if args.quick else ''}; {os.cpu_count()} CPU(s), "
+          f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    rows: list[dict] = []
+    for name in names:
+        t0 = time.perf_counter()
+        try:
+            rows += cases.CASES[name](quick=args.quick)
+        except Exception as e:  # a failing case is reported, the others still run
+            rows.append({"case": name, "measure": f"FAILED: {type(e).__name__}: {e}"[:40], "value": float("nan"),
+                         "target": None, "ok": False, "info": repr(e)})
+        print(f"  {name}: {time.perf_counter() - t0:.0f}s", flush=True)
+    _print_rows(rows)
+    return 0
+
+
+def bench_all(args: argparse.Namespace) -> int:
+    """Every case in one run: the metric and builder cases, then the M4Seg scale case (Parquet source)."""
+    args.cases = None
+    bench_cases(args)
+    m4 = argparse.Namespace(quick=args.quick, sizes=None, source=["parquet"], num_proc=[1, 2], workdir=None, keep=False, repeat=1)
+    return bench_m4seg(m4)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", required=True)
+    p.add_argument("--quick", action="store_true", help="with no command: smaller inputs for every case")
+    sub = p.add_subparsers(dest="command")
+    a = sub.add_parser("all", help="every case (the default): metrics, builders, M4Seg scale")
+    a.add_argument("--quick", action="store_true", help="smaller inputs (a smoke run)")
+    a.set_defaults(func=bench_all)
+    cs = sub.add_parser("cases", help="the metric and builder cases (mask_temporal, refer_iou, syn4d, r4d_build, reason_av_edit_build)")
+    cs.add_argument("cases", nargs="*", help="case names (default: all)")
+    cs.add_argument("--quick", action="store_true")
+    cs.set_defaults(func=bench_cases)
     m = sub.add_parser("m4seg", help="M4Seg: convert synthetic train splits of two sizes; rows/s, peak RSS, num_proc speedup")
     m.add_argument("--quick", action="store_true", help="5k and 50k rows instead of 20k and 200k")
     m.add_argument("--sizes", type=int, nargs="+", help="train sizes to convert (default 20000 200000)")
@@ -228,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--cache", required=True)
     c.set_defaults(func=_convert)
     args = p.parse_args(argv)
+    if args.command is None:  # `python scripts/bench.py [--quick]` runs everything
+        args = argparse.Namespace(quick=args.quick, func=bench_all)
     return args.func(args)
 
 
