@@ -21,13 +21,17 @@ CASES = [
     ("syn4d", "tracking"), ("syn4d", "challenge"),
     ("refcoco_m", "expressions"), ("refcoco_m", "images"),
     ("reason_av_edit", "default"),
+    ("m4seg", "default"),
 ]
 
 
 @pytest.fixture(scope="module")
-def releases(r4d_release, syn4d_release, refcoco_release, reason_av_edit_release):
+def releases(r4d_release, syn4d_release, refcoco_release, reason_av_edit_release, tmp_path_factory):
+    from perckit.fixtures.base import write_release
+
+    m4seg = write_release("m4seg", tmp_path_factory.mktemp("m4seg_release"))
     return {"r4d_bench": r4d_release.root, "syn4d": syn4d_release.root, "refcoco_m": refcoco_release.root,
-            "reason_av_edit": reason_av_edit_release.root}
+            "reason_av_edit": reason_av_edit_release.root, "m4seg": m4seg.root}
 
 
 def _equal(a, b):
@@ -55,11 +59,14 @@ def test_round_trip_same_features_and_rows(exports, releases, name, config, tmp_
     out, cache = exports
     builder = builder_class(name)(config_name=config, data_dir=str(releases[name]), cache_dir=str(cache))
     builder.download_and_prepare()
-    split = next(iter(builder.info.splits))
+    splits = list(builder.info.splits)
+    split = splits[-1]
     ref = builder.as_dataset(split)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         got = datasets.load_dataset(str(out / name), config, split=split, cache_dir=str(tmp_path))
+        for other in splits[:-1]:  # every split of the config is exported
+            assert datasets.load_dataset(str(out / name), config, split=other, cache_dir=str(tmp_path)).num_rows == builder.info.splits[other].num_examples
     assert got.features == ref.features and list(got.features) == list(ref.features)
     assert [str(t) for t in got.data.schema.types] == [str(t) for t in ref.data.schema.types]
     assert got.num_rows == ref.num_rows
