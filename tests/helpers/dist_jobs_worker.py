@@ -23,7 +23,7 @@ def main() -> None:
         preds, refs = data["predictions"], data["references"]
         metric = evaluate.load(
             job["metric_dir"], job.get("config"), num_process=nproc, process_id=pid,
-            cache_dir=job["cache_dir"], experiment_id=job["experiment_id"],
+            cache_dir=job["cache_dir"], experiment_id=job["experiment_id"], timeout=900,
         )
         mine = list(range(pid, len(refs), nproc))
         batch = int(job["batch"])

@@ -15,7 +15,7 @@ def main() -> None:
     pid, nproc, batch = int(pid), int(nproc), int(batch)
     data = json.loads(open(inputs, encoding="utf-8").read())
     preds, refs = data["predictions"], data["references"]
-    metric = evaluate.load(metric_dir, config, num_process=nproc, process_id=pid, cache_dir=cache_dir, experiment_id=exp)
+    metric = evaluate.load(metric_dir, config, num_process=nproc, process_id=pid, cache_dir=cache_dir, experiment_id=exp, timeout=900)
     mine = list(range(pid, len(refs), nproc))
     for i in range(0, len(mine), batch):
         idx = mine[i : i + batch]
