@@ -777,3 +777,27 @@ def test_uncompressed_counts_must_be_ints(counts):
 
 def test_to_rle_accepts_array_counts():
     assert R.to_rle({"size": [1, 4], "counts": np.array([0, 2, 2])}) == {"size": [1, 4], "counts": "022"}
+
+
+_coord = st.one_of(
+    st.floats(min_value=-150, max_value=250),
+    st.sampled_from([float("nan"), float("inf"), -float("inf")]),
+    st.integers(min_value=-150, max_value=250),
+    st.booleans(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 60), st.lists(st.lists(_coord, min_size=0, max_size=12), min_size=1, max_size=3))
+def test_plain_list_fast_path_equals_numpy_path(h, w, polys):
+    """Flat Python lists take a numpy-free check; it must accept, rasterise and refuse exactly like the
+    array path (which the other polygon tests pin down)."""
+
+    def run(ps):
+        try:
+            return R.from_polygons(ps, h, w)
+        except RLEError as e:
+            return str(e)
+
+    as_arrays = [np.asarray(p, dtype=np.float64) for p in polys]
+    assert run(polys) == run(as_arrays)

@@ -12,6 +12,7 @@ before it reaches pycocotools.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -180,9 +181,12 @@ def from_uncompressed(rle: Mapping, where: str = "mask") -> RLE:
     """Uncompressed COCO RLE (``counts`` a list of ints) to compressed RLE."""
     h, w = _check_size(rle.get("size"), where)
     counts = rle.get("counts")
-    if not isinstance(counts, (list, tuple, np.ndarray)) or not all(
-        isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in counts
-    ):
+    # One C-level pass over the element types (bool is a subclass of int: refused by exact type).
+    if isinstance(counts, np.ndarray):
+        ok = counts.dtype.kind in "iu"
+    else:
+        ok = isinstance(counts, (list, tuple)) and all(t is int or (t is not np.bool_ and issubclass(t, np.integer)) for t in set(map(type, counts)))
+    if not ok:
         raise RLEError(f"{where}: uncompressed 'counts' must be a list of ints, got {_short(counts)}")
     try:
         runs = np.asarray(counts, dtype=np.int64)
@@ -194,7 +198,22 @@ def from_uncompressed(rle: Mapping, where: str = "mask") -> RLE:
         raise RLEError(f"{where}: uncompressed 'counts' has a negative run")
     if int(runs.sum()) != h * w:
         raise RLEError(f"{where}: uncompressed 'counts' sum to {int(runs.sum())}, expected H*W = {h * w}")
-    return _from_c(_mask.frPyObjects({"counts": [int(x) for x in runs], "size": [h, w]}, h, w))
+    # pycocotools reads the counts as uint32: every run is non-negative and at most H*W <= MAX_PIXELS here.
+    return _from_c(_mask.frPyObjects({"counts": runs.astype(np.uint32), "size": [h, w]}, h, w))
+
+
+def _plain_polygon_ok(poly: Any, h: int, w: int) -> bool:
+    """True for a flat list of finite floats / ints (not bools), even-sized, >= 6 long, every vertex within
+    the bounds :func:`from_polygons` allows; anything else takes the numpy path and its precise errors."""
+    if type(poly) is not list or len(poly) < 6 or len(poly) % 2 or not set(map(type, poly)) <= _PLAIN_NUMBERS:
+        return False
+    if not all(map(math.isfinite, poly)):
+        return False
+    xs, ys = poly[0::2], poly[1::2]
+    return min(xs) >= -w and max(xs) <= 2 * w and min(ys) >= -h and max(ys) <= 2 * h
+
+
+_PLAIN_NUMBERS = frozenset((float, int))
 
 
 def from_polygons(polygons: Sequence[Sequence[float]], height: int, width: int, where: str = "mask") -> RLE:
@@ -202,6 +221,9 @@ def from_polygons(polygons: Sequence[Sequence[float]], height: int, width: int, 
     h, w = _check_size([height, width], where)
     polys = []
     for i, poly in enumerate(polygons):
+        if _plain_polygon_ok(poly, h, w):  # the common case, checked without numpy's per-call overhead
+            polys.append(poly)
+            continue
         try:
             arr = np.asarray(poly, dtype=np.float64).ravel()
         except (TypeError, ValueError):
@@ -218,7 +240,7 @@ def from_polygons(polygons: Sequence[Sequence[float]], height: int, width: int, 
                 f"{where}: polygon {i} has a vertex far outside the {h}x{w} image: expected x in [-{w}, {2 * w}] "
                 f"and y in [-{h}, {2 * h}], got x in [{xs.min():g}, {xs.max():g}], y in [{ys.min():g}, {ys.max():g}]"
             )
-        polys.append([float(x) for x in arr])
+        polys.append(arr)  # pycocotools copies each polygon to a float64 array itself
     if not polys:
         return empty(h, w)
     parts = _mask.frPyObjects(polys, h, w)

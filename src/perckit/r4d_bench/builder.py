@@ -10,7 +10,7 @@ import datasets
 
 from .. import hub
 from ..errors import check_choice
-from ..builder_base import PerckitBuilder
+from ..builder_base import PerckitTableBuilder
 from . import features as feats
 from . import release
 
@@ -60,7 +60,7 @@ def hub_patterns(config: R4DBenchConfig) -> list[str]:
     return patterns
 
 
-class R4DBenchBuilder(PerckitBuilder):
+class R4DBenchBuilder(PerckitTableBuilder):
     """R4D-Bench: configs ``all_queries`` (default), ``subset_36`` and ``frames``; one ``test`` split."""
 
     VERSION = datasets.Version("1.0.0")
@@ -71,6 +71,8 @@ class R4DBenchBuilder(PerckitBuilder):
         R4DBenchConfig(name="frames", version=VERSION, description="every COCO-annotated scene frame with its instances"),
     ]
     DEFAULT_CONFIG_NAME = "all_queries"
+    #: ``frames`` rows carry an encoded image each; 64 of them make tables of a few MB.
+    ROWS_PER_TABLE = 64
 
     def _info(self) -> datasets.DatasetInfo:
         check_choice("mask_source", self.config.mask_source, release.MASK_SOURCES)
@@ -102,7 +104,7 @@ class R4DBenchBuilder(PerckitBuilder):
             kwargs = {"release_data": rel}
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs=kwargs)]
 
-    def _generate_examples(self, release_data: release.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, dict]]:
+    def _generate_rows(self, release_data: release.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, dict]]:
         if scenes is not None:
             for info in scenes:
                 yield from release.frame_rows(info)

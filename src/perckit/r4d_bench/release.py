@@ -302,11 +302,12 @@ def frame_mask_from_segmentations(masks: Sequence[Mapping], size: tuple[int, int
     """OR of the ``segmentation`` of every mask of one frame; RLE sizes win, polygons use ``size``."""
     segs = [m.get("segmentation") if isinstance(m, Mapping) else None for m in masks]
     # Only well-formed sizes (two ints) vote here; anything else is reported by rle.to_rle below.
-    rle_sizes = {
-        (int(s["size"][0]), int(s["size"][1])) for s in segs
-        if isinstance(s, Mapping) and isinstance(s.get("size"), (list, tuple)) and len(s["size"]) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in s["size"])
-    }
+    rle_sizes = set()
+    for s in segs:
+        if isinstance(s, Mapping):
+            sz = s.get("size")
+            if isinstance(sz, (list, tuple)) and len(sz) == 2 and type(sz[0]) is int and type(sz[1]) is int:
+                rle_sizes.add((sz[0], sz[1]))
     if len(rle_sizes) > 1:
         raise ReleaseFormatError(f"{where}: masks of one frame have different sizes {sorted(rle_sizes)}")
     if rle_sizes:

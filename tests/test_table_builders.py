@@ -1,0 +1,39 @@
+"""The builders that write Arrow tables directly (``PerckitTableBuilder``) give exactly the table that
+``datasets``' per-example encoding would give for the same rows."""
+
+import datasets
+import pytest
+
+from perckit.builder_base import PerckitTableBuilder
+from perckit.entrypoints import builder_class
+
+CASES = [
+    ("r4d_bench", "all_queries", "r4d_release"),
+    ("r4d_bench", "subset_36", "r4d_release"),
+    ("r4d_bench", "frames", "r4d_release"),
+    ("reason_av_edit", "default", "reason_av_edit_release"),
+]
+
+
+@pytest.mark.parametrize("name, config, release", CASES)
+def test_tables_equal_per_example_encoding(name, config, release, request, tmp_path):
+    root = request.getfixturevalue(release).root
+    builder = builder_class(name)(config_name=config, data_dir=str(root), cache_dir=str(tmp_path / "cache"))
+    assert isinstance(builder, PerckitTableBuilder)
+    builder.download_and_prepare()
+    built = builder.as_dataset("test")
+    (split,) = builder._split_generators(datasets.DownloadManager(dataset_name=name))
+    rows = list(builder._generate_rows(**split.gen_kwargs))
+    keys = [k for k, _ in rows]
+    assert len(set(keys)) == len(keys) == built.num_rows > 0
+    features = builder.info.features
+    expected = datasets.Dataset.from_list([features.encode_example(r) for _, r in rows], features=features)
+    assert built.features == expected.features
+    assert built.data.table.equals(expected.data.table)
+
+
+def test_rows_with_other_keys_are_refused(r4d_release, tmp_path):
+    builder = builder_class("r4d_bench")(config_name="all_queries", data_dir=str(r4d_release.root), cache_dir=str(tmp_path))
+    builder._generate_rows = lambda **kw: iter([("k", {"query_id": "q"})])
+    with pytest.raises(ValueError, match=r"row 'k': expected the keys of the features .*\(missing \['distractor'"):
+        next(builder._generate_tables())
