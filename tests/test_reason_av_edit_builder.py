@@ -459,3 +459,57 @@ def test_hub_offline_error_names_data_dir(tmp_path):
     b = builder_class(NAME)(config_name=CONFIG, cache_dir=str(tmp_path))
     with pytest.raises(ReleaseNotFoundError, match="bigfacing/ReasonAVEdit-Bench.*data_dir="):
         b.download_and_prepare()
+
+
+# ---------------------------------------------------------------- the direct tar reader vs iter_archive
+
+
+def _read_both(path, label):
+    """Items and error (type, archive named) of the local reader and of iter_archive's iterator."""
+    out = []
+    for reader in (lambda: rel.iter_tar_file(path, label),
+                   lambda: rel.iter_tar_members(datasets.DownloadManager(dataset_name=NAME).iter_archive(str(path)), label)):
+        items, error = [], None
+        try:
+            for name, data in reader():
+                items.append((name, data))
+        except ReleaseFormatError as e:
+            error = label in str(e) and "truncated or corrupt" in str(e)
+        out.append((items, error))
+    return out
+
+
+def test_direct_tar_reader_equals_iter_archive(release):
+    for tar in sorted((release.root / "archives").glob("*.tar")):
+        (a, ea), (b, eb) = _read_both(tar, f"archives/{tar.name}")
+        assert a == b and a and ea is eb is None
+
+
+def test_direct_tar_reader_hidden_and_non_regular_members(tmp_path):
+    path = tmp_path / "x.tar"
+    with tarfile.open(path, "w") as tar:
+        for name, blob in [("./v/a.mp4", b"a" * 700), ("v/.hidden", b"h"), ("v/__MACOSX", b"m"), ("v/b.mp4", b"")]:
+            info = tarfile.TarInfo(name)
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+        d = tarfile.TarInfo("v/dir")
+        d.type = tarfile.DIRTYPE
+        tar.addfile(d)
+        link = tarfile.TarInfo("v/link")
+        link.type, link.linkname = tarfile.SYMTYPE, "../../etc/passwd"
+        tar.addfile(link)
+    (a, ea), (b, eb) = _read_both(path, "x.tar")
+    assert a == b == [("v/a.mp4", b"a" * 700), ("v/b.mp4", b"")] and ea is eb is None
+
+
+@pytest.mark.parametrize("cut", [0.0, 0.001, 0.3, 0.5, 0.999])
+def test_direct_tar_reader_truncated_like_iter_archive(release, tmp_path, cut):
+    src = release.root / "archives/audios.tar"
+    data = src.read_bytes()
+    path = tmp_path / "audios.tar"
+    path.write_bytes(data[: int(len(data) * cut)] if cut else b"\x01garbage" * 200)
+    (a, ea), (b, eb) = _read_both(path, "archives/audios.tar")
+    # the same complete members before the cut; then both raise a ReleaseFormatError naming the archive, or (a cut
+    # inside the end-of-archive blocks) both stop quietly after the last member
+    assert a == b
+    assert ea is eb and (ea is True) == (cut < 0.99)

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .errors import PerckitError, ReleaseFormatError, ReleaseNotFoundError
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a block that builds millions of containers (parsing and
+    normalising a release's JSON): every collection pass in it would traverse all the containers that
+    survived so far, about a third of the time of such a block. Parsed JSON holds no reference cycles, so
+    nothing is left for the collector; it is re-enabled (if it was on) when the block ends."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def require_file(root: str | os.PathLike, rel: str, what: str = "release file") -> Path:
@@ -48,7 +66,8 @@ def read_json(
                 out[k] = v
             return out
     try:
-        return json.loads(data, object_pairs_hook=hook)
+        with gc_paused():
+            return json.loads(data, object_pairs_hook=hook)
     except PerckitError:
         raise  # the duplicate-key error of ``hook``
     except (ValueError, RecursionError) as e:
@@ -68,3 +87,40 @@ def parse_int(value: Any, where: str, error: type[Exception] = ReleaseFormatErro
     if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         return int(value.strip())
     raise error(f"{where}: expected an integer (or a string of digits), got {value!r}")
+
+
+def read_ahead(paths: Sequence[str | os.PathLike], depth: int = 16) -> Iterator[tuple[Path, bytes | OSError]]:
+    """``(path, bytes)`` of every file, in order, asking the kernel to read ``depth`` files ahead.
+
+    A build that reads thousands of small files (frame images) otherwise waits for the storage device on
+    each one between its CPU work. ``posix_fadvise(WILLNEED)`` starts the reads of the next files in the
+    background (no threads, no GIL contention; a no-op for files already cached or where the OS has no
+    such call). A file that cannot be read gives its ``OSError`` in place of the bytes, for the caller.
+    """
+    paths = [Path(p) for p in paths]
+    advise = getattr(os, "posix_fadvise", None)
+
+    def hint(p: Path) -> None:
+        try:
+            fd = os.open(p, os.O_RDONLY)
+        except OSError:
+            return  # reported by the read itself
+        try:
+            advise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    if advise is not None:
+        for p in paths[:depth]:
+            hint(p)
+    for i, p in enumerate(paths):
+        if advise is not None and i + depth < len(paths):
+            hint(paths[i + depth])
+        try:
+            with open(p, "rb") as f:
+                data: bytes | OSError = f.read()
+        except OSError as e:
+            data = e
+        yield p, data

@@ -10,6 +10,7 @@ import datasets
 
 from .. import hub
 from ..errors import check_choice
+from ..jsonio import gc_paused
 from ..builder_base import PerckitTableBuilder
 from . import features as feats
 from . import release
@@ -94,14 +95,15 @@ class R4DBenchBuilder(PerckitTableBuilder):
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         root = self._release_root()
         cfg = self.config
-        if cfg.name == "frames":
-            scenes = [release.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern) for s in release.scene_names(root)]
-            kwargs: dict = {"scenes": scenes}
-        else:
-            rel = release.open_query_release(
-                root, cfg.name, cfg.mask_source, cfg.coco_json_name, cfg.frame_id_pattern, cfg.scene_aliases
-            )
-            kwargs = {"release_data": rel}
+        with gc_paused():  # parsing and checking the JSON files builds millions of small containers
+            if cfg.name == "frames":
+                scenes = [release.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern) for s in release.scene_names(root)]
+                kwargs: dict = {"scenes": scenes}
+            else:
+                rel = release.open_query_release(
+                    root, cfg.name, cfg.mask_source, cfg.coco_json_name, cfg.frame_id_pattern, cfg.scene_aliases
+                )
+                kwargs = {"release_data": rel}
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs=kwargs)]
 
     def _generate_rows(self, release_data: release.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, dict]]:

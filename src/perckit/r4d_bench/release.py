@@ -23,7 +23,7 @@ from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice
 from ..images import check_encoded_image
 from ..errors import short_repr as _short
-from ..jsonio import parse_int, read_json, require_file
+from ..jsonio import parse_int, read_ahead, read_json, require_file
 
 logger = logging.getLogger(__name__)
 
@@ -550,14 +550,15 @@ def frame_rows(info: SceneInfo) -> Iterator[tuple[str, dict]]:
     for a in coco.get("annotations", []):
         if isinstance(a, Mapping) and isinstance(a.get("image_id"), hashable):
             by_image.setdefault(a.get("image_id"), []).append(a)
-    for fid in sorted(info.frames):
+    fids = sorted(info.frames)
+    images = read_ahead([info.folder / info.frames[fid].file_name for fid in fids])
+    for fid, (path, data) in zip(fids, images):
         fr = info.frames[fid]
         where = f"{str(info.coco_path)!r}: image {fr.coco_image_id} (frame {fid})"
-        path = info.folder / fr.file_name
-        try:
-            data = path.read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise ReleaseNotFoundError(f"{where}: image file {str(path)!r} not found") from None
+        if isinstance(data, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
+            raise ReleaseNotFoundError(f"{where}: image file {str(path)!r} not found")
+        if isinstance(data, OSError):
+            raise ReleaseFormatError(f"{where}: image file {str(path)!r} cannot be read: {data}")
         check_image_bytes(data, path, where)
         anns = []
         for a in sorted(by_image.get(fr.coco_image_id, []), key=lambda a: _annotation_int(a, "id", where)):

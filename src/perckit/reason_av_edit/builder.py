@@ -1,10 +1,12 @@
 """The ReasonAVEdit-Bench ``datasets`` builder. ``builders/reason_av_edit/reason_av_edit.py`` is a thin entry point over it.
 
 Archive mode (the Hub layout, streaming-friendly): ``_split_generators`` passes one
-``dl_manager.iter_archive(tar)`` per tar (a tuple: gen_kwargs lists would be read as shards);
-``_generate_examples`` reads ``metadata.csv`` and the annotations first, keeps the referenced members
-of every non-video tar in memory, then makes one pass over the video tar and yields one row per
-clip, in video-tar order. Nothing is extracted to disk. Extracted mode reads the seven folders next
+``dl_manager.iter_archive(tar)`` per tar, with the tar's path (a tuple: gen_kwargs lists would be read
+as shards); ``_generate_rows`` reads ``metadata.csv`` and the annotations first, keeps the referenced
+members of every non-video tar in memory, then makes one pass over the video tar and yields one row per
+clip, in video-tar order. Nothing is extracted to disk. When not streaming and the tar is a local file,
+the same pass reads each member with one ``read`` at its offset (:func:`release.iter_tar_file`) instead
+of through the iterator's 10 KB stream blocks; streaming uses the iterator. Extracted mode reads the seven folders next
 to ``metadata.csv``, in CSV order. Both modes give identical rows: every media value is
 ``{"bytes": <file bytes>, "path": <release-relative path>}``.
 """
@@ -19,7 +21,7 @@ from typing import Any, Iterator
 import datasets
 
 from .. import hub
-from ..builder_base import PerckitBuilder
+from ..builder_base import PerckitTableBuilder
 from ..errors import OptionError, ReleaseNotFoundError, check_choice
 from . import features as feats
 from . import release
@@ -55,7 +57,7 @@ class ReasonAVEditConfig(datasets.BuilderConfig):
     revision: str | None = None
 
 
-class ReasonAVEditBuilder(PerckitBuilder):
+class ReasonAVEditBuilder(PerckitTableBuilder):
     """ReasonAVEdit-Bench: one config (``default``), one ``test`` split keyed by ``sample_id``."""
 
     VERSION = datasets.Version("1.0.0")
@@ -64,6 +66,7 @@ class ReasonAVEditBuilder(PerckitBuilder):
     DEFAULT_CONFIG_NAME = "default"
     #: Rows carry the media bytes of a sample (a few MB each on the real data).
     DEFAULT_WRITER_BATCH_SIZE = 16
+    ROWS_PER_TABLE = 16
 
     def _info(self) -> datasets.DatasetInfo:
         c = self.config
@@ -99,16 +102,17 @@ class ReasonAVEditBuilder(PerckitBuilder):
         # Parsed here too, so that CSV errors reach the caller unwrapped (generation re-reads it).
         samples = release.read_metadata(root)
         source = self._source(root, samples)
-        kwargs: dict[str, Any] = {"root": str(root), "source": source, "archives": (), "video_archive": None}
+        kwargs: dict[str, Any] = {"root": str(root), "source": source, "archives": (), "video_archive": None,
+                                  "local": not getattr(dl_manager, "is_streaming", False)}
         if source == "archives":
             tars = release.find_archives(root)
             labels = tuple(release.archive_label(p, root) for p in tars)
             kwargs["video_archive"] = release.pick_video_archive(labels, samples)
             # A tuple, not a list: datasets reads gen_kwargs lists as shards.
-            kwargs["archives"] = tuple((label, dl_manager.iter_archive(str(p))) for label, p in zip(labels, tars))
+            kwargs["archives"] = tuple((label, str(p), dl_manager.iter_archive(str(p))) for label, p in zip(labels, tars))
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs=kwargs)]
 
-    def _generate_examples(self, root: str, source: str, archives: tuple = (), video_archive: str | None = None) -> Iterator[tuple[str, dict]]:
+    def _generate_rows(self, root: str, source: str, archives: tuple = (), video_archive: str | None = None, local: bool = False) -> Iterator[tuple[str, dict]]:
         root_path = Path(root)
         threshold = self.config.png_mask_threshold
         samples = release.read_metadata(root_path)
@@ -120,21 +124,21 @@ class ReasonAVEditBuilder(PerckitBuilder):
                     s, fields, text, lambda fld, path, s=s: release.read_disk_media(root_path, path, s, fld), threshold
                 )
             return
-        yield from self._archive_rows(root_path, samples, annotations, archives, video_archive, threshold)
+        items = {label: _member_reader(label, path, members, local) for label, path, members in archives}
+        yield from self._archive_rows(root_path, samples, annotations, items, video_archive, threshold)
 
     @staticmethod
-    def _archive_rows(root: Path, samples: list, annotations: dict, archives: tuple, video_archive: str, threshold: int) -> Iterator[tuple[str, dict]]:
-        labels = [label for label, _ in archives]
-        store = release.MediaStore(root, labels)
+    def _archive_rows(root: Path, samples: list, annotations: dict, archives: dict, video_archive: str, threshold: int) -> Iterator[tuple[str, dict]]:
+        """``archives``: ``{label: (member path, bytes) iterator}`` in archive order."""
+        store = release.MediaStore(root, list(archives))
         wanted = {p for s in samples for f, p in s.media().items() if f != "video"}
-        for label, members in archives:
+        for label, items in archives.items():
             if label != video_archive:
-                store.add_archive(members, label, wanted)
+                store.add_archive(items, label, wanted)
         by_video = {s.video: s for s in samples}
         done: set[str] = set()
         extra: list[str] = []
-        video_members = next(m for label, m in archives if label == video_archive)
-        for path, data in release.iter_tar_members(video_members, video_archive):
+        for path, data in archives[video_archive]:
             store.folder_archive.setdefault(release.top_folder(path), video_archive)
             s = by_video.get(path)
             if s is None or s.sample_id in done:
@@ -154,3 +158,11 @@ class ReasonAVEditBuilder(PerckitBuilder):
                 continue
             fields, text = annotations[s.sample_id]
             yield s.sample_id, release.build_row(s, fields, text, lambda fld, p, s=s: store.get(p, s, fld), threshold)
+
+
+def _member_reader(label: str, path: str, members: Any, local: bool) -> Iterator[tuple[str, bytes]]:
+    """The ``(member path, bytes)`` of one tar: the direct reader for a local file outside streaming, else
+    ``dl_manager.iter_archive``'s iterator."""
+    if local and Path(path).is_file():
+        return release.iter_tar_file(path, label)
+    return release.iter_tar_members(members, label)
