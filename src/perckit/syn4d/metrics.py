@@ -13,7 +13,12 @@ per-variant / per-scene blocks (spec §4.2); :func:`compute_task` runs both and
 Nothing here is reconstructed: every per-sequence formula reproduces the official
 Syn4D evaluator operation for operation (float64 NumPy, ``np.mean`` /
 ``np.median``, OpenCV bilinear resize), because the parity target is 1e-9
-relative. The only deliberate difference is in :func:`mean_rows`, which sums with
+relative. The compiled kernels of depth and tracking (:mod:`perckit.syn4d._kernels`,
+numba, with the numpy paths kept for when it is missing) keep every per-element
+operation, decision and exact median; tracking and pose give the numbers of the
+straightforward numpy formulas bit for bit, depth differs from them only in its
+summation order (~1e-16 relative). The other
+deliberate difference is in :func:`mean_rows`, which sums with
 ``math.fsum`` (order-independent, for evaluate's distributed mode): it differs
 from the official ``np.mean`` by an ulp at most (2.2e-16 relative on the fixture).
 """
@@ -31,7 +36,7 @@ import numpy as np
 
 from ..errors import OptionError, PredictionError, check_choice, check_options
 from ..matching import index_by_id
-from .geometry import relative_to_first, rotation_error_deg, umeyama_sim3
+from .geometry import rotation_error_deg, umeyama_sim3
 
 TASKS = ("depth", "pose", "tracking")
 PROTOCOL = "syn4d-multitask-v1"
@@ -44,6 +49,13 @@ DEPTH_MAX_M = 300.0
 PREDICTION_KEYS = {"tracking": "tracking_xyz", "depth": "depth", "pose": "camera_c2w"}
 MISSING_PREDICTION = "missing prediction"
 BLOCK_KEYS = ("overall", "by_variant", "by_scene", "sequences")
+
+
+def _compiled():
+    """:mod:`perckit.syn4d._kernels`, imported on first use (it imports numba, which is slow to import)."""
+    from . import _kernels
+
+    return _kernels
 
 
 def _finite_number(value: object) -> bool:
@@ -109,6 +121,54 @@ def _finite3(a: np.ndarray) -> np.ndarray:
     return np.isfinite(a[..., 0]) & np.isfinite(a[..., 1]) & np.isfinite(a[..., 2])
 
 
+def _accuracy_keys(prefix: str, counts: Sequence[int], distances: np.ndarray, thresholds: Sequence[float]) -> dict:
+    """The keys of one non-empty subset from its threshold counts and distances."""
+    n = distances.size
+    # count / n equals np.mean of the boolean array exactly (a float64 sum of 0s and 1s is exact)
+    out: dict[str, Any] = {f"{prefix}acc_{t:g}m": int(c) / n for t, c in zip(thresholds, counts)}
+    out[f"{prefix}apd"] = float(np.mean(list(out.values())))
+    out[f"{prefix}epe"] = float(np.add.reduce(distances) / n)  # np.mean(distances), operation for operation
+    out[f"{prefix}count"] = int(n)
+    return out
+
+
+def _tracking_compiled(kernel, gt, pred, valid_mask, dynamic_q, thresholds) -> dict:
+    """Scale, threshold counts and the distances of both subsets from one compiled call (see
+    :func:`perckit.syn4d._kernels.tracking_kernel`); the same numbers as :func:`_tracking_numpy`."""
+    limits = np.asarray(thresholds, dtype=np.float64)
+    counts = np.zeros((2, limits.size), dtype=np.int64)
+    scale, distances, dynamic_distances = kernel(
+        np.ascontiguousarray(gt, dtype=np.float64), np.ascontiguousarray(pred, dtype=np.float64),
+        np.ascontiguousarray(valid_mask), np.ascontiguousarray(dynamic_q), limits, counts,
+    )
+    if distances.size == 0:
+        raise ValueError("sequence has no finite valid tracking correspondences")
+    result: dict[str, Any] = {"scale": float(scale)}
+    result.update(_accuracy_keys("", counts[0].tolist(), distances, thresholds))
+    if dynamic_distances.size:
+        result.update(_accuracy_keys("dynamic_", counts[1].tolist(), dynamic_distances, thresholds))
+    return result
+
+
+def _tracking_numpy(gt, pred, valid_mask, dynamic_q, thresholds) -> dict:
+    """The numpy path of :func:`tracking_metrics`: the scored samples gathered once, widened to float64."""
+    finite = valid_mask & _finite3(gt) & _finite3(pred)
+    if not finite.any():
+        raise ValueError("sequence has no finite valid tracking correspondences")
+    # Only the scored samples, gathered in their stored dtype and then widened (exact) to float64.
+    gt_f = gt[finite].astype(np.float64)
+    pred_f = pred[finite].astype(np.float64)
+    pred_median = float(np.median(_norm3(pred_f)))
+    scale = float(np.median(_norm3(gt_f)) / pred_median) if pred_median > 1e-12 else 0.0
+    distances = _norm3(gt_f - scale * pred_f)
+    dynamic_f = np.broadcast_to(dynamic_q[None, :], finite.shape)[finite]
+    result: dict[str, Any] = {"scale": scale}
+    for prefix, values in (("", distances), ("dynamic_", distances[dynamic_f])):
+        if values.size:
+            result.update(_accuracy_keys(prefix, [np.count_nonzero(values <= t) for t in thresholds], values, thresholds))
+    return result
+
+
 def tracking_metrics(
     gt: np.ndarray,
     pred: np.ndarray,
@@ -136,32 +196,12 @@ def tracking_metrics(
         raise ValueError(
             f"tracking validity/dynamic shapes do not match tracks {gt.shape}: visibility {valid_mask.shape}, dynamic {dynamic_q.shape}"
         )
-    finite = valid_mask & _finite3(gt) & _finite3(pred)
-    if not finite.any():
-        raise ValueError("sequence has no finite valid tracking correspondences")
-    # Only the scored samples, gathered in their stored dtype and then widened (exact) to float64.
-    gt_f = gt[finite].astype(np.float64)
-    pred_f = pred[finite].astype(np.float64)
-    pred_median = float(np.median(_norm3(pred_f)))
-    scale = float(np.median(_norm3(gt_f)) / pred_median) if pred_median > 1e-12 else 0.0
-    distances = _norm3(gt_f - scale * pred_f)
-    dynamic_f = np.broadcast_to(dynamic_q[None, :], finite.shape)[finite]
-
-    def subset(prefix: str, mask: np.ndarray | None) -> dict:
-        values = distances if mask is None else distances[mask]
-        if values.size == 0:
-            return {}
-        # count / n equals np.mean of the boolean array exactly (a float64 sum of 0s and 1s is exact)
-        out: dict[str, Any] = {f"{prefix}acc_{t:g}m": int(np.count_nonzero(values <= t)) / values.size for t in thresholds}
-        out[f"{prefix}apd"] = float(np.mean(list(out.values())))
-        out[f"{prefix}epe"] = float(np.mean(values))
-        out[f"{prefix}count"] = int(values.size)
-        return out
-
-    result: dict[str, Any] = {"scale": scale}
-    result.update(subset("", None))
-    result.update(subset("dynamic_", dynamic_f))
-    result["dynamic_query_fraction"] = float(np.mean(dynamic_q))
+    kernel = _compiled().tracking_kernel()
+    if kernel is not None and gt.dtype.kind in "fiu" and pred.dtype.kind in "fiu":
+        result = _tracking_compiled(kernel, gt, pred, valid_mask, dynamic_q, thresholds)
+    else:
+        result = _tracking_numpy(gt, pred, valid_mask, dynamic_q, thresholds)
+    result["dynamic_query_fraction"] = int(np.count_nonzero(dynamic_q)) / dynamic_q.size  # = np.mean (an exact count)
     if "dynamic_apd" in result:
         result["score"] = float((1.0 - dynamic_weight) * result["apd"] + dynamic_weight * result["dynamic_apd"])
     else:
@@ -202,37 +242,29 @@ def _exact_median(values: np.ndarray) -> float:
     return float((np.float64(part[k - 1]) + np.float64(part[k])) / 2.0)
 
 
-def depth_metrics(
-    gt: np.ndarray,
-    pred: np.ndarray,
-    align: str = "scale",
-    min_depth: float = DEPTH_MIN_M,
-    max_depth: float = DEPTH_MAX_M,
-) -> dict:
-    """Video depth of one sequence (spec §4.1), one alignment shared by every frame and pixel.
+def _depth_compiled(kernels, gt: np.ndarray, pred: np.ndarray, align: str, lo: float, hi: float) -> tuple:
+    """The compiled path of :func:`depth_metrics` (float32 GT; ``scale`` with ``lo >= 0``, or ``metric``):
+    three streaming passes over the arrays, no copies: exact radix-select medians (two passes, see
+    :func:`perckit.syn4d._kernels.depth_medians`) and the blockwise metric sums."""
+    g = np.ascontiguousarray(gt).reshape(-1)
+    p = np.ascontiguousarray(pred).reshape(-1)
+    if align == "scale":
+        n, median_g, median_p = _compiled().depth_medians(kernels, g, p, lo, hi)
+        if n == 0:
+            raise ValueError("sequence has no valid depth pixels")
+        scale, shift = float(median_g / max(median_p, 1e-12)), 0.0
+    else:
+        scale, shift = 1.0, 0.0
+    n, sums, below = _compiled().depth_sums(kernels, g, p, lo, hi, scale, shift)
+    if n == 0:
+        raise ValueError("sequence has no valid depth pixels")
+    return n, scale, shift, sums, below
 
-    The prediction is cast to float32 and resized to the GT ``[H, W]`` by
-    :func:`resize_depth`. Valid pixels ``finite(g) ∧ finite(p) ∧ min < g ≤ max
-    ∧ p > 0``; ``scale``: median ratio, ``scale_shift``: least squares,
-    ``metric``: none. Both sides are clipped to ``[min, max]`` after alignment;
-    ``delta*`` thresholds are strict.
 
-    Same numbers as the official code (which casts both whole arrays to float64 first), computed in
-    two cache-friendly passes: (1) per frame, the valid mask (comparisons against float64 bounds, so
-    exactly the official decisions) and the valid values in their stored dtype; (2) the metrics in
-    float64 over chunks of the valid values. Sums are chunked, so a mean can differ from the official
-    ``np.mean`` in the last bits (~1e-16 relative).
-    """
-    check_choice("align", align, DEPTH_ALIGNS)
-    gt = np.asarray(gt)
-    if gt.dtype not in (np.float32, np.float64):
-        gt = gt.astype(np.float64)
-    if gt.ndim != 3:
-        raise ValueError(f"GT depth must be [T,H,W], got {gt.shape}")
-    pred = resize_depth(pred, gt.shape[1:])
-    if gt.shape != pred.shape:
-        raise ValueError(f"depth arrays must have the same shape, got {gt.shape} and {pred.shape}")
-    lo, hi = np.float64(min_depth), np.float64(max_depth)
+def _depth_numpy(gt: np.ndarray, pred: np.ndarray, align: str, lo: np.float64, hi: np.float64) -> tuple:
+    """The numpy path of :func:`depth_metrics`: (1) per frame, the valid mask (comparisons against float64
+    bounds, so exactly the official decisions) and the valid values in their stored dtype; (2) the
+    metrics in float64 over chunks of the valid values."""
     g_parts, p_parts = [], []
     for g_t, p_t in zip(gt, pred):
         valid = np.isfinite(g_t) & np.isfinite(p_t) & (g_t > lo) & (g_t <= hi) & (p_t > 0)
@@ -263,6 +295,47 @@ def depth_metrics(
         log_diff = np.log(p) - np.log(g)
         sums += (np.sum(np.abs(diff) / g), np.sum(sq / g), np.sum(sq), np.sum(log_diff * log_diff), np.sum(log_diff))
         below += [np.count_nonzero(ratio < t) for t in thresholds]
+    return n, scale, shift, sums, below
+
+
+def depth_metrics(
+    gt: np.ndarray,
+    pred: np.ndarray,
+    align: str = "scale",
+    min_depth: float = DEPTH_MIN_M,
+    max_depth: float = DEPTH_MAX_M,
+) -> dict:
+    """Video depth of one sequence (spec §4.1), one alignment shared by every frame and pixel.
+
+    The prediction is cast to float32 and resized to the GT ``[H, W]`` by
+    :func:`resize_depth`. Valid pixels ``finite(g) ∧ finite(p) ∧ min < g ≤ max
+    ∧ p > 0``; ``scale``: median ratio, ``scale_shift``: least squares,
+    ``metric``: none. Both sides are clipped to ``[min, max]`` after alignment;
+    ``delta*`` thresholds are strict.
+
+    Same numbers as the official code (which casts both whole arrays to float64 first), without its
+    whole-array copies: with numba (float32 GT, ``scale`` or ``metric``), :func:`_depth_compiled`
+    streams over the arrays three times (exact radix-select medians, then blockwise sums); otherwise
+    :func:`_depth_numpy` compacts the valid values per frame and sums in chunks. Every per-pixel value
+    and decision is the official one; only the summation order differs, so a mean can differ from
+    the official ``np.mean`` in the last bits (~1e-16 relative).
+    """
+    check_choice("align", align, DEPTH_ALIGNS)
+    gt = np.asarray(gt)
+    if gt.dtype not in (np.float32, np.float64):
+        gt = gt.astype(np.float64)
+    if gt.ndim != 3:
+        raise ValueError(f"GT depth must be [T,H,W], got {gt.shape}")
+    pred = resize_depth(pred, gt.shape[1:])
+    if gt.shape != pred.shape:
+        raise ValueError(f"depth arrays must have the same shape, got {gt.shape} and {pred.shape}")
+    lo, hi = np.float64(min_depth), np.float64(max_depth)
+    kernels = _compiled().depth_kernels()
+    if kernels is not None and gt.dtype == np.dtype(np.float32) and (align == "metric" or (align == "scale" and lo >= 0)):
+        n, scale, shift, sums, below = _depth_compiled(kernels, gt, pred, align, float(lo), float(hi))
+    else:
+        n, scale, shift, sums, below = _depth_numpy(gt, pred, align, lo, hi)
+    sums = np.asarray(sums, dtype=np.float64)
     mean = sums / n
     return {
         "abs_rel": float(mean[0]),
@@ -300,34 +373,48 @@ def pose_metrics(gt_c2w: np.ndarray, pred_c2w: np.ndarray) -> dict:
         raise ValueError(f"poses must match [T,4,4], got {gt.shape} and {pred.shape}")
     if gt.shape[0] < 3 or not np.isfinite(gt).all() or not np.isfinite(pred).all():
         raise ValueError("pose evaluation needs at least three finite poses")
-    gt, pred = relative_to_first(gt), relative_to_first(pred)
+    n = gt.shape[0]
+    # Frame-0 normalisation of both trajectories (``relative_to_first``), the two inverses in one batched
+    # call: numpy inverts each matrix of a stack on its own, so every number is that of separate calls.
+    first = np.linalg.inv(np.stack((gt[0], pred[0])))
+    gt, pred = first[0][None] @ gt, first[1][None] @ pred
     scale, rotation, translation = umeyama_sim3(pred[:, :3, 3], gt[:, :3, 3])
     aligned = pred.copy()
     aligned[:, :3, 3] = (scale * (rotation @ pred[:, :3, 3].T)).T + translation
     aligned[:, :3, :3] = rotation[None] @ pred[:, :3, :3]
     position_error = np.linalg.norm(aligned[:, :3, 3] - gt[:, :3, 3], axis=-1)
-    rotation_error = rotation_error_deg(aligned[:, :3, :3], gt[:, :3, :3])
 
-    gt_rel = np.linalg.inv(gt[:-1]) @ gt[1:]
-    pred_rel = np.linalg.inv(aligned[:-1]) @ aligned[1:]
-    rpe_rotation = rotation_error_deg(pred_rel[:, :3, :3], gt_rel[:, :3, :3])
+    # Relative motions inv(X[i]) @ X[i+1] of the GT and of the aligned prediction, batched the same way
+    # (stacked matrices, each product and inverse on its own), and both rotation errors in one call.
+    rel = np.linalg.inv(np.concatenate((gt[:-1], aligned[:-1]))) @ np.concatenate((gt[1:], aligned[1:]))
+    gt_rel, pred_rel = rel[: n - 1], rel[n - 1 :]
+    angles = rotation_error_deg(
+        np.concatenate((aligned[:, :3, :3], pred_rel[:, :3, :3])), np.concatenate((gt[:, :3, :3], gt_rel[:, :3, :3]))
+    )
+    rotation_error, rpe_rotation = angles[:n], angles[n:]
     rpe_translation = np.linalg.norm(pred_rel[:, :3, 3] - gt_rel[:, :3, 3], axis=-1)
     translation_angle = _translation_angle_deg(pred_rel[:, :3, 3], gt_rel[:, :3, 3])
-    pair_error = np.maximum(rpe_rotation, np.nan_to_num(translation_angle, nan=180.0))
-    # np.nanmean of an all-NaN array is NaN (plus a warning): keep the NaN, skip the warning.
-    direction = float(np.nanmean(translation_angle)) if np.isfinite(translation_angle).any() else float("nan")
+    undefined = np.isnan(translation_angle)
+    pair_error = np.maximum(rpe_rotation, np.where(undefined, 180.0, translation_angle))  # np.nan_to_num(nan=180)
+    defined = n - 1 - int(np.count_nonzero(undefined))
+    # np.nanmean (NaNs summed as 0, divided by the count); all-NaN gives NaN here, without the warning.
+    direction = float(np.add.reduce(np.where(undefined, 0.0, translation_angle)) / defined) if defined else float("nan")
+    # np.mean(x) is np.add.reduce(x) / x.size, np.median of a sorted row its middle (mean of the two middle) values.
+    ordered = np.sort(np.stack((position_error, rotation_error)), axis=1)
+    k = n // 2
+    middle = ordered[:, k] if n % 2 else (ordered[:, k - 1] + ordered[:, k]) / 2.0
     return {
-        "ate_rmse": float(np.sqrt(np.mean(position_error**2))),
-        "position_mean": float(np.mean(position_error)),
-        "position_median": float(np.median(position_error)),
-        "rotation_mean_deg": float(np.mean(rotation_error)),
-        "rotation_median_deg": float(np.median(rotation_error)),
-        "rpe_translation_rmse": float(np.sqrt(np.mean(rpe_translation**2))),
-        "rpe_rotation_mean_deg": float(np.mean(rpe_rotation)),
+        "ate_rmse": math.sqrt(np.add.reduce(position_error * position_error) / n),
+        "position_mean": float(np.add.reduce(position_error) / n),
+        "position_median": float(middle[0]),
+        "rotation_mean_deg": float(np.add.reduce(rotation_error) / n),
+        "rotation_median_deg": float(middle[1]),
+        "rpe_translation_rmse": math.sqrt(np.add.reduce(rpe_translation * rpe_translation) / (n - 1)),
+        "rpe_rotation_mean_deg": float(np.add.reduce(rpe_rotation) / (n - 1)),
         "translation_direction_mean_deg": direction,
-        "auc_5deg": float(np.mean(pair_error <= 5.0)),
-        "auc_10deg": float(np.mean(pair_error <= 10.0)),
-        "auc_20deg": float(np.mean(pair_error <= 20.0)),
+        "auc_5deg": int(np.count_nonzero(pair_error <= 5.0)) / (n - 1),
+        "auc_10deg": int(np.count_nonzero(pair_error <= 10.0)) / (n - 1),
+        "auc_20deg": int(np.count_nonzero(pair_error <= 20.0)) / (n - 1),
         "alignment_scale": float(scale),
         "num_frames": int(gt.shape[0]),
     }
