@@ -36,3 +36,41 @@ def test_gc_paused_restores_state():
         assert not gc.isenabled()  # it was off: stays off
     finally:
         gc.enable()
+
+
+def test_in_background_order_errors_and_early_close():
+    import threading
+
+    import pytest
+
+    from perckit.jsonio import in_background
+
+    assert list(in_background(iter(range(100)), depth=3)) == list(range(100))
+
+    def failing():
+        yield 1
+        yield 2
+        raise OSError("disk gone")
+
+    got = []
+    with pytest.raises(OSError, match="disk gone"):
+        for x in in_background(failing(), depth=1):
+            got.append(x)
+    assert got == [1, 2]
+
+    closed = threading.Event()
+
+    def endless():
+        try:
+            i = 0
+            while True:
+                yield i
+                i += 1
+        finally:
+            closed.set()
+
+    gen = in_background(endless(), depth=2)
+    assert [next(gen) for _ in range(5)] == [0, 1, 2, 3, 4]
+    gen.close()
+    assert closed.wait(5)
+    assert not any(t.name == "perckit-read-ahead" and t.is_alive() for t in threading.enumerate())

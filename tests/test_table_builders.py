@@ -37,3 +37,19 @@ def test_rows_with_other_keys_are_refused(r4d_release, tmp_path):
     builder._generate_rows = lambda **kw: iter([("k", {"query_id": "q"})])
     with pytest.raises(ValueError, match=r"row 'k': expected the keys of the features .*\(missing \['distractor'"):
         next(builder._generate_tables())
+
+
+def test_rows_to_table_zero_copy_equals_from_pylist():
+    import pyarrow as pa
+
+    from perckit.builder_base import MEDIA_STORAGE, rows_to_table
+
+    schema = pa.schema([("id", pa.string()), ("video", MEDIA_STORAGE), ("image", MEDIA_STORAGE), ("n", pa.int32())])
+    for row in [
+        {"id": "a", "video": {"bytes": b"\x00" * 1000, "path": "v/a.mp4"}, "image": None, "n": 3},
+        {"id": None, "video": {"bytes": None, "path": "v/b.mp4"}, "image": {"bytes": b"", "path": None}, "n": None},
+    ]:
+        table = rows_to_table([row], schema)
+        assert table.schema == schema
+        assert table.equals(pa.Table.from_pylist([row], schema=schema))
+        assert table.to_pylist() == [row]

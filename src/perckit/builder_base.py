@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import datasets
+import numpy as np
 import pyarrow as pa
 
 from .versioning import core_fingerprint
@@ -61,7 +62,39 @@ class PerckitTableBuilder(_PerckitOptions, datasets.ArrowBasedBuilder):
                 first = str(key)
             batch.append(row)
             if len(batch) >= self.ROWS_PER_TABLE:
-                yield first, pa.Table.from_pylist(batch, schema=schema)
+                yield first, rows_to_table(batch, schema)
                 batch = []
         if batch:
-            yield first, pa.Table.from_pylist(batch, schema=schema)
+            yield first, rows_to_table(batch, schema)
+
+
+#: The Arrow storage of ``Image``, ``Audio`` and ``Video`` features.
+MEDIA_STORAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+
+
+def rows_to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    """Rows in Arrow storage form as a table of ``schema``.
+
+    One row with media columns: their bytes are wrapped, not copied (a media build's data is copied only by
+    the read and the write, not a third time into Arrow buffers); otherwise ``pa.Table.from_pylist``.
+    """
+    media = [f.name for f in schema if f.type == MEDIA_STORAGE]
+    if len(rows) != 1 or not media:
+        return pa.Table.from_pylist(rows, schema=schema)
+    row = rows[0]
+    rest = pa.schema([f for f in schema if f.name not in media])
+    base = pa.Table.from_pylist([{k: v for k, v in row.items() if k not in media}], schema=rest)
+    return pa.Table.from_arrays([_media_array(row[f.name]) if f.name in media else base.column(f.name) for f in schema], schema=schema)
+
+
+def _media_array(value: dict | None) -> pa.Array:
+    """A one-element ``{bytes, path}`` struct array over the row's own bytes object (zero-copy)."""
+    if value is None:
+        return pa.nulls(1, MEDIA_STORAGE)
+    data = value.get("bytes")
+    if data is None:
+        blob = pa.nulls(1, pa.binary())
+    else:
+        offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int32))
+        blob = pa.Array.from_buffers(pa.binary(), 1, [None, offsets, pa.py_buffer(data)])
+    return pa.StructArray.from_arrays([blob, pa.array([value.get("path")], pa.string())], fields=list(MEDIA_STORAGE))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import json
 import os
+import queue
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -124,3 +126,53 @@ def read_ahead(paths: Sequence[str | os.PathLike], depth: int = 16) -> Iterator[
         except OSError as e:
             data = e
         yield p, data
+
+
+def in_background(items: Iterator[Any], depth: int = 4) -> Iterator[Any]:
+    """The items of ``items``, produced ``depth`` ahead by a background thread.
+
+    For readers whose work is mostly I/O and copies that release the GIL (a tar member's bytes): the next
+    members are read while the caller converts and writes the current ones. An exception of the reader is
+    raised here, at the item where it happened; closing this generator early stops the thread.
+    """
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        q.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put((done, None))
+        except BaseException as e:  # handed to the consumer, raised there
+            q.put((done, e))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None and stop.is_set():
+                close()
+
+    thread = threading.Thread(target=produce, name="perckit-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = q.get()
+            if item is done:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():  # unblock a producer waiting on a full queue
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                pass
+            thread.join(timeout=0.05)
