@@ -444,7 +444,8 @@ def case_reason_av_edit_build(quick: bool = False) -> list[dict]:
     tmp = Path(tempfile.mkdtemp(prefix="bench-rave-"))
     try:
         per_track = 1 if quick else 5
-        write_release("reason_av_edit", tmp / "rel", samples_per_sub_track=per_track, frames=121, size=(256, 448), texture="noise")
+        write_release("reason_av_edit", tmp / "rel", samples_per_sub_track=per_track, frames=121, size=(256, 448), texture="noise",
+                      x264_preset="ultrafast")  # noise clips: large, incompressible tars (~580 MB), quick to encode
         tars = sorted((tmp / "rel" / "archives").glob("*.tar"))
         # metadata.csv and the annotations are read by the build too
         files = tars + [tmp / "rel" / "metadata.csv"] + sorted((tmp / "rel" / "annotations").glob("*.json"))
