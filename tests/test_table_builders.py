@@ -53,3 +53,28 @@ def test_rows_to_table_zero_copy_equals_from_pylist():
         assert table.schema == schema
         assert table.equals(pa.Table.from_pylist([row], schema=schema))
         assert table.to_pylist() == [row]
+
+
+def test_prepare_split_freezes_and_restores_the_collector(r4d_release, tmp_path, monkeypatch):
+    import gc
+
+    seen = []
+    builder = builder_class("r4d_bench")(config_name="all_queries", data_dir=str(r4d_release.root), cache_dir=str(tmp_path / "a"))
+    original = builder._generate_tables
+
+    def spy(**kw):
+        seen.append(gc.get_freeze_count())
+        yield from original(**kw)
+
+    monkeypatch.setattr(builder, "_generate_tables", spy)
+    assert gc.get_freeze_count() == 0
+    builder.download_and_prepare()
+    assert seen and seen[0] > 0 and gc.get_freeze_count() == 0
+    # someone else's freeze is left as it is
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        builder_class("r4d_bench")(config_name="all_queries", data_dir=str(r4d_release.root), cache_dir=str(tmp_path / "b")).download_and_prepare()
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        gc.unfreeze()

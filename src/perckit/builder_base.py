@@ -3,6 +3,7 @@ media-heavy builders a writer that skips ``datasets``' per-example encoding."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,6 +47,20 @@ class PerckitTableBuilder(_PerckitOptions, datasets.ArrowBasedBuilder):
 
     def _generate_rows(self, **kwargs: Any) -> Iterator[tuple[str, dict]]:
         raise NotImplementedError
+
+    def _prepare_split(self, *args: Any, **kwargs: Any) -> Any:
+        # The release metadata that _split_generators parsed (millions of small containers for a big JSON)
+        # stays alive while the split is written; each full pass of the cyclic collector would traverse it
+        # (0.16 s a pass for R4D-Bench's dense GT). Freezing moves what exists now out of the collector's
+        # reach for the duration; rows made later are collected as usual. Left alone if someone froze first.
+        freeze = gc.get_freeze_count() == 0
+        if freeze:
+            gc.freeze()
+        try:
+            return super()._prepare_split(*args, **kwargs)
+        finally:
+            if freeze:
+                gc.unfreeze()
 
     def _generate_tables(self, **kwargs: Any) -> Iterator[tuple[str, pa.Table]]:
         schema = self.info.features.arrow_schema
