@@ -4,9 +4,6 @@ All logic lives in ``perckit.reason_av_edit.metrics``; see README.md beside this
 Helpers: perckit.reason_av_edit.to_metric_reference, make_prediction, load_predictions_dir.
 """
 
-import datasets
-import evaluate
-
 from perckit import evaluate_base
 from perckit.reason_av_edit import features as feats
 from perckit.reason_av_edit import metrics as core
@@ -59,19 +56,7 @@ gIoU / cIoU as in LISA (Lai et al., CVPR 2024); null-target handling as in GRES 
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class AVReasoning(evaluate_base.PerckitMetric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({
-                "predictions": feats.prediction_schema(),
-                "references": feats.reference_schema(),
-            }),
-            reference_urls=["https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench"],
-        )
-
-    def _compute(self, predictions, references, **options):
-        return core.av_reasoning(predictions, references, **options)
+    CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench",))
+    SCHEMAS = (feats.prediction_schema, feats.reference_schema)
+    COMPUTE = core.av_reasoning

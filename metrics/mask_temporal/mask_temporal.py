@@ -3,9 +3,6 @@
 All logic lives in ``perckit.r4d_bench.metrics``; see README.md beside this file.
 """
 
-import datasets
-import evaluate
-
 from perckit import evaluate_base
 from perckit.r4d_bench import features as feats
 from perckit.r4d_bench import metrics as core
@@ -53,19 +50,7 @@ vIoU as in TubeDETR (Yang et al., CVPR 2022).
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class MaskTemporal(evaluate_base.PerckitMetric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({
-                "predictions": feats.mask_temporal_prediction_schema(),
-                "references": feats.mask_temporal_reference_schema(),
-            }),
-            reference_urls=["https://huggingface.co/datasets/LiYacheng/r4d-bench-qa"],
-        )
-
-    def _compute(self, predictions, references, **options):
-        return core.mask_temporal(predictions, references, **options)
+    CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/LiYacheng/r4d-bench-qa",))
+    SCHEMAS = (feats.mask_temporal_prediction_schema, feats.mask_temporal_reference_schema)
+    COMPUTE = core.mask_temporal

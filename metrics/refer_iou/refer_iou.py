@@ -3,9 +3,6 @@
 All logic lives in ``perckit.refcoco_m.metrics`` over ``perckit.segmentation``; see README.md beside this file.
 """
 
-import datasets
-import evaluate
-
 from perckit import evaluate_base
 from perckit.refcoco_m import features as feats
 from perckit.refcoco_m import metrics as core
@@ -47,19 +44,7 @@ cIoU / precision@t as in LAVT (Yang et al., CVPR 2022).
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class ReferIoU(evaluate_base.PerckitMetric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({
-                "predictions": feats.prediction_schema(),
-                "references": feats.reference_schema(),
-            }),
-            reference_urls=["https://huggingface.co/datasets/moondream/refcoco-m"],
-        )
-
-    def _compute(self, predictions, references, **options):
-        return core.refer_iou(predictions, references, **options)
+    CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/moondream/refcoco-m",))
+    SCHEMAS = (feats.prediction_schema, feats.reference_schema)
+    COMPUTE = core.refer_iou

@@ -3,10 +3,8 @@
 All logic lives in ``perckit.syn4d.metrics``; see README.md beside this file.
 """
 
-import datasets
-import evaluate
-
 from perckit import evaluate_base
+from perckit.errors import OptionError
 from perckit.syn4d import features as feats
 from perckit.syn4d import metrics as core
 
@@ -39,21 +37,13 @@ Syn4D benchmark: https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark ; officia
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Syn4D(evaluate_base.PerckitMetric):
-    def _info(self):
+    CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark",))
+
+    def schemas(self):
         if self.config_name not in core.TASKS:
-            raise ValueError(f"evaluate.load('metrics/syn4d', config_name): expected one of {list(core.TASKS)}, got {self.config_name!r}")
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({
-                "predictions": feats.prediction_schema(),
-                "references": feats.reference_schema(self.config_name),
-            }),
-            reference_urls=["https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark"],
-        )
+            raise OptionError(f"evaluate.load('metrics/syn4d', config_name): expected one of {list(core.TASKS)}, got {self.config_name!r}")
+        return feats.prediction_schema(), feats.reference_schema(self.config_name)
 
     def _compute(self, predictions, references, **options):
         return core.compute_task(predictions, references, self.config_name, core.Syn4DOptions.from_kwargs(**options))

@@ -3,9 +3,6 @@
 All logic lives in ``perckit.r4d_bench.metrics``; see README.md beside this file.
 """
 
-import datasets
-import evaluate
-
 from perckit import evaluate_base
 from perckit.r4d_bench import features as feats
 from perckit.r4d_bench import metrics as core
@@ -39,19 +36,7 @@ R4D-Bench dataset repository: https://huggingface.co/datasets/LiYacheng/r4d-benc
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class TrackId(evaluate_base.PerckitMetric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({
-                "predictions": feats.track_id_prediction_schema(),
-                "references": feats.track_id_reference_schema(),
-            }),
-            reference_urls=["https://huggingface.co/datasets/LiYacheng/r4d-bench-qa"],
-        )
-
-    def _compute(self, predictions, references, **options):
-        return core.track_id(predictions, references, **options)
+    CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/LiYacheng/r4d-bench-qa",))
+    SCHEMAS = (feats.track_id_prediction_schema, feats.track_id_reference_schema)
+    COMPUTE = core.track_id

@@ -7,6 +7,9 @@ On a value of the wrong type it raises a bare ``ValueError`` (``invalid literal 
 ``ValueError``) that names the side, the row, the key, the declared feature and the value found.
 Only the failure path does extra work; a good batch is added exactly as ``evaluate`` does it.
 
+:class:`PerckitMetric` also builds the module's ``MetricInfo`` from three class attributes (``CARD``,
+``SCHEMAS``, ``COMPUTE``), so each metric script stays a thin entry point.
+
 The metric scripts import this module (``from perckit import evaluate_base``), never the class
 itself: ``evaluate.load`` takes the first ``EvaluationModule`` subclass it finds in the script's
 namespace as the metric.
@@ -15,7 +18,7 @@ namespace as the metric.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Callable, ClassVar, NamedTuple
 
 import evaluate
 
@@ -63,8 +66,57 @@ def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], featur
     return None
 
 
+class Card(NamedTuple):
+    """The texts of a metric module's ``MetricInfo`` (what ``evaluate`` shows as the metric's card)."""
+
+    description: str
+    inputs_description: str  #: the ``Args`` / ``Returns`` / ``Examples`` text
+    citation: str
+    reference_urls: tuple = ()
+
+
 class PerckitMetric(evaluate.Metric):
-    """``evaluate.Metric`` whose input errors are :class:`PredictionError` naming the row and the field."""
+    """``evaluate.Metric`` whose input errors are :class:`PredictionError` naming the row and the field.
+
+    A metric script sets three class attributes; ``_info`` and ``_compute`` are built from them:
+
+    - ``CARD``: a :class:`Card` (also the class docstring, as ``evaluate``'s ``add_start_docstrings`` makes it);
+    - ``SCHEMAS``: ``(predictions_schema, references_schema)``, two callables returning the declared features;
+    - ``COMPUTE``: the core function, called as ``COMPUTE(predictions, references, **options)``.
+
+    A metric with configs overrides :meth:`schemas` and ``_compute``.
+    """
+
+    CARD: ClassVar[Card] = Card("", "", "")
+    SCHEMAS: ClassVar[tuple] = ()
+    COMPUTE: ClassVar[Callable[..., Any] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "CARD" in cls.__dict__:
+            cls.__doc__ = cls.CARD.description + cls.CARD.inputs_description + (cls.__dict__.get("__doc__") or "")
+
+    def schemas(self) -> tuple[Any, Any]:
+        """The declared features of the predictions and of the references."""
+        predictions, references = self.SCHEMAS
+        return predictions(), references()
+
+    def _info(self) -> evaluate.MetricInfo:
+        import datasets
+
+        predictions, references = self.schemas()
+        return evaluate.MetricInfo(
+            description=self.CARD.description,
+            citation=self.CARD.citation,
+            inputs_description=self.CARD.inputs_description,
+            features=datasets.Features({"predictions": predictions, "references": references}),
+            reference_urls=list(self.CARD.reference_urls),
+        )
+
+    def _compute(self, predictions: Any, references: Any, **options: Any) -> dict:
+        if self.COMPUTE is None:
+            raise NotImplementedError(f"{type(self).__name__}: set COMPUTE (the core function) or override _compute")
+        return type(self).COMPUTE(predictions, references, **options)
 
     @property
     def metric_name(self) -> str:
