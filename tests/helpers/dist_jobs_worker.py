@@ -5,12 +5,30 @@ argv: jobs.json process_id num_process
 jobs.json is a list of {metric_dir, config, inputs, cache_dir, experiment_id, out, batch}; every process runs
 the jobs in the same order, scores its shard of each (rows i with i % num_process == process_id, added in
 batches of ``batch``), and process 0 writes each job's result JSON to ``out``.
+
+Process 0 reaches a job late (it computes the previous one while the others only add their rows), and
+evaluate's rendezvous is racy then: two processes polling process 0's lock file at once can each see it
+"locked" (one holds it for a moment to test it), and one may pass before process 0 holds the rendezvous
+lock. So processes > 0 first wait for process 0's cache file of the job, which it creates once it holds both.
 """
 
 import json
+import os
 import sys
+import time
 
 import evaluate
+
+MASTER_TIMEOUT_S = 600
+
+
+def wait_for_master(metric, experiment_id: str, nproc: int) -> None:
+    path = os.path.join(metric.data_dir, f"{experiment_id}-{nproc}-0.arrow")
+    deadline = time.monotonic() + MASTER_TIMEOUT_S
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"process 0 did not start {experiment_id!r} within {MASTER_TIMEOUT_S} s ({path} does not exist)")
+        time.sleep(0.05)
 
 
 def main() -> None:
@@ -25,6 +43,8 @@ def main() -> None:
             job["metric_dir"], job.get("config"), num_process=nproc, process_id=pid,
             cache_dir=job["cache_dir"], experiment_id=job["experiment_id"], timeout=900,
         )
+        if pid > 0:
+            wait_for_master(metric, job["experiment_id"], nproc)
         mine = list(range(pid, len(refs), nproc))
         batch = int(job["batch"])
         for i in range(0, len(mine), batch):
