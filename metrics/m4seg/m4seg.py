@@ -3,9 +3,7 @@
 All logic lives in ``perckit.m4seg.metrics``; see README.md beside this file.
 """
 
-import datasets
-import evaluate
-
+from perckit import evaluate_base
 from perckit.m4seg import features as feats
 from perckit.m4seg import metrics as core
 
@@ -32,11 +30,12 @@ Args:
     "bert-base-uncased-meanpool", with bert_model_path), ss_level ("answer" | "phrase"), siou_threshold (0.5),
     siou_soft (False), i_mode ("image" | "mask"), resolved_name_style ("name" | "name_instance"),
     resize_predictions (None | "nearest"), skip_unavailable (False), metrics (subset of the seven),
-    meteor_fn (callable (candidates, references) -> corpus score), per_sample (True).
+    meteor_fn (callable (candidates, references) -> corpus score), per_sample (True),
+    strict (True: a reference without a prediction raises; False: it is scored as an empty prediction).
 Returns:
     dict with miou, recall, i_ss, i_siou, ss, siou, meteor, giou, ciou, miou_strict, num_samples,
-    num_samples_without_groundings, num_gt_groundings, num_pred_groundings, skipped, per_question_type,
-    per_dataset_name, per_granularity, options and per_sample.
+    num_samples_without_groundings, num_gt_groundings, num_pred_groundings, num_missing_predictions, skipped,
+    per_question_type, per_dataset_name, per_granularity, options and per_sample.
 Examples:
     >>> import evaluate
     >>> metric = evaluate.load("metrics/m4seg")
@@ -56,19 +55,7 @@ GLaMM: Pixel Grounding Large Multimodal Model (Rasheed et al., CVPR 2024) for th
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class M4Seg(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({
-                "predictions": feats.prediction_schema(),
-                "references": feats.reference_schema(),
-            }),
-            reference_urls=["https://huggingface.co/datasets/kanguyen-vn/M4Seg"],
-        )
-
-    def _compute(self, predictions, references, **options):
-        return core.compute(predictions, references, **options)
+class M4Seg(evaluate_base.PerckitMetric):
+    CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/kanguyen-vn/M4Seg",))
+    SCHEMAS = (feats.prediction_schema, feats.reference_schema)
+    COMPUTE = core.compute

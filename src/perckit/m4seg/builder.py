@@ -136,14 +136,14 @@ class M4SegBuilder(PerckitBuilder):
             source = release.resolve_source(root, split, c.source, glob.glob)
             if source == "native":
                 path = str(release.native_path(root, split))
-                scan = release.scan_native(open, path, split, need_count=nproc > 1)
+                scan = release.scan_native(open, path, split, need_count=nproc > 1, size_order=c.native_image_size_order)
                 shards: list = release.native_shards(path, scan, nproc)
                 files, kind = [path], scan.kind
             else:
                 files, kind = release.parquet_paths(root, split, glob.glob), "list"
                 if nproc > 1:  # each process checks only its own ids: check the whole split here
                     release.scan_parquet_ids(open, files, split)
-                shards = release.parquet_shards(open, files)
+                shards = release.parquet_shards(open, files, split=split)
             if c.image_root is not None:
                 self._check_images(split, source, files, kind)
             gens.append(datasets.SplitGenerator(name=split, gen_kwargs={"split": split, "source": source, "shards": shards}))
@@ -153,7 +153,7 @@ class M4SegBuilder(PerckitBuilder):
         root = Path(self.config.image_root)
         if not root.is_dir():
             raise ReleaseNotFoundError(f"M4Seg: image_root {str(root)!r} is not a folder (expected PRIMA's image layout, e.g. coco_2017/train2017/...)")
-        first, missing, checked = release.missing_images(root, release.iter_image_paths(open, source, files, kind))
+        first, missing, checked = release.missing_images(root, release.iter_image_paths(open, source, files, kind, split))
         if missing:
             listing = "\n  ".join(first)
             raise ReleaseNotFoundError(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 from .. import rle as rle_ops
 from ..errors import InputNotFoundError, PredictionError, RLEError
@@ -28,32 +31,64 @@ def clean_prediction_text(text: str) -> str:
     return collapse_ws(_TOKENS.sub(" ", text or ""))
 
 
+#: Most digits accepted in an ``(IMAGE<k>)`` tag (an image index; Python refuses int() of 4300+ digits).
+MAX_IMAGE_TAG_DIGITS = 9
+
+
+def _mask_list(masks: Any, where: str) -> list:
+    """The masks given to :func:`parse_grounded_answer` as a list: a sequence, or an ``[N, H, W]`` array."""
+    if masks is None:
+        return []
+    if isinstance(masks, np.ndarray):
+        if masks.ndim != 3:
+            raise PredictionError(f"{where}: masks: expected a list of masks or an [N, H, W] array, got an array of shape {masks.shape}")
+        return list(masks)
+    if isinstance(masks, (str, bytes, Mapping)) or not isinstance(masks, (list, tuple)):
+        raise PredictionError(
+            f"{where}: masks: expected a list of masks (binary arrays or RLEs) or an [N, H, W] array, got {_short(masks)}"
+        )
+    return list(masks)
+
+
 def parse_grounded_answer(text: str, masks: Sequence[Any], example_id: str = "") -> dict:
     """A prediction row from ``… <p> phrase </p> [SEG] (IMAGEk) …`` output and its masks.
 
     The i-th ``[SEG]`` takes the i-th mask; the phrase of the ``<p>…</p>`` before it becomes the ``name`` and
-    k the ``image_index``. Masks may be binary arrays, RLEs with bytes or str counts, or uncompressed RLEs.
-    A ``[SEG]`` without an ``(IMAGEk)`` tag, or more ``[SEG]`` tokens than masks, raises.
+    k the ``image_index``. Masks may be binary arrays (a list, or one ``[N, H, W]`` array), RLEs with bytes or
+    str counts, or uncompressed RLEs. A ``[SEG]`` without an ``(IMAGEk)`` tag, or more ``[SEG]`` tokens than
+    masks, raises.
     """
-    text = text or ""
-    segs = list(_SEG.finditer(text))
-    masks = list(masks or [])
     where = f"prediction {example_id!r}"
+    if text is None:
+        text = ""
+    if not isinstance(text, str):
+        raise PredictionError(f"{where}: text: expected the model's output as a string, got {_short(text)}")
+    segs = list(_SEG.finditer(text))
+    masks = _mask_list(masks, where)
     if len(segs) > len(masks):
         raise PredictionError(f"{where}: the text has {len(segs)} [SEG] token(s) but only {len(masks)} mask(s) were given")
     if len(segs) < len(masks):
         logger.warning("%s: %d mask(s) for %d [SEG] token(s); the extra masks are ignored", where, len(masks), len(segs))
+    # Phrases, found once: the phrase of a [SEG] is the last <p>…</p> that ends before it.
+    phrases = list(_PHRASE.finditer(text))
+    phrase_ends = [m.end() for m in phrases]
     groundings = []
     for i, m in enumerate(segs):
         if m.group(2) is None:
             raise PredictionError(f"{where}: [SEG] #{i + 1} (offset {m.start()}) has no (IMAGEk) tag after it, so its image is unknown")
-        phrases = list(_PHRASE.finditer(text, 0, m.start()))
-        name = collapse_ws(phrases[-1].group(1)) if phrases else ""
+        digits = m.group(2)
+        if len(digits.lstrip("0")) > MAX_IMAGE_TAG_DIGITS:
+            raise PredictionError(
+                f"{where}: [SEG] #{i + 1} (offset {m.start()}): expected an image index in its (IMAGEk) tag, got "
+                f"{len(digits)} digits"
+            )
+        j = bisect.bisect_right(phrase_ends, m.start())
+        name = collapse_ws(phrases[j - 1].group(1)) if j else ""
         try:
             mask = rle_ops.to_rle(masks[i], where=f"{where}: mask {i}")
         except RLEError as e:
             raise PredictionError(str(e)) from None
-        groundings.append({"image_index": int(m.group(2)), "name": name, "mask": mask})
+        groundings.append({"image_index": int(digits), "name": name, "mask": mask})
     return {"example_id": str(example_id), "answer": text, "groundings": groundings}
 
 
@@ -97,15 +132,22 @@ def load_predictions_jsonl(path: str | Path) -> list[dict]:
     if not p.is_file():
         raise InputNotFoundError(f"predictions file {str(p)!r} not found")
     rows, seen = [], {}
-    with open(p, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
+    with open(p, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            where = f"{p.name}: line {n}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise PredictionError(f"{where}: expected UTF-8 JSON lines, got undecodable bytes ({e})") from None
             if not line.strip():
                 continue
-            where = f"{p.name}: line {n}"
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
                 raise PredictionError(f"{where}: expected one JSON object per line, found invalid JSON ({e})") from None
+            except (ValueError, RecursionError) as e:
+                # Python's limit on the digits of an integer literal (4300); arrays nested thousands deep.
+                raise PredictionError(f"{where}: expected one JSON object per line, got a parse error: {type(e).__name__}: {e}") from None
             row = prediction_row(obj, where)
             if row["example_id"] in seen:
                 raise PredictionError(f"{where}: duplicate example_id {row['example_id']!r} (first on line {seen[row['example_id']]})")

@@ -22,7 +22,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import rle as rle_ops
-from ..errors import OptionError, PredictionError, RLEError, check_choice
+from ..errors import OptionError, PredictionError, RLEError, check_choice, check_options
+from ..errors import short_repr as _short
 from ..jsonio import parse_int
 from . import text as textmod
 from .codes import NAME_STYLES, display_name, resolve_answer
@@ -71,6 +72,9 @@ class M4SegOptions:
     #: which of the seven to compute (None = all); the others are None and listed in ``skipped``
     metrics: tuple | None = None
     per_sample: bool = True
+    #: a reference without a prediction raises (True, the spec's rule) or is scored as an empty prediction
+    #: (``answer=""``, ``groundings=[]``) and counted in ``num_missing_predictions`` (False)
+    strict: bool = True
 
     def __post_init__(self) -> None:
         check_choice("miou_unit", self.miou_unit, MIOU_UNITS)
@@ -84,7 +88,7 @@ class M4SegOptions:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not -1.0 <= float(v) <= 1.0:
                 raise OptionError(f"option {name!r}: expected a number in [-1, 1], got {v!r}")
-        for name in ("as_percent", "siou_soft", "skip_unavailable", "per_sample"):
+        for name in ("as_percent", "siou_soft", "skip_unavailable", "per_sample", "strict"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"option {name!r}: expected True or False, got {getattr(self, name)!r}")
         for name in ("embed_fn", "recall_embed_fn"):
@@ -94,6 +98,8 @@ class M4SegOptions:
         if self.meteor_fn is not None and not callable(self.meteor_fn):
             raise OptionError(f"option 'meteor_fn': expected a callable, got {self.meteor_fn!r}")
         if self.metrics is not None:
+            if not isinstance(self.metrics, (str, list, tuple)):
+                raise OptionError(f"option 'metrics': expected a list of some of {list(SEVEN)}, got {_short(self.metrics)}")
             ms = (self.metrics,) if isinstance(self.metrics, str) else tuple(self.metrics)
             for m in ms:
                 check_choice("metrics", m, SEVEN)
@@ -365,45 +371,83 @@ def _mask(obj: Any, size: list[int], where: str, error: type[Exception] = Predic
         raise error(str(e)) from None
 
 
+def _list(value: Any, where: str, what: str) -> list:
+    """``value`` as a list (None: empty); anything else raises naming ``where``."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise PredictionError(f"{where}: expected a list of {what}, found {_short(value)}")
+    return list(value)
+
+
+def _text(value: Any, where: str) -> str:
+    """A str field (None: ""); anything else raises naming ``where``."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise PredictionError(f"{where}: expected a string, found {_short(value)}")
+    return value
+
+
 def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptions = M4SegOptions()) -> SampleGeom:
     """Check one pair and compute its per-image IoU matrices and mask pairing (exact integer pixel counts)."""
     eid = str(reference["example_id"])
     rw = f"reference {eid!r}"
     pw = f"prediction {eid!r}"
-    images = reference.get("images") or []
+    if prediction is None:
+        prediction = {}
+    if not isinstance(prediction, Mapping):
+        raise PredictionError(f"{pw}: expected a dict {{example_id, answer, groundings}}, found {_short(prediction)}")
+    images = _list(reference.get("images"), f"{rw}: images", "{height, width}")
     if not images:
         raise PredictionError(f"{rw}: images: expected at least one {{height, width}}, found none")
     sizes = []
     for k, im in enumerate(images):
+        if not isinstance(im, Mapping):
+            raise PredictionError(f"{rw}: images[{k}]: expected {{height, width}}, found {_short(im)}")
         h = parse_int(im.get("height"), f"{rw}: images[{k}].height", PredictionError)
         w = parse_int(im.get("width"), f"{rw}: images[{k}].width", PredictionError)
+        if h <= 0 or w <= 0 or h * w > rle_ops.MAX_PIXELS:
+            raise PredictionError(
+                f"{rw}: images[{k}]: expected a positive height and width of at most {rle_ops.MAX_PIXELS} pixels "
+                f"(a mask that size is decoded when resizing), found [H, W] = {[h, w]}"
+            )
         sizes.append([h, w])
     n = len(sizes)
-    answer = reference.get("answer") or ""
+    answer = _text(reference.get("answer"), f"{rw}: answer")
     gts = []
-    for j, g in enumerate(reference.get("groundings") or []):
+    ref_groundings = _list(reference.get("groundings"), f"{rw}: groundings", "{image_index, name, answer_span, mask}")
+    for j, g in enumerate(ref_groundings):
         gw = f"{rw}: groundings[{j}]"
+        if not isinstance(g, Mapping):
+            raise PredictionError(f"{gw}: expected {{image_index, name, answer_span, mask}}, found {_short(g)}")
         k = parse_int(g.get("image_index"), f"{gw}.image_index", PredictionError)
         if not 1 <= k <= n:
             raise PredictionError(f"{gw}.image_index: expected 1..{n} (1-based, {n} image(s)), found {k}")
         span = g.get("answer_span")
         if span is not None:
             if not isinstance(span, (list, tuple)) or len(span) != 2:
-                raise PredictionError(f"{gw}.answer_span: expected [start, end) (2 ints), found {span!r}")
-            s, e = int(span[0]), int(span[1])
+                raise PredictionError(f"{gw}.answer_span: expected [start, end) (2 ints), found {_short(span)}")
+            s = parse_int(span[0], f"{gw}.answer_span[0]", PredictionError)
+            e = parse_int(span[1], f"{gw}.answer_span[1]", PredictionError)
             if not 0 <= s <= e <= len(answer):
                 raise PredictionError(f"{gw}.answer_span: expected 0 <= start <= end <= {len(answer)} (the answer's length), found {[s, e]}")
+        name = _text(g.get("name"), f"{gw}.name")
         mask = _mask(g.get("mask"), sizes[k - 1], f"{gw}.mask")
         if mask["size"] != sizes[k - 1]:
             raise PredictionError(f"{gw}.mask: expected the size of image {k}, [H, W] = {sizes[k - 1]}, found {mask['size']}")
-        gts.append((k, g.get("name") or "", mask))
+        gts.append((k, name, mask))
     preds = []
     warned = False
-    for j, g in enumerate((prediction or {}).get("groundings") or []):
+    pred_answer = _text(prediction.get("answer"), f"{pw}: answer")
+    for j, g in enumerate(_list(prediction.get("groundings"), f"{pw}: groundings", "{image_index, name, mask}")):
         gw = f"{pw}: groundings[{j}]"
+        if not isinstance(g, Mapping):
+            raise PredictionError(f"{gw}: expected {{image_index, name, mask}}, found {_short(g)}")
         k = parse_int(g.get("image_index"), f"{gw}.image_index", PredictionError)
         if not 1 <= k <= n:
             raise PredictionError(f"{gw}.image_index: expected 1..{n} (the reference has {n} image(s)), found {k}")
+        name = _text(g.get("name"), f"{gw}.name")
         mask = _mask(g.get("mask"), sizes[k - 1], f"{gw}.mask")
         if mask["size"] != sizes[k - 1]:
             if options.resize_predictions is None:
@@ -415,7 +459,7 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
                 logger.warning("m4seg: %s: resizing predicted masks to the image size (nearest)", pw)
                 warned = True
             mask = rle_ops.resize_nearest(mask, sizes[k - 1])
-        preds.append((k, g.get("name") or "", mask))
+        preds.append((k, name, mask))
     p_area = rle_ops.areas([m for _, _, m in preds]) if preds else []
     g_area = rle_ops.areas([m for _, _, m in gts]) if gts else []
     geoms = []
@@ -437,13 +481,13 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
             inter = rle_ops.intersection_area(up, ug) if a_p and a_g else 0
             geom.inter, geom.union = inter, a_p + a_g - inter
         geoms.append(geom)
-    gt_text = resolve_answer(answer, reference.get("groundings") or [], options.resolved_name_style)
+    gt_text = resolve_answer(answer, ref_groundings, options.resolved_name_style)
     return SampleGeom(
         example_id=eid,
         question_type=str(reference.get("question_type") or ""),
         dataset_name=str(reference.get("dataset_name") or ""),
         granularity=str(reference.get("granularity") or ""),
-        pred_text=clean_prediction_text((prediction or {}).get("answer") or ""),
+        pred_text=clean_prediction_text(pred_answer),
         gt_text=gt_text,
         pred_names=[display_name(p[1]) for p in preds],
         gt_names=[display_name(g[1]) for g in gts],
@@ -566,31 +610,40 @@ def reduce_scores(scores: Sequence[SampleScore], options: M4SegOptions = M4SegOp
 
 
 def index_by_id(rows: Sequence[Mapping], side: str) -> dict[str, Mapping]:
+    if not isinstance(rows, (list, tuple)):
+        raise PredictionError(f"{side}: expected a list of rows, got {_short(rows)}")
     out: dict[str, Mapping] = {}
     for i, row in enumerate(rows):
-        rid = row.get("example_id") if isinstance(row, Mapping) else None
+        if not isinstance(row, Mapping):
+            raise PredictionError(f"{side}[{i}]: expected a dict with a string 'example_id', got {type(row).__name__}: {_short(row)}")
+        rid = row.get("example_id")
         if not isinstance(rid, str):
-            raise PredictionError(f"{side}[{i}]: expected a dict with a string 'example_id', got {type(row).__name__}")
+            raise PredictionError(f"{side}[{i}].example_id: expected a string, got {_short(rid)}")
         if rid in out:
             raise PredictionError(f"{side}: duplicate example_id {rid!r}")
         out[rid] = row
     return out
 
 
-def match_by_example_id(predictions: Sequence[Mapping], references: Sequence[Mapping]) -> list[tuple[Mapping, Mapping]]:
-    """Pair predictions with references by ``example_id``; duplicates, unknown ids and missing predictions raise."""
+def match_by_example_id(predictions: Sequence[Mapping], references: Sequence[Mapping], strict: bool = True) -> list[tuple[Mapping | None, Mapping]]:
+    """Pair predictions with references by ``example_id`` (reference order).
+
+    Duplicate ids on either side and a prediction whose id is unknown to the references raise. A reference
+    without a prediction raises when ``strict``, else it is paired with ``None`` (scored as an empty prediction).
+    """
     refs = index_by_id(references, "references")
     preds = index_by_id(predictions, "predictions")
     unknown = [i for i in preds if i not in refs]
     if unknown:
         raise PredictionError(f"predictions: example_id {unknown[0]!r} is unknown to the references ({len(unknown)} unknown id(s))")
     missing = [i for i in refs if i not in preds]
-    if missing:
+    if missing and strict:
         raise PredictionError(
             f"predictions: no prediction for {len(missing)} reference example_id(s), e.g. {missing[:5]}; give every "
-            "reference a prediction (answer='' and groundings=[] mean no output)"
+            "reference a prediction (answer='' and groundings=[] mean no output) or pass strict=False to score "
+            "missing predictions as empty"
         )
-    return [(preds[i], r) for i, r in refs.items()]
+    return [(preds.get(i), r) for i, r in refs.items()]
 
 
 def _texts(geoms: Sequence[SampleGeom], answers: bool = True) -> set[str]:
@@ -613,8 +666,9 @@ def _unavailable(options: M4SegOptions, exc: Exception, metrics: Sequence[str], 
 
 def compute(predictions: Sequence[Mapping], references: Sequence[Mapping], **options: Any) -> dict:
     """Score predictions against reference rows (see the ``metrics/m4seg`` card)."""
+    check_options("m4seg", options, M4SegOptions.__dataclass_fields__)
     opts = M4SegOptions(**options)
-    pairs = match_by_example_id(predictions, references)
+    pairs = match_by_example_id(predictions, references, opts.strict)
     geoms = [sample_geometry(p, r, opts) for p, r in pairs]
     skipped: dict[str, str] = {k: "not requested (option metrics)" for k in SEVEN if not opts.wants(k)}
     need_main = any(opts.wants(k) for k in ("ss", "siou", "i_ss", "i_siou"))
@@ -622,7 +676,7 @@ def compute(predictions: Sequence[Mapping], references: Sequence[Mapping], **opt
     if need_main:
         try:
             embed = textmod.resolve_embed_fn(opts.embed_fn, opts.text_model_path, opts.bert_model_path)
-            vecs = textmod.embed_texts(embed, _texts(geoms))
+            vecs = textmod.embed_texts(embed, _texts(geoms), "embed_fn")
         except textmod.TextToolUnavailable as e:
             _unavailable(opts, e, [m for m in ("ss", "siou", "i_ss", "i_siou") if opts.wants(m)], skipped)
     if opts.wants("recall"):
@@ -637,7 +691,8 @@ def compute(predictions: Sequence[Mapping], references: Sequence[Mapping], **opt
                 recall_vecs = vecs
             else:
                 embed = textmod.resolve_embed_fn(spec, opts.text_model_path, opts.bert_model_path)
-                recall_vecs = textmod.embed_texts(embed, _texts(geoms, answers=False))
+                option = "recall_embed_fn" if opts.recall_embed_fn is not None else "embed_fn"
+                recall_vecs = textmod.embed_texts(embed, _texts(geoms, answers=False), option)
         except textmod.TextToolUnavailable as e:
             _unavailable(opts, e, ["recall"], skipped)
     scores = [score_sample(g, opts, vecs, recall_vecs) for g in geoms]
@@ -648,7 +703,9 @@ def compute(predictions: Sequence[Mapping], references: Sequence[Mapping], **opt
         except textmod.TextToolUnavailable as e:
             _unavailable(opts, e, ["meteor"], skipped)
     try:
-        return reduce_scores(scores, opts, meteor, skipped)
+        out = reduce_scores(scores, opts, meteor, skipped)
+        out["num_missing_predictions"] = sum(1 for p, _ in pairs if p is None)
+        return out
     finally:
         if meteor is not None:
             meteor.close()

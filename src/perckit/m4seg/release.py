@@ -11,8 +11,10 @@ import gzip
 import hashlib
 import json
 import logging
+import math
 import os
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
@@ -158,17 +160,21 @@ class ConvertState:
     size_order: str = "auto"
     swapped_images: int = 0
     span_warnings: int = 0
+    #: no warnings (the early check of a split's first example, converted again during generation)
+    quiet: bool = False
 
     def __post_init__(self) -> None:
         check_choice("native_image_size_order", self.size_order, SIZE_ORDERS)
 
     def where(self, example_id: Any) -> str:
+        if example_id is None:
+            return f"M4Seg {self.split} split, {self.file}: an example without an id"
         return f"M4Seg {self.split} split, {self.file}: example {example_id!r}"
 
     def warn_spans(self, example_id: str, problems: list[str]) -> None:
         for p in problems:
             self.span_warnings += 1
-            if self.span_warnings <= MAX_WARNINGS:
+            if self.span_warnings <= MAX_WARNINGS and not self.quiet:
                 logger.warning("%s: %s (entity-code consistency, kept as released)", self.where(example_id), p)
 
     def finish(self) -> None:
@@ -193,6 +199,17 @@ def _check_span(span: Any, answer: str, where: str) -> list[int]:
     return [s, e]
 
 
+def _check_image_size(h: int, w: int, where: str) -> None:
+    """An image's [H, W]: positive, and small enough that a mask of it could be decoded (``rle.MAX_PIXELS``)."""
+    if h <= 0 or w <= 0:
+        raise ReleaseFormatError(f"{where}: expected a positive height and width, found [H, W] = {[h, w]}")
+    if h * w > rle_ops.MAX_PIXELS:
+        raise ReleaseFormatError(
+            f"{where}: [H, W] = {[h, w]} is {h * w} pixels, more than the limit of {rle_ops.MAX_PIXELS} "
+            "(a decoded mask would need gigabytes)"
+        )
+
+
 def _check_image_index(k: Any, n_images: int, where: str) -> int:
     k = _int(k, where, ".image_index")
     if not 1 <= k <= n_images:
@@ -211,6 +228,7 @@ def _size_orders(sizes: Sequence[Any], mask_sizes: Sequence[set], where: str) ->
         if not isinstance(size, (list, tuple)) or len(size) != 2:
             raise ReleaseFormatError(f"{w}: expected [H, W] (2 ints), found {_short(size)}")
         a, b = parse_int(size[0], w), parse_int(size[1], w)
+        _check_image_size(a, b, w)
         if not ms or (a == b and ms == {(a, b)}):
             says = None
         elif ms == {(a, b)}:
@@ -247,7 +265,7 @@ def resolve_image_sizes(sizes: Sequence[Any], mask_sizes: Sequence[set], state: 
         order = says or fallback
         if order == "wh" and a != b:
             state.swapped_images += 1
-            if state.swapped_images == 1:
+            if state.swapped_images == 1 and not state.quiet:
                 logger.warning(
                     "%s: image_sizes[%d] = %s matches its masks' size only as [W, H]; native image sizes are read as "
                     "[W, H] wherever the masks say so (native_image_size_order='auto'; this warning is shown once per file)",
@@ -314,10 +332,14 @@ def native_to_row(
         raise ReleaseFormatError(f"{where}: 'groundings': expected an object keyed 'img_1', 'img_2', ..., found {_short(groups)}")
     keys = codes.sorted_img_keys(groups.keys(), f"{where}: groundings")
     per_image: dict[int, list] = {}
+    key_of: dict[int, str] = {}
     for key in keys:
         k = codes.img_key_index(key)
         if not 1 <= k <= n:
             raise ReleaseFormatError(f"{where}: groundings.{key}: expected keys img_1..img_{n} ({n} image(s)), found {key!r}")
+        if k in per_image:
+            raise ReleaseFormatError(f"{where}: groundings: expected one key per image, found two keys for image {k} ({key_of[k]!r} and {key!r})")
+        key_of[k] = key
         gs = groups[key]
         if not isinstance(gs, list):
             raise ReleaseFormatError(f"{where}: groundings.{key}: expected a list of groundings, found {_short(gs)}")
@@ -331,7 +353,7 @@ def native_to_row(
             if isinstance(m, _MAPS) and isinstance(m.get("size"), (list, tuple)) and len(m["size"]) == 2:
                 try:
                     ms.add((int(m["size"][0]), int(m["size"][1])))
-                except (TypeError, ValueError):
+                except (TypeError, ValueError, OverflowError):
                     pass
         mask_sizes.append(ms)
     hws = resolve_image_sizes(sizes, mask_sizes, state, where)
@@ -391,6 +413,8 @@ def native_to_row(
 
 def parquet_to_row(rec: Mapping[str, Any], state: ConvertState) -> dict:
     """One Parquet row (as ``to_pylist`` gives it) as a builder row: renamed, ids as str, every list checked."""
+    if not isinstance(rec, _MAPS):
+        raise ReleaseFormatError(f"M4Seg {state.split} split, {state.file}: expected each row to be a record, found {_short(rec)}")
     eid = _alias(rec, PARQUET_ALIASES["example_id"])
     if eid is None:
         raise ReleaseFormatError(f"{state.where(None)}: expected a non-null 'example_id', found {_short(eid)}")
@@ -407,15 +431,17 @@ def parquet_to_row(rec: Mapping[str, Any], state: ConvertState) -> dict:
         iw = f"{where}: images[{k}]"
         if not isinstance(im, _MAPS):
             raise ReleaseFormatError(f"{iw}: expected {{image_id, path, height, width}}, found {_short(im)}")
-        images.append({
-            "image_id": _str_or_none(im.get("image_id")),
-            "path": _str_or_none(im.get("path")),
-            "height": _int(im.get("height"), iw, ".height"),
-            "width": _int(im.get("width"), iw, ".width"),
-        })
+        h, w = _int(im.get("height"), iw, ".height"), _int(im.get("width"), iw, ".width")
+        _check_image_size(h, w, iw)
+        images.append({"image_id": _str_or_none(im.get("image_id")), "path": _str_or_none(im.get("path")), "height": h, "width": w})
     n = len(images)
     groundings = []
-    for j, g in enumerate(rec.get("groundings") or []):
+    groundings_in = rec.get("groundings")
+    if groundings_in is None:
+        groundings_in = []
+    if not isinstance(groundings_in, list):
+        raise ReleaseFormatError(f"{where}: 'groundings': expected a list of groundings, found {_short(groundings_in)}")
+    for j, g in enumerate(groundings_in):
         gw = f"{where}: groundings[{j}]"
         if not isinstance(g, _MAPS):
             raise ReleaseFormatError(f"{gw}: expected a grounding object, found {_short(g)}")
@@ -428,8 +454,11 @@ def parquet_to_row(rec: Mapping[str, Any], state: ConvertState) -> dict:
         bbox = _alias(g, PARQUET_GROUNDING_ALIASES["bbox_xywh"])
         if bbox is None:
             bbox = rle_ops.to_bbox(mask)
-        elif not isinstance(bbox, (list, tuple)) or len(bbox) != 4:
-            raise ReleaseFormatError(f"{gw}.bbox: expected [x, y, width, height] (4 numbers), found {_short(bbox)}")
+        elif (
+            not isinstance(bbox, (list, tuple)) or len(bbox) != 4
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in bbox)
+        ):
+            raise ReleaseFormatError(f"{gw}.bbox: expected [x, y, width, height] (4 numbers, all finite), found {_short(bbox)}")
         groundings.append({
             "image_index": k,
             "name": _str_or_none(g.get("name")),
@@ -526,6 +555,14 @@ def derived_example_id(pair_id: str, occurrence: int) -> str:
 # ---------------------------------------------------------------- native streaming
 
 
+def _json_error(e: Exception) -> str:
+    """ijson's parse error as one line of text (yajl gives bytes with the context on several lines)."""
+    msg = e.args[0] if e.args else e
+    if isinstance(msg, bytes):
+        msg = msg.decode("utf-8", "replace")
+    return " ".join(str(msg).split())
+
+
 def _ijson():
     try:
         import ijson
@@ -534,17 +571,104 @@ def _ijson():
     return ijson
 
 
-def _gunzip(fileobj: BinaryIO) -> BinaryIO:
-    return gzip.GzipFile(fileobj=fileobj, mode="rb")
+#: Deepest JSON nesting accepted in a native file (an example is about 7 levels deep). ijson keeps one
+#: prefix string per level, each as long as the path to it: 100,000 levels would need tens of gigabytes.
+MAX_JSON_DEPTH = 64
+#: Largest decompressed JSON accepted for one example, and for one string (real examples are a few KB).
+MAX_EXAMPLE_BYTES = 64 << 20
+#: Errors of a corrupt or truncated gzip stream (``BadGzipFile`` is an ``OSError``, a cut stream an ``EOFError``).
+GZIP_ERRORS = (OSError, EOFError, zlib.error)
+
+_ESCAPE = re.compile(rb"\\.", re.S)
+#: Every byte but the JSON structure a depth scan needs: quotes and brackets.
+_NOT_TOKENS = bytes(c for c in range(256) if c not in b'"[]{}')
+_STEP = np.zeros(256, dtype=np.int64)
+_STEP[list(b"[{")] = 1
+_STEP[list(b"]}")] = -1
+
+
+class _JsonGuard:
+    """A read-only stream over decompressed JSON that refuses, before the parser sees them, the inputs that
+    would make it allocate without bound: nesting deeper than :data:`MAX_JSON_DEPTH`, and an example (anything
+    below the top level) or a string longer than :data:`MAX_EXAMPLE_BYTES`.
+
+    Each read is scanned at C speed: escapes are removed by a regex, everything but quotes and brackets by
+    ``bytes.translate``, and NumPy counts the brackets outside strings. The state (depth, inside a string, a
+    pending escape) carries across reads. Invalid JSON is left to the parser.
+    """
+
+    def __init__(self, raw: BinaryIO, where: str) -> None:
+        self._raw, self._where = raw, where
+        self._depth = 0
+        self._in_str = 0
+        self._escaped = False
+        self._item_bytes = 0
+        self._str_bytes = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._raw.read(size)
+        if data:
+            self._scan(data)
+        return data
+
+    def _too_long(self, what: str) -> ReleaseFormatError:
+        return ReleaseFormatError(
+            f"{self._where}: {what} is longer than {MAX_EXAMPLE_BYTES} bytes of decompressed JSON; expected M4Seg "
+            "examples of a few KB (a corrupt file or a decompression bomb)"
+        )
+
+    def _scan(self, data: bytes) -> None:
+        n = len(data)
+        d = data
+        if self._escaped:  # the first byte is escaped by a backslash that ended the previous read
+            d = d[1:]
+            self._escaped = False
+        if b"\\" in d:
+            d = _ESCAPE.sub(b"", d)
+            if d.endswith(b"\\"):
+                self._escaped = True
+                d = d[:-1]
+        tokens = np.frombuffer(d.translate(None, _NOT_TOKENS), dtype=np.uint8)
+        quotes = tokens == 0x22
+        inside = (np.cumsum(quotes) + self._in_str) & 1  # per token: 1 inside a string (a closing quote gives 0)
+        brackets = tokens[~quotes & (inside == 0)]
+        was_in_str = self._in_str
+        self._in_str = int(inside[-1]) if tokens.size else self._in_str
+        if self._in_str:
+            last = d.rfind(b'"')
+            self._str_bytes = (self._str_bytes + n) if last < 0 and was_in_str else len(d) - last
+            if self._str_bytes > MAX_EXAMPLE_BYTES:
+                raise self._too_long("a JSON string")
+        else:
+            self._str_bytes = 0
+        if brackets.size:
+            depth = self._depth + np.cumsum(_STEP[brackets])
+            if int(depth.max()) > MAX_JSON_DEPTH:
+                raise ReleaseFormatError(
+                    f"{self._where}: JSON nested more than {MAX_JSON_DEPTH} levels deep; expected M4Seg examples "
+                    "(about 7 levels: list, example, groundings, img_k, grounding, mask, counts)"
+                )
+            back_to_top = bool((depth <= 1).any())
+            self._depth = int(depth[-1])
+        else:
+            back_to_top = self._depth <= 1
+        self._item_bytes = n if back_to_top else self._item_bytes + n
+        if self._item_bytes > MAX_EXAMPLE_BYTES:
+            raise self._too_long("an example")
+
+
+def _gunzip(fileobj: BinaryIO, where: str = "native M4Seg file") -> BinaryIO:
+    """The decompressed stream of a native file, guarded against unbounded nesting and sizes (see :class:`_JsonGuard`)."""
+    return _JsonGuard(gzip.GzipFile(fileobj=fileobj, mode="rb"), where)
 
 
 def top_level_kind(fileobj: BinaryIO, where: str) -> str:
     """``"list"`` or ``"object"``: the first non-blank character of the decompressed file."""
-    gz = _gunzip(fileobj)
+    gz = _gunzip(fileobj, where)
     try:
         head = gz.read(4096).lstrip()
-    except (OSError, EOFError) as e:
-        raise ReleaseFormatError(f"{where}: expected a gzip-compressed JSON file, found unreadable data ({e})") from None
+    except GZIP_ERRORS as e:
+        raise ReleaseFormatError(f"{where}: expected a gzip-compressed JSON file, found unreadable data ({type(e).__name__}: {e})") from None
     if head[:1] == b"[":
         return "list"
     if head[:1] == b"{":
@@ -575,17 +699,20 @@ def _iter_items(ijson_mod: Any, gz: BinaryIO, kind: str) -> Iterator[tuple[str |
         yield from ijson_mod.kvitems(gz, "", use_float=True)
 
 
-def first_example(opener: Callable, path: str, where: str) -> tuple[str, Mapping | None]:
+def first_example(opener: Callable, path: str, where: str) -> tuple[str, Mapping | None, str | None]:
+    """(top-level kind, the first example or None, its key when the top level is an object)."""
     ijson = _ijson()
     with opener(path, "rb") as f:
         kind = top_level_kind(f, where)
     with opener(path, "rb") as f:
         try:
-            for _key, ex in _iter_items(ijson, _gunzip(f), kind):
-                return kind, ex
+            for key, ex in _iter_items(ijson, _gunzip(f, where), kind):
+                return kind, ex, None if key is None else str(key)
         except ijson.JSONError as e:
-            raise ReleaseFormatError(f"{where}: invalid JSON: {e}") from None
-    return kind, None
+            raise ReleaseFormatError(f"{where}: invalid JSON: {_json_error(e)}") from None
+        except GZIP_ERRORS as e:
+            raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
+    return kind, None, None
 
 
 def stable_hash(text: str) -> int:
@@ -602,7 +729,8 @@ _FAST_VALUE = {
 _IMAGE_PATHS_KEY = re.compile(rb'"image_paths"\s*:')
 
 
-def _fast_scan(opener: Callable, path: str, key: str, on_value: Callable[[str], None], on_offset: Callable[[int], None]) -> bool:
+def _fast_scan(opener: Callable, path: str, key: str, on_value: Callable[[str], None], on_offset: Callable[[int], None],
+               where: str = "native M4Seg file") -> bool:
     """Call ``on_value`` on every value of ``key`` in file order, read with a regex over the decompressed
     bytes (no JSON parse). Only for keys that appear once per example and never inside a grounding.
 
@@ -615,7 +743,7 @@ def _fast_scan(opener: Callable, path: str, key: str, on_value: Callable[[str], 
     consumed = 0
     tail = b""
     with opener(path, "rb") as f:
-        gz = _gunzip(f)
+        gz = _gunzip(f, where)
         while True:
             chunk = gz.read(1 << 22)
             buf = tail + chunk
@@ -623,10 +751,14 @@ def _fast_scan(opener: Callable, path: str, key: str, on_value: Callable[[str], 
             cut = max(buf.rfind(quoted_key), 0) if chunk else len(buf)
             head, tail = buf[:cut], buf[cut:]
             for raw in value_re.findall(head):
-                if raw[:1] == b'"':
-                    on_value(raw[1:-1].decode("utf-8") if b"\\" not in raw else str(json.loads(raw)))
-                else:
-                    on_value(str(int(raw)))
+                try:
+                    if raw[:1] == b'"':
+                        value = raw[1:-1].decode("utf-8") if b"\\" not in raw else str(json.loads(raw))
+                    else:
+                        value = str(int(raw))
+                except ValueError:  # not UTF-8, a bad escape, an integer of 4300+ digits: let ijson report it
+                    return False
+                on_value(value)
                 n_values += 1
             for m in _IMAGE_PATHS_KEY.finditer(head):
                 on_offset(consumed + m.start())
@@ -637,7 +769,7 @@ def _fast_scan(opener: Callable, path: str, key: str, on_value: Callable[[str], 
     return n_values == n_examples
 
 
-def scan_native(opener: Callable, path: str, split: str, need_count: bool = False) -> NativeScan:
+def scan_native(opener: Callable, path: str, split: str, need_count: bool = False, size_order: str = "auto") -> NativeScan:
     """The prepass over a native file, run only when it is needed.
 
     It reads the first example. When the examples have an ``example_id`` and no count is needed
@@ -649,11 +781,14 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
     """
     ijson = _ijson()
     where = f"M4Seg {split} split, {Path(path).name}"
-    kind, first = first_example(opener, path, where)
+    kind, first, first_key = first_example(opener, path, where)
+    if first is not None and not isinstance(first, Mapping):
+        raise ReleaseFormatError(f"{where}: example 0: expected an object, found {_short(first)}")
+    if first is not None:
+        # The first example converted (and dropped) here: a file of another format fails before generation.
+        native_to_row(first, ConvertState(split, Path(path).name, size_order, quiet=True), first_key)
     if kind != "list" or first is None:
         return NativeScan(kind=kind, count=None if first is not None else 0)
-    if not isinstance(first, Mapping):
-        raise ReleaseFormatError(f"{where}: example 0: expected an object, found {_short(first)}")
     if first.get("example_id") is not None:
         if not need_count:
             return NativeScan(kind=kind)
@@ -677,16 +812,21 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
                     dup.append(e)
 
         if fast:
-            if not _fast_scan(opener, path, key, on_value, offsets.append):
-                return None, None, None
+            try:
+                if not _fast_scan(opener, path, key, on_value, offsets.append, where):
+                    return None, None, None
+            except GZIP_ERRORS as e:
+                raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
         else:
             offsets = None
             with opener(path, "rb") as f:
                 try:
-                    for v in ijson.items(_gunzip(f), f"item.{key}"):
+                    for v in ijson.items(_gunzip(f, where), f"item.{key}"):
                         on_value(str(v))
                 except ijson.JSONError as e:
-                    raise ReleaseFormatError(f"{where}: invalid JSON: {e}") from None
+                    raise ReleaseFormatError(f"{where}: invalid JSON: {_json_error(e)}") from None
+                except GZIP_ERRORS as e:
+                    raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
         if key == "example_id" and not dup:
             try:
                 guard.flush()
@@ -815,7 +955,7 @@ def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, siz
     where = f"M4Seg {split} split, {Path(path).name}"
     with opener(path, "rb") as f:
         try:
-            gz = _gunzip(f)
+            gz = _gunzip(f, where)
             first = 0
             if shards[0].seek_from is not None and start > 0 and shards[0].kind == "list":
                 gz = _Prefixed(b"[" + _seek_item(gz, shards[0].seek_from, where), gz)
@@ -847,9 +987,9 @@ def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, siz
                         fallback = derived_example_id(str(pid), int(occurrence[j]))
                 yield native_to_row(ex, state, fallback)
         except ijson.JSONError as e:
-            raise ReleaseFormatError(f"{where}: invalid JSON: {e}") from None
-        except (OSError, EOFError) as e:
-            raise ReleaseFormatError(f"{where}: unreadable gzip data: {e}") from None
+            raise ReleaseFormatError(f"{where}: invalid JSON: {_json_error(e)}") from None
+        except GZIP_ERRORS as e:
+            raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
     state.finish()
 
 
@@ -911,14 +1051,91 @@ class ParquetShard:
     rg_stop: int | None = None
 
 
-def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int = 20_000) -> list[ParquetShard]:
-    """One shard per file, or per run of row groups of about ``rows_per_shard`` rows (finer ``num_proc`` shards)."""
+#: Columns (one of the names) and nested fields every M4Seg Parquet shard must have [card].
+PARQUET_COLUMNS: dict[str, tuple[str, ...]] = {
+    "example_id": ("example_id",),
+    "a": ("a", "answer"),
+    "images": ("images",),
+    "groundings": ("groundings",),
+}
+PARQUET_IMAGE_FIELDS = ("height", "width")
+PARQUET_GROUNDING_FIELDS: dict[str, tuple[str, ...]] = {
+    "image_index": ("image_index",),
+    "answer_span": ("answer_span",),
+    "segmentation": PARQUET_GROUNDING_ALIASES["mask"],
+}
+#: What pyarrow raises on a corrupt or truncated file (a bad footer, a bad data page).
+PARQUET_ERRORS = (OSError, EOFError, ValueError)
+
+
+def open_parquet(f: BinaryIO, where: str) -> Any:
+    """``pyarrow.parquet.ParquetFile(f)``; an unreadable file raises :class:`ReleaseFormatError` naming it."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    try:
+        return pq.ParquetFile(f)
+    except (pa.ArrowException, *PARQUET_ERRORS) as e:  # ArrowInvalid on a bad footer, OSError on a cut file
+        raise ReleaseFormatError(f"{where}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+
+
+def _list_of_struct_fields(arrow_type: Any) -> list[str] | None:
+    import pyarrow as pa
+
+    if not (pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)):
+        return None
+    item = arrow_type.value_type
+    return [item.field(i).name for i in range(item.num_fields)] if pa.types.is_struct(item) else None
+
+
+def check_parquet_schema(schema: Any, where: str) -> None:
+    """Every column and nested field :func:`parquet_to_row` needs is there (extra ones are fine; types are checked per row)."""
+    names = list(schema.names)
+    missing = [" or ".join(repr(a) for a in aliases) for aliases in PARQUET_COLUMNS.values() if not any(a in names for a in aliases)]
+    if missing:
+        raise ReleaseFormatError(
+            f"{where}: missing column(s) {', '.join(missing)}; expected the M4Seg columns example_id, pair_id, "
+            f"dataset_name, type, granularity, q, a, images, groundings (found {names})"
+        )
+    for column, required in (("images", {f: (f,) for f in PARQUET_IMAGE_FIELDS}), ("groundings", PARQUET_GROUNDING_FIELDS)):
+        arrow_type = schema.field(column).type
+        fields = _list_of_struct_fields(arrow_type)
+        if fields is None:
+            raise ReleaseFormatError(f"{where}: column {column!r}: expected a list of structs, found {arrow_type}")
+        lacking = [name for name, aliases in required.items() if not any(a in fields for a in aliases)]
+        if lacking:
+            raise ReleaseFormatError(
+                f"{where}: column {column!r}: its items lack the field(s) {lacking}; expected {sorted(required)} (found {fields})"
+            )
+
+
+def first_row(pf: Any, where: str, state: ConvertState) -> dict | None:
+    """The first row of an open Parquet file, converted (None for a file without rows)."""
+    import pyarrow as pa
+
+    try:
+        batch = next(pf.iter_batches(batch_size=1), None)
+    except (pa.ArrowException, *PARQUET_ERRORS) as e:
+        raise ReleaseFormatError(f"{where}: rows from 0 on cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})") from None
+    if batch is None or batch.num_rows == 0:
+        return None
+    return parquet_to_row(batch.to_pylist()[0], state)
+
+
+def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int = 20_000, split: str = "") -> list[ParquetShard]:
+    """One shard per file, or per run of row groups of about ``rows_per_shard`` rows (finer ``num_proc`` shards).
+
+    Reads every file's footer and converts its first row: an unreadable file, a missing column or a file of
+    another format raises here, before generation.
+    """
     out = []
     for p in paths:
+        where = f"M4Seg {split} split, {Path(p).name}"
         with opener(p, "rb") as f:
-            md = pq.ParquetFile(f).metadata
+            pf = open_parquet(f, where)
+            check_parquet_schema(pf.schema_arrow, where)
+            md = pf.metadata
+            first_row(pf, where, ConvertState(split, Path(p).name, quiet=True))
         acc, start = 0, 0
         for rg in range(md.num_row_groups):
             acc += md.row_group(rg).num_rows
@@ -932,24 +1149,36 @@ def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int =
 def iter_parquet(opener: Callable, shards: Sequence[ParquetShard], split: str) -> Iterator[dict]:
     """Rows of Parquet shards in order: ``ParquetFile(open(path, "rb")).iter_batches(batch_size=1000)``."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     for shard in shards:
-        state = ConvertState(split, Path(shard.path).name)
+        name = Path(shard.path).name
+        where = f"M4Seg {split} split, {name}"
+        state = ConvertState(split, name)
         with opener(shard.path, "rb") as f:
-            try:
-                pf = pq.ParquetFile(f)
-            except (pa.ArrowInvalid, OSError) as e:
-                raise ReleaseFormatError(f"M4Seg {split} split, {Path(shard.path).name}: not a readable Parquet file ({e})") from None
+            pf = open_parquet(f, where)
+            check_parquet_schema(pf.schema_arrow, where)
             stop = pf.metadata.num_row_groups if shard.rg_stop is None else shard.rg_stop
             groups = list(range(shard.rg_start, stop))
             if not groups:
                 continue
-            for batch in pf.iter_batches(batch_size=BATCH_SIZE, row_groups=groups):
-                records = batch.to_pylist()
+            first = sum(pf.metadata.row_group(g).num_rows for g in range(shard.rg_start))
+            batches = pf.iter_batches(batch_size=BATCH_SIZE, row_groups=groups)
+            i = first
+            while True:
+                try:
+                    batch = next(batches)
+                    records = batch.to_pylist()
+                except StopIteration:
+                    break
+                except (pa.ArrowException, *PARQUET_ERRORS) as e:
+                    # A corrupt or truncated data page behind an intact footer.
+                    raise ReleaseFormatError(
+                        f"{where}: rows from {i} on cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
+                    ) from None
                 del batch
                 for rec in records:
                     yield parquet_to_row(rec, state)
+                i += len(records)
                 # Hand Arrow's freed buffers back to the OS so the RSS stays flat over a long split.
                 pa.default_memory_pool().release_unused()
         state.finish()
@@ -957,17 +1186,22 @@ def iter_parquet(opener: Callable, shards: Sequence[ParquetShard], split: str) -
 
 def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
     """Check example_id uniqueness over every shard of a split (the ``example_id`` column only); returns the count."""
-    import pyarrow.parquet as pq
+    import pyarrow as pa
 
     guard = IdGuard(f"M4Seg {split} split, {PARQUET_GLOB.format(split=split)}")
     for p in paths:
+        where = f"M4Seg {split} split, {Path(p).name}"
         with opener(p, "rb") as f:
-            pf = pq.ParquetFile(f)
-            if "example_id" not in pf.schema_arrow.names:
-                raise ReleaseFormatError(f"M4Seg {split} split, {Path(p).name}: expected an 'example_id' column, found {pf.schema_arrow.names}")
-            for batch in pf.iter_batches(batch_size=65536, columns=["example_id"]):
-                for v in batch.column(0).to_pylist():
-                    guard.add(str(v))
+            pf = open_parquet(f, where)
+            check_parquet_schema(pf.schema_arrow, where)
+            try:
+                for batch in pf.iter_batches(batch_size=65536, columns=["example_id"]):
+                    for v in batch.column(0).to_pylist():
+                        guard.add(str(v))
+            except (pa.ArrowException, *PARQUET_ERRORS) as e:
+                raise ReleaseFormatError(
+                    f"{where}: the example_id column cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
+                ) from None
     guard.flush()
     return guard.count
 
@@ -975,28 +1209,43 @@ def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
 # ---------------------------------------------------------------- source images
 
 
-def iter_image_paths(opener: Callable, source: str, files: Sequence[str], kind: str = "list") -> Iterator[str]:
-    """Every image path of a split in order (reads only the path fields)."""
+def iter_image_paths(opener: Callable, source: str, files: Sequence[str], kind: str = "list", split: str = "") -> Iterator[str]:
+    """Every image path of a split in order (reads only the path fields; malformed entries are left to the row checks)."""
     if source == "parquet":
-        import pyarrow.parquet as pq
+        import pyarrow as pa
 
         for p in files:
+            where = f"M4Seg {split} split, {Path(p).name}"
             with opener(p, "rb") as f:
-                for batch in pq.ParquetFile(f).iter_batches(batch_size=BATCH_SIZE, columns=["images"]):
-                    for images in batch.column(0).to_pylist():
-                        for im in images or []:
-                            yield str(im.get("path"))
+                pf = open_parquet(f, where)
+                try:
+                    for batch in pf.iter_batches(batch_size=BATCH_SIZE, columns=["images"]):
+                        for images in batch.column(0).to_pylist():
+                            for im in images if isinstance(images, list) else ():
+                                if isinstance(im, _MAPS) and im.get("path") is not None:
+                                    yield str(im["path"])
+                except (pa.ArrowException, *PARQUET_ERRORS) as e:
+                    raise ReleaseFormatError(
+                        f"{where}: the images column cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
+                    ) from None
         return
     ijson = _ijson()
     for p in files:
+        where = f"M4Seg {split} split, {Path(p).name}"
         with opener(p, "rb") as f:
-            if kind == "list":
-                for v in ijson.items(_gunzip(f), "item.image_paths.item"):
-                    yield str(v)
-            else:
-                for _k, ex in ijson.kvitems(_gunzip(f), "", use_float=True):
-                    for v in ex.get("image_paths") or []:
+            try:
+                if kind == "list":
+                    for v in ijson.items(_gunzip(f, where), "item.image_paths.item"):
                         yield str(v)
+                else:
+                    for _k, ex in ijson.kvitems(_gunzip(f, where), "", use_float=True):
+                        paths = ex.get("image_paths") if isinstance(ex, _MAPS) else None
+                        for v in paths if isinstance(paths, list) else ():
+                            yield str(v)
+            except ijson.JSONError as e:
+                raise ReleaseFormatError(f"{where}: invalid JSON: {_json_error(e)}") from None
+            except GZIP_ERRORS as e:
+                raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
 
 
 def missing_images(image_root: str | Path, paths: Iterator[str], limit: int = 10) -> tuple[list[str], int, int]:

@@ -229,16 +229,27 @@ def resolve_embed_fn(spec: Any, text_model_path: Any = None, bert_model_path: An
     raise OptionError(f"option 'embed_fn': expected a callable or one of {list(ENCODERS)}, got {spec!r}")
 
 
-def embed_texts(embed_fn: EmbedFn, texts: Iterable[str]) -> dict[str, np.ndarray]:
-    """Embed the distinct texts in sorted order with one call; returns text -> normalised vector."""
+def embed_texts(embed_fn: EmbedFn, texts: Iterable[str], option: str = "embed_fn") -> dict[str, np.ndarray]:
+    """Embed the distinct texts in sorted order with one call; returns text -> normalised vector.
+
+    An encoder that returns something else than a finite ``[n, d]`` array raises :class:`OptionError` naming
+    ``option`` (the option that gave the encoder).
+    """
     uniq = sorted(set(texts))
     if not uniq:
         return {}
-    vecs = np.asarray(embed_fn(uniq), dtype=np.float64)
+    out = embed_fn(uniq)
+    try:
+        vecs = np.asarray(out, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise OptionError(
+            f"option {option!r}: the encoder returned {type(out).__name__}, expected a numeric array of shape "
+            f"[{len(uniq)}, d] ({type(e).__name__}: {e})"
+        ) from None
     if vecs.ndim != 2 or vecs.shape[0] != len(uniq):
-        raise ValueError(f"embed_fn: expected an array of shape [{len(uniq)}, d], got shape {vecs.shape}")
+        raise OptionError(f"option {option!r}: the encoder returned shape {vecs.shape}, expected [{len(uniq)}, d] (one row per text)")
     if not np.isfinite(vecs).all():
-        raise ValueError("embed_fn: returned a NaN or infinite value")
+        raise OptionError(f"option {option!r}: the encoder returned a NaN or infinite value, expected finite embeddings")
     vecs = normalise_rows(vecs)
     return {t: vecs[i] for i, t in enumerate(uniq)}
 
@@ -317,7 +328,10 @@ class MeteorScorer:
         if not ids:
             return None
         if self._fn is not None:
-            return float(self._fn([self._cand[i] for i in ids], [self._ref[i] for i in ids]))
+            value = self._fn([self._cand[i] for i in ids], [self._ref[i] for i in ids])
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not np.isfinite(value):
+                raise OptionError(f"option 'meteor_fn': expected a finite number (the corpus METEOR), got {value!r}")
+            return float(value)
         score, _ = _shared_meteor().compute_score({i: [self._ref[i]] for i in ids}, {i: [self._cand[i]] for i in ids})
         return float(score)
 

@@ -1,0 +1,197 @@
+"""Fuzzing the M4Seg parsers: random bytes, random JSON and structure-shaped random inputs.
+
+Same contract as tests/test_fuzz.py (whose strategies and guards are reused): an input either parses, or
+raises a documented perckit error (a :class:`perckit.errors.PerckitError` with a message); anything else
+fails the test, and every call runs under an alarm so a Python-level hang fails too. Targets: the prediction
+file reader ``load_predictions_jsonl`` and its per-line parser ``prediction_row``, the model-output parser
+``parse_grounded_answer``, the metric's core on random prediction and reference rows, and the release
+readers (the native JSON.gz stream, one native example, one Parquet record). Example counts are those of
+tests/test_fuzz.py (``PERCKIT_FUZZ_EXAMPLES`` for a longer run).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from test_fuzz import FUZZ, FUZZ_SLOW, _exercise, documented_only, folder, json_rle_dicts, json_values, random_bytes, rle_dicts, time_limit
+
+from perckit.m4seg import io as m4io
+from perckit.m4seg import metrics as core
+from perckit.m4seg import release
+
+# ---------------------------------------------------------------- strategies
+
+image_indexes = st.integers(-2, 4) | st.sampled_from(["1", "one", 1.0, 1.5, None, True]) | json_values
+names = st.sampled_from(["chair", "table", "cup", "", None]) | json_values
+small_masks = st.sampled_from([
+    {"size": [1, 4], "counts": "022"}, {"size": [1, 4], "counts": "13"}, {"size": [1, 2], "counts": "011"},
+    {"size": [1, 4], "counts": [0, 2, 2]}, {"size": [1, 2], "counts": "2"},
+])
+masks = small_masks | json_rle_dicts | json_values
+groundings = st.fixed_dictionaries({"image_index": image_indexes, "name": names, "mask": masks}) | json_values
+prediction_rows = st.fixed_dictionaries(
+    {"example_id": st.sampled_from(["s1", "s2"]) | json_values, "answer": st.text(max_size=30) | json_values,
+     "groundings": st.lists(groundings, max_size=3) | json_values},
+    optional={"extra": json_values},
+) | json_values
+jsonl_files = st.lists(prediction_rows, max_size=4).map(lambda rows: "\n".join(json.dumps(r) for r in rows))
+
+TOKENS = ["<p>", "</p>", "[SEG]", "(IMAGE1)", "(IMAGE2)", "(IMAGE 0)", "( IMAGE12 )", "(IMAGE", ")", " ", "chair", "\n", "<p"]
+grounded_text = st.lists(st.sampled_from(TOKENS) | st.text(max_size=5), max_size=16).map("".join) | st.text(max_size=60)
+mask_values = (
+    hnp.arrays(st.sampled_from([np.bool_, np.uint8, np.float32]), st.tuples(st.integers(0, 3), st.integers(0, 5)))
+    | small_masks | rle_dicts | json_values
+)
+mask_lists = (
+    st.lists(mask_values, max_size=4)
+    | hnp.arrays(np.bool_, st.tuples(st.integers(0, 3), st.integers(1, 3), st.integers(1, 4)))
+    | json_values
+)
+
+reference_groundings = st.fixed_dictionaries(
+    {"image_index": image_indexes, "name": names, "answer_span": st.lists(st.integers(-1, 40), max_size=3) | json_values, "mask": masks}
+) | json_values
+references = st.fixed_dictionaries({
+    "example_id": st.just("s1"),
+    "answer": st.sampled_from(["chair_101 near table_102 and cup_201", ""]) | json_values,
+    "question_type": st.just("spatial"), "dataset_name": st.just("coco_objects"), "granularity": st.just("object"),
+    "images": st.just([{"height": 1, "width": 4}, {"height": 1, "width": 2}])
+    | st.lists(st.fixed_dictionaries({"height": st.integers(-1, 5) | json_values, "width": st.integers(-1, 5) | json_values}) | json_values, max_size=3)
+    | json_values,
+    "groundings": st.lists(reference_groundings, max_size=3) | json_values,
+})
+
+native_groundings = st.fixed_dictionaries(
+    {"name": names, "segmentation": masks | st.lists(st.lists(st.integers(-2, 6), max_size=8), max_size=2)},
+    optional={"answer_span": st.lists(st.integers(-1, 40), max_size=3) | json_values, "annotation_id": json_values, "object_id": json_values},
+) | json_values
+native_examples = st.fixed_dictionaries(
+    {
+        "a": st.sampled_from(["chair_101 near table_102 and cup_201", "dog_101", ""]) | json_values,
+        "image_paths": st.just(["a.jpg", "b.jpg"]) | st.lists(st.text(max_size=4), max_size=3) | json_values,
+        "image_sizes": st.just([[1, 4], [1, 2]]) | st.just([[4, 1], [2, 1]]) | st.lists(st.lists(st.integers(-1, 5) | json_values, max_size=3), max_size=3) | json_values,
+        "groundings": st.dictionaries(st.sampled_from(["img_1", "img_2", "img_3", "img_01", "image_1"]), st.lists(native_groundings, max_size=3) | json_values, max_size=3)
+        | st.lists(native_groundings, max_size=3) | json_values,
+    },
+    optional={"pair_id": json_values, "example_id": json_values, "image_ids": json_values, "q": json_values, "type": json_values},
+) | json_values
+parquet_records = st.fixed_dictionaries(
+    {
+        "example_id": st.just("e") | json_values,
+        "a": st.sampled_from(["chair_101 near table_102 and cup_201", ""]) | json_values,
+        "images": st.lists(st.fixed_dictionaries({"image_id": json_values, "path": json_values, "height": st.integers(-1, 5) | json_values,
+                                                  "width": st.integers(-1, 5) | json_values}) | json_values, max_size=3) | json_values,
+        "groundings": st.lists(
+            st.fixed_dictionaries({"image_index": image_indexes, "name": names, "annotation_ids": json_values, "object_annotation_id": json_values,
+                                   "answer_span": st.lists(st.integers(-1, 40), max_size=3) | json_values, "bbox": json_values, "segmentation": masks})
+            | json_values, max_size=3) | json_values,
+    },
+) | json_values
+
+STUB = {"embed_fn": "stub", "metrics": ["miou", "recall", "i_ss", "i_siou", "ss", "siou"]}
+REF = {
+    "example_id": "s1", "answer": "chair_101 near table_102 and cup_201", "question_type": "spatial", "dataset_name": "coco_objects",
+    "granularity": "object", "images": [{"height": 1, "width": 4}, {"height": 1, "width": 2}],
+    "groundings": [
+        {"image_index": 1, "name": "chair", "answer_span": [0, 9], "mask": {"size": [1, 4], "counts": "022"}},
+        {"image_index": 2, "name": "cup", "answer_span": [29, 36], "mask": {"size": [1, 2], "counts": "011"}},
+    ],
+}
+
+
+def _check_prediction_row(row: dict) -> None:
+    assert set(row) == {"example_id", "answer", "groundings"} and isinstance(row["example_id"], str) and isinstance(row["answer"], str)
+    for g in row["groundings"]:
+        assert set(g) == {"image_index", "name", "mask"} and isinstance(g["image_index"], int) and isinstance(g["name"], str)
+        with time_limit():
+            _exercise(g["mask"])
+
+
+# ---------------------------------------------------------------- prediction files and model output
+
+
+@FUZZ
+@given(content=random_bytes | jsonl_files | st.text(max_size=200))
+def test_m4seg_jsonl_prediction_files(content):
+    with folder() as d:
+        p = d / "p.jsonl"
+        p.write_bytes(content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content)
+        rows = documented_only(m4io.load_predictions_jsonl, p)
+        for row in rows or ():
+            _check_prediction_row(row)
+        if rows:
+            assert len({r["example_id"] for r in rows}) == len(rows)
+
+
+@FUZZ
+@given(obj=prediction_rows)
+def test_m4seg_prediction_row_random_objects(obj):
+    row = documented_only(m4io.prediction_row, obj, "fuzz")
+    if row is not None:
+        _check_prediction_row(row)
+
+
+@FUZZ
+@given(text=grounded_text | json_values, masks=mask_lists, example_id=st.text(max_size=4) | json_values)
+def test_m4seg_parse_grounded_answer_random_text(text, masks, example_id):
+    row = documented_only(m4io.parse_grounded_answer, text, masks, example_id)
+    if row is not None:
+        assert row["answer"] == (text or "")
+        _check_prediction_row(row)
+        with time_limit():
+            assert isinstance(m4io.clean_prediction_text(row["answer"]), str)
+
+
+@FUZZ_SLOW
+@given(prediction=prediction_rows, reference=references | st.just(REF), strict=st.booleans())
+def test_m4seg_metric_core_random_rows(prediction, reference, strict):
+    if isinstance(prediction, dict) and "example_id" in prediction:
+        prediction = {**prediction, "example_id": "s1"}  # mostly paired with the reference, so its fields are reached
+    out = documented_only(core.compute, [prediction], [reference], strict=strict, **STUB)
+    if out is not None:
+        for k in ("miou", "recall", "ss", "siou", "i_ss", "i_siou", "giou", "ciou"):
+            assert out[k] is None or 0.0 <= out[k] <= 1.0 + 1e-9, (k, out[k])
+
+
+# ---------------------------------------------------------------- release readers
+
+
+@FUZZ_SLOW
+@given(content=random_bytes | st.lists(native_examples, max_size=3).map(json.dumps).map(str.encode) | random_bytes.map(gzip.compress),
+       compress=st.booleans(), cut=st.floats(0, 1))
+def test_m4seg_native_file_random_bytes(content, compress, cut):
+    """The native reader over random files: the prepass, then every row."""
+    data = gzip.compress(content) if compress else content
+    data = data[: max(1, int(len(data) * cut))] if cut < 0.2 else data
+    with folder() as d:
+        p = d / "m4seg_test.json.gz"
+        p.write_bytes(data)
+        scan = documented_only(release.scan_native, open, str(p), "test", need_count=True)
+        if scan is not None:
+            documented_only(lambda: list(release.iter_native(open, release.native_shards(str(p), scan, 2), "test")))
+
+
+@FUZZ
+@given(example=native_examples, order=st.sampled_from(release.SIZE_ORDERS))
+def test_m4seg_native_to_row_random_examples(example, order):
+    row = documented_only(release.native_to_row, example, release.ConvertState("test", "f", order, quiet=True), "e")
+    if row is not None:
+        assert isinstance(row["example_id"], str) and isinstance(row["answer"], str)
+        for g in row["groundings"]:
+            im = row["images"][g["image_index"] - 1]
+            assert g["mask"]["size"] == [im["height"], im["width"]] and len(g["answer_span"]) == 2
+
+
+@FUZZ
+@given(record=parquet_records)
+def test_m4seg_parquet_to_row_random_records(record):
+    row = documented_only(release.parquet_to_row, record, release.ConvertState("test", "f", quiet=True))
+    if row is not None:
+        for g in row["groundings"]:
+            im = row["images"][g["image_index"] - 1]
+            assert g["mask"]["size"] == [im["height"], im["width"]] and len(g["bbox_xywh"]) == 4
