@@ -73,8 +73,8 @@ def test_prepare_split_freezes_and_restores_the_collector(r4d_release, tmp_path,
     # someone else's freeze is left as it is
     gc.freeze()
     try:
-        frozen = gc.get_freeze_count()
         builder_class("r4d_bench")(config_name="all_queries", data_dir=str(r4d_release.root), cache_dir=str(tmp_path / "b")).download_and_prepare()
-        assert gc.get_freeze_count() >= frozen
+        # still frozen (the count itself may drop: frozen objects that die are removed from it)
+        assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
