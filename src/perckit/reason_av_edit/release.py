@@ -446,12 +446,14 @@ def iter_tar_members(members: Iterable[tuple[str, Any]], label: str) -> Iterator
         try:
             data = fileobj.read()
         except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-            raise ReleaseFormatError(
-                f"archive {label!r} is truncated or corrupt: member {current!r} could not be read ({type(e).__name__}: {e})"
-            ) from None
+            raise _unreadable(label, current, e) from None
         p = _normalise_member(name)
         last = p
         yield p, data
+
+
+def _unreadable(label: str, member: str, e: BaseException) -> ReleaseFormatError:
+    return ReleaseFormatError(f"archive {label!r} is truncated or corrupt: member {member!r} could not be read ({type(e).__name__}: {e})")
 
 
 def _normalise_member(name: str) -> str:
@@ -498,9 +500,7 @@ def iter_tar_file(path: str | Path, label: str) -> Iterator[tuple[str, bytes]]:
                 else:
                     data = tf.extractfile(m).read()
             except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-                raise ReleaseFormatError(
-                    f"archive {label!r} is truncated or corrupt: member {p!r} could not be read ({type(e).__name__}: {e})"
-                ) from None
+                raise _unreadable(label, p, e) from None
             last = p
             yield p, data
 
@@ -672,9 +672,7 @@ def extract_archives(root: str | os.PathLike, dest: str | os.PathLike | None = N
                     try:
                         data = tar.extractfile(m).read()
                     except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-                        raise ReleaseFormatError(
-                            f"archive {label!r} is truncated or corrupt: member {m.name!r} could not be read ({type(e).__name__}: {e})"
-                        ) from None
+                        raise _unreadable(label, m.name, e) from None
                     if len(data) != m.size:
                         raise ReleaseFormatError(
                             f"archive {label!r} is truncated: member {m.name!r} has {len(data)} bytes, its header says {m.size}"
