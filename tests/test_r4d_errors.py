@@ -153,3 +153,18 @@ def test_hub_offline_error_says_how_to_pass_data_dir(tmp_path):
 def test_hub_patterns_follow_config():
     cfg = r4d_builder.R4DBenchConfig(name="all_queries")
     assert release.dense_gt_file("all_queries", "segmentation") in r4d_builder.hub_patterns(cfg)
+
+
+def test_unreadable_frame_image_names_the_file(r4d_release, monkeypatch):
+    """An image that exists but cannot be read (an I/O error, no permission; root reads anything, so the
+    read is replaced) is a ReleaseFormatError naming the COCO image and the file."""
+    import errno
+
+    def failing(paths, depth=16):
+        for p in paths:
+            yield p, OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(release, "read_ahead", failing)
+    scene = release.read_scene(r4d_release.root, release.scene_names(r4d_release.root)[0])
+    with pytest.raises(ReleaseFormatError, match=r"image \d+ \(frame \d+\): image file '.*' cannot be read: \[Errno 5\] Input/output error"):
+        next(release.frame_rows(scene))
