@@ -83,6 +83,7 @@ class PerckitTableBuilder(_PerckitOptions, datasets.ArrowBasedBuilder):
             yield first, rows_to_table(batch, schema)
 
 
+_MAX_BINARY = 2**31 - 2
 #: The Arrow storage of ``Image``, ``Audio`` and ``Video`` features.
 MEDIA_STORAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 
@@ -110,6 +111,8 @@ def _media_array(value: dict | None) -> pa.Array:
     if data is None:
         blob = pa.nulls(1, pa.binary())
     else:
+        if len(data) > _MAX_BINARY:  # Arrow's binary type has 32-bit offsets (so does from_pylist's)
+            raise ValueError(f"{value.get('path')!r}: expected a media file under 2 GiB, got {len(data)} bytes")
         offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int32))
         blob = pa.Array.from_buffers(pa.binary(), 1, [None, offsets, pa.py_buffer(data)])
     return pa.StructArray.from_arrays([blob, pa.array([value.get("path")], pa.string())], fields=list(MEDIA_STORAGE))
