@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
+from ..parquetio import check_column_chunk_sizes
 from ..errors import short_repr as _short
 from ..jsonio import parse_int
 from . import codes
@@ -1074,9 +1075,11 @@ def open_parquet(f: BinaryIO, where: str) -> Any:
     import pyarrow.parquet as pq
 
     try:
-        return pq.ParquetFile(f)
+        pf = pq.ParquetFile(f)
     except (pa.ArrowException, *PARQUET_ERRORS) as e:  # ArrowInvalid on a bad footer, OSError on a cut file
         raise ReleaseFormatError(f"{where}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+    check_column_chunk_sizes(pf, where)
+    return pf
 
 
 def _list_of_struct_fields(arrow_type: Any) -> list[str] | None:

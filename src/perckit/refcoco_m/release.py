@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
+from ..parquetio import check_column_chunk_sizes
 from ..images import check_encoded_image
 from ..errors import short_repr as _short
 
@@ -116,9 +117,11 @@ def check_schema(schema: Any, shard: str) -> None:
 def read_schema(f: IO[bytes], shard: str) -> Any:
     """The Arrow schema of an open shard (footer only); an unreadable file raises naming the shard."""
     try:
-        return pq.ParquetFile(f).schema_arrow
+        pf = pq.ParquetFile(f)
     except Exception as e:  # pyarrow raises ArrowInvalid / OSError on a corrupt footer
         raise ReleaseFormatError(f"{shard}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+    check_column_chunk_sizes(pf, shard)
+    return pf.schema_arrow
 
 
 def iter_records(f: IO[bytes], shard: str, read_images: bool = True) -> Iterator[tuple[int, dict]]:
@@ -130,6 +133,7 @@ def iter_records(f: IO[bytes], shard: str, read_images: bool = True) -> Iterator
     except Exception as e:  # pyarrow raises ArrowInvalid / OSError on a corrupt footer
         raise ReleaseFormatError(f"{shard}: not a readable Parquet file ({type(e).__name__}: {e})") from None
     check_schema(pf.schema_arrow, shard)
+    check_column_chunk_sizes(pf, shard)
     columns = [c for c in REQUIRED_COLUMNS if read_images or c != "image"]
     i = 0
     batches = pf.iter_batches(batch_size=BATCH_SIZE, columns=columns)
