@@ -22,16 +22,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import REPO, run_workers
 
 from perckit import rle
 
@@ -257,26 +254,7 @@ def four_process_results(tmp_path_factory):
                      "experiment_id": f"perckit-dist4-{name}", "out": str(tmp / f"{name}.out.json"), "batch": batch})
     (tmp / "jobs.json").write_text(json.dumps(jobs))
     worker = str(REPO / "tests" / "helpers" / "dist_jobs_worker.py")
-    # Output goes to files, not pipes: a process blocked on a full pipe while another one is waited for would
-    # stall the rendezvous of every process.
-    logs = [open(tmp / f"process_{i}.log", "wb") for i in range(NPROC)]
-    procs = [
-        subprocess.Popen([sys.executable, worker, str(tmp / "jobs.json"), str(i), str(NPROC)], env=dict(os.environ),
-                         stdout=logs[i], stderr=subprocess.STDOUT)
-        for i in range(NPROC)
-    ]
-    errors = []
-    deadline = time.monotonic() + 900
-    for i, p in enumerate(procs):
-        try:
-            p.wait(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-        logs[i].close()
-        if p.returncode != 0:
-            errors.append(f"process {i} exited with {p.returncode}: {(tmp / f'process_{i}.log').read_text(errors='replace')[-2000:]}")
-    assert not errors, "\n".join(errors)
+    run_workers([[sys.executable, worker, str(tmp / "jobs.json"), str(i), str(NPROC)] for i in range(NPROC)], tmp)
     return {name: (single[name], json.loads((tmp / f"{name}.out.json").read_text())) for name in single}
 
 

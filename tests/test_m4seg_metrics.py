@@ -4,13 +4,10 @@ distributed), prediction helpers and the missing-extra messages."""
 import copy
 import itertools
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import REPO, run_distributed
 from test_m4seg_common import (  # noqa: F401
     NO_METEOR, R, S1_EXPECTED, S1_PRED, S1_REF, S2_PRED, S3_PRED, S4_PRED, S4_REF, g_pred, g_ref, m4_cache, m4_parquet,
     m4_release, ref_row,
@@ -271,20 +268,7 @@ def test_distributed_matches_single_process(m4_parquet, metric, tmp_path):
     assert 0 < single["miou"] < 1 and 0 < single["recall"] < 1
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps({"predictions": preds, "references": refs, "options": options}))
-    out = tmp_path / "out.json"
-    worker = str(REPO / "tests" / "helpers" / "dist_worker.py")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, worker, str(REPO / "metrics" / "m4seg"), str(inputs), str(i), "2", str(tmp_path / "cache"),
-             "m4seg-dist", str(out), "5"],
-            env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )
-        for i in range(2)
-    ]
-    for p in procs:
-        _, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err.decode()[-2000:]
-    dist = json.loads(out.read_text())
+    dist = run_distributed("m4seg", inputs, 2, tmp_path, "m4seg-dist", 5, timeout=600)
     assert dist == json.loads(json.dumps(single))  # bit-identical, per-sample table included (sorted by example_id)
 
 

@@ -1,12 +1,9 @@
 """The evaluate modules: GT-as-prediction, API parity with the core, distributed mode with real processes."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-from conftest import REPO
+from conftest import run_distributed
 
 from perckit.r4d_bench import features as feats
 from perckit.r4d_bench import metrics as core
@@ -74,21 +71,7 @@ def test_distributed_matches_single_process(r4d_queries, tmp_path, name, nproc, 
     assert single["f1" if name == "track_id" else "miou"] < 1.0
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps({"predictions": preds, "references": refs}))
-    out = tmp_path / "out.json"
-    worker = str(REPO / "tests" / "helpers" / "dist_worker.py")
-    env = dict(os.environ)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, worker, str(REPO / "metrics" / name), str(inputs), str(i), str(nproc),
-             str(tmp_path / "cache"), f"r4d-dist-{name}", str(out), "7"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )
-        for i in range(nproc)
-    ]
-    for p in procs:
-        _, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err.decode()[-2000:]
-    dist = json.loads(out.read_text())
+    dist = run_distributed(name, inputs, nproc, tmp_path, f"r4d-dist-{name}", 7, timeout=300 * nproc)
     # evaluate gathers shards in process order, so the per-query order differs; every number is identical.
     assert _scalars(dist) == _scalars(single)
     assert dist["per_scene"] == single["per_scene"] and dist["positive"] == single["positive"]

@@ -3,13 +3,10 @@ bad input, the prediction folder, and evaluate's distributed mode."""
 
 import json
 import logging
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from conftest import REPO, build_split
+from conftest import REPO, build_split, run_distributed
 
 from perckit import rle
 from perckit.errors import InputNotFoundError, OptionError, PredictionError, RLEError
@@ -464,20 +461,7 @@ def test_distributed_matches_single_process(metric, rows, release, tmp_path):
     assert single["audio_tiou"] < 1.0 and single["visual_iou"] < 1.0
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps({"predictions": preds, "references": refs, "options": options}))
-    out = tmp_path / "out.json"
-    worker = str(REPO / "tests" / "helpers" / "dist_worker.py")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, worker, str(REPO / "metrics" / "av_reasoning"), str(inputs), str(i), "2",
-             str(tmp_path / "cache"), "av-reasoning-dist", str(out), "3"],
-            env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )
-        for i in range(2)
-    ]
-    for p in procs:
-        _, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err.decode()[-2000:]
-    dist = json.loads(out.read_text())
+    dist = run_distributed("av_reasoning", inputs, 2, tmp_path, "av-reasoning-dist", 3, timeout=600)
     assert dist == json.loads(json.dumps(single))
 
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO, build_split, fake_snapshot_download, needs_scripts
+from conftest import REPO, build_split, fake_snapshot_download, needs_scripts, run_distributed
 from PIL import Image
 
 from perckit import hub
@@ -599,20 +596,7 @@ def test_distributed_matches_single_process(rcm_expressions, refer_metric, tmp_p
     assert 0 < single["miou"] < 1
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps({"predictions": preds, "references": refs, "options": options}))
-    out = tmp_path / "out.json"
-    worker = str(REPO / "tests" / "helpers" / "dist_worker.py")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, worker, str(REPO / "metrics" / "refer_iou"), str(inputs), str(i), "2",
-             str(tmp_path / "cache"), "refer-iou-dist", str(out), "5"],
-            env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )
-        for i in range(2)
-    ]
-    for p in procs:
-        _, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err.decode()[-2000:]
-    dist = json.loads(out.read_text())
+    dist = run_distributed("refer_iou", inputs, 2, tmp_path, "refer-iou-dist", 5, timeout=600)
     # evaluate gathers the shards in process order: the per-example order differs, every number is identical.
     per_example = dist.pop("per_example")
     expected = dict(single)

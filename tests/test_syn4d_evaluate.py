@@ -4,7 +4,7 @@ import json
 import shutil
 
 import pytest
-from conftest import REPO, SYN4D_PARITY
+from conftest import REPO, SYN4D_PARITY, run_distributed
 from syn4d_compare import assert_official_equal
 
 from perckit.syn4d import evaluate as runner
@@ -95,10 +95,6 @@ def test_filters_limit_and_env_root(syn4d_release, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("task", ["tracking", "pose"])
 def test_distributed_two_processes_match_one(syn4d_release, tmp_path, syn4d_metrics, task):
-    import os
-    import subprocess
-    import sys
-
     from perckit.entrypoints import build_split
     from perckit.fixtures.syn4d import write_predictions
 
@@ -108,17 +104,7 @@ def test_distributed_two_processes_match_one(syn4d_release, tmp_path, syn4d_metr
     single = syn4d_metrics[task].compute(predictions=preds, references=refs)
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps({"predictions": preds, "references": refs}))
-    out = tmp_path / "out.json"
-    worker = str(REPO / "tests" / "helpers" / "dist_worker.py")
-    procs = [
-        subprocess.Popen([sys.executable, worker, str(REPO / "metrics" / "syn4d"), str(inputs), str(i), "2", str(tmp_path / "cache"),
-                          f"syn4d-{task}", str(out), "3", task], env=dict(os.environ), stderr=subprocess.PIPE)
-        for i in range(2)
-    ]
-    for p in procs:
-        _, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err.decode()[-2000:]
-    dist = json.loads(out.read_text())
+    dist = run_distributed("syn4d", inputs, 2, tmp_path, f"syn4d-{task}", 3, config=task, timeout=600)
     assert dist["overall"] == json.loads(json.dumps(single["overall"]))
     assert dist["by_scene"] == json.loads(json.dumps(single["by_scene"]))
 
