@@ -25,6 +25,7 @@ from .. import rle as rle_ops
 from ..errors import OptionError, PredictionError, RLEError, check_choice, check_options
 from ..errors import short_repr as _short
 from ..jsonio import parse_int
+from ..matching import index_by_id
 from . import text as textmod
 from .codes import NAME_STYLES, display_name, resolve_answer
 from .io import clean_prediction_text
@@ -609,30 +610,14 @@ def reduce_scores(scores: Sequence[SampleScore], options: M4SegOptions = M4SegOp
 # ---------------------------------------------------------------- matching predictions to references
 
 
-def index_by_id(rows: Sequence[Mapping], side: str) -> dict[str, Mapping]:
-    if not isinstance(rows, (list, tuple)):
-        raise PredictionError(f"{side}: expected a list of rows, got {_short(rows)}")
-    out: dict[str, Mapping] = {}
-    for i, row in enumerate(rows):
-        if not isinstance(row, Mapping):
-            raise PredictionError(f"{side}[{i}]: expected a dict with a string 'example_id', got {type(row).__name__}: {_short(row)}")
-        rid = row.get("example_id")
-        if not isinstance(rid, str):
-            raise PredictionError(f"{side}[{i}].example_id: expected a string, got {_short(rid)}")
-        if rid in out:
-            raise PredictionError(f"{side}: duplicate example_id {rid!r}")
-        out[rid] = row
-    return out
-
-
 def match_by_example_id(predictions: Sequence[Mapping], references: Sequence[Mapping], strict: bool = True) -> list[tuple[Mapping | None, Mapping]]:
     """Pair predictions with references by ``example_id`` (reference order).
 
     Duplicate ids on either side and a prediction whose id is unknown to the references raise. A reference
     without a prediction raises when ``strict``, else it is paired with ``None`` (scored as an empty prediction).
     """
-    refs = index_by_id(references, "references")
-    preds = index_by_id(predictions, "predictions")
+    refs = index_by_id(references, "references", "example_id")
+    preds = index_by_id(predictions, "predictions", "example_id")
     unknown = [i for i in preds if i not in refs]
     if unknown:
         raise PredictionError(f"predictions: example_id {unknown[0]!r} is unknown to the references ({len(unknown)} unknown id(s))")
