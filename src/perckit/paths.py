@@ -1,0 +1,118 @@
+"""The one guard for every path that release data or a prediction file supplies.
+
+A release (or a prediction folder) is a download from a stranger: a COCO ``file_name``, an M4Seg
+``image_paths`` entry, a ReasonAVEdit sample ``id`` or CSV media column may be ``/etc/passwd``,
+``../../.ssh/id_rsa`` or a symbolic link planted inside the release that points out of it. Reading such a
+path would copy the bytes of an arbitrary local file into the rows (and ``convert`` / ``push`` would upload
+them). :func:`resolve_under` is the only function that turns such a string into a filesystem path: every
+reader calls it, and it refuses anything that does not stay inside its root.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path, PurePosixPath
+
+from .errors import ReleaseFormatError
+
+#: longest relative path accepted from data (Linux's PATH_MAX); longer strings are refused before any
+#: filesystem call.
+MAX_PATH_CHARS = 4096
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def check_relative(rel: object, where: str, error: type[Exception] = ReleaseFormatError) -> PurePosixPath:
+    """``rel`` as a relative POSIX path, or ``error`` naming ``where``.
+
+    Refused: a non-string or empty value, a NUL byte, more than :data:`MAX_PATH_CHARS` characters, an absolute
+    path (``/x``, ``\\\\x``, a drive letter ``C:``), and any ``..`` component (``/`` and ``\\`` both count as
+    separators, so ``..\\x`` is refused too). Purely lexical: no filesystem call."""
+    if not isinstance(rel, str) or not rel:
+        raise error(f"{where}: expected a relative path string, got {rel!r}")
+    if "\x00" in rel:
+        raise error(f"{where}: expected a relative path, got one with a NUL byte: {rel[:200]!r}")
+    if len(rel) > MAX_PATH_CHARS:
+        raise error(f"{where}: expected a relative path of at most {MAX_PATH_CHARS} characters, got {len(rel)}")
+    if rel.startswith(("/", "\\")) or _DRIVE.match(rel):
+        raise error(f"{where}: expected a path relative to the release root, got the absolute path {rel[:200]!r}")
+    parts = re.split(r"[\\/]+", rel)
+    if ".." in parts:
+        raise error(f"{where}: expected a path inside the release root, got {rel[:200]!r} (a '..' component leaves it)")
+    return PurePosixPath(*[p for p in parts if p not in ("", ".")] or ["."])
+
+
+def resolve_under(
+    root: str | os.PathLike,
+    rel: object,
+    where: str,
+    error: type[Exception] = ReleaseFormatError,
+) -> Path:
+    """``root / rel`` for a path string taken from release data (or a prediction file), checked to stay inside ``root``.
+
+    ``rel`` must pass :func:`check_relative`; then the joined path, with every symbolic link resolved, must
+    still lie under ``root`` (itself resolved): a link inside the release that points out of it is refused.
+    The returned path is the joined one (not the resolved one), so messages show what the release named.
+    ``where`` names the file, row and field for the message. The path need not exist: callers report a
+    missing file with their own :class:`~perckit.errors.ReleaseNotFoundError`."""
+    pure = check_relative(rel, where, error)
+    base = Path(root)
+    path = base / pure
+    real_root = os.path.realpath(base)
+    real = os.path.realpath(path)
+    if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
+        raise error(
+            f"{where}: expected a path inside the release root {str(base)!r}, got {rel[:200]!r}, which resolves "
+            f"to {real!r} (a symbolic link leaves the root)"
+        )
+    return path
+
+
+def read_regular_file(
+    path: str | os.PathLike,
+    where: str,
+    limit: int,
+    error: type[Exception] = ReleaseFormatError,
+    not_found: type[Exception] | None = None,
+) -> bytes:
+    """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes.
+
+    The file is opened without blocking and checked with ``fstat`` on the open descriptor (no race with a
+    swapped path): a FIFO, a device, a socket or a folder is refused at once (reading ``/dev/zero`` would
+    never end, opening a FIFO would block), and so is a file larger than ``limit``, before anything is read.
+    A missing file raises ``not_found`` (default: ``error``) naming ``where``."""
+    import stat
+
+    from .errors import ReleaseNotFoundError
+
+    missing = not_found or (ReleaseNotFoundError if error is ReleaseFormatError else error)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise missing(f"{where}: file {str(path)!r} not found") from None
+    except OSError as e:
+        raise error(f"{where}: file {str(path)!r} cannot be read: {e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
+            raise error(f"{where}: expected a regular file, got {kind}: {str(path)!r}")
+        if st.st_size > limit:
+            raise error(f"{where}: file {str(path)!r} holds {st.st_size} bytes, more than the limit of {limit} bytes")
+        chunks = []
+        remaining = limit + 1  # a file that grows while it is read is still capped
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            raise error(f"{where}: file {str(path)!r} holds more than the limit of {limit} bytes")
+        return data
+    except OSError as e:
+        raise error(f"{where}: file {str(path)!r} cannot be read: {e}") from None
+    finally:
+        os.close(fd)
