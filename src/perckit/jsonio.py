@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import PerckitError, ReleaseFormatError, ReleaseNotFoundError
+from .errors import ReleaseFormatError, ReleaseNotFoundError
 
 
 @contextmanager
@@ -41,16 +41,58 @@ def require_file(root: str | os.PathLike, rel: str, what: str = "release file") 
     return path
 
 
+#: The one rule for a byte-order mark, in every text reader (JSON, JSON Lines, CSV, ``SHA256SUMS``): a UTF-8
+#: BOM at the very start of a file is skipped; anywhere else it is an ordinary character (U+FEFF).
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def decode_text(data: bytes, where: str, error: type[Exception] = ReleaseFormatError, what: str = "UTF-8 text") -> str:
+    """``data`` as text under the BOM rule (:data:`UTF8_BOM` skipped at the start); bytes that are not UTF-8
+    raise ``error`` naming ``where``."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise error(f"{where}: expected {what}, got undecodable bytes ({e})") from None
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object repeats a key (``json`` would silently keep the last value). Readers that turn a
+    ``ValueError`` of the parser into their own error report it with the key."""
+
+
+def _unique_object(pairs: list) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):  # the rare failure path finds the key
+        seen: set = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise DuplicateKeyError(f"duplicate key {k!r} in a JSON object (expected every key once)")
+            seen.add(k)
+    return out
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` under the project's rules: a repeated key in any object raises :class:`DuplicateKeyError`
+    (a ``ValueError``), and a leading UTF-8 BOM is skipped (:data:`UTF8_BOM`). Every JSON reader uses it."""
+    if isinstance(text, (bytes, bytearray)):
+        if text.startswith(UTF8_BOM):
+            text = text[len(UTF8_BOM):]
+    elif text.startswith("\ufeff"):
+        text = text[1:]
+    return json.loads(text, object_pairs_hook=_unique_object)
+
+
 def read_json(
     path: str | os.PathLike,
     error: type[Exception] = ReleaseFormatError,
     not_found: type[Exception] = ReleaseNotFoundError,
-    unique_keys: bool = False,
+    unique_keys: bool = True,
 ) -> Any:
     """Parse a JSON file; a missing or malformed file raises an error naming it.
 
-    With ``unique_keys``, an object with a repeated key (which ``json`` would
-    silently collapse to the last value) raises ``error`` naming the key.
+    An object with a repeated key (which ``json`` would silently collapse to the last value) raises
+    ``error`` naming the key; ``unique_keys=False`` is kept only for callers that compare both behaviours.
+    A leading UTF-8 BOM is skipped (:data:`UTF8_BOM`).
     """
     path = Path(path)
     try:
@@ -58,20 +100,13 @@ def read_json(
             data = f.read()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise not_found(f"{str(path)!r}: file not found") from None
-    hook = None
-    if unique_keys:
-        def hook(pairs: list) -> dict:
-            out: dict = {}
-            for k, v in pairs:
-                if k in out:
-                    raise error(f"{str(path)!r}: duplicate key {k!r} in a JSON object")
-                out[k] = v
-            return out
     try:
         with gc_paused():
-            return json.loads(data, object_pairs_hook=hook)
-    except PerckitError:
-        raise  # the duplicate-key error of ``hook``
+            if unique_keys:
+                return loads(data)
+            return json.loads(data[len(UTF8_BOM):] if data.startswith(UTF8_BOM) else data)
+    except DuplicateKeyError as e:
+        raise error(f"{str(path)!r}: {e}") from None
     except (ValueError, RecursionError) as e:
         # ValueError covers JSONDecodeError, UnicodeDecodeError and Python's limit on the digits of an
         # integer literal (4300); RecursionError an array or object nested thousands of levels deep.
