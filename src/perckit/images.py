@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import zlib
 
+import numpy as np
+
 from .errors import ReleaseFormatError
 
 #: JPEG: the end-of-image marker FF D9 must be in the last bytes (it cannot occur in entropy-coded data,
@@ -92,3 +94,18 @@ def check_encoded_image(data: bytes, where: str, error: type[Exception] = Releas
     if fmt == "PNG" and b"IEND" not in data[-_PNG_TAIL:]:
         raise error(f"{where}: expected a complete PNG, got a truncated one (no IEND chunk at its end)")
     return int(h), int(w)
+
+
+def mask_foreground(arr: np.ndarray, mode: str, threshold: int = 0) -> np.ndarray:
+    """The one rule that turns a decoded mask image into a boolean mask, for every reader of mask PNGs.
+
+    A pixel is foreground when **any of its stored channels, alpha included, exceeds** ``threshold``
+    (R4D-Bench's official reader: "RGB/RGBA: any channel > 0"). So an RGBA mask drawn only in its alpha
+    channel counts, and so does a coloured pixel. Gray and 16-bit images compare their values; palette
+    images (``P``) compare their palette indices; a 1-bit image's set pixels are 255.
+    """
+    if mode == "1":
+        arr = arr.astype(np.uint8) * 255
+    if arr.ndim == 3:
+        return (arr > threshold).any(axis=2)
+    return arr > threshold

@@ -21,7 +21,7 @@ from PIL import Image
 
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice
-from ..images import check_encoded_image
+from ..images import check_encoded_image, mask_foreground
 from ..errors import short_repr as _short
 from ..jsonio import parse_int, read_ahead, read_json, require_file
 
@@ -284,18 +284,17 @@ def _resolve_image_name(folder: Path, file_name: str) -> str:
 
 
 def png_mask(path: Path, where: str) -> rle_ops.RLE:
-    """A PNG mask as RLE; foreground = any channel > 0."""
+    """A PNG mask as RLE; foreground by :func:`perckit.images.mask_foreground` (any channel > 0)."""
     try:
         with Image.open(path) as im:
             im.load()
+            mode = im.mode
             arr = np.asarray(im)
     except FileNotFoundError:
         raise ReleaseNotFoundError(f"{where}: mask PNG {str(path)!r} not found") from None
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
         raise ReleaseFormatError(f"{where}: cannot open mask PNG {str(path)!r}: {e}") from None
-    if arr.ndim == 3:
-        arr = arr.any(axis=2)
-    return rle_ops.encode(arr > 0)
+    return rle_ops.encode(mask_foreground(arr, mode, 0))
 
 
 def frame_mask_from_segmentations(masks: Sequence[Mapping], size: tuple[int, int] | None, where: str) -> rle_ops.RLE:

@@ -31,6 +31,7 @@ import numpy as np
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from ..errors import short_repr as _short
+from ..images import mask_foreground
 
 logger = logging.getLogger(__name__)
 
@@ -569,11 +570,8 @@ def read_disk_media(root: Path, path: str, sample: Sample, fld: str, opener: Cal
 
 
 def anchor_mask_from_png(data: bytes, threshold: int, where: str) -> dict:
-    """The RLE of a binary mask image: foreground = pixel value > ``threshold``.
-
-    Gray and palette images use their stored values (palette indices); RGB(A) images use the
-    largest colour channel (alpha ignored).
-    """
+    """The RLE of a binary mask image: foreground by :func:`perckit.images.mask_foreground` (any stored
+    channel, alpha included, > ``threshold``; palette images compare their indices)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -584,11 +582,7 @@ def anchor_mask_from_png(data: bytes, threshold: int, where: str) -> dict:
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as e:
         # DecompressionBombError: a header declaring more than 2 x Image.MAX_IMAGE_PIXELS pixels.
         raise ReleaseFormatError(f"{where}: expected a readable mask image (PNG), got: {e}") from None
-    if mode == "1":
-        arr = arr.astype(np.uint8) * 255  # a 1-bit image: set pixels are white (255)
-    elif arr.ndim == 3:
-        arr = arr[..., :3].max(axis=-1) if arr.shape[-1] >= 3 else arr[..., 0]  # RGB(A): largest colour; LA: luminance
-    return rle_ops.encode(arr > threshold)
+    return rle_ops.encode(mask_foreground(arr, mode, threshold))
 
 
 def build_row(sample: Sample, fields: Mapping, annotation_text: str | None, media: Callable[[str, str], bytes], threshold: int) -> dict:
