@@ -87,8 +87,12 @@ def read_json(
     error: type[Exception] = ReleaseFormatError,
     not_found: type[Exception] = ReleaseNotFoundError,
     unique_keys: bool = True,
+    limit: int | None = None,
 ) -> Any:
     """Parse a JSON file; a missing or malformed file raises an error naming it.
+
+    ``limit`` (bytes): read the file through :func:`perckit.paths.read_regular_file` under that cap (a FIFO,
+    a device or a larger file raises ``error`` before anything is read); for files named by release data.
 
     An object with a repeated key (which ``json`` would silently collapse to the last value) raises
     ``error`` naming the key; ``unique_keys=False`` is kept only for callers that compare both behaviours.
@@ -96,8 +100,15 @@ def read_json(
     """
     path = Path(path)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        if limit is not None:
+            from .paths import read_regular_file
+
+            if not path.exists():
+                raise FileNotFoundError(path)
+            data = read_regular_file(path, repr(str(path)), limit, error, not_found)
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise not_found(f"{str(path)!r}: file not found") from None
     try:

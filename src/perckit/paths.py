@@ -61,12 +61,29 @@ def resolve_under(
     path = base / pure
     real_root = os.path.realpath(base)
     real = os.path.realpath(path)
-    if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
+    if not _inside(real, real_root) and not _inside_hub_blobs(base, real):
         raise error(
             f"{where}: expected a path inside the release root {str(base)!r}, got {rel[:200]!r}, which resolves "
             f"to {real!r} (a symbolic link leaves the root)"
         )
     return path
+
+
+def _inside(real: str, real_root: str) -> bool:
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _inside_hub_blobs(base: Path, real: str) -> bool:
+    """``True`` when ``base`` lies in a Hugging Face cache snapshot (``<repo>/snapshots/<revision>/...`` beside
+    ``<repo>/blobs/``) and ``real`` is one of that repository's blobs: ``huggingface_hub`` stores every file
+    of a snapshot as a symbolic link into ``blobs/``, so a release downloaded from the Hub (or a ``data_dir``
+    pointing into the cache) resolves there. Links to anything else still leave the root."""
+    base = Path(os.path.abspath(base))
+    for folder in (base, *base.parents):
+        if folder.parent.name == "snapshots":
+            blobs = folder.parent.parent / "blobs"
+            return blobs.is_dir() and _inside(real, os.path.realpath(blobs))
+    return False
 
 
 def read_regular_file(
