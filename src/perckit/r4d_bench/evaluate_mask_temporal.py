@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--predictions", help="prediction JSON: {query_id: {'frames': {'1': 'mask.png'}}} or {query_id: [{frame_id, mask_path}]}")
     p.add_argument("--ground-truth", required=True, help="dense GT JSON, e.g. scripts/new_predictions_ground_truth_all_queries.json")
     p.add_argument("--queries-meta", required=True, help="evaluation/R4D-Bench_queries.json")
-    p.add_argument("--repo-root", default=".", help="release root; relative mask paths resolve against it (default: .)")
+    p.add_argument("--repo-root", default=".", help="release root; relative mask paths resolve against it and must stay under it (default: .)")
+    p.add_argument("--allow-absolute-paths", action="store_true", help="accept absolute mask paths in --predictions (only for a file you wrote yourself)")
     p.add_argument("--output", help="write the report JSON here")
     p.add_argument("--iou-threshold", type=float, default=0.5, help="threshold of temporal_acc, inclusive (default 0.5)")
     p.add_argument("--only-query-prefix", help="score only queries whose id starts with this prefix")
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> dict:
     if args.self_check:
         predictions = io.gt_as_predictions(rows)
     elif args.predictions:
-        predictions = io.load_mask_predictions(args.predictions, args.repo_root)
+        predictions = io.load_mask_predictions(args.predictions, args.repo_root, args.allow_absolute_paths)
     else:
         raise OptionError("--predictions is required (or pass --self-check)")
     references = [feats.to_metric_reference(r) for r in rows]

@@ -8,12 +8,29 @@ from typing import Any
 
 from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from ..jsonio import parse_int, read_json
+from ..paths import resolve_under
 from . import features as feats
 from . import release
+from .files import MAX_JSON_BYTES
 
 
 def _read_predictions(path: str | Path) -> Any:
-    return read_json(path, error=PredictionError, not_found=InputNotFoundError, unique_keys=True)
+    return read_json(path, error=PredictionError, not_found=InputNotFoundError, unique_keys=True, limit=MAX_JSON_BYTES)
+
+
+def mask_file(repo_root: str | Path, mask_path: Any, where: str, allow_absolute_paths: bool = False) -> Path:
+    """The PNG a prediction file names: a relative path must stay under ``repo_root``
+    (:func:`perckit.paths.resolve_under`: no ``..`` component, no symbolic link out of it); an absolute path
+    is refused unless ``allow_absolute_paths`` (the ``--allow-absolute-paths`` flag: for a file you wrote
+    yourself; a prediction file from someone else could otherwise name any file of this machine)."""
+    if allow_absolute_paths and isinstance(mask_path, str) and Path(mask_path).is_absolute() and "\x00" not in mask_path:
+        return Path(mask_path)
+    if isinstance(mask_path, str) and Path(mask_path).is_absolute():
+        raise PredictionError(
+            f"{where}: expected a mask path relative to the repo root {str(repo_root)!r}, got the absolute path "
+            f"{mask_path[:200]!r} (pass allow_absolute_paths=True / --allow-absolute-paths for a file you wrote yourself)"
+        )
+    return resolve_under(repo_root, mask_path, where, PredictionError)
 
 
 def _frame_items(value: Any, where: str) -> list[tuple[Any, Any]]:
@@ -35,12 +52,13 @@ def _frame_items(value: Any, where: str) -> list[tuple[Any, Any]]:
     )
 
 
-def load_mask_predictions(path: str | Path, repo_root: str | Path = ".") -> list[dict]:
+def load_mask_predictions(path: str | Path, repo_root: str | Path = ".", allow_absolute_paths: bool = False) -> list[dict]:
     """Read an official mask-prediction JSON into ``mask_temporal`` prediction rows.
 
     Shapes: ``{query_id: {"frames": {"1": "mask.png"}}}`` or
     ``{query_id: [{"frame_id": 1, "mask_path": "..."}]}``. Relative paths
-    resolve against ``repo_root``; foreground is any pixel value > 0.
+    resolve against ``repo_root`` and must stay under it; absolute paths only with
+    ``allow_absolute_paths=True`` (see :func:`mask_file`); foreground is any pixel value > 0.
     """
     data = _read_predictions(path)
     if not isinstance(data, Mapping):
@@ -56,8 +74,7 @@ def load_mask_predictions(path: str | Path, repo_root: str | Path = ".") -> list
                 raise PredictionError(f"{where}: duplicate frame_id {fid}")
             if not isinstance(mask_path, str) or not mask_path:
                 raise PredictionError(f"{where}: frame {fid}: expected a mask path string, got {mask_path!r}")
-            p = Path(mask_path)
-            p = p if p.is_absolute() else root / p
+            p = mask_file(root, mask_path, f"{where}: frame {fid}: mask path", allow_absolute_paths)
             try:
                 mask = release.png_mask(p, f"{where}: frame {fid}")
             except (ReleaseNotFoundError, ReleaseFormatError) as e:

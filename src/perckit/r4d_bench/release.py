@@ -8,6 +8,7 @@ named function or option of this module.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import re
@@ -23,7 +24,10 @@ from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice
 from ..images import check_encoded_image, mask_foreground
 from ..errors import short_repr as _short
-from ..jsonio import parse_int, read_ahead, read_json, require_file
+from ..jsonio import parse_int, read_json, require_file
+from ..paths import read_regular_file, resolve_under
+from . import files
+from .files import MAX_JSON_BYTES, MAX_MASK_PNG_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +117,7 @@ def check_release_root(root: str | Path, required: Sequence[str] = ("evaluation"
 
 def load_queries_meta(path: str | Path) -> dict[str, dict]:
     """``R4D-Bench_queries.json``: an array of entries or ``{"queries": [...]}``; keyed by ``query_id``."""
-    data = read_json(path)
+    data = read_json(path, limit=MAX_JSON_BYTES)
     if isinstance(data, Mapping) and isinstance(data.get("queries"), list):
         data = data["queries"]
     if not isinstance(data, list):
@@ -131,7 +135,7 @@ def load_queries_meta(path: str | Path) -> dict[str, dict]:
 
 def load_track_gt(path: str | Path) -> dict[str, list[str]]:
     """``R4D-Bench_predictions.json``: ``{query_id: [ids]}`` or ``{query_id: {"target_track_ids": [...]}}``."""
-    data = read_json(path)
+    data = read_json(path, limit=MAX_JSON_BYTES)
     if not isinstance(data, Mapping):
         raise ReleaseFormatError(f"{str(path)!r}: expected a JSON object query_id -> target_track_ids, got {type(data).__name__}")
     return {str(k): track_id_list(v, f"{path}: {k!r}") for k, v in data.items()}
@@ -155,7 +159,7 @@ def track_id_list(value: Any, where: str, error: type[Exception] = ReleaseFormat
 
 def load_dense_gt(path: str | Path) -> list[dict]:
     """Dense GT: an array of entries or an object keyed by ``query_id``. Checks ids, ``ground_truth`` and frame ids."""
-    data = read_json(path)
+    data = read_json(path, limit=MAX_JSON_BYTES)
     if isinstance(data, Mapping):
         entries = []
         for qid, entry in data.items():
@@ -233,7 +237,7 @@ class SceneInfo:
 def find_coco_json(scene_dir: Path, coco_json_name: str | None = None) -> Path:
     """[inferred] The scene's COCO file: ``coco_json_name`` where the scene has it, else the single ``_annotations*.coco.json``."""
     if coco_json_name and (scene_dir / coco_json_name).is_file():
-        return scene_dir / coco_json_name
+        return resolve_under(scene_dir, coco_json_name, f"scene folder {str(scene_dir)!r}: option coco_json_name")
     matches = sorted(scene_dir.glob("_annotations*.coco.json"))
     if len(matches) != 1:
         if coco_json_name:
@@ -246,15 +250,22 @@ def find_coco_json(scene_dir: Path, coco_json_name: str | None = None) -> Path:
             f"scene folder {str(scene_dir)!r}: expected exactly one '_annotations*.coco.json', found {found}; "
             "pick one with the config option coco_json_name"
         )
-    return matches[0]
+    return resolve_under(scene_dir, matches[0].name, f"scene folder {str(scene_dir)!r}: COCO file")
+
+
+def scene_folder(root: Path, scene: object, where: str) -> Path:
+    """``<root>/data/scenes/<scene>`` for a scene name taken from the release (a query's ``scene``, its id, a
+    folder of ``data/scenes/``): refused when it leaves ``data/scenes/`` (``..``, an absolute path, a
+    symbolic link out of the release)."""
+    return resolve_under(Path(root) / SCENES_DIR, scene, where)
 
 
 def read_scene(root: Path, scene: str, coco_json_name: str | None = None, frame_id_pattern: str = r"(\d+)") -> SceneInfo:
-    folder = Path(root) / SCENES_DIR / scene
+    folder = scene_folder(root, scene, f"R4D-Bench release {str(root)!r}: scene {scene!r}")
     if not folder.is_dir():
         raise ReleaseNotFoundError(f"scene folder {SCENES_DIR + '/' + scene!r} not found under {str(root)!r}")
     coco_path = find_coco_json(folder, coco_json_name)
-    coco = read_json(coco_path)
+    coco = read_json(coco_path, limit=MAX_JSON_BYTES)
     if not isinstance(coco, Mapping) or not isinstance(coco.get("images"), list):
         raise ReleaseFormatError(f"{str(coco_path)!r}: expected a COCO object with an 'images' list")
     info = SceneInfo(scene, folder, coco_path, coco)
@@ -269,24 +280,31 @@ def read_scene(root: Path, scene: str, coco_json_name: str | None = None, frame_
             h, w, iid = int(img["height"]), int(img["width"]), int(img["id"])
         except (KeyError, TypeError, ValueError):
             raise ReleaseFormatError(f"{where}: expected int 'id', 'height' and 'width'") from None
-        info.frames[fid] = FrameInfo(fid, iid, _resolve_image_name(folder, str(img.get("file_name", ""))), h, w)
+        info.frames[fid] = FrameInfo(fid, iid, _resolve_image_name(folder, img.get("file_name"), f"{where}.file_name"), h, w)
     return info
 
 
-def _resolve_image_name(folder: Path, file_name: str) -> str:
-    """[inferred] ``file_name`` resolves under ``images/`` first, then under the scene folder."""
-    if (folder / "images" / file_name).is_file():
+def _resolve_image_name(folder: Path, file_name: object, where: str = "COCO image file_name") -> str:
+    """[inferred] ``file_name`` resolves under ``images/`` first, then under the scene folder; either way it
+    must stay inside the scene folder (:func:`perckit.paths.resolve_under`: no absolute path, no ``..``, no
+    symbolic link out of it), else :class:`ReleaseFormatError` naming ``where``."""
+    resolve_under(folder, file_name, where)
+    if resolve_under(folder / "images", file_name, where).is_file():
         return f"images/{file_name}"
-    return file_name
+    return str(file_name)
 
 
 # ---------------------------------------------------------------- masks
 
 
 def png_mask(path: Path, where: str) -> rle_ops.RLE:
-    """A PNG mask as RLE; foreground by :func:`perckit.images.mask_foreground` (any channel > 0)."""
+    """A PNG mask as RLE; foreground by :func:`perckit.images.mask_foreground` (any channel > 0).
+
+    The file is read by :func:`perckit.paths.read_regular_file` under :data:`files.MAX_MASK_PNG_BYTES`:
+    a FIFO, a device or a folder is refused at once, an oversize file before it is read."""
+    data = read_regular_file(path, f"{where}: mask PNG", MAX_MASK_PNG_BYTES, ReleaseFormatError, ReleaseNotFoundError)
     try:
-        with Image.open(path) as im:
+        with Image.open(io.BytesIO(data)) as im:
             im.load()
             mode = im.mode
             arr = np.asarray(im)
@@ -331,9 +349,13 @@ def frame_mask_from_pngs(root: Path, frame: Mapping, size: tuple[int, int] | Non
     masks = frame.get("masks") or []
     paths = [m.get("mask_image") for m in masks if isinstance(m, Mapping)]
     if masks and all(isinstance(p, str) for p in paths):
-        parts = [png_mask(root / p, f"{where}: masks[{k}].mask_image") for k, p in enumerate(paths)]
+        parts = []
+        for k, p in enumerate(paths):
+            kwhere = f"{where}: masks[{k}].mask_image"
+            parts.append(png_mask(resolve_under(root, p, kwhere), kwhere))
     elif isinstance(frame.get("combined_mask_image"), str):
-        parts = [png_mask(root / frame["combined_mask_image"], f"{where}: combined_mask_image")]
+        cwhere = f"{where}: combined_mask_image"
+        parts = [png_mask(resolve_under(root, frame["combined_mask_image"], cwhere), cwhere)]
     elif not masks:
         parts = []
     else:
@@ -377,13 +399,16 @@ def open_query_release(
     root = Path(root)
     if gt_file is None:
         root = check_release_root(root)
-        gt_path = require_file(root, dense_gt_file(config_name, mask_source), "R4D-Bench dense ground truth")
+        gt_name = dense_gt_file(config_name, mask_source)
+        gt_path = require_file(root, gt_name, "R4D-Bench dense ground truth")
+        resolve_under(root, gt_name, f"R4D-Bench release {str(root)!r}: dense ground truth")
     else:
         gt_path = Path(gt_file)
         if not gt_path.is_file():
             raise ReleaseNotFoundError(f"dense ground truth {str(gt_path)!r} not found")
     if queries_file is None:
         meta_path = require_file(root, QUERIES_META, "R4D-Bench query metadata")
+        resolve_under(root, QUERIES_META, f"R4D-Bench release {str(root)!r}: query metadata")
     else:
         meta_path = Path(queries_file)
         if not meta_path.is_file():
@@ -394,13 +419,14 @@ def open_query_release(
         if (candidate / SCENES_DIR).is_dir():
             root = candidate
     meta = load_queries_meta(meta_path)
-    track_path = root / TRACK_GT
+    track_path = resolve_under(root, TRACK_GT, f"R4D-Bench release {str(root)!r}: track-ID ground truth")
     track_gt = load_track_gt(track_path) if track_path.is_file() else {}
     entries = load_dense_gt(gt_path)
     scenes: dict[str, SceneInfo] = {}
     for entry in entries:
         scene = entry_scene(entry, meta, aliases)
-        if scene not in scenes and (root / SCENES_DIR / scene).is_dir():
+        where = f"{gt_path.name}: query {entry['query_id']!r}: scene {scene!r} (from {QUERIES_META} or the query id)"
+        if scene not in scenes and scene_folder(root, scene, where).is_dir():
             scenes[scene] = read_scene(root, scene, coco_json_name, frame_id_pattern)
     return QueryRelease(root, gt_path, entries, meta, track_gt, scenes)
 
@@ -513,7 +539,10 @@ def scene_names(root: Path) -> list[str]:
     folder = Path(root) / SCENES_DIR
     if not folder.is_dir():
         raise ReleaseNotFoundError(f"R4D-Bench release {str(root)!r}: expected the folder {SCENES_DIR + '/'!r}, not found")
-    return sorted(p.name for p in folder.iterdir() if p.is_dir())
+    names = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    for name in names:  # a folder that is a symbolic link out of the release is refused
+        scene_folder(root, name, f"R4D-Bench release {str(root)!r}: {SCENES_DIR}/{name}")
+    return names
 
 
 def _annotation_int(a: Mapping, key: str, where: str) -> int:
@@ -537,6 +566,11 @@ def check_image_bytes(data: bytes, path: Path, where: str) -> None:
     check_encoded_image(data, f"{where}: image file {str(path)!r}")
 
 
+def read_ahead(paths: Sequence[str | Path], depth: int = 16) -> Iterator[tuple[Path, bytes | Exception]]:
+    """The frame images' bytes, each a regular file under :data:`files.MAX_IMAGE_BYTES` (:func:`files.read_ahead`)."""
+    return files.read_ahead(paths, files.MAX_IMAGE_BYTES, depth)
+
+
 def frame_rows(info: SceneInfo) -> Iterator[tuple[str, dict]]:
     """Yield ``("<scene>/<frame_id:06d>", row)`` for every COCO image of a scene, by frame id."""
     coco = info.coco
@@ -554,10 +588,12 @@ def frame_rows(info: SceneInfo) -> Iterator[tuple[str, dict]]:
     for fid, (path, data) in zip(fids, images):
         fr = info.frames[fid]
         where = f"{str(info.coco_path)!r}: image {fr.coco_image_id} (frame {fid})"
-        if isinstance(data, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
+        if isinstance(data, (FileNotFoundError, IsADirectoryError, NotADirectoryError, ReleaseNotFoundError)):
             raise ReleaseNotFoundError(f"{where}: image file {str(path)!r} not found")
         if isinstance(data, OSError):
             raise ReleaseFormatError(f"{where}: image file {str(path)!r} cannot be read: {data}")
+        if isinstance(data, Exception):  # not a regular file, or over files.MAX_IMAGE_BYTES
+            raise ReleaseFormatError(f"{where}: {data}")
         check_image_bytes(data, path, where)
         anns = []
         for a in sorted(by_image.get(fr.coco_image_id, []), key=lambda a: _annotation_int(a, "id", where)):
