@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import lzma
+import os
+import stat
 import struct
 import zipfile
 import zlib
@@ -11,17 +13,18 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputNotFoundError, PredictionError
-from .release import check_npy_header
+from ..paths import resolve_under
+from .release import check_npy_header, check_sequence_id
 
 PREDICTION_KEYS = ("tracking_xyz", "depth", "camera_c2w", "frame_indices")
 
 
 def prediction_path(predictions_dir: str | Path, sequence_id: str) -> Path:
-    parts = sequence_id.split("/") if isinstance(sequence_id, str) else []
-    if len(parts) != 3 or not all(parts):
-        raise PredictionError(f"sequence_id: expected '<variant>/<scene>/<sequence>', got {sequence_id!r}")
-    variant, scene, sequence = parts
-    return Path(predictions_dir) / variant / scene / f"{sequence}.npz"
+    """``<predictions_dir>/<variant>/<scene>/<sequence>.npz``; the id's parts must be folder names (no ``..``,
+    no ``.``, no backslash) and the file must not be a symbolic link out of ``predictions_dir``."""
+    variant, scene, sequence = check_sequence_id(sequence_id, "sequence_id", PredictionError)
+    rel = f"{variant}/{scene}/{sequence}.npz"
+    return resolve_under(predictions_dir, rel, f"prediction of sequence_id {sequence_id!r}", PredictionError)
 
 
 #: What reading a corrupt NPZ can raise (zipfile, zlib, bz2 / lzma members, NumPy's parser).
@@ -40,6 +43,14 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray | None]:
     """
     path = Path(path)
     where = repr(str(path))
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputNotFoundError(f"{where}: prediction file not found") from None
+    except OSError as e:
+        raise PredictionError(f"{where}: expected a readable .npz, got: {e}") from None
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block np.load, /dev/zero would never end
+        raise PredictionError(f"{where}: expected a regular .npz file, got {'a folder' if stat.S_ISDIR(st.st_mode) else 'a FIFO, device or socket'}")
     try:
         loaded = np.load(path, allow_pickle=False)
         if not isinstance(loaded, np.lib.npyio.NpzFile):  # np.load reads a plain .npy too

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
+import io
 import math
 import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
-from ..jsonio import parse_int
+from ..jsonio import decode_text, loads, parse_int
+from ..paths import check_relative, read_regular_file, resolve_under
 
 SCHEMA = "syn4d-tracking-gt-v1"
 VARIANTS = ("mixed", "mixed_no_bedlam", "og", "sim")
@@ -37,6 +39,9 @@ NPY_FIELDS = ("schema", "sequence_id", "tracks_ref0", "visibility", "dynamic", "
 EXR_CHANNELS = ("Depth", "Z", "R", "Y")
 CSV_COLUMNS = ("x", "y", "z", "yaw", "pitch", "roll")
 INDEX_NAMES = ("sequences.jsonl", "manifest.jsonl")
+#: Largest text file of a release read (the sequence index, ``SHA256SUMS``, a camera CSV); the real index
+#: of 512 sequences is under 1 MB, a camera CSV a few KB. Larger files are refused before they are read.
+MAX_TEXT_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -116,16 +121,41 @@ class SequenceRecord:
     height: int = 720
 
     def tracking_npy(self, tracking_gt: Path) -> Path:
-        return tracking_gt / self.variant / self.scene / f"{self.sequence}.npy"
+        """``<tracking_gt>/<variant>/<scene>/<sequence>.npy``, refused when a symbolic link leads out of ``tracking_gt``."""
+        rel = f"{self.variant}/{self.scene}/{self.sequence}.npy"
+        return resolve_under(tracking_gt, rel, f"Syn4D sequence {self.sequence_id!r}: tracking NPY {rel!r}")
 
 
-def _resolve(path: str | None, base: Path | None) -> Path | None:
+def _resolve(path: str | None, base: Path | None, where: str) -> Path | None:
+    """A path of the index (``depth_dir``, ``camera_csv``), relative to the challenge folder and inside it
+    (:func:`perckit.paths.resolve_under`): an absolute path, a ``..`` component or a symbolic link out of
+    it raises naming ``where``. Without a challenge folder nothing is read from it: ``None``."""
     if not path:
         return None
-    p = Path(path)
-    if p.is_absolute() or base is None:
-        return p
-    return base / p
+    if base is None:
+        check_relative(path, where)
+        return None
+    return resolve_under(base, path, where)
+
+
+def check_sequence_id(sid: object, where: str, error: type[Exception] = ReleaseFormatError) -> tuple[str, str, str]:
+    """``(variant, scene, sequence)`` of ``'<variant>/<scene>/<sequence>'``; each part names one folder or
+    file, so an empty part, ``.``, ``..`` or a backslash is refused (the ids build the NPY, video and NPZ paths)."""
+    parts = sid.split("/") if isinstance(sid, str) else []
+    if len(parts) != 3 or any(p in ("", ".", "..") or "\\" in p or "\x00" in p for p in parts):
+        raise error(f"{where}: expected 'sequence_id' = '<variant>/<scene>/<sequence>' (three folder names), got {sid!r}"[:400])
+    return parts[0], parts[1], parts[2]
+
+
+def _challenge_file(challenge: Path | None, rel: str, where: str) -> Path | None:
+    return resolve_under(challenge, rel, where) if challenge is not None else None
+
+
+def read_text(path: Path, what: str, limit: int = MAX_TEXT_BYTES) -> str:
+    """A release text file (index, checksums, CSV) under the BOM rule: a regular file of at most ``limit``
+    bytes (:func:`perckit.paths.read_regular_file`), decoded by :func:`perckit.jsonio.decode_text`."""
+    where = repr(str(path))
+    return decode_text(read_regular_file(path, where, limit), where, ReleaseFormatError, what)
 
 
 def _camera_of(sequence: str) -> int:
@@ -139,27 +169,22 @@ def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
     """``sequences.jsonl`` (or the official manifest): one JSON object a line; relative paths resolve against C."""
     records = []
     seen: set[str] = set()
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as e:
-        raise ReleaseFormatError(f"{str(path)!r}: expected UTF-8 JSON lines, got undecodable bytes: {e}") from None
+    lines = read_text(path, "UTF-8 JSON lines").splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         where = f"{str(path)!r} line {n}"
         try:
-            obj = json.loads(line)
+            obj = loads(line)  # a repeated key is a DuplicateKeyError (a ValueError), never "last one wins"
         except (ValueError, RecursionError) as e:  # also too-long integer literals and very deep nesting
             raise ReleaseFormatError(f"{where}: expected a JSON object, got a parse error: {type(e).__name__}: {e}") from None
         if not isinstance(obj, Mapping):
             raise ReleaseFormatError(f"{where}: expected a JSON object, got {type(obj).__name__}")
         sid = obj.get("sequence_id")
-        if not isinstance(sid, str) or sid.count("/") != 2:
-            raise ReleaseFormatError(f"{where}: expected 'sequence_id' = '<variant>/<scene>/<sequence>', got {sid!r}")
+        variant, scene, sequence = check_sequence_id(sid, where)
         if sid in seen:
             raise ReleaseFormatError(f"{where}: duplicate sequence_id {sid!r}")
         seen.add(sid)
-        variant, scene, sequence = sid.split("/")
         for key, expected in (("variant", variant), ("scene", scene), ("sequence", sequence)):
             if key in obj and obj[key] != expected:
                 raise ReleaseFormatError(f"{where}: {key!r} is {obj[key]!r} but sequence_id {sid!r} says {expected!r}")
@@ -177,9 +202,9 @@ def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
         records.append(SequenceRecord(
             sequence_id=sid, variant=variant, scene=scene, sequence=sequence,
             camera=camera, frame_indices=tuple(frames),
-            depth_dir=_resolve(obj.get("depth_dir"), challenge),
-            camera_csv=_resolve(obj.get("camera_csv"), challenge),
-            video=(challenge / variant / scene / "mp4" / f"{sequence}.mp4") if challenge else None,
+            depth_dir=_resolve(obj.get("depth_dir"), challenge, f"{where}: 'depth_dir'"),
+            camera_csv=_resolve(obj.get("camera_csv"), challenge, f"{where}: 'camera_csv'"),
+            video=_challenge_file(challenge, f"{variant}/{scene}/mp4/{sequence}.mp4", f"{where}: video of {sid!r}"),
             width=width, height=height,
         ))
     return records
@@ -199,13 +224,16 @@ def records_from_tracking_gt(tracking_gt: Path, challenge: Path | None) -> list[
 
 
 def default_record(variant: str, scene: str, sequence: str, challenge: Path | None) -> SequenceRecord:
-    c = challenge / variant / scene if challenge else None
+    sid = f"{variant}/{scene}/{sequence}"
+    where = f"Syn4D sequence {sid!r}"
+    check_sequence_id(sid, where)
+    c = f"{variant}/{scene}"
     return SequenceRecord(
-        sequence_id=f"{variant}/{scene}/{sequence}", variant=variant, scene=scene, sequence=sequence,
+        sequence_id=sid, variant=variant, scene=scene, sequence=sequence,
         camera=_camera_of(sequence), frame_indices=FRAME_INDICES,
-        depth_dir=c / "exr_layers" / "depth" / sequence if c else None,
-        camera_csv=c / "ground_truth" / "meta_exr_csv" / f"{sequence}_camera.csv" if c else None,
-        video=c / "mp4" / f"{sequence}.mp4" if c else None,
+        depth_dir=_challenge_file(challenge, f"{c}/exr_layers/depth/{sequence}", f"{where}: depth folder"),
+        camera_csv=_challenge_file(challenge, f"{c}/ground_truth/meta_exr_csv/{sequence}_camera.csv", f"{where}: camera CSV"),
+        video=_challenge_file(challenge, f"{c}/mp4/{sequence}.mp4", f"{where}: video"),
     )
 
 
@@ -267,20 +295,25 @@ def read_tracking_npy(path: Path, expected_sequence_id: str | None = None) -> di
     """A validated ``syn4d-tracking-gt-v1`` NPY as a dict of arrays (``schema``/``sequence_id`` as str)."""
     where = str(path)
     try:
-        with open(path, "rb") as f:
-            check_npy_header(f, os.fstat(f.fileno()).st_size, f"{where!r} ({SCHEMA})")
+        # Opened without blocking and checked on the descriptor: a FIFO or a device planted as the NPY is
+        # refused at once (opening a FIFO would block, /dev/zero would never end); the same open file is loaded.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise ReleaseNotFoundError(f"{where!r}: tracking ground truth not found") from None
-    except (IsADirectoryError, NotADirectoryError, PermissionError) as e:
+    except OSError as e:
         raise ReleaseFormatError(f"{where!r}: expected a readable .npy file, got: {e}") from None
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ReleaseNotFoundError(f"{where!r}: tracking ground truth not found") from None
-    except ValueError as e:  # "Object arrays cannot be loaded when allow_pickle=False" and bad headers
-        raise ReleaseFormatError(f"{where!r}: expected a non-pickled structured NumPy array ({SCHEMA}), got: {e}") from None
-    except (OSError, EOFError) as e:
-        raise ReleaseFormatError(f"{where!r}: expected a readable .npy file, got: {e}") from None
+    with open(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ReleaseFormatError(f"{where!r}: expected a regular .npy file, got {'a folder' if stat.S_ISDIR(st.st_mode) else 'a FIFO, device or socket'}")
+        check_npy_header(f, st.st_size, f"{where!r} ({SCHEMA})")
+        f.seek(0)
+        try:
+            arr = np.load(f, allow_pickle=False)
+        except ValueError as e:  # "Object arrays cannot be loaded when allow_pickle=False" and bad headers
+            raise ReleaseFormatError(f"{where!r}: expected a non-pickled structured NumPy array ({SCHEMA}), got: {e}") from None
+        except (OSError, EOFError) as e:
+            raise ReleaseFormatError(f"{where!r}: expected a readable .npy file, got: {e}") from None
     if not isinstance(arr, np.ndarray) or arr.dtype.names is None:
         raise ReleaseFormatError(f"{where!r}: expected a structured array with fields {list(NPY_FIELDS)}, got dtype {getattr(arr, 'dtype', type(arr))}")
     if arr.dtype.hasobject:
@@ -389,7 +422,11 @@ def read_depth_exr(path: Path, expected_hw: tuple[int, int] | None = None) -> np
 
 
 def depth_frame_paths(depth_dir: Path, sequence: str, frame_indices: Sequence[int]) -> list[Path]:
-    return [depth_dir / f"{sequence}_{int(t):04d}_depth.exr" for t in frame_indices]
+    """The EXR of every frame; one that is a symbolic link out of ``depth_dir`` is refused."""
+    return [
+        resolve_under(depth_dir, f"{sequence}_{int(t):04d}_depth.exr", f"depth folder {str(depth_dir)!r}: frame {t}")
+        for t in frame_indices
+    ]
 
 
 def read_depth_sequence(record: SequenceRecord, hw: tuple[int, int] | None = None) -> np.ndarray | None:
@@ -415,8 +452,9 @@ def read_camera_csv(record: SequenceRecord) -> np.ndarray | None:
         return None
     where = str(path)
     rows: dict[str, list[float]] = {}
+    text = read_text(path, "a UTF-8 CSV")  # a regular file under MAX_TEXT_BYTES; a leading BOM skipped
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with io.StringIO(text, newline="") as f:
             reader = csv.DictReader(f)
             header = reader.fieldnames or []
             lacking = [c for c in ("name",) + CSV_COLUMNS if c not in header]
@@ -427,8 +465,6 @@ def read_camera_csv(record: SequenceRecord) -> np.ndarray | None:
                     rows[Path(row["name"] or "").name] = [float(row[c]) for c in CSV_COLUMNS]
                 except (TypeError, ValueError):
                     raise ReleaseFormatError(f"{where!r} line {n}: expected numbers in x,y,z,yaw,pitch,roll, got {row}") from None
-    except UnicodeDecodeError as e:
-        raise ReleaseFormatError(f"{where!r}: expected a UTF-8 CSV, got: {e}") from None
     except csv.Error as e:  # a NUL byte, a field longer than csv.field_size_limit(), ...
         raise ReleaseFormatError(f"{where!r}: expected a CSV with the header name,x,y,z,yaw,pitch,roll, got a parse error: {e}") from None
     out = []
@@ -449,17 +485,18 @@ def read_camera_csv(record: SequenceRecord) -> np.ndarray | None:
 def read_checksums(path: Path) -> dict[str, str]:
     """``sha256sum`` format: ``<64 hex>  <path>`` (``*`` binary marker allowed); path relative to ``benchmark/``."""
     out: dict[str, str] = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise ReleaseFormatError(f"{str(path)!r}: expected UTF-8 text ('<64 hex digits>  <path>' lines), got undecodable bytes: {e}") from None
+    text = read_text(path, "UTF-8 text ('<64 hex digits>  <path>' lines)")
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         parts = line.split(None, 1)
         if len(parts) != 2 or len(parts[0]) != 64 or any(c not in "0123456789abcdefABCDEF" for c in parts[0]):
             raise ReleaseFormatError(f"{str(path)!r} line {n}: expected '<64 hex digits>  <path>', got {line[:120]!r}")
-        out[parts[1].lstrip("*").strip().removeprefix("./")] = parts[0].lower()
+        name = parts[1].lstrip("*").strip().removeprefix("./")
+        # Only compared with the files the builder reads, never opened; still, a listed path must be one
+        # inside the release (no absolute path, no '..').
+        check_relative(name, f"{str(path)!r} line {n}: path")
+        out[name] = parts[0].lower()
     return out
 
 
