@@ -555,9 +555,12 @@ def _annotation_numbers(values: Any, where: str) -> list[float]:
     if not isinstance(values, (list, tuple)):
         raise ReleaseFormatError(f"{where}: expected a list of numbers, got {_short(values)}")
     try:
-        return [float(v) for v in values]
+        out = [float(v) for v in values]
     except (TypeError, ValueError, OverflowError):
         raise ReleaseFormatError(f"{where}: expected numbers, got {_short(values)}") from None
+    if not all(np.isfinite(out)) or any(isinstance(v, bool) for v in values):
+        raise ReleaseFormatError(f"{where}: expected finite numbers, got {_short(values)}")
+    return out
 
 
 def check_image_bytes(data: bytes, path: Path, where: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -10,7 +9,8 @@ from typing import Any
 from .. import segmentation as seg
 from ..errors import InputNotFoundError, PredictionError, RLEError
 from ..errors import short_repr as _short
-from ..jsonio import parse_int
+from ..jsonio import decode_text, loads, parse_int
+from ..paths import read_regular_file
 from .features import to_metric_prediction
 from .release import expression_id as make_expression_id
 
@@ -57,6 +57,10 @@ def _check_unique(rows: list[dict], where_of: list[str]) -> None:
         seen[eid] = where
 
 
+#: Largest prediction file read: the 5,598 expressions of the release need a few MB.
+MAX_PREDICTIONS_BYTES = 1 << 30
+
+
 def load_predictions_jsonl(path: str | Path) -> list[dict]:
     """Read one prediction per line into ``refer_iou`` prediction rows ``{expression_id, mask}``.
 
@@ -65,19 +69,19 @@ def load_predictions_jsonl(path: str | Path) -> list[dict]:
     Blank lines are skipped. Errors name the file and the line.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        raise InputNotFoundError(f"{str(path)!r}: prediction file not found") from None
-    except UnicodeDecodeError as e:
-        raise PredictionError(f"{str(path)!r}: expected UTF-8 JSON lines ({e})") from None
+    if not path.exists() or path.is_dir():
+        raise InputNotFoundError(f"{str(path)!r}: prediction file not found")
+    # A regular file under MAX_PREDICTIONS_BYTES (a FIFO or a device is refused before any read); a leading
+    # UTF-8 BOM is skipped (the one BOM rule, perckit.jsonio.decode_text).
+    data = read_regular_file(path, repr(str(path)), MAX_PREDICTIONS_BYTES, PredictionError, InputNotFoundError)
+    text = decode_text(data, repr(str(path)), PredictionError, "UTF-8 JSON lines")
     rows, wheres = [], []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         where = f"{str(path)!r} line {lineno}"
         try:
-            obj = json.loads(line)
+            obj = loads(line)  # a repeated key is refused (DuplicateKeyError), never "last one wins"
         except (ValueError, RecursionError) as e:  # also too-long integer literals and very deep nesting
             raise PredictionError(f"{where}: expected one JSON object per line, got a parse error: {type(e).__name__}: {e}") from None
         if not isinstance(obj, Mapping):

@@ -10,6 +10,7 @@ is yielded; errors name the shard, the row, the ``image_id`` and the sample ``id
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Iterator, Mapping
@@ -20,6 +21,7 @@ import pyarrow.parquet as pq
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from ..parquetio import check_column_chunk_sizes
+from ..paths import resolve_under
 from ..images import check_encoded_image
 from ..errors import short_repr as _short
 
@@ -70,7 +72,9 @@ def find_shards(root: str | Path) -> list[Path]:
     shards = sorted(root.glob(SHARD_PATTERN))
     if not shards:
         raise ReleaseNotFoundError(f"RefCOCO-M: no Parquet shard matches {SHARD_PATTERN!r} under {str(root)!r}")
-    return shards
+    # A shard (or the data/ folder) that is a symbolic link out of the release root is refused: its rows,
+    # image bytes included, would come from an arbitrary file of this machine.
+    return [resolve_under(root, p.relative_to(root).as_posix(), f"RefCOCO-M shard {p.relative_to(root).as_posix()!r}") for p in shards]
 
 
 def _struct_fields(arrow_type: Any) -> list[str] | None:
@@ -175,6 +179,25 @@ def image_size_hw(image: Any, where: str) -> list[int]:
     return [h, w]
 
 
+#: Largest magnitude a ``bbox`` value may have: the column is stored as float32.
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def check_bbox(bbox: Any, where: str) -> list[float]:
+    """``[x, y, w, h]``: four finite numbers (no bool, no string, no null, within float32), ``w`` and ``h`` >= 0."""
+    if not isinstance(bbox, (list, tuple)) or len(bbox) != 4:
+        n = len(bbox) if isinstance(bbox, (list, tuple)) else type(bbox).__name__
+        raise ReleaseFormatError(f"{where}: 'bbox' must be [x, y, w, h] (4 numbers), got {n} value(s): {_short(bbox)}")
+    for k, v in enumerate(bbox):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ReleaseFormatError(f"{where}: 'bbox'[{k}]: expected a number, got {_short(v)} in {_short(bbox)}")
+        if not math.isfinite(v) or abs(v) > _FLOAT32_MAX:
+            raise ReleaseFormatError(f"{where}: 'bbox'[{k}]: expected a finite number, got {v!r} in {_short(bbox)}")
+    if bbox[2] < 0 or bbox[3] < 0:
+        raise ReleaseFormatError(f"{where}: 'bbox' [x, y, w, h]: expected w >= 0 and h >= 0, got {_short(bbox)}")
+    return [float(v) for v in bbox]
+
+
 def validate_sample(sample: Any, where: str, image_id: int, options: ReadOptions) -> dict:
     """One ``samples`` item checked and normalised (mask as ``{"size": [H, W], "counts": str}``)."""
     if not isinstance(sample, Mapping):
@@ -193,10 +216,7 @@ def validate_sample(sample: Any, where: str, image_id: int, options: ReadOptions
         sentences = []
     if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
         raise ReleaseFormatError(f"{where}: 'sentences' must be a list of strings, got {_short(sentences)}")
-    bbox = sample.get("bbox")
-    if not isinstance(bbox, list) or len(bbox) != 4:
-        n = len(bbox) if isinstance(bbox, list) else type(bbox).__name__
-        raise ReleaseFormatError(f"{where}: 'bbox' must be [x, y, w, h] (4 numbers), got {n} value(s): {_short(bbox)}")
+    check_bbox(sample.get("bbox"), where)
     mask = rle_ops.validate(sample.get("mask"), where=f"{where}: mask")
     if not options.allow_empty_masks and rle_ops.area(mask) == 0:
         raise ReleaseFormatError(
