@@ -176,6 +176,9 @@ class M4SegBuilder(PerckitBuilder):
             guard.add(row["example_id"])
             if c.image_root is not None:
                 where = f"M4Seg {split} split: example {row['example_id']!r}"
-                row[feats.IMAGE_FILES] = [release.read_image_bytes(open, c.image_root, im["path"], where) for im in row["images"]]
+                row[feats.IMAGE_FILES] = [
+                    release.read_image_bytes(open, c.image_root, im["path"], f"{where}: images[{k}].path")
+                    for k, im in enumerate(row["images"])
+                ]
             yield row["example_id"], row
         guard.flush()

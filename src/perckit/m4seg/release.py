@@ -7,14 +7,10 @@ native format lives in :func:`native_to_row` and its alias tables.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import logging
 import math
 import os
-import re
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
@@ -24,9 +20,20 @@ import numpy as np
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
 from ..parquetio import check_column_chunk_sizes
+from ..paths import check_relative
 from ..errors import short_repr as _short
 from ..jsonio import parse_int
 from . import codes
+from .native import FAST_KEYS as _FAST_KEYS
+from .native import GZIP_ERRORS, MAX_EXAMPLE_BYTES, MAX_JSON_DEPTH  # noqa: F401
+from .native import JsonGuard as _JsonGuard  # noqa: F401
+from .native import fast_scan as _fast_scan  # tests replace release._fast_scan
+from .native import gunzip as _gunzip
+from .native import ijson_module as _ijson
+from .native import iter_items
+from .native import json_error as _json_error
+from .native import read_errors
+from .native import top_level_kind
 from .features import SOURCE_GRANULARITY
 
 logger = logging.getLogger(__name__)
@@ -361,7 +368,9 @@ def native_to_row(
     images = []
     for k in range(1, n + 1):
         hw = hws[k - 1]
-        path = str(paths[k - 1])
+        # a path relative to the user's image_root: an absolute path or a '..' never reaches a row
+        path = paths[k - 1]
+        check_relative(path, f"{where}: image_paths[{k - 1}]")
         image_id = str(ids[k - 1]) if ids is not None else os.path.splitext(os.path.basename(path))[0]
         images.append({"image_id": image_id, "path": path, "height": hw[0], "width": hw[1]})
 
@@ -434,7 +443,10 @@ def parquet_to_row(rec: Mapping[str, Any], state: ConvertState) -> dict:
             raise ReleaseFormatError(f"{iw}: expected {{image_id, path, height, width}}, found {_short(im)}")
         h, w = _int(im.get("height"), iw, ".height"), _int(im.get("width"), iw, ".width")
         _check_image_size(h, w, iw)
-        images.append({"image_id": _str_or_none(im.get("image_id")), "path": _str_or_none(im.get("path")), "height": h, "width": w})
+        path = _str_or_none(im.get("path"))
+        if path is not None:  # relative to the user's image_root: an absolute path or a '..' never reaches a row
+            check_relative(path, f"{iw}.path")
+        images.append({"image_id": _str_or_none(im.get("image_id")), "path": path, "height": h, "width": w})
     n = len(images)
     groundings = []
     groundings_in = rec.get("groundings")
@@ -556,125 +568,6 @@ def derived_example_id(pair_id: str, occurrence: int) -> str:
 # ---------------------------------------------------------------- native streaming
 
 
-def _json_error(e: Exception) -> str:
-    """ijson's parse error as one line of text (yajl gives bytes with the context on several lines)."""
-    msg = e.args[0] if e.args else e
-    if isinstance(msg, bytes):
-        msg = msg.decode("utf-8", "replace")
-    return " ".join(str(msg).split())
-
-
-def _ijson():
-    try:
-        import ijson
-    except ImportError as e:  # pragma: no cover - ijson is a core dependency
-        raise ImportError("reading the native M4Seg JSON needs ijson: pip install ijson") from e
-    return ijson
-
-
-#: Deepest JSON nesting accepted in a native file (an example is about 7 levels deep). ijson keeps one
-#: prefix string per level, each as long as the path to it: 100,000 levels would need tens of gigabytes.
-MAX_JSON_DEPTH = 64
-#: Largest decompressed JSON accepted for one example, and for one string (real examples are a few KB).
-MAX_EXAMPLE_BYTES = 64 << 20
-#: Errors of a corrupt or truncated gzip stream (``BadGzipFile`` is an ``OSError``, a cut stream an ``EOFError``).
-GZIP_ERRORS = (OSError, EOFError, zlib.error)
-
-_ESCAPE = re.compile(rb"\\.", re.S)
-#: Every byte but the JSON structure a depth scan needs: quotes and brackets.
-_NOT_TOKENS = bytes(c for c in range(256) if c not in b'"[]{}')
-_STEP = np.zeros(256, dtype=np.int64)
-_STEP[list(b"[{")] = 1
-_STEP[list(b"]}")] = -1
-
-
-class _JsonGuard:
-    """A read-only stream over decompressed JSON that refuses, before the parser sees them, the inputs that
-    would make it allocate without bound: nesting deeper than :data:`MAX_JSON_DEPTH`, and an example (anything
-    below the top level) or a string longer than :data:`MAX_EXAMPLE_BYTES`.
-
-    Each read is scanned at C speed: escapes are removed by a regex, everything but quotes and brackets by
-    ``bytes.translate``, and NumPy counts the brackets outside strings. The state (depth, inside a string, a
-    pending escape) carries across reads. Invalid JSON is left to the parser.
-    """
-
-    def __init__(self, raw: BinaryIO, where: str) -> None:
-        self._raw, self._where = raw, where
-        self._depth = 0
-        self._in_str = 0
-        self._escaped = False
-        self._item_bytes = 0
-        self._str_bytes = 0
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._raw.read(size)
-        if data:
-            self._scan(data)
-        return data
-
-    def _too_long(self, what: str) -> ReleaseFormatError:
-        return ReleaseFormatError(
-            f"{self._where}: {what} is longer than {MAX_EXAMPLE_BYTES} bytes of decompressed JSON; expected M4Seg "
-            "examples of a few KB (a corrupt file or a decompression bomb)"
-        )
-
-    def _scan(self, data: bytes) -> None:
-        n = len(data)
-        d = data
-        if self._escaped:  # the first byte is escaped by a backslash that ended the previous read
-            d = d[1:]
-            self._escaped = False
-        if b"\\" in d:
-            d = _ESCAPE.sub(b"", d)
-            if d.endswith(b"\\"):
-                self._escaped = True
-                d = d[:-1]
-        tokens = np.frombuffer(d.translate(None, _NOT_TOKENS), dtype=np.uint8)
-        quotes = tokens == 0x22
-        inside = (np.cumsum(quotes) + self._in_str) & 1  # per token: 1 inside a string (a closing quote gives 0)
-        brackets = tokens[~quotes & (inside == 0)]
-        was_in_str = self._in_str
-        self._in_str = int(inside[-1]) if tokens.size else self._in_str
-        if self._in_str:
-            last = d.rfind(b'"')
-            self._str_bytes = (self._str_bytes + n) if last < 0 and was_in_str else len(d) - last
-            if self._str_bytes > MAX_EXAMPLE_BYTES:
-                raise self._too_long("a JSON string")
-        else:
-            self._str_bytes = 0
-        if brackets.size:
-            depth = self._depth + np.cumsum(_STEP[brackets])
-            if int(depth.max()) > MAX_JSON_DEPTH:
-                raise ReleaseFormatError(
-                    f"{self._where}: JSON nested more than {MAX_JSON_DEPTH} levels deep; expected M4Seg examples "
-                    "(about 7 levels: list, example, groundings, img_k, grounding, mask, counts)"
-                )
-            back_to_top = bool((depth <= 1).any())
-            self._depth = int(depth[-1])
-        else:
-            back_to_top = self._depth <= 1
-        self._item_bytes = n if back_to_top else self._item_bytes + n
-        if self._item_bytes > MAX_EXAMPLE_BYTES:
-            raise self._too_long("an example")
-
-
-def _gunzip(fileobj: BinaryIO, where: str = "native M4Seg file") -> BinaryIO:
-    """The decompressed stream of a native file, guarded against unbounded nesting and sizes (see :class:`_JsonGuard`)."""
-    return _JsonGuard(gzip.GzipFile(fileobj=fileobj, mode="rb"), where)
-
-
-def top_level_kind(fileobj: BinaryIO, where: str) -> str:
-    """``"list"`` or ``"object"``: the first non-blank character of the decompressed file."""
-    gz = _gunzip(fileobj, where)
-    try:
-        head = gz.read(4096).lstrip()
-    except GZIP_ERRORS as e:
-        raise ReleaseFormatError(f"{where}: expected a gzip-compressed JSON file, found unreadable data ({type(e).__name__}: {e})") from None
-    if head[:1] == b"[":
-        return "list"
-    if head[:1] == b"{":
-        return "object"
-    raise ReleaseFormatError(f"{where}: expected a JSON list of examples or an object of examples, found {head[:40]!r}")
 
 
 @dataclass
@@ -692,12 +585,9 @@ class NativeScan:
     key_offsets: np.ndarray | None = field(default=None, repr=False)
 
 
-def _iter_items(ijson_mod: Any, gz: BinaryIO, kind: str) -> Iterator[tuple[str | None, Any]]:
-    if kind == "list":
-        for ex in ijson_mod.items(gz, "item", use_float=True):
-            yield None, ex
-    else:
-        yield from ijson_mod.kvitems(gz, "", use_float=True)
+def _iter_items(ijson_mod: Any, gz: BinaryIO, kind: str, where: str = "native M4Seg file", first: int = 0) -> Iterator[tuple[str | None, Any]]:
+    """Top-level items, a repeated key in any object refused (:func:`perckit.m4seg.native.iter_items`)."""
+    return iter_items(ijson_mod, gz, kind, where, first)
 
 
 def first_example(opener: Callable, path: str, where: str) -> tuple[str, Mapping | None, str | None]:
@@ -706,13 +596,9 @@ def first_example(opener: Callable, path: str, where: str) -> tuple[str, Mapping
     with opener(path, "rb") as f:
         kind = top_level_kind(f, where)
     with opener(path, "rb") as f:
-        try:
-            for key, ex in _iter_items(ijson, _gunzip(f, where), kind):
+        with read_errors(ijson, where):
+            for key, ex in _iter_items(ijson, _gunzip(f, where), kind, where):
                 return kind, ex, None if key is None else str(key)
-        except ijson.JSONError as e:
-            raise ReleaseFormatError(f"{where}: invalid JSON: {_json_error(e)}") from None
-        except GZIP_ERRORS as e:
-            raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
     return kind, None, None
 
 
@@ -721,53 +607,6 @@ def stable_hash(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little", signed=True)
 
 
-#: key -> regex of ``"key": <JSON string or integer>`` in raw JSON bytes (fast prepass, see scan_native).
-_FAST_KEYS = ("pair_id", "example_id")
-_FAST_VALUE = {
-    key: re.compile(rb'"' + key.encode() + rb'"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?=[\s,}\]]))') for key in _FAST_KEYS
-}
-#: every example has exactly one ``image_paths`` key: the fast prepass cross-checks its count with it.
-_IMAGE_PATHS_KEY = re.compile(rb'"image_paths"\s*:')
-
-
-def _fast_scan(opener: Callable, path: str, key: str, on_value: Callable[[str], None], on_offset: Callable[[int], None],
-               where: str = "native M4Seg file") -> bool:
-    """Call ``on_value`` on every value of ``key`` in file order, read with a regex over the decompressed
-    bytes (no JSON parse). Only for keys that appear once per example and never inside a grounding.
-
-    Returns False (the caller then discards what it collected and parses with ijson) unless the number of
-    values equals the number of ``image_paths`` keys, i.e. of examples. ``on_offset`` gets the offset of
-    every ``image_paths`` key in the decompressed stream (where a shard can start reading).
-    """
-    value_re, quoted_key = _FAST_VALUE[key], b'"' + key.encode() + b'"'
-    n_values = n_examples = 0
-    consumed = 0
-    tail = b""
-    with opener(path, "rb") as f:
-        gz = _gunzip(f, where)
-        while True:
-            chunk = gz.read(1 << 22)
-            buf = tail + chunk
-            # Cut before the last key: every key/value pair before it is complete.
-            cut = max(buf.rfind(quoted_key), 0) if chunk else len(buf)
-            head, tail = buf[:cut], buf[cut:]
-            for raw in value_re.findall(head):
-                try:
-                    if raw[:1] == b'"':
-                        value = raw[1:-1].decode("utf-8") if b"\\" not in raw else str(json.loads(raw))
-                    else:
-                        value = str(int(raw))
-                except ValueError:  # not UTF-8, a bad escape, an integer of 4300+ digits: let ijson report it
-                    return False
-                on_value(value)
-                n_values += 1
-            for m in _IMAGE_PATHS_KEY.finditer(head):
-                on_offset(consumed + m.start())
-                n_examples += 1
-            consumed += len(head)
-            if not chunk:
-                break
-    return n_values == n_examples
 
 
 def scan_native(opener: Callable, path: str, split: str, need_count: bool = False, size_order: str = "auto") -> NativeScan:
@@ -961,7 +800,7 @@ def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, siz
             if shards[0].seek_from is not None and start > 0 and shards[0].kind == "list":
                 gz = _Prefixed(b"[" + _seek_item(gz, shards[0].seek_from, where), gz)
                 first = start
-            for i, (key, ex) in enumerate(_iter_items(ijson, gz, shards[0].kind), first):
+            for i, (key, ex) in enumerate(_iter_items(ijson, gz, shards[0].kind, where, first), first):
                 if i < start:
                     continue
                 if stop is not None and i >= stop:
@@ -1209,73 +1048,9 @@ def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
     return guard.count
 
 
-# ---------------------------------------------------------------- source images
+# ---------------------------------------------------------------- source images (images.py)
 
-
-def iter_image_paths(opener: Callable, source: str, files: Sequence[str], kind: str = "list", split: str = "") -> Iterator[str]:
-    """Every image path of a split in order (reads only the path fields; malformed entries are left to the row checks)."""
-    if source == "parquet":
-        import pyarrow as pa
-
-        for p in files:
-            where = f"M4Seg {split} split, {Path(p).name}"
-            with opener(p, "rb") as f:
-                pf = open_parquet(f, where)
-                try:
-                    for batch in pf.iter_batches(batch_size=BATCH_SIZE, columns=["images"]):
-                        for images in batch.column(0).to_pylist():
-                            for im in images if isinstance(images, list) else ():
-                                if isinstance(im, _MAPS) and im.get("path") is not None:
-                                    yield str(im["path"])
-                except (pa.ArrowException, *PARQUET_ERRORS) as e:
-                    raise ReleaseFormatError(
-                        f"{where}: the images column cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
-                    ) from None
-        return
-    ijson = _ijson()
-    for p in files:
-        where = f"M4Seg {split} split, {Path(p).name}"
-        with opener(p, "rb") as f:
-            try:
-                if kind == "list":
-                    for v in ijson.items(_gunzip(f, where), "item.image_paths.item"):
-                        yield str(v)
-                else:
-                    for _k, ex in ijson.kvitems(_gunzip(f, where), "", use_float=True):
-                        paths = ex.get("image_paths") if isinstance(ex, _MAPS) else None
-                        for v in paths if isinstance(paths, list) else ():
-                            yield str(v)
-            except ijson.JSONError as e:
-                raise ReleaseFormatError(f"{where}: invalid JSON: {_json_error(e)}") from None
-            except GZIP_ERRORS as e:
-                raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
-
-
-def missing_images(image_root: str | Path, paths: Iterator[str], limit: int = 10) -> tuple[list[str], int, int]:
-    """(first ``limit`` missing paths, number missing, number checked) under ``image_root``."""
-    root = Path(image_root)
-    first: list[str] = []
-    missing = checked = 0
-    last = None
-    for p in paths:
-        if p == last:
-            continue
-        last = p
-        checked += 1
-        if not (root / p).is_file():
-            missing += 1
-            if len(first) < limit:
-                first.append(p)
-    return first, missing, checked
-
-
-def read_image_bytes(opener: Callable, image_root: str | Path, rel_path: str, where: str) -> dict:
-    path = Path(image_root) / rel_path
-    try:
-        with opener(str(path), "rb") as f:
-            return {"path": rel_path, "bytes": f.read()}
-    except FileNotFoundError:
-        raise ReleaseNotFoundError(f"{where}: source image {rel_path!r} not found under image_root {str(image_root)!r}") from None
+from .images import MAX_IMAGE_BYTES, iter_image_paths, missing_images, read_image_bytes  # noqa: E402,F401
 
 
 __all__ = [

@@ -1,0 +1,376 @@
+"""The decompressed stream of a native M⁴Seg file (``annotations/m4seg_{split}.json.gz``) and its fast prepass.
+
+Everything here is bounded by documented limits, whatever the file holds:
+
+- :class:`JsonGuard` refuses nesting deeper than :data:`MAX_JSON_DEPTH` and an example or a string longer
+  than :data:`MAX_EXAMPLE_BYTES` before the parser sees them; it skips one UTF-8 byte-order mark at the very
+  start of the stream (the project's one BOM rule, :data:`perckit.jsonio.UTF8_BOM`) and refuses one anywhere
+  else outside a string, naming its byte offset.
+- :func:`iter_items` parses examples with ijson and refuses a JSON object that repeats a key (ijson, like
+  ``json``, would keep only the last value).
+- :func:`fast_scan` reads one id key per example with a regex, holding at most :data:`FAST_SCAN_OVERLAP`
+  bytes between reads (not the rest of the file when the key stops appearing), and accepts its result only
+  when a structural scan shows exactly one id key and one ``image_paths`` key directly in every example.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from contextlib import contextmanager
+from typing import Any, BinaryIO, Callable, Iterator, Mapping
+
+import numpy as np
+
+from ..errors import ReleaseFormatError
+from ..errors import short_repr as _short
+from ..jsonio import UTF8_BOM
+
+#: Deepest JSON nesting accepted in a native file (an example is about 7 levels deep). ijson keeps one
+#: prefix string per level, each as long as the path to it: 100,000 levels would need tens of gigabytes.
+MAX_JSON_DEPTH = 64
+#: Largest decompressed JSON accepted for one example, and for one string (real examples are a few KB).
+MAX_EXAMPLE_BYTES = 64 << 20
+#: Errors of a corrupt or truncated gzip stream (``BadGzipFile`` is an ``OSError``, a cut stream an ``EOFError``).
+GZIP_ERRORS = (OSError, EOFError, zlib.error)
+#: Bytes of decompressed JSON the fast prepass keeps between two reads (a key and its value split by a read
+#: boundary). An id value longer than this is not read by the regex: the prepass then falls back to ijson.
+FAST_SCAN_OVERLAP = 1 << 16
+#: Size of one read of the fast prepass.
+FAST_SCAN_CHUNK = 1 << 22
+
+_ESCAPE = re.compile(rb"\\.", re.S)
+#: Every byte but the JSON structure a depth scan needs: quotes and brackets.
+_NOT_TOKENS = bytes(c for c in range(256) if c not in b'"[]{}')
+_STEP = np.zeros(256, dtype=np.int64)
+_STEP[list(b"[{")] = 1
+_STEP[list(b"]}")] = -1
+
+
+def ijson_module():
+    try:
+        import ijson
+    except ImportError as e:  # pragma: no cover - ijson is a core dependency
+        raise ImportError("reading the native M4Seg JSON needs ijson: pip install ijson") from e
+    return ijson
+
+
+def json_error(e: Exception) -> str:
+    """ijson's parse error as one line of text (yajl gives bytes with the context on several lines)."""
+    msg = e.args[0] if e.args else e
+    if isinstance(msg, bytes):
+        msg = msg.decode("utf-8", "replace")
+    return " ".join(str(msg).split())
+
+
+@contextmanager
+def read_errors(ijson_mod: Any, where: str) -> Iterator[None]:
+    """ijson's and gzip's errors as :class:`ReleaseFormatError` naming ``where``."""
+    try:
+        yield
+    except ijson_mod.JSONError as e:
+        raise ReleaseFormatError(f"{where}: invalid JSON: {json_error(e)}") from None
+    except GZIP_ERRORS as e:
+        raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
+
+
+class JsonGuard:
+    """A read-only stream over decompressed JSON that refuses, before the parser sees them, the inputs that
+    would make it allocate without bound: nesting deeper than :data:`MAX_JSON_DEPTH`, and an example (anything
+    below the top level) or a string longer than :data:`MAX_EXAMPLE_BYTES`.
+
+    A UTF-8 BOM as the first bytes of the stream is skipped; a BOM anywhere else outside a string raises,
+    naming its offset in the decompressed stream (inside a string it is the character U+FEFF).
+
+    Each read is scanned at C speed: escapes are removed by a regex, everything but quotes and brackets by
+    ``bytes.translate``, and NumPy counts the brackets outside strings. The state (depth, inside a string, a
+    pending escape) carries across reads. Invalid JSON is left to the parser.
+    """
+
+    def __init__(self, raw: BinaryIO, where: str) -> None:
+        self._raw, self._where = raw, where
+        self._depth = 0
+        self._in_str = 0
+        self._escaped = False
+        self._item_bytes = 0
+        self._str_bytes = 0
+        self._started = False
+        #: bytes of the decompressed stream read so far (the skipped BOM included)
+        self.offset = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._raw.read(size)
+        if not self._started:
+            self._started = True
+            while data and len(data) < len(UTF8_BOM) and UTF8_BOM.startswith(data):
+                more = self._raw.read(len(UTF8_BOM))
+                if not more:
+                    break
+                data += more
+            if data.startswith(UTF8_BOM):
+                self.offset += len(UTF8_BOM)
+                data = data[len(UTF8_BOM):] or self._raw.read(size)
+        if data:
+            self._scan_checked(data)
+            self.offset += len(data)
+        return data
+
+    def _scan_checked(self, data: bytes) -> None:
+        pos = data.find(UTF8_BOM)
+        if pos < 0:
+            self._scan(data)
+            return
+        start = 0
+        while pos >= 0:
+            if pos > start:
+                self._scan(data[start:pos])
+            if not self._in_str:
+                raise ReleaseFormatError(
+                    f"{self._where}: a UTF-8 byte-order mark at byte {self.offset + pos} of the decompressed JSON, outside "
+                    "a string; expected one only at the very start of the stream (where it is skipped)"
+                )
+            start = pos
+            pos = data.find(UTF8_BOM, pos + 1)
+        self._scan(data[start:])
+
+    def _too_long(self, what: str) -> ReleaseFormatError:
+        return ReleaseFormatError(
+            f"{self._where}: {what} is longer than {MAX_EXAMPLE_BYTES} bytes of decompressed JSON; expected M4Seg "
+            "examples of a few KB (a corrupt file or a decompression bomb)"
+        )
+
+    def _scan(self, data: bytes) -> None:
+        n = len(data)
+        d = data
+        if self._escaped:  # the first byte is escaped by a backslash that ended the previous read
+            d = d[1:]
+            self._escaped = False
+        if b"\\" in d:
+            d = _ESCAPE.sub(b"", d)
+            if d.endswith(b"\\"):
+                self._escaped = True
+                d = d[:-1]
+        tokens = np.frombuffer(d.translate(None, _NOT_TOKENS), dtype=np.uint8)
+        quotes = tokens == 0x22
+        inside = (np.cumsum(quotes) + self._in_str) & 1  # per token: 1 inside a string (a closing quote gives 0)
+        brackets = tokens[~quotes & (inside == 0)]
+        was_in_str = self._in_str
+        self._in_str = int(inside[-1]) if tokens.size else self._in_str
+        if self._in_str:
+            last = d.rfind(b'"')
+            self._str_bytes = (self._str_bytes + n) if last < 0 and was_in_str else len(d) - last
+            if self._str_bytes > MAX_EXAMPLE_BYTES:
+                raise self._too_long("a JSON string")
+        else:
+            self._str_bytes = 0
+        if brackets.size:
+            depth = self._depth + np.cumsum(_STEP[brackets])
+            if int(depth.max()) > MAX_JSON_DEPTH:
+                raise ReleaseFormatError(
+                    f"{self._where}: JSON nested more than {MAX_JSON_DEPTH} levels deep; expected M4Seg examples "
+                    "(about 7 levels: list, example, groundings, img_k, grounding, mask, counts)"
+                )
+            back_to_top = bool((depth <= 1).any())
+            self._depth = int(depth[-1])
+        else:
+            back_to_top = self._depth <= 1
+        self._item_bytes = n if back_to_top else self._item_bytes + n
+        if self._item_bytes > MAX_EXAMPLE_BYTES:
+            raise self._too_long("an example")
+
+
+def gunzip(fileobj: BinaryIO, where: str = "native M4Seg file") -> JsonGuard:
+    """The decompressed stream of a native file, guarded (see :class:`JsonGuard`)."""
+    return JsonGuard(gzip.GzipFile(fileobj=fileobj, mode="rb"), where)
+
+
+def top_level_kind(fileobj: BinaryIO, where: str) -> str:
+    """``"list"`` or ``"object"``: the first non-blank character of the decompressed file (after a BOM)."""
+    gz = gunzip(fileobj, where)
+    try:
+        head = gz.read(4096).lstrip()
+    except GZIP_ERRORS as e:
+        raise ReleaseFormatError(f"{where}: expected a gzip-compressed JSON file, found unreadable data ({type(e).__name__}: {e})") from None
+    if head[:1] == b"[":
+        return "list"
+    if head[:1] == b"{":
+        return "object"
+    raise ReleaseFormatError(f"{where}: expected a JSON list of examples or an object of examples, found {head[:40]!r}")
+
+
+def _example_label(key: Any, ex: Any) -> str:
+    if key is not None:
+        return f" ({str(key)!r})"
+    if isinstance(ex, Mapping):
+        for k in ("example_id", "pair_id", "id"):
+            v = ex.get(k)
+            if v is not None and not isinstance(v, (dict, list)):
+                return f" ({_short(v)})"
+    return ""
+
+
+def iter_items(ijson_mod: Any, gz: BinaryIO, kind: str, where: str = "native M4Seg file", first: int = 0) -> Iterator[tuple[str | None, Any]]:
+    """``(key, example)`` of every top-level item (``key`` None for a list), parsed with ijson.
+
+    An object anywhere in an example that repeats a key raises :class:`ReleaseFormatError` naming the example
+    (its index from ``first`` and its id) and the key: ijson keeps the last value silently, so a second
+    ``example_id`` or ``image_paths`` would otherwise replace the first. (A repeated top-level key of an
+    object file is a repeated example id, which the id check refuses.)"""
+    repeated: list = []
+
+    class _Object(dict):
+        __slots__ = ()
+
+        def __setitem__(self, k: Any, v: Any) -> None:
+            if k in self:
+                repeated.append(k)
+            dict.__setitem__(self, k, v)
+
+    if kind == "list":
+        items = ((None, ex) for ex in ijson_mod.items(gz, "item", use_float=True, map_type=_Object))
+    else:
+        items = ijson_mod.kvitems(gz, "", use_float=True, map_type=_Object)
+    for i, (key, ex) in enumerate(items, first):
+        if repeated:
+            raise ReleaseFormatError(
+                f"{where}: example {i}{_example_label(key, ex)}: a JSON object repeats the key {repeated[0]!r}; expected "
+                "every key once (parsers disagree on which value wins)"
+            )
+        yield key, ex
+
+
+# ---------------------------------------------------------------- the fast prepass
+
+_QUOTE, _BACKSLASH = 0x22, 0x5C
+_TOKEN = np.zeros(256, dtype=bool)
+_TOKEN[list(b'"[]{}')] = True
+_OPEN = np.zeros(256, dtype=bool)
+_OPEN[list(b"[{")] = True
+
+
+class _Structure:
+    """String state, depth and number of examples (items opened at depth 2) of a decompressed JSON stream,
+    fed in order, queried at the offsets of keys the regex found (vectorised over quotes and brackets)."""
+
+    def __init__(self) -> None:
+        self.pos = 0  #: absolute offset of the next byte fed
+        self.in_str = 0
+        self.depth = 0
+        self.examples = 0
+        self.bs_run = 0  #: length of the run of backslashes that ended the data fed so far
+
+    def feed(self, data: bytes, queries: list[int]) -> list[tuple[bool, int, int]]:
+        """Feed ``data`` (the bytes at ``self.pos`` on) and, for each absolute offset in ``queries`` (sorted,
+        inside ``data``), return (a quote opening a string there, depth before it, examples opened before it)."""
+        arr = np.frombuffer(data, dtype=np.uint8)
+        tok_pos = np.flatnonzero(_TOKEN[arr])
+        tok = arr[tok_pos]
+        quote = tok == _QUOTE
+        if data.find(b"\\") >= 0 or self.bs_run:
+            # a quote is escaped when an odd run of backslashes ends right before it
+            bs = np.flatnonzero(arr == _BACKSLASH)
+            q_pos = tok_pos[quote]
+            prev = q_pos - 1
+            run_len = np.zeros(q_pos.size, dtype=np.int64)
+            if bs.size:
+                run_start = np.concatenate(([True], np.diff(bs) != 1))
+                start_of = bs[np.maximum.accumulate(np.where(run_start, np.arange(bs.size), 0))]
+                j = np.searchsorted(bs, prev)
+                hit = (j < bs.size) & (bs[np.minimum(j, bs.size - 1)] == prev)
+                run_len[hit] = prev[hit] - start_of[j[hit]] + 1
+                carried = hit & (start_of[np.minimum(j, bs.size - 1)] == 0)
+                run_len[carried] += self.bs_run
+            run_len[prev < 0] = self.bs_run
+            escaped = np.zeros(tok.size, dtype=bool)
+            escaped[np.flatnonzero(quote)] = (run_len & 1).astype(bool)
+            quote &= ~escaped
+            tail = len(data) - len(data.rstrip(b"\\"))
+            self.bs_run = tail + (self.bs_run if tail == len(data) else 0)
+        in_before = (self.in_str + np.cumsum(quote) - quote) & 1
+        structural = (tok != _QUOTE) & (in_before == 0)
+        step = np.where(structural, _STEP[tok], 0)
+        depth_after = self.depth + np.cumsum(step)
+        opens = structural & _OPEN[tok] & (depth_after == 2)
+        ex_after = self.examples + np.cumsum(opens)
+        out = []
+        for q in queries:
+            t = int(np.searchsorted(tok_pos, q - self.pos))
+            ok = t < tok_pos.size and tok_pos[t] == q - self.pos and bool(quote[t]) and in_before[t] == 0
+            depth = int(depth_after[t - 1]) if t > 0 else self.depth
+            ex = int(ex_after[t - 1]) if t > 0 else self.examples
+            out.append((ok, depth, ex))
+        if tok.size:
+            self.in_str = int((self.in_str + int(quote.sum())) & 1)
+            self.depth = int(depth_after[-1])
+            self.examples = int(ex_after[-1])
+        self.pos += len(data)
+        return out
+
+
+#: key -> regex of ``"key": <JSON string or integer>`` in raw JSON bytes (fast prepass, see fast_scan).
+FAST_KEYS = ("pair_id", "example_id")
+_FAST_VALUE = {
+    key: re.compile(rb'"' + key.encode() + rb'"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?=[\s,}\]]))') for key in FAST_KEYS
+}
+#: every example has exactly one ``image_paths`` key: the fast prepass checks it is there, once per example.
+IMAGE_PATHS_KEY = re.compile(rb'"image_paths"\s*:')
+
+
+def fast_scan(opener: Callable, path: str, key: str, on_value: Callable[[str], None], on_offset: Callable[[int], None],
+              where: str = "native M4Seg file") -> bool:
+    """Call ``on_value`` on every value of ``key`` in file order, read with a regex over the decompressed
+    bytes (no JSON parse), and ``on_offset`` on the offset of every ``image_paths`` key in the decompressed
+    stream (where a shard can start reading).
+
+    Returns False (the caller then discards what it collected and parses with ijson) unless a structural scan
+    of the same bytes shows every value and every ``image_paths`` key directly inside a top-level example
+    (depth 2, outside strings) and exactly one of each per example, in order. So a repeated ``image_paths`` key,
+    a key nested in a grounding, a key inside a string or a missing key never shifts the offsets.
+
+    Memory is bounded: between reads only the last :data:`FAST_SCAN_OVERLAP` bytes are kept (a key and value
+    longer than that are not matched, which the per-example check turns into a fallback)."""
+    value_re = _FAST_VALUE[key]
+    structure = _Structure()
+    next_value = next_key = 0
+    tail = b""
+    with opener(path, "rb") as f:
+        gz = gunzip(f, where)
+        while True:
+            chunk = gz.read(FAST_SCAN_CHUNK)
+            buf = tail + chunk
+            cut = max(len(buf) - FAST_SCAN_OVERLAP, 0) if chunk else len(buf)
+            values = []
+            for m in value_re.finditer(buf):
+                if m.start() >= cut:
+                    break
+                values.append((m.start(), m.group(1)))
+            keys = []
+            for m in IMAGE_PATHS_KEY.finditer(buf):
+                if m.start() >= cut:
+                    break
+                keys.append(m.start())
+            base = structure.pos
+            where_ = structure.feed(buf[:cut], [base + s for s, _ in values] + [base + s for s in keys])
+            for (start, raw), (ok, depth, ex) in zip(values, where_[: len(values)]):
+                if not ok or depth != 2 or ex - 1 != next_value:
+                    return False
+                try:
+                    if raw[:1] == b'"':
+                        value = raw[1:-1].decode("utf-8") if b"\\" not in raw else str(json.loads(raw))
+                    else:
+                        value = str(int(raw))
+                except ValueError:  # not UTF-8, a bad escape, an integer of 4300+ digits: let ijson report it
+                    return False
+                on_value(value)
+                next_value += 1
+            for start, (ok, depth, ex) in zip(keys, where_[len(values):]):
+                if not ok or depth != 2 or ex - 1 != next_key:
+                    return False
+                on_offset(base + start)
+                next_key += 1
+            tail = buf[cut:]
+            if not chunk:
+                break
+    return next_value == next_key == structure.examples
