@@ -166,6 +166,17 @@ def _int(value: Any, where: str) -> int:
     return value
 
 
+def check_image_bytes(image: Any, where: str) -> None:
+    """The embedded image must carry its bytes. An ``image`` struct with only a ``path`` would make
+    ``datasets`` read that path (any file of this machine) when the row is decoded, pushed or converted."""
+    data = image.get("bytes") if isinstance(image, Mapping) else None
+    if not isinstance(data, (bytes, bytearray)) or not data:
+        raise ReleaseFormatError(
+            f"{where}: 'image': expected the embedded image {{'bytes', 'path'}} with its bytes, got {_short(image)} "
+            "(a path alone is never read)"
+        )
+
+
 def image_size_hw(image: Any, where: str) -> list[int]:
     """``[H, W]`` from the header of the embedded image bytes (not decoded); a truncated JPEG / PNG raises
     (:func:`perckit.images.check_encoded_image`)."""
@@ -246,6 +257,8 @@ def validate_row(row: Mapping, shard: str, index: int, options: ReadOptions, sta
         if image_id in state.image_ids:
             raise ReleaseFormatError(f"{where}: duplicate image_id {image_id} (first seen at {state.image_ids[image_id]})")
         state.image_ids[image_id] = f"{shard}: row {index}"
+    if options.read_images:
+        check_image_bytes(row.get("image"), where)
     out_samples = [validate_sample(s, f"{where}: sample {j}", image_id, options) for j, s in enumerate(samples)]
     if state is not None:
         for s in out_samples:
