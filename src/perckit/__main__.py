@@ -65,9 +65,10 @@ def _read_rows(path: str) -> list[dict]:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from .export import convert
+    from .export import check_options, convert
 
     configs = args.config or [None]
+    check_options(args.benchmark, args.data_dir, configs, args.output, args.max_shard_size, args.cache_dir)  # before any build
     for config in configs:
         convert(args.benchmark, args.data_dir, config, args.output, max_shard_size=args.max_shard_size, cache_dir=args.cache_dir)
     print(f"export ready in {args.output} (README.md has the configs and dataset_info); load it with "
@@ -76,11 +77,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    from .export import convert
+    from .export import check_options, convert
     from .push import push_export
 
     output = args.output or f"build/export/{args.benchmark}"
     if not args.skip_convert:
+        check_options(args.benchmark, args.data_dir, args.config or [None], output, args.max_shard_size, args.cache_dir)
         for config in args.config or [None]:
             convert(args.benchmark, args.data_dir, config, output, max_shard_size=args.max_shard_size, cache_dir=args.cache_dir)
     summary = push_export(output, args.repo_id, configs=args.config, token=args.token, revision=args.revision, private=args.private)
@@ -206,8 +208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (PerckitError, FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (PerckitError, OSError, ValueError) as e:  # OSError: FileNotFoundError, PermissionError, a full disk, ...
+        print(f"error: {' '.join(str(e).splitlines()) or type(e).__name__}", file=sys.stderr)
         return 2
 
 

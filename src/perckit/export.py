@@ -6,17 +6,18 @@ Layout of an export folder::
     data/<split>-00000-of-00002.parquet         the builder's default config
     <config>/<split>-00000-of-00001.parquet     every other config
 
-Converting another config into the same folder adds it to the card and keeps the others. The new
-export is assembled in a temporary folder beside the target and moved into place only when complete,
-so an interrupted conversion leaves the previous export (or none), never a half export.
+Converting another config into the same folder adds it to the card and keeps the others, and every
+file the user added inside the export. ``.perckit_export.json`` (:mod:`perckit.export_state`) marks the
+folder as a perckit export; convert writes only into such a folder, an empty one or a new one. The new
+export is assembled in a staging folder beside the target and swapped into place in one step
+(:mod:`perckit.export_swap`), so an interrupted conversion leaves the previous export (or none), never a
+half export, and the next run cleans up what the interrupted one left.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -25,6 +26,7 @@ import datasets
 
 from .entrypoints import builder_class
 from .errors import InputNotFoundError, OptionError
+from .export_state import STATE_FILE, dump_state, has_state, new_state, owned_files, read_state
 
 #: benchmark -> (builder name, its metrics, a one-line description for the card)
 BENCHMARKS: dict[str, dict[str, Any]] = {
@@ -165,12 +167,6 @@ def _card_body(benchmark: str, info: datasets.DatasetInfo, configs: dict[str, di
     return "\n".join(lines)
 
 
-def _read_state(output: Path) -> dict:
-    """The configs already exported into ``output`` (from ``.perckit_export.json``)."""
-    state = output / ".perckit_export.json"
-    return json.loads(state.read_text(encoding="utf-8")) if state.is_file() else {"configs": {}}
-
-
 def write_card(folder: Path, benchmark: str, info: datasets.DatasetInfo, state: dict) -> None:
     """README.md with YAML ``configs`` (data_files per split) and ``dataset_info`` for every config."""
     from datasets.info import DatasetInfosDict
@@ -198,6 +194,60 @@ def write_card(folder: Path, benchmark: str, info: datasets.DatasetInfo, state: 
     (folder / "README.md").write_text(str(card), encoding="utf-8")
 
 
+def parse_shard_size(value: int | str) -> int:
+    """``--max-shard-size`` as a positive number of bytes (``500MB``, ``1GB``, ``10KiB`` or a plain integer of
+    bytes), else :class:`~perckit.errors.OptionError`."""
+    size = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.isascii() and text.isdigit() and len(text) <= 30:
+            size = int(text)
+        elif text and len(text) <= 30:
+            try:
+                size = datasets.utils.py_utils.convert_file_size_to_int(text)
+            except (ValueError, TypeError):
+                size = None
+    if not isinstance(size, int) or size <= 0:
+        raise OptionError(f"--max-shard-size: expected a positive size such as 500MB, 1GB or 10KiB, got {value!r}")
+    return size
+
+
+def check_options(benchmark: str, data_dir: str | Path | None, configs: list[str | None], output: str | Path,
+                  max_shard_size: int | str = DEFAULT_MAX_SHARD_SIZE, cache_dir: str | Path | None = None) -> tuple[type, list[str], int, Path]:
+    """Every check ``convert`` makes before a build, for all of ``configs`` at once (the CLI calls it before the
+    first build): the benchmark, the config names, the shard size, the release folder and ``output`` (see
+    :func:`perckit.export_swap.check_output`, which also reads an existing export's record). Returns the
+    builder class, the config names, the shard size in bytes and the real export path."""
+    from .export_swap import check_output
+
+    if benchmark not in BENCHMARKS:
+        raise OptionError(f"unknown benchmark {benchmark!r}: expected one of {sorted(BENCHMARKS)}")
+    limit = parse_shard_size(max_shard_size)
+    if data_dir is not None:
+        if not Path(data_dir).exists():
+            raise InputNotFoundError(f"--data-dir {str(data_dir)!r} does not exist (expected the {benchmark} release root)")
+        if not Path(data_dir).is_dir():
+            raise InputNotFoundError(f"--data-dir {str(data_dir)!r}: expected the {benchmark} release root folder, got a file")
+    cls = builder_class(benchmark)
+    names = [c.name for c in cls.BUILDER_CONFIGS]
+    chosen = [c or cls.DEFAULT_CONFIG_NAME for c in configs]
+    for config in chosen:
+        if config not in names:
+            raise OptionError(f"unknown config {config!r} of {benchmark}: expected one of {names}")
+    real = check_output(output, data_dir, cache_dir)
+    if has_state(real):
+        _check_benchmark(read_state(real), benchmark, real)
+    return cls, chosen, limit, real
+
+
+def _check_benchmark(state: dict, benchmark: str, output: Path) -> None:
+    if state["benchmark"] != benchmark:
+        raise OptionError(f"--output {str(output)!r}: expected an export of {benchmark} (or a new folder), got an export of "
+                          f"{state['benchmark']} (its {STATE_FILE}); choose another folder")
+
+
 def convert(
     benchmark: str,
     data_dir: str | Path | None,
@@ -209,56 +259,68 @@ def convert(
     log: Callable[[str], None] = print,
     **builder_kwargs: Any,
 ) -> ConfigExport:
-    """Build ``config`` of ``benchmark`` and write it into the export folder ``output`` (atomically)."""
-    if benchmark not in BENCHMARKS:
-        raise OptionError(f"unknown benchmark {benchmark!r}: expected one of {sorted(BENCHMARKS)}")
-    if data_dir is not None and not Path(data_dir).is_dir():
-        raise InputNotFoundError(f"--data-dir {str(data_dir)!r} does not exist (expected the {benchmark} release root)")
-    cls = builder_class(benchmark)
-    names = [c.name for c in cls.BUILDER_CONFIGS]
-    config = config or cls.DEFAULT_CONFIG_NAME
-    if config not in names:
-        raise OptionError(f"unknown config {config!r} of {benchmark}: expected one of {names}")
-    builder = cls(config_name=config, data_dir=str(data_dir) if data_dir else None, cache_dir=str(cache_dir) if cache_dir else None, **builder_kwargs)
-    builder.download_and_prepare()
-    default = config == cls.DEFAULT_CONFIG_NAME
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.tmp-", dir=output.parent))
+    """Build ``config`` of ``benchmark`` and write it into the export folder ``output`` (atomically).
+
+    Before the build, :func:`check_options` refuses anything but a new or empty folder or an export of this
+    benchmark. The shards are written into a staging folder beside ``output``; then, holding the export's lock,
+    the record is re-read, merged, and the staging folder (holding links to the other configs and to every
+    file the user added) trades places with the export (see :mod:`perckit.export_swap`)."""
+    from . import export_swap as sw
+
+    cls, (config,), limit, real = check_options(benchmark, data_dir, [config], output, max_shard_size, cache_dir)
+    sw.create_parent(real, str(output))
+    with sw.export_lock(real):
+        sw.recover(real, log)
+        if has_state(real):  # re-read after the recovery, which may have brought the export back
+            _check_benchmark(read_state(real), benchmark, real)
+        staging = sw.start_staging(real, str(output))
     try:
-        state = _read_state(output)
-        if output.is_dir():  # keep the other configs' files
-            for name, c in state["configs"].items():
-                if name != config and (output / c["dir"]).is_dir():
-                    shutil.copytree(output / c["dir"], tmp / c["dir"])
-        folder = tmp / config_dir(config, default)
+        builder = cls(config_name=config, data_dir=str(data_dir) if data_dir else None, cache_dir=str(cache_dir) if cache_dir else None, **builder_kwargs)
+        builder.download_and_prepare()
+        default = config == cls.DEFAULT_CONFIG_NAME
+        folder = staging.path / config_dir(config, default)
         splits = []
         for split in builder.info.splits:
             ds = builder.as_dataset(split)
-            splits.append(write_split(ds, folder, split, max_shard_size, progress))
-        state["benchmark"] = benchmark
-        state["configs"][config] = {
-            "default": default, "dir": config_dir(config, default), "features": builder.info.features.to_dict(),
-            "splits": [s.__dict__ for s in splits],
-        }
-        write_card(tmp, benchmark, builder.info, state)
-        (tmp / ".perckit_export.json").write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")  # keep feature order
-        _swap_into_place(tmp, output)
+            splits.append(write_split(ds, folder, split, limit, progress))
+        with sw.export_lock(real):
+            sw.recover(real, log)
+            _commit(staging, real, str(output), benchmark, config, default, builder, splits, log)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        staging.discard()
         raise
-    summary = ConfigExport(benchmark, config, default, splits, output)
+    summary = ConfigExport(benchmark, config, default, splits, Path(output))
     for s in splits:
-        log(f"{benchmark}/{config}: {s.name} {s.num_examples} rows in {len(s.files)} shard(s) -> {output / config_dir(config, default)}")
+        log(f"{benchmark}/{config}: {s.name} {s.num_examples} rows in {len(s.files)} shard(s) -> {Path(output) / config_dir(config, default)}")
     return summary
 
 
-def _swap_into_place(tmp: Path, output: Path) -> None:
-    """Replace ``output`` by the complete ``tmp`` folder (two renames; the old export is removed last)."""
-    old = None
-    if output.exists():
-        old = output.with_name(f".{output.name}.old-{os.getpid()}")
-        os.replace(output, old)
-    os.replace(tmp, output)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+def _commit(staging, real: Path, given: str, benchmark: str, config: str, default: bool, builder, splits: list[SplitExport], log) -> None:
+    """Under the export lock: merge the record, link what the new export keeps, write card and record, swap."""
+    from . import export_swap as sw
+
+    old_owned = None
+    if real.is_dir():
+        if has_state(real):
+            state = read_state(real)
+            _check_benchmark(state, benchmark, real)
+            old_owned = owned_files(state)
+        elif any(real.iterdir()):
+            raise OptionError(f"--output {given!r}: expected a new or empty folder or a perckit export, got a folder that "
+                              f"files were added to while the export was built (no {STATE_FILE}); choose another folder")
+        else:
+            state, old_owned = new_state(benchmark), set()
+    else:
+        state = new_state(benchmark)
+    state["configs"].pop(config, None)
+    keep = owned_files(state) - {"README.md", STATE_FILE}
+    state["configs"][config] = {
+        "default": default, "dir": config_dir(config, default), "features": builder.info.features.to_dict(),
+        "splits": [s.__dict__ for s in splits],
+    }
+    if old_owned:
+        sw.link_entries(real, staging.path, skip=old_owned - keep)
+    sw._do("write card", write_card, staging.path, benchmark, builder.info, state)
+    sw._do("write record", (staging.path / STATE_FILE).write_text, dump_state(state), encoding="utf-8")
+    staging.drop_marker()
+    sw.install(staging, real, old_owned, owned_files(state), log)

@@ -8,6 +8,7 @@ uploads just what is still missing. Files of other configs on the Hub are never 
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -42,26 +43,46 @@ def _remote_state(api: HfApi, repo_id: str, revision: str | None) -> dict[str, t
 
 
 def _same(local: Path, remote: tuple[str | None, str | None]) -> bool:
-    data = local.read_bytes()
+    """The local file has the Hub file's content (hashed in 16 MiB chunks: shards can be large)."""
     blob_id, sha256 = remote
-    if sha256:
-        return hashlib.sha256(data).hexdigest() == sha256
-    return blob_id == git_blob_sha1(data)
+    size = local.stat().st_size
+    h = hashlib.sha256() if sha256 else hashlib.sha1(b"blob %d\0" % size)
+    with open(local, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 24), b""):
+            h.update(chunk)
+    return h.hexdigest() == (sha256 or blob_id)
 
 
 def files_to_push(export_dir: Path, configs: Iterable[str] | None = None) -> list[str]:
-    """The export's Parquet shards (of ``configs``, default all) then README.md, as repository paths."""
-    import json
+    """The export's Parquet shards (of ``configs``, default all) then README.md, as repository paths.
 
-    state_file = export_dir / ".perckit_export.json"
-    if not state_file.is_file():
-        raise InputNotFoundError(f"{str(export_dir)!r} is not a perckit export (no .perckit_export.json); run `perckit convert` first")
-    state = json.loads(state_file.read_text(encoding="utf-8"))
+    The list comes from the export's record, read and checked by :func:`perckit.export_state.read_state` (the
+    reader ``convert`` uses): every path stays inside the export (no ``..``, no absolute path, no symbolic link
+    out of it) and names a regular file, so a planted record cannot upload a file from elsewhere."""
+    import stat
+
+    from .errors import ReleaseFormatError
+    from .export_state import read_state
+    from .paths import resolve_under
+
+    export_dir = Path(export_dir)
+    if not export_dir.is_dir():
+        raise InputNotFoundError(f"{str(export_dir)!r} is not a perckit export (no such folder); run `perckit convert` first")
+    state = read_state(export_dir, features=False)
     wanted = set(configs) if configs else set(state["configs"])
     unknown = wanted - set(state["configs"])
     if unknown:
         raise InputNotFoundError(f"config(s) {sorted(unknown)} are not in the export {str(export_dir)!r} (it has {sorted(state['configs'])})")
     files = [f for name in sorted(wanted) for s in state["configs"][name]["splits"] for f in s["files"]]
+    for rel in files + ["README.md"]:
+        path = resolve_under(export_dir, rel, f"{str(export_dir)!r}: {rel!r}", ReleaseFormatError)
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            raise InputNotFoundError(f"{str(export_dir)!r}: expected the file {rel!r} listed in .perckit_export.json, got "
+                                     "nothing (the export is incomplete); run `perckit convert` again") from None
+        if not stat.S_ISREG(mode):
+            raise ReleaseFormatError(f"{str(export_dir)!r}: {rel!r}: expected a regular file, got {'a folder' if stat.S_ISDIR(mode) else 'a FIFO, device or socket'}")
     return files + ["README.md"]
 
 

@@ -1,0 +1,188 @@
+"""``.perckit_export.json``: the record that marks a folder as a perckit export, and its one reader.
+
+``perckit convert`` writes it into every export; ``perckit convert`` (to merge a new config with the
+others) and ``perckit push`` (to know which files to upload) read it back through :func:`read_state`.
+An export folder may be a download from a stranger, so the record is untrusted: it is read under a byte
+cap, and every field is checked before anything acts on it. A config's ``dir`` and every shard path go
+through :func:`perckit.paths.resolve_under` (no absolute path, no ``..``, no symbolic link out of the
+export) and must have the exact shape ``convert`` writes (``data`` or the config's name; shards
+``<dir>/<split>-NNNNN-of-NNNNN.parquet``), so a record naming ``../x`` or ``/etc`` can neither make
+``convert`` replace a folder outside the export nor make ``push`` upload a file from outside it.
+
+Structure (version 1)::
+
+    {"format": "perckit-export", "version": 1, "benchmark": "<name>",
+     "configs": {"<config>": {"default": bool, "dir": "data" | "<config>", "features": {...},
+                              "splits": [{"name": str, "num_examples": int, "num_bytes": int,
+                                          "files": ["<dir>/<split>-00000-of-00001.parquet", ...]}]}}}
+
+Records written before the ``format`` / ``version`` keys existed are accepted when the rest matches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from .errors import InputNotFoundError, ReleaseFormatError
+
+STATE_FILE = ".perckit_export.json"
+FORMAT = "perckit-export"
+VERSION = 1
+#: largest ``.perckit_export.json`` read (the features of every config; a real one is a few KB)
+MAX_STATE_BYTES = 16 << 20
+#: counts above this are not sizes of anything real
+MAX_COUNT = 2**63 - 1
+
+_CONFIG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_SPLIT_NAME = re.compile(r"^\w{1,128}(\.\w{1,128})*$", re.ASCII)
+_RESERVED = {"README.md", STATE_FILE}
+
+
+def _fail(where: str, expected: str, got: Any) -> ReleaseFormatError:
+    text = repr(got)
+    return ReleaseFormatError(f"{where}: expected {expected}, got {text if len(text) <= 120 else text[:117] + '...'}")
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise _fail(where, "a non-negative integer", value)
+    return value
+
+
+def _size(value: Any, where: str) -> float:
+    """A byte count as the builder estimates it (an int or a float), finite and non-negative."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_COUNT:  # NaN fails too
+        raise _fail(where, "a non-negative number of bytes", value)
+    return value
+
+
+def expected_shard(rel: str, folder: str, split: str) -> bool:
+    """``rel`` is ``<folder>/<split>-NNNNN-of-NNNNN.parquet`` (the names :func:`perckit.export.write_split` writes)."""
+    m = re.fullmatch(r"([^/]+)/(.+)-(\d{5,9})-of-(\d{5,9})\.parquet", rel)
+    return bool(m) and m.group(1) == folder and m.group(2) == split and int(m.group(3)) < int(m.group(4))
+
+
+def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dict:
+    """``state`` when it has the structure above (paths checked to stay inside ``export_dir``), else
+    :class:`~perckit.errors.ReleaseFormatError` naming ``where`` (the file), the field and what was found."""
+    from .export import BENCHMARKS
+    from .paths import resolve_under
+
+    if not isinstance(state, dict):
+        raise _fail(where, "a JSON object {format, version, benchmark, configs}", type(state).__name__)
+    if "format" in state or "version" in state:
+        if state.get("format") != FORMAT:
+            raise _fail(f"{where}: 'format'", repr(FORMAT), state.get("format"))
+        if state.get("version") != VERSION or isinstance(state.get("version"), bool):
+            raise _fail(f"{where}: 'version'", f"{VERSION} (this perckit reads version {VERSION})", state.get("version"))
+    unknown = sorted(set(state) - {"format", "version", "benchmark", "configs"})
+    if unknown:
+        raise _fail(where, "only the keys format, version, benchmark, configs", unknown)
+    if state.get("benchmark") not in BENCHMARKS:
+        raise _fail(f"{where}: 'benchmark'", f"one of {sorted(BENCHMARKS)}", state.get("benchmark"))
+    configs = state.get("configs")
+    if not isinstance(configs, dict):
+        raise _fail(f"{where}: 'configs'", "an object {config name: entry}", configs)
+    dirs: dict[str, str] = {}
+    for name, c in configs.items():
+        at = f"{where}: configs[{name!r}]"
+        if not _CONFIG_NAME.match(name):
+            raise _fail(f"{where}: 'configs'", "config names of letters, digits, '_', '.', '-'", name)
+        if not isinstance(c, dict) or set(c) != {"default", "dir", "features", "splits"}:
+            raise _fail(at, "an object {default, dir, features, splits}", sorted(c) if isinstance(c, dict) else c)
+        if not isinstance(c["default"], bool):
+            raise _fail(f"{at}: 'default'", "true or false", c["default"])
+        folder = c["dir"]
+        resolve_under(export_dir, folder, f"{at}: 'dir'", ReleaseFormatError)
+        expected_dir = "data" if c["default"] else name
+        if folder != expected_dir or folder in _RESERVED:
+            raise _fail(f"{at}: 'dir'", f"{expected_dir!r} (the folder convert writes for this config)", folder)
+        if folder in dirs:
+            raise _fail(f"{at}: 'dir'", f"a folder of its own (config {dirs[folder]!r} uses it too)", folder)
+        dirs[folder] = name
+        if not isinstance(c["features"], dict):
+            raise _fail(f"{at}: 'features'", "an object (datasets.Features.to_dict())", c["features"])
+        splits = c["splits"]
+        if not isinstance(splits, list) or not splits:
+            raise _fail(f"{at}: 'splits'", "a non-empty list of splits", splits)
+        seen: set[str] = set()
+        for i, s in enumerate(splits):
+            sat = f"{at}: splits[{i}]"
+            if not isinstance(s, dict) or set(s) != {"name", "num_examples", "num_bytes", "files"}:
+                raise _fail(sat, "an object {name, num_examples, num_bytes, files}", sorted(s) if isinstance(s, dict) else s)
+            if not isinstance(s["name"], str) or not _SPLIT_NAME.match(s["name"]) or s["name"] in seen:
+                raise _fail(f"{sat}: 'name'", "a split name (letters, digits, '_'), once per config", s["name"])
+            seen.add(s["name"])
+            _count(s["num_examples"], f"{sat}: 'num_examples'")
+            _size(s["num_bytes"], f"{sat}: 'num_bytes'")
+            if not isinstance(s["files"], list):
+                raise _fail(f"{sat}: 'files'", "a list of shard paths", s["files"])
+            for j, rel in enumerate(s["files"]):
+                resolve_under(export_dir, rel, f"{sat}: files[{j}]", ReleaseFormatError)
+                if not expected_shard(rel, folder, s["name"]):
+                    raise _fail(f"{sat}: files[{j}]", f"'{folder}/{s['name']}-NNNNN-of-NNNNN.parquet'", rel)
+    if sum(c["default"] for c in configs.values()) > 1:
+        raise _fail(f"{where}: 'configs'", "at most one default config", sorted(n for n, c in configs.items() if c["default"]))
+    return state
+
+
+def check_features(state: dict, where: str) -> None:
+    """Every config's ``features`` must rebuild as ``datasets.Features`` (the card is generated from them)."""
+    import datasets
+
+    for name, c in state["configs"].items():
+        try:
+            datasets.Features.from_dict(c["features"])
+        except Exception as e:  # any failure of a hostile dict: KeyError, TypeError, RecursionError, ...
+            raise ReleaseFormatError(f"{where}: configs[{name!r}]: 'features': expected datasets.Features.to_dict() "
+                                     f"output, got a dict that does not load ({type(e).__name__}: {str(e)[:200]})") from None
+
+
+def state_path(export_dir: str | os.PathLike) -> Path:
+    return Path(export_dir) / STATE_FILE
+
+
+def has_state(export_dir: str | os.PathLike) -> bool:
+    """True when ``export_dir`` holds a ``.perckit_export.json`` entry of any kind (even a broken one)."""
+    return os.path.lexists(state_path(export_dir))
+
+
+def read_state(export_dir: str | os.PathLike, features: bool = True) -> dict:
+    """The validated record of the export ``export_dir``.
+
+    Errors: :class:`~perckit.errors.InputNotFoundError` when there is no record (not a perckit export);
+    :class:`~perckit.errors.ReleaseFormatError` naming the file for one that is not a regular file, is over
+    :data:`MAX_STATE_BYTES`, is not JSON (or repeats a key), leaves the export through a symbolic link, or does
+    not have the structure above. ``features=False`` skips rebuilding the features (``push`` needs only paths)."""
+    from .jsonio import read_json
+    from .paths import resolve_under
+
+    export_dir = Path(export_dir)
+    path = state_path(export_dir)
+    where = repr(str(path))
+    if not os.path.lexists(path):
+        raise InputNotFoundError(f"{str(export_dir)!r} is not a perckit export (no {STATE_FILE}); run `perckit convert` first")
+    resolve_under(export_dir, STATE_FILE, where, ReleaseFormatError)  # a link to a file outside the export
+    state = validate_state(read_json(path, error=ReleaseFormatError, not_found=InputNotFoundError, limit=MAX_STATE_BYTES), export_dir, where)
+    if features:
+        check_features(state, where)
+    return state
+
+
+def new_state(benchmark: str) -> dict:
+    return {"format": FORMAT, "version": VERSION, "benchmark": benchmark, "configs": {}}
+
+
+def dump_state(state: dict) -> str:
+    """The text of ``.perckit_export.json`` (feature order kept)."""
+    out = {"format": FORMAT, "version": VERSION, "benchmark": state["benchmark"], "configs": state["configs"]}
+    return json.dumps(out, indent=2) + "\n"
+
+
+def owned_files(state: dict) -> set[str]:
+    """Every path of the export that perckit wrote (relative, POSIX): the card, the record and the shards."""
+    return {"README.md", STATE_FILE} | {f for c in state["configs"].values() for s in c["splits"] for f in s["files"]}
