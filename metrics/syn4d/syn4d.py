@@ -27,8 +27,11 @@ Args:
         leaves those sequences out of the means, as the official evaluator without --strict.
     depth_align (str): "scale" (default), "scale_shift" or "metric".
     depth_min_m (float, 0.001), depth_max_m (float, 300.0), tracking_thresholds_m, dynamic_weight (0.5).
+    min_coverage (float, 0.9): warn (LowCoverageWarning, once) when a sequence was scored on fewer than this
+        fraction of its GT-valid points (tracking) or pixels (depth).
 Returns:
-    {"protocol", "task", "requested_sequences", "overall", "by_variant", "by_scene", "sequences", "failures"};
+    {"protocol", "task", "requested_sequences", "overall", "by_variant", "by_scene", "sequences", "failures",
+    "coverage"} ("coverage" for tracking and depth: {"overall": {scored, gt_valid, coverage, ...}, "sequences"});
     perckit.syn4d.metrics.to_official_summary({task: result, ...}) merges tasks into the official report shape.
 """
 
@@ -46,4 +49,4 @@ class Syn4D(evaluate_base.PerckitMetric):
         return feats.prediction_schema(), feats.reference_schema(self.config_name)
 
     def _compute(self, predictions, references, **options):
-        return core.compute_task(predictions, references, self.config_name, core.Syn4DOptions.from_kwargs(**options))
+        return core.compute_task(predictions, references, self.config_name, core.Syn4DOptions.from_kwargs(**options), coverage=True)

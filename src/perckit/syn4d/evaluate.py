@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..errors import PerckitError, ReleaseNotFoundError, check_choice
+from . import coverage as cov
 from . import io
 from . import metrics as core
 from . import release as rel
@@ -55,15 +56,23 @@ def evaluate_release(
     manifest: str | Path | None = None,
     tracking_gt: str | Path | None = None,
     challenge_dir: str | Path | None = None,
+    min_coverage: float = cov.DEFAULT_MIN_COVERAGE,
+    coverage: bool = False,
 ) -> dict:
-    """The official evaluation loop over a release; returns the official summary shape."""
+    """The official evaluation loop over a release; returns the official summary shape.
+
+    The coverage of every scored tracking / depth sequence (:mod:`perckit.syn4d.coverage`) is computed
+    on the way: one :class:`~perckit.syn4d.coverage.LowCoverageWarning` for the run when a sequence is
+    below ``min_coverage``; ``coverage=True`` adds the blocks as ``"coverage": {task: {"overall",
+    "sequences"}}`` (off by default: the report keeps the official shape)."""
     tasks = sorted(set(tasks))
     for t in tasks:
         check_choice("tasks", t, core.TASKS)
-    options = core.Syn4DOptions(strict=strict, depth_align=depth_align)
+    options = core.Syn4DOptions(strict=strict, depth_align=depth_align, min_coverage=min_coverage)
     paths = rel.resolve_release(data_dir, tracking_gt, challenge_dir, manifest)
     records = rel.select_records(rel.load_records(paths), variants, scenes, cameras, limit)
     rows: dict[str, list[dict]] = {t: [] for t in tasks}
+    entries: dict[str, list[dict]] = {t: [] for t in tasks if t in cov.TASKS}
     failures: list[dict] = []
     for record in records:
         npz = io.prediction_path(predictions_dir, record.sequence_id)
@@ -75,19 +84,27 @@ def evaluate_release(
         prediction = io.read_npz(npz)
         for task in tasks:
             try:
-                metrics = core.task_metrics(task, reference_for_task(task, record, paths), prediction, options)
+                reference = reference_for_task(task, record, paths)
+                metrics = core.task_metrics(task, reference, prediction, options)
+                if task in entries:
+                    entries[task].append(cov.entry_of(task, record.sequence_id, reference, metrics, options))
             except Exception as exc:  # the official loop records any task error in lax mode
                 if strict:
                     raise RuntimeError(f"{record.sequence_id} {task} failed") from exc
                 failures.append({"sequence_id": record.sequence_id, "task": task, "reason": core.failure_reason(exc)})
                 continue
             rows[task].append({"sequence_id": record.sequence_id, "variant": record.variant, "scene": record.scene, **metrics})
-    return {
+    report = {
         "protocol": core.PROTOCOL,
         "requested_sequences": len(records),
         "tasks": {t: core.aggregate(rows[t]) for t in tasks if rows[t]},
         "failures": failures,
     }
+    blocks = {t: cov.summarize(e, options.min_coverage) for t, e in entries.items() if e}
+    cov.warn_if_low(blocks, options.min_coverage)
+    if coverage:
+        report["coverage"] = blocks
+    return report
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,6 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=0, help="score only the first N selected sequences (0 = all)")
     p.add_argument("--strict", action="store_true", help="fail on any missing prediction or task (leaderboard mode)")
     p.add_argument("--output", help="write the report JSON here")
+    p.add_argument("--min-coverage", type=float, default=cov.DEFAULT_MIN_COVERAGE,
+                   help="warn when a sequence was scored on fewer than this fraction of its GT-valid tracking points / depth pixels (default 0.9)")
+    p.add_argument("--with-coverage", action="store_true",
+                   help="add the coverage blocks to the report JSON as 'coverage' (default: the official report shape; coverage is printed either way)")
     return p
 
 
@@ -119,17 +140,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         report = evaluate_release(
             args.predictions, args.data_root, args.tasks, args.strict, args.depth_align, args.variants, args.scenes,
-            args.cameras, args.limit, args.manifest, args.tracking_gt,
+            args.cameras, args.limit, args.manifest, args.tracking_gt, min_coverage=args.min_coverage, coverage=True,
         )
     except (PerckitError, FileNotFoundError, RuntimeError, ValueError) as e:
         cause = f" (caused by {type(e.__cause__).__name__}: {e.__cause__})" if e.__cause__ else ""
         print(f"error: {e}{cause}", file=sys.stderr)
         return 2
+    blocks = report.pop("coverage")
+    if args.with_coverage:
+        report["coverage"] = blocks
     text = json.dumps(report, indent=2, sort_keys=True) + "\n"
     for task, block in report["tasks"].items():
         overall = block["overall"]
         keys = {"tracking": ("score", "apd", "dynamic_apd", "epe"), "depth": ("abs_rel", "delta1", "rmse"), "pose": ("ate_rmse", "rpe_translation_rmse", "rpe_rotation_mean_deg")}[task]
         print(f"{task:>9s} ({overall['num_sequences']} sequences): " + ", ".join(f"{k} {overall[k]:.6f}" for k in keys if k in overall))
+    for task, block in sorted(blocks.items()):
+        o = block["overall"]
+        what = "points" if task == "tracking" else "pixels"
+        print(
+            f"{task:>9s} coverage: {o['coverage']:.6f} of GT-valid {what} scored ({o['scored']} of {o['gt_valid']}), "
+            f"lowest sequence {o['min_sequence_coverage']:.6f}, {o['num_sequences_below_min_coverage']} below {o['min_coverage']:g}"
+            if o["coverage"] is not None and o["min_sequence_coverage"] is not None
+            else f"{task:>9s} coverage: no GT-valid {what}"
+        )
     print(f"{len(report['failures'])} failure(s)")
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)

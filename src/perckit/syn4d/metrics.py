@@ -36,6 +36,7 @@ import numpy as np
 
 from ..errors import OptionError, PredictionError, check_choice, check_options
 from ..matching import index_by_id
+from . import coverage as cov
 from .geometry import rotation_error_deg, umeyama_sim3
 
 TASKS = ("depth", "pose", "tracking")
@@ -74,6 +75,9 @@ class Syn4DOptions:
     depth_max_m: float = DEPTH_MAX_M
     tracking_thresholds_m: tuple = TRACKING_THRESHOLDS_M
     dynamic_weight: float = DYNAMIC_WEIGHT
+    #: Warn (:class:`perckit.syn4d.coverage.LowCoverageWarning`, once per run) when a sequence was scored on
+    #: fewer than this fraction of its GT-valid points / pixels (see :mod:`perckit.syn4d.coverage`).
+    min_coverage: float = cov.DEFAULT_MIN_COVERAGE
 
     @classmethod
     def from_kwargs(cls, **options: Any) -> "Syn4DOptions":
@@ -103,6 +107,7 @@ class Syn4DOptions:
         w = self.dynamic_weight
         if not _finite_number(w) or not 0.0 <= float(w) <= 1.0:
             raise OptionError(f"option 'dynamic_weight': expected a number in [0, 1], got {w!r}")
+        object.__setattr__(self, "min_coverage", cov.check_min_coverage(self.min_coverage))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,13 +491,16 @@ def is_missing_prediction(prediction: Mapping | None) -> bool:
 
 
 def score_sequences(
-    predictions: Sequence[Mapping], references: Sequence[Mapping], task: str, options: Syn4DOptions = Syn4DOptions()
+    predictions: Sequence[Mapping], references: Sequence[Mapping], task: str, options: Syn4DOptions = Syn4DOptions(),
+    coverage: list | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """Accumulate half of one task: ``(rows, failures)``, both in reference order.
 
     Predictions are matched by ``sequence_id``; a duplicate id on either side
     or a prediction id unknown to the references raises
     :class:`~perckit.errors.PredictionError`. Failure policy per spec §4.3.
+    ``coverage``: a list that receives the coverage entry of every scored sequence
+    (:func:`perckit.syn4d.coverage.sequence_entry`; tracking and depth).
     """
     check_choice("task", task, TASKS)
     refs = index_by_id(references, "references", "sequence_id")
@@ -517,6 +525,8 @@ def score_sequences(
             failures.append({"sequence_id": sid, "task": task, "reason": failure_reason(exc)})
             continue
         rows.append({"sequence_id": sid, "variant": str(reference.get("variant")), "scene": str(reference.get("scene")), **metrics})
+        if coverage is not None and task in cov.TASKS:
+            coverage.append(cov.entry_of(task, sid, reference, metrics, options))
     return rows, failures
 
 
@@ -567,11 +577,21 @@ def aggregate(rows: Sequence[Mapping]) -> dict:
 
 
 def compute_task(
-    predictions: Sequence[Mapping], references: Sequence[Mapping], task: str, options: Syn4DOptions = Syn4DOptions()
+    predictions: Sequence[Mapping], references: Sequence[Mapping], task: str, options: Syn4DOptions = Syn4DOptions(),
+    coverage: bool = False,
 ) -> dict:
-    """One config's result: ``{"protocol", "task", "requested_sequences", overall, by_variant, by_scene, sequences, failures}``."""
-    rows, failures = score_sequences(predictions, references, task, options)
-    return {"protocol": PROTOCOL, "task": task, "requested_sequences": len(references), **aggregate(rows), "failures": failures}
+    """One config's result: ``{"protocol", "task", "requested_sequences", overall, by_variant, by_scene, sequences, failures}``.
+
+    ``coverage=True`` (what the metric module passes) adds ``"coverage": {"overall", "sequences"}`` for
+    tracking and depth (:func:`perckit.syn4d.coverage.summarize`) and warns once when a sequence is below
+    ``options.min_coverage``; no other value changes."""
+    entries: list | None = [] if coverage and task in cov.TASKS else None
+    rows, failures = score_sequences(predictions, references, task, options, entries)
+    out = {"protocol": PROTOCOL, "task": task, "requested_sequences": len(references), **aggregate(rows), "failures": failures}
+    if entries is not None:
+        out["coverage"] = cov.summarize(entries, options.min_coverage)
+        cov.warn_if_low({task: out["coverage"]}, options.min_coverage)
+    return out
 
 
 def _sequence_order(results: Mapping[str, Mapping]) -> list[str]:
