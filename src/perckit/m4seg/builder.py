@@ -135,12 +135,18 @@ class M4SegBuilder(PerckitBuilder):
         for split, root in self._roots().items():
             source = release.resolve_source(root, split, c.source, glob.glob)
             if source == "native":
-                path = str(release.native_path(root, split))
+                files = [str(release.native_path(root, split))]
+            else:
+                files = release.parquet_paths(root, split, glob.glob)
+            # before any read: a shard or the native file that is a FIFO, or (data_dir) linked out of the folder
+            release.confine_files(root, files, split, links=bool(c.data_dir))
+            if source == "native":
+                path = files[0]
                 scan = release.scan_native(open, path, split, need_count=nproc > 1, size_order=c.native_image_size_order)
                 shards: list = release.native_shards(path, scan, nproc)
-                files, kind = [path], scan.kind
+                kind = scan.kind
             else:
-                files, kind = release.parquet_paths(root, split, glob.glob), "list"
+                kind = "list"
                 if nproc > 1:  # each process checks only its own ids: check the whole split here
                     release.scan_parquet_ids(open, files, split)
                 shards = release.parquet_shards(open, files, split=split)

@@ -14,7 +14,8 @@ import numpy as np
 from .. import rle as rle_ops
 from ..errors import InputNotFoundError, PredictionError, RLEError
 from ..errors import short_repr as _short
-from ..jsonio import parse_int
+from ..jsonio import UTF8_BOM, DuplicateKeyError, loads, parse_int
+from ..paths import read_regular_file
 from .codes import collapse_ws
 
 logger = logging.getLogger(__name__)
@@ -126,31 +127,47 @@ def prediction_row(obj: Any, where: str) -> dict:
     return {"example_id": str(eid), "answer": answer, "groundings": out}
 
 
+#: Largest predictions file read (a regular file; a FIFO or a device is refused before any read).
+MAX_PREDICTIONS_BYTES = 1 << 30
+
+
 def load_predictions_jsonl(path: str | Path) -> list[dict]:
-    """Read one prediction row per line (blank lines skipped); duplicate ``example_id`` values raise."""
+    """Read one prediction row per line (blank lines skipped); duplicate ``example_id`` values raise.
+
+    The file must be a regular file of at most :data:`MAX_PREDICTIONS_BYTES`. A UTF-8 BOM at the start of the
+    file is skipped (:data:`perckit.jsonio.UTF8_BOM`); one at the start of a later line raises, naming the
+    line. An object that repeats a key raises (``perckit.jsonio.loads``)."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists() or p.is_dir():
         raise InputNotFoundError(f"predictions file {str(p)!r} not found")
+    data = read_regular_file(p, f"predictions file {str(p)!r}", MAX_PREDICTIONS_BYTES, PredictionError, InputNotFoundError)
+    if data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM):]
     rows, seen = [], {}
-    with open(p, "rb") as f:
-        for n, raw in enumerate(f, 1):
-            where = f"{p.name}: line {n}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise PredictionError(f"{where}: expected UTF-8 JSON lines, got undecodable bytes ({e})") from None
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise PredictionError(f"{where}: expected one JSON object per line, found invalid JSON ({e})") from None
-            except (ValueError, RecursionError) as e:
-                # Python's limit on the digits of an integer literal (4300); arrays nested thousands deep.
-                raise PredictionError(f"{where}: expected one JSON object per line, got a parse error: {type(e).__name__}: {e}") from None
-            row = prediction_row(obj, where)
-            if row["example_id"] in seen:
-                raise PredictionError(f"{where}: duplicate example_id {row['example_id']!r} (first on line {seen[row['example_id']]})")
-            seen[row["example_id"]] = n
-            rows.append(row)
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        where = f"{p.name}: line {n}"
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise PredictionError(f"{where}: expected UTF-8 JSON lines, got undecodable bytes ({e})") from None
+        if line.lstrip(" \t\r").startswith("\ufeff"):
+            raise PredictionError(
+                f"{where}: a UTF-8 byte-order mark at the start of the line; expected one only at the start of the file"
+            )
+        if not line.strip():
+            continue
+        try:
+            obj = loads(line)
+        except DuplicateKeyError as e:
+            raise PredictionError(f"{where}: {e}") from None
+        except json.JSONDecodeError as e:
+            raise PredictionError(f"{where}: expected one JSON object per line, found invalid JSON ({e})") from None
+        except (ValueError, RecursionError) as e:
+            # Python's limit on the digits of an integer literal (4300); arrays nested thousands deep.
+            raise PredictionError(f"{where}: expected one JSON object per line, got a parse error: {type(e).__name__}: {e}") from None
+        row = prediction_row(obj, where)
+        if row["example_id"] in seen:
+            raise PredictionError(f"{where}: duplicate example_id {row['example_id']!r} (first on line {seen[row['example_id']]})")
+        seen[row["example_id"]] = n
+        rows.append(row)
     return rows

@@ -20,7 +20,7 @@ import numpy as np
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
 from ..parquetio import check_column_chunk_sizes
-from ..paths import check_relative
+from ..paths import check_relative, resolve_under
 from ..errors import short_repr as _short
 from ..jsonio import parse_int
 from . import codes
@@ -126,6 +126,30 @@ def parquet_paths(root: str | Path, split: str, glob_fn: Callable[[str], list] |
     import glob as _glob
 
     return sorted((glob_fn or _glob.glob)(str(Path(root) / PARQUET_GLOB.format(split=split))))
+
+
+def confine_files(root: str | Path, files: Sequence[str], split: str, links: bool = True) -> None:
+    """Every local release file a split reads (the native file, the shards the glob found) is a regular file
+    (a FIFO named ``data/test-0.parquet`` would block the build on open) and, with ``links``, lies inside
+    ``root`` after symbolic links: a shard or ``data/`` linked out of a user-given release folder raises
+    :class:`ReleaseFormatError` naming it (``perckit.paths.resolve_under``). The builder passes ``links=True``
+    for a ``data_dir`` release; a Hub snapshot's files are links into the Hub cache made by huggingface_hub."""
+    import stat
+
+    base = os.path.abspath(root)
+    for p in files:
+        if "://" in str(p):  # a remote (streaming) path: nothing local to follow
+            continue
+        rel = os.path.relpath(os.path.abspath(p), base).replace(os.sep, "/")
+        where = f"M4Seg {split} split: release file {rel!r}"
+        if links:
+            resolve_under(root, rel, where)
+        try:
+            mode = os.stat(p).st_mode
+        except OSError as e:
+            raise ReleaseFormatError(f"{where}: cannot be read ({e})") from None
+        if not stat.S_ISREG(mode):
+            raise ReleaseFormatError(f"{where}: expected a regular file, got {'a folder' if stat.S_ISDIR(mode) else 'a FIFO, device or socket'}")
 
 
 def resolve_source(root: str | Path, split: str, source: str, glob_fn: Callable | None = None) -> str:
@@ -917,7 +941,7 @@ def open_parquet(f: BinaryIO, where: str) -> Any:
         pf = pq.ParquetFile(f)
     except (pa.ArrowException, *PARQUET_ERRORS) as e:  # ArrowInvalid on a bad footer, OSError on a cut file
         raise ReleaseFormatError(f"{where}: not a readable Parquet file ({type(e).__name__}: {e})") from None
-    check_column_chunk_sizes(pf, where)
+    check_column_chunk_sizes(pf, where, source=f)  # the footer and the page headers (a footer can lie)
     return pf
 
 

@@ -124,7 +124,7 @@ def read_schema(f: IO[bytes], shard: str) -> Any:
         pf = pq.ParquetFile(f)
     except Exception as e:  # pyarrow raises ArrowInvalid / OSError on a corrupt footer
         raise ReleaseFormatError(f"{shard}: not a readable Parquet file ({type(e).__name__}: {e})") from None
-    check_column_chunk_sizes(pf, shard)
+    check_column_chunk_sizes(pf, shard, source=f)
     return pf.schema_arrow
 
 
@@ -137,7 +137,7 @@ def iter_records(f: IO[bytes], shard: str, read_images: bool = True) -> Iterator
     except Exception as e:  # pyarrow raises ArrowInvalid / OSError on a corrupt footer
         raise ReleaseFormatError(f"{shard}: not a readable Parquet file ({type(e).__name__}: {e})") from None
     check_schema(pf.schema_arrow, shard)
-    check_column_chunk_sizes(pf, shard)
+    check_column_chunk_sizes(pf, shard, source=f)
     columns = [c for c in REQUIRED_COLUMNS if read_images or c != "image"]
     i = 0
     batches = pf.iter_batches(batch_size=BATCH_SIZE, columns=columns)
