@@ -40,10 +40,70 @@ class OptionError(PerckitError, ValueError):
     """An option has a value outside the allowed set."""
 
 
+def _same_choice(value: object, choice: object) -> bool:
+    if value is choice:
+        return True
+    if isinstance(value, bool) != isinstance(choice, bool) or not isinstance(value, type(choice)):
+        return False  # 1 is not True, 1.0 is not 1, an array is not a string
+    return value == choice
+
+
 def check_choice(name: str, value: object, allowed: tuple) -> None:
-    """Raise :class:`OptionError` when ``value`` is not one of ``allowed``."""
-    if value not in allowed:
-        raise OptionError(f"option {name!r}: expected one of {list(allowed)}, got {value!r}")
+    """Raise :class:`OptionError` when ``value`` is not one of ``allowed`` (of the same type: ``True`` is not
+    the choice ``1``, and a value that cannot be compared, such as an array, is refused, not an error)."""
+    if not any(_same_choice(value, a) for a in allowed):
+        raise OptionError(f"option {name!r}: expected one of {list(allowed)}, got {short_repr(value)}")
+
+
+#: What each type name of :func:`check_option_type` accepts, as the message says it.
+_OPTION_TYPES = {
+    "bool": "True or False",
+    "int": "an integer",
+    "number": "a number",
+    "str": "a string",
+    "path": "a path (a string or os.PathLike)",
+    "strs": "a list of strings",
+    "callable": "a callable",
+}
+
+
+def _is_option_type(value: object, kind: str) -> bool:
+    import numbers
+    import os
+
+    if kind == "bool":
+        return isinstance(value, bool) or type(value).__name__ == "bool_"  # numpy's bool too
+    if kind == "int":
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool) and type(value).__name__ != "bool_"
+    if kind == "number":
+        return isinstance(value, numbers.Real) and not isinstance(value, bool) and type(value).__name__ != "bool_"
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "path":
+        return isinstance(value, (str, os.PathLike))
+    if kind == "strs":
+        return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+    if kind == "callable":
+        return callable(value)
+    raise ValueError(f"check_option_type: unknown type name {kind!r}")
+
+
+def check_option_type(name: str, value: object, expected: str, owner: str | None = None) -> object:
+    """Raise :class:`OptionError` naming the option when ``value`` is not of the ``expected`` type.
+
+    ``expected`` is one or more of ``bool``, ``int``, ``number`` (int or float, never a bool), ``str``,
+    ``path``, ``strs`` (a list or tuple of strings), ``callable`` and ``None``, joined by ``|``
+    (``"str | None"``). No conversion is made: ``"0.5"`` is not a number, ``1`` is not ``True``.
+    Returns ``value``, so a caller can check and assign in one step.
+    """
+    kinds = [k.strip() for k in expected.split("|")]
+    if value is None and "None" in kinds:
+        return value
+    if any(k != "None" and _is_option_type(value, k) for k in kinds):
+        return value
+    what = " or ".join("None" if k == "None" else _OPTION_TYPES[k] for k in kinds)
+    prefix = f"{owner}: " if owner else ""
+    raise OptionError(f"{prefix}option {name!r}: expected {what}, got {type(value).__name__}: {short_repr(value)}")
 
 
 def check_options(owner: str, given: object, allowed: object) -> None:

@@ -1,11 +1,17 @@
 """What every perckit ``evaluate`` module shares: input errors that name the row and the field.
 
-``evaluate`` encodes each batch with the module's declared features before any perckit code runs.
-On a value of the wrong type it raises a bare ``ValueError`` (``invalid literal for int() with base
-10: 'one'``), a ``TypeError``, or its own ``ValueError`` that prints the whole schema and batch.
-:class:`PerckitMetric` turns all of them into a :class:`~perckit.errors.PredictionError` (still a
-``ValueError``) that names the side, the row, the key, the declared feature and the value found.
-Only the failure path does extra work; a good batch is added exactly as ``evaluate`` does it.
+``evaluate`` encodes each batch with the module's declared features before any perckit code runs, and
+that encoding coerces silently (``Value("int32")`` stores ``1.9`` as 1, ``True`` as 1, ``"3"`` as 3;
+``Value("string")`` stores 5 as ``"5"``; ...): the metric would score a value the user never gave.
+:class:`PerckitMetric` therefore checks every raw batch against the declared features first
+(:mod:`perckit.feature_check`, on ``compute``, ``add_batch`` and ``add``) and refuses any value the
+encoding would change with a :class:`~perckit.errors.PredictionError` (still a ``ValueError``) naming
+the side, the row and the field (``predictions[0].frames[2].frame_id: expected an integer, got 1.9``).
+What ``evaluate`` itself still refuses (a bare ``ValueError`` such as ``invalid literal for int() with
+base 10: 'one'``, a ``TypeError``, its own ``ValueError`` that prints the whole schema and batch) becomes
+such an error too. The options given to ``evaluate.load`` are checked as well: a name ``evaluate`` does
+not know (a compute option passed at load time would be silently ignored) or a value of the wrong type
+is an :class:`~perckit.errors.OptionError`.
 
 :class:`PerckitMetric` also builds the module's ``MetricInfo`` from three class attributes (``CARD``,
 ``SCHEMAS``, ``COMPUTE``), so each metric script stays a thin entry point.
@@ -22,7 +28,15 @@ from typing import Any, Callable, ClassVar, NamedTuple
 
 import evaluate
 
-from .errors import PredictionError, short_repr
+from . import feature_check
+from .errors import OptionError, PredictionError, check_option_type, short_repr
+
+#: The options ``evaluate.load`` / ``EvaluationModule.__init__`` take, and the type each must have.
+INIT_OPTIONS = {
+    "config_name": "str | None", "keep_in_memory": "bool", "cache_dir": "path | None", "num_process": "int",
+    "process_id": "int", "seed": "int | None", "experiment_id": "str | None", "hash": "str | None",
+    "max_concurrent_cache_files": "int", "timeout": "number",
+}
 
 
 def _check_value(metric: evaluate.Metric, feature: Any, value: Any) -> None:
@@ -35,26 +49,15 @@ def _check_value(metric: evaluate.Metric, feature: Any, value: Any) -> None:
     pa.Table.from_pylist([features.encode_example({"v": value})], schema=features.arrow_schema)
 
 
-def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], features: Mapping[str, Any]) -> str | None:
-    """The first row / key of ``batch`` that the declared ``features`` refuse, as a message (None if none found)."""
-    sides = [k for k in features if k in batch]
-    lengths = {k: len(batch[k]) for k in sides if hasattr(batch[k], "__len__")}
-    if len(set(lengths.values())) > 1:
-        return (
-            "expected as many predictions as references (evaluate pairs them row by row), got "
-            + " and ".join(f"{n} {k}" for k, n in lengths.items())
-        )
-    for side in sides:
+def _encoder_diagnosis(metric: evaluate.Metric, batch: Mapping[str, Any], features: Mapping[str, Any], one: bool = False) -> str | None:
+    """The first row / key of ``batch`` that ``datasets``' own encoder refuses, as a message (None if none)."""
+    for side in (k for k in features if k in batch):
         schema = features[side]
         for i, row in enumerate(batch[side]):
-            where = f"{side}[{i}]"
+            where = _singular(side) if one else f"{side}[{i}]"
             if isinstance(schema, Mapping):
-                if not isinstance(row, Mapping):
-                    return f"{where}: expected a dict with the keys {sorted(schema)}, got {type(row).__name__}: {short_repr(row)}"
-                missing = [k for k in schema if k not in row]
-                extra = [k for k in row if k not in schema]
-                if missing or extra:
-                    return f"{where}: expected exactly the keys {sorted(schema)}, got {sorted(row)} (missing {missing}, unexpected {extra})"
+                if not isinstance(row, Mapping) or set(row) != set(schema):
+                    continue  # reported by the perckit check
                 items = [(f"{where}.{k}", schema[k], row[k]) for k in schema]
             else:
                 items = [(where, schema, row)]
@@ -64,6 +67,56 @@ def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], featur
                 except Exception as e:  # whatever datasets' encoder raises on this value
                     return f"{name}: expected {feature}, got {short_repr(value, 200)} ({type(e).__name__}: {e})"
     return None
+
+
+def _singular(side: str) -> str:
+    """``prediction`` for ``predictions``: how ``add`` names its one example."""
+    return side[:-1] if side.endswith("s") else side
+
+
+def _checkers(metric: evaluate.Metric, features: Mapping[str, Any]) -> dict:
+    """The compiled checkers of ``features`` (built once per metric instance and feature set)."""
+    cache = metric.__dict__.get("_perckit_checkers")
+    if cache is None or cache[0] is not features:
+        cache = (features, {k: feature_check.compile_rows(v) for k, v in features.items()})
+        metric.__dict__["_perckit_checkers"] = cache
+    return cache[1]
+
+
+def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], features: Mapping[str, Any], *, one: bool = False) -> str | None:
+    """The first value of ``batch`` that the declared ``features`` refuse, as a message (None if none found).
+
+    First the perckit check (:mod:`perckit.feature_check`: every value ``evaluate``'s encoding would refuse
+    or silently change, named by its exact place), then, when ``datasets``' own encoder refuses something
+    too, its diagnosis (the top-level field, the declared feature and its error). ``one=True``: ``batch``
+    holds one example (``add``), each side named by its singular (``prediction``).
+    """
+    sides = [k for k in features if k in batch]
+    if one:
+        batch = {k: [batch[k]] for k in sides}
+    else:
+        lengths = {k: len(batch[k]) for k in sides if batch[k] is not None and hasattr(batch[k], "__len__")}
+        if len(set(lengths.values())) > 1:
+            return (
+                "expected as many predictions as references (evaluate pairs them row by row), got "
+                + " and ".join(f"{n} {k}" for k, n in lengths.items())
+            )
+    checkers = _checkers(metric, features)
+    detail = None
+    for side in sides:
+        if one:
+            detail = feature_check.check_one(checkers[side], batch[side][0], _singular(side))
+        else:
+            detail = feature_check.check_side(checkers[side], batch[side], side)
+        if detail:
+            break
+    if detail is None:
+        return None
+    try:
+        encoder = _encoder_diagnosis(metric, batch, features, one)
+    except Exception:  # the diagnosis must never hide the first one
+        encoder = None
+    return detail if encoder is None else f"{detail} (datasets' encoder: {encoder})"
 
 
 class Card(NamedTuple):
@@ -129,12 +182,33 @@ class PerckitMetric(evaluate.Metric):
         except (TypeError, OSError):
             return self.name
 
+    def __init__(self, config_name: str | None = None, **kwargs: Any) -> None:
+        check_init_options(self.metric_name, {"config_name": config_name, **kwargs})
+        super().__init__(config_name=config_name, **kwargs)
+
+    def _declared(self) -> Mapping[str, Any] | None:
+        features = self.selected_feature_format or self.features
+        return features if isinstance(features, Mapping) else None
+
+    def _refuse(self, batch: Mapping[str, Any], *, one: bool = False) -> None:
+        """Raise :class:`PredictionError` when a value of ``batch`` does not match the declared features."""
+        features = self._declared()
+        if features is None:
+            return
+        detail = describe_bad_input(self, batch, features, one=one)
+        if detail:
+            what = "input does" if one else "inputs do"
+            raise PredictionError(f"{self.metric_name}: the {what} not match the metric's declared features: {detail}")
+
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of predictions and references (see ``evaluate.EvaluationModule.add_batch``).
 
-        Inputs that do not match the declared features raise :class:`~perckit.errors.PredictionError`
-        naming the row and the field.
+        Every value is checked against the declared features first: one that ``evaluate``'s encoding
+        would refuse or silently change (a fraction for an int, a number for a string, ...) raises
+        :class:`~perckit.errors.PredictionError` naming the side, the row and the field.
         """
+        batch = {"predictions": predictions, "references": references, **kwargs}
+        self._refuse(batch)
         try:
             return super().add_batch(predictions=predictions, references=references, **kwargs)
         except PredictionError:
@@ -144,12 +218,11 @@ class PerckitMetric(evaluate.Metric):
 
             if not isinstance(e, (ValueError, TypeError, KeyError, pa.ArrowException)):
                 raise
-            batch = {"predictions": predictions, "references": references, **kwargs}
-            features = self.selected_feature_format or (self.features if isinstance(self.features, Mapping) else None)
+            features = self._declared()
             detail = None
             if features is not None:
                 try:
-                    detail = describe_bad_input(self, batch, features)
+                    detail = _encoder_diagnosis(self, batch, features)
                 except Exception:  # the diagnosis must never hide the original error
                     detail = None
             raise PredictionError(
@@ -158,10 +231,25 @@ class PerckitMetric(evaluate.Metric):
             ) from e
 
     def add(self, *, prediction=None, reference=None, **kwargs):
-        """Add one prediction and reference (see ``evaluate.EvaluationModule.add``); bad inputs raise PredictionError."""
+        """Add one prediction and reference (see ``evaluate.EvaluationModule.add``); bad inputs raise PredictionError
+        naming the field (``prediction.frames[0].frame_id: expected an integer, got 1.9``)."""
+        self._refuse({"predictions": prediction, "references": reference, **kwargs}, one=True)
         try:
             return super().add(prediction=prediction, reference=reference, **kwargs)
         except PredictionError:
             raise
         except (ValueError, TypeError, KeyError) as e:
             raise PredictionError(f"{self.metric_name}: the input does not match the metric's declared features: {type(e).__name__}: {e}") from e
+
+
+def check_init_options(metric: str, options: Mapping[str, Any]) -> None:
+    """The options of ``evaluate.load(path, **options)``: a name ``evaluate`` does not take (it would be
+    silently ignored: compute options go to ``compute``) or a value of the wrong type raises OptionError."""
+    unknown = sorted(set(options) - set(INIT_OPTIONS))
+    if unknown:
+        raise OptionError(
+            f"evaluate.load('metrics/{metric}'): unknown option(s) {unknown}; expected some of {sorted(INIT_OPTIONS)} "
+            "(the metric's own options go to compute(...))"
+        )
+    for name, value in options.items():
+        check_option_type(name, value, INIT_OPTIONS[name], owner=f"evaluate.load('metrics/{metric}')")

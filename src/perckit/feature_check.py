@@ -1,0 +1,468 @@
+"""The raw inputs of a metric checked against its declared features, before ``evaluate`` encodes them.
+
+``evaluate`` stores every batch through ``datasets.Features.encode_batch`` and Arrow, and both coerce
+values silently: ``Value("int32")`` turns ``1.9`` into 1, ``True`` into 1 and ``"3"`` into 3,
+``Value("string")`` turns 5 into ``"5"``, ``Value("bool")`` turns 2 or ``"yes"`` into ``True``,
+``Value("float32")`` turns ``1e300`` into ``inf``, ``Value("binary")`` turns ``"abc"`` into ``b"abc"``,
+and on datasets 5.x ``List(Value("int32"))`` reads the string ``"12"`` as ``[1, 2]``. The metric would
+then score a value the user never gave. :func:`compile_feature` turns a declared feature into a checker
+that refuses all of these, naming the exact place (``predictions[0].frames[2].frame_id``).
+
+The rules, per declared ``Value`` dtype (``None`` is always accepted: it is stored as null and the
+metric decides whether it is allowed):
+
+- integers (``int8`` ... ``uint64``): an ``int`` or numpy integer inside the dtype's range, or a finite
+  float with no fractional part (``2.0``); never a bool, a string, a fraction, NaN or an out-of-range value;
+- floats (``float16`` / ``float32`` / ``float64``): a float or an int (not a bool, not a string) that the
+  dtype can hold; NaN and infinities pass through unchanged, a finite value that would become infinite
+  is refused;
+- ``bool``: ``True`` / ``False`` (or numpy bools) only;
+- ``string``: ``str`` only; ``binary``: ``bytes`` / ``bytearray`` only;
+- sequences (``Sequence`` / ``List`` / ``LargeList`` / a list literal, ``Array2D`` ...): a list, a tuple or
+  a numpy array (never a string, a dict or a set) of the declared length / shape, each item checked;
+- dicts: a mapping with exactly the declared keys, each value checked.
+
+Other features (``Image``, ``Audio``, ``ClassLabel``, other ``Value`` dtypes) are left to ``datasets``.
+
+A good batch costs little: the checkers are built once per metric, paths are only built when a value is
+refused, flat lists of numbers are checked with C-speed builtins (``set(map(type, ...))``, ``min``,
+``max``) and numpy arrays with one vectorised pass over the whole array.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .errors import short_repr
+
+_INT_RANGES = {f"int{b}": (-(1 << (b - 1)), (1 << (b - 1)) - 1) for b in (8, 16, 32, 64)}
+_INT_RANGES.update({f"uint{b}": (0, (1 << b) - 1) for b in (8, 16, 32, 64)})
+_FLOAT_MAX = {"float16": 65504.0, "half": 65504.0, "float32": float(np.finfo(np.float32).max), "float": float(np.finfo(np.float32).max),
+              "float64": math.inf, "double": math.inf}
+_NUMPY_FLOAT = {"float16": np.float16, "half": np.float16, "float32": np.float32, "float": np.float32}
+_SEQUENCE_CLASSES = ("Sequence", "List", "LargeList")
+_ARRAY_CLASSES = ("Array2D", "Array3D", "Array4D", "Array5D")
+
+
+class Refused(Exception):
+    """A value a checker refuses; containers add their key / index to ``path`` on the way up."""
+
+    def __init__(self, expected: str, value: Any, got: str | None = None) -> None:
+        super().__init__(expected)
+        self.expected = expected
+        self.got = got if got is not None else short_repr(value, 120)
+        self.path: list[str] = []
+
+    def message(self, where: str) -> str:
+        return f"{where}{''.join(reversed(self.path))}: expected {self.expected}, got {self.got}"
+
+
+def _array_got(arr: np.ndarray) -> str:
+    return f"a numpy array of dtype {arr.dtype} and shape {arr.shape}"
+
+
+# ---------------------------------------------------------------- leaves
+
+
+class _Leaf:
+    """A checker of one declared ``Value``; ``check_list`` checks a flat Python list of them at once."""
+
+    kind = "any"
+    expected = ""
+
+    def __call__(self, v: Any) -> None:  # pragma: no cover - every leaf overrides it
+        raise NotImplementedError
+
+    def check_list(self, items: list | tuple) -> None:
+        for i, x in enumerate(items):
+            try:
+                self(x)
+            except Refused as r:
+                r.path.append(f"[{i}]")
+                raise
+
+    def check_array(self, arr: np.ndarray) -> None:
+        """A numpy array whose every element is one value of this leaf (the dtype decides, vectorised)."""
+        for idx in np.ndindex(arr.shape):
+            try:
+                self(arr[idx])
+            except Refused as r:
+                r.path.append(_index(idx))
+                raise
+
+
+def _first_bad(arr: np.ndarray, bad: np.ndarray) -> tuple:
+    return tuple(int(i) for i in np.argwhere(bad)[0])
+
+
+def _index(idx: tuple) -> str:
+    return "".join(f"[{i}]" for i in idx)
+
+
+def _raise_at(leaf: Any, arr: np.ndarray, bad: np.ndarray) -> None:
+    """Refuse the first element of ``arr`` where ``bad`` holds, with the leaf's own wording and its index."""
+    idx = _first_bad(arr, bad)
+    try:
+        leaf(arr[idx].item())
+    except Refused as r:
+        r.path.append(_index(idx))
+        raise
+
+
+class _Int(_Leaf):
+    kind = "int"
+
+    def __init__(self, dtype: str) -> None:
+        self.dtype = dtype
+        self.lo, self.hi = _INT_RANGES[dtype]
+        self.expected = "an integer"
+
+    def _range(self, v: Any, n: int) -> None:
+        if not self.lo <= n <= self.hi:
+            raise Refused(f"an integer in the {self.dtype} range [{self.lo}, {self.hi}]", v)
+
+    def __call__(self, v: Any) -> None:
+        t = type(v)
+        if t is int:
+            if not self.lo <= v <= self.hi:
+                self._range(v, v)
+            return
+        if v is None:
+            return
+        if t is bool or isinstance(v, (bool, np.bool_)):
+            raise Refused(self.expected, v)
+        if isinstance(v, (int, np.integer)):
+            return self._range(v, int(v))
+        if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
+            return self._range(v, int(v))
+        raise Refused(self.expected, v)
+
+    def check_list(self, items: list | tuple) -> None:
+        if items and set(map(type, items)) <= {int} and self.lo <= min(items) and max(items) <= self.hi:
+            return
+        super().check_list(items)
+
+    def check_array(self, arr: np.ndarray) -> None:
+        kind = arr.dtype.kind
+        if kind in "iu":
+            if arr.size and (np.iinfo(arr.dtype).min < self.lo or np.iinfo(arr.dtype).max > self.hi):
+                bad = (arr < self.lo) | (arr > self.hi)
+                if bad.any():
+                    _raise_at(self, arr, bad)
+            return
+        if kind == "f":
+            with np.errstate(invalid="ignore"):
+                bad = ~np.isfinite(arr) | (arr != np.trunc(arr)) | (arr < self.lo) | (arr > self.hi)
+            if bad.any():
+                _raise_at(self, arr, bad)  # with the right wording (fraction, NaN or range)
+            return
+        if kind == "O":
+            return super().check_array(arr)
+        raise Refused(f"integers ({self.dtype})", arr, _array_got(arr))
+
+
+class _Float(_Leaf):
+    kind = "float"
+
+    def __init__(self, dtype: str) -> None:
+        self.dtype = dtype
+        self.max = _FLOAT_MAX[dtype]
+        self.expected = "a number"
+
+    def _fits(self, v: Any, f: float) -> None:
+        if self.max != math.inf and math.isfinite(f) and abs(f) > self.max:
+            raise Refused(f"a number that fits in {self.dtype} (|x| <= {self.max:g})", v)
+
+    def __call__(self, v: Any) -> None:
+        t = type(v)
+        if t is float:
+            if self.max != math.inf:
+                self._fits(v, v)
+            return
+        if v is None:
+            return
+        if t is bool or isinstance(v, (bool, np.bool_)):
+            raise Refused(self.expected, v)
+        if isinstance(v, (int, np.integer)):
+            try:
+                f = float(v)
+            except OverflowError:
+                raise Refused(f"a number that fits in {self.dtype}", v) from None
+            return self._fits(v, f)
+        if isinstance(v, (float, np.floating)):
+            return self._fits(v, float(v))
+        raise Refused(self.expected, v)
+
+    def check_list(self, items: list | tuple) -> None:
+        if items and set(map(type, items)) <= {float}:
+            if self.max == math.inf:
+                return
+            m = max(map(abs, items))
+            if m <= self.max:  # NaN compares False: the slow path below lets it through
+                return
+        super().check_list(items)
+
+    def check_array(self, arr: np.ndarray) -> None:
+        kind = arr.dtype.kind
+        if kind == "f":
+            if self.max != math.inf and arr.dtype.itemsize > np.dtype(_NUMPY_FLOAT[self.dtype]).itemsize and arr.size:
+                with np.errstate(invalid="ignore"):
+                    bad = np.isfinite(arr) & (np.abs(arr) > self.max)
+                if bad.any():
+                    _raise_at(self, arr, bad)
+            return
+        if kind in "iu":
+            if self.max != math.inf and arr.size and arr.dtype.itemsize >= 4:
+                bad = np.abs(arr.astype(np.float64)) > self.max
+                if bad.any():
+                    _raise_at(self, arr, bad)
+            return
+        if kind == "O":
+            return super().check_array(arr)
+        raise Refused(f"numbers ({self.dtype})", arr, _array_got(arr))
+
+
+class _Bool(_Leaf):
+    kind = "bool"
+    expected = "True or False"
+
+    def __call__(self, v: Any) -> None:
+        if v is None or type(v) is bool or isinstance(v, np.bool_):
+            return
+        raise Refused(self.expected, v)
+
+    def check_list(self, items: list | tuple) -> None:
+        if set(map(type, items)) <= {bool}:
+            return
+        super().check_list(items)
+
+    def check_array(self, arr: np.ndarray) -> None:
+        if arr.dtype.kind == "b":
+            return
+        if arr.dtype.kind == "O":
+            return super().check_array(arr)
+        raise Refused("booleans", arr, _array_got(arr))
+
+
+class _String(_Leaf):
+    kind = "string"
+    expected = "a string"
+
+    def __call__(self, v: Any) -> None:
+        if v is None or isinstance(v, str):
+            return
+        raise Refused(self.expected, v)
+
+    def check_list(self, items: list | tuple) -> None:
+        if set(map(type, items)) <= {str}:
+            return
+        super().check_list(items)
+
+    def check_array(self, arr: np.ndarray) -> None:
+        if arr.dtype.kind == "U":
+            return
+        if arr.dtype.kind == "O":
+            return super().check_array(arr)
+        raise Refused("strings", arr, _array_got(arr))
+
+
+class _Binary(_Leaf):
+    kind = "binary"
+    expected = "bytes"
+
+    def __call__(self, v: Any) -> None:
+        if v is None or isinstance(v, (bytes, bytearray)):
+            return
+        raise Refused(self.expected, v)
+
+    def check_array(self, arr: np.ndarray) -> None:
+        if arr.dtype.kind == "O":
+            return super().check_array(arr)
+        raise Refused("bytes", arr, _array_got(arr))
+
+
+class _Any:
+    """A feature left to ``datasets`` (an ``Image``, a ``ClassLabel``, a ``Value`` of another dtype)."""
+
+    leaf_depth = None
+
+    def __call__(self, v: Any) -> None:
+        return None
+
+
+# ---------------------------------------------------------------- containers
+
+
+class _Dict:
+    leaf_depth = None
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self.fields = list(fields.items())
+        self.keys = frozenset(fields)
+        self.top = False  #: a row of the batch: None is refused (the metric needs a dict)
+
+    def __call__(self, v: Any) -> None:
+        if v is None and not self.top:
+            return
+        if not isinstance(v, Mapping):
+            raise Refused(f"a dict with the keys {sorted(self.keys)}", v, f"{type(v).__name__}: {short_repr(v, 120)}")
+        if v.keys() != self.keys:
+            missing = sorted(k for k in self.keys if k not in v)
+            extra = sorted((k for k in v if k not in self.keys), key=repr)
+            raise Refused(f"exactly the keys {sorted(self.keys)}", v,
+                          f"{sorted(v, key=repr)} (missing {missing}, unexpected {extra})")
+        for k, check in self.fields:
+            try:
+                check(v[k])
+            except Refused as r:
+                r.path.append(f".{k}")
+                raise
+
+
+class _Seq:
+    def __init__(self, item: Any, length: int = -1) -> None:
+        self.item = item
+        self.length = -1 if length is None else length
+        #: how many sequence levels lead from here down to a leaf value (None: not a pure nest of numbers)
+        if isinstance(item, _Leaf):
+            self.leaf_depth, self.leaf = 1, item
+        elif isinstance(item, _Seq) and item.leaf_depth is not None:
+            self.leaf_depth, self.leaf = item.leaf_depth + 1, item.leaf
+        else:
+            self.leaf_depth, self.leaf = None, None
+
+    def _shape(self) -> list[int]:
+        out, s = [], self
+        while isinstance(s, _Seq):
+            out.append(s.length)
+            s = s.item
+        return out
+
+    def __call__(self, v: Any) -> None:
+        if v is None:
+            return
+        t = type(v)
+        if t is not list and t is not tuple:
+            if isinstance(v, np.ndarray):
+                return self.check_array(v)
+            if isinstance(v, (str, bytes, bytearray, Mapping, set, frozenset)) or not (
+                isinstance(v, (list, tuple)) or hasattr(v, "__array__")
+            ):
+                raise Refused("a list" if self.length < 0 else f"a list of {self.length}", v, f"{type(v).__name__}: {short_repr(v, 120)}")
+            if not isinstance(v, (list, tuple)):  # a tensor of another library
+                return self.check_array(np.asarray(v))
+        if self.length >= 0 and len(v) != self.length:
+            raise Refused(f"a list of {self.length}", v, f"{len(v)} items: {short_repr(v, 120)}")
+        item = self.item
+        if isinstance(item, _Leaf):
+            return item.check_list(v)
+        for i, x in enumerate(v):
+            try:
+                item(x)
+            except Refused as r:
+                r.path.append(f"[{i}]")
+                raise
+
+    def check_array(self, arr: np.ndarray) -> None:
+        if self.leaf_depth is None or arr.dtype.kind == "O":
+            if arr.ndim == 0:
+                raise Refused("a list", arr, _array_got(arr))
+            if self.length >= 0 and len(arr) != self.length:
+                raise Refused(f"a list of {self.length}", arr, _array_got(arr))
+            for i in range(len(arr)):
+                try:
+                    self.item(arr[i])
+                except Refused as r:
+                    r.path.append(f"[{i}]")
+                    raise
+            return
+        shape = self._shape()
+        if arr.ndim != self.leaf_depth or any(n >= 0 and n != m for n, m in zip(shape, arr.shape)):
+            want = "x".join("N" if n < 0 else str(n) for n in shape)
+            raise Refused(f"a {self.leaf_depth}-D array (or nested lists) of shape {want}", arr, _array_got(arr))
+        self.leaf.check_array(arr)
+
+
+# ---------------------------------------------------------------- compile
+
+
+def compile_feature(feature: Any) -> Any:
+    """A checker (a callable raising :class:`Refused`) for values of the declared ``feature``."""
+    if isinstance(feature, Mapping):
+        return _Dict({k: compile_feature(v) for k, v in feature.items()})
+    if isinstance(feature, (list, tuple)):
+        return _Seq(compile_feature(feature[0]))
+    name = type(feature).__name__
+    if name == "Value":
+        dtype = feature.dtype
+        if dtype in _INT_RANGES:
+            return _Int(dtype)
+        if dtype in _FLOAT_MAX:
+            return _Float(dtype)
+        if dtype == "bool":
+            return _Bool()
+        if dtype in ("string", "large_string"):
+            return _String()
+        if dtype in ("binary", "large_binary"):
+            return _Binary()
+        return _Any()
+    if name in _SEQUENCE_CLASSES:
+        inner = feature.feature
+        if isinstance(inner, Mapping) and name == "Sequence":  # datasets 3.x: a dict of lists (or a list of dicts)
+            return _SeqOfDict(compile_feature(inner), {k: compile_feature(type(feature)(v)) for k, v in inner.items()})
+        return _Seq(compile_feature(inner), getattr(feature, "length", -1))
+    if name in _ARRAY_CLASSES:
+        check: Any = _Int(feature.dtype) if feature.dtype in _INT_RANGES else _Float(feature.dtype) if feature.dtype in _FLOAT_MAX \
+            else _Bool() if feature.dtype == "bool" else _Any()
+        if isinstance(check, _Any):
+            return check
+        for n in reversed(feature.shape):
+            check = _Seq(check, -1 if n is None else n)
+        return check
+    return _Any()
+
+
+class _SeqOfDict:
+    """datasets 3.x ``Sequence({...})``: a list of dicts, or (the TFDS form evaluate accepts) a dict of lists."""
+
+    leaf_depth = None
+
+    def __init__(self, item: _Dict, columns: dict[str, Any]) -> None:
+        self.rows = _Seq(item)
+        self.columns = _Dict(columns)
+
+    def __call__(self, v: Any) -> None:
+        return self.columns(v) if isinstance(v, Mapping) else self.rows(v)
+
+
+def compile_rows(schema: Any) -> Any:
+    """The checker of one row of a batch side (a top-level dict schema refuses ``None`` rows)."""
+    check = compile_feature(schema)
+    if isinstance(check, _Dict):
+        check.top = True
+    return check
+
+
+def check_side(check: Any, rows: Any, side: str) -> str | None:
+    """The first refusal in ``rows`` (one side of a batch) as a message naming ``side[i]`` and the field."""
+    if rows is None or isinstance(rows, (str, bytes, Mapping)) or not hasattr(rows, "__len__"):
+        return f"{side}: expected a list of rows, got {type(rows).__name__}: {short_repr(rows, 120)}"
+    for i, row in enumerate(rows):
+        try:
+            check(row)
+        except Refused as r:
+            return r.message(f"{side}[{i}]")
+    return None
+
+
+def check_one(check: Any, row: Any, label: str) -> str | None:
+    """:func:`check_side` for one row (``evaluate``'s ``add``), named ``label`` (``prediction``)."""
+    try:
+        check(row)
+    except Refused as r:
+        return r.message(label)
+    return None
