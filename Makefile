@@ -12,7 +12,7 @@ PYTEST_FLAGS ?= -n 2
 EXTRAS ?= test,text,meteor
 # A CPU torch, installed before anything that depends on it (here it comes from this machine's disk).
 TORCH_SPEC ?= torch==2.13.0
-DEPS := pyproject.toml requirements/datasets3.txt requirements/datasets5.txt
+DEPS := pyproject.toml setup.py requirements/datasets3.txt requirements/datasets5.txt
 
 .PHONY: demo test test-ds3 test-ds5 env env5 clean
 

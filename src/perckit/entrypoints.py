@@ -10,12 +10,36 @@ from types import ModuleType
 #: The repository root when perckit runs from a source checkout (builders/ and metrics/ beside src/).
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
+KINDS = ("builders", "metrics")
+
+
+def scripts_root(kind: str) -> Path:
+    """The folder holding ``<kind>/<name>/<name>.py``: the installed data package ``perckit.<kind>`` (a wheel
+    ships the scripts there, see setup.py), else the source checkout's ``<kind>/`` folder (an older editable
+    install, or ``src/`` on ``sys.path``)."""
+    from .errors import OptionError
+
+    if kind not in KINDS:
+        raise OptionError(f"script kind {kind!r}: expected one of {list(KINDS)}")
+    try:
+        spec = importlib.util.find_spec(f"perckit.{kind}")
+    except (ImportError, ValueError):
+        spec = None
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        if Path(location).is_dir():
+            return Path(location)
+    return REPO_ROOT / kind
+
 
 def script_path(kind: str, name: str) -> Path:
-    """``builders/<name>/<name>.py`` or ``metrics/<name>/<name>.py`` of this checkout."""
-    path = REPO_ROOT / kind / name / f"{name}.py"
+    """``<kind>/<name>/<name>.py`` (``builders`` or ``metrics``), installed with the package or in the checkout."""
+    from .errors import InputNotFoundError
+
+    root = scripts_root(kind)
+    path = root / name / f"{name}.py"
     if not path.is_file():
-        raise FileNotFoundError(f"{kind} script {str(path)!r} not found (expected a source checkout of perckit)")
+        known = sorted(p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file()) if root.is_dir() else []
+        raise InputNotFoundError(f"{kind} script {name!r} not found under {str(root)!r}: expected one of {known}")
     return path
 
 
