@@ -289,7 +289,7 @@ def _resolve_image_name(folder: Path, file_name: object, where: str = "COCO imag
     must stay inside the scene folder (:func:`perckit.paths.resolve_under`: no absolute path, no ``..``, no
     symbolic link out of it), else :class:`ReleaseFormatError` naming ``where``."""
     resolve_under(folder, file_name, where)
-    if resolve_under(folder / "images", file_name, where).is_file():
+    if resolve_under(folder / "images", file_name, where).exists():  # a FIFO there is refused by the reader
         return f"images/{file_name}"
     return str(file_name)
 
