@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
 import math
 import os
 import posixpath
-import tarfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,10 +29,19 @@ from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from ..errors import short_repr as _short
 from ..images import mask_foreground
+from ..jsonio import DuplicateKeyError, decode_text, loads
+from ..paths import check_relative, read_regular_file, resolve_under
+# The tar readers and the extractor live in archives.py; their names stay importable from here.
+from .archives import MAX_MEMBER_BYTES, MAX_MEMBERS, MemberGuard, _unreadable, check_name, extract_archives  # noqa: F401
+from .archives import iter_tar_file, iter_tar_members, iter_tar_stream  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
 METADATA = "metadata.csv"
+#: Largest ``metadata.csv`` read (the real one is about 300 KB for 1,200 rows).
+MAX_METADATA_BYTES = 256 << 20
+#: Largest ``annotations/<id>.json`` read (the real ones are a few KB).
+MAX_ANNOTATION_BYTES = 16 << 20
 ANNOTATIONS_DIR = "annotations"
 ARCHIVES_DIR = "archives"
 ARCHIVE_PATTERN = f"{ARCHIVES_DIR}/*.tar"
@@ -119,10 +125,19 @@ class Sample:
 def resolve_columns(header: Sequence[str], where: str = METADATA) -> dict[str, str | None]:
     """Map every row field to the CSV column that holds it (``None`` when absent).
 
-    The documented columns are required; the others go through :data:`COLUMN_ALIASES`.
+    The documented columns are required; the others go through :data:`COLUMN_ALIASES` (the first alias
+    present; :func:`parse_metadata` refuses a row where another alias column holds a different value).
+    A column name given twice (after stripping spaces) is refused: ``csv`` would keep one of the two.
     Raises :class:`ReleaseFormatError` naming the missing columns and the ones found.
     """
     names = [h.strip() for h in header]
+    first: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in first:
+            raise ReleaseFormatError(
+                f"{where} line 1: column {name!r} appears twice (fields {first[name] + 1} and {i + 1}); expected every column name once"
+            )
+        first[name] = i
     missing = [c for c in DOCUMENTED_COLUMNS if c not in names]
     if missing:
         raise ReleaseFormatError(
@@ -136,16 +151,43 @@ def resolve_columns(header: Sequence[str], where: str = METADATA) -> dict[str, s
 
 
 def normalise_member_path(value: str, where: str) -> str:
-    """A release-relative POSIX path (``./`` and backslashes removed); absolute paths and ``..`` raise."""
-    p = value.strip().replace("\\", "/")
-    while p.startswith("./"):
-        p = p[2:]
-    if not p or p.startswith("/") or (len(p) > 1 and p[1] == ":"):
-        raise ReleaseFormatError(f"{where}: expected a path relative to the release root, got {value!r}")
-    parts = p.split("/")
-    if any(part == ".." for part in parts):
-        raise ReleaseFormatError(f"{where}: a '..' component is not allowed in a release path, got {value!r}")
-    return posixpath.normpath(p)
+    """A release-relative POSIX path (``./`` and backslashes removed), by :func:`perckit.paths.check_relative`:
+    absolute paths (``/x``, ``\\x``, ``C:``), ``..`` components, NUL bytes and names past the OS limits
+    (:class:`archives.MemberGuard`) raise :class:`ReleaseFormatError` naming ``where``; so does a path naming
+    the release root itself."""
+    norm = check_name(value.strip(), where)
+    if norm == ".":
+        raise ReleaseFormatError(f"{where}: expected a path to a file inside the release, got {value!r}")
+    return norm
+
+
+def check_sample_id(sample_id: Any, where: str, error: type[Exception] = ReleaseFormatError) -> str:
+    """A sample id that is safe as a file-name stem (``annotations/<id>.json``, ``<id>_mask.mp4``): a non-empty
+    string without ``/``, ``\\`` or NUL, not ``.`` or ``..``, of at most 200 bytes."""
+    if not isinstance(sample_id, str) or not sample_id:
+        raise error(f"{where}: expected a sample id (a non-empty string), got {_short(sample_id)}")
+    if "/" in sample_id or "\\" in sample_id or "\x00" in sample_id or sample_id in (".", ".."):
+        raise error(f"{where}: expected a sample id usable as a file name (no '/', '\\', NUL, not '.' or '..'), got {_short(sample_id)}")
+    if len(sample_id.encode("utf-8", "surrogateescape")) > 200:
+        raise error(f"{where}: expected a sample id of at most 200 bytes, got {len(sample_id.encode('utf-8', 'surrogateescape'))}")
+    return sample_id
+
+
+def resolve_release_path(root: str | os.PathLike, rel: str, where: str, link_roots: Sequence[str] = ()) -> Path:
+    """``root / rel`` by :func:`perckit.paths.resolve_under`, except that a symbolic link may also resolve into
+    one of ``link_roots`` (the Hub cache's ``blobs`` folder, which every file of a downloaded snapshot links to)."""
+    try:
+        return resolve_under(root, rel, where)
+    except ReleaseFormatError:
+        if not link_roots:
+            raise
+        pure = check_relative(rel, where)  # a lexical refusal is final
+        real = os.path.realpath(Path(root) / pure)
+        for r in link_roots:
+            base = os.path.realpath(r)
+            if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
+                return Path(root) / pure
+        raise
 
 
 def category_of(sub_track: str, where: str) -> str:
@@ -185,10 +227,7 @@ def parse_metadata(data: bytes, label: str = METADATA) -> list[Sample]:
     Raises :class:`ReleaseFormatError` for missing documented columns, an empty required cell, an
     unknown sub-track prefix, a duplicate ``sample_id`` and a path that is absolute or has ``..``.
     """
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ReleaseFormatError(f"{label}: expected UTF-8 text, got undecodable bytes ({e})") from None
+    text = decode_text(data, label, ReleaseFormatError, "UTF-8 text")
     try:
         rows = list(csv.reader(io.StringIO(text, newline="")))
     except csv.Error as e:  # e.g. a field longer than csv.field_size_limit()
@@ -211,7 +250,18 @@ def parse_metadata(data: bytes, label: str = METADATA) -> list[Sample]:
 
         def cell(fld: str) -> str | None:
             col = cols.get(fld)
-            return values[index[col]] if col is not None else None
+            if col is None:
+                return None
+            value = values[index[col]]
+            for other in COLUMN_ALIASES.get(fld, ()):
+                if other != col and other in index:
+                    v = values[index[other]]
+                    if v.strip() and v.strip() != value.strip():
+                        raise ReleaseFormatError(
+                            f"{label} line {line}: columns {col!r} and {other!r} both give the field {fld!r} but differ "
+                            f"({_short(value)} vs {_short(v)}); expected one value"
+                        )
+            return value
 
         def where(fld: str) -> str:
             return f"{label} line {line}, column {cols.get(fld)!r}"
@@ -224,6 +274,7 @@ def parse_metadata(data: bytes, label: str = METADATA) -> list[Sample]:
             raw = cell(fld)
             media[fld] = normalise_member_path(raw, where(fld)) if raw is not None and raw.strip() else None
         sample_id = (cell("sample_id") or "").strip() or posixpath.splitext(posixpath.basename(media["video"]))[0]
+        check_sample_id(sample_id, where("sample_id") if cols.get("sample_id") else f"{label} line {line}, id from column 'video'")
         if sample_id in seen:
             raise ReleaseFormatError(
                 f"{label} line {line}: duplicate sample_id {sample_id!r} (first on line {seen[sample_id]}); "
@@ -259,8 +310,9 @@ def parse_metadata(data: bytes, label: str = METADATA) -> list[Sample]:
     return samples
 
 
-def read_metadata(root: str | os.PathLike) -> list[Sample]:
-    """``<root>/metadata.csv`` parsed; a missing root or file raises naming the expected path."""
+def read_metadata(root: str | os.PathLike, link_roots: Sequence[str] = ()) -> list[Sample]:
+    """``<root>/metadata.csv`` parsed; a missing root or file raises naming the expected path. It must be a
+    regular file of at most :data:`MAX_METADATA_BYTES` inside the root (or a link into ``link_roots``)."""
     root = Path(root)
     if not root.is_dir():
         raise ReleaseNotFoundError(
@@ -268,15 +320,18 @@ def read_metadata(root: str | os.PathLike) -> list[Sample]:
             f"{METADATA}; pass it as data_dir=...)"
         )
     path = root / METADATA
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise ReleaseNotFoundError(f"{METADATA!r} not found under {str(root)!r}: expected the release root (the folder with {METADATA}, annotations/ and archives/)")
-    with open(path, "rb") as f:
-        return parse_metadata(f.read(), str(path))
+    path = resolve_release_path(root, METADATA, str(path), link_roots)
+    return parse_metadata(read_regular_file(path, str(path), MAX_METADATA_BYTES), str(path))
 
 
-def annotation_path(root: str | os.PathLike, sample_id: str) -> Path:
-    """``<root>/annotations/<id>.json`` (built from the id; no directory listing)."""
-    return Path(root) / ANNOTATIONS_DIR / f"{sample_id}.json"
+def annotation_path(root: str | os.PathLike, sample_id: str, link_roots: Sequence[str] = ()) -> Path:
+    """``<root>/annotations/<id>.json`` (built from the id; no directory listing). The id must be a safe
+    file-name stem (:func:`check_sample_id`) and the path must stay inside the root after symbolic links."""
+    check_sample_id(sample_id, f"{METADATA}: sample_id")
+    rel = f"{ANNOTATIONS_DIR}/{sample_id}.json"
+    return resolve_release_path(root, rel, f"{str(Path(root) / rel)!r} (sample {sample_id!r})", link_roots)
 
 
 # ---------------------------------------------------------------- annotations/<id>.json
@@ -352,26 +407,25 @@ def extract_annotation_fields(obj: Any, where: str) -> dict:
 
 def parse_annotation(data: bytes, where: str) -> tuple[dict, str]:
     """``(fields, verbatim text)`` of one annotation file's bytes; invalid JSON raises naming ``where``."""
+    text = decode_text(data, where, ReleaseFormatError, "UTF-8 JSON")
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ReleaseFormatError(f"{where}: expected UTF-8 JSON, got undecodable bytes ({e})") from None
-    try:
-        obj = json.loads(text)
+        obj = loads(text)
+    except DuplicateKeyError as e:
+        raise ReleaseFormatError(f"{where}: {e}") from None
     except (ValueError, RecursionError) as e:  # also too-long integer literals and very deep nesting
         raise ReleaseFormatError(f"{where}: expected valid JSON, got a parse error: {type(e).__name__}: {e}") from None
     return extract_annotation_fields(obj, where), text
 
 
-def read_annotation(path: str | os.PathLike, opener: Callable = open) -> tuple[dict, str | None]:
-    """The annotation of one sample; a missing file gives null fields, ``None`` text and a warning."""
-    try:
-        with opener(path, "rb") as f:
-            data = f.read()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+def read_annotation(path: str | os.PathLike) -> tuple[dict, str | None]:
+    """The annotation of one sample; a missing file gives null fields, ``None`` text and a warning.
+
+    ``path`` comes from :func:`annotation_path`. Anything there other than a regular file of at most
+    :data:`MAX_ANNOTATION_BYTES` (a folder, a FIFO, a device) raises :class:`ReleaseFormatError`."""
+    if not os.path.lexists(path):
         logger.warning("annotation file %r not found: its fields are null", str(path))
         return dict.fromkeys(ANNOTATION_FIELDS), None
-    return parse_annotation(data, str(path))
+    return parse_annotation(read_regular_file(path, str(path), MAX_ANNOTATION_BYTES), str(path))
 
 
 # ---------------------------------------------------------------- tar archives
@@ -423,89 +477,6 @@ def pick_video_archive(labels: Sequence[str], samples: Sequence[Sample]) -> str:
     )
 
 
-def iter_tar_members(members: Iterable[tuple[str, Any]], label: str) -> Iterator[tuple[str, bytes]]:
-    """``(member path, bytes)`` of every regular member of one tar, from ``dl_manager.iter_archive``.
-
-    Member paths are normalised like the CSV paths (``./`` removed). A truncated or corrupt tar
-    raises :class:`ReleaseFormatError` naming the archive and the member being read (or the last
-    complete one). A tar cut exactly at a member boundary ends early without an error in Python's
-    stream reader; the missing members are then reported by :class:`MediaStore`.
-    """
-    current: str | None = None
-    last: str | None = None
-    it = iter(members)
-    while True:
-        try:
-            item = next(it)
-        except StopIteration:
-            return
-        except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-            after = f"after member {last!r}" if last else "before its first member"
-            raise ReleaseFormatError(f"archive {label!r} is truncated or corrupt: reading the header {after} failed ({type(e).__name__}: {e})") from None
-        name, fileobj = item
-        current = name
-        try:
-            data = fileobj.read()
-        except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-            raise _unreadable(label, current, e) from None
-        p = _normalise_member(name)
-        last = p
-        yield p, data
-
-
-def _unreadable(label: str, member: str, e: BaseException) -> ReleaseFormatError:
-    return ReleaseFormatError(f"archive {label!r} is truncated or corrupt: member {member!r} could not be read ({type(e).__name__}: {e})")
-
-
-def _normalise_member(name: str) -> str:
-    p = name.replace("\\", "/")
-    while p.startswith("./"):
-        p = p[2:]
-    return p
-
-
-def iter_tar_file(path: str | Path, label: str) -> Iterator[tuple[str, bytes]]:
-    """``(member path, bytes)`` of every regular member of a local tar, read in one sequential pass.
-
-    The same members, order, names and errors as :func:`iter_tar_members` over ``dl_manager.iter_archive``
-    (hidden ``.*`` / ``__*`` basenames skipped like datasets does), but each member is one ``read`` at its
-    data offset instead of tarfile's stream reader, which copies every member through 10 KB blocks (about
-    half of a media build). Used for local files outside streaming mode.
-    """
-    try:
-        tf = tarfile.open(path, mode="r:*")
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-        raise ReleaseFormatError(f"archive {label!r} is truncated or corrupt: reading the header before its first member failed ({type(e).__name__}: {e})") from None
-    raw = tf.fileobj
-    plain = isinstance(raw, io.BufferedReader)  # an uncompressed tar: members are byte ranges of the file
-    last: str | None = None
-    with tf:
-        while True:
-            try:
-                m = tf.next()
-            except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-                after = f"after member {last!r}" if last else "before its first member"
-                raise ReleaseFormatError(f"archive {label!r} is truncated or corrupt: reading the header {after} failed ({type(e).__name__}: {e})") from None
-            if m is None:
-                return
-            tf.members = []  # keep memory flat on archives of many members
-            if not m.isreg() or m.name is None or posixpath.basename(m.name).startswith((".", "__")):
-                continue
-            p = _normalise_member(m.name)
-            try:
-                if plain and not m.issparse():
-                    raw.seek(m.offset_data)
-                    data = raw.read(m.size)
-                    if len(data) != m.size:
-                        raise EOFError(f"unexpected end of data: expected {m.size} bytes, got {len(data)}")
-                else:
-                    data = tf.extractfile(m).read()
-            except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-                raise _unreadable(label, p, e) from None
-            last = p
-            yield p, data
-
-
 @dataclass
 class MediaStore:
     """The media of one build: ``{member path: bytes}`` from the non-video tars, with a disk fallback.
@@ -518,7 +489,7 @@ class MediaStore:
     labels: list[str]
     data: dict[str, bytes] = field(default_factory=dict)
     folder_archive: dict[str, str] = field(default_factory=dict)
-    opener: Callable = open
+    link_roots: Sequence[str] = ()
 
     def add_archive(self, items: Iterable[tuple[str, bytes]], label: str, wanted: set[str]) -> None:
         """Keep the ``wanted`` members of one archive; ``items`` from :func:`iter_tar_members` or :func:`iter_tar_file`."""
@@ -546,24 +517,39 @@ class MediaStore:
     def get(self, path: str, sample: Sample, fld: str) -> bytes:
         if path in self.data:
             return self.data[path]
-        disk = self.root / path
-        try:
-            with self.opener(disk, "rb") as f:
-                return f.read()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise self.missing(path, sample, fld) from None
+        data = _disk_media(self.root, path, sample, fld, self.link_roots)
+        if data is None:
+            raise self.missing(path, sample, fld)
+        return data
 
 
-def read_disk_media(root: Path, path: str, sample: Sample, fld: str, opener: Callable = open) -> bytes:
-    """The bytes of an extracted media file; a missing one raises naming the CSV line and column."""
+def _media_where(path: str, sample: Sample, fld: str) -> str:
+    return f"{METADATA} line {sample.line}, column {sample.columns.get(fld) or fld!r} (sample {sample.sample_id!r}): {path!r}"
+
+
+def _disk_media(root: Path, path: str, sample: Sample, fld: str, link_roots: Sequence[str] = ()) -> bytes | None:
+    """The bytes of ``root/path`` (a CSV media path), ``None`` when nothing is there. The path must stay
+    inside the root after symbolic links, and be a regular file of at most :data:`MAX_MEMBER_BYTES`."""
+    where = _media_where(path, sample, fld)
+    disk = resolve_release_path(root, path, where, link_roots)
+    if not os.path.lexists(disk):
+        return None
     try:
-        with opener(root / path, "rb") as f:
-            return f.read()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return read_regular_file(disk, where, MAX_MEMBER_BYTES)
+    except ReleaseNotFoundError:  # a dangling link inside the root, or a parent that is a file
+        return None
+
+
+def read_disk_media(root: Path, path: str, sample: Sample, fld: str, link_roots: Sequence[str] = ()) -> bytes:
+    """The bytes of an extracted media file (checked like :func:`_disk_media`); a missing one raises naming the
+    CSV line and column."""
+    data = _disk_media(root, path, sample, fld, link_roots)
+    if data is None:
         raise ReleaseNotFoundError(
             f"{path!r} (named in {METADATA} line {sample.line}, column {sample.columns.get(fld) or fld!r}, sample "
             f"{sample.sample_id!r}) not found under {str(root)!r}; expected the extracted media folders next to {METADATA}"
-        ) from None
+        )
+    return data
 
 
 # ---------------------------------------------------------------- rows
@@ -612,68 +598,3 @@ def build_row(sample: Sample, fields: Mapping, annotation_text: str | None, medi
     row["num_frames"] = fields.get("num_frames") if fields.get("num_frames") is not None else sample.num_frames
     row["annotation_json"] = annotation_text
     return row
-
-
-# ---------------------------------------------------------------- safe extraction (users and tests; never the builder)
-
-
-def _check_member(member: tarfile.TarInfo, dest: Path, label: str) -> None:
-    name = member.name.replace("\\", "/")
-    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-        raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} has an absolute path; refusing to extract")
-    if ".." in name.split("/"):
-        raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} has a '..' component; refusing to extract")
-    target = (dest / name).resolve()
-    if not target.is_relative_to(dest):
-        raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} would be written outside {str(dest)!r}")
-    if member.issym() or member.islnk():
-        link = member.linkname.replace("\\", "/")
-        base = target.parent if member.issym() else dest
-        resolved = (base / link).resolve() if not link.startswith("/") else Path(link).resolve()
-        if link.startswith("/") or not resolved.is_relative_to(dest):
-            raise ReleaseFormatError(
-                f"archive {label!r}: member {member.name!r} is a link to {member.linkname!r}, which leaves {str(dest)!r}; refusing to extract"
-            )
-    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
-        raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} is a special file (device or FIFO); refusing to extract")
-
-
-def extract_archives(root: str | os.PathLike, dest: str | os.PathLike | None = None) -> list[str]:
-    """Unpack every ``archives/*.tar`` into ``dest`` (default: the root), as the card's shell loop does.
-
-    Every member is checked first: absolute paths, ``..`` components, links that leave ``dest`` and
-    special files raise :class:`ReleaseFormatError` naming the archive and the member, before
-    anything of that archive is written. Returns the member paths written.
-    """
-    root = Path(root)
-    dest = Path(dest or root).resolve()
-    written: list[str] = []
-    for path in find_archives(root):
-        label = archive_label(path, root)
-        try:
-            with tarfile.open(path, mode="r:") as tar:
-                members = tar.getmembers()
-                for m in members:
-                    _check_member(m, dest, label)
-                for m in members:
-                    if m.isdir():
-                        (dest / m.name).mkdir(parents=True, exist_ok=True)
-                        continue
-                    if not m.isfile():
-                        continue  # links were checked; they are not needed by the release and are skipped
-                    out = dest / m.name
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    try:
-                        data = tar.extractfile(m).read()
-                    except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-                        raise _unreadable(label, m.name, e) from None
-                    if len(data) != m.size:
-                        raise ReleaseFormatError(
-                            f"archive {label!r} is truncated: member {m.name!r} has {len(data)} bytes, its header says {m.size}"
-                        )
-                    with open(out, "wb") as f:
-                        f.write(data)
-                    written.append(m.name)
-        except (tarfile.TarError, EOFError, zlib.error) as e:
-            raise ReleaseFormatError(f"archive {label!r} is not a readable tar (truncated or corrupt): {type(e).__name__}: {e}") from None
-    return written
