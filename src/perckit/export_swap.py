@@ -176,7 +176,8 @@ class Staging:
     def drop_marker(self) -> None:
         """Before the swap (under the export lock): the folder becomes an export and needs no marker."""
         self._lock.release()
-        _do("unlink build marker", os.unlink, self.path / BUILD_MARKER)
+        with contextlib.suppress(FileNotFoundError):  # filelock's soft fallback removes its file itself
+            _do("unlink build marker", os.unlink, self.path / BUILD_MARKER)
 
     def discard(self) -> None:
         """Remove the folder after a failure before the swap (its files are perckit's or links to the user's)."""
@@ -388,7 +389,7 @@ def merge_back(old: Path, new: Path, owned: set[str], protected: set[str], prefe
                     if src.exists():
                         kept.append(rel + "/")
                 elif rel in owned:
-                    _do("unlink an old shard", os.unlink, src)
+                    _do("unlink an old perckit file", os.unlink, src)
                 else:
                     place(src, dst, rel)
             except OSError as e:

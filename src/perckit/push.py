@@ -68,7 +68,7 @@ def files_to_push(export_dir: Path, configs: Iterable[str] | None = None) -> lis
     export_dir = Path(export_dir)
     if not export_dir.is_dir():
         raise InputNotFoundError(f"{str(export_dir)!r} is not a perckit export (no such folder); run `perckit convert` first")
-    state = read_state(export_dir, features=False)
+    state = read_state(export_dir)
     wanted = set(configs) if configs else set(state["configs"])
     unknown = wanted - set(state["configs"])
     if unknown:
