@@ -91,9 +91,7 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    import evaluate
-
-    from .entrypoints import REPO_ROOT
+    from .api import load_metric
     from .registry import METRICS, reference_projector
 
     if args.metric not in METRICS:
@@ -110,7 +108,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         references = [project(r) for r in rows]
     else:
         references = _read_rows(args.references)
-    metric = evaluate.load(str(REPO_ROOT / "metrics" / args.metric), args.config)
+    metric = load_metric(args.metric, args.config)
     result = metric.compute(predictions=predictions, references=references, **_kv(args.option))
     text = json.dumps(result, indent=2, sort_keys=True, default=str)
     scalars = {k: v for k, v in result.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}

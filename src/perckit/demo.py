@@ -19,7 +19,7 @@ import numpy as np
 
 from . import figures
 from . import rle
-from .entrypoints import REPO_ROOT
+from .api import load_metric
 
 Log = Callable[[str], None]
 
@@ -79,8 +79,6 @@ def perturb_r4d(rows: list[dict], seed: int = 0) -> tuple[list[dict], list[dict]
 
 
 def run_r4d(out: Path, log: Log) -> dict:
-    import evaluate
-
     from .fixtures.base import write_release
     from .r4d_bench import features as feats
 
@@ -91,8 +89,8 @@ def run_r4d(out: Path, log: Log) -> dict:
     rows = splits["all_queries"].to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
     track_refs = [feats.to_track_reference(r) for r in rows]
-    mask_metric = evaluate.load(str(REPO_ROOT / "metrics" / "mask_temporal"))
-    track_metric = evaluate.load(str(REPO_ROOT / "metrics" / "track_id"))
+    mask_metric = load_metric("mask_temporal")
+    track_metric = load_metric("track_id")
     pm, pt = perturb_r4d(rows)
     results = {
         "mask_temporal": {
@@ -120,8 +118,6 @@ def run_r4d(out: Path, log: Log) -> dict:
 
 
 def run_syn4d(out: Path, log: Log) -> dict:
-    import evaluate
-
     from .fixtures.base import write_release
     from .fixtures.syn4d import write_predictions
     from .syn4d import evaluate as runner
@@ -137,7 +133,7 @@ def run_syn4d(out: Path, log: Log) -> dict:
     ids = [r["sequence_id"] for r in rows]
     gt_dir = write_predictions(fx, base / "predictions_gt")
     noisy_dir = write_predictions(fx, base / "predictions_noisy", noise=0.05)
-    metrics = {t: evaluate.load(str(REPO_ROOT / "metrics" / "syn4d"), t) for t in core.TASKS}
+    metrics = {t: load_metric("syn4d", t) for t in core.TASKS}
     keys = {"tracking": ("score", "apd", "dynamic_apd", "epe"), "depth": ("abs_rel", "delta1", "rmse"),
             "pose": ("ate_rmse", "rpe_translation_rmse", "rpe_rotation_mean_deg")}
     results: dict[str, Any] = {}
@@ -180,8 +176,6 @@ def perturb_masks(masks: list[dict], seed: int = 0) -> list[dict]:
 
 
 def run_refcoco_m(out: Path, log: Log) -> dict:
-    import evaluate
-
     from .fixtures.base import write_release
     from .refcoco_m import features as feats
 
@@ -191,7 +185,7 @@ def run_refcoco_m(out: Path, log: Log) -> dict:
     _, splits = convert_all("refcoco_m", base / "release", out, log)
     rows = splits["expressions"].to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
-    metric = evaluate.load(str(REPO_ROOT / "metrics" / "refer_iou"))
+    metric = load_metric("refer_iou")
     gt = metric.compute(predictions=[feats.to_metric_prediction(r) for r in rows], references=refs)
     noisy_masks = perturb_masks([r["mask"] for r in rows])
     noisy = metric.compute(predictions=[{"expression_id": r["expression_id"], "mask": m} for r, m in zip(rows, noisy_masks)], references=refs)
@@ -208,8 +202,6 @@ def run_refcoco_m(out: Path, log: Log) -> dict:
 
 
 def run_reason_av_edit(out: Path, log: Log) -> dict:
-    import evaluate
-
     from .fixtures.base import write_release
     from .reason_av_edit import audio
     from .reason_av_edit import features as feats
@@ -222,7 +214,7 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
     ds = splits["default"]
     rows = ds.remove_columns(["video", "audio", "reason_visual", "reason_visual_mask", "ref_image"]).to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
-    metric = evaluate.load(str(REPO_ROOT / "metrics" / "av_reasoning"))
+    metric = load_metric("av_reasoning")
     gt = metric.compute(predictions=gt_as_predictions(rows), references=refs)
     noisy = []
     for i, r in enumerate(refs):
@@ -251,8 +243,6 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
 
 
 def run_m4seg(out: Path, log: Log) -> dict:
-    import evaluate
-
     from .fixtures.base import write_release
     from .m4seg import features as feats
 
@@ -272,7 +262,7 @@ def run_m4seg(out: Path, log: Log) -> dict:
             if (i + j) % 5 == 4:
                 g["name"] = "object"
         noisy.append(q)
-    metric = evaluate.load(str(REPO_ROOT / "metrics" / "m4seg"))
+    metric = load_metric("m4seg")
     kw = {"skip_unavailable": True}
     results = {"m4seg": {"gt_as_prediction": _scalars(metric.compute(predictions=gt_preds, references=refs, **kw)),
                          "perturbed": _scalars(metric.compute(predictions=noisy, references=refs, **kw))}}
