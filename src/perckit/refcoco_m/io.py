@@ -80,6 +80,8 @@ def load_predictions_jsonl(path: str | Path) -> list[dict]:
         if not line.strip():
             continue
         where = f"{str(path)!r} line {lineno}"
+        if line.startswith("\ufeff"):  # only the start of the file may carry a BOM (decode_text skipped it)
+            raise PredictionError(f"{where}: expected a JSON object, got a byte-order mark (U+FEFF) at the start of the line")
         try:
             obj = loads(line)  # a repeated key is refused (DuplicateKeyError), never "last one wins"
         except (ValueError, RecursionError) as e:  # also too-long integer literals and very deep nesting

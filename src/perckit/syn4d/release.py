@@ -174,6 +174,8 @@ def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
         if not line.strip():
             continue
         where = f"{str(path)!r} line {n}"
+        if line.startswith("\ufeff"):  # only the start of the file may carry a BOM (decode_text skipped it)
+            raise ReleaseFormatError(f"{where}: expected a JSON object, got a byte-order mark (U+FEFF) at the start of the line")
         try:
             obj = loads(line)  # a repeated key is a DuplicateKeyError (a ValueError), never "last one wins"
         except (ValueError, RecursionError) as e:  # also too-long integer literals and very deep nesting
