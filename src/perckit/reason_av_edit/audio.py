@@ -69,22 +69,52 @@ class AudioOptions:
 
 
 def decode_wav(data: bytes, where: str, options: AudioOptions = AudioOptions(), error: type[Exception] = PredictionError) -> np.ndarray:
-    """Mono float64 samples at ``options.sample_rate`` from WAV (or any libsndfile format) bytes.
+    """Mono float64 samples at ``options.sample_rate`` from WAV (or any libsndfile format: FLAC, OGG, ...) bytes.
 
-    Raises ``error`` naming ``where`` when the bytes cannot be decoded, or when the rate differs
-    and ``options.resample`` is False.
+    The header (frames, rate, channels, as ``soundfile.info`` reports them) is checked before anything is
+    decoded: at most :data:`MAX_DURATION_S` seconds, :data:`~.limits.MAX_AUDIO_CHANNELS` channels and
+    :data:`~.limits.MAX_AUDIO_SAMPLES` samples in all; decoding then stops one frame past those limits, so a
+    header that understates its length is caught too. Raises ``error`` naming ``where`` for those, when the
+    bytes cannot be decoded, or when the rate differs and ``options.resample`` is False.
     """
     import soundfile as sf
 
-    try:
-        x, sr = sf.read(io.BytesIO(data), dtype="float64", always_2d=True)
-    except Exception as e:  # soundfile raises LibsndfileError / RuntimeError / TypeError on bad input
-        raise error(f"{where}: expected a decodable WAV file, got: {type(e).__name__}: {e}") from None
-    if x.shape[0] > MAX_DURATION_S * sr:
-        raise error(
-            f"{where}: {x.shape[0]} samples at {sr} Hz last {x.shape[0] / sr:.6g} s, more than the limit of "
+    from .limits import MAX_AUDIO_CHANNELS, MAX_AUDIO_SAMPLES
+
+    def too_long(frames: int, sr: int) -> Exception:
+        return error(
+            f"{where}: {frames} samples at {sr} Hz last {frames / sr:.6g} s, more than the limit of "
             f"{MAX_DURATION_S:g} s (perckit.reason_av_edit.audio.MAX_DURATION_S)"
         )
+
+    try:
+        f = sf.SoundFile(io.BytesIO(data))
+    except Exception as e:  # soundfile raises LibsndfileError / RuntimeError / TypeError on bad input
+        raise error(f"{where}: expected a decodable WAV file, got: {type(e).__name__}: {e}") from None
+    with f:
+        sr, channels, frames = int(f.samplerate), int(f.channels), int(f.frames)
+        if sr <= 0:
+            raise error(f"{where}: expected a sample rate > 0 in the header, got {sr}")
+        if not 1 <= channels <= MAX_AUDIO_CHANNELS:
+            raise error(f"{where}: the header declares {channels} channels; expected 1 to {MAX_AUDIO_CHANNELS} "
+                        "(perckit.reason_av_edit.limits.MAX_AUDIO_CHANNELS)")
+        if frames >= 1 << 62:  # libsndfile's "unknown" (a FLAC whose STREAMINFO says 0 samples)
+            raise error(f"{where}: the header does not declare its length; expected a file that does (at most "
+                        f"{MAX_DURATION_S:g} s, perckit.reason_av_edit.audio.MAX_DURATION_S)")
+        if frames > MAX_DURATION_S * sr:
+            raise too_long(frames, sr)
+        limit = min(int(MAX_DURATION_S * sr), MAX_AUDIO_SAMPLES // channels)
+        if frames > limit:
+            raise error(f"{where}: the header declares {frames} x {channels} samples, more than the limit of "
+                        f"{MAX_AUDIO_SAMPLES} (perckit.reason_av_edit.limits.MAX_AUDIO_SAMPLES)")
+        try:
+            x = f.read(frames=limit + 1, dtype="float64", always_2d=True)
+        except Exception as e:
+            raise error(f"{where}: expected a decodable WAV file, got: {type(e).__name__}: {e}") from None
+    if x.shape[0] > limit:
+        if x.shape[0] > MAX_DURATION_S * sr:
+            raise too_long(x.shape[0], sr)
+        raise error(f"{where}: more than {limit} x {channels} samples decoded, more than the limit of {MAX_AUDIO_SAMPLES}")
     x = x.mean(axis=1) if x.shape[1] > 1 else x[:, 0]
     if not np.isfinite(x).all():
         bad = int(np.flatnonzero(~np.isfinite(x))[0])

@@ -207,9 +207,16 @@ def gt_as_prediction(row: Mapping) -> dict:
 def media_bytes(value: Mapping | None, where: str, base: str | os.PathLike | None = None) -> bytes | None:
     """The bytes of a media value; ``None`` for the "not provided" marker.
 
-    ``bytes`` wins; otherwise ``path`` is read (relative paths against ``base`` when given, else the
-    working directory). A path that does not exist raises naming ``where`` and the path.
+    ``bytes`` wins; otherwise ``path`` is read, as a regular file of at most
+    ``limits.MAX_MEDIA_FILE_BYTES`` (a FIFO, a device or a folder is refused before reading). With ``base``,
+    the path must be relative and stay inside ``base`` (:func:`perckit.paths.resolve_under`); without it,
+    it is taken as given (a row built in Python). A path that does not exist raises
+    :class:`~perckit.errors.InputNotFoundError` naming ``where`` and the path.
     """
+    from ..errors import InputNotFoundError
+    from ..paths import read_regular_file, resolve_under
+    from .limits import MAX_MEDIA_FILE_BYTES
+
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -223,15 +230,10 @@ def media_bytes(value: Mapping | None, where: str, base: str | os.PathLike | Non
         return None
     if not isinstance(path, (str, os.PathLike)):
         raise PredictionError(f"{where}: expected 'path' to be a string, got {type(path).__name__}")
-    p = Path(path)
-    if not p.is_absolute() and base is not None:
-        p = Path(base) / p
-    try:
-        return p.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        from ..errors import InputNotFoundError
-
-        raise InputNotFoundError(f"{where}: file {str(p)!r} not found (expected the media bytes or an existing path)") from None
+    p = resolve_under(base, os.fspath(path), f"{where}: path", PredictionError) if base is not None else Path(path)
+    if not os.path.lexists(p):
+        raise InputNotFoundError(f"{where}: file {str(p)!r} not found (expected the media bytes or an existing path)")
+    return read_regular_file(p, where, MAX_MEDIA_FILE_BYTES, PredictionError, InputNotFoundError)
 
 
 def is_media_provided(value: Mapping | None) -> bool:

@@ -3,11 +3,16 @@
 ``load_predictions_dir(dir)`` builds ``av_reasoning`` prediction rows from, per sample:
 
 - ``<sample_id>.json``: an object with ``edit_window_s`` ([start, end) seconds) and/or ``selected_instance_index``;
-- ``<sample_id>_anchor_mask.png``: foreground = pixel value > 0;
+- ``<sample_id>_anchor_mask.png``: foreground = any stored channel, alpha included, > 0
+  (:func:`perckit.images.mask_foreground`);
 - ``<sample_id>_reason_audio.wav``;
 - ``<sample_id>_mask.mp4``.
 
-A missing file means "not provided".
+A missing file means "not provided". Every file name is built from a sample id that must be a plain file-name
+stem (:func:`release.check_sample_id`) and resolved inside the folder (:func:`perckit.paths.resolve_under`: a
+symbolic link out of it is refused); each file must be a regular file under a size cap of :mod:`.limits`
+(a FIFO, a device or a folder in its place is refused, never waited on). A JSON object that repeats a key is
+refused, and a leading UTF-8 BOM is skipped.
 """
 
 from __future__ import annotations
@@ -17,17 +22,22 @@ from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError
-from ..jsonio import read_json
+from ..jsonio import DuplicateKeyError, decode_text, loads
+from ..paths import read_regular_file, resolve_under
 from .features import gt_as_prediction, make_prediction
-from .release import anchor_mask_from_png
+from .limits import MAX_MASK_PNG_BYTES, MAX_MEDIA_FILE_BYTES, MAX_PREDICTION_JSON_BYTES
+from .release import anchor_mask_from_png, check_sample_id
 
 SUFFIXES = {"anchor_mask": "_anchor_mask.png", "reason_audio": "_reason_audio.wav", "mask_video": "_mask.mp4", "json": ".json"}
+LIMITS = {"anchor_mask": MAX_MASK_PNG_BYTES, "reason_audio": MAX_MEDIA_FILE_BYTES, "mask_video": MAX_MEDIA_FILE_BYTES,
+          "json": MAX_PREDICTION_JSON_BYTES}
 
 
 def _discover(root: Path) -> list[str]:
+    """The ids named by the files of ``root`` (every entry but folders: a FIFO or a device is found, then refused)."""
     ids: set[str] = set()
     for p in root.iterdir():
-        if not p.is_file():
+        if p.is_dir() and not p.is_symlink():
             continue
         name = p.name
         for key in ("anchor_mask", "reason_audio", "mask_video"):
@@ -40,13 +50,34 @@ def _discover(root: Path) -> list[str]:
     return sorted(ids)
 
 
+def _read(root: Path, sample_id: str, key: str) -> tuple[Path, bytes | None]:
+    """``(path, bytes)`` of one file of a sample; ``None`` bytes when nothing is there."""
+    rel = f"{sample_id}{SUFFIXES[key]}"
+    path = resolve_under(root, rel, f"{str(root / rel)!r}", PredictionError)
+    if not os.path.lexists(path):
+        return path, None
+    return path, read_regular_file(path, repr(str(path)), LIMITS[key], PredictionError, InputNotFoundError)
+
+
+def _parse_json(data: bytes, path: Path) -> object:
+    where = repr(str(path))
+    text = decode_text(data, where, PredictionError, "UTF-8 JSON")
+    try:
+        return loads(text)
+    except DuplicateKeyError as e:
+        raise PredictionError(f"{where}: {e}") from None
+    except (ValueError, RecursionError) as e:
+        raise PredictionError(f"{where}: expected valid JSON, got a parse error: {type(e).__name__}: {e}") from None
+
+
 def load_prediction(root: str | os.PathLike, sample_id: str) -> dict:
     """One prediction row from the files of ``sample_id`` under ``root``."""
     root = Path(root)
+    check_sample_id(sample_id, f"{str(root)!r}: sample id", PredictionError)
     kwargs: dict = {}
-    meta = root / f"{sample_id}{SUFFIXES['json']}"
-    if meta.is_file():
-        obj = read_json(meta, error=PredictionError, not_found=InputNotFoundError, unique_keys=True)
+    meta, data = _read(root, sample_id, "json")
+    if data is not None:
+        obj = _parse_json(data, meta)
         if not isinstance(obj, Mapping):
             raise PredictionError(f"{str(meta)!r}: expected a JSON object with edit_window_s and/or selected_instance_index, got {type(obj).__name__}")
         unknown = sorted(set(obj) - {"edit_window_s", "selected_instance_index", "sample_id"})
@@ -59,18 +90,16 @@ def load_prediction(root: str | os.PathLike, sample_id: str) -> dict:
         if idx is not None and (isinstance(idx, bool) or not isinstance(idx, int)):
             raise PredictionError(f"{str(meta)!r}: selected_instance_index must be an integer or null, got {idx!r}")
         kwargs["selected_instance_index"] = idx
-    png = root / f"{sample_id}{SUFFIXES['anchor_mask']}"
-    if png.is_file():
+    png, data = _read(root, sample_id, "anchor_mask")
+    if data is not None:
         try:
-            kwargs["anchor_mask"] = anchor_mask_from_png(png.read_bytes(), 0, str(png))
+            kwargs["anchor_mask"] = anchor_mask_from_png(data, 0, str(png))
         except ReleaseFormatError as e:
             raise PredictionError(str(e)) from None
-    wav = root / f"{sample_id}{SUFFIXES['reason_audio']}"
-    if wav.is_file():
-        kwargs["reason_audio"] = {"bytes": wav.read_bytes(), "path": str(wav)}
-    mp4 = root / f"{sample_id}{SUFFIXES['mask_video']}"
-    if mp4.is_file():
-        kwargs["mask_video"] = {"bytes": mp4.read_bytes(), "path": str(mp4)}
+    for key in ("reason_audio", "mask_video"):
+        path, data = _read(root, sample_id, key)
+        if data is not None:
+            kwargs[key] = {"bytes": data, "path": str(path)}
     try:
         return make_prediction(sample_id, **kwargs)
     except PredictionError as e:

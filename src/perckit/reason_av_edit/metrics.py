@@ -15,6 +15,7 @@ theirs is ever emitted.
 
 from __future__ import annotations
 
+import io
 import logging
 import math
 import os
@@ -216,24 +217,66 @@ def _cv2():
     return cv2
 
 
+def probe_video(data: bytes, path: str, where: str) -> None:
+    """Check a mask video's container header (PyAV stream metadata) against the caps of :mod:`.limits` before
+    anything is decoded: a video stream, at most ``MAX_VIDEO_PIXELS`` per frame, ``MAX_VIDEO_FRAMES`` frames and
+    ``MAX_VIDEO_DURATION_S`` seconds. A container PyAV cannot open is left to OpenCV (which then reports it)."""
+    from .limits import MAX_VIDEO_DURATION_S, MAX_VIDEO_FRAMES, MAX_VIDEO_PIXELS
+
+    try:
+        import av
+    except ImportError:  # the decoding loop still enforces the caps
+        return
+    label = path or "<bytes>"
+    try:
+        container = av.open(io.BytesIO(data), mode="r")
+    except Exception:  # av.error.* on anything that is not a container: OpenCV gives the documented error
+        return
+    with container:
+        streams = container.streams.video
+        if not streams:
+            raise PredictionError(f"{where}: the mask video {label!r} has no video stream (expected an mp4 with one)")
+        s = streams[0]
+        w, h = int(s.codec_context.width or 0), int(s.codec_context.height or 0)
+        frames = int(s.frames or 0)
+        duration = float(s.duration * s.time_base) if s.duration and s.time_base else (
+            container.duration / av.time_base if container.duration else None)
+    if w * h > MAX_VIDEO_PIXELS:
+        raise PredictionError(f"{where}: the mask video {label!r} declares {w} x {h} frames, more than the limit of "
+                              f"{MAX_VIDEO_PIXELS} pixels (perckit.reason_av_edit.limits.MAX_VIDEO_PIXELS)")
+    if frames > MAX_VIDEO_FRAMES:
+        raise PredictionError(f"{where}: the mask video {label!r} declares {frames} frames, more than the limit of "
+                              f"{MAX_VIDEO_FRAMES} (perckit.reason_av_edit.limits.MAX_VIDEO_FRAMES)")
+    if duration is not None and duration > MAX_VIDEO_DURATION_S:
+        raise PredictionError(f"{where}: the mask video {label!r} declares {duration:.6g} s, more than the limit of "
+                              f"{MAX_VIDEO_DURATION_S:g} s (perckit.reason_av_edit.limits.MAX_VIDEO_DURATION_S)")
+
+
 def decode_mask_video(data: bytes | None, path: str, where: str, threshold: int, null_area_frac: float) -> tuple[np.ndarray, float]:
     """``(active per frame, fps)`` of a mask video, decoded with OpenCV.
 
     Frames are converted to gray and thresholded at ``> threshold``; a frame is active when its
-    foreground covers ``>= null_area_frac`` of the frame. A video that cannot be opened or has no
-    frame raises :class:`PredictionError` naming ``where``.
+    foreground covers ``>= null_area_frac`` of the frame. Without ``data``, ``path`` is read as a regular
+    file of at most ``limits.MAX_MEDIA_FILE_BYTES``. The header is checked first (:func:`probe_video`), and
+    decoding stops with an error past ``MAX_VIDEO_FRAMES`` frames or a frame over ``MAX_VIDEO_PIXELS``. A
+    video that cannot be opened or has no frame raises :class:`PredictionError` naming ``where``.
     """
+    from ..errors import InputNotFoundError
+    from ..paths import read_regular_file
+    from .limits import MAX_MEDIA_FILE_BYTES, MAX_VIDEO_FRAMES, MAX_VIDEO_PIXELS
+
+    if data is None:
+        data = read_regular_file(path, where, MAX_MEDIA_FILE_BYTES, PredictionError, InputNotFoundError)
+    if len(data) > MAX_MEDIA_FILE_BYTES:
+        raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} holds {len(data)} bytes, more than the limit of "
+                              f"{MAX_MEDIA_FILE_BYTES} (perckit.reason_av_edit.limits.MAX_MEDIA_FILE_BYTES)")
+    probe_video(data, path, where)
     cv2 = _cv2()
-    tmp = None
+    fd, tmp = tempfile.mkstemp(suffix=".mp4", prefix="perckit-mask-")
     try:
-        if data is not None:
-            fd, tmp = tempfile.mkstemp(suffix=os.path.splitext(path)[1] or ".mp4", prefix="perckit-mask-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            source = tmp
-        else:
-            source = path
-        cap = cv2.VideoCapture(source)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        cap = cv2.VideoCapture(tmp)
         try:
             if not cap.isOpened():
                 raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} cannot be opened (expected an mp4 readable by OpenCV)")
@@ -243,17 +286,22 @@ def decode_mask_video(data: bytes | None, path: str, where: str, threshold: int,
                 ok, frame = cap.read()
                 if not ok:
                     break
+                if len(active) >= MAX_VIDEO_FRAMES:
+                    raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} has more than {MAX_VIDEO_FRAMES} frames "
+                                          "(perckit.reason_av_edit.limits.MAX_VIDEO_FRAMES)")
                 gray = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY) if frame.ndim == 3 else frame
+                if gray.size > MAX_VIDEO_PIXELS:
+                    raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} has a frame of {gray.shape[1]} x {gray.shape[0]}, "
+                                          f"more than the limit of {MAX_VIDEO_PIXELS} pixels")
                 fg = int(np.count_nonzero(gray > threshold))
                 active.append(fg >= null_area_frac * gray.size and fg > 0)
         finally:
             cap.release()
     finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
     if not active:
         raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} cannot be opened or has no decodable frame")
     return np.asarray(active, dtype=bool), fps
