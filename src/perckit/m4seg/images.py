@@ -96,6 +96,8 @@ def missing_images(image_root: str | Path, paths: Iterator, limit: int = 10) -> 
         last = p
         checked += 1
         if not full.is_file():
+            if full.exists():  # a FIFO, a device or a folder planted as an image
+                raise ReleaseFormatError(f"{where}: expected a regular image file under image_root, got {p!r}, which is not one")
             missing += 1
             if len(first) < limit:
                 first.append(p)
