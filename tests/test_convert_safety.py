@@ -420,6 +420,41 @@ def test_a_kill_at_every_step_keeps_an_export_and_the_next_run_recovers(fallback
     assert ds.num_rows == 12
 
 
+def test_a_kill_during_a_first_export_is_recovered_by_the_next_run(tmp_path, release, cache):
+    convert("refcoco_m", release, "images", tmp_path / "warm", cache_dir=cache, **QUIET)
+    for k in range(0, 10):
+        parent = tmp_path / f"k{k}"
+        parent.mkdir()
+        out = parent / "export"
+        if _kill_child(out, release, cache, k, False, parent / "label") == 0:
+            break
+        assert not out.exists() or check_export(out) == {"images"}, k
+        convert("refcoco_m", release, "expressions", out, cache_dir=cache, **QUIET)
+        assert check_export(out) in ({"expressions"}, {"expressions", "images"}), k
+        assert leftovers(parent) == []
+    assert k > 3
+
+
+def test_a_read_only_filesystem_is_refused_before_the_build(tmp_path, release, cache, template, no_build, monkeypatch):
+    import errno
+
+    out = copy_export(template, tmp_path / "export")
+    before = snapshot(tmp_path)
+    real = os.mkdir
+
+    def mkdir(path, *a, **k):
+        if ".tmp-" in os.fspath(path):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fspath(path))
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    with pytest.raises(OptionError, match="expected a place where perckit can write, got Read-only file system"):
+        convert("refcoco_m", release, "images", out, cache_dir=cache, **QUIET)
+    monkeypatch.undo()
+    after = snapshot(tmp_path)
+    assert {k: v for k, v in after.items() if not k.startswith(".perckit-")} == before
+
+
 def test_a_kill_between_two_folder_renames_leaves_the_export_visible(tmp_path, release, cache, template):
     """The old swap renamed the export aside, then the new one in: a kill in between left no export."""
     out = copy_export(template, tmp_path / "export")

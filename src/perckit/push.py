@@ -67,7 +67,8 @@ def files_to_push(export_dir: Path, configs: Iterable[str] | None = None) -> lis
 
     export_dir = Path(export_dir)
     if not export_dir.is_dir():
-        raise InputNotFoundError(f"{str(export_dir)!r} is not a perckit export (no such folder); run `perckit convert` first")
+        what = "a file, not a folder" if export_dir.exists() else "no such folder"
+        raise InputNotFoundError(f"{str(export_dir)!r} is not a perckit export ({what}); run `perckit convert` first")
     state = read_state(export_dir)
     wanted = set(configs) if configs else set(state["configs"])
     unknown = wanted - set(state["configs"])
