@@ -27,35 +27,44 @@ def _kv(items: Sequence[str] | None) -> dict[str, Any]:
     return out
 
 
+#: The largest prediction / reference file ``perckit evaluate`` reads (the whole file is parsed in memory).
+MAX_ROWS_FILE_BYTES = 2 << 30
+
+
 def _read_rows(path: str) -> list[dict]:
     """JSON Lines (one row a line) or a JSON array of rows; every row must be a JSON object.
+
+    Both forms are read under the project's text rules: a regular file only (a FIFO or a device is refused
+    before it is opened for reading), at most :data:`MAX_ROWS_FILE_BYTES`, a leading UTF-8 BOM skipped, and
+    a JSON object that repeats a key refused (``json`` would keep the last value silently).
 
     Errors: :class:`~perckit.errors.InputNotFoundError` for a missing file, and
     :class:`~perckit.errors.PredictionError` naming the file (and line) for anything unreadable.
     """
     from .errors import InputNotFoundError, PredictionError
-    from .jsonio import read_json
+    from .jsonio import DuplicateKeyError, decode_text, loads, read_json
+    from .paths import read_regular_file
 
     p = Path(path)
     if p.suffix == ".jsonl":
-        if not p.is_file():
+        if not p.exists():
             raise InputNotFoundError(f"{path!r}: file not found")
-        try:
-            text = p.read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise PredictionError(f"{path!r}: expected UTF-8 JSON lines, got undecodable bytes ({e})") from None
+        data = read_regular_file(p, repr(path), MAX_ROWS_FILE_BYTES, PredictionError, not_found=InputNotFoundError)
+        text = decode_text(data, repr(path), PredictionError, "UTF-8 JSON lines")
         rows = []
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    row = json.loads(line)
+                    row = loads(line)
+                except DuplicateKeyError as e:
+                    raise PredictionError(f"{path!r} line {n}: {e}") from None
                 except (ValueError, RecursionError) as e:
                     raise PredictionError(f"{path!r} line {n}: expected a JSON object, got a parse error: {type(e).__name__}: {e}") from None
                 if not isinstance(row, dict):
                     raise PredictionError(f"{path!r} line {n}: expected a JSON object (one row), got {type(row).__name__}")
                 rows.append(row)
         return rows
-    data = read_json(p, error=PredictionError, not_found=InputNotFoundError)
+    data = read_json(p, error=PredictionError, not_found=InputNotFoundError, limit=MAX_ROWS_FILE_BYTES)
     if not isinstance(data, list):
         raise PredictionError(f"{path!r}: expected a JSON array of rows (or a .jsonl file), got {type(data).__name__}")
     for i, row in enumerate(data):

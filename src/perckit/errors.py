@@ -71,12 +71,15 @@ def _is_option_type(value: object, kind: str) -> bool:
     import numbers
     import os
 
+    import numpy as np
+
+    is_bool = isinstance(value, (bool, np.bool_))  # numpy's bool too
     if kind == "bool":
-        return isinstance(value, bool) or type(value).__name__ == "bool_"  # numpy's bool too
+        return is_bool
     if kind == "int":
-        return isinstance(value, numbers.Integral) and not isinstance(value, bool) and type(value).__name__ != "bool_"
+        return isinstance(value, numbers.Integral) and not is_bool
     if kind == "number":
-        return isinstance(value, numbers.Real) and not isinstance(value, bool) and type(value).__name__ != "bool_"
+        return isinstance(value, numbers.Real) and not is_bool
     if kind == "str":
         return isinstance(value, str)
     if kind == "path":

@@ -95,7 +95,11 @@ def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], featur
     if one:
         batch = {k: [batch[k]] for k in sides}
     else:
-        lengths = {k: len(batch[k]) for k in sides if batch[k] is not None and hasattr(batch[k], "__len__")}
+        for side in sides:
+            bad = feature_check.check_rows_type(batch[side], side)
+            if bad:
+                return bad
+        lengths = {k: len(batch[k]) for k in sides}
         if len(set(lengths.values())) > 1:
             return (
                 "expected as many predictions as references (evaluate pairs them row by row), got "

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -45,6 +47,8 @@ _FLOAT_MAX = {"float16": 65504.0, "half": 65504.0, "float32": float(np.finfo(np.
               "float64": math.inf, "double": math.inf}
 _NUMPY_FLOAT = {"float16": np.float16, "half": np.float16, "float32": np.float32, "float": np.float32}
 _SEQUENCE_CLASSES = ("Sequence", "List", "LargeList")
+_NONE = type(None)
+_LISTS = frozenset({list, tuple, _NONE})
 _ARRAY_CLASSES = ("Array2D", "Array3D", "Array4D", "Array5D")
 
 
@@ -84,6 +88,11 @@ class _Leaf:
             except Refused as r:
                 r.path.append(f"[{i}]")
                 raise
+
+    def fast(self, col: list) -> bool:
+        """True when every value of ``col`` (one field across many rows) is certainly accepted; False means
+        "not sure": the caller then checks row by row (which finds the value, or accepts them all)."""
+        return False
 
     def check_array(self, arr: np.ndarray) -> None:
         """A numpy array whose every element is one value of this leaf (the dtype decides, vectorised)."""
@@ -146,6 +155,13 @@ class _Int(_Leaf):
             return
         super().check_list(items)
 
+    def fast(self, col: list) -> bool:
+        types = set(map(type, col))
+        if _NONE in types:
+            types.discard(_NONE)
+            col = [x for x in col if x is not None]
+        return types <= {int} and (not col or (self.lo <= min(col) and max(col) <= self.hi))
+
     def check_array(self, arr: np.ndarray) -> None:
         kind = arr.dtype.kind
         if kind in "iu":
@@ -206,6 +222,17 @@ class _Float(_Leaf):
                 return
         super().check_list(items)
 
+    def fast(self, col: list) -> bool:
+        types = set(map(type, col))
+        if _NONE in types:
+            types.discard(_NONE)
+            col = [x for x in col if x is not None]
+        if not types <= {float, int} or not col:
+            return not types
+        if types == {float} and self.max == math.inf:
+            return True
+        return max(map(abs, col)) <= min(self.max, 1e308)  # NaN or a huge int: "not sure"
+
     def check_array(self, arr: np.ndarray) -> None:
         kind = arr.dtype.kind
         if kind == "f":
@@ -240,6 +267,9 @@ class _Bool(_Leaf):
             return
         super().check_list(items)
 
+    def fast(self, col: list) -> bool:
+        return set(map(type, col)) <= {bool, _NONE}
+
     def check_array(self, arr: np.ndarray) -> None:
         if arr.dtype.kind == "b":
             return
@@ -262,6 +292,13 @@ class _String(_Leaf):
             return
         super().check_list(items)
 
+    def fast(self, col: list) -> bool:
+        try:
+            "".join(col)  # C-speed: a TypeError at the first value that is not a str
+            return True
+        except TypeError:
+            return set(map(type, col)) <= {str, _NONE}
+
     def check_array(self, arr: np.ndarray) -> None:
         if arr.dtype.kind == "U":
             return
@@ -279,6 +316,9 @@ class _Binary(_Leaf):
             return
         raise Refused(self.expected, v)
 
+    def fast(self, col: list) -> bool:
+        return set(map(type, col)) <= {bytes, _NONE}
+
     def check_array(self, arr: np.ndarray) -> None:
         if arr.dtype.kind == "O":
             return super().check_array(arr)
@@ -293,6 +333,9 @@ class _Any:
     def __call__(self, v: Any) -> None:
         return None
 
+    def fast(self, col: list) -> bool:
+        return True
+
 
 # ---------------------------------------------------------------- containers
 
@@ -304,6 +347,22 @@ class _Dict:
         self.fields = list(fields.items())
         self.keys = frozenset(fields)
         self.top = False  #: a row of the batch: None is refused (the metric needs a dict)
+
+    def fast(self, col: list) -> bool:
+        types = set(map(type, col))
+        if _NONE in types:
+            if self.top:
+                return False
+            types.discard(_NONE)
+            col = [x for x in col if x is not None]
+        if not types <= {dict}:
+            return False
+        if sum(map(len, col)) != len(self.keys) * len(col):  # with every declared key present: no other key
+            return False
+        try:
+            return all(check.fast(list(map(itemgetter(k), col))) for k, check in self.fields)
+        except KeyError:  # a declared key is missing somewhere
+            return False
 
     def __call__(self, v: Any) -> None:
         if v is None and not self.top:
@@ -334,6 +393,23 @@ class _Seq:
             self.leaf_depth, self.leaf = item.leaf_depth + 1, item.leaf
         else:
             self.leaf_depth, self.leaf = None, None
+
+    def fast(self, col: list) -> bool:
+        types = set(map(type, col))
+        if types <= _LISTS:
+            if _NONE in types:
+                col = [x for x in col if x is not None]
+            if self.length >= 0 and not set(map(len, col)) <= {self.length}:
+                return False
+            return self.item.fast(list(chain.from_iterable(col)))
+        if types <= _LISTS | {np.ndarray}:  # arrays: each checked whole (vectorised), lists as usual
+            try:
+                for x in col:
+                    self(x)
+            except Refused:
+                return False
+            return True
+        return False
 
     def _shape(self) -> list[int]:
         out, s = [], self
@@ -438,6 +514,9 @@ class _SeqOfDict:
     def __call__(self, v: Any) -> None:
         return self.columns(v) if isinstance(v, Mapping) else self.rows(v)
 
+    def fast(self, col: list) -> bool:
+        return set(map(type, col)) <= _LISTS and self.rows.fast(col)
+
 
 def compile_rows(schema: Any) -> Any:
     """The checker of one row of a batch side (a top-level dict schema refuses ``None`` rows)."""
@@ -447,10 +526,20 @@ def compile_rows(schema: Any) -> Any:
     return check
 
 
-def check_side(check: Any, rows: Any, side: str) -> str | None:
-    """The first refusal in ``rows`` (one side of a batch) as a message naming ``side[i]`` and the field."""
+def check_rows_type(rows: Any, side: str) -> str | None:
+    """A message when ``rows`` (one side of a batch) is not a list of rows (a string, a dict, None ...)."""
     if rows is None or isinstance(rows, (str, bytes, Mapping)) or not hasattr(rows, "__len__"):
         return f"{side}: expected a list of rows, got {type(rows).__name__}: {short_repr(rows, 120)}"
+    return None
+
+
+def check_side(check: Any, rows: Any, side: str) -> str | None:
+    """The first refusal in ``rows`` (one side of a batch) as a message naming ``side[i]`` and the field."""
+    bad = check_rows_type(rows, side)
+    if bad:
+        return bad
+    if type(rows) in (list, tuple) and check.fast(rows):  # the common case: one pass per field, C-speed
+        return None
     for i, row in enumerate(rows):
         try:
             check(row)

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import rle as rle_ops
-from ..errors import OptionError, PredictionError, RLEError, check_choice, check_options
+from ..errors import OptionError, PredictionError, RLEError, check_choice, check_option_type, check_options
 from ..errors import short_repr as _short
 from ..jsonio import parse_int
 from ..matching import index_by_id
@@ -96,6 +96,8 @@ class M4SegOptions:
             v = getattr(self, name)
             if v is not None and not callable(v) and v not in textmod.ENCODERS:
                 raise OptionError(f"option {name!r}: expected a callable or one of {list(textmod.ENCODERS)}, got {v!r}")
+        for name in ("text_model_path", "bert_model_path"):
+            check_option_type(name, getattr(self, name), "path | None")
         if self.meteor_fn is not None and not callable(self.meteor_fn):
             raise OptionError(f"option 'meteor_fn': expected a callable, got {self.meteor_fn!r}")
         if self.metrics is not None:

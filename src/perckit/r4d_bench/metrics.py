@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .. import rle as rle_ops
-from ..errors import OptionError, PredictionError, RLEError, check_choice, check_options
+from ..errors import OptionError, PredictionError, RLEError, check_choice, check_option_type, check_options
 from ..jsonio import parse_int
 from ..matching import index_by_id
 
@@ -49,10 +49,14 @@ class MaskTemporalOptions:
         check_choice("evaluated_frames", self.evaluated_frames, EVALUATED_FRAMES)
         check_choice("macc_mode", self.macc_mode, MACC_MODES)
         check_choice("resize_mismatched", self.resize_mismatched, RESIZE_MODES)
-        if not isinstance(self.iou_threshold, (int, float)) or not 0.0 <= float(self.iou_threshold) <= 1.0:
-            raise OptionError(f"option 'iou_threshold': expected a number in [0, 1], got {self.iou_threshold!r}")
-        if not isinstance(self.empty_iou, (int, float)) or not 0.0 <= float(self.empty_iou) <= 1.0:
-            raise OptionError(f"option 'empty_iou': expected a number in [0, 1], got {self.empty_iou!r}")
+        for name in ("iou_threshold", "empty_iou"):
+            value = check_option_type(name, getattr(self, name), "number")
+            if not 0.0 <= float(value) <= 1.0:
+                raise OptionError(f"option {name!r}: expected a number in [0, 1], got {value!r}")
+        check_option_type("only_query_prefix", self.only_query_prefix, "str | None")
+        check_option_type("only_queries", self.only_queries, "str | strs | None")
+        check_option_type("strict", self.strict, "bool")
+        object.__setattr__(self, "strict", bool(self.strict))
         if isinstance(self.only_queries, str):
             object.__setattr__(self, "only_queries", tuple(q for q in self.only_queries.split(",") if q))
         elif self.only_queries is not None:

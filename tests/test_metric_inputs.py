@@ -1,0 +1,529 @@
+"""Every metric module refuses, through ``evaluate``, any input value its declared features would change.
+
+``evaluate`` encodes each batch with the module's declared features, and that encoding coerces silently
+(``Value("int32")`` stores 1.9 as 1, ``True`` as 1, ``"3"`` as 3; ``Value("string")`` stores 5 as
+``"5"`` ...). ``perckit.evaluate_base.PerckitMetric`` checks the raw batch first (``perckit.feature_check``).
+
+The field tables are derived from the declared features themselves: every integer, float, string, bool and
+bytes leaf of the predictions and references schema of every metric (syn4d: each config) gets the bad values
+of its type, through ``compute``, ``add_batch`` and ``add``; so a field added to a schema is covered without
+editing this file. The option tables are derived from the option dataclasses / signatures the same way.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import math
+import re
+
+import numpy as np
+import pytest
+from conftest import REPO
+from test_m4seg_common import S1_PRED, S1_REF
+
+from perckit.errors import OptionError, PredictionError
+
+NAN = float("nan")
+
+# ---------------------------------------------------------------- one good example per metric (they score)
+
+MT_REF = {
+    "query_id": "q", "scene": "s", "query_type": "A", "is_negative": False,
+    "frames": [{"frame_id": 1, "mask": {"size": [1, 4], "counts": "022"}}], "evaluated_frame_ids": [1], "scene_frame_ids": [1],
+}
+MT_PRED = {"query_id": "q", "frames": [{"frame_id": 1, "mask": {"size": [1, 4], "counts": "013"}}]}
+TID_REF = {"query_id": "q", "scene": "s", "target_track_ids": ["1", "2"]}
+TID_PRED = {"query_id": "q", "target_track_ids": ["1"]}
+RI_REF = {"expression_id": "e1", "mask": {"size": [2, 3], "counts": "033"}, "category": "dog", "supercategory": "animal"}
+RI_PRED = {"expression_id": "e1", "mask": {"size": [2, 3], "counts": "021O1"}}
+# float32-exact, as the reference feature stores it (so the core on these lists and evaluate agree bit for bit)
+_GT = (np.random.default_rng(0).normal(size=(3, 4, 3)) + np.array([0.0, 0.0, 5.0])).astype(np.float32).astype(np.float64)
+_IDENT = {"sequence_id": "og/dream/a", "variant": "og", "scene": "dream"}
+_POSES = np.tile(np.eye(4), (4, 1, 1))
+_POSES[:, :3, 3] = [[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]]
+S4 = {
+    "tracking": (
+        {"sequence_id": "og/dream/a", "tracking_xyz": (_GT * 1.1).tolist(), "depth": None, "camera_c2w": None, "frame_indices": [0, 6, 12]},
+        {**_IDENT, "frame_indices": [0, 6, 12], "tracks_ref0_m": _GT.tolist(), "visibility": [[True] * 4] * 3, "dynamic": [True, False, True, False]},
+    ),
+    "depth": (
+        {"sequence_id": "og/dream/a", "tracking_xyz": None, "depth": [[[1.0, 2.0, 3.0], [8.0, 7.0, 1.0]]] * 2, "camera_c2w": None, "frame_indices": [0, 6]},
+        {**_IDENT, "frame_indices": [0, 6], "depth_m": [[[1.0, 2.0, 3.0], [4.0, 1.0, 5.0]]] * 2},
+    ),
+    "pose": (
+        {"sequence_id": "og/dream/a", "tracking_xyz": None, "depth": None, "camera_c2w": (_POSES * 0.5).tolist(), "frame_indices": [0, 1, 2, 3]},
+        {**_IDENT, "frame_indices": [0, 1, 2, 3], "camera_c2w": _POSES.tolist()},
+    ),
+}
+
+
+def _av():
+    from perckit.reason_av_edit import features as feats
+
+    ref = {
+        "sample_id": "s", "category": "where_only", "sub_track": "W1_same_class_pair",
+        "anchor_mask": {"size": [2, 4], "counts": "242"}, "reason_audio": dict(feats.NOT_PROVIDED_MEDIA),
+        "mask_video": dict(feats.NOT_PROVIDED_MEDIA), "edit_window_s": [0.1, 0.5], "edit_window_frames": None,
+        "fps": 25.0, "num_frames": 17, "selected_instance_index": 1,
+    }
+    return feats.make_prediction("s", anchor_mask={"size": [2, 4], "counts": "44"}), ref
+
+
+M4_OPTIONS = {"embed_fn": "stub", "metrics": ["miou", "recall", "i_ss", "i_siou", "ss", "siou"]}
+
+#: (metric, config) -> (prediction, reference, compute options)
+GOOD = {
+    ("mask_temporal", None): (MT_PRED, MT_REF, {}),
+    ("track_id", None): (TID_PRED, TID_REF, {}),
+    ("refer_iou", None): (RI_PRED, RI_REF, {}),
+    **{("syn4d", task): (p, r, {}) for task, (p, r) in S4.items()},
+    ("m4seg", None): (S1_PRED, S1_REF, M4_OPTIONS),
+    ("av_reasoning", None): (*_av(), {}),
+}
+
+
+def _core(name: str, config: str | None):
+    """The core function the module wraps, called as ``fn(predictions, references, **options)``."""
+    if name in ("mask_temporal", "track_id"):
+        from perckit.r4d_bench import metrics as m
+
+        return getattr(m, name)
+    if name == "refer_iou":
+        from perckit.refcoco_m.metrics import refer_iou
+
+        return refer_iou
+    if name == "m4seg":
+        from perckit.m4seg.metrics import compute
+
+        return compute
+    if name == "av_reasoning":
+        from perckit.reason_av_edit.metrics import av_reasoning
+
+        return av_reasoning
+    from perckit.syn4d import metrics as core
+
+    return lambda p, r, **o: core.compute_task(p, r, config, core.Syn4DOptions.from_kwargs(**o))
+
+
+_LOADED: dict = {}
+
+
+def metric(name: str, config: str | None = None):
+    import evaluate
+
+    if (name, config) not in _LOADED:
+        _LOADED[name, config] = evaluate.load(str(REPO / "metrics" / name), config)
+    return _LOADED[name, config]
+
+
+# ---------------------------------------------------------------- the fields, from the declared features
+
+
+def _kind(feature) -> str | None:
+    name = type(feature).__name__
+    if isinstance(feature, dict):
+        return "dict"
+    if isinstance(feature, list) or name in ("Sequence", "List", "LargeList"):
+        return "list"
+    if name == "Value":
+        d = feature.dtype
+        return "int" if "int" in d else "float" if d.startswith("float") or d == "double" else {"string": "string", "bool": "bool", "binary": "binary"}.get(d)
+    return None
+
+
+def _item(feature):
+    return feature[0] if isinstance(feature, list) else feature.feature
+
+
+def synth(feature):
+    """A value of ``feature`` with every list holding one item (so every leaf has a place)."""
+    kind = _kind(feature)
+    if kind == "dict":
+        return {k: synth(v) for k, v in feature.items()}
+    if kind == "list":
+        return [synth(_item(feature))]
+    return {"int": 1, "float": 0.5, "string": "s", "bool": True, "binary": b"x"}[kind]
+
+
+def leaves(feature, path=()):
+    """``(path, kind, dtype)`` of every leaf and every container (path items: keys and 0 for list items)."""
+    kind = _kind(feature)
+    if kind == "dict":
+        yield path, "dict", None
+        for k, v in feature.items():
+            yield from leaves(v, path + (k,))
+    elif kind == "list":
+        yield path, "list", None
+        yield from leaves(_item(feature), path + (0,))
+    elif kind is not None:
+        yield path, kind, feature.dtype
+
+
+def put(row, path, value):
+    out = copy.deepcopy(row)
+    target = out
+    for p in path[:-1]:
+        target = target[p]
+    target[path[-1]] = value
+    return out
+
+
+def show(path) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+BAD = {
+    # kind -> [(id, value)]: each value is one evaluate's encoding would change or refuse unclearly
+    "int": [("fraction", 1.9), ("bool", True), ("numeric-string", "3"), ("nan", NAN), ("beyond-int32", 2 ** 40), ("numpy-fraction", np.float64(2.5))],
+    "float": [("numeric-string", "0.5"), ("bool", True), ("int-beyond-float", 10 ** 400)],
+    "string": [("int", 5), ("float", 5.5), ("bool", True), ("bytes", b"ab")],
+    "bool": [("int-1", 1), ("int-2", 2), ("word", "yes"), ("float", 1.0)],
+    "binary": [("str", "abc"), ("int", 5)],
+    "list": [("string", "12"), ("dict", {"a": 1}), ("number", 7)],
+    "dict": [("string", "x"), ("list", [1]), ("unknown-key", "EXTRA")],
+}
+FLOAT32_BAD = [("overflows-float32", 1e300)]
+
+
+def _schema_cases():
+    for (name, config), (pred, ref, options) in GOOD.items():
+        m = metric(name, config)
+        for side in ("predictions", "references"):
+            for path, kind, dtype in leaves(m.features[side]):
+                if not path:
+                    continue  # the row itself: tests/test_bad_inputs.py [missing-key], below [row-*]
+                bad = BAD[kind] + (FLOAT32_BAD if dtype == "float32" else [])
+                for vid, value in bad:
+                    yield pytest.param(name, config, side, path, kind, value, id=f"{name}{'-' + config if config else ''}-{side}{show(path)}-{vid}")
+
+
+def _message_patterns(side: str, path, kind: str, value, entry: str) -> list[str]:
+    where = (side[:-1] if entry == "add" else f"{side}[0]") + show(path)
+    if kind == "dict" and value == "EXTRA":
+        return [re.escape(where) + r": expected exactly the keys", r"unexpected \['EXTRA'\]"]
+    got = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 50 else "..."
+    return [re.escape(where) + ": expected ", re.escape(got[:60]) if got != "..." else ""]
+
+
+@pytest.mark.parametrize("name, config, side, path, kind, value", list(_schema_cases()))
+def test_every_field_refuses_a_value_the_encoding_would_change(name, config, side, path, kind, value):
+    m = metric(name, config)
+    pred, ref = synth(m.features["predictions"]), synth(m.features["references"])
+    if kind == "dict" and value == "EXTRA":
+        row = put(pred if side == "predictions" else ref, path + ("EXTRA",), 1)
+    else:
+        row = put(pred if side == "predictions" else ref, path, value)
+    pred, ref = (row, ref) if side == "predictions" else (pred, row)
+    calls = {
+        "compute": lambda: m.compute(predictions=[pred], references=[ref]),
+        "add_batch": lambda: m.add_batch(predictions=[pred], references=[ref]),
+        "add": lambda: m.add(prediction=pred, reference=ref),
+    }
+    for entry, call in calls.items():
+        with pytest.raises(PredictionError) as info:
+            call()
+        msg = str(info.value)
+        assert msg.startswith(f"{name}: the input"), msg
+        for p in _message_patterns(side, path, kind, value, entry):
+            assert re.search(p, msg), f"{entry}: {p!r} not in {msg!r}"
+
+
+def test_the_field_tables_cover_every_metric_and_every_leaf_kind():
+    cases = list(_schema_cases())
+    names = {c.values[0] for c in cases}
+    assert names == {"mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning"}
+    kinds = {c.values[4] for c in cases}
+    assert kinds == {"int", "float", "string", "bool", "binary", "list", "dict"}
+    assert any(c.values[3] == ("frames", 0, "frame_id") for c in cases)  # R4D frame ids are in the table
+
+
+# ---------------------------------------------------------------- numpy arrays, vectorised
+
+
+ARRAY_CASES = [
+    # id, metric, config, side, field, value, patterns
+    ("frame-indices-fractions", "syn4d", "tracking", "predictions", "frame_indices", np.array([0.0, 6.5, 12.0]),
+     [r"predictions\[0\]\.frame_indices\[1\]: expected an integer, got 6\.5"]),
+    ("frame-indices-bools", "syn4d", "tracking", "predictions", "frame_indices", np.array([True, False, True]),
+     [r"predictions\[0\]\.frame_indices: expected integers \(int32\), got a numpy array of dtype bool"]),
+    ("frame-indices-beyond-int32", "syn4d", "tracking", "predictions", "frame_indices", np.array([0, 6, 2 ** 40]),
+     [r"predictions\[0\]\.frame_indices\[2\]: expected an integer in the int32 range", "1099511627776"]),
+    ("tracking-strings", "syn4d", "tracking", "predictions", "tracking_xyz", np.full((3, 4, 3), "a"),
+     [r"predictions\[0\]\.tracking_xyz: expected numbers \(float64\), got a numpy array of dtype <U1"]),
+    ("tracking-of-two-dims", "syn4d", "tracking", "predictions", "tracking_xyz", np.zeros((3, 4)),
+     [r"predictions\[0\]\.tracking_xyz: expected a 3-D array", r"shape \(3, 4\)"]),
+    ("visibility-floats", "syn4d", "tracking", "references", "visibility", np.ones((3, 4)),
+     [r"references\[0\]\.visibility: expected booleans, got a numpy array of dtype float64"]),
+    ("depth-overflowing-float32", "syn4d", "depth", "predictions", "depth", np.array([[[1.0, 2.0, 1e300], [8.0, 7.0, 1.0]]] * 2),
+     [r"predictions\[0\]\.depth\[0\]\[0\]\[2\]: expected a number that fits in float32", "1e\\+300"]),
+    ("depth-of-bools", "syn4d", "depth", "references", "depth_m", np.ones((2, 2, 3), dtype=bool),
+     [r"references\[0\]\.depth_m: expected numbers \(float32\), got a numpy array of dtype bool"]),
+    ("frame-indices-a-string", "syn4d", "pose", "predictions", "frame_indices", "0123",
+     [r"predictions\[0\]\.frame_indices: expected a list, got str: '0123'"]),
+]
+
+
+@pytest.mark.parametrize("name, config, side, field, value, patterns", [pytest.param(*c[1:], id=c[0]) for c in ARRAY_CASES])
+def test_numpy_arrays_are_checked_whole(name, config, side, field, value, patterns):
+    m = metric(name, config)
+    pred, ref, _ = GOOD[name, config]
+    row = {**(pred if side == "predictions" else ref), field: value}
+    pred, ref = (row, ref) if side == "predictions" else (pred, row)
+    calls = {"compute": lambda: m.compute(predictions=[pred], references=[ref]), "add": lambda: m.add(prediction=pred, reference=ref)}
+    for entry, call in calls.items():
+        with pytest.raises(PredictionError) as info:
+            call()
+        for p in patterns:
+            if entry == "add":  # one example: named by the singular, without a row index
+                p = p.replace(r"predictions\[0\]", "prediction").replace(r"references\[0\]", "reference")
+            assert re.search(p, str(info.value)), f"{entry}: {p!r} not in {str(info.value)!r}"
+
+
+def test_numpy_arrays_of_the_right_kind_score_as_lists():
+    m = metric("syn4d", "tracking")
+    pred, ref, _ = GOOD["syn4d", "tracking"]
+    as_arrays = {**pred, "tracking_xyz": np.asarray(pred["tracking_xyz"], dtype=np.float64), "frame_indices": np.array([0, 6, 12], dtype=np.int64)}
+    assert m.compute(predictions=[as_arrays], references=[ref])["overall"] == m.compute(predictions=[pred], references=[ref])["overall"]
+
+
+# ---------------------------------------------------------------- rows and sides
+
+
+ROW_CASES = [
+    ("row-none", "refer_iou", lambda p, r: ([None], [r]), [r"predictions\[0\]: expected a dict with the keys \['expression_id', 'mask'\], got NoneType"]),
+    ("row-extra-key", "refer_iou", lambda p, r: ([{**p, "score": 0.9}], [r]), [r"predictions\[0\]: expected exactly the keys", r"unexpected \['score'\]"]),
+    ("nested-missing-key", "refer_iou", lambda p, r: ([{**p, "mask": {"size": [2, 3]}}], [r]), [r"predictions\[0\]\.mask: expected exactly the keys \['counts', 'size'\]", r"missing \['counts'\]"]),
+    ("references-none", "refer_iou", lambda p, r: ([p], None), [r"references: expected a list of rows, got NoneType"]),
+    ("references-a-dict", "refer_iou", lambda p, r: ([p], r), [r"references: expected a list of rows, got dict"]),
+    ("second-row-bad", "track_id", lambda p, r: ([p, {**p, "query_id": 7}], [r, {**r, "query_id": "r"}]), [r"predictions\[1\]\.query_id: expected a string, got 7"]),
+]
+
+
+@pytest.mark.parametrize("name, make, patterns", [pytest.param(*c[1:], id=c[0]) for c in ROW_CASES])
+def test_rows_and_sides(name, make, patterns):
+    pred, ref, _ = GOOD[name, None]
+    preds, refs = make(pred, ref)
+    for call in ("compute", "add_batch"):
+        with pytest.raises(PredictionError) as info:
+            getattr(metric(name), call)(predictions=preds, references=refs)
+        for p in patterns:
+            assert re.search(p, str(info.value)), f"{p!r} not in {str(info.value)!r}"
+
+
+# ---------------------------------------------------------------- good batches score as before
+
+
+@pytest.mark.parametrize("name, config", list(GOOD))
+def test_a_good_batch_scores_identically_on_every_entry_point(name, config):
+    pred, ref, options = GOOD[name, config]
+    m = metric(name, config)
+    expected = m._compute([copy.deepcopy(pred)], [copy.deepcopy(ref)], **options)  # the module's core, no evaluate
+    assert m.compute(predictions=[pred], references=[ref], **options) == expected
+    m.add_batch(predictions=[pred], references=[ref])
+    assert m.compute(**options) == expected
+    m.add(prediction=pred, reference=ref)
+    assert m.compute(**options) == expected
+
+
+def test_lossless_forms_are_still_accepted():
+    """2.0 for an int, a numpy integer, an int for a float, NaN for a float: stored unchanged, scored."""
+    m = metric("mask_temporal")
+    pred = put(MT_PRED, ("frames", 0, "frame_id"), 1.0)
+    assert m.compute(predictions=[pred], references=[MT_REF])["miou"] == 0.5
+    pred = put(MT_PRED, ("frames", 0, "frame_id"), np.int64(1))
+    assert m.compute(predictions=[pred], references=[MT_REF])["miou"] == 0.5
+    av_pred, av_ref = _av()
+    out = metric("av_reasoning").compute(predictions=[av_pred], references=[{**av_ref, "fps": 25}])
+    assert out["num_samples"] == 1
+
+
+# ---------------------------------------------------------------- options: every option of every metric
+
+
+def _option_fields(name: str) -> dict[str, str]:
+    """``{option: annotation}`` of every compute option of the metric."""
+    if name in ("mask_temporal", "refer_iou", "m4seg", "av_reasoning", "syn4d"):
+        from perckit.m4seg.metrics import M4SegOptions
+        from perckit.r4d_bench.metrics import MaskTemporalOptions
+        from perckit.reason_av_edit.metrics import AVReasoningOptions
+        from perckit.refcoco_m.metrics import ReferIoUOptions
+        from perckit.syn4d.metrics import Syn4DOptions
+
+        cls = {"mask_temporal": MaskTemporalOptions, "refer_iou": ReferIoUOptions, "m4seg": M4SegOptions,
+               "av_reasoning": AVReasoningOptions, "syn4d": Syn4DOptions}[name]
+        return {f.name: str(f.type) for f in dataclasses.fields(cls)}
+    from perckit.r4d_bench.metrics import track_id
+
+    params = list(inspect.signature(track_id).parameters.values())[2:]
+    return {p.name: str(p.annotation) for p in params if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD}
+
+
+def _wrong_values(annotation: str) -> list:
+    a = annotation.replace(" ", "")
+    if a == "bool":
+        return [1, "yes", None]
+    if a == "float":
+        return ["0.5", True, None, [0.5]]
+    if a == "int":
+        return [1.5, "3", True, None]
+    if a == "str":
+        return [5, True, None]
+    if a == "str|None":
+        return [5, True, ["a"]]
+    if a.startswith("tuple[str") or a.startswith("Sequence[str]") or a == "Sequence[str]|str|None":
+        return [5, [1, 2], True]
+    if a in ("tuple", "tuple|None"):
+        return [5, True, "0.5"] if a == "tuple" else [5, True]
+    if a == "Any":
+        return [5]
+    raise AssertionError(f"no wrong values for the annotation {annotation!r}: add them here")
+
+
+def _option_cases():
+    for name in ("mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning"):
+        for option, annotation in _option_fields(name).items():
+            for value in _wrong_values(annotation):
+                yield pytest.param(name, option, value, id=f"{name}-{option}-{type(value).__name__}-{value!r}"[:90])
+
+
+@pytest.mark.parametrize("name, option, value", list(_option_cases()))
+def test_every_option_of_the_wrong_type_is_an_option_error(name, option, value):
+    config = "tracking" if name == "syn4d" else None
+    pred, ref, options = GOOD[name, config]
+    m = metric(name, config)
+    with pytest.raises(OptionError) as info:
+        m.compute(predictions=[pred], references=[ref], **{**options, option: value})
+    msg = str(info.value)
+    assert f"'{option}'" in msg and "expected" in msg, msg
+    assert repr(value)[:20] in msg, msg
+
+
+def test_every_metric_has_options_in_the_table():
+    names = {c.values[0] for c in _option_cases()}
+    assert names == {"mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning"}
+    assert {c.values[1] for c in _option_cases() if c.values[0] == "mask_temporal"} >= {"strict", "only_queries", "iou_threshold"}
+
+
+INIT_CASES = [
+    ("compute-option-at-load", {"iou_threshold": 0.3}, [r"evaluate\.load\('metrics/mask_temporal'\): unknown option\(s\) \['iou_threshold'\]", r"compute\(\.\.\.\)"]),
+    ("keep-in-memory-a-word", {"keep_in_memory": "yes"}, [r"option 'keep_in_memory': expected True or False, got str: 'yes'"]),
+    ("num-process-a-string", {"num_process": "2"}, [r"option 'num_process': expected an integer, got str: '2'"]),
+    ("seed-a-float", {"seed": 1.5}, [r"option 'seed': expected an integer or None, got float: 1\.5"]),
+    ("timeout-a-string", {"timeout": "100"}, [r"option 'timeout': expected a number, got str"]),
+    ("experiment-id-an-int", {"experiment_id": 5}, [r"option 'experiment_id': expected a string or None, got int: 5"]),
+    ("config-name-an-int", {"config_name": 5}, [r"option 'config_name': expected a string or None, got int: 5"]),
+]
+
+
+@pytest.mark.parametrize("options, patterns", [pytest.param(*c[1:], id=c[0]) for c in INIT_CASES])
+def test_load_options(options, patterns):
+    import evaluate
+
+    with pytest.raises(OptionError) as info:
+        evaluate.load(str(REPO / "metrics" / "mask_temporal"), **options)
+    for p in patterns:
+        assert re.search(p, str(info.value)), f"{p!r} not in {str(info.value)!r}"
+
+
+def test_syn4d_config_name_of_the_wrong_type():
+    import evaluate
+
+    with pytest.raises(OptionError, match=r"expected a string or None, got int: 5"):
+        evaluate.load(str(REPO / "metrics" / "syn4d"), 5)
+
+
+# ---------------------------------------------------------------- the shared checkers
+
+
+def test_check_option_type_and_check_choice():
+    from perckit.errors import check_choice, check_option_type
+
+    assert check_option_type("x", 0.5, "number") == 0.5
+    assert check_option_type("x", np.float32(0.5), "number") == np.float32(0.5)
+    assert check_option_type("x", np.bool_(True), "bool")
+    for value, kind in [(True, "number"), ("0.5", "number"), (1, "bool"), (np.int64(1), "bool"), (1.0, "int"), (["a", 1], "strs"), (None, "str")]:
+        with pytest.raises(OptionError, match="option 'x': expected"):
+            check_option_type("x", value, kind)
+    check_choice("m", "a", ("a", None))
+    for value in (True, 1.0, np.array([1, 2]), ["a"]):
+        with pytest.raises(OptionError, match="option 'm': expected one of"):
+            check_choice("m", value, (1, "a", None))
+
+
+def test_feature_check_float_and_int_edges():
+    import datasets
+
+    from perckit.feature_check import Refused, compile_feature
+
+    f64, f32, i32, b = (compile_feature(datasets.Value(d)) for d in ("float64", "float32", "int32", "bool"))
+    for ok, check in [(NAN, f64), (math.inf, f32), (3, f64), (np.float32(1.5), f64), (2.0, i32), (np.uint8(3), i32), (np.bool_(False), b), (None, i32)]:
+        check(ok)
+    for bad, check in [(1e39, f32), (10 ** 400, f64), (np.float64(1.5), i32), (-(2 ** 31) - 1, i32), (np.int64(2 ** 40), i32), (0, b), (math.inf, i32)]:
+        with pytest.raises(Refused):
+            check(bad)
+
+
+# ---------------------------------------------------------------- perckit evaluate: the row files
+
+
+def _cli_rows(path):
+    from perckit.__main__ import _read_rows
+
+    return _read_rows(str(path))
+
+
+def _bounded(fn, seconds: float = 10.0):
+    """``fn()`` in a thread that must finish within ``seconds`` (reading a FIFO would block forever)."""
+    import threading
+
+    out: dict = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            out["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), "the reader blocked"
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+CLI_CASES = [
+    # id, file name, content (None: a FIFO), patterns
+    ("cli-jsonl-duplicate-key", "p.jsonl", '{"expression_id": "a", "mask": null}\n{"expression_id": "b", "expression_id": "c"}\n',
+     [r"p\.jsonl' line 2: duplicate key 'expression_id' in a JSON object"]),
+    ("cli-jsonl-duplicate-nested-key", "p.jsonl", '{"mask": {"size": [1, 2], "size": [2, 2]}}\n', [r"p\.jsonl' line 1: duplicate key 'size'"]),
+    ("cli-json-duplicate-key", "p.json", '[{"query_id": "q", "query_id": "r"}]', [r"p\.json': duplicate key 'query_id'"]),
+    ("cli-jsonl-a-fifo", "p.jsonl", None, [r"p\.jsonl", "expected a regular file, got a FIFO"]),
+    ("cli-json-a-fifo", "p.json", None, [r"p\.json", "expected a regular file, got a FIFO"]),
+]
+
+
+@pytest.mark.parametrize("name, content, patterns", [pytest.param(*c[1:], id=c[0]) for c in CLI_CASES])
+def test_cli_row_files(tmp_path, name, content, patterns):
+    import os
+
+    p = tmp_path / name
+    if content is None:
+        os.mkfifo(p)
+    else:
+        p.write_text(content, encoding="utf-8")
+    with pytest.raises(PredictionError) as info:
+        _bounded(lambda: _cli_rows(p))
+    for pat in patterns:
+        assert re.search(pat, str(info.value)), f"{pat!r} not in {str(info.value)!r}"
+
+
+@pytest.mark.parametrize("name", ["p.jsonl", "p.json"])
+def test_cli_row_files_skip_a_leading_bom(tmp_path, name):
+    p = tmp_path / name
+    row = '{"query_id": "q", "target_track_ids": []}'
+    p.write_text("\ufeff" + (row + "\n" if name.endswith("l") else f"[{row}]"), encoding="utf-8")
+    assert _cli_rows(p) == [{"query_id": "q", "target_track_ids": []}]
