@@ -795,3 +795,25 @@ def test_an_export_written_before_the_format_key_is_still_read(tmp_path, release
 
 def test_every_error_here_is_a_perckit_error():
     assert issubclass(ReleaseFormatError, PerckitError) and issubclass(ReleaseFormatError, ValueError)
+
+
+def test_demo_refuses_an_output_folder_it_did_not_write(tmp_path):
+    """The demo empties sub-folders of its --output (export/, cache/, <benchmark>/): a folder that is not a previous
+    demo output is refused before anything is written, and a previous demo output is accepted again."""
+    from perckit.demo import MARKER, claim_output
+    from perckit.errors import OptionError
+
+    user = tmp_path / "thesis"
+    (user / "export").mkdir(parents=True)
+    (user / "export" / "chapter1.tex").write_text("mine")
+    with pytest.raises(OptionError, match="expected an empty folder or a previous demo output"):
+        claim_output(user)
+    assert (user / "export" / "chapter1.tex").read_text() == "mine" and not (user / MARKER).exists()
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(OptionError, match="expected a folder, got a file"):
+        claim_output(tmp_path / "f")
+    fresh = tmp_path / "demo"
+    claim_output(fresh)
+    (fresh / "report.md").write_text("old report")
+    claim_output(fresh)  # a previous demo output
+    assert (fresh / MARKER).is_file()

@@ -28,7 +28,33 @@ def _scalars(d: dict) -> dict:
     return {k: v for k, v in d.items() if not isinstance(v, (dict, list))}
 
 
+#: The file that marks a folder as the demo's own output: only such a folder is ever emptied by the demo.
+MARKER = ".perckit_demo"
+
+
+def claim_output(out: Path) -> None:
+    """Make ``out`` the demo's folder, or refuse: an existing folder that holds anything but a previous demo run
+    (no :data:`MARKER`, and names the demo does not write) is the user's, and the demo deletes and rewrites
+    sub-folders of its output."""
+    from .errors import OptionError
+
+    if out.exists() and not out.is_dir():
+        raise OptionError(f"demo --output {str(out)!r}: expected a folder, got a file")
+    # A demo output of an earlier perckit (before the marker): its report and only names the demo writes.
+    own = {"export", "cache", "figures", "report.json", "report.md", "report.html", "r4d_bench", "syn4d", "refcoco_m", "m4seg", "reason_av_edit"}
+    names = {p.name for p in out.iterdir()} if out.is_dir() else set()
+    earlier_demo = "report.json" in names and names <= own
+    if names and not (out / MARKER).is_file() and not earlier_demo:
+        raise OptionError(
+            f"demo --output {str(out)!r}: expected an empty folder or a previous demo output (with {MARKER}), got a "
+            "folder with other files; the demo replaces what it writes there, so choose a new folder"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("written by `perckit demo`; its sub-folders are replaced on every run\n", encoding="utf-8")
+
+
 def _fresh(path: Path) -> Path:
+    """``path`` emptied: only ever a sub-folder of an output that :func:`claim_output` has made the demo's."""
     if path.exists():
         shutil.rmtree(path)
     return path
@@ -333,7 +359,7 @@ def main(out_dir: str | Path = "build/demo") -> int:
     import datasets
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_output(out)
     datasets.disable_progress_bars()
     datasets.logging.set_verbosity_error()
     perckit_logger = logging.getLogger("perckit")
