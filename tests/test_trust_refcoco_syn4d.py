@@ -154,6 +154,14 @@ def test_checksum_entry_leaving_the_release_is_refused(s4, tmp_path, name):
     expect(lambda: _build(s4, tmp_path, "tracking", verify_checksums=True), ReleaseFormatError, rf"SHA256SUMS' line {n}: path")
 
 
+@pytest.mark.parametrize("rel", [INDEX, SUMS])
+def test_index_and_checksums_symlinked_out_of_the_release_are_refused(s4, tmp_path, rel):
+    outside = tmp_path / "outside.txt"
+    shutil.move(str(s4 / rel), outside)
+    (s4 / rel).symlink_to(outside)
+    expect(lambda: s4rel.resolve_release(s4), ReleaseFormatError, "symbolic link leaves the root")
+
+
 def test_index_line_with_a_repeated_key_is_refused(s4):
     p = s4 / INDEX
     line = p.read_text().splitlines()[0]

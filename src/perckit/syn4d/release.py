@@ -91,7 +91,11 @@ def resolve_release(
     else:
         candidates = (bench / "sequences.jsonl", root / "sequences.jsonl", root / "manifest.jsonl", bench / "manifest.jsonl")
         index = next((c for c in candidates if c.is_file()), None)
+        if index is not None:  # found in the release: a symbolic link planted there must not leave it
+            resolve_under(index.parent, index.name, f"Syn4D release {str(root)!r}: sequence index")
     sums = bench / "SHA256SUMS"
+    if sums.is_file():
+        resolve_under(bench, sums.name, f"Syn4D release {str(root)!r}: checksums")
     return ReleasePaths(root, bench, tracking, challenge, index, sums if sums.is_file() else None)
 
 
