@@ -98,23 +98,21 @@ def decode_wav(data: bytes, where: str, options: AudioOptions = AudioOptions(), 
         if not 1 <= channels <= MAX_AUDIO_CHANNELS:
             raise error(f"{where}: the header declares {channels} channels; expected 1 to {MAX_AUDIO_CHANNELS} "
                         "(perckit.reason_av_edit.limits.MAX_AUDIO_CHANNELS)")
-        if frames >= 1 << 62:  # libsndfile's "unknown" (a FLAC whose STREAMINFO says 0 samples)
-            raise error(f"{where}: the header does not declare its length; expected a file that does (at most "
-                        f"{MAX_DURATION_S:g} s, perckit.reason_av_edit.audio.MAX_DURATION_S)")
-        if frames > MAX_DURATION_S * sr:
-            raise too_long(frames, sr)
         limit = min(int(MAX_DURATION_S * sr), MAX_AUDIO_SAMPLES // channels)
-        if frames > limit:
+        unknown = frames >= 1 << 62  # libsndfile's "unknown length" (a FLAC whose STREAMINFO says 0 samples): read up to the limit
+        if not unknown and frames > MAX_DURATION_S * sr:
+            raise too_long(frames, sr)
+        if not unknown and frames > limit:
             raise error(f"{where}: the header declares {frames} x {channels} samples, more than the limit of "
                         f"{MAX_AUDIO_SAMPLES} (perckit.reason_av_edit.limits.MAX_AUDIO_SAMPLES)")
         try:
             x = f.read(frames=limit + 1, dtype="float64", always_2d=True)
         except Exception as e:
             raise error(f"{where}: expected a decodable WAV file, got: {type(e).__name__}: {e}") from None
-    if x.shape[0] > limit:
-        if x.shape[0] > MAX_DURATION_S * sr:
-            raise too_long(x.shape[0], sr)
-        raise error(f"{where}: more than {limit} x {channels} samples decoded, more than the limit of {MAX_AUDIO_SAMPLES}")
+    if x.shape[0] > limit:  # the header declared no length (or less than the data holds)
+        raise error(f"{where}: decoding gave more than {limit} samples at {sr} Hz x {channels} channel(s), more than the limit "
+                    f"of {MAX_DURATION_S:g} s (perckit.reason_av_edit.audio.MAX_DURATION_S) or {MAX_AUDIO_SAMPLES} samples "
+                    "(perckit.reason_av_edit.limits.MAX_AUDIO_SAMPLES)")
     x = x.mean(axis=1) if x.shape[1] > 1 else x[:, 0]
     if not np.isfinite(x).all():
         bad = int(np.flatnonzero(~np.isfinite(x))[0])
