@@ -82,17 +82,11 @@ class ReasonAVEditBuilder(PerckitTableBuilder):
 
     def _release_root(self) -> Path:
         c = self.config
-        self._link_roots: tuple[str, ...] = ()
         if c.data_dir:
             return Path(c.data_dir)
-        root = hub.download_release(
+        return hub.download_release(
             c.hub_repo_id, HUB_PATTERNS, c.revision, benchmark="ReasonAVEdit-Bench", builder_path="builders/reason_av_edit"
         )
-        # A Hub cache snapshot (<repo>/snapshots/<revision>) links every file to <repo>/blobs: links there are ours.
-        blobs = root.parent.parent / "blobs"
-        if root.parent.name == "snapshots" and blobs.is_dir():
-            self._link_roots = (str(blobs),)
-        return root
 
     def _source(self, root: Path, samples: list[release.Sample]) -> str:
         folder = release.top_folder(samples[0].video) or "videos"
@@ -108,11 +102,10 @@ class ReasonAVEditBuilder(PerckitTableBuilder):
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         root = self._release_root()
         # Parsed here too, so that CSV errors reach the caller unwrapped (generation re-reads it).
-        link_roots = getattr(self, "_link_roots", ())
-        samples = release.read_metadata(root, link_roots)
+        samples = release.read_metadata(root)
         source = self._source(root, samples)
         kwargs: dict[str, Any] = {"root": str(root), "source": source, "archives": (), "video_archive": None,
-                                  "local": not getattr(dl_manager, "is_streaming", False), "link_roots": link_roots}
+                                  "local": not getattr(dl_manager, "is_streaming", False)}
         if source == "archives":
             tars = release.find_archives(root)
             labels = tuple(release.archive_label(p, root) for p in tars)
@@ -121,17 +114,16 @@ class ReasonAVEditBuilder(PerckitTableBuilder):
             kwargs["archives"] = tuple((label, str(p), dl_manager.iter_archive(str(p))) for label, p in zip(labels, tars))
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs=kwargs)]
 
-    def _generate_rows(self, root: str, source: str, archives: tuple = (), video_archive: str | None = None, local: bool = False,
-                       link_roots: tuple = ()) -> Iterator[tuple[str, dict]]:
+    def _generate_rows(self, root: str, source: str, archives: tuple = (), video_archive: str | None = None, local: bool = False) -> Iterator[tuple[str, dict]]:
         root_path = Path(root)
         threshold = self.config.png_mask_threshold
-        samples = release.read_metadata(root_path, link_roots)
-        annotations = {s.sample_id: release.read_annotation(release.annotation_path(root_path, s.sample_id, link_roots)) for s in samples}
+        samples = release.read_metadata(root_path)
+        annotations = {s.sample_id: release.read_annotation(release.annotation_path(root_path, s.sample_id)) for s in samples}
         if source == "extracted":
             for s in samples:
                 fields, text = annotations[s.sample_id]
                 yield s.sample_id, release.build_row(
-                    s, fields, text, lambda fld, path, s=s: release.read_disk_media(root_path, path, s, fld, link_roots), threshold
+                    s, fields, text, lambda fld, path, s=s: release.read_disk_media(root_path, path, s, fld), threshold
                 )
             return
         # Only the members some row names are read; the others are skipped without reading their data.
@@ -141,14 +133,14 @@ class ReasonAVEditBuilder(PerckitTableBuilder):
         items = {label: _member_reader(label, path, members, local, videos if label == video_archive else wanted,
                                        extra if label == video_archive else None)
                  for label, path, members in archives}
-        yield from self._archive_rows(root_path, samples, annotations, items, video_archive, threshold, extra, link_roots)
+        yield from self._archive_rows(root_path, samples, annotations, items, video_archive, threshold, extra)
 
     @staticmethod
     def _archive_rows(root: Path, samples: list, annotations: dict, archives: dict, video_archive: str, threshold: int,
-                      extra: list | None = None, link_roots: tuple = ()) -> Iterator[tuple[str, dict]]:
+                      extra: list | None = None) -> Iterator[tuple[str, dict]]:
         """``archives``: ``{label: (member path, bytes) iterator}`` in archive order. ``extra`` collects the
         members of the video tar that no row names (skipped by its reader)."""
-        store = release.MediaStore(root, list(archives), link_roots=link_roots)
+        store = release.MediaStore(root, list(archives))
         wanted = {p for s in samples for f, p in s.media().items() if f != "video"}
         for label, items in archives.items():
             if label != video_archive:

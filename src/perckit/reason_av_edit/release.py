@@ -30,7 +30,7 @@ from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from ..errors import short_repr as _short
 from ..images import mask_foreground
 from ..jsonio import DuplicateKeyError, decode_text, loads
-from ..paths import check_relative, read_regular_file, resolve_under
+from ..paths import read_regular_file, resolve_under
 # The tar readers and the extractor live in archives.py; their names stay importable from here.
 from .archives import MAX_MEMBER_BYTES, MAX_MEMBERS, MemberGuard, _unreadable, check_name, extract_archives  # noqa: F401
 from .archives import iter_tar_file, iter_tar_members, iter_tar_stream  # noqa: F401
@@ -173,23 +173,6 @@ def check_sample_id(sample_id: Any, where: str, error: type[Exception] = Release
     return sample_id
 
 
-def resolve_release_path(root: str | os.PathLike, rel: str, where: str, link_roots: Sequence[str] = ()) -> Path:
-    """``root / rel`` by :func:`perckit.paths.resolve_under`, except that a symbolic link may also resolve into
-    one of ``link_roots`` (the Hub cache's ``blobs`` folder, which every file of a downloaded snapshot links to)."""
-    try:
-        return resolve_under(root, rel, where)
-    except ReleaseFormatError:
-        if not link_roots:
-            raise
-        pure = check_relative(rel, where)  # a lexical refusal is final
-        real = os.path.realpath(Path(root) / pure)
-        for r in link_roots:
-            base = os.path.realpath(r)
-            if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
-                return Path(root) / pure
-        raise
-
-
 def category_of(sub_track: str, where: str) -> str:
     """The category of a sub-track from its code prefix (``W``, ``H``, ``T``, ``C`` or ``R``)."""
     prefix = sub_track[:1].upper()
@@ -310,9 +293,9 @@ def parse_metadata(data: bytes, label: str = METADATA) -> list[Sample]:
     return samples
 
 
-def read_metadata(root: str | os.PathLike, link_roots: Sequence[str] = ()) -> list[Sample]:
+def read_metadata(root: str | os.PathLike) -> list[Sample]:
     """``<root>/metadata.csv`` parsed; a missing root or file raises naming the expected path. It must be a
-    regular file of at most :data:`MAX_METADATA_BYTES` inside the root (or a link into ``link_roots``)."""
+    regular file of at most :data:`MAX_METADATA_BYTES` inside the root (:func:`perckit.paths.resolve_under`)."""
     root = Path(root)
     if not root.is_dir():
         raise ReleaseNotFoundError(
@@ -322,16 +305,16 @@ def read_metadata(root: str | os.PathLike, link_roots: Sequence[str] = ()) -> li
     path = root / METADATA
     if not os.path.lexists(path):
         raise ReleaseNotFoundError(f"{METADATA!r} not found under {str(root)!r}: expected the release root (the folder with {METADATA}, annotations/ and archives/)")
-    path = resolve_release_path(root, METADATA, str(path), link_roots)
+    path = resolve_under(root, METADATA, str(path))
     return parse_metadata(read_regular_file(path, str(path), MAX_METADATA_BYTES), str(path))
 
 
-def annotation_path(root: str | os.PathLike, sample_id: str, link_roots: Sequence[str] = ()) -> Path:
+def annotation_path(root: str | os.PathLike, sample_id: str) -> Path:
     """``<root>/annotations/<id>.json`` (built from the id; no directory listing). The id must be a safe
     file-name stem (:func:`check_sample_id`) and the path must stay inside the root after symbolic links."""
     check_sample_id(sample_id, f"{METADATA}: sample_id")
     rel = f"{ANNOTATIONS_DIR}/{sample_id}.json"
-    return resolve_release_path(root, rel, f"{str(Path(root) / rel)!r} (sample {sample_id!r})", link_roots)
+    return resolve_under(root, rel, f"{str(Path(root) / rel)!r} (sample {sample_id!r})")
 
 
 # ---------------------------------------------------------------- annotations/<id>.json
@@ -489,7 +472,6 @@ class MediaStore:
     labels: list[str]
     data: dict[str, bytes] = field(default_factory=dict)
     folder_archive: dict[str, str] = field(default_factory=dict)
-    link_roots: Sequence[str] = ()
 
     def add_archive(self, items: Iterable[tuple[str, bytes]], label: str, wanted: set[str]) -> None:
         """Keep the ``wanted`` members of one archive; ``items`` from :func:`iter_tar_members` or :func:`iter_tar_file`."""
@@ -517,7 +499,7 @@ class MediaStore:
     def get(self, path: str, sample: Sample, fld: str) -> bytes:
         if path in self.data:
             return self.data[path]
-        data = _disk_media(self.root, path, sample, fld, self.link_roots)
+        data = _disk_media(self.root, path, sample, fld)
         if data is None:
             raise self.missing(path, sample, fld)
         return data
@@ -527,11 +509,11 @@ def _media_where(path: str, sample: Sample, fld: str) -> str:
     return f"{METADATA} line {sample.line}, column {sample.columns.get(fld) or fld!r} (sample {sample.sample_id!r}): {path!r}"
 
 
-def _disk_media(root: Path, path: str, sample: Sample, fld: str, link_roots: Sequence[str] = ()) -> bytes | None:
+def _disk_media(root: Path, path: str, sample: Sample, fld: str) -> bytes | None:
     """The bytes of ``root/path`` (a CSV media path), ``None`` when nothing is there. The path must stay
     inside the root after symbolic links, and be a regular file of at most :data:`MAX_MEMBER_BYTES`."""
     where = _media_where(path, sample, fld)
-    disk = resolve_release_path(root, path, where, link_roots)
+    disk = resolve_under(root, path, where)
     if not os.path.lexists(disk):
         return None
     try:
@@ -540,10 +522,10 @@ def _disk_media(root: Path, path: str, sample: Sample, fld: str, link_roots: Seq
         return None
 
 
-def read_disk_media(root: Path, path: str, sample: Sample, fld: str, link_roots: Sequence[str] = ()) -> bytes:
+def read_disk_media(root: Path, path: str, sample: Sample, fld: str) -> bytes:
     """The bytes of an extracted media file (checked like :func:`_disk_media`); a missing one raises naming the
     CSV line and column."""
-    data = _disk_media(root, path, sample, fld, link_roots)
+    data = _disk_media(root, path, sample, fld)
     if data is None:
         raise ReleaseNotFoundError(
             f"{path!r} (named in {METADATA} line {sample.line}, column {sample.columns.get(fld) or fld!r}, sample "
