@@ -756,7 +756,7 @@ def test_cli_corrupt_state_is_one_line(tmp_path, release, cache, template, no_bu
     (out / STATE).write_text('{"configs": {"expressions": {"dir": "/etc"}}}')
     for argv in (["convert", "refcoco_m", "--data-dir", str(release), "--output", str(out), "--cache-dir", str(cache)],
                  ["push", "refcoco_m", "--repo-id", "org/x", "--output", str(out), "--skip-convert"]):
-        assert main(argv) == 2
+        assert main(argv) == 1  # a corrupt record is a data error (exit 1); usage errors exit 2
         err = capsys.readouterr().err
         assert err.startswith(f"error: {str(out / STATE)!r}") and err.count("\n") == 1 and "Traceback" not in err
 

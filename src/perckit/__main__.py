@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -99,6 +100,70 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
+RUN_KEY = "perckit_run"  #: the key of a results file that says how the numbers were made
+
+
+def check_results_path(path: str) -> Path:
+    """``--output`` of ``perckit evaluate``, checked before anything is scored: a file path whose folder can be
+    written, and no file perckit did not write (an existing file must be an earlier results file)."""
+    from .errors import OptionError
+    from .paths import writable_folder
+
+    out = Path(path)
+    if out.is_dir():
+        raise OptionError(f"--output {path!r}: expected a results file path, got a folder")
+    if out.exists() or out.is_symlink():
+        try:
+            ours = out.is_file() and out.stat().st_size < (1 << 28) and RUN_KEY in json.loads(out.read_bytes())
+        except (OSError, ValueError, TypeError, RecursionError):
+            ours = False
+        if not ours:
+            raise OptionError(f"--output {path!r}: expected a new file or an earlier perckit results file, got a file perckit did not write; choose another path")
+    parent = out.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not writable_folder(parent):
+        raise OptionError(f"--output {path!r}: expected a path in a writable folder, got one under {str(parent)!r}, which cannot be written")
+    return out
+
+
+def run_record(args: argparse.Namespace, options: dict, fingerprint: str | None, split: str | None) -> dict:
+    """What a results file says beside the numbers: versions, inputs, options, the dataset's fingerprint, the time."""
+    import datetime
+    from importlib.metadata import PackageNotFoundError, version
+
+    from . import __version__
+
+    def v(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    return {
+        "perckit": __version__, "datasets": v("datasets"), "evaluate": v("evaluate"), "python": sys.version.split()[0],
+        "metric": args.metric, "config": args.config, "options": options,
+        "predictions": str(Path(args.predictions).resolve()), "references": str(Path(args.references).resolve()),
+        "dataset_config": args.dataset_config, "split": split, "dataset_fingerprint": fingerprint,
+        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def pick_split(splits: Sequence[str], asked: str | None, where: str) -> str:
+    """The split to score: the one asked for, else the only one, else ``test``; an error names the choices."""
+    from .errors import OptionError
+
+    if asked is not None:
+        if asked not in splits:
+            raise OptionError(f"--split {asked!r}: {where} has the splits {list(splits)}")
+        return asked
+    if len(splits) == 1:
+        return splits[0]
+    if "test" in splits:
+        return "test"
+    raise OptionError(f"--split: {where} has the splits {list(splits)}; pass one with --split")
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .api import load_metric
     from .registry import METRICS, reference_projector
@@ -107,26 +172,34 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from .errors import OptionError
 
         raise OptionError(f"unknown metric {args.metric!r}: expected one of {sorted(METRICS)}")
+    options = _kv(args.option)
+    output = check_results_path(args.output) if args.output else None
     predictions = _read_rows(args.predictions)
     ref_path = Path(args.references)
+    fingerprint = split = None
     if ref_path.is_dir():  # an export folder (or any dataset folder): project builder rows
         import datasets
 
-        rows = datasets.load_dataset(str(ref_path), args.dataset_config, split=args.split)
+        dd = datasets.load_dataset(str(ref_path), args.dataset_config)
+        split = pick_split(list(dd), args.split, f"the dataset {str(ref_path)!r}" + (f" (config {args.dataset_config!r})" if args.dataset_config else ""))
+        rows = dd[split]
+        fingerprint = rows._fingerprint
         project = reference_projector(args.metric, args.config)
         references = [project(r) for r in rows]
     else:
         references = _read_rows(args.references)
     metric = load_metric(args.metric, args.config)
-    result = metric.compute(predictions=predictions, references=references, **_kv(args.option))
-    text = json.dumps(result, indent=2, sort_keys=True, default=str)
+    result = metric.compute(predictions=predictions, references=references, **options)
     scalars = {k: v for k, v in result.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     for k, v in (scalars or result.get("overall", {})).items():
         print(f"{k:>32s}  {v}")
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
-        print(f"report written to {args.output}")
+    if output is not None:
+        record = {**result, RUN_KEY: run_record(args, options, fingerprint, split)}
+        output.parent.mkdir(parents=True, exist_ok=True)
+        tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+        os.replace(tmp, output)
+        print(f"results written to {output} (with the versions, options and dataset fingerprint under {RUN_KEY!r})")
     return 0
 
 
@@ -144,6 +217,20 @@ def cmd_write_fixture(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version_text() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from . import __version__
+
+    parts = []
+    for name in ("datasets", "evaluate"):
+        try:
+            parts.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            parts.append(f"{name} not installed")
+    return f"perckit {__version__} ({', '.join(parts)}; Python {sys.version.split()[0]})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .export import BENCHMARKS
 
@@ -153,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Typed Hugging Face datasets and evaluate metrics for perception benchmarks. "
         "Convert a benchmark release to Hub-ready Parquet, push it, score predictions, or run the demo.",
     )
+    p.add_argument("--version", action="version", version=_version_text())
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     c = sub.add_parser("convert", help="build a benchmark config and write Hub-layout Parquet + dataset card",
@@ -194,9 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--references", required=True, help="reference rows file, or a dataset / export folder")
     e.add_argument("--config", help="metric config (syn4d: tracking, depth or pose)")
     e.add_argument("--dataset-config", help="config of the dataset folder given as --references")
-    e.add_argument("--split", default="test", help="split of the dataset folder (default test)")
+    e.add_argument("--split", help="split of the dataset folder (default: its only split, else test)")
     e.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option, e.g. iou_threshold=0.7 (repeatable)")
-    e.add_argument("--output", help="write the full result JSON here")
+    e.add_argument("--output", help="write the full results JSON here, with the perckit / datasets / evaluate versions, the "
+                   "options, the dataset fingerprint and the time under 'perckit_run' (checked before scoring; an existing "
+                   "file is replaced only if it is an earlier perckit results file)")
     e.set_defaults(fn=cmd_evaluate)
 
     d = sub.add_parser("demo", help="convert every benchmark's sample release, score sample predictions, write a report")
@@ -211,13 +301,32 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: Exit codes: 0 done; 1 the data (a release, a prediction or results file, an I/O error) is wrong; 2 the command
+#: line is wrong (argparse's own usage errors, an :class:`~perckit.errors.OptionError`, or a path named on the
+#: command line that does not exist).
+EXIT_DATA, EXIT_USAGE = 1, 2
+
+
+def exit_code(e: BaseException) -> int:
+    from .errors import InputNotFoundError, OptionError, ReleaseNotFoundError
+
+    if isinstance(e, OptionError) or (isinstance(e, InputNotFoundError) and not isinstance(e, ReleaseNotFoundError)):
+        return EXIT_USAGE
+    return EXIT_DATA
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from . import hub
+
     args = build_parser().parse_args(argv)
+    token = hub.DATA_DIR_HINT.set("--data-dir /path/to/release")  # offline errors name the CLI flag
     try:
         return args.fn(args)
     except (PerckitError, OSError, ValueError) as e:  # OSError: FileNotFoundError, PermissionError, a full disk, ...
         print(f"error: {' '.join(str(e).splitlines()) or type(e).__name__}", file=sys.stderr)
-        return 2
+        return exit_code(e)
+    finally:
+        hub.DATA_DIR_HINT.reset(token)
 
 
 if __name__ == "__main__":

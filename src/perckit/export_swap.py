@@ -44,6 +44,7 @@ from typing import Callable, Iterator
 
 from .errors import InputNotFoundError, OptionError, ReleaseFormatError
 from .export_state import STATE_FILE, has_state, owned_files, read_state
+from .paths import is_inside, writable_folder
 
 BUILD_MARKER = ".perckit_build"
 #: seconds a convert waits for another one writing into the same export
@@ -226,13 +227,6 @@ def _build_is_dead(path: Path) -> bool:
 # --- checks before the build ------------------------------------------------------------------------------
 
 
-def _inside(child: str, parent: str) -> bool:
-    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
-
-
-def _writable(path: Path) -> bool:
-    st = os.stat(path)
-    return os.access(path, os.W_OK | os.X_OK) and bool(st.st_mode & stat.S_IWUSR)
 
 
 def check_output(output: str | os.PathLike, data_dir: str | os.PathLike | None, cache_dir: str | os.PathLike | None = None) -> Path:
@@ -251,18 +245,18 @@ def check_output(output: str | os.PathLike, data_dir: str | os.PathLike | None, 
             continue
         theirs = os.path.realpath(str(other))
         what = "the release folder" if option == "--data-dir" else "the cache folder"
-        if _inside(theirs, real):
+        if is_inside(theirs, real):
             kind = "is" if theirs == real else "contains"
             raise OptionError(f"--output {given!r}: expected a folder of its own for the export, got one that {kind} "
                               f"{what} ({option} {str(other)!r}); convert replaces the export folder, so choose another one")
-        if _inside(real, theirs):
+        if is_inside(real, theirs):
             raise OptionError(f"--output {given!r}: expected a folder outside {what} ({option} {str(other)!r}), got one inside "
                               f"it (the export would be written into {what}); choose another one")
     path = Path(real)
     if path.exists() and not path.is_dir():
         raise OptionError(f"--output {given!r}: expected a folder (new, empty or a perckit export), got a file")
     if path.is_dir():
-        if not _writable(path):
+        if not writable_folder(path):
             raise OptionError(f"--output {given!r}: expected a writable folder, got a read-only one; convert will not replace it")
         try:
             entries = os.listdir(path)
@@ -278,7 +272,7 @@ def check_output(output: str | os.PathLike, data_dir: str | os.PathLike | None, 
         probe = probe.parent
     if not probe.is_dir():
         raise OptionError(f"--output {given!r}: expected a folder path, got one under the file {str(probe)!r}")
-    if not _writable(probe):
+    if not writable_folder(probe):
         raise OptionError(f"--output {given!r}: expected a folder whose parent is writable, got {str(probe)!r}, which is "
                           "read-only (the new export is assembled beside it)")
     return path

@@ -61,7 +61,7 @@ def resolve_under(
     path = base / pure
     real_root = os.path.realpath(base)
     real = os.path.realpath(path)
-    if not _inside(real, real_root) and not _inside_hub_blobs(base, real):
+    if not is_inside(real, real_root) and not _inside_hub_blobs(base, real):
         raise error(
             f"{where}: expected a path inside the release root {str(base)!r}, got {rel[:200]!r}, which resolves "
             f"to {real!r} (a symbolic link leaves the root)"
@@ -69,8 +69,19 @@ def resolve_under(
     return path
 
 
-def _inside(real: str, real_root: str) -> bool:
-    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+def is_inside(child: str, parent: str) -> bool:
+    """``child`` is ``parent`` or lies under it (both already resolved: plain string comparison, no filesystem)."""
+    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
+
+
+def writable_folder(path: str | os.PathLike) -> bool:
+    """``path`` can be written: ``os.access`` and the owner's write bit (root passes every ``os.access`` check, so
+    a folder a user made read-only would otherwise be written by a tool run as root)."""
+    import stat
+
+    st = os.stat(path)
+    return os.access(path, os.W_OK | os.X_OK) and bool(st.st_mode & stat.S_IWUSR)
+
 
 
 def _inside_hub_blobs(base: Path, real: str) -> bool:
@@ -82,7 +93,7 @@ def _inside_hub_blobs(base: Path, real: str) -> bool:
     for folder in (base, *base.parents):
         if folder.parent.name == "snapshots":
             blobs = folder.parent.parent / "blobs"
-            return blobs.is_dir() and _inside(real, os.path.realpath(blobs))
+            return blobs.is_dir() and is_inside(real, os.path.realpath(blobs))
     return False
 
 

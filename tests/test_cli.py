@@ -1,0 +1,115 @@
+"""The perckit command line as a pip user meets it (issue 16): --version, exit codes, evaluate's split and results file,
+offline errors that name the flag."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import perckit
+from perckit.__main__ import RUN_KEY, main
+
+
+@pytest.fixture(scope="module")
+def rc_export(tmp_path_factory):
+    """A RefCOCO-M sample release converted once (its only split is validation) and GT-as-predictions for it."""
+    from perckit.export import convert
+    from perckit.fixtures.base import write_release
+    from perckit.refcoco_m.features import to_metric_prediction
+
+    base = tmp_path_factory.mktemp("rc")
+    release = write_release("refcoco_m", base / "release").root
+    convert("refcoco_m", release, None, base / "export", cache_dir=base / "cache", progress=False, log=lambda m: None)
+    rows = perckit.load_dataset("refcoco_m", data_dir=release, split="validation", cache_dir=base / "cache2")
+    preds = base / "preds.jsonl"
+    preds.write_text("".join(json.dumps(to_metric_prediction(r)) + "\n" for r in rows))
+    return base / "export", preds
+
+
+def test_version_names_perckit_and_the_libraries(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"perckit {perckit.__version__} (datasets ") and "evaluate " in out
+
+
+def test_usage_errors_exit_2_and_data_errors_exit_1(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["convert"])  # argparse: the benchmark is missing
+    assert e.value.code == 2
+    assert main(["evaluate", "nope", "--predictions", "p.jsonl", "--references", "r.jsonl"]) == 2  # OptionError
+    assert main(["evaluate", "refer_iou", "--predictions", str(tmp_path / "missing.jsonl"), "--references", "r.jsonl"]) == 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    assert main(["evaluate", "refer_iou", "--predictions", str(bad), "--references", str(bad)]) == 1  # PredictionError
+    err = capsys.readouterr().err
+    assert "unknown metric 'nope'" in err and "missing.jsonl" in err and "bad.jsonl' line 1" in err
+
+
+def test_evaluate_picks_the_only_split_and_writes_a_results_file(rc_export, tmp_path, capsys):
+    export, preds = rc_export
+    out = tmp_path / "results" / "refer_iou.json"
+    assert main(["evaluate", "refer_iou", "--predictions", str(preds), "--references", str(export),
+                 "--dataset-config", "expressions", "--output", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["miou"] == 1.0  # the numbers stay at the top level
+    run = report[RUN_KEY]
+    assert run["perckit"] == perckit.__version__ and run["datasets"] and run["evaluate"] == "0.4.6"
+    assert run["split"] == "validation" and run["metric"] == "refer_iou" and run["dataset_config"] == "expressions"
+    assert isinstance(run["dataset_fingerprint"], str) and len(run["dataset_fingerprint"]) >= 16
+    assert run["time"].endswith("+00:00") and run["options"] == {}
+    # an earlier results file is replaced; the fingerprint is the same for the same data
+    assert main(["evaluate", "refer_iou", "--predictions", str(preds), "--references", str(export),
+                 "--dataset-config", "expressions", "--option", "empty_union_iou=0.0", "--output", str(out)]) == 0
+    again = json.loads(out.read_text())[RUN_KEY]
+    assert again["options"] == {"empty_union_iou": 0.0} and again["dataset_fingerprint"] == run["dataset_fingerprint"]
+
+
+def test_evaluate_refuses_an_unknown_split_naming_the_choices(rc_export, capsys):
+    export, preds = rc_export
+    assert main(["evaluate", "refer_iou", "--predictions", str(preds), "--references", str(export), "--split", "test"]) == 2
+    err = capsys.readouterr().err
+    assert "--split 'test'" in err and "has the splits ['validation']" in err
+
+
+@pytest.mark.parametrize("case", ["a-user-file", "a-folder", "read-only-folder"])
+def test_evaluate_checks_its_output_before_scoring(case, tmp_path, capsys):
+    """The --output check comes first: the (missing) predictions are never read, and a user's file is never replaced."""
+    import os
+
+    if case == "a-user-file":
+        out = tmp_path / "notes.json"
+        out.write_text('{"mine": true}')
+        says = "got a file perckit did not write"
+    elif case == "a-folder":
+        out = tmp_path
+        says = "got a folder"
+    else:
+        (tmp_path / "ro").mkdir()
+        out = tmp_path / "ro" / "sub" / "r.json"
+        os.chmod(tmp_path / "ro", 0o555)
+        says = "cannot be written"
+    try:
+        code = main(["evaluate", "refer_iou", "--predictions", str(tmp_path / "never-read.jsonl"), "--references", "r.jsonl", "--output", str(out)])
+        err = capsys.readouterr().err
+    finally:
+        os.chmod(tmp_path / "ro", 0o755) if (tmp_path / "ro").exists() else None
+    assert code == 2 and says in err and "never-read" not in err
+    if case == "a-user-file":
+        assert out.read_text() == '{"mine": true}'
+
+
+def test_offline_errors_name_the_flag_on_the_cli_and_the_argument_in_python(tmp_path, monkeypatch, capsys):
+    from perckit import hub
+
+    def offline(**kwargs):
+        raise ConnectionError("no network here")
+
+    monkeypatch.setattr(hub, "snapshot_download", offline)
+    assert main(["convert", "refcoco_m", "--output", str(tmp_path / "e"), "--cache-dir", str(tmp_path / "c")]) == 1
+    err = capsys.readouterr().err
+    assert "ConnectionError: no network here" in err and "pass --data-dir /path/to/release" in err and "data_dir=" not in err
+    with pytest.raises(perckit.errors.ReleaseNotFoundError, match=r"data_dir=<release root>, e\.g\. perckit\.load_dataset\('refcoco_m'"):
+        perckit.load_dataset("refcoco_m", cache_dir=tmp_path / "c2")
