@@ -98,4 +98,8 @@ def test_rows_are_identical_on_both_datasets_lines(tmp_path):
     other = json.loads(out.read_text())
     ours = all_digests(tmp_path / "ours")
     assert len(ours) >= 10
+    from perckit import benchmarks
+
+    for b in benchmarks.all_benchmarks():  # the descriptor's splits are the ones the builders make
+        assert {k.split("/")[2] for k in ours if k.startswith(b.name + "/")} == set(b.splits), b.name
     assert ours == other, {k: (ours.get(k), other.get(k)) for k in set(ours) | set(other) if ours.get(k) != other.get(k)}

@@ -1,4 +1,4 @@
-"""``perckit`` / ``python -m perckit``: convert, push, evaluate, demo, write-fixture."""
+"""``perckit`` / ``python -m perckit``: list, convert, push, evaluate, demo, write-fixture."""
 
 from __future__ import annotations
 
@@ -166,12 +166,10 @@ def pick_split(splits: Sequence[str], asked: str | None, where: str) -> str:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .api import load_metric
-    from .registry import METRICS, reference_projector
+    from .benchmarks import metric as lookup
+    from .registry import reference_projector
 
-    if args.metric not in METRICS:
-        from .errors import OptionError
-
-        raise OptionError(f"unknown metric {args.metric!r}: expected one of {sorted(METRICS)}")
+    lookup(args.metric)  # an OptionError naming the known metrics
     options = _kv(args.option)
     output = check_results_path(args.output) if args.output else None
     predictions = _read_rows(args.predictions)
@@ -200,6 +198,24 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         tmp.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
         os.replace(tmp, output)
         print(f"results written to {output} (with the versions, options and dataset fingerprint under {RUN_KEY!r})")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .benchmarks import listing
+
+    rows = listing()
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    for b in rows:
+        print(f"{b['benchmark']}: {b['name']}")
+        print(f"  configs: {', '.join([b['configs'][0] + ' (default)', *b['configs'][1:]])}")
+        print(f"  splits:  {', '.join(b['splits'])}")
+        print(f"  Hub:     {b['hub_repo']}")
+        for m in b["metrics"]:
+            configs = f" (configs {', '.join(m['configs'])})" if m["configs"] else ""
+            print(f"  metric:  {m['metric']}{configs}: scores {m['scores']}")
     return 0
 
 
@@ -232,9 +248,9 @@ def _version_text() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .export import BENCHMARKS
+    from .benchmarks import NAMES
 
-    benchmarks = sorted(BENCHMARKS)
+    benchmarks = sorted(NAMES)
     p = argparse.ArgumentParser(
         prog="perckit",
         description="Typed Hugging Face datasets and evaluate metrics for perception benchmarks. "
@@ -288,6 +304,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "options, the dataset fingerprint and the time under 'perckit_run' (checked before scoring; an existing "
                    "file is replaced only if it is an earlier perckit results file)")
     e.set_defaults(fn=cmd_evaluate)
+
+    li = sub.add_parser("list", help="the benchmarks with their configs, splits, Hub repositories and metrics",
+                        description="List every benchmark perckit builds: its configs (default first), splits and Hub "
+                        "repository, and the metrics that score it (with their configs).")
+    li.add_argument("--json", action="store_true", help="print the listing as JSON")
+    li.set_defaults(fn=cmd_list)
 
     d = sub.add_parser("demo", help="convert every benchmark's sample release, score sample predictions, write a report")
     d.add_argument("--output", default="build/demo")

@@ -24,18 +24,11 @@ from typing import Any, Callable
 
 import datasets
 
+from . import benchmarks
 from .entrypoints import builder_class
 from .errors import InputNotFoundError, OptionError
 from .export_state import STATE_FILE, dump_state, has_state, new_state, owned_files, read_state
 
-#: benchmark -> (builder name, its metrics, a one-line description for the card)
-BENCHMARKS: dict[str, dict[str, Any]] = {
-    "r4d_bench": {"metrics": {"mask_temporal": "all_queries/subset_36", "track_id": "all_queries/subset_36"}},
-    "syn4d": {"metrics": {"syn4d": "tracking (config tracking); depth and pose (config challenge)"}},
-    "refcoco_m": {"metrics": {"refer_iou": "expressions"}},
-    "m4seg": {"metrics": {"m4seg": "default (test split)"}},
-    "reason_av_edit": {"metrics": {"av_reasoning": "default"}},
-}
 DEFAULT_MAX_SHARD_SIZE = "500MB"
 
 
@@ -153,7 +146,7 @@ def _card_body(benchmark: str, info: datasets.DatasetInfo, configs: dict[str, di
               "from datasets import load_dataset", "", f'ds = load_dataset("<this folder or repo>", "{next(iter(sorted(configs)))}")', "```", ""]
     for name, c in sorted(configs.items()):
         lines += [f"### Features of `{name}`", "", "```", json.dumps(c["features"], indent=1)[:6000], "```", ""]
-    metrics = BENCHMARKS.get(benchmark, {}).get("metrics", {})
+    metrics = {m.name: m.scores for m in benchmarks.get(benchmark).metrics}
     if metrics:
         lines += ["## Evaluate", "", "The matching `evaluate` metrics of perckit score predictions against these rows:", ""]
         for m, note in metrics.items():
@@ -222,8 +215,7 @@ def check_options(benchmark: str, data_dir: str | Path | None, configs: list[str
     builder class, the config names, the shard size in bytes and the real export path."""
     from .export_swap import check_output
 
-    if benchmark not in BENCHMARKS:
-        raise OptionError(f"unknown benchmark {benchmark!r}: expected one of {sorted(BENCHMARKS)}")
+    benchmarks.get(benchmark)  # an OptionError naming the known benchmarks
     limit = parse_shard_size(max_shard_size)
     if data_dir is not None:
         if not Path(data_dir).exists():

@@ -69,7 +69,7 @@ def expected_shard(rel: str, folder: str, split: str) -> bool:
 def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dict:
     """``state`` when it has the structure above (paths checked to stay inside ``export_dir``), else
     :class:`~perckit.errors.ReleaseFormatError` naming ``where`` (the file), the field and what was found."""
-    from .export import BENCHMARKS
+    from .benchmarks import NAMES as BENCHMARKS
     from .paths import resolve_under
 
     if not isinstance(state, dict):

@@ -1,0 +1,95 @@
+"""The benchmark descriptor: one record per benchmark, declared by its own subpackage (``perckit.<name>.benchmark``).
+
+A :class:`Benchmark` says everything the core needs to know about a benchmark without importing its code:
+its name, splits, Hub repository, and its metrics with the function that projects a builder row onto each
+metric's references. ``perckit list``, ``perckit convert``, ``perckit evaluate`` and the export cards read it
+from here; nothing else keeps a list of benchmarks or metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import import_module
+from typing import Any
+
+from .errors import OptionError
+
+#: The benchmarks, in the order they are shown; each is a subpackage ``perckit.<name>`` with a ``benchmark`` module.
+NAMES = ("r4d_bench", "syn4d", "refcoco_m", "m4seg", "reason_av_edit")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric of a benchmark: the ``evaluate`` module ``metrics/<name>``, the ``module:function`` that projects a
+    builder row onto its references, its configs (None when it has none) and which dataset config it scores."""
+
+    name: str
+    reference: str
+    configs: tuple[str, ...] | None = None
+    scores: str = ""
+
+    def projector(self, config: str | None = None) -> Callable[[Mapping], dict]:
+        module, attr = self.reference.split(":")
+        fn = getattr(import_module(module), attr)
+        if self.configs:
+            if config not in self.configs:
+                raise OptionError(f"metric {self.name!r} needs --config, one of {list(self.configs)}; got {config!r}")
+            return lambda row: fn(row, config)
+        return fn
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark: what the core knows of it (see the module docstring)."""
+
+    name: str
+    pretty_name: str
+    splits: tuple[str, ...]
+    hub_repo: str
+    metrics: tuple[MetricSpec, ...] = field(default_factory=tuple)
+
+    def configs(self) -> list[str]:
+        """The builder's config names, default first."""
+        from .entrypoints import builder_class
+
+        cls = builder_class(self.name)
+        names = [c.name for c in cls.BUILDER_CONFIGS]
+        return sorted(names, key=lambda n: n != cls.DEFAULT_CONFIG_NAME)
+
+
+@lru_cache(maxsize=None)
+def get(name: str) -> Benchmark:
+    """The record of benchmark ``name``; an unknown name is an :class:`OptionError` listing the known ones."""
+    if name not in NAMES:
+        raise OptionError(f"unknown benchmark {name!r}: expected one of {sorted(NAMES)}")
+    record = import_module(f"perckit.{name}.benchmark").BENCHMARK
+    if not isinstance(record, Benchmark) or record.name != name:
+        raise TypeError(f"perckit.{name}.benchmark.BENCHMARK: expected the Benchmark record of {name!r}, got {record!r}")
+    return record
+
+
+def all_benchmarks() -> list[Benchmark]:
+    return [get(n) for n in NAMES]
+
+
+def metrics() -> dict[str, tuple[Benchmark, MetricSpec]]:
+    """Every metric name -> (its benchmark, its spec)."""
+    return {m.name: (b, m) for b in all_benchmarks() for m in b.metrics}
+
+
+def metric(name: str) -> tuple[Benchmark, MetricSpec]:
+    table = metrics()
+    if name not in table:
+        raise OptionError(f"unknown metric {name!r}: expected one of {sorted(table)}")
+    return table[name]
+
+
+def listing() -> list[dict[str, Any]]:
+    """What ``perckit list`` prints: every benchmark with its configs, splits and metrics (with their configs)."""
+    return [
+        {"benchmark": b.name, "name": b.pretty_name, "configs": b.configs(), "splits": list(b.splits), "hub_repo": b.hub_repo,
+         "metrics": [{"metric": m.name, "configs": list(m.configs or []), "scores": m.scores} for m in b.metrics]}
+        for b in all_benchmarks()
+    ]

@@ -1,0 +1,13 @@
+"""The descriptor of this benchmark (see :mod:`perckit.benchmarks`): the one record the core reads."""
+
+from ..benchmarks import Benchmark, MetricSpec
+
+BENCHMARK = Benchmark(
+    name="m4seg",
+    pretty_name="M⁴Seg (multi-image pixel-grounded reasoning segmentation)",
+    splits=("train", "test"),
+    hub_repo="kanguyen-vn/M4Seg",
+    metrics=(
+        MetricSpec("m4seg", "perckit.m4seg.features:to_metric_reference", scores="default (test split)"),
+    ),
+)

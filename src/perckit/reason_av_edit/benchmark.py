@@ -1,0 +1,13 @@
+"""The descriptor of this benchmark (see :mod:`perckit.benchmarks`): the one record the core reads."""
+
+from ..benchmarks import Benchmark, MetricSpec
+
+BENCHMARK = Benchmark(
+    name="reason_av_edit",
+    pretty_name="ReasonAVEdit-Bench (audio-video edit reasoning)",
+    splits=("test",),
+    hub_repo="bigfacing/ReasonAVEdit-Bench",
+    metrics=(
+        MetricSpec("av_reasoning", "perckit.reason_av_edit.features:to_metric_reference", scores="default"),
+    ),
+)

@@ -1,0 +1,13 @@
+"""The descriptor of this benchmark (see :mod:`perckit.benchmarks`): the one record the core reads."""
+
+from ..benchmarks import Benchmark, MetricSpec
+
+BENCHMARK = Benchmark(
+    name="refcoco_m",
+    pretty_name="RefCOCO-M (referring expression segmentation)",
+    splits=("validation",),
+    hub_repo="moondream/refcoco-m",
+    metrics=(
+        MetricSpec("refer_iou", "perckit.refcoco_m.features:to_metric_reference", scores="expressions"),
+    ),
+)

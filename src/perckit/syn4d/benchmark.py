@@ -1,0 +1,14 @@
+"""The descriptor of this benchmark (see :mod:`perckit.benchmarks`): the one record the core reads."""
+
+from ..benchmarks import Benchmark, MetricSpec
+
+BENCHMARK = Benchmark(
+    name="syn4d",
+    pretty_name="Syn4D (3D point tracking, video depth and camera pose on synthetic dynamic scenes)",
+    splits=("test",),
+    hub_repo="Syn4D/Syn4D_Benchmark",
+    metrics=(
+        MetricSpec("syn4d", "perckit.syn4d.features:to_metric_reference", ("tracking", "depth", "pose"),
+                   scores="tracking (config tracking); depth and pose (config challenge)"),
+    ),
+)
