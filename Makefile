@@ -14,7 +14,7 @@ EXTRAS ?= test,text,meteor
 TORCH_SPEC ?= torch==2.13.0
 DEPS := pyproject.toml setup.py requirements/datasets3.txt requirements/datasets5.txt
 
-.PHONY: demo test test-ds3 test-ds5 env env5 clean
+.PHONY: demo test test-ds3 test-ds5 test-wheel env env5 clean
 
 # Default environment: datasets 3.6.x (runs builder scripts), evaluate 0.4.6.
 $(VENV)/.stamp: $(DEPS)
@@ -46,7 +46,19 @@ test-ds3: env
 test-ds5: env5
 	$(PY5) -m pytest $(PYTEST_FLAGS) tests
 
-test: test-ds3 test-ds5
+# The wheel outside any checkout: build it, install it into a fresh venv with the newest datasets 5.x, and run
+# scripts/wheel_smoke.py from a temporary folder (version, list, write-fixture, convert, load_dataset,
+# load_metric, evaluate).
+WHEEL_DIR ?= build/wheel
+WHEEL_VENV ?= build/wheel-venv
+test-wheel: env5
+	rm -rf $(WHEEL_DIR) $(WHEEL_VENV)
+	$(PY5) -m pip wheel $(PIP_FLAGS) --no-deps -w $(WHEEL_DIR) .
+	$(PYTHON) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install $(PIP_FLAGS) -c requirements/datasets5.txt $(WHEEL_DIR)/perckit-*.whl
+	cd /tmp && $(abspath $(WHEEL_VENV))/bin/python $(abspath scripts/wheel_smoke.py)
+
+test: test-ds3 test-ds5 test-wheel
 
 clean:
 	rm -rf $(VENV) $(VENV5) build .pytest_cache
