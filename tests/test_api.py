@@ -93,10 +93,11 @@ def test_rows_are_identical_on_both_datasets_lines(tmp_path):
         pytest.skip(f"the other datasets line's environment {str(OTHER_VENV)!r} does not exist (make env env5 creates both)")
     out = tmp_path / "other.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    subprocess.run([str(python), str(REPO / "tests" / "helpers" / "digests.py"), str(out), str(tmp_path / "other")],
+    releases = tmp_path / "releases"
+    subprocess.run([str(python), str(REPO / "tests" / "helpers" / "digests.py"), str(out), str(releases), str(tmp_path / "other")],
                    check=True, env=env, cwd=tmp_path, timeout=900)
     other = json.loads(out.read_text())
-    ours = all_digests(tmp_path / "ours")
+    ours = all_digests(releases, tmp_path / "ours")
     assert len(ours) >= 10
     from perckit import benchmarks
 

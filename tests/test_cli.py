@@ -113,3 +113,20 @@ def test_offline_errors_name_the_flag_on_the_cli_and_the_argument_in_python(tmp_
     assert "ConnectionError: no network here" in err and "pass --data-dir /path/to/release" in err and "data_dir=" not in err
     with pytest.raises(perckit.errors.ReleaseNotFoundError, match=r"data_dir=<release root>, e\.g\. perckit\.load_dataset\('refcoco_m'"):
         perckit.load_dataset("refcoco_m", cache_dir=tmp_path / "c2")
+
+
+def test_gt_predictions_writes_a_file_that_scores_perfect(rc_export, tmp_path, capsys):
+    export, _ = rc_export
+    preds = tmp_path / "gt.jsonl"
+    assert main(["gt-predictions", "refer_iou", "--references", str(export), "--output", str(preds)]) == 0
+    lines = preds.read_text().splitlines()
+    first = json.loads(lines[0])
+    assert set(first) == {"expression_id", "mask"} and set(first["mask"]) == {"size", "counts"}
+    out = tmp_path / "r.json"
+    assert main(["evaluate", "refer_iou", "--predictions", str(preds), "--references", str(export), "--output", str(out)]) == 0
+    assert json.loads(out.read_text())["miou"] == 1.0 and json.loads(out.read_text())["num_examples"] == len(lines)
+    # never over an existing file; metrics whose predictions are folders say so
+    assert main(["gt-predictions", "refer_iou", "--references", str(export), "--output", str(preds)]) == 2
+    assert "expected a new file" in capsys.readouterr().err
+    assert main(["gt-predictions", "syn4d", "--references", str(export), "--output", str(tmp_path / "s.jsonl")]) == 2
+    assert "per-sequence NPZ" in capsys.readouterr().err

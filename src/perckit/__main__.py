@@ -103,15 +103,18 @@ def cmd_push(args: argparse.Namespace) -> int:
 RUN_KEY = "perckit_run"  #: the key of a results file that says how the numbers were made
 
 
-def check_results_path(path: str) -> Path:
-    """``--output`` of ``perckit evaluate``, checked before anything is scored: a file path whose folder can be
-    written, and no file perckit did not write (an existing file must be an earlier results file)."""
+def check_results_path(path: str, kind: str = "results") -> Path:
+    """``--output`` of ``perckit evaluate`` (``kind="results"``) or ``gt-predictions``, checked before any work: a file
+    path whose folder can be written, and no file perckit did not write (an existing file must be an earlier
+    results file; predictions are written only to a new path)."""
     from .errors import OptionError
     from .paths import writable_folder
 
     out = Path(path)
     if out.is_dir():
         raise OptionError(f"--output {path!r}: expected a results file path, got a folder")
+    if (out.exists() or out.is_symlink()) and kind == "predictions":
+        raise OptionError(f"--output {path!r}: expected a new file, got one that exists; choose another path")
     if out.exists() or out.is_symlink():
         try:
             ours = out.is_file() and out.stat().st_size < (1 << 28) and RUN_KEY in json.loads(out.read_bytes())
@@ -176,11 +179,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     ref_path = Path(args.references)
     fingerprint = split = None
     if ref_path.is_dir():  # an export folder (or any dataset folder): project builder rows
-        import datasets
-
-        dd = datasets.load_dataset(str(ref_path), args.dataset_config)
-        split = pick_split(list(dd), args.split, f"the dataset {str(ref_path)!r}" + (f" (config {args.dataset_config!r})" if args.dataset_config else ""))
-        rows = dd[split]
+        rows, split = load_rows(args.references, args.dataset_config, args.split)
         fingerprint = rows._fingerprint
         project = reference_projector(args.metric, args.config)
         references = [project(r) for r in rows]
@@ -198,6 +197,33 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         tmp.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
         os.replace(tmp, output)
         print(f"results written to {output} (with the versions, options and dataset fingerprint under {RUN_KEY!r})")
+    return 0
+
+
+def load_rows(folder: str, config: str | None, split: str | None):
+    """``(rows, split)`` of a dataset folder (a perckit export), with the split picked by :func:`pick_split`."""
+    import datasets
+
+    dd = datasets.load_dataset(str(folder), config)
+    split = pick_split(list(dd), split, f"the dataset {str(folder)!r}" + (f" (config {config!r})" if config else ""))
+    return dd[split], split
+
+
+def cmd_gt_predictions(args: argparse.Namespace) -> int:
+    from .benchmarks import metric as lookup
+
+    spec = lookup(args.metric)[1]
+    predict = spec.gt_predictor()
+    output = check_results_path(args.output, kind="predictions")
+    rows, split = load_rows(args.references, args.dataset_config, args.split)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(predict(row), ensure_ascii=False) + "\n")
+    os.replace(tmp, output)
+    print(f"wrote {rows.num_rows} ground-truth predictions for {args.metric} ({split} split) to {output}; "
+          f"perckit evaluate {args.metric} --predictions {output} --references {args.references} scores them as perfect")
     return 0
 
 
@@ -304,6 +330,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "options, the dataset fingerprint and the time under 'perckit_run' (checked before scoring; an existing "
                    "file is replaced only if it is an earlier perckit results file)")
     e.set_defaults(fn=cmd_evaluate)
+
+    g = sub.add_parser("gt-predictions", help="write the ground truth of a dataset folder as a metric's predictions (JSON Lines)",
+                       description="Write one prediction a line that copies the ground truth of each row of --references (a "
+                       "perckit export): the prediction file format of METRIC by example, and a run that must score as perfect. "
+                       "For mask_temporal, track_id, refer_iou and m4seg (Syn4D and ReasonAVEdit predictions are folders of files).")
+    g.add_argument("metric", help="mask_temporal, track_id, refer_iou or m4seg")
+    g.add_argument("--references", required=True, help="a dataset / export folder")
+    g.add_argument("--dataset-config", help="config of the dataset folder")
+    g.add_argument("--split", help="split of the dataset folder (default: its only split, else test)")
+    g.add_argument("--output", required=True, help="the predictions file to write (.jsonl; must not exist)")
+    g.set_defaults(fn=cmd_gt_predictions)
 
     li = sub.add_parser("list", help="the benchmarks with their configs, splits, Hub repositories and metrics",
                         description="List every benchmark perckit builds: its configs (default first), splits and Hub "

@@ -29,6 +29,18 @@ class MetricSpec:
     reference: str
     configs: tuple[str, ...] | None = None
     scores: str = ""
+    #: ``module:function`` turning a builder row into the prediction that copies its ground truth, for
+    #: ``perckit gt-predictions`` ("" where predictions are not JSON rows: Syn4D's NPZ files, ReasonAVEdit's folders)
+    gt_prediction: str = ""
+    #: where the prediction format is described when it is not JSON Lines
+    file_format: str = "JSON Lines, one prediction object a line"
+
+    def gt_predictor(self) -> Callable[[Mapping], dict]:
+        """The function of :attr:`gt_prediction`; an :class:`OptionError` saying the file format where there is none."""
+        if not self.gt_prediction:
+            raise OptionError(f"metric {self.name!r}: predictions are not JSON rows ({self.file_format}); gt-predictions writes JSON Lines only")
+        module, attr = self.gt_prediction.split(":")
+        return getattr(import_module(module), attr)
 
     def projector(self, config: str | None = None) -> Callable[[Mapping], dict]:
         module, attr = self.reference.split(":")

@@ -1,7 +1,8 @@
 """Digests of every config of every benchmark built with ``perckit.load_dataset`` from the sample releases.
 
-Run as a script by a test on the other datasets line (``python tests/helpers/digests.py OUT_JSON WORK_DIR``), and
-imported by the test on this line: the two must agree row for row. The digest covers the Arrow data and schema,
+Run as a script by a test on the other datasets line (``python tests/helpers/digests.py OUT_JSON RELEASES CACHE``), and
+imported by the test on this line: the two must agree row for row. Both read the same sample releases (rows keep
+some absolute paths, such as Syn4D's videos) into caches of their own. The digest covers the Arrow data and schema,
 not the ``huggingface`` schema metadata (whose feature names differ between the lines: ``Sequence`` / ``List``).
 """
 
@@ -24,18 +25,18 @@ def table_digest(ds) -> str:
     return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
 
 
-def all_digests(work: Path) -> dict[str, str]:
+def all_digests(releases: Path, cache: Path) -> dict[str, str]:
     import perckit
     from perckit.entrypoints import builder_class
     from perckit.fixtures.base import write_release
 
     out = {}
     for name in ("r4d_bench", "syn4d", "refcoco_m", "m4seg", "reason_av_edit"):
-        release = work / "release" / name
+        release = releases / name
         if not release.exists():
             write_release(name, release)
         for config in [c.name for c in builder_class(name).BUILDER_CONFIGS]:
-            dd = perckit.load_dataset(name, config, data_dir=release, cache_dir=work / "cache")
+            dd = perckit.load_dataset(name, config, data_dir=release, cache_dir=cache)
             for split, ds in sorted(dd.items()):
                 out[f"{name}/{config}/{split}"] = f"{ds.num_rows}:{table_digest(ds)}"
     return out
@@ -45,5 +46,5 @@ if __name__ == "__main__":
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
-    target, work = Path(sys.argv[1]), Path(sys.argv[2])
-    target.write_text(json.dumps(all_digests(work), indent=1, sort_keys=True), encoding="utf-8")
+    target, releases, cache = (Path(a) for a in sys.argv[1:4])
+    target.write_text(json.dumps(all_digests(releases, cache), indent=1, sort_keys=True), encoding="utf-8")

@@ -8,6 +8,7 @@ BENCHMARK = Benchmark(
     splits=("train", "test"),
     hub_repo="kanguyen-vn/M4Seg",
     metrics=(
-        MetricSpec("m4seg", "perckit.m4seg.features:to_metric_reference", scores="default (test split)"),
+        MetricSpec("m4seg", "perckit.m4seg.features:to_metric_reference", scores="default (test split)",
+                   gt_prediction="perckit.m4seg.features:gt_as_prediction"),
     ),
 )

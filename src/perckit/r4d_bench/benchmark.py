@@ -8,7 +8,9 @@ BENCHMARK = Benchmark(
     splits=("test",),
     hub_repo="LiYacheng/r4d-bench-qa",
     metrics=(
-        MetricSpec("mask_temporal", "perckit.r4d_bench.features:to_metric_reference", scores="all_queries / subset_36"),
-        MetricSpec("track_id", "perckit.r4d_bench.features:to_track_reference", scores="all_queries / subset_36"),
+        MetricSpec("mask_temporal", "perckit.r4d_bench.features:to_metric_reference", scores="all_queries / subset_36",
+                   gt_prediction="perckit.r4d_bench.features:to_metric_prediction"),
+        MetricSpec("track_id", "perckit.r4d_bench.features:to_track_reference", scores="all_queries / subset_36",
+                   gt_prediction="perckit.r4d_bench.features:to_track_prediction"),
     ),
 )

@@ -8,6 +8,7 @@ BENCHMARK = Benchmark(
     splits=("test",),
     hub_repo="bigfacing/ReasonAVEdit-Bench",
     metrics=(
-        MetricSpec("av_reasoning", "perckit.reason_av_edit.features:to_metric_reference", scores="default"),
+        MetricSpec("av_reasoning", "perckit.reason_av_edit.features:to_metric_reference", scores="default",
+                   file_format="a folder of <sample_id>.json, <sample_id>_anchor_mask.png, _reason_audio.wav and _mask.mp4 files (perckit.reason_av_edit.load_predictions_dir)"),
     ),
 )

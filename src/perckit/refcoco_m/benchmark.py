@@ -8,6 +8,7 @@ BENCHMARK = Benchmark(
     splits=("validation",),
     hub_repo="moondream/refcoco-m",
     metrics=(
-        MetricSpec("refer_iou", "perckit.refcoco_m.features:to_metric_reference", scores="expressions"),
+        MetricSpec("refer_iou", "perckit.refcoco_m.features:to_metric_reference", scores="expressions",
+                   gt_prediction="perckit.refcoco_m.features:to_metric_prediction"),
     ),
 )

@@ -9,6 +9,7 @@ BENCHMARK = Benchmark(
     hub_repo="Syn4D/Syn4D_Benchmark",
     metrics=(
         MetricSpec("syn4d", "perckit.syn4d.features:to_metric_reference", ("tracking", "depth", "pose"),
-                   scores="tracking (config tracking); depth and pose (config challenge)"),
+                   scores="tracking (config tracking); depth and pose (config challenge)",
+                   file_format="the official per-sequence NPZ files, one <variant>/<scene>/<sequence_id>.npz each (python -m perckit.syn4d.evaluate)"),
     ),
 )
