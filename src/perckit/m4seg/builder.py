@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 import datasets
 
+from .benchmark import BENCHMARK
 from .. import hub
 from ..builder_base import PerckitBuilder
 from ..errors import OptionError, ReleaseNotFoundError, check_choice
@@ -35,7 +36,7 @@ _CITATION = """\
 }"""
 _HOMEPAGE = "https://huggingface.co/datasets/kanguyen-vn/M4Seg"
 _LICENSE = "cc-by-4.0 (new annotations); inherited masks and images keep their upstream terms"
-DEFAULT_REPO_ID = "kanguyen-vn/M4Seg"
+DEFAULT_REPO_ID = BENCHMARK.hub_repo  # the descriptor (benchmark.py) is the one place it is written
 
 
 @dataclasses.dataclass

@@ -8,6 +8,7 @@ from typing import Any, Iterator
 
 import datasets
 
+from .benchmark import BENCHMARK
 from .. import hub
 from ..errors import check_choice
 from ..jsonio import gc_paused
@@ -30,7 +31,7 @@ _LICENSE = (
     "other: annotations and code as released (no top-level licence yet); scene imagery stays under the "
     "Neu3D / HyperNeRF / Roboflow terms."
 )
-DEFAULT_REPO_ID = "LiYacheng/r4d-bench-qa"
+DEFAULT_REPO_ID = BENCHMARK.hub_repo  # the descriptor (benchmark.py) is the one place it is written
 
 
 @dataclasses.dataclass

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 import datasets
 
+from .benchmark import BENCHMARK
 from .. import hub
 from ..builder_base import PerckitTableBuilder
 from ..errors import OptionError, ReleaseNotFoundError, check_choice
@@ -39,7 +40,7 @@ _DESCRIPTION = (
 _CITATION = "Cite the ReasonAVEdit-Bench dataset card (https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench)."
 _HOMEPAGE = "https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench"
 _LICENSE = "other: research-only (see the release's LICENSE); source material may restrict redistribution"
-DEFAULT_REPO_ID = "bigfacing/ReasonAVEdit-Bench"
+DEFAULT_REPO_ID = BENCHMARK.hub_repo  # the descriptor (benchmark.py) is the one place it is written
 SOURCES = ("auto", "archives", "extracted")
 #: The only release files the builder needs from the Hub.
 HUB_PATTERNS = [release.METADATA, f"{release.ANNOTATIONS_DIR}/*.json", release.ARCHIVE_PATTERN]

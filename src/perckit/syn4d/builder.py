@@ -8,6 +8,7 @@ from typing import Any, Iterator
 
 import datasets
 
+from .benchmark import BENCHMARK
 from .. import hub
 from ..builder_base import PerckitBuilder
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
@@ -23,7 +24,7 @@ _DESCRIPTION = (
 _CITATION = "Cite the Syn4D benchmark (https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark) and its evaluator (jzr99/Syn4D_benchmark)."
 _HOMEPAGE = "https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark"
 _LICENSE = "See the Syn4D dataset card."
-DEFAULT_REPO_ID = "Syn4D/Syn4D_Benchmark"
+DEFAULT_REPO_ID = BENCHMARK.hub_repo  # the descriptor (benchmark.py) is the one place it is written
 DEFAULT_NUM_QUERIES = 512
 DEFAULT_DEPTH_HW = (720, 1280)
 
