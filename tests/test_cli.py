@@ -130,3 +130,18 @@ def test_gt_predictions_writes_a_file_that_scores_perfect(rc_export, tmp_path, c
     assert "expected a new file" in capsys.readouterr().err
     assert main(["gt-predictions", "syn4d", "--references", str(export), "--output", str(tmp_path / "s.jsonl")]) == 2
     assert "per-sequence NPZ" in capsys.readouterr().err
+
+
+def test_every_subcommand_and_option_has_help_text():
+    import argparse
+
+    from perckit.__main__ import build_parser
+
+    parser = build_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {c.dest: c.help for c in subs._choices_actions}
+    assert set(helps) == set(subs.choices) and all(helps.values()), helps
+    for name, sub in [("perckit", parser), *subs.choices.items()]:
+        for action in sub._actions:
+            if not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                assert action.help, f"{name} {action.option_strings or action.dest} has no help text"

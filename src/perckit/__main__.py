@@ -282,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Typed Hugging Face datasets and evaluate metrics for perception benchmarks. "
         "Convert a benchmark release to Hub-ready Parquet, push it, score predictions, or run the demo.",
     )
-    p.add_argument("--version", action="version", version=_version_text())
+    p.add_argument("--version", action="version", version=_version_text(), help="print the perckit, datasets and evaluate versions and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     c = sub.add_parser("convert", help="build a benchmark config and write Hub-layout Parquet + dataset card",
@@ -290,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "layout push_to_hub writes (data/<split>-*.parquet for the default config, <config>/<split>-*.parquet "
                        "for the others) with a README.md card listing every converted config. Converting another config "
                        "into the same folder keeps the first. Without --data-dir the release is fetched from the Hub.")
-    c.add_argument("benchmark", choices=benchmarks)
+    c.add_argument("benchmark", choices=benchmarks, help="the benchmark to build (perckit list shows them)")
     c.add_argument("--data-dir", help="release root (default: download from the benchmark's Hub repository)")
     c.add_argument("--config", action="append", help="config to convert (repeatable; default: the builder's default config)")
     c.add_argument("--output", required=True, help="export folder")
@@ -302,14 +302,14 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Convert (unless --skip-convert) and upload the export to --repo-id. Each missing or changed "
                         "shard is its own commit, then the card: re-running after an interruption uploads only what is still "
                         "missing, and files of other configs on the Hub are never deleted.")
-    pu.add_argument("benchmark", choices=benchmarks)
+    pu.add_argument("benchmark", choices=benchmarks, help="the benchmark to convert and push")
     pu.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repository (created if absent)")
     pu.add_argument("--data-dir", help="release root (default: download from the benchmark's Hub repository)")
     pu.add_argument("--config", action="append", help="config(s) to convert and push (default: the default config)")
     pu.add_argument("--output", help="export folder (default build/export/<benchmark>)")
     pu.add_argument("--skip-convert", action="store_true", help="push an existing export as it is")
-    pu.add_argument("--max-shard-size", default="500MB")
-    pu.add_argument("--cache-dir")
+    pu.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard (default 500MB)")
+    pu.add_argument("--cache-dir", help="datasets cache folder")
     pu.add_argument("--token", help="Hub token (default: the one huggingface_hub finds)")
     pu.add_argument("--revision", help="branch to push to")
     pu.add_argument("--private", action="store_true", default=None, help="create the repository as private")
@@ -320,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "already in the metric's reference schema) or against a dataset folder such as a perckit export, "
                        "whose rows are projected onto the metric's keys.")
     e.add_argument("metric", help="mask_temporal, track_id, syn4d, ...")
-    e.add_argument("--predictions", required=True)
+    e.add_argument("--predictions", required=True, help="prediction rows: .jsonl (one object a line) or a JSON array (perckit gt-predictions writes an example)")
     e.add_argument("--references", required=True, help="reference rows file, or a dataset / export folder")
     e.add_argument("--config", help="metric config (syn4d: tracking, depth or pose)")
     e.add_argument("--dataset-config", help="config of the dataset folder given as --references")
@@ -349,13 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
     li.set_defaults(fn=cmd_list)
 
     d = sub.add_parser("demo", help="convert every benchmark's sample release, score sample predictions, write a report")
-    d.add_argument("--output", default="build/demo")
+    d.add_argument("--output", default="build/demo", help="report folder (default build/demo; must be new, empty or an earlier demo output)")
     d.set_defaults(fn=cmd_demo)
 
     w = sub.add_parser("write-fixture", help="write a benchmark's synthetic sample release")
-    w.add_argument("benchmark", choices=benchmarks)
-    w.add_argument("output")
-    w.add_argument("--seed", type=int, default=0)
+    w.add_argument("benchmark", choices=benchmarks, help="the benchmark whose sample release to write")
+    w.add_argument("output", help="the folder to write the sample release into")
+    w.add_argument("--seed", type=int, default=0, help="seed of the synthetic content (default 0; same seed, same files)")
     w.set_defaults(fn=cmd_write_fixture)
     return p
 
