@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import rle as rle_ops
+from .. import segmentation as seg
 from ..errors import OptionError, PredictionError, RLEError, check_choice, check_option_type, check_options
 from ..errors import short_repr as _short
 from ..jsonio import parse_int
@@ -42,6 +43,9 @@ RECALL_ENCODERS = ("minilm", "bert-base-uncased-meanpool")
 SS_LEVELS = ("answer", "phrase")
 I_MODES = ("image", "mask")
 RESIZE_MODES = (None, "nearest")
+#: gIoU of a sample, and cIoU of a set, whose pooled union is empty (GT masks all empty, no predicted pixel):
+#: 1.0, the rule of ``refer_iou`` (``perckit.segmentation.pair_iou`` / ``reduce_iou``): nothing to find, nothing found.
+EMPTY_UNION_IOU = 1.0
 GROUPS = {"per_question_type": "question_type", "per_dataset_name": "dataset_name", "per_granularity": "granularity"}
 
 
@@ -392,6 +396,21 @@ def _text(value: Any, where: str) -> str:
     return value
 
 
+def union_mask_counts(pred_masks: Sequence[rle_ops.RLE], gt_masks: Sequence[rle_ops.RLE], size: Sequence[int], where: str) -> tuple[int, int]:
+    """gIoU / cIoU counts of one image: ``(|∪P_k ∩ ∪G_k|, |∪P_k ∪ ∪G_k|)`` as Python ints.
+
+    Every image of a sample counts, whichever side is empty: an image with predictions only adds their union
+    to the union (a false mask in an image without GT is penalised), one with GT only adds the GT union, one
+    with neither adds (0, 0). The pair counts are :func:`perckit.segmentation.pair_counts`, the mask-pair code
+    ``refer_iou`` uses.
+    """
+    if not pred_masks and not gt_masks:
+        return 0, 0
+    up = rle_ops.union(list(pred_masks), size=size, where=f"{where}: predicted masks")
+    ug = rle_ops.union(list(gt_masks), size=size, where=f"{where}: ground-truth masks")
+    return seg.pair_counts(up, ug, where=where)
+
+
 def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptions = M4SegOptions()) -> SampleGeom:
     """Check one pair and compute its per-image IoU matrices and mask pairing (exact integer pixel counts)."""
     eid = str(reference["example_id"])
@@ -477,12 +496,9 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
                     uni = p_area[i] + g_area[j] - inter
                     iou[a, b] = inter / uni if uni else 0.0
         geom = ImageGeom(k, pi, gi, iou, pair_masks(iou, options.matching) if pi and gi else [])
-        if gi:
-            up = rle_ops.union([preds[i][2] for i in pi], size=sizes[k - 1])
-            ug = rle_ops.union([gts[j][2] for j in gi], size=sizes[k - 1])
-            a_p, a_g = rle_ops.area(up), rle_ops.area(ug)
-            inter = rle_ops.intersection_area(up, ug) if a_p and a_g else 0
-            geom.inter, geom.union = inter, a_p + a_g - inter
+        geom.inter, geom.union = union_mask_counts(
+            [preds[i][2] for i in pi], [gts[j][2] for j in gi], sizes[k - 1], f"{rw}: image {k}"
+        )
         geoms.append(geom)
     gt_text = resolve_answer(answer, ref_groundings, options.resolved_name_style)
     return SampleGeom(
@@ -526,7 +542,7 @@ def score_sample(geom: SampleGeom, options: M4SegOptions, vecs: Mapping[str, np.
     union = sum(im.union for im in geom.images)
     s.inter, s.union = inter, union
     if n_gt:
-        s.giou = inter / union if union else 1.0
+        s.giou = seg.pair_iou(inter, union, EMPTY_UNION_IOU)
     if recall_vecs is not None and n_gt:
         tp = 0
         for im in geom.images:
@@ -571,10 +587,8 @@ def group_block(scores: Sequence[SampleScore], options: M4SegOptions, meteor: An
     out["ss"] = _mean([s.ss for s in scores]) if available.get("ss", True) else None
     out["siou"] = _mean([s.siou for s in scores]) if available.get("siou", True) else None
     out["meteor"] = meteor.corpus([s.example_id for s in scores]) if meteor is not None and available.get("meteor", True) else None
-    out["giou"] = _mean([s.giou for s in with_gt])
-    inter = sum(s.inter for s in with_gt)
-    union = sum(s.union for s in with_gt)
-    out["ciou"] = (inter / union if union else 0.0) if with_gt else None
+    pooled = seg.reduce_iou([seg.PairScore(s.inter, s.union, s.giou) for s in with_gt], thresholds=())
+    out["giou"], out["ciou"] = pooled["miou"], pooled["ciou"]
     out["miou_strict"] = _mean([s.miou_strict for s in with_gt])
     if options.as_percent:
         for k in RATE_KEYS:
