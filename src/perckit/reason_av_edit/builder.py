@@ -54,6 +54,10 @@ class ReasonAVEditConfig(datasets.BuilderConfig):
     source: str = "auto"
     #: ``anchor_mask`` foreground is a ``reason_visual_mask`` pixel value > this.
     png_mask_threshold: int = 0
+    #: When ``metadata.csv`` has no column for the mask video / the reference image (the card's documented
+    #: columns have neither), look ``masks/<id>.mp4`` and ``ref_images/<id>.png|.jpg|.jpeg`` up by sample id
+    #: (``release.apply_lookup``) [inferred]. ``False``: those values stay null.
+    media_lookup: bool = True
     #: The Hub dataset repository of the release. Pass it as ``repo_id=...`` (see PerckitBuilder).
     hub_repo_id: str = DEFAULT_REPO_ID
     revision: str | None = None
@@ -77,6 +81,8 @@ class ReasonAVEditBuilder(PerckitTableBuilder):
         t = c.png_mask_threshold
         if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < 255:
             raise OptionError(f"option 'png_mask_threshold': expected an int in [0, 254], got {t!r}")
+        if not isinstance(c.media_lookup, bool):
+            raise OptionError(f"option 'media_lookup': expected True or False, got {c.media_lookup!r}")
         return datasets.DatasetInfo(
             description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=feats.builder_features()
         )
@@ -120,7 +126,10 @@ class ReasonAVEditBuilder(PerckitTableBuilder):
         threshold = self.config.png_mask_threshold
         samples = release.read_metadata(root_path)
         annotations = {s.sample_id: release.read_annotation(release.annotation_path(root_path, s.sample_id)) for s in samples}
+        # Fields metadata.csv has no column for, looked up by sample id (a column that is there wins).
+        lookup = release.lookup_fields(samples) if self.config.media_lookup else ()
         if source == "extracted":
+            samples = release.apply_lookup(samples, lookup, lambda p, s, fld: release.disk_present(root_path, p, s, fld))
             for s in samples:
                 fields, text = annotations[s.sample_id]
                 yield s.sample_id, release.build_row(
@@ -129,23 +138,27 @@ class ReasonAVEditBuilder(PerckitTableBuilder):
             return
         # Only the members some row names are read; the others are skipped without reading their data.
         videos = frozenset(s.video for s in samples)
-        wanted = frozenset(p for s in samples for f, p in s.media().items() if f != "video")
+        wanted = frozenset(p for s in samples for f, p in s.media().items() if f != "video") | release.lookup_wanted(samples, lookup)
         extra: list[str] = []
         items = {label: _member_reader(label, path, members, local, videos if label == video_archive else wanted,
                                        extra if label == video_archive else None)
                  for label, path, members in archives}
-        yield from self._archive_rows(root_path, samples, annotations, items, video_archive, threshold, extra)
+        yield from self._archive_rows(root_path, samples, annotations, items, video_archive, threshold, extra, lookup)
 
     @staticmethod
     def _archive_rows(root: Path, samples: list, annotations: dict, archives: dict, video_archive: str, threshold: int,
-                      extra: list | None = None) -> Iterator[tuple[str, dict]]:
+                      extra: list | None = None, lookup: tuple = ()) -> Iterator[tuple[str, dict]]:
         """``archives``: ``{label: (member path, bytes) iterator}`` in archive order. ``extra`` collects the
-        members of the video tar that no row names (skipped by its reader)."""
+        members of the video tar that no row names (skipped by its reader). ``lookup``: the media fields looked
+        up by sample id once the non-video tars are read (in them, else on disk)."""
         store = release.MediaStore(root, list(archives))
-        wanted = {p for s in samples for f, p in s.media().items() if f != "video"}
+        wanted = {p for s in samples for f, p in s.media().items() if f != "video"} | release.lookup_wanted(samples, lookup)
         for label, items in archives.items():
             if label != video_archive:
                 store.add_archive(items, label, wanted)
+        samples = release.apply_lookup(
+            samples, lookup, lambda p, s, fld: p in store.data or release.disk_present(root, p, s, fld)
+        )
         by_video = {s.video: s for s in samples}
         done: set[str] = set()
         extra = [] if extra is None else extra
