@@ -13,5 +13,6 @@ SCRIPTS = ["*/*.py", "*/README.md"]
 setup(
     packages=find_packages("src") + ["perckit.builders", "perckit.metrics"],
     package_dir={"": "src", "perckit.builders": "builders", "perckit.metrics": "metrics"},
-    package_data={"perckit.builders": SCRIPTS, "perckit.metrics": SCRIPTS},
+    package_data={"perckit.builders": SCRIPTS, "perckit.metrics": SCRIPTS,
+                  "perckit": ["syn4d/*.json"]},
 )

@@ -68,7 +68,8 @@ def test_cli_writes_the_official_report(tmp_path, capsys):
     assert code == 0
     assert_official_equal(json.loads(out.read_text()), json.loads((SYN4D_PARITY / "summary_lax.json").read_text()))
     assert out.read_text().endswith("}\n")
-    assert "2 failure(s)" in capsys.readouterr().out
+    # issue 14: the official closing line replaces the former "2 failure(s)" line
+    assert capsys.readouterr().out.endswith(f"wrote {out}; failures=2\n")
     assert runner.main(["--predictions", str(SYN4D_PARITY / "predictions_lax"), "--data-root", str(SYN4D_PARITY), "--strict"]) == 2
 
 

@@ -145,22 +145,24 @@ class Syn4DBuilder(PerckitBuilder):
                 raise ReleaseNotFoundError(
                     f"Syn4D: {len(missing)} tracking NPY(s) missing under {str(paths.tracking_gt)!r}, e.g. {missing[:3]}"
                 )
+        if c.verify_checksums is not False:
+            # Before generation, so that a mismatch reaches the user as its own ReleaseFormatError and not
+            # wrapped in datasets' DatasetGenerationError: every listed file this config reads.
+            challenge = c.name == "challenge"
+            rel.ChecksumVerifier(paths).check_all(rel.release_files(paths, records, tracking=True, depth=challenge, camera=challenge))
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={"records": records, "paths": paths})]
 
     def _generate_examples(self, records: list, paths: rel.ReleasePaths) -> Iterator[tuple[str, dict]]:
-        check = rel.ChecksumVerifier(paths) if self.config.verify_checksums is not False else None
         for record in records:
-            yield record.sequence_id, self._row(record, paths, check)
+            yield record.sequence_id, self._row(record, paths)
 
-    def _row(self, r: rel.SequenceRecord, paths: rel.ReleasePaths, check: rel.ChecksumVerifier | None) -> dict:
+    def _row(self, r: rel.SequenceRecord, paths: rel.ReleasePaths) -> dict:
         row: dict[str, Any] = {
             "sequence_id": r.sequence_id, "variant": r.variant, "scene": r.scene, "sequence": r.sequence,
             "camera": r.camera, "frame_indices": list(r.frame_indices),
         }
         npy = r.tracking_npy(paths.tracking_gt)
         if npy.is_file():
-            if check:
-                check.check(npy)
             gt = rel.read_tracking_npy(npy, r.sequence_id)
             q = gt["tracks_ref0"].shape[1]
             if q != self._q:
@@ -174,13 +176,7 @@ class Syn4DBuilder(PerckitBuilder):
             row.update(dict.fromkeys(("schema", "image_size_hw", "intrinsics_fx_fy_cx_cy", "query_uv_px", "tracks_ref0_m", "visibility", "dynamic")))
         if self.config.name == "challenge":
             row["video"] = {"path": str(r.video), "bytes": None} if r.video is not None and r.video.is_file() else None
-            if check and r.depth_dir is not None and r.depth_dir.is_dir():
-                for p in rel.depth_frame_paths(r.depth_dir, r.sequence, r.frame_indices):
-                    if p.is_file():
-                        check.check(p)
             row["depth_m"] = rel.read_depth_sequence(r, self._hw)
-            if check and r.camera_csv is not None and r.camera_csv.is_file():
-                check.check(r.camera_csv)
             unreal = rel.read_camera_csv(r)
             row["camera_unreal"] = unreal
             row["camera_c2w"] = unreal_rows_to_c2w(unreal) if unreal is not None else None

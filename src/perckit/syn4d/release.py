@@ -22,7 +22,7 @@ import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -250,12 +250,13 @@ def select_records(
     cameras: Iterable[int] | None = None,
     limit: int | None = None,
 ) -> list[SequenceRecord]:
-    """The official filters: variants, scenes, cameras, then the first ``limit`` (0 / None = all)."""
+    """The official filters: variants, scenes, cameras, then the first ``limit`` (0, a negative number or
+    None = all, as the official ``if args.limit > 0``)."""
     v = set(variants) if variants else None
     s = set(scenes) if scenes else None
     c = {int(x) for x in cameras} if cameras else None
     out = [r for r in records if (v is None or r.variant in v) and (s is None or r.scene in s) and (c is None or r.camera in c)]
-    return out[:limit] if limit else out
+    return out[:limit] if limit and limit > 0 else out
 
 
 def load_records(paths: ReleasePaths) -> list[SequenceRecord]:
@@ -532,6 +533,18 @@ class ChecksumVerifier:
                 return rel
         return None
 
+    def check_all(self, paths: Iterable[Path]) -> int:
+        """:meth:`check` every existing file of ``paths`` (before anything is scored or generated, so that a
+        mismatch reaches the user as its own error); returns how many were listed and verified."""
+        n = 0
+        if not self.sums:
+            return n
+        for path in paths:
+            if path is not None and path.is_file() and self.key(path) is not None:
+                self.check(path)
+                n += 1
+        return n
+
     def check(self, path: Path) -> None:
         if not self.sums:
             return
@@ -543,3 +556,20 @@ class ChecksumVerifier:
             raise ReleaseFormatError(
                 f"{str(path)!r}: SHA-256 mismatch with {str(self.source)!r}: expected {self.sums[rel]}, got {actual}"
             )
+
+
+def release_files(
+    paths: ReleasePaths, records: Iterable[SequenceRecord], tracking: bool = True, depth: bool = False, camera: bool = False
+) -> Iterator[Path]:
+    """The release files a run reads for ``records``: the sequence index, then per record its tracking NPY,
+    its 32 depth EXRs and its camera CSV (each only when asked for). Absent files are yielded too; callers
+    skip them (a missing file is reported where it is read)."""
+    if paths.index is not None:
+        yield paths.index
+    for r in records:
+        if tracking:
+            yield r.tracking_npy(paths.tracking_gt)
+        if depth and r.depth_dir is not None and r.depth_dir.is_dir():
+            yield from depth_frame_paths(r.depth_dir, r.sequence, r.frame_indices)
+        if camera and r.camera_csv is not None:
+            yield r.camera_csv

@@ -1,0 +1,125 @@
+"""The release's ``protocol.json`` checked against the rules perckit hard-codes.
+
+The Syn4D release ships ``benchmark/protocol.json``: the frames, variants, scenes and cameras of the
+benchmark, the tracking thresholds, the depth valid range, and each task's alignment rule and the
+aggregation, the last ones as short sentences. perckit's scoring does not read it (the numbers are
+constants in :mod:`perckit.syn4d.metrics` and :mod:`perckit.syn4d.release`, as in the official
+evaluator); the file runner reads it and refuses to score when the two disagree, so that a release with
+another protocol is never scored by the wrong rules without a word.
+
+Which sentence of the file corresponds to which implemented rule is our reading of it [inferred]: it is
+kept in this one module, in :data:`EXPECTED`, and the check can be turned off (``check_protocol=False``,
+``--no-check-protocol``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ReleaseFormatError, ReleaseNotFoundError
+from ..jsonio import read_json
+from ..paths import resolve_under
+from . import metrics as core
+from . import release as rel
+
+PROTOCOL_FILE = "protocol.json"
+#: ``protocol.json`` is a few KB; a larger file is refused before it is read.
+MAX_PROTOCOL_BYTES = 1 << 20
+MEDIAN_SCALE = "one median scale per sequence"
+#: The GT-side label of a dynamic query (accumulated world path in metres); perckit reads the label from the NPY.
+DYNAMIC_THRESHOLD_M = 0.01
+
+#: ``(dotted field, the value perckit implements, how it is compared)``: ``"equal"`` (JSON value equal to
+#: the hard-coded one, order included), ``"set"`` (same members, any order), ``"text"`` (the rule sentence,
+#: compared after trimming spaces and ignoring case).
+EXPECTED: tuple[tuple[str, Any, str], ...] = (
+    ("input.frames", list(rel.FRAME_INDICES), "equal"),
+    ("input.variants", list(rel.VARIANTS), "set"),
+    ("input.scenes", list(rel.SCENES), "set"),
+    ("input.cameras", [0, 1], "set"),
+    ("tracking.query_frame", 0, "equal"),
+    ("tracking.coordinate_system", "OpenCV frame-0 camera coordinates", "text"),
+    ("tracking.alignment", MEDIAN_SCALE, "text"),
+    ("tracking.thresholds_m", list(core.TRACKING_THRESHOLDS_M), "equal"),
+    ("tracking.dynamic_threshold_m", DYNAMIC_THRESHOLD_M, "equal"),
+    (
+        "tracking.score",
+        f"{core.DYNAMIC_WEIGHT:g} * APD(all valid) + {1 - core.DYNAMIC_WEIGHT:g} * APD(dynamic valid)",
+        "text",
+    ),
+    ("depth.units", "meters", "text"),
+    ("depth.alignment", MEDIAN_SCALE, "text"),
+    ("depth.valid_range_m", [core.DEPTH_MIN_M, core.DEPTH_MAX_M], "equal"),
+    ("pose.representation", "camera-to-world 4x4 matrices", "text"),
+    ("pose.alignment", "normalize to frame 0, then one Sim(3) per sequence", "text"),
+    ("aggregation", "macro average over sequences; also report by variant and scene", "text"),
+)
+
+_MISSING = object()
+
+
+def find_protocol(paths: rel.ReleasePaths) -> Path | None:
+    """``B/protocol.json`` when the release has one (a symbolic link out of ``B`` is refused), else None."""
+    candidate = paths.benchmark / PROTOCOL_FILE
+    if not candidate.is_file():
+        return None
+    return resolve_under(paths.benchmark, PROTOCOL_FILE, f"Syn4D release {str(paths.root)!r}: protocol")
+
+
+def read_protocol(path: str | Path) -> Mapping[str, Any]:
+    """The parsed ``protocol.json`` (a JSON object; repeated keys refused, at most :data:`MAX_PROTOCOL_BYTES`)."""
+    data = read_json(path, ReleaseFormatError, ReleaseNotFoundError, limit=MAX_PROTOCOL_BYTES)
+    if not isinstance(data, Mapping):
+        raise ReleaseFormatError(f"{str(path)!r}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _lookup(protocol: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = protocol
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _agrees(actual: Any, expected: Any, how: str) -> bool:
+    if how == "text":
+        return isinstance(actual, str) and " ".join(actual.split()).casefold() == " ".join(expected.split()).casefold()
+    if how == "set":
+        return isinstance(actual, list) and len(actual) == len(expected) and sorted(map(repr, actual)) == sorted(map(repr, expected))
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list) and len(actual) == len(expected)
+            and all(type(a) is not bool and a == e for a, e in zip(actual, expected))
+        )
+    return type(actual) is not bool and actual == expected
+
+
+def check_protocol(protocol: Mapping[str, Any], where: str) -> None:
+    """Raise :class:`ReleaseFormatError` naming ``where``, the field, perckit's value and the file's at the
+    first field of :data:`EXPECTED` that is missing or disagrees."""
+    for dotted, expected, how in EXPECTED:
+        actual = _lookup(protocol, dotted)
+        if actual is _MISSING:
+            raise ReleaseFormatError(
+                f"{where}, field {dotted!r}: expected {expected!r} (the rule perckit implements), got no such field; "
+                "pass check_protocol=False (--no-check-protocol) to score without this check"
+            )
+        if not _agrees(actual, expected, how):
+            shown = repr(actual)
+            raise ReleaseFormatError(
+                f"{where}, field {dotted!r}: expected {expected!r} (the rule perckit implements), got {shown[:200]}; "
+                "this release follows another protocol than the one perckit scores; pass check_protocol=False "
+                "(--no-check-protocol) to score with perckit's rules anyway"
+            )
+
+
+def check_release_protocol(paths: rel.ReleasePaths) -> Path | None:
+    """Check ``B/protocol.json`` when the release has one; returns its path (None when there is none)."""
+    path = find_protocol(paths)
+    if path is not None:
+        check_protocol(read_protocol(path), repr(str(path)))
+    return path
