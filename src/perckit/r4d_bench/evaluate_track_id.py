@@ -2,6 +2,8 @@
 
     python -m perckit.r4d_bench.evaluate_track_id \\
         --queries evaluation/R4D-Bench_queries.json --predictions my_tracks.json --output report.json
+
+``python -m perckit.r4d_bench.evaluate_r4dgs`` (the official script's name) runs this same module.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from .evaluate_mask_temporal import _only, finish
 SUMMARY_KEYS = core.TRACK_KEYS + ("micro_precision", "micro_recall", "micro_f1", "num_queries")
 
 
-def build_parser() -> argparse.ArgumentParser:
+PROG = "python -m perckit.r4d_bench.evaluate_track_id"
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m perckit.r4d_bench.evaluate_track_id",
+        prog=prog,
         description="R4D-Bench (referring segmentation in dynamic 4D scenes): precision / recall / F1 and exact "
         "match of predicted target track-id sets, macro and micro.",
     )
@@ -44,8 +49,8 @@ def run(args: argparse.Namespace) -> dict:
     return core.track_id(predictions, references, only_query_prefix=args.only_query_prefix, only_queries=_only(args.only_queries))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    args = build_parser(prog).parse_args(argv)
     try:
         report = run(args)
     except PerckitError as e:

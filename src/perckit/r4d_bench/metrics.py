@@ -28,8 +28,14 @@ EVALUATED_FRAMES = ("annotated_and_existence", "annotated", "all_scene_frames")
 MACC_MODES = ("class_mean", "frame_success")
 RESIZE_MODES = (None, "nearest")
 VIOU_THRESHOLDS = (0.3, 0.5)
-QUERY_KEYS = ("miou", "macc", "temporal_acc", "existence_acc", "viou", "tiou", "temporal_precision", "temporal_recall")
-GROUP_KEYS = QUERY_KEYS[:5] + tuple(f"viou@{r}" for r in VIOU_THRESHOLDS) + QUERY_KEYS[5:] + ("overall_iou", "num_queries")
+#: The keys that reproduce the R4D-Bench-QA camera-ready protocol (``Trump0412/ReferGaussian:docs/METRICS.md``):
+#: ``acc`` = Acc (frame-wise temporal activation accuracy over F_q, the value of ``existence_acc``) and
+#: ``viou`` = vIoU. Reports and ``--self-check`` lead with them.
+PAPER_KEYS = ("acc", "viou")
+#: What that protocol emits only as diagnostics and perckit computes with the same definition.
+DIAGNOSTIC_KEYS = ("tiou", "temporal_precision", "temporal_recall")
+QUERY_KEYS = PAPER_KEYS + ("miou", "macc", "temporal_acc", "existence_acc") + DIAGNOSTIC_KEYS
+GROUP_KEYS = QUERY_KEYS[:6] + tuple(f"viou@{r}" for r in VIOU_THRESHOLDS) + QUERY_KEYS[6:] + ("overall_iou", "num_queries")
 
 
 @dataclass(frozen=True)
@@ -76,11 +82,12 @@ class QueryScore:
     scene: str
     query_type: str
     is_negative: bool
+    acc: float
+    viou: float
     miou: float
     macc: float
     temporal_acc: float
     existence_acc: float
-    viou: float
     tiou: float
     temporal_precision: float
     temporal_recall: float
@@ -214,13 +221,17 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
     n = len(F)
     temporal_acc = success / n
     macc = query_macc(tp, fp, fn, tn if tn_known else None) if options.macc_mode == "class_mean" else temporal_acc
+    # Acc of the camera-ready protocol: (1/|F_q|) sum_t 1[t in T_q] == 1[t in T*_q], with T_q / T*_q the frames of
+    # F_q where the predicted / reference mask has foreground. The same value as existence_acc (kept by that name).
+    acc = agree / n
     return QueryScore(
         **base,
+        acc=acc,
+        viou=viou_sum / n_u if n_u else 1.0,
         miou=math.fsum(i for _, i in ious) / n,
         macc=macc,
         temporal_acc=temporal_acc,
-        existence_acc=agree / n,
-        viou=viou_sum / n_u if n_u else 1.0,
+        existence_acc=acc,
         tiou=n_i / n_u if n_u else 1.0,
         temporal_precision=_ratio(n_i, n_p, 1.0 if n_g == 0 else 0.0),
         temporal_recall=_ratio(n_i, n_g, 1.0 if n_p == 0 else 0.0),

@@ -1,0 +1,25 @@
+"""The track-ID evaluator under the official script's name (``evaluation/evaluate_r4dgs.py``).
+
+    python -m perckit.r4d_bench.evaluate_r4dgs \\
+        --queries evaluation/R4D-Bench_queries.json --predictions my_tracks.json --output report.json
+
+A thin alias of :mod:`perckit.r4d_bench.evaluate_track_id`: the same flags, the same printed summary, the
+same report JSON and exit codes. Nothing is implemented here.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .evaluate_track_id import build_parser, run  # noqa: F401  (re-exported: the one implementation)
+from .evaluate_track_id import main as _main
+
+PROG = "python -m perckit.r4d_bench.evaluate_r4dgs"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return _main(argv, prog=PROG)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
