@@ -42,6 +42,8 @@ class R4DBenchConfig(datasets.BuilderConfig):
     coco_json_name: str | None = None
     frame_id_pattern: str = r"(\d+)"
     scene_aliases: dict = dataclasses.field(default_factory=lambda: dict(release.SCENE_ALIASES))
+    #: ``frames``: which source names an annotation's track when both do (``"coco"`` or ``"scene_json"``).
+    track_id_precedence: str = "coco"
     #: The Hub dataset repository of the release. Pass it as ``repo_id=...`` (the builder maps it here:
     #: ``datasets.DatasetBuilder`` itself takes a ``repo_id`` argument with another meaning).
     hub_repo_id: str = DEFAULT_REPO_ID
@@ -54,6 +56,8 @@ def hub_patterns(config: R4DBenchConfig) -> list[str]:
     if config.name == "frames":
         # fnmatch's "*" crosses "/", so no "<scene>/*.png" pattern: it would pull every query mask too.
         patterns.append(f"{release.SCENES_DIR}/*/images/*")
+        # The scene track JSON, by its candidate names (a "*/*.json" pattern would cross folders as well).
+        patterns += [f"{release.SCENES_DIR}/{s}/{n}" for s in release.SCENES for n in release.scene_track_json_names(s, config.scene_aliases)]
     else:
         patterns.append(release.dense_gt_file(config.name, config.mask_source))
         if config.mask_source == "mask_image":
@@ -78,6 +82,7 @@ class R4DBenchBuilder(PerckitTableBuilder):
 
     def _info(self) -> datasets.DatasetInfo:
         check_choice("mask_source", self.config.mask_source, release.MASK_SOURCES)
+        check_choice("track_id_precedence", self.config.track_id_precedence, release.TRACK_ID_PRECEDENCES)
         features = feats.frame_features() if self.config.name == "frames" else feats.query_features()
         return datasets.DatasetInfo(
             description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=features
@@ -98,7 +103,10 @@ class R4DBenchBuilder(PerckitTableBuilder):
         cfg = self.config
         with gc_paused():  # parsing and checking the JSON files builds millions of small containers
             if cfg.name == "frames":
-                scenes = [release.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern) for s in release.scene_names(root)]
+                scenes = [
+                    release.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern, read_tracks=True, aliases=cfg.scene_aliases)
+                    for s in release.scene_names(root)
+                ]
                 kwargs: dict = {"scenes": scenes}
             else:
                 rel = release.open_query_release(
@@ -110,6 +118,6 @@ class R4DBenchBuilder(PerckitTableBuilder):
     def _generate_rows(self, release_data: release.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, dict]]:
         if scenes is not None:
             for info in scenes:
-                yield from release.frame_rows(info)
+                yield from release.frame_rows(info, self.config.track_id_precedence)
         else:
             yield from release.query_rows(release_data, self.config.mask_source, self.config.scene_aliases)
