@@ -9,8 +9,9 @@ from perckit.r4d_bench import metrics as core
 
 _DESCRIPTION = """\
 Spatio-temporal referring-segmentation metrics of R4D-Bench (referring segmentation in dynamic 4D scenes):
-per-query mean frame IoU (miou), two-class pixel accuracy (macc), temporal accuracy (fraction of evaluated
-frames with IoU >= threshold), existence accuracy, vIoU, vIoU@0.3/0.5, temporal IoU and temporal
+acc (frame-wise temporal activation accuracy, the R4D-Bench-QA protocol's Acc, also reported as existence_acc)
+and vIoU first, then per-query mean frame IoU (miou), two-class pixel accuracy (macc), temporal accuracy
+(fraction of evaluated frames with IoU >= threshold), vIoU@0.3/0.5, temporal IoU and temporal
 precision/recall, macro-averaged over queries, plus the pooled overall IoU. Masks are compressed COCO RLE
 compared exactly in the RLE domain; a frame where both masks are empty has IoU 1.0.
 """
@@ -30,7 +31,8 @@ Args:
     only_query_prefix (str), only_queries (list of str): score a subset, like the official flags.
     strict (bool, default True): a reference without a prediction row raises; False scores it as no output.
 Returns:
-    dict with miou, macc, temporal_acc, existence_acc, viou, viou@0.3, viou@0.5, tiou, temporal_precision,
+    dict with acc and viou (the R4D-Bench-QA protocol's Acc and vIoU; acc equals existence_acc), miou, macc,
+    temporal_acc, existence_acc, viou@0.3, viou@0.5, tiou, temporal_precision,
     temporal_recall, overall_iou, num_queries, num_ignored_prediction_frames,
     num_existence_frames_without_mask, num_missing_predictions, per_scene, per_query_type, positive, negative, per_query.
 Examples:
