@@ -373,3 +373,35 @@ def test_builder_tracking_config_does_not_hash_challenge_files(small, tmp_path):
     _tamper(fx.root, EXR)
     _tamper(fx.root, CSV)
     assert build_split("syn4d", "tracking", fx.root, tmp_path / "cache").num_rows == 1
+
+
+# ------------------------------------------------------------------ perckit evaluate syn4d --compare-baselines
+
+
+def _jsonl(path, rows):
+    def plain(v):
+        return v.tolist() if isinstance(v, np.ndarray) else v
+
+    path.write_text("".join(json.dumps({k: plain(v) for k, v in r.items()}) + "\n" for r in rows))
+    return path
+
+
+def test_perckit_evaluate_syn4d_compare_baselines(syn4d_parity_rows, tmp_path, capsys):
+    from perckit.__main__ import main
+    from perckit.syn4d import io
+    from perckit.syn4d.features import to_metric_reference
+
+    ids = [r["sequence_id"] for r in syn4d_parity_rows]
+    preds = _jsonl(tmp_path / "p.jsonl", io.load_prediction_rows(SYN4D_PARITY / "predictions", ids))
+    refs = _jsonl(tmp_path / "r.jsonl", [to_metric_reference(r, "tracking") for r in syn4d_parity_rows])
+    argv = ["evaluate", "syn4d", "--config", "tracking", "--predictions", str(preds), "--references", str(refs)]
+    assert main(argv + ["--compare-baselines"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "| SpaTrackerV2 | 0.4334 | 0.5452 | 0.2960 | 1.6163 | 0.0727 | 0.9210 | 0.0444 | 0.0332 | 0.1569 |" in lines
+    run = next(line for line in lines if line.startswith("| this run |"))
+    o = STRICT["tasks"]["tracking"]["overall"]
+    assert run == "| this run | " + " | ".join(f"{o[k]:.4f}" for k in ("score", "apd", "dynamic_apd", "epe")) + " | - | - | - | - | - |"
+    assert main(argv) == 0
+    assert "| Method |" not in capsys.readouterr().out  # only when asked
+    assert main(["evaluate", "refer_iou", "--predictions", str(preds), "--references", str(refs), "--compare-baselines"]) == 2
+    assert "--compare-baselines: expected the metric syn4d" in capsys.readouterr().err

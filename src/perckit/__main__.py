@@ -173,6 +173,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .registry import reference_projector
 
     lookup(args.metric)  # an OptionError naming the known metrics
+    if args.compare_baselines and args.metric != "syn4d":
+        from .errors import OptionError
+
+        raise OptionError(f"--compare-baselines: expected the metric syn4d (the only one with a published baseline table), got {args.metric!r}")
     options = _kv(args.option)
     output = check_results_path(args.output) if args.output else None
     predictions = _read_rows(args.predictions)
@@ -190,6 +194,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     scalars = {k: v for k, v in result.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     for k, v in (scalars or result.get("overall", {})).items():
         print(f"{k:>32s}  {v}")
+    if args.compare_baselines:  # Syn4D: the card's published baselines with this run as one more row
+        from .syn4d.baselines import format_comparison
+        print(format_comparison(result))
     if output is not None:
         record = {**result, RUN_KEY: run_record(args, options, fingerprint, split)}
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -329,6 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--output", help="write the full results JSON here, with the perckit / datasets / evaluate versions, the "
                    "options, the dataset fingerprint and the time under 'perckit_run' (checked before scoring; an existing "
                    "file is replaced only if it is an earlier perckit results file)")
+    e.add_argument("--compare-baselines", action="store_true", help="syn4d only: print the Syn4D card's published "
+                   "baseline table with this run's overall numbers as one more row")
     e.set_defaults(fn=cmd_evaluate)
 
     g = sub.add_parser("gt-predictions", help="write the ground truth of a dataset folder as a metric's predictions (JSON Lines)",
