@@ -57,12 +57,21 @@ def test_auto_source_and_size_order_options(m4_release, m4_parquet, tmp_path, ca
     with caplog.at_level(logging.WARNING, logger="perckit.m4seg"):
         auto = build_split("m4seg", "default", m4_release.root, tmp_path / "a", split="test")
     assert auto.to_list() == m4_parquet["test"].to_list()
-    assert "only as [W, H]" in caplog.text  # the native file is read (auto) and its PASCAL sizes are [W, H]
+    # issue 14: auto reads the Parquet when both exist (it read the native file before), so no size warning
+    assert "only as [W, H]" not in caplog.text
+    with caplog.at_level(logging.WARNING, logger="perckit.m4seg"):
+        native = build_split("m4seg", "default", m4_release.root, tmp_path / "n", split="test", source="native")
+    assert "only as [W, H]" in caplog.text  # the native file is read and its PASCAL sizes are [W, H]
+    assert native.to_list() == auto.to_list()
     only_parquet = tmp_path / "rel"
     shutil.copytree(m4_release.root / "data", only_parquet / "data")
     assert build_split("m4seg", "default", only_parquet, tmp_path / "b", split="test").to_list() == auto.to_list()
+    only_native = tmp_path / "rel_native"
+    shutil.copytree(m4_release.root / "annotations", only_native / "annotations")
+    assert build_split("m4seg", "default", only_native, tmp_path / "d", split="test").to_list() == auto.to_list()
     with pytest.raises(Exception) as info:  # forcing [H, W] breaks on the PASCAL masks
-        build_split("m4seg", "default", m4_release.root, tmp_path / "c", split="test", native_image_size_order="hw", splits=("test",))
+        build_split("m4seg", "default", m4_release.root, tmp_path / "c", split="test", native_image_size_order="hw", splits=("test",),
+                    source="native")  # auto would read the Parquet, which has no image_sizes
     assert any("expected size" in m and "m4seg_test.json.gz" in m for m in _messages(info.value))
 
 
@@ -215,18 +224,26 @@ def test_hub_download_fetches_only_what_the_source_needs(m4_release, tmp_path, m
     b.download_and_prepare()
     assert b.as_dataset("test").num_rows == 24
     assert calls[0]["repo_id"] == "kanguyen-vn/M4Seg" and calls[0]["repo_type"] == "dataset"
-    assert calls[0]["allow_patterns"] == ["annotations/m4seg_test.json.gz"] and fetched(1) == ["annotations/m4seg_test.json.gz"]
+    # issue 14: auto fetches the Parquet first (it fetched the native file before)
+    assert calls[0]["allow_patterns"] == ["data/test-*.parquet"]
+    assert fetched(1) == sorted(f for f in m4_release.files if f.startswith("data/test-"))
 
     b = builder_class("m4seg")(config_name="default", cache_dir=str(tmp_path / "c2"), source="parquet", repo_id="me/M4Seg-copy")
     b.download_and_prepare()
     assert calls[1]["repo_id"] == "me/M4Seg-copy"
     assert fetched(2) == sorted(f for f in m4_release.files if f.startswith("data/"))
 
-    shutil.rmtree(source / "annotations")  # auto falls back to the Parquet files
+    for p in (source / "data").glob("test-*.parquet"):  # auto falls back to the native file
+        p.unlink()
     b = builder_class("m4seg")(config_name="default", cache_dir=str(tmp_path / "c3"), splits=("test",))
     b.download_and_prepare()
-    assert [c["allow_patterns"] for c in calls[2:]] == [["annotations/m4seg_test.json.gz"], ["data/test-*.parquet"]]
+    assert [c["allow_patterns"] for c in calls[2:]] == [["data/test-*.parquet"], ["annotations/m4seg_test.json.gz"]]
+    assert fetched(4) == ["annotations/m4seg_test.json.gz"]
     assert b.as_dataset("test").num_rows == 24
+
+    b = builder_class("m4seg")(config_name="default", cache_dir=str(tmp_path / "c4"), splits=("test",), source="native")
+    b.download_and_prepare()
+    assert calls[4]["allow_patterns"] == ["annotations/m4seg_test.json.gz"] and fetched(5) == ["annotations/m4seg_test.json.gz"]
 
 
 def test_hub_offline_error_names_data_dir(tmp_path):

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 from conftest import DS_MAJOR, REPO, build_split
-from test_m4seg_common import NO_METEOR, R, g_pred, g_ref, ref_row
+from test_m4seg_common import NO_METEOR, R, g_pred, g_ref, m4_release, ref_row  # noqa: F401
 
 from perckit.m4seg import metrics as core
 from perckit.segmentation import reduce_iou
@@ -92,3 +92,155 @@ def test_union_mask_counts_directly():
     assert core.union_mask_counts([], [left], [1, 4], "x") == (0, 2)
     assert core.union_mask_counts([], [], [1, 4], "x") == (0, 0)
     assert core.union_mask_counts([left, R("211", (1, 4))], [full], [1, 4], "x") == (3, 4)
+
+
+# ---------------------------------------------------------------- source="auto" and the Hub Parquet's ids
+
+
+def _copy_release(src, dst, parts=("data", "annotations")):
+    import shutil
+
+    for p in parts:
+        shutil.copytree(src / p, dst / p)
+    return dst
+
+
+def _rewrite_parquet_ids(root, split, prefix):
+    """Give the Parquet rows ids of another scheme (the Hub's scheme is not documented), leaving the native file
+    as it is: a build that reads the native file then gives other ids than the Parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids = []
+    for path in sorted((root / "data").glob(f"{split}-*.parquet")):
+        table = pq.read_table(path)
+        new = [f"{prefix}{len(ids) + i:06d}" for i in range(table.num_rows)]
+        ids += new
+        table = table.set_column(table.schema.get_field_index("example_id"), "example_id", pa.array(new, pa.string()))
+        pq.write_table(table, path, row_group_size=1000)
+    return ids
+
+
+def test_auto_native_and_parquet_give_the_same_ids_and_rows_on_the_sample_release(m4_release, tmp_path):
+    built = {src: {s: build_split("m4seg", "default", m4_release.root, tmp_path / src, split=s, source=src) for s in ("train", "test")}
+             for src in ("native", "parquet", "auto")}
+    for split, ids in (("train", m4_release.train_ids), ("test", m4_release.test_ids)):
+        assert built["parquet"][split]["example_id"] == ids
+        assert built["native"][split]["example_id"] == ids  # pair_id, or pair_id#k for a repeated one, as the Parquet
+        assert built["auto"][split]["example_id"] == ids
+        assert built["auto"][split].to_list() == built["parquet"][split].to_list() == built["native"][split].to_list()
+
+
+def test_auto_prefers_the_parquet_when_both_are_present(m4_release, tmp_path, caplog):
+    import logging
+
+    root = _copy_release(m4_release.root, tmp_path / "rel")
+    hub_ids = _rewrite_parquet_ids(root, "test", "m4seg-test-")
+    parquet = build_split("m4seg", "default", root, tmp_path / "p", split="test", source="parquet", splits=("test",))
+    native = build_split("m4seg", "default", root, tmp_path / "n", split="test", source="native", splits=("test",))
+    assert "only as [W, H]" in caplog.text  # the native file's PASCAL sizes are [W, H]: reading it warns
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="perckit.m4seg"):
+        auto = build_split("m4seg", "default", root, tmp_path / "a", split="test", splits=("test",))
+    assert parquet["example_id"] == hub_ids and native["example_id"] == m4_release.test_ids  # the two sources differ here
+    assert auto["example_id"] == hub_ids  # before issue 14, auto read the native file: m4_release.test_ids
+    assert auto.to_list() == parquet.to_list()
+    assert "only as [W, H]" not in caplog.text  # the native file (PASCAL sizes as [W, H]) was not read
+
+
+def test_auto_reads_the_native_file_of_a_split_without_parquet(m4_release, tmp_path):
+    root = _copy_release(m4_release.root, tmp_path / "rel", parts=("annotations",))
+    auto = build_split("m4seg", "default", root, tmp_path / "a", split="test", splits=("test",))
+    assert auto["example_id"] == m4_release.test_ids
+
+
+def test_auto_per_split(m4_release, tmp_path):
+    """Parquet for the split that has shards, native for the one that has only its JSON file."""
+    root = _copy_release(m4_release.root, tmp_path / "rel")
+    for p in (root / "data").glob("test-*.parquet"):
+        p.unlink()
+    train_ids = _rewrite_parquet_ids(root, "train", "m4seg-train-")
+    assert build_split("m4seg", "default", root, tmp_path / "a", split="train")["example_id"] == train_ids
+    assert build_split("m4seg", "default", root, tmp_path / "a", split="test")["example_id"] == m4_release.test_ids
+
+
+def test_auto_hub_download_fetches_the_parquet_first(m4_release, tmp_path, monkeypatch):
+    import shutil
+
+    from conftest import fake_snapshot_download
+
+    from perckit import hub
+    from perckit.entrypoints import builder_class
+
+    source = tmp_path / "hub_repo"
+    shutil.copytree(m4_release.root, source)
+    calls = []
+    monkeypatch.setattr(hub, "snapshot_download", fake_snapshot_download(source, calls))
+    b = builder_class("m4seg")(config_name="default", cache_dir=str(tmp_path / "c1"), splits=("test",))
+    b.download_and_prepare()
+    assert [c["allow_patterns"] for c in calls] == [["data/test-*.parquet"]]
+    assert b.as_dataset("test")["example_id"] == m4_release.test_ids
+    for p in (source / "data").glob("test-*.parquet"):  # a repository without Parquet: auto falls back to native
+        p.unlink()
+    b = builder_class("m4seg")(config_name="default", cache_dir=str(tmp_path / "c2"), splits=("test",))
+    b.download_and_prepare()
+    assert [c["allow_patterns"] for c in calls[1:]] == [["data/test-*.parquet"], ["annotations/m4seg_test.json.gz"]]
+    assert b.as_dataset("test")["example_id"] == m4_release.test_ids
+
+
+# ---------------------------------------------------------------- an unclosed streaming iterator at exit
+
+STREAM_SCRIPT = """
+import sys
+how, source, root = sys.argv[1:4]
+if how == "script":  # datasets 3.6: the builder script, as a user loads it
+    import datasets
+    ds = datasets.load_dataset({builders!r}, data_dir=root, trust_remote_code=True, streaming=True, source=source)["train"]
+else:
+    import perckit
+    ds = perckit.load_dataset("m4seg", data_dir=root, split="train", streaming=True, source=source)
+first = next(iter(ds))     # a temporary iterator, dropped at once
+it = iter(ds)              # one held until the interpreter exits, never closed
+row = next(it)
+assert first["example_id"] == row["example_id"]
+print("ROW", row["example_id"])
+"""
+
+
+@pytest.mark.parametrize("source", ["native", "parquet", "auto"])
+@pytest.mark.parametrize("how", ["script", "perckit"])
+def test_unclosed_streaming_iterator_exits_quietly(m4_release, tmp_path, how, source):
+    if how == "script" and DS_MAJOR >= 4:
+        pytest.skip("builder scripts run on datasets 3.6 only")
+    script = tmp_path / "stream_one.py"
+    script.write_text(textwrap.dedent(STREAM_SCRIPT.format(builders=str(REPO / "builders" / "m4seg"))))
+    proc = subprocess.run([sys.executable, str(script), how, source, str(m4_release.root)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"ROW {m4_release.train_ids[0]}" in proc.stdout
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr[-3000:]
+
+
+def test_iter_native_leaves_consumer_exceptions_alone(m4_release):
+    """Only reading errors become ReleaseFormatError: an exception thrown in at the yield (as GeneratorExit is
+    at close) passes through unchanged, and closing releases the file."""
+    from perckit.m4seg import release
+
+    opened = []
+
+    def opener(path, mode):
+        f = open(path, mode)
+        opened.append(f)
+        return f
+
+    path = str(release.native_path(m4_release.root, "test"))
+    shards = release.native_shards(path, release.scan_native(open, path, "test"), 1)
+    rows = release.iter_native(opener, shards, "test")
+    assert next(rows)["example_id"] == m4_release.test_ids[0]
+    with pytest.raises(OSError, match="the consumer's own"):
+        rows.throw(OSError("the consumer's own"))  # an OSError is a gzip reading error inside the reader
+    assert opened and opened[0].closed
+    rows = release.iter_native(opener, shards, "test")
+    next(rows)
+    rows.close()
+    assert opened[1].closed

@@ -43,7 +43,7 @@ DEFAULT_REPO_ID = BENCHMARK.hub_repo  # the descriptor (benchmark.py) is the one
 class M4SegConfig(datasets.BuilderConfig):
     """Options of the M4Seg builder (all defaulted; see the dataset card)."""
 
-    #: "auto" (native JSON when annotations/m4seg_{split}.json.gz exists, else Parquet), "native" or "parquet".
+    #: "auto" (the Parquet data/{split}-*.parquet when it exists, else the native JSON), "native" or "parquet".
     source: str = "auto"
     #: How to read native ``image_sizes``: "auto" (checked against the masks), "hw" or "wh".
     native_image_size_order: str = "auto"
@@ -117,14 +117,14 @@ class M4SegBuilder(PerckitBuilder):
             return hub.download_release(c.hub_repo_id, patterns, c.revision, benchmark="M4Seg", builder_path="builders/m4seg")
 
         roots: dict[str, Path] = {}
-        first = "parquet" if c.source == "parquet" else "native"
+        first = "native" if c.source == "native" else "parquet"  # "auto" prefers the Parquet (resolve_source)
         root = fetch([p for s in c.splits for p in hub_patterns(s, first)])
         for s in c.splits:
-            if c.source != "auto" or release.native_path(root, s).is_file():
+            if c.source != "auto" or release.parquet_paths(root, s, glob.glob):
                 roots[s] = root
         rest = [s for s in c.splits if s not in roots]
-        if rest:  # source="auto" and the repository has no native file for these splits
-            root = fetch([p for s in rest for p in hub_patterns(s, "parquet")])
+        if rest:  # source="auto" and the repository has no Parquet shard for these splits
+            root = fetch([p for s in rest for p in hub_patterns(s, "native")])
             roots.update({s: root for s in rest})
         return roots
 

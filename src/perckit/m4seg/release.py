@@ -153,7 +153,12 @@ def confine_files(root: str | Path, files: Sequence[str], split: str, links: boo
 
 
 def resolve_source(root: str | Path, split: str, source: str, glob_fn: Callable | None = None) -> str:
-    """``"auto"`` -> ``"native"`` when ``annotations/m4seg_{split}.json.gz`` exists, else ``"parquet"``.
+    """``"auto"`` -> ``"parquet"`` when ``data/{split}-*.parquet`` exists, else ``"native"``.
+
+    The Parquet files are the Hub's rows and carry the release's own ``example_id`` and ``image_id``; a native
+    file without them gets derived ids (``pair_id``, ``pair_id#k``) and path-stem image ids, which need not be
+    the Hub's. So ``"auto"`` prefers the Parquet wherever both exist (issue 14) and reads the native file only
+    for a split that has no Parquet shard.
 
     Raises :class:`ReleaseNotFoundError` naming both expected paths when the split has neither file.
     """
@@ -162,10 +167,10 @@ def resolve_source(root: str | Path, split: str, source: str, glob_fn: Callable 
     has_parquet = bool(parquet_paths(root, split, glob_fn))
     expected = f"{NATIVE_FILE.format(split=split)!r} (native) or {PARQUET_GLOB.format(split=split)!r} (Parquet)"
     if source == "auto":
-        if has_native:
-            return "native"
         if has_parquet:
             return "parquet"
+        if has_native:
+            return "native"
         raise ReleaseNotFoundError(f"M4Seg {split} split: neither {expected} found under the release root {str(root)!r}")
     if source == "native" and not has_native:
         raise ReleaseNotFoundError(
@@ -817,43 +822,59 @@ def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, siz
     id_key = shards[0].id_key
     state = ConvertState(split, Path(path).name, size_order)
     where = f"M4Seg {split} split, {Path(path).name}"
-    with opener(path, "rb") as f:
-        try:
-            gz = _gunzip(f, where)
-            first = 0
-            if shards[0].seek_from is not None and start > 0 and shards[0].kind == "list":
-                gz = _Prefixed(b"[" + _seek_item(gz, shards[0].seek_from, where), gz)
-                first = start
-            for i, (key, ex) in enumerate(_iter_items(ijson, gz, shards[0].kind, where, first), first):
-                if i < start:
-                    continue
-                if stop is not None and i >= stop:
-                    break
-                j = i - start
-                if id_hashes is not None and isinstance(ex, _MAPS):
-                    v = ex.get(id_key)
-                    if j >= len(id_hashes) or v is None or stable_hash(str(v)) != id_hashes[j]:
+
+    def rows(f: BinaryIO) -> Iterator[dict]:
+        gz = _gunzip(f, where)
+        first = 0
+        if shards[0].seek_from is not None and start > 0 and shards[0].kind == "list":
+            gz = _Prefixed(b"[" + _seek_item(gz, shards[0].seek_from, where), gz)
+            first = start
+        for i, (key, ex) in enumerate(_iter_items(ijson, gz, shards[0].kind, where, first), first):
+            if i < start:
+                continue
+            if stop is not None and i >= stop:
+                break
+            j = i - start
+            if id_hashes is not None and isinstance(ex, _MAPS):
+                v = ex.get(id_key)
+                if j >= len(id_hashes) or v is None or stable_hash(str(v)) != id_hashes[j]:
+                    raise ReleaseFormatError(
+                        f"{where}: example {i} does not have the {id_key} the prepass read there ({v!r}); the file "
+                        "changed during the build or defeats the prepass: build it with num_proc=1"
+                    )
+            fallback = None
+            if key is not None:
+                fallback = str(key)
+            elif isinstance(ex, _MAPS) and ex.get("example_id") is None:
+                pid = _alias(ex, EXAMPLE_ALIASES["pair_id"])
+                if pid is not None:
+                    if occurrence is None:
                         raise ReleaseFormatError(
-                            f"{where}: example {i} does not have the {id_key} the prepass read there ({v!r}); the file "
-                            "changed during the build or defeats the prepass: build it with num_proc=1"
+                            f"{state.where(str(pid))}: has no 'example_id' while the file's first example has one; "
+                            "give every example an example_id or none"
                         )
-                fallback = None
-                if key is not None:
-                    fallback = str(key)
-                elif isinstance(ex, _MAPS) and ex.get("example_id") is None:
-                    pid = _alias(ex, EXAMPLE_ALIASES["pair_id"])
-                    if pid is not None:
-                        if occurrence is None:
-                            raise ReleaseFormatError(
-                                f"{state.where(str(pid))}: has no 'example_id' while the file's first example has one; "
-                                "give every example an example_id or none"
-                            )
-                        fallback = derived_example_id(str(pid), int(occurrence[j]))
-                yield native_to_row(ex, state, fallback)
-        except ijson.JSONError as e:
-            raise ReleaseFormatError(f"{where}: invalid JSON: {_json_error(e)}") from None
-        except GZIP_ERRORS as e:
-            raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
+                    fallback = derived_example_id(str(pid), int(occurrence[j]))
+            yield native_to_row(ex, state, fallback)
+
+    # The parse runs in ``rows``; only pulling the next row is inside the ``try`` below, and the ``yield`` is
+    # outside it. A consumer that never exhausts the iterator (a streaming ``next(iter(ds))``) leaves this
+    # generator suspended until the interpreter exits; closing it then raises GeneratorExit at the ``yield``.
+    # Were the ``yield`` inside the ``try``, its ``except`` clauses would be evaluated against module globals
+    # (``ijson.JSONError``, ``GZIP_ERRORS``) that finalisation has already cleared to None, printing
+    # "Exception ignored ... TypeError: catching classes that do not inherit from BaseException". A GeneratorExit
+    # (or an exception thrown in by the consumer) is not a reading error anyway.
+    with opener(path, "rb") as f:
+        it = rows(f)
+        while True:
+            try:
+                row = next(it)
+            except StopIteration:
+                break
+            except ijson.JSONError as e:
+                raise ReleaseFormatError(f"{where}: invalid JSON: {_json_error(e)}") from None
+            except GZIP_ERRORS as e:
+                raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
+            yield row
     state.finish()
 
 
