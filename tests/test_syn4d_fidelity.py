@@ -405,3 +405,9 @@ def test_perckit_evaluate_syn4d_compare_baselines(syn4d_parity_rows, tmp_path, c
     assert "| Method |" not in capsys.readouterr().out  # only when asked
     assert main(["evaluate", "refer_iou", "--predictions", str(preds), "--references", str(refs), "--compare-baselines"]) == 2
     assert "--compare-baselines: expected the metric syn4d" in capsys.readouterr().err
+
+
+def test_python_runner_takes_comma_separated_strings_too():
+    out = runner.evaluate_release(SYN4D_PARITY / "predictions", SYN4D_PARITY, tasks="pose,tracking", variants="og,sim", cameras="0")
+    assert sorted(out["tasks"]) == ["pose", "tracking"] and out["requested_sequences"] == 1
+    assert out["tasks"]["pose"]["sequences"][0]["sequence_id"] == "sim/office/seq_000002_0"

@@ -89,6 +89,10 @@ def evaluate_release(
     on the way: one :class:`~perckit.syn4d.coverage.LowCoverageWarning` for the run when a sequence is
     below ``min_coverage``; ``coverage=True`` adds the blocks as ``"coverage": {task: {"overall",
     "sequences"}}`` (off by default: the report keeps the official shape)."""
+    # A string is the official comma-separated form ("tracking,depth"), never a sequence of letters.
+    tasks, variants, scenes, cameras = (
+        _split_list([v]) if isinstance(v, str) else v for v in (tasks, variants, scenes, cameras)
+    )
     tasks = sorted(set(tasks))
     if not tasks:
         raise OptionError("option 'tasks': expected at least one of ['depth', 'pose', 'tracking'], got none")
