@@ -145,3 +145,15 @@ def test_every_subcommand_and_option_has_help_text():
         for action in sub._actions:
             if not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
                 assert action.help, f"{name} {action.option_strings or action.dest} has no help text"
+
+
+def test_write_fixture_writes_only_into_a_new_or_empty_folder(tmp_path, capsys):
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "README.md").write_text("my notes")
+    assert main(["write-fixture", "refcoco_m", str(user)]) == 2
+    assert "expected a new or empty folder" in capsys.readouterr().err
+    assert [p.name for p in user.iterdir()] == ["README.md"] and (user / "README.md").read_text() == "my notes"
+    (tmp_path / "empty").mkdir()
+    assert main(["write-fixture", "refcoco_m", str(tmp_path / "empty")]) == 0
+    assert main(["write-fixture", "refcoco_m", str(tmp_path / "new" / "rc")]) == 0

@@ -259,7 +259,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_write_fixture(args: argparse.Namespace) -> int:
+    from .errors import OptionError
     from .fixtures.base import write_release
+
+    out = Path(args.output)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise OptionError(f"write-fixture output {args.output!r}: expected a new or empty folder, got "
+                          f"{'a file' if not out.is_dir() else 'a folder with files'}; the sample release would replace "
+                          "or mix with them, so choose a new folder")
 
     fx = write_release(args.benchmark, args.output, seed=args.seed)
     print(f"wrote {len(fx.files)} files to {args.output}")
