@@ -137,24 +137,38 @@ def parse_int(value: Any, where: str, error: type[Exception] = ReleaseFormatErro
     raise error(f"{where}: expected an integer (or a string of digits), got {value!r}")
 
 
-def read_ahead(paths: Sequence[str | os.PathLike], depth: int = 16) -> Iterator[tuple[Path, bytes | OSError]]:
+def read_ahead(
+    paths: Sequence[str | os.PathLike],
+    depth: int = 16,
+    limit: int | None = None,
+    what: str = "file",
+) -> Iterator[tuple[Path, bytes | Exception]]:
     """``(path, bytes)`` of every file, in order, asking the kernel to read ``depth`` files ahead.
 
     A build that reads thousands of small files (frame images) otherwise waits for the storage device on
     each one between its CPU work. ``posix_fadvise(WILLNEED)`` starts the reads of the next files in the
     background (no threads, no GIL contention; a no-op for files already cached or where the OS has no
-    such call). A file that cannot be read gives its ``OSError`` in place of the bytes, for the caller.
+    such call); the hint opens without blocking and only regular files get it. A file that cannot be read
+    gives its error in place of the bytes, for the caller. With ``limit`` (what every reader of release data
+    passes), each file is read by :func:`perckit.paths.read_regular_file` under that many bytes, so a FIFO, a
+    device or a folder is refused at once (``ReleaseFormatError``; a missing file ``ReleaseNotFoundError``);
+    without it, a plain read whose ``OSError`` is given back.
     """
+    import stat
+
+    from .paths import read_regular_file
+
     paths = [Path(p) for p in paths]
     advise = getattr(os, "posix_fadvise", None)
 
     def hint(p: Path) -> None:
         try:
-            fd = os.open(p, os.O_RDONLY)
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except OSError:
             return  # reported by the read itself
         try:
-            advise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                advise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
         except OSError:
             pass
         finally:
@@ -166,10 +180,14 @@ def read_ahead(paths: Sequence[str | os.PathLike], depth: int = 16) -> Iterator[
     for i, p in enumerate(paths):
         if advise is not None and i + depth < len(paths):
             hint(paths[i + depth])
+        data: bytes | Exception
         try:
-            with open(p, "rb") as f:
-                data: bytes | OSError = f.read()
-        except OSError as e:
+            if limit is not None:
+                data = read_regular_file(p, what, limit, ReleaseFormatError, ReleaseNotFoundError)
+            else:
+                with open(p, "rb") as f:
+                    data = f.read()
+        except (ReleaseFormatError, ReleaseNotFoundError, OSError) as e:
             data = e
         yield p, data
 

@@ -13,8 +13,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ..errors import PerckitError, ReleaseFormatError, ReleaseNotFoundError
-from ..paths import read_regular_file
+from .. import jsonio
 
 #: Largest JSON file of a release read (dense GT, query metadata, track GT, COCO files). The real
 #: ``all_queries`` dense GT is tens of MB.
@@ -26,36 +25,6 @@ MAX_MASK_PNG_BYTES = 64 << 20
 
 
 def read_ahead(paths: Sequence[str | os.PathLike], limit: int = MAX_IMAGE_BYTES, depth: int = 16) -> Iterator[tuple[Path, bytes | Exception]]:
-    """``(path, bytes)`` of every file, in order, each read by :func:`perckit.paths.read_regular_file` under
-    ``limit`` (a FIFO, a device, a folder or a larger file gives its error in place of the bytes, before any
-    read). As :func:`perckit.jsonio.read_ahead`, the kernel is asked to read ``depth`` files ahead; the hint
-    opens without blocking and only regular files get it."""
-    import stat
+    """:func:`perckit.jsonio.read_ahead` of the frame images, each a regular file under ``limit`` bytes."""
+    return jsonio.read_ahead(paths, depth=depth, limit=limit, what="image file")
 
-    paths = [Path(p) for p in paths]
-    advise = getattr(os, "posix_fadvise", None)
-
-    def hint(p: Path) -> None:
-        try:
-            fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        except OSError:
-            return  # reported by the read itself
-        try:
-            if stat.S_ISREG(os.fstat(fd).st_mode):
-                advise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-
-    if advise is not None:
-        for p in paths[:depth]:
-            hint(p)
-    for i, p in enumerate(paths):
-        if advise is not None and i + depth < len(paths):
-            hint(paths[i + depth])
-        try:
-            data: bytes | Exception = read_regular_file(p, "image file", limit, ReleaseFormatError, ReleaseNotFoundError)
-        except PerckitError as e:
-            data = e
-        yield p, data
