@@ -244,3 +244,20 @@ def test_iter_native_leaves_consumer_exceptions_alone(m4_release):
     next(rows)
     rows.close()
     assert opened[1].closed
+
+
+@pytest.mark.parametrize("source", ["native", "parquet"])
+def test_iter_image_paths_leaves_consumer_exceptions_alone(m4_release, source):
+    """The image-path reader (image_root) follows the same rule as the row readers."""
+    from perckit.m4seg import images, release
+
+    files = ([str(release.native_path(m4_release.root, "test"))] if source == "native"
+             else release.parquet_paths(m4_release.root, "test"))
+    paths = images.iter_image_paths(open, source, files, "list", "test")
+    where, first = next(paths)
+    assert "test split" in where and isinstance(first, str)
+    with pytest.raises(OSError, match="the consumer's own"):
+        paths.throw(OSError("the consumer's own"))
+    paths = images.iter_image_paths(open, source, files, "list", "test")
+    next(paths)
+    paths.close()  # no error

@@ -44,29 +44,36 @@ def iter_image_paths(opener: Callable, source: str, files: Sequence[str], kind: 
             where = f"M4Seg {split} split, {name}"
             with opener(p, "rb") as f:
                 pf = release.open_parquet(f, where)
-                i = 0
-                try:
-                    for batch in pf.iter_batches(batch_size=release.BATCH_SIZE, columns=["example_id", "images"]):
-                        for eid, images in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-                            for k, im in enumerate(images if isinstance(images, list) else ()):
-                                if isinstance(im, Mapping) and im.get("path") is not None:
-                                    yield f"{where}: row {i} (example {eid!r}): images[{k}].path", im["path"]
-                            i += 1
-                except (pa.ArrowException, *release.PARQUET_ERRORS) as e:
-                    raise ReleaseFormatError(
+
+                def unreadable(e: BaseException, where: str = where) -> Exception:
+                    return ReleaseFormatError(
                         f"{where}: the images column cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
-                    ) from None
+                    )
+
+                columns = (
+                    (b.column(0).to_pylist(), b.column(1).to_pylist())
+                    for b in pf.iter_batches(batch_size=release.BATCH_SIZE, columns=["example_id", "images"])
+                )
+                i = 0
+                # batches are read and decoded under the error translation; the yields stay outside any try
+                for ids, images_col in native.pull_translating(columns, (pa.ArrowException, *release.PARQUET_ERRORS), unreadable):
+                    for eid, images in zip(ids, images_col):
+                        for k, im in enumerate(images if isinstance(images, list) else ()):
+                            if isinstance(im, Mapping) and im.get("path") is not None:
+                                yield f"{where}: row {i} (example {eid!r}): images[{k}].path", im["path"]
+                        i += 1
         return
     ijson = native.ijson_module()
     for p in files:
         where = f"M4Seg {split} split, {Path(p).name}"
+        errors, convert = native.reading_error(ijson, where)
         with opener(p, "rb") as f:
-            with native.read_errors(ijson, where):
-                for i, (key, ex) in enumerate(native.iter_items(ijson, native.gunzip(f, where), kind, where)):
-                    paths = ex.get("image_paths") if isinstance(ex, Mapping) else None
-                    eid = key if key is not None else (_example_label(ex))
-                    for k, v in enumerate(paths if isinstance(paths, list) else ()):
-                        yield f"{where}: example {i} ({eid!r}): image_paths[{k}]", v
+            items = native.iter_items(ijson, native.gunzip(f, where), kind, where)
+            for i, (key, ex) in enumerate(native.pull_translating(items, errors, convert)):
+                paths = ex.get("image_paths") if isinstance(ex, Mapping) else None
+                eid = key if key is not None else (_example_label(ex))
+                for k, v in enumerate(paths if isinstance(paths, list) else ()):
+                    yield f"{where}: example {i} ({eid!r}): image_paths[{k}]", v
 
 
 def _example_label(ex: Any) -> Any:

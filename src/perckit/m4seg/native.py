@@ -65,6 +65,36 @@ def json_error(e: Exception) -> str:
     return " ".join(str(msg).split())
 
 
+def pull_translating(items: Iterator, errors: tuple, convert: Callable[[BaseException], Exception]) -> Iterator:
+    """The items of ``items``; an exception of ``errors`` raised while *pulling* the next item is raised as
+    ``convert(e)``. The ``yield`` sits outside the ``try``: an exception the consumer throws in (GeneratorExit
+    when it closes the iterator) is never matched against ``errors``, so it passes through unchanged, and a
+    reader left suspended until interpreter exit (a streaming ``next(iter(ds))``) closes quietly. (A
+    ``yield`` inside ``try ... except ijson.JSONError`` evaluates that clause at finalisation, when module
+    globals are already None: "Exception ignored ... TypeError: catching classes that do not inherit from
+    BaseException".)"""
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        except errors as e:
+            raise convert(e) from None
+        yield item
+
+
+def reading_error(ijson_mod: Any, where: str) -> tuple[tuple, Callable[[BaseException], Exception]]:
+    """``(errors, convert)`` for :func:`pull_translating`: ijson's and gzip's errors as
+    :class:`ReleaseFormatError` naming ``where`` (the messages of :func:`read_errors`)."""
+
+    def convert(e: BaseException) -> Exception:
+        if isinstance(e, ijson_mod.JSONError):
+            return ReleaseFormatError(f"{where}: invalid JSON: {json_error(e)}")
+        return ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})")
+
+    return (ijson_mod.JSONError, *GZIP_ERRORS), convert
+
+
 @contextmanager
 def read_errors(ijson_mod: Any, where: str) -> Iterator[None]:
     """ijson's and gzip's errors as :class:`ReleaseFormatError` naming ``where``."""

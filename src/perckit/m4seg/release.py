@@ -32,7 +32,9 @@ from .native import gunzip as _gunzip
 from .native import ijson_module as _ijson
 from .native import iter_items
 from .native import json_error as _json_error
+from .native import pull_translating as _pull_translating
 from .native import read_errors
+from .native import reading_error as _reading_error
 from .native import top_level_kind
 from .features import SOURCE_GRANULARITY
 
@@ -856,25 +858,12 @@ def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, siz
                     fallback = derived_example_id(str(pid), int(occurrence[j]))
             yield native_to_row(ex, state, fallback)
 
-    # The parse runs in ``rows``; only pulling the next row is inside the ``try`` below, and the ``yield`` is
-    # outside it. A consumer that never exhausts the iterator (a streaming ``next(iter(ds))``) leaves this
-    # generator suspended until the interpreter exits; closing it then raises GeneratorExit at the ``yield``.
-    # Were the ``yield`` inside the ``try``, its ``except`` clauses would be evaluated against module globals
-    # (``ijson.JSONError``, ``GZIP_ERRORS``) that finalisation has already cleared to None, printing
-    # "Exception ignored ... TypeError: catching classes that do not inherit from BaseException". A GeneratorExit
-    # (or an exception thrown in by the consumer) is not a reading error anyway.
+    # The parse runs in ``rows``; only pulling the next row translates reading errors, and the ``yield`` is
+    # outside any ``try`` (native.pull_translating): a consumer that never exhausts the iterator leaves it
+    # suspended until interpreter exit, and closing it then must not evaluate ``except`` clauses.
+    errors, convert = _reading_error(ijson, where)
     with opener(path, "rb") as f:
-        it = rows(f)
-        while True:
-            try:
-                row = next(it)
-            except StopIteration:
-                break
-            except ijson.JSONError as e:
-                raise ReleaseFormatError(f"{where}: invalid JSON: {_json_error(e)}") from None
-            except GZIP_ERRORS as e:
-                raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
-            yield row
+        yield from _pull_translating(rows(f), errors, convert)
     state.finish()
 
 
