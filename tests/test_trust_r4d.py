@@ -12,16 +12,15 @@ import json
 import os
 import re
 import shutil
-import signal
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.harness import cause, deadline, expect
 from conftest import build_split
 from PIL import Image
 
-from perckit.errors import InputNotFoundError, PerckitError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
+from perckit.errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from perckit.fixtures.base import write_release
 from perckit.r4d_bench import evaluate_mask_temporal as cli_mask
 from perckit.r4d_bench import io as r4d_io
@@ -32,42 +31,6 @@ GTP = "scripts/new_predictions_ground_truth_all_queries_with_paths.json"
 META = "evaluation/R4D-Bench_queries.json"
 COCO = "data/scenes/americano/_annotations.coco.json"
 SCENE = "data/scenes/americano"
-
-
-@contextmanager
-def deadline(seconds: int = 20):
-    """Fail (TimeoutError) instead of hanging: before the fix, opening a FIFO blocked forever."""
-
-    def fire(signum, frame):
-        raise TimeoutError(f"still blocked after {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def cause(exc: BaseException) -> BaseException:
-    """The perckit error itself, or the one under datasets' DatasetGenerationError."""
-    e, seen = exc, set()
-    while e is not None and id(e) not in seen and not isinstance(e, PerckitError):
-        seen.add(id(e))
-        e = e.__cause__ or e.__context__
-    assert isinstance(e, PerckitError), f"undocumented {type(exc).__name__}: {exc!r}"
-    return e
-
-
-def expect(fn, error, *patterns):
-    with pytest.raises(Exception) as info:
-        fn()
-    err = cause(info.value)
-    assert isinstance(err, error), f"expected {error.__name__}, got {type(err).__name__}: {err}"
-    for p in patterns:
-        assert re.search(p, str(err), re.S), f"{p!r} not in {str(err)!r}"
-    return err
 
 
 @pytest.fixture(scope="module")

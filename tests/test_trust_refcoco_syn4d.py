@@ -10,16 +10,15 @@ import math
 import os
 import re
 import shutil
-import signal
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.harness import cause, deadline, expect
 from conftest import SYN4D_PARITY, build_split
 
-from perckit.errors import OptionError, PerckitError, PredictionError, ReleaseFormatError
+from perckit.errors import OptionError, PredictionError, ReleaseFormatError
 from perckit.fixtures.base import write_release
 from perckit.syn4d import evaluate as runner
 from perckit.syn4d import io as s4io
@@ -33,39 +32,6 @@ CSV = "challenge_eval/og/dream/ground_truth/meta_exr_csv/seq_000000_0_camera.csv
 EXR = "challenge_eval/og/dream/exr_layers/depth/seq_000000_0/seq_000000_0_0000_depth.exr"
 MP4 = "challenge_eval/og/dream/mp4/seq_000000_0.mp4"
 BOM = b"\xef\xbb\xbf"
-
-
-@contextmanager
-def deadline(seconds: int = 20):
-    def fire(signum, frame):
-        raise TimeoutError(f"still blocked after {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def cause(exc: BaseException) -> BaseException:
-    e, seen = exc, set()
-    while e is not None and id(e) not in seen and not isinstance(e, PerckitError):
-        seen.add(id(e))
-        e = e.__cause__ or e.__context__
-    assert isinstance(e, PerckitError), f"undocumented {type(exc).__name__}: {exc!r}"
-    return e
-
-
-def expect(fn, error, *patterns):
-    with pytest.raises(Exception) as info:
-        fn()
-    err = cause(info.value)
-    assert isinstance(err, error), f"expected {error.__name__}, got {type(err).__name__}: {err}"
-    for p in patterns:
-        assert re.search(p, str(err), re.S), f"{p!r} not in {str(err)!r}"
-    return err
 
 
 # ================================================================ Syn4D
