@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from .errors import ReleaseFormatError
 
@@ -97,19 +100,22 @@ def _inside_hub_blobs(base: Path, real: str) -> bool:
     return False
 
 
-def read_regular_file(
+@contextmanager
+def open_regular_file(
     path: str | os.PathLike,
     where: str,
-    limit: int,
+    limit: int | None = None,
     error: type[Exception] = ReleaseFormatError,
     not_found: type[Exception] | None = None,
-) -> bytes:
-    """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes.
+    what: str = "file",
+) -> Iterator[BinaryIO]:
+    """``path`` opened for binary reading, once it is known to be a regular file (of at most ``limit`` bytes).
 
     The file is opened without blocking and checked with ``fstat`` on the open descriptor (no race with a
     swapped path): a FIFO, a device, a socket or a folder is refused at once (reading ``/dev/zero`` would
     never end, opening a FIFO would block), and so is a file larger than ``limit``, before anything is read.
-    A missing file raises ``not_found`` (default: ``error``) naming ``where``."""
+    A missing file raises ``not_found`` (default: :class:`ReleaseNotFoundError` for release errors, else
+    ``error``) naming ``where``; ``what`` names the kind of file in the messages ("a regular .npy file")."""
     import stat
 
     from .errors import ReleaseNotFoundError
@@ -118,29 +124,38 @@ def read_regular_file(
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise missing(f"{where}: file {str(path)!r} not found") from None
+        raise missing(f"{where}: {what} {str(path)!r} not found") from None
     except OSError as e:
-        raise error(f"{where}: file {str(path)!r} cannot be read: {e}") from None
+        raise error(f"{where}: {what} {str(path)!r} cannot be read: {e}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
-            raise error(f"{where}: expected a regular file, got {kind}: {str(path)!r}")
-        if st.st_size > limit:
-            raise error(f"{where}: file {str(path)!r} holds {st.st_size} bytes, more than the limit of {limit} bytes")
-        chunks = []
-        remaining = limit + 1  # a file that grows while it is read is still capped
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 24))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
-        if len(data) > limit:
-            raise error(f"{where}: file {str(path)!r} holds more than the limit of {limit} bytes")
-        return data
-    except OSError as e:
-        raise error(f"{where}: file {str(path)!r} cannot be read: {e}") from None
-    finally:
+            raise error(f"{where}: expected a regular {what}, got {kind}: {str(path)!r}")
+        if limit is not None and st.st_size > limit:
+            raise error(f"{where}: {what} {str(path)!r} holds {st.st_size} bytes, more than the limit of {limit} bytes")
+        f = os.fdopen(fd, "rb")
+    except BaseException:
         os.close(fd)
+        raise
+    with f:
+        yield f
+
+
+def read_regular_file(
+    path: str | os.PathLike,
+    where: str,
+    limit: int,
+    error: type[Exception] = ReleaseFormatError,
+    not_found: type[Exception] | None = None,
+) -> bytes:
+    """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes (:func:`open_regular_file`;
+    a file that grows while it is read is still cut at the cap)."""
+    with open_regular_file(path, where, limit, error, not_found) as f:
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise error(f"{where}: file {str(path)!r} cannot be read: {e}") from None
+    if len(data) > limit:
+        raise error(f"{where}: file {str(path)!r} holds more than the limit of {limit} bytes")
+    return data

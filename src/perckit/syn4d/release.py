@@ -18,7 +18,6 @@ import hashlib
 import io
 import math
 import os
-import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ import numpy as np
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from ..jsonio import decode_text, loads, parse_int
-from ..paths import check_relative, read_regular_file, resolve_under
+from ..paths import check_relative, open_regular_file, read_regular_file, resolve_under
 
 SCHEMA = "syn4d-tracking-gt-v1"
 VARIANTS = ("mixed", "mixed_no_bedlam", "og", "sim")
@@ -301,18 +300,10 @@ def check_npy_header(f: Any, size: int, where: str, error: type[Exception] = Rel
 def read_tracking_npy(path: Path, expected_sequence_id: str | None = None) -> dict[str, np.ndarray | str]:
     """A validated ``syn4d-tracking-gt-v1`` NPY as a dict of arrays (``schema``/``sequence_id`` as str)."""
     where = str(path)
-    try:
-        # Opened without blocking and checked on the descriptor: a FIFO or a device planted as the NPY is
-        # refused at once (opening a FIFO would block, /dev/zero would never end); the same open file is loaded.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise ReleaseNotFoundError(f"{where!r}: tracking ground truth not found") from None
-    except OSError as e:
-        raise ReleaseFormatError(f"{where!r}: expected a readable .npy file, got: {e}") from None
-    with open(fd, "rb") as f:
+    # Opened without blocking and checked on the descriptor: a FIFO or a device planted as the NPY is refused at
+    # once (opening a FIFO would block, /dev/zero would never end); the same open file is loaded.
+    with open_regular_file(path, repr(where), what=".npy file") as f:
         st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise ReleaseFormatError(f"{where!r}: expected a regular .npy file, got {'a folder' if stat.S_ISDIR(st.st_mode) else 'a FIFO, device or socket'}")
         check_npy_header(f, st.st_size, f"{where!r} ({SCHEMA})")
         f.seek(0)
         try:
