@@ -76,7 +76,7 @@ def evaluate_release(
 
     Before anything is scored: ``verify_checksums`` (``None``: when the release has ``SHA256SUMS``; ``True``:
     require it; ``False``: skip) verifies every listed file the run will read (the index, and the tracking
-    NPYs, depth EXRs and camera CSVs of the selected sequences and tasks); a mismatch raises
+    NPYs, depth EXRs and camera CSVs of the selected sequences and tasks, and protocol.json); a mismatch raises
     :class:`~perckit.errors.ReleaseFormatError` naming the file, in lax mode too (it is the release that is
     wrong, not a prediction). ``check_protocol`` checks the release's ``protocol.json`` (when it has one)
     against the implemented rules (:mod:`perckit.syn4d.protocol`).
