@@ -157,3 +157,15 @@ def test_write_fixture_writes_only_into_a_new_or_empty_folder(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["write-fixture", "refcoco_m", str(tmp_path / "empty")]) == 0
     assert main(["write-fixture", "refcoco_m", str(tmp_path / "new" / "rc")]) == 0
+
+
+def test_option_values_follow_the_json_rules():
+    from perckit.__main__ import _kv
+    from perckit.errors import OptionError
+
+    assert _kv(["iou_threshold=0.7", "thresholds=[0.5, 0.9]", "name=plain text"]) == {
+        "iou_threshold": 0.7, "thresholds": [0.5, 0.9], "name": "plain text"}
+    with pytest.raises(OptionError, match="expected each option once, got 'k' again"):
+        _kv(["k=1", "k=2"])
+    with pytest.raises(OptionError, match="duplicate key 'a'"):
+        _kv(['k={"a": 1, "a": 2}'])

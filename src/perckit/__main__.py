@@ -15,14 +15,19 @@ from .errors import PerckitError
 def _kv(items: Sequence[str] | None) -> dict[str, Any]:
     """``key=value`` options; values parsed as JSON when they can be (numbers, true/false, lists)."""
     from .errors import OptionError
+    from .jsonio import DuplicateKeyError, loads
 
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep:
             raise OptionError(f"--option {item!r}: expected key=value")
+        if key in out:
+            raise OptionError(f"--option {item!r}: expected each option once, got {key!r} again")
         try:
-            out[key] = json.loads(value)
+            out[key] = loads(value)
+        except DuplicateKeyError as e:
+            raise OptionError(f"--option {item!r}: {e}") from None
         except (ValueError, RecursionError):
             out[key] = value
     return out
