@@ -188,6 +188,13 @@ def _selected(m: tarfile.TarInfo, norm: str | None, wanted: set | frozenset | No
     return True
 
 
+def _whole(m: tarfile.TarInfo, data: bytes) -> bytes:
+    """``data`` when it is the member's whole declared size; a short read is a truncated archive (``EOFError``)."""
+    if len(data) != m.size:
+        raise EOFError(f"unexpected end of data: expected {m.size} bytes, got {len(data)}")
+    return data
+
+
 def iter_tar_file(path: str | Path, label: str, wanted: set | frozenset | None = None, skipped: list | None = None) -> Iterator[tuple[str, bytes]]:
     """``(member path, bytes)`` of the regular members of a local tar (all, or those in ``wanted``), in one pass.
 
@@ -210,13 +217,9 @@ def iter_tar_file(path: str | Path, label: str, wanted: set | frozenset | None =
             try:
                 if plain and not m.issparse():
                     raw.seek(m.offset_data)
-                    data = raw.read(m.size)
-                    if len(data) != m.size:
-                        raise EOFError(f"unexpected end of data: expected {m.size} bytes, got {len(data)}")
+                    data = _whole(m, raw.read(m.size))
                 else:
-                    data = tf.extractfile(m).read(MAX_MEMBER_BYTES + 1)
-                    if len(data) != m.size:
-                        raise EOFError(f"unexpected end of data: expected {m.size} bytes, got {len(data)}")
+                    data = _whole(m, tf.extractfile(m).read(MAX_MEMBER_BYTES + 1))
             except TAR_ERRORS as e:
                 raise _unreadable(label, norm, e) from None
             yield norm, data
@@ -235,9 +238,7 @@ def iter_tar_stream(fileobj: Any, label: str, wanted: set | frozenset | None = N
             if not _selected(m, norm, wanted, skipped):
                 continue
             try:
-                data = tf.extractfile(m).read(MAX_MEMBER_BYTES + 1)
-                if len(data) != m.size:
-                    raise EOFError(f"unexpected end of data: expected {m.size} bytes, got {len(data)}")
+                data = _whole(m, tf.extractfile(m).read(MAX_MEMBER_BYTES + 1))
             except TAR_ERRORS as e:
                 raise _unreadable(label, norm, e) from None
             yield norm, data
