@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers.harness import messages as _messages
 from conftest import DS_MAJOR, REPO, build_split, fake_snapshot_download, needs_scripts
 from test_m4seg_common import m4_cache, m4_native, m4_parquet, m4_release  # noqa: F401
 
@@ -73,14 +74,6 @@ def test_auto_source_and_size_order_options(m4_release, m4_parquet, tmp_path, ca
         build_split("m4seg", "default", m4_release.root, tmp_path / "c", split="test", native_image_size_order="hw", splits=("test",),
                     source="native")  # auto would read the Parquet, which has no image_sizes
     assert any("expected size" in m and "m4seg_test.json.gz" in m for m in _messages(info.value))
-
-
-def _messages(exc):
-    out = []
-    while exc is not None:
-        out.append(str(exc))
-        exc = exc.__cause__ or exc.__context__
-    return out
 
 
 def test_both_lines_give_the_same_rows(m4_release, m4_parquet, tmp_path):

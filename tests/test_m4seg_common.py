@@ -4,6 +4,7 @@ Other test_m4seg_* modules import from here (the fixtures are module-scoped copi
 """
 
 import pytest
+from helpers.harness import messages  # noqa: F401  (the m4seg tests import it from here)
 from conftest import build_split
 
 from perckit.m4seg.text import stub_embed
@@ -87,10 +88,3 @@ def m4_native(m4_release, m4_cache):
     return {s: build_split("m4seg", "default", m4_release.root, m4_cache, split=s, source="native") for s in ("train", "test")}
 
 
-def messages(exc):
-    """The messages of an exception and its causes (datasets wraps generation errors)."""
-    out = []
-    while exc is not None:
-        out.append(str(exc))
-        exc = exc.__cause__ or exc.__context__
-    return out

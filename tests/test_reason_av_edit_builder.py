@@ -10,6 +10,7 @@ import tarfile
 import datasets
 import numpy as np
 import pytest
+from helpers.harness import messages as _messages
 from conftest import REPO, build_split, fake_snapshot_download, needs_scripts
 
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError
@@ -42,14 +43,6 @@ def _raw(ds):
     for c in ("reason_visual", "reason_visual_mask", "ref_image"):
         ds = ds.cast_column(c, datasets.Image(decode=False))
     return list(ds)
-
-
-def _messages(exc):
-    out = []
-    while exc is not None:
-        out.append(str(exc))
-        exc = exc.__cause__ or exc.__context__
-    return out
 
 
 def _archives_only(release, dest):

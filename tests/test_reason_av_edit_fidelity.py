@@ -12,6 +12,8 @@ import tarfile
 
 import datasets
 import pytest
+from helpers.harness import chain as _chain
+from helpers.harness import messages as _messages
 from conftest import build_split
 
 from perckit.errors import OptionError, ReleaseFormatError
@@ -57,14 +59,6 @@ def _sorted(rows):
 def _without_csv_only_fields(rows):
     """The rows without the fields only the full CSV carries (language, orientation: not documented columns)."""
     return [{k: v for k, v in r.items() if k not in ("language", "orientation")} for r in rows]
-
-
-def _messages(exc):
-    out = []
-    while exc is not None:
-        out.append(str(exc))
-        exc = exc.__cause__ or exc.__context__
-    return out
 
 
 def _lookup_warnings(caplog):
@@ -346,7 +340,3 @@ def test_two_candidates_for_one_sample_are_refused(documented, tmp_path, source)
     assert any(isinstance(e, ReleaseFormatError) for e in _chain(info.value))
 
 
-def _chain(exc):
-    while exc is not None:
-        yield exc
-        exc = exc.__cause__ or exc.__context__

@@ -5,6 +5,7 @@ import shutil
 
 import numpy as np
 import pytest
+from helpers.harness import messages as _messages
 from conftest import SYN4D_PARITY, build_split, fake_snapshot_download
 
 from perckit.errors import ReleaseFormatError, ReleaseNotFoundError
@@ -169,15 +170,6 @@ def test_not_zero_d(small):
     np.save(_npy(small), np.zeros((2,), dtype=np.load(_npy(small), allow_pickle=False).dtype))
     with pytest.raises(ReleaseFormatError, match=r"shape \(\)\), got shape \(2,\)"):
         rel.read_tracking_npy(_npy(small))
-
-
-def _messages(exc):
-    """The messages of an exception and its causes (datasets wraps generation errors)."""
-    out = []
-    while exc is not None:
-        out.append(str(exc))
-        exc = exc.__cause__ or exc.__context__
-    return out
 
 
 def test_sequence_id_disagreeing_with_path(small, tmp_path):

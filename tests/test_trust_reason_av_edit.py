@@ -12,20 +12,13 @@ import tracemalloc
 import datasets
 import numpy as np
 import pytest
+from helpers.harness import messages as _messages
 from conftest import build_split
 
 from perckit.errors import InputNotFoundError, PredictionError, ReleaseFormatError
 from perckit.reason_av_edit import release as rel
 
 NAME, CONFIG = "reason_av_edit", "default"
-
-
-def _messages(exc):
-    out = []
-    while exc is not None:
-        out.append(str(exc))
-        exc = exc.__cause__ or exc.__context__
-    return out
 
 
 def _fails(fn, *patterns):

@@ -28,12 +28,23 @@ def deadline(seconds: int = 20):
         signal.signal(signal.SIGALRM, old)
 
 
+def chain(exc: BaseException | None):
+    """``exc`` and the exceptions under it (``__cause__``, else ``__context__``), each once."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def messages(exc: BaseException | None) -> list[str]:
+    """The messages of an exception and of every exception under it (datasets wraps generation errors)."""
+    return [str(e) for e in chain(exc)]
+
+
 def cause(exc: BaseException) -> BaseException:
     """The perckit error itself, or the one under datasets' DatasetGenerationError (its ``__cause__`` / ``__context__``)."""
-    e, seen = exc, set()
-    while e is not None and id(e) not in seen and not isinstance(e, PerckitError):
-        seen.add(id(e))
-        e = e.__cause__ or e.__context__
+    e = next((e for e in chain(exc) if isinstance(e, PerckitError)), None)
     assert isinstance(e, PerckitError), f"undocumented {type(exc).__name__}: {exc!r}"
     return e
 
