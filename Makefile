@@ -14,7 +14,7 @@ EXTRAS ?= test,text,meteor
 TORCH_SPEC ?= torch==2.13.0
 DEPS := pyproject.toml setup.py requirements/datasets3.txt requirements/datasets5.txt
 
-.PHONY: demo test test-ds3 test-ds5 test-wheel env env5 clean
+.PHONY: demo test test-fast test-ds3 test-ds5 test-wheel env env5 clean
 
 # Default environment: datasets 3.6.x (runs builder scripts), evaluate 0.4.6.
 $(VENV)/.stamp: $(DEPS)
@@ -39,6 +39,10 @@ env5: $(VENV5)/.stamp
 
 demo: env
 	$(PY) -m perckit demo
+
+# The inner loop: datasets 3.6 only, without the multi-process, demo and other slow tests (make test runs all).
+test-fast: env
+	$(PY) -m pytest $(PYTEST_FLAGS) -m "not slow" tests
 
 test-ds3: env
 	$(PY) -m pytest $(PYTEST_FLAGS) tests

@@ -139,3 +139,15 @@ def reason_av_edit_release(tmp_path_factory):
     from perckit.fixtures.base import write_release
 
     return write_release("reason_av_edit", tmp_path_factory.mktemp("reason_av_edit_release"))
+
+
+#: Tests that start several interpreters, run the whole demo or build large inputs: `make test-fast` leaves them out
+#: (`-m "not slow"`); `make test` runs everything.
+SLOW_MODULES = {"test_distributed.py", "test_demo.py"}
+SLOW_NAMES = ("distributed", "two_processes", "four_processes")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SLOW_MODULES or any(s in item.name for s in SLOW_NAMES):
+            item.add_marker(pytest.mark.slow)
