@@ -74,14 +74,14 @@ def test_evaluate_refuses_an_unknown_split_naming_the_choices(rc_export, capsys)
     assert "--split 'test'" in err and "has the splits ['validation']" in err
 
 
-@pytest.mark.parametrize("case", ["a-user-file", "a-folder", "read-only-folder"])
+@pytest.mark.parametrize("case", ["a-user-file", "a-json-string-naming-the-key", "a-folder", "read-only-folder"])
 def test_evaluate_checks_its_output_before_scoring(case, tmp_path, capsys):
     """The --output check comes first: the (missing) predictions are never read, and a user's file is never replaced."""
     import os
 
-    if case == "a-user-file":
+    if case in ("a-user-file", "a-json-string-naming-the-key"):
         out = tmp_path / "notes.json"
-        out.write_text('{"mine": true}')
+        out.write_text('{"mine": true}' if case == "a-user-file" else '"perckit_run: my notes"')
         says = "got a file perckit did not write"
     elif case == "a-folder":
         out = tmp_path

@@ -122,7 +122,8 @@ def check_results_path(path: str, kind: str = "results") -> Path:
         raise OptionError(f"--output {path!r}: expected a new file, got one that exists; choose another path")
     if out.exists() or out.is_symlink():
         try:
-            ours = out.is_file() and out.stat().st_size < (1 << 28) and RUN_KEY in json.loads(out.read_bytes())
+            record = json.loads(out.read_bytes()) if out.is_file() and out.stat().st_size < (1 << 28) else None
+            ours = isinstance(record, dict) and isinstance(record.get(RUN_KEY), dict)
         except (OSError, ValueError, TypeError, RecursionError):
             ours = False
         if not ours:
