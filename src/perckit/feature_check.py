@@ -253,77 +253,71 @@ class _Float(_Leaf):
         raise Refused(f"numbers ({self.dtype})", arr, _array_got(arr))
 
 
-class _Bool(_Leaf):
-    kind = "bool"
-    expected = "True or False"
+class _Typed(_Leaf):
+    """A leaf that accepts exactly the Python types :attr:`types` (and ``None``) and the numpy dtype kinds
+    :attr:`array_kinds` (``bool``, ``string`` and ``binary`` differ only in these class attributes)."""
+
+    #: the exact Python types of an accepted value
+    types: frozenset = frozenset()
+    #: the numpy dtype kinds of an accepted array (``"O"`` arrays are checked element by element)
+    array_kinds: str = ""
+    #: what a refused array was expected to hold
+    array_expected: str = ""
+    #: the classes whose instances are accepted too (subclasses, numpy scalars)
+    instances: tuple = ()
 
     def __call__(self, v: Any) -> None:
-        if v is None or type(v) is bool or isinstance(v, np.bool_):
+        if v is None or type(v) in self.types or isinstance(v, self.instances):
             return
         raise Refused(self.expected, v)
 
     def check_list(self, items: list | tuple) -> None:
-        if set(map(type, items)) <= {bool}:
+        if set(map(type, items)) <= self.types:
             return
         super().check_list(items)
 
     def fast(self, col: list) -> bool:
-        return set(map(type, col)) <= {bool, _NONE}
+        return set(map(type, col)) <= self.types | {_NONE}
 
     def check_array(self, arr: np.ndarray) -> None:
-        if arr.dtype.kind == "b":
+        if arr.dtype.kind in self.array_kinds:
             return
         if arr.dtype.kind == "O":
             return super().check_array(arr)
-        raise Refused("booleans", arr, _array_got(arr))
+        raise Refused(self.array_expected, arr, _array_got(arr))
 
 
-class _String(_Leaf):
+class _Bool(_Typed):
+    kind = "bool"
+    expected = "True or False"
+    types = frozenset({bool})
+    instances = (np.bool_,)
+    array_kinds = "b"
+    array_expected = "booleans"
+
+
+class _String(_Typed):
     kind = "string"
     expected = "a string"
-
-    def __call__(self, v: Any) -> None:
-        if v is None or isinstance(v, str):
-            return
-        raise Refused(self.expected, v)
-
-    def check_list(self, items: list | tuple) -> None:
-        if set(map(type, items)) <= {str}:
-            return
-        super().check_list(items)
+    types = frozenset({str})
+    instances = (str,)
+    array_kinds = "U"
+    array_expected = "strings"
 
     def fast(self, col: list) -> bool:
         try:
             "".join(col)  # C-speed: a TypeError at the first value that is not a str
             return True
         except TypeError:
-            return set(map(type, col)) <= {str, _NONE}
-
-    def check_array(self, arr: np.ndarray) -> None:
-        if arr.dtype.kind == "U":
-            return
-        if arr.dtype.kind == "O":
-            return super().check_array(arr)
-        raise Refused("strings", arr, _array_got(arr))
+            return super().fast(col)
 
 
-class _Binary(_Leaf):
+class _Binary(_Typed):
     kind = "binary"
     expected = "bytes"
-
-    def __call__(self, v: Any) -> None:
-        if v is None or isinstance(v, (bytes, bytearray)):
-            return
-        raise Refused(self.expected, v)
-
-    def fast(self, col: list) -> bool:
-        return set(map(type, col)) <= {bytes, _NONE}
-
-    def check_array(self, arr: np.ndarray) -> None:
-        if arr.dtype.kind == "O":
-            return super().check_array(arr)
-        raise Refused("bytes", arr, _array_got(arr))
-
+    types = frozenset({bytes})
+    instances = (bytes, bytearray)
+    array_expected = "bytes"
 
 class _Any:
     """A feature left to ``datasets`` (an ``Image``, a ``ClassLabel``, a ``Value`` of another dtype)."""
