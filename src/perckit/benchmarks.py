@@ -1,9 +1,11 @@
 """The benchmark descriptor: one record per benchmark, declared by its own subpackage (``perckit.<name>.benchmark``).
 
 A :class:`Benchmark` says everything the core needs to know about a benchmark without importing its code:
-its name, splits, Hub repository, and its metrics with the function that projects a builder row onto each
-metric's references. ``perckit list``, ``perckit convert``, ``perckit evaluate`` and the export cards read it
-from here; nothing else keeps a list of benchmarks or metrics.
+its name, splits, Hub repository, its builder class and the function giving a config's Hub file patterns,
+its sample-release writer, and its metrics with the function that projects a builder row onto each metric's
+references. Code is named by ``"module:attribute"`` strings, imported on first use. ``perckit list``,
+``perckit convert``, ``perckit evaluate``, ``perckit.load_dataset``, the builders' Hub download and the
+sample releases read it from here; nothing else keeps a list of benchmarks, builders or metrics.
 """
 
 from __future__ import annotations
@@ -15,6 +17,12 @@ from importlib import import_module
 from typing import Any
 
 from .errors import OptionError
+
+
+def load_object(spec: str) -> Any:
+    """The object a ``"module:attribute"`` string names (``"perckit.r4d_bench.builder:R4DBenchBuilder"``)."""
+    module, attr = spec.split(":")
+    return getattr(import_module(module), attr)
 
 #: The benchmarks, in the order they are shown; each is a subpackage ``perckit.<name>`` with a ``benchmark`` module.
 NAMES = ("r4d_bench", "syn4d", "refcoco_m", "m4seg", "reason_av_edit")
@@ -39,12 +47,11 @@ class MetricSpec:
         """The function of :attr:`gt_prediction`; an :class:`OptionError` saying the file format where there is none."""
         if not self.gt_prediction:
             raise OptionError(f"metric {self.name!r}: predictions are not JSON rows ({self.file_format}); gt-predictions writes JSON Lines only")
-        module, attr = self.gt_prediction.split(":")
-        return getattr(import_module(module), attr)
+        return load_object(self.gt_prediction)
 
     def projector(self, config: str | None = None) -> Callable[[Mapping], dict]:
-        module, attr = self.reference.split(":")
-        fn = getattr(import_module(module), attr)
+        """The function of :attr:`reference` (given ``config`` for a metric with configs)."""
+        fn = load_object(self.reference)
         if self.configs:
             if config not in self.configs:
                 raise OptionError(f"metric {self.name!r} needs --config, one of {list(self.configs)}; got {config!r}")
@@ -58,15 +65,34 @@ class Benchmark:
 
     name: str
     pretty_name: str
+    #: the short name messages use ("R4D-Bench")
+    label: str
     splits: tuple[str, ...]
+    #: the Hub dataset repository of the release (the builders' default ``repo_id``)
     hub_repo: str
+    #: ``module:Class`` of the builder (a ``perckit.builder_base`` builder); ``builders/<name>/<name>.py`` subclasses it
+    builder: str
+    #: ``module:function`` giving the release files a builder config needs from the Hub: ``fn(config) -> [pattern]``
+    hub_patterns: str
+    #: ``module:function`` writing the sample release: ``fn(root, seed=0, **scale)`` returning a summary with ``files``
+    sample_release: str
     metrics: tuple[MetricSpec, ...] = field(default_factory=tuple)
+
+    def builder_class(self) -> type:
+        """The builder class of :attr:`builder` (imported from the package: no source checkout needed)."""
+        return load_object(self.builder)
+
+    def patterns(self, config: Any) -> list[str]:
+        """The Hub file patterns builder config ``config`` needs (:attr:`hub_patterns`)."""
+        return list(load_object(self.hub_patterns)(config))
+
+    def sample_release_writer(self) -> Callable[..., Any]:
+        """The sample-release writer of :attr:`sample_release`."""
+        return load_object(self.sample_release)
 
     def configs(self) -> list[str]:
         """The builder's config names, default first."""
-        from .entrypoints import builder_class
-
-        cls = builder_class(self.name)
+        cls = self.builder_class()
         names = [c.name for c in cls.BUILDER_CONFIGS]
         return sorted(names, key=lambda n: n != cls.DEFAULT_CONFIG_NAME)
 

@@ -1,31 +1,97 @@
-"""What every perckit builder shares: the cache fingerprint and the ``repo_id`` option, and for the
-media-heavy builders a writer that skips ``datasets``' per-example encoding."""
+"""What every perckit builder shares: the config fields and the Hub download that come from the benchmark's
+descriptor (:mod:`perckit.benchmarks`), the cache fingerprint, the builder's name, and for the media-heavy
+builders a writer that skips ``datasets``' per-example encoding."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import datasets
 import numpy as np
 import pyarrow as pa
 
+from . import benchmarks
+from . import hub
 from .versioning import core_fingerprint
+
+#: The name ``datasets`` gives a builder of perckit's own classes (its cache folder and ``info.builder_name``):
+#: the name it derived when perckit imported ``builders/<name>/<name>.py`` as the module
+#: ``perckit_script_builders_<name>``, kept so that caches and built infos keep their names.
+BUILDER_NAME = "perckit_script_builders_{}"
+
+
+@dataclasses.dataclass
+class PerckitConfig(datasets.BuilderConfig):
+    """The options every perckit config has, for the Hub download used when ``data_dir`` is not given.
+
+    Each benchmark's config class names its benchmark in the class attribute ``BENCHMARK`` (a
+    :mod:`perckit.benchmarks` name); the defaults come from that benchmark's descriptor.
+    """
+
+    #: The Hub dataset repository of the release; None: the descriptor's ``hub_repo``. Pass it as ``repo_id=...``
+    #: (the builder maps it here: ``datasets.DatasetBuilder`` itself takes a ``repo_id`` argument with another meaning).
+    hub_repo_id: str | None = None
+    #: A branch, tag or commit of that repository (None: its default branch).
+    revision: str | None = None
+
+    BENCHMARK = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.hub_repo_id is None and self.BENCHMARK:
+            self.hub_repo_id = benchmarks.get(self.BENCHMARK).hub_repo
 
 
 class _PerckitOptions:
     """- The cache key of a builder script covers the script only: fold in the core package's sources.
     - ``repo_id=...`` names the release's Hub repository. ``datasets.DatasetBuilder`` takes an
       argument of that name with another meaning, so it is stored as the config field ``hub_repo_id``.
+    - ``datasets`` names a builder after the last part of its class's module, which is ``builder`` for each of
+      perckit's own classes: those are named :data:`BUILDER_NAME` instead (a script's subclass keeps the name
+      ``datasets`` gives it, e.g. ``r4d_bench`` under ``load_dataset("builders/r4d_bench")``).
+    - :meth:`_release_root`: ``data_dir``, else the files the config needs from its Hub repository.
     """
+
+    BUILDER_CONFIG_CLASS: type[PerckitConfig]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["hash"] = core_fingerprint(kwargs.get("hash"))
         repo_id = kwargs.pop("repo_id", None)
         if repo_id is not None:
             kwargs["hub_repo_id"] = repo_id
+        own = self._own_name()
+        if own is not None and kwargs.get("dataset_name") is None:
+            kwargs["dataset_name"] = own  # the cache folder
         super().__init__(*args, **kwargs)
+        if own is not None:
+            self.name = self.info.builder_name = own
+
+    @classmethod
+    def benchmark(cls) -> benchmarks.Benchmark:
+        """The descriptor of this builder's benchmark (its config class's ``BENCHMARK``)."""
+        return benchmarks.get(cls.BUILDER_CONFIG_CLASS.BENCHMARK)
+
+    def _own_name(self) -> str | None:
+        """:data:`BUILDER_NAME` for the descriptor's own builder class, None for any subclass of it."""
+        b = self.benchmark()
+        return BUILDER_NAME.format(b.name) if type(self) is b.builder_class() else None
+
+    def _release_root(self) -> Path:
+        """The release root: ``data_dir`` when given, else a Hub snapshot of the files this config needs (the
+        descriptor's ``hub_patterns``)."""
+        if self.config.data_dir:
+            return Path(self.config.data_dir)
+        return self._download(self.benchmark().patterns(self.config))
+
+    def _download(self, patterns: Sequence[str]) -> Path:
+        """The files of the config's Hub repository (``hub_repo_id`` at ``revision``) that match ``patterns``; a
+        :class:`~perckit.errors.ReleaseNotFoundError` saying how to pass ``data_dir`` when they cannot be fetched."""
+        b, c = self.benchmark(), self.config
+        return hub.download_release(c.hub_repo_id, patterns, c.revision, benchmark=b.label, builder_path=f"builders/{b.name}")
 
 
 class PerckitBuilder(_PerckitOptions, datasets.GeneratorBasedBuilder):

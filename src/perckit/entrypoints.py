@@ -1,11 +1,14 @@
-"""Importing the thin builder / metric entry points as plain classes (the datasets 5.x path)."""
+"""Where the builder and metric scripts are, and the builder class of each benchmark (the datasets 5.x path).
+
+The scripts (``builders/<name>/<name>.py``, ``metrics/<name>/<name>.py``) are for ``datasets.load_dataset`` on
+datasets 3.6 and ``evaluate.load``; the core never imports them: :func:`builder_class` comes from the benchmark's
+descriptor.
+"""
 
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 #: The repository root when perckit runs from a source checkout (builders/ and metrics/ beside src/).
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -43,32 +46,16 @@ def script_path(kind: str, name: str) -> Path:
     return path
 
 
-def import_script(path: str | Path) -> ModuleType:
-    """Import a builder or metric script by path, registered in ``sys.modules`` (datasets re-imports it by name)."""
-    path = Path(path).resolve()
-    if path.is_dir():
-        path = path / f"{path.name}.py"
-    name = f"perckit_script_{path.parent.parent.name}_{path.stem}"
-    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(f"cannot import {str(path)!r}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+def builder_class(name: str) -> type:
+    """The builder class of benchmark ``name`` (e.g. ``builder_class("r4d_bench")``): its descriptor's ``builder``,
+    the class ``builders/<name>/<name>.py`` subclasses, imported from the package (no source checkout needed).
+    An unknown name is an :class:`~perckit.errors.InputNotFoundError` listing the known ones."""
+    from .benchmarks import NAMES, get
+    from .errors import InputNotFoundError
 
-
-def builder_class(name: str):
-    """The builder class of ``builders/<name>/<name>.py`` (e.g. ``builder_class("r4d_bench")``)."""
-    from datasets import DatasetBuilder
-
-    module = import_script(script_path("builders", name))
-    classes = [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, DatasetBuilder) and v.__module__ == module.__name__]
-    if len(classes) != 1:
-        raise ValueError(f"builders/{name}/{name}.py: expected exactly one builder class, found {[c.__name__ for c in classes]}")
-    return classes[0]
+    if name not in NAMES:
+        raise InputNotFoundError(f"no builder for benchmark {name!r}: expected one of {sorted(NAMES)}")
+    return get(name).builder_class()
 
 
 def build_split(name: str, config: str, data_dir, cache_dir=None, split: str = "test", **kwargs):

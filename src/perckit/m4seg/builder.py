@@ -9,13 +9,11 @@ from __future__ import annotations
 import dataclasses
 import glob
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import datasets
 
-from .benchmark import BENCHMARK
-from .. import hub
-from ..builder_base import PerckitBuilder
+from ..builder_base import PerckitBuilder, PerckitConfig
 from ..errors import OptionError, ReleaseNotFoundError, check_choice
 from . import features as feats
 from . import release
@@ -36,12 +34,13 @@ _CITATION = """\
 }"""
 _HOMEPAGE = "https://huggingface.co/datasets/kanguyen-vn/M4Seg"
 _LICENSE = "cc-by-4.0 (new annotations); inherited masks and images keep their upstream terms"
-DEFAULT_REPO_ID = BENCHMARK.hub_repo  # the descriptor (benchmark.py) is the one place it is written
 
 
 @dataclasses.dataclass
-class M4SegConfig(datasets.BuilderConfig):
-    """Options of the M4Seg builder (all defaulted; see the dataset card)."""
+class M4SegConfig(PerckitConfig):
+    """Options of the M4Seg builder (all defaulted; see the dataset card; ``repo_id`` / ``revision``: PerckitConfig)."""
+
+    BENCHMARK = "m4seg"
 
     #: "auto" (the Parquet data/{split}-*.parquet when it exists, else the native JSON), "native" or "parquet".
     source: str = "auto"
@@ -51,16 +50,15 @@ class M4SegConfig(datasets.BuilderConfig):
     image_root: str | None = None
     #: The splits to build (and to download from the Hub).
     splits: tuple = release.SPLITS
-    #: The Hub dataset repository of the release; pass it as ``repo_id=...``.
-    hub_repo_id: str = DEFAULT_REPO_ID
-    revision: str | None = None
 
 
-def hub_patterns(split: str, source: str) -> list[str]:
-    """The release files one split needs from one source (what the Hub download fetches)."""
-    if source == "native":
-        return [release.NATIVE_FILE.format(split=split)]
-    return [release.PARQUET_GLOB.format(split=split)]
+def hub_patterns(config: M4SegConfig, source: str | None = None, splits: Sequence[str] | None = None) -> list[str]:
+    """The release files the config's ``splits`` (or these ``splits``) need from one source: ``source``, else the
+    one the Hub download tries first (the native file for ``source="native"``, else the Parquet shards:
+    ``"auto"`` prefers them, see ``release.resolve_source``)."""
+    source = source or ("native" if config.source == "native" else "parquet")
+    pattern = release.NATIVE_FILE if source == "native" else release.PARQUET_GLOB
+    return [pattern.format(split=s) for s in (config.splits if splits is None else splits)]
 
 
 class M4SegBuilder(PerckitBuilder):
@@ -113,18 +111,14 @@ class M4SegBuilder(PerckitBuilder):
                 )
             return {s: root for s in c.splits}
 
-        def fetch(patterns: list[str]) -> Path:
-            return hub.download_release(c.hub_repo_id, patterns, c.revision, benchmark="M4Seg", builder_path="builders/m4seg")
-
         roots: dict[str, Path] = {}
-        first = "native" if c.source == "native" else "parquet"  # "auto" prefers the Parquet (resolve_source)
-        root = fetch([p for s in c.splits for p in hub_patterns(s, first)])
+        root = self._download(hub_patterns(c))
         for s in c.splits:
             if c.source != "auto" or release.parquet_paths(root, s, glob.glob):
                 roots[s] = root
         rest = [s for s in c.splits if s not in roots]
         if rest:  # source="auto" and the repository has no Parquet shard for these splits
-            root = fetch([p for s in rest for p in hub_patterns(s, "native")])
+            root = self._download(hub_patterns(c, "native", rest))
             roots.update({s: root for s in rest})
         return roots
 

@@ -5,8 +5,12 @@ from ..benchmarks import Benchmark, MetricSpec
 BENCHMARK = Benchmark(
     name="r4d_bench",
     pretty_name="R4D-Bench (referring segmentation in dynamic 4D scenes)",
+    label="R4D-Bench",
     splits=("test",),
     hub_repo="LiYacheng/r4d-bench-qa",
+    builder="perckit.r4d_bench.builder:R4DBenchBuilder",
+    hub_patterns="perckit.r4d_bench.builder:hub_patterns",
+    sample_release="perckit.sample_releases.r4d_bench:write_release",
     metrics=(
         MetricSpec("mask_temporal", "perckit.r4d_bench.features:to_metric_reference", scores="all_queries / subset_36",
                    gt_prediction="perckit.r4d_bench.features:to_metric_prediction"),

@@ -8,11 +8,9 @@ from typing import Any, Iterator
 
 import datasets
 
-from .benchmark import BENCHMARK
-from .. import hub
 from ..errors import check_choice
 from ..jsonio import gc_paused
-from ..builder_base import PerckitTableBuilder
+from ..builder_base import PerckitConfig, PerckitTableBuilder
 from . import features as feats
 from . import release
 
@@ -31,12 +29,13 @@ _LICENSE = (
     "other: annotations and code as released (no top-level licence yet); scene imagery stays under the "
     "Neu3D / HyperNeRF / Roboflow terms."
 )
-DEFAULT_REPO_ID = BENCHMARK.hub_repo  # the descriptor (benchmark.py) is the one place it is written
 
 
 @dataclasses.dataclass
-class R4DBenchConfig(datasets.BuilderConfig):
-    """Options of every R4D-Bench config (all defaulted; see the dataset card)."""
+class R4DBenchConfig(PerckitConfig):
+    """Options of every R4D-Bench config (all defaulted; see the dataset card; ``repo_id`` / ``revision``: PerckitConfig)."""
+
+    BENCHMARK = "r4d_bench"
 
     mask_source: str = "segmentation"
     coco_json_name: str | None = None
@@ -44,10 +43,6 @@ class R4DBenchConfig(datasets.BuilderConfig):
     scene_aliases: dict = dataclasses.field(default_factory=lambda: dict(release.SCENE_ALIASES))
     #: ``frames``: which source names an annotation's track when both do (``"coco"`` or ``"scene_json"``).
     track_id_precedence: str = "coco"
-    #: The Hub dataset repository of the release. Pass it as ``repo_id=...`` (the builder maps it here:
-    #: ``datasets.DatasetBuilder`` itself takes a ``repo_id`` argument with another meaning).
-    hub_repo_id: str = DEFAULT_REPO_ID
-    revision: str | None = None
 
 
 def hub_patterns(config: R4DBenchConfig) -> list[str]:
@@ -90,13 +85,7 @@ class R4DBenchBuilder(PerckitTableBuilder):
 
     def _release_root(self) -> Path:
         needs = ("data/scenes",) if self.config.name == "frames" else ("evaluation", "scripts")
-        if self.config.data_dir:
-            return release.check_release_root(self.config.data_dir, needs)
-        root = hub.download_release(
-            self.config.hub_repo_id, hub_patterns(self.config), self.config.revision,
-            benchmark="R4D-Bench", builder_path="builders/r4d_bench",
-        )
-        return release.check_release_root(root, needs)
+        return release.check_release_root(super()._release_root(), needs)
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         root = self._release_root()

@@ -5,8 +5,12 @@ from ..benchmarks import Benchmark, MetricSpec
 BENCHMARK = Benchmark(
     name="reason_av_edit",
     pretty_name="ReasonAVEdit-Bench (audio-video edit reasoning)",
+    label="ReasonAVEdit-Bench",
     splits=("test",),
     hub_repo="bigfacing/ReasonAVEdit-Bench",
+    builder="perckit.reason_av_edit.builder:ReasonAVEditBuilder",
+    hub_patterns="perckit.reason_av_edit.builder:hub_patterns",
+    sample_release="perckit.sample_releases.reason_av_edit:write_release",
     metrics=(
         MetricSpec("av_reasoning", "perckit.reason_av_edit.features:to_metric_reference", scores="default",
                    file_format="a folder of <sample_id>.json, <sample_id>_anchor_mask.png, _reason_audio.wav and _mask.mp4 files (perckit.reason_av_edit.load_predictions_dir)"),

@@ -20,9 +20,7 @@ from typing import Any, Iterator
 
 import datasets
 
-from .benchmark import BENCHMARK
-from .. import hub
-from ..builder_base import PerckitTableBuilder
+from ..builder_base import PerckitConfig, PerckitTableBuilder
 from ..errors import OptionError, ReleaseNotFoundError, check_choice
 from ..jsonio import in_background
 from . import features as feats
@@ -40,15 +38,17 @@ _DESCRIPTION = (
 _CITATION = "Cite the ReasonAVEdit-Bench dataset card (https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench)."
 _HOMEPAGE = "https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench"
 _LICENSE = "other: research-only (see the release's LICENSE); source material may restrict redistribution"
-DEFAULT_REPO_ID = BENCHMARK.hub_repo  # the descriptor (benchmark.py) is the one place it is written
 SOURCES = ("auto", "archives", "extracted")
 #: The only release files the builder needs from the Hub.
 HUB_PATTERNS = [release.METADATA, f"{release.ANNOTATIONS_DIR}/*.json", release.ARCHIVE_PATTERN]
 
 
 @dataclasses.dataclass
-class ReasonAVEditConfig(datasets.BuilderConfig):
-    """Options of the one ReasonAVEdit-Bench config (all defaulted; see the dataset card)."""
+class ReasonAVEditConfig(PerckitConfig):
+    """Options of the one ReasonAVEdit-Bench config (all defaulted; see the dataset card; ``repo_id`` / ``revision``:
+    PerckitConfig)."""
+
+    BENCHMARK = "reason_av_edit"
 
     #: "auto": "extracted" when the folder of the CSV's video paths (``videos/``) exists, else "archives".
     source: str = "auto"
@@ -58,9 +58,11 @@ class ReasonAVEditConfig(datasets.BuilderConfig):
     #: columns have neither), look ``masks/<id>.mp4`` and ``ref_images/<id>.png|.jpg|.jpeg`` up by sample id
     #: (``release.apply_lookup``) [inferred]. ``False``: those values stay null.
     media_lookup: bool = True
-    #: The Hub dataset repository of the release. Pass it as ``repo_id=...`` (see PerckitBuilder).
-    hub_repo_id: str = DEFAULT_REPO_ID
-    revision: str | None = None
+
+
+def hub_patterns(config: ReasonAVEditConfig) -> list[str]:
+    """The release files the one config needs: the CSV, the annotations and the tars (:data:`HUB_PATTERNS`)."""
+    return list(HUB_PATTERNS)
 
 
 class ReasonAVEditBuilder(PerckitTableBuilder):
@@ -85,14 +87,6 @@ class ReasonAVEditBuilder(PerckitTableBuilder):
             raise OptionError(f"option 'media_lookup': expected True or False, got {c.media_lookup!r}")
         return datasets.DatasetInfo(
             description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=feats.builder_features()
-        )
-
-    def _release_root(self) -> Path:
-        c = self.config
-        if c.data_dir:
-            return Path(c.data_dir)
-        return hub.download_release(
-            c.hub_repo_id, HUB_PATTERNS, c.revision, benchmark="ReasonAVEdit-Bench", builder_path="builders/reason_av_edit"
         )
 
     def _source(self, root: Path, samples: list[release.Sample]) -> str:

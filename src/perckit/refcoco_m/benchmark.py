@@ -5,8 +5,12 @@ from ..benchmarks import Benchmark, MetricSpec
 BENCHMARK = Benchmark(
     name="refcoco_m",
     pretty_name="RefCOCO-M (referring expression segmentation)",
+    label="RefCOCO-M",
     splits=("validation",),
     hub_repo="moondream/refcoco-m",
+    builder="perckit.refcoco_m.builder:RefCocoMBuilder",
+    hub_patterns="perckit.refcoco_m.builder:hub_patterns",
+    sample_release="perckit.sample_releases.refcoco_m:write_release",
     metrics=(
         MetricSpec("refer_iou", "perckit.refcoco_m.features:to_metric_reference", scores="expressions",
                    gt_prediction="perckit.refcoco_m.features:to_metric_prediction"),

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any, Iterator
 
 import datasets
 
-from .benchmark import BENCHMARK
-from .. import hub
-from ..builder_base import PerckitBuilder
+from ..builder_base import PerckitBuilder, PerckitConfig
 from ..errors import OptionError
 from . import features as feats
 from . import release
@@ -23,13 +20,14 @@ _DESCRIPTION = (
 _CITATION = "Cite the RefCOCO-M dataset card (https://huggingface.co/datasets/moondream/refcoco-m) and RefCOCO (Yu et al., ECCV 2016)."
 _HOMEPAGE = "https://huggingface.co/datasets/moondream/refcoco-m"
 _LICENSE = "mit"
-DEFAULT_REPO_ID = BENCHMARK.hub_repo  # the descriptor (benchmark.py) is the one place it is written
 CONFIG_NAMES = ("expressions", "images")
 
 
 @dataclasses.dataclass
-class RefCocoMConfig(datasets.BuilderConfig):
-    """Options of both RefCOCO-M configs (all defaulted; see the dataset card)."""
+class RefCocoMConfig(PerckitConfig):
+    """Options of both RefCOCO-M configs (all defaulted; see the dataset card; ``repo_id`` / ``revision``: PerckitConfig)."""
+
+    BENCHMARK = "refcoco_m"
 
     #: ``expressions`` only: carry the image in every row (False drops the column; join ``images`` on image_id).
     with_images: bool = True
@@ -37,9 +35,6 @@ class RefCocoMConfig(datasets.BuilderConfig):
     allow_empty_masks: bool = False
     #: Compare every image's header size with its masks' ``size`` and raise on a mismatch.
     check_image_size: bool = True
-    #: The Hub dataset repository of the release. Pass it as ``repo_id=...`` (see PerckitBuilder).
-    hub_repo_id: str = DEFAULT_REPO_ID
-    revision: str | None = None
 
     def read_options(self) -> release.ReadOptions:
         return release.ReadOptions(
@@ -75,14 +70,6 @@ class RefCocoMBuilder(PerckitBuilder):
         features = feats.images_features() if c.name == "images" else feats.expression_features(c.with_images)
         return datasets.DatasetInfo(
             description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=features
-        )
-
-    def _release_root(self) -> Path:
-        c = self.config
-        if c.data_dir:
-            return Path(c.data_dir)
-        return hub.download_release(
-            c.hub_repo_id, hub_patterns(c), c.revision, benchmark="RefCOCO-M", builder_path="builders/refcoco_m"
         )
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:

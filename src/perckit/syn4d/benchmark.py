@@ -5,8 +5,12 @@ from ..benchmarks import Benchmark, MetricSpec
 BENCHMARK = Benchmark(
     name="syn4d",
     pretty_name="Syn4D (3D point tracking, video depth and camera pose on synthetic dynamic scenes)",
+    label="Syn4D",
     splits=("test",),
     hub_repo="Syn4D/Syn4D_Benchmark",
+    builder="perckit.syn4d.builder:Syn4DBuilder",
+    hub_patterns="perckit.syn4d.builder:hub_patterns",
+    sample_release="perckit.sample_releases.syn4d:write_release",
     metrics=(
         MetricSpec("syn4d", "perckit.syn4d.features:to_metric_reference", ("tracking", "depth", "pose"),
                    scores="tracking (config tracking); depth and pose (config challenge)",

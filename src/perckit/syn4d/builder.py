@@ -8,9 +8,7 @@ from typing import Any, Iterator
 
 import datasets
 
-from .benchmark import BENCHMARK
-from .. import hub
-from ..builder_base import PerckitBuilder
+from ..builder_base import PerckitBuilder, PerckitConfig
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from . import features as feats
 from . import release as rel
@@ -24,14 +22,15 @@ _DESCRIPTION = (
 _CITATION = "Cite the Syn4D benchmark (https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark) and its evaluator (jzr99/Syn4D_benchmark)."
 _HOMEPAGE = "https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark"
 _LICENSE = "See the Syn4D dataset card."
-DEFAULT_REPO_ID = BENCHMARK.hub_repo  # the descriptor (benchmark.py) is the one place it is written
 DEFAULT_NUM_QUERIES = 512
 DEFAULT_DEPTH_HW = (720, 1280)
 
 
 @dataclasses.dataclass
-class Syn4DConfig(datasets.BuilderConfig):
-    """Options of both Syn4D configs (all defaulted; see the dataset card)."""
+class Syn4DConfig(PerckitConfig):
+    """Options of both Syn4D configs (all defaulted; see the dataset card; ``repo_id`` / ``revision``: PerckitConfig)."""
+
+    BENCHMARK = "syn4d"
 
     tracking_gt_dir: str | None = None
     challenge_dir: str | None = None
@@ -44,8 +43,6 @@ class Syn4DConfig(datasets.BuilderConfig):
     depth_hw: tuple | None = None
     #: None: verify against SHA256SUMS when the release has one; True: require it; False: skip.
     verify_checksums: bool | None = None
-    hub_repo_id: str = DEFAULT_REPO_ID
-    revision: str | None = None
 
 
 def hub_patterns(config: Syn4DConfig) -> list[str]:
@@ -124,8 +121,7 @@ class Syn4DBuilder(PerckitBuilder):
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         c = self.config
         if not c.data_dir:
-            root = hub.download_release(c.hub_repo_id, hub_patterns(c), c.revision, benchmark="Syn4D", builder_path="builders/syn4d")
-            c.data_dir = str(root)
+            c.data_dir = str(self._release_root())
             # Q and (H, W) can only be read now that the files are here (as packaged builders infer features).
             self.info.features = self._features()
         paths = self._paths()
