@@ -82,6 +82,18 @@ def loads(text: str | bytes) -> Any:
     return json.loads(text, object_pairs_hook=_unique_object)
 
 
+def parse_json(text: str | bytes, where: str, error: type[Exception] = ReleaseFormatError) -> Any:
+    """:func:`loads` with every parse failure as ``error`` naming ``where``: a repeated key (the
+    :class:`DuplicateKeyError` message), invalid JSON, undecodable bytes, an integer literal past Python's
+    digit limit (``ValueError``) and nesting thousands of levels deep (``RecursionError``)."""
+    try:
+        return loads(text)
+    except DuplicateKeyError as e:
+        raise error(f"{where}: {e}") from None
+    except (ValueError, RecursionError) as e:
+        raise error(f"{where}: expected valid JSON, got a parse error: {type(e).__name__}: {e}") from None
+
+
 def read_json(
     path: str | os.PathLike,
     error: type[Exception] = ReleaseFormatError,

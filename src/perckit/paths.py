@@ -159,3 +159,15 @@ def read_regular_file(
     if len(data) > limit:
         raise error(f"{where}: file {str(path)!r} holds more than the limit of {limit} bytes")
     return data
+
+
+def relative_label(path: str | os.PathLike, root: str | os.PathLike | None) -> str | None:
+    """How a message names a file found under ``root``: its POSIX path relative to ``root``, or ``None`` when
+    there is no root or ``path`` is not under it (lexically: nothing is resolved). The caller picks the
+    fallback (the full path, or the name in its documented folder)."""
+    if root is None:
+        return None
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return None
