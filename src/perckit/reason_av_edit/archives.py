@@ -1,9 +1,9 @@
-"""The media tars of a ReasonAVEdit-Bench release: bounded readers and the safe extractor.
+"""The media tars of a ReasonAVEdit-Bench release: finding them, the member guard and the bounded readers.
 
 A release is a download from a stranger, so every tar is read under one guard (:class:`MemberGuard`),
 the same in the three places that open a tar: the builder's local reader (:func:`iter_tar_file`), the
 streaming reader behind ``dl_manager.iter_archive`` (:func:`iter_tar_members`) and the extractor for users
-(:func:`extract_archives`). For every member header, before the tar is read any further, the guard refuses:
+(:func:`.extract.extract_archives`). For every member header, before the tar is read any further, the guard refuses:
 
 - a name that is not a relative path inside the archive (absolute, drive letter, a ``..`` component, a NUL
   byte: :func:`perckit.paths.check_relative`), a path component over :data:`MAX_NAME_COMPONENT_BYTES` bytes or
@@ -26,14 +26,14 @@ import io
 import os
 import posixpath
 import tarfile
-import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..errors import ReleaseFormatError
-from ..paths import check_relative
+from ..errors import ReleaseFormatError, ReleaseNotFoundError
+from ..paths import check_relative, relative_label
+from .layout import ARCHIVE_PATTERN, ARCHIVES_DIR, MEDIA_FOLDERS, METADATA
 
 #: Largest member a release tar may declare (its expanded size for a sparse member): a real clip is a
 #: few MB, and a media value must stay under Arrow's 2 GiB binary limit. Checked on the header, before reading.
@@ -47,6 +47,22 @@ MAX_NAME_BYTES = 4096
 #: What ``tarfile`` raises on a corrupt header (ValueError / OverflowError: a PAX number of thousands of
 #: digits, a seek past what an offset can hold).
 TAR_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, ValueError, OverflowError)
+
+
+def find_archives(root: str | os.PathLike) -> list[Path]:
+    """``sorted(glob("archives/*.tar"))``; none raises naming the pattern."""
+    archives = sorted(Path(root).glob(ARCHIVE_PATTERN))
+    if not archives:
+        raise ReleaseNotFoundError(
+            f"no archive matches {ARCHIVE_PATTERN!r} under {str(root)!r}; expected the seven media tars of the Hub "
+            f"layout (or the extracted folders {list(MEDIA_FOLDERS)} next to {METADATA}, with source='extracted')"
+        )
+    return archives
+
+
+def archive_label(path: str | os.PathLike, root: str | os.PathLike | None = None) -> str:
+    """``archives/<name>.tar`` (relative to the root when possible) for messages."""
+    return relative_label(path, root) or f"{ARCHIVES_DIR}/{Path(path).name}"
 
 
 def _unreadable(label: str, member: str, e: BaseException) -> ReleaseFormatError:
@@ -195,6 +211,27 @@ def _whole(m: tarfile.TarInfo, data: bytes) -> bytes:
     return data
 
 
+def _read_selected(tf: tarfile.TarFile, label: str, wanted: set | frozenset | None, skipped: list | None,
+                   length: int | None = None, raw: Any = None) -> Iterator[tuple[str, bytes]]:
+    """The one loop of both tar readers: every header through a new :class:`MemberGuard` (:func:`scan`), the
+    selected members read whole (:func:`_whole`) and yielded; closes ``tf``. ``raw``: the uncompressed tar's
+    own file, whose non-sparse members are read with one ``read`` at their data offset; ``length``: its size."""
+    guard = MemberGuard(label)
+    with tf:
+        for m, norm in scan(tf, guard, length):
+            if not _selected(m, norm, wanted, skipped):
+                continue
+            try:
+                if raw is not None and not m.issparse():
+                    raw.seek(m.offset_data)
+                    data = _whole(m, raw.read(m.size))
+                else:
+                    data = _whole(m, tf.extractfile(m).read(MAX_MEMBER_BYTES + 1))
+            except TAR_ERRORS as e:
+                raise _unreadable(label, norm, e) from None
+            yield norm, data
+
+
 def iter_tar_file(path: str | Path, label: str, wanted: set | frozenset | None = None, skipped: list | None = None) -> Iterator[tuple[str, bytes]]:
     """``(member path, bytes)`` of the regular members of a local tar (all, or those in ``wanted``), in one pass.
 
@@ -209,20 +246,7 @@ def iter_tar_file(path: str | Path, label: str, wanted: set | frozenset | None =
     raw = tf.fileobj
     plain = isinstance(raw, io.BufferedReader)  # an uncompressed tar: members are byte ranges of the file
     length = os.fstat(raw.fileno()).st_size if plain else None
-    guard = MemberGuard(label)
-    with tf:
-        for m, norm in scan(tf, guard, length):
-            if not _selected(m, norm, wanted, skipped):
-                continue
-            try:
-                if plain and not m.issparse():
-                    raw.seek(m.offset_data)
-                    data = _whole(m, raw.read(m.size))
-                else:
-                    data = _whole(m, tf.extractfile(m).read(MAX_MEMBER_BYTES + 1))
-            except TAR_ERRORS as e:
-                raise _unreadable(label, norm, e) from None
-            yield norm, data
+    yield from _read_selected(tf, label, wanted, skipped, length, raw if plain else None)
 
 
 def iter_tar_stream(fileobj: Any, label: str, wanted: set | frozenset | None = None, skipped: list | None = None) -> Iterator[tuple[str, bytes]]:
@@ -232,16 +256,7 @@ def iter_tar_stream(fileobj: Any, label: str, wanted: set | frozenset | None = N
         tf = tarfile.open(fileobj=fileobj, mode="r|*")
     except TAR_ERRORS as e:
         raise _corrupt_header(label, None, e) from None
-    guard = MemberGuard(label)
-    with tf:
-        for m, norm in scan(tf, guard):
-            if not _selected(m, norm, wanted, skipped):
-                continue
-            try:
-                data = _whole(m, tf.extractfile(m).read(MAX_MEMBER_BYTES + 1))
-            except TAR_ERRORS as e:
-                raise _unreadable(label, norm, e) from None
-            yield norm, data
+    yield from _read_selected(tf, label, wanted, skipped)
 
 
 def _archive_source(members: Any) -> tuple[str, Any] | None:
@@ -311,120 +326,3 @@ def iter_tar_members(members: Iterable[tuple[str, Any]], label: str, wanted: set
             raise guard.error(name, f"holds more than the limit of {MAX_MEMBER_BYTES} bytes (perckit.reason_av_edit.archives.MAX_MEMBER_BYTES)")
         last = norm
         yield norm, data
-
-
-# ---------------------------------------------------------------- safe extraction (users and tests; never the builder)
-
-
-def _check_member(member: tarfile.TarInfo, name: str, dest: Path, label: str) -> None:
-    target = (dest / name).resolve()
-    if not target.is_relative_to(dest):
-        raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} would be written outside {str(dest)!r}")
-    if member.issym() or member.islnk():
-        link = member.linkname.replace("\\", "/")
-        base = target.parent if member.issym() else dest
-        absolute = link.startswith("/") or (len(link) > 1 and link[1] == ":")
-        resolved = (base / link).resolve() if not absolute else Path(link).resolve()
-        if absolute or not resolved.is_relative_to(dest):
-            raise ReleaseFormatError(
-                f"archive {label!r}: member {member.name!r} is a link to {member.linkname!r}, which leaves {str(dest)!r}; refusing to extract"
-            )
-    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
-        raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} is a special file (device or FIFO); refusing to extract")
-
-
-def _same_content(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path, label: str) -> bool:
-    if path.stat().st_size != member.size:
-        return False
-    try:
-        data = tar.extractfile(member).read(MAX_MEMBER_BYTES + 1)
-    except TAR_ERRORS as e:
-        raise _unreadable(label, member.name, e) from None
-    with open(path, "rb") as f:
-        return f.read(len(data) + 1) == data
-
-
-def _check_target(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, dest: Path, label: str) -> bool:
-    """Whether the file of ``member`` must be written: ``False`` when ``dest`` already holds the same bytes.
-    Anything else already at its place (another file, a folder, a link, a special file) is refused: no
-    file of the user's is ever replaced."""
-    out = dest / name
-    if not os.path.lexists(out):
-        return True
-    where = f"archive {label!r}: member {member.name!r}"
-    if member.isdir():
-        if out.is_dir() and not out.is_symlink():
-            return False
-        raise ReleaseFormatError(f"{where}: {str(out)!r} already exists and is not a folder; refusing to extract (nothing is overwritten)")
-    if out.is_symlink() or not out.is_file():
-        raise ReleaseFormatError(f"{where}: {str(out)!r} already exists and is not a regular file; refusing to extract (nothing is overwritten)")
-    if not _same_content(tar, member, out, label):
-        raise ReleaseFormatError(f"{where}: {str(out)!r} already exists with other content; refusing to extract (nothing is overwritten)")
-    return False
-
-
-def extract_archives(root: str | os.PathLike, dest: str | os.PathLike | None = None) -> list[str]:
-    """Unpack every ``archives/*.tar`` into ``dest`` (default: the root), as the card's shell loop does.
-
-    Every member of every archive is checked first, by :class:`MemberGuard` (names, collisions within and
-    across the archives, sizes) and for its place in ``dest``: links that leave ``dest`` (links are never
-    created), device and FIFO members, members that would be written through a symbolic link, and members
-    whose place already holds something other than the same bytes (no existing file is ever replaced).
-    Any refusal raises :class:`ReleaseFormatError` naming the archive and the member before anything is
-    written. Files are written through a temporary name in their folder and renamed into place. Returns the
-    member paths of the regular files now in ``dest`` (written, or already there with the same bytes)."""
-    from .release import archive_label, find_archives
-
-    root = Path(root)
-    dest = Path(dest or root).resolve()
-    guard = MemberGuard("", suffix="; refusing to extract")
-    opened: list[tuple[str, tarfile.TarFile, list]] = []
-    out: list[str] = []
-    try:
-        for path in find_archives(root):
-            label = archive_label(path, root)
-            guard.label = label
-            try:
-                tar = tarfile.open(path, mode="r:")
-            except TAR_ERRORS as e:
-                raise ReleaseFormatError(f"archive {label!r} is not a readable tar (truncated or corrupt): {type(e).__name__}: {e}") from None
-            opened.append((label, tar, []))
-            length = os.fstat(tar.fileobj.fileno()).st_size
-            for m, name in scan(tar, guard, length):
-                if name is None:
-                    continue
-                _check_member(m, name, dest, label)
-                if m.isfile():
-                    if _check_target(tar, m, name, dest, label):
-                        opened[-1][2].append((m, name))
-                    out.append(name)
-                elif m.isdir() and _check_target(tar, m, name, dest, label):
-                    opened[-1][2].append((m, name))
-        for label, tar, todo in opened:
-            for m, name in todo:
-                target = dest / name
-                if m.isdir():
-                    target.mkdir(parents=True, exist_ok=True)
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    data = tar.extractfile(m).read(MAX_MEMBER_BYTES + 1)
-                except TAR_ERRORS as e:
-                    raise _unreadable(label, m.name, e) from None
-                if len(data) != m.size:
-                    raise ReleaseFormatError(f"archive {label!r} is truncated: member {m.name!r} has {len(data)} bytes, its header says {m.size}")
-                fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".perckit-extract-")
-                try:
-                    with os.fdopen(fd, "wb") as f:
-                        f.write(data)
-                    if os.path.lexists(target):  # appeared since the check: never replaced
-                        raise ReleaseFormatError(f"archive {label!r}: member {m.name!r}: {str(target)!r} appeared while extracting; refusing to overwrite it")
-                    os.replace(tmp, target)
-                    tmp = None
-                finally:
-                    if tmp is not None:
-                        os.unlink(tmp)
-    finally:
-        for _, tar, _ in opened:
-            tar.close()
-    return out

@@ -9,7 +9,7 @@
 - ``<sample_id>_mask.mp4``.
 
 A missing file means "not provided". Every file name is built from a sample id that must be a plain file-name
-stem (:func:`release.check_sample_id`) and resolved inside the folder (:func:`perckit.paths.resolve_under`: a
+stem (:func:`.metadata.check_sample_id`) and resolved inside the folder (:func:`perckit.paths.resolve_under`: a
 symbolic link out of it is refused); each file must be a regular file under a size cap of :mod:`.limits`
 (a FIFO, a device or a folder in its place is refused, never waited on). A JSON object that repeats a key is
 refused, and a leading UTF-8 BOM is skipped.
@@ -22,11 +22,12 @@ from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError
-from ..jsonio import DuplicateKeyError, decode_text, loads
+from ..jsonio import decode_text, parse_json
 from ..paths import read_regular_file, resolve_under
 from .features import gt_as_prediction, make_prediction
 from .limits import MAX_MASK_PNG_BYTES, MAX_MEDIA_FILE_BYTES, MAX_PREDICTION_JSON_BYTES
-from .release import anchor_mask_from_png, check_sample_id
+from .metadata import check_sample_id
+from .rows import anchor_mask_from_png
 
 SUFFIXES = {"anchor_mask": "_anchor_mask.png", "reason_audio": "_reason_audio.wav", "mask_video": "_mask.mp4", "json": ".json"}
 LIMITS = {"anchor_mask": MAX_MASK_PNG_BYTES, "reason_audio": MAX_MEDIA_FILE_BYTES, "mask_video": MAX_MEDIA_FILE_BYTES,
@@ -61,13 +62,7 @@ def _read(root: Path, sample_id: str, key: str) -> tuple[Path, bytes | None]:
 
 def _parse_json(data: bytes, path: Path) -> object:
     where = repr(str(path))
-    text = decode_text(data, where, PredictionError, "UTF-8 JSON")
-    try:
-        return loads(text)
-    except DuplicateKeyError as e:
-        raise PredictionError(f"{where}: {e}") from None
-    except (ValueError, RecursionError) as e:
-        raise PredictionError(f"{where}: expected valid JSON, got a parse error: {type(e).__name__}: {e}") from None
+    return parse_json(decode_text(data, where, PredictionError, "UTF-8 JSON"), where, PredictionError)
 
 
 def load_prediction(root: str | os.PathLike, sample_id: str) -> dict:
