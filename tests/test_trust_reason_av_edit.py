@@ -474,8 +474,8 @@ def test_mask_video_header_checked_before_decoding(monkeypatch, cap, value, says
 
 def test_mask_video_decoding_stops_past_the_frame_cap(monkeypatch):
     """A header that understates its frames: the decoding loop enforces the cap as well."""
+    from perckit.reason_av_edit import inputs as core
     from perckit.reason_av_edit import limits
-    from perckit.reason_av_edit import metrics as core
 
     monkeypatch.setattr(core, "probe_video", lambda *a: None)
     monkeypatch.setattr(limits, "MAX_VIDEO_FRAMES", 4)

@@ -1,6 +1,7 @@
 """av_reasoning: ReasonAVEdit-Bench reasoning diagnostics [proposal] as an evaluate module.
 
-All logic lives in ``perckit.reason_av_edit.metrics``; see README.md beside this file.
+All logic lives in ``perckit.reason_av_edit.metrics`` (scoring) and ``.inputs`` (input decoding); see README.md
+beside this file.
 Helpers: perckit.reason_av_edit.to_metric_reference, make_prediction, load_predictions_dir.
 """
 

@@ -5,9 +5,11 @@ proposal (spec section 4), one function each, every constant an option of :class
 
 Accumulate: :func:`score_sample` turns one (prediction, reference) pair into a :class:`SampleScore`
 (exact integer pixel counts, per-sample tIoUs, the Which-Acc rule). Reduce: :func:`reduce_scores`
-macro-averages the records (``math.fsum``: independent of the order, so evaluate's distributed mode
-gives the same numbers), per category and sub-track, with ``restrict_to_suggested``.
-:func:`av_reasoning` matches predictions to references by ``sample_id`` and runs both.
+macro-averages the records (:func:`perckit.stats.fmean`, on ``math.fsum``: independent of the order, so
+evaluate's distributed mode gives the same numbers), per category and sub-track, with
+``restrict_to_suggested``. :func:`av_reasoning` pairs predictions with references by ``sample_id``
+(:func:`perckit.matching.pair_by_id`) and runs both. Every input value is decoded and checked by
+:mod:`.inputs` (masks, windows, instance indices, audio, mask videos); nothing here parses a row.
 
 Learned-model metrics (FVD, FAD, CLAP, Synchformer DeSync, LPAPS, ...) are out of scope: no key of
 theirs is ever emitted.
@@ -15,11 +17,7 @@ theirs is ever emitted.
 
 from __future__ import annotations
 
-import io
 import logging
-import math
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -28,10 +26,17 @@ import numpy as np
 
 from .. import rle as rle_ops
 from .. import segmentation as seg
-from ..errors import OptionError, PredictionError, RLEError, check_choice
+from ..errors import OptionError, check_choice
+from ..matching import pair_by_id
+from ..stats import fmean
 from . import audio as au
-from .features import is_media_provided, is_not_provided_rle, media_bytes
-from .release import CARD_AUDIO_NULL, CARD_VISUAL_NULL, CATEGORIES
+from .features import is_media_provided
+from .inputs import instance_index, mask_video_activity, optional_rle, optional_window, reference_samples, waveform
+# ``_cv2`` is looked up here at every call, so that a test can stand in for a missing OpenCV.
+from .inputs import cv2_or_none as _cv2
+# Decoders that lived here before inputs.py; their names stay importable from this module.
+from .inputs import decode_mask_video, probe_video  # noqa: F401
+from .metadata import CARD_AUDIO_NULL, CARD_VISUAL_NULL, CATEGORIES
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +55,8 @@ SUGGESTED = {
     "temporal": ("when_only", "combined"),
 }
 RULES = ("discrete", "visual", "audio", "unscored")
+#: What a missing prediction's message suggests instead: a row that provides nothing.
+EMPTY_PREDICTION = "a sample without output is make_prediction(sample_id), every field 'not provided'"
 #: Output keys this module never emits: the card's learned / edited-video quality metrics.
 OUT_OF_SCOPE = ("FVD", "TV-A", "TC", "SSIM", "FAD", "TA-A", "LPAPS", "AV-A", "PEAVS", "Sync-C", "Sync-D", "PQ", "BG", "DeSync", "CLAP")
 
@@ -58,24 +65,29 @@ def recall_key(t: float) -> str:
     return f"audio_tiou_r@{t:g}"
 
 
+#: The audio constants are :class:`.audio.AudioOptions` (the one place their defaults are written).
+_AUDIO_DEFAULTS = au.AudioOptions()
+AUDIO_OPTIONS = tuple(au.AudioOptions.__dataclass_fields__)
+
+
 @dataclass(frozen=True)
 class AVReasoningOptions:
     """Every constant of the proposal (spec 4.4), with its default."""
 
-    rms_floor: float = 1e-4
-    rel_db: float = 40.0
-    gap_close_s: float = 0.10
-    min_run_s: float = 0.05
-    n_fft: int = 1024
-    hop: int = 256
-    sample_rate: int = 16000
+    rms_floor: float = _AUDIO_DEFAULTS.rms_floor
+    rel_db: float = _AUDIO_DEFAULTS.rel_db
+    gap_close_s: float = _AUDIO_DEFAULTS.gap_close_s
+    min_run_s: float = _AUDIO_DEFAULTS.min_run_s
+    n_fft: int = _AUDIO_DEFAULTS.n_fft
+    hop: int = _AUDIO_DEFAULTS.hop
+    sample_rate: int = _AUDIO_DEFAULTS.sample_rate
     null_area_frac: float = 0.001
     mask_video_threshold: int = 127
     which_iou_threshold: float = 0.5
     tiou_recall_thresholds: tuple = (0.5, 0.7)
     restrict_to_suggested: bool = True
     gt_temporal_source: str = "annotation"
-    resample: bool = True
+    resample: bool = _AUDIO_DEFAULTS.resample
     resize_predictions: str | None = None
     #: Add ``per_sample`` (records sorted by sample_id) to the output.
     return_per_sample: bool = False
@@ -96,10 +108,8 @@ class AVReasoningOptions:
 
     @property
     def audio(self) -> au.AudioOptions:
-        return au.AudioOptions(
-            sample_rate=self.sample_rate, n_fft=self.n_fft, hop=self.hop, rms_floor=self.rms_floor, rel_db=self.rel_db,
-            gap_close_s=self.gap_close_s, min_run_s=self.min_run_s, resample=self.resample,
-        )
+        """The audio constants of these options (:data:`AUDIO_OPTIONS`), checked by :class:`.audio.AudioOptions`."""
+        return au.AudioOptions(**{name: getattr(self, name) for name in AUDIO_OPTIONS})
 
 
 @dataclass
@@ -171,142 +181,6 @@ def vector_tiou(a: np.ndarray, b: np.ndarray) -> float:
     return au.mask_iou(np.asarray(a, dtype=bool), np.asarray(b, dtype=bool))
 
 
-def optional_rle(value: Any, where: str) -> dict | None:
-    """A validated RLE, or ``None`` for the "not provided" marker (``size: []``, ``counts: ""``) or ``None``.
-
-    An RLE whose ``size`` is not two positive ints raises naming ``where``.
-    """
-    if value is None:
-        return None
-    if isinstance(value, Mapping):
-        size = value.get("size")
-        if is_not_provided_rle(value):
-            return None
-        if not isinstance(size, (list, tuple)) or len(size) != 2:
-            raise RLEError(f"{where}: expected 'size' = [H, W] (length 2) or the 'not provided' marker (size [] and counts ''), got {size!r}")
-    return rle_ops.to_rle(value, where=where)
-
-
-def optional_window(value: Any, where: str, error: type[Exception] = PredictionError, strict_order: bool = False) -> tuple[float, float] | None:
-    """A ``[start, end)`` pair as floats, or ``None`` when not provided (``None`` or ``[]``)."""
-    if value is None:
-        return None
-    if not isinstance(value, (list, tuple, np.ndarray)):
-        raise error(f"{where}: expected a [start, end) pair (a list of two numbers) or null, got {value!r}")
-    seq = list(value)
-    if not seq:
-        return None
-    if len(seq) != 2:
-        raise error(f"{where}: expected a [start, end) pair, got {seq!r}")
-    try:
-        a, b = float(seq[0]), float(seq[1])
-    except (TypeError, ValueError):
-        raise error(f"{where}: expected two numbers, got {seq!r}") from None
-    if not (math.isfinite(a) and math.isfinite(b)):
-        raise error(f"{where}: expected finite numbers, got {seq!r}")
-    if strict_order and b < a:
-        raise error(f"{where}: window has end < start ({a!r} > {b!r})")
-    return a, b
-
-
-def _cv2():
-    try:
-        import cv2
-    except ImportError:
-        return None
-    return cv2
-
-
-def probe_video(data: bytes, path: str, where: str) -> None:
-    """Check a mask video's container header (PyAV stream metadata) against the caps of :mod:`.limits` before
-    anything is decoded: a video stream, at most ``MAX_VIDEO_PIXELS`` per frame, ``MAX_VIDEO_FRAMES`` frames and
-    ``MAX_VIDEO_DURATION_S`` seconds. A container PyAV cannot open is left to OpenCV (which then reports it)."""
-    from .limits import MAX_VIDEO_DURATION_S, MAX_VIDEO_FRAMES, MAX_VIDEO_PIXELS
-
-    try:
-        import av
-    except ImportError:  # the decoding loop still enforces the caps
-        return
-    label = path or "<bytes>"
-    try:
-        container = av.open(io.BytesIO(data), mode="r")
-    except Exception:  # av.error.* on anything that is not a container: OpenCV gives the documented error
-        return
-    with container:
-        streams = container.streams.video
-        if not streams:
-            raise PredictionError(f"{where}: the mask video {label!r} has no video stream (expected an mp4 with one)")
-        s = streams[0]
-        w, h = int(s.codec_context.width or 0), int(s.codec_context.height or 0)
-        frames = int(s.frames or 0)
-        duration = float(s.duration * s.time_base) if s.duration and s.time_base else (
-            container.duration / av.time_base if container.duration else None)
-    if w * h > MAX_VIDEO_PIXELS:
-        raise PredictionError(f"{where}: the mask video {label!r} declares {w} x {h} frames, more than the limit of "
-                              f"{MAX_VIDEO_PIXELS} pixels (perckit.reason_av_edit.limits.MAX_VIDEO_PIXELS)")
-    if frames > MAX_VIDEO_FRAMES:
-        raise PredictionError(f"{where}: the mask video {label!r} declares {frames} frames, more than the limit of "
-                              f"{MAX_VIDEO_FRAMES} (perckit.reason_av_edit.limits.MAX_VIDEO_FRAMES)")
-    if duration is not None and duration > MAX_VIDEO_DURATION_S:
-        raise PredictionError(f"{where}: the mask video {label!r} declares {duration:.6g} s, more than the limit of "
-                              f"{MAX_VIDEO_DURATION_S:g} s (perckit.reason_av_edit.limits.MAX_VIDEO_DURATION_S)")
-
-
-def decode_mask_video(data: bytes | None, path: str, where: str, threshold: int, null_area_frac: float) -> tuple[np.ndarray, float]:
-    """``(active per frame, fps)`` of a mask video, decoded with OpenCV.
-
-    Frames are converted to gray and thresholded at ``> threshold``; a frame is active when its
-    foreground covers ``>= null_area_frac`` of the frame. Without ``data``, ``path`` is read as a regular
-    file of at most ``limits.MAX_MEDIA_FILE_BYTES``. The header is checked first (:func:`probe_video`), and
-    decoding stops with an error past ``MAX_VIDEO_FRAMES`` frames or a frame over ``MAX_VIDEO_PIXELS``. A
-    video that cannot be opened or has no frame raises :class:`PredictionError` naming ``where``.
-    """
-    from ..errors import InputNotFoundError
-    from ..paths import read_regular_file
-    from .limits import MAX_MEDIA_FILE_BYTES, MAX_VIDEO_FRAMES, MAX_VIDEO_PIXELS
-
-    if data is None:
-        data = read_regular_file(path, where, MAX_MEDIA_FILE_BYTES, PredictionError, InputNotFoundError)
-    if len(data) > MAX_MEDIA_FILE_BYTES:
-        raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} holds {len(data)} bytes, more than the limit of "
-                              f"{MAX_MEDIA_FILE_BYTES} (perckit.reason_av_edit.limits.MAX_MEDIA_FILE_BYTES)")
-    probe_video(data, path, where)
-    cv2 = _cv2()
-    fd, tmp = tempfile.mkstemp(suffix=".mp4", prefix="perckit-mask-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        cap = cv2.VideoCapture(tmp)
-        try:
-            if not cap.isOpened():
-                raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} cannot be opened (expected an mp4 readable by OpenCV)")
-            fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
-            active = []
-            while True:
-                ok, frame = cap.read()
-                if not ok:
-                    break
-                if len(active) >= MAX_VIDEO_FRAMES:
-                    raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} has more than {MAX_VIDEO_FRAMES} frames "
-                                          "(perckit.reason_av_edit.limits.MAX_VIDEO_FRAMES)")
-                gray = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY) if frame.ndim == 3 else frame
-                if gray.size > MAX_VIDEO_PIXELS:
-                    raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} has a frame of {gray.shape[1]} x {gray.shape[0]}, "
-                                          f"more than the limit of {MAX_VIDEO_PIXELS} pixels")
-                fg = int(np.count_nonzero(gray > threshold))
-                active.append(fg >= null_area_frac * gray.size and fg > 0)
-        finally:
-            cap.release()
-    finally:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-    if not active:
-        raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} cannot be opened or has no decodable frame")
-    return np.asarray(active, dtype=bool), fps
-
-
 def video_hull(active: np.ndarray, fps: float) -> tuple[float, float] | None:
     """``[j_first / fps, (j_last + 1) / fps)`` of a video activity vector; ``None`` when nothing is active."""
     idx = np.flatnonzero(active)
@@ -369,32 +243,13 @@ def _visual(s: SampleScore, pred: Mapping, ref: Mapping, o: AVReasoningOptions, 
         s.visual_iou_with_null = s.visual_iou
 
 
-def _waveform(value: Mapping | None, where: str, o: au.AudioOptions, n: int | None = None) -> au.Waveform | None:
-    data = media_bytes(value, where)
-    if data is None:
-        return None
-    x = au.decode_wav(data, f"{where} ({value.get('path') or '<bytes>'})", o)
-    if n is not None:
-        x = au.fit_length(x, n)
-    return au.Waveform(x, o)
-
-
 def _audio(s: SampleScore, pred: Mapping, ref: Mapping, o: AVReasoningOptions, where: str) -> tuple[tuple[float, float] | None, bool]:
     """Fills the audio keys; returns the predicted audio support (hull, in seconds) and whether one was given."""
     ao = o.audio
-    gt = _waveform(ref.get("reason_audio"), f"reference {where}: reason_audio", ao)
+    gt = waveform(ref.get("reason_audio"), f"reference {where}: reason_audio", ao)
     s.ref_audio = gt is not None
-    n_samples = gt.samples.shape[0] if gt is not None else None
-    fps, nf = ref.get("fps"), ref.get("num_frames")
-    if n_samples is None and fps and nf:
-        if not (_is_real(fps) and fps > 0 and _is_real(nf) and nf > 0):
-            raise PredictionError(f"reference {where}: expected a finite fps > 0 and num_frames > 0, got fps={fps!r}, num_frames={nf!r}")
-        if nf / fps > au.MAX_DURATION_S:
-            raise PredictionError(
-                f"reference {where}: num_frames / fps = {nf / fps:.6g} s is more than the limit of {au.MAX_DURATION_S:g} s"
-            )
-        n_samples = int(round(nf / fps * ao.sample_rate))
-    pw = _waveform(pred.get("reason_audio"), f"prediction {where}: reason_audio", ao, n_samples)
+    n_samples = gt.samples.shape[0] if gt is not None else reference_samples(ref, f"reference {where}", ao.sample_rate)
+    pw = waveform(pred.get("reason_audio"), f"prediction {where}: reason_audio", ao, n_samples)
     window = optional_window(pred.get("edit_window_s"), f"prediction {where}: edit_window_s")
     s.pred_audio, s.pred_window = pw is not None, window is not None
     if window is not None:
@@ -442,12 +297,10 @@ def _video(s: SampleScore, pred: Mapping, ref: Mapping, o: AVReasoningOptions, w
     window = optional_window(pred.get("edit_window_s"), f"prediction {where}: edit_window_s")
     p_act = p_fps = None
     if s.pred_video:
-        data = media_bytes(pred_video, f"prediction {where}: mask_video")
-        p_act, p_fps = decode_mask_video(data, pred_video.get("path") or "", f"prediction {where}: mask_video", o.mask_video_threshold, o.null_area_frac)
+        p_act, p_fps = mask_video_activity(pred_video, f"prediction {where}: mask_video", o.mask_video_threshold, o.null_area_frac)
     fps = ref.get("fps")
     if s.ref_video:
-        data = media_bytes(ref_video, f"reference {where}: mask_video")
-        g_act, g_fps = decode_mask_video(data, ref_video.get("path") or "", f"reference {where}: mask_video", o.mask_video_threshold, o.null_area_frac)
+        g_act, g_fps = mask_video_activity(ref_video, f"reference {where}: mask_video", o.mask_video_threshold, o.null_area_frac)
         fps = fps or g_fps or None
         n = g_act.shape[0]
         if p_act is not None:
@@ -482,19 +335,6 @@ def _video(s: SampleScore, pred: Mapping, ref: Mapping, o: AVReasoningOptions, w
             s.av_support_tiou = interval_tiou(audio_support, v_support)
 
 
-def _is_real(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)) and math.isfinite(value)
-
-
-def _instance_index(value: Any, where: str) -> int | None:
-    """An instance index (an int) or ``None``; anything else raises :class:`PredictionError` naming ``where``."""
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise PredictionError(f"{where}: expected an integer or null, got {value!r}")
-    return int(value)
-
-
 def score_sample(prediction: Mapping, reference: Mapping, options: AVReasoningOptions = AVReasoningOptions()) -> SampleScore:
     """Accumulate half: every per-sample value of one (prediction, reference) pair."""
     sid = str(reference["sample_id"])
@@ -504,8 +344,8 @@ def score_sample(prediction: Mapping, reference: Mapping, options: AVReasoningOp
     support, given = _audio(s, prediction, reference, options, where)
     _video(s, prediction, reference, options, where, support, given)
     s.which_rule, s.which_correct = which_correct(
-        _instance_index(prediction.get("selected_instance_index"), f"prediction {where}: selected_instance_index"),
-        _instance_index(reference.get("selected_instance_index"), f"reference {where}: selected_instance_index"),
+        instance_index(prediction.get("selected_instance_index"), f"prediction {where}: selected_instance_index"),
+        instance_index(reference.get("selected_instance_index"), f"reference {where}: selected_instance_index"),
         s.visual_null, s.visual_iou,
         s.audio_tf_iou, s.audio_tiou, options.which_iou_threshold,
     )
@@ -513,11 +353,6 @@ def score_sample(prediction: Mapping, reference: Mapping, options: AVReasoningOp
 
 
 # ---------------------------------------------------------------- reduce
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    """Exactly rounded mean (``math.fsum``): independent of the order of the samples."""
-    return math.fsum(values) / len(values) if values else None
 
 
 def _collect(scores: Iterable[SampleScore], attr: str) -> list:
@@ -529,7 +364,7 @@ def block(scores: Sequence[SampleScore], options: AVReasoningOptions = AVReasoni
     out: dict[str, Any] = {}
 
     def put(key: str, values: list) -> None:
-        out[key] = _mean([float(v) for v in values])
+        out[key] = fmean(values)  # math.fsum: independent of the order of the samples
         out[f"n_{key}"] = len(values)
 
     non_null = [s for s in scores if s.visual_iou is not None]
@@ -653,14 +488,15 @@ def reduce_scores(scores: Sequence[SampleScore], options: AVReasoningOptions = A
 def av_reasoning(predictions: Sequence[Mapping], references: Sequence[Mapping], **options: Any) -> dict:
     """Score reasoning predictions against reference rows (see the ``av_reasoning`` metric card).
 
-    Predictions are matched by ``sample_id``: a duplicate id on either side, an unknown prediction
-    id, or a reference without a prediction raises :class:`PredictionError`.
+    Predictions are matched by ``sample_id`` (:func:`perckit.matching.pair_by_id`, always strict): a duplicate
+    id on either side, an unknown prediction id, or a reference without a prediction raises
+    :class:`PredictionError`.
     """
     unknown = sorted(set(options) - set(AVReasoningOptions.__dataclass_fields__))
     if unknown:
         raise OptionError(f"av_reasoning: unknown option(s) {unknown}; expected some of {sorted(AVReasoningOptions.__dataclass_fields__)}")
     opts = AVReasoningOptions(**options)
-    pairs = seg.match_by_id(predictions, references, "sample_id")
+    pairs = pair_by_id(predictions, references, "sample_id", empty_hint=EMPTY_PREDICTION)
     return reduce_scores([score_sample(p, r, opts) for p, r in pairs], opts)
 
 
