@@ -1,6 +1,7 @@
 """``perckit.jsonio`` helpers used by the builders."""
 
 import gc
+import os
 
 from perckit.jsonio import gc_paused, read_ahead
 
@@ -74,3 +75,57 @@ def test_in_background_order_errors_and_early_close():
     gen.close()
     assert closed.wait(5)
     assert not any(t.name == "perckit-read-ahead" and t.is_alive() for t in threading.enumerate())
+
+
+# ---------------------------------------------------------------- the one JSON Lines reader
+
+
+def _lines(data, **kw):
+    from perckit.jsonio import iter_json_lines
+
+    return list(iter_json_lines(data, "'p.jsonl'", **kw))
+
+
+def test_iter_json_lines_rules(tmp_path):
+    import pytest
+
+    from perckit.errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
+    from perckit.jsonio import iter_json_lines
+
+    # a leading BOM skipped; blank lines (also "\r\n" ones) skipped but counted; "\r\n" endings accepted
+    data = b'\xef\xbb\xbf{"a": 1}\r\n\r\n  \n{"b": "x\xe2\x80\xa8y"}\n'
+    assert _lines(data) == [(1, "'p.jsonl' line 1", {"a": 1}), (4, "'p.jsonl' line 4", {"b": "x\u2028y"})]
+    assert _lines(b"") == [] and _lines(b"\n\n") == []
+    p = tmp_path / "p.jsonl"
+    p.write_bytes(data)
+    assert [n for n, _, _ in iter_json_lines(p)] == [1, 4]
+    assert list(iter_json_lines(p))[0][1] == f"{str(p)!r} line 1"  # where defaults to the path's repr
+    cases = [
+        (b'{"a": 1}\n\xef\xbb\xbf{"a": 2}\n', r"'p\.jsonl' line 2: expected a JSON object, got a byte-order mark \(U\+FEFF\)"),
+        (b'{"a": 1, "a": 2}\n', r"'p\.jsonl' line 1: duplicate key 'a' in a JSON object"),
+        (b'{"a": {"b": 1, "b": 1}}\n', r"line 1: duplicate key 'b'"),
+        (b'{"a": 1}\n{"a"\n', r"'p\.jsonl' line 2: expected a JSON object, got a parse error: JSONDecodeError"),
+        (b'{"a": 1' + b"0" * 5000 + b"}\n", r"line 1: expected a JSON object, got a parse error: ValueError: .*digits"),
+        (b"[" * 100_000 + b"]" * 100_000, r"line 1: expected a JSON object, got a parse error: RecursionError"),
+        (b"[1, 2]\n", r"'p\.jsonl' line 1: expected a JSON object, got list: \[1, 2\]"),
+        (b'{"a": 1}\n"s"\n', r"line 2: expected a JSON object, got str: 's'"),
+        (b'{"a": "\xff"}\n', r"'p\.jsonl' line 1: expected UTF-8 JSON lines, got undecodable bytes"),
+    ]
+    for raw, pattern in cases:
+        with pytest.raises(ReleaseFormatError, match=pattern):
+            _lines(raw)
+    with pytest.raises(PredictionError, match="line 1: expected a JSON object"):
+        _lines(b"5\n", error=PredictionError)
+    # files: missing, a folder, over the cap, a FIFO
+    with pytest.raises(ReleaseNotFoundError, match=r"nope\.jsonl': file not found"):
+        list(iter_json_lines(tmp_path / "nope.jsonl"))
+    with pytest.raises(InputNotFoundError, match="file not found"):
+        list(iter_json_lines(tmp_path / "nope.jsonl", error=PredictionError, not_found=InputNotFoundError))
+    with pytest.raises(PredictionError, match="expected a regular file, got a folder"):
+        list(iter_json_lines(tmp_path, error=PredictionError))
+    with pytest.raises(ReleaseFormatError, match="more than the limit of 4 bytes"):
+        list(iter_json_lines(p, limit=4))
+    fifo = tmp_path / "f.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(ReleaseFormatError, match="expected a regular file, got a FIFO"):
+        list(iter_json_lines(fifo))

@@ -547,7 +547,7 @@ def test_load_predictions_jsonl_file_errors(tmp_path):
     with pytest.raises(PredictionError, match=r"line 2: duplicate expression_id '1:0' \(first at .*line 1\)"):
         load_predictions_jsonl(path)
     path.write_text("{not json\n")
-    with pytest.raises(PredictionError, match="line 1: expected one JSON object per line"):
+    with pytest.raises(PredictionError, match="line 1: expected a JSON object, got a parse error"):
         load_predictions_jsonl(path)
 
 

@@ -370,7 +370,7 @@ def test_native_repeated_keys(rel, tmp_path, example, key_json, after, where, st
 def test_prediction_jsonl_repeated_key(tmp_path):
     p = tmp_path / "p.jsonl"
     p.write_text('{"example_id": "s1", "answer": "", "groundings": [], "example_id": "s2"}\n')
-    with pytest.raises(PredictionError, match=r"p\.jsonl: line 1: duplicate key 'example_id' in a JSON object"):
+    with pytest.raises(PredictionError, match=r"p\.jsonl' line 1: duplicate key 'example_id' in a JSON object"):
         m4io.load_predictions_jsonl(p)
 
 
@@ -406,7 +406,7 @@ def test_prediction_jsonl_bom(tmp_path):
     p.write_bytes(b"\xef\xbb\xbf" + line.encode() + b"\n" + line.replace("s1", "s2").encode() + b"\n")
     assert [r["example_id"] for r in m4io.load_predictions_jsonl(p)] == ["s1", "s2"]
     p.write_bytes(line.encode() + b"\n\xef\xbb\xbf" + line.replace("s1", "s2").encode() + b"\n")
-    with pytest.raises(PredictionError, match="p.jsonl: line 2: a UTF-8 byte-order mark at the start of the line"):
+    with pytest.raises(PredictionError, match=r"p\.jsonl' line 2: expected a JSON object, got a byte-order mark \(U\+FEFF\) at the start of the line"):
         m4io.load_predictions_jsonl(p)
     os.unlink(p)
     os.mkfifo(p)

@@ -48,28 +48,13 @@ def _read_rows(path: str) -> list[dict]:
     :class:`~perckit.errors.PredictionError` naming the file (and line) for anything unreadable.
     """
     from .errors import InputNotFoundError, PredictionError
-    from .jsonio import DuplicateKeyError, decode_text, loads, read_json
-    from .paths import read_regular_file
+    from .jsonio import iter_json_lines
+    from .jsonio import read_json
 
     p = Path(path)
-    if p.suffix == ".jsonl":
-        if not p.exists():
-            raise InputNotFoundError(f"{path!r}: file not found")
-        data = read_regular_file(p, repr(path), MAX_ROWS_FILE_BYTES, PredictionError, not_found=InputNotFoundError)
-        text = decode_text(data, repr(path), PredictionError, "UTF-8 JSON lines")
-        rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    row = loads(line)
-                except DuplicateKeyError as e:
-                    raise PredictionError(f"{path!r} line {n}: {e}") from None
-                except (ValueError, RecursionError) as e:
-                    raise PredictionError(f"{path!r} line {n}: expected a JSON object, got a parse error: {type(e).__name__}: {e}") from None
-                if not isinstance(row, dict):
-                    raise PredictionError(f"{path!r} line {n}: expected a JSON object (one row), got {type(row).__name__}")
-                rows.append(row)
-        return rows
+    if p.suffix == ".jsonl":  # the one JSON Lines reader (its rules and messages: perckit.jsonio.iter_json_lines)
+        lines = iter_json_lines(p, repr(path), PredictionError, MAX_ROWS_FILE_BYTES, InputNotFoundError)
+        return [row for _, _, row in lines]
     data = read_json(p, error=PredictionError, not_found=InputNotFoundError, limit=MAX_ROWS_FILE_BYTES)
     if not isinstance(data, list):
         raise PredictionError(f"{path!r}: expected a JSON array of rows (or a .jsonl file), got {type(data).__name__}")

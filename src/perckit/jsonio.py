@@ -136,6 +136,84 @@ def read_json(
         raise error(f"{str(path)!r}: expected valid JSON, got a parse error: {type(e).__name__}: {e}") from None
 
 
+#: Largest JSON Lines file :func:`iter_json_lines` reads when its caller names no cap of its own.
+MAX_JSON_LINES_BYTES = 1 << 30
+
+
+def iter_json_lines(
+    source: str | os.PathLike | bytes,
+    where: str | None = None,
+    error: type[Exception] = ReleaseFormatError,
+    limit: int = MAX_JSON_LINES_BYTES,
+    not_found: type[Exception] = ReleaseNotFoundError,
+) -> Iterator[tuple[int, str, dict]]:
+    """The objects of a JSON Lines file (or of its bytes), as ``(line_number, where_of_the_line, object)``.
+
+    The one JSON Lines reader, so every ``.jsonl`` file follows the same rules with the same messages:
+
+    - a path is read as a regular file of at most ``limit`` bytes (:func:`perckit.paths.read_regular_file`:
+      a FIFO, a device, a folder or a larger file raises ``error`` before anything is read); a path that does
+      not exist raises ``not_found`` ("<file>: file not found");
+    - lines end at ``\\n`` (a ``\\r`` before it is whitespace); a UTF-8 BOM at the very start of the data is
+      skipped (:data:`UTF8_BOM`), one at the start of any later line is refused;
+    - blank lines are skipped (they still count in the line numbers);
+    - each line is UTF-8 holding one JSON object, parsed by the rules of :func:`loads` (a repeated key is
+      refused); a parse error, including Python's limit on the digits of an integer literal (a
+      ``ValueError``) and nesting thousands of levels deep (a ``RecursionError``), or a value that is not an
+      object raises ``error``.
+
+    Every message starts with ``where_of_the_line``, ``"<where> line <N>"`` (``where`` defaults to the
+    ``repr`` of the path), which is also yielded for the caller's own checks of the object, and says what
+    was expected and what was found: ``"'p.jsonl' line 2: expected a JSON object, got list: [1, 2]"``.
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        if where is None:
+            where = "JSON Lines data"
+    else:
+        path = Path(source)
+        if where is None:
+            where = repr(str(path))
+        if not path.exists():
+            raise not_found(f"{where}: file not found")
+        from .paths import read_regular_file
+
+        data = read_regular_file(path, where, limit, error, not_found)
+    from .errors import short_repr
+
+    pos = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
+    size = len(data)
+    n = 0
+    while pos < size:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            end = size
+        raw = data[pos:end]
+        pos = end + 1
+        n += 1
+        if not raw.strip():
+            continue
+        line_where = f"{where} line {n}"
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise error(f"{line_where}: expected UTF-8 JSON lines, got undecodable bytes ({e})") from None
+        if line.lstrip(" \t\r").startswith("\ufeff"):
+            raise error(
+                f"{line_where}: expected a JSON object, got a byte-order mark (U+FEFF) at the start of the line "
+                "(one is skipped only at the start of the file)"
+            )
+        try:
+            obj = json.loads(line, object_pairs_hook=_unique_object)
+        except DuplicateKeyError as e:
+            raise error(f"{line_where}: {e}") from None
+        except (ValueError, RecursionError) as e:
+            raise error(f"{line_where}: expected a JSON object, got a parse error: {type(e).__name__}: {e}") from None
+        if not isinstance(obj, dict):
+            raise error(f"{line_where}: expected a JSON object, got {type(obj).__name__}: {short_repr(obj)}")
+        yield n, line_where, obj
+
+
 def parse_int(value: Any, where: str, error: type[Exception] = ReleaseFormatError) -> int:
     """An int, or a string of ASCII digits, as int; anything else raises ``error`` naming ``where``."""
     if isinstance(value, bool):

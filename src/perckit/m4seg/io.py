@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import json
 import logging
 import re
 from pathlib import Path
@@ -14,8 +13,8 @@ import numpy as np
 from .. import rle as rle_ops
 from ..errors import InputNotFoundError, PredictionError, RLEError
 from ..errors import short_repr as _short
-from ..jsonio import UTF8_BOM, DuplicateKeyError, loads, parse_int
-from ..paths import read_regular_file
+from ..jsonio import iter_json_lines
+from ..jsonio import parse_int
 from .codes import collapse_ws
 
 logger = logging.getLogger(__name__)
@@ -132,39 +131,17 @@ MAX_PREDICTIONS_BYTES = 1 << 30
 
 
 def load_predictions_jsonl(path: str | Path) -> list[dict]:
-    """Read one prediction row per line (blank lines skipped); duplicate ``example_id`` values raise.
+    """Read one prediction row per line; duplicate ``example_id`` values raise.
 
-    The file must be a regular file of at most :data:`MAX_PREDICTIONS_BYTES`. A UTF-8 BOM at the start of the
-    file is skipped (:data:`perckit.jsonio.UTF8_BOM`); one at the start of a later line raises, naming the
-    line. An object that repeats a key raises (``perckit.jsonio.loads``)."""
+    The file must be a regular file of at most :data:`MAX_PREDICTIONS_BYTES`, read by the one JSON Lines
+    reader :func:`perckit.jsonio.iter_json_lines` (its rules: a UTF-8 BOM skipped only at the start of the
+    file, blank lines skipped, one JSON object a line, a repeated key refused). A missing file or a folder
+    raises :class:`InputNotFoundError`."""
     p = Path(path)
     if not p.exists() or p.is_dir():
         raise InputNotFoundError(f"predictions file {str(p)!r} not found")
-    data = read_regular_file(p, f"predictions file {str(p)!r}", MAX_PREDICTIONS_BYTES, PredictionError, InputNotFoundError)
-    if data.startswith(UTF8_BOM):
-        data = data[len(UTF8_BOM):]
     rows, seen = [], {}
-    for n, raw in enumerate(data.split(b"\n"), 1):
-        where = f"{p.name}: line {n}"
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise PredictionError(f"{where}: expected UTF-8 JSON lines, got undecodable bytes ({e})") from None
-        if line.lstrip(" \t\r").startswith("\ufeff"):
-            raise PredictionError(
-                f"{where}: a UTF-8 byte-order mark at the start of the line; expected one only at the start of the file"
-            )
-        if not line.strip():
-            continue
-        try:
-            obj = loads(line)
-        except DuplicateKeyError as e:
-            raise PredictionError(f"{where}: {e}") from None
-        except json.JSONDecodeError as e:
-            raise PredictionError(f"{where}: expected one JSON object per line, found invalid JSON ({e})") from None
-        except (ValueError, RecursionError) as e:
-            # Python's limit on the digits of an integer literal (4300); arrays nested thousands deep.
-            raise PredictionError(f"{where}: expected one JSON object per line, got a parse error: {type(e).__name__}: {e}") from None
+    for n, where, obj in iter_json_lines(p, error=PredictionError, limit=MAX_PREDICTIONS_BYTES, not_found=InputNotFoundError):
         row = prediction_row(obj, where)
         if row["example_id"] in seen:
             raise PredictionError(f"{where}: duplicate example_id {row['example_id']!r} (first on line {seen[row['example_id']]})")

@@ -9,8 +9,8 @@ from typing import Any
 from .. import segmentation as seg
 from ..errors import InputNotFoundError, PredictionError, RLEError
 from ..errors import short_repr as _short
-from ..jsonio import decode_text, loads, parse_int
-from ..paths import read_regular_file
+from ..jsonio import iter_json_lines
+from ..jsonio import parse_int
 from .features import to_metric_prediction
 from .release import expression_id as make_expression_id
 
@@ -71,23 +71,10 @@ def load_predictions_jsonl(path: str | Path) -> list[dict]:
     path = Path(path)
     if not path.exists() or path.is_dir():
         raise InputNotFoundError(f"{str(path)!r}: prediction file not found")
-    # A regular file under MAX_PREDICTIONS_BYTES (a FIFO or a device is refused before any read); a leading
-    # UTF-8 BOM is skipped (the one BOM rule, perckit.jsonio.decode_text).
-    data = read_regular_file(path, repr(str(path)), MAX_PREDICTIONS_BYTES, PredictionError, InputNotFoundError)
-    text = decode_text(data, repr(str(path)), PredictionError, "UTF-8 JSON lines")
+    # The one JSON Lines reader (perckit.jsonio.iter_json_lines): a regular file under MAX_PREDICTIONS_BYTES,
+    # a leading UTF-8 BOM skipped, one JSON object a line, a repeated key refused.
     rows, wheres = [], []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{str(path)!r} line {lineno}"
-        if line.startswith("\ufeff"):  # only the start of the file may carry a BOM (decode_text skipped it)
-            raise PredictionError(f"{where}: expected a JSON object, got a byte-order mark (U+FEFF) at the start of the line")
-        try:
-            obj = loads(line)  # a repeated key is refused (DuplicateKeyError), never "last one wins"
-        except (ValueError, RecursionError) as e:  # also too-long integer literals and very deep nesting
-            raise PredictionError(f"{where}: expected one JSON object per line, got a parse error: {type(e).__name__}: {e}") from None
-        if not isinstance(obj, Mapping):
-            raise PredictionError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    for _, where, obj in iter_json_lines(path, error=PredictionError, limit=MAX_PREDICTIONS_BYTES, not_found=InputNotFoundError):
         eid = _expression_id(obj, where)
         if not isinstance(obj.get("mask"), Mapping):
             raise PredictionError(f"{where}: expected 'mask' as a COCO RLE dict {{'size': [H, W], 'counts': ...}}, got {_short(obj.get('mask'))}")

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from ..jsonio import decode_text, loads, parse_int
+from ..jsonio import iter_json_lines
 from ..paths import check_relative, open_regular_file, read_regular_file, resolve_under
 
 SCHEMA = "syn4d-tracking-gt-v1"
@@ -172,19 +173,8 @@ def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
     """``sequences.jsonl`` (or the official manifest): one JSON object a line; relative paths resolve against C."""
     records = []
     seen: set[str] = set()
-    lines = read_text(path, "UTF-8 JSON lines").splitlines()
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{str(path)!r} line {n}"
-        if line.startswith("\ufeff"):  # only the start of the file may carry a BOM (decode_text skipped it)
-            raise ReleaseFormatError(f"{where}: expected a JSON object, got a byte-order mark (U+FEFF) at the start of the line")
-        try:
-            obj = loads(line)  # a repeated key is a DuplicateKeyError (a ValueError), never "last one wins"
-        except (ValueError, RecursionError) as e:  # also too-long integer literals and very deep nesting
-            raise ReleaseFormatError(f"{where}: expected a JSON object, got a parse error: {type(e).__name__}: {e}") from None
-        if not isinstance(obj, Mapping):
-            raise ReleaseFormatError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    # The one JSON Lines reader: a regular file under MAX_TEXT_BYTES, a leading BOM skipped, one object a line.
+    for _, where, obj in iter_json_lines(path, limit=MAX_TEXT_BYTES):
         sid = obj.get("sequence_id")
         variant, scene, sequence = check_sequence_id(sid, where)
         if sid in seen:
