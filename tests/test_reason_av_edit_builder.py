@@ -403,6 +403,18 @@ def test_png_mask_threshold():
         rel.anchor_mask_from_png(b"not a png", 0, "m.png")
 
 
+def test_png_mask_with_a_broken_chunk_is_a_release_error():
+    """Pillow raises SyntaxError ("broken PNG file") for a chunk length that does not fit the data."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.zeros((4, 6), np.uint8)).save(buf, format="PNG")
+    data = bytearray(buf.getvalue())
+    data[36] = 2  # the low byte of the IDAT chunk's length (after the 8-byte signature and the 25-byte IHDR)
+    with pytest.raises(ReleaseFormatError, match="m.png: expected a readable mask image.*broken PNG file"):
+        rel.anchor_mask_from_png(bytes(data), 0, "m.png")
+
+
 def test_extract_archives_rejects_unsafe_members(tmp_path):
     root = tmp_path / "rel"
     (root / "archives").mkdir(parents=True)

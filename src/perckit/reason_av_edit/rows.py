@@ -30,7 +30,8 @@ def anchor_mask_from_png(data: bytes, threshold: int, where: str) -> dict:
             img.load()
             mode = img.mode
             arr = np.asarray(img)
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as e:
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
+        # SyntaxError: Pillow's "broken PNG file" (a chunk length that does not fit the data);
         # DecompressionBombError: a header declaring more than 2 x Image.MAX_IMAGE_PIXELS pixels.
         raise ReleaseFormatError(f"{where}: expected a readable mask image (PNG), got: {e}") from None
     return rle_ops.encode(mask_foreground(arr, mode, threshold))
