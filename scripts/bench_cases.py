@@ -407,7 +407,7 @@ def _r4d_floor(root: Path) -> dict[str, dict[str, float]]:
     """Per config, the work no R4D-Bench build can skip, done with the bare libraries (warm cache, no checks,
     no rows, no Arrow): json.loads of the COCO files (both configs need the frame sizes) and of the dense GT,
     pycocotools turning every segmentation into RLE (and OR-ing each query frame's masks), reading every image."""
-    from perckit.jsonio import gc_paused
+    from perckit.prefetch import gc_paused
     from perckit.r4d_bench import release
 
     def to_rle(seg, h, w):

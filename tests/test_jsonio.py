@@ -1,9 +1,10 @@
-"""``perckit.jsonio`` helpers used by the builders."""
+"""``perckit.jsonio`` and ``perckit.prefetch`` helpers used by the builders."""
 
 import gc
 import os
 
-from perckit.jsonio import gc_paused, read_ahead
+from perckit.prefetch import gc_paused
+from perckit.prefetch import read_ahead
 
 
 def test_read_ahead_order_contents_and_errors(tmp_path):
@@ -44,7 +45,7 @@ def test_in_background_order_errors_and_early_close():
 
     import pytest
 
-    from perckit.jsonio import in_background
+    from perckit.prefetch import in_background
 
     assert list(in_background(iter(range(100)), depth=3)) == list(range(100))
 
@@ -129,3 +130,12 @@ def test_iter_json_lines_rules(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(ReleaseFormatError, match="expected a regular file, got a FIFO"):
         list(iter_json_lines(fifo))
+
+
+def test_prefetch_helpers_stay_importable_from_jsonio():
+    """Their old home keeps the names (builders and scripts imported them from ``perckit.jsonio``)."""
+    from perckit import jsonio
+    from perckit import prefetch
+
+    for name in ("gc_paused", "read_ahead", "in_background"):
+        assert getattr(jsonio, name) is getattr(prefetch, name)

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import datasets
 
 from ..errors import check_choice
-from ..jsonio import gc_paused
+from ..prefetch import gc_paused
 from ..builder_base import PerckitConfig, PerckitTableBuilder
 from . import features as feats
 from . import release

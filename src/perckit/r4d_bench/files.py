@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from .. import jsonio
+from .. import prefetch
 
 #: Largest JSON file of a release read (dense GT, query metadata, track GT, COCO files). The real
 #: ``all_queries`` dense GT is tens of MB.
@@ -25,6 +25,6 @@ MAX_MASK_PNG_BYTES = 64 << 20
 
 
 def read_ahead(paths: Sequence[str | os.PathLike], limit: int = MAX_IMAGE_BYTES, depth: int = 16) -> Iterator[tuple[Path, bytes | Exception]]:
-    """:func:`perckit.jsonio.read_ahead` of the frame images, each a regular file under ``limit`` bytes."""
-    return jsonio.read_ahead(paths, depth=depth, limit=limit, what="image file")
+    """:func:`perckit.prefetch.read_ahead` of the frame images, each a regular file under ``limit`` bytes."""
+    return prefetch.read_ahead(paths, depth=depth, limit=limit, what="image file")
 
