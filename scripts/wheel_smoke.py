@@ -45,7 +45,10 @@ def main() -> int:
     for name in ("r4d_bench", "syn4d", "refcoco_m", "m4seg", "reason_av_edit", "refer_iou", "mask_temporal"):
         if name not in listing:
             raise SystemExit(f"wheel smoke test: 'perckit list' does not name {name}")
-    run(exe, "write-fixture", "refcoco_m", "rc")
+    run(exe, "write-sample", "refcoco_m", "rc")
+    run(exe, "write-fixture", "refcoco_m", "rc_alias")  # the former name of write-sample
+    if sorted(p.name for p in (work / "rc_alias").rglob("*")) != sorted(p.name for p in (work / "rc").rglob("*")):
+        raise SystemExit("wheel smoke test: write-fixture (the alias) and write-sample wrote different files")
     run(exe, "convert", "refcoco_m", "--data-dir", "rc", "--output", "exp")
 
     import datasets

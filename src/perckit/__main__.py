@@ -1,4 +1,4 @@
-"""``perckit`` / ``python -m perckit``: list, convert, push, evaluate, demo, write-fixture."""
+"""``perckit`` / ``python -m perckit``: list, convert, push, evaluate, demo, write-sample (alias write-fixture)."""
 
 from __future__ import annotations
 
@@ -249,13 +249,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo_main(args.output)
 
 
-def cmd_write_fixture(args: argparse.Namespace) -> int:
+def cmd_write_sample(args: argparse.Namespace) -> int:
+    """``perckit write-sample`` (alias ``write-fixture``, its former name): a benchmark's sample release, only
+    into a new or empty folder."""
     from .errors import OptionError
-    from .fixtures.base import write_release
+    from .sample_releases import write_release
 
     out = Path(args.output)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise OptionError(f"write-fixture output {args.output!r}: expected a new or empty folder, got "
+        command = getattr(args, "command", None) or "write-sample"  # the name typed: write-sample or write-fixture
+        raise OptionError(f"{command} output {args.output!r}: expected a new or empty folder, got "
                           f"{'a file' if not out.is_dir() else 'a folder with files'}; the sample release would replace "
                           "or mix with them, so choose a new folder")
 
@@ -359,11 +362,13 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--output", default="build/demo", help="report folder (default build/demo; must be new, empty or an earlier demo output)")
     d.set_defaults(fn=cmd_demo)
 
-    w = sub.add_parser("write-fixture", help="write a benchmark's synthetic sample release")
-    w.add_argument("benchmark", choices=benchmarks, help="the benchmark whose sample release to write")
-    w.add_argument("output", help="the folder to write the sample release into")
-    w.add_argument("--seed", type=int, default=0, help="seed of the synthetic content (default 0; same seed, same files)")
-    w.set_defaults(fn=cmd_write_fixture)
+    for command, text in (("write-sample", "write a benchmark's synthetic sample release"),
+                          ("write-fixture", "the former name of write-sample (the same command)")):
+        w = sub.add_parser(command, help=text)
+        w.add_argument("benchmark", choices=benchmarks, help="the benchmark whose sample release to write")
+        w.add_argument("output", help="the folder to write the sample release into")
+        w.add_argument("--seed", type=int, default=0, help="seed of the synthetic content (default 0; same seed, same files)")
+        w.set_defaults(fn=cmd_write_sample)
     return p
 
 

@@ -105,7 +105,7 @@ def perturb_r4d(rows: list[dict], seed: int = 0) -> tuple[list[dict], list[dict]
 
 
 def run_r4d(out: Path, log: Log) -> dict:
-    from .fixtures.base import write_release
+    from .sample_releases import write_release
     from .r4d_bench import features as feats
 
     base = _fresh(out / "r4d_bench")
@@ -144,8 +144,8 @@ def run_r4d(out: Path, log: Log) -> dict:
 
 
 def run_syn4d(out: Path, log: Log) -> dict:
-    from .fixtures.base import write_release
-    from .fixtures.syn4d import write_predictions
+    from .sample_releases import write_release
+    from .sample_releases.syn4d_predictions import write_predictions
     from .syn4d import evaluate as runner
     from .syn4d import io
     from .syn4d import metrics as core
@@ -202,7 +202,7 @@ def perturb_masks(masks: list[dict], seed: int = 0) -> list[dict]:
 
 
 def run_refcoco_m(out: Path, log: Log) -> dict:
-    from .fixtures.base import write_release
+    from .sample_releases import write_release
     from .refcoco_m import features as feats
 
     base = _fresh(out / "refcoco_m")
@@ -228,7 +228,7 @@ def run_refcoco_m(out: Path, log: Log) -> dict:
 
 
 def run_reason_av_edit(out: Path, log: Log) -> dict:
-    from .fixtures.base import write_release
+    from .sample_releases import write_release
     from .reason_av_edit import audio
     from .reason_av_edit import features as feats
     from .reason_av_edit.io import gt_as_predictions
@@ -269,7 +269,7 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
 
 
 def run_m4seg(out: Path, log: Log) -> dict:
-    from .fixtures.base import write_release
+    from .sample_releases import write_release
     from .m4seg import features as feats
 
     base = _fresh(out / "m4seg")

@@ -1,0 +1,118 @@
+"""The sample releases (perckit.sample_releases): each writer spells its release layout itself, never through the
+benchmark's readers, so a wrong constant in a reader fails the builder tests instead of being written into the
+sample release too; the writer comes from the benchmark's descriptor; perckit.fixtures is the former name."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perckit import benchmarks
+from perckit.errors import OptionError
+
+#: The benchmark subpackages (their readers, builders and features): no writer may import from them.
+BENCHMARK_PACKAGES = tuple(f"perckit.{n}" for n in benchmarks.NAMES)
+
+
+def writer_module(name: str) -> str:
+    return benchmarks.get(name).sample_release.split(":")[0]
+
+
+def imports_of(module: str) -> list[tuple[int, str]]:
+    """Every module an ``import`` / ``from ... import`` anywhere in ``module``'s source names (relative imports
+    resolved; ``from a import b`` counts as ``a`` and ``a.b``, since ``b`` may be a submodule)."""
+    spec = importlib.util.find_spec(module)
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    package = module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = importlib.util.resolve_name("." * node.level + (node.module or ""), package) if node.level else node.module
+            found += [(node.lineno, base)] + [(node.lineno, f"{base}.{a.name}") for a in node.names]
+    return found
+
+
+def benchmark_imports(module: str) -> list[str]:
+    return [f"line {line}: {name}" for line, name in imports_of(module)
+            if any(name == p or name.startswith(p + ".") for p in BENCHMARK_PACKAGES)]
+
+
+def test_the_import_scan_sees_relative_and_function_level_imports():
+    """The scan itself: Syn4D's predictions writer reads a release with the Syn4D readers (it is a consumer of
+    the release, not a writer, and lives apart for that reason); the scan must see those imports."""
+    found = benchmark_imports("perckit.sample_releases.syn4d_predictions")
+    assert any(f.endswith(": perckit.syn4d.release") for f in found) and any(f.endswith(": perckit.syn4d.geometry") for f in found)
+
+
+@pytest.mark.parametrize("name", benchmarks.NAMES)
+def test_the_writer_does_not_import_the_benchmark_readers(name):
+    """An AST scan of the descriptor's writer module (every import, also inside functions) and of the base module
+    all writers share: nothing from any ``perckit.<benchmark>`` subpackage."""
+    for module in (writer_module(name), "perckit.sample_releases.base"):
+        assert benchmark_imports(module) == [], f"{module} imports from a benchmark subpackage"
+
+
+@pytest.mark.parametrize("name", benchmarks.NAMES)
+def test_writing_a_sample_release_loads_none_of_the_benchmark_code(name, tmp_path):
+    """The same at run time, imports of imports included: in a fresh interpreter, importing the writer and writing
+    the release loads no module of any benchmark subpackage."""
+    module = writer_module(name)
+    attr = benchmarks.get(name).sample_release.split(":")[1]
+    code = (
+        "import importlib, json, sys\n"
+        f"writer = getattr(importlib.import_module({module!r}), {attr!r})\n"
+        f"writer({str(tmp_path / 'release')!r})\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({BENCHMARK_PACKAGES!r}))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == []
+    assert any((tmp_path / "release").rglob("*"))
+
+
+def test_write_release_uses_the_descriptor_writer(tmp_path):
+    from perckit.sample_releases import write_release
+    from perckit.sample_releases import refcoco_m
+
+    fx = write_release("refcoco_m", tmp_path / "a", seed=3, num_images=4, shards=1)
+    again = refcoco_m.write_release(tmp_path / "b", seed=3, num_images=4, shards=1)
+    assert fx.files == again.files == ["data/validation-00000-of-00001.parquet", "README.md"]
+    assert (tmp_path / "a" / fx.files[0]).read_bytes() == (tmp_path / "b" / fx.files[0]).read_bytes()
+    with pytest.raises(OptionError, match=r"unknown benchmark 'nope': expected one of \['m4seg'"):
+        write_release("nope", tmp_path / "c")
+
+
+def test_perckit_fixtures_is_the_same_modules_under_the_former_name():
+    import perckit.fixtures
+    import perckit.sample_releases
+    from perckit.fixtures.base import write_release
+    from perckit.fixtures.m4seg import _parquet_schema
+    from perckit.fixtures.syn4d import write_predictions
+
+    for name in ("base", "r4d_bench", "syn4d", "refcoco_m", "m4seg", "reason_av_edit"):
+        new = importlib.import_module(f"perckit.sample_releases.{name}")
+        assert importlib.import_module(f"perckit.fixtures.{name}") is new
+        assert getattr(perckit.fixtures, name) is new
+    assert write_release is perckit.sample_releases.write_release is perckit.fixtures.write_release
+    assert _parquet_schema is perckit.sample_releases.m4seg._parquet_schema
+    from perckit.sample_releases.syn4d_predictions import write_predictions as moved
+
+    assert write_predictions is moved
+
+
+@pytest.mark.parametrize("command", ["write-sample", "write-fixture"])
+def test_write_sample_and_its_former_name(command, tmp_path, capsys):
+    from perckit.__main__ import main
+
+    assert main([command, "refcoco_m", str(tmp_path / "rc")]) == 0
+    assert "wrote 3 files" in capsys.readouterr().out
+    assert main([command, "refcoco_m", str(tmp_path / "rc")]) == 2
+    assert f"{command} output " in capsys.readouterr().err
