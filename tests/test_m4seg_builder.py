@@ -17,6 +17,7 @@ from test_m4seg_common import m4_cache, m4_native, m4_parquet, m4_release  # noq
 from perckit import rle
 from perckit.errors import ReleaseFormatError, ReleaseNotFoundError
 from perckit.m4seg import features as feats
+from perckit.m4seg import native_reader
 from perckit.m4seg import release
 
 
@@ -122,7 +123,7 @@ def test_fast_prepass_matches_ijson_and_falls_back(tmp_path, monkeypatch):
         assert all(s.seek_from is not None for s in shards[1:])
         rows = [r for s in shards for r in release.iter_native(open, [s], "train")]
         assert [r["example_id"] for r in rows] == expected and [r["answer"] for r in rows] == texts
-    monkeypatch.setattr(release, "_fast_scan", lambda *a: False)  # as when the cross-check fails
+    monkeypatch.setattr(native_reader, "_fast_scan", lambda *a: False)  # as when the cross-check fails
     slow = release.scan_native(open, str(path), "train", need_count=True)
     assert slow.occurrence.tolist() == fast.occurrence.tolist() and slow.id_hashes.tolist() == fast.id_hashes.tolist()
     assert slow.key_offsets is None

@@ -1,0 +1,326 @@
+"""The native M⁴Seg file (``annotations/m4seg_{split}.json.gz``) read as rows: the prepass
+(:func:`scan_native`), the split into contiguous shards for ``num_proc`` (:func:`native_shards`) and the row
+iterator (:func:`iter_native`).
+
+The file is parsed item by item with ``ijson`` (its C backend when installed) through the bounded stream of
+:mod:`perckit.m4seg.native`; each example becomes a row by :func:`perckit.m4seg.rows.native_to_row`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import ReleaseFormatError
+from ..errors import short_repr as _short
+from .ids import IdGuard
+from .ids import Int64Buffer
+from .ids import derived_example_id
+from .ids import occurrence_index
+from .ids import stable_hash
+from .native import FAST_KEYS as _FAST_KEYS
+from .native import GZIP_ERRORS
+from .native import fast_scan as _fast_scan  # tests replace native_reader._fast_scan
+from .native import gunzip as _gunzip
+from .native import ijson_module as _ijson
+from .native import iter_items
+from .native import json_error as _json_error
+from .native import pull_translating as _pull_translating
+from .native import read_errors
+from .native import reading_error as _reading_error
+from .native import top_level_kind
+from .rows import EXAMPLE_ALIASES
+from .rows import ConvertState
+from .rows import _alias
+from .rows import _MAPS
+from .rows import native_to_row
+
+
+@dataclass
+class NativeScan:
+    """What the prepass over a native file learnt (only run when needed: see the builder)."""
+
+    kind: str  #: "list" or "object"
+    count: int | None = None
+    #: per example: -1 or the occurrence of a repeated pair_id (only when the examples have no example_id)
+    occurrence: np.ndarray | None = None
+    id_key: str | None = None  #: the key the prepass read ("example_id" or a pair-id alias)
+    #: stable_hash of that key's value for every example: the readers check they see the same examples
+    id_hashes: np.ndarray | None = field(default=None, repr=False)
+    #: offset in the decompressed stream of every example's "image_paths" key (fast prepass only)
+    key_offsets: np.ndarray | None = field(default=None, repr=False)
+
+
+def _iter_items(ijson_mod: Any, gz: BinaryIO, kind: str, where: str = "native M4Seg file", first: int = 0) -> Iterator[tuple[str | None, Any]]:
+    """Top-level items, a repeated key in any object refused (:func:`perckit.m4seg.native.iter_items`)."""
+    return iter_items(ijson_mod, gz, kind, where, first)
+
+
+def first_example(opener: Callable, path: str, where: str) -> tuple[str, Mapping | None, str | None]:
+    """(top-level kind, the first example or None, its key when the top level is an object)."""
+    ijson = _ijson()
+    with opener(path, "rb") as f:
+        kind = top_level_kind(f, where)
+    with opener(path, "rb") as f:
+        with read_errors(ijson, where):
+            for key, ex in _iter_items(ijson, _gunzip(f, where), kind, where):
+                return kind, ex, None if key is None else str(key)
+    return kind, None, None
+
+
+def scan_native(opener: Callable, path: str, split: str, need_count: bool = False, size_order: str = "auto") -> NativeScan:
+    """The prepass over a native file, run only when it is needed.
+
+    It reads the first example. When the examples have an ``example_id`` and no count is needed
+    (``num_proc`` <= 1), that is all. Otherwise it reads one field per example, keeping 8 bytes per
+    example: the ``example_id`` (checked unique over the whole split) or, without ids, the pair id, from
+    which the occurrence of every repeated pair_id is derived. The field is read with a regex over the
+    decompressed bytes (cross-checked against the number of examples) or, when that check fails, with
+    ijson's prefix filter. The readers verify every example against the prepass (``id_hashes``).
+    """
+    ijson = _ijson()
+    where = f"M4Seg {split} split, {Path(path).name}"
+    kind, first, first_key = first_example(opener, path, where)
+    if first is not None and not isinstance(first, Mapping):
+        raise ReleaseFormatError(f"{where}: example 0: expected an object, found {_short(first)}")
+    if first is not None:
+        # The first example converted (and dropped) here: a file of another format fails before generation.
+        native_to_row(first, ConvertState(split, Path(path).name, size_order, quiet=True), first_key)
+    if kind != "list" or first is None:
+        return NativeScan(kind=kind, count=None if first is not None else 0)
+    if first.get("example_id") is not None:
+        if not need_count:
+            return NativeScan(kind=kind)
+        key = "example_id"
+    else:
+        key = next((k for k in EXAMPLE_ALIASES["pair_id"] if first.get(k) is not None), None)
+        if key is None:
+            raise ReleaseFormatError(f"{where}: example 0: expected an 'example_id' or a 'pair_id'/'id', found neither (keys {sorted(first)})")
+
+    def collect(fast: bool) -> tuple[Int64Buffer | None, Int64Buffer | None, ReleaseFormatError | None]:
+        hashes, offsets = Int64Buffer(), Int64Buffer()
+        guard = IdGuard(where)
+        dup: list[ReleaseFormatError] = []
+
+        def on_value(v: str) -> None:
+            hashes.append(stable_hash(v))
+            if key == "example_id" and not dup:
+                try:
+                    guard.add(v)
+                except ReleaseFormatError as e:
+                    dup.append(e)
+
+        if fast:
+            try:
+                if not _fast_scan(opener, path, key, on_value, offsets.append, where):
+                    return None, None, None
+            except GZIP_ERRORS as e:
+                raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
+        else:
+            offsets = None
+            with opener(path, "rb") as f:
+                try:
+                    for v in ijson.items(_gunzip(f, where), f"item.{key}"):
+                        on_value(str(v))
+                except ijson.JSONError as e:
+                    raise ReleaseFormatError(f"{where}: invalid JSON: {_json_error(e)}") from None
+                except GZIP_ERRORS as e:
+                    raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
+        if key == "example_id" and not dup:
+            try:
+                guard.flush()
+            except ReleaseFormatError as e:
+                dup.append(e)
+        return hashes, offsets, (dup[0] if dup else None)
+
+    hashes, offsets, dup = collect(fast=True) if key in _FAST_KEYS else (None, None, None)
+    if hashes is None:
+        hashes, offsets, dup = collect(fast=False)
+    if dup is not None:
+        raise dup
+    arr = hashes.array()
+    occ = occurrence_index(arr) if key != "example_id" else None
+    return NativeScan(kind=kind, count=int(arr.size), occurrence=occ, id_key=key, id_hashes=arr,
+                      key_offsets=None if offsets is None else offsets.array())
+
+
+@dataclass
+class NativeShard:
+    """Examples ``[start, stop)`` of one native file (``stop=None``: to the end)."""
+
+    path: str
+    start: int = 0
+    stop: int | None = None
+    kind: str = "list"
+    #: occurrence of repeated pair_ids for examples start..stop (None: ids come from the file)
+    occurrence: np.ndarray | None = field(default=None, repr=False)
+    #: the key the prepass read and the stable_hash of its value for examples start..stop
+    id_key: str | None = None
+    id_hashes: np.ndarray | None = field(default=None, repr=False)
+    #: offset of example start-1's "image_paths" key in the decompressed stream: reading starts there
+    seek_from: int | None = None
+
+
+class _Prefixed:
+    """A read-only binary stream: ``head`` bytes, then the rest of ``raw`` (what ijson reads)."""
+
+    def __init__(self, head: bytes, raw: BinaryIO) -> None:
+        self._head, self._raw = head, raw
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            if size is None or size < 0:
+                out, self._head = self._head + self._raw.read(), b""
+                return out
+            out, self._head = self._head[:size], self._head[size:]
+            return out
+        return self._raw.read(size)
+
+
+def _seek_item(gz: BinaryIO, key_offset: int, where: str) -> bytes:
+    """Discard the decompressed stream up to ``key_offset`` (a key of the example before the wanted one),
+    find the end of that example with a string-aware bracket scan, and return the bytes that follow its
+    comma (the wanted example starts there; the stream continues after them)."""
+    remaining = key_offset
+    while remaining > 0:
+        b = gz.read(min(remaining, 1 << 20))
+        if not b:
+            raise ReleaseFormatError(f"{where}: the file ends before byte {key_offset} the prepass recorded")
+        remaining -= len(b)
+    depth, in_str, esc, closed = 2, False, False, False  # inside the list (1) and the example object (2)
+    while True:
+        chunk = gz.read(1 << 16)
+        if not chunk:
+            raise ReleaseFormatError(f"{where}: the file ends inside the example before a shard")
+        for i, c in enumerate(chunk):
+            if closed:
+                if c in b" \t\r\n":
+                    continue
+                if c == 0x2C:  # ","
+                    return chunk[i + 1 :]
+                raise ReleaseFormatError(f"{where}: expected ',' between examples at a shard start, found {chr(c)!r}")
+            if in_str:
+                if esc:
+                    esc = False
+                elif c == 0x5C:  # backslash
+                    esc = True
+                elif c == 0x22:  # quote
+                    in_str = False
+            elif c == 0x22:
+                in_str = True
+            elif c in b"{[":
+                depth += 1
+            elif c in b"}]":
+                depth -= 1
+                if depth == 1:
+                    closed = True
+
+
+def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, size_order: str = "auto") -> Iterator[dict]:
+    """Rows of contiguous shards of one native file, parsed item by item in one pass.
+
+    A shard with ``seek_from`` skips the examples before it by decompressing only; otherwise they are
+    parsed and dropped. Every example is checked against the prepass's id hashes when there are some.
+    """
+    if not shards:
+        return
+    ijson = _ijson()
+    path = shards[0].path
+    start, stop = shards[0].start, shards[-1].stop
+    occ_parts = [s.occurrence for s in shards]
+    occurrence = np.concatenate(occ_parts) if all(o is not None for o in occ_parts) else None
+    hash_parts = [s.id_hashes for s in shards]
+    id_hashes = np.concatenate(hash_parts) if all(h is not None for h in hash_parts) else None
+    id_key = shards[0].id_key
+    state = ConvertState(split, Path(path).name, size_order)
+    where = f"M4Seg {split} split, {Path(path).name}"
+
+    def rows(f: BinaryIO) -> Iterator[dict]:
+        gz = _gunzip(f, where)
+        first = 0
+        if shards[0].seek_from is not None and start > 0 and shards[0].kind == "list":
+            gz = _Prefixed(b"[" + _seek_item(gz, shards[0].seek_from, where), gz)
+            first = start
+        for i, (key, ex) in enumerate(_iter_items(ijson, gz, shards[0].kind, where, first), first):
+            if i < start:
+                continue
+            if stop is not None and i >= stop:
+                break
+            j = i - start
+            if id_hashes is not None and isinstance(ex, _MAPS):
+                v = ex.get(id_key)
+                if j >= len(id_hashes) or v is None or stable_hash(str(v)) != id_hashes[j]:
+                    raise ReleaseFormatError(
+                        f"{where}: example {i} does not have the {id_key} the prepass read there ({v!r}); the file "
+                        "changed during the build or defeats the prepass: build it with num_proc=1"
+                    )
+            fallback = None
+            if key is not None:
+                fallback = str(key)
+            elif isinstance(ex, _MAPS) and ex.get("example_id") is None:
+                pid = _alias(ex, EXAMPLE_ALIASES["pair_id"])
+                if pid is not None:
+                    if occurrence is None:
+                        raise ReleaseFormatError(
+                            f"{state.where(str(pid))}: has no 'example_id' while the file's first example has one; "
+                            "give every example an example_id or none"
+                        )
+                    fallback = derived_example_id(str(pid), int(occurrence[j]))
+            yield native_to_row(ex, state, fallback)
+
+    # The parse runs in ``rows``; only pulling the next row translates reading errors, and the ``yield`` is
+    # outside any ``try`` (native.pull_translating): a consumer that never exhausts the iterator leaves it
+    # suspended until interpreter exit, and closing it then must not evaluate ``except`` clauses.
+    errors, convert = _reading_error(ijson, where)
+    with opener(path, "rb") as f:
+        yield from _pull_translating(rows(f), errors, convert)
+    state.finish()
+
+
+#: Cost of skipping an example before a shard, relative to converting it: parsing it with ijson (about
+#: 0.06-0.12 measured), or only decompressing it when the prepass recorded byte offsets (about 0.01).
+SKIP_COST_PARSE = 0.08
+SKIP_COST_SEEK = 0.01
+
+
+def shard_bounds(n: int, num_shards: int, skip_cost: float = SKIP_COST_PARSE) -> list[int]:
+    """Boundaries of ``num_shards`` contiguous ranges over ``n`` examples with equal expected work.
+
+    Shard j skips its ``b_j`` predecessors (cost ``skip_cost`` each) and converts its own: equal work T
+    gives len_j = T - skip_cost * b_j, so b_{j+1} = (1 - r) b_j + T and T = n r / (1 - (1 - r)^num_shards).
+    """
+    r = float(skip_cost)
+    t = n / num_shards if r <= 0 else n * r / (1 - (1 - r) ** num_shards)
+    bounds, b = [0], 0.0
+    for _ in range(num_shards - 1):
+        b = (1 - r) * b + t
+        bounds.append(int(round(b)))
+    bounds.append(n)
+    return bounds
+
+
+def native_shards(path: str, scan: NativeScan | None, num_shards: int) -> list[NativeShard]:
+    """Split a native file into ``num_shards`` contiguous example ranges (one shard when the count is unknown).
+
+    The last range is open-ended, so every example is read even if the count were off.
+    """
+    kind = scan.kind if scan else "list"
+    occ = scan.occurrence if scan else None
+    hashes = scan.id_hashes if scan else None
+    key = scan.id_key if scan else None
+    if scan is None or scan.count is None or num_shards <= 1 or scan.count < 2 or kind != "list":
+        return [NativeShard(path, 0, None, kind, occ, key, hashes)]
+    n = scan.count
+    offsets = scan.key_offsets
+    bounds = shard_bounds(n, min(num_shards, n), SKIP_COST_SEEK if offsets is not None else SKIP_COST_PARSE)
+    shards = []
+    for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        shards.append(NativeShard(
+            path, a, None if j == len(bounds) - 2 else b, kind,
+            None if occ is None else occ[a:b], key, None if hashes is None else hashes[a:b],
+            int(offsets[a - 1]) if offsets is not None and a > 0 else None,
+        ))
+    return shards

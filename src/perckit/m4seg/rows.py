@@ -1,0 +1,437 @@
+"""One M⁴Seg example to one typed builder row, from either source, with every check of its fields.
+
+:func:`native_to_row` is the only place the native format is interpreted (its [inferred] alias tables are
+below); :func:`parquet_to_row` renames and checks a Parquet record. Both take a :class:`ConvertState`, which
+names the split and file in every message and counts the warnings of a split. No I/O here: the readers
+(:mod:`perckit.m4seg.native_reader`, :mod:`perckit.m4seg.parquet_reader`) hand the examples in.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .. import rle as rle_ops
+from ..errors import ReleaseFormatError, check_choice
+from ..errors import short_repr as _short
+from ..jsonio import parse_int
+from ..paths import check_relative
+from . import codes
+from .features import SOURCE_GRANULARITY
+
+logger = logging.getLogger(__name__)
+
+SIZE_ORDERS = ("auto", "hw", "wh")
+#: Warnings of one kind shown per split before they are only counted.
+MAX_WARNINGS = 5
+
+# ---------------------------------------------------------------- alias tables [inferred]
+
+#: Row field -> the native example keys that may hold it, first present wins.
+EXAMPLE_ALIASES: dict[str, tuple[str, ...]] = {
+    "example_id": ("example_id",),
+    "pair_id": ("pair_id", "id"),
+    "question": ("q", "question"),
+    "answer": ("a", "answer"),
+    "question_type": ("type", "question_type"),
+    "dataset_name": ("dataset_name", "dataset", "source"),
+    "granularity": ("granularity",),
+}
+#: Row grounding field -> the native grounding keys that may hold it.
+GROUNDING_ALIASES: dict[str, tuple[str, ...]] = {
+    "name": ("name", "label", "category"),
+    "annotation_ids": ("annotation_ids", "annotation_id", "ann_id", "id"),
+    "object_annotation_id": ("object_annotation_id", "object_id"),
+    "mask": ("segmentation", "mask"),
+    "answer_span": ("answer_span",),
+}
+#: The Parquet field names [card], with ours accepted too.
+PARQUET_ALIASES: dict[str, tuple[str, ...]] = {
+    "example_id": ("example_id",),
+    "pair_id": ("pair_id",),
+    "dataset_name": ("dataset_name",),
+    "question_type": ("type", "question_type"),
+    "granularity": ("granularity",),
+    "question": ("q", "question"),
+    "answer": ("a", "answer"),
+}
+PARQUET_GROUNDING_ALIASES: dict[str, tuple[str, ...]] = {
+    "bbox_xywh": ("bbox", "bbox_xywh"),
+    "mask": ("segmentation", "mask"),
+}
+
+
+#: isinstance against a tuple starting with dict short-circuits for the dicts ijson and pyarrow produce.
+_MAPS = (dict, Mapping)
+
+
+def _int(v: Any, where: str, field_: str = "") -> int:
+    if type(v) is int:
+        return v
+    return parse_int(v, where + field_)
+
+
+def _alias(d: Mapping, names: Sequence[str]) -> Any:
+    for n in names:
+        v = d.get(n)
+        if v is not None:
+            return v
+    return None
+
+
+def _str_or_none(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
+def _id_list(v: Any) -> list[str]:
+    """Annotation ids as a list of str whatever the source type (scalar, list, null)."""
+    if v is None:
+        return []
+    if isinstance(v, (list, tuple)):
+        return [str(x) for x in v]
+    return [str(v)]
+
+
+# ---------------------------------------------------------------- conversion state
+
+
+@dataclass
+class ConvertState:
+    """What a conversion remembers while it streams a split (warnings shown once or a few times)."""
+
+    split: str
+    file: str
+    size_order: str = "auto"
+    swapped_images: int = 0
+    span_warnings: int = 0
+    #: no warnings (the early check of a split's first example, converted again during generation)
+    quiet: bool = False
+
+    def __post_init__(self) -> None:
+        check_choice("native_image_size_order", self.size_order, SIZE_ORDERS)
+
+    def where(self, example_id: Any) -> str:
+        if example_id is None:
+            return f"M4Seg {self.split} split, {self.file}: an example without an id"
+        return f"M4Seg {self.split} split, {self.file}: example {example_id!r}"
+
+    def warn_spans(self, example_id: str, problems: list[str]) -> None:
+        for p in problems:
+            self.span_warnings += 1
+            if self.span_warnings <= MAX_WARNINGS and not self.quiet:
+                logger.warning("%s: %s (entity-code consistency, kept as released)", self.where(example_id), p)
+
+    def finish(self) -> None:
+        if self.span_warnings > MAX_WARNINGS:
+            logger.warning(
+                "M4Seg %s split, %s: %d entity-code consistency warnings in total (first %d shown)",
+                self.split, self.file, self.span_warnings, MAX_WARNINGS,
+            )
+        if self.swapped_images > 1:
+            logger.info("M4Seg %s split, %s: %d image sizes read as [W, H] and swapped", self.split, self.file, self.swapped_images)
+
+
+def _check_span(span: Any, answer: str, where: str) -> list[int]:
+    if not isinstance(span, (list, tuple)) or len(span) != 2:
+        raise ReleaseFormatError(f"{where}.answer_span: expected [start, end) (2 ints), found {_short(span)}")
+    s = _int(span[0], where, ".answer_span[0]")
+    e = _int(span[1], where, ".answer_span[1]")
+    if not 0 <= s <= e <= len(answer):
+        raise ReleaseFormatError(
+            f"{where}.answer_span: expected 0 <= start <= end <= {len(answer)} (the answer's length), found {[s, e]}"
+        )
+    return [s, e]
+
+
+def _check_image_size(h: int, w: int, where: str) -> None:
+    """An image's [H, W]: positive, and small enough that a mask of it could be decoded (``rle.MAX_PIXELS``)."""
+    if h <= 0 or w <= 0:
+        raise ReleaseFormatError(f"{where}: expected a positive height and width, found [H, W] = {[h, w]}")
+    if h * w > rle_ops.MAX_PIXELS:
+        raise ReleaseFormatError(
+            f"{where}: [H, W] = {[h, w]} is {h * w} pixels, more than the limit of {rle_ops.MAX_PIXELS} "
+            "(a decoded mask would need gigabytes)"
+        )
+
+
+def _check_image_index(k: Any, n_images: int, where: str) -> int:
+    k = _int(k, where, ".image_index")
+    if not 1 <= k <= n_images:
+        raise ReleaseFormatError(f"{where}.image_index: expected 1..{n_images} (1-based, {n_images} image(s)), found {k}")
+    return k
+
+
+# ---------------------------------------------------------------- native JSON -> row
+
+
+def _size_orders(sizes: Sequence[Any], mask_sizes: Sequence[set], where: str) -> list[tuple[int, int, str | None]]:
+    """Per image: (a, b, what its masks say): "hw", "wh", None (no mask, or square) or "neither"."""
+    out = []
+    for k, (size, ms) in enumerate(zip(sizes, mask_sizes)):
+        w = f"{where}: image_sizes[{k}]"
+        if not isinstance(size, (list, tuple)) or len(size) != 2:
+            raise ReleaseFormatError(f"{w}: expected [H, W] (2 ints), found {_short(size)}")
+        a, b = parse_int(size[0], w), parse_int(size[1], w)
+        _check_image_size(a, b, w)
+        if not ms or (a == b and ms == {(a, b)}):
+            says = None
+        elif ms == {(a, b)}:
+            says = "hw"
+        elif ms == {(b, a)}:
+            says = "wh"
+        else:
+            says = "neither"
+        out.append((a, b, says))
+    return out
+
+
+def resolve_image_sizes(sizes: Sequence[Any], mask_sizes: Sequence[set], state: ConvertState, where: str) -> list[list[int]]:
+    """[H, W] of every image from ``image_sizes`` under ``native_image_size_order``.
+
+    "auto" takes each size as [H, W] and compares it with the size of that image's RLE masks: when it matches
+    only reversed it is swapped (one warning per file); when it matches neither it raises. An image without a
+    decisive mask (none, polygons only, or square) follows the other images of the same example, else [H, W].
+    """
+    orders = _size_orders(sizes, mask_sizes, where)
+    if state.size_order == "hw":
+        return [[a, b] for a, b, _ in orders]
+    if state.size_order == "wh":
+        return [[b, a] for a, b, _ in orders]
+    decided = [s for _, _, s in orders if s in ("hw", "wh")]
+    fallback = decided[0] if decided else "hw"
+    out = []
+    for k, (a, b, says) in enumerate(orders):
+        if says == "neither":
+            raise ReleaseFormatError(
+                f"{where}: image_sizes[{k}] = {[a, b]} matches neither [H, W] nor [W, H] of its masks' size(s) "
+                f"{sorted(list(s) for s in mask_sizes[k])}"
+            )
+        order = says or fallback
+        if order == "wh" and a != b:
+            state.swapped_images += 1
+            if state.swapped_images == 1 and not state.quiet:
+                logger.warning(
+                    "%s: image_sizes[%d] = %s matches its masks' size only as [W, H]; native image sizes are read as "
+                    "[W, H] wherever the masks say so (native_image_size_order='auto'; this warning is shown once per file)",
+                    where, k, [a, b],
+                )
+        out.append([b, a] if order == "wh" else [a, b])
+    return out
+
+
+def native_to_row(
+    example: Mapping[str, Any],
+    state: ConvertState,
+    example_id: str | None = None,
+) -> dict:
+    """One native example as a builder row (the only place the native format is interpreted).
+
+    ``example_id``: the id to use when the example has none (the builder derives it from ``pair_id``).
+    Masks may be compressed RLE (str or bytes counts), uncompressed RLE or polygons; the bbox is always
+    recomputed from the mask; missing ``answer_span`` values are derived from the entity codes.
+    """
+    if not isinstance(example, _MAPS):
+        raise ReleaseFormatError(f"M4Seg {state.split} split, {state.file}: expected each example to be an object, found {_short(example)}")
+    eid = _alias(example, EXAMPLE_ALIASES["example_id"])
+    eid = str(eid) if eid is not None else example_id
+    pid = _str_or_none(_alias(example, EXAMPLE_ALIASES["pair_id"]))
+    if eid is None:
+        eid = pid
+    if eid is None:
+        raise ReleaseFormatError(f"{state.where(None)}: expected an 'example_id' or a 'pair_id'/'id', found neither (keys {sorted(example)})")
+    where = state.where(eid)
+    answer = _alias(example, EXAMPLE_ALIASES["answer"])
+    if not isinstance(answer, str):
+        raise ReleaseFormatError(f"{where}: 'a'/'answer': expected a string, found {_short(answer)}")
+    question = _alias(example, EXAMPLE_ALIASES["question"])
+    dataset_name = _str_or_none(_alias(example, EXAMPLE_ALIASES["dataset_name"]))
+    granularity = _alias(example, EXAMPLE_ALIASES["granularity"])
+    if granularity is None and dataset_name is not None:
+        granularity = SOURCE_GRANULARITY.get(dataset_name)
+
+    paths = example.get("image_paths")
+    sizes = example.get("image_sizes")
+    if not isinstance(paths, list) or not paths:
+        raise ReleaseFormatError(f"{where}: 'image_paths': expected a non-empty list of paths, found {_short(paths)}")
+    if not isinstance(sizes, list) or len(sizes) != len(paths):
+        raise ReleaseFormatError(
+            f"{where}: 'image_sizes': expected one size per image path ({len(paths)}), found {_short(sizes)}"
+        )
+    ids = example.get("image_ids")
+    if ids is not None and (not isinstance(ids, list) or len(ids) != len(paths)):
+        raise ReleaseFormatError(f"{where}: 'image_ids': expected one id per image path ({len(paths)}), found {_short(ids)}")
+    n = len(paths)
+
+    groups = example.get("groundings")
+    if groups is None:
+        groups = {}
+    if isinstance(groups, list):
+        # A flat list with image_index (our own format) is accepted too.
+        by_key: dict[str, list] = {}
+        for j, g in enumerate(groups):
+            k = _check_image_index(g.get("image_index") if isinstance(g, _MAPS) else None, n, f"{where}: groundings[{j}]")
+            by_key.setdefault(f"img_{k}", []).append(g)
+        groups = by_key
+    if not isinstance(groups, _MAPS):
+        raise ReleaseFormatError(f"{where}: 'groundings': expected an object keyed 'img_1', 'img_2', ..., found {_short(groups)}")
+    keys = codes.sorted_img_keys(groups.keys(), f"{where}: groundings")
+    per_image: dict[int, list] = {}
+    key_of: dict[int, str] = {}
+    for key in keys:
+        k = codes.img_key_index(key)
+        if not 1 <= k <= n:
+            raise ReleaseFormatError(f"{where}: groundings.{key}: expected keys img_1..img_{n} ({n} image(s)), found {key!r}")
+        if k in per_image:
+            raise ReleaseFormatError(f"{where}: groundings: expected one key per image, found two keys for image {k} ({key_of[k]!r} and {key!r})")
+        key_of[k] = key
+        gs = groups[key]
+        if not isinstance(gs, list):
+            raise ReleaseFormatError(f"{where}: groundings.{key}: expected a list of groundings, found {_short(gs)}")
+        per_image[k] = gs
+
+    mask_sizes: list[set] = []
+    for k in range(1, n + 1):
+        ms = set()
+        for g in per_image.get(k, ()):
+            m = _alias(g, GROUNDING_ALIASES["mask"]) if isinstance(g, _MAPS) else None
+            if isinstance(m, _MAPS) and isinstance(m.get("size"), (list, tuple)) and len(m["size"]) == 2:
+                try:
+                    ms.add((int(m["size"][0]), int(m["size"][1])))
+                except (TypeError, ValueError, OverflowError):
+                    pass
+        mask_sizes.append(ms)
+    hws = resolve_image_sizes(sizes, mask_sizes, state, where)
+    images = []
+    for k in range(1, n + 1):
+        hw = hws[k - 1]
+        # a path relative to the user's image_root: an absolute path or a '..' never reaches a row
+        path = paths[k - 1]
+        check_relative(path, f"{where}: image_paths[{k - 1}]")
+        image_id = str(ids[k - 1]) if ids is not None else os.path.splitext(os.path.basename(path))[0]
+        images.append({"image_id": image_id, "path": path, "height": hw[0], "width": hw[1]})
+
+    derived: dict[int, list[list[int]]] = {}
+    need = {k: len(gs) for k, gs in per_image.items() if any(not isinstance(g, _MAPS) or g.get("answer_span") is None for g in gs)}
+    if need:
+        derived = codes.derive_spans(answer, need, where)
+
+    groundings = []
+    for k in sorted(per_image):
+        hw = [images[k - 1]["height"], images[k - 1]["width"]]
+        for i, g in enumerate(per_image[k]):
+            gw = f"{where}: groundings.img_{k}[{i}]"
+            if not isinstance(g, _MAPS):
+                raise ReleaseFormatError(f"{gw}: expected a grounding object, found {_short(g)}")
+            mask_obj = _alias(g, GROUNDING_ALIASES["mask"])
+            if mask_obj is None:
+                raise ReleaseFormatError(f"{gw}.segmentation: expected a mask (RLE or polygons), found none")
+            mask = rle_ops.to_rle(mask_obj, size=hw, where=f"{gw}.segmentation (image {k}, [H, W] = {hw})")
+            span = g.get("answer_span")
+            span = _check_span(span, answer, gw) if span is not None else derived[k][i]
+            name = _alias(g, GROUNDING_ALIASES["name"])
+            groundings.append({
+                "image_index": k,
+                "name": None if name is None else str(name),
+                "annotation_ids": _id_list(_alias(g, GROUNDING_ALIASES["annotation_ids"])),
+                "object_annotation_id": _str_or_none(_alias(g, GROUNDING_ALIASES["object_annotation_id"])),
+                "answer_span": span,
+                "bbox_xywh": rle_ops.to_bbox(mask),
+                "mask": mask,
+            })
+    problems = codes.span_code_problems(answer, groundings)
+    if problems:
+        state.warn_spans(eid, problems)
+    return {
+        "example_id": eid,
+        "pair_id": pid,
+        "dataset_name": dataset_name,
+        "question_type": _str_or_none(_alias(example, EXAMPLE_ALIASES["question_type"])),
+        "granularity": _str_or_none(granularity),
+        "question": None if question is None else str(question),
+        "answer": answer,
+        "images": images,
+        "groundings": groundings,
+    }
+
+
+# ---------------------------------------------------------------- Parquet record -> row
+
+
+def parquet_to_row(rec: Mapping[str, Any], state: ConvertState) -> dict:
+    """One Parquet row (as ``to_pylist`` gives it) as a builder row: renamed, ids as str, every list checked."""
+    if not isinstance(rec, _MAPS):
+        raise ReleaseFormatError(f"M4Seg {state.split} split, {state.file}: expected each row to be a record, found {_short(rec)}")
+    eid = _alias(rec, PARQUET_ALIASES["example_id"])
+    if eid is None:
+        raise ReleaseFormatError(f"{state.where(None)}: expected a non-null 'example_id', found {_short(eid)}")
+    eid = str(eid)
+    where = state.where(eid)
+    answer = _alias(rec, PARQUET_ALIASES["answer"])
+    if not isinstance(answer, str):
+        raise ReleaseFormatError(f"{where}: 'a': expected a string, found {_short(answer)}")
+    images_in = rec.get("images")
+    if not isinstance(images_in, list) or not images_in:
+        raise ReleaseFormatError(f"{where}: 'images': expected a non-empty list of {{image_id, path, height, width}}, found {_short(images_in)}")
+    images = []
+    for k, im in enumerate(images_in):
+        iw = f"{where}: images[{k}]"
+        if not isinstance(im, _MAPS):
+            raise ReleaseFormatError(f"{iw}: expected {{image_id, path, height, width}}, found {_short(im)}")
+        h, w = _int(im.get("height"), iw, ".height"), _int(im.get("width"), iw, ".width")
+        _check_image_size(h, w, iw)
+        path = _str_or_none(im.get("path"))
+        if path is not None:  # relative to the user's image_root: an absolute path or a '..' never reaches a row
+            check_relative(path, f"{iw}.path")
+        images.append({"image_id": _str_or_none(im.get("image_id")), "path": path, "height": h, "width": w})
+    n = len(images)
+    groundings = []
+    groundings_in = rec.get("groundings")
+    if groundings_in is None:
+        groundings_in = []
+    if not isinstance(groundings_in, list):
+        raise ReleaseFormatError(f"{where}: 'groundings': expected a list of groundings, found {_short(groundings_in)}")
+    for j, g in enumerate(groundings_in):
+        gw = f"{where}: groundings[{j}]"
+        if not isinstance(g, _MAPS):
+            raise ReleaseFormatError(f"{gw}: expected a grounding object, found {_short(g)}")
+        k = _check_image_index(g.get("image_index"), n, gw)
+        hw = [images[k - 1]["height"], images[k - 1]["width"]]
+        mask_obj = _alias(g, PARQUET_GROUNDING_ALIASES["mask"])
+        if mask_obj is None:
+            raise ReleaseFormatError(f"{gw}.segmentation: expected a compressed RLE {{size, counts}}, found none")
+        mask = rle_ops.to_rle(mask_obj, size=hw, where=f"{gw}.segmentation (image {k}, [H, W] = {hw})")
+        bbox = _alias(g, PARQUET_GROUNDING_ALIASES["bbox_xywh"])
+        if bbox is None:
+            bbox = rle_ops.to_bbox(mask)
+        elif (
+            not isinstance(bbox, (list, tuple)) or len(bbox) != 4
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in bbox)
+        ):
+            raise ReleaseFormatError(f"{gw}.bbox: expected [x, y, width, height] (4 numbers, all finite), found {_short(bbox)}")
+        groundings.append({
+            "image_index": k,
+            "name": _str_or_none(g.get("name")),
+            "annotation_ids": _id_list(g.get("annotation_ids")),
+            "object_annotation_id": _str_or_none(g.get("object_annotation_id")),
+            "answer_span": _check_span(g.get("answer_span"), answer, gw),
+            "bbox_xywh": [float(v) for v in bbox],
+            "mask": mask,
+        })
+    problems = codes.span_code_problems(answer, groundings)
+    if problems:
+        state.warn_spans(eid, problems)
+    question = _alias(rec, PARQUET_ALIASES["question"])
+    return {
+        "example_id": eid,
+        "pair_id": _str_or_none(_alias(rec, PARQUET_ALIASES["pair_id"])),
+        "dataset_name": _str_or_none(_alias(rec, PARQUET_ALIASES["dataset_name"])),
+        "question_type": _str_or_none(_alias(rec, PARQUET_ALIASES["question_type"])),
+        "granularity": _str_or_none(_alias(rec, PARQUET_ALIASES["granularity"])),
+        "question": None if question is None else str(question),
+        "answer": answer,
+        "images": images,
+        "groundings": groundings,
+    }
