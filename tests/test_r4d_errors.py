@@ -10,6 +10,7 @@ from perckit import hub
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError, RLEError
 from perckit.r4d_bench import builder as r4d_builder
 from perckit.r4d_bench import release
+from perckit.r4d_bench import scenes as r4d_scenes
 
 GT = "scripts/new_predictions_ground_truth_all_queries.json"
 
@@ -164,7 +165,7 @@ def test_unreadable_frame_image_names_the_file(r4d_release, monkeypatch):
         for p in paths:
             yield p, OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(release, "read_ahead", failing)
+    monkeypatch.setattr(r4d_scenes, "read_ahead", failing)  # where frame_rows looks it up
     scene = release.read_scene(r4d_release.root, release.scene_names(r4d_release.root)[0])
     with pytest.raises(ReleaseFormatError, match=r"image \d+ \(frame \d+\): image file '.*' cannot be read: \[Errno 5\] Input/output error"):
         next(release.frame_rows(scene))

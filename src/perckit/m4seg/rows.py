@@ -22,7 +22,7 @@ from ..paths import check_relative
 from . import codes
 from .features import SOURCE_GRANULARITY
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("perckit.m4seg.release")  # the release readers' one logger (its name is public)
 
 SIZE_ORDERS = ("auto", "hw", "wh")
 #: Warnings of one kind shown per split before they are only counted.
