@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import PerckitError
+from .cli import EXIT_DATA, EXIT_USAGE, exit_code, run_guarded, write_json  # noqa: F401  (EXIT_*, exit_code: they lived here)
 
 
 def _kv(items: Sequence[str] | None) -> dict[str, Any]:
@@ -190,10 +190,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(format_comparison(result))
     if output is not None:
         record = {**result, RUN_KEY: run_record(args, options, fingerprint, split)}
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-        os.replace(tmp, output)
+        write_json(output, record, default=str)  # the scaffold's writer: a temporary file moved into place
         print(f"results written to {output} (with the versions, options and dataset fingerprint under {RUN_KEY!r})")
     return 0
 
@@ -372,30 +369,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-#: Exit codes: 0 done; 1 the data (a release, a prediction or results file, an I/O error) is wrong; 2 the command
-#: line is wrong (argparse's own usage errors, an :class:`~perckit.errors.OptionError`, or a path named on the
-#: command line that does not exist).
-EXIT_DATA, EXIT_USAGE = 1, 2
-
-
-def exit_code(e: BaseException) -> int:
-    from .errors import InputNotFoundError, OptionError, ReleaseNotFoundError
-
-    if isinstance(e, OptionError) or (isinstance(e, InputNotFoundError) and not isinstance(e, ReleaseNotFoundError)):
-        return EXIT_USAGE
-    return EXIT_DATA
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    """Exit codes and error lines: :mod:`perckit.cli` (0 done, 2 the command line is wrong, 1 the data is)."""
     from . import hub
 
     args = build_parser().parse_args(argv)
     token = hub.DATA_DIR_HINT.set("--data-dir /path/to/release")  # offline errors name the CLI flag
     try:
-        return args.fn(args)
-    except (PerckitError, OSError, ValueError) as e:  # OSError: FileNotFoundError, PermissionError, a full disk, ...
-        print(f"error: {' '.join(str(e).splitlines()) or type(e).__name__}", file=sys.stderr)
-        return exit_code(e)
+        return run_guarded(args.fn, args, exit_code)
     finally:
         hub.DATA_DIR_HINT.reset(token)
 

@@ -9,13 +9,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Sequence
 
-from ..errors import OptionError, PerckitError
+from .. import cli
 from . import io
 from . import metrics as core
-from .evaluate_mask_temporal import _only, finish
 
 SUMMARY_KEYS = core.TRACK_KEYS + ("micro_precision", "micro_recall", "micro_f1", "num_queries")
 
@@ -32,31 +30,28 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("--queries", required=True, help="evaluation/R4D-Bench_queries.json (the ground truth)")
     p.add_argument("--predictions", help="{query_id: [track ids]} or {query_id: {'target_track_ids': [...]}}")
     p.add_argument("--output", help="write the report JSON here")
-    p.add_argument("--only-query-prefix", help="score only queries whose id starts with this prefix")
-    p.add_argument("--only-queries", nargs="+", help="score only these query ids (space- or comma-separated)")
+    cli.add_query_filters(p)
     p.add_argument("--self-check", action="store_true", help="score the ground truth against itself")
     return p
 
 
 def run(args: argparse.Namespace) -> dict:
     references = io.track_reference_rows(args.queries)
-    if args.self_check:
-        predictions = [{"query_id": r["query_id"], "target_track_ids": r["target_track_ids"]} for r in references]
-    elif args.predictions:
-        predictions = io.load_track_predictions(args.predictions)
-    else:
-        raise OptionError("--predictions is required (or pass --self-check)")
-    return core.track_id(predictions, references, only_query_prefix=args.only_query_prefix, only_queries=_only(args.only_queries))
+    predictions = cli.predictions_or_self_check(
+        args, lambda: [{"query_id": r["query_id"], "target_track_ids": r["target_track_ids"]} for r in references],
+        io.load_track_predictions,
+    )
+    return core.track_id(
+        predictions, references, only_query_prefix=args.only_query_prefix, only_queries=cli.split_list(args.only_queries) or None
+    )
 
 
 def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
-    args = build_parser(prog).parse_args(argv)
-    try:
-        report = run(args)
-    except PerckitError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return finish(report, args.output, args.self_check, SUMMARY_KEYS, SUMMARY_KEYS[:-1])
+    return cli.run_guarded(_score, build_parser(prog).parse_args(argv))
+
+
+def _score(args: argparse.Namespace) -> int:
+    return cli.finish(run(args), args.output, args.self_check, SUMMARY_KEYS, SUMMARY_KEYS[:-1])
 
 
 if __name__ == "__main__":
