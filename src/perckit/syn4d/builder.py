@@ -12,7 +12,6 @@ from ..builder_base import PerckitBuilder, PerckitConfig
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from . import features as feats
 from . import release as rel
-from .geometry import unreal_rows_to_c2w
 
 _DESCRIPTION = (
     "Syn4D: 4D reconstruction on synthetic Unreal-rendered dynamic scenes, 512 sequences (4 variants x 8 scenes x "
@@ -125,8 +124,7 @@ class Syn4DBuilder(PerckitBuilder):
             # Q and (H, W) can only be read now that the files are here (as packaged builders infer features).
             self.info.features = self._features()
         paths = self._paths()
-        if c.verify_checksums and paths.checksums is None:
-            raise ReleaseNotFoundError(f"verify_checksums=True but {str(paths.benchmark / 'SHA256SUMS')!r} does not exist")
+        verifier = rel.checksum_verifier(paths, c.verify_checksums)
         records = self._records(paths)
         if not records:
             raise ReleaseFormatError(f"Syn4D: no sequence selected from {str(paths.index or paths.tracking_gt)!r} (check variants/scenes/cameras)")
@@ -141,11 +139,11 @@ class Syn4DBuilder(PerckitBuilder):
                 raise ReleaseNotFoundError(
                     f"Syn4D: {len(missing)} tracking NPY(s) missing under {str(paths.tracking_gt)!r}, e.g. {missing[:3]}"
                 )
-        if c.verify_checksums is not False:
+        if verifier is not None:
             # Before generation, so that a mismatch reaches the user as its own ReleaseFormatError and not
             # wrapped in datasets' DatasetGenerationError: every listed file this config reads.
             challenge = c.name == "challenge"
-            rel.ChecksumVerifier(paths).check_all(rel.release_files(paths, records, tracking=True, depth=challenge, camera=challenge))
+            verifier.check_all(rel.release_files(paths, records, tracking=True, depth=challenge, camera=challenge))
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={"records": records, "paths": paths})]
 
     def _generate_examples(self, records: list, paths: rel.ReleasePaths) -> Iterator[tuple[str, dict]]:
@@ -157,23 +155,14 @@ class Syn4DBuilder(PerckitBuilder):
             "sequence_id": r.sequence_id, "variant": r.variant, "scene": r.scene, "sequence": r.sequence,
             "camera": r.camera, "frame_indices": list(r.frame_indices),
         }
-        npy = r.tracking_npy(paths.tracking_gt)
-        if npy.is_file():
-            gt = rel.read_tracking_npy(npy, r.sequence_id)
-            q = gt["tracks_ref0"].shape[1]
-            if q != self._q:
-                raise ReleaseFormatError(f"{str(npy)!r}: has Q = {q} queries, this build expects {self._q}; set the option num_queries")
-            row.update({
-                "schema": gt["schema"], "image_size_hw": gt["image_size"].tolist(),
-                "intrinsics_fx_fy_cx_cy": gt["intrinsics"].tolist(), "query_uv_px": gt["query_uv"],
-                "tracks_ref0_m": gt["tracks_ref0"], "visibility": gt["visibility"], "dynamic": gt["dynamic"].tolist(),
-            })
-        else:
-            row.update(dict.fromkeys(("schema", "image_size_hw", "intrinsics_fx_fy_cx_cy", "query_uv_px", "tracks_ref0_m", "visibility", "dynamic")))
+        row.update(rel.read_sequence_gt(r, paths, "tracking"))  # every field None when the NPY is absent
+        if row["tracks_ref0_m"] is not None and row["tracks_ref0_m"].shape[1] != self._q:
+            raise ReleaseFormatError(
+                f"{str(r.tracking_npy(paths.tracking_gt))!r}: has Q = {row['tracks_ref0_m'].shape[1]} queries, this build "
+                f"expects {self._q}; set the option num_queries"
+            )
         if self.config.name == "challenge":
             row["video"] = {"path": str(r.video), "bytes": None} if r.video is not None and r.video.is_file() else None
-            row["depth_m"] = rel.read_depth_sequence(r, self._hw)
-            unreal = rel.read_camera_csv(r)
-            row["camera_unreal"] = unreal
-            row["camera_c2w"] = unreal_rows_to_c2w(unreal) if unreal is not None else None
+            row.update(rel.read_sequence_gt(r, paths, "depth", self._hw))
+            row.update(rel.read_sequence_gt(r, paths, "pose"))
         return row

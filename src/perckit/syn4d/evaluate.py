@@ -19,37 +19,36 @@ import argparse
 import itertools
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from ..errors import OptionError, PerckitError, ReleaseNotFoundError, check_choice
+from .. import cli
+from ..errors import OptionError, check_choice
 from . import baselines as published
 from . import coverage as cov
 from . import io
 from . import metrics as core
 from . import protocol as proto
 from . import release as rel
-from .geometry import unreal_rows_to_c2w
+from .failures import FailurePolicy
 
 
 def reference_for_task(task: str, record: rel.SequenceRecord, paths: rel.ReleasePaths) -> dict:
-    """The ground truth of one task of one sequence, read from the release (raises when it is missing)."""
-    ref: dict = {"sequence_id": record.sequence_id, "variant": record.variant, "scene": record.scene, "frame_indices": list(record.frame_indices)}
-    if task == "tracking":
-        gt = rel.read_tracking_npy(record.tracking_npy(paths.tracking_gt), record.sequence_id)
-        ref.update(tracks_ref0_m=gt["tracks_ref0"], visibility=gt["visibility"], dynamic=gt["dynamic"])
-    elif task == "depth":
-        depth = rel.read_depth_sequence(record)
-        if depth is None:
-            raise ReleaseNotFoundError(f"depth folder {str(record.depth_dir)!r} not found")
-        ref["depth_m"] = depth
-    else:
-        unreal = rel.read_camera_csv(record)
-        if unreal is None:
-            raise ReleaseNotFoundError(f"camera CSV {str(record.camera_csv)!r} not found")
-        ref["camera_c2w"] = unreal_rows_to_c2w(unreal)
-    return ref
+    """The metric reference of one task of one sequence (:data:`perckit.syn4d.metrics.REFERENCE_KEYS`), read from
+    the release by :func:`perckit.syn4d.release.read_sequence_gt` (raises when the ground truth is missing)."""
+    gt = rel.read_sequence_gt(record, paths, task, required=True)
+    return {
+        "sequence_id": record.sequence_id, "variant": record.variant, "scene": record.scene,
+        "frame_indices": list(record.frame_indices), **{k: gt[k] for k in core.REFERENCE_KEYS[task]},
+    }
+
+
+def _score_from_release(
+    task: str, record: rel.SequenceRecord, paths: rel.ReleasePaths, prediction: dict, options: core.Syn4DOptions
+) -> tuple[dict, dict | None]:
+    """One task of one record: its ground truth read inside the task's error handling (as the official loop, so
+    a missing ground-truth file is a task failure in lax mode), then scored as the metric scores it."""
+    return core.score_sequence(task, reference_for_task(task, record, paths), prediction, options)
 
 
 def evaluate_release(
@@ -91,7 +90,7 @@ def evaluate_release(
     "sequences"}}`` (off by default: the report keeps the official shape)."""
     # A string is the official comma-separated form ("tracking,depth"), never a sequence of letters.
     tasks, variants, scenes, cameras = (
-        _split_list([v]) if isinstance(v, str) else v for v in (tasks, variants, scenes, cameras)
+        cli.split_list([v]) if isinstance(v, str) else v for v in (tasks, variants, scenes, cameras)
     )
     tasks = sorted(set(tasks))
     if not tasks:
@@ -102,47 +101,36 @@ def evaluate_release(
         raise OptionError(f"option 'verify_checksums': expected None, True or False, got {verify_checksums!r}")
     options = core.Syn4DOptions(strict=strict, depth_align=depth_align, min_coverage=min_coverage)
     paths = rel.resolve_release(data_dir, tracking_gt, challenge_dir, manifest)
-    if verify_checksums and paths.checksums is None:
-        raise ReleaseNotFoundError(
-            f"verify_checksums=True but {str(paths.benchmark / 'SHA256SUMS')!r} does not exist (pass --no-verify-checksums to skip)"
-        )
+    verifier = rel.checksum_verifier(paths, verify_checksums, " (pass --no-verify-checksums to skip)")
     records = rel.select_records(rel.load_records(paths), variants, scenes, cameras, limit)
     protocol_file = proto.find_protocol(paths) if check_protocol else None
-    if verify_checksums is not False and paths.checksums is not None:
+    if verifier is not None:
         files = rel.release_files(paths, records, tracking="tracking" in tasks, depth="depth" in tasks, camera="pose" in tasks)
-        rel.ChecksumVerifier(paths).check_all(itertools.chain([protocol_file], files))
+        verifier.check_all(itertools.chain([protocol_file], files))
     if protocol_file is not None:
         proto.check_protocol(proto.read_protocol(protocol_file), repr(str(protocol_file)))
     rows: dict[str, list[dict]] = {}  # filled as rows come: tasks in the order of their first row, as the official
     entries: dict[str, list[dict]] = {t: [] for t in tasks if t in cov.TASKS}
-    failures: list[dict] = []
+    policy = FailurePolicy(options.strict)
     for number, record in enumerate(records, 1):
         npz = io.prediction_path(predictions_dir, record.sequence_id)
         if not npz.is_file():
-            if strict:
-                raise FileNotFoundError(f"missing prediction {npz}")
-            failures.append({"sequence_id": record.sequence_id, "reason": f"missing prediction {npz}"})
+            policy.missing(record.sequence_id, npz)
             continue
         prediction = io.read_npz(npz)
         for task in tasks:
-            try:
-                reference = reference_for_task(task, record, paths)
-                metrics = core.task_metrics(task, reference, prediction, options)
-                if task in entries:
-                    entries[task].append(cov.entry_of(task, record.sequence_id, reference, metrics, options))
-            except Exception as exc:  # the official loop records any task error in lax mode
-                if strict:
-                    raise RuntimeError(f"{record.sequence_id} {task} failed") from exc
-                failures.append({"sequence_id": record.sequence_id, "task": task, "reason": core.failure_reason(exc)})
-                continue
-            rows.setdefault(task, []).append({"sequence_id": record.sequence_id, "variant": record.variant, "scene": record.scene, **metrics})
+            scored = policy.attempt(record.sequence_id, task, _score_from_release, task, record, paths, prediction, options)
+            if scored is not None:
+                rows.setdefault(task, []).append(scored[0])
+                if scored[1] is not None:
+                    entries[task].append(scored[1])
         if progress is not None:
             progress(number, len(records), record.sequence_id)
     report = {
         "protocol": core.PROTOCOL,
         "requested_sequences": len(records),
         "tasks": {t: core.aggregate(r) for t, r in rows.items()},
-        "failures": failures,
+        "failures": policy.failures,
     }
     blocks = {t: cov.summarize(e, options.min_coverage) for t, e in entries.items() if e}
     cov.warn_if_low(blocks, options.min_coverage)
@@ -153,28 +141,22 @@ def evaluate_release(
     return report
 
 
-def _split_list(values: Sequence[str] | None) -> list[str]:
-    """The official comma-separated form (``tracking,depth,pose``) and the space-separated one, or both mixed;
-    empty parts are dropped (``--variants ""`` selects every variant, as the official)."""
-    return [part.strip() for value in values or () for part in value.split(",") if part.strip()]
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line, with ``--tasks``, ``--variants``, ``--scenes`` and ``--cameras`` split into lists
     (``args.tasks`` sorted, as the official loop visits them); an unknown task or a non-integer camera is a
     usage error (exit 2)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    tasks = _split_list(args.tasks) if args.tasks is not None else list(core.TASKS)
+    tasks = cli.split_list(args.tasks) if args.tasks is not None else list(core.TASKS)
     unknown = sorted(set(tasks) - set(core.TASKS))
     if unknown:
         parser.error(f"argument --tasks: expected a comma-separated subset of tracking,depth,pose, got the unknown task(s) {unknown}")
     if not tasks:
         parser.error("argument --tasks: expected at least one of tracking,depth,pose, got none")
     args.tasks = sorted(set(tasks))
-    args.variants = _split_list(args.variants) or None
-    args.scenes = _split_list(args.scenes) or None
-    cameras = _split_list(args.cameras)
+    args.variants = cli.split_list(args.variants) or None
+    args.scenes = cli.split_list(args.scenes) or None
+    cameras = cli.split_list(args.cameras)
     try:
         args.cameras = [int(c) for c in cameras] or None
     except ValueError:
@@ -218,43 +200,44 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+    """The official command line: every error is one line ``error: <message>`` (with its cause for a strict task
+    failure) and exit code 2 (:func:`perckit.cli.run_guarded`)."""
+    return cli.run_guarded(_run, parse_args(argv))
+
+
+def _run(args: argparse.Namespace) -> int:
     if not args.data_root:
-        print("error: --data-root (or SYN4D_DATA_ROOT) is required", file=sys.stderr)
-        return 2
-    try:
-        report = evaluate_release(
-            args.predictions, args.data_root, args.tasks, args.strict, args.depth_align, args.variants, args.scenes,
-            args.cameras, args.limit, args.manifest, args.tracking_gt, min_coverage=args.min_coverage, coverage=True,
-            verify_checksums=args.verify_checksums, check_protocol=args.check_protocol,
-            compare_baselines=args.compare_baselines, progress=lambda i, n, sid: print(f"[{i}/{n}] {sid}", flush=True),
-        )
-    except (PerckitError, FileNotFoundError, RuntimeError, ValueError) as e:
-        cause = f" (caused by {type(e.__cause__).__name__}: {e.__cause__})" if e.__cause__ else ""
-        print(f"error: {e}{cause}", file=sys.stderr)
-        return 2
+        raise OptionError("--data-root (or SYN4D_DATA_ROOT) is required")
+    report = evaluate_release(
+        args.predictions, args.data_root, args.tasks, args.strict, args.depth_align, args.variants, args.scenes,
+        args.cameras, args.limit, args.manifest, args.tracking_gt, min_coverage=args.min_coverage, coverage=True,
+        verify_checksums=args.verify_checksums, check_protocol=args.check_protocol,
+        compare_baselines=args.compare_baselines, progress=lambda i, n, sid: print(f"[{i}/{n}] {sid}", flush=True),
+    )
     blocks = report.pop("coverage")
     if args.with_coverage:
         report["coverage"] = blocks
     for task, block in sorted(blocks.items()):
-        o = block["overall"]
-        what = "points" if task == "tracking" else "pixels"
-        print(
-            f"{task:>9s} coverage: {o['coverage']:.6f} of GT-valid {what} scored ({o['scored']} of {o['gt_valid']}), "
-            f"lowest sequence {o['min_sequence_coverage']:.6f}, {o['num_sequences_below_min_coverage']} below {o['min_coverage']:g}"
-            if o["coverage"] is not None and o["min_sequence_coverage"] is not None
-            else f"{task:>9s} coverage: no GT-valid {what}"
-        )
+        print(_coverage_line(task, block["overall"]))
     if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        cli.write_json(args.output, report)
     # The official closing lines: each task's overall as JSON, then where the report went and the failures.
     print(json.dumps({task: block["overall"] for task, block in report["tasks"].items()}, indent=2))
     if args.compare_baselines:
         print(published.format_comparison(report["baselines"]))
     written = f"wrote {args.output}" if args.output else "no report written (no --output)"
     print(f"{written}; failures={len(report['failures'])}")
-    return 0
+    return cli.EXIT_OK
+
+
+def _coverage_line(task: str, o: dict) -> str:
+    what = "points" if task == "tracking" else "pixels"
+    if o["coverage"] is None or o["min_sequence_coverage"] is None:
+        return f"{task:>9s} coverage: no GT-valid {what}"
+    return (
+        f"{task:>9s} coverage: {o['coverage']:.6f} of GT-valid {what} scored ({o['scored']} of {o['gt_valid']}), "
+        f"lowest sequence {o['min_sequence_coverage']:.6f}, {o['num_sequences_below_min_coverage']} below {o['min_coverage']:g}"
+    )
 
 
 if __name__ == "__main__":

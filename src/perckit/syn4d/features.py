@@ -9,13 +9,9 @@ import datasets
 import numpy as np
 
 from ..errors import OptionError, PredictionError
+from .metrics import REFERENCE_KEYS as TASK_REFERENCE_KEYS  # the keys task_metrics reads, written there once
 
 Value = datasets.Value
-TASK_REFERENCE_KEYS = {
-    "tracking": ("tracks_ref0_m", "visibility", "dynamic"),
-    "depth": ("depth_m",),
-    "pose": ("camera_c2w",),
-}
 
 
 def tracking_features(num_queries: int) -> dict:

@@ -4,7 +4,9 @@ Accumulate: :func:`tracking_metrics`, :func:`depth_metrics` and
 :func:`pose_metrics` score one sequence; :func:`task_metrics` does it from a
 (reference, prediction) pair of builder-style rows, and
 :func:`score_sequences` matches predictions to references by ``sequence_id``
-and applies the strict / lax failure policy (spec §4.3). Reduce:
+(:func:`perckit.matching.pair_by_id`) and applies the strict / lax failure policy
+(spec §4.3, :class:`perckit.syn4d.failures.FailurePolicy`, which the file runner
+uses too). Reduce:
 :func:`mean_rows` and :func:`aggregate` make the macro means and the
 per-variant / per-scene blocks (spec §4.2); :func:`compute_task` runs both and
 :func:`to_official_summary` merges the per-task results into the official
@@ -18,8 +20,8 @@ numba, with the numpy paths kept for when it is missing) keep every per-element
 operation, decision and exact median; tracking and pose give the numbers of the
 straightforward numpy formulas bit for bit, depth differs from them only in its
 summation order (~1e-16 relative). The other
-deliberate difference is in :func:`mean_rows`, which sums with
-``math.fsum`` (order-independent, for evaluate's distributed mode): it differs
+deliberate difference is in :func:`mean_rows`, which averages with
+:func:`perckit.stats.fmean` (an ``fsum``, order-independent, for evaluate's distributed mode): it differs
 from the official ``np.mean`` by an ulp at most (2.2e-16 relative on the fixture).
 """
 
@@ -34,9 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OptionError, PredictionError, check_choice, check_options
-from ..matching import index_by_id
+from ..errors import OptionError, check_choice, check_options
+from ..matching import pair_by_id
+from ..stats import fmean
 from . import coverage as cov
+from .failures import MISSING_PREDICTION, FailurePolicy, failure_reason  # noqa: F401  (re-exported: they lived here)
 from .geometry import rotation_error_deg, umeyama_sim3
 
 TASKS = ("depth", "pose", "tracking")
@@ -48,7 +52,9 @@ DEPTH_MIN_M = 0.001
 DEPTH_MAX_M = 300.0
 #: The prediction array each task reads (an NPZ key of the official format).
 PREDICTION_KEYS = {"tracking": "tracking_xyz", "depth": "depth", "pose": "camera_c2w"}
-MISSING_PREDICTION = "missing prediction"
+#: The ground-truth arrays each task reads from a reference row (builder-row field names), beside the ids
+#: ``sequence_id``, ``variant``, ``scene`` and ``frame_indices``.
+REFERENCE_KEYS = {"tracking": ("tracks_ref0_m", "visibility", "dynamic"), "depth": ("depth_m",), "pose": ("camera_c2w",)}
 BLOCK_KEYS = ("overall", "by_variant", "by_scene", "sequences")
 
 
@@ -480,14 +486,22 @@ def task_metrics(task: str, reference: Mapping, prediction: Mapping, options: Sy
     return pose_metrics(gt, _prediction_array(value, key, np.float64))
 
 
-def failure_reason(exc: BaseException) -> str:
-    """The official failure text: ``"<ExceptionType>: <message>"``."""
-    return f"{type(exc).__name__}: {exc}"
-
-
 def is_missing_prediction(prediction: Mapping | None) -> bool:
     """``True`` for no prediction row, or one whose three arrays are all ``None`` (the official "no NPZ")."""
     return prediction is None or all(prediction.get(k) is None for k in PREDICTION_KEYS.values())
+
+
+def score_sequence(
+    task: str, reference: Mapping, prediction: Mapping, options: Syn4DOptions = Syn4DOptions(), coverage: bool = True
+) -> tuple[dict, dict | None]:
+    """One task of one sequence, as the metric and the file runner both record it: the row (``sequence_id``,
+    ``variant``, ``scene`` and :func:`task_metrics`) and, with ``coverage``, its coverage entry
+    (:func:`perckit.syn4d.coverage.entry_of`; None for pose). Raises on any problem (the caller applies the
+    failure policy)."""
+    metrics = task_metrics(task, reference, prediction, options)
+    sid = str(reference.get("sequence_id"))
+    row = {"sequence_id": sid, "variant": str(reference.get("variant")), "scene": str(reference.get("scene")), **metrics}
+    return row, cov.entry_of(task, sid, reference, metrics, options) if coverage else None
 
 
 def score_sequences(
@@ -496,38 +510,27 @@ def score_sequences(
 ) -> tuple[list[dict], list[dict]]:
     """Accumulate half of one task: ``(rows, failures)``, both in reference order.
 
-    Predictions are matched by ``sequence_id``; a duplicate id on either side
-    or a prediction id unknown to the references raises
-    :class:`~perckit.errors.PredictionError`. Failure policy per spec §4.3.
+    Predictions are paired with references by ``sequence_id`` (:func:`perckit.matching.pair_by_id`: a
+    duplicate id on either side or a prediction id unknown to the references raises
+    :class:`~perckit.errors.PredictionError`); a reference without a prediction, or with one whose arrays are
+    all ``None``, and a failing task go through the failure policy (:class:`~perckit.syn4d.failures.FailurePolicy`).
     ``coverage``: a list that receives the coverage entry of every scored sequence
     (:func:`perckit.syn4d.coverage.sequence_entry`; tracking and depth).
     """
     check_choice("task", task, TASKS)
-    refs = index_by_id(references, "references", "sequence_id")
-    preds = index_by_id(predictions, "predictions", "sequence_id")
-    unknown = [sid for sid in preds if sid not in refs]
-    if unknown:
-        raise PredictionError(f"predictions: sequence_id {unknown[0]!r} is unknown to the references ({len(unknown)} unknown id(s))")
+    policy = FailurePolicy(options.strict)
     rows: list[dict] = []
-    failures: list[dict] = []
-    for sid, reference in refs.items():
-        prediction = preds.get(sid)
+    for prediction, reference in pair_by_id(predictions, references, "sequence_id", strict=False):
+        sid = reference["sequence_id"]
         if is_missing_prediction(prediction):
-            if options.strict:
-                raise PredictionError(f"{sid}: {MISSING_PREDICTION}")  # a ValueError, with the official message
-            failures.append({"sequence_id": sid, "reason": MISSING_PREDICTION})
+            policy.missing(sid)
             continue
-        try:
-            metrics = task_metrics(task, reference, prediction, options)
-        except Exception as exc:
-            if options.strict:
-                raise RuntimeError(f"{sid} {task} failed") from exc
-            failures.append({"sequence_id": sid, "task": task, "reason": failure_reason(exc)})
-            continue
-        rows.append({"sequence_id": sid, "variant": str(reference.get("variant")), "scene": str(reference.get("scene")), **metrics})
-        if coverage is not None and task in cov.TASKS:
-            coverage.append(cov.entry_of(task, sid, reference, metrics, options))
-    return rows, failures
+        scored = policy.attempt(sid, task, score_sequence, task, reference, prediction, options, coverage is not None)
+        if scored is not None:
+            rows.append(scored[0])
+            if coverage is not None and scored[1] is not None:
+                coverage.append(scored[1])
+    return rows, policy.failures
 
 
 # ---------------------------------------------------------------------------------------------
@@ -556,7 +559,7 @@ def mean_rows(rows: Sequence[Mapping]) -> dict:
             # Exactly rounded sum: the mean does not depend on the order of the rows, so evaluate's
             # distributed mode (shards gathered in process order) agrees with one process bit for bit.
             # It differs from the official np.mean by at most an ulp or two (parity is checked to 1e-9).
-            result[key] = math.fsum(values.tolist()) / values.size
+            result[key] = fmean(values.tolist())
     result["num_sequences"] = len(rows)
     return result
 

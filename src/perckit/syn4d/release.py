@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ReleaseFormatError, ReleaseNotFoundError
+from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
 from ..jsonio import decode_text, loads, parse_int
 from ..jsonio import iter_json_lines
 from ..paths import check_relative, open_regular_file, read_regular_file, resolve_under
+from .geometry import unreal_rows_to_c2w
 
 SCHEMA = "syn4d-tracking-gt-v1"
 VARIANTS = ("mixed", "mixed_no_bedlam", "og", "sim")
@@ -467,6 +468,52 @@ def read_camera_csv(record: SequenceRecord) -> np.ndarray | None:
     return arr
 
 
+# ---------------------------------------------------------------- one sequence's ground truth
+
+#: The builder-row fields of the ground truth of each task (tracking: the fields of the NPY).
+GT_FIELDS = {
+    "tracking": ("schema", "image_size_hw", "intrinsics_fx_fy_cx_cy", "query_uv_px", "tracks_ref0_m", "visibility", "dynamic"),
+    "depth": ("depth_m",),
+    "pose": ("camera_unreal", "camera_c2w"),
+}
+
+
+def read_sequence_gt(
+    record: SequenceRecord, paths: ReleasePaths, task: str, hw: tuple[int, int] | None = None, required: bool = False
+) -> dict[str, Any]:
+    """The ground truth of one task of one sequence, read from the release, as the builder's row fields
+    (:data:`GT_FIELDS`); the one reader of it, for the builder and the file runner.
+
+    ``tracking``: the NPY (:func:`read_tracking_npy`, its ``sequence_id`` checked against the record's):
+    ``tracks_ref0_m``, ``visibility``, ``query_uv_px`` as arrays, ``dynamic``, ``image_size_hw`` and
+    ``intrinsics_fx_fy_cx_cy`` as lists, and ``schema``. ``depth``: ``depth_m`` [T, H, W] in metres
+    (:func:`read_depth_sequence`; every frame of size ``hw`` when given). ``pose``: ``camera_unreal`` [T, 6]
+    (:func:`read_camera_csv`) and ``camera_c2w`` [T, 4, 4].
+
+    An absent NPY, depth folder or camera CSV gives every field ``None`` or, with ``required``, raises
+    :class:`~perckit.errors.ReleaseNotFoundError` naming it; a partial or malformed one always raises."""
+    check_choice("task", task, tuple(GT_FIELDS))
+    if task == "tracking":
+        npy = record.tracking_npy(paths.tracking_gt)
+        if not required and not npy.is_file():
+            return dict.fromkeys(GT_FIELDS[task])
+        gt = read_tracking_npy(npy, record.sequence_id)  # a missing file: ReleaseNotFoundError naming it
+        return {
+            "schema": gt["schema"], "image_size_hw": gt["image_size"].tolist(),
+            "intrinsics_fx_fy_cx_cy": gt["intrinsics"].tolist(), "query_uv_px": gt["query_uv"],
+            "tracks_ref0_m": gt["tracks_ref0"], "visibility": gt["visibility"], "dynamic": gt["dynamic"].tolist(),
+        }
+    if task == "depth":
+        depth = read_depth_sequence(record, hw)
+        if depth is None and required:
+            raise ReleaseNotFoundError(f"depth folder {str(record.depth_dir)!r} not found")
+        return {"depth_m": depth}
+    unreal = read_camera_csv(record)
+    if unreal is None and required:
+        raise ReleaseNotFoundError(f"camera CSV {str(record.camera_csv)!r} not found")
+    return {"camera_unreal": unreal, "camera_c2w": unreal_rows_to_c2w(unreal) if unreal is not None else None}
+
+
 # ---------------------------------------------------------------- checksums
 
 
@@ -537,6 +584,16 @@ class ChecksumVerifier:
             raise ReleaseFormatError(
                 f"{str(path)!r}: SHA-256 mismatch with {str(self.source)!r}: expected {self.sums[rel]}, got {actual}"
             )
+
+
+def checksum_verifier(paths: ReleasePaths, verify: bool | None, hint: str = "") -> ChecksumVerifier | None:
+    """The option ``verify_checksums`` of the builder and the file runner, written once: ``None`` verifies when
+    the release has ``SHA256SUMS``, ``True`` requires it (else :class:`~perckit.errors.ReleaseNotFoundError`
+    naming it, then ``hint``), ``False`` skips. Returns the verifier to run over the files read, or ``None``
+    when there is nothing to verify."""
+    if verify and paths.checksums is None:
+        raise ReleaseNotFoundError(f"verify_checksums=True but {str(paths.benchmark / 'SHA256SUMS')!r} does not exist{hint}")
+    return ChecksumVerifier(paths) if verify is not False and paths.checksums is not None else None
 
 
 def release_files(
