@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import datasets
 import pytest
 
 import perckit
+from perckit.entrypoints import build_split
 from perckit.errors import InputNotFoundError, OptionError
 
-from conftest import DS_MAJOR, REPO, build_split, needs_scripts
+from helpers.common import DS_MAJOR, REPO, needs_scripts
 from helpers.digests import all_digests, table_digest
 
 

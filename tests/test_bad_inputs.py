@@ -22,122 +22,24 @@ import re
 import shutil
 import struct
 import tarfile
-import zlib
 from pathlib import Path
 
-import datasets
 import numpy as np
 import pytest
-from conftest import REPO, build_split
-from PIL import Image
+from helpers.bad_inputs import DEEP_JSON, HUGE_INT_JSON, HUGE_RLE, NAN, NOT_UTF8, bomb_png, chain, copy_release, edit_json, expect, png_bytes, put, truncate, unlink
+from helpers.common import REPO
 
 from perckit import rle
+from perckit.entrypoints import build_split
 from perckit.errors import (
     InputNotFoundError,
     OptionError,
-    PerckitError,
     PredictionError,
     ReleaseFormatError,
     ReleaseNotFoundError,
     RLEError,
 )
 from perckit.fixtures.base import write_release
-
-NAN = float("nan")
-HUGE_RLE = {"size": [1 << 20, 1 << 20], "counts": "0"}  # 2**40 pixels: a decoded mask would need a terabyte
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def documented_error(exc: BaseException) -> PerckitError:
-    """The documented error behind ``exc``: ``exc`` itself, or the cause of datasets' DatasetGenerationError."""
-    if isinstance(exc, PerckitError):
-        return exc
-    assert isinstance(exc, datasets.exceptions.DatasetGenerationError), f"undocumented {type(exc).__name__} escaped: {exc!r}"
-    e, seen = exc, set()
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if isinstance(e, PerckitError):
-            return e
-        e = e.__cause__ or e.__context__
-    raise AssertionError(f"DatasetGenerationError without a documented error in its cause chain: {exc!r}")
-
-
-def check(err: BaseException, error: type, patterns) -> None:
-    assert isinstance(err, error), f"expected {error.__name__}, got {type(err).__name__}: {err}"
-    for p in patterns:
-        assert re.search(p, str(err), re.S), f"{p!r} not found in the message {str(err)!r}"
-
-
-def expect(fn, error: type, *patterns: str) -> BaseException:
-    """``fn()`` raises (possibly wrapped by datasets) ``error`` whose message matches every pattern."""
-    with pytest.raises(Exception) as info:
-        fn()
-    err = documented_error(info.value)
-    check(err, error, patterns)
-    return err
-
-
-def copy_release(src: Path, tmp_path: Path) -> Path:
-    root = tmp_path / "release"
-    shutil.copytree(src, root)
-    return root
-
-
-def truncate(rel: str, frac: float = 0.5):
-    def edit(root: Path) -> None:
-        p = root / rel
-        data = p.read_bytes()
-        p.write_bytes(data[: int(len(data) * frac)])
-    return edit
-
-
-def put(rel: str, data: bytes | str):
-    def edit(root: Path) -> None:
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(data.encode() if isinstance(data, str) else data)
-    return edit
-
-
-def unlink(rel: str):
-    return lambda root: (root / rel).unlink()
-
-
-def edit_json(rel: str, fn):
-    def edit(root: Path) -> None:
-        p = root / rel
-        data = json.loads(p.read_text(encoding="utf-8"))
-        fn(data)  # edits in place
-        p.write_text(json.dumps(data), encoding="utf-8")  # NaN is written as the literal NaN
-    return edit
-
-
-def chain(*edits):
-    def edit(root: Path) -> None:
-        for e in edits:
-            e(root)
-    return edit
-
-
-def png_bytes(arr: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    Image.fromarray(np.asarray(arr, dtype=np.uint8)).save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def bomb_png(width: int = 100_000, height: int = 100_000) -> bytes:
-    """A valid 4x4 PNG whose IHDR declares ``width`` x ``height`` (a decompression bomb header)."""
-    b = bytearray(png_bytes(np.zeros((4, 4))))
-    b[16:24] = struct.pack(">II", width, height)
-    b[29:33] = struct.pack(">I", zlib.crc32(bytes(b[12:29])))
-    return bytes(b)
-
-
-DEEP_JSON = "[" * 100_000
-HUGE_INT_JSON = '{"n": 1' + "0" * 5000 + "}"
-NOT_UTF8 = b"\xff\xfe\x00\x00not text at all \xc3\x28"
 
 
 # ================================================================ builders

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, run_workers
+from helpers.common import REPO
+from helpers.distributed import run_workers
 
 from perckit import rle
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import datasets
 import pytest
-from conftest import REPO
+from helpers.common import REPO
 
 from perckit.entrypoints import builder_class
 from perckit.export import convert

@@ -1,7 +1,7 @@
 """The M4Seg rows of the bad-input matrix of docs/errors.md: the builder (native JSON.gz and Parquet), the
 metric (through ``evaluate`` and its core), and the prediction parsers.
 
-Same contract and helpers as tests/test_bad_inputs.py: the exception is one of the documented types of
+Same contract as tests/test_bad_inputs.py (helpers: tests/helpers/bad_inputs.py): the exception is one of the documented types of
 :mod:`perckit.errors` (for an error raised while ``datasets`` generates rows: in the cause chain of its
 ``DatasetGenerationError``, and nothing else may escape) and its message names the file or the field and
 says what was expected. Builder cases marked ``PRE`` must reach the caller unwrapped: they are found before
@@ -23,21 +23,19 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, build_split
-from test_bad_inputs import DEEP_JSON, HUGE_INT_JSON, HUGE_RLE, NAN, NOT_UTF8, check, documented_error, expect, put, truncate, unlink
-from test_m4seg_common import R, S1_PRED, S1_REF
+from helpers.bad_inputs import DEEP_JSON, HUGE_INT_JSON, HUGE_RLE, NAN, NOT_UTF8, expect, put, truncate, unlink
+from helpers.common import REPO
+from helpers.harness import check, documented_error
+from helpers.m4seg import NATIVE, SHARD, S1_PRED, S1_REF, R, build_test_split, small_examples, write_parquet
 
+from perckit.entrypoints import build_split
 from perckit.errors import InputNotFoundError, OptionError, PerckitError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, RLEError
-from perckit.fixtures.base import write_release
 from perckit.m4seg import io as m4io
 from perckit.m4seg import metrics as core
 from perckit.m4seg import release
 
-NATIVE = "annotations/m4seg_test.json.gz"
-SHARD = "data/test-00000-of-00001.parquet"
 NATIVE_NAME = r"m4seg_test\.json\.gz"
 SHARD_NAME = r"test-00000-of-00001\.parquet"
 MIB_70 = 70 << 20  # more than release.MAX_EXAMPLE_BYTES
@@ -46,76 +44,8 @@ MIB_70 = 70 << 20  # more than release.MAX_EXAMPLE_BYTES
 # ================================================================ the release
 
 
-def _examples() -> list[dict]:
-    """Two native examples: COCO-style (explicit spans, compressed RLE) and PASCAL-style ([W, H] sizes,
-    uncompressed RLE, spans derived from the entity codes, an image without groundings)."""
-    return [
-        {
-            "pair_id": 7, "q": "Which objects are left of the cup?", "a": "chair_101 near table_102 and cup_201",
-            "type": "spatial", "dataset_name": "coco_objects", "granularity": "object",
-            "image_paths": ["coco_2017/val2017/000000000001.jpg", "coco_2017/val2017/000000000002.jpg"],
-            "image_sizes": [[1, 4], [1, 2]],
-            "groundings": {
-                "img_1": [
-                    {"name": "chair", "annotation_id": 11, "object_id": 11, "segmentation": R("022", (1, 4)), "answer_span": [0, 9]},
-                    {"name": "table", "annotation_id": 12, "object_id": 12, "segmentation": R("22", (1, 4)), "answer_span": [15, 24]},
-                ],
-                "img_2": [{"name": "cup", "annotation_id": 21, "object_id": 21, "segmentation": R("011", (1, 2)), "answer_span": [29, 36]}],
-            },
-        },
-        {
-            "pair_id": "pas_0000008", "q": "How many legs?", "a": "dog_101 and its leg_10101", "type": "counting",
-            "source": "pascal_part", "granularity": "part",
-            "image_paths": ["Part_Segm/PASCAL-Part/VOCdevkit/VOC2010/JPEGImages/2008_000008.jpg",
-                            "Part_Segm/PASCAL-Part/VOCdevkit/VOC2010/JPEGImages/2008_000009.jpg"],
-            "image_sizes": [[3, 2], [2, 2]],  # [W, H]
-            "groundings": {"img_1": [
-                {"category": "dog", "id": 31, "segmentation": {"size": [2, 3], "counts": [0, 4, 2]}},
-                {"category": "leg", "id": 32, "object_id": 31, "segmentation": {"size": [2, 3], "counts": [4, 2]}},
-            ]},
-        },
-    ]
-
-
-def _parquet_records(examples: list[dict]) -> list[dict]:
-    """The same examples as Parquet records (card field names), converted by the native reader itself."""
-    state = release.ConvertState("test", "m4seg_test.json.gz", quiet=True)
-    out = []
-    for ex in examples:
-        row = release.native_to_row(ex, state)
-        out.append({
-            "example_id": row["example_id"], "pair_id": row["pair_id"], "dataset_name": row["dataset_name"],
-            "type": row["question_type"], "granularity": row["granularity"], "q": row["question"], "a": row["answer"],
-            "images": row["images"],
-            "groundings": [{"image_index": g["image_index"], "name": g["name"], "annotation_ids": g["annotation_ids"],
-                            "object_annotation_id": g["object_annotation_id"], "answer_span": g["answer_span"],
-                            "bbox": g["bbox_xywh"], "segmentation": g["mask"]} for g in row["groundings"]],
-        })
-    return out
-
-
-def _write_parquet(path: Path, records: list[dict], schema_free: bool = False) -> None:
-    from perckit.fixtures.m4seg import _parquet_schema
-
-    table = pa.Table.from_pylist(records) if schema_free else pa.Table.from_pylist(records, schema=_parquet_schema())
-    pq.write_table(table, path)
-
-
-@pytest.fixture(scope="module")
-def m4_small(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("m4_small") / "release"
-    write_release("m4seg", root, train_rows=4, test_rows=2, shards=1, write_manifest=False)
-    (root / NATIVE).write_bytes(gzip.compress(json.dumps(_examples()).encode()))
-    _write_parquet(root / SHARD, _parquet_records(_examples()))
-    return root
-
-
-def build(root: Path, cache: Path, source: str, **options):
-    return build_split("m4seg", "default", root, cache, split="test", splits=("test",), source=source, **options)
-
-
 def test_the_two_sources_of_the_small_release_give_identical_rows(m4_small, tmp_path):
-    native, parquet = build(m4_small, tmp_path / "n", "native"), build(m4_small, tmp_path / "p", "parquet")
+    native, parquet = build_test_split(m4_small, tmp_path / "n", "native"), build_test_split(m4_small, tmp_path / "p", "parquet")
     assert native.to_list() == parquet.to_list()
     assert native["example_id"] == ["7", "pas_0000008"]
     assert native[1]["images"][0]["height"] == 2 and native[1]["groundings"][1]["answer_span"] == [16, 25]
@@ -171,7 +101,7 @@ def parquet(fn, schema_free: bool = False):
     def edit(root: Path) -> None:
         records = pq.read_table(root / SHARD).to_pylist()
         fn(records)
-        _write_parquet(root / SHARD, records, schema_free)
+        write_parquet(root / SHARD, records, schema_free)
     return edit
 
 
@@ -234,7 +164,7 @@ NATIVE_CASES = [
     ("native-file-missing", unlink(NATIVE), {}, ReleaseNotFoundError, PRE, ["source='native'", NATIVE_NAME, "was not found"]),
     ("native-and-parquet-missing", lambda r: (unlink(NATIVE)(r), unlink(SHARD)(r)), {"source": "auto"},
      ReleaseNotFoundError, PRE, ["test split: neither", NATIVE_NAME, r"data/test-\*\.parquet"]),
-    ("native-not-gzip", put(NATIVE, json.dumps(_examples())), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "expected a gzip-compressed JSON file", "BadGzipFile|Not a gzipped"]),
+    ("native-not-gzip", put(NATIVE, json.dumps(small_examples())), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "expected a gzip-compressed JSON file", "BadGzipFile|Not a gzipped"]),
     ("native-random-bytes", put(NATIVE, b"\x1f\x8b\x08\x00" + b"\x01garbage" * 40), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "gzip"]),
     ("native-gzip-truncated", truncate(NATIVE, 0.5), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "unreadable", "EOFError"]),
     ("native-gzip-corrupt", corrupt_gzip_middle, {}, ReleaseFormatError, PRE, [NATIVE_NAME, "gzip"]),
@@ -242,8 +172,8 @@ NATIVE_CASES = [
     ("native-not-json", native_bytes("hello world"), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "expected a JSON list of examples", "b'hello world'"]),
     ("native-top-level-a-number", native_bytes("42"), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "expected a JSON list of examples or an object"]),
     ("native-not-utf8", native_bytes(b'[{"pair_id": "\xff\xfe", "a": "x"}]'), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "invalid JSON", "UTF8"]),
-    ("native-json-truncated-in-example-0", native_bytes(json.dumps(_examples())[:200]), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "invalid JSON"]),
-    ("native-json-truncated-in-example-1", native_bytes(json.dumps(_examples())[:-60]), {}, ReleaseFormatError, GEN, [NATIVE_NAME, "invalid JSON"]),
+    ("native-json-truncated-in-example-0", native_bytes(json.dumps(small_examples())[:200]), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "invalid JSON"]),
+    ("native-json-truncated-in-example-1", native_bytes(json.dumps(small_examples())[:-60]), {}, ReleaseFormatError, GEN, [NATIVE_NAME, "invalid JSON"]),
     ("native-nested-100000-deep", native_bytes(DEEP_JSON), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "nested more than 64 levels deep"]),
     ("native-counts-nested-100000-deep", native_text_sub('"counts": [0, 4, 2]', '"counts": ' + deep_counts(100_000)), {}, ReleaseFormatError, PRE,
      [NATIVE_NAME, "nested more than 64 levels deep"]),
@@ -319,7 +249,7 @@ def expect_build(release: Path, tmp_path: Path, edit, options: dict, error: type
     shutil.copytree(release, root)
     edit(root)
     with pytest.raises(Exception) as info:
-        build(root, tmp_path / "cache", **options)
+        build_test_split(root, tmp_path / "cache", **options)
     err = documented_error(info.value)
     check(err, error, patterns)
     if stage == PRE:

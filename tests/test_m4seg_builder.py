@@ -10,11 +10,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers.common import DS_MAJOR, REPO, needs_scripts
+from helpers.fake_hub import fake_snapshot_download
 from helpers.harness import messages as _messages
-from conftest import DS_MAJOR, REPO, build_split, fake_snapshot_download, needs_scripts
-from test_m4seg_common import m4_cache, m4_native, m4_parquet, m4_release  # noqa: F401
 
 from perckit import rle
+from perckit.entrypoints import build_split
 from perckit.errors import ReleaseFormatError, ReleaseNotFoundError
 from perckit.m4seg import features as feats
 from perckit.m4seg import native_reader

@@ -3,7 +3,7 @@
 import logging
 
 import pytest
-from test_m4seg_common import S1_REF, m4_cache, m4_parquet, m4_release  # noqa: F401
+from helpers.m4seg import S1_REF
 
 from perckit.errors import ReleaseFormatError
 from perckit.m4seg import codes

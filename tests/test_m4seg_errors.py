@@ -8,9 +8,10 @@ import shutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import build_split
-from test_m4seg_common import NO_METEOR, R, S1_PRED, S1_REF, m4_release, messages  # noqa: F401
+from helpers.harness import messages
+from helpers.m4seg import NO_METEOR, R, S1_PRED, S1_REF
 
+from perckit.entrypoints import build_split
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from perckit.m4seg import metrics as core
 from perckit.m4seg import release

@@ -6,9 +6,10 @@ import sys
 import textwrap
 
 import pytest
-from conftest import DS_MAJOR, REPO, build_split
-from test_m4seg_common import NO_METEOR, R, g_pred, g_ref, m4_release, ref_row  # noqa: F401
+from helpers.common import DS_MAJOR, REPO
+from helpers.m4seg import NO_METEOR, R, g_pred, g_ref, ref_row
 
+from perckit.entrypoints import build_split
 from perckit.m4seg import metrics as core
 from perckit.segmentation import reduce_iou
 
@@ -167,7 +168,7 @@ def test_auto_per_split(m4_release, tmp_path):
 def test_auto_hub_download_fetches_the_parquet_first(m4_release, tmp_path, monkeypatch):
     import shutil
 
-    from conftest import fake_snapshot_download
+    from helpers.fake_hub import fake_snapshot_download
 
     from perckit import hub
     from perckit.entrypoints import builder_class

@@ -7,11 +7,9 @@ import json
 
 import numpy as np
 import pytest
-from conftest import REPO, run_distributed
-from test_m4seg_common import (  # noqa: F401
-    NO_METEOR, R, S1_EXPECTED, S1_PRED, S1_REF, S2_PRED, S3_PRED, S4_PRED, S4_REF, g_pred, g_ref, m4_cache, m4_parquet,
-    m4_release, ref_row,
-)
+from helpers.common import REPO
+from helpers.distributed import run_distributed
+from helpers.m4seg import NO_METEOR, R, S1_EXPECTED, S1_PRED, S1_REF, S2_PRED, S3_PRED, S4_PRED, S4_REF, g_pred, g_ref, ref_row
 
 from perckit import rle
 from perckit.errors import PredictionError

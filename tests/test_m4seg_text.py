@@ -6,7 +6,7 @@ Both skip cleanly, naming the extra to install, when their dependencies are abse
 import shutil
 
 import pytest
-from test_m4seg_common import S1_REF, S2_PRED
+from helpers.m4seg import S1_REF, S2_PRED
 
 from perckit.m4seg import metrics as core
 from perckit.m4seg import text as textmod

@@ -20,8 +20,8 @@ import re
 
 import numpy as np
 import pytest
-from conftest import REPO
-from test_m4seg_common import S1_PRED, S1_REF
+from helpers.common import REPO
+from helpers.m4seg import S1_PRED, S1_REF
 
 from perckit.errors import OptionError, PredictionError
 

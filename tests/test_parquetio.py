@@ -4,9 +4,9 @@ pyarrow decompresses it, in both Parquet builders, with the first line naming th
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import build_split
 
 from perckit import parquetio
+from perckit.entrypoints import build_split
 from perckit.errors import ReleaseFormatError
 
 

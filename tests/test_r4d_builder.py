@@ -4,11 +4,11 @@ import json
 import logging
 
 import numpy as np
-import pytest
-from conftest import DS_MAJOR, REPO, build_split, needs_scripts
+from helpers.common import REPO, needs_scripts
 from pycocotools import mask as mask_utils
 
 from perckit import rle
+from perckit.entrypoints import build_split
 from perckit.r4d_bench import features as feats
 from perckit.r4d_bench import release
 

@@ -14,7 +14,6 @@ from perckit.r4d_bench import evaluate_mask_temporal as cli_mask
 from perckit.r4d_bench import evaluate_track_id as cli_track
 from perckit.r4d_bench import features as feats
 from perckit.r4d_bench import io
-from perckit.r4d_bench import metrics as core
 
 GT = "scripts/new_predictions_ground_truth_all_queries.json"
 META = "evaluation/R4D-Bench_queries.json"

@@ -4,9 +4,10 @@ import json
 import shutil
 
 import pytest
-from conftest import build_split, fake_snapshot_download
+from helpers.fake_hub import fake_snapshot_download
 
 from perckit import hub
+from perckit.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError, RLEError
 from perckit.r4d_bench import builder as r4d_builder
 from perckit.r4d_bench import release

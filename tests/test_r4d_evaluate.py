@@ -3,12 +3,12 @@
 import json
 
 import pytest
-from conftest import run_distributed
+from helpers.distributed import run_distributed
+from helpers.r4d import V1_PREDS, V1_REFS
 
 from perckit.r4d_bench import features as feats
 from perckit.r4d_bench import metrics as core
 from perckit.schema import project
-from test_r4d_metrics import V1_PREDS, V1_REFS
 
 
 def _scalars(d):

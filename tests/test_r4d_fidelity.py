@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import build_split
 
 from perckit import rle
+from perckit.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError
 from perckit.fixtures.base import write_release
 from perckit.r4d_bench import builder as r4d_builder

@@ -10,9 +10,11 @@ import tarfile
 import datasets
 import numpy as np
 import pytest
+from helpers.common import REPO, needs_scripts
+from helpers.fake_hub import fake_snapshot_download
 from helpers.harness import messages as _messages
-from conftest import REPO, build_split, fake_snapshot_download, needs_scripts
 
+from perckit.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError
 from perckit.reason_av_edit import features as feats
 from perckit.reason_av_edit import release as rel

@@ -14,8 +14,8 @@ import datasets
 import pytest
 from helpers.harness import chain as _chain
 from helpers.harness import messages as _messages
-from conftest import build_split
 
+from perckit.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError
 from perckit.fixtures import reason_av_edit as fixture
 from perckit.reason_av_edit import release as rel

@@ -6,9 +6,11 @@ import logging
 
 import numpy as np
 import pytest
-from conftest import REPO, build_split, run_distributed
+from helpers.common import REPO
+from helpers.distributed import run_distributed
 
 from perckit import rle
+from perckit.entrypoints import build_split
 from perckit.errors import InputNotFoundError, OptionError, PredictionError, RLEError
 from perckit.fixtures.reason_av_edit import encode_mp4
 from perckit.reason_av_edit import audio as au

@@ -10,13 +10,16 @@ import shutil
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO, build_split, fake_snapshot_download, needs_scripts, run_distributed
+from helpers.common import REPO, needs_scripts
+from helpers.distributed import run_distributed
+from helpers.fake_hub import fake_snapshot_download
+from helpers.harness import cause as root_cause
 from PIL import Image
 
 from perckit import hub
 from perckit import rle
-from perckit.entrypoints import builder_class
-from perckit.errors import OptionError, PerckitError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, RLEError
+from perckit.entrypoints import build_split, builder_class
+from perckit.errors import OptionError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, RLEError
 from perckit.fixtures import refcoco_m as fixture
 from perckit.refcoco_m import features as feats
 from perckit.refcoco_m import flatten_image_predictions, load_predictions_jsonl, to_metric_reference
@@ -55,14 +58,6 @@ def refer_metric():
     import evaluate
 
     return evaluate.load(str(REPO / "metrics" / "refer_iou"))
-
-
-def _root_cause(exc: BaseException) -> BaseException:
-    """The perckit error under datasets' DatasetGenerationError wrapper (row errors surface during generation)."""
-    e = exc
-    while e is not None and not isinstance(e, PerckitError):
-        e = e.__cause__ or e.__context__
-    return e if e is not None else exc
 
 
 def _copy(rcm_release, tmp_path):
@@ -287,7 +282,7 @@ def test_row_errors_reach_the_caller_through_the_builder(rcm_release, tmp_path):
     _edit_first_shard(root, lambda rows: _set_mask(rows, 1, 0, counts="5"))
     with pytest.raises(Exception) as info:
         build_split("refcoco_m", "expressions", root, tmp_path / "c", split=SPLIT)
-    cause = _root_cause(info.value)
+    cause = root_cause(info.value)
     assert isinstance(cause, RLEError) and "runs sum to 5" in str(cause)
 
 

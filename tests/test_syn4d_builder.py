@@ -5,9 +5,11 @@ import shutil
 
 import numpy as np
 import pytest
+from helpers.common import SYN4D_PARITY
+from helpers.fake_hub import fake_snapshot_download
 from helpers.harness import messages as _messages
-from conftest import SYN4D_PARITY, build_split, fake_snapshot_download
 
+from perckit.entrypoints import build_split
 from perckit.errors import ReleaseFormatError, ReleaseNotFoundError
 from perckit.syn4d import release as rel
 from perckit.syn4d.geometry import unreal_rows_to_c2w

@@ -1,10 +1,10 @@
 """Syn4D parity with the official evaluator: the evaluate module on builder rows and the file runner."""
 
 import json
-import shutil
 
 import pytest
-from conftest import REPO, SYN4D_PARITY, run_distributed
+from helpers.common import REPO, SYN4D_PARITY
+from helpers.distributed import run_distributed
 from syn4d_compare import assert_official_equal
 
 from perckit.syn4d import evaluate as runner

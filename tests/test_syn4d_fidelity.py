@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import REPO, SYN4D_PARITY
+from helpers.common import REPO, SYN4D_PARITY
 from syn4d_compare import assert_official_equal
 
 from perckit.entrypoints import build_split

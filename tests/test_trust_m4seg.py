@@ -1,7 +1,7 @@
 """Issue 13 for M4Seg: no path of a release leaves its root, hostile compressed files stay bounded, a JSON
 object that repeats a key is an error, and a UTF-8 BOM is skipped only at the start of a stream.
 
-Builder cases run on the two-example test split of tests/test_m4seg_bad_inputs.py (native and Parquet give
+Builder cases run on the two-example test split of tests/helpers/m4seg.py (``m4_small``; native and Parquet give
 identical rows); every case id is a row of docs/errors.md (``trust_m4seg::``)."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, build_split
-from test_bad_inputs import check, documented_error
-from test_m4seg_bad_inputs import NATIVE, SHARD, _examples, _parquet_records, _write_parquet, m4_small  # noqa: F401
+from helpers.common import REPO
+from helpers.harness import check, documented_error
+from helpers.m4seg import NATIVE, SHARD, build_test_split, parquet_records, small_examples, write_parquet
 
 from perckit.errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from perckit.m4seg import images as m4images
@@ -32,20 +32,16 @@ EX0 = r"M4Seg test split, m4seg_test\.json\.gz: example '7'"
 ROW0 = r"M4Seg test split, test-00000-of-00001\.parquet: example '7'"
 
 
-def build(root: Path, cache: Path, source: str, **options):
-    return build_split("m4seg", "default", root, cache, split="test", splits=("test",), source=source, **options)
-
-
 def write_native(root: Path, examples: list, raw: bytes | None = None) -> None:
     (root / NATIVE).write_bytes(gzip.compress(raw if raw is not None else json.dumps(examples).encode()))
 
 
 def with_examples(fn):
     def edit(root: Path, tmp: Path) -> dict:
-        ex = _examples()
+        ex = small_examples()
         fn(ex)
         write_native(root, ex)
-        _write_parquet(root / SHARD, _parquet_records_unchecked(ex))
+        write_parquet(root / SHARD, _parquet_records_unchecked(ex))
         return {}
     return edit
 
@@ -54,7 +50,7 @@ def _parquet_records_unchecked(examples: list) -> list:
     """The Parquet records of ``examples`` whose image paths may be hostile (the native converter refuses them)."""
     paths = [list(e["image_paths"]) for e in examples]
     safe = [dict(e, image_paths=[f"x/{k}.jpg" for k in range(len(e["image_paths"]))]) for e in examples]
-    recs = _parquet_records(safe)
+    recs = parquet_records(safe)
     for r, ps in zip(recs, paths):
         for im, p in zip(r["images"], ps):
             im["path"] = p
@@ -69,7 +65,7 @@ def set_path(i: int, k: int, value: str):
 
 def expect_build(root: Path, tmp: Path, source: str, options: dict, error: type, stage: str, patterns) -> BaseException:
     with pytest.raises(Exception) as info:
-        build(root, tmp / "cache", source, **options)
+        build_test_split(root, tmp / "cache", source, **options)
     err = documented_error(info.value)
     check(err, error, patterns)
     if stage == PRE:
@@ -110,7 +106,7 @@ def test_image_path_leaving_the_root(rel, tmp_path, source, value, says, with_im
 def _image_root_with(tmp_path: Path, plant) -> Path:
     """An image root holding every image of the small release, then edited by ``plant(root)``."""
     root = tmp_path / "images"
-    for ex in _examples():
+    for ex in small_examples():
         for p in ex["image_paths"]:
             (root / p).parent.mkdir(parents=True, exist_ok=True)
             (root / p).write_bytes(b"\xff\xd8\xff\xe0 jpeg")
@@ -250,7 +246,7 @@ def test_fast_prepass_memory_is_bounded_when_the_key_stops_appearing(tmp_path):
     keep everything after the last key between reads (here the whole 256 MiB, copied at every read); it now
     keeps FAST_SCAN_OVERLAP bytes. Peak traced memory of the prepass in a fresh process stays far below the
     stream size."""
-    first = _examples()[0]
+    first = small_examples()[0]
     first["example_id"] = "7"
     path = tmp_path / "bomb.json.gz"
     with gzip.open(path, "wb", compresslevel=9) as f:
@@ -328,7 +324,7 @@ def test_fast_scan_reads_a_value_split_across_reads(monkeypatch):
 def _dup(example: int, key_json: str, insert_after: str):
     """Write the native file with ``key_json`` inserted before the first ``insert_after`` of example ``example``."""
     def edit(root: Path, tmp: Path) -> dict:
-        parts = json.dumps(_examples()).split('{"pair_id"')  # parts[1], parts[2]: the two examples
+        parts = json.dumps(small_examples()).split('{"pair_id"')  # parts[1], parts[2]: the two examples
         parts[example + 1] = parts[example + 1].replace(insert_after, key_json + insert_after, 1)
         write_native(root, [], raw='{"pair_id"'.join(parts).encode())
         return {}
@@ -378,14 +374,14 @@ def test_prediction_jsonl_repeated_key(tmp_path):
 
 
 def test_native_with_a_leading_bom_builds_the_same_rows(rel, m4_small, tmp_path):
-    write_native(rel, [], raw=b"\xef\xbb\xbf" + json.dumps(_examples()).encode())
-    assert build(rel, tmp_path / "bom", "native").to_list() == build(m4_small, tmp_path / "plain", "native").to_list()
+    write_native(rel, [], raw=b"\xef\xbb\xbf" + json.dumps(small_examples()).encode())
+    assert build_test_split(rel, tmp_path / "bom", "native").to_list() == build_test_split(m4_small, tmp_path / "plain", "native").to_list()
     ok, values, offsets = _fast('\ufeff[{"example_id": "a", "image_paths": []}]')
     assert ok and values == ["a"]
 
 
 def test_native_bom_in_the_middle_is_refused_with_its_offset(rel, tmp_path):
-    text = json.dumps(_examples())
+    text = json.dumps(small_examples())
     cut = text.index('{"pair_id": "pas_0000008"')
     write_native(rel, [], raw=text[:cut].encode() + b"\xef\xbb\xbf" + text[cut:].encode())
     expect_build(rel, tmp_path, "native", {}, ReleaseFormatError, GEN,
@@ -394,10 +390,10 @@ def test_native_bom_in_the_middle_is_refused_with_its_offset(rel, tmp_path):
 
 
 def test_native_bom_inside_a_string_is_a_character(rel, tmp_path):
-    ex = _examples()
+    ex = small_examples()
     ex[0]["q"] = "\ufeffWhich objects?"
     write_native(rel, [], raw=json.dumps(ex, ensure_ascii=False).encode())
-    assert build(rel, tmp_path / "c", "native")[0]["question"] == "\ufeffWhich objects?"
+    assert build_test_split(rel, tmp_path / "c", "native")[0]["question"] == "\ufeffWhich objects?"
 
 
 def test_prediction_jsonl_bom(tmp_path):

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.harness import cause, deadline, expect
-from conftest import build_split
+from helpers.harness import deadline, expect
 from PIL import Image
 
+from perckit.entrypoints import build_split
 from perckit.errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from perckit.fixtures.base import write_release
 from perckit.r4d_bench import evaluate_mask_temporal as cli_mask

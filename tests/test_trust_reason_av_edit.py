@@ -4,7 +4,6 @@ every media file stays bounded, repeated keys / columns are refused, one BOM rul
 import io
 import os
 import shutil
-import struct
 import tarfile
 import threading
 import tracemalloc
@@ -13,9 +12,9 @@ import datasets
 import numpy as np
 import pytest
 from helpers.harness import messages as _messages
-from conftest import build_split
 
-from perckit.errors import InputNotFoundError, PredictionError, ReleaseFormatError
+from perckit.entrypoints import build_split
+from perckit.errors import PredictionError, ReleaseFormatError
 from perckit.reason_av_edit import release as rel
 
 NAME, CONFIG = "reason_av_edit", "default"

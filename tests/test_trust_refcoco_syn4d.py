@@ -8,16 +8,16 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import shutil
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.harness import cause, deadline, expect
-from conftest import SYN4D_PARITY, build_split
+from helpers.common import SYN4D_PARITY
+from helpers.harness import deadline, expect
 
+from perckit.entrypoints import build_split
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
 from perckit.fixtures.base import write_release
 from perckit.syn4d import evaluate as runner
@@ -250,7 +250,7 @@ def test_min_coverage_zero_never_warns():
 
 def test_metric_module_reports_coverage():
     import evaluate
-    from conftest import REPO
+    from helpers.common import REPO
 
     metric = evaluate.load(str(REPO / "metrics" / "syn4d"), "tracking")
     ref = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in REF.items()}

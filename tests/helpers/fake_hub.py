@@ -1,6 +1,9 @@
 """A minimal in-process Hub on 127.0.0.1: just the HTTP endpoints ``create_repo``, ``list_repo_tree``
 and ``create_commit`` (regular uploads) use, so push tests exercise huggingface_hub itself and replace
 only the network. Files are stored in memory; ``fail_after_commits`` simulates an interruption.
+
+Downloads are faked one level up instead: :func:`fake_snapshot_download` stands in for
+``huggingface_hub.snapshot_download`` and copies the matching files of a local folder.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlparse
@@ -117,3 +121,21 @@ class FakeHub:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def fake_snapshot_download(source, calls):
+    """Stands in for ``huggingface_hub.snapshot_download`` at its boundary: filters the files of ``source``
+    with huggingface_hub's own pattern matcher and copies them into a fresh snapshot folder; every call's
+    arguments are appended to ``calls``."""
+    from huggingface_hub.utils import filter_repo_objects
+
+    def fake(repo_id, repo_type, revision, allow_patterns):
+        calls.append({"repo_id": repo_id, "repo_type": repo_type, "allow_patterns": allow_patterns})
+        files = sorted(p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file())
+        dest = source.parent / f"snapshot_{len(calls)}"
+        for f in filter_repo_objects(files, allow_patterns=allow_patterns):
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source / f, dest / f)
+        return str(dest)
+
+    return fake
