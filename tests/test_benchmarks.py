@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
+from pathlib import Path
 
+import datasets
 import pytest
 
 from perckit import benchmarks
 from perckit.entrypoints import builder_class, script_path
-from perckit.errors import OptionError
+from perckit.errors import InputNotFoundError, OptionError
+
+from helpers.digests import table_digest
+from helpers.fake_hub import fake_snapshot_download
 
 
 @pytest.mark.parametrize("name", benchmarks.NAMES)
@@ -21,6 +28,70 @@ def test_descriptor_matches_the_builder_and_the_metric_scripts(name):
     for m in b.metrics:
         assert script_path("metrics", m.name).is_file()
         assert callable(m.projector(m.configs[0] if m.configs else None))
+
+
+@pytest.mark.parametrize("name", benchmarks.NAMES)
+def test_the_descriptor_builder_is_the_class_the_script_subclasses(name, tmp_path, monkeypatch):
+    """builder_class comes from the descriptor (no script imported by path); the script's one builder class
+    subclasses it; the core class keeps the builder name (cache folder, info.builder_name) datasets gave the
+    script class perckit imported before, and its config names its benchmark."""
+    b = benchmarks.get(name)
+    cls = b.builder_class()
+    assert builder_class(name) is cls and cls.__module__ == f"perckit.{name}.builder"
+    assert cls.BUILDER_CONFIG_CLASS.BENCHMARK == name and cls.benchmark() is b
+    spec = importlib.util.spec_from_file_location(f"test_script_{name}", script_path("builders", name))
+    script = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, script)  # datasets looks a builder's module up by name
+    spec.loader.exec_module(script)
+    ours = [v for v in vars(script).values() if isinstance(v, type) and issubclass(v, datasets.DatasetBuilder)
+            and v.__module__ == script.__name__]
+    assert len(ours) == 1 and issubclass(ours[0], cls) and ours[0].BUILDER_CONFIG_CLASS is cls.BUILDER_CONFIG_CLASS
+    builder = cls(config_name=cls.DEFAULT_CONFIG_NAME, data_dir=str(tmp_path / "absent"), cache_dir=str(tmp_path / "c"))
+    assert builder.name == builder.dataset_name == builder.info.builder_name == f"perckit_script_builders_{name}"
+    assert builder._cache_dir.startswith(str(tmp_path / "c" / f"perckit_script_builders_{name}" / cls.DEFAULT_CONFIG_NAME))
+    sub = ours[0](config_name=cls.DEFAULT_CONFIG_NAME, data_dir=str(tmp_path / "absent"), cache_dir=str(tmp_path / "c"))
+    assert sub.name == f"test_script_{name}"  # a subclass keeps datasets' own naming (the script's module)
+    with pytest.raises(InputNotFoundError, match=r"no builder for benchmark 'nope': expected one of \['m4seg'"):
+        builder_class("nope")
+
+
+def _rows(name: str, ds: datasets.Dataset, root) -> str:
+    """The table digest; Syn4D's challenge rows name their video by its path under the release root: those
+    paths are compared relative to it."""
+    if name == "syn4d" and "video" in ds.column_names:
+        videos = [None if v is None else Path(v["path"]).relative_to(root).as_posix() for v in ds.data.column("video").to_pylist()]
+        return f"{table_digest(ds.remove_columns('video'))} {videos}"
+    return table_digest(ds)
+
+
+@pytest.mark.parametrize("name", benchmarks.NAMES)
+def test_sample_release_builds_and_the_hub_patterns_fetch_what_the_builder_reads(name, tmp_path, monkeypatch):
+    """For every config: the descriptor's sample_release writes a release the descriptor's builder reads, and a
+    build from the Hub (a stand-in snapshot_download holding that release, fetching only the descriptor's
+    hub_patterns) gives the same rows as the build from data_dir."""
+    from perckit import hub
+
+    b = benchmarks.get(name)
+    release = tmp_path / "hub_repo"
+    fx = b.sample_release_writer()(release)
+    assert fx.files and all((release / f).is_file() for f in fx.files)
+    calls: list = []
+    monkeypatch.setattr(hub, "snapshot_download", fake_snapshot_download(release, calls))
+    cls = b.builder_class()
+    for config in b.configs():
+        local = cls(config_name=config, data_dir=str(release), cache_dir=str(tmp_path / "local"))
+        local.download_and_prepare()
+        before = len(calls)
+        remote = cls(config_name=config, cache_dir=str(tmp_path / "hub"))
+        remote.download_and_prepare()
+        asked = calls[before]
+        assert asked["repo_id"] == b.hub_repo and asked["repo_type"] == "dataset"
+        assert asked["allow_patterns"] == b.patterns(cls.BUILDER_CONFIG_CLASS(name=config))
+        assert set(remote.info.splits) == set(local.info.splits) == set(b.splits), config
+        snapshot = tmp_path / f"snapshot_{len(calls)}"
+        for split in b.splits:
+            assert local.info.splits[split].num_examples > 0, (config, split)
+            assert _rows(name, remote.as_dataset(split), snapshot) == _rows(name, local.as_dataset(split), release), (config, split)
 
 
 def test_unknown_names_are_option_errors():

@@ -38,6 +38,7 @@ class PerckitConfig(datasets.BuilderConfig):
     #: A branch, tag or commit of that repository (None: its default branch).
     revision: str | None = None
 
+    #: The benchmark these configs are of (a :mod:`perckit.benchmarks` name; a class attribute, not an option).
     BENCHMARK = ""
 
     def __post_init__(self) -> None:
