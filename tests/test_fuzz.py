@@ -1,142 +1,143 @@
-"""Fuzzing: random bytes and random JSON through the RLE helpers and every prediction-file parser.
+"""Fuzzing: random bytes, random JSON and mutated valid inputs through the RLE helpers and every
+prediction-file parser.
 
 Each test asserts the contract of docs/errors.md: an input either parses, or raises one of the documented
 perckit errors (subclasses of :class:`perckit.errors.PerckitError`; a missing file is an
 ``InputNotFoundError``, which is also a ``FileNotFoundError``). Any other exception fails the test. Every
 call runs under an alarm, so a Python-level hang fails too (pycocotools' C loops are guarded by
-``rle.validate``, which every RLE from outside goes through before pycocotools sees it).
+``rle.validate``, which every RLE from outside goes through before pycocotools sees it). Every test must
+reach both its parser's accepting and refusing branch (``reaches``; the harness is tests/helpers/fuzz.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-import os
-import signal
 import string
-import tempfile
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from helpers.fuzz import (
+    FUZZ,
+    FUZZ_SLOW,
+    binary_masks,
+    counts_text,
+    documented_only,
+    exercise,
+    folder,
+    json_rle_dicts,
+    json_values,
+    mutated,
+    polygons,
+    random_bytes,
+    reaches,
+    rle_dicts,
+    rle_spellings,
+    uncompressed,
+    valid_rles,
+)
+from helpers.harness import deadline
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from perckit import rle as R
-from perckit.errors import PerckitError
 
-FUZZ = settings(max_examples=int(os.environ.get("PERCKIT_FUZZ_EXAMPLES", 100)), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-FUZZ_SLOW = settings(max_examples=int(os.environ.get("PERCKIT_FUZZ_EXAMPLES", 100)) // 2, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-SECONDS = 20  # per call: generous, a real hang is infinite
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float = SECONDS):
-    def handler(signum, frame):
-        raise TimeoutError(f"no answer within {seconds} s (a hang)")
-
-    old = signal.signal(signal.SIGALRM, handler)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def documented_only(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``, or ``None`` when it raises a documented perckit error; anything else propagates."""
-    with time_limit():
-        try:
-            return fn(*args, **kwargs)
-        except PerckitError as e:
-            assert str(e), "a documented error with an empty message"
-            return None
-
-
-# ---------------------------------------------------------------- strategies
-
-scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12)
-json_values = st.recursive(
-    scalars,
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
-    max_leaves=16,
-)
-COCO_CHARS = "".join(chr(c) for c in range(48, 112))
-counts_text = st.text(alphabet=COCO_CHARS, max_size=24) | st.text(alphabet=COCO_CHARS + "!~ \x00é", max_size=24)
-sizes = (
-    st.tuples(st.integers(1, 40), st.integers(1, 40)).map(list)
-    | st.lists(st.integers(-3, 2**33), max_size=3)
-    | st.lists(st.floats(allow_nan=True), min_size=2, max_size=2)
-    | json_values
-)
-rle_counts = counts_text | st.binary(max_size=24) | st.lists(st.integers(-3, 2000), max_size=8) | json_values
-rle_dicts = st.fixed_dictionaries({"size": sizes, "counts": rle_counts}) | st.dictionaries(st.sampled_from(["size", "counts", "other"]), json_values, max_size=3)
-json_rle_dicts = st.fixed_dictionaries({"size": sizes, "counts": counts_text | st.lists(st.integers(-3, 2000), max_size=8) | json_values})
-polygons = st.lists(st.lists(st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(2**40), 2**40), max_size=10), max_size=3)
-
-
-def _exercise(out: dict) -> None:
-    """A validated RLE must be safe for every pycocotools-backed helper."""
-    assert set(out) == {"size", "counts"} and isinstance(out["counts"], str)
-    a = R.area(out)
-    assert 0 <= a <= out["size"][0] * out["size"][1]
-    inter, union = R.intersection_union(out, out)
-    assert inter == union == a
-    R.to_bbox(out)
-    R.union([out, out])
-    if out["size"][0] * out["size"][1] <= 4096:
-        assert int(R.decode(out).sum()) == a
-
+GOOD_RLE = {"size": [1, 4], "counts": "022"}  # [[1, 1, 0, 0]]
+BAD_RLE = {"size": [1, 4], "counts": "0"}  # runs sum to 0, not 4
 
 # ---------------------------------------------------------------- RLE helpers
 
 
+@reaches("to_rle", "validate")
 @FUZZ
-@given(obj=rle_dicts | json_values | polygons)
+@given(obj=rle_spellings | mutated(valid_rles) | rle_dicts | json_values | polygons)
+@example(obj=GOOD_RLE)
+@example(obj=BAD_RLE)
 def test_rle_to_rle_and_validate_random_objects(obj):
     for fn in (R.to_rle, R.validate):
         out = documented_only(fn, obj)
         if out is not None:
-            with time_limit():
-                _exercise(out)
+            with deadline():
+                exercise(out)
 
 
+frame_sizes = st.tuples(st.integers(1, 48), st.integers(1, 48))
+
+
+@st.composite
+def polygons_inside(draw, size) -> list:
+    """One or two polygons (3 to 6 vertices) inside an image of ``size`` (height, width)."""
+    h, w = size
+    vertex = st.tuples(st.floats(0, w), st.floats(0, h))
+    return [[c for xy in draw(st.lists(vertex, min_size=3, max_size=6)) for c in xy] for _ in range(draw(st.integers(1, 2)))]
+
+
+objects_with_sizes = (
+    rle_spellings.map(lambda r: (r, tuple(r["size"])))
+    | frame_sizes.flatmap(lambda size: st.tuples(polygons_inside(size), st.just(size)))
+    | st.tuples(rle_dicts | polygons | json_values, frame_sizes)
+)
+
+
+@reaches("to_rle")
 @FUZZ
-@given(obj=rle_dicts | polygons | json_values, size=st.tuples(st.integers(1, 48), st.integers(1, 48)))
-def test_rle_to_rle_with_a_size(obj, size):
+@given(case=objects_with_sizes)
+@example(case=(GOOD_RLE, (1, 4)))
+@example(case=(GOOD_RLE, (4, 1)))
+def test_rle_to_rle_with_a_size(case):
+    obj, size = case
     out = documented_only(R.to_rle, obj, size=list(size), where="fuzz")
     if out is not None:
         assert out["size"] == list(size)
-        with time_limit():
-            _exercise(out)
+        with deadline():
+            exercise(out)
 
 
+@st.composite
+def edited_text(draw, text: str) -> str:
+    """``text`` itself, or with one character dropped, replaced or appended."""
+    i = draw(st.integers(0, len(text)))
+    c = draw(st.sampled_from("0123456789:;<=>?@ABOP_`ao!~é"))
+    return draw(st.sampled_from([text, text[:i] + text[i + 1:], text[:i] + c + text[i + 1:], text + c]))
+
+
+counts_and_shapes = (
+    st.tuples(st.binary(max_size=40) | counts_text, st.integers(1, 2**16), st.integers(1, 2**16))
+    | valid_rles.flatmap(lambda r: st.tuples(edited_text(r["counts"]), st.just(r["size"][0]), st.just(r["size"][1])))
+    | valid_rles.map(lambda r: (r["counts"].encode(), r["size"][0], r["size"][1]))
+)
+
+
+@reaches("validate", "decode_counts")
 @FUZZ
-@given(counts=st.binary(max_size=40) | counts_text, h=st.integers(1, 2**16), w=st.integers(1, 2**16))
-def test_rle_validate_random_counts_bytes(counts, h, w):
+@given(case=counts_and_shapes)
+@example(case=("022", 1, 4))
+@example(case=("\x00", 1, 4))
+def test_rle_validate_random_counts_bytes(case):
+    counts, h, w = case
     out = documented_only(R.validate, {"size": [h, w], "counts": counts})
     if out is not None:
-        with time_limit():
-            _exercise(out)
+        with deadline():
+            exercise(out)
     documented_only(R.decode_counts, counts)
 
 
+@reaches("to_rle")
 @FUZZ
-@given(arr=hnp.arrays(hnp.scalar_dtypes(), hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6)))
+@given(arr=binary_masks | binary_masks.map(lambda m: m.astype(np.uint8)) | hnp.arrays(hnp.scalar_dtypes(), hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6)))
+@example(arr=np.array([[True, False], [False, True]]))
+@example(arr=np.zeros((2, 2, 2), dtype=bool))
 def test_rle_to_rle_random_arrays(arr):
     out = documented_only(R.to_rle, arr)
     if out is not None:
-        with time_limit():
-            _exercise(out)
+        with deadline():
+            exercise(out)
 
 
 # ---------------------------------------------------------------- files
 
-random_bytes = st.binary(max_size=300)
 json_text = json_values.map(lambda v: json.dumps(v))
 
 
@@ -147,12 +148,6 @@ def _tiny_png(draw_bytes: bytes) -> bytes:
     buf = io.BytesIO()
     Image.fromarray(arr).save(buf, format="PNG")
     return buf.getvalue()
-
-
-@contextlib.contextmanager
-def folder():
-    with tempfile.TemporaryDirectory(prefix="perckit-fuzz-") as d:
-        yield Path(d)
 
 
 # ---------------------------------------------------------------- r4d_bench
@@ -166,10 +161,19 @@ r4d_mask_files = st.dictionaries(
     | json_values,
     max_size=3,
 ).map(json.dumps)
+r4d_frames = st.dictionaries(st.integers(0, 30).map(str), st.just("m.png"), min_size=1, max_size=3)
+valid_r4d_mask_files = st.dictionaries(
+    st.text(min_size=1, max_size=6),
+    st.fixed_dictionaries({"frames": r4d_frames}) | r4d_frames.map(lambda d: [{"frame_id": int(k), "mask_path": v} for k, v in d.items()]),
+    min_size=1, max_size=3,
+)
 
 
+@reaches("load_mask_predictions")
 @FUZZ_SLOW
-@given(content=random_bytes | json_text | r4d_mask_files, png=random_bytes)
+@given(content=random_bytes | json_text | r4d_mask_files | mutated(valid_r4d_mask_files).map(json.dumps), png=random_bytes)
+@example(content='{"q1": {"frames": {"0": "m.png", "2": "m.png"}}}', png=b"")
+@example(content='{"q1": {"frames": {"0": "missing.png"}}}', png=b"")
 def test_r4d_mask_prediction_files(content, png):
     from perckit.r4d_bench.io import load_mask_predictions
 
@@ -181,8 +185,16 @@ def test_r4d_mask_prediction_files(content, png):
         assert rows is None or all(isinstance(r["query_id"], str) for r in rows)
 
 
+track_ids = st.lists(st.integers(0, 99) | st.text(alphabet=string.digits, min_size=1, max_size=3), max_size=3)
+valid_track_files = st.dictionaries(st.text(min_size=1, max_size=5), track_ids | track_ids.map(lambda ids: {"target_track_ids": ids}), min_size=1, max_size=3)
+
+
+@reaches("load_track_predictions")
 @FUZZ
-@given(content=random_bytes | json_text | st.dictionaries(st.text(max_size=5), st.lists(json_values, max_size=3) | json_values, max_size=3).map(json.dumps))
+@given(content=random_bytes | json_text | st.dictionaries(st.text(max_size=5), st.lists(json_values, max_size=3) | json_values, max_size=3).map(json.dumps)
+       | mutated(valid_track_files).map(json.dumps))
+@example(content='{"q1": [1, "2"], "q2": {"target_track_ids": []}}')
+@example(content='{"q1": "1"}')
 def test_r4d_track_prediction_files(content):
     from perckit.r4d_bench.io import load_track_predictions
 
@@ -219,17 +231,26 @@ def npz_files(draw) -> bytes:
 
 
 @st.composite
-def valid_npz(draw) -> bytes:
+def valid_npz(draw, dtypes=st.sampled_from([np.float32, np.float64, np.int32, np.bool_, np.dtype("U2")])) -> bytes:
     arrays = {}
     for key in draw(st.sets(st.sampled_from(["tracking_xyz", "depth", "camera_c2w", "frame_indices", "x"]), max_size=3)):
-        arrays[key] = draw(hnp.arrays(st.sampled_from([np.float32, np.float64, np.int32, np.bool_, np.dtype("U2")]), hnp.array_shapes(max_dims=3, max_side=4)))
+        arrays[key] = draw(hnp.arrays(dtypes, hnp.array_shapes(max_dims=3, max_side=4)))
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     return buf.getvalue()
 
 
+def _npz_bytes(**arrays) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+@reaches("read_npz", "load_prediction_row")
 @FUZZ_SLOW
-@given(content=random_bytes | npz_files() | valid_npz())
+@given(content=random_bytes | npz_files() | valid_npz() | valid_npz(st.sampled_from([np.float32, np.float64, np.int32, np.bool_])))
+@example(content=_npz_bytes(tracking_xyz=np.zeros((2, 3, 3), np.float32), frame_indices=np.arange(2)))
+@example(content=b"PK\x03\x04 not a zip")
 def test_syn4d_npz_prediction_files(content):
     from perckit.syn4d.io import PREDICTION_KEYS, load_prediction_row, read_npz
 
@@ -244,16 +265,28 @@ def test_syn4d_npz_prediction_files(content):
 
 # ---------------------------------------------------------------- refcoco_m
 
+
+def _lines(rows) -> str:
+    """JSON lines, one a row (a mutated list of rows may have become one JSON value: that value)."""
+    return "\n".join(json.dumps(r) for r in rows) if isinstance(rows, list) else json.dumps(rows)
+
+
 refcoco_lines = st.lists(
     st.fixed_dictionaries({"expression_id": st.text(max_size=4) | json_values, "mask": json_rle_dicts | json_values})
     | st.fixed_dictionaries({"sample_id": json_values, "sentence_index": json_values, "mask": json_rle_dicts})
     | json_values,
     max_size=4,
-).map(lambda rows: "\n".join(json.dumps(r) for r in rows))
+).map(_lines)
+valid_refcoco_rows = st.lists(
+    st.tuples(st.text(min_size=1, max_size=4), valid_rles | valid_rles.map(uncompressed)), min_size=1, max_size=4, unique_by=lambda t: t[0],
+).map(lambda pairs: [{"expression_id": e, "mask": m} for e, m in pairs])
 
 
+@reaches("load_predictions_jsonl")
 @FUZZ
-@given(content=random_bytes | refcoco_lines | st.text(max_size=200))
+@given(content=random_bytes | refcoco_lines | st.text(max_size=200) | mutated(valid_refcoco_rows).map(_lines))
+@example(content=_lines([{"expression_id": "1:0", "mask": GOOD_RLE}, {"sample_id": 2, "sentence_index": 0, "mask": uncompressed(GOOD_RLE)}]))
+@example(content=_lines([{"expression_id": "1:0", "mask": BAD_RLE}]))
 def test_refcoco_jsonl_prediction_files(content):
     from perckit.refcoco_m.io import load_predictions_jsonl
 
@@ -263,8 +296,8 @@ def test_refcoco_jsonl_prediction_files(content):
         rows = documented_only(load_predictions_jsonl, p)
         if rows:
             for r in rows:
-                with time_limit():
-                    _exercise(r["mask"])
+                with deadline():
+                    exercise(r["mask"])
 
 
 image_rows = st.lists(
@@ -272,10 +305,16 @@ image_rows = st.lists(
     | json_values,
     max_size=3,
 )
+valid_image_rows = st.lists(
+    st.tuples(st.integers(0, 50), st.lists(rle_spellings, min_size=1, max_size=2)), min_size=1, max_size=3, unique_by=lambda t: t[0],
+).flatmap(lambda samples: st.integers(0, 9).map(lambda image_id: [{"image_id": image_id, "samples": [{"id": i, "masks": m} for i, m in samples]}]))
 
 
+@reaches("flatten_image_predictions")
 @FUZZ
-@given(rows=image_rows | json_values)
+@given(rows=image_rows | json_values | mutated(valid_image_rows))
+@example(rows=[{"image_id": 1, "samples": [{"id": 3, "masks": [GOOD_RLE, np.zeros((1, 4), dtype=bool)]}]}])
+@example(rows=[{"image_id": 1, "samples": [{"id": 3, "masks": [BAD_RLE]}]}])
 def test_refcoco_flatten_image_predictions(rows):
     from perckit.refcoco_m.io import flatten_image_predictions
 
@@ -305,8 +344,11 @@ def rav_folders(draw) -> dict[str, bytes]:
     return files
 
 
+@reaches("load_predictions_dir")
 @FUZZ_SLOW
 @given(files=rav_folders(), ids=st.none() | st.lists(stems, max_size=3))
+@example(files={"s.json": b'{"edit_window_s": [0.5, 1.5], "selected_instance_index": 0}'}, ids=None)
+@example(files={"s.json": b'{"unknown": 1}'}, ids=None)
 def test_reason_av_edit_prediction_folders(files, ids):
     from perckit.reason_av_edit.io import load_predictions_dir
 
@@ -319,12 +361,30 @@ def test_reason_av_edit_prediction_folders(files, ids):
 
 # ---------------------------------------------------------------- the CLI's file reader
 
+ROW_SUFFIXES = [".jsonl", ".json", ".txt"]
 
+
+def _rows_file(rows, suffix: str) -> str:
+    """``rows`` written the way the reader expects a file of that suffix (JSON lines, else one JSON array)."""
+    return _lines(rows) if suffix == ".jsonl" and isinstance(rows, list) else json.dumps(rows)
+
+
+valid_rows = st.lists(st.dictionaries(st.text(max_size=5), json_values, max_size=3), min_size=1, max_size=4)
+row_files = (
+    st.tuples(random_bytes | json_text | st.lists(json_values, max_size=4).map(_lines), st.sampled_from(ROW_SUFFIXES))
+    | st.tuples(mutated(valid_rows), st.sampled_from(ROW_SUFFIXES)).map(lambda t: (_rows_file(*t), t[1]))
+)
+
+
+@reaches("_read_rows")
 @FUZZ
-@given(content=random_bytes | json_text | st.lists(json_values, max_size=4).map(lambda v: "\n".join(json.dumps(x) for x in v)), suffix=st.sampled_from([".jsonl", ".json", ".txt"]))
-def test_cli_row_files(content, suffix):
+@given(case=row_files)
+@example(case=('{"a": 1}\n\n{"b": [2]}', ".jsonl"))
+@example(case=('{"a": 1}', ".json"))
+def test_cli_row_files(case):
     from perckit.__main__ import _read_rows
 
+    content, suffix = case
     with folder() as d:
         p = d / f"rows{suffix}"
         p.write_bytes(content.encode() if isinstance(content, str) else content)

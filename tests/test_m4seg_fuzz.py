@@ -1,12 +1,14 @@
-"""Fuzzing the M4Seg parsers: random bytes, random JSON and structure-shaped random inputs.
+"""Fuzzing the M4Seg parsers: random bytes, random JSON, structure-shaped random inputs, and the spec's test
+vectors and the small release's examples with random edits.
 
-Same contract as tests/test_fuzz.py (whose strategies and guards are reused): an input either parses, or
-raises a documented perckit error (a :class:`perckit.errors.PerckitError` with a message); anything else
-fails the test, and every call runs under an alarm so a Python-level hang fails too. Targets: the prediction
-file reader ``load_predictions_jsonl`` and its per-line parser ``prediction_row``, the model-output parser
-``parse_grounded_answer``, the metric's core on random prediction and reference rows, and the release
-readers (the native JSON.gz stream, one native example, one Parquet record). Example counts are those of
-tests/test_fuzz.py (``PERCKIT_FUZZ_EXAMPLES`` for a longer run).
+Same contract and harness as tests/test_fuzz.py (tests/helpers/fuzz.py): an input either parses, or raises
+a documented perckit error (a :class:`perckit.errors.PerckitError` with a message); anything else fails the
+test, every call runs under an alarm so a Python-level hang fails too, and every test must reach both its
+parser's accepting and refusing branch. Targets: the prediction file reader ``load_predictions_jsonl`` and its
+per-line parser ``prediction_row``, the model-output parser ``parse_grounded_answer``, the metric's core on
+random prediction and reference rows, and the release readers (the native JSON.gz stream, one native
+example, one Parquet record). Example counts are those of tests/test_fuzz.py (``PERCKIT_FUZZ_EXAMPLES`` for a
+longer run).
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import gzip
 import json
 
 import numpy as np
-from hypothesis import given
+from helpers.fuzz import FUZZ, FUZZ_SLOW, documented_only, exercise, folder, json_rle_dicts, json_values, mutated, random_bytes, reaches, rle_dicts
+from helpers.harness import deadline
+from helpers.m4seg import S1_PRED, S1_REF, S2_PRED, S3_PRED, S4_PRED, S4_REF, parquet_records, small_examples
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from test_fuzz import FUZZ, FUZZ_SLOW, _exercise, documented_only, folder, json_rle_dicts, json_values, random_bytes, rle_dicts, time_limit
 
 from perckit.m4seg import io as m4io
 from perckit.m4seg import metrics as core
@@ -80,7 +84,7 @@ native_examples = st.fixed_dictionaries(
     },
     optional={"pair_id": json_values, "example_id": json_values, "image_ids": json_values, "q": json_values, "type": json_values},
 ) | json_values
-parquet_records = st.fixed_dictionaries(
+parquet_records_random = st.fixed_dictionaries(
     {
         "example_id": st.just("e") | json_values,
         "a": st.sampled_from(["chair_101 near table_102 and cup_201", ""]) | json_values,
@@ -108,15 +112,35 @@ def _check_prediction_row(row: dict) -> None:
     assert set(row) == {"example_id", "answer", "groundings"} and isinstance(row["example_id"], str) and isinstance(row["answer"], str)
     for g in row["groundings"]:
         assert set(g) == {"image_index", "name", "mask"} and isinstance(g["image_index"], int) and isinstance(g["name"], str)
-        with time_limit():
-            _exercise(g["mask"])
+        with deadline():
+            exercise(g["mask"])
+
+
+# ---------------------------------------------------------------- valid inputs, to be mutated
+
+PREDICTIONS = [S1_PRED, S2_PRED, S3_PRED, S4_PRED]
+#: Predictions paired with their reference (spec section 7).
+PAIRS = [(S1_PRED, S1_REF), (S2_PRED, S1_REF), (S3_PRED, S1_REF), (S4_PRED, S4_REF)]
+EXAMPLES = small_examples()
+RECORDS = parquet_records(EXAMPLES)
+
+
+def _lines(rows) -> str:
+    """JSON lines, one a row (a mutated list of rows may have become one JSON value: that value)."""
+    return "\n".join(json.dumps(r) for r in rows) if isinstance(rows, list) else json.dumps(rows)
+
+
+valid_jsonl_rows = st.lists(st.sampled_from([S1_PRED, S4_PRED]), min_size=1, max_size=2, unique_by=lambda r: r["example_id"])
 
 
 # ---------------------------------------------------------------- prediction files and model output
 
 
+@reaches("load_predictions_jsonl")
 @FUZZ
-@given(content=random_bytes | jsonl_files | st.text(max_size=200))
+@given(content=random_bytes | jsonl_files | st.text(max_size=200) | mutated(valid_jsonl_rows).map(_lines))
+@example(content=_lines([S1_PRED, S4_PRED]))
+@example(content=_lines([S1_PRED, S1_PRED]))
 def test_m4seg_jsonl_prediction_files(content):
     with folder() as d:
         p = d / "p.jsonl"
@@ -128,30 +152,51 @@ def test_m4seg_jsonl_prediction_files(content):
             assert len({r["example_id"] for r in rows}) == len(rows)
 
 
+@reaches("prediction_row")
 @FUZZ
-@given(obj=prediction_rows)
+@given(obj=prediction_rows | mutated(st.sampled_from(PREDICTIONS)))
+@example(obj=S4_PRED)
+@example(obj={**S1_PRED, "example_id": None})
 def test_m4seg_prediction_row_random_objects(obj):
     row = documented_only(m4io.prediction_row, obj, "fuzz")
     if row is not None:
         _check_prediction_row(row)
 
 
+@reaches("parse_grounded_answer")
 @FUZZ
 @given(text=grounded_text | json_values, masks=mask_lists, example_id=st.text(max_size=4) | json_values)
+@example(text="a <p>chair</p> [SEG] (IMAGE1)", masks=[np.ones((1, 4), dtype=bool)], example_id="s1")
+@example(text="a <p>chair</p> [SEG]", masks=[np.ones((1, 4), dtype=bool)], example_id="s1")
 def test_m4seg_parse_grounded_answer_random_text(text, masks, example_id):
     row = documented_only(m4io.parse_grounded_answer, text, masks, example_id)
     if row is not None:
         assert row["answer"] == (text or "")
         _check_prediction_row(row)
-        with time_limit():
+        with deadline():
             assert isinstance(m4io.clean_prediction_text(row["answer"]), str)
 
 
-@FUZZ_SLOW
-@given(prediction=prediction_rows, reference=references | st.just(REF), strict=st.booleans())
-def test_m4seg_metric_core_random_rows(prediction, reference, strict):
+def _paired_with_s1(prediction):
+    """Random predictions mostly get the reference's id "s1", so their fields are reached."""
     if isinstance(prediction, dict) and "example_id" in prediction:
-        prediction = {**prediction, "example_id": "s1"}  # mostly paired with the reference, so its fields are reached
+        return {**prediction, "example_id": "s1"}
+    return prediction
+
+
+metric_cases = (
+    st.tuples(prediction_rows.map(_paired_with_s1), references | st.just(REF))
+    | st.sampled_from(PAIRS).flatmap(lambda pair: st.tuples(mutated(st.just(pair[0]), max_edits=1), mutated(st.just(pair[1]), max_edits=1)))
+)
+
+
+@reaches("compute")
+@FUZZ_SLOW
+@given(case=metric_cases, strict=st.booleans())
+@example(case=(S1_PRED, S1_REF), strict=False)
+@example(case=(S4_PRED, S1_REF), strict=True)
+def test_m4seg_metric_core_random_rows(case, strict):
+    prediction, reference = case
     out = documented_only(core.compute, [prediction], [reference], strict=strict, **STUB)
     if out is not None:
         for k in ("miou", "recall", "ss", "siou", "i_ss", "i_siou", "giou", "ciou"):
@@ -160,12 +205,23 @@ def test_m4seg_metric_core_random_rows(prediction, reference, strict):
 
 # ---------------------------------------------------------------- release readers
 
+native_files = (
+    st.tuples(random_bytes | st.lists(native_examples, max_size=3).map(json.dumps).map(str.encode) | random_bytes.map(gzip.compress), st.booleans())
+    # the small release's examples (each at most once), with at most one edit in the file; gzip-compressed
+    | st.tuples(mutated(st.sets(st.sampled_from(range(len(EXAMPLES))), min_size=1).map(lambda ix: [EXAMPLES[i] for i in sorted(ix)]), max_edits=1)
+                .map(json.dumps).map(str.encode), st.just(True))
+)
 
+
+@reaches("scan_native", "read_every_row")
 @FUZZ_SLOW
-@given(content=random_bytes | st.lists(native_examples, max_size=3).map(json.dumps).map(str.encode) | random_bytes.map(gzip.compress),
-       compress=st.booleans(), cut=st.floats(0, 1))
-def test_m4seg_native_file_random_bytes(content, compress, cut):
+@given(case=native_files, cut=st.floats(0, 1))
+@example(case=(json.dumps(EXAMPLES).encode(), True), cut=1.0)
+@example(case=(json.dumps([EXAMPLES[0], {**EXAMPLES[1], "image_sizes": [[3, 2]]}]).encode(), True), cut=1.0)
+@example(case=(b"[", True), cut=1.0)
+def test_m4seg_native_file_random_bytes(case, cut):
     """The native reader over random files: the prepass, then every row."""
+    content, compress = case
     data = gzip.compress(content) if compress else content
     data = data[: max(1, int(len(data) * cut))] if cut < 0.2 else data
     with folder() as d:
@@ -173,11 +229,17 @@ def test_m4seg_native_file_random_bytes(content, compress, cut):
         p.write_bytes(data)
         scan = documented_only(release.scan_native, open, str(p), "test", need_count=True)
         if scan is not None:
-            documented_only(lambda: list(release.iter_native(open, release.native_shards(str(p), scan, 2), "test")))
+            def read_every_row():
+                return list(release.iter_native(open, release.native_shards(str(p), scan, 2), "test"))
+
+            documented_only(read_every_row)
 
 
+@reaches("native_to_row")
 @FUZZ
-@given(example=native_examples, order=st.sampled_from(release.SIZE_ORDERS))
+@given(example=native_examples | mutated(st.sampled_from(EXAMPLES)), order=st.sampled_from(release.SIZE_ORDERS))
+@example(example=EXAMPLES[0], order="auto")
+@example(example={**EXAMPLES[0], "image_sizes": [[1, 4]]}, order="auto")
 def test_m4seg_native_to_row_random_examples(example, order):
     row = documented_only(release.native_to_row, example, release.ConvertState("test", "f", order, quiet=True), "e")
     if row is not None:
@@ -187,8 +249,11 @@ def test_m4seg_native_to_row_random_examples(example, order):
             assert g["mask"]["size"] == [im["height"], im["width"]] and len(g["answer_span"]) == 2
 
 
+@reaches("parquet_to_row")
 @FUZZ
-@given(record=parquet_records)
+@given(record=parquet_records_random | mutated(st.sampled_from(RECORDS)))
+@example(record=RECORDS[1])
+@example(record={**RECORDS[0], "images": RECORDS[0]["images"][:1]})
 def test_m4seg_parquet_to_row_random_records(record):
     row = documented_only(release.parquet_to_row, record, release.ConvertState("test", "f", quiet=True))
     if row is not None:

@@ -16,7 +16,8 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from helpers.fuzz import reaches, record
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from pycocotools import mask as _coco
@@ -607,27 +608,40 @@ def _fuzz_validate(counts, h: int, w: int) -> None:
         out = R.validate({"size": [h, w], "counts": counts}, "fuzz")
     except RLEError as e:
         assert "fuzz" in str(e)
+        record("validate", "refused")
         return
+    record("validate", "accepted")
     _check_validated(out, h, w, counts)
 
 
 sides = st.integers(1, 64)
 
 
+# Random counts almost never sum to H*W: each test also runs one valid and one invalid explicit example, and
+# @reaches checks that both branches of _fuzz_validate ran (the accepting one is fuzzed by the sized-to-fit test).
+@reaches("validate")
 @FUZZ
 @given(st.binary(max_size=40), sides, sides)
+@example(b"022", 1, 4)
+@example(b"02", 1, 4)
 def test_fuzz_validate_random_bytes(counts, h, w):
     _fuzz_validate(counts, h, w)
 
 
+@reaches("validate")
 @FUZZ
 @given(st.text(max_size=40), sides, sides)
+@example("022", 1, 4)
+@example("é", 1, 4)
 def test_fuzz_validate_random_text(counts, h, w):
     _fuzz_validate(counts, h, w)
 
 
+@reaches("validate")
 @FUZZ
 @given(st.text(alphabet=st.characters(min_codepoint=40, max_codepoint=120), max_size=30), sides, sides)
+@example("04", 1, 4)
+@example("(", 1, 4)
 def test_fuzz_validate_near_alphabet_text(counts, h, w):
     _fuzz_validate(counts, h, w)
 
@@ -655,6 +669,7 @@ def test_fuzz_validate_alphabet_strings_sized_to_fit(counts, data):
     _check_validated(out, h, w, counts)
 
 
+@reaches("validate")
 @FUZZ
 @given(
     st.one_of(
@@ -664,14 +679,19 @@ def test_fuzz_validate_alphabet_strings_sized_to_fit(counts, data):
         st.text(max_size=3),
         st.lists(st.one_of(st.integers(-3, 70), st.floats(), st.booleans(), st.text(max_size=2), st.none()), max_size=3),
         st.tuples(st.integers(-3, 1 << 40), st.integers(-3, 1 << 40)),
+        st.sampled_from([[1, 4], [4, 1], [2, 2], (2, 2), [2.0, 2], [1, 3]]),  # the accepted sizes, and near misses
     )
 )
+@example([2, 2])
+@example([2, 3])
 def test_fuzz_size(size):
     try:
         out = R.validate({"size": size, "counts": "4"}, "fuzz")
     except RLEError as e:
         assert "fuzz" in str(e)
+        record("validate", "refused")
         return
+    record("validate", "accepted")
     assert out["counts"] == "4" and out["size"] in ([1, 4], [4, 1], [2, 2])
 
 
