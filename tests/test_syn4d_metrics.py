@@ -715,6 +715,7 @@ def summarize(tree: str, strict: bool, fixture_refs) -> dict:
 
 def test_fixture_reference_shapes(fixture_refs):
     _, refs = fixture_refs
+    assert refs  # an empty fixture would pass the loop below without checking a shape
     for ref in refs:
         assert ref["tracks_ref0_m"].shape == (32, 512, 3) and ref["tracks_ref0_m"].dtype == np.float32
         assert ref["depth_m"].shape == (32, 90, 160) and ref["depth_m"].dtype == np.float32
