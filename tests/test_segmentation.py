@@ -207,3 +207,70 @@ def test_resize_nearest_matches_dense_indexing():
         cols = np.minimum((np.arange(W) * w) // W, w - 1)
         expected = dense_counts(p[np.ix_(rows, cols)], g)
         assert seg.pair_counts(p, g, resize="nearest") == expected
+
+
+# ---------------------------------------------------------------- the one mask-pair core: fast paths and rules
+
+
+def test_fit_prediction_is_the_one_resize_rule(caplog):
+    p = R("021O1")
+    assert seg.fit_prediction(p, [2, 3], resize=None, where="w") is p  # same size: untouched
+    with pytest.raises(PredictionError) as info:
+        seg.fit_prediction(R("6", (3, 2)), [2, 3], resize=None, where="expression 'e1'")
+    assert str(info.value) == (
+        "expression 'e1': predicted mask size [3, 2] differs from the ground-truth size [2, 3] "
+        "([H, W]; pass resize_predictions='nearest' to resize predictions)"
+    )
+    with pytest.raises(PredictionError, match=r"^g\.mask: predicted mask size \[3, 2\] differs from the size of image 2 \[2, 3\]"):
+        seg.fit_prediction(R("6", (3, 2)), [2, 3], resize=None, where="g.mask", target="the size of image 2")
+    big = rle.encode(np.repeat(np.repeat(A, 2, axis=0), 2, axis=1))
+    with caplog.at_level(logging.WARNING, logger="perckit.segmentation"):
+        assert seg.fit_prediction(big, [2, 3], resize="nearest", where="w1") == R("021O1")
+        assert seg.fit_prediction(big, (2, 3), resize="nearest", where="w2", warn=False) == R("021O1")
+    assert "w1: resizing the predicted mask from [4, 6] to [2, 3] (nearest)" in caplog.text and "w2" not in caplog.text
+    assert seg.RESIZE_OPTION == "resize_predictions" and seg.EMPTY_UNION_OPTION == "empty_union_iou"
+
+
+def test_rle_pair_counts_fast_path():
+    c = seg.rle_pair_counts(R("021O1"), R("033"))
+    assert c == (2, 4, 3, 3) and (c.intersection, c.union, c.pred_area, c.gt_area) == (2, 4, 3, 3)
+    assert all(type(v) is int for v in c)
+    assert seg.rle_pair_counts(None, R("033")) == (0, 3, 0, 3)  # None is the empty mask
+    assert seg.rle_pair_counts(R("06"), None) == (0, 6, 6, 0)
+    assert seg.rle_pair_counts(None, None) == (0, 0, 0, 0)
+    assert seg.rle_pair_counts({"size": (2, 3), "counts": "033"}, R("033")) == (3, 3, 3, 3)  # a tuple size is the same size
+    with pytest.raises(RLEError, match="where: mask 1 has size"):
+        seg.rle_pair_counts(R("6"), R("6", (3, 2)), "where")  # never pycocotools' silent empty merge, even for empty masks
+    # rle.intersection_union / rle.iou are thin aliases of it
+    assert rle.intersection_union(R("021O1"), R("033")) == (2, 4)
+    assert rle.iou(R("6"), R("6"), empty_iou=0.25) == seg.pair_iou(0, 0, 0.25) == 0.25
+
+
+def test_iou_matrix_is_the_scalar_rule_cell_by_cell():
+    inter = np.array([[0, 2], [3, 0]])
+    union = np.array([[0, 4], [7, 5]])
+    for empty in (1.0, 0.0, 0.25):
+        m = seg.iou_matrix(inter, union, empty)
+        assert m.dtype == np.float64
+        assert m.tolist() == [[seg.pair_iou(int(i), int(u), empty) for i, u in zip(ri, ru)] for ri, ru in zip(inter, union)]
+    assert seg.iou_matrix(np.zeros((0, 3), int), np.zeros((0, 3), int)).shape == (0, 3)
+
+
+@FAST
+@given(st.tuples(st.integers(1, 8), st.integers(1, 8)).flatmap(
+    lambda hw: st.tuples(st.lists(hnp.arrays(bool, hw), max_size=4), st.lists(hnp.arrays(bool, hw), max_size=4))))
+def test_rle_count_matrix_equals_dense_numpy(masks):
+    ps, gs = masks
+    inter, union = seg.rle_count_matrix([rle.encode(p) for p in ps], [rle.encode(g) for g in gs])
+    assert inter.shape == union.shape == (len(ps), len(gs))
+    for i, p in enumerate(ps):
+        for j, g in enumerate(gs):
+            assert (int(inter[i, j]), int(union[i, j])) == dense_counts(p, g)
+    assert seg.count_matrix(ps, gs) == [[dense_counts(p, g) for g in gs] for p in ps]
+
+
+def test_count_matrix_with_masks_of_several_sizes():
+    big = rle.encode(np.repeat(np.repeat(A, 2, axis=0), 2, axis=1))
+    assert seg.count_matrix([big], [R("033"), rle.encode(np.repeat(np.repeat(GT, 2, 0), 2, 1))], resize="nearest") == [[(2, 4), (8, 16)]]
+    with pytest.raises(PredictionError, match=r"masks: prediction 0 vs ground truth 0: predicted mask size \[4, 6\]"):
+        seg.count_matrix([big], [R("033")])

@@ -8,6 +8,9 @@ pycocotools loops forever on counts that do not sum to H*W and silently
 returns an empty mask when merging masks of different sizes, so every RLE from
 outside goes through :func:`validate` (vectorised over the counts string)
 before it reaches pycocotools.
+
+The pixel counts of a mask pair (I, U) and the IoU rules live in :mod:`perckit.segmentation`;
+:func:`intersection_union` and :func:`iou` here are thin aliases of it.
 """
 
 from __future__ import annotations
@@ -275,7 +278,9 @@ def to_rle(obj: Any, size: Sequence[int] | None = None, where: str = "mask") -> 
     raise RLEError(f"{where}: expected an RLE dict, polygons or a 2-D array, got {type(obj).__name__}")
 
 
-def _check_same_size(rles: Sequence[RLE], where: str) -> list[int]:
+def check_same_size(rles: Sequence[RLE], where: str) -> list[int]:
+    """The common ``[H, W]`` of validated RLEs; a mask of another size raises :class:`RLEError` naming ``where``
+    (pycocotools silently returns an empty mask when merging masks of different sizes)."""
     size = [int(rles[0]["size"][0]), int(rles[0]["size"][1])]
     for i, r in enumerate(rles[1:], 1):
         if [int(r["size"][0]), int(r["size"][1])] != size:
@@ -289,7 +294,7 @@ def union(rles: Sequence[RLE], size: Sequence[int] | None = None, where: str = "
         if size is None:
             raise RLEError(f"{where}: the union of no masks needs a size")
         return empty(size[0], size[1])
-    s = _check_same_size(rles, where)
+    s = check_same_size(rles, where)
     if size is not None and s != [int(size[0]), int(size[1])]:
         raise RLEError(f"{where}: expected size {list(size)}, got {s}")
     if len(rles) == 1:
@@ -313,20 +318,27 @@ def areas(rles: Sequence[RLE]) -> list[int]:
 
 def intersection_area(a: RLE, b: RLE, where: str = "masks") -> int:
     """|A ∩ B| of two validated RLEs of one size."""
-    _check_same_size([a, b], where)
+    check_same_size([a, b], where)
     return int(_mask.area(_mask.merge([_to_c(a), _to_c(b)], intersect=True)))
 
 
 def intersection_union(a: RLE, b: RLE, where: str = "masks") -> tuple[int, int]:
-    """Exact (|A ∩ B|, |A ∪ B|) of two validated RLEs of one size."""
-    inter = intersection_area(a, b, where)
-    return inter, area(a) + area(b) - inter
+    """Exact (|A ∩ B|, |A ∪ B|) of two validated RLEs of one size.
+
+    A thin alias of :func:`perckit.segmentation.rle_pair_counts`, the one place that turns a mask pair
+    into (I, U).
+    """
+    from .segmentation import rle_pair_counts  # segmentation imports this module
+
+    counts = rle_pair_counts(a, b, where)
+    return counts.intersection, counts.union
 
 
 def iou(a: RLE, b: RLE, empty_iou: float = 1.0, where: str = "masks") -> float:
-    """|A ∩ B| / |A ∪ B|, and ``empty_iou`` when both masks are empty."""
-    inter, uni = intersection_union(a, b, where)
-    return inter / uni if uni else float(empty_iou)
+    """|A ∩ B| / |A ∪ B|, and ``empty_iou`` when both masks are empty (:func:`perckit.segmentation.pair_iou`)."""
+    from .segmentation import pair_iou
+
+    return pair_iou(*intersection_union(a, b, where), empty_union_iou=empty_iou)
 
 
 def to_bbox(rle: RLE) -> list[float]:

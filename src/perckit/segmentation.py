@@ -1,42 +1,59 @@
-"""The generic per-mask IoU core that every single-mask segmentation metric shares.
+"""The one mask-pair core: every metric that compares masks gets its pixel counts here.
 
-Accumulate: :func:`score_pair` turns one (prediction, ground truth) mask pair into a
-:class:`PairScore` with the exact integer counts I = |P ∩ G| and U = |P ∪ G| (pycocotools
-``area`` and ``merge(intersect=True)`` through :mod:`perckit.rle`, cast to Python ints;
-never pycocotools' ``iou()``). Reduce: :func:`reduce_iou` turns any number of pair scores
-into mIoU, cIoU, precision@t and the example count; :func:`reduce_groups` does the same per
-group (category, dataset, ...).
+Accumulate: :func:`pair_counts` turns one (prediction, ground truth) mask pair into the exact
+integer counts I = |P ∩ G| and U = |P ∪ G| (pycocotools ``area`` and ``merge(intersect=True)``
+through :mod:`perckit.rle`, cast to Python ints; never pycocotools' ``iou()``), and
+:func:`score_pair` adds the IoU under the empty-union rule (:func:`pair_iou`). Reduce:
+:func:`reduce_iou` turns any number of pair scores into mIoU, cIoU, precision@t and the example
+count; :func:`reduce_groups` does the same per group (category, dataset, ...).
 
-The reductions do not depend on the order of the scores: means are taken with
-``math.fsum`` (exactly rounded) and the pooled cIoU sums Python ints (no overflow), so
-evaluate's distributed mode, which gathers the shards in process order, gives the same
-numbers bit for bit.
+The rules that live here and nowhere else:
 
-Used by ``metrics/refer_iou`` (RefCOCO-M). Meant for every later mask metric too: M4Seg's
-pairings can build on :func:`count_matrix` and ReasonAVEdit's visual IoU / cIoU on
-:func:`score_pair` and :func:`reduce_iou`, instead of computing IoU again.
+- **counts**: :func:`rle_pair_counts` (two already validated RLEs, the fast path of the metrics that
+  validate each mask once) and :func:`rle_count_matrix` (every prediction against every ground
+  truth of one image); :func:`pair_counts` / :func:`count_matrix` validate first;
+- **resize on mismatch** (option ``resize_predictions``, :data:`RESIZE_OPTION`): a prediction whose
+  size differs from the ground truth's raises, or with ``"nearest"`` is resized and a warning
+  logged (:func:`fit_prediction`, one message for every metric);
+- **empty union** (option ``empty_union_iou``, :data:`EMPTY_UNION_OPTION`): IoU = I / U, and the
+  option's value when U = 0 (:func:`pair_iou`, :func:`iou_matrix`).
+
+The reductions do not depend on the order of the scores: means are :func:`perckit.stats.fmean`
+(exactly rounded) and the pooled cIoU sums Python ints (no overflow), so evaluate's distributed
+mode, which gathers the shards in process order, gives the same numbers bit for bit.
+
+Used by ``refer_iou`` (RefCOCO-M), ``mask_temporal`` (R4D-Bench), ``m4seg`` (M4Seg's P×G matrix and
+gIoU / cIoU) and ``av_reasoning`` (ReasonAVEdit's visual IoU / cIoU).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from . import rle as rle_ops
 from .errors import OptionError, PredictionError, check_choice
-# The project's id index (generic over the key; it lives with the first benchmark that needed it).
-from .matching import index_by_id
+from .matching import pair_by_id
+from .stats import fmean
 
 logger = logging.getLogger(__name__)
 
 #: The LAVT precision@t thresholds.
 DEFAULT_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
+#: The values of the resize option: None raises on a size mismatch, "nearest" resizes the prediction.
 RESIZE_MODES = (None, "nearest")
+#: The one name of the resize option, in every metric that has it.
+RESIZE_OPTION = "resize_predictions"
+#: The one name of the option giving the IoU of a pair whose union is empty, in every metric that has it.
+EMPTY_UNION_OPTION = "empty_union_iou"
 #: What a group block holds (see :func:`reduce_groups`).
 GROUP_KEYS = ("miou", "ciou", "num_examples")
+#: The empty-prediction hint of :func:`match_by_id` (single-mask metrics).
+EMPTY_MASK_HINT = "an empty mask means 'no object'"
 
 
 @dataclass(frozen=True)
@@ -46,6 +63,15 @@ class PairScore:
     intersection: int
     union: int
     iou: float
+
+
+class MaskCounts(NamedTuple):
+    """The exact pixel counts of one mask pair, as Python ints."""
+
+    intersection: int
+    union: int
+    pred_area: int
+    gt_area: int
 
 
 def as_rle(mask: Any, where: str = "mask") -> rle_ops.RLE:
@@ -82,34 +108,73 @@ def precision_key(threshold: float) -> str:
     return f"precision@{threshold:g}"
 
 
+# ---------------------------------------------------------------- the mask-pair rules
+
+
+def fit_prediction(
+    pred: rle_ops.RLE, size: Sequence[int], *, resize: str | None, where: str,
+    target: str = "the ground-truth size", warn: bool = True,
+) -> rle_ops.RLE:
+    """The resize-on-mismatch rule: a validated predicted RLE at ``size`` ([H, W]).
+
+    Same size: ``pred`` itself. Another size: with ``resize=None`` a :class:`PredictionError` naming
+    ``where``, both sizes (``target`` says what the expected size is) and the option; with
+    ``resize="nearest"`` the prediction resized with nearest neighbour, and a warning logged when
+    ``warn`` (a metric that warns once per query passes ``warn=False`` after the first).
+    """
+    want = [int(size[0]), int(size[1])]
+    if pred["size"] == want:
+        return pred
+    if resize is None:
+        raise PredictionError(
+            f"{where}: predicted mask size {pred['size']} differs from {target} {want} "
+            f"([H, W]; pass {RESIZE_OPTION}='nearest' to resize predictions)"
+        )
+    if warn:
+        logger.warning("%s: resizing the predicted mask from %s to %s (nearest)", where, pred["size"], want)
+    return rle_ops.resize_nearest(pred, want)
+
+
+def rle_pair_counts(pred: rle_ops.RLE | None, gt: rle_ops.RLE | None, where: str = "masks") -> MaskCounts:
+    """Exact ``(I, U, |P|, |G|)`` of two already validated RLEs (the fast path: no validation).
+
+    ``None`` stands for the empty mask. Two masks of different sizes raise :class:`~perckit.errors.RLEError`
+    naming ``where`` (fit the prediction first, :func:`fit_prediction`); pycocotools' intersection is
+    taken only when both masks have foreground.
+    """
+    if pred is not None and gt is not None and pred["size"] != gt["size"]:
+        rle_ops.check_same_size([pred, gt], where)  # raises unless the sizes differ only in type ([1, 4] vs (1, 4))
+    a_p = rle_ops.area(pred) if pred is not None else 0
+    a_g = rle_ops.area(gt) if gt is not None else 0
+    inter = rle_ops.intersection_area(pred, gt, where) if a_p and a_g else 0
+    return MaskCounts(inter, a_p + a_g - inter, a_p, a_g)
+
+
 def pair_counts(pred: Any, gt: Any, *, resize: str | None = None, where: str = "mask") -> tuple[int, int]:
-    """Exact ``(I, U)`` of a predicted and a ground-truth mask, as Python ints.
+    """Exact ``(I, U)`` of a predicted and a ground-truth mask in any accepted form, as Python ints.
 
     Both masks go through :func:`as_rle` first (validated: pycocotools loops forever on bad
-    counts). A prediction whose ``size`` differs from the ground truth's raises
-    :class:`PredictionError` naming ``where`` and both sizes, unless ``resize="nearest"``: it is
-    then resized to the ground-truth size with nearest neighbour, and a warning is logged.
+    counts); the prediction then goes through :func:`fit_prediction` (the resize rule) and the
+    pair through :func:`rle_pair_counts`.
     """
     check_choice("resize", resize, RESIZE_MODES)
     p = as_rle(pred, f"{where}: predicted mask")
     g = as_rle(gt, f"{where}: ground-truth mask")
-    if p["size"] != g["size"]:
-        if resize is None:
-            raise PredictionError(
-                f"{where}: predicted mask size {p['size']} differs from the ground-truth size {g['size']} "
-                "([H, W]; pass resize_predictions='nearest' to resize predictions)"
-            )
-        logger.warning("%s: resizing the predicted mask from %s to %s (nearest)", where, p["size"], g["size"])
-        p = rle_ops.resize_nearest(p, g["size"])
-    a_p = rle_ops.area(p)
-    a_g = rle_ops.area(g)
-    inter = rle_ops.intersection_area(p, g, where) if a_p and a_g else 0
-    return inter, a_p + a_g - inter
+    p = fit_prediction(p, g["size"], resize=resize, where=where)
+    counts = rle_pair_counts(p, g, where)
+    return counts.intersection, counts.union
 
 
 def pair_iou(intersection: int, union: int, empty_union_iou: float = 1.0) -> float:
-    """I / U, and ``empty_union_iou`` when U == 0 (both masks empty). No epsilon."""
+    """The empty-union rule: I / U, and ``empty_union_iou`` when U == 0 (both masks empty). No epsilon."""
     return intersection / union if union else float(empty_union_iou)
+
+
+def iou_matrix(intersection: np.ndarray, union: np.ndarray, empty_union_iou: float = 1.0) -> np.ndarray:
+    """:func:`pair_iou` of every cell of two count matrices, as float64 (the same value as the scalar rule)."""
+    inter = np.asarray(intersection, dtype=np.int64)
+    uni = np.asarray(union, dtype=np.int64)
+    return np.where(uni > 0, inter / np.maximum(uni, 1), float(empty_union_iou))
 
 
 def score_pair(pred: Any, gt: Any, *, resize: str | None = None, empty_union_iou: float = 1.0, where: str = "mask") -> PairScore:
@@ -118,22 +183,55 @@ def score_pair(pred: Any, gt: Any, *, resize: str | None = None, empty_union_iou
     return PairScore(inter, uni, pair_iou(inter, uni, empty_union_iou))
 
 
+def rle_count_matrix(preds: Sequence[rle_ops.RLE], gts: Sequence[rle_ops.RLE], where: str = "masks") -> tuple[np.ndarray, np.ndarray]:
+    """``(I, U)`` int64 matrices of every (prediction, ground truth) pair of validated RLEs of one size.
+
+    Row i = prediction i, column j = ground truth j. The areas are taken once per mask (batched), the
+    intersection only for pairs where both masks have foreground (the fast path of a P×G pairing).
+    """
+    a_p = rle_ops.areas(list(preds)) if preds else []
+    a_g = rle_ops.areas(list(gts)) if gts else []
+    inter = np.zeros((len(a_p), len(a_g)), dtype=np.int64)
+    for i, p in enumerate(preds):
+        if not a_p[i]:
+            continue
+        for j, g in enumerate(gts):
+            if a_g[j]:
+                inter[i, j] = rle_ops.intersection_area(p, g, f"{where}: prediction {i} vs ground truth {j}")
+    union = np.add.outer(np.asarray(a_p, dtype=np.int64), np.asarray(a_g, dtype=np.int64)) - inter
+    return inter, union
+
+
 def count_matrix(preds: Sequence[Any], gts: Sequence[Any], *, resize: str | None = None, where: str = "masks") -> list[list[tuple[int, int]]]:
-    """``(I, U)`` of every (prediction, ground truth) pair: row i = prediction i (for one-to-one pairings)."""
-    return [
-        [pair_counts(p, g, resize=resize, where=f"{where}: prediction {i} vs ground truth {j}") for j, g in enumerate(gts)]
-        for i, p in enumerate(preds)
-    ]
+    """``(I, U)`` of every (prediction, ground truth) pair: row i = prediction i (for one-to-one pairings).
+
+    Every mask is validated once; predictions go through :func:`fit_prediction` against each ground
+    truth of another size. When all masks have one size this is :func:`rle_count_matrix`.
+    """
+    check_choice("resize", resize, RESIZE_MODES)
+    ps = [as_rle(p, f"{where}: prediction {i}") for i, p in enumerate(preds)]
+    gs = [as_rle(g, f"{where}: ground truth {j}") for j, g in enumerate(gts)]
+    if len({tuple(m["size"]) for m in ps + gs}) <= 1:
+        inter, union = rle_count_matrix(ps, gs, where)
+        return [[(int(inter[i, j]), int(union[i, j])) for j in range(len(gs))] for i in range(len(ps))]
+    out = []
+    for i, p in enumerate(ps):
+        row = []
+        for j, g in enumerate(gs):
+            pair = f"{where}: prediction {i} vs ground truth {j}"
+            counts = rle_pair_counts(fit_prediction(p, g["size"], resize=resize, where=pair), g, pair)
+            row.append((counts.intersection, counts.union))
+        out.append(row)
+    return out
 
 
-def _mean(values: Iterable[float], n: int) -> float:
-    return math.fsum(values) / n
+# ---------------------------------------------------------------- reduce
 
 
 def reduce_iou(scores: Sequence[PairScore], thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> dict:
     """Reduce half: the summary of any number of pair scores.
 
-    - ``miou`` = (1/N) Σ IoU_i (``math.fsum``);
+    - ``miou`` = (1/N) Σ IoU_i (:func:`perckit.stats.fmean`);
     - ``ciou`` = Σ I_i / Σ U_i over Python ints, 1.0 when Σ U = 0;
     - ``precision@t`` = |{i : IoU_i ≥ t}| / N for each threshold (inclusive);
     - ``num_examples`` = N.
@@ -146,7 +244,7 @@ def reduce_iou(scores: Sequence[PairScore], thresholds: Sequence[float] = DEFAUL
         return {"miou": None, "ciou": None, **dict.fromkeys(keys), "num_examples": 0}
     inter = sum(int(s.intersection) for s in scores)
     uni = sum(int(s.union) for s in scores)
-    out: dict[str, Any] = {"miou": _mean((s.iou for s in scores), n), "ciou": inter / uni if uni else 1.0}
+    out: dict[str, Any] = {"miou": fmean(s.iou for s in scores), "ciou": inter / uni if uni else 1.0}
     for t, k in zip(thresholds, keys):
         out[k] = sum(1 for s in scores if s.iou >= t) / n
     out["num_examples"] = n
@@ -178,23 +276,13 @@ def per_example_rows(ids: Sequence[str], scores: Sequence[PairScore], id_key: st
     return [{id_key: i, "iou": s.iou, "intersection": s.intersection, "union": s.union} for i, s in zip(ids, scores)]
 
 
-def match_by_id(predictions: Sequence[Mapping], references: Sequence[Mapping], key: str) -> list[tuple[Mapping, Mapping]]:
-    """Pair every reference with the prediction of the same ``key`` (reference order).
+def match_by_id(
+    predictions: Sequence[Mapping], references: Sequence[Mapping], key: str, empty_hint: str = EMPTY_MASK_HINT
+) -> list[tuple[Mapping, Mapping]]:
+    """Pair every reference with the prediction of the same ``key`` (reference order), always strict.
 
-    Raises :class:`PredictionError` for a duplicate id on either side, a prediction id unknown
-    to the references, and a reference without a prediction (naming a few of the ids).
+    :func:`perckit.matching.pair_by_id` and its messages: a duplicate id on either side, a prediction
+    id unknown to the references and a reference without a prediction raise :class:`PredictionError`
+    naming a few of the ids (``empty_hint`` says what an empty prediction looks like).
     """
-    refs = index_by_id(references, "references", key)
-    preds = index_by_id(predictions, "predictions", key)
-    unknown = [k for k in preds if k not in refs]
-    if unknown:
-        raise PredictionError(
-            f"predictions: {len(unknown)} {key}(s) unknown to the references, e.g. {unknown[:5]}"
-        )
-    missing = [k for k in refs if k not in preds]
-    if missing:
-        raise PredictionError(
-            f"predictions: no prediction for {len(missing)} reference {key}(s), e.g. {missing[:5]} "
-            "(give every reference a prediction; an empty mask means 'no object')"
-        )
-    return [(preds[k], r) for k, r in refs.items()]
+    return pair_by_id(predictions, references, key, strict=True, empty_hint=empty_hint)  # type: ignore[return-value]
