@@ -838,7 +838,7 @@ def test_mask_temporal_missing_id_strict_by_default_lax_scores_empty_and_counts(
 
     refs = [MT_REF, {**MT_REF, "query_id": "r"}]
     preds = [mt_pred(MT_REF["frames"][0]["mask"])]
-    expect(lambda: core.mask_temporal(preds, refs), PredictionError, r"no row for 1 reference query_id.*'r'", "strict=False")
+    expect(lambda: core.mask_temporal(preds, refs), PredictionError, r"no prediction for 1 reference query_id.*'r'", "strict=False")
     out = core.mask_temporal(preds, refs, strict=False)
     assert out["num_missing_predictions"] == 1 and out["num_queries"] == 2
     rows = {r["query_id"]: r for r in out["per_query"]}
@@ -855,7 +855,7 @@ def test_track_id_missing_id_lax_by_default_scores_empty_and_counts_strict_raise
     assert out["num_missing_predictions"] == 1 and out["num_queries"] == 2
     rows = {r["query_id"]: r for r in out["per_query"]}
     assert (rows["r"]["num_pred"], rows["r"]["f1"]) == (0, 0.0) and out["f1"] == 0.5  # no row = the empty id set
-    expect(lambda: core.track_id(preds, refs, strict=True), PredictionError, r"no row for 1 reference query_id.*'r'")
+    expect(lambda: core.track_id(preds, refs, strict=True), PredictionError, r"no prediction for 1 reference query_id.*'r'")
 
 
 def test_syn4d_missing_id_strict_by_default_lax_records_a_failure():

@@ -1,6 +1,8 @@
 """Golden values of mask_temporal and track_id: the spec's test vectors V1-V5, computed by hand."""
 
+import dataclasses
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -74,7 +76,7 @@ def test_v4_two_frames_second_missing():
 
 
 def test_missing_prediction_row_strict_raises_lax_scores_empty():
-    with pytest.raises(PredictionError, match=r"no row for 1 reference query_id.*'B'.*strict=False"):
+    with pytest.raises(PredictionError, match=r"no prediction for 1 reference query_id.*'B'.*strict=False"):
         core.mask_temporal([pred("A", [(1, P1), (3, P34)])], V1_REFS)
     out = core.mask_temporal([pred("A", [(1, P1), (3, P34)])], V1_REFS, strict=False)
     assert out["per_query"][1]["miou"] == 1.0  # B: no prediction, both empty on its sentinel frames
@@ -206,3 +208,63 @@ def test_track_id_micro_both_empty_is_one():
     out = core.track_id([{"query_id": "q3", "target_track_ids": []}], [V5_REFS[2]])
     assert out["micro_precision"] == out["micro_recall"] == out["micro_f1"] == 1.0
     assert not math.isnan(out["f1"])
+
+
+# ---------------------------------------------------------------- the common option names and their deprecated aliases
+
+
+def _wrong_size_case():
+    big = rle.encode(np.repeat(np.repeat([[1, 1, 0, 0]], 2, 0), 2, 1))  # G upscaled 2x
+    return [pred("q", [(1, big)]), pred("B", [])], [ref("q", [(1, G)], [1]), V1_REFS[1]]
+
+
+def test_deprecated_option_aliases_warn_and_give_the_same_numbers():
+    preds, refs = _wrong_size_case()
+    new = core.mask_temporal(preds, refs, resize_predictions="nearest", empty_union_iou=0.0)
+    assert new["miou"] == 0.5  # q: IoU 1.0 after the resize; B: both frames empty, IoU = empty_union_iou = 0
+    with pytest.warns(FutureWarning, match="'resize_mismatched' is deprecated, use 'resize_predictions'"):
+        with pytest.warns(FutureWarning, match="'empty_iou' is deprecated, use 'empty_union_iou'"):
+            old = core.mask_temporal(preds, refs, resize_mismatched="nearest", empty_iou=0.0)
+    assert old == new
+    with pytest.warns(FutureWarning, match="'resize_mismatched'"):
+        opts = core.MaskTemporalOptions(resize_mismatched="nearest")
+    assert opts == core.MaskTemporalOptions(resize_predictions="nearest")
+    assert [f.name for f in dataclasses.fields(core.MaskTemporalOptions)].count("resize_mismatched") == 0  # not a field
+    assert dataclasses.replace(opts, iou_threshold=0.3).resize_predictions == "nearest"  # no second warning either
+
+
+def test_new_option_names_do_not_warn_and_refuse_like_the_old():
+    preds, refs = _wrong_size_case()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        core.mask_temporal(preds, refs, resize_predictions="nearest")
+        with pytest.raises(PredictionError, match=r"query 'q'.*frame 1.*\[2, 8\].*\[1, 4\].*resize_predictions='nearest'"):
+            core.mask_temporal(preds, refs)
+    for bad, name in [({"resize_predictions": "bilinear"}, "resize_predictions"), ({"empty_union_iou": 2}, "empty_union_iou"),
+                      ({"resize_mismatched": "bilinear"}, "resize_mismatched"), ({"empty_iou": "1"}, "empty_iou"),
+                      ({"empty_iou": 2}, "empty_iou")]:
+        with pytest.raises(OptionError, match=f"'{name}'"):
+            core.mask_temporal(preds, refs, **bad)
+    with pytest.raises(OptionError, match="deprecated alias of 'empty_union_iou'; pass only"):
+        core.mask_temporal(preds, refs, empty_iou=0.0, empty_union_iou=0.5)
+
+
+def test_deprecated_aliases_through_evaluate(mask_metric):
+    preds, refs = _wrong_size_case()
+    new = mask_metric.compute(predictions=preds, references=refs, resize_predictions="nearest", empty_union_iou=0.0)
+    with pytest.warns(FutureWarning, match="use 'resize_predictions'"):
+        old = mask_metric.compute(predictions=preds, references=refs, resize_mismatched="nearest", empty_union_iou=0.0)
+    assert old == new == core.mask_temporal(preds, refs, resize_predictions="nearest", empty_union_iou=0.0)
+
+
+def test_deprecated_resize_flag_of_the_command_line(r4d_release, tmp_path):
+    from perckit.r4d_bench import evaluate_mask_temporal as cli_mask
+
+    root = r4d_release.root
+    common = ["--self-check", "--ground-truth", str(root / "scripts/new_predictions_ground_truth_all_queries.json"),
+              "--queries-meta", str(root / "evaluation/R4D-Bench_queries.json"), "--repo-root", str(root)]
+    assert cli_mask.build_parser().parse_args(common + ["--resize-predictions", "nearest"]).resize_predictions == "nearest"
+    assert cli_mask.main(common + ["--resize-predictions", "nearest", "--output", str(tmp_path / "new.json")]) == 0
+    with pytest.warns(FutureWarning, match="'resize_mismatched' is deprecated, use 'resize_predictions'"):
+        assert cli_mask.main(common + ["--resize-mismatched", "nearest", "--output", str(tmp_path / "old.json")]) == 0
+    assert (tmp_path / "old.json").read_text() == (tmp_path / "new.json").read_text()

@@ -26,8 +26,9 @@ Args:
     iou_threshold (float, default 0.5): inclusive threshold of temporal_acc.
     evaluated_frames (str): "annotated_and_existence" (default), "annotated" or "all_scene_frames".
     macc_mode (str): "class_mean" (default) or "frame_success".
-    resize_mismatched (None or "nearest"): resize predictions whose size differs from the GT (default: raise).
-    empty_iou (float, default 1.0): IoU of a frame where both masks are empty.
+    resize_predictions (None or "nearest"): resize predictions whose size differs from the GT (default: raise).
+    empty_union_iou (float, default 1.0): IoU of a frame where both masks are empty.
+        (resize_mismatched and empty_iou are deprecated aliases of these two: they warn.)
     only_query_prefix (str), only_queries (list of str): score a subset, like the official flags.
     strict (bool, default True): a reference without a prediction row raises; False scores it as no output.
 Returns:

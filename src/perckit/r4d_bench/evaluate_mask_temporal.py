@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--self-check", action="store_true", help="score the ground truth against itself; every key must be 1.0")
     p.add_argument("--evaluated-frames", default="annotated_and_existence", choices=core.EVALUATED_FRAMES)
     p.add_argument("--macc-mode", default="class_mean", choices=core.MACC_MODES)
-    p.add_argument("--resize-mismatched", default=None, choices=["nearest"], help="resize predictions of another size (default: error)")
+    p.add_argument("--resize-predictions", default=None, choices=["nearest"], help="resize predictions of another size (default: error)")
+    p.add_argument("--resize-mismatched", default=None, choices=["nearest"], help="deprecated alias of --resize-predictions (warns)")
     p.add_argument("--mask-source", default="segmentation", choices=["segmentation", "mask_image"], help="GT geometry: segmentation (default) or the PNG paths of a *_with_paths file")
     return p
 
@@ -65,7 +66,9 @@ def run(args: argparse.Namespace) -> dict:
     known = {r["query_id"] for r in references}
     opts = core.MaskTemporalOptions(
         iou_threshold=args.iou_threshold, evaluated_frames=args.evaluated_frames, macc_mode=args.macc_mode,
-        resize_mismatched=args.resize_mismatched, only_query_prefix=args.only_query_prefix, only_queries=_only(args.only_queries),
+        resize_predictions=getattr(args, "resize_predictions", None),
+        **({"resize_mismatched": args.resize_mismatched} if getattr(args, "resize_mismatched", None) else {}),  # deprecated flag: warns
+        only_query_prefix=args.only_query_prefix, only_queries=_only(args.only_queries),
     )
     # As the official script: a query absent from the prediction file is scored as empty (strict=False).
     pairs = core.match_by_query_id(predictions, references, opts.selects, strict=False)

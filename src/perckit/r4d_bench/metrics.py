@@ -6,27 +6,30 @@ Accumulate: :func:`score_query` / :func:`score_track_query` turn one
 (macro means, pooled counts, groups). :func:`mask_temporal` and
 :func:`track_id` match predictions to references by ``query_id`` and run both.
 
-All pixel comparisons are exact integer counts in the RLE domain.
+All pixel comparisons are exact integer counts in the RLE domain, from the one mask-pair core
+:mod:`perckit.segmentation` (counts, the resize rule, the empty-union rule); the means are
+:func:`perckit.stats.fmean` and the id matching :func:`perckit.matching.pair_by_id`.
 """
 
 from __future__ import annotations
 
-import logging
-import math
-from dataclasses import asdict, dataclass, field
-from collections.abc import Iterable, Mapping, Sequence
+import warnings
+from dataclasses import InitVar, asdict, dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .. import rle as rle_ops
+from .. import segmentation as seg
 from ..errors import OptionError, PredictionError, RLEError, check_choice, check_option_type, check_options
 from ..jsonio import parse_int
-from ..matching import index_by_id
-
-logger = logging.getLogger(__name__)
+from ..matching import pair_by_id
+from ..stats import fmean
 
 EVALUATED_FRAMES = ("annotated_and_existence", "annotated", "all_scene_frames")
 MACC_MODES = ("class_mean", "frame_success")
-RESIZE_MODES = (None, "nearest")
+RESIZE_MODES = seg.RESIZE_MODES
+#: The deprecated option names of ``mask_temporal`` and their one name across the metrics (they warn).
+DEPRECATED_OPTIONS = {"resize_mismatched": seg.RESIZE_OPTION, "empty_iou": seg.EMPTY_UNION_OPTION}
 VIOU_THRESHOLDS = (0.3, 0.5)
 #: The keys that reproduce the R4D-Bench-QA camera-ready protocol (``Trump0412/ReferGaussian:docs/METRICS.md``):
 #: ``acc`` = Acc (frame-wise temporal activation accuracy over F_q, the value of ``existence_acc``) and
@@ -38,24 +41,44 @@ QUERY_KEYS = PAPER_KEYS + ("miou", "macc", "temporal_acc", "existence_acc") + DI
 GROUP_KEYS = QUERY_KEYS[:6] + tuple(f"viou@{r}" for r in VIOU_THRESHOLDS) + QUERY_KEYS[6:] + ("overall_iou", "num_queries")
 
 
+class _Unset:
+    """The default of a deprecated option alias: not given."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_UNSET: Any = _Unset()
+#: Missing-row hints of the two R4D-Bench metrics (see :func:`perckit.matching.missing_ids_message`).
+MASK_EMPTY_HINT = "frames=[] means no output"
+TRACK_EMPTY_HINT = "target_track_ids=[] means no output"
+
+
 @dataclass(frozen=True)
 class MaskTemporalOptions:
     iou_threshold: float = 0.5
     evaluated_frames: str = "annotated_and_existence"
     macc_mode: str = "class_mean"
-    resize_mismatched: str | None = None
-    empty_iou: float = 1.0
+    #: None: a predicted mask of another size than the reference raises; "nearest": it is resized.
+    resize_predictions: str | None = None
+    #: IoU of a frame where both masks are empty.
+    empty_union_iou: float = 1.0
     only_query_prefix: str | None = None
     only_queries: tuple[str, ...] | None = None
     #: A reference without a prediction row: ``True`` raises, ``False`` scores it as "no output" (empty
     #: masks / empty id set) and counts it in ``num_missing_predictions``.
     strict: bool = True
+    #: Deprecated aliases of ``resize_predictions`` / ``empty_union_iou`` (a ``FutureWarning``); not fields.
+    resize_mismatched: InitVar[str | None] = _UNSET
+    empty_iou: InitVar[float] = _UNSET
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, resize_mismatched: Any = _UNSET, empty_iou: Any = _UNSET) -> None:
+        self._take_alias("resize_mismatched", resize_mismatched, None)
+        self._take_alias("empty_iou", empty_iou, 1.0)
         check_choice("evaluated_frames", self.evaluated_frames, EVALUATED_FRAMES)
         check_choice("macc_mode", self.macc_mode, MACC_MODES)
-        check_choice("resize_mismatched", self.resize_mismatched, RESIZE_MODES)
-        for name in ("iou_threshold", "empty_iou"):
+        check_choice(seg.RESIZE_OPTION, self.resize_predictions, RESIZE_MODES)
+        for name in ("iou_threshold", seg.EMPTY_UNION_OPTION):
             value = check_option_type(name, getattr(self, name), "number")
             if not 0.0 <= float(value) <= 1.0:
                 raise OptionError(f"option {name!r}: expected a number in [0, 1], got {value!r}")
@@ -67,6 +90,22 @@ class MaskTemporalOptions:
             object.__setattr__(self, "only_queries", tuple(q for q in self.only_queries.split(",") if q))
         elif self.only_queries is not None:
             object.__setattr__(self, "only_queries", tuple(self.only_queries))
+
+    def _take_alias(self, old: str, value: Any, default: Any) -> None:
+        """A deprecated option given by its old name: checked under that name, warned about, and moved to the
+        new name; both names with different values raise :class:`OptionError`."""
+        if value is _UNSET:
+            return
+        new = DEPRECATED_OPTIONS[old]
+        if old == "resize_mismatched":
+            check_choice(old, value, RESIZE_MODES)
+        elif not 0.0 <= float(check_option_type(old, value, "number")) <= 1.0:
+            raise OptionError(f"option {old!r}: expected a number in [0, 1], got {value!r}")
+        current = getattr(self, new)
+        if current != default and current != value:
+            raise OptionError(f"option {old!r} is a deprecated alias of {new!r}; pass only {new!r}, got {old}={value!r} and {new}={current!r}")
+        warnings.warn(f"mask_temporal: option {old!r} is deprecated, use {new!r} (the name every metric uses)", FutureWarning, stacklevel=4)
+        object.__setattr__(self, new, value)
 
     def selects(self, query_id: str) -> bool:
         if self.only_query_prefix and not query_id.startswith(self.only_query_prefix):
@@ -149,7 +188,7 @@ def query_macc(tp: int, fp: int, fn: int, tn: int | None) -> float:
         accs.append(tn / (tn + fp))
     elif tn is None and fp > 0:
         accs.append(0.0)
-    return sum(accs) / len(accs) if accs else 1.0
+    return fmean(accs) if accs else 1.0
 
 
 def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTemporalOptions = MaskTemporalOptions()) -> QueryScore:
@@ -185,20 +224,11 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
         G = gt.get(t)
         P = pred.get(t)
         if G is not None and P is not None and P["size"] != G["size"]:
-            if options.resize_mismatched is None:
-                raise PredictionError(
-                    f"prediction {where}: frame {t}: mask size {P['size']} differs from the reference size {G['size']} "
-                    "(pass resize_mismatched='nearest' to resize predictions)"
-                )
-            if not warned:
-                logger.warning("mask_temporal: query %r: resizing predicted masks from %s to %s (nearest)", qid, P["size"], G["size"])
-                warned = True
-            P = rle_ops.resize_nearest(P, G["size"])
-        a_g = rle_ops.area(G) if G is not None else 0
-        a_p = rle_ops.area(P) if P is not None else 0
-        inter = rle_ops.intersection_area(P, G, where) if a_g and a_p else 0
-        uni = a_g + a_p - inter
-        iou = inter / uni if uni else float(options.empty_iou)
+            # the resize rule (one warning per query)
+            P = seg.fit_prediction(P, G["size"], resize=options.resize_predictions, where=f"prediction {where}: frame {t}", warn=not warned)
+            warned = True
+        inter, uni, a_p, a_g = seg.rle_pair_counts(P, G, where)  # the masks were validated once, by frame_masks
+        iou = seg.pair_iou(inter, uni, options.empty_union_iou)
         ious.append((t, iou))
         ref_mask = G if G is not None else P
         npix = ref_mask["size"][0] * ref_mask["size"][1] if ref_mask is not None else fallback_pixels
@@ -228,7 +258,7 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
         **base,
         acc=acc,
         viou=viou_sum / n_u if n_u else 1.0,
-        miou=math.fsum(i for _, i in ious) / n,
+        miou=fmean(i for _, i in ious),
         macc=macc,
         temporal_acc=temporal_acc,
         existence_acc=acc,
@@ -243,18 +273,12 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
     )
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    """Mean with an exactly rounded sum (``math.fsum``): the result does not depend on the order of the
-    queries, so evaluate's distributed mode (which gathers shards in process order) agrees bit for bit."""
-    return math.fsum(values) / len(values) if values else None
-
-
 def _group_block(scores: Sequence[QueryScore]) -> dict:
     if not scores:
         return {k: None for k in GROUP_KEYS[:-1]} | {"num_queries": 0}
     out: dict[str, Any] = {}
     for k in QUERY_KEYS:
-        out[k] = _mean([getattr(s, k) for s in scores])
+        out[k] = fmean(getattr(s, k) for s in scores)
     for r in VIOU_THRESHOLDS:
         out[f"viou@{r}"] = sum(1 for s in scores if s.viou > r) / len(scores)
     inter = sum(s.intersection for s in scores)
@@ -285,29 +309,20 @@ def reduce_mask_temporal(scores: Sequence[QueryScore]) -> dict:
 
 
 def match_by_query_id(
-    predictions: Sequence[Mapping], references: Sequence[Mapping], selects=lambda q: True, strict: bool = False
+    predictions: Sequence[Mapping],
+    references: Sequence[Mapping],
+    selects: Callable[[str], bool] | None = None,
+    strict: bool = False,
+    empty_hint: str = MASK_EMPTY_HINT,
 ) -> list[tuple[Mapping | None, Mapping]]:
-    """Pair predictions with references by ``query_id`` (reference order).
+    """Pair predictions with references by ``query_id`` (reference order): :func:`perckit.matching.pair_by_id`.
 
-    Duplicate ids on either side and a prediction whose id is unknown to the
-    references raise :class:`PredictionError`. A reference without a
-    prediction raises when ``strict``, else it is paired with ``None``
-    (scored as "no output").
+    Duplicate ids on either side and a prediction whose id is unknown to the references raise
+    :class:`PredictionError`. A reference without a prediction raises when ``strict`` (the message
+    gives ``empty_hint`` and ``strict=False``), else it is paired with ``None`` (scored as "no output").
+    ``selects(query_id)`` keeps a subset of the references.
     """
-    refs = index_by_id(references, "references")
-    preds = index_by_id(predictions, "predictions")
-    for qid in preds:
-        if qid not in refs:
-            raise PredictionError(f"predictions: query_id {qid!r} is unknown to the references")
-    pairs = [(preds.get(q), r) for q, r in refs.items() if selects(q)]
-    if strict:
-        missing = [r["query_id"] for p, r in pairs if p is None]
-        if missing:
-            raise PredictionError(
-                f"predictions: no row for {len(missing)} reference query_id(s), e.g. {missing[:5]}; give each query a "
-                "row (frames=[] means no output) or pass strict=False to score missing rows as empty"
-            )
-    return pairs
+    return pair_by_id(predictions, references, "query_id", strict=strict, empty_hint=empty_hint, lax_option="strict=False", selects=selects)
 
 
 def mask_temporal(predictions: Sequence[Mapping], references: Sequence[Mapping], **options: Any) -> dict:
@@ -383,7 +398,7 @@ def score_track_query(prediction: Mapping | None, reference: Mapping) -> TrackSc
 def _track_block(scores: Sequence[TrackScore]) -> dict:
     if not scores:
         return {k: None for k in TRACK_KEYS + ("micro_precision", "micro_recall", "micro_f1")} | {"num_queries": 0}
-    out = {k: _mean([getattr(s, k) for s in scores]) for k in TRACK_KEYS}
+    out = {k: fmean(getattr(s, k) for s in scores) for k in TRACK_KEYS}
     tp = sum(s.tp for s in scores)
     npred = sum(s.num_pred for s in scores)
     ngt = sum(s.num_gt for s in scores)
@@ -421,7 +436,7 @@ def track_id(
     """
     check_options("track_id", unknown, ())
     opts = MaskTemporalOptions(only_query_prefix=only_query_prefix, only_queries=only_queries, strict=strict)
-    pairs = match_by_query_id(predictions, references, opts.selects, opts.strict)
+    pairs = match_by_query_id(predictions, references, opts.selects, opts.strict, TRACK_EMPTY_HINT)
     out = reduce_track_id([score_track_query(p, r) for p, r in pairs])
     out["num_missing_predictions"] = sum(1 for p, _ in pairs if p is None)
     return out
