@@ -395,7 +395,7 @@ METRIC_CASES = [
     ("mask-size-nan", False, [pred_ground(mask={"size": [NAN, 4], "counts": "04"})], [S1_REF], {}, PredictionError, [P0 + r"\.mask", r"expected 'size' = \[H, W\]"]),
     ("mask-size-words", True, [pred_ground(mask={"size": ["one", "four"], "counts": "04"})], [S1_REF], {}, PredictionError, [r"m4seg: .*predictions\[0\]\.groundings", "'one'"]),
     ("mask-size-differs-from-the-image", True, [pred_ground(mask=R("02", (1, 2)))], [S1_REF], {}, PredictionError,
-     [P0 + r"\.mask: expected the size of image 1, \[H, W\] = \[1, 4\], found \[1, 2\]", "resize_predictions='nearest'"]),
+     [P0 + r"\.mask: predicted mask size \[1, 2\] differs from the size of image 1 \[1, 4\]", "resize_predictions='nearest'"]),
     ("mask-a-string", False, [pred_ground(mask="022")], [S1_REF], {}, PredictionError, [P0 + r"\.mask", "expected an RLE dict, polygons or a 2-D array, got str"]),
     ("mask-a-3d-array", False, [pred_ground(mask=np.zeros((1, 4, 1), dtype=bool))], [S1_REF], {}, PredictionError, [P0 + r"\.mask", "expected a 2-D array"]),
     ("mask-a-polygon", False, [pred_ground(mask=[[0, 0, 1, 0, 1, 1]])], [S1_REF], {}, PredictionError, [P0 + r"\.mask", "polygon segmentation has no size"]),

@@ -220,7 +220,7 @@ def test_metric_prediction_errors():
         _compute([bad_index], [S1_REF])
     bad_size = copy.deepcopy(S1_PRED)
     bad_size["groundings"][0]["mask"] = R("02", (1, 2))
-    with pytest.raises(PredictionError, match="expected the size of image 1, \\[H, W\\] = \\[1, 4\\], found \\[1, 2\\].*resize_predictions"):
+    with pytest.raises(PredictionError, match="predicted mask size \\[1, 2\\] differs from the size of image 1 \\[1, 4\\].*resize_predictions"):
         _compute([bad_size], [S1_REF])
     assert _compute([bad_size], [S1_REF], resize_predictions="nearest")["num_pred_groundings"] == 2
     bad_counts = copy.deepcopy(S1_PRED)

@@ -1,0 +1,190 @@
+"""The geometry half of ``metrics/m4seg``'s accumulate step: checking one (prediction, reference) pair and
+computing each image's P×G IoU matrix, its mask pairing and its gIoU / cIoU counts.
+
+Every pixel count comes from the one mask-pair core :mod:`perckit.segmentation`: the P×G matrix is
+:func:`~perckit.segmentation.rle_count_matrix` (IoU by :func:`~perckit.segmentation.iou_matrix`), a
+prediction of another size than its image goes through :func:`~perckit.segmentation.fit_prediction`
+(option ``resize_predictions``), and the per-image union counts through
+:func:`~perckit.segmentation.rle_pair_counts`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .. import rle as rle_ops
+from .. import segmentation as seg
+from ..errors import PredictionError, RLEError
+from ..errors import short_repr as _short
+from ..jsonio import parse_int
+from .codes import display_name, resolve_answer
+from .io import clean_prediction_text
+from .options import M4SegOptions
+from .pairing import pair_masks
+
+#: IoU of a (prediction, GT) cell of the P×G matrix whose union is empty: 0, GLaMM's rule (such a pair has no
+#: common pixel and is never paired). Not ``empty_union_iou``: the pairing keeps only pairs with IoU > 0.
+PAIRING_EMPTY_UNION_IOU = 0.0
+
+
+@dataclass
+class ImageGeom:
+    """One image of one sample: prediction and GT indices, IoU matrix P x G and the mIoU pairing."""
+
+    k: int
+    pred: list[int]
+    gt: list[int]
+    iou: np.ndarray
+    pairs: list[tuple[int, int, float]]
+    inter: int = 0
+    union: int = 0
+
+
+
+@dataclass
+class SampleGeom:
+    example_id: str
+    question_type: str
+    dataset_name: str
+    granularity: str
+    pred_text: str
+    gt_text: str
+    pred_names: list[str]
+    gt_names: list[str]
+    images: list[ImageGeom]
+
+
+
+def _mask(obj: Any, size: list[int], where: str, error: type[Exception] = PredictionError) -> rle_ops.RLE:
+    try:
+        return rle_ops.to_rle(obj, where=where)
+    except RLEError as e:
+        raise error(str(e)) from None
+
+
+def _list(value: Any, where: str, what: str) -> list:
+    """``value`` as a list (None: empty); anything else raises naming ``where``."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise PredictionError(f"{where}: expected a list of {what}, found {_short(value)}")
+    return list(value)
+
+
+def _text(value: Any, where: str) -> str:
+    """A str field (None: ""); anything else raises naming ``where``."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise PredictionError(f"{where}: expected a string, found {_short(value)}")
+    return value
+
+
+def union_mask_counts(pred_masks: Sequence[rle_ops.RLE], gt_masks: Sequence[rle_ops.RLE], size: Sequence[int], where: str) -> tuple[int, int]:
+    """gIoU / cIoU counts of one image: ``(|∪P_k ∩ ∪G_k|, |∪P_k ∪ ∪G_k|)`` as Python ints.
+
+    Every image of a sample counts, whichever side is empty: an image with predictions only adds their union
+    to the union (a false mask in an image without GT is penalised), one with GT only adds the GT union, one
+    with neither adds (0, 0). The pair counts are :func:`perckit.segmentation.rle_pair_counts` (the union masks
+    are pycocotools' output, already valid), the mask-pair code every metric uses.
+    """
+    if not pred_masks and not gt_masks:
+        return 0, 0
+    up = rle_ops.union(list(pred_masks), size=size, where=f"{where}: predicted masks")
+    ug = rle_ops.union(list(gt_masks), size=size, where=f"{where}: ground-truth masks")
+    counts = seg.rle_pair_counts(up, ug, where)
+    return counts.intersection, counts.union
+
+
+def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptions = M4SegOptions()) -> SampleGeom:
+    """Check one pair and compute its per-image IoU matrices and mask pairing (exact integer pixel counts)."""
+    eid = str(reference["example_id"])
+    rw = f"reference {eid!r}"
+    pw = f"prediction {eid!r}"
+    if prediction is None:
+        prediction = {}
+    if not isinstance(prediction, Mapping):
+        raise PredictionError(f"{pw}: expected a dict {{example_id, answer, groundings}}, found {_short(prediction)}")
+    images = _list(reference.get("images"), f"{rw}: images", "{height, width}")
+    if not images:
+        raise PredictionError(f"{rw}: images: expected at least one {{height, width}}, found none")
+    sizes = []
+    for k, im in enumerate(images):
+        if not isinstance(im, Mapping):
+            raise PredictionError(f"{rw}: images[{k}]: expected {{height, width}}, found {_short(im)}")
+        h = parse_int(im.get("height"), f"{rw}: images[{k}].height", PredictionError)
+        w = parse_int(im.get("width"), f"{rw}: images[{k}].width", PredictionError)
+        if h <= 0 or w <= 0 or h * w > rle_ops.MAX_PIXELS:
+            raise PredictionError(
+                f"{rw}: images[{k}]: expected a positive height and width of at most {rle_ops.MAX_PIXELS} pixels "
+                f"(a mask that size is decoded when resizing), found [H, W] = {[h, w]}"
+            )
+        sizes.append([h, w])
+    n = len(sizes)
+    answer = _text(reference.get("answer"), f"{rw}: answer")
+    gts = []
+    ref_groundings = _list(reference.get("groundings"), f"{rw}: groundings", "{image_index, name, answer_span, mask}")
+    for j, g in enumerate(ref_groundings):
+        gw = f"{rw}: groundings[{j}]"
+        if not isinstance(g, Mapping):
+            raise PredictionError(f"{gw}: expected {{image_index, name, answer_span, mask}}, found {_short(g)}")
+        k = parse_int(g.get("image_index"), f"{gw}.image_index", PredictionError)
+        if not 1 <= k <= n:
+            raise PredictionError(f"{gw}.image_index: expected 1..{n} (1-based, {n} image(s)), found {k}")
+        span = g.get("answer_span")
+        if span is not None:
+            if not isinstance(span, (list, tuple)) or len(span) != 2:
+                raise PredictionError(f"{gw}.answer_span: expected [start, end) (2 ints), found {_short(span)}")
+            s = parse_int(span[0], f"{gw}.answer_span[0]", PredictionError)
+            e = parse_int(span[1], f"{gw}.answer_span[1]", PredictionError)
+            if not 0 <= s <= e <= len(answer):
+                raise PredictionError(f"{gw}.answer_span: expected 0 <= start <= end <= {len(answer)} (the answer's length), found {[s, e]}")
+        name = _text(g.get("name"), f"{gw}.name")
+        mask = _mask(g.get("mask"), sizes[k - 1], f"{gw}.mask")
+        if mask["size"] != sizes[k - 1]:
+            raise PredictionError(f"{gw}.mask: expected the size of image {k}, [H, W] = {sizes[k - 1]}, found {mask['size']}")
+        gts.append((k, name, mask))
+    preds = []
+    warned = False
+    pred_answer = _text(prediction.get("answer"), f"{pw}: answer")
+    for j, g in enumerate(_list(prediction.get("groundings"), f"{pw}: groundings", "{image_index, name, mask}")):
+        gw = f"{pw}: groundings[{j}]"
+        if not isinstance(g, Mapping):
+            raise PredictionError(f"{gw}: expected {{image_index, name, mask}}, found {_short(g)}")
+        k = parse_int(g.get("image_index"), f"{gw}.image_index", PredictionError)
+        if not 1 <= k <= n:
+            raise PredictionError(f"{gw}.image_index: expected 1..{n} (the reference has {n} image(s)), found {k}")
+        name = _text(g.get("name"), f"{gw}.name")
+        mask = _mask(g.get("mask"), sizes[k - 1], f"{gw}.mask")
+        if mask["size"] != sizes[k - 1]:
+            # the resize rule (one warning per sample)
+            mask = seg.fit_prediction(mask, sizes[k - 1], resize=options.resize_predictions, where=f"{gw}.mask",
+                                      target=f"the size of image {k}", warn=not warned)
+            warned = True
+        preds.append((k, name, mask))
+    geoms = []
+    for k in range(1, n + 1):
+        pi = [i for i, p in enumerate(preds) if p[0] == k]
+        gi = [i for i, g in enumerate(gts) if g[0] == k]
+        inter, union = seg.rle_count_matrix([preds[i][2] for i in pi], [gts[j][2] for j in gi], f"{rw}: image {k}")
+        iou = seg.iou_matrix(inter, union, PAIRING_EMPTY_UNION_IOU)
+        geom = ImageGeom(k, pi, gi, iou, pair_masks(iou, options.matching) if pi and gi else [])
+        geom.inter, geom.union = union_mask_counts(
+            [preds[i][2] for i in pi], [gts[j][2] for j in gi], sizes[k - 1], f"{rw}: image {k}"
+        )
+        geoms.append(geom)
+    gt_text = resolve_answer(answer, ref_groundings, options.resolved_name_style)
+    return SampleGeom(
+        example_id=eid,
+        question_type=str(reference.get("question_type") or ""),
+        dataset_name=str(reference.get("dataset_name") or ""),
+        granularity=str(reference.get("granularity") or ""),
+        pred_text=clean_prediction_text(pred_answer),
+        gt_text=gt_text,
+        pred_names=[display_name(p[1]) for p in preds],
+        gt_names=[display_name(g[1]) for g in gts],
+        images=geoms,
+    )
