@@ -1,4 +1,5 @@
-"""``refer_iou``: the RefCOCO-M metric (mIoU, cIoU, precision@t) over :mod:`perckit.segmentation`.
+"""``refer_iou``: the RefCOCO-M metric (mIoU, cIoU, precision@t) over :mod:`perckit.segmentation`, the one
+mask-pair core (counts, the resize rule, the empty-union rule, the id matcher) of every perckit mask metric.
 
 Accumulate: :func:`score_expression` scores one (prediction, reference) pair. Reduce:
 :func:`reduce_refer_iou` aggregates the pair scores (overall, per supercategory, per
@@ -28,8 +29,8 @@ class ReferIoUOptions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "thresholds", seg.check_thresholds(self.thresholds))
-        object.__setattr__(self, "empty_union_iou", seg.check_threshold("empty_union_iou", self.empty_union_iou))
-        check_choice("resize_predictions", self.resize_predictions, seg.RESIZE_MODES)
+        object.__setattr__(self, "empty_union_iou", seg.check_threshold(seg.EMPTY_UNION_OPTION, self.empty_union_iou))
+        check_choice(seg.RESIZE_OPTION, self.resize_predictions, seg.RESIZE_MODES)
         if not isinstance(self.return_per_example, bool):
             raise OptionError(f"option 'return_per_example': expected True or False, got {self.return_per_example!r}")
 
