@@ -8,12 +8,11 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 from typing import Sequence
 
-from ..errors import OptionError, PerckitError
+from .. import cli
+from ..cli import finish, format_summary  # noqa: F401  (re-exported: they lived here before perckit.cli)
+from ..errors import OptionError
 from . import features as feats
 from . import io
 from . import metrics as core
@@ -36,8 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-absolute-paths", action="store_true", help="accept absolute mask paths in --predictions (only for a file you wrote yourself)")
     p.add_argument("--output", help="write the report JSON here")
     p.add_argument("--iou-threshold", type=float, default=0.5, help="threshold of temporal_acc, inclusive (default 0.5)")
-    p.add_argument("--only-query-prefix", help="score only queries whose id starts with this prefix")
-    p.add_argument("--only-queries", nargs="+", help="score only these query ids (space- or comma-separated)")
+    cli.add_query_filters(p)
     p.add_argument("--debug-query", help="print the per-frame IoU table of this query")
     p.add_argument("--self-check", action="store_true", help="score the ground truth against itself; every key must be 1.0")
     p.add_argument("--evaluated-frames", default="annotated_and_existence", choices=core.EVALUATED_FRAMES)
@@ -48,27 +46,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _only(values: Sequence[str] | None) -> list[str] | None:
-    if not values:
-        return None
-    return [q for v in values for q in v.split(",") if q]
-
-
 def run(args: argparse.Namespace) -> dict:
     rows = io.load_reference_rows(args.ground_truth, args.queries_meta, args.repo_root, args.mask_source)
-    if args.self_check:
-        predictions = io.gt_as_predictions(rows)
-    elif args.predictions:
-        predictions = io.load_mask_predictions(args.predictions, args.repo_root, args.allow_absolute_paths)
-    else:
-        raise OptionError("--predictions is required (or pass --self-check)")
+    predictions = cli.predictions_or_self_check(
+        args, lambda: io.gt_as_predictions(rows), lambda path: io.load_mask_predictions(path, args.repo_root, args.allow_absolute_paths)
+    )
     references = [feats.to_metric_reference(r) for r in rows]
     known = {r["query_id"] for r in references}
     opts = core.MaskTemporalOptions(
         iou_threshold=args.iou_threshold, evaluated_frames=args.evaluated_frames, macc_mode=args.macc_mode,
         resize_predictions=getattr(args, "resize_predictions", None),
         **({"resize_mismatched": args.resize_mismatched} if getattr(args, "resize_mismatched", None) else {}),  # deprecated flag: warns
-        only_query_prefix=args.only_query_prefix, only_queries=_only(args.only_queries),
+        only_query_prefix=args.only_query_prefix, only_queries=cli.split_list(args.only_queries) or None,
     )
     # As the official script: a query absent from the prediction file is scored as empty (strict=False).
     pairs = core.match_by_query_id(predictions, references, opts.selects, strict=False)
@@ -86,45 +75,12 @@ def run(args: argparse.Namespace) -> dict:
     return report
 
 
-def format_summary(report: dict, keys: Sequence[str] = SUMMARY_KEYS) -> str:
-    lines = []
-    for k in keys:
-        v = report.get(k)
-        lines.append(f"{k:>36s}  {v:.6f}" if isinstance(v, float) else f"{k:>36s}  {v}")
-    return "\n".join(lines)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        report = run(args)
-    except PerckitError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return finish(report, args.output, args.self_check, SUMMARY_KEYS, core.GROUP_KEYS[:-1], core.PAPER_KEYS)
+    return cli.run_guarded(_score, build_parser().parse_args(argv))
 
 
-def finish(
-    report: dict, output: str | None, self_check: bool, summary_keys: Sequence[str], check_keys: Sequence[str],
-    lead_keys: Sequence[str] = (),
-) -> int:
-    """Print the summary, write the report JSON, and in self-check mode fail unless every checked key is 1.0.
-
-    ``lead_keys`` (the paper's keys, e.g. ``acc`` and ``viou``) are named first in the self-check verdict."""
-    print(format_summary(report, summary_keys))
-    if output:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(json.dumps(report, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-        print(f"report written to {output}")
-    if self_check:
-        ordered = list(lead_keys) + [k for k in check_keys if k not in lead_keys]
-        bad = [k for k in ordered if report[k] != 1.0]
-        if bad:
-            print(f"self-check FAILED: {bad} are not 1.0", file=sys.stderr)
-            return 1
-        lead = ", ".join(f"{k} = 1.0" for k in lead_keys)
-        print(f"self-check passed: {lead} and every other metric is 1.0" if lead else "self-check passed: every metric is 1.0")
-    return 0
+def _score(args: argparse.Namespace) -> int:
+    return cli.finish(run(args), args.output, args.self_check, SUMMARY_KEYS, core.GROUP_KEYS[:-1], core.PAPER_KEYS)
 
 
 if __name__ == "__main__":
