@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
-from ..jsonio import decode_text, loads, parse_int
+from ..jsonio import decode_text, parse_int
 from ..jsonio import iter_json_lines
 from ..paths import check_relative, open_regular_file, read_regular_file, resolve_under
 from .geometry import unreal_rows_to_c2w
