@@ -80,6 +80,18 @@ def convert_all(benchmark: str, release: Path, out: Path, log: Log) -> tuple[Pat
     return export_dir, splits
 
 
+def build_sample(benchmark: str, out: Path, log: Log, describe: Callable[[Any], str]) -> tuple[Path, Any, dict]:
+    """Write ``benchmark``'s sample release under ``out/<benchmark>/release``, log ``describe(summary)`` and convert
+    every config: ``(the benchmark's demo folder, the writer's summary, {config: split})``."""
+    from .sample_releases import write_release
+
+    base = _fresh(out / benchmark)
+    summary = write_release(benchmark, base / "release")
+    log(describe(summary))
+    _, splits = convert_all(benchmark, base / "release", out, log)
+    return base, summary, splits
+
+
 def _check_perfect(benchmark: str, results: dict, keys: dict[str, tuple]) -> None:
     bad = [f"{m}.{k}" for m, ks in keys.items() for k in ks if results[m]["gt_as_prediction"].get(k) != 1.0]
     if bad:
@@ -105,13 +117,9 @@ def perturb_r4d(rows: list[dict], seed: int = 0) -> tuple[list[dict], list[dict]
 
 
 def run_r4d(out: Path, log: Log) -> dict:
-    from .sample_releases import write_release
     from .r4d_bench import features as feats
 
-    base = _fresh(out / "r4d_bench")
-    fx = write_release("r4d_bench", base / "release")
-    log(f"R4D-Bench: wrote the sample release ({len(fx.files)} files, {len(fx.query_ids)} queries)")
-    _, splits = convert_all("r4d_bench", base / "release", out, log)
+    base, fx, splits = build_sample("r4d_bench", out, log, lambda fx: f"R4D-Bench: wrote the sample release ({len(fx.files)} files, {len(fx.query_ids)} queries)")
     rows = splits["all_queries"].to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
     track_refs = [feats.to_track_reference(r) for r in rows]
@@ -144,17 +152,13 @@ def run_r4d(out: Path, log: Log) -> dict:
 
 
 def run_syn4d(out: Path, log: Log) -> dict:
-    from .sample_releases import write_release
     from .sample_releases.syn4d_predictions import write_predictions
     from .syn4d import evaluate as runner
     from .syn4d import io
     from .syn4d import metrics as core
     from .syn4d.features import to_metric_reference, to_numpy_row
 
-    base = _fresh(out / "syn4d")
-    fx = write_release("syn4d", base / "release")
-    log(f"Syn4D: wrote the sample release ({len(fx.files)} files, {len(fx.sequence_ids)} sequences)")
-    _, splits = convert_all("syn4d", base / "release", out, log)
+    base, fx, splits = build_sample("syn4d", out, log, lambda fx: f"Syn4D: wrote the sample release ({len(fx.files)} files, {len(fx.sequence_ids)} sequences)")
     rows = splits["challenge"].to_list()
     ids = [r["sequence_id"] for r in rows]
     gt_dir = write_predictions(fx, base / "predictions_gt")
@@ -202,13 +206,9 @@ def perturb_masks(masks: list[dict], seed: int = 0) -> list[dict]:
 
 
 def run_refcoco_m(out: Path, log: Log) -> dict:
-    from .sample_releases import write_release
     from .refcoco_m import features as feats
 
-    base = _fresh(out / "refcoco_m")
-    write_release("refcoco_m", base / "release")
-    log("RefCOCO-M: wrote the sample release (Parquet shards with embedded images and COCO RLE masks)")
-    _, splits = convert_all("refcoco_m", base / "release", out, log)
+    base, _, splits = build_sample("refcoco_m", out, log, lambda fx: "RefCOCO-M: wrote the sample release (Parquet shards with embedded images and COCO RLE masks)")
     rows = splits["expressions"].to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
     metric = load_metric("refer_iou")
@@ -228,15 +228,11 @@ def run_refcoco_m(out: Path, log: Log) -> dict:
 
 
 def run_reason_av_edit(out: Path, log: Log) -> dict:
-    from .sample_releases import write_release
     from .reason_av_edit import audio
     from .reason_av_edit import features as feats
     from .reason_av_edit.io import gt_as_predictions
 
-    base = _fresh(out / "reason_av_edit")
-    fx = write_release("reason_av_edit", base / "release")
-    log(f"ReasonAVEdit-Bench: wrote the sample release ({len(fx.sample_ids)} samples in 16 sub-tracks; media as 7 tars under archives/)")
-    _, splits = convert_all("reason_av_edit", base / "release", out, log)
+    base, fx, splits = build_sample("reason_av_edit", out, log, lambda fx: f"ReasonAVEdit-Bench: wrote the sample release ({len(fx.sample_ids)} samples in 16 sub-tracks; media as 7 tars under archives/)")
     ds = splits["default"]
     rows = ds.remove_columns(["video", "audio", "reason_visual", "reason_visual_mask", "ref_image"]).to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
@@ -269,13 +265,9 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
 
 
 def run_m4seg(out: Path, log: Log) -> dict:
-    from .sample_releases import write_release
     from .m4seg import features as feats
 
-    base = _fresh(out / "m4seg")
-    write_release("m4seg", base / "release")
-    log("M4Seg: wrote the sample release (native annotations/*.json.gz and Parquet shards, train and test)")
-    _, splits = convert_all("m4seg", base / "release", out, log)
+    base, _, splits = build_sample("m4seg", out, log, lambda fx: "M4Seg: wrote the sample release (native annotations/*.json.gz and Parquet shards, train and test)")
     rows = splits["default"].to_list()  # the test split
     refs = [feats.to_metric_reference(r) for r in rows]
     gt_preds = [feats.gt_as_prediction(r) for r in rows]

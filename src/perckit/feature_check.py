@@ -104,6 +104,15 @@ class _Leaf:
                 raise
 
 
+def _present(col: list) -> tuple[set, list]:
+    """The types of the values of ``col`` other than ``None``, and those values (``col`` itself when none is None)."""
+    types = set(map(type, col))
+    if _NONE in types:
+        types.discard(_NONE)
+        col = [x for x in col if x is not None]
+    return types, col
+
+
 def _first_bad(arr: np.ndarray, bad: np.ndarray) -> tuple:
     return tuple(int(i) for i in np.argwhere(bad)[0])
 
@@ -156,10 +165,7 @@ class _Int(_Leaf):
         super().check_list(items)
 
     def fast(self, col: list) -> bool:
-        types = set(map(type, col))
-        if _NONE in types:
-            types.discard(_NONE)
-            col = [x for x in col if x is not None]
+        types, col = _present(col)
         return types <= {int} and (not col or (self.lo <= min(col) and max(col) <= self.hi))
 
     def check_array(self, arr: np.ndarray) -> None:
@@ -223,10 +229,7 @@ class _Float(_Leaf):
         super().check_list(items)
 
     def fast(self, col: list) -> bool:
-        types = set(map(type, col))
-        if _NONE in types:
-            types.discard(_NONE)
-            col = [x for x in col if x is not None]
+        types, col = _present(col)
         if not types <= {float, int} or not col:
             return not types
         if types == {float} and self.max == math.inf:
