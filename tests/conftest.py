@@ -116,9 +116,12 @@ def m4_small(tmp_path_factory):
 
 
 #: Tests that start several interpreters, run the whole demo or build large inputs: `make test-fast` leaves them out
-#: (`-m "not slow"`); `make test` runs everything.
-SLOW_MODULES = {"test_distributed.py", "test_demo.py"}
-SLOW_NAMES = ("distributed", "two_processes", "four_processes")
+#: (`-m "not slow"`); `make test` runs everything. By module: the four-process runs of every metric, the demo, and
+#: the Parquet guard (its fixture writes 96 MiB values, 20-30 s). By name: every distributed run (two or four
+#: evaluate processes), and the M4Seg native examples of 70 MiB (a 27 s build). Others carry @pytest.mark.slow
+#: themselves (the cross-line comparison, convert killed at every step).
+SLOW_MODULES = {"test_distributed.py", "test_demo.py", "test_parquet_guard.py"}
+SLOW_NAMES = ("distributed", "two_processes", "four_processes", "of-70-mib")
 
 
 def pytest_collection_modifyitems(config, items):
