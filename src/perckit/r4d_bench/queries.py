@@ -152,6 +152,19 @@ class QueryRelease:
     scenes: dict[str, SceneInfo]
 
 
+def _release_file(root: Path, name: str, override: str | Path | None, what: str) -> Path:
+    """``name`` under the release ``root`` (a regular file that stays under it), or the ``override`` path the
+    command line gave (which must exist)."""
+    if override is None:
+        path = require_file(root, name, f"R4D-Bench {what}")
+        resolve_under(root, name, f"R4D-Bench release {str(root)!r}: {what}")
+        return path
+    path = Path(override)
+    if not path.is_file():
+        raise ReleaseNotFoundError(f"{what} {str(path)!r} not found")
+    return path
+
+
 def open_query_release(
     root: str | Path,
     config_name: str = "all_queries",
@@ -166,20 +179,8 @@ def open_query_release(
     root = Path(root)
     if gt_file is None:
         root = check_release_root(root)
-        gt_name = dense_gt_file(config_name, mask_source)
-        gt_path = require_file(root, gt_name, "R4D-Bench dense ground truth")
-        resolve_under(root, gt_name, f"R4D-Bench release {str(root)!r}: dense ground truth")
-    else:
-        gt_path = Path(gt_file)
-        if not gt_path.is_file():
-            raise ReleaseNotFoundError(f"dense ground truth {str(gt_path)!r} not found")
-    if queries_file is None:
-        meta_path = require_file(root, QUERIES_META, "R4D-Bench query metadata")
-        resolve_under(root, QUERIES_META, f"R4D-Bench release {str(root)!r}: query metadata")
-    else:
-        meta_path = Path(queries_file)
-        if not meta_path.is_file():
-            raise ReleaseNotFoundError(f"query metadata {str(meta_path)!r} not found")
+    gt_path = _release_file(root, dense_gt_file(config_name, mask_source), gt_file, "dense ground truth")
+    meta_path = _release_file(root, QUERIES_META, queries_file, "query metadata")
     if gt_file is not None and not (root / SCENES_DIR).is_dir():
         # The official layout keeps the GT under <root>/scripts/: find the scenes from there.
         candidate = gt_path.resolve().parent.parent
