@@ -67,11 +67,18 @@ def loads(text: str | bytes) -> Any:
     return json.loads(text, object_pairs_hook=_unique_object)
 
 
-def parse_json(text: str | bytes, where: str, error: type[Exception] = ReleaseFormatError) -> Any:
+def parse_json(text: str | bytes, where: str, error: type[Exception] = ReleaseFormatError, unique_keys: bool = True) -> Any:
     """:func:`loads` with every parse failure as ``error`` naming ``where``: a repeated key (the
     :class:`DuplicateKeyError` message), invalid JSON, undecodable bytes, an integer literal past Python's
-    digit limit (``ValueError``) and nesting thousands of levels deep (``RecursionError``)."""
+    digit limit (``ValueError``) and nesting thousands of levels deep (``RecursionError``).
+
+    ``unique_keys=False`` parses with plain ``json.loads`` (the last of a repeated key wins; a leading BOM is
+    still skipped), for the files whose format allows it."""
     try:
+        if not unique_keys:
+            if isinstance(text, bytes) and text.startswith(UTF8_BOM):
+                text = text[len(UTF8_BOM):]
+            return json.loads(text)
         return loads(text)
     except DuplicateKeyError as e:
         raise error(f"{where}: {e}") from None
@@ -108,17 +115,8 @@ def read_json(
                 data = f.read()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise not_found(f"{str(path)!r}: file not found") from None
-    try:
-        with gc_paused():
-            if unique_keys:
-                return loads(data)
-            return json.loads(data[len(UTF8_BOM):] if data.startswith(UTF8_BOM) else data)
-    except DuplicateKeyError as e:
-        raise error(f"{str(path)!r}: {e}") from None
-    except (ValueError, RecursionError) as e:
-        # ValueError covers JSONDecodeError, UnicodeDecodeError and Python's limit on the digits of an
-        # integer literal (4300); RecursionError an array or object nested thousands of levels deep.
-        raise error(f"{str(path)!r}: expected valid JSON, got a parse error: {type(e).__name__}: {e}") from None
+    with gc_paused():
+        return parse_json(data, repr(str(path)), error, unique_keys)
 
 
 #: Largest JSON Lines file :func:`iter_json_lines` reads when its caller names no cap of its own.

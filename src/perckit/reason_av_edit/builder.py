@@ -22,7 +22,7 @@ import datasets
 
 from ..builder_base import PerckitConfig, PerckitTableBuilder
 from ..errors import OptionError, ReleaseNotFoundError, check_choice
-from ..jsonio import in_background
+from ..prefetch import in_background
 from . import features as feats
 from . import release
 

@@ -22,6 +22,7 @@ from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from ..parquetio import check_column_chunk_sizes
 from ..paths import resolve_under
+from ..paths import relative_label
 from ..images import check_encoded_image
 from ..errors import short_repr as _short
 
@@ -343,13 +344,7 @@ def read_rows(
 
 def shard_label(path: str | Path, root: str | Path | None = None) -> str:
     """How errors name a shard: its path relative to the release root when possible."""
-    path = Path(path)
-    if root is not None:
-        try:
-            return path.relative_to(root).as_posix()
-        except ValueError:
-            pass
-    return str(path)
+    return relative_label(path, root) or str(path)
 
 
 def iter_release_rows(root: str | Path, options: ReadOptions = ReadOptions()) -> Iterator[dict]:
