@@ -281,6 +281,25 @@ def test_hub_download_fetches_only_needed_files(syn4d_release, tmp_path, monkeyp
     assert not any(f.endswith(("protocol.json", "baselines.json", "README.md")) for f in fetched)
 
 
+def test_hub_build_leaves_the_shared_config_unchanged(syn4d_release, tmp_path, monkeypatch):
+    """A Hub build keeps its snapshot on the builder: the class's BUILDER_CONFIGS entry (which datasets hands to
+    every builder made without config options) keeps data_dir=None, so a second build downloads again."""
+    from perckit import hub
+    from perckit.entrypoints import builder_class
+
+    source = tmp_path / "hub_repo"
+    shutil.copytree(syn4d_release.root, source)
+    calls = []
+    monkeypatch.setattr(hub, "snapshot_download", fake_snapshot_download(source, calls))
+    cls = builder_class("syn4d")
+    for n in (1, 2):
+        b = cls(config_name="tracking", cache_dir=str(tmp_path / f"c{n}"))
+        b.download_and_prepare()
+        assert len(calls) == n, calls
+        assert b.as_dataset("test").num_rows == len(syn4d_release.sequence_ids)
+    assert all(c.data_dir is None for c in cls.BUILDER_CONFIGS), [c.data_dir for c in cls.BUILDER_CONFIGS]
+
+
 def test_hub_offline_error_names_data_dir(tmp_path):
     from perckit.entrypoints import builder_class
 

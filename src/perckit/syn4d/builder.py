@@ -77,9 +77,14 @@ class Syn4DBuilder(PerckitBuilder):
 
     # ------------------------------------------------------------ shapes fixed per build
 
+    def _data_root(self) -> str | None:
+        """``data_dir``, else the Hub snapshot fetched by this build (kept on the builder: the config object
+        may be the class's shared ``BUILDER_CONFIGS`` entry, which later builds must find unchanged)."""
+        return self.config.data_dir or getattr(self, "_snapshot", None)
+
     def _paths(self) -> rel.ReleasePaths:
         c = self.config
-        return rel.resolve_release(c.data_dir, c.tracking_gt_dir, c.challenge_dir, c.index_file)
+        return rel.resolve_release(self._data_root(), c.tracking_gt_dir, c.challenge_dir, c.index_file)
 
     def _records(self, paths: rel.ReleasePaths) -> list[rel.SequenceRecord]:
         c = self.config
@@ -89,7 +94,8 @@ class Syn4DBuilder(PerckitBuilder):
         """Q and (H, W): the options, else read from the first NPY / EXR of a local release, else the real sizes."""
         c = self.config
         q, hw = c.num_queries, tuple(c.depth_hw) if c.depth_hw else None
-        if (q is None or (hw is None and c.name == "challenge")) and c.data_dir and Path(c.data_dir).is_dir():
+        root = self._data_root()
+        if (q is None or (hw is None and c.name == "challenge")) and root and Path(root).is_dir():
             paths = self._paths()
             records = self._records(paths)
             if q is None:
@@ -119,8 +125,8 @@ class Syn4DBuilder(PerckitBuilder):
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         c = self.config
-        if not c.data_dir:
-            c.data_dir = str(self._release_root())
+        if not self._data_root():
+            self._snapshot = str(self._release_root())
             # Q and (H, W) can only be read now that the files are here (as packaged builders infer features).
             self.info.features = self._features()
         paths = self._paths()
