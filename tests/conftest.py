@@ -120,7 +120,7 @@ def m4_small(tmp_path_factory):
 #: the Parquet guard (its fixture writes 96 MiB values, 20-30 s). By name: every distributed run (two or four
 #: evaluate processes), and the M4Seg native examples of 70 MiB (a 27 s build). Others carry @pytest.mark.slow
 #: themselves (the cross-line comparison, convert killed at every step).
-SLOW_MODULES = {"test_distributed.py", "test_demo.py", "test_parquet_guard.py"}
+SLOW_MODULES = {"test_benchmarks_distributed.py", "test_core_demo.py", "test_core_parquet_guard.py"}
 SLOW_NAMES = ("distributed", "two_processes", "four_processes", "of-70-mib")
 
 

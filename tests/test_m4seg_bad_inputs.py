@@ -1,7 +1,7 @@
 """The M4Seg rows of the bad-input matrix of docs/errors.md: the builder (native JSON.gz and Parquet), the
 metric (through ``evaluate`` and its core), and the prediction parsers.
 
-Same contract as tests/test_bad_inputs.py (helpers: tests/helpers/bad_inputs.py): the exception is one of the documented types of
+Same contract as tests/test_benchmarks_bad_inputs.py (helpers: tests/helpers/bad_inputs.py): the exception is one of the documented types of
 :mod:`perckit.errors` (for an error raised while ``datasets`` generates rows: in the cause chain of its
 ``DatasetGenerationError``, and nothing else may escape) and its message names the file or the field and
 says what was expected. Builder cases marked ``PRE`` must reach the caller unwrapped: they are found before

@@ -1,13 +1,13 @@
 """Fuzzing the M4Seg parsers: random bytes, random JSON, structure-shaped random inputs, and the spec's test
 vectors and the small release's examples with random edits.
 
-Same contract and harness as tests/test_fuzz.py (tests/helpers/fuzz.py): an input either parses, or raises
+Same contract and harness as tests/test_benchmarks_fuzz.py (tests/helpers/fuzz.py): an input either parses, or raises
 a documented perckit error (a :class:`perckit.errors.PerckitError` with a message); anything else fails the
 test, every call runs under an alarm so a Python-level hang fails too, and every test must reach both its
 parser's accepting and refusing branch. Targets: the prediction file reader ``load_predictions_jsonl`` and its
 per-line parser ``prediction_row``, the model-output parser ``parse_grounded_answer``, the metric's core on
 random prediction and reference rows, and the release readers (the native JSON.gz stream, one native
-example, one Parquet record). Example counts are those of tests/test_fuzz.py (``PERCKIT_FUZZ_EXAMPLES`` for a
+example, one Parquet record). Example counts are those of tests/test_benchmarks_fuzz.py (``PERCKIT_FUZZ_EXAMPLES`` for a
 longer run).
 """
 

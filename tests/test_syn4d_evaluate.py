@@ -5,7 +5,7 @@ import json
 import pytest
 from helpers.common import REPO, SYN4D_PARITY
 from helpers.distributed import run_distributed
-from syn4d_compare import assert_official_equal
+from helpers.syn4d import assert_official_equal
 
 from perckit.syn4d import evaluate as runner
 from perckit.syn4d import io

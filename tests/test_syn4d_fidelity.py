@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 from helpers.common import REPO, SYN4D_PARITY
-from syn4d_compare import assert_official_equal
+from helpers.syn4d import assert_official_equal
 
 from perckit.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError

@@ -257,7 +257,7 @@ def test_pose_batched_calls_match_the_straightforward_formulas_bit_for_bit():
 
 
 def test_numpy_path_scores_the_spec_vectors(numpy_path):
-    """Without numba the metrics still run (the D1 / T1 numbers are checked in test_syn4d_metrics)."""
+    """Without numba the metrics still run (the D1 / T1 numbers are checked in test_syn4d_metric)."""
     gt = np.array([[[1, 2, 3], [4, 0, 5]]], dtype=np.float32)
     r = core.depth_metrics(gt, np.array([[[1, 2, 3], [8, 7, -1]]], dtype=np.float32))
     assert r["valid_pixels"] == 4 and r["abs_rel"] == pytest.approx(0.25, rel=1e-15)

@@ -1,4 +1,4 @@
-"""The bad-input matrix's toolkit (tests/test_bad_inputs.py, tests/test_m4seg_bad_inputs.py and the trust
+"""The bad-input matrix's toolkit (tests/test_benchmarks_bad_inputs.py, tests/test_m4seg_bad_inputs.py and the trust
 tests): the strict ``expect``, release edits (functions of the release root that break one file), and the
 hostile values every parser is fed (NaN, a 2**40-pixel RLE, deep and huge JSON, bytes that are not UTF-8)."""
 

@@ -1,4 +1,4 @@
-"""The fuzz tests' harness (tests/test_fuzz.py, tests/test_m4seg_fuzz.py): settings, the documented-only
+"""The fuzz tests' harness (tests/test_benchmarks_fuzz.py, tests/test_m4seg_fuzz.py): settings, the documented-only
 guard and its record of which branch each example took, and the strategies the two modules share.
 
 The contract (docs/errors.md): an input either parses, or raises one of the documented perckit errors (a

@@ -202,7 +202,7 @@ def _schema_cases():
         for side in ("predictions", "references"):
             for path, kind, dtype in leaves(m.features[side]):
                 if not path:
-                    continue  # the row itself: tests/test_bad_inputs.py [missing-key], below [row-*]
+                    continue  # the row itself: tests/test_benchmarks_bad_inputs.py [missing-key], below [row-*]
                 bad = BAD[kind] + (FLOAT32_BAD if dtype == "float32" else [])
                 for vid, value in bad:
                     yield pytest.param(name, config, side, path, kind, value, id=f"{name}{'-' + config if config else ''}-{side}{show(path)}-{vid}")

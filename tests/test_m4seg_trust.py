@@ -2,7 +2,7 @@
 object that repeats a key is an error, and a UTF-8 BOM is skipped only at the start of a stream.
 
 Builder cases run on the two-example test split of tests/helpers/m4seg.py (``m4_small``; native and Parquet give
-identical rows); every case id is a row of docs/errors.md (``trust_m4seg::``)."""
+identical rows); every case id is a row of docs/errors.md (``m4trust::``)."""
 
 from __future__ import annotations
 
@@ -413,7 +413,7 @@ def test_prediction_jsonl_bom(tmp_path):
 
 
 def test_every_trust_case_is_documented():
-    text = "\n".join(line for line in (REPO / "docs" / "errors.md").read_text(encoding="utf-8").splitlines() if "trust_m4seg::" in line)
+    text = "\n".join(line for line in (REPO / "docs" / "errors.md").read_text(encoding="utf-8").splitlines() if "m4trust::" in line)
     ids = [c[0] for c in PATH_CASES + IMAGE_ROOT_CASES + RELEASE_FILE_CASES + DUP_CASES]
     missing = [i for i in ids if f"[{i}]" not in text]
     assert not missing, f"cases not in docs/errors.md: {missing}"

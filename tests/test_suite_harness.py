@@ -25,7 +25,7 @@ MODULES = sorted(TESTS.glob("test_*.py"))
 #: Calls that fail a test by themselves (the last part of the called name).
 FAILING_CALLS = {"raises", "warns", "fail", "deprecated_call"}
 #: Test modules with fuzz tests: each ``@given`` test there must carry ``@reaches``.
-FUZZ_MODULES = {"test_fuzz.py", "test_m4seg_fuzz.py"}
+FUZZ_MODULES = {"test_benchmarks_fuzz.py", "test_m4seg_fuzz.py"}
 
 
 def _called_name(call: ast.Call) -> str | None:

@@ -1,9 +1,9 @@
 """evaluate's distributed mode and add_batch: every metric module gives the single-process result.
 
-Already covered elsewhere (not repeated): 2 processes for every metric (tests/test_r4d_evaluate.py for
+Already covered elsewhere (not repeated): 2 processes for every metric (tests/test_r4d_bench_evaluate.py for
 mask_temporal and track_id, tests/test_syn4d_evaluate.py for syn4d tracking and pose,
-tests/test_refcoco_m.py for refer_iou, tests/test_reason_av_edit_metrics.py for av_reasoning,
-tests/test_m4seg_metrics.py for m4seg) and 4 for mask_temporal (tests/test_r4d_evaluate.py). Here: 4 real
+tests/test_refcoco_m.py for refer_iou, tests/test_reason_av_edit_metric.py for av_reasoning,
+tests/test_m4seg_metric.py for m4seg) and 4 for mask_temporal (tests/test_r4d_bench_evaluate.py). Here: 4 real
 processes for track_id, syn4d (tracking), refer_iou, av_reasoning and m4seg, spawned once (each process runs
 the jobs in a row, see tests/helpers/dist_jobs_worker.py), and add_batch in batch sizes 1, 3, all and an
 irregular split for all six metrics. m4seg runs twice: with the stub encoder and without METEOR (always),

@@ -16,7 +16,7 @@ import pytest
 from perckit.errors import OptionError, PredictionError
 from perckit.syn4d import metrics as core
 from perckit.syn4d.geometry import umeyama_sim3, unreal_rows_to_c2w, unreal_to_c2w
-from syn4d_compare import assert_official_equal, reason_prefix
+from helpers.syn4d import assert_official_equal, reason_prefix
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "syn4d_seed0"
 M_AXES = np.array([[0, 0, 1], [1, 0, 0], [0, -1, 0]], dtype=np.float64)
