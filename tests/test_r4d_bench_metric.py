@@ -129,7 +129,7 @@ def test_macc_frame_success_mode_equals_temporal_acc():
 
 
 def test_empty_iou_option():
-    out = core.mask_temporal([pred("B", [])], [V1_REFS[1]], empty_iou=0.0)
+    out = core.mask_temporal([pred("B", [])], [V1_REFS[1]], empty_union_iou=0.0)
     assert out["miou"] == 0.0
 
 
@@ -146,7 +146,7 @@ def test_wrong_size_prediction_raises_or_resizes():
     r = [ref("q", [(1, G)], [1])]
     with pytest.raises(PredictionError, match=r"query 'q'.*frame 1.*\[2, 8\].*\[1, 4\]"):
         core.mask_temporal([pred("q", [(1, big)])], r)
-    out = core.mask_temporal([pred("q", [(1, big)])], r, resize_mismatched="nearest")
+    out = core.mask_temporal([pred("q", [(1, big)])], r, resize_predictions="nearest")
     assert out["miou"] == 1.0
 
 
