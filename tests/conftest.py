@@ -21,6 +21,29 @@ from helpers.common import REPO, SYN4D_PARITY  # noqa: E402
 from perckit.entrypoints import build_split  # noqa: E402
 
 
+def _checkout_files() -> set[str]:
+    """Files at the checkout's top level and in builders/ and metrics/ (where a stray lock or cache would land)."""
+    return {
+        str(p.relative_to(REPO)) for d in (REPO, REPO / "builders", REPO / "metrics") if d.is_dir() for p in d.iterdir()
+        if p.name not in _TOOL_FOLDERS and not p.name.endswith(".egg-info") and not p.name.startswith(".venv")
+    }
+
+
+#: What pytest, hypothesis, Python and the wheel build keep in a checkout by design.
+_TOOL_FOLDERS = frozenset({".hypothesis", ".pytest_cache", "__pycache__", "build"})
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkout_left_clean():
+    """The suite writes nothing into the checkout (a builder instantiated from a script loaded by path makes
+    datasets write ``builders.lock`` beside ``builders/``: tests load copies of the scripts instead)."""
+    before = _checkout_files()
+    yield
+    new = sorted(_checkout_files() - before)
+    if new:
+        pytest.fail(f"the test run wrote into the checkout: {new}", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def r4d_release(tmp_path_factory):
     from perckit.fixtures.base import write_release

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -39,7 +40,12 @@ def test_the_descriptor_builder_is_the_class_the_script_subclasses(name, tmp_pat
     cls = b.builder_class()
     assert builder_class(name) is cls and cls.__module__ == f"perckit.{name}.builder"
     assert cls.BUILDER_CONFIG_CLASS.BENCHMARK == name and cls.benchmark() is b
-    spec = importlib.util.spec_from_file_location(f"test_script_{name}", script_path("builders", name))
+    # A copy of the script: instantiating a builder whose module was loaded by path makes datasets lock the
+    # script's grandparent folder (``builders.lock`` beside ``builders/``), which must not land in the checkout.
+    copy = tmp_path / "builders" / name / f"{name}.py"
+    copy.parent.mkdir(parents=True)
+    shutil.copyfile(script_path("builders", name), copy)
+    spec = importlib.util.spec_from_file_location(f"test_script_{name}", copy)
     script = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, spec.name, script)  # datasets looks a builder's module up by name
     spec.loader.exec_module(script)
