@@ -274,3 +274,16 @@ def test_count_matrix_with_masks_of_several_sizes():
     assert seg.count_matrix([big], [R("033"), rle.encode(np.repeat(np.repeat(GT, 2, 0), 2, 1))], resize="nearest") == [[(2, 4), (8, 16)]]
     with pytest.raises(PredictionError, match=r"masks: prediction 0 vs ground truth 0: predicted mask size \[4, 6\]"):
         seg.count_matrix([big], [R("033")])
+
+
+def test_dense_pair_counts_agree_with_the_rle_counts():
+    """The dense counterpart (audio time-frequency masks, frame vectors) counts exactly what the RLE path counts."""
+    rng = np.random.default_rng(3)
+    for shape, p_on, g_on in [((5, 7), 0.4, 0.6), ((1, 9), 0.0, 0.5), ((4, 4), 0.0, 0.0), ((3, 6), 1.0, 0.2)]:
+        p = rng.random(shape) < p_on
+        g = rng.random(shape) < g_on
+        dense = seg.dense_pair_counts(p, g)
+        assert dense == seg.rle_pair_counts(rle.encode(p.astype(np.uint8)), rle.encode(g.astype(np.uint8)))
+        assert dense.intersection == int((p & g).sum()) and dense.union == int((p | g).sum())
+    with pytest.raises(ValueError, match=r"tf: the two masks differ in shape, \[2, 3\] vs \[3, 2\]"):
+        seg.dense_pair_counts(np.zeros((2, 3), bool), np.zeros((3, 2), bool), "tf")

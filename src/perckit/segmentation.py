@@ -150,6 +150,20 @@ def rle_pair_counts(pred: rle_ops.RLE | None, gt: rle_ops.RLE | None, where: str
     return MaskCounts(inter, a_p + a_g - inter, a_p, a_g)
 
 
+def dense_pair_counts(pred: np.ndarray, gt: np.ndarray, where: str = "masks") -> MaskCounts:
+    """Exact ``(I, U, |P|, |G|)`` of two boolean arrays of one shape: the dense counterpart of
+    :func:`rle_pair_counts`, for masks that are not images (ReasonAVEdit's time-frequency audio masks and
+    frame-activity vectors). Arrays of different shapes raise :class:`ValueError` naming ``where``."""
+    p = np.asarray(pred, dtype=bool)
+    g = np.asarray(gt, dtype=bool)
+    if p.shape != g.shape:
+        raise ValueError(f"{where}: the two masks differ in shape, {list(p.shape)} vs {list(g.shape)}")
+    a_p = int(np.count_nonzero(p))
+    a_g = int(np.count_nonzero(g))
+    inter = int(np.count_nonzero(p & g)) if a_p and a_g else 0
+    return MaskCounts(inter, a_p + a_g - inter, a_p, a_g)
+
+
 def pair_counts(pred: Any, gt: Any, *, resize: str | None = None, where: str = "mask") -> tuple[int, int]:
     """Exact ``(I, U)`` of a predicted and a ground-truth mask in any accepted form, as Python ints.
 
