@@ -95,6 +95,25 @@ def refcoco_release(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def rcm_release(refcoco_release):
+    """The RefCOCO-M sample release (the name the RefCOCO-M modules use)."""
+    return refcoco_release
+
+
+@pytest.fixture(scope="session")
+def rcm_expressions(rcm_release, tmp_path_factory):
+    """The ``expressions`` config of the RefCOCO-M sample release, built once."""
+    return build_split("refcoco_m", "expressions", rcm_release.root, tmp_path_factory.mktemp("cache"), split="validation")
+
+
+@pytest.fixture(scope="module")
+def refer_metric():
+    import evaluate
+
+    return evaluate.load(str(REPO / "metrics" / "refer_iou"))
+
+
+@pytest.fixture(scope="session")
 def reason_av_edit_release(tmp_path_factory):
     from perckit.fixtures.base import write_release
 

@@ -1,0 +1,41 @@
+"""RefCOCO-M test data: the split name, RLE / reference / prediction rows by hand, and edits of a copied sample release."""
+
+from __future__ import annotations
+
+import shutil
+
+from perckit.refcoco_m import release
+from perckit.sample_releases import refcoco_m as sample
+
+SPLIT = "validation"
+
+
+def R(counts, size=(2, 3)):
+    return {"size": list(size), "counts": counts}
+
+
+def REF(eid, counts, size=(2, 3), category="dog", supercategory="animal"):
+    return {"expression_id": eid, "mask": R(counts, size), "category": category, "supercategory": supercategory}
+
+
+def PRED(eid, counts, size=(2, 3)):
+    return {"expression_id": eid, "mask": R(counts, size)}
+
+
+def copy_release(rcm_release, tmp_path):
+    """A copy of the sample release under ``tmp_path/release`` (tests edit the copy)."""
+    root = tmp_path / "release"
+    shutil.copytree(rcm_release.root, root)
+    return root
+
+
+def edit_first_shard(root, fn):
+    """Apply ``fn`` to the rows of the first Parquet shard and write it back."""
+    path = root / sample.shard_name(0, 2)
+    rows = sample.read_shard(path)
+    fn(rows)
+    sample.write_shard(path, rows)
+
+
+def read_all(root, **options):
+    return list(release.iter_release_rows(root, release.ReadOptions(**options)))
