@@ -143,7 +143,7 @@ def _run_child_wait4(root: Path, source: str, num_proc: int, cache: Path) -> dic
 
 
 def _generate(root: Path, rows: int, shards: int) -> float:
-    from perckit.fixtures.base import write_release
+    from perckit.sample_releases import write_release
 
     t0 = time.perf_counter()
     write_release("m4seg", root, seed=0, train_rows=rows, test_rows=10, shards=shards, write_manifest=False)

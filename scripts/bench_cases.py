@@ -343,7 +343,7 @@ def _timed_after(prepare: Callable[[], object], fn: Callable[[], object], inner:
 
 
 def case_r4d_build(quick: bool = False) -> list[dict]:
-    from perckit.fixtures.base import write_release
+    from perckit.sample_releases import write_release
     from perckit.r4d_bench import release
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-r4d-"))
@@ -449,7 +449,7 @@ def _r4d_floor(root: Path) -> dict[str, dict[str, float]]:
 
 
 def case_reason_av_edit_build(quick: bool = False) -> list[dict]:
-    from perckit.fixtures.base import write_release
+    from perckit.sample_releases import write_release
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-rave-"))
     try:
