@@ -5,65 +5,28 @@ FIFOs. (Syn4D: tests/test_syn4d_trust.py.)
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import shutil
-import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
-from helpers.common import SYN4D_PARITY
 from helpers.harness import deadline, expect
+from helpers.refcoco_m import copy_release, edit_first_shard, read_all
 
 from perckit.entrypoints import build_split
-from perckit.errors import OptionError, PredictionError, ReleaseFormatError
-from perckit.fixtures.base import write_release
-from perckit.syn4d import evaluate as runner
-from perckit.syn4d import io as s4io
-from perckit.syn4d import metrics as core
-from perckit.syn4d import release as s4rel
+from perckit.errors import PredictionError, ReleaseFormatError
 
-INDEX = "benchmark/sequences.jsonl"
-SUMS = "benchmark/SHA256SUMS"
-NPY = "benchmark/data/tracking_gt/og/dream/seq_000000_0.npy"
-CSV = "challenge_eval/og/dream/ground_truth/meta_exr_csv/seq_000000_0_camera.csv"
-EXR = "challenge_eval/og/dream/exr_layers/depth/seq_000000_0/seq_000000_0_0000_depth.exr"
-MP4 = "challenge_eval/og/dream/mp4/seq_000000_0.mp4"
 BOM = b"\xef\xbb\xbf"
-
-
-# ================================================================ RefCOCO-M
-@pytest.fixture(scope="module")
-def rcm_small(tmp_path_factory):
-    return write_release("refcoco_m", tmp_path_factory.mktemp("rcm_trust")).root
-
-
-@pytest.fixture
-def rcm(rcm_small, tmp_path):
-    dest = tmp_path / "release"
-    shutil.copytree(rcm_small, dest)
-    return dest
 
 
 def _first_shard(root: Path) -> Path:
     return sorted((root / "data").glob("validation-*.parquet"))[0]
 
 
-def _edit_rows(root: Path, fn) -> None:
-    from perckit.fixtures import refcoco_m as fx
-
-    path = _first_shard(root)
-    rows = fx.read_shard(path)
-    fn(rows)
-    fx.write_shard(path, rows)
-
-
-def _read_all(root: Path, **options):
-    from perckit.refcoco_m import release
-
-    return list(release.iter_release_rows(root, release.ReadOptions(**options)))
+@pytest.fixture
+def rcm(rcm_release, tmp_path):
+    """A copy of the RefCOCO-M sample release (tests edit it)."""
+    return copy_release(rcm_release, tmp_path)
 
 
 def test_shard_symlinked_out_of_the_release_is_refused(rcm, tmp_path):
@@ -79,7 +42,7 @@ def test_data_folder_symlinked_out_of_the_release_is_refused(rcm, tmp_path):
     outside = tmp_path / "outside_data"
     shutil.move(str(rcm / "data"), outside)
     (rcm / "data").symlink_to(outside, target_is_directory=True)
-    expect(lambda: _read_all(rcm), ReleaseFormatError, "symbolic link leaves the root")
+    expect(lambda: read_all(rcm), ReleaseFormatError, "symbolic link leaves the root")
 
 
 @pytest.mark.parametrize("bbox, pattern", [
@@ -92,8 +55,8 @@ def test_data_folder_symlinked_out_of_the_release_is_refused(rcm, tmp_path):
     ([0.0, 0.0, 1.0, 1.0, 5.0], r"'bbox' must be \[x, y, w, h\].*5 value"),
 ])
 def test_bbox_is_checked(rcm, bbox, pattern):
-    _edit_rows(rcm, lambda rows: rows[1]["samples"][0].update(bbox=bbox))
-    expect(lambda: _read_all(rcm), ReleaseFormatError, r"data/validation-\d+-of-\d+\.parquet: row 1 \(image_id \d+\): sample 0 \(id \d+\)", pattern)
+    edit_first_shard(rcm, lambda rows: rows[1]["samples"][0].update(bbox=bbox))
+    expect(lambda: read_all(rcm), ReleaseFormatError, r"data/validation-\d+-of-\d+\.parquet: row 1 \(image_id \d+\): sample 0 \(id \d+\)", pattern)
 
 
 @pytest.mark.parametrize("bbox, pattern", [
@@ -110,9 +73,9 @@ def test_bbox_values_of_the_wrong_type(bbox, pattern):
 
 
 def test_image_without_bytes_is_refused(rcm, tmp_path):
-    _edit_rows(rcm, lambda rows: rows[0].update(image={"bytes": None, "path": "/etc/hostname"}))
-    expect(lambda: _read_all(rcm, check_image_size=False), ReleaseFormatError, r"row 0 \(image_id \d+\): 'image'", "with its bytes")
-    assert _read_all(rcm, check_image_size=False, read_images=False)  # the image column is not read at all then
+    edit_first_shard(rcm, lambda rows: rows[0].update(image={"bytes": None, "path": "/etc/hostname"}))
+    expect(lambda: read_all(rcm, check_image_size=False), ReleaseFormatError, r"row 0 \(image_id \d+\): 'image'", "with its bytes")
+    assert read_all(rcm, check_image_size=False, read_images=False)  # the image column is not read at all then
 
 
 def test_predictions_jsonl_repeated_key_bom_and_fifo(tmp_path):
