@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from helpers.distributed import run_distributed
+from helpers.distributed import batch_sizes, compute_in_batches, run_distributed
 from helpers.r4d import V1_PREDS, V1_REFS
 
 from perckit.r4d_bench import features as feats
@@ -84,6 +84,4 @@ def test_add_batch_in_any_batch_sizes(r4d_queries, mask_metric):
     preds = _perturbed(r4d_queries)
     whole = mask_metric.compute(predictions=preds, references=refs)
     for bs in (1, 10, 64):
-        for i in range(0, len(refs), bs):
-            mask_metric.add_batch(predictions=preds[i : i + bs], references=refs[i : i + bs])
-        assert mask_metric.compute() == whole
+        assert compute_in_batches(mask_metric, preds, refs, batch_sizes(len(refs), bs)) == whole

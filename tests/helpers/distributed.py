@@ -41,3 +41,19 @@ def run_distributed(metric: str, inputs: Path, nproc: int, tmp_path: Path, exper
     run_workers([[sys.executable, worker, str(REPO / "metrics" / metric), str(inputs), str(i), str(nproc), str(tmp_path / "cache"),
                   experiment_id, str(out), str(batch)] + ([config] if config else []) for i in range(nproc)], tmp_path, timeout)
     return json.loads(out.read_text())
+
+
+def batch_sizes(n: int, size: int) -> list[int]:
+    """``n`` rows in batches of ``size`` (the last one shorter)."""
+    return [min(size, n - start) for start in range(0, n, size)]
+
+
+def compute_in_batches(metric, predictions: list, references: list, sizes: list[int], **options):
+    """Feed ``metric`` with ``add_batch`` in batches of ``sizes`` (which must cover every row), then ``compute``."""
+    if sum(sizes) != len(references):
+        raise ValueError(f"batch sizes {sizes} cover {sum(sizes)} rows, not {len(references)}")
+    start = 0
+    for size in sizes:
+        metric.add_batch(predictions=predictions[start : start + size], references=references[start : start + size])
+        start += size
+    return metric.compute(**options)
