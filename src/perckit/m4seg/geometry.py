@@ -99,6 +99,17 @@ def union_mask_counts(pred_masks: Sequence[rle_ops.RLE], gt_masks: Sequence[rle_
     return counts.intersection, counts.union
 
 
+def _grounding_image(g: Any, where: str, n: int, fields: str, about_n: str) -> int:
+    """The checked 1-based ``image_index`` of one grounding (a reference's or a prediction's) of a sample with
+    ``n`` images; ``fields`` names what a grounding holds and ``about_n`` explains the range in the message."""
+    if not isinstance(g, Mapping):
+        raise PredictionError(f"{where}: expected {fields}, found {_short(g)}")
+    k = parse_int(g.get("image_index"), f"{where}.image_index", PredictionError)
+    if not 1 <= k <= n:
+        raise PredictionError(f"{where}.image_index: expected 1..{n} ({about_n}), found {k}")
+    return k
+
+
 def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptions = M4SegOptions()) -> SampleGeom:
     """Check one pair and compute its per-image IoU matrices and mask pairing (exact integer pixel counts)."""
     eid = str(reference["example_id"])
@@ -129,11 +140,7 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
     ref_groundings = _list(reference.get("groundings"), f"{rw}: groundings", "{image_index, name, answer_span, mask}")
     for j, g in enumerate(ref_groundings):
         gw = f"{rw}: groundings[{j}]"
-        if not isinstance(g, Mapping):
-            raise PredictionError(f"{gw}: expected {{image_index, name, answer_span, mask}}, found {_short(g)}")
-        k = parse_int(g.get("image_index"), f"{gw}.image_index", PredictionError)
-        if not 1 <= k <= n:
-            raise PredictionError(f"{gw}.image_index: expected 1..{n} (1-based, {n} image(s)), found {k}")
+        k = _grounding_image(g, gw, n, "{image_index, name, answer_span, mask}", f"1-based, {n} image(s)")
         span = g.get("answer_span")
         if span is not None:
             if not isinstance(span, (list, tuple)) or len(span) != 2:
@@ -152,11 +159,7 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
     pred_answer = _text(prediction.get("answer"), f"{pw}: answer")
     for j, g in enumerate(_list(prediction.get("groundings"), f"{pw}: groundings", "{image_index, name, mask}")):
         gw = f"{pw}: groundings[{j}]"
-        if not isinstance(g, Mapping):
-            raise PredictionError(f"{gw}: expected {{image_index, name, mask}}, found {_short(g)}")
-        k = parse_int(g.get("image_index"), f"{gw}.image_index", PredictionError)
-        if not 1 <= k <= n:
-            raise PredictionError(f"{gw}.image_index: expected 1..{n} (the reference has {n} image(s)), found {k}")
+        k = _grounding_image(g, gw, n, "{image_index, name, mask}", f"the reference has {n} image(s)")
         name = _text(g.get("name"), f"{gw}.name")
         mask = _mask(g.get("mask"), sizes[k - 1], f"{gw}.mask")
         if mask["size"] != sizes[k - 1]:
