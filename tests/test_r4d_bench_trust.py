@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.harness import deadline, expect
+from helpers.bad_inputs import link_out
 from PIL import Image
 
 from perckit.entrypoints import build_split
@@ -184,8 +185,7 @@ def test_scene_name_leaving_data_scenes_is_refused(root, tmp_path):
 
 def test_scene_folder_symlinked_out_of_the_release_is_refused(root, tmp_path):
     outside = tmp_path / "elsewhere"
-    shutil.move(str(root / SCENE), outside)
-    (root / SCENE).symlink_to(outside, target_is_directory=True)
+    link_out(root / SCENE, outside)
     expect(lambda: _frames(root, tmp_path), ReleaseFormatError, r"data/scenes/americano", "symbolic link leaves the root")
     expect(lambda: release.open_query_release(root), ReleaseFormatError, "americano", "symbolic link leaves the root")
 
@@ -193,8 +193,7 @@ def test_scene_folder_symlinked_out_of_the_release_is_refused(root, tmp_path):
 @pytest.mark.parametrize("rel", [COCO, META, GT])
 def test_release_json_symlinked_out_of_the_release_is_refused(root, tmp_path, rel):
     outside = tmp_path / "outside.json"
-    shutil.move(str(root / rel), outside)
-    (root / rel).symlink_to(outside)
+    link_out(root / rel, outside)
     expect(lambda: release.open_query_release(root), ReleaseFormatError, "symbolic link leaves the root")
 
 

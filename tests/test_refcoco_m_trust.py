@@ -6,12 +6,12 @@ FIFOs. (Syn4D: tests/test_syn4d_trust.py.)
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 from helpers.harness import deadline, expect
 from helpers.refcoco_m import copy_release, edit_first_shard, read_all
+from helpers.bad_inputs import link_out
 
 from perckit.entrypoints import build_split
 from perckit.errors import PredictionError, ReleaseFormatError
@@ -32,16 +32,14 @@ def rcm(rcm_release, tmp_path):
 def test_shard_symlinked_out_of_the_release_is_refused(rcm, tmp_path):
     shard = _first_shard(rcm)
     outside = tmp_path / "outside.parquet"
-    shutil.move(str(shard), outside)
-    shard.symlink_to(outside)
+    link_out(shard, outside)
     expect(lambda: build_split("refcoco_m", "expressions", rcm, tmp_path / "c", split="validation"), ReleaseFormatError,
            r"RefCOCO-M shard 'data/validation-", "symbolic link leaves the root")
 
 
 def test_data_folder_symlinked_out_of_the_release_is_refused(rcm, tmp_path):
     outside = tmp_path / "outside_data"
-    shutil.move(str(rcm / "data"), outside)
-    (rcm / "data").symlink_to(outside, target_is_directory=True)
+    link_out(rcm / "data", outside)
     expect(lambda: read_all(rcm), ReleaseFormatError, "symbolic link leaves the root")
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from helpers.common import SYN4D_PARITY
 from helpers.harness import deadline, expect
+from helpers.bad_inputs import link_out
 
 from perckit.entrypoints import build_split
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
@@ -75,8 +76,7 @@ def test_index_path_leaving_the_challenge_folder_is_refused(s4, tmp_path, key, k
 
 def test_index_camera_csv_symlinked_out_of_the_release_is_refused(s4, tmp_path):
     outside = tmp_path / "outside.csv"
-    shutil.move(str(s4 / CSV), outside)
-    (s4 / CSV).symlink_to(outside)
+    link_out(s4 / CSV, outside)
     expect(lambda: s4rel.load_records(s4rel.resolve_release(s4)), ReleaseFormatError, r"'camera_csv'", "symbolic link leaves the root")
 
 
@@ -91,15 +91,13 @@ def test_sequence_id_parts_must_be_folder_names(s4, sid):
 
 def test_tracking_npy_symlinked_out_of_the_release_is_refused(s4, tmp_path):
     outside = tmp_path / "outside.npy"
-    shutil.move(str(s4 / NPY), outside)
-    (s4 / NPY).symlink_to(outside)
+    link_out(s4 / NPY, outside)
     expect(lambda: _build(s4, tmp_path, "tracking"), ReleaseFormatError, "tracking NPY", "symbolic link leaves the root")
 
 
 def test_depth_exr_symlinked_out_of_the_release_is_refused(s4, tmp_path):
     outside = tmp_path / "outside.exr"
-    shutil.move(str(s4 / EXR), outside)
-    (s4 / EXR).symlink_to(outside)
+    link_out(s4 / EXR, outside)
     expect(lambda: _build(s4, tmp_path, depth_hw=(18, 32), num_queries=32), ReleaseFormatError, r"frame 0", "symbolic link leaves the root")
 
 
@@ -123,8 +121,7 @@ def test_checksum_entry_leaving_the_release_is_refused(s4, tmp_path, name):
 @pytest.mark.parametrize("rel", [INDEX, SUMS])
 def test_index_and_checksums_symlinked_out_of_the_release_are_refused(s4, tmp_path, rel):
     outside = tmp_path / "outside.txt"
-    shutil.move(str(s4 / rel), outside)
-    (s4 / rel).symlink_to(outside)
+    link_out(s4 / rel, outside)
     expect(lambda: s4rel.resolve_release(s4), ReleaseFormatError, "symbolic link leaves the root")
 
 

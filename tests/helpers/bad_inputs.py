@@ -93,3 +93,11 @@ def bomb_png(width: int = 100_000, height: int = 100_000) -> bytes:
     b[16:24] = struct.pack(">II", width, height)
     b[29:33] = struct.pack(">I", zlib.crc32(bytes(b[12:29])))
     return bytes(b)
+
+
+def link_out(path: Path, outside: Path) -> Path:
+    """Move the release file ``path`` to ``outside`` and leave a symbolic link to it in its place (a file or a folder) (a link that
+    leaves the release root); returns ``path``."""
+    shutil.move(str(path), outside)
+    path.symlink_to(outside, target_is_directory=outside.is_dir())
+    return path
