@@ -1,0 +1,85 @@
+"""The model-based edit-quality metrics (see :mod:`.base` for the protocol).
+
+:data:`ENTRIES` is the one list of them, in output order. Each entry names its factory in its own module
+(imported only when that metric runs), the definition it follows, and what to install / pass to enable it.
+Importing this package imports no model library.
+"""
+
+from __future__ import annotations
+
+from .base import Clip, ModelEntry, ModelMetric, ModelOptions, ModelUnavailable, QualitySample
+
+_EXTRA = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
+
+ENTRIES: tuple[ModelEntry, ...] = (
+    ModelEntry(
+        name="fvd", keys=("fvd",), factory=".i3d:build_fvd",
+        source="FVD (Unterthiner et al., 2019): Fréchet distance of I3D (Kinetics-400) logits-layer features, "
+               "the I3D as StyleGAN-V's TorchScript port (i3d_torchscript.pt); reference set: the source videos",
+        install=_EXTRA, weights="models={'fvd': '<path to i3d_torchscript.pt>'}",
+    ),
+    ModelEntry(
+        name="fad", keys=("fad",), factory=".vggish:build_fad",
+        source="FAD (Kilgour et al., 2019): Fréchet distance of VGGish embeddings (torchvggish's port of the "
+               "AudioSet VGGish); reference set: the source audio",
+        install=_EXTRA, weights="models={'fad': '<path to vggish state dict>'}",
+    ),
+    ModelEntry(
+        name="clip", keys=("tv_a", "tc"), factory=".clip:build_clip",
+        source="TV-A: CLIP score (Hessel et al., 2021) of the target text against the edited frames; TC: mean "
+               "cosine similarity of consecutive edited frames' CLIP image features (as VBench-style temporal "
+               "consistency); CLIP through transformers",
+        install=_EXTRA, weights="models={'clip': '<local CLIP folder or cached repo id, e.g. openai/clip-vit-large-patch14>'}",
+    ),
+    ModelEntry(
+        name="ta_a", keys=("ta_a",), factory=".clap:build_clap",
+        source="TA-A: CLAP score (Wu et al., 2023) of the target text against the edited audio; CLAP through "
+               "transformers (laion/clap-htsat-unfused)",
+        install=_EXTRA, weights="models={'ta_a': '<local CLAP folder or cached repo id>'}",
+    ),
+    ModelEntry(
+        name="av_a", keys=("av_a",), factory=".imagebind:build_imagebind",
+        source="AV-A: cosine similarity of ImageBind (Girdhar et al., 2023) audio and vision embeddings of the "
+               "edited clip",
+        install="pip install git+https://github.com/facebookresearch/ImageBind (not on PyPI)",
+        weights="models={'av_a': '<path to imagebind_huge.pth>'}",
+    ),
+    ModelEntry(
+        name="lpaps", keys=("lpaps",), factory=".lpaps:build_lpaps",
+        source="LPAPS (Iashin & Rahtu, SpecVQGAN, 2021): learned perceptual distance of mel spectrograms, edited "
+               "against source audio",
+        install=_EXTRA, weights="models={'lpaps': '<folder with SpecVQGAN vggishish16.pt and lpaps.pt>'}",
+    ),
+    ModelEntry(
+        name="sync", keys=("sync_c", "sync_d"), factory=".syncnet:build_syncnet",
+        source="Sync-C / Sync-D (LSE-C / LSE-D, Prajwal et al., Wav2Lip 2020) from SyncNet (Chung & Zisserman, "
+               "2016) audio-visual distances over +-15 frame offsets",
+        install=_EXTRA, weights="models={'sync': '<path to syncnet_v2.model>'}",
+    ),
+    ModelEntry(
+        name="pq", keys=("pq",), factory=".audiobox:build_pq",
+        source="PQ: production quality axis of Meta's Audiobox Aesthetics (Tjandra et al., 2025), "
+               "audiobox_aesthetics package",
+        install="pip install --no-deps audiobox_aesthetics (its torchaudio pin would replace the CPU torch)",
+        weights="models={'pq': '<path to audiobox-aesthetics checkpoint.pt>'}",
+    ),
+    ModelEntry(
+        name="desync", keys=("desync",), factory=".synchformer:build_desync",
+        source="DeSync as MMAudio's av-benchmark: Synchformer (Iashin et al., 2024) offset classes on a "
+               "linspace(-2, 2, 21) s grid for the first and last 4.8 s windows, mean |offset| in seconds",
+        install="pip install git+https://github.com/hkchengrex/av-benchmark (not on PyPI)",
+        weights="models={'desync': '<path to synchformer_state_dict.pth>'}",
+    ),
+    ModelEntry(
+        name="peavs", keys=("peavs",), factory=".peavs:build_peavs",
+        source="PEAVS (Goncalves et al., 2024): learned 1-5 audio-visual synchrony score",
+        install="(see the metric card)", weights="models={'peavs': '<path>'}",
+    ),
+)
+
+#: output key -> its entry
+BY_KEY: dict[str, ModelEntry] = {k: e for e in ENTRIES for k in e.keys}
+#: every model-based output key, in output order
+MODEL_KEYS: tuple[str, ...] = tuple(k for e in ENTRIES for k in e.keys)
+
+__all__ = ["BY_KEY", "Clip", "ENTRIES", "MODEL_KEYS", "ModelEntry", "ModelMetric", "ModelOptions", "ModelUnavailable", "QualitySample"]

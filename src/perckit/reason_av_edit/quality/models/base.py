@@ -1,0 +1,160 @@
+"""The one protocol every model-based edit-quality metric follows, and the registry that names them.
+
+A model-based metric (FVD, FAD, TV-A / TC, TA-A, AV-A, LPAPS, Sync-C / Sync-D, PQ, DeSync, PEAVS) is a
+:class:`ModelMetric`: ``measure(sample)`` is the accumulate half (one decoded :class:`QualitySample` in,
+one small picklable record of numpy arrays / floats out, the networks run here and nowhere else);
+``reduce(records)`` is the reduce half (any subset of the records in, ``{key: float | None}`` out, numpy
+only, so the per-category and per-sub-track tables reuse it). The math of each reduce (Fréchet distance,
+cosine scores, offsets) is a numpy function of its own module with golden tests.
+
+Each metric is built by the factory its :class:`ModelEntry` names, ``factory(weights, options)``:
+``weights`` is what the user passed for it in ``models={...}`` (a local path or a Hugging Face repo id,
+``None`` for the default), ``options`` the :class:`ModelOptions`. A factory raises
+:class:`ModelUnavailable` with the reason and what to install or pass when its library or its weights
+are absent; the metric then reports ``None`` and the reason in ``skipped``. Nothing here downloads:
+weights come from a local path or the user's Hugging Face cache (``local_files_only``).
+A user (or a test) may also pass a ready :class:`ModelMetric` instance in ``models``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol, runtime_checkable
+
+import numpy as np
+
+from ....errors import InputNotFoundError, OptionError
+
+
+class ModelUnavailable(Exception):
+    """A model-based metric cannot run here: its library or weights are absent. The message says what to
+    install or pass; the metric reports the key as ``None`` with this reason in ``skipped``."""
+
+
+@dataclass(frozen=True)
+class Clip:
+    """One decoded side of a sample: RGB frames and the audio track.
+
+    ``frames`` is uint8 ``(T, H, W, 3)``; ``audio`` float32 mono in [-1, 1] at ``sample_rate`` (``None``
+    when the side has no audio)."""
+
+    frames: np.ndarray
+    fps: float
+    audio: np.ndarray | None
+    sample_rate: int
+
+
+@dataclass(frozen=True)
+class QualitySample:
+    """Everything a quality metric may look at for one sample, decoded once.
+
+    ``region`` is the target region per frame, bool ``(T, H, W)`` on the source grid (``None`` when the
+    reference has no mask video); ``ref_image`` the reference image as uint8 ``(H, W, 3)`` or ``None``;
+    ``target_text`` the text the edit should match (the instruction unless the options say otherwise)."""
+
+    sample_id: str
+    category: str
+    sub_track: str
+    instruction: str
+    target_text: str
+    edited: Clip
+    source: Clip
+    region: np.ndarray | None = None
+    ref_image: np.ndarray | None = None
+    edit_window_s: tuple[float, float] | None = None
+
+
+@runtime_checkable
+class ModelMetric(Protocol):
+    """A model-based metric: accumulate with :meth:`measure`, reduce with :meth:`reduce`."""
+
+    #: the output keys this metric fills, e.g. ``("sync_c", "sync_d")``
+    keys: tuple[str, ...]
+
+    def measure(self, sample: QualitySample) -> Mapping[str, Any]:
+        """One sample's record (picklable: numpy arrays, floats, ints)."""
+        ...
+
+    def reduce(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+        """``{key: value}`` for every key of :attr:`keys` over ``records`` (``None`` where undefined,
+        e.g. a Fréchet distance over fewer than two samples)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """What every factory may read: the torch device, the batch size, and whether a Hugging Face repo id
+    may be looked up in the local cache (never downloaded)."""
+
+    device: str = "cpu"
+    batch_size: int = 16
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model-based metric: its name, the keys it fills, its factory (``"module:function"``, imported
+    only when used), where its definition comes from, and what to install / pass to enable it."""
+
+    name: str
+    keys: tuple[str, ...]
+    factory: str
+    source: str
+    install: str
+    weights: str
+    #: ``None`` when a public implementation exists; otherwise why the metric can never run
+    unavailable: str | None = None
+
+    def build(self, weights: Any, options: ModelOptions) -> ModelMetric:
+        module, _, attr = self.factory.partition(":")
+        fn: Callable[[Any, ModelOptions], ModelMetric] = getattr(importlib.import_module(module, __name__.rsplit('.', 1)[0]), attr)
+        return fn(weights, options)
+
+
+def require(module: str, install: str) -> Any:
+    """Import ``module`` or raise :class:`ModelUnavailable` saying what to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise ModelUnavailable(f"{module} is not installed ({e.__class__.__name__}: {e}); {install}") from None
+
+
+def local_weights(weights: Any, what: str, default: str | None = None, pass_as: str = "") -> str:
+    """A weights file or folder given by the user (must exist: an explicit path that does not is an
+    :class:`~perckit.errors.InputNotFoundError`), else ``default`` if it is an existing path, else
+    :class:`ModelUnavailable` saying what to pass."""
+    if weights is not None:
+        if not isinstance(weights, (str, os.PathLike)):
+            raise OptionError(f"models[{what!r}]: expected a path, a Hugging Face repo id or a ModelMetric, got {type(weights).__name__}")
+        p = Path(weights).expanduser()
+        if not p.exists():
+            raise InputNotFoundError(f"models[{what!r}]: weights {str(weights)!r} do not exist")
+        return str(p)
+    if default is not None and Path(default).expanduser().exists():
+        return str(Path(default).expanduser())
+    raise ModelUnavailable(f"no weights for {what}: pass models={{{what!r}: <path>}}{pass_as}")
+
+
+def cached_repo(repo_id: str, what: str, filename: str | None = None) -> str:
+    """The local snapshot folder (or ``filename`` in it) of ``repo_id`` in the user's Hugging Face cache,
+    never downloading; :class:`ModelUnavailable` when it is not cached."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.utils import LocalEntryNotFoundError
+
+    try:
+        folder = snapshot_download(repo_id, local_files_only=True)
+    except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError) as e:
+        raise ModelUnavailable(
+            f"{repo_id!r} is not in the Hugging Face cache ({e.__class__.__name__}); download it once with "
+            f"`huggingface-cli download {repo_id}` or pass models={{{what!r}: <local path>}}"
+        ) from None
+    if filename is None:
+        return folder
+    p = Path(folder) / filename
+    if not p.exists():
+        raise ModelUnavailable(f"{repo_id!r} is cached but has no {filename!r}; pass models={{{what!r}: <local path>}}")
+    return str(p)
