@@ -8,8 +8,10 @@ PY := $(VENV)/bin/python
 PY5 := $(VENV5)/bin/python
 PIP_FLAGS ?= --quiet --disable-pip-version-check
 PYTEST_FLAGS ?= -n 2
-# Optional extras installed by make (the full suite runs the real-model tests): text, meteor.
-EXTRAS ?= test,text,meteor
+# Optional extras installed by make (the full suite runs the real-model tests): text, meteor, quality.
+EXTRAS ?= test,text,meteor,quality
+# Installed without its dependencies: audiobox_aesthetics (PQ) asks for torchaudio, which would replace the CPU torch.
+NODEPS_SPEC ?= audiobox_aesthetics==0.0.4 submitit
 # A CPU torch, installed before anything that depends on it (here it comes from this machine's disk).
 TORCH_SPEC ?= torch==2.13.0
 DEPS := pyproject.toml setup.py requirements/datasets3.txt requirements/datasets5.txt
@@ -22,6 +24,7 @@ $(VENV)/.stamp: $(DEPS)
 	$(PY) -m pip install $(PIP_FLAGS) --upgrade pip
 	$(PY) -m pip install $(PIP_FLAGS) "$(TORCH_SPEC)"
 	$(PY) -m pip install $(PIP_FLAGS) -c requirements/datasets3.txt -e ".[$(EXTRAS)]"
+	$(PY) -m pip install $(PIP_FLAGS) --no-deps $(NODEPS_SPEC)
 	$(PY) -c "import librosa.core.spectrum, librosa.feature"  # compile librosa's numba code once, here
 	touch $@
 
@@ -31,6 +34,7 @@ $(VENV5)/.stamp: $(DEPS)
 	$(PY5) -m pip install $(PIP_FLAGS) --upgrade pip
 	$(PY5) -m pip install $(PIP_FLAGS) "$(TORCH_SPEC)"
 	$(PY5) -m pip install $(PIP_FLAGS) -c requirements/datasets5.txt -e ".[$(EXTRAS)]"
+	$(PY5) -m pip install $(PIP_FLAGS) --no-deps $(NODEPS_SPEC)
 	$(PY5) -c "import librosa.core.spectrum, librosa.feature"
 	touch $@
 
