@@ -66,14 +66,20 @@ ENTRIES: tuple[ModelEntry, ...] = (
     ModelEntry(
         name="desync", keys=("desync",), factory=".synchformer:build_desync",
         source="DeSync as MMAudio's av-benchmark: Synchformer (Iashin et al., 2024) offset classes on a "
-               "linspace(-2, 2, 21) s grid for the first and last 4.8 s windows, mean |offset| in seconds",
-        install="pip install git+https://github.com/hkchengrex/av-benchmark (not on PyPI)",
-        weights="models={'desync': '<path to synchformer_state_dict.pth>'}",
+               "linspace(-2, 2, 21) s grid for the first and last 4.8 s windows of the edited clip (25 fps, 16 kHz), "
+               "mean |offset| in seconds; clips shorter than 4.8 s are padded (still frames, silence; a deviation: "
+               "av-benchmark drops them) unless ModelOptions.extra['desync_short_clip'] = 'skip'",
+        install="pip install git+https://github.com/hkchengrex/av-benchmark (not on PyPI; needs einops, timm, omegaconf)",
+        weights="models={'desync': '<synchformer_state_dict.pth or its folder>'}, or hkchengrex/MMAudio "
+                "(ext_weights/synchformer_state_dict.pth) in the Hugging Face cache",
     ),
     ModelEntry(
         name="peavs", keys=("peavs",), factory=".peavs:build_peavs",
-        source="PEAVS (Goncalves et al., 2024): learned 1-5 audio-visual synchrony score",
-        install="(see the metric card)", weights="models={'peavs': '<path>'}",
+        source="PEAVS (Goncalves et al., 2024): learned 1-5 audio-visual synchrony score, read from the official "
+               "implementation's results.csv (amazon-science/avgen-eval-toolkit, a script pipeline, not a package; "
+               "perckit runs no PEAVS network)",
+        install="run the official run_PEAVS.sh (amazon-science/avgen-eval-toolkit) on the edited videos named <sample_id>.mp4",
+        weights="models={'peavs': '<path to PEAVS/results/results.csv>'}",
     ),
 )
 
