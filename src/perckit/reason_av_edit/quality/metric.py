@@ -1,0 +1,316 @@
+"""``av_edit_quality``: the ReasonAVEdit-Bench final edit quality of edited clips, as accumulate / reduce halves.
+
+Accumulate: :func:`av_edit_quality` pairs predictions with references by ``sample_id``
+(:func:`perckit.matching.pair_by_id`), decodes one sample at a time (:func:`.decode.decode_sample`), scores the
+exact model-free metrics (:func:`.pixel.clip_scores`: ``ssim``, ``psnr``, ``bg_psnr``, ``bg_ssim``) and runs the
+``measure`` half of every available model metric (:mod:`.models`), keeping one small record per sample.
+Reduce: :func:`table` turns any subset of the records into one table (means by :func:`perckit.stats.fmean`, so
+independent of the order; a model metric's own ``reduce`` on the subset's records, so set-level statistics such
+as FVD are computed per table too).
+
+The tables: the top level is the main ranking over the pure-instruction samples (category != ``reference``),
+``reference`` the reference-guided samples, ``per_category`` and ``per_sub_track``; each holds every output key
+(:data:`OUTPUT_KEYS`), ``n_<key>`` and ``num_samples``. ``skipped`` gives the reason for every top-level key that
+is ``None``; ``suggested`` the card's per-category diagnostic keys (:data:`SUGGESTED`).
+
+Model metrics come from ``models={name or key: weights or a ModelMetric}``; an entry not given is built by its
+factory with ``None`` (a local default or the Hugging Face cache, never a download). A factory that raises
+:class:`.models.ModelUnavailable`, or whose module is not importable, leaves its keys ``None`` with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import OptionError, PredictionError, check_choice, check_option_type
+from ...matching import missing_ids_message, pair_by_id
+from ..metadata import CATEGORIES
+from . import models as registry
+from .decode import decode_sample
+from .pixel import FRAME_MISMATCH, PIXEL_KEYS, RESIZE_EDITED, clip_scores, mean_table
+
+logger = logging.getLogger(__name__)
+
+#: Every output key, in output order: the model-free ones, then the model-based ones.
+OUTPUT_KEYS: tuple[str, ...] = PIXEL_KEYS + registry.MODEL_KEYS
+#: The model metrics (entry names) that need the edited audio, and those that also need the source audio.
+NEEDS_EDITED_AUDIO = ("fad", "ta_a", "av_a", "lpaps", "sync", "pq", "desync", "peavs")
+NEEDS_SOURCE_AUDIO = ("fad", "lpaps")
+#: [card] "Suggested metrics": the diagnostic quality keys of each category (final quality keys apply to all).
+SUGGESTED: dict[str, tuple[str, ...]] = {
+    "where_only": ("bg_psnr", "bg_ssim"),
+    "which_only": ("lpaps",),
+    "when_only": ("desync",),
+    "combined": ("bg_psnr", "bg_ssim", "lpaps", "desync"),
+}
+MISSING = ("error", "skip")
+ADDITION_REGION = ("box", "mask")
+EMPTY_PREDICTION = "an unedited sample is make_quality_prediction(sample_id, <the source video>)"
+MAIN = "pure-instruction (non-reference)"
+
+
+@dataclass(frozen=True)
+class EditQualityOptions:
+    """Every option of ``av_edit_quality``, with its default (see the metric card)."""
+
+    #: PSNR of identical frames (and the most any frame scores), in dB
+    psnr_cap: float = 100.0
+    #: SSIM window side (odd, >= 3; scikit-image's default 7)
+    ssim_win_size: int = 7
+    #: mask-video gray values above this are the target region
+    mask_threshold: int = 127
+    #: the region of the instance-addition sub-tracks (C4, R3): the placement "box" or the raw "mask"
+    addition_region: str = "box"
+    #: another frame count in the edited video: None refuses, "truncate", "resample"
+    frame_mismatch: str | None = None
+    #: another frame size in the edited video: None refuses, "bilinear"
+    resize_edited: str | None = None
+    #: a reference without a prediction: "error", or "skip" (left out, counted in num_missing)
+    missing: str = "error"
+    #: the output keys to compute (None: all); the others are None and listed in ``skipped``
+    metrics: Sequence[str] | None = None
+    #: {model entry name or output key: weights (a path / repo id) or a ModelMetric}
+    models: Mapping[str, Any] | None = None
+    #: torch device and batch size given to every model factory
+    device: str = "cpu"
+    batch_size: int = 16
+    #: add ``per_sample`` (one record per sample, sorted by sample_id)
+    return_per_sample: bool = False
+
+    def __post_init__(self) -> None:
+        o = "av_edit_quality"
+        check_option_type("psnr_cap", self.psnr_cap, "number", owner=o)
+        if not (math.isfinite(self.psnr_cap) and self.psnr_cap > 0):
+            raise OptionError(f"option 'psnr_cap': expected a finite number of dB > 0, got {self.psnr_cap!r}")
+        check_option_type("ssim_win_size", self.ssim_win_size, "int", owner=o)
+        if self.ssim_win_size < 3 or self.ssim_win_size % 2 == 0:
+            raise OptionError(f"option 'ssim_win_size': expected an odd integer >= 3, got {self.ssim_win_size!r}")
+        check_option_type("mask_threshold", self.mask_threshold, "int", owner=o)
+        if not 0 <= self.mask_threshold <= 255:
+            raise OptionError(f"option 'mask_threshold': expected an int in [0, 255], got {self.mask_threshold!r}")
+        check_choice("addition_region", self.addition_region, ADDITION_REGION)
+        check_choice("frame_mismatch", self.frame_mismatch, FRAME_MISMATCH)
+        check_choice("resize_edited", self.resize_edited, RESIZE_EDITED)
+        check_choice("missing", self.missing, MISSING)
+        if self.metrics is not None:
+            check_option_type("metrics", self.metrics, "strs", owner=o)
+            unknown = [k for k in self.metrics if k not in OUTPUT_KEYS]
+            if unknown or not self.metrics:
+                raise OptionError(f"option 'metrics': expected some of {list(OUTPUT_KEYS)}, got {list(self.metrics)!r}")
+        if self.models is not None:
+            if not isinstance(self.models, Mapping):
+                raise OptionError(f"option 'models': expected a dict {{model name or key: weights or a ModelMetric}}, got {type(self.models).__name__}")
+            names = [e.name for e in registry.ENTRIES]
+            unknown = [k for k in self.models if k not in names and k not in registry.BY_KEY]
+            if unknown:
+                raise OptionError(f"option 'models': unknown model(s) {unknown}; expected entry names {names} or keys {list(registry.MODEL_KEYS)}")
+        check_option_type("device", self.device, "str", owner=o)
+        check_option_type("batch_size", self.batch_size, "int", owner=o)
+        if self.batch_size < 1:
+            raise OptionError(f"option 'batch_size': expected an integer >= 1, got {self.batch_size!r}")
+        check_option_type("return_per_sample", self.return_per_sample, "bool", owner=o)
+
+    def selected(self) -> tuple[str, ...]:
+        return OUTPUT_KEYS if self.metrics is None else tuple(k for k in OUTPUT_KEYS if k in self.metrics)
+
+
+@dataclass
+class ActiveModel:
+    """A model metric that runs: its entry, the instance, and the keys it fills."""
+
+    entry: registry.ModelEntry
+    metric: Any
+    keys: tuple[str, ...]
+
+    @property
+    def needs_audio(self) -> bool:
+        return self.entry.name in NEEDS_EDITED_AUDIO
+
+
+@dataclass
+class SampleRecord:
+    """One sample's accumulate half: its pixel scores and one record per model metric that measured it."""
+
+    sample_id: str
+    category: str
+    sub_track: str
+    pixel: dict[str, Any]
+    models: dict[str, Any] = field(default_factory=dict)
+    has_edited_audio: bool = False
+
+
+def _is_model_metric(value: Any) -> bool:
+    return callable(getattr(value, "measure", None)) and callable(getattr(value, "reduce", None)) and hasattr(value, "keys")
+
+
+def build_models(options: EditQualityOptions) -> tuple[list[ActiveModel], dict[str, str]]:
+    """The model metrics that run (selected, and built or given) and ``{key: reason}`` for every model key that
+    will be ``None`` whatever the data (not selected, library or weights absent, no public implementation)."""
+    selected = set(options.selected())
+    given = dict(options.models or {})
+    mopts = registry.ModelOptions(device=options.device, batch_size=options.batch_size)
+    active: list[ActiveModel] = []
+    skipped: dict[str, str] = {}
+    for entry in registry.ENTRIES:
+        keys = tuple(k for k in entry.keys if k in selected)
+        for k in entry.keys:
+            if k not in selected:
+                skipped[k] = f"not selected (metrics={list(options.selected())})"
+        if not keys:
+            continue
+        names = [n for n in (entry.name, *entry.keys) if n in given]
+        if len(names) > 1:
+            raise OptionError(f"option 'models': {names} name the same model {entry.name!r}; give it once")
+        value = given[names[0]] if names else None
+        if _is_model_metric(value):
+            metric = value
+        elif entry.unavailable is not None:
+            skipped.update({k: entry.unavailable for k in keys})
+            continue
+        else:
+            try:
+                metric = entry.build(value, mopts)
+            except registry.ModelUnavailable as e:
+                skipped.update({k: str(e) for k in keys})
+                continue
+            except ImportError as e:  # the model module (or a library it imports at module level) is absent
+                reason = f"the {entry.name} model module is not available ({type(e).__name__}: {e}); {entry.install}"
+                skipped.update({k: reason for k in keys})
+                continue
+        fills = tuple(k for k in keys if k in tuple(getattr(metric, "keys", ())))
+        for k in keys:
+            if k not in fills:
+                skipped[k] = f"the {entry.name} metric given fills only {list(getattr(metric, 'keys', ()))}"
+        if fills:
+            active.append(ActiveModel(entry, metric, fills))
+    return active, skipped
+
+
+def _finite(v: Any) -> float | None:
+    if v is None:
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def table(records: Sequence[SampleRecord], active: Sequence[ActiveModel], selected: Sequence[str] = OUTPUT_KEYS) -> dict[str, Any]:
+    """One table over ``records``: every key of :data:`OUTPUT_KEYS` (``None`` where not computed) with its
+    ``n_<key>`` (the samples that entered it), ``num_samples`` and ``num_without_edited_audio``."""
+    values: dict[str, Any] = mean_table([r.pixel for r in records])
+    for k in PIXEL_KEYS:
+        if k not in selected:
+            values[k], values[f"n_{k}"] = None, 0
+    for m in active:
+        recs = [r.models[m.entry.name] for r in records if m.entry.name in r.models]
+        got = m.metric.reduce(recs) if recs else {}
+        for k in m.keys:
+            values[k] = _finite(got.get(k))
+            values[f"n_{k}"] = len(recs)
+    out: dict[str, Any] = {}
+    for k in OUTPUT_KEYS:
+        out[k] = values.get(k)
+        out[f"n_{k}"] = values.get(f"n_{k}", 0)
+    out["num_samples"] = len(records)
+    out["num_without_edited_audio"] = sum(1 for r in records if not r.has_edited_audio)
+    return out
+
+
+def _skip_reason(key: str, top: Mapping[str, Any], main: Sequence[SampleRecord], active: Sequence[ActiveModel]) -> str:
+    if not main:
+        return f"no {MAIN} sample"
+    if key in ("bg_psnr", "bg_ssim"):
+        return "no frame of a main sample has a background pixel (the target region covers the frame)"
+    model = next((m for m in active if key in m.keys), None)
+    if model is not None and model.needs_audio and top[f"n_{key}"] == 0:
+        need = "edited and source audio" if model.entry.name in NEEDS_SOURCE_AUDIO else "edited audio"
+        return f"no {MAIN} sample has {need} (edited_audio or the edited video's audio track; the reference audio)"
+    return f"undefined over the {top[f'n_{key}']} {MAIN} sample(s) measured (e.g. a Fréchet distance needs two)"
+
+
+def _score(pred: Mapping, ref: Mapping, o: EditQualityOptions, active: Sequence[ActiveModel], pixel: bool) -> SampleRecord:
+    d = decode_sample(pred, ref, mask_threshold=o.mask_threshold, addition_region=o.addition_region,
+                      frame_mismatch=o.frame_mismatch, resize_edited=o.resize_edited,
+                      decode_audio=any(m.needs_audio for m in active))
+    s = d.sample
+    px = clip_scores(s.edited.frames, s.source.frames, s.region, o.psnr_cap, o.ssim_win_size, f"sample {s.sample_id!r}") if pixel else {}
+    rec = SampleRecord(s.sample_id, s.category, s.sub_track, px, has_edited_audio=d.has_edited_audio)
+    for m in active:
+        if m.needs_audio and not (d.has_edited_audio and (d.has_source_audio or m.entry.name not in NEEDS_SOURCE_AUDIO)):
+            continue
+        rec.models[m.entry.name] = m.metric.measure(s)
+    return rec
+
+
+def _category_order(c: str) -> tuple:
+    return (CATEGORIES.index(c) if c in CATEGORIES else len(CATEGORIES), c)
+
+
+def reduce_records(records: Sequence[SampleRecord], active: Sequence[ActiveModel], skipped_models: Mapping[str, str],
+                   options: EditQualityOptions, num_missing: int = 0) -> dict[str, Any]:
+    """Reduce half: the top-level table (main ranking), ``reference``, ``per_category``, ``per_sub_track``,
+    ``suggested``, ``skipped`` and the counts."""
+    selected = options.selected()
+    main = [r for r in records if r.category != "reference"]
+    out = table(main, active, selected)
+    out["num_reference_samples"] = len(records) - len(main)
+    out["num_missing"] = num_missing
+    out["reference"] = table([r for r in records if r.category == "reference"], active, selected)
+    cats = sorted({r.category for r in records}, key=_category_order)
+    out["per_category"] = {c: table([r for r in records if r.category == c], active, selected) for c in cats}
+    out["per_sub_track"] = {t: table([r for r in records if r.sub_track == t], active, selected) for t in sorted({r.sub_track for r in records})}
+    out["suggested"] = {c: list(ks) for c, ks in SUGGESTED.items()}
+    skipped = {}
+    for k in OUTPUT_KEYS:
+        if out[k] is None:
+            if k in skipped_models:
+                skipped[k] = skipped_models[k]
+            elif k not in selected:
+                skipped[k] = f"not selected (metrics={list(selected)})"
+            else:
+                skipped[k] = _skip_reason(k, out, main, active)
+    out["skipped"] = skipped
+    if options.return_per_sample:
+        rows = []
+        for r in sorted(records, key=lambda r: r.sample_id):
+            row = {"sample_id": r.sample_id, "category": r.category, "sub_track": r.sub_track, **r.pixel,
+                   "has_edited_audio": r.has_edited_audio}
+            for m in active:
+                got = m.metric.reduce([r.models[m.entry.name]]) if m.entry.name in r.models else {}
+                row.update({k: _finite(got.get(k)) for k in m.keys})
+            rows.append(row)
+        out["per_sample"] = rows
+    return out
+
+
+def av_edit_quality(predictions: Sequence[Mapping], references: Sequence[Mapping], **options: Any) -> dict:
+    """Score edited clips against their reference rows (see the ``av_edit_quality`` metric card).
+
+    Predictions are matched by ``sample_id`` (:func:`perckit.matching.pair_by_id`): a duplicate id on either side
+    or an unknown prediction id raises :class:`PredictionError`; a reference without a prediction raises too,
+    unless ``missing="skip"`` (then it is left out, counted in ``num_missing`` and warned about).
+    """
+    fields = EditQualityOptions.__dataclass_fields__
+    unknown = sorted(set(options) - set(fields))
+    if unknown:
+        raise OptionError(f"av_edit_quality: unknown option(s) {unknown}; expected some of {sorted(fields)}")
+    o = EditQualityOptions(**options)
+    pairs = pair_by_id(predictions, references, "sample_id", strict=False)
+    missing = [r["sample_id"] for p, r in pairs if p is None]
+    if missing and o.missing == "error":
+        raise PredictionError(missing_ids_message("sample_id", missing, EMPTY_PREDICTION)
+                              + " or pass missing='skip' to leave them out (counted in num_missing)")
+    if missing:
+        logger.warning("av_edit_quality: %d reference sample(s) have no prediction and are left out (missing='skip'), e.g. %s",
+                       len(missing), missing[:5])
+    active, skipped_models = build_models(o)
+    pixel = any(k in o.selected() for k in PIXEL_KEYS)
+    records = [_score(p, r, o, active, pixel) for p, r in pairs if p is not None]
+    return reduce_records(records, active, skipped_models, o, len(missing))
+
+
+__all__ = ["EditQualityOptions", "NEEDS_EDITED_AUDIO", "OUTPUT_KEYS", "SUGGESTED", "SampleRecord", "av_edit_quality",
+           "build_models", "reduce_records", "table"]

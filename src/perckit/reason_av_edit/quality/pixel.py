@@ -1,0 +1,190 @@
+"""The model-free edit-quality metrics, exact: ``ssim``, ``psnr``, ``bg_psnr``, ``bg_ssim`` of an edited clip against
+its source, and the frame-alignment rules applied before them.
+
+Every frame is 8-bit RGB (uint8 ``(H, W, 3)``); each value is computed per frame, then averaged over the frames
+(:func:`perckit.stats.fmean`):
+
+- ``psnr`` = ``10 log10(255^2 / MSE)``, the MSE over every pixel and channel (float64); identical frames
+  (MSE 0) score ``psnr_cap`` (default 100 dB), and so does any frame above the cap (JSON has no infinity);
+- ``ssim`` = :func:`skimage.metrics.structural_similarity` with ``data_range=255`` and ``channel_axis=-1``
+  (scikit-image's defaults otherwise: a ``win_size`` x ``win_size`` uniform window, 7, ``K1 = 0.01``,
+  ``K2 = 0.03``, sample covariance; its mean leaves out a border of ``(win_size - 1) // 2`` pixels);
+- ``bg_psnr``: the same PSNR on the MSE of the background pixels only (outside the target region);
+- ``bg_ssim``: the edited frame with its target region pasted back from the source (so that only background
+  changes count: an SSIM window straddling the region's edge sees the source there), its SSIM map against the
+  source (``full=True``, averaged over the channels), averaged over the background pixels of the interior
+  scikit-image's own mean uses; with no region this is ``ssim``.
+
+A frame with no background pixel (the region covers the frame) has no ``bg_*`` value and is left out of the
+``bg_*`` means; a sample with none is ``None``. ``region`` ``None`` means the whole frame is background.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ...errors import OptionError, PredictionError
+from ...stats import fmean
+
+#: The frame-count rules (``frame_mismatch``) and the frame-size rules (``resize_edited``); ``None`` refuses.
+FRAME_MISMATCH = (None, "truncate", "resample")
+RESIZE_EDITED = (None, "bilinear")
+PIXEL_KEYS = ("ssim", "psnr", "bg_psnr", "bg_ssim")
+
+
+def psnr_from_mse(mse: float, cap: float) -> float:
+    """``10 log10(255^2 / mse)``, at most ``cap`` (``cap`` for ``mse == 0``)."""
+    if mse <= 0.0:
+        return float(cap)
+    return min(float(cap), 10.0 * math.log10(255.0 ** 2 / mse))
+
+
+def frame_mse(a: np.ndarray, b: np.ndarray, keep: np.ndarray | None = None) -> float | None:
+    """Mean squared difference of two uint8 frames over every channel of the pixels where ``keep`` (bool
+    ``(H, W)``) is true (all pixels for ``None``); ``None`` when no pixel is kept."""
+    d = a.astype(np.float64) - b.astype(np.float64)
+    d2 = d * d
+    if keep is None:
+        return float(d2.mean())
+    n = int(np.count_nonzero(keep))
+    if n == 0:
+        return None
+    return float(d2[keep].sum() / (n * d2.shape[-1]))
+
+
+def ssim_frame(a: np.ndarray, b: np.ndarray, win_size: int = 7) -> tuple[float, np.ndarray]:
+    """``(mssim, map)``: scikit-image's SSIM of two RGB uint8 frames and its full map averaged over the channels
+    (float64 ``(H, W)``)."""
+    from skimage.metrics import structural_similarity
+
+    mssim, full = structural_similarity(a, b, data_range=255, channel_axis=-1, win_size=win_size, full=True)
+    return float(mssim), np.asarray(full, dtype=np.float64).mean(axis=-1)
+
+
+def interior(shape: tuple[int, int], win_size: int) -> np.ndarray:
+    """The pixels scikit-image's SSIM mean uses: all but a border of ``(win_size - 1) // 2``."""
+    pad = (win_size - 1) // 2
+    keep = np.zeros(shape, dtype=bool)
+    keep[pad : shape[0] - pad, pad : shape[1] - pad] = True
+    return keep
+
+
+def frame_scores(a: np.ndarray, b: np.ndarray, region: np.ndarray | None, psnr_cap: float = 100.0,
+                 win_size: int = 7) -> dict[str, float | None]:
+    """``{psnr, ssim, bg_psnr, bg_ssim}`` of one edited frame ``a`` against its source frame ``b``; ``region`` is the
+    bool target region ``(H, W)`` (``None``: no region, all background)."""
+    mse = frame_mse(a, b)
+    mssim, smap = ssim_frame(a, b, win_size)
+    bg = None if region is None or not region.any() else ~region
+    bg_mse = mse if bg is None else frame_mse(a, b, bg)
+    if bg is not None:  # the region pasted back from the source: only background changes count
+        smap = ssim_frame(np.where(region[..., None], b, a), b, win_size)[1]
+    inner = interior(smap.shape, win_size)
+    keep = inner if bg is None else (inner & bg)
+    n = int(np.count_nonzero(keep))
+    return {
+        "psnr": psnr_from_mse(mse, psnr_cap),
+        "ssim": mssim,
+        "bg_psnr": None if bg_mse is None else psnr_from_mse(bg_mse, psnr_cap),
+        "bg_ssim": (math.fsum(smap[keep].tolist()) / n) if n else None,
+    }
+
+
+def check_frames(frames: np.ndarray, where: str) -> np.ndarray:
+    """``frames`` as uint8 ``(T, H, W, 3)`` with ``T >= 1``; anything else raises :class:`PredictionError`."""
+    x = np.asarray(frames)
+    if x.dtype != np.uint8 or x.ndim != 4 or x.shape[-1] != 3 or x.shape[0] == 0:
+        raise PredictionError(f"{where}: expected uint8 RGB frames (T, H, W, 3) with T >= 1, got {x.dtype} {x.shape}")
+    return x
+
+
+def clip_scores(edited: np.ndarray, source: np.ndarray, region: np.ndarray | None, psnr_cap: float = 100.0,
+                win_size: int = 7, where: str = "sample") -> dict[str, Any]:
+    """The four pixel metrics of one sample: per frame (:func:`frame_scores`), then the mean over the frames.
+
+    ``edited`` and ``source`` must have one shape (see :func:`conform` for the mismatch rules); ``region`` is
+    bool ``(T, H, W)`` or ``None``. Also returns ``num_frames`` and ``num_bg_frames`` (frames with a background).
+    """
+    edited, source = check_frames(edited, f"{where}: edited video"), check_frames(source, f"{where}: source video")
+    if edited.shape != source.shape:
+        raise PredictionError(f"{where}: the edited frames {edited.shape} and the source frames {source.shape} differ")
+    t, h, w = source.shape[:3]
+    if region is not None and region.shape != (t, h, w):
+        raise PredictionError(f"{where}: the target region has shape {region.shape}, expected {(t, h, w)} (the source grid)")
+    if min(h, w) < win_size:
+        raise PredictionError(f"{where}: frames of {w} x {h} are smaller than the SSIM window ssim_win_size={win_size}; "
+                              "pass a smaller odd ssim_win_size (>= 3)")
+    per = [frame_scores(edited[j], source[j], None if region is None else region[j], psnr_cap, win_size) for j in range(t)]
+    out: dict[str, Any] = {k: fmean([p[k] for p in per if p[k] is not None]) for k in PIXEL_KEYS}
+    out["num_frames"] = t
+    out["num_bg_frames"] = sum(1 for p in per if p["bg_psnr"] is not None)
+    return out
+
+
+# ---------------------------------------------------------------- aligning the edited clip with the source
+
+
+def resample_index(n_edited: int, n_source: int) -> np.ndarray:
+    """The nearest edited frame of each source frame: ``j -> min(n_edited - 1, floor((j + 0.5) * n_edited / n_source))``."""
+    j = np.arange(n_source, dtype=np.int64)
+    return np.minimum(n_edited - 1, ((2 * j + 1) * n_edited) // (2 * n_source))
+
+
+def _resize_bilinear(frames: np.ndarray, h: int, w: int) -> np.ndarray:
+    try:
+        import cv2
+    except ImportError:
+        raise OptionError("resize_edited='bilinear' needs OpenCV: pip install opencv-python-headless") from None
+    return np.stack([cv2.resize(f, (w, h), interpolation=cv2.INTER_LINEAR) for f in frames]).astype(np.uint8)
+
+
+def conform(edited: np.ndarray, source: np.ndarray, region: np.ndarray | None, frame_mismatch: str | None,
+            resize_edited: str | None, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(edited, source, region)`` on one grid, the source's (the region is on the source grid).
+
+    - frame size: an edited frame of another ``H x W`` is refused, or with ``resize_edited="bilinear"`` resized
+      to the source size (``cv2.resize``, ``INTER_LINEAR``);
+    - frame count: another count is refused, or with ``frame_mismatch="truncate"`` all three are cut to the
+      shorter length, with ``"resample"`` the edited frames are mapped to the source length
+      (:func:`resample_index`, nearest frame).
+    """
+    te, he, we = edited.shape[:3]
+    ts, hs, ws = source.shape[:3]
+    if (he, we) != (hs, ws):
+        if resize_edited is None:
+            raise PredictionError(
+                f"{where}: the edited video has {te} frames of {we} x {he}, the source {ts} frames of {ws} x {hs} "
+                "(W x H); pass resize_edited='bilinear' to resize the edited frames to the source size"
+            )
+        edited = _resize_bilinear(edited, hs, ws)
+    if te != ts:
+        if frame_mismatch is None:
+            raise PredictionError(
+                f"{where}: the edited video has {te} frames, the source {ts} (frames of {ws} x {hs}); pass "
+                "frame_mismatch='truncate' (score the shorter length) or 'resample' (map the edited frames to the source length)"
+            )
+        if frame_mismatch == "truncate":
+            n = min(te, ts)
+            edited, source = edited[:n], source[:n]
+            region = None if region is None else region[:n]
+        else:
+            edited = edited[resample_index(te, ts)]
+    return edited, source, region
+
+
+def mean_table(records: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{key: mean, n_<key>: count}`` of the four pixel metrics over per-sample records (``None`` values left out)."""
+    out: dict[str, Any] = {}
+    for k in PIXEL_KEYS:
+        vals = [r[k] for r in records if r.get(k) is not None]
+        out[k] = fmean(vals)
+        out[f"n_{k}"] = len(vals)
+    return out
+
+
+__all__ = ["FRAME_MISMATCH", "PIXEL_KEYS", "RESIZE_EDITED", "clip_scores", "conform", "frame_mse", "frame_scores",
+           "interior", "mean_table", "psnr_from_mse", "resample_index", "ssim_frame"]

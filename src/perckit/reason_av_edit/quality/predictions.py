@@ -1,0 +1,115 @@
+"""The ``av_edit_quality`` predictions: one edited clip per sample, built in Python or read from a folder.
+
+A prediction is ``{"sample_id", "edited_video": {bytes, path}, "edited_audio": {bytes, path}}``; the edited audio
+is optional (the "not provided" marker ``{"bytes": None, "path": ""}``) when the edited video carries the track.
+
+:func:`load_quality_predictions_dir` reads a folder of method outputs named by sample id: ``<id>.mp4`` (required)
+and ``<id>.wav`` (optional). Each file name is built from a checked sample id (a plain file-name stem,
+:func:`..metadata.check_sample_id`), resolved inside the folder (:func:`perckit.paths.resolve_under`: a symbolic
+link out of it is refused) and checked to be a regular file of at most ``limits.MAX_MEDIA_FILE_BYTES`` (a FIFO, a
+device or a folder in its place is refused, never waited on). The rows keep the paths, not the bytes (the folder
+of a full run is gigabytes); the metric reads each file, capped again, when it scores that sample.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import datasets
+import numpy as np
+
+from ...errors import InputNotFoundError, PredictionError
+from ...paths import open_regular_file, resolve_under
+from ..features import NOT_PROVIDED_MEDIA, _media_value, media_feature
+from ..limits import MAX_MEDIA_FILE_BYTES
+from ..metadata import check_sample_id
+
+Value = datasets.Value
+#: The file of each media field in a predictions folder, after the sample id.
+SUFFIXES = {"edited_video": ".mp4", "edited_audio": ".wav"}
+
+
+def quality_prediction_schema() -> dict:
+    """``av_edit_quality`` predictions: the edited video and (optionally) the edited audio."""
+    return {"sample_id": Value("string"), "edited_video": media_feature(), "edited_audio": media_feature()}
+
+
+def make_quality_prediction(sample_id: str, edited_video: Any, edited_audio: Any = None, sample_rate: int = 16000) -> dict:
+    """One ``av_edit_quality`` prediction row.
+
+    - ``edited_video``: the edited clip as video bytes (mp4 or any container PyAV reads), a path, or ``{bytes, path}``;
+      required;
+    - ``edited_audio``: WAV bytes, a WAV path, ``{bytes, path}``, a 1-D float waveform at ``sample_rate``, or ``None``
+      (then the edited video's own audio track is used, if it has one).
+    """
+    if not isinstance(sample_id, str) or not sample_id:
+        raise PredictionError(f"make_quality_prediction: sample_id must be a non-empty str, got {sample_id!r}")
+    where = f"prediction {sample_id!r}"
+    video = _media_value(edited_video, f"{where}: edited_video")
+    if video["bytes"] is None and not video["path"]:
+        raise PredictionError(f"{where}: edited_video is required (video bytes, a path or {{'bytes', 'path'}}), got {edited_video!r}")
+    if isinstance(edited_audio, np.ndarray):
+        from ..audio import encode_wav
+
+        edited_audio = encode_wav(edited_audio, sample_rate, subtype="FLOAT")
+    return {"sample_id": sample_id, "edited_video": video, "edited_audio": _media_value(edited_audio, f"{where}: edited_audio")}
+
+
+def _checked_path(root: Path, sample_id: str, key: str) -> Path | None:
+    """The file of ``key`` for ``sample_id`` under ``root`` once it is known to be a regular file under the cap;
+    ``None`` when nothing is there."""
+    rel = f"{sample_id}{SUFFIXES[key]}"
+    path = resolve_under(root, rel, f"{str(root / rel)!r}", PredictionError)
+    if not os.path.lexists(path):
+        return None
+    with open_regular_file(path, repr(str(path)), MAX_MEDIA_FILE_BYTES, PredictionError, InputNotFoundError):
+        pass
+    return path
+
+
+def _discover(root: Path) -> list[str]:
+    """The ids named by the ``.mp4`` / ``.wav`` entries of ``root`` (folders aside; a FIFO is found, then refused)."""
+    ids: set[str] = set()
+    for p in root.iterdir():
+        if p.is_dir() and not p.is_symlink():
+            continue
+        for suffix in SUFFIXES.values():
+            if p.name.endswith(suffix) and len(p.name) > len(suffix):
+                ids.add(p.name[: -len(suffix)])
+    return sorted(ids)
+
+
+def load_quality_prediction(root: str | os.PathLike, sample_id: str) -> dict | None:
+    """The prediction of ``sample_id`` from ``root`` (``<id>.mp4`` and optional ``<id>.wav``); ``None`` when the
+    folder has neither. A ``.wav`` without its ``.mp4`` raises: a prediction needs the edited video."""
+    root = Path(root)
+    check_sample_id(sample_id, f"{str(root)!r}: sample id", PredictionError)
+    video = _checked_path(root, sample_id, "edited_video")
+    audio = _checked_path(root, sample_id, "edited_audio")
+    if video is None:
+        if audio is not None:
+            raise PredictionError(f"{str(audio)!r}: no {sample_id}{SUFFIXES['edited_video']} beside it; a prediction needs the edited video")
+        return None
+    return make_quality_prediction(sample_id, {"bytes": None, "path": str(video)},
+                                   {"bytes": None, "path": str(audio)} if audio is not None else dict(NOT_PROVIDED_MEDIA))
+
+
+def load_quality_predictions_dir(root: str | os.PathLike, sample_ids: Iterable[str] | None = None) -> list[dict]:
+    """Prediction rows from a folder of edited clips named by sample id (see the module docstring).
+
+    ``sample_ids`` (e.g. the reference ids): one row per id that has an ``<id>.mp4``; ids without one are left out
+    (the metric then reports them missing: an error, or counted with ``missing="skip"``). Without it, the ids
+    come from the file names (sorted).
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise InputNotFoundError(f"predictions folder {str(root)!r} does not exist")
+    ids = list(sample_ids) if sample_ids is not None else _discover(root)
+    rows = [load_quality_prediction(root, sid) for sid in ids]
+    return [r for r in rows if r is not None]
+
+
+__all__ = ["load_quality_prediction", "load_quality_predictions_dir", "make_quality_prediction", "quality_prediction_schema"]
