@@ -14,15 +14,25 @@ _EXTRA = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==
 ENTRIES: tuple[ModelEntry, ...] = (
     ModelEntry(
         name="fvd", keys=("fvd",), factory=".i3d:build_fvd",
-        source="FVD (Unterthiner et al., 2019): Fréchet distance of I3D (Kinetics-400) logits-layer features, "
-               "the I3D as StyleGAN-V's TorchScript port (i3d_torchscript.pt); reference set: the source videos",
-        install=_EXTRA, weights="models={'fvd': '<path to i3d_torchscript.pt>'}",
+        source="FVD (Unterthiner et al., 2019): Fréchet distance (covariance ddof=1) of the 400-d I3D Kinetics-400 "
+               "logits-layer features of 16-frame clips (the first 16 frames; options.extra fvd_sampling='windows' or "
+               "'uniform', fvd_num_frames), the I3D as StyleGAN-V's TorchScript port (i3d_torchscript.pt, called with "
+               "uint8 frames, rescale=True, resize=True to 224, return_features=True); a video shorter than 16 frames "
+               "is left out; reference set: the source videos of the same samples; None below 2 clips",
+        install=_EXTRA,
+        weights="models={'fvd': '<path to i3d_torchscript.pt (linked from the StyleGAN-V README: "
+                "https://www.dropbox.com/s/ge9e5ujwgetktms/i3d_torchscript.pt), or a folder holding it>'}",
     ),
     ModelEntry(
         name="fad", keys=("fad",), factory=".vggish:build_fad",
-        source="FAD (Kilgour et al., 2019): Fréchet distance of VGGish embeddings (torchvggish's port of the "
-               "AudioSet VGGish); reference set: the source audio",
-        install=_EXTRA, weights="models={'fad': '<path to vggish state dict>'}",
+        source="FAD (Kilgour et al., 2019): Fréchet distance (covariance ddof=1) of the 128-d VGGish embeddings "
+               "(torchvggish's port of the AudioSet VGGish: the last layer before its ReLU, no PCA, as Google's and "
+               "gudgud96's FAD) of every 0.96 s frame of the 16 kHz mono audio, pooled over the set; a clip shorter "
+               "than one frame is padded with silence, a sample without audio on either side left out; reference "
+               "set: the source audio of the same samples; None below 2 frames",
+        install=_EXTRA,
+        weights="models={'fad': '<path to the torchvggish vggish-10086976.pth, or a folder holding it>'} (default: "
+                "<torch hub dir>/checkpoints/vggish-10086976.pth, never downloaded)",
     ),
     ModelEntry(
         name="clip", keys=("tv_a", "tc"), factory=".clip:build_clip",
