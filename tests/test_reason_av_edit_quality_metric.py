@@ -1,0 +1,337 @@
+"""av_edit_quality end to end: the source as the edit scores perfect, a region-only edit keeps bg_* perfect, a background
+edit is caught, the placement box of instance addition, the tables and their counts, the model plumbing (fake model
+metrics: a per-sample mean, a set-level statistic; factories that are unavailable), the options, and evaluate
+(builder rows of the sample release, add_batch, distributed mode)."""
+
+import dataclasses
+import json
+import logging
+import random
+
+import numpy as np
+import pytest
+from helpers.common import REPO
+from helpers.distributed import batch_sizes, compute_in_batches, run_distributed
+from helpers.edit_quality import MeanMetric, SetMetric, box_region, clip, edit_box, mask_mp4, reference, rgb_mp4
+
+from perckit.entrypoints import build_split
+from perckit.errors import OptionError, PredictionError
+from perckit.reason_av_edit import make_quality_prediction, to_quality_reference
+from perckit.reason_av_edit.audio import encode_wav
+from perckit.reason_av_edit.quality import metric as core
+from perckit.reason_av_edit.quality import models as registry
+from perckit.stats import fmean
+
+PIXEL = ["ssim", "psnr", "bg_psnr", "bg_ssim"]
+BOX = (8, 8, 20, 20)
+
+
+def score(preds, refs, **options):
+    return core.av_edit_quality(preds, refs, **{"metrics": PIXEL, **options})
+
+
+def pred_of(ref, frames=None, audio=None):
+    video = ref["video"]["bytes"] if frames is None else rgb_mp4(frames)
+    return make_quality_prediction(ref["sample_id"], video, audio)
+
+
+@pytest.fixture(scope="module")
+def src():
+    return clip(t=5, h=32, w=32)
+
+
+@pytest.fixture(scope="module")
+def where_ref(src):
+    return reference("w", src, box_region(5, 32, 32, BOX))
+
+
+# ---------------------------------------------------------------- the three cases of the issue
+
+
+def test_the_source_as_the_edit_scores_perfect(where_ref):
+    out = score([pred_of(where_ref)], [where_ref])  # the very same bytes
+    assert (out["ssim"], out["psnr"], out["bg_psnr"], out["bg_ssim"]) == (1.0, 100.0, 100.0, 1.0)
+    assert out["num_samples"] == 1 and out["n_ssim"] == 1 and out["num_missing"] == 0
+    assert core.av_edit_quality([pred_of(where_ref)], [where_ref], metrics=PIXEL, psnr_cap=60.0)["psnr"] == 60.0
+
+
+def test_an_edit_confined_to_the_region_keeps_bg_perfect(src, where_ref):
+    out = score([pred_of(where_ref, edit_box(src, BOX, 0))], [where_ref])
+    assert out["bg_psnr"] == 100.0 and out["bg_ssim"] == 1.0
+    assert out["psnr"] < 30 and out["ssim"] < 0.95
+
+
+def test_a_background_edit_is_caught(src, where_ref):
+    out = score([pred_of(where_ref, edit_box(src, (24, 0, 32, 8), 0))], [where_ref])
+    assert out["bg_psnr"] < 30 and out["bg_ssim"] < 0.99 and out["psnr"] < 100
+
+
+def test_no_mask_or_an_empty_mask_means_bg_over_the_whole_frame(src):
+    ed = edit_box(src, BOX, 0)
+    for region in (None, np.zeros((5, 32, 32), bool)):
+        r = reference("n", src, region)
+        out = score([pred_of(r, ed)], [r], return_per_sample=True)
+        assert out["bg_psnr"] == out["psnr"] < 100 and out["bg_ssim"] == pytest.approx(out["ssim"], abs=1e-12)
+
+
+def test_instance_addition_uses_the_placement_box(src):
+    # an L-shaped placement mask: its bounding box is [8, 20) x [8, 20); the edit fills the box
+    region = np.zeros((5, 32, 32), bool)
+    region[:, 8:20, 8:11] = True
+    region[:, 17:20, 8:20] = True
+    ed = edit_box(src, BOX, 0)
+    r = reference("c4", src, region, category="combined", sub_track="C4_spatial_add")
+    box = score([pred_of(r, ed)], [r])
+    assert box["bg_psnr"] == 100.0 and box["bg_ssim"] == 1.0
+    raw = score([pred_of(r, ed)], [r], addition_region="mask")
+    assert raw["bg_psnr"] < 30
+    # not an addition sub-track: the raw mask
+    w = reference("w", src, region)
+    assert score([pred_of(w, ed)], [w])["bg_psnr"] == raw["bg_psnr"]
+
+
+def test_the_mask_is_padded_or_cut_to_the_source_length(src):
+    r = reference("w", src, box_region(3, 32, 32, BOX))  # 3 mask frames for 5 source frames: 2 empty frames
+    ed = edit_box(src, BOX, 0)
+    out = score([pred_of(r, ed)], [r], return_per_sample=True)
+    assert out["bg_psnr"] < 100  # the last two frames have no region: the edit is background there
+    assert out["per_sample"][0]["num_frames"] == 5
+
+
+def test_frame_count_and_size_mismatch_through_the_metric(src, where_ref):
+    longer = np.concatenate([src, src[:2]])
+    with pytest.raises(PredictionError, match=r"sample 'w': the edited video has 7 frames, the source 5 .*frame_mismatch="):
+        score([pred_of(where_ref, longer)], [where_ref])
+    assert score([pred_of(where_ref, longer)], [where_ref], frame_mismatch="truncate")["ssim"] == 1.0
+    half = src[::2]  # 3 frames: resampled to 5 by the nearest frame
+    out = score([pred_of(where_ref, half)], [where_ref], frame_mismatch="resample")
+    assert 0 < out["ssim"] < 1
+    big = np.repeat(np.repeat(src, 2, axis=1), 2, axis=2)
+    with pytest.raises(PredictionError, match=r"sample 'w': the edited video has 5 frames of 64 x 64, the source 5 frames of 32 x 32.*resize_edited='bilinear'"):
+        score([pred_of(where_ref, big)], [where_ref])
+    pytest.importorskip("cv2", reason="resize_edited='bilinear' needs OpenCV")
+    assert score([pred_of(where_ref, big)], [where_ref], resize_edited="bilinear")["ssim"] > 0.5
+
+
+# ---------------------------------------------------------------- tables
+
+
+@pytest.fixture(scope="module")
+def mixed(src):
+    """Five samples over four categories: two where_only (perfect, background edit), one combined (region edit),
+    one when_only (perfect), one reference (region edit)."""
+    region = box_region(5, 32, 32, BOX)
+    refs = [
+        reference("w1", src, region), reference("w2", src, region),
+        reference("c1", src, region, category="combined", sub_track="C1_overlap_local_speech"),
+        reference("t1", src, None, category="when_only", sub_track="T1_word_phrase_swap"),
+        reference("r1", src, region, category="reference", sub_track="R1_person_identity"),
+    ]
+    edits = {"w2": edit_box(src, (24, 0, 32, 8), 0), "c1": edit_box(src, BOX, 0), "r1": edit_box(src, BOX, 255)}
+    preds = [pred_of(r, edits.get(r["sample_id"])) for r in refs]
+    return preds, refs
+
+
+def test_tables_main_reference_category_sub_track(mixed):
+    preds, refs = mixed
+    out = score(preds, refs, return_per_sample=True)
+    per = {p["sample_id"]: p for p in out["per_sample"]}
+    assert [p["sample_id"] for p in out["per_sample"]] == ["c1", "r1", "t1", "w1", "w2"]
+    main = ["w1", "w2", "c1", "t1"]
+    assert out["num_samples"] == 4 and out["num_reference_samples"] == 1
+    for k in PIXEL:
+        assert out[k] == fmean([per[s][k] for s in main]) and out[f"n_{k}"] == 4
+        assert out["reference"][k] == per["r1"][k] and out["reference"]["num_samples"] == 1
+        assert out["per_category"]["where_only"][k] == fmean([per["w1"][k], per["w2"][k]])
+        assert out["per_sub_track"]["C1_overlap_local_speech"][k] == per["c1"][k]
+    assert list(out["per_category"]) == ["where_only", "when_only", "combined", "reference"]
+    for t in [out, out["reference"], *out["per_category"].values(), *out["per_sub_track"].values()]:
+        for k in core.OUTPUT_KEYS:
+            assert k in t and f"n_{k}" in t
+        assert "num_samples" in t and "num_without_edited_audio" in t
+    assert out["suggested"] == {"where_only": ["bg_psnr", "bg_ssim"], "which_only": ["lpaps"], "when_only": ["desync"],
+                                "combined": ["bg_psnr", "bg_ssim", "lpaps", "desync"]}
+    # every None top-level key has a reason; the unselected model keys say so
+    assert set(out["skipped"]) == {k for k in core.OUTPUT_KEYS if out[k] is None} == set(registry.MODEL_KEYS)
+    assert out["skipped"]["fvd"].startswith("not selected")
+    json.dumps(out)  # plain JSON (no inf, no numpy)
+
+
+def test_the_reduction_does_not_depend_on_the_order(mixed):
+    preds, refs = mixed
+    a = score(preds, refs)
+    rng = random.Random(0)
+    p2, r2 = preds[:], refs[:]
+    rng.shuffle(p2)
+    rng.shuffle(r2)
+    assert score(p2, r2) == a
+
+
+def test_reference_only_leaves_the_main_table_empty_with_reasons(mixed):
+    preds, refs = mixed
+    out = score([preds[4]], [refs[4]])
+    assert out["ssim"] is None and out["num_samples"] == 0 and out["reference"]["ssim"] is not None
+    assert out["skipped"]["ssim"] == "no pure-instruction (non-reference) sample"
+
+
+# ---------------------------------------------------------------- model plumbing (fake metrics)
+
+
+def test_model_metrics_accumulate_and_reduce_per_table(src, mixed):
+    preds, refs = mixed
+    fvd, pq = SetMetric(), MeanMetric()
+    tone = 0.5 * np.sin(2 * np.pi * 440 * np.arange(8000) / 16000)
+    audio_preds = [dict(p) for p in preds]
+    audio_preds[0] = make_quality_prediction("w1", preds[0]["edited_video"], encode_wav(tone, 8000))  # resampled to 16 kHz
+    audio_preds[2] = make_quality_prediction("c1", rgb_mp4(edit_box(src, BOX, 0), audio=tone[:4000]))  # the video's track
+    refs_a = [dict(r, audio={"bytes": encode_wav(tone, 16000), "path": ""}) for r in refs]
+    out = core.av_edit_quality(audio_preds, refs_a, metrics=PIXEL + ["fvd", "pq"], models={"fvd": fvd, "pq": pq})
+    # the set-level statistic: reduced over each table's own records
+    assert out["n_fvd"] == 4 and out["fvd"] is not None and out["reference"]["fvd"] is None  # one reference sample
+    assert ["c1", "t1", "w1", "w2"] in fvd.reduced and ["r1"] in fvd.reduced
+    # the audio metric: only the two samples with edited audio (a WAV at 8 kHz, the video's AAC track)
+    assert out["n_pq"] == 2 and out["num_without_edited_audio"] == 2 and out["reference"]["n_pq"] == 0
+    seen = {s.sample_id: s for s in pq.seen}
+    assert set(seen) == {"w1", "c1"}
+    for s in seen.values():
+        assert s.edited.audio.dtype == np.float32 and s.edited.audio.ndim == 1 and s.edited.sample_rate == 16000
+        assert s.source.audio is not None and s.region is not None and s.region.dtype == bool
+        assert s.edited.frames.shape == s.source.frames.shape == (5, 32, 32, 3)
+    assert seen["w1"].edited.audio.shape == (16000,)  # 8000 samples at 8 kHz (1 s) resampled to 16 kHz
+    assert abs(seen["c1"].edited.audio.shape[0] - 4000) < 2048  # AAC priming / padding aside
+    assert out["pq"] == pytest.approx(np.mean([np.sqrt(np.mean(np.square(seen[s].edited.audio))) for s in ("w1", "c1")]))
+    assert out["skipped"].keys() == {k for k in core.OUTPUT_KEYS if out[k] is None}
+    assert "fvd" not in out["skipped"] and "pq" not in out["skipped"]
+
+
+def test_model_metric_given_by_key_or_entry_name(where_ref):
+    tv = MeanMetric(keys=("tv_a", "tc"), fn=lambda s: 0.25)
+    for name in ("clip", "tv_a"):
+        out = core.av_edit_quality([pred_of(where_ref)], [where_ref], metrics=["tv_a", "tc"], models={name: tv})
+        assert out["tv_a"] == 0.25 and out["tc"] == 0.25 and out["ssim"] is None and out["skipped"]["ssim"].startswith("not selected")
+    with pytest.raises(OptionError, match=r"option 'models': \['clip', 'tv_a'\] name the same model 'clip'"):
+        core.av_edit_quality([pred_of(where_ref)], [where_ref], metrics=["tv_a"], models={"clip": tv, "tv_a": tv})
+    with pytest.raises(OptionError, match=r"option 'models': unknown model\(s\) \['nope'\]"):
+        core.av_edit_quality([pred_of(where_ref)], [where_ref], models={"nope": tv})
+
+
+def test_unavailable_models_are_skipped_with_the_reason(where_ref, monkeypatch):
+    fvd = registry.BY_KEY["fvd"]
+    entries = tuple(
+        dataclasses.replace(e, factory="helpers.edit_quality:unavailable_factory") if e.name == "fvd"
+        else dataclasses.replace(e, factory="perckit.reason_av_edit.quality.models.no_such_module:build") if e.name == "fad"
+        else e
+        for e in registry.ENTRIES
+    )
+    monkeypatch.setattr(registry, "ENTRIES", entries)
+    out = core.av_edit_quality([pred_of(where_ref)], [where_ref], metrics=PIXEL + ["fvd", "fad"])
+    assert out["fvd"] is None and out["skipped"]["fvd"] == "no weights for the fake model: pass models={'fvd': <path>}"
+    assert out["fad"] is None and "the fad model module is not available (ModuleNotFoundError" in out["skipped"]["fad"]
+    assert registry.BY_KEY["fad"].install in out["skipped"]["fad"] and fvd.name == "fvd"
+    assert out["ssim"] == 1.0
+
+
+def test_an_audio_metric_without_any_edited_audio_says_so(where_ref):
+    out = core.av_edit_quality([pred_of(where_ref)], [where_ref], metrics=["pq"], models={"pq": MeanMetric()})
+    assert out["pq"] is None and out["n_pq"] == 0 and out["num_without_edited_audio"] == 1
+    assert out["skipped"]["pq"].startswith("no pure-instruction (non-reference) sample has edited audio")
+
+
+def test_every_model_key_is_none_with_a_reason_without_weights(where_ref):
+    """The real factories (no weights are installed in the test environment, nothing is downloaded)."""
+    out = core.av_edit_quality([pred_of(where_ref)], [where_ref])
+    assert out["ssim"] == 1.0
+    for k in registry.MODEL_KEYS:
+        if out[k] is None:
+            assert out["skipped"][k], k
+    assert set(out["skipped"]) == {k for k in core.OUTPUT_KEYS if out[k] is None}
+
+
+# ---------------------------------------------------------------- ids and options
+
+
+def test_missing_samples_strict_and_lax(mixed, caplog):
+    preds, refs = mixed
+    with pytest.raises(PredictionError, match=r"predictions: no prediction for 1 reference sample_id\(s\), e\.g\. \['t1'\].*missing='skip'"):
+        score(preds[:3] + preds[4:], refs)
+    with caplog.at_level(logging.WARNING, logger="perckit"):
+        out = score(preds[:3] + preds[4:], refs, missing="skip")
+    assert out["num_missing"] == 1 and out["num_samples"] == 3 and "1 reference sample(s) have no prediction" in caplog.text
+    with pytest.raises(PredictionError, match=r"predictions: duplicate sample_id 'w1'"):
+        score(preds + preds[:1], refs)
+    with pytest.raises(PredictionError, match=r"predictions: sample_id 'zz' is unknown to the references"):
+        score(preds + [make_quality_prediction("zz", b"x")], refs)
+
+
+@pytest.mark.parametrize("options, pattern", [
+    ({"strcit": True}, r"av_edit_quality: unknown option\(s\) \['strcit'\]"),
+    ({"frame_mismatch": "pad"}, r"option 'frame_mismatch': expected one of \[None, 'truncate', 'resample'\], got 'pad'"),
+    ({"resize_edited": "nearest"}, r"option 'resize_edited': expected one of \[None, 'bilinear'\]"),
+    ({"missing": "lax"}, r"option 'missing': expected one of \['error', 'skip'\]"),
+    ({"addition_region": "ellipse"}, r"option 'addition_region'"),
+    ({"psnr_cap": float("inf")}, r"option 'psnr_cap': expected a finite number of dB > 0"),
+    ({"psnr_cap": "100"}, r"option 'psnr_cap': expected a number"),
+    ({"ssim_win_size": 4}, r"option 'ssim_win_size': expected an odd integer >= 3, got 4"),
+    ({"mask_threshold": 256}, r"option 'mask_threshold': expected an int in \[0, 255\]"),
+    ({"metrics": ["ssim", "vmaf"]}, r"option 'metrics': expected some of \['ssim'"),
+    ({"metrics": "ssim"}, r"option 'metrics': expected a list of strings"),
+    ({"models": ["fvd"]}, r"option 'models': expected a dict"),
+    ({"batch_size": 0}, r"option 'batch_size': expected an integer >= 1"),
+    ({"return_per_sample": 1}, r"option 'return_per_sample': expected True or False"),
+])
+def test_bad_options_are_option_errors(where_ref, options, pattern):
+    with pytest.raises(OptionError, match=pattern):
+        core.av_edit_quality([pred_of(where_ref)], [where_ref], **options)
+
+
+# ---------------------------------------------------------------- evaluate, on the sample release's builder rows
+
+
+@pytest.fixture(scope="module")
+def rows(reason_av_edit_release, tmp_path_factory):
+    ds = build_split("reason_av_edit", "default", reason_av_edit_release.root, tmp_path_factory.mktemp("q_cache"))
+    return [to_quality_reference(r) for r in ds]
+
+
+@pytest.fixture(scope="module")
+def metric():
+    import evaluate
+
+    return evaluate.load(str(REPO / "metrics" / "av_edit_quality"))
+
+
+def test_builder_rows_through_evaluate_score_perfect(metric, rows):
+    preds = [make_quality_prediction(r["sample_id"], r["video"]) for r in rows]
+    out = metric.compute(predictions=preds, references=rows, metrics=PIXEL)
+    assert out["num_samples"] == 13 and out["num_reference_samples"] == 3
+    for t in [out, out["reference"], *out["per_category"].values(), *out["per_sub_track"].values()]:
+        assert (t["ssim"], t["psnr"], t["bg_psnr"], t["bg_ssim"]) == (1.0, 100.0, 100.0, 1.0)
+    assert out["num_without_edited_audio"] == 0  # the sample release's videos carry an AAC track
+    c4 = next(r for r in rows if r["sub_track"].startswith("C4"))
+    assert c4["ref_image"]["bytes"][:8] == b"\x89PNG\r\n\x1a\n"  # the decoded PIL image stored as PNG
+
+
+def test_add_batch_in_any_batch_sizes(metric, mixed):
+    preds, refs = mixed
+    whole = metric.compute(predictions=preds, references=refs, metrics=PIXEL)
+    for sizes in (batch_sizes(len(refs), 2), [1] * len(refs)):
+        assert compute_in_batches(metric, preds, refs, sizes, metrics=PIXEL) == whole
+
+
+def test_distributed_matches_single_process(metric, mixed, tmp_path):
+    preds, refs = mixed
+
+    def media(x):
+        return {"bytes": None, "path": str(x)}
+
+    for p, r in zip(preds, refs):  # JSON inputs: the media as files
+        (tmp_path / f"{r['sample_id']}_edit.mp4").write_bytes(p["edited_video"]["bytes"])
+        (tmp_path / f"{r['sample_id']}_src.mp4").write_bytes(r["video"]["bytes"])
+        (tmp_path / f"{r['sample_id']}_mask.mp4").write_bytes(r["mask_video"]["bytes"] or b"")
+    preds = [make_quality_prediction(r["sample_id"], media(tmp_path / f"{r['sample_id']}_edit.mp4")) for r in refs]
+    refs = [dict(r, video=media(tmp_path / f"{r['sample_id']}_src.mp4"),
+                 mask_video=media(tmp_path / f"{r['sample_id']}_mask.mp4") if r["mask_video"]["bytes"] else r["mask_video"]) for r in refs]
+    single = metric.compute(predictions=preds, references=refs, metrics=PIXEL)
+    inputs = tmp_path / "inputs.json"
+    inputs.write_text(json.dumps({"predictions": preds, "references": refs, "options": {"metrics": PIXEL}}))
+    assert run_distributed("av_edit_quality", inputs, 2, tmp_path, "av_edit_quality_2", batch=2) == json.loads(json.dumps(single))
