@@ -201,7 +201,8 @@ def _standin_class():
             self.seen = {}
 
         def extract_vfeats(self, x):
-            self.seen["vis"] = x.clone()
+            self.seen["vis_shape"], self.seen["vis_dtype"] = tuple(x.shape), x.dtype
+            self.seen["vis"] = x[..., ::56, ::56].clone()  # a 4 x 4 subsample of the 224 x 224 frames
             b, s = x.shape[:2]
             return x.mean(dim=(2, 3, 4, 5))[:, :, None, None].expand(b, s, 8, 4)
 
@@ -228,6 +229,7 @@ def _sample(seconds: float, fps: float = 25.0, sr: int = 16000, audio: bool = Tr
 
 
 def test_desync_metric_feeds_both_windows_and_averages_their_offsets():
+    torch = _torch()
     from perckit.reason_av_edit.quality.models.synchformer import DeSyncMetric
 
     model = _standin_class()(classes=(5, 12))  # -1.0 s and +0.4 s
@@ -237,11 +239,11 @@ def test_desync_metric_feeds_both_windows_and_averages_their_offsets():
     np.testing.assert_allclose(rec["offsets"], [-1.0, 0.4])
     assert rec["desync"] == pytest.approx(0.7) and rec["padded"] is False
     vis, aud = model.seen["vis"].numpy(), model.seen["aud"].numpy()
-    assert vis.shape == (2, 14, 16, 3, 224, 224) and vis.dtype == np.float32
+    assert model.seen["vis_shape"] == (2, 14, 16, 3, 224, 224) and model.seen["vis_dtype"] == torch.float32
     assert aud.shape == (2, 14, 1, 128, 66)
     # frame k has value k everywhere; the resize keeps a flat image flat: window 2 starts at frame 24
     assert vis[0, 0, 0, 0, 0, 0] == pytest.approx(-1.0)
-    assert vis[1, 0, 0, :, 100, 100] == pytest.approx(np.full(3, 24 / 255 * 2 - 1), rel=1e-6)
+    assert vis[1, 0, 0, :, 2, 3] == pytest.approx(np.full(3, 24 / 255 * 2 - 1), rel=1e-6)
     assert vis[1, 13, 15, 0, 0, 0] == pytest.approx((24 + 104 + 15) / 255 * 2 - 1, rel=1e-6)
     assert metric.reduce([rec, {"desync": 0.1}]) == {"desync": pytest.approx(0.4)}
 
@@ -251,7 +253,7 @@ def test_desync_metric_one_window_for_a_4_84_s_clip():
 
     model = _standin_class()(classes=(13,))
     rec = DeSyncMetric(model).measure(_sample(4.84))
-    assert model.seen["vis"].shape[0] == 1  # the first and the last window coincide: run once
+    assert model.seen["vis_shape"][0] == 1  # the first and the last window coincide: run once
     np.testing.assert_allclose(rec["offsets"], [0.6, 0.6])
     assert rec["desync"] == pytest.approx(0.6)
 
@@ -279,9 +281,9 @@ def test_desync_metric_short_clip_pad_or_skip_and_no_audio():
 def test_desync_metric_resamples_audio_to_16_khz():
     from perckit.reason_av_edit.quality.models.synchformer import DeSyncMetric
 
-    model = _standin_class()(classes=(10, 10))
-    rec = DeSyncMetric(model).measure(_sample(6.0, sr=8000))
-    assert rec["desync"] == 0.0 and model.seen["aud"].shape == (2, 14, 1, 128, 66)
+    model = _standin_class()(classes=(10,))
+    rec = DeSyncMetric(model).measure(_sample(4.84, sr=8000))
+    assert rec["desync"] == 0.0 and model.seen["aud"].shape == (1, 14, 1, 128, 66)
 
 
 def _fake_av_bench(monkeypatch, cls):
@@ -377,3 +379,30 @@ def test_peavs_bad_results_csv_is_refused_naming_the_line(tmp_path, text, match)
     (tmp_path / "r.csv").write_text(text, encoding="utf-8")
     with pytest.raises(PredictionError, match=match):
         pv.load_peavs_csv(tmp_path / "r.csv")
+
+
+# ---------------------------------------------------------------------------------------------- end to end
+
+
+def test_av_edit_quality_reports_desync_from_a_given_metric():
+    pytest.importorskip("av", reason="needs PyAV to encode the test clips")
+    from perckit.reason_av_edit.audio import encode_wav
+    from perckit.reason_av_edit.quality.metric import av_edit_quality
+    from perckit.reason_av_edit.quality.models.synchformer import DeSyncMetric
+    from perckit.reason_av_edit.quality.predictions import make_quality_prediction
+    from perckit.sample_releases.base import encode_mp4
+
+    frames = np.zeros((125, 32, 48, 3), dtype=np.uint8)  # 5 s at 25 fps: windows at 0 and 0 s (125 frames)
+    video = encode_mp4(frames, fps=25)
+    wav = encode_wav(np.zeros(5 * 16000, dtype=np.float32))
+    none = {"bytes": None, "path": ""}
+    ref = {"sample_id": "s1", "category": "when_only", "sub_track": "T1_word_phrase_swap", "instruction": "swap",
+           "video": {"bytes": video, "path": ""}, "audio": {"bytes": wav, "path": ""}, "mask_video": dict(none),
+           "ref_image": dict(none), "edit_window_s": [1.0, 2.0], "fps": 25.0, "num_frames": 125}
+    pred = make_quality_prediction("s1", {"bytes": video, "path": ""}, {"bytes": wav, "path": ""})
+    model = _standin_class()(classes=(14,))  # +0.8 s
+    out = av_edit_quality([pred], [ref], metrics=["desync"], models={"desync": DeSyncMetric(model)})
+    assert out["desync"] == pytest.approx(0.8)
+    assert out["per_category"]["when_only"]["desync"] == pytest.approx(0.8)
+    assert out["n_desync"] == 1
+    assert model.seen["vis_shape"] == (1, 14, 16, 3, 224, 224)

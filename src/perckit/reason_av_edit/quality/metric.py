@@ -162,7 +162,7 @@ def build_models(options: EditQualityOptions) -> tuple[list[ActiveModel], dict[s
                 skipped[k] = f"not selected (metrics={list(options.selected())})"
         if not keys:
             continue
-        names = [n for n in (entry.name, *entry.keys) if n in given]
+        names = [n for n in dict.fromkeys((entry.name, *entry.keys)) if n in given]  # an entry named as its key counts once
         if len(names) > 1:
             raise OptionError(f"option 'models': {names} name the same model {entry.name!r}; give it once")
         value = given[names[0]] if names else None
