@@ -21,6 +21,7 @@ SCORED = {
     ("refer_iou", None): ("expressions", "validation"),
     ("m4seg", None): ("default", "test"),
     ("av_reasoning", None): ("default", "test"),
+    ("av_edit_quality", None): ("default", "test"),
 }
 
 

@@ -103,7 +103,7 @@ def test_sample_release_builds_and_the_hub_patterns_fetch_what_the_builder_reads
 def test_unknown_names_are_option_errors():
     with pytest.raises(OptionError, match=r"unknown benchmark 'nope': expected one of \['m4seg'"):
         benchmarks.get("nope")
-    with pytest.raises(OptionError, match=r"unknown metric 'nope': expected one of \['av_reasoning'"):
+    with pytest.raises(OptionError, match=r"unknown metric 'nope': expected one of \['av_edit_quality', 'av_reasoning'"):
         benchmarks.metric("nope")
     with pytest.raises(OptionError, match="metric 'syn4d' needs --config, one of"):
         benchmarks.metric("syn4d")[1].projector(None)

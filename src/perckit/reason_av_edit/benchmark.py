@@ -14,5 +14,7 @@ BENCHMARK = Benchmark(
     metrics=(
         MetricSpec("av_reasoning", "perckit.reason_av_edit.features:to_metric_reference", scores="default",
                    file_format="a folder of <sample_id>.json, <sample_id>_anchor_mask.png, _reason_audio.wav and _mask.mp4 files (perckit.reason_av_edit.load_predictions_dir)"),
+        MetricSpec("av_edit_quality", "perckit.reason_av_edit.quality.references:to_quality_reference", scores="default",
+                   file_format="a folder of edited clips <sample_id>.mp4 with optional <sample_id>.wav (perckit.reason_av_edit.load_quality_predictions_dir)"),
     ),
 )
