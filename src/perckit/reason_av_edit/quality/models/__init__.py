@@ -36,23 +36,24 @@ ENTRIES: tuple[ModelEntry, ...] = (
     ),
     ModelEntry(
         name="clip", keys=("tv_a", "tc"), factory=".clip:build_clip",
-        source="TV-A: CLIP score (Hessel et al., 2021) of the target text against the edited frames; TC: mean "
-               "cosine similarity of consecutive edited frames' CLIP image features (as VBench-style temporal "
-               "consistency); CLIP through transformers",
+        source="TV-A: CLIPScore (Hessel et al., 2021) at torchmetrics' scale, 100 * max(cos, 0), of the target text "
+               "against each edited frame, mean over frames; TC: mean cosine similarity of consecutive edited frames' "
+               "CLIP image features; CLIP (openai/clip-vit-large-patch14) through transformers",
         install=_EXTRA, weights="models={'clip': '<local CLIP folder or cached repo id, e.g. openai/clip-vit-large-patch14>'}",
     ),
     ModelEntry(
         name="ta_a", keys=("ta_a",), factory=".clap:build_clap",
-        source="TA-A: CLAP score (Wu et al., 2023) of the target text against the edited audio; CLAP through "
-               "transformers (laion/clap-htsat-unfused)",
+        source="TA-A: CLAP score (Wu et al., 2023), the cosine of the target text and the edited audio (48 kHz) "
+               "embeddings as MMAudio's av-benchmark LAION-CLAP score; CLAP through transformers (laion/clap-htsat-unfused)",
         install=_EXTRA, weights="models={'ta_a': '<local CLAP folder or cached repo id>'}",
     ),
     ModelEntry(
         name="av_a", keys=("av_a",), factory=".imagebind:build_imagebind",
         source="AV-A: cosine similarity of ImageBind (Girdhar et al., 2023) audio and vision embeddings of the "
-               "edited clip",
-        install="pip install git+https://github.com/facebookresearch/ImageBind (not on PyPI)",
-        weights="models={'av_a': '<path to imagebind_huge.pth>'}",
+               "edited clip (MMAudio av-benchmark's IB-score; ImageBind's own 5 x 2 s video / 3 x 2 s audio clips)",
+        install="pip install git+https://github.com/facebookresearch/ImageBind (not on PyPI; brings torchaudio, "
+                "torchvision, pytorchvideo)",
+        weights="models={'av_a': '<path to imagebind_huge.pth>'} (default: ./.checkpoints/imagebind_huge.pth if present)",
     ),
     ModelEntry(
         name="lpaps", keys=("lpaps",), factory=".lpaps:build_lpaps",
@@ -71,7 +72,7 @@ ENTRIES: tuple[ModelEntry, ...] = (
         source="PQ: production quality axis of Meta's Audiobox Aesthetics (Tjandra et al., 2025), "
                "audiobox_aesthetics package",
         install="pip install --no-deps audiobox_aesthetics (its torchaudio pin would replace the CPU torch)",
-        weights="models={'pq': '<path to audiobox-aesthetics checkpoint.pt>'}",
+        weights="models={'pq': '<facebook/audiobox-aesthetics folder, repo id or checkpoint.pt>'} (default: the HF cache)",
     ),
     ModelEntry(
         name="desync", keys=("desync",), factory=".synchformer:build_desync",
