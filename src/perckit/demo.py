@@ -258,7 +258,58 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
     fig = figures.save(figures.waveform_plot(wave, 16000, tuple(row["edit_window_s"]), tuple(pred_window)), out / "figures" / "reason_av_edit_waveform.png")
     figs = [(fig, f"ReasonAVEdit-Bench {row['sample_id']} ({row['sub_track']}): acoustic reasoning GT waveform, "
                   "GT edit window green, shifted predicted window red")]
-    return {"benchmark": "ReasonAVEdit-Bench", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": figs}
+    tables = [edit_quality_table(ds, log)]
+    return {"benchmark": "ReasonAVEdit-Bench", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": figs,
+            "tables": tables}
+
+
+def edit_quality_predictions(refs: list[dict]) -> dict[str, list[dict]]:
+    """Three sets of edited clips for ``av_edit_quality``: the source itself (the very same bytes), a region-only
+    edit (the target region inverted on its frames) and a background edit (an 8 x 8 corner block blacked out outside
+    the region), both written RGB-lossless so that only the edit differs from the decoded source."""
+    from .reason_av_edit.quality import decode as qd
+    from .reason_av_edit.quality.predictions import make_quality_prediction
+
+    out: dict[str, list[dict]] = {"source as the edit": [], "region-only edit": [], "background edit": []}
+    for r in refs:
+        sid = r["sample_id"]
+        frames, fps = qd.decode_video(r["video"]["bytes"], sid, f"demo {sid!r}")
+        region = qd.target_region(r["mask_video"], frames.shape[:3], 127, qd.is_addition(r["sub_track"]), f"demo {sid!r}")
+        region = np.zeros(frames.shape[:3], dtype=bool) if region is None else region
+        inside = frames.copy()
+        inside[region] = 255 - inside[region]
+        outside = frames.copy()
+        corner = np.zeros(frames.shape[:3], dtype=bool)
+        corner[:, :8, :8] = True
+        outside[corner & ~region] = 0
+        out["source as the edit"].append(make_quality_prediction(sid, r["video"], r["audio"]))
+        out["region-only edit"].append(make_quality_prediction(sid, qd.encode_rgb_mp4(inside, int(round(fps))), r["audio"]))
+        out["background edit"].append(make_quality_prediction(sid, qd.encode_rgb_mp4(outside, int(round(fps))), r["audio"]))
+    return out
+
+
+def edit_quality_table(ds: Any, log: Log) -> dict:
+    """The ``av_edit_quality`` table of the report: the main ranking (pure-instruction samples) for the three sets of
+    :func:`edit_quality_predictions`, every model metric listed as skipped with its reason."""
+    from .reason_av_edit.quality.references import to_quality_reference
+
+    refs = [to_quality_reference(r) for r in ds]
+    metric = load_metric("av_edit_quality")
+    scored = {name: metric.compute(predictions=preds, references=refs) for name, preds in edit_quality_predictions(refs).items()}
+    same, inside, outside = scored.values()
+    if (same["ssim"], same["psnr"], same["bg_psnr"], same["bg_ssim"]) != (1.0, 100.0, 100.0, 1.0):
+        raise RuntimeError(f"ReasonAVEdit-Bench: the source as the edit did not score perfect: {_scalars(same)}")
+    if (inside["bg_psnr"], inside["bg_ssim"]) != (100.0, 1.0) or inside["psnr"] >= 100.0:
+        raise RuntimeError("ReasonAVEdit-Bench: a region-only edit did not keep bg_psnr / bg_ssim perfect")
+    if outside["bg_psnr"] >= 100.0 or outside["bg_ssim"] >= 1.0:
+        raise RuntimeError("ReasonAVEdit-Bench: a background edit was not caught by bg_psnr / bg_ssim")
+    log("ReasonAVEdit-Bench: av_edit_quality scores the source as the edit perfect; a region-only edit keeps bg_* perfect; "
+        "a background edit lowers bg_*; model metrics without weights are skipped with their reasons")
+    keys = [k for k in same if not isinstance(same[k], (dict, list)) and not k.startswith("n_")]
+    rows = [[k] + [("skipped" if v[k] is None and k in v["skipped"] else v[k]) for v in scored.values()] for k in keys]
+    notes = [f"{k}: {reason}" for k, reason in same["skipped"].items()]
+    return {"title": "av_edit_quality (edited clips, main ranking: the pure-instruction samples)", "columns": ["key", *scored], "rows": rows,
+            "notes": notes}
 
 
 # ---------------------------------------------------------------- M4Seg
@@ -316,6 +367,10 @@ def render_markdown(reports: list[dict], out: Path) -> str:
             for k, v in res["gt_as_prediction"].items():
                 lines.append(f"| {k} | {_fmt(v)} | {_fmt(res['perturbed'].get(k))} |")
             lines.append("")
+        for t in rep.get("tables", []):
+            lines += [f"### {t['title']}", "", "| " + " | ".join(t["columns"]) + " |", "|" + "---|" * len(t["columns"])]
+            lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in t["rows"]]
+            lines += [""] + [f"- skipped {n}" for n in t.get("notes", [])] + [""]
         for path, caption in rep.get("figures", []):
             lines += [f"![{caption}]({Path(path).relative_to(out).as_posix()})", "", f"*{caption}*", ""]
     return "\n".join(lines)
@@ -335,6 +390,11 @@ def render_html(reports: list[dict], out: Path) -> str:
             for k, v in res["gt_as_prediction"].items():
                 parts.append(f"<tr><td>{html.escape(k)}</td><td>{_fmt(v)}</td><td>{_fmt(res['perturbed'].get(k))}</td></tr>")
             parts.append("</table>")
+        for t in rep.get("tables", []):
+            parts.append(f"<h3>{html.escape(t['title'])}</h3><table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in t["columns"]) + "</tr>")
+            for row in t["rows"]:
+                parts.append("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>")
+            parts.append("</table><ul>" + "".join(f"<li>skipped {html.escape(n)}</li>" for n in t.get("notes", [])) + "</ul>")
         for path, caption in rep.get("figures", []):
             parts.append(f"<figure><img src='{Path(path).relative_to(out).as_posix()}' alt='{html.escape(caption)}'>"
                          f"<figcaption>{html.escape(caption)}</figcaption></figure>")

@@ -7,12 +7,10 @@ is yuv420p and not pixel-exact in RGB (fine for a 0/255 mask video).
 
 from __future__ import annotations
 
-import io
-from fractions import Fraction
-
 import numpy as np
 
 from perckit.reason_av_edit import features as feats
+from perckit.reason_av_edit.quality.decode import encode_rgb_mp4
 from perckit.reason_av_edit.quality.models import ModelUnavailable
 from perckit.sample_releases.base import encode_mp4
 
@@ -21,35 +19,8 @@ SR = 16000
 
 
 def rgb_mp4(frames: np.ndarray, fps: int = 25, audio: np.ndarray | None = None, sample_rate: int = SR) -> bytes:
-    """``frames`` (T, H, W, 3 uint8) as an RGB-lossless H.264 mp4 (libx264rgb, qp 0), with a mono AAC track of
-    ``audio`` when given."""
-    import av
-
-    buf = io.BytesIO()
-    with av.open(buf, mode="w", format="mp4") as container:
-        vs = container.add_stream("libx264rgb", rate=fps)
-        vs.height, vs.width = frames.shape[1:3]
-        vs.pix_fmt = "rgb24"
-        vs.options = {"qp": "0"}
-        astream = None
-        if audio is not None:
-            astream = container.add_stream("aac", rate=sample_rate)
-            astream.layout = "mono"
-        for f in frames:
-            for packet in vs.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="rgb24")):
-                container.mux(packet)
-        for packet in vs.encode():
-            container.mux(packet)
-        if astream is not None:
-            x = np.asarray(audio, dtype=np.float32)[None, :]
-            for i in range(0, x.shape[1], 1024):
-                frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(x[:, i : i + 1024]), format="fltp", layout="mono")
-                frame.sample_rate, frame.pts, frame.time_base = sample_rate, i, Fraction(1, sample_rate)
-                for packet in astream.encode(frame):
-                    container.mux(packet)
-            for packet in astream.encode():
-                container.mux(packet)
-    return buf.getvalue()
+    """``frames`` as an RGB-lossless mp4 (:func:`perckit.reason_av_edit.quality.decode.encode_rgb_mp4`)."""
+    return encode_rgb_mp4(frames, fps, audio, sample_rate)
 
 
 def mask_mp4(region: np.ndarray, fps: int = 25) -> bytes:
