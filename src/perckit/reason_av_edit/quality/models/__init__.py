@@ -57,15 +57,21 @@ ENTRIES: tuple[ModelEntry, ...] = (
     ),
     ModelEntry(
         name="lpaps", keys=("lpaps",), factory=".lpaps:build_lpaps",
-        source="LPAPS (Iashin & Rahtu, SpecVQGAN, 2021): learned perceptual distance of mel spectrograms, edited "
-               "against source audio",
-        install=_EXTRA, weights="models={'lpaps': '<folder with SpecVQGAN vggishish16.pt and lpaps.pt>'}",
+        source="LPAPS (Iashin & Rahtu, SpecVQGAN, 2021): LPIPS-style distance of SpecVQGAN's VGGish-ish features of "
+               "the 22050 Hz, 80-band mel spectrograms (SpecVQGAN's definition), edited against source audio cut to the "
+               "shorter (not padded to 10 s), mean over samples; needs the trained lpaps.pt (at SpecVQGAN's HEAD no "
+               "checkpoint loads and its LPAPS is a random network, issue #13)",
+        install=_EXTRA, weights="models={'lpaps': '<path to SpecVQGAN lpaps.pt (commit 3894458), or a folder holding it>'}",
     ),
     ModelEntry(
         name="sync", keys=("sync_c", "sync_d"), factory=".syncnet:build_syncnet",
-        source="Sync-C / Sync-D (LSE-C / LSE-D, Prajwal et al., Wav2Lip 2020) from SyncNet (Chung & Zisserman, "
-               "2016) audio-visual distances over +-15 frame offsets",
-        install=_EXTRA, weights="models={'sync': '<path to syncnet_v2.model>'}",
+        source="Sync-C / Sync-D (LSE-C / LSE-D, Prajwal et al., Wav2Lip 2020): SyncNet (Chung & Zisserman, 2016; "
+               "joonson/syncnet_python) confidence (median - min) and minimum of the mean audio-visual distance over "
+               "+-15 frame offsets of the edited clip at 25 fps / 16 kHz MFCC, mean over samples; DEVIATION: no S3FD "
+               "face detection / tracking, the whole frame is resized to 224 x 224 (as Wav2Lip's LRS scoring of "
+               "face-cropped videos; options.extra sync_crop='center_square' or a fraction box), so values are not "
+               "comparable with lip-sync papers",
+        install=_EXTRA, weights="models={'sync': '<path to syncnet_v2.model (syncnet_python download_model.sh)>'}",
     ),
     ModelEntry(
         name="pq", keys=("pq",), factory=".audiobox:build_pq",
