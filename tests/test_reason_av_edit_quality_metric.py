@@ -311,6 +311,14 @@ def test_builder_rows_through_evaluate_score_perfect(metric, rows):
     assert c4["ref_image"]["bytes"][:8] == b"\x89PNG\r\n\x1a\n"  # the decoded PIL image stored as PNG
 
 
+def test_a_model_metric_instance_through_evaluate(metric, mixed):
+    preds, refs = mixed
+    fvd = SetMetric()
+    out = metric.compute(predictions=preds, references=refs, metrics=["fvd"], models={"fvd": fvd})
+    assert out["fvd"] == core.av_edit_quality(preds, refs, metrics=["fvd"], models={"fvd": SetMetric()})["fvd"] > 0
+    assert out["n_fvd"] == 4 and out["skipped"]["ssim"].startswith("not selected")
+
+
 def test_add_batch_in_any_batch_sizes(metric, mixed):
     preds, refs = mixed
     whole = metric.compute(predictions=preds, references=refs, metrics=PIXEL)

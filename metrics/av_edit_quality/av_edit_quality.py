@@ -40,11 +40,13 @@ Returns:
     asked, per_sample.
 Examples:
     >>> import evaluate
+    >>> from perckit.entrypoints import build_split
     >>> from perckit.reason_av_edit import make_quality_prediction, to_quality_reference
     >>> metric = evaluate.load("metrics/av_edit_quality")
-    >>> refs = [to_quality_reference(row) for row in rows]          # builder rows
+    >>> rows = build_split("reason_av_edit", "default", "/path/to/ReasonAVEdit-Bench")
+    >>> refs = [to_quality_reference(row) for row in rows]
     >>> preds = [make_quality_prediction(r["sample_id"], r["video"]) for r in refs]   # the source as the edit
-    >>> out = metric.compute(predictions=preds, references=refs)
+    >>> out = metric.compute(predictions=preds, references=refs, metrics=["ssim", "psnr", "bg_psnr", "bg_ssim"])
     >>> out["ssim"], out["psnr"], out["bg_ssim"]
     (1.0, 100.0, 1.0)
 """
