@@ -256,11 +256,14 @@ def test_fvd_end_to_end_with_a_small_detector(tiny_i3d):
     assert fvd.reduce(brighter[:3] + [short]) == fvd.reduce(brighter[:3])
 
 
-def test_fvd_windows_sampling_adds_a_row_per_window(tiny_i3d):
-    from perckit.reason_av_edit.quality.models.i3d import FVDMetric
+def test_fvd_windows_sampling_adds_a_row_per_window(monkeypatch, tiny_i3d):
+    from perckit.reason_av_edit.quality.models import i3d
 
-    rec = FVDMetric(tiny_i3d, sampling="windows", batch_size=2).measure(_sample("w", _video(3, t=50), _video(4, t=33)))
+    rec = i3d.FVDMetric(tiny_i3d, sampling="windows", batch_size=2).measure(_sample("w", _video(3, t=50), _video(4, t=33)))
     assert rec["edited"].shape == (3, 4) and rec["source"].shape == (2, 4)
+    monkeypatch.setattr(i3d, "MAX_BATCH_BYTES", 1)  # large frames: one clip per call, the same rows
+    one = i3d.FVDMetric(tiny_i3d, sampling="windows", batch_size=2).measure(_sample("w", _video(3, t=50), _video(4, t=33)))
+    np.testing.assert_allclose(one["edited"], rec["edited"], rtol=1e-5, atol=1e-6)
 
 
 def test_fvd_refuses_a_detector_with_the_wrong_output(torch):

@@ -47,6 +47,9 @@ DETECTOR_KWARGS: dict[str, bool] = {"rescale": True, "resize": True, "return_fea
 NUM_FRAMES = 16
 #: how the clip frames are chosen (see the module docstring)
 SAMPLINGS = ("first", "windows", "uniform")
+#: the most uint8 frame bytes fed to the detector at once (the archive may convert them to float at full size
+#: before it resizes): fewer clips than ``batch_size`` per call for large frames, at least one
+MAX_BATCH_BYTES = 256 * 2**20
 
 _INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
 _WHERE = (
@@ -102,10 +105,12 @@ class FVDMetric:
         windows = clip_windows(video.shape[0], self.num_frames, self.sampling)
         if not windows:
             return np.zeros((0, 0), dtype=np.float32)
+        clip_bytes = self.num_frames * int(np.prod(video.shape[1:]))
+        per_batch = max(1, min(self.batch_size, MAX_BATCH_BYTES // max(1, clip_bytes)))
         rows = []
         with torch.inference_mode():
-            for start in range(0, len(windows), self.batch_size):
-                idx = windows[start:start + self.batch_size]
+            for start in range(0, len(windows), per_batch):
+                idx = windows[start:start + per_batch]
                 clips = np.stack([video[i] for i in idx])  # (B, T, H, W, 3)
                 x = torch.from_numpy(np.ascontiguousarray(clips)).permute(0, 4, 1, 2, 3).contiguous().to(self.device)
                 out = self.detector(x, **DETECTOR_KWARGS)
