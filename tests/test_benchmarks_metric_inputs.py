@@ -71,6 +71,15 @@ def _av():
     return feats.make_prediction("s", anchor_mask={"size": [2, 4], "counts": "44"}), ref
 
 
+def _av_quality():
+    from helpers.edit_quality import box_region, clip, reference
+
+    from perckit.reason_av_edit import make_quality_prediction
+
+    ref = reference("s", clip(t=2, h=8, w=8), box_region(2, 8, 8, (2, 2, 5, 5)))
+    return make_quality_prediction("s", ref["video"]["bytes"]), ref
+
+
 M4_OPTIONS = {"embed_fn": "stub", "metrics": ["miou", "recall", "i_ss", "i_siou", "ss", "siou"]}
 
 #: (metric, config) -> (prediction, reference, compute options)
@@ -81,6 +90,7 @@ GOOD = {
     **{("syn4d", task): (p, r, {}) for task, (p, r) in S4.items()},
     ("m4seg", None): (S1_PRED, S1_REF, M4_OPTIONS),
     ("av_reasoning", None): (*_av(), {}),
+    ("av_edit_quality", None): (*_av_quality(), {"ssim_win_size": 3, "metrics": ["ssim", "psnr", "bg_psnr", "bg_ssim"]}),
 }
 
 
@@ -102,6 +112,10 @@ def _core(name: str, config: str | None):
         from perckit.reason_av_edit.metrics import av_reasoning
 
         return av_reasoning
+    if name == "av_edit_quality":
+        from perckit.reason_av_edit.quality.metric import av_edit_quality
+
+        return av_edit_quality
     from perckit.syn4d import metrics as core
 
     return lambda p, r, **o: core.compute_task(p, r, config, core.Syn4DOptions.from_kwargs(**o))
@@ -242,7 +256,7 @@ def test_every_field_refuses_a_value_the_encoding_would_change(name, config, sid
 def test_the_field_tables_cover_every_metric_and_every_leaf_kind():
     cases = list(_schema_cases())
     names = {c.values[0] for c in cases}
-    assert names == {"mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning"}
+    assert names == {"mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning", "av_edit_quality"}
     kinds = {c.values[4] for c in cases}
     assert kinds == {"int", "float", "string", "bool", "binary", "list", "dict"}
     assert any(c.values[3] == ("frames", 0, "frame_id") for c in cases)  # R4D frame ids are in the table
@@ -353,6 +367,10 @@ def test_lossless_forms_are_still_accepted():
 
 def _option_fields(name: str) -> dict[str, str]:
     """``{option: annotation}`` of every compute option of the metric."""
+    if name == "av_edit_quality":
+        from perckit.reason_av_edit.quality.metric import EditQualityOptions
+
+        return {f.name: str(f.type) for f in dataclasses.fields(EditQualityOptions)}
     if name in ("mask_temporal", "refer_iou", "m4seg", "av_reasoning", "syn4d"):
         from perckit.m4seg.metrics import M4SegOptions
         from perckit.r4d_bench.metrics import MaskTemporalOptions
@@ -387,11 +405,13 @@ def _wrong_values(annotation: str) -> list:
         return [5, True, "0.5"] if a == "tuple" else [5, True]
     if a == "Any":
         return [5]
+    if a == "Mapping[str,Any]|None":
+        return [5, ["fvd"], "fvd"]
     raise AssertionError(f"no wrong values for the annotation {annotation!r}: add them here")
 
 
 def _option_cases():
-    for name in ("mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning"):
+    for name in ("mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning", "av_edit_quality"):
         for option, annotation in _option_fields(name).items():
             for value in _wrong_values(annotation):
                 yield pytest.param(name, option, value, id=f"{name}-{option}-{type(value).__name__}-{value!r}"[:90])
@@ -411,7 +431,7 @@ def test_every_option_of_the_wrong_type_is_an_option_error(name, option, value):
 
 def test_every_metric_has_options_in_the_table():
     names = {c.values[0] for c in _option_cases()}
-    assert names == {"mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning"}
+    assert names == {"mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning", "av_edit_quality"}
     assert {c.values[1] for c in _option_cases() if c.values[0] == "mask_temporal"} >= {"strict", "only_queries", "iou_threshold"}
 
 

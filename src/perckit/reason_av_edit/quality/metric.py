@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import OptionError, PredictionError, check_choice, check_option_type
+from ...errors import OptionError, PredictionError, check_choice, check_option_type, short_repr
 from ...matching import missing_ids_message, pair_by_id
 from ..metadata import CATEGORIES
 from . import models as registry
@@ -103,7 +103,8 @@ class EditQualityOptions:
                 raise OptionError(f"option 'metrics': expected some of {list(OUTPUT_KEYS)}, got {list(self.metrics)!r}")
         if self.models is not None:
             if not isinstance(self.models, Mapping):
-                raise OptionError(f"option 'models': expected a dict {{model name or key: weights or a ModelMetric}}, got {type(self.models).__name__}")
+                raise OptionError(f"av_edit_quality: option 'models': expected a dict {{model name or key: weights or a ModelMetric}}, "
+                                  f"got {type(self.models).__name__}: {short_repr(self.models)}")
             names = [e.name for e in registry.ENTRIES]
             unknown = [k for k in self.models if k not in names and k not in registry.BY_KEY]
             if unknown:
