@@ -4,7 +4,7 @@ Already covered elsewhere (not repeated): 2 processes for every metric (tests/te
 mask_temporal and track_id, tests/test_syn4d_evaluate.py for syn4d tracking and pose,
 tests/test_refcoco_m.py for refer_iou, tests/test_reason_av_edit_metric.py for av_reasoning,
 tests/test_m4seg_metric.py for m4seg) and 4 for mask_temporal (tests/test_r4d_bench_evaluate.py). Here: 4 real
-processes for track_id, syn4d (tracking), refer_iou, av_reasoning and m4seg, spawned once (each process runs
+processes for track_id, syn4d (tracking), refer_iou, av_reasoning, av_edit_quality and m4seg, spawned once (each process runs
 the jobs in a row, see tests/helpers/dist_jobs_worker.py), and add_batch in batch sizes 1, 3, all and an
 irregular split for all six metrics. m4seg runs twice: with the stub encoder and without METEOR (always),
 and with its real text tools (MiniLM, which needs torch, and METEOR, which needs Java) when they are
@@ -160,6 +160,37 @@ M4_WORDS = ("chair", "table", "cup", "dog", "leg", "person", "dining_table")
 M4_SIX = ["miou", "recall", "i_ss", "i_siou", "ss", "siou"]
 
 
+def av_edit_quality_inputs(media: Path):
+    """Seven edited clips (files, as JSON carries them) over five categories: perfect, region-only and background
+    edits, a sample without a mask, an instance-addition sample (placement box)."""
+    from helpers.edit_quality import box_region, clip, edit_box, reference, rgb_mp4
+
+    from perckit.reason_av_edit import make_quality_prediction
+
+    media.mkdir(parents=True, exist_ok=True)
+    tracks = [("where_only", "W1_same_class_pair"), ("which_only", "H1_overlapping_voices"), ("when_only", "T1_word_phrase_swap"),
+              ("combined", "C4_spatial_add"), ("reference", "R1_person_identity"), ("where_only", "W2_spatial_reference"),
+              ("combined", "C1_overlap_local_speech")]
+    box = (4, 4, 10, 10)
+
+    def put(name, data):
+        (media / name).write_bytes(data)
+        return {"bytes": None, "path": str(media / name)}
+
+    preds, refs = [], []
+    for i, (category, sub_track) in enumerate(tracks):
+        sid = f"q{i:02d}"
+        src = clip(t=3, h=16, w=16, seed=i)
+        r = reference(sid, src, box_region(3, 16, 16, box) if i != 2 else None, category=category, sub_track=sub_track)
+        edited = src if i == 0 else edit_box(src, box if i % 2 else (10, 10, 16, 16), 40 * i)
+        r["video"] = put(f"{sid}_src.mp4", r["video"]["bytes"])
+        if r["mask_video"]["bytes"] is not None:
+            r["mask_video"] = put(f"{sid}_mask.mp4", r["mask_video"]["bytes"])
+        refs.append(r)
+        preds.append(make_quality_prediction(sid, put(f"{sid}_edit.mp4", rgb_mp4(edited))))
+    return preds, refs, {"metrics": ["ssim", "psnr", "bg_psnr", "bg_ssim"], "ssim_win_size": 3, "return_per_sample": True}
+
+
 def m4seg_inputs(options=None):
     """11 samples over 2-3 images: perturbed masks, dropped and extra groundings, a grounding in the wrong
     image (resized), wrong names, an empty prediction, samples without groundings; 4 question types."""
@@ -226,10 +257,13 @@ DIST = {
     "syn4d": ("syn4d", "tracking", syn4d_inputs, 1),
     "refer_iou": ("refer_iou", None, refer_iou_inputs, 3),
     "av_reasoning": ("av_reasoning", None, av_reasoning_inputs, 2),
+    "av_edit_quality": ("av_edit_quality", None, av_edit_quality_inputs, 2),
     "m4seg": ("m4seg", None, m4seg_inputs, 2),
     "m4seg_text_tools": ("m4seg", None, m4seg_text_inputs, 3),
 }
 SKIPPED_JOBS = {"m4seg_text_tools": m4seg_text_tools_missing}
+#: the jobs whose inputs write media files (their function takes the folder)
+MEDIA_INPUTS = ("av_reasoning", "av_edit_quality")
 
 
 def _load(name, config=None):
@@ -246,7 +280,7 @@ def four_process_results(tmp_path_factory):
     for name, (folder, config, make, batch) in DIST.items():
         if name in SKIPPED_JOBS and SKIPPED_JOBS[name]() is not None:
             continue
-        preds, refs, options = make(tmp / "media") if name == "av_reasoning" else make()
+        preds, refs, options = make(tmp / "media" / name) if name in MEDIA_INPUTS else make()
         inputs = tmp / f"{name}.json"
         inputs.write_text(json.dumps({"predictions": preds, "references": refs, "options": options}))
         data = json.loads(inputs.read_text())  # what the workers read
@@ -278,6 +312,9 @@ def test_the_inputs_are_not_trivial(four_process_results):
     av, _ = four_process_results["av_reasoning"]
     assert av["num_samples"] == 9 and av["visual_iou"] is not None and 0 < av["visual_iou"] < 1
     assert av["audio_tf_iou"] is not None and av["which_acc"] is not None
+    aq, _ = four_process_results["av_edit_quality"]
+    assert aq["num_samples"] == 6 and aq["num_reference_samples"] == 1 and 0 < aq["ssim"] < 1 and 0 < aq["bg_psnr"] < 100
+    assert len(aq["per_sample"]) == 7 and len(aq["per_category"]) == 5
     m4, _ = four_process_results["m4seg"]
     assert m4["num_samples"] == 11 and m4["num_samples_without_groundings"] == 2 and len(m4["per_question_type"]) == 4
     for key in M4_SIX + ["giou", "ciou"]:
@@ -297,6 +334,7 @@ BATCHED = {
     "syn4d": ("syn4d", "tracking", syn4d_inputs),
     "refer_iou": ("refer_iou", None, refer_iou_inputs),
     "av_reasoning": ("av_reasoning", None, av_reasoning_inputs),
+    "av_edit_quality": ("av_edit_quality", None, av_edit_quality_inputs),
     "m4seg": ("m4seg", None, m4seg_inputs),
 }
 
@@ -319,7 +357,7 @@ def _splits(n: int) -> dict[str, list[int]]:
 @pytest.mark.parametrize("name", list(BATCHED))
 def test_add_batch_in_any_batch_sizes(name, tmp_path):
     folder, config, make = BATCHED[name]
-    preds, refs, options = make(tmp_path / "media") if name == "av_reasoning" else make()
+    preds, refs, options = make(tmp_path / "media") if name in MEDIA_INPUTS else make()
     metric = _load(folder, config)
     whole = canonical(metric.compute(predictions=preds, references=refs, **options))
     for label, sizes in _splits(len(refs)).items():
