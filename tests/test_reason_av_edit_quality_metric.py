@@ -237,9 +237,18 @@ def test_an_audio_metric_without_any_edited_audio_says_so(where_ref):
     assert out["skipped"]["pq"].startswith("no pure-instruction (non-reference) sample has edited audio")
 
 
-def test_every_model_key_is_none_with_a_reason_without_weights(where_ref):
-    """The real factories (no weights are installed in the test environment, nothing is downloaded)."""
+def test_every_model_key_is_none_with_a_reason_without_weights(where_ref, tmp_path, monkeypatch):
+    """The real factories, with empty caches (nothing is downloaded): every model key is None and its reason says
+    what to install or pass."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    monkeypatch.chdir(tmp_path)  # ImageBind's own default: ./.checkpoints/imagebind_huge.pth
     out = core.av_edit_quality([pred_of(where_ref)], [where_ref])
+    for k in registry.MODEL_KEYS:
+        assert out[k] is None, k
+        assert any(w in out["skipped"][k] for w in ("install", "models=", "models={", "huggingface-cli download")), (k, out["skipped"][k])
     assert out["ssim"] == 1.0
     for k in registry.MODEL_KEYS:
         if out[k] is None:
@@ -343,3 +352,66 @@ def test_distributed_matches_single_process(metric, mixed, tmp_path):
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps({"predictions": preds, "references": refs, "options": {"metrics": PIXEL}}))
     assert run_distributed("av_edit_quality", inputs, 2, tmp_path, "av_edit_quality_2", batch=2) == json.loads(json.dumps(single))
+
+
+# ---------------------------------------------------------------- counts and model settings
+
+
+def test_n_counts_only_the_records_that_have_a_value(where_ref):
+    """n_<key> counts the samples that entered the key: a per-sample record whose value is None (a single frame has
+    no temporal consistency) and a set-level record without rows (a clip too short for I3D) are not counted."""
+    refs = [dict(where_ref, sample_id=f"w{i}") for i in range(3)]
+    preds = [pred_of(r) for r in refs]
+
+    class PerSample(MeanMetric):
+        def measure(self, sample):
+            return {"tv_a": None if sample.sample_id == "w0" else 2.0, "tc": None if sample.sample_id == "w0" else 3.0}
+
+        def reduce(self, records):
+            return {k: fmean(r[k] for r in records if r[k] is not None) for k in self.keys}
+
+    class Rows(SetMetric):
+        def measure(self, sample):
+            rows = np.zeros((0, 2)) if sample.sample_id == "w2" else np.full((1, 2), float(sample.sample_id[1:]))
+            return {"edited": rows, "source": rows + 1, "id": sample.sample_id}
+
+        def reduce(self, records):
+            return {"fvd": float(len(records))}
+
+    out = core.av_edit_quality(preds, refs, metrics=["tv_a", "tc", "fvd"],
+                               models={"clip": PerSample(keys=("tv_a", "tc")), "fvd": Rows()})
+    assert (out["tv_a"], out["n_tv_a"], out["tc"], out["n_tc"]) == (2.0, 2, 3.0, 2)
+    assert (out["fvd"], out["n_fvd"]) == (3.0, 2)
+    assert out["per_sub_track"]["W1_same_class_pair"]["n_tv_a"] == 2
+
+
+def test_model_options_reach_every_factory_and_unknown_settings_are_refused(where_ref, monkeypatch):
+    seen = {}
+
+    def build(entry, weights, options):
+        seen[entry.name] = dict(options.extra)
+        if entry.name != "fvd":
+            raise registry.ModelUnavailable("absent")
+        return MeanMetric(keys=("fvd",), fn=lambda s: 1.0)
+
+    monkeypatch.setattr(registry.ModelEntry, "build", build)
+    out = core.av_edit_quality([pred_of(where_ref)], [where_ref], model_options={"fvd_sampling": "uniform"})
+    assert out["fvd"] == 1.0 and out["skipped"]["tv_a"] == "absent"
+    assert seen == {e.name: {"fvd_sampling": "uniform"} for e in registry.ENTRIES if e.unavailable is None}
+    with pytest.raises(OptionError, match=r"option 'model_options': unknown setting\(s\) \['fvd_frames'\]; expected some of \['clip_frame_stride'"):
+        core.av_edit_quality([pred_of(where_ref)], [where_ref], model_options={"fvd_frames": 8})
+    with pytest.raises(OptionError, match=r"option 'model_options': expected a dict"):
+        core.av_edit_quality([pred_of(where_ref)], [where_ref], model_options=[("fvd_sampling", "uniform")])
+
+
+def test_the_real_fvd_factory_reads_its_model_options(tmp_path):
+    """fvd_sampling given in model_options reaches FVDMetric (a bad value is the factory's OptionError)."""
+    torch = pytest.importorskip("torch", reason="torch (the 'quality' extra) is not installed")
+    from perckit.reason_av_edit.quality.models import i3d
+
+    class Detector(torch.nn.Module):
+        def forward(self, x, rescale: bool = True, resize: bool = True, return_features: bool = True):
+            return x.float().mean(dim=(2, 3, 4))
+
+    m = i3d.build_fvd(Detector(), registry.ModelOptions(extra={"fvd_sampling": "uniform", "fvd_num_frames": 4}))
+    assert (m.sampling, m.num_frames) == ("uniform", 4)

@@ -78,6 +78,8 @@ class EditQualityOptions:
     #: torch device and batch size given to every model factory
     device: str = "cpu"
     batch_size: int = 16
+    #: settings of single model metrics ({name: value}, the names of :data:`.models.MODEL_OPTIONS`)
+    model_options: Mapping[str, Any] | None = None
     #: add ``per_sample`` (one record per sample, sorted by sample_id)
     return_per_sample: bool = False
 
@@ -109,6 +111,13 @@ class EditQualityOptions:
             unknown = [k for k in self.models if k not in names and k not in registry.BY_KEY]
             if unknown:
                 raise OptionError(f"option 'models': unknown model(s) {unknown}; expected entry names {names} or keys {list(registry.MODEL_KEYS)}")
+        if self.model_options is not None:
+            if not isinstance(self.model_options, Mapping):
+                raise OptionError(f"av_edit_quality: option 'model_options': expected a dict {{setting: value}}, "
+                                  f"got {type(self.model_options).__name__}: {short_repr(self.model_options)}")
+            unknown = sorted(k for k in self.model_options if k not in registry.MODEL_OPTIONS)
+            if unknown:
+                raise OptionError(f"option 'model_options': unknown setting(s) {unknown}; expected some of {sorted(registry.MODEL_OPTIONS)}")
         check_option_type("device", self.device, "str", owner=o)
         check_option_type("batch_size", self.batch_size, "int", owner=o)
         if self.batch_size < 1:
@@ -153,7 +162,7 @@ def build_models(options: EditQualityOptions) -> tuple[list[ActiveModel], dict[s
     will be ``None`` whatever the data (not selected, library or weights absent, no public implementation)."""
     selected = set(options.selected())
     given = dict(options.models or {})
-    mopts = registry.ModelOptions(device=options.device, batch_size=options.batch_size)
+    mopts = registry.ModelOptions(device=options.device, batch_size=options.batch_size, extra=dict(options.model_options or {}))
     active: list[ActiveModel] = []
     skipped: dict[str, str] = {}
     for entry in registry.ENTRIES:
@@ -208,9 +217,10 @@ def table(records: Sequence[SampleRecord], active: Sequence[ActiveModel], select
     for m in active:
         recs = [r.models[m.entry.name] for r in records if m.entry.name in r.models]
         got = m.metric.reduce(recs) if recs else {}
+        counts = m.metric.counts(recs) if callable(getattr(m.metric, "counts", None)) else {}
         for k in m.keys:
             values[k] = _finite(got.get(k))
-            values[f"n_{k}"] = len(recs)
+            values[f"n_{k}"] = int(counts[k]) if k in counts else registry.count_records(recs, k)
     out: dict[str, Any] = {}
     for k in OUTPUT_KEYS:
         out[k] = values.get(k)

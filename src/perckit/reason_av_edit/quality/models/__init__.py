@@ -7,7 +7,7 @@ Importing this package imports no model library.
 
 from __future__ import annotations
 
-from .base import Clip, ModelEntry, ModelMetric, ModelOptions, ModelUnavailable, QualitySample
+from .base import Clip, ModelEntry, ModelMetric, ModelOptions, ModelUnavailable, QualitySample, count_records
 
 _EXTRA = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
 
@@ -100,9 +100,21 @@ ENTRIES: tuple[ModelEntry, ...] = (
     ),
 )
 
+#: The settings a model factory reads from ``ModelOptions.extra`` (``av_edit_quality``'s ``model_options``):
+#: name -> (the entry that reads it, what it is). Each factory checks its values.
+MODEL_OPTIONS: dict[str, tuple[str, str]] = {
+    "clip_frame_stride": ("clip", "score every k-th edited frame for TV-A / TC (default 1: all)"),
+    "fvd_num_frames": ("fvd", "frames per I3D clip (default 16, FVD16)"),
+    "fvd_sampling": ("fvd", "'first' 16 frames (default), 'windows' (every non-overlapping run) or 'uniform'"),
+    "fad_activation": ("fad", "VGGish embeddings after the final ReLU (default False: before it, as gudgud96's FAD)"),
+    "sync_vshift": ("sync", "SyncNet offsets searched, +-frames (default 15)"),
+    "sync_crop": ("sync", "'full' frame (default), 'center_square', or a (top, left, bottom, right) fraction box"),
+    "desync_short_clip": ("desync", "a clip under 4.8 s: 'pad' (default) or 'skip' (as av-benchmark)"),
+}
+
 #: output key -> its entry
 BY_KEY: dict[str, ModelEntry] = {k: e for e in ENTRIES for k in e.keys}
 #: every model-based output key, in output order
 MODEL_KEYS: tuple[str, ...] = tuple(k for e in ENTRIES for k in e.keys)
 
-__all__ = ["BY_KEY", "Clip", "ENTRIES", "MODEL_KEYS", "ModelEntry", "ModelMetric", "ModelOptions", "ModelUnavailable", "QualitySample"]
+__all__ = ["BY_KEY", "MODEL_OPTIONS", "Clip", "count_records", "ENTRIES", "MODEL_KEYS", "ModelEntry", "ModelMetric", "ModelOptions", "ModelUnavailable", "QualitySample"]

@@ -85,6 +85,18 @@ class ModelMetric(Protocol):
         ...
 
 
+def count_records(records: Sequence[Mapping[str, Any]], key: str) -> int:
+    """How many of ``records`` entered ``key`` (the table's ``n_<key>``): a metric may say so itself with a
+    ``counts(records) -> {key: int}`` method; otherwise a per-sample record that carries ``key`` counts when
+    its value is not ``None``, a set-level record (feature rows ``"edited"`` / ``"source"``, as FVD and
+    FAD keep) counts when both sides have rows, and any other record counts."""
+    if any(key in r for r in records):
+        return sum(1 for r in records if r.get(key) is not None)
+    if any("edited" in r or "source" in r for r in records):
+        return sum(1 for r in records if np.size(r.get("edited", ())) and np.size(r.get("source", ())))
+    return len(records)
+
+
 @dataclass(frozen=True)
 class ModelOptions:
     """What every factory may read: the torch device, the batch size, and whether a Hugging Face repo id
