@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from helpers.edit_quality import box_region, clip, edit_box
 from skimage.metrics import structural_similarity
 
@@ -42,8 +44,10 @@ def test_ssim_is_scikit_image_per_frame_then_the_mean():
     src = clip(t=3, h=16, w=20, seed=1)
     ed = clip(t=3, h=16, w=20, seed=2)
     per = [structural_similarity(ed[j], src[j], data_range=255, channel_axis=-1) for j in range(3)]
-    out = pixel.clip_scores(ed, src, None)
-    assert out["ssim"] == math.fsum(per) / 3
+    exact = pixel.clip_scores(ed, src, None, ssim_impl="skimage")
+    assert exact["ssim"] == math.fsum(per) / 3
+    out = pixel.clip_scores(ed, src, None)  # the default: the same definition from exact window sums
+    assert out["ssim"] == pytest.approx(exact["ssim"], abs=1e-14) and out["ssim"] != pytest.approx(exact["ssim"] + 1e-12, abs=1e-14)
     assert out["bg_ssim"] == pytest.approx(out["ssim"], abs=1e-12)  # no region: bg is the whole interior
     mse = [np.mean((ed[j].astype(float) - src[j].astype(float)) ** 2) for j in range(3)]
     assert out["psnr"] == pytest.approx(math.fsum(10 * math.log10(255 ** 2 / m) for m in mse) / 3, rel=1e-15)
@@ -114,3 +118,35 @@ def test_conform_refuses_or_aligns():
     cv2 = pytest.importorskip("cv2", reason="resize_edited='bilinear' needs OpenCV")
     e, _, _ = pixel.conform(wide, src, region, None, "bilinear", "x")
     assert e.shape == src.shape and (e[0] == cv2.resize(wide[0], (8, 8), interpolation=cv2.INTER_LINEAR)).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(h=st.integers(3, 40), w=st.integers(3, 40), win=st.sampled_from([3, 5, 7, 11, 15, 17, 21]),
+       seed=st.integers(0, 2 ** 31), flat=st.booleans())
+def test_boxsum_ssim_is_scikit_image_to_rounding(h, w, win, seed, flat):
+    """The default SSIM (exact window sums; float32 sums up to a 15 x 15 window, float64 above) equals scikit-image's
+    structural_similarity, its full map and the bg map on every frame shape, window and value range (flat frames
+    at the extremes 0 / 255, where the variance terms cancel)."""
+    if min(h, w) < win:
+        h, w = max(h, win), max(w, win)
+    rng = np.random.default_rng(seed)
+    if flat:
+        a = np.full((h, w, 3), rng.choice([0, 255]), np.uint8)
+        b = rng.choice([0, 255], size=(h, w, 3)).astype(np.uint8)
+    else:
+        a = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        b = np.clip(a.astype(int) + rng.integers(-40, 41, (h, w, 3)), 0, 255).astype(np.uint8)
+    want, full = structural_similarity(a, b, data_range=255, channel_axis=-1, win_size=win, full=True)
+    got, smap = pixel.ssim_frame(a, b, win)
+    p = (win - 1) // 2
+    assert got == pytest.approx(want, abs=1e-12)
+    np.testing.assert_allclose(smap, full[p : h - p, p : w - p].mean(axis=-1), rtol=0, atol=1e-12)
+    region = np.zeros((h, w), bool)
+    region[: h // 2, : w // 2] = True
+    fast = pixel.frame_scores(a, b, region, win_size=win)
+    slow = pixel.frame_scores(a, b, region, win_size=win, ssim_impl="skimage")
+    for k in ("ssim", "bg_ssim"):
+        assert (fast[k] is None) == (slow[k] is None)
+        if fast[k] is not None:
+            assert fast[k] == pytest.approx(slow[k], abs=1e-12)
+    assert (fast["psnr"], fast["bg_psnr"]) == (slow["psnr"], slow["bg_psnr"])
