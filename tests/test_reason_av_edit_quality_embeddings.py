@@ -516,7 +516,7 @@ def test_build_pq_unavailable_and_bad_weights(tmp_path):
     with pytest.raises(ModelUnavailable, match=r"huggingface-cli download facebook/audiobox-aesthetics"):
         audiobox.build_pq(None, ModelOptions())
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(OptionError, match="cannot be read as a plain torch checkpoint"):
+    with pytest.raises(OptionError, match="cannot be read as a torch checkpoint"):
         audiobox.build_pq(str(tmp_path / "junk.pt"), ModelOptions())
     with pytest.raises(OptionError, match="neither config.json"):
         audiobox.build_pq(str(tmp_path), ModelOptions())

@@ -393,11 +393,11 @@ def test_build_fad_loads_a_state_dict_and_the_torch_hub_default(tmp_path, monkey
 def test_build_fad_refuses_files_that_are_not_vggish(tmp_path, torch, tiny_vggish):
     garbage = tmp_path / "g.pth"
     garbage.write_bytes(b"not a checkpoint")
-    with pytest.raises(OptionError, match="is not a torch state dict"):
+    with pytest.raises(OptionError, match="cannot be read as a torch checkpoint"):
         BY_KEY["fad"].build(str(garbage), ModelOptions())
     other = tmp_path / "o.pth"
     torch.save({"fc.weight": torch.zeros(2, 2)}, other)
-    with pytest.raises(OptionError, match="is not VGGish's state dict"):
+    with pytest.raises(OptionError, match="does not match VGGish's state dict"):
         BY_KEY["fad"].build(str(other), ModelOptions())
     with pytest.raises(OptionError, match="torchvggish VGGish module"):
         BY_KEY["fad"].build(torch.nn.Linear(2, 2), ModelOptions())

@@ -386,7 +386,7 @@ def test_build_syncnet_loads_a_state_dict_strictly(tmp_path, tiny_syncnet, torch
     with pytest.raises(OptionError, match="netfclip.3.bias"):
         sn.build_syncnet(str(tmp_path / "broken.model"), ModelOptions())
     (tmp_path / "junk.model").write_bytes(b"not a checkpoint")
-    with pytest.raises(OptionError, match="unreadable"):
+    with pytest.raises(OptionError, match="cannot be read as a torch checkpoint"):
         sn.build_syncnet(str(tmp_path / "junk.model"), ModelOptions())
     with pytest.raises(OptionError, match="sync_crop"):
         sn.build_syncnet(str(tmp_path / "syncnet_v2.model"), ModelOptions(extra={"sync_crop": "face"}))

@@ -79,12 +79,36 @@ def cv2_or_none() -> Any:
     return cv2
 
 
-def probe_video(data: bytes, path: str, where: str) -> None:
-    """Check a mask video's container header (PyAV stream metadata) against the caps of :mod:`.limits` before
-    anything is decoded: a video stream, at most ``MAX_VIDEO_PIXELS`` per frame, ``MAX_VIDEO_FRAMES`` frames and
-    ``MAX_VIDEO_DURATION_S`` seconds. A container PyAV cannot open is left to OpenCV (which then reports it)."""
+def check_video_header(container: Any, label: str, where: str, kind: str = "video") -> Any:
+    """The first video stream of an open PyAV container, after its declared size, length and duration are checked
+    against the caps of :mod:`.limits` (``MAX_VIDEO_PIXELS`` per frame, ``MAX_VIDEO_FRAMES`` frames,
+    ``MAX_VIDEO_DURATION_S`` seconds); ``kind`` names the file in the messages ("video", "mask video")."""
+    import av
+
     from .limits import MAX_VIDEO_DURATION_S, MAX_VIDEO_FRAMES, MAX_VIDEO_PIXELS
 
+    if not container.streams.video:
+        raise PredictionError(f"{where}: the {kind} {label!r} has no video stream (expected an mp4 with one)")
+    s = container.streams.video[0]
+    w, h = int(s.codec_context.width or 0), int(s.codec_context.height or 0)
+    frames = int(s.frames or 0)
+    duration = float(s.duration * s.time_base) if s.duration and s.time_base else (
+        container.duration / av.time_base if container.duration else None)
+    if w * h > MAX_VIDEO_PIXELS:
+        raise PredictionError(f"{where}: the {kind} {label!r} declares {w} x {h} frames, more than the limit of "
+                              f"{MAX_VIDEO_PIXELS} pixels (perckit.reason_av_edit.limits.MAX_VIDEO_PIXELS)")
+    if frames > MAX_VIDEO_FRAMES:
+        raise PredictionError(f"{where}: the {kind} {label!r} declares {frames} frames, more than the limit of "
+                              f"{MAX_VIDEO_FRAMES} (perckit.reason_av_edit.limits.MAX_VIDEO_FRAMES)")
+    if duration is not None and duration > MAX_VIDEO_DURATION_S:
+        raise PredictionError(f"{where}: the {kind} {label!r} declares {duration:.6g} s, more than the limit of "
+                              f"{MAX_VIDEO_DURATION_S:g} s (perckit.reason_av_edit.limits.MAX_VIDEO_DURATION_S)")
+    return s
+
+
+def probe_video(data: bytes, path: str, where: str) -> None:
+    """Check a mask video's container header (PyAV stream metadata) with :func:`check_video_header` before
+    anything is decoded. A container PyAV cannot open is left to OpenCV (which then reports it)."""
     try:
         import av
     except ImportError:  # the decoding loop still enforces the caps
@@ -95,23 +119,7 @@ def probe_video(data: bytes, path: str, where: str) -> None:
     except Exception:  # av.error.* on anything that is not a container: OpenCV gives the documented error
         return
     with container:
-        streams = container.streams.video
-        if not streams:
-            raise PredictionError(f"{where}: the mask video {label!r} has no video stream (expected an mp4 with one)")
-        s = streams[0]
-        w, h = int(s.codec_context.width or 0), int(s.codec_context.height or 0)
-        frames = int(s.frames or 0)
-        duration = float(s.duration * s.time_base) if s.duration and s.time_base else (
-            container.duration / av.time_base if container.duration else None)
-    if w * h > MAX_VIDEO_PIXELS:
-        raise PredictionError(f"{where}: the mask video {label!r} declares {w} x {h} frames, more than the limit of "
-                              f"{MAX_VIDEO_PIXELS} pixels (perckit.reason_av_edit.limits.MAX_VIDEO_PIXELS)")
-    if frames > MAX_VIDEO_FRAMES:
-        raise PredictionError(f"{where}: the mask video {label!r} declares {frames} frames, more than the limit of "
-                              f"{MAX_VIDEO_FRAMES} (perckit.reason_av_edit.limits.MAX_VIDEO_FRAMES)")
-    if duration is not None and duration > MAX_VIDEO_DURATION_S:
-        raise PredictionError(f"{where}: the mask video {label!r} declares {duration:.6g} s, more than the limit of "
-                              f"{MAX_VIDEO_DURATION_S:g} s (perckit.reason_av_edit.limits.MAX_VIDEO_DURATION_S)")
+        check_video_header(container, label, where, "mask video")
 
 
 def decode_mask_video(data: bytes | None, path: str, where: str, threshold: int, null_area_frac: float) -> tuple[np.ndarray, float]:

@@ -89,16 +89,17 @@ def jpeg_bytes(array: np.ndarray, quality: int = 85) -> bytes:
 
 
 def encode_mp4(frames: np.ndarray, fps: int = 25, audio: np.ndarray | None = None, sample_rate: int = 16000,
-               lossless: bool = False, preset: str | None = None) -> bytes:
+               lossless: bool = False, preset: str | None = None, rgb: bool = False) -> bytes:
     """An H.264 (yuv420p) mp4 of ``frames`` (T, H, W, 3 uint8), with a mono AAC track of ``audio`` (floats in
-    [-1, 1] at ``sample_rate``) when given; ``lossless``: x264 ``qp=0``; ``preset``: an x264 preset."""
+    [-1, 1] at ``sample_rate``) when given; ``lossless``: x264 ``qp=0``; ``preset``: an x264 preset; ``rgb``:
+    libx264rgb in RGB (no chroma subsampling: with ``lossless`` the very same pixels decode back)."""
     import av
 
     buf = io.BytesIO()
     with av.open(buf, mode="w", format="mp4") as container:
-        vs = container.add_stream("libx264", rate=fps)
+        vs = container.add_stream("libx264rgb" if rgb else "libx264", rate=fps)
         vs.height, vs.width = frames.shape[1:3]
-        vs.pix_fmt = "yuv420p"
+        vs.pix_fmt = "rgb24" if rgb else "yuv420p"
         opts = {}
         if lossless:
             opts["qp"] = "0"

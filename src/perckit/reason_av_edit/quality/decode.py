@@ -23,12 +23,12 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ...errors import PredictionError
 from ..features import is_media_provided, media_bytes
+from ..inputs import check_video_header
 from .models.base import Clip, QualitySample
 
 #: The analysis rate of every audio side.
@@ -41,31 +41,6 @@ ADDITION_CODES = ("C4", "R3")
 
 def _label(value: Mapping | None) -> str:
     return (value.get("path") if isinstance(value, Mapping) else None) or "<bytes>"
-
-
-def _check_header(container: Any, label: str, where: str) -> Any:
-    """The first video stream of an open container, after its declared size, length and duration are checked."""
-    import av
-
-    from ..limits import MAX_VIDEO_DURATION_S, MAX_VIDEO_FRAMES, MAX_VIDEO_PIXELS
-
-    if not container.streams.video:
-        raise PredictionError(f"{where}: the video {label!r} has no video stream (expected an mp4 with one)")
-    s = container.streams.video[0]
-    w, h = int(s.codec_context.width or 0), int(s.codec_context.height or 0)
-    frames = int(s.frames or 0)
-    duration = float(s.duration * s.time_base) if s.duration and s.time_base else (
-        container.duration / av.time_base if container.duration else None)
-    if w * h > MAX_VIDEO_PIXELS:
-        raise PredictionError(f"{where}: the video {label!r} declares {w} x {h} frames, more than the limit of "
-                              f"{MAX_VIDEO_PIXELS} pixels (perckit.reason_av_edit.limits.MAX_VIDEO_PIXELS)")
-    if frames > MAX_VIDEO_FRAMES:
-        raise PredictionError(f"{where}: the video {label!r} declares {frames} frames, more than the limit of "
-                              f"{MAX_VIDEO_FRAMES} (perckit.reason_av_edit.limits.MAX_VIDEO_FRAMES)")
-    if duration is not None and duration > MAX_VIDEO_DURATION_S:
-        raise PredictionError(f"{where}: the video {label!r} declares {duration:.6g} s, more than the limit of "
-                              f"{MAX_VIDEO_DURATION_S:g} s (perckit.reason_av_edit.limits.MAX_VIDEO_DURATION_S)")
-    return s
 
 
 def decode_video(data: bytes, label: str, where: str) -> tuple[np.ndarray, float]:
@@ -85,7 +60,7 @@ def decode_video(data: bytes, label: str, where: str) -> tuple[np.ndarray, float
         raise bad(e) from None
     frames: list[np.ndarray] = []
     with container:
-        stream = _check_header(container, label, where)
+        stream = check_video_header(container, label, where)
         rate = stream.average_rate or stream.guessed_rate or stream.base_rate
         fps = float(rate) if rate else 0.0
         total = 0
@@ -158,34 +133,9 @@ def encode_rgb_mp4(frames: np.ndarray, fps: int = 25, audio: np.ndarray | None =
     """``frames`` (T, H, W, 3 uint8) as an RGB-lossless H.264 mp4 (libx264rgb, qp 0: :func:`decode_video` gives back the
     very same pixels, unlike a yuv420p encode), with a mono AAC track of ``audio`` (floats in [-1, 1]) when given.
     For edited clips made in Python (the demo, the tests)."""
-    import av
-    from fractions import Fraction
+    from ...sample_releases.base import encode_mp4
 
-    buf = io.BytesIO()
-    with av.open(buf, mode="w", format="mp4") as container:
-        vs = container.add_stream("libx264rgb", rate=fps)
-        vs.height, vs.width = frames.shape[1:3]
-        vs.pix_fmt = "rgb24"
-        vs.options = {"qp": "0"}
-        astream = None
-        if audio is not None:
-            astream = container.add_stream("aac", rate=sample_rate)
-            astream.layout = "mono"
-        for f in frames:
-            for packet in vs.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="rgb24")):
-                container.mux(packet)
-        for packet in vs.encode():
-            container.mux(packet)
-        if astream is not None:
-            x = np.asarray(audio, dtype=np.float32)[None, :]
-            for i in range(0, x.shape[1], 1024):
-                frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(x[:, i : i + 1024]), format="fltp", layout="mono")
-                frame.sample_rate, frame.pts, frame.time_base = sample_rate, i, Fraction(1, sample_rate)
-                for packet in astream.encode(frame):
-                    container.mux(packet)
-            for packet in astream.encode():
-                container.mux(packet)
-    return buf.getvalue()
+    return encode_mp4(frames, fps, audio, sample_rate, lossless=True, rgb=True)
 
 
 def has_audio_stream(data: bytes) -> bool:

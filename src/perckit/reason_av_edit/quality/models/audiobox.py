@@ -28,7 +28,6 @@ class with a tiny WavLM configuration, randomly initialised) can be passed inste
 from __future__ import annotations
 
 import os
-import pickle
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -37,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError
-from .base import ModelOptions, ModelUnavailable, QualitySample, require
+from .base import ModelOptions, ModelUnavailable, QualitySample, require, load_strict, read_checkpoint
 from .clap import has_audio, resampled
 from .clip import hf_folder, load_pretrained, mean_of, positive_int
 
@@ -130,23 +129,13 @@ def load_checkpoint(aes: Any, path: str) -> Any:
     """An ``AesMultiOutput`` from the package's ``checkpoint.pt`` as its predictor builds it (the
     ``model_cfg`` fields and ``target_transform``; the state dict with its ``model.`` prefix removed),
     read with ``weights_only=True``; anything else is an :class:`OptionError`."""
-    import torch
-
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, ValueError, OSError, EOFError, pickle.UnpicklingError) as e:
-        raise OptionError(f"models['pq']: {path!r} cannot be read as a plain torch checkpoint ({e.__class__.__name__}){_WHERE}") from None
-    if not isinstance(ckpt, Mapping) or not all(isinstance(ckpt.get(k), Mapping) for k in ("state_dict", "model_cfg", "target_transform")):
+    ckpt = read_checkpoint(path, "pq", "an audiobox-aesthetics checkpoint.pt", _WHERE)
+    if not all(isinstance(ckpt.get(k), Mapping) for k in ("state_dict", "model_cfg", "target_transform")):
         raise OptionError(f"models['pq']: {path!r} is not an audiobox-aesthetics checkpoint (state_dict, model_cfg, target_transform){_WHERE}")
     cfg = {k: ckpt["model_cfg"][k] for k in _CFG_FIELDS if k in ckpt["model_cfg"]}
     model = aes.AesMultiOutput(**cfg, target_transform=dict(ckpt["target_transform"]))
     state = {re.sub(r"^model\.", "", k): v for k, v in ckpt["state_dict"].items()}
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as e:
-        first = (str(e).strip().splitlines() or [""])[0][:200]
-        raise OptionError(f"models['pq']: {path!r} does not match AesMultiOutput ({first}){_WHERE}") from None
-    return model
+    return load_strict(model, state, path, "pq", "AesMultiOutput", _WHERE)
 
 
 def build_pq(weights: Any, options: ModelOptions) -> PQMetric:

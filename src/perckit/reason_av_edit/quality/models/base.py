@@ -170,3 +170,34 @@ def cached_repo(repo_id: str, what: str, filename: str | None = None) -> str:
     if not p.exists():
         raise ModelUnavailable(f"{repo_id!r} is cached but has no {filename!r}; pass models={{{what!r}: <local path>}}")
     return str(p)
+
+
+def _first_line(e: BaseException, limit: int = 200) -> str:
+    return (str(e).strip().splitlines() or [""])[0][:limit]
+
+
+def read_checkpoint(path: str, what: str, expected: str, hint: str = "") -> Mapping[str, Any]:
+    """The mapping a weights file holds, read with ``torch.load(weights_only=True)`` (no code runs); a file torch
+    cannot read that way, or one that holds no mapping, is an :class:`~perckit.errors.OptionError` naming
+    ``models[what]``, the file and what was ``expected`` (``hint``: where the right file comes from)."""
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # any unreadable / foreign file: pickle, zip, EOF, weights_only refusals
+        raise OptionError(f"models[{what!r}]: {path!r} cannot be read as a torch checkpoint ({type(e).__name__}: "
+                          f"{_first_line(e)}); expected {expected}{hint}") from None
+    if not isinstance(state, Mapping):
+        raise OptionError(f"models[{what!r}]: {path!r} holds a {type(state).__name__}, expected {expected}{hint}")
+    return state
+
+
+def load_strict(module: Any, state: Mapping[str, Any], path: str, what: str, expected: str, hint: str = "") -> Any:
+    """``module`` with ``state`` loaded ``strict=True`` (every key and shape); a mismatch is an
+    :class:`~perckit.errors.OptionError` naming ``models[what]``, the file and the first difference."""
+    try:
+        module.load_state_dict(state, strict=True)
+    except RuntimeError as e:
+        detail = " ".join(str(e).split())  # torch's first line is only "Error(s) in loading state_dict for X:"
+        raise OptionError(f"models[{what!r}]: {path!r} does not match {expected} ({detail[:300]}){hint}") from None
+    return module

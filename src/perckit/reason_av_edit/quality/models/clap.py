@@ -32,7 +32,7 @@ import numpy as np
 from ....errors import OptionError
 from ..similarity import cosine
 from .base import ModelOptions, QualitySample, require
-from .clip import INSTALL, hf_folder, load_pretrained, mean_of, pooled, positive_int, to_numpy
+from .clip import INSTALL, hf_folder, load_pretrained, mean_of, pooled, positive_int, text_features, to_numpy
 
 #: LAION's unfused CLAP on the Hub
 DEFAULT_REPO = "laion/clap-htsat-unfused"
@@ -97,13 +97,7 @@ class CLAPMetric:
 
     def text_features(self, text: str) -> np.ndarray:
         """The CLAP text embedding of ``text``, float32 ``(dim,)``."""
-        import torch
-
-        tok = self.processor.tokenizer([text], padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt")
-        with torch.inference_mode():
-            out = self.model.get_text_features(input_ids=tok["input_ids"].to(self.device),
-                                               attention_mask=tok["attention_mask"].to(self.device))
-        return to_numpy(pooled(out))[0]
+        return text_features(self.model, self.processor.tokenizer, text, self.max_tokens, self.device)
 
     def measure(self, sample: QualitySample) -> dict[str, Any]:
         """``{"ta_a": cosine of the target text and the edited audio}`` (``None`` without edited audio or

@@ -67,6 +67,17 @@ def hf_folder(weights: Any, what: str, default_repo: str) -> str:
     raise InputNotFoundError(f"models[{what!r}]: {text!r} is neither an existing local folder nor a Hugging Face repo id (owner/name)")
 
 
+def text_features(model: Any, tokenizer: Any, text: str, max_tokens: int, device: str) -> np.ndarray:
+    """The projected text embedding (``model.get_text_features``) of ``text`` cut to ``max_tokens`` tokens, float32
+    ``(dim,)``: one function for CLIP and CLAP, whose transformers text towers take the same call."""
+    import torch
+
+    tok = tokenizer([text], padding=True, truncation=True, max_length=max_tokens, return_tensors="pt")
+    with torch.inference_mode():
+        out = model.get_text_features(input_ids=tok["input_ids"].to(device), attention_mask=tok["attention_mask"].to(device))
+    return to_numpy(pooled(out))[0]
+
+
 def pooled(out: Any) -> Any:
     """The projected embedding tensor of a transformers ``get_*_features`` call: the tensor itself
     (transformers 4.x) or its ``pooler_output`` (transformers 5.x returns a model output)."""
@@ -117,13 +128,7 @@ class CLIPMetric:
 
     def text_features(self, text: str) -> np.ndarray:
         """The CLIP text embedding of ``text`` (cut to :attr:`max_tokens` tokens), float32 ``(dim,)``."""
-        import torch
-
-        tok = self.processor.tokenizer([text], padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt")
-        with torch.inference_mode():
-            out = self.model.get_text_features(input_ids=tok["input_ids"].to(self.device),
-                                               attention_mask=tok["attention_mask"].to(self.device))
-        return to_numpy(pooled(out))[0]
+        return text_features(self.model, self.processor.tokenizer, text, self.max_tokens, self.device)
 
     def image_features(self, frames: np.ndarray) -> np.ndarray:
         """The CLIP image embeddings of uint8 RGB ``frames`` ``(T, H, W, 3)``, float32 ``(T, dim)``, in

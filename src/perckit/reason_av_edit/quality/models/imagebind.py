@@ -36,7 +36,6 @@ of ``imagebind_huge.pth``; by default the file ImageBind's own ``imagebind_huge(
 from __future__ import annotations
 
 import math
-import pickle
 from fractions import Fraction
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -45,7 +44,7 @@ import numpy as np
 
 from ....errors import OptionError
 from ..similarity import cosine
-from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, require
+from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, require, load_strict, read_checkpoint
 from .clap import has_audio, resampled
 from .clip import mean_of
 
@@ -193,23 +192,13 @@ def build_imagebind(weights: Any, options: ModelOptions) -> ImageBindMetric:
     own ``.checkpoints/imagebind_huge.pth`` under the working directory if it exists). Without the
     ``imagebind`` package (or its torchaudio / pytorchvideo) or the weights: :class:`ModelUnavailable`;
     a path that does not exist: ``InputNotFoundError``; a file that is not the state dict: ``OptionError``."""
-    torch = require("torch", INSTALL)
+    require("torch", INSTALL)
     ib = require("imagebind.models.imagebind_model", INSTALL)
     melspec = _package_melspec()
     if not hasattr(ib, "imagebind_huge") or not hasattr(ib, "ModalityType"):
         raise ModelUnavailable(f"this imagebind has no imagebind_huge / ModalityType; {INSTALL}")
     path = local_weights(weights, "av_a", default=DEFAULT_WEIGHTS, pass_as=_WHERE)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, ValueError, OSError, EOFError, pickle.UnpicklingError) as e:
-        raise OptionError(f"models['av_a']: {path!r} is not a torch state dict ({e.__class__.__name__}){_WHERE}") from None
-    if not isinstance(state, Mapping):
-        raise OptionError(f"models['av_a']: {path!r} holds a {type(state).__name__}, expected ImageBind's state dict{_WHERE}")
-    model = ib.imagebind_huge(pretrained=False)
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as e:
-        first = (str(e).strip().splitlines() or [""])[0][:200]
-        raise OptionError(f"models['av_a']: {path!r} is not imagebind_huge's state dict ({first}){_WHERE}") from None
+    state = read_checkpoint(path, "av_a", "imagebind_huge's state dict", _WHERE)
+    model = load_strict(ib.imagebind_huge(pretrained=False), state, path, "av_a", "imagebind_huge's state dict", _WHERE)
     return ImageBindMetric(model, melspec=melspec, device=options.device,
                            vision_key=ib.ModalityType.VISION, audio_key=ib.ModalityType.AUDIO)

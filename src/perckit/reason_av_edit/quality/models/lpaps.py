@@ -37,7 +37,7 @@ import numpy as np
 
 from ....errors import OptionError
 from .. import perceptual
-from .base import ModelOptions, QualitySample, local_weights, require
+from .base import ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
 
 _INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
 WEIGHTS_HELP = (" (SpecVQGAN's lpaps.pt, the trained LPAPS of commit 3894458: https://a3s.fi/swift/v1/"
@@ -197,23 +197,11 @@ def load_lpaps(path: str, device: str = "cpu") -> Any:
     """:func:`lpaps_module` with ``lpaps.pt`` at ``path`` loaded ``strict=True`` (``torch.load`` with
     ``weights_only=True``); :class:`~perckit.errors.OptionError` naming the file otherwise, with a hint when
     it is the classifier checkpoint ``vggishish16.pt``."""
-    import torch
-
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # a file torch cannot read as a tensor-only checkpoint
-        raise OptionError(f"models['lpaps']: {path!r}: expected SpecVQGAN's {CHECKPOINT}, got an unreadable file "
-                          f"({type(e).__name__}: {e})") from None
-    if not isinstance(state, Mapping):
-        raise OptionError(f"models['lpaps']: {path!r}: expected SpecVQGAN's {CHECKPOINT} (a state dict), got {type(state).__name__}")
+    state = read_checkpoint(path, "lpaps", f"SpecVQGAN's {CHECKPOINT} (a state dict)")
     if "model" in state and not any(str(k).startswith("lin") for k in state):
         raise OptionError(f"models['lpaps']: {path!r} looks like vggishish16.pt (the VGGSound classifier under 'model'), which "
                           f"has no LPAPS lin weights; expected SpecVQGAN's {CHECKPOINT}")
-    module = lpaps_module()
-    try:
-        module.load_state_dict(state, strict=True)
-    except RuntimeError as e:
-        raise OptionError(f"models['lpaps']: {path!r}: expected the keys and shapes of SpecVQGAN's LPAPS ({CHECKPOINT}), got: {e}") from None
+    module = load_strict(lpaps_module(), state, path, "lpaps", f"the keys and shapes of SpecVQGAN's LPAPS ({CHECKPOINT})")
     return module.to(device)
 
 

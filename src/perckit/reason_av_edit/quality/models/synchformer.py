@@ -30,7 +30,7 @@ import numpy as np
 
 from ....errors import OptionError, PredictionError
 from .. import desync as ds
-from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights
+from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict, read_checkpoint, require
 
 #: where the model class lives and how to get it
 MODULE = "av_bench.synchformer.synchformer"
@@ -157,26 +157,14 @@ def build_desync(weights: Any, options: ModelOptions) -> DeSyncMetric:
 
     :class:`ModelUnavailable` when av-benchmark (or torch) is not importable or the weights are not found;
     ``options.extra["desync_short_clip"]`` sets the short-clip policy."""
-    try:
-        import torch
-    except ImportError:
-        raise ModelUnavailable(f"torch is not installed; {INSTALL}") from None
+    require("torch", INSTALL)
     try:
         module = importlib.import_module(MODULE)
     except Exception as e:  # av_bench imports many libraries; any failure means it cannot run here
         raise ModelUnavailable(f"{MODULE} cannot be imported ({e.__class__.__name__}: {e}); {INSTALL}") from None
     path = weights_file(weights)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:
-        raise OptionError(f"models['desync']: {path!r} is not a loadable torch state dict ({e.__class__.__name__}: {e})") from None
-    if not isinstance(state, Mapping):
-        raise OptionError(f"models['desync']: {path!r} holds a {type(state).__name__}, expected a Synchformer state dict")
-    model = module.Synchformer()
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as e:
-        raise OptionError(f"models['desync']: {path!r} does not match Synchformer's layout ({str(e)[:300]})") from None
+    state = read_checkpoint(path, "desync", "a Synchformer state dict")
+    model = load_strict(module.Synchformer(), state, path, "desync", "Synchformer's layout")
     model = model.to(options.device).eval()
     return DeSyncMetric(model, device=options.device, short_clip=options.extra.get("desync_short_clip", "pad"))
 

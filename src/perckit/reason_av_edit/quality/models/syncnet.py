@@ -32,7 +32,7 @@ import numpy as np
 
 from ....errors import OptionError
 from .. import sync
-from .base import ModelOptions, QualitySample, local_weights, require
+from .base import ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
 
 _INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
 WEIGHTS_HELP = (" (syncnet_v2.model from joonson/syncnet_python's download_model.sh: "
@@ -226,20 +226,8 @@ def load_syncnet(path: str, device: str = "cpu") -> Any:
     """:func:`syncnet_module` with the state dict at ``path`` loaded ``strict=True`` (``torch.load`` with
     ``weights_only=True``); :class:`~perckit.errors.OptionError` naming the file when it is not such a
     state dict."""
-    import torch
-
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # a file torch cannot read as a tensor-only checkpoint
-        raise OptionError(f"models['sync']: {path!r}: expected a SyncNet state dict (syncnet_v2.model), got an unreadable "
-                          f"file ({type(e).__name__}: {e})") from None
-    if not isinstance(state, Mapping):
-        raise OptionError(f"models['sync']: {path!r}: expected a SyncNet state dict (syncnet_v2.model), got {type(state).__name__}")
-    model = syncnet_module()
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as e:
-        raise OptionError(f"models['sync']: {path!r}: expected the keys and shapes of syncnet_python's S (syncnet_v2.model), got: {e}") from None
+    state = read_checkpoint(path, "sync", "a SyncNet state dict (syncnet_v2.model)")
+    model = load_strict(syncnet_module(), state, path, "sync", "the keys and shapes of syncnet_python's S (syncnet_v2.model)")
     return model.to(device)
 
 

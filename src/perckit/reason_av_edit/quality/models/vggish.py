@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import os
-import pickle
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,7 +37,7 @@ import numpy as np
 
 from ....errors import OptionError, check_option_type
 from ..frechet import pooled_fd
-from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, require
+from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, require, load_strict, read_checkpoint
 
 #: the sample rate VGGish expects
 SAMPLE_RATE = 16000
@@ -159,16 +158,6 @@ def build_fad(weights: Any, options: ModelOptions) -> FADMetric:
         if not os.path.isfile(candidate):
             raise ModelUnavailable(f"models['fad']: the folder {path!r} has no {WEIGHTS_FILE}{_WHERE}")
         path = candidate
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, ValueError, OSError, EOFError, pickle.UnpicklingError) as e:
-        raise OptionError(f"models['fad']: {path!r} is not a torch state dict ({e.__class__.__name__}){_WHERE}") from None
-    if not isinstance(state, Mapping):
-        raise OptionError(f"models['fad']: {path!r} holds a {type(state).__name__}, expected VGGish's state dict{_WHERE}")
-    model = tv.VGG(tv.make_layers(), postprocess=False)
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise OptionError(f"models['fad']: {path!r} is not VGGish's state dict ({first[:200]}){_WHERE}") from None
+    state = read_checkpoint(path, "fad", "VGGish's state dict", _WHERE)
+    model = load_strict(tv.VGG(tv.make_layers(), postprocess=False), state, path, "fad", "VGGish's state dict", _WHERE)
     return FADMetric(model, device=options.device, batch_size=options.batch_size, activation=activation)
