@@ -2,7 +2,8 @@
 
 Every step is what a pip user does first; each one must work with only the wheel and its dependencies installed
 (the newest datasets 5.x): the version, the list of benchmarks, a sample release, a conversion to Parquet,
-``perckit.load_dataset``, ``perckit.load_metric`` and ``perckit evaluate`` on a predictions file. Exits non-zero,
+``perckit.load_dataset``, ``perckit.load_metric`` and ``perckit evaluate`` on a predictions file, and
+ReasonAVEdit's ``av_edit_quality`` on the sample release. Exits non-zero,
 naming the step, at the first failure.
 """
 
@@ -42,7 +43,7 @@ def main() -> int:
     if perckit.__version__ not in version:
         raise SystemExit(f"wheel smoke test: --version printed {version!r}, expected {perckit.__version__}")
     listing = run(exe, "list")
-    for name in ("r4d_bench", "syn4d", "refcoco_m", "m4seg", "reason_av_edit", "refer_iou", "mask_temporal"):
+    for name in ("r4d_bench", "syn4d", "refcoco_m", "m4seg", "reason_av_edit", "refer_iou", "mask_temporal", "av_edit_quality"):
         if name not in listing:
             raise SystemExit(f"wheel smoke test: 'perckit list' does not name {name}")
     run(exe, "write-sample", "refcoco_m", "rc")
@@ -73,6 +74,18 @@ def main() -> int:
     numbers = report.get("results", report)
     if numbers.get("miou") != 1.0:
         raise SystemExit(f"wheel smoke test: perckit evaluate wrote miou={numbers.get('miou')}, expected 1.0:\n{out}")
+    # ReasonAVEdit edit quality (model-free, core dependencies only): the source clip as the edit scores perfect,
+    # and every model metric is skipped with a reason (no weights, nothing downloaded).
+    from perckit.reason_av_edit import make_quality_prediction, to_quality_reference
+
+    run(exe, "write-sample", "reason_av_edit", "rav")
+    rav = perckit.load_dataset("reason_av_edit", data_dir="rav", split="test")
+    refs = [to_quality_reference(r) for r in rav.select(range(3))]
+    quality = perckit.load_metric("av_edit_quality").compute(
+        predictions=[make_quality_prediction(r["sample_id"], r["video"]) for r in refs], references=refs)
+    if (quality["ssim"], quality["bg_ssim"]) != (1.0, 1.0) or quality["fvd"] is not None or "fvd" not in quality["skipped"]:
+        raise SystemExit(f"wheel smoke test: av_edit_quality of the source as the edit gave ssim={quality['ssim']}, "
+                         f"bg_ssim={quality['bg_ssim']}, fvd={quality['fvd']}, skipped={sorted(quality['skipped'])}")
     print(f"wheel smoke test passed in {work} (datasets {datasets.__version__}, perckit {perckit.__version__} from {where.parent})")
     shutil.rmtree(work, ignore_errors=True)
     return 0
