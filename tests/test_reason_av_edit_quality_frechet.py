@@ -6,7 +6,9 @@ the real VGGish architecture (torchvggish's ``VGG(make_layers())``) randomly ini
 scripted module with the call signature and output of StyleGAN-V's ``i3d_torchscript.pt``
 (``detector(uint8 (B, 3, T, H, W), rescale=, resize=, return_features=) -> (B, D)``). That FVD test checks
 the glue (frame choice, layout, the keyword arguments, pooling, the loading of a TorchScript file), not the
-I3D network, which is whatever the user's archive holds. Nothing downloads.
+I3D network, which is whatever the user's archive holds. The other FVD path, a state dict of the real
+``InceptionI3d`` architecture (VideoGPT's ``i3d_pretrained_400.pt``), is tested in
+``test_reason_av_edit_quality_i3d.py`` with a randomly initialised network of that architecture. Nothing downloads.
 """
 
 from __future__ import annotations
@@ -296,9 +298,17 @@ def test_build_fvd_without_weights_says_where_they_come_from(tmp_path, torch):
     with pytest.raises(ModelUnavailable, match="has no i3d_torchscript.pt"):
         BY_KEY["fvd"].build(str(tmp_path), ModelOptions())
     bad = tmp_path / "i3d.pt"
-    bad.write_bytes(b"not a torchscript archive")
-    with pytest.raises(OptionError, match="is not a TorchScript archive"):
+    bad.write_bytes(b"not a torchscript archive")  # neither kind: the checkpoint reader names both
+    with pytest.raises(OptionError, match="cannot be read as a torch checkpoint.*expected a TorchScript archive .* or a state dict of the PyTorch InceptionI3d"):
         BY_KEY["fvd"].build(str(bad), ModelOptions())
+    import zipfile
+
+    broken = tmp_path / "broken_torchscript.pt"  # looks like a TorchScript archive (code/, constants.pkl), is not one
+    with zipfile.ZipFile(broken, "w") as z:
+        z.writestr("broken/code/__torch__/m.py", "x")
+        z.writestr("broken/constants.pkl", b"")
+    with pytest.raises(OptionError, match="is not a TorchScript archive"):
+        BY_KEY["fvd"].build(str(broken), ModelOptions())
 
 
 # ---------------------------------------------------------------- FAD
