@@ -11,7 +11,7 @@ PYTEST_FLAGS ?= -n 2
 # Optional extras installed by make (the full suite runs the real-model tests): text, meteor, quality.
 EXTRAS ?= test,text,meteor,quality
 # Installed without its dependencies: audiobox_aesthetics (PQ) asks for torchaudio, which would replace the CPU torch.
-NODEPS_SPEC ?= audiobox_aesthetics==0.0.4 submitit
+NODEPS_SPEC ?= audiobox_aesthetics==0.0.4
 # A CPU torch, installed before anything that depends on it (here it comes from this machine's disk).
 TORCH_SPEC ?= torch==2.13.0
 DEPS := pyproject.toml setup.py requirements/datasets3.txt requirements/datasets5.txt
