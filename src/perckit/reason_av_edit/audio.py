@@ -69,6 +69,19 @@ class AudioOptions:
 # ---------------------------------------------------------------- WAV I/O
 
 
+def resample(x: Any, sample_rate: int, target_rate: int) -> np.ndarray:
+    """Mono samples at ``sample_rate`` as float64 at ``target_rate``: ``scipy.signal.resample_poly`` with the rates
+    reduced by their gcd when they differ (and there are samples); the values unchanged otherwise. The one
+    resampler of ReasonAVEdit's audio (the WAV decoder, and every edit-quality model's input rate)."""
+    a = np.asarray(x, dtype=np.float64).reshape(-1)
+    if int(sample_rate) == int(target_rate) or not a.size:
+        return a
+    from scipy.signal import resample_poly
+
+    g = math.gcd(int(sample_rate), int(target_rate))
+    return resample_poly(a, int(target_rate) // g, int(sample_rate) // g)
+
+
 def decode_wav(data: bytes, where: str, options: AudioOptions = AudioOptions(), error: type[Exception] = PredictionError) -> np.ndarray:
     """Mono float64 samples at ``options.sample_rate`` from WAV (or any libsndfile format: FLAC, OGG, ...) bytes.
 
@@ -121,10 +134,7 @@ def decode_wav(data: bytes, where: str, options: AudioOptions = AudioOptions(), 
     if sr != options.sample_rate:
         if not options.resample:
             raise error(f"{where}: sample rate is {sr} Hz, expected {options.sample_rate} Hz (pass resample=True to resample)")
-        from scipy.signal import resample_poly
-
-        g = math.gcd(int(sr), int(options.sample_rate))
-        x = resample_poly(x, options.sample_rate // g, int(sr) // g)
+        x = resample(x, sr, options.sample_rate)
     return np.ascontiguousarray(x, dtype=np.float64)
 
 

@@ -40,6 +40,9 @@ import numpy as np
 
 from ...errors import OptionError, PredictionError
 from ...stats import fmean
+from .models.base import mean_of
+from .sync import hz_to_mel, mel_to_hz
+from .sync import resample_indices as sync_frames
 
 #: video rate, frames per second, and crop size of Synchformer's input
 VIDEO_FPS = 25.0
@@ -134,7 +137,7 @@ def desync_seconds(per_sample: Sequence[Any]) -> float | None:
 def reduce_desync(records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     """``{"desync": mean}`` over the records of :class:`~.models.synchformer.DeSyncMetric` whose
     ``"desync"`` is not ``None`` (a skipped short clip or a clip without audio has ``None``)."""
-    return {"desync": fmean(float(r["desync"]) for r in records if r.get("desync") is not None)}
+    return {"desync": mean_of(records, "desync")}
 
 
 def fit_short_clip(frames: np.ndarray, audio: np.ndarray, short_clip: str = "pad") -> tuple[np.ndarray, np.ndarray, bool] | None:
@@ -170,9 +173,7 @@ def resample_indices(n_frames: int, fps: float, target_fps: float = VIDEO_FPS) -
     av-benchmark's decoder uses), clipped to the last frame."""
     if not (math.isfinite(fps) and fps > 0):
         raise PredictionError(f"DeSync: expected a positive frame rate, got {fps!r}")
-    n_out = frame_count(n_frames / fps, target_fps)
-    k = np.arange(n_out, dtype=np.float64)
-    return np.minimum(np.floor(k * fps / target_fps + 0.5).astype(np.int64), n_frames - 1)
+    return sync_frames(n_frames, fps, target_fps)  # SyncNet's 25 fps reading: the same rule
 
 
 def resize_shape(height: int, width: int, size: int = VIDEO_SIZE) -> tuple[int, int]:
@@ -212,21 +213,13 @@ def audio_segments(audio: np.ndarray, start_sample: int) -> np.ndarray:
     return audio[idx]
 
 
-def _hz_to_mel(f: np.ndarray) -> np.ndarray:
-    return 2595.0 * np.log10(1.0 + f / 700.0)
-
-
-def _mel_to_hz(m: np.ndarray) -> np.ndarray:
-    return 700.0 * (10.0 ** (m / 2595.0) - 1.0)
-
-
 def mel_filterbank(sample_rate: int = AUDIO_SR, n_fft: int = N_FFT, n_mels: int = N_MELS) -> np.ndarray:
     """Triangular HTK mel filters ``(n_fft // 2 + 1, n_mels)`` from 0 Hz to ``sample_rate / 2``, not
     normalised: the bins sit at ``linspace(0, sample_rate // 2, n_fft // 2 + 1)``, the band edges at
     ``n_mels + 2`` points equally spaced in ``2595 log10(1 + f / 700)``, and a bin's weight in band ``i``
     is ``max(0, min(rise, fall))`` of the two slopes."""
     freqs = np.linspace(0.0, sample_rate // 2, n_fft // 2 + 1)
-    edges = _mel_to_hz(np.linspace(_hz_to_mel(np.float64(0.0)), _hz_to_mel(np.float64(sample_rate / 2.0)), n_mels + 2))
+    edges = mel_to_hz(np.linspace(hz_to_mel(np.float64(0.0)), hz_to_mel(np.float64(sample_rate / 2.0)), n_mels + 2))
     diff = np.diff(edges)
     slopes = edges[None, :] - freqs[:, None]
     down = -slopes[:, :-2] / diff[:-1]

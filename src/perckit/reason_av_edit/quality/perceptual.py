@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from ...stats import fmean
+from .models.base import mean_of
+from ..audio import resample
 
 #: SpecVQGAN's spectrogram parameters
 MEL_SR = 22050
@@ -106,13 +107,7 @@ def resample_to_mel_rate(audio: Any, sample_rate: int) -> np.ndarray:
     """Mono samples at ``sample_rate`` resampled to 22050 Hz with ``scipy.signal.resample_poly`` (the
     project's resampler; SpecVQGAN's data was resampled by ffmpeg). Audio decoded at 16 kHz has no content
     above 8 kHz, which the 7600 Hz mel ceiling does not use anyway."""
-    x = np.asarray(audio, dtype=np.float64).reshape(-1)
-    if int(sample_rate) == MEL_SR:
-        return x
-    from scipy.signal import resample_poly
-
-    g = math.gcd(int(sample_rate), MEL_SR)
-    return resample_poly(x, MEL_SR // g, int(sample_rate) // g)
+    return resample(audio, sample_rate, MEL_SR)
 
 
 # ---------------------------------------------------------------- the distance
@@ -145,4 +140,4 @@ def lpaps_distance(feats0: Sequence[Any], feats1: Sequence[Any], lin_weights: Se
 
 def reduce_lpaps(records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     """``lpaps``: the mean over the samples that have a value (``None`` when none has)."""
-    return {"lpaps": fmean(r["lpaps"] for r in records if r.get("lpaps") is not None)}
+    return {"lpaps": mean_of(records, "lpaps")}

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ...stats import fmean
+from .models.base import mean_of
 
 #: SyncNet's input rates: video frames per second, audio samples per second, MFCC frames per second
 VIDEO_FPS = 25.0
@@ -58,11 +58,13 @@ RECORD_KEYS = ("sync_c", "sync_d", "offset", "windows")
 # ---------------------------------------------------------------- the MFCC input
 
 
-def _hz_to_mel(hz: np.ndarray) -> np.ndarray:
+def hz_to_mel(hz: np.ndarray) -> np.ndarray:
+    """The HTK mel scale, ``2595 log10(1 + f / 700)`` (SyncNet's MFCC and Synchformer's log-mel filterbanks)."""
     return 2595.0 * np.log10(1.0 + np.asarray(hz, dtype=np.float64) / 700.0)
 
 
-def _mel_to_hz(mel: np.ndarray) -> np.ndarray:
+def mel_to_hz(mel: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`hz_to_mel`."""
     return 700.0 * (10.0 ** (np.asarray(mel, dtype=np.float64) / 2595.0) - 1.0)
 
 
@@ -75,8 +77,8 @@ def triangle_filterbank(n_filters: int = 26, n_fft: int = 512, sample_rate: int 
     ``b[j + 1]`` and falls to 0 at ``b[j + 2]`` (the peak bin belongs to the falling half; no area
     normalisation)."""
     high = sample_rate / 2 if high_hz is None else high_hz
-    points = np.linspace(_hz_to_mel(low_hz), _hz_to_mel(high), n_filters + 2)
-    bins = np.floor((n_fft + 1) * _mel_to_hz(points) / sample_rate)
+    points = np.linspace(hz_to_mel(low_hz), hz_to_mel(high), n_filters + 2)
+    bins = np.floor((n_fft + 1) * mel_to_hz(points) / sample_rate)
     k = np.arange(n_fft // 2 + 1, dtype=np.float64)[None, :]
     lo, mid, hi = bins[:-2, None], bins[1:-1, None], bins[2:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -230,6 +232,6 @@ def reduce_sync(records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]
     """``sync_c`` / ``sync_d``: the mean over the clips that have a value (``None`` when none has), as
     Wav2Lip's averages over the videos."""
     return {
-        "sync_c": fmean(r["sync_c"] for r in records if r.get("sync_c") is not None),
-        "sync_d": fmean(r["sync_d"] for r in records if r.get("sync_d") is not None),
+        "sync_c": mean_of(records, "sync_c"),
+        "sync_d": mean_of(records, "sync_d"),
     }

@@ -38,7 +38,8 @@ import numpy as np
 from ....errors import OptionError
 from .base import ModelOptions, ModelUnavailable, QualitySample, require, load_strict, read_checkpoint
 from .clap import has_audio, resampled
-from .clip import hf_folder, load_pretrained, mean_of, positive_int
+from .base import mean_of
+from .clip import hf_folder, load_pretrained, positive_int
 
 INSTALL = ("pip install --no-deps audiobox_aesthetics (its torchaudio requirement would replace the CPU torch; "
            "torch and huggingface_hub are what its model needs)")

@@ -28,6 +28,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 import numpy as np
 
 from ....errors import InputNotFoundError, OptionError
+from ....stats import fmean
 
 
 class ModelUnavailable(Exception):
@@ -83,6 +84,12 @@ class ModelMetric(Protocol):
         """``{key: value}`` for every key of :attr:`keys` over ``records`` (``None`` where undefined,
         e.g. a Fréchet distance over fewer than two samples)."""
         ...
+
+
+def mean_of(records: Sequence[Mapping[str, Any]], key: str) -> float | None:
+    """The mean of ``record[key]`` over the records that have a value (:func:`perckit.stats.fmean`, order
+    independent; ``None`` when none has): the reduce of every per-sample model metric."""
+    return fmean(float(r[key]) for r in records if r.get(key) is not None)
 
 
 def count_records(records: Sequence[Mapping[str, Any]], key: str) -> int:

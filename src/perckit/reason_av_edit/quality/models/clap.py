@@ -23,16 +23,17 @@ cache; a string is a local model folder or a cached repo id; a :class:`CLAPMetri
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ....errors import OptionError
+from ...audio import resample
 from ..similarity import cosine
 from .base import ModelOptions, QualitySample, require
-from .clip import INSTALL, hf_folder, load_pretrained, mean_of, pooled, positive_int, text_features, to_numpy
+from .base import mean_of
+from .clip import INSTALL, hf_folder, load_pretrained, pooled, positive_int, text_features, to_numpy
 
 #: LAION's unfused CLAP on the Hub
 DEFAULT_REPO = "laion/clap-htsat-unfused"
@@ -41,13 +42,7 @@ DEFAULT_REPO = "laion/clap-htsat-unfused"
 def resampled(audio: Any, sample_rate: int, target_rate: int) -> np.ndarray:
     """Mono ``audio`` as float32 at ``target_rate`` (scipy's polyphase ``resample_poly`` when the rates
     differ; the array unchanged in value otherwise)."""
-    a = np.asarray(audio, dtype=np.float64).reshape(-1)
-    if int(sample_rate) != int(target_rate) and a.size:
-        from scipy.signal import resample_poly
-
-        g = math.gcd(int(target_rate), int(sample_rate))
-        a = resample_poly(a, int(target_rate) // g, int(sample_rate) // g)
-    return a.astype(np.float32)
+    return resample(audio, sample_rate, target_rate).astype(np.float32)
 
 
 def has_audio(clip: Any) -> bool:

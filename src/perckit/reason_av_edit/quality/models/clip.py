@@ -34,9 +34,8 @@ from typing import Any
 import numpy as np
 
 from ....errors import InputNotFoundError, OptionError, check_option_type
-from ....stats import fmean
 from ..similarity import check_weight, clip_score, temporal_consistency
-from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, require
+from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, require, mean_of
 
 #: the CLIP torchmetrics' CLIPScore defaults to
 DEFAULT_REPO = "openai/clip-vit-large-patch14"
@@ -89,11 +88,6 @@ def to_numpy(t: Any) -> np.ndarray:
     import torch
 
     return t.detach().to("cpu", torch.float32).numpy()
-
-
-def mean_of(records: Sequence[Mapping[str, Any]], key: str) -> float | None:
-    """The mean of ``record[key]`` over the records that have a value (``None`` when none has)."""
-    return fmean(float(r[key]) for r in records if r.get(key) is not None)
 
 
 def positive_int(name: str, value: Any) -> int:

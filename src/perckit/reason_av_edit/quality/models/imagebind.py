@@ -46,7 +46,7 @@ from ....errors import OptionError
 from ..similarity import cosine
 from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, require, load_strict, read_checkpoint
 from .clap import has_audio, resampled
-from .clip import mean_of
+from .base import mean_of
 
 INSTALL = ("pip install git+https://github.com/facebookresearch/ImageBind (not on PyPI; it needs torchaudio, "
            "torchvision and pytorchvideo)")

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ....errors import OptionError, PredictionError
-from ....stats import fmean
-from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights
+from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, mean_of
 
 #: where the official implementation lives and what was found there
 REPO = "amazon-science/avgen-eval-toolkit"
@@ -92,7 +91,7 @@ class PEAVSMetric:
 
     def reduce(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
         """``{"peavs": mean score}`` (``None`` for no records)."""
-        return {"peavs": fmean(float(r["peavs"]) for r in records if r.get("peavs") is not None)}
+        return {"peavs": mean_of(records, "peavs")}
 
 
 def build_peavs(weights: Any, options: ModelOptions) -> PEAVSMetric:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError, PredictionError
+from ...audio import resample
 from .. import desync as ds
 from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict, read_checkpoint, require
 
@@ -110,12 +111,7 @@ def _audio_16k(audio: np.ndarray, sample_rate: int, sample_id: str) -> np.ndarra
         return audio
     if not (isinstance(sample_rate, int) and sample_rate > 0):
         raise PredictionError(f"sample {sample_id!r}: expected a positive integer sample rate, got {sample_rate!r}")
-    from math import gcd
-
-    from scipy.signal import resample_poly
-
-    g = gcd(ds.AUDIO_SR, sample_rate)
-    return resample_poly(audio, ds.AUDIO_SR // g, sample_rate // g).astype(np.float32)
+    return resample(audio, sample_rate, ds.AUDIO_SR).astype(np.float32)
 
 
 def _prepare_frames(frames: np.ndarray) -> np.ndarray:

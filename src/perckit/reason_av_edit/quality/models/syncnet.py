@@ -24,13 +24,13 @@ rule, up to its fixed-point rounding), and the MFCC is our numpy transcription o
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ....errors import OptionError
+from ...audio import resample
 from .. import sync
 from .base import ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
 
@@ -166,13 +166,7 @@ def lip_frames(frames: np.ndarray, fps: float, crop: Any = "full", device: str =
 
 def audio_at_16k(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     """Mono samples resampled to 16 kHz (``scipy.signal.resample_poly``) when they are at another rate."""
-    x = np.asarray(audio, dtype=np.float64).reshape(-1)
-    if int(sample_rate) == sync.AUDIO_SR:
-        return x
-    from scipy.signal import resample_poly
-
-    g = math.gcd(int(sample_rate), sync.AUDIO_SR)
-    return resample_poly(x, sync.AUDIO_SR // g, int(sample_rate) // g)
+    return resample(audio, sample_rate, sync.AUDIO_SR)
 
 
 class SyncNetMetric:
