@@ -785,7 +785,7 @@ def test_an_export_written_before_the_format_key_is_still_read(tmp_path, release
 
     out = copy_export(template, tmp_path / "export")
     state = json.loads((out / STATE).read_text())
-    assert state["format"] == "perckit-export" and state["version"] == 1
+    assert state["format"] == "perckit-export" and state["version"] == 2
     legacy = {"configs": state["configs"], "benchmark": state["benchmark"]}
     (out / STATE).write_text(json.dumps(legacy, indent=2))
     assert read_state(out)["configs"].keys() == {"expressions"}

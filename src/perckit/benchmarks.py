@@ -77,6 +77,12 @@ class Benchmark:
     #: ``module:function`` writing the sample release: ``fn(root, seed=0, **scale)`` returning a summary with ``files``
     sample_release: str
     metrics: tuple[MetricSpec, ...] = field(default_factory=tuple)
+    #: the module of the export hook (:mod:`perckit.export_hooks`): it defines ``export_split(ds, config, split,
+    #: root) -> ExportParts`` and ``load_back(ds, export_root) -> Dataset`` ("" for none: the rows go to Parquet as they are)
+    export_hook: str = ""
+    #: ``module:function`` of the previewer factory ``make_previewer(builder, config)`` (:mod:`perckit.previews`):
+    #: the picture of each row in the export's ``preview`` column ("" for none)
+    preview: str = ""
 
     def builder_class(self) -> type:
         """The builder class of :attr:`builder` (imported from the package: no source checkout needed)."""

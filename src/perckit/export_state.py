@@ -9,14 +9,29 @@ export) and must have the exact shape ``convert`` writes (``data`` or the config
 ``<dir>/<split>-NNNNN-of-NNNNN.parquet``), so a record naming ``../x`` or ``/etc`` can neither make
 ``convert`` replace a folder outside the export nor make ``push`` upload a file from outside it.
 
-Structure (version 1)::
+Structure (version 2; version 1 is the same without the optional keys, and is still read)::
 
-    {"format": "perckit-export", "version": 1, "benchmark": "<name>",
+    {"format": "perckit-export", "version": 2, "benchmark": "<name>",
      "configs": {"<config>": {"default": bool, "dir": "data" | "<config>", "features": {...},
                               "splits": [{"name": str, "num_examples": int, "num_bytes": int,
-                                          "files": ["<dir>/<split>-00000-of-00001.parquet", ...]}]}}}
+                                          "files": ["<dir>/<split>-00000-of-00001.parquet", ...],
+                                          # optional (version 2, Parquet configs only):
+                                          "max_row_bytes": int, "max_row_group_bytes": int, "max_page_bytes": int}],
+                              # optional (version 2):
+                              "kind": "parquet" | "files",            # absent: "parquet"
+                              "preview": "preview" | null,            # the Image column perckit added (in features)
+                              "viewer": {"viewable": bool, "reason": str},
+                              "description": str,                      # at most MAX_TEXT_CHARS characters
+                              "parent": str}}}                         # kind "files" only, and required there
 
-Records written before the ``format`` / ``version`` keys existed are accepted when the rest matches.
+A ``kind: "files"`` config (ReasonAVEdit's ``videos``: see :mod:`perckit.export_hooks`) holds plain files
+instead of Parquet shards: every entry of a split's ``files`` is ``<dir>/<split>/<name>`` with ``<name>`` of
+``[A-Za-z0-9][A-Za-z0-9._-]{0,200}`` (so no ``..``), listed once, and ``<dir>/<split>/metadata.jsonl`` is one
+of them. It is never the default, its ``dir`` is its name, and its ``parent`` names the Parquet config of the
+record whose conversion wrote it (re-converting the parent replaces it: :func:`drop_config`).
+
+Records written before the ``format`` / ``version`` keys existed are accepted as version 1 when the rest
+matches. Version 1 records may not carry the version 2 keys; version 2 records give ``num_bytes`` as an int.
 """
 
 from __future__ import annotations
@@ -31,7 +46,9 @@ from .errors import InputNotFoundError, ReleaseFormatError
 
 STATE_FILE = ".perckit_export.json"
 FORMAT = "perckit-export"
-VERSION = 1
+VERSION = 2
+#: the record versions this perckit reads (it writes :data:`VERSION`)
+READ_VERSIONS = (1, 2)
 #: largest ``.perckit_export.json`` read (the features of every config; a real one is a few KB)
 MAX_STATE_BYTES = 16 << 20
 #: counts above this are not sizes of anything real
@@ -40,6 +57,17 @@ MAX_COUNT = 2**63 - 1
 _CONFIG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _SPLIT_NAME = re.compile(r"^\w{1,128}(\.\w{1,128})*$", re.ASCII)
 _RESERVED = {"README.md", STATE_FILE}
+#: longest ``description`` / ``viewer.reason`` kept in a record (the card shows them)
+MAX_TEXT_CHARS = 2000
+#: a file of a ``files`` config: ``<dir>/<split>/<name>``
+FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
+#: the metadata file every split of a ``files`` config has (the Hub's video / audio folder layout)
+METADATA_FILE = "metadata.jsonl"
+KINDS = ("parquet", "files")
+_CONFIG_KEYS = {"default", "dir", "features", "splits"}
+_CONFIG_KEYS_V2 = {"kind", "preview", "viewer", "description", "parent"}
+_SPLIT_KEYS = {"name", "num_examples", "num_bytes", "files"}
+_SPLIT_KEYS_V2 = {"max_row_bytes", "max_row_group_bytes", "max_page_bytes"}
 
 
 def _fail(where: str, expected: str, got: Any) -> ReleaseFormatError:
@@ -66,6 +94,95 @@ def expected_shard(rel: str, folder: str, split: str) -> bool:
     return bool(m) and m.group(1) == folder and m.group(2) == split and int(m.group(3)) < int(m.group(4))
 
 
+def expected_file(rel: str, folder: str, split: str) -> bool:
+    """``rel`` is ``<folder>/<split>/<name>`` with ``<name>`` matching :data:`FILE_NAME` and holding no ``..``
+    (the names a ``files`` config writes, :mod:`perckit.export_hooks`)."""
+    parts = rel.split("/") if isinstance(rel, str) else []
+    return (len(parts) == 3 and parts[0] == folder and parts[1] == split and bool(FILE_NAME.match(parts[2]))
+            and ".." not in parts[2])
+
+
+def _text(value: Any, where: str, empty: bool = True) -> str:
+    if not isinstance(value, str) or len(value) > MAX_TEXT_CHARS or (not empty and not value.strip()):
+        what = "a string" if empty else "a non-empty string"
+        raise _fail(where, f"{what} of at most {MAX_TEXT_CHARS} characters", value if not isinstance(value, str) else f"{len(value)} characters")
+    return value
+
+
+def _version(state: dict, where: str) -> int:
+    if "format" not in state and "version" not in state:
+        return 1  # a record written before the keys existed
+    if state.get("format") != FORMAT:
+        raise _fail(f"{where}: 'format'", repr(FORMAT), state.get("format"))
+    version = state.get("version")
+    if isinstance(version, bool) or version not in READ_VERSIONS:
+        raise _fail(f"{where}: 'version'", f"one of {list(READ_VERSIONS)} (this perckit reads versions {list(READ_VERSIONS)})", version)
+    return version
+
+
+def _check_v2_keys(c: dict, name: str, at: str, version: int) -> str:
+    """The optional keys of a config entry (version 2); returns its kind."""
+    if version < 2:
+        return "parquet"
+    kind = c.get("kind", "parquet")
+    if kind not in KINDS:
+        raise _fail(f"{at}: 'kind'", f"one of {list(KINDS)}", kind)
+    if "preview" in c:
+        preview = c["preview"]
+        if preview is not None and preview != "preview":
+            raise _fail(f"{at}: 'preview'", "'preview' (the Image column perckit added) or null", preview)
+        if preview is not None and (kind != "parquet" or not isinstance(c["features"], dict) or preview not in c["features"]):
+            raise _fail(f"{at}: 'preview'", "a column of this Parquet config's features", preview)
+    if "viewer" in c:
+        viewer = c["viewer"]
+        if not isinstance(viewer, dict) or set(viewer) != {"viewable", "reason"} or not isinstance(viewer["viewable"], bool):
+            raise _fail(f"{at}: 'viewer'", "an object {viewable: true | false, reason: str}", viewer)
+        _text(viewer["reason"], f"{at}: 'viewer': 'reason'", empty=viewer["viewable"])
+    if "description" in c:
+        _text(c["description"], f"{at}: 'description'")
+    if kind == "files":
+        if c["default"]:
+            raise _fail(f"{at}: 'default'", "false (a files config is never the default)", True)
+        if "parent" not in c:
+            raise _fail(at, "a 'parent' (the config whose conversion wrote this files config)", sorted(c))
+    elif "parent" in c:
+        raise _fail(f"{at}: 'parent'", "no parent (only a files config has one)", c["parent"])
+    return kind
+
+
+def _check_split(s: Any, sat: str, folder: str, kind: str, version: int, seen: set, export_dir, resolve_under) -> None:
+    allowed = _SPLIT_KEYS | (_SPLIT_KEYS_V2 if version >= 2 and kind == "parquet" else set())
+    if not isinstance(s, dict) or not _SPLIT_KEYS <= set(s) <= allowed:
+        extra = " (optional: max_row_bytes, max_row_group_bytes, max_page_bytes)" if allowed != _SPLIT_KEYS else ""
+        raise _fail(sat, f"an object {{name, num_examples, num_bytes, files}}{extra}", sorted(s) if isinstance(s, dict) else s)
+    if not isinstance(s["name"], str) or not _SPLIT_NAME.match(s["name"]) or s["name"] in seen:
+        raise _fail(f"{sat}: 'name'", "a split name (letters, digits, '_'), once per config", s["name"])
+    seen.add(s["name"])
+    _count(s["num_examples"], f"{sat}: 'num_examples'")
+    if version >= 2:
+        _count(s["num_bytes"], f"{sat}: 'num_bytes'")
+    else:
+        _size(s["num_bytes"], f"{sat}: 'num_bytes'")
+    for key in sorted(_SPLIT_KEYS_V2 & set(s)):
+        _count(s[key], f"{sat}: {key!r}")
+    files = s["files"]
+    if not isinstance(files, list):
+        raise _fail(f"{sat}: 'files'", "a list of shard paths" if kind == "parquet" else "a list of file paths", files)
+    for j, rel in enumerate(files):
+        resolve_under(export_dir, rel, f"{sat}: files[{j}]", ReleaseFormatError)
+        if kind == "parquet" and not expected_shard(rel, folder, s["name"]):
+            raise _fail(f"{sat}: files[{j}]", f"'{folder}/{s['name']}-NNNNN-of-NNNNN.parquet'", rel)
+        if kind == "files" and not expected_file(rel, folder, s["name"]):
+            raise _fail(f"{sat}: files[{j}]", f"'{folder}/{s['name']}/<name>' with a name of letters, digits, '.', '_', '-' "
+                        "(starting with a letter or digit, no '..')", rel)
+    if kind == "files":
+        if len(set(files)) != len(files):
+            raise _fail(f"{sat}: 'files'", "every file once", sorted({f for f in files if files.count(f) > 1}))
+        if f"{folder}/{s['name']}/{METADATA_FILE}" not in files:
+            raise _fail(f"{sat}: 'files'", f"'{folder}/{s['name']}/{METADATA_FILE}' among the files (the metadata of a files config)",
+                        files[:5])
+
+
 def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dict:
     """``state`` when it has the structure above (paths checked to stay inside ``export_dir``), else
     :class:`~perckit.errors.ReleaseFormatError` naming ``where`` (the file), the field and what was found."""
@@ -74,11 +191,7 @@ def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dic
 
     if not isinstance(state, dict):
         raise _fail(where, "a JSON object {format, version, benchmark, configs}", type(state).__name__)
-    if "format" in state or "version" in state:
-        if state.get("format") != FORMAT:
-            raise _fail(f"{where}: 'format'", repr(FORMAT), state.get("format"))
-        if state.get("version") != VERSION or isinstance(state.get("version"), bool):
-            raise _fail(f"{where}: 'version'", f"{VERSION} (this perckit reads version {VERSION})", state.get("version"))
+    version = _version(state, where)
     unknown = sorted(set(state) - {"format", "version", "benchmark", "configs"})
     if unknown:
         raise _fail(where, "only the keys format, version, benchmark, configs", unknown)
@@ -88,14 +201,24 @@ def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dic
     if not isinstance(configs, dict):
         raise _fail(f"{where}: 'configs'", "an object {config name: entry}", configs)
     dirs: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+    allowed = _CONFIG_KEYS | (_CONFIG_KEYS_V2 if version >= 2 else set())
     for name, c in configs.items():
         at = f"{where}: configs[{name!r}]"
         if not _CONFIG_NAME.match(name):
             raise _fail(f"{where}: 'configs'", "config names of letters, digits, '_', '.', '-'", name)
-        if not isinstance(c, dict) or set(c) != {"default", "dir", "features", "splits"}:
-            raise _fail(at, "an object {default, dir, features, splits}", sorted(c) if isinstance(c, dict) else c)
+        if not isinstance(c, dict) or not _CONFIG_KEYS <= set(c) <= allowed:
+            expected = "an object {default, dir, features, splits}"
+            if version >= 2:
+                expected += " (optional: kind, preview, viewer, description, parent)"
+            elif isinstance(c, dict) and _CONFIG_KEYS <= set(c) <= _CONFIG_KEYS | _CONFIG_KEYS_V2:
+                expected += " (a version 1 record has no kind, preview, viewer, description or parent)"
+            raise _fail(at, expected, sorted(c) if isinstance(c, dict) else c)
         if not isinstance(c["default"], bool):
             raise _fail(f"{at}: 'default'", "true or false", c["default"])
+        if not isinstance(c["features"], dict):
+            raise _fail(f"{at}: 'features'", "an object (datasets.Features.to_dict())", c["features"])
+        kind = kinds[name] = _check_v2_keys(c, name, at, version)
         folder = c["dir"]
         resolve_under(export_dir, folder, f"{at}: 'dir'", ReleaseFormatError)
         expected_dir = "data" if c["default"] else name
@@ -104,27 +227,17 @@ def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dic
         if folder in dirs:
             raise _fail(f"{at}: 'dir'", f"a folder of its own (config {dirs[folder]!r} uses it too)", folder)
         dirs[folder] = name
-        if not isinstance(c["features"], dict):
-            raise _fail(f"{at}: 'features'", "an object (datasets.Features.to_dict())", c["features"])
         splits = c["splits"]
         if not isinstance(splits, list) or not splits:
             raise _fail(f"{at}: 'splits'", "a non-empty list of splits", splits)
         seen: set[str] = set()
         for i, s in enumerate(splits):
-            sat = f"{at}: splits[{i}]"
-            if not isinstance(s, dict) or set(s) != {"name", "num_examples", "num_bytes", "files"}:
-                raise _fail(sat, "an object {name, num_examples, num_bytes, files}", sorted(s) if isinstance(s, dict) else s)
-            if not isinstance(s["name"], str) or not _SPLIT_NAME.match(s["name"]) or s["name"] in seen:
-                raise _fail(f"{sat}: 'name'", "a split name (letters, digits, '_'), once per config", s["name"])
-            seen.add(s["name"])
-            _count(s["num_examples"], f"{sat}: 'num_examples'")
-            _size(s["num_bytes"], f"{sat}: 'num_bytes'")
-            if not isinstance(s["files"], list):
-                raise _fail(f"{sat}: 'files'", "a list of shard paths", s["files"])
-            for j, rel in enumerate(s["files"]):
-                resolve_under(export_dir, rel, f"{sat}: files[{j}]", ReleaseFormatError)
-                if not expected_shard(rel, folder, s["name"]):
-                    raise _fail(f"{sat}: files[{j}]", f"'{folder}/{s['name']}-NNNNN-of-NNNNN.parquet'", rel)
+            _check_split(s, f"{at}: splits[{i}]", folder, kind, version, seen, export_dir, resolve_under)
+    for name, c in configs.items():
+        if kinds[name] == "files":
+            parent = c["parent"]
+            if not isinstance(parent, str) or parent not in configs or kinds[parent] != "parquet":
+                raise _fail(f"{where}: configs[{name!r}]: 'parent'", "the name of a Parquet config of this record", parent)
     if sum(c["default"] for c in configs.values()) > 1:
         raise _fail(f"{where}: 'configs'", "at most one default config", sorted(n for n, c in configs.items() if c["default"]))
     return state
@@ -178,11 +291,35 @@ def new_state(benchmark: str) -> dict:
 
 
 def dump_state(state: dict) -> str:
-    """The text of ``.perckit_export.json`` (feature order kept)."""
-    out = {"format": FORMAT, "version": VERSION, "benchmark": state["benchmark"], "configs": state["configs"]}
+    """The text of ``.perckit_export.json``, always version :data:`VERSION` (feature order kept). A config merged
+    from a version 1 record keeps its entry; its ``num_bytes`` (a float estimate there) is written as an int."""
+    configs = {name: dict(c, splits=[dict(s, num_bytes=int(s["num_bytes"])) for s in c["splits"]])
+               for name, c in state["configs"].items()}
+    out = {"format": FORMAT, "version": VERSION, "benchmark": state["benchmark"], "configs": configs}
     return json.dumps(out, indent=2) + "\n"
 
 
 def owned_files(state: dict) -> set[str]:
-    """Every path of the export that perckit wrote (relative, POSIX): the card, the record and the shards."""
+    """Every path of the export that perckit wrote (relative, POSIX): the card, the record, the shards and the
+    files of every ``files`` config (their ``metadata.jsonl`` included)."""
     return {"README.md", STATE_FILE} | {f for c in state["configs"].values() for s in c["splits"] for f in s["files"]}
+
+
+def kind(entry: dict) -> str:
+    """The ``kind`` of a config entry: ``"parquet"`` (also for version 1 entries, which have no key) or ``"files"``."""
+    return entry.get("kind", "parquet")
+
+
+def children(state: dict, config: str) -> list[str]:
+    """The ``files`` configs whose ``parent`` is ``config`` (sorted)."""
+    return sorted(n for n, c in state["configs"].items() if kind(c) == "files" and c.get("parent") == config)
+
+
+def drop_config(state: dict, config: str) -> list[str]:
+    """Remove ``config`` and the ``files`` configs it wrote from ``state`` (in place), before a re-conversion
+    of ``config`` adds it again; returns the names removed (the files configs are not left without a parent)."""
+    removed = [config] if config in state["configs"] else []
+    removed += children(state, config)
+    for name in removed:
+        state["configs"].pop(name, None)
+    return removed
