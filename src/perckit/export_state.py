@@ -105,7 +105,8 @@ def expected_file(rel: str, folder: str, split: str) -> bool:
 def _text(value: Any, where: str, empty: bool = True) -> str:
     if not isinstance(value, str) or len(value) > MAX_TEXT_CHARS or (not empty and not value.strip()):
         what = "a string" if empty else "a non-empty string"
-        raise _fail(where, f"{what} of at most {MAX_TEXT_CHARS} characters", value if not isinstance(value, str) else f"{len(value)} characters")
+        got = value if not isinstance(value, str) or len(value) <= MAX_TEXT_CHARS else f"{len(value)} characters"
+        raise _fail(where, f"{what} of at most {MAX_TEXT_CHARS} characters", got)
     return value
 
 
