@@ -1,20 +1,15 @@
-"""convert -> Parquet export with a card; load it back with no script; push it to a fake Hub (HTTP boundary only)."""
+"""convert -> Parquet export with a card; load it back with no script (push: tests/test_core_push.py)."""
 
 import json
 import math
-import sys
 import warnings
 from pathlib import Path
 
 import datasets
 import pytest
-from helpers.common import REPO
 
 from perckit.entrypoints import builder_class
 from perckit.export import convert
-
-sys.path.insert(0, str(REPO / "tests" / "helpers"))
-from fake_hub import FakeHub  # noqa: E402
 
 CASES = [
     ("r4d_bench", "all_queries"), ("r4d_bench", "subset_36"), ("r4d_bench", "frames"),
@@ -121,35 +116,6 @@ def test_interrupted_convert_keeps_the_previous_export(r4d_release, tmp_path, mo
     monkeypatch.undo()
     convert("r4d_bench", r4d_release.root, "frames", out, cache_dir=tmp_path / "c", progress=False, log=lambda m: None)
     assert (out / "frames").is_dir() and (out / "data").is_dir()
-
-
-def test_push_uploads_only_what_is_missing(exports, monkeypatch):
-    import huggingface_hub
-
-    from perckit.push import push_export
-
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # traffic goes to 127.0.0.1 only
-    out, _ = exports
-    export_dir = out / "r4d_bench"
-    expected = ["data/test-00000-of-00001.parquet", "frames/test-00000-of-00001.parquet", "subset_36/test-00000-of-00001.parquet", "README.md"]
-    with FakeHub() as hub:
-        hub.repos["org/r4d"] = {"other_config/test-00000-of-00001.parquet": b"keep me"}
-        hub.fail_after_commits = 2  # the connection dies after two shards
-        with pytest.raises(Exception):
-            push_export(export_dir, "org/r4d", endpoint=hub.endpoint, token="hf_fake", log=lambda m: None)
-        assert hub.commits == [[expected[0]], [expected[1]]]
-        hub.fail_after_commits = None
-        second = push_export(export_dir, "org/r4d", endpoint=hub.endpoint, token="hf_fake", log=lambda m: None)
-        assert second.uploaded == expected[2:] and second.skipped == expected[:2]
-        assert hub.commits[2:] == [[expected[2]], ["README.md"]]
-        for rel in expected:
-            assert hub.repos["org/r4d"][rel] == (export_dir / rel).read_bytes()
-        assert hub.repos["org/r4d"]["other_config/test-00000-of-00001.parquet"] == b"keep me"  # never deleted
-        third = push_export(export_dir, "org/r4d", endpoint=hub.endpoint, token="hf_fake", log=lambda m: None)
-        assert third.uploaded == [] and len(hub.commits) == 4
-        only = push_export(export_dir, "org/r4d2", configs=["frames"], endpoint=hub.endpoint, token="hf_fake", log=lambda m: None)
-        assert only.uploaded == ["frames/test-00000-of-00001.parquet", "README.md"]
-        assert all(method in ("GET", "POST") for method, _ in hub.requests)
 
 
 def test_cli_convert_and_evaluate_from_files(r4d_release, tmp_path, capsys):

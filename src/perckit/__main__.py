@@ -85,8 +85,10 @@ def cmd_push(args: argparse.Namespace) -> int:
         check_options(args.benchmark, args.data_dir, args.config or [None], output, args.max_shard_size, args.cache_dir)
         for config in args.config or [None]:
             convert(args.benchmark, args.data_dir, config, output, max_shard_size=args.max_shard_size, cache_dir=args.cache_dir)
-    summary = push_export(output, args.repo_id, configs=args.config, token=args.token, revision=args.revision, private=args.private)
-    print(f"pushed {args.benchmark} to {args.repo_id}: {len(summary.uploaded)} uploaded, {len(summary.skipped)} unchanged")
+    summary = push_export(output, args.repo_id, configs=args.config, token=args.token, revision=args.revision,
+                          private=args.private, large=args.large)
+    print(f"pushed {args.benchmark} to {args.repo_id}: {len(summary.files)} data file(s) and {summary.card} sent with "
+          f"{summary.method} (only files that changed are committed)")
     return 0
 
 
@@ -303,10 +305,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--cache-dir", help="datasets cache folder")
     c.set_defaults(fn=cmd_convert)
 
-    pu = sub.add_parser("push", help="convert, then upload to a Hub dataset repository (only what is missing)",
-                        description="Convert (unless --skip-convert) and upload the export to --repo-id. Each missing or changed "
-                        "shard is its own commit, then the card: re-running after an interruption uploads only what is still "
-                        "missing, and files of other configs on the Hub are never deleted.")
+    pu = sub.add_parser("push", help="convert, then upload to a Hub dataset repository (only what changed)",
+                        description="Convert (unless --skip-convert) and upload the export to --repo-id with huggingface_hub's "
+                        "folder upload (resumable, batched commits, unchanged files skipped): the files its record lists, "
+                        "then the card in its own commit. Re-running after an interruption resumes; nothing on the Hub is "
+                        "ever deleted.")
     pu.add_argument("benchmark", choices=benchmarks, help="the benchmark to convert and push")
     pu.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repository (created if absent)")
     pu.add_argument("--data-dir", help="release root (default: download from the benchmark's Hub repository)")
@@ -318,6 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
     pu.add_argument("--token", help="Hub token (default: the one huggingface_hub finds)")
     pu.add_argument("--revision", help="branch to push to")
     pu.add_argument("--private", action="store_true", default=None, help="create the repository as private")
+    pu.add_argument("--large", action=argparse.BooleanOptionalAction, default=None,
+                    help="on a huggingface_hub older than 1.20, use upload_large_folder (default: when the data files "
+                    "pass 1 GB or 100 files); newer releases' upload_folder is already resumable")
     pu.set_defaults(fn=cmd_push)
 
     e = sub.add_parser("evaluate", help="score predictions from files",

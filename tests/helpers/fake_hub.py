@@ -1,126 +1,117 @@
-"""A minimal in-process Hub on 127.0.0.1: just the HTTP endpoints ``create_repo``, ``list_repo_tree``
-and ``create_commit`` (regular uploads) use, so push tests exercise huggingface_hub itself and replace
-only the network. Files are stored in memory; ``fail_after_commits`` simulates an interruption.
+"""The Hub replaced at huggingface_hub's API boundary, for push and download tests (never the network).
 
-Downloads are faked one level up instead: :func:`fake_snapshot_download` stands in for
+:class:`HubRecorder` stands in for the ``HfApi`` methods ``perckit push`` calls (``create_repo``,
+``upload_folder``, ``upload_large_folder``, ``upload_file``): each call is checked against the method's
+signature, recorded, and applied to an in-memory repository (``repos[(repo_id, revision)]``, path -> bytes).
+Folder uploads select their files with huggingface_hub's own ``filter_repo_objects`` and default ignore
+patterns, so a wrong ``allow_patterns`` uploads the wrong files and fails the test; ``delete_patterns`` is
+applied too (remote files matching it are deleted), so a push that deletes something is caught.
+``fail_after_files`` makes the next folder upload stop with a ``ConnectionError`` after that many files.
+
+Downloads are faked the same way: :func:`fake_snapshot_download` stands in for
 ``huggingface_hub.snapshot_download`` and copies the matching files of a local folder.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
+import inspect
 import shutil
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote, urlparse
+from fnmatch import fnmatchcase
+from pathlib import Path
 
 
-def _blob_id(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+def _upload_large_folder_signature(self, repo_id, folder_path, *, repo_type, revision=None, private=None,
+                                   allow_patterns=None, ignore_patterns=None, num_workers=None, print_report=True,
+                                   print_report_every=60):
+    """The signature of ``HfApi.upload_large_folder`` (huggingface_hub 0.25 to 1.x; 2.0 removed the method)."""
 
 
-class FakeHub:
+class HubRecorder:
     def __init__(self) -> None:
-        self.repos: dict[str, dict[str, bytes]] = {}
-        self.commits: list[list[str]] = []
-        self.requests: list[tuple[str, str]] = []
-        self.fail_after_commits: int | None = None
+        self.repos: dict[tuple[str, str], dict[str, bytes]] = {}
+        self.created: list[dict] = []
+        self.calls: list[tuple[str, dict]] = []  # (method, its arguments); folder uploads add "sent": the files
+        self.fail_after_files: int | None = None
+
+    def install(self, monkeypatch, large_folder: bool = False) -> "HubRecorder":
+        """Replace the HfApi methods; ``large_folder=True`` also provides ``upload_large_folder`` (an older
+        huggingface_hub), otherwise the class keeps whatever the installed release has."""
+        from huggingface_hub import HfApi
+
+        real = {name: inspect.signature(getattr(HfApi, name)) for name in ("create_repo", "upload_folder", "upload_file")}
+        real["upload_large_folder"] = inspect.signature(_upload_large_folder_signature)
         hub = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # quiet
-                pass
+        def bound(name, api, args, kwargs) -> dict:
+            arguments = real[name].bind(api, *args, **kwargs)  # a TypeError for an argument the method does not take
+            arguments.apply_defaults()
+            return {k: v for k, v in arguments.arguments.items() if k != "self"}
 
-            def _json(self, code: int, obj) -> None:
-                body = json.dumps(obj).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def create_repo(api, *args, **kwargs):
+            a = bound("create_repo", api, args, kwargs)
+            assert a["repo_type"] == "dataset" and a["exist_ok"] is True
+            hub.created.append(a)
+            hub.calls.append(("create_repo", a))
+            hub.repos.setdefault((a["repo_id"], "main"), {})
+            return f"https://huggingface.co/datasets/{a['repo_id']}"
 
-            def _body(self) -> bytes:
-                n = int(self.headers.get("Content-Length") or 0)
-                return self.rfile.read(n) if n else b""
+        def folder(name):
+            def upload(api, *args, **kwargs):
+                a = bound(name, api, args, kwargs)
+                assert a["repo_type"] == "dataset"
+                hub.calls.append((name, a))  # recorded before it runs: an interrupted call is a call too
+                a["sent"] = []
+                hub._apply_folder(a)
+                return _Commit(a["repo_id"], len(hub.calls)) if name == "upload_folder" else None
+            return upload
 
-            def do_POST(self):  # noqa: N802
-                path = urlparse(self.path).path
-                hub.requests.append(("POST", path))
-                body = self._body()
-                if path == "/api/repos/create":
-                    req = json.loads(body)
-                    repo = f"{req['organization']}/{req['name']}" if req.get("organization") else req["name"]
-                    if repo in hub.repos:
-                        return self._json(409, {"error": "You already created this dataset repo", "url": f"{hub.endpoint}/datasets/{repo}"})
-                    hub.repos[repo] = {}
-                    return self._json(200, {"url": f"{hub.endpoint}/datasets/{repo}", "name": repo})
-                if path == "/api/validate-yaml":
-                    import yaml
+        def upload_file(api, *args, **kwargs):
+            a = bound("upload_file", api, args, kwargs)
+            assert a["repo_type"] == "dataset"
+            hub.calls.append(("upload_file", a))
+            hub._repo(a)[a["path_in_repo"]] = Path(a["path_or_fileobj"]).read_bytes()
+            return _Commit(a["repo_id"], len(hub.calls))
 
-                    content = json.loads(body)["content"]
-                    front = content.split("---")[1] if content.startswith("---") else ""
-                    try:
-                        yaml.safe_load(front)
-                    except yaml.YAMLError as e:
-                        return self._json(400, {"error": f"Invalid metadata in README.md.\n- {e}"})
-                    return self._json(200, {"errors": [], "warnings": []})
-                parts = path.split("/")
-                # /api/datasets/{org}/{name}/preupload/{rev} and /commit/{rev}
-                if len(parts) >= 7 and parts[1] == "api" and parts[2] == "datasets":
-                    repo = f"{parts[3]}/{parts[4]}"
-                    if repo not in hub.repos:
-                        return self._json(404, {"error": "Repository not found"})
-                    if parts[5] == "preupload":
-                        files = json.loads(body)["files"]
-                        return self._json(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]})
-                    if parts[5] == "commit":
-                        if hub.fail_after_commits is not None and len(hub.commits) >= hub.fail_after_commits:
-                            return self._json(500, {"error": "simulated interruption"})
-                        written = []
-                        for line in body.decode().splitlines():
-                            item = json.loads(line)
-                            if item["key"] == "file":
-                                v = item["value"]
-                                hub.repos[repo][v["path"]] = base64.b64decode(v["content"])
-                                written.append(v["path"])
-                            elif item["key"] in ("lfsFile", "deletedFile", "deletedFolder"):
-                                return self._json(400, {"error": f"fake hub does not support {item['key']}"})
-                        hub.commits.append(written)
-                        oid = hashlib.sha1(repr(written).encode()).hexdigest()
-                        return self._json(200, {"commitUrl": f"{hub.endpoint}/datasets/{repo}/commit/{oid}", "commitOid": oid, "pullRequestUrl": None})
-                return self._json(404, {"error": f"not implemented: POST {path}"})
-
-            def do_GET(self):  # noqa: N802
-                url = urlparse(self.path)
-                path = unquote(url.path)
-                hub.requests.append(("GET", path))
-                parts = path.split("/")
-                if len(parts) >= 7 and parts[1] == "api" and parts[2] == "datasets" and parts[5] == "tree":
-                    repo = f"{parts[3]}/{parts[4]}"
-                    if repo not in hub.repos:
-                        return self._json(404, {"error": "Repository not found"})
-                    prefix = "/".join(parts[7:]).strip("/")
-                    items = []
-                    for p, data in sorted(hub.repos[repo].items()):
-                        if prefix and not p.startswith(prefix + "/"):
-                            continue
-                        items.append({"type": "file", "path": p, "size": len(data), "oid": _blob_id(data)})
-                    return self._json(200, items)
-                return self._json(404, {"error": f"not implemented: GET {path}"})
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> "FakeHub":
-        self.thread.start()
+        monkeypatch.setattr(HfApi, "create_repo", create_repo)
+        monkeypatch.setattr(HfApi, "upload_folder", folder("upload_folder"))
+        monkeypatch.setattr(HfApi, "upload_file", upload_file)
+        if large_folder:
+            monkeypatch.setattr(HfApi, "upload_large_folder", folder("upload_large_folder"), raising=False)
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def _repo(self, a: dict) -> dict[str, bytes]:
+        if (a["repo_id"], "main") not in self.repos:
+            raise AssertionError(f"{a['repo_id']}: uploaded to before create_repo")
+        return self.repos.setdefault((a["repo_id"], a.get("revision") or "main"), {})
+
+    def _apply_folder(self, a: dict) -> None:
+        from huggingface_hub.utils import filter_repo_objects
+        from huggingface_hub.utils._paths import DEFAULT_IGNORE_PATTERNS
+
+        root = Path(a["folder_path"])
+        local = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+        ignore = list(DEFAULT_IGNORE_PATTERNS) + list(a.get("ignore_patterns") or [])
+        sent = list(filter_repo_objects(local, allow_patterns=a["allow_patterns"], ignore_patterns=ignore))
+        repo = self._repo(a)
+        for pattern in [a["delete_patterns"]] if isinstance(a.get("delete_patterns"), str) else a.get("delete_patterns") or []:
+            for path in [p for p in repo if fnmatchcase(p, pattern)]:
+                del repo[path]
+        for i, rel in enumerate(sent):
+            if self.fail_after_files is not None and i >= self.fail_after_files:
+                self.fail_after_files = None
+                raise ConnectionError(f"simulated interruption after {i} file(s)")
+            repo[rel] = (root / rel).read_bytes()
+            a["sent"].append(rel)
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+
+class _Commit:
+    """What ``upload_folder`` / ``upload_file`` return (the part perckit reads)."""
+
+    def __init__(self, repo_id: str, n: int) -> None:
+        self.commit_url = f"https://huggingface.co/datasets/{repo_id}/commit/{n:040x}"
 
 
 def fake_snapshot_download(source, calls):

@@ -1,0 +1,268 @@
+"""perckit push: huggingface_hub's folder uploads, replaced at the HfApi boundary (tests/helpers/fake_hub.py).
+
+The recorder checks every call against the real method's signature and selects the uploaded files with
+huggingface_hub's own ``filter_repo_objects``, so a wrong ``allow_patterns`` really uploads the wrong files."""
+
+import json
+import os
+
+import pytest
+from helpers.fake_hub import HubRecorder
+
+from perckit import push
+from perckit.errors import InputNotFoundError, ReleaseFormatError
+from perckit.push import files_to_push, literal_pattern, push_export
+
+FEATURES = {"x": {"dtype": "int64", "_type": "Value"}}
+QUIET = {"log": lambda m: None}
+
+
+def _split(name, files):
+    return {"name": name, "num_examples": 1, "num_bytes": 1, "files": files}
+
+
+def make_export(root, benchmark="r4d_bench", configs=None):
+    """A small export on disk: ``configs`` maps a config name to (default, number of test shards); a record v2, a
+    card, stray files the record does not list (which must never be uploaded)."""
+    configs = configs or {"all_queries": (True, 2), "frames": (False, 1)}
+    record = {"format": "perckit-export", "version": 2, "benchmark": benchmark, "configs": {}}
+    for name, (default, n) in configs.items():
+        folder = "data" if default else name
+        files = [f"{folder}/test-{i:05d}-of-{n:05d}.parquet" for i in range(n)]
+        for i, rel in enumerate(files):
+            (root / folder).mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(f"{name} shard {i}".encode())
+        record["configs"][name] = {"default": default, "dir": folder, "features": FEATURES, "splits": [_split("test", files)]}
+    (root / "README.md").write_text("---\nconfigs: []\n---\n# card\n")
+    (root / "notes.txt").write_text("the user's notes")
+    (root / ".cache" / "huggingface" / "upload" / "data").mkdir(parents=True)
+    (root / ".cache" / "huggingface" / "upload" / "data" / "test-00000-of-00002.parquet.metadata").write_text("state")
+    (root / "data").mkdir(exist_ok=True)
+    (root / "data" / "draft.parquet").write_bytes(b"not in the record")
+    (root / ".perckit_export.json").write_text(json.dumps(record))
+    return root
+
+
+def record_files(root):
+    record = json.loads((root / ".perckit_export.json").read_text())
+    return sorted(f for c in record["configs"].values() for s in c["splits"] for f in s["files"])
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    return HubRecorder().install(monkeypatch)
+
+
+def test_pushes_exactly_the_record_files_then_the_card_and_deletes_nothing(tmp_path, hub):
+    out = make_export(tmp_path / "e")
+    hub.repos[("org/r4d", "main")] = {"other_config/test-00000-of-00001.parquet": b"keep me", "README.md": b"old card"}
+    summary = push_export(out, "org/r4d", token="hf_x", **QUIET)
+    assert hub.names() == ["create_repo", "upload_folder", "upload_file"]  # the card last, in its own commit
+    folder = hub.calls[1][1]
+    assert folder["sent"] == record_files(out)  # not the record, the notes, the draft, nor .cache/huggingface
+    assert folder["delete_patterns"] is None and folder["folder_path"] == str(out)
+    assert "all_queries" in folder["commit_message"] and "frames" in folder["commit_message"]
+    assert hub.calls[2][1]["path_in_repo"] == "README.md"
+    repo = hub.repos[("org/r4d", "main")]
+    assert repo.pop("other_config/test-00000-of-00001.parquet") == b"keep me"  # never deleted
+    assert sorted(repo) == sorted(record_files(out) + ["README.md"])
+    assert all(repo[rel] == (out / rel).read_bytes() for rel in repo)
+    assert summary.method == "upload_folder" and summary.files == record_files(out) and len(summary.commits) == 2
+    assert summary.num_bytes == sum(os.path.getsize(out / f) for f in record_files(out))
+
+
+def test_a_config_subset_and_the_files_configs_it_wrote(tmp_path, hub):
+    out = make_export(tmp_path / "e")
+    logs = []
+    summary = push_export(out, "org/r4d", configs=["frames"], log=logs.append)
+    assert summary.files == ["frames/test-00000-of-00001.parquet"]
+    assert sorted(hub.repos[("org/r4d", "main")]) == ["README.md", "frames/test-00000-of-00001.parquet"]
+    assert any("all_queries" in m and "card lists" in m for m in logs)  # the card names a config not pushed now
+
+    av = make_export(tmp_path / "av", benchmark="reason_av_edit", configs={"default": (True, 1)})
+    record = json.loads((av / ".perckit_export.json").read_text())
+    (av / "videos" / "test").mkdir(parents=True)
+    for name in ("s1.mp4", "s1.mask.mp4", "metadata.jsonl"):
+        (av / "videos" / "test" / name).write_bytes(name.encode())
+    record["configs"]["videos"] = {"default": False, "dir": "videos", "features": FEATURES, "kind": "files", "parent": "default",
+                                   "splits": [_split("test", ["videos/test/metadata.jsonl", "videos/test/s1.mask.mp4", "videos/test/s1.mp4"])]}
+    (av / ".perckit_export.json").write_text(json.dumps(record))
+    assert push_export(av, "org/av", configs=["default"], **QUIET).files == [
+        "data/test-00000-of-00001.parquet", "videos/test/metadata.jsonl", "videos/test/s1.mask.mp4", "videos/test/s1.mp4"]
+    assert sorted(hub.repos[("org/av", "main")]) == sorted(record_files(av) + ["README.md"])
+
+
+@pytest.mark.parametrize("shards, big_bytes, large, method", [
+    (2, False, None, "upload_folder"),
+    (101, False, None, "upload_large_folder"),   # more than 100 files
+    (2, True, None, "upload_large_folder"),      # more than LARGE_FOLDER_BYTES
+    (2, False, True, "upload_large_folder"),
+    (101, True, False, "upload_folder"),
+])
+def test_the_method_on_a_huggingface_hub_with_upload_large_folder(tmp_path, monkeypatch, shards, big_bytes, large, method):
+    hub = HubRecorder().install(monkeypatch, large_folder=True)
+    monkeypatch.setattr(push, "folder_upload_resumes", lambda: False)  # an older huggingface_hub (before 1.20)
+    if big_bytes:
+        monkeypatch.setattr(push, "LARGE_FOLDER_BYTES", 10)
+    out = make_export(tmp_path / "e", configs={"all_queries": (True, shards)})
+    summary = push_export(out, "org/r4d", private=True, revision="dev", large=large, **QUIET)
+    assert summary.method == method and hub.names() == ["create_repo", method, "upload_file"]
+    upload = hub.calls[1][1]
+    assert upload["sent"] == record_files(out) and upload["revision"] == "dev"
+    if method == "upload_large_folder":
+        assert upload["private"] is True  # the card is never part of the large upload: it follows alone
+    assert sorted(hub.repos[("org/r4d", "dev")]) == sorted(record_files(out) + ["README.md"])
+
+
+def test_this_huggingface_hub_uses_its_resumable_upload_folder_even_for_a_large_export(tmp_path, hub):
+    from huggingface_hub import HfApi
+
+    if not push.folder_upload_resumes():
+        pytest.skip("this huggingface_hub's upload_folder is not the resumable one (before 1.20 or no hf_xet)")
+    out = make_export(tmp_path / "e", configs={"all_queries": (True, 101)})
+    assert not hasattr(HfApi, "upload_large_folder") or push.choose_method(0, 0, True) == "upload_folder"
+    assert push_export(out, "org/r4d", large=True, **QUIET).method == "upload_folder"
+    assert hub.names() == ["create_repo", "upload_folder", "upload_file"] and len(hub.calls[1][1]["sent"]) == 101
+
+
+def test_without_a_resumable_upload_upload_folder_and_a_note(tmp_path, monkeypatch):
+    from huggingface_hub import HfApi
+
+    hub = HubRecorder().install(monkeypatch)
+    monkeypatch.setattr(push, "folder_upload_resumes", lambda: False)
+    monkeypatch.delattr(HfApi, "upload_large_folder", raising=False)  # huggingface_hub 2.x without hf_xet
+    logs = []
+    summary = push_export(make_export(tmp_path / "e", configs={"all_queries": (True, 101)}), "org/r4d", log=logs.append)
+    assert summary.method == "upload_folder" and hub.names()[1] == "upload_folder"
+    assert any("install hf_xet" in m for m in logs)
+
+
+def test_patterns_match_names_literally():
+    from huggingface_hub.utils import filter_repo_objects
+
+    names = ["data/a[1]*?.parquet", "data/a1x.parquet", "data/a1*?.parquet", "data/a[1]xy.parquet"]
+    assert literal_pattern("data/a[1]*?.parquet") == "data/a[[]1][*][?].parquet"
+    for name in names:
+        assert list(filter_repo_objects(names, allow_patterns=[literal_pattern(name)])) == [name]
+
+
+def test_a_name_with_brackets_uploads_only_itself(tmp_path, hub, monkeypatch):
+    out = make_export(tmp_path / "e", configs={"all_queries": (True, 1)})
+    for name in ("a[1].parquet", "a1.parquet", "a2.parquet"):
+        (out / "data" / name).write_bytes(name.encode())
+    real = push._select
+    monkeypatch.setattr(push, "_select", lambda d, c: (real(d, c)[0], ["all_queries"], ["data/a[1].parquet", "README.md"]))
+    push_export(out, "org/r4d", **QUIET)
+    assert hub.calls[1][1]["sent"] == ["data/a[1].parquet"]  # unescaped, "[1]" would match a1.parquet instead
+    assert sorted(hub.repos[("org/r4d", "main")]) == ["README.md", "data/a[1].parquet"]
+
+
+def test_an_interrupted_push_leaves_the_old_card_and_a_rerun_resumes(tmp_path, hub):
+    out = make_export(tmp_path / "e")
+    hub.repos[("org/r4d", "main")] = {"README.md": b"old card"}
+    hub.fail_after_files = 1
+    with pytest.raises(ConnectionError):
+        push_export(out, "org/r4d", **QUIET)
+    repo = hub.repos[("org/r4d", "main")]
+    assert repo["README.md"] == b"old card" and len(repo) == 2  # one data file arrived; the card was not sent
+    assert hub.names() == ["create_repo", "upload_folder"]
+    first = hub.calls[1][1]["allow_patterns"]
+    push_export(out, "org/r4d", **QUIET)  # the same call again: huggingface_hub resumes it
+    assert hub.names() == ["create_repo", "upload_folder", "create_repo", "upload_folder", "upload_file"]
+    assert hub.calls[3][1]["allow_patterns"] == first
+    assert sorted(repo) == sorted(record_files(out) + ["README.md"]) and repo["README.md"] == (out / "README.md").read_bytes()
+
+
+def test_revision_and_private_are_passed_through(tmp_path, hub):
+    out = make_export(tmp_path / "e")
+    summary = push_export(out, "org/r4d", revision="v2", private=True, endpoint="http://127.0.0.1:9", **QUIET)
+    assert hub.created[0]["private"] is True and summary.revision == "v2"
+    assert hub.calls[1][1]["revision"] == "v2" and hub.calls[2][1]["revision"] == "v2"
+    assert sorted(hub.repos[("org/r4d", "v2")]) == sorted(record_files(out) + ["README.md"])
+    assert hub.repos[("org/r4d", "main")] == {}
+
+
+def _missing(out):
+    (out / "frames" / "test-00000-of-00001.parquet").unlink()
+
+
+def _linked_out(out):
+    target = out.parent / "secret.parquet"
+    target.write_bytes(b"secret")
+    (out / "frames" / "test-00000-of-00001.parquet").unlink()
+    (out / "frames" / "test-00000-of-00001.parquet").symlink_to(target)
+
+
+def _no_card(out):
+    (out / "README.md").unlink()
+
+
+def _planted_path(out):
+    record = json.loads((out / ".perckit_export.json").read_text())
+    record["configs"]["frames"]["splits"][0]["files"] = ["../secret.parquet"]
+    (out / ".perckit_export.json").write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize("spoil, error, words", [
+    (_missing, InputNotFoundError, "got nothing (the export is incomplete)"),
+    (_linked_out, ReleaseFormatError, "symbolic link"),
+    (_no_card, InputNotFoundError, "'README.md'"),
+    (_planted_path, ReleaseFormatError, "secret.parquet"),
+], ids=["missing", "linked-out", "no-card", "planted-path"])
+def test_record_errors_come_before_any_hub_call(tmp_path, hub, spoil, error, words):
+    out = make_export(tmp_path / "e")
+    spoil(out)
+    with pytest.raises(error) as e:
+        push_export(out, "org/r4d", **QUIET)
+    assert words in str(e.value)
+    assert hub.calls == [] and hub.repos == {}
+
+
+def test_unknown_config_and_not_an_export_before_any_hub_call(tmp_path, hub):
+    out = make_export(tmp_path / "e")
+    with pytest.raises(InputNotFoundError, match="'nope'"):
+        push_export(out, "org/r4d", configs=["nope"], **QUIET)
+    with pytest.raises(InputNotFoundError, match="not a perckit export"):
+        push_export(tmp_path / "absent", "org/r4d", **QUIET)
+    assert hub.calls == []
+
+
+@pytest.fixture(scope="module")
+def r4d_export(r4d_release, tmp_path_factory):
+    from perckit.export import convert
+
+    out = tmp_path_factory.mktemp("push") / "r4d"
+    cache = tmp_path_factory.mktemp("push_cache")
+    convert("r4d_bench", r4d_release.root, "all_queries", out, cache_dir=cache, progress=False, log=lambda m: None)
+    return out, cache
+
+
+def test_cli_push_skip_convert(r4d_export, hub, capsys):
+    from perckit.__main__ import main
+
+    out, _ = r4d_export
+    assert main(["push", "r4d_bench", "--repo-id", "org/r4d", "--output", str(out), "--skip-convert", "--revision", "dev", "--private"]) == 0
+    assert "1 data file(s) and README.md sent with upload_folder" in capsys.readouterr().out
+    assert hub.created[0]["private"] is True
+    assert sorted(hub.repos[("org/r4d", "dev")]) == ["README.md", "data/test-00000-of-00001.parquet"]
+    assert main(["push", "r4d_bench", "--repo-id", "org/r4d", "--output", str(out / "nope"), "--skip-convert"]) == 2
+    assert "not a perckit export" in capsys.readouterr().err
+
+
+def test_convert_after_a_push_keeps_the_upload_state_and_never_uploads_it(r4d_release, r4d_export, hub, tmp_path):
+    import shutil
+
+    from perckit.export import convert
+
+    src, cache = r4d_export
+    out = tmp_path / "r4d"
+    shutil.copytree(src, out)
+    state = out / ".cache" / "huggingface" / "upload" / "data" / "test-00000-of-00001.parquet.metadata"
+    state.parent.mkdir(parents=True)
+    state.write_text("upload_large_folder's resumable state")  # what huggingface_hub < 2.0 leaves in the folder
+    push_export(out, "org/r4d", **QUIET)
+    convert("r4d_bench", r4d_release.root, "frames", out, cache_dir=cache, progress=False, log=lambda m: None)
+    assert state.read_text() == "upload_large_folder's resumable state"  # the swap keeps files it did not write
+    summary = push_export(out, "org/r4d", **QUIET)
+    assert summary.files == ["data/test-00000-of-00001.parquet", "frames/test-00000-of-00001.parquet"]
+    assert not any(p.startswith(".cache") or p == ".perckit_export.json" for p in hub.repos[("org/r4d", "main")])
