@@ -11,6 +11,7 @@ BENCHMARK = Benchmark(
     builder="perckit.m4seg.builder:M4SegBuilder",
     hub_patterns="perckit.m4seg.builder:hub_patterns",
     sample_release="perckit.sample_releases.m4seg:write_release",
+    preview="perckit.m4seg.preview:make_previewer",
     metrics=(
         MetricSpec("m4seg", "perckit.m4seg.features:to_metric_reference", scores="default (test split)",
                    gt_prediction="perckit.m4seg.features:gt_as_prediction"),

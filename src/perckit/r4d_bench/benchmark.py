@@ -11,6 +11,7 @@ BENCHMARK = Benchmark(
     builder="perckit.r4d_bench.builder:R4DBenchBuilder",
     hub_patterns="perckit.r4d_bench.builder:hub_patterns",
     sample_release="perckit.sample_releases.r4d_bench:write_release",
+    preview="perckit.r4d_bench.preview:make_previewer",
     metrics=(
         MetricSpec("mask_temporal", "perckit.r4d_bench.features:to_metric_reference", scores="all_queries / subset_36",
                    gt_prediction="perckit.r4d_bench.features:to_metric_prediction"),

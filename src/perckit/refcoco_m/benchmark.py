@@ -11,6 +11,7 @@ BENCHMARK = Benchmark(
     builder="perckit.refcoco_m.builder:RefCocoMBuilder",
     hub_patterns="perckit.refcoco_m.builder:hub_patterns",
     sample_release="perckit.sample_releases.refcoco_m:write_release",
+    preview="perckit.refcoco_m.preview:make_previewer",
     metrics=(
         MetricSpec("refer_iou", "perckit.refcoco_m.features:to_metric_reference", scores="expressions",
                    gt_prediction="perckit.refcoco_m.features:to_metric_prediction"),

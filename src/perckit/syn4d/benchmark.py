@@ -11,6 +11,7 @@ BENCHMARK = Benchmark(
     builder="perckit.syn4d.builder:Syn4DBuilder",
     hub_patterns="perckit.syn4d.builder:hub_patterns",
     sample_release="perckit.sample_releases.syn4d:write_release",
+    preview="perckit.syn4d.preview:make_previewer",
     metrics=(
         MetricSpec("syn4d", "perckit.syn4d.features:to_metric_reference", ("tracking", "depth", "pose"),
                    scores="tracking (config tracking); depth and pose (config challenge)",

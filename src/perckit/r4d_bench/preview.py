@@ -1,0 +1,89 @@
+"""The export preview of R4D-Bench (:mod:`perckit.previews`).
+
+``all_queries`` / ``subset_36``: the query's referred mask over its first annotated frame (the first entry of
+``frames``; a negative query with no frame shows its scene's first frame with a note). The frame image is read from
+the release (the builder's release root, ``data/scenes/<scene>/``) through the scene reader
+(:func:`perckit.r4d_bench.scenes.read_scene`, each scene's COCO file read once) and
+:func:`perckit.paths.read_regular_file`, so a missing or unreadable frame raises the perckit error naming it.
+``frames``: every annotation's mask over the row's own image, one colour per track.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from PIL import Image
+
+from .. import previews
+from ..paths import read_regular_file
+from . import release
+from .files import MAX_IMAGE_BYTES
+
+
+class _Frames:
+    """The frame images of a release, one scene's COCO file read on first use."""
+
+    def __init__(self, builder: Any) -> None:
+        self.builder = builder
+        self.root: Path | None = None
+        self.scenes: dict[str, Any] = {}
+
+    def image(self, scene: str, frame_id: int | None) -> tuple[bytes | None, tuple[int, int] | None]:
+        cfg = self.builder.config
+        if self.root is None:
+            self.root = Path(previews_root(self.builder))
+        if scene not in self.scenes:
+            self.scenes[scene] = release.read_scene(self.root, scene, cfg.coco_json_name, cfg.frame_id_pattern, aliases=cfg.scene_aliases)
+        info = self.scenes[scene]
+        if frame_id is None:
+            frame_id = min(info.frames) if info.frames else None
+        fr = info.frames.get(frame_id) if frame_id is not None else None
+        if fr is None:
+            return None, None
+        path = info.folder / fr.file_name
+        data = read_regular_file(path, f"R4D-Bench scene {scene!r} frame {frame_id}", MAX_IMAGE_BYTES)
+        return data, (fr.height, fr.width)
+
+
+def previews_root(builder: Any) -> Path:
+    """The builder's release root (``data_dir``, else the Hub snapshot the build already downloaded)."""
+    return Path(builder.config.data_dir) if builder.config.data_dir else Path(builder._release_root())
+
+
+def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
+    """The previewer of ``config``."""
+    if config == "frames":
+        def frame_preview(row: Mapping[str, Any]) -> bytes:
+            anns = [a for a in (row.get("annotations") or []) if isinstance(a, Mapping)]
+            tracks: dict[Any, int] = {}
+            for a in anns:
+                tracks.setdefault(a.get("track_id"), len(tracks))
+            h, w = row.get("height"), row.get("width")
+            t = previews.masks_tile(row.get("image"), [a.get("mask") for a in anns], [h, w] if isinstance(h, int) and isinstance(w, int) else None,
+                                    f"R4D-Bench frame {row.get('scene')!r}/{row.get('frame_id')!r}",
+                                    colours=[previews.object_colour(tracks[a.get("track_id")]) for a in anns] or None)
+            return previews.encode(Image.fromarray(t)) if t is not None else previews.blank("no image")
+
+        return previews.Previewer(frame_preview, ("scene", "frame_id", "image", "annotations", "height", "width"), "r4d_bench/frames")
+    if config not in ("all_queries", "subset_36"):
+        return None
+    frames = _Frames(builder)
+
+    def query_preview(row: Mapping[str, Any]) -> bytes:
+        entries = [f for f in (row.get("frames") or []) if isinstance(f, Mapping)]
+        first = entries[0] if entries else None
+        scene = row.get("scene")
+        if not isinstance(scene, str):
+            return previews.blank("no scene")
+        data, size = frames.image(scene, first.get("frame_id") if first else None)
+        where = f"R4D-Bench query {row.get('query_id')!r}"
+        t = previews.masks_tile(data, [first.get("mask")] if first else [], list(size) if size else None, where)
+        if t is None:
+            return previews.blank("no frame")
+        im = Image.fromarray(t)
+        if first is None:
+            im = previews.with_note(im, "negative query: no referred object")
+        return previews.encode(im)
+
+    return previews.Previewer(query_preview, ("query_id", "scene", "frames"), f"r4d_bench/{config}")

@@ -1,0 +1,65 @@
+"""The export preview of ReasonAVEdit-Bench (:mod:`perckit.previews`): the source video's anchor frame
+(``anchor_frame``, else the first frame) with the edited region (``anchor_mask``: light fill + outline). A row with
+no anchor mask (a "not provided" marker, an empty size, null) shows the frame alone with a caption saying so;
+a row with no video shows a neutral canvas with a caption. The video is decoded with PyAV after
+:func:`perckit.reason_av_edit.inputs.check_video_header` checked its declared size, length and duration.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Mapping
+
+from PIL import Image
+
+from .. import previews
+from ..errors import ReleaseFormatError
+from .inputs import check_video_header
+
+
+def video_frame(video: Any, index: int, where: str) -> Image.Image | None:
+    """Frame ``index`` (0-based; the last frame when the video is shorter) of a ``{bytes, path}`` video value."""
+    import av
+
+    if not isinstance(video, Mapping):
+        return None
+    data, path = video.get("bytes"), video.get("path")
+    if not data and not path:
+        return None
+    label = str(path or "video bytes")
+    last = None
+    try:
+        with av.open(io.BytesIO(data) if data else path) as container:
+            stream = check_video_header(container, label, where)
+            for i, frame in enumerate(container.decode(stream)):
+                last = frame
+                if i >= index:
+                    break
+    except (av.error.FFmpegError, OSError) as e:
+        raise ReleaseFormatError(f"{where}: the video {label!r} cannot be decoded ({type(e).__name__}: {e})") from None
+    return last.to_image().convert("RGB") if last is not None else None
+
+
+def row_preview(row: Mapping[str, Any]) -> bytes:
+    where = f"ReasonAVEdit-Bench sample {row.get('sample_id')!r}"
+    index = row.get("anchor_frame") if isinstance(row.get("anchor_frame"), int) and row.get("anchor_frame") >= 0 else 0
+    frame = video_frame(row.get("video"), index, where)
+    mask = row.get("anchor_mask")
+    if frame is None:
+        return previews.blank("no source video")
+    size = [frame.height, frame.width]
+    has_mask = previews.is_rle(mask) and list(mask["size"]) == size
+    out_h, out_w = previews.fit_size(*size)
+    canvas = frame.resize((out_w, out_h), Image.NEAREST if out_w >= frame.width else Image.BILINEAR)
+    drawn = [(previews.small_mask(mask, out_h, out_w, f"{where}: anchor_mask"), previews.object_colour(0))] if has_mask else []
+    im = Image.fromarray(previews.tile(canvas, drawn, out_h, out_w))
+    if not has_mask:
+        im = previews.with_note(im, f"frame {index}: no anchor mask for this sample")
+    return previews.encode(im)
+
+
+def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
+    """The previewer of the ``default`` config."""
+    if config != "default":
+        return None
+    return previews.Previewer(row_preview, ("sample_id", "video", "anchor_mask", "anchor_frame"), "reason_av_edit/default")

@@ -1,0 +1,41 @@
+"""The export preview of RefCOCO-M (:mod:`perckit.previews`): the referred mask(s) over the image the row carries.
+
+``expressions``: the expression's mask; ``images``: every sample's mask, one Okabe–Ito colour each.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from PIL import Image
+
+from .. import previews
+
+
+def _size(row: Mapping[str, Any]) -> list[int] | None:
+    h, w = row.get("height"), row.get("width")
+    return [h, w] if isinstance(h, int) and isinstance(w, int) and h > 0 and w > 0 else None
+
+
+def expression_preview(row: Mapping[str, Any]) -> bytes:
+    """The image with the expression's mask (fill + outline)."""
+    where = f"RefCOCO-M expression {row.get('expression_id')!r}"
+    t = previews.masks_tile(row.get("image"), [row.get("mask")], _size(row), where)
+    return previews.encode(Image.fromarray(t)) if t is not None else previews.blank("no image and no mask")
+
+
+def image_preview(row: Mapping[str, Any]) -> bytes:
+    """The image with every referred object's mask, one colour per object."""
+    where = f"RefCOCO-M image {row.get('image_id')!r}"
+    masks = [s.get("mask") for s in (row.get("samples") or []) if isinstance(s, Mapping)]
+    t = previews.masks_tile(row.get("image"), masks, None, where)
+    return previews.encode(Image.fromarray(t)) if t is not None else previews.blank("no image and no mask")
+
+
+def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
+    """The previewer of ``config`` (``expressions`` or ``images``)."""
+    if config == "expressions":
+        return previews.Previewer(expression_preview, ("image", "mask", "height", "width", "expression_id"), "refcoco_m/expressions")
+    if config == "images":
+        return previews.Previewer(image_preview, ("image", "samples", "image_id"), "refcoco_m/images")
+    return None

@@ -1,0 +1,126 @@
+"""perckit.previews: every benchmark's previewer on its sample release (deterministic, small, <= 512 px), the
+column add_preview appends, the masks sampled from RLE runs, and rows with missing fields."""
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from perckit import previews, rle
+from perckit.entrypoints import builder_class
+
+CASES = [("r4d_bench", "all_queries"), ("r4d_bench", "subset_36"), ("r4d_bench", "frames"), ("refcoco_m", "expressions"),
+         ("refcoco_m", "images"), ("m4seg", "default"), ("syn4d", "tracking"), ("syn4d", "challenge"), ("reason_av_edit", "default")]
+CAP = 80_000
+
+
+@pytest.fixture(scope="module")
+def releases(tmp_path_factory):
+    from perckit.sample_releases import write_release
+
+    base = tmp_path_factory.mktemp("previews")
+    out = {}
+    for b in {b for b, _ in CASES}:
+        kw = {"image_root": base / "m4img"} if b == "m4seg" else {}
+        write_release(b, base / b, **kw)
+        out[b] = base / b
+    out["m4img"] = base / "m4img"
+    return out, base / "cache"
+
+
+def _builder(releases, b, config, **kw):
+    paths, cache = releases
+    bl = builder_class(b)(config_name=config, data_dir=str(paths[b]), cache_dir=str(cache / b), **kw)
+    bl.download_and_prepare()
+    return bl
+
+
+@pytest.mark.parametrize("benchmark,config", CASES)
+def test_every_previewer_on_its_sample_release(releases, benchmark, config):
+    bl = _builder(releases, benchmark, config)
+    split = list(bl.info.splits)[-1]
+    ds = bl.as_dataset(split)
+    out = previews.add_preview(ds, benchmark, bl, config)
+    assert out.column_names == ds.column_names + [previews.PREVIEW_COLUMN]
+    assert {k: v for k, v in out.features.items() if k != previews.PREVIEW_COLUMN} == ds.features
+    assert type(out.features[previews.PREVIEW_COLUMN]).__name__ == "Image"
+    cells = out.with_format("arrow")[previews.PREVIEW_COLUMN].to_pylist()
+    again = previews.add_preview(ds.select(range(min(3, ds.num_rows))), benchmark, bl, config)
+    assert [c["bytes"] for c in again.with_format("arrow")[previews.PREVIEW_COLUMN].to_pylist()] == [c["bytes"] for c in cells[:3]]
+    for c in cells:
+        assert 0 < len(c["bytes"]) <= CAP
+        im = Image.open(io.BytesIO(c["bytes"]))
+        assert im.format in ("PNG", "JPEG") and max(im.size) <= previews.MAX_SIDE
+
+
+def test_m4seg_with_photos(releases):
+    paths, _ = releases
+    bl = _builder(releases, "m4seg", "default", image_root=str(paths["m4img"]), splits=("test",))
+    ds = bl.as_dataset("test")
+    out = previews.add_preview(ds, "m4seg", bl, "default")
+    assert all(0 < len(c["bytes"]) <= CAP for c in out.with_format("arrow")["preview"].to_pylist())
+
+
+def test_no_previewer_leaves_the_dataset():
+    import datasets
+
+    ds = datasets.Dataset.from_dict({"a": [1]})
+    assert previews.add_preview(ds, "m4seg", None, "not_a_config") is ds
+
+
+def test_small_mask_matches_the_decoded_mask():
+    rng = np.random.default_rng(0)
+    m = rng.random((37, 53)) > 0.6
+    r = rle.encode(m)
+    assert (previews.small_mask(r, 37, 53) == m).all()
+    ys = ((np.arange(20) + 0.5) * 37 / 20).astype(int)
+    xs = ((np.arange(31) + 0.5) * 53 / 31).astype(int)
+    assert (previews.small_mask(r, 20, 31) == m[np.ix_(ys, xs)]).all()
+    assert not previews.small_mask(rle.empty(5, 7), 10, 14).any()
+
+
+def test_odd_rows_draw_what_exists():
+    from perckit.m4seg.preview import row_preview as m4
+    from perckit.reason_av_edit.preview import row_preview as rav
+    from perckit.refcoco_m.preview import expression_preview, image_preview
+    from perckit.syn4d.preview import row_preview as syn
+
+    marker = {"size": [], "counts": ""}
+    for fn, row in [
+        (m4, {"example_id": "x", "images": None, "groundings": None}),
+        (m4, {"example_id": "x", "images": [{"height": 10, "width": 12}], "groundings": [{"image_index": 1, "mask": marker}, None]}),
+        (expression_preview, {"expression_id": "e", "image": None, "mask": None, "height": None, "width": None}),
+        (image_preview, {"image_id": 1, "image": {"bytes": None, "path": None}, "samples": [{"mask": marker}]}),
+        (syn, {"sequence_id": "s", "image_size_hw": None, "intrinsics_fx_fy_cx_cy": None, "tracks_ref0_m": None}),
+        (rav, {"sample_id": "r", "video": {"bytes": None, "path": None}, "anchor_mask": marker, "anchor_frame": None}),
+    ]:
+        data = fn(row)
+        assert Image.open(io.BytesIO(data)).size[0] > 0
+
+
+def test_unreadable_image_bytes_raise_a_perckit_error():
+    from perckit.errors import ReleaseFormatError
+    from perckit.refcoco_m.preview import expression_preview
+
+    with pytest.raises(ReleaseFormatError, match="expression 'e'"):
+        expression_preview({"expression_id": "e", "image": {"bytes": b"not an image", "path": None}, "mask": rle.empty(4, 4), "height": 4, "width": 4})
+
+
+def test_r4d_missing_frame_file_names_it(releases, tmp_path):
+    import shutil
+
+    from perckit.errors import ReleaseNotFoundError
+    from perckit.r4d_bench.preview import make_previewer
+
+    paths, cache = releases
+    copy = tmp_path / "r4d"
+    shutil.copytree(paths["r4d_bench"], copy)
+    bl = builder_class("r4d_bench")(config_name="all_queries", data_dir=str(copy), cache_dir=str(tmp_path / "cache"))
+    bl.download_and_prepare()
+    row = bl.as_dataset("test").data.slice(0, 1).to_pylist()[0]
+    pv = make_previewer(bl, "all_queries")
+    for p in (copy / "data" / "scenes" / row["scene"]).rglob("*.jpg"):
+        p.unlink()
+    with pytest.raises(ReleaseNotFoundError, match="R4D-Bench scene"):
+        pv(row)
