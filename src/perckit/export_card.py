@@ -1,0 +1,475 @@
+"""The dataset card (``README.md``) of a ``perckit convert`` export, written for a reader on the Hub.
+
+The YAML front matter carries the packaged builder card's metadata (:data:`CARD_KEYS`: the name, the licence
+with ``license_name`` / ``license_link`` when it is ``other``, the tasks, tags, languages and size), the
+``configs`` (``data_files`` per split, the default marked) and the ``dataset_info`` of every Parquet config
+(features, integer ``num_bytes`` / ``num_examples``, ``dataset_size``), written with ``datasets``' own
+``MetadataConfigs`` and ``DatasetInfosDict`` so every datasets line reads them back.
+
+The body says what the benchmark is (the builder card's "What the benchmark is" section), lists the configs
+(what a row is, splits with row counts, folder), shows how to load them with plain ``datasets``, how to decode
+the COCO RLE masks, how to score with perckit's metrics, the ``preview`` column, the configs the Dataset Viewer
+does not show and why, the citation and the licence. It never dumps the features JSON.
+
+The record (``state``, see :mod:`perckit.export_state`) comes from the export folder and is untrusted: the
+text of its fields that the card shows (descriptions, Viewer reasons, column names) is capped, kept on one
+line, HTML-escaped and has its Markdown table pipes escaped. The text is deterministic for the same inputs.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+from . import benchmarks
+from .errors import InputNotFoundError, ReleaseFormatError
+
+#: the builder card keys the export's card carries (in this order)
+CARD_KEYS = ("pretty_name", "license", "license_name", "license_link", "task_categories", "tags", "language",
+             "size_categories")
+#: keys the builder card must have
+REQUIRED_KEYS = ("pretty_name", "license", "task_categories", "tags", "size_categories")
+#: longest text of one untrusted record field shown in the card (a description, a Viewer reason)
+MAX_FIELD_CHARS = 300
+#: longest column name shown
+MAX_NAME_CHARS = 80
+#: most columns listed per config
+MAX_COLUMNS = 60
+#: deepest feature nesting walked when looking for masks
+MAX_DEPTH = 12
+#: placeholder for the Hub repository id (the card does not know where it will be pushed)
+REPO_PLACEHOLDER = "<this repo>"
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+_LINK = re.compile(r"\[([^\]\n]+)\]\(([^)\s]+)\)")
+_TAG = re.compile(r"[ \t]*\[(?:card|code|inferred|3rd)(?:\s*\+\s*(?:card|code|inferred|3rd))*\](?!\()")
+
+#: what the ``preview`` column shows, per benchmark
+PREVIEW_TEXT = {
+    "r4d_bench": "the referred masks drawn over the scene frame",
+    "refcoco_m": "the referred mask drawn over the image",
+    "m4seg": "the grounded masks drawn on their image canvases (over the photos when the export was made with `image_root`)",
+    "syn4d": "the point tracks drawn over the first frame",
+    "reason_av_edit": "the anchor frame with the edited region marked",
+}
+
+
+# ---------------------------------------------------------------------------------------------- builder card
+
+
+def builder_card_path(benchmark: str) -> Path:
+    """``builders/<benchmark>/README.md`` as packaged (the wheel's ``perckit.builders``, else the checkout)."""
+    from .entrypoints import scripts_root
+
+    benchmarks.get(benchmark)  # an OptionError naming the known benchmarks
+    return scripts_root("builders") / benchmark / "README.md"
+
+
+def _read_builder_card(benchmark: str) -> tuple[Path, dict, str]:
+    path = builder_card_path(benchmark)
+    if not path.is_file():
+        raise InputNotFoundError(f"builder card {str(path)!r} not found: expected the {benchmark} dataset card "
+                                 f"(packaged as perckit/builders/{benchmark}/README.md)")
+    text = path.read_text(encoding="utf-8")
+    m = _FRONT_MATTER.match(text)
+    if not m:
+        raise ReleaseFormatError(f"builder card {str(path)!r}: expected YAML front matter between '---' lines at the top, got none")
+    import yaml
+
+    try:
+        meta = yaml.safe_load(m.group(1))
+    except yaml.YAMLError as e:
+        raise ReleaseFormatError(f"builder card {str(path)!r}: expected YAML front matter, got a YAML error ({str(e)[:200]})") from None
+    if not isinstance(meta, dict):
+        raise ReleaseFormatError(f"builder card {str(path)!r}: expected a YAML mapping as front matter, got {type(meta).__name__}")
+    return path, meta, text[m.end():]
+
+
+def builder_card_metadata(benchmark: str) -> dict:
+    """The keys of :data:`CARD_KEYS` from the front matter of the packaged builder card, in that order.
+
+    :class:`~perckit.errors.InputNotFoundError` naming the file when the card is absent;
+    :class:`~perckit.errors.ReleaseFormatError` naming it when the front matter is missing, not YAML, lacks a
+    key of :data:`REQUIRED_KEYS`, or has ``license: other`` without ``license_name`` and an absolute
+    ``license_link`` (an export is pushed to another repository, where a relative link would be broken)."""
+    path, meta, _ = _read_builder_card(benchmark)
+    where = f"builder card {str(path)!r}"
+    missing = [k for k in REQUIRED_KEYS if not meta.get(k)]
+    if missing:
+        raise ReleaseFormatError(f"{where}: expected the front matter keys {list(REQUIRED_KEYS)}, missing {missing}")
+    if meta["license"] == "other":
+        name, link = meta.get("license_name"), meta.get("license_link")
+        if not isinstance(name, str) or not name.strip():
+            raise ReleaseFormatError(f"{where}: 'license: other' needs a 'license_name' saying what the terms are, got {name!r}")
+        if not isinstance(link, str) or not link.startswith("https://"):
+            raise ReleaseFormatError(f"{where}: 'license_link': expected an absolute https:// link (the export lives in "
+                                     f"another repository), got {link!r}")
+    return {k: meta[k] for k in CARD_KEYS if k in meta}
+
+
+def _sections(body: str) -> tuple[str, dict[str, str]]:
+    """The text before the first ``## `` heading and every ``## `` section by title (code blocks respected)."""
+    intro: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current = intro
+    fenced = False
+    for line in body.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if not fenced and line.startswith("## "):
+            current = sections.setdefault(line[3:].strip(), [])
+            continue
+        current.append(line)
+    return "\n".join(intro).strip(), {k: "\n".join(v).strip() for k, v in sections.items()}
+
+
+def _for_hub(text: str) -> str:
+    """Builder-card prose for a Hub page: relative links become their text (they point into the perckit
+    checkout, not into the export), provenance tags such as ``[card]`` are dropped."""
+    text = _LINK.sub(lambda m: m.group(0) if m.group(2).startswith(("https://", "http://")) else m.group(1), text)
+    return _TAG.sub("", text)
+
+
+def builder_card_sections(benchmark: str) -> dict[str, str]:
+    """``about``, ``licence`` and ``citation`` from the packaged builder card, ready for the export's card
+    (``about``: its "What the benchmark is" section, else its first section, else its opening paragraphs)."""
+    _, _, body = _read_builder_card(benchmark)
+    intro, sections = _sections(body)
+    about = sections.get("What the benchmark is")
+    if about is None:
+        about = next((v for k, v in sections.items() if k != "Contents"), "")
+    if not about:
+        about = "\n".join(line for line in intro.splitlines() if not line.startswith("# "))
+    return {"about": _for_hub(about).strip(), "licence": _for_hub(sections.get("Licence", "")).strip(),
+            "citation": sections.get("Citation", "").strip()}
+
+
+# ------------------------------------------------------------------------------------------- record fields
+
+
+def cell(value: Any, limit: int = MAX_FIELD_CHARS) -> str:
+    """Untrusted text for the card: one line, at most ``limit`` characters, HTML-escaped, table pipes escaped."""
+    text = " ".join(str(value).split())
+    if len(text) > limit:
+        text = text[: limit - 3].rstrip() + "..."
+    return html.escape(text, quote=False).replace("|", "\\|")
+
+
+def _code(name: Any) -> str:
+    """An untrusted name shown as inline code (backticks in it replaced)."""
+    return "`" + cell(str(name).replace("`", "'"), MAX_NAME_CHARS) + "`"
+
+
+def _kind(c: dict) -> str:
+    return c.get("kind", "parquet")
+
+
+def _ordered(configs: dict[str, dict]) -> list[tuple[str, dict]]:
+    """The default config first, then the others by name."""
+    return sorted(configs.items(), key=lambda kv: (not kv[1].get("default"), kv[0]))
+
+
+def _int(value: Any) -> int:
+    return int(round(value))
+
+
+def _features(name: str, c: dict) -> datasets.Features:
+    try:
+        return datasets.Features.from_dict(c["features"])
+    except Exception as e:  # a hostile record: KeyError, TypeError, RecursionError, ...
+        raise ReleaseFormatError(f"export record: configs[{name!r}]: 'features': expected datasets.Features.to_dict() "
+                                 f"output, got a dict that does not load ({type(e).__name__}: {str(e)[:200]})") from None
+
+
+def _type_name(feature: Any, depth: int = 0) -> str:
+    """A short type a reader understands: ``string``, ``Image``, ``COCO RLE mask``, ``list of ...``."""
+    if depth > MAX_DEPTH:
+        return "nested"
+    if _is_rle(feature):
+        return "COCO RLE mask"
+    if isinstance(feature, dict):
+        return "struct"
+    inner = _list_item(feature)
+    if inner is not None:
+        return f"list of {_type_name(inner, depth + 1)}"
+    if isinstance(feature, datasets.Value):
+        return feature.dtype
+    kind = type(feature).__name__
+    if kind.startswith("Array") and hasattr(feature, "shape"):
+        shape = " x ".join("N" if d is None else str(d) for d in feature.shape)
+        return f"{feature.dtype} array [{shape}]"
+    return kind
+
+
+def _list_item(feature: Any) -> Any:
+    """The item feature of a list feature (``[f]``, ``Sequence``, ``List``, ``LargeList``), else None."""
+    if isinstance(feature, list) and len(feature) == 1:
+        return feature[0]
+    if type(feature).__name__ in ("Sequence", "List", "LargeList") and hasattr(feature, "feature"):
+        return feature.feature
+    return None
+
+
+def _is_rle(feature: Any) -> bool:
+    return isinstance(feature, dict) and set(feature) == {"size", "counts"}
+
+
+def rle_columns(features: datasets.Features) -> list[str]:
+    """Where COCO RLE masks ``{size, counts}`` sit: ``mask``, ``frames[].mask``, ``samples[].mask``..."""
+    found: list[str] = []
+
+    def walk(feature: Any, path: str, depth: int) -> None:
+        if depth > MAX_DEPTH or len(found) >= MAX_COLUMNS:
+            return
+        if _is_rle(feature):
+            found.append(path)
+        elif isinstance(feature, dict):
+            for key, sub in feature.items():
+                walk(sub, f"{path}.{key}" if path else str(key), depth + 1)
+        else:
+            inner = _list_item(feature)
+            if inner is not None:
+                walk(inner, f"{path}[]", depth + 1)
+
+    walk(dict(features), "", 0)
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------- YAML
+
+
+def card_metadata(benchmark: str, state: dict) -> dict:
+    """The YAML front matter of the export's card as a dict (builder metadata, ``configs``, ``dataset_info``)."""
+    return _card_data(benchmark, state).to_dict()
+
+
+def _card_data(benchmark: str, state: dict) -> Any:
+    """The ``huggingface_hub.DatasetCardData`` of :func:`card_metadata` (``configs`` and ``dataset_info`` written by
+    datasets' own ``MetadataConfigs`` / ``DatasetInfosDict``; a ``files`` config gets ``<dir>/<split>/*`` and no
+    ``dataset_info``, since the folder loader reads its files and their ``metadata.jsonl``)."""
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCardData
+
+    card_data = DatasetCardData(**builder_card_metadata(benchmark))
+    configs: dict[str, dict] = {}
+    infos: dict[str, datasets.DatasetInfo] = {}
+    for name, c in sorted(state["configs"].items()):
+        files = _kind(c) == "files"
+        pattern = "{dir}/{split}/*" if files else "{dir}/{split}-*"
+        entry: dict = {"data_files": [{"split": s["name"], "path": pattern.format(dir=c["dir"], split=s["name"])} for s in c["splits"]]}
+        if c.get("default"):
+            entry["default"] = True
+        configs[name] = entry
+        if files:
+            continue  # no Parquet features: the folder loader reads the files and their metadata.jsonl
+        split_dict = datasets.SplitDict()
+        for s in c["splits"]:
+            split_dict.add(datasets.SplitInfo(name=s["name"], num_bytes=_int(s["num_bytes"]), num_examples=int(s["num_examples"])))
+        infos[name] = datasets.DatasetInfo(features=_features(name, c), splits=split_dict, config_name=name,
+                                           dataset_size=sum(_int(s["num_bytes"]) for s in c["splits"]))
+    MetadataConfigs(configs).to_dataset_card_data(card_data)
+    if infos:
+        DatasetInfosDict(infos).to_dataset_card_data(card_data)
+    return card_data
+
+
+# ---------------------------------------------------------------------------------------------------- body
+
+
+def _config_table(benchmark: str, state: dict) -> list[str]:
+    from .entrypoints import builder_class
+
+    own = {c.name: c.description or "" for c in builder_class(benchmark).BUILDER_CONFIGS}
+    lines = ["| config | what a row is | splits (rows) | folder |", "|---|---|---|---|"]
+    for name, c in _ordered(state["configs"]):
+        what = c.get("description") or own.get(name) or ("files with a metadata.jsonl" if _kind(c) == "files" else "")
+        splits = ", ".join(f"{cell(s['name'])} ({int(s['num_examples']):,})" for s in c["splits"])
+        label = f"`{name}`" + (" (default)" if c.get("default") else "")
+        folder = f"`{c['dir']}/<split>/`" if _kind(c) == "files" else f"`{c['dir']}/`"
+        lines.append(f"| {label} | {cell(what)} | {splits} | {folder} |")
+    lines.append("")
+    for name, c in _ordered(state["configs"]):
+        if _kind(c) == "files":
+            continue
+        features = _features(name, c)
+        shown = list(features.items())[:MAX_COLUMNS]
+        columns = ", ".join(f"{_code(k)} ({cell(_type_name(v), MAX_NAME_CHARS)})" for k, v in shown)
+        more = f", and {len(features) - len(shown)} more" if len(features) > len(shown) else ""
+        lines += [f"Columns of `{name}`: {columns}{more}.", ""]
+    return lines
+
+
+def _split_of(benchmark: str, c: dict) -> str:
+    """The split the examples load: the benchmark's evaluation split (its last) when the config has it."""
+    names = [s["name"] for s in c["splits"]]
+    split = benchmarks.get(benchmark).splits[-1]
+    return split if split in names or not names else names[-1]
+
+
+def _load_section(benchmark: str, state: dict) -> list[str]:
+    ordered = _ordered(state["configs"])
+    parquet = [n for n, c in ordered if _kind(c) == "parquet"]
+    files = [n for n, c in ordered if _kind(c) == "files"]
+    lines = ["## Load with `datasets`", "",
+             "The export is plain Parquet with no loading script: any `datasets` version that reads Parquet loads it "
+             "(replace `<this repo>` by this repository's id, or give the path of a local copy).", "", "```python",
+             "from datasets import load_dataset", ""]
+    for name in parquet:
+        split = _split_of(benchmark, state["configs"][name])
+        lines.append(f'ds = load_dataset("{REPO_PLACEHOLDER}", "{name}", split="{cell(split)}")')
+    lines += ["```", ""]
+    for name in files:
+        c = state["configs"][name]
+        parent = state["configs"].get(c.get("parent"))
+        named = []
+        if parent is not None and _kind(parent) == "parquet":
+            named = [k for k in _features(str(c.get("parent")), parent) if str(k).endswith("_file")][:MAX_COLUMNS]
+        naming = f" The rows of `{c['parent']}` name their files in " + ", ".join(_code(k) for k in named) + "." if named else ""
+        lines += [f"`{name}` is a folder of files with a `metadata.jsonl` per split (the Hub's layout for video "
+                  f"datasets): `load_dataset(\"{REPO_PLACEHOLDER}\", \"{name}\")` reads it as a video folder, or download "
+                  f"the files with `huggingface_hub.snapshot_download(\"{REPO_PLACEHOLDER}\", repo_type=\"dataset\", "
+                  f"allow_patterns=\"{c['dir']}/*\")`.{naming}", ""]
+    return lines
+
+
+def _access(path: str) -> str:
+    """``frames[].mask`` as Python: ``row["frames"][0]["mask"]`` (names quoted as JSON strings, no backticks)."""
+    import json
+
+    out = "row"
+    for part in path.split("."):
+        depth = 0
+        while part.endswith("[]"):
+            part, depth = part[:-2], depth + 1
+        key = json.dumps(part.replace("`", "'")[:MAX_NAME_CHARS])
+        out += f"[{key}]" + "[0]" * depth
+    return out
+
+
+def _rle_section(state: dict) -> list[str]:
+    where = [(n, rle_columns(_features(n, c))) for n, c in _ordered(state["configs"]) if _kind(c) == "parquet"]
+    where = [(n, cols) for n, cols in where if cols]
+    if not where:
+        return []
+    lines = ["## Masks (COCO RLE)", "",
+             "Masks are compressed COCO run-length encodings `{\"size\": [H, W], \"counts\": str}` (the Viewer shows "
+             "them as text). They sit in:", ""]
+    for name, cols in where:
+        lines.append(f"- `{name}`: " + ", ".join(_code(p) for p in cols))
+    lines += ["", "Decode one to a boolean H x W array:", "", "```python",
+              "from pycocotools import mask as mask_utils", "",
+              f"m = {_access(where[0][1][0])}  # one RLE struct of a `{where[0][0]}` row",
+              'binary = mask_utils.decode({"size": m["size"], "counts": m["counts"].encode("ascii")}).astype(bool)', "",
+              "# or with perckit, which checks the RLE first:",
+              "from perckit import rle", "",
+              "binary = rle.decode(rle.validate(m))",
+              "```", ""]
+    return lines
+
+
+def _preview_section(benchmark: str, state: dict) -> list[str]:
+    with_preview = [(n, c["preview"]) for n, c in _ordered(state["configs"]) if c.get("preview")]
+    if not with_preview:
+        return []
+    names = ", ".join(f"`{n}`" for n, _ in with_preview)
+    column = sorted({str(col) for _, col in with_preview})[0]
+    shows = PREVIEW_TEXT.get(benchmark, "the row drawn as a picture")
+    return ["## The preview column", "",
+            f"The last column of {names}, {_code(column)}, is an `Image` perckit drew for the Dataset Viewer: {shows}. "
+            "It is a small picture of the row for a person, not part of the release; the reference helpers below "
+            "ignore it, and `ds.remove_columns(\"preview\")` drops it. `perckit convert --no-preview` makes an "
+            "export without it.", ""]
+
+
+def _viewer_section(state: dict) -> list[str]:
+    hidden = [(n, c["viewer"]) for n, c in _ordered(state["configs"])
+              if isinstance(c.get("viewer"), dict) and c["viewer"].get("viewable") is False]
+    if not hidden:
+        return []
+    lines = ["## Dataset Viewer", "", "The Dataset Viewer does not show these configs; load them with `datasets` as above:", ""]
+    for name, viewer in hidden:
+        lines.append(f"- `{name}`: {cell(viewer.get('reason') or 'not viewable')}")
+    return lines + [""]
+
+
+def _score_section(benchmark: str, state: dict) -> list[str]:
+    bench = benchmarks.get(benchmark)
+    if not bench.metrics:
+        return []
+    default = next((n for n, c in _ordered(state["configs"]) if _kind(c) == "parquet"), "")
+    split = _split_of(benchmark, state["configs"][default]) if default else bench.splits[-1]
+    lines = ["## Score with perckit", "",
+             "perckit's `evaluate` metrics score predictions against these rows. Each takes references made from a "
+             "row by the helper named below (with perckit installed):", ""]
+    for m in bench.metrics:
+        module, fn = m.reference.split(":")
+        config = f', "{m.configs[0]}"' if m.configs else ""
+        ref_args = f'row, "{m.configs[0]}"' if m.configs else "row"
+        configs = f" Metric configs: {', '.join(f'`{x}`' for x in m.configs)}." if m.configs else ""
+        scores, fmt = html.escape(m.scores or "the rows above", quote=False), html.escape(m.file_format, quote=False)
+        lines += [f"### `{m.name}`", "", f"Scores: {scores}.{configs} Predictions: {fmt}.", "",
+                  "```python", "import perckit", "from datasets import load_dataset", f"from {module} import {fn}", "",
+                  f'ds = load_dataset("{REPO_PLACEHOLDER}", "{default}", split="{split}")']
+        if any(_kind(c) == "files" for c in state["configs"].values()):
+            lines += ["# media moved to files: restore the builder's rows first (a local copy of this repository)",
+                      "from perckit.export_hooks import load_back", "",
+                      f'ds = load_back("{benchmark}", ds, "<local copy of this repo>")']
+        lines += [f'metric = perckit.load_metric("{m.name}"{config})  # or evaluate.load("metrics/{m.name}"{config}) in a perckit checkout',
+                  f"references = [{fn}({ref_args}) for row in ds]",
+                  "results = metric.compute(predictions=predictions, references=references)", "```", ""]
+    return lines
+
+
+def _licence_section(meta: dict, sections: dict, info: datasets.DatasetInfo) -> list[str]:
+    lines = ["## Licence", ""]
+    if meta.get("license") == "other":
+        lines.append(f"Licence: `other` ({meta.get('license_name')}); terms: {meta.get('license_link')}")
+    else:
+        lines.append(f"Licence: `{meta.get('license')}`.")
+    lines += ["", sections["licence"] or (info.license or "").strip(), "",
+              "This export holds data converted from the upstream release: check that its terms allow you to share "
+              "it before you push it to a public repository.", ""]
+    return lines
+
+
+def card_body(benchmark: str, info: datasets.DatasetInfo, state: dict) -> str:
+    """The Markdown body of the export's card (see the module docstring)."""
+    bench = benchmarks.get(benchmark)
+    meta = builder_card_metadata(benchmark)
+    sections = builder_card_sections(benchmark)
+    lines = [f"# {meta['pretty_name']}", "",
+             f"A Parquet export of **{bench.label}** made by `perckit convert` from the upstream release "
+             f"[`{bench.hub_repo}`](https://huggingface.co/datasets/{bench.hub_repo}): typed columns, no loading script.", "",
+             "## What the benchmark is", "", sections["about"] or (info.description or "").strip(), "",
+             "## Configs", ""]
+    lines += _config_table(benchmark, state)
+    lines += _preview_section(benchmark, state)
+    lines += _viewer_section(state)
+    lines += _load_section(benchmark, state)
+    lines += _rle_section(state)
+    lines += _score_section(benchmark, state)
+    citation = sections["citation"] or (info.citation or "").strip()
+    if citation:
+        lines += ["## Citation", "", citation, ""]
+    lines += _licence_section(meta, sections, info)
+    lines += [f"Generated from the builder's own information (`builders/{benchmark}`) by `perckit convert`.", ""]
+    return "\n".join(lines)
+
+
+def card_text(benchmark: str, info: datasets.DatasetInfo, state: dict) -> str:
+    """The whole ``README.md``: YAML front matter, then :func:`card_body`."""
+    yaml_text = _card_data(benchmark, state).to_yaml()
+    return f"---\n{yaml_text}\n---\n\n" + card_body(benchmark, info, state)
+
+
+def write_card(folder: Path, benchmark: str, info: datasets.DatasetInfo, state: dict) -> None:
+    """``folder/README.md``: the card of the export whose record is ``state`` (:func:`card_text`)."""
+    from huggingface_hub import DatasetCard
+
+    card = DatasetCard(card_text(benchmark, info, state))
+    (Path(folder) / "README.md").write_text(str(card), encoding="utf-8")
