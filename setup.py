@@ -8,7 +8,9 @@ finds them with no checkout (``perckit.builder_path`` / ``perckit.metric_path``)
 
 from setuptools import find_packages, setup
 
-SCRIPTS = ["*/*.py", "*/README.md"]
+#: What ships beside each script: the script itself and a metric Space's app.py (*.py), its card, and a metric
+#: Space's pip and system requirements (metrics/<name>/requirements.txt, packages.txt).
+SCRIPTS = ["*/*.py", "*/README.md", "*/requirements.txt", "*/packages.txt"]
 
 setup(
     packages=find_packages("src") + ["perckit.builders", "perckit.metrics"],
