@@ -143,8 +143,11 @@ def run_r4d(out: Path, log: Log) -> dict:
     row = next(r for r in rows if len(r["frames"]) >= 2 and not r["is_negative"])
     pred = {f["frame_id"]: f["mask"] for f in next(p for p in pm if p["query_id"] == row["query_id"])["frames"]}
     tiles = [figures.mask_overlay(images.get((row["scene"], f["frame_id"])), f["mask"], pred.get(f["frame_id"]), scale=8) for f in row["frames"][:3]]
-    fig = figures.save(figures.side_by_side(tiles), out / "figures" / "r4d_bench_overlay.png")
-    caption = f"R4D-Bench query {row['query_id']} ({row['text_en']!r}): ground truth green, perturbed prediction red, frames {[f['frame_id'] for f in row['frames'][:3]]}"
+    shown = [f["frame_id"] for f in row["frames"][:3]]
+    dropped = [f for f in shown if f not in pred]
+    caption = (f"R4D-Bench query {row['query_id']} ({row['text_en']!r}), frames {shown}: prediction = ground-truth masks shifted 2 px right"
+               + (f", frame(s) {dropped} dropped (no predicted mask)" if dropped else ""))
+    fig = figures.save(figures.annotated(figures.side_by_side(tiles), caption), out / "figures" / "r4d_bench_overlay.png")
     return {"benchmark": "R4D-Bench", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": [(fig, caption)]}
 
 
@@ -182,9 +185,9 @@ def run_syn4d(out: Path, log: Log) -> dict:
     log("Syn4D: scored ground-truth and perturbed NPZ predictions; the official-format file runner agrees")
     row = to_numpy_row(rows[0])
     pred = io.read_npz(io.prediction_path(noisy_dir, row["sequence_id"]))["tracking_xyz"].astype(np.float64) * 2.0
-    fig = figures.save(figures.tracks_plot(row["tracks_ref0_m"], pred, row["intrinsics_fx_fy_cx_cy"], row["image_size_hw"], valid=row["visibility"]),
-                       out / "figures" / "syn4d_tracks.png")
-    caption = f"Syn4D {row['sequence_id']}: 24 query tracks projected into frame 0, ground truth green, perturbed prediction (rescaled) red"
+    caption = f"Syn4D {row['sequence_id']}: 24 query tracks projected into frame 0; prediction = ground truth with 5% noise (the noisy NPZ), rescaled x2"
+    fig = figures.save(figures.annotated(figures.tracks_plot(row["tracks_ref0_m"], pred, row["intrinsics_fx_fy_cx_cy"], row["image_size_hw"], valid=row["visibility"]),
+                                         caption, figures.TRACKS_LEGEND), out / "figures" / "syn4d_tracks.png")
     return {"benchmark": "Syn4D", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": [(fig, caption)]}
 
 
@@ -219,8 +222,8 @@ def run_refcoco_m(out: Path, log: Log) -> dict:
     _check_perfect("RefCOCO-M", results, {"refer_iou": ("miou", "ciou", "precision@0.9")})
     log("RefCOCO-M: ground truth as prediction scores mIoU = cIoU = 1.0; perturbed prediction scored")
     tiles = [figures.mask_overlay(r["image"], r["mask"], m, scale=4) for r, m in list(zip(rows, noisy_masks))[:3]]
-    fig = figures.save(figures.side_by_side(tiles), out / "figures" / "refcoco_m_overlay.png")
-    caption = "RefCOCO-M: " + "; ".join(f"{r['expression_id']} {r['sentence']!r}" for r in rows[:3]) + " (ground truth green, perturbed prediction red)"
+    caption = "RefCOCO-M: " + "; ".join(f"{r['expression_id']} {r['sentence']!r}" for r in rows[:3]) + " (prediction = ground truth shifted 0-2 px right and down)"
+    fig = figures.save(figures.annotated(figures.side_by_side(tiles), caption), out / "figures" / "refcoco_m_overlay.png")
     return {"benchmark": "RefCOCO-M", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": [(fig, caption)]}
 
 
@@ -252,12 +255,15 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
     results = {"av_reasoning": {"gt_as_prediction": _scalars(gt), "perturbed": _scalars(metric.compute(predictions=noisy, references=refs))}}
     _check_perfect("ReasonAVEdit-Bench", results, {"av_reasoning": ("visual_iou", "audio_tiou", "audio_tf_iou", "video_tiou", "av_support_tiou")})
     log("ReasonAVEdit-Bench: ground truth as prediction scores every IoU 1.0 and A/V offset 0; perturbed prediction scored")
-    row = next(r for r, ref in zip(rows, refs) if ref["edit_window_s"] and r["category"] == "when_only")
-    pred_window = next(p for p in noisy if p["sample_id"] == row["sample_id"])["edit_window_s"]
+    shifted = {p["sample_id"]: p["edit_window_s"] for p, ref in zip(noisy, refs) if ref["edit_window_s"] and p["edit_window_s"] != ref["edit_window_s"]}
+    row = next((r for r in rows if r["sample_id"] in shifted and r["category"] == "when_only"), None) or next(r for r in rows if r["sample_id"] in shifted)
+    pred_window = shifted[row["sample_id"]]
     wave = audio.decode_wav(row["reason_audio"]["bytes"], where=row["sample_id"])
-    fig = figures.save(figures.waveform_plot(wave, 16000, tuple(row["edit_window_s"]), tuple(pred_window)), out / "figures" / "reason_av_edit_waveform.png")
-    figs = [(fig, f"ReasonAVEdit-Bench {row['sample_id']} ({row['sub_track']}): acoustic reasoning GT waveform, "
-                  "GT edit window green, shifted predicted window red")]
+    caption = (f"ReasonAVEdit-Bench {row['sample_id']} ({row['sub_track']}): acoustic reasoning waveform; ground-truth window "
+               f"{row['edit_window_s'][0]:.2f}-{row['edit_window_s'][1]:.2f} s, predicted window shifted by {pred_window[0] - row['edit_window_s'][0]:+.2f} s")
+    fig = figures.save(figures.annotated(figures.waveform_plot(wave, 16000, tuple(row["edit_window_s"]), tuple(pred_window)), caption, figures.WINDOW_LEGEND),
+                       out / "figures" / "reason_av_edit_waveform.png")
+    figs = [(fig, caption)]
     tables = [edit_quality_table(ds, log)]
     return {"benchmark": "ReasonAVEdit-Bench", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": figs,
             "tables": tables}
@@ -346,8 +352,8 @@ def run_m4seg(out: Path, log: Log) -> dict:
         im = row["images"][k - 1]
         size = [im["height"], im["width"]]
         tiles.append(figures.mask_overlay(None, rle.union(gts, size=size), rle.union(prs, size=size), scale=6))
-    fig = figures.save(figures.side_by_side(tiles), out / "figures" / "m4seg_overlay.png")
-    caption = f"M4Seg {row['example_id']}: {row['question']!r} - groundings per image, ground truth green, perturbed prediction red"
+    caption = f"M4Seg {row['example_id']}: {row['question']!r} - groundings per image; prediction = ground truth with every third mask shifted 2 px right"
+    fig = figures.save(figures.annotated(figures.side_by_side(tiles), caption), out / "figures" / "m4seg_overlay.png")
     return {"benchmark": "M4Seg", "rows": {"default (test)": splits["default"].num_rows}, "metrics": results, "figures": [(fig, caption)]}
 
 
@@ -380,7 +386,7 @@ def render_html(reports: list[dict], out: Path) -> str:
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>perckit demo report</title>",
              "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}th:first-child,td:first-child{text-align:left}"
-             "img{max-width:100%;image-rendering:pixelated;border:1px solid #ccc}</style></head><body>",
+             "img{max-width:100%;min-width:640px;image-rendering:pixelated;border:1px solid #ccc}</style></head><body>",
              "<h1>perckit demo report</h1>"]
     for rep in reports:
         parts.append(f"<h2>{html.escape(rep['benchmark'])}</h2><p>Rows converted: "
