@@ -78,7 +78,7 @@ class Benchmark:
     sample_release: str
     metrics: tuple[MetricSpec, ...] = field(default_factory=tuple)
     #: the module of the export hook (:mod:`perckit.export_hooks`): it defines ``export_split(ds, config, split,
-    #: root) -> ExportParts`` and ``load_back(ds, export_root) -> Dataset`` ("" for none: the rows go to Parquet as they are)
+    #: root, release_root) -> ExportParts`` and ``load_back(ds, export_root) -> Dataset`` ("" for none: the rows go to Parquet as they are)
     export_hook: str = ""
     #: ``module:function`` of the previewer factory ``make_previewer(builder, config)`` (:mod:`perckit.previews`):
     #: the picture of each row in the export's ``preview`` column ("" for none)

@@ -4,82 +4,52 @@ Most benchmarks export their builder rows to Parquet as they are. A benchmark wh
 in another layout declares a hook module in its descriptor (``Benchmark.export_hook``, e.g.
 ``"perckit.reason_av_edit.export"``). The module defines
 
-- ``export_split(ds, config, split, root) -> ExportParts``: the rows to write as Parquet (``ExportParts.dataset``)
-  and the ``files`` configs it wrote under the export folder ``root`` (``ExportParts.files_configs``: plain files
-  plus ``<dir>/<split>/metadata.jsonl``, the layout the Hub documents for video and audio datasets);
+- ``export_split(ds, config, split, root, release_root=None) -> ExportParts``: the rows of the config itself
+  (``ExportParts.dataset``) and the rows of the child configs it splits off (``ExportParts.children``: one
+  :class:`ChildConfig` per child, e.g. ReasonAVEdit's ``videos``). ``root`` is the export folder being written,
+  ``release_root`` the release folder the builder read (where a media value that names a file by ``path``
+  alone is read; None when unknown).
 - ``load_back(ds, export_root) -> Dataset``: rows read back from an export with plain ``datasets.load_dataset``
   made equal to the builder's rows (so perckit's metrics score them).
 
-:func:`apply` and :func:`load_back` dispatch on the descriptor and are the identity without a hook. A
-:class:`FilesConfig` becomes a ``kind: "files"`` entry of the record (:mod:`perckit.export_state`) through
-:meth:`FilesConfig.to_record`.
+Every config, children included, is plain Parquet: a card that lists a Parquet config and a config of files
+cannot load the latter (datasets, and so the Dataset Viewer, infers one builder module per repository, from the
+first config). The integrator (:mod:`perckit.export`) writes each child with
+:func:`perckit.export_parquet.write_split` into ``<root>/<child.name>/`` and records it as a Parquet config with
+``"parent": <config>`` (:mod:`perckit.export_state`; re-converting the parent drops its children).
+
+:func:`apply` and :func:`load_back` dispatch on the descriptor and are the identity without a hook.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import datasets
 
-from .errors import ReleaseFormatError
+#: a child config's name: a record config name (:mod:`perckit.export_state`) that is not the default's folder
+_CHILD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
 @dataclass
-class FilesConfig:
-    """A ``files`` config written by a hook: ``files`` are export-relative POSIX paths ``<dir>/<split>/<name>``,
-    ``<dir>/<split>/metadata.jsonl`` among them; ``num_examples`` counts the metadata rows, ``num_bytes`` the
-    bytes of every file; ``features`` is ``datasets.Features.to_dict()`` of what ``load_dataset(export, name)`` gives."""
+class ChildConfig:
+    """One split of a config a hook splits off its parent: written as Parquet into ``<export>/<name>/``."""
 
-    name: str
-    dir: str
-    split: str
-    files: list[str]
-    num_examples: int
-    num_bytes: int
-    features: dict = field(default_factory=dict)
-
-    def split_entry(self) -> dict:
-        """The split entry of the record."""
-        return {"name": self.split, "num_examples": int(self.num_examples), "num_bytes": int(self.num_bytes), "files": list(self.files)}
-
-    def to_record(self, parent: str, description: str = "", viewer: dict | None = None) -> dict:
-        """The record entry (version 2, ``kind: "files"``) of this config alone; :func:`merge_files_configs`
-        joins the splits of one config written split by split."""
-        entry: dict[str, Any] = {"default": False, "dir": self.dir, "features": self.features, "splits": [self.split_entry()],
-                                 "kind": "files", "parent": parent}
-        if description:
-            entry["description"] = description
-        if viewer is not None:
-            entry["viewer"] = dict(viewer)
-        return entry
+    name: str                   # e.g. "videos"
+    dataset: datasets.Dataset   # this split's rows of the child config
+    description: str = ""       # for the record and the card
 
 
 @dataclass
 class ExportParts:
-    """What a hook gives for one split: the rows to write as Parquet and the files configs it wrote."""
+    """What a hook gives for one split: the parent config's rows and the rows of its child configs."""
 
     dataset: datasets.Dataset
-    files_configs: list[FilesConfig] = field(default_factory=list)
-
-
-def merge_files_configs(configs: list[FilesConfig], parent: str, descriptions: dict[str, str] | None = None) -> dict[str, dict]:
-    """``{name: record entry}`` for the files configs of every split of ``parent`` (one entry per name, its splits
-    in the order given); a name given twice for one split, or with two folders, is a :class:`ReleaseFormatError`."""
-    out: dict[str, dict] = {}
-    for fc in configs:
-        entry = out.get(fc.name)
-        if entry is None:
-            out[fc.name] = fc.to_record(parent, (descriptions or {}).get(fc.name, ""))
-            continue
-        if entry["dir"] != fc.dir or any(s["name"] == fc.split for s in entry["splits"]):
-            raise ReleaseFormatError(f"export hook: files config {fc.name!r}: expected one folder and one entry per split, "
-                                     f"got split {fc.split!r} in folder {fc.dir!r} twice or in another folder than {entry['dir']!r}")
-        entry["splits"].append(fc.split_entry())
-    return out
+    children: list[ChildConfig] = field(default_factory=list)
 
 
 def hook_module(benchmark: str) -> ModuleType | None:
@@ -90,25 +60,33 @@ def hook_module(benchmark: str) -> ModuleType | None:
     return import_module(spec) if spec else None
 
 
-def apply(benchmark: str, ds: datasets.Dataset, config: str, split: str, root: Path) -> ExportParts:
-    """The Parquet rows and the files configs of ``split`` of ``config``, the hook writing its files under the
-    export folder ``root``; ``ExportParts(ds, [])`` without a hook."""
+def apply(benchmark: str, ds: datasets.Dataset, config: str, split: str, root: Path,
+          release_root: str | Path | None = None) -> ExportParts:
+    """The rows of ``split`` of ``config`` and of its child configs, as the benchmark's hook gives them;
+    ``ExportParts(ds, [])`` without a hook. A hook that gives anything but :class:`ExportParts` of
+    :class:`ChildConfig` with names of letters, digits, ``_``, ``.``, ``-`` (not ``data``), each once, is a
+    ``TypeError`` / ``ValueError`` (a bug of the hook, not of the data)."""
     module = hook_module(benchmark)
     if module is None:
         return ExportParts(ds, [])
-    parts = module.export_split(ds, config, split, Path(root))
-    if not isinstance(parts, ExportParts):
-        raise TypeError(f"{module.__name__}.export_split: expected ExportParts, got {type(parts).__name__}")
+    parts = module.export_split(ds, config, split, Path(root), Path(release_root) if release_root is not None else None)
+    if not isinstance(parts, ExportParts) or not all(isinstance(c, ChildConfig) for c in parts.children):
+        raise TypeError(f"{module.__name__}.export_split: expected ExportParts of ChildConfig, got {type(parts).__name__}")
+    names = [c.name for c in parts.children]
+    bad = [n for n in names if not isinstance(n, str) or not _CHILD_NAME.match(n) or n in ("data", config)]
+    if bad or len(set(names)) != len(names):
+        raise ValueError(f"{module.__name__}.export_split: expected child config names of letters, digits, '_', '.', '-' "
+                         f"(not 'data' nor {config!r}), each once, got {names!r}")
     return parts
 
 
 def load_back(benchmark: str, ds: datasets.Dataset, export_root: str | Path) -> datasets.Dataset:
     """Rows read from an export (``datasets.load_dataset(export_root, config)[split]``) made equal to the builder's
-    rows by the hook (media files read under ``export_root`` only); ``ds`` itself without a hook."""
+    rows by the hook (reading only files the export's record lists); ``ds`` itself without a hook."""
     module = hook_module(benchmark)
     if module is None:
         return ds
     return module.load_back(ds, Path(export_root))
 
 
-__all__ = ["ExportParts", "FilesConfig", "apply", "hook_module", "load_back", "merge_files_configs"]
+__all__ = ["ChildConfig", "ExportParts", "apply", "hook_module", "load_back"]

@@ -15,20 +15,20 @@ Structure (version 2; version 1 is the same without the optional keys, and is st
      "configs": {"<config>": {"default": bool, "dir": "data" | "<config>", "features": {...},
                               "splits": [{"name": str, "num_examples": int, "num_bytes": int,
                                           "files": ["<dir>/<split>-00000-of-00001.parquet", ...],
-                                          # optional (version 2, Parquet configs only):
+                                          # optional (version 2):
                                           "max_row_bytes": int, "max_row_group_bytes": int, "max_page_bytes": int}],
                               # optional (version 2):
-                              "kind": "parquet" | "files",            # absent: "parquet"
+                              "kind": "parquet",                       # the only kind; absent: "parquet"
                               "preview": "preview" | null,            # the Image column perckit added (in features)
                               "viewer": {"viewable": bool, "reason": str},
                               "description": str,                      # at most MAX_TEXT_CHARS characters
-                              "parent": str}}}                         # kind "files" only, and required there
+                              "parent": str}}}                         # a child config only
 
-A ``kind: "files"`` config (ReasonAVEdit's ``videos``: see :mod:`perckit.export_hooks`) holds plain files
-instead of Parquet shards: every entry of a split's ``files`` is ``<dir>/<split>/<name>`` with ``<name>`` of
-``[A-Za-z0-9][A-Za-z0-9._-]{0,200}`` (so no ``..``), listed once, and ``<dir>/<split>/metadata.jsonl`` is one
-of them. It is never the default, its ``dir`` is its name, and its ``parent`` names the Parquet config of the
-record whose conversion wrote it (re-converting the parent replaces it: :func:`drop_config`).
+A child config (ReasonAVEdit's ``videos``: see :mod:`perckit.export_hooks`) is a Parquet config like any other,
+written by the conversion of another config, its ``parent``: it is never the default, its ``dir`` is its name,
+and its ``parent`` names a config of the record that is not a child itself (re-converting the parent replaces its
+children: :func:`drop_config`). Every config is Parquet: a card listing a Parquet config and a config of plain
+files cannot load the latter (datasets infers one builder module per repository), so there is no other kind.
 
 Records written before the ``format`` / ``version`` keys existed are accepted as version 1 when the rest
 matches. Version 1 records may not carry the version 2 keys; version 2 records give ``num_bytes`` as an int.
@@ -59,11 +59,8 @@ _SPLIT_NAME = re.compile(r"^\w{1,128}(\.\w{1,128})*$", re.ASCII)
 _RESERVED = {"README.md", STATE_FILE}
 #: longest ``description`` / ``viewer.reason`` kept in a record (the card shows them)
 MAX_TEXT_CHARS = 2000
-#: a file of a ``files`` config: ``<dir>/<split>/<name>``
-FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
-#: the metadata file every split of a ``files`` config has (the Hub's video / audio folder layout)
-METADATA_FILE = "metadata.jsonl"
-KINDS = ("parquet", "files")
+#: the kinds of config entry (``kind`` is written so that a later kind can be told apart)
+KINDS = ("parquet",)
 _CONFIG_KEYS = {"default", "dir", "features", "splits"}
 _CONFIG_KEYS_V2 = {"kind", "preview", "viewer", "description", "parent"}
 _SPLIT_KEYS = {"name", "num_examples", "num_bytes", "files"}
@@ -94,14 +91,6 @@ def expected_shard(rel: str, folder: str, split: str) -> bool:
     return bool(m) and m.group(1) == folder and m.group(2) == split and int(m.group(3)) < int(m.group(4))
 
 
-def expected_file(rel: str, folder: str, split: str) -> bool:
-    """``rel`` is ``<folder>/<split>/<name>`` with ``<name>`` matching :data:`FILE_NAME` and holding no ``..``
-    (the names a ``files`` config writes, :mod:`perckit.export_hooks`)."""
-    parts = rel.split("/") if isinstance(rel, str) else []
-    return (len(parts) == 3 and parts[0] == folder and parts[1] == split and bool(FILE_NAME.match(parts[2]))
-            and ".." not in parts[2])
-
-
 def _text(value: Any, where: str, empty: bool = True) -> str:
     if not isinstance(value, str) or len(value) > MAX_TEXT_CHARS or (not empty and not value.strip()):
         what = "a string" if empty else "a non-empty string"
@@ -121,19 +110,19 @@ def _version(state: dict, where: str) -> int:
     return version
 
 
-def _check_v2_keys(c: dict, name: str, at: str, version: int) -> str:
-    """The optional keys of a config entry (version 2); returns its kind."""
+def _check_v2_keys(c: dict, at: str, version: int) -> None:
+    """The optional keys of a config entry (version 2); ``parent`` is checked against the record later."""
     if version < 2:
-        return "parquet"
+        return
     kind = c.get("kind", "parquet")
     if kind not in KINDS:
-        raise _fail(f"{at}: 'kind'", f"one of {list(KINDS)}", kind)
+        raise _fail(f"{at}: 'kind'", f"one of {list(KINDS)} (every config of an export is Parquet)", kind)
     if "preview" in c:
         preview = c["preview"]
         if preview is not None and preview != "preview":
             raise _fail(f"{at}: 'preview'", "'preview' (the Image column perckit added) or null", preview)
-        if preview is not None and (kind != "parquet" or not isinstance(c["features"], dict) or preview not in c["features"]):
-            raise _fail(f"{at}: 'preview'", "a column of this Parquet config's features", preview)
+        if preview is not None and (not isinstance(c["features"], dict) or preview not in c["features"]):
+            raise _fail(f"{at}: 'preview'", "a column of this config's features", preview)
     if "viewer" in c:
         viewer = c["viewer"]
         if not isinstance(viewer, dict) or set(viewer) != {"viewable", "reason"} or not isinstance(viewer["viewable"], bool):
@@ -141,18 +130,12 @@ def _check_v2_keys(c: dict, name: str, at: str, version: int) -> str:
         _text(viewer["reason"], f"{at}: 'viewer': 'reason'", empty=viewer["viewable"])
     if "description" in c:
         _text(c["description"], f"{at}: 'description'")
-    if kind == "files":
-        if c["default"]:
-            raise _fail(f"{at}: 'default'", "false (a files config is never the default)", True)
-        if "parent" not in c:
-            raise _fail(at, "a 'parent' (the config whose conversion wrote this files config)", sorted(c))
-    elif "parent" in c:
-        raise _fail(f"{at}: 'parent'", "no parent (only a files config has one)", c["parent"])
-    return kind
+    if "parent" in c and c["default"]:
+        raise _fail(f"{at}: 'default'", "false (a child config, with a 'parent', is never the default)", True)
 
 
-def _check_split(s: Any, sat: str, folder: str, kind: str, version: int, seen: set, export_dir, resolve_under) -> None:
-    allowed = _SPLIT_KEYS | (_SPLIT_KEYS_V2 if version >= 2 and kind == "parquet" else set())
+def _check_split(s: Any, sat: str, folder: str, version: int, seen: set, export_dir, resolve_under) -> None:
+    allowed = _SPLIT_KEYS | (_SPLIT_KEYS_V2 if version >= 2 else set())
     if not isinstance(s, dict) or not _SPLIT_KEYS <= set(s) <= allowed:
         extra = " (optional: max_row_bytes, max_row_group_bytes, max_page_bytes)" if allowed != _SPLIT_KEYS else ""
         raise _fail(sat, f"an object {{name, num_examples, num_bytes, files}}{extra}", sorted(s) if isinstance(s, dict) else s)
@@ -168,20 +151,11 @@ def _check_split(s: Any, sat: str, folder: str, kind: str, version: int, seen: s
         _count(s[key], f"{sat}: {key!r}")
     files = s["files"]
     if not isinstance(files, list):
-        raise _fail(f"{sat}: 'files'", "a list of shard paths" if kind == "parquet" else "a list of file paths", files)
+        raise _fail(f"{sat}: 'files'", "a list of shard paths", files)
     for j, rel in enumerate(files):
         resolve_under(export_dir, rel, f"{sat}: files[{j}]", ReleaseFormatError)
-        if kind == "parquet" and not expected_shard(rel, folder, s["name"]):
+        if not expected_shard(rel, folder, s["name"]):
             raise _fail(f"{sat}: files[{j}]", f"'{folder}/{s['name']}-NNNNN-of-NNNNN.parquet'", rel)
-        if kind == "files" and not expected_file(rel, folder, s["name"]):
-            raise _fail(f"{sat}: files[{j}]", f"'{folder}/{s['name']}/<name>' with a name of letters, digits, '.', '_', '-' "
-                        "(starting with a letter or digit, no '..')", rel)
-    if kind == "files":
-        if len(set(files)) != len(files):
-            raise _fail(f"{sat}: 'files'", "every file once", sorted({f for f in files if files.count(f) > 1}))
-        if f"{folder}/{s['name']}/{METADATA_FILE}" not in files:
-            raise _fail(f"{sat}: 'files'", f"'{folder}/{s['name']}/{METADATA_FILE}' among the files (the metadata of a files config)",
-                        files[:5])
 
 
 def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dict:
@@ -202,7 +176,6 @@ def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dic
     if not isinstance(configs, dict):
         raise _fail(f"{where}: 'configs'", "an object {config name: entry}", configs)
     dirs: dict[str, str] = {}
-    kinds: dict[str, str] = {}
     allowed = _CONFIG_KEYS | (_CONFIG_KEYS_V2 if version >= 2 else set())
     for name, c in configs.items():
         at = f"{where}: configs[{name!r}]"
@@ -219,7 +192,7 @@ def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dic
             raise _fail(f"{at}: 'default'", "true or false", c["default"])
         if not isinstance(c["features"], dict):
             raise _fail(f"{at}: 'features'", "an object (datasets.Features.to_dict())", c["features"])
-        kind = kinds[name] = _check_v2_keys(c, name, at, version)
+        _check_v2_keys(c, at, version)
         folder = c["dir"]
         resolve_under(export_dir, folder, f"{at}: 'dir'", ReleaseFormatError)
         expected_dir = "data" if c["default"] else name
@@ -233,12 +206,13 @@ def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dic
             raise _fail(f"{at}: 'splits'", "a non-empty list of splits", splits)
         seen: set[str] = set()
         for i, s in enumerate(splits):
-            _check_split(s, f"{at}: splits[{i}]", folder, kind, version, seen, export_dir, resolve_under)
+            _check_split(s, f"{at}: splits[{i}]", folder, version, seen, export_dir, resolve_under)
     for name, c in configs.items():
-        if kinds[name] == "files":
+        if "parent" in c:
             parent = c["parent"]
-            if not isinstance(parent, str) or parent not in configs or kinds[parent] != "parquet":
-                raise _fail(f"{where}: configs[{name!r}]: 'parent'", "the name of a Parquet config of this record", parent)
+            if not isinstance(parent, str) or parent == name or parent not in configs or "parent" in configs[parent]:
+                raise _fail(f"{where}: configs[{name!r}]: 'parent'",
+                            "the name of another config of this record that is not a child itself", parent)
     if sum(c["default"] for c in configs.values()) > 1:
         raise _fail(f"{where}: 'configs'", "at most one default config", sorted(n for n, c in configs.items() if c["default"]))
     return state
@@ -301,24 +275,19 @@ def dump_state(state: dict) -> str:
 
 
 def owned_files(state: dict) -> set[str]:
-    """Every path of the export that perckit wrote (relative, POSIX): the card, the record, the shards and the
-    files of every ``files`` config (their ``metadata.jsonl`` included)."""
+    """Every path of the export that perckit wrote (relative, POSIX): the card, the record and the shards of
+    every config (child configs included)."""
     return {"README.md", STATE_FILE} | {f for c in state["configs"].values() for s in c["splits"] for f in s["files"]}
 
 
-def kind(entry: dict) -> str:
-    """The ``kind`` of a config entry: ``"parquet"`` (also for version 1 entries, which have no key) or ``"files"``."""
-    return entry.get("kind", "parquet")
-
-
 def children(state: dict, config: str) -> list[str]:
-    """The ``files`` configs whose ``parent`` is ``config`` (sorted)."""
-    return sorted(n for n, c in state["configs"].items() if kind(c) == "files" and c.get("parent") == config)
+    """The child configs whose ``parent`` is ``config`` (sorted)."""
+    return sorted(n for n, c in state["configs"].items() if c.get("parent") == config)
 
 
 def drop_config(state: dict, config: str) -> list[str]:
-    """Remove ``config`` and the ``files`` configs it wrote from ``state`` (in place), before a re-conversion
-    of ``config`` adds it again; returns the names removed (the files configs are not left without a parent)."""
+    """Remove ``config`` and the child configs it wrote from ``state`` (in place), before a re-conversion
+    of ``config`` adds it again; returns the names removed (no child is left without its parent)."""
     removed = [config] if config in state["configs"] else []
     removed += children(state, config)
     for name in removed:

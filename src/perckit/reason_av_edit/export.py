@@ -1,285 +1,308 @@
-"""The ReasonAVEdit-Bench export hook (:mod:`perckit.export_hooks`): sound the Viewer plays, video as the Hub documents it.
+"""The ReasonAVEdit-Bench export hook (:mod:`perckit.export_hooks`): sound and video the Dataset Viewer plays.
 
-On the way to the Hub (:func:`export_split`):
+On the way to the Hub (:func:`export_split`), a split's builder rows become two Parquet configs:
 
-- ``audio`` and ``reason_audio`` are typed ``datasets.Audio()`` (a cast of the same ``{bytes, path}`` storage: the
-  WAV bytes are kept, never re-encoded), so the Dataset Viewer plays them;
-- ``video`` and ``mask_video`` leave the Parquet rows: each clip is written as a file
-  ``videos/<split>/<stem>.mp4`` (the mask video ``<stem>.mask.mp4``) with ``videos/<split>/metadata.jsonl``, one
-  line per file (``file_name``, ``sample_id``, ``kind`` = ``"video"`` | ``"mask_video"``, ``source_path`` = the
-  clip's release path, and the sample's ``category``, ``sub_track``, ``language``, ``orientation``,
-  ``instruction``): the video-folder layout of the Hub's documentation. The ``videos`` config (``kind: "files"``)
-  then loads with plain ``datasets.load_dataset(export, "videos")`` on datasets 3.6 and 5.x, with a ``video``
-  column (decoding it needs torchvision on 3.6 and torchcodec on 5.x; ``cast_column("video",
-  Video(decode=False))`` gives the file paths without either);
-- the Parquet rows keep string columns in their place: ``video_file`` / ``mask_video_file``, the export-relative
-  path of the file (``videos/test/w1_0000.mp4``); ``None`` where the builder's value was null, ``""`` where it was
-  the "not provided" marker ``{bytes: None, path: ""}``.
+- the parent config (``default``): the builder's rows without ``video`` and ``mask_video`` (every other column
+  in its place, ``preview`` last when convert added it), ``audio`` and ``reason_audio`` typed ``datasets.Audio()``
+  (a cast of the same ``{bytes, path}`` storage: the WAV bytes are kept, never re-encoded), so the Viewer plays
+  them;
+- the child config ``videos`` (:data:`CHILD_CONFIG`): one row per sample, ``sample_id``, ``category``,
+  ``sub_track``, ``language``, ``instruction``, then ``video`` and ``mask_video`` typed ``datasets.Video()``
+  holding the mp4 bytes (the Hub documents videos in Parquet; the Viewer makes a Video cell with bytes a video
+  asset). One config of Parquet, not a folder of mp4 files: a card listing a Parquet config and a files config
+  cannot load the latter (datasets infers one builder module per repository, from the first config).
 
-One line per file, not ``file_name`` + ``mask_video_file_name`` on one line: both datasets lines read
-``*_file_name`` columns, but datasets 3.6 fails on a null one, and a sample's mask video may be null.
+The builder gives every clip as ``{bytes, path}`` with ``path`` relative to the release root, and both are kept,
+so :func:`load_back` gives back exactly the builder's rows (``path`` included) and no local folder name reaches
+the Hub. A value that names its file by ``path`` alone (a row not made by the builder) is read under
+``release_root`` (:func:`perckit.paths.resolve_under`: relative, inside the root, no link out of it; a regular
+file of at most :data:`~.limits.MAX_MEDIA_FILE_BYTES`); an absolute ``path`` is reduced to its base name. ``None``
+and the "not provided" marker ``{bytes: None, path: ""}`` stay as they are. Sample ids are the join key: an
+empty, missing or repeated one is refused.
 
-``<stem>`` is the sample id with every character outside ``[A-Za-z0-9._-]`` replaced by ``_`` (runs of ``.``
-made one, a leading character that is not a letter or digit prefixed with ``s``, at most
-:data:`MAX_STEM_CHARS` characters): deterministic; two samples with the same stem are refused.
-
-:func:`load_back` reverses it for rows read back with plain ``datasets.load_dataset``: ``video`` / ``mask_video``
-become ``{bytes, path}`` again (the file's bytes, the release path from ``metadata.jsonl``), the audio columns the
-builder's ``{bytes, path}`` struct, columns in the builder's order (extra columns such as ``preview`` after).
-Files are read only under the export root: a name that is not ``videos/<split>/<name>``, a symbolic link out of
-the export, a FIFO or a device, and a file over :data:`~.limits.MAX_MEDIA_FILE_BYTES` are refused.
+:func:`load_back` reverses it for rows read back with plain ``datasets.load_dataset``: the ``videos`` shards the
+export's record (:func:`perckit.export_state.read_state`) lists for the split are opened under the export root
+(regular files, checked by :mod:`perckit.parquetio` before anything is decompressed: at most
+:data:`perckit.parquetio.MAX_COLUMN_CHUNK_BYTES` per column chunk, as the footer and the page headers declare it),
+indexed by ``sample_id`` (a repeated id is refused naming both files), and ``video`` / ``mask_video`` are joined
+back one row group at a time (a sample the shards lack is refused naming them; a clip over
+:data:`~.limits.MAX_MEDIA_FILE_BYTES` too). The audio columns get the builder's media feature back and the columns
+the builder's order (extra columns such as ``preview`` after).
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import os
-import re
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import datasets
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import InputNotFoundError, ReleaseFormatError
-from ..export_hooks import ExportParts, FilesConfig
+from ..export_hooks import ChildConfig, ExportParts
 from . import features as feats
 from .limits import MAX_MEDIA_FILE_BYTES
 
-#: the files config, its folder, and the Parquet column that replaces each video column
-FILES_CONFIG = "videos"
-FILES_DIR = "videos"
-VIDEO_COLUMNS = {"video": "video_file", "mask_video": "mask_video_file"}
-#: what a file's name adds to the stem, per video column
-KIND_SUFFIX = {"video": "", "mask_video": ".mask"}
+#: the child config that holds the clips
+CHILD_CONFIG = "videos"
+CHILD_DESCRIPTION = ("One row per sample: its source video and its target mask video (mp4, played by the Dataset "
+                     "Viewer) with the sample's id, category, sub-track, language and instruction. Join it to the "
+                     "default config on sample_id (perckit.export_hooks.load_back does).")
+VIDEO_COLUMNS = ("video", "mask_video")
 AUDIO_COLUMNS = ("audio", "reason_audio")
-#: the sample's text columns copied into every line of metadata.jsonl (for the Viewer and for filtering)
-METADATA_COLUMNS = ("category", "sub_track", "language", "orientation", "instruction")
-#: video extensions both datasets lines' video folder reads (a clip keeps its own when it is one of these)
-VIDEO_EXTENSIONS = (".mp4", ".mov", ".avi", ".mkv", ".mpeg")
-MAX_STEM_CHARS = 180
-#: largest metadata.jsonl :func:`load_back` reads (a line is a few hundred bytes)
-MAX_METADATA_BYTES = 64 << 20
-#: rows per batch while writing files and reading them back (a row holds a clip: a few MB)
+#: the sample's text columns the child keeps beside its clips (for the Viewer and for filtering)
+CHILD_TEXT_COLUMNS = ("sample_id", "category", "sub_track", "language", "instruction")
+#: rows per batch while rewriting or joining clips (a row holds a clip: a few MB)
 BATCH_ROWS = 16
 
-_SPLIT_NAME = re.compile(r"^\w{1,128}(\.\w{1,128})*$", re.ASCII)
+
+def _where(split: str) -> str:
+    return f"reason_av_edit export, split {split!r}"
 
 
-def file_stem(sample_id: str) -> str:
-    """The file stem of ``sample_id`` (the rule in the module docstring)."""
-    stem = re.sub(r"[^A-Za-z0-9._-]", "_", sample_id)
-    stem = re.sub(r"\.{2,}", ".", stem)
-    if not stem or not stem[0].isascii() or not stem[0].isalnum():
-        stem = "s" + stem
-    return stem[:MAX_STEM_CHARS]
+def _check_ids(ds: datasets.Dataset, split: str) -> None:
+    if "sample_id" not in ds.column_names:
+        raise ReleaseFormatError(f"{_where(split)}: expected a 'sample_id' column (the key that joins the videos config), "
+                                 f"got columns {ds.column_names}")
+    seen: set[str] = set()
+    for sid in ds.select_columns(["sample_id"]).with_format("arrow")[:].column(0).to_pylist():
+        if not isinstance(sid, str) or not sid:
+            raise ReleaseFormatError(f"{_where(split)}: expected every row to have a sample_id, got {sid!r}")
+        if sid in seen:
+            raise ReleaseFormatError(f"{_where(split)}: expected every sample_id once (the key of the videos config), "
+                                     f"got {sid!r} twice")
+        seen.add(sid)
 
 
-def _extension(path: Any) -> str:
-    ext = os.path.splitext(path)[1].lower() if isinstance(path, str) else ""
-    return ext if ext in VIDEO_EXTENSIONS else ".mp4"
+def _needs_rewrite(ds: datasets.Dataset, columns: list[str]) -> bool:
+    """A clip names its file by ``path`` alone, or carries an absolute ``path``."""
+    for table in ds.select_columns(columns).with_format("arrow").iter(batch_size=100):
+        for column in table.columns:
+            for chunk in column.chunks:
+                path = pc.struct_field(chunk, "path")
+                path_only = pc.and_(pc.is_valid(chunk), pc.and_(pc.is_null(pc.struct_field(chunk, "bytes")),
+                                                                pc.greater(pc.utf8_length(path), 0)))
+                absolute = pc.starts_with(path, "/")
+                if pc.any(pc.fill_null(pc.or_(path_only, absolute), False)).as_py():
+                    return True
+    return False
 
 
-def _write_new(path: Path, data: bytes, where: str) -> None:
-    """``data`` into a new file (``O_EXCL``: an existing file or link at ``path`` is refused, never followed)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
-    except FileExistsError:
-        raise ReleaseFormatError(f"{where}: expected a new file, but {str(path)!r} exists already (two samples with one file name?)") from None
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+def _clip(value: Any, where: str, release_root: Path | None) -> dict | None:
+    """A clip as the child stores it: ``{bytes, path}`` with the bytes (read under ``release_root`` when the value
+    names its file alone) and a relative path (an absolute one reduced to its base name)."""
+    if value is None or not feats.is_media_provided(value):
+        return value
+    path = value.get("path")
+    data = value.get("bytes")
+    if data is None:
+        if release_root is None:
+            raise ReleaseFormatError(f"{where}: expected the clip's bytes (the builder gives them), got only the path "
+                                     f"{path!r} and no release folder to read it under")
+        from ..paths import read_regular_file, resolve_under
+
+        file = resolve_under(release_root, path, f"{where}: path", ReleaseFormatError)
+        data = read_regular_file(file, where, MAX_MEDIA_FILE_BYTES, ReleaseFormatError, InputNotFoundError)
+    if isinstance(path, str) and os.path.isabs(path):
+        path = os.path.basename(path)
+    return {"bytes": data, "path": path}
 
 
-def _batches(ds: datasets.Dataset, columns: list[str]) -> Iterator[list[dict]]:
-    """The rows of ``columns`` as Python dicts, :data:`BATCH_ROWS` at a time (media as ``{bytes, path}``, undecoded)."""
-    part = ds.select_columns(columns).with_format("arrow")
-    for table in part.iter(batch_size=BATCH_ROWS):
-        yield table.to_pylist()
+def _child_rows(ds: datasets.Dataset, present: list[str], split: str, release_root: Path | None) -> datasets.Dataset:
+    columns = [c for c in CHILD_TEXT_COLUMNS if c in ds.column_names] + present
+    part = ds.select_columns(columns)
+    target = datasets.Features({c: datasets.Video() if c in VIDEO_COLUMNS else part.features[c] for c in columns})
+    if _needs_rewrite(part, present):
+        stored = datasets.Features({c: datasets.Video(decode=False) if c in VIDEO_COLUMNS else part.features[c] for c in columns})
+        storage = stored.arrow_schema
 
-
-def _audio_feature(feature: Any) -> bool:
-    """The column stores ``{bytes, path}`` (the builder's media struct, or ``Audio`` already)."""
-    return isinstance(feature, datasets.Audio) or (isinstance(feature, dict) and set(feature) == {"bytes", "path"})
-
-
-def export_split(ds: datasets.Dataset, config: str, split: str, root: Path) -> ExportParts:
-    """The Parquet rows of ``split`` and the ``videos`` files config written under ``root`` (module docstring).
-
-    Errors: :class:`ReleaseFormatError` for a split name that is not a plain name, a row without a ``sample_id``,
-    two samples whose files would have one name, or a video value that is not ``{bytes, path}``."""
-    present = [c for c in VIDEO_COLUMNS if c in ds.column_names]
-    if not present:
-        return ExportParts(_cast_audio(ds), [])
-    if not isinstance(split, str) or not _SPLIT_NAME.match(split):
-        raise ReleaseFormatError(f"reason_av_edit export: expected a split name of letters, digits and '_', got {split!r}")
-    rel_dir = f"{FILES_DIR}/{split}"
-    folder = Path(root) / FILES_DIR / split
-    folder.mkdir(parents=True, exist_ok=True)
-    meta_cols = [c for c in METADATA_COLUMNS if c in ds.column_names]
-    names: dict[str, list] = {c: [] for c in present}
-    stems: dict[str, str] = {}
-    files: list[str] = []
-    lines: list[str] = []
-    total = 0
-    for rows in _batches(ds, ["sample_id", *present, *meta_cols]):
-        for row in rows:
-            sid = row["sample_id"]
-            if not isinstance(sid, str) or not sid:
-                raise ReleaseFormatError(f"reason_av_edit export, split {split!r}: expected every row to have a sample_id, got {sid!r}")
-            stem = file_stem(sid)
-            if stem in stems:
-                raise ReleaseFormatError(f"reason_av_edit export, split {split!r}: samples {stems[stem]!r} and {sid!r} would both "
-                                         f"be written as {rel_dir}/{stem}.*; expected sample ids that differ after sanitising")
-            stems[stem] = sid
+        def rewrite(table: pa.Table) -> pa.Table:
+            ids = table.column("sample_id").to_pylist()
             for col in present:
-                value = row[col]
-                where = f"reason_av_edit export, sample {sid!r}, column {col!r}"
-                if value is None:
-                    names[col].append(None)
-                    continue
-                if not feats.is_media_provided(value):
-                    names[col].append("")  # the "not provided" marker
-                    continue
-                data = feats.media_bytes(value, where)
-                name = f"{stem}{KIND_SUFFIX[col]}{_extension(value.get('path'))}"
-                _write_new(folder / name, data, where)
-                total += len(data)
-                files.append(f"{rel_dir}/{name}")
-                names[col].append(f"{rel_dir}/{name}")
-                line = {"file_name": name, "sample_id": sid, "kind": col, "source_path": value.get("path")}
-                line.update({c: row[c] for c in meta_cols})
-                lines.append(json.dumps(line, ensure_ascii=False))
-    configs = []
-    if lines:
-        text = ("\n".join(lines) + "\n").encode("utf-8")
-        _write_new(folder / "metadata.jsonl", text, f"reason_av_edit export, split {split!r}")
-        files.append(f"{rel_dir}/metadata.jsonl")
-        configs.append(FilesConfig(FILES_CONFIG, FILES_DIR, split, files, len(lines), total + len(text), files_features(meta_cols)))
-    else:
-        folder.rmdir()
-    return ExportParts(_parquet_rows(ds, present, names), configs)
+                values = [_clip(v, f"{_where(split)}, sample {sid!r}, column {col!r}", release_root)
+                          for v, sid in zip(table.column(col).to_pylist(), ids)]
+                idx = table.schema.get_field_index(col)
+                table = table.set_column(idx, storage.field(col), pa.array(values, type=storage.field(col).type))
+            return table
 
-
-def files_features(meta_cols: list[str] | tuple[str, ...] = METADATA_COLUMNS) -> dict:
-    """``Features.to_dict()`` of the ``videos`` config as ``datasets.load_dataset`` reads it (``file_name`` becomes
-    the ``video`` column, in its place)."""
-    string = datasets.Value("string")
-    return datasets.Features({"video": datasets.Video(), "sample_id": string, "kind": string, "source_path": string,
-                              **{c: string for c in meta_cols}}).to_dict()
+        part = part.with_format("arrow").map(rewrite, batched=True, batch_size=BATCH_ROWS, features=stored,
+                                             load_from_cache_file=False, desc=None).with_format(None)
+    return part.cast(target)
 
 
 def _cast_audio(ds: datasets.Dataset) -> datasets.Dataset:
     for col in AUDIO_COLUMNS:
-        if col in ds.column_names and _audio_feature(ds.features[col]) and not isinstance(ds.features[col], datasets.Audio):
+        feature = ds.features.get(col)
+        if isinstance(feature, dict) and set(feature) == {"bytes", "path"}:
             ds = ds.cast_column(col, datasets.Audio())
     return ds
 
 
-def _parquet_rows(ds: datasets.Dataset, present: list[str], names: dict[str, list]) -> datasets.Dataset:
-    """``ds`` with each video column replaced, in its place, by its file-name column, and the audio typed ``Audio``."""
-    order = [VIDEO_COLUMNS.get(c, c) if c in present else c for c in ds.column_names]
-    out = ds.remove_columns(present)
-    for col in present:
-        out = out.add_column(VIDEO_COLUMNS[col], names[col], feature=datasets.Value("string"))
-    return _cast_audio(out.select_columns(order))
+def export_split(ds: datasets.Dataset, config: str, split: str, root: Path, release_root: Path | None = None) -> ExportParts:
+    """The parent rows of ``split`` and its ``videos`` child rows (module docstring); ``root`` (the export folder)
+    is not used: both are Parquet the integrator writes.
+
+    Errors: :class:`ReleaseFormatError` for a missing, empty or repeated sample id, or a clip given by path alone
+    without ``release_root``, or read under it from a path that leaves it, is not a regular file or is over the cap;
+    :class:`~perckit.errors.InputNotFoundError` for a missing file."""
+    present = [c for c in VIDEO_COLUMNS if c in ds.column_names]
+    if not present:
+        return ExportParts(_cast_audio(ds), [])
+    _check_ids(ds, split)
+    child = _child_rows(ds, present, split, release_root)
+    return ExportParts(_cast_audio(ds.remove_columns(present)), [ChildConfig(CHILD_CONFIG, child, CHILD_DESCRIPTION)])
 
 
 # --------------------------------------------------------------------------------------------------- reading back
 
 
-def _read_metadata(export_root: Path, rel_dir: str, cache: dict) -> dict[str, Any]:
-    """``{file_name: source_path}`` of ``<rel_dir>/metadata.jsonl`` (read once, capped, every line checked)."""
-    if rel_dir in cache:
-        return cache[rel_dir]
-    from ..export_state import FILE_NAME
-    from ..paths import read_regular_file, resolve_under
-
-    rel = f"{rel_dir}/metadata.jsonl"
-    where = f"reason_av_edit export {str(export_root)!r}: {rel}"
-    path = resolve_under(export_root, rel, where, ReleaseFormatError)
-    data = read_regular_file(path, where, MAX_METADATA_BYTES, ReleaseFormatError, InputNotFoundError)
-    out: dict[str, Any] = {}
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ReleaseFormatError(f"{where}: expected UTF-8 JSON Lines, got bytes that do not decode") from None
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except (ValueError, RecursionError) as e:
-            raise ReleaseFormatError(f"{where} line {number}: expected a JSON object, got: {str(e)[:200]}") from None
-        name = item.get("file_name") if isinstance(item, dict) else None
-        source = item.get("source_path") if isinstance(item, dict) else None
-        if not isinstance(name, str) or not FILE_NAME.match(name) or ".." in name or (source is not None and not isinstance(source, str)):
-            raise ReleaseFormatError(f"{where} line {number}: expected an object with a file name 'file_name' and a string or null "
-                                     f"'source_path', got {line[:200]!r}")
-        if name in out:
-            raise ReleaseFormatError(f"{where} line {number}: expected every file once, got {name!r} again")
-        out[name] = source
-    cache[rel_dir] = out
-    return out
+def _child_split(state: dict, export_root: Path, ds: datasets.Dataset) -> dict:
+    """The record's split entry of the ``videos`` config that ``ds`` (a split of its parent) joins."""
+    entry = state["configs"].get(CHILD_CONFIG)
+    if entry is None or "parent" not in entry:
+        raise InputNotFoundError(f"reason_av_edit export {str(export_root)!r}: expected a {CHILD_CONFIG!r} config written with "
+                                 f"the rows (the clips of video and mask_video), the record has {sorted(state['configs'])}; "
+                                 "run `perckit convert` again")
+    splits = {s["name"]: s for s in entry["splits"]}
+    name = str(ds.split) if ds.split is not None else None
+    if name in splits:
+        return splits[name]
+    if len(splits) == 1:
+        return next(iter(splits.values()))
+    raise ReleaseFormatError(f"reason_av_edit export {str(export_root)!r}: expected the rows' split ({name!r}) among the "
+                             f"{CHILD_CONFIG!r} splits {sorted(splits)}; load a split of the export by name")
 
 
-def read_video(export_root: Path, rel: Any, where: str, cache: dict) -> dict | None:
-    """The builder's ``{bytes, path}`` for a ``*_file`` cell: ``None`` for null, the "not provided" marker for ``""``,
-    else the file ``videos/<split>/<name>`` read under ``export_root`` with its release path from metadata.jsonl."""
-    from ..export_state import FILE_NAME
-    from ..paths import read_regular_file, resolve_under
+def _is_binary(t: pa.DataType) -> bool:
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t)
 
-    if rel is None:
-        return None
-    if rel == "":
-        return dict(feats.NOT_PROVIDED_MEDIA)
-    parts = rel.split("/") if isinstance(rel, str) else []
-    if (len(parts) != 3 or parts[0] != FILES_DIR or not _SPLIT_NAME.match(parts[1]) or not FILE_NAME.match(parts[2])
-            or ".." in parts[2]):
-        raise ReleaseFormatError(f"{where}: expected '{FILES_DIR}/<split>/<file name>' (a file of the export's videos config), got {rel!r}")
-    path = resolve_under(export_root, rel, where, ReleaseFormatError)
-    sources = _read_metadata(export_root, f"{parts[0]}/{parts[1]}", cache)
-    if parts[2] not in sources:
-        raise ReleaseFormatError(f"{where}: expected {rel!r} to be listed in {parts[0]}/{parts[1]}/metadata.jsonl, it is not")
-    data = read_regular_file(path, where, MAX_MEDIA_FILE_BYTES, ReleaseFormatError, InputNotFoundError)
-    return {"bytes": data, "path": sources[parts[2]]}
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _check_schema(schema: pa.Schema, columns: list[str], where: str) -> None:
+    def ok(name: str) -> bool:
+        i = schema.get_field_index(name)
+        if i < 0:
+            return False
+        t = schema.field(i).type
+        if name == "sample_id":
+            return _is_string(t)
+        return (pa.types.is_struct(t) and t.get_field_index("bytes") >= 0 and t.get_field_index("path") >= 0
+                and _is_binary(t.field("bytes").type) and _is_string(t.field("path").type))
+
+    bad = [c for c in ["sample_id", *columns] if not ok(c)]
+    if bad:
+        raise ReleaseFormatError(f"{where}: expected a string column 'sample_id' and {columns} as video {{bytes, path}} "
+                                 f"structs, got {[f'{f.name}: {f.type}' for f in schema if f.name in bad] or 'none of'} for {bad}")
+
+
+class _Clips:
+    """The clips of the ``videos`` shards of one split, by sample id, read one row group at a time."""
+
+    def __init__(self, stack: ExitStack, export_root: Path, files: list[str], columns: list[str]) -> None:
+        import pyarrow.parquet as pq
+
+        from ..paths import open_regular_file, resolve_under
+        from ..parquetio import check_column_chunk_sizes
+
+        self.columns = columns
+        self.files = files
+        self.shards: list[Any] = []
+        self.index: dict[str, tuple[int, int, int]] = {}
+        self._cached: tuple[tuple[int, int], pa.Table] | None = None
+        for i, rel in enumerate(files):
+            where = f"reason_av_edit export {str(export_root)!r}: {rel}"
+            path = resolve_under(export_root, rel, where, ReleaseFormatError)
+            f = stack.enter_context(open_regular_file(path, where, None, ReleaseFormatError, InputNotFoundError))
+            try:
+                pf = pq.ParquetFile(f)
+            except (pa.ArrowException, OSError, EOFError, ValueError) as e:
+                raise ReleaseFormatError(f"{where}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+            check_column_chunk_sizes(pf, where, source=f)  # the footer and the page headers, before decompressing
+            _check_schema(pf.schema_arrow, columns, where)
+            self.shards.append(pf)
+            for g in range(pf.num_row_groups):
+                for offset, sid in enumerate(pf.read_row_group(g, columns=["sample_id"]).column(0).to_pylist()):
+                    if sid in self.index:
+                        raise ReleaseFormatError(f"{where}: expected every sample_id once in the {CHILD_CONFIG!r} config, got "
+                                                 f"{sid!r} again (first in {files[self.index[sid][0]]})")
+                    self.index[sid] = (i, g, offset)
+
+    def get(self, sid: Any, where: str) -> dict[str, Any]:
+        """``{column: {bytes, path} | None}`` of sample ``sid``."""
+        loc = self.index.get(sid)
+        if loc is None:
+            raise ReleaseFormatError(f"{where}: expected a row for sample {sid!r} in the {CHILD_CONFIG!r} shards "
+                                     f"{self.files}, found none")
+        shard, group, offset = loc
+        if self._cached is None or self._cached[0] != (shard, group):
+            self._cached = None  # release the previous row group first
+            self._cached = ((shard, group), self.shards[shard].read_row_group(group, columns=self.columns))
+        table = self._cached[1]
+        out = {}
+        for col in self.columns:
+            value = table.column(col)[offset].as_py()
+            data = value.get("bytes") if value else None
+            if data is not None and len(data) > MAX_MEDIA_FILE_BYTES:
+                raise ReleaseFormatError(f"{where}, column {col!r} ({self.files[shard]}): a clip of {len(data)} bytes, more "
+                                         f"than the limit of {MAX_MEDIA_FILE_BYTES} bytes")
+            out[col] = value
+        return out
+
+
+def _fingerprint(ds: datasets.Dataset, export_root: Path, files: list[str]) -> str:
+    h = hashlib.sha256(f"reason_av_edit load_back\0{ds._fingerprint}\0{export_root.resolve()}".encode())
+    for rel in files:
+        st = os.stat(export_root / rel)
+        h.update(f"\0{rel}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:32]
 
 
 def load_back(ds: datasets.Dataset, export_root: Path) -> datasets.Dataset:
-    """Rows of the export's default config (read with plain ``datasets.load_dataset``) as the builder's rows
-    (module docstring); errors: :class:`ReleaseFormatError` / :class:`InputNotFoundError` naming the row and file."""
-    import pyarrow as pa
+    """Rows of the export (read with plain ``datasets.load_dataset``) as the builder's rows (module docstring):
+    ``video`` / ``mask_video`` joined from the ``videos`` config when the rows lack them, every media column with
+    the builder's feature, the builder's column order. Errors: :class:`ReleaseFormatError` /
+    :class:`InputNotFoundError` naming the export, the shard and the sample."""
+    from ..export_state import read_state
 
     export_root = Path(export_root)
-    file_cols = {f: c for c, f in VIDEO_COLUMNS.items() if f in ds.column_names}
     builder = feats.builder_features()
-    features = {}
-    for name, feature in ds.features.items():
-        if name in file_cols:
-            features[file_cols[name]] = builder[file_cols[name]]
-        elif name in AUDIO_COLUMNS and _audio_feature(feature):
-            features[name] = builder[name]
-        else:
-            features[name] = feature
+    missing = [c for c in VIDEO_COLUMNS if c not in ds.column_names] if "sample_id" in ds.column_names else []
+    media = (*VIDEO_COLUMNS, *AUDIO_COLUMNS)  # Video() / Audio() in the export, the same {bytes, path} storage
+    features = {name: builder[name] if name in media else feature for name, feature in ds.features.items()}
+    features.update({c: builder[c] for c in missing})
     order = [c for c in builder if c in features] + [c for c in features if c not in builder]
     target = datasets.Features({c: features[c] for c in order})
+    if not missing:
+        if order == ds.column_names and all(target[c] == ds.features[c] for c in order):
+            return ds
+        return ds.select_columns(order).cast(target)
+    state = read_state(export_root)
+    files = _child_split(state, export_root, ds)["files"]
     storage = target.arrow_schema
-    cache: dict = {}
+    with ExitStack() as stack:
+        clips = _Clips(stack, export_root, files, missing)
 
-    def restore(table: pa.Table) -> pa.Table:
-        columns = []
-        ids = table.column("sample_id").to_pylist() if "sample_id" in table.column_names else [None] * table.num_rows
-        for name in order:
-            file_col = next((f for f, c in file_cols.items() if c == name), None)
-            if file_col is None:
-                column = table.column(name)
-                columns.append(column.cast(storage.field(name).type) if column.type != storage.field(name).type else column)
-                continue
-            values = [read_video(export_root, rel, f"{str(export_root)!r}: sample {sid!r}, column {file_col!r}", cache)
-                      for rel, sid in zip(table.column(file_col).to_pylist(), ids)]
-            columns.append(pa.array(values, type=storage.field(name).type))
-        return pa.Table.from_arrays(columns, schema=pa.schema([storage.field(n) for n in order]))
+        def restore(table: pa.Table) -> pa.Table:
+            ids = table.column("sample_id").to_pylist()
+            joined = [clips.get(sid, f"reason_av_edit export {str(export_root)!r}: sample {sid!r}") for sid in ids]
+            columns = []
+            for name in order:
+                field = storage.field(name)
+                if name in missing:
+                    columns.append(pa.array([row[name] for row in joined], type=field.type))
+                else:
+                    column = table.column(name)
+                    columns.append(column.cast(field.type) if column.type != field.type else column)
+            return pa.Table.from_arrays(columns, schema=pa.schema([storage.field(n) for n in order]))
 
-    if not file_cols and all(features[c] == ds.features[c] for c in ds.column_names) and order == ds.column_names:
-        return ds
-    out = ds.with_format("arrow").map(restore, batched=True, batch_size=BATCH_ROWS, features=target,
-                                      remove_columns=ds.column_names, load_from_cache_file=False, desc=None)
+        out = ds.with_format("arrow").map(restore, batched=True, batch_size=BATCH_ROWS, features=target,
+                                          remove_columns=ds.column_names, load_from_cache_file=False, desc=None,
+                                          new_fingerprint=_fingerprint(ds, export_root, files))
     return out.with_format(None)
