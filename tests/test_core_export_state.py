@@ -1,6 +1,7 @@
 """The export record ``.perckit_export.json`` version 2 (:mod:`perckit.export_state`): written as version 2, read in
-versions 1 and 2, and every optional key of version 2 checked as strictly as the version 1 keys (a ``kind: "files"``
-config's paths above all: the record is untrusted and ``push`` uploads what it lists)."""
+versions 1 and 2, and every optional key of version 2 checked as strictly as the version 1 keys (the record is
+untrusted: ``convert`` replaces the folders it names and ``push`` uploads what it lists). Every config is Parquet; a
+child config (ReasonAVEdit's ``videos``) names its ``parent``."""
 
 import copy
 import json
@@ -21,7 +22,7 @@ def _features(*extra: str) -> dict:
 
 
 def record() -> dict:
-    """A valid version 2 record: a default Parquet config with a preview and a Viewer verdict, and its files config."""
+    """A valid version 2 record: a default config with a preview and a Viewer verdict, and its child config."""
     return {
         "format": "perckit-export", "version": 2, "benchmark": "reason_av_edit",
         "configs": {
@@ -33,10 +34,10 @@ def record() -> dict:
                 "description": "one row per sample",
             },
             "videos": {
-                "default": False, "dir": "videos", "features": {"video": {"_type": "Video"}, "sample_id": {"dtype": "string", "_type": "Value"}},
-                "splits": [{"name": "test", "num_examples": 2, "num_bytes": 300,
-                            "files": ["videos/test/a_0000.mp4", "videos/test/a_0000.mask.mp4", "videos/test/metadata.jsonl"]}],
-                "kind": "files", "parent": "default",
+                "default": False, "dir": "videos", "features": {"sample_id": {"dtype": "string", "_type": "Value"}, "video": {"_type": "Video"}},
+                "splits": [{"name": "test", "num_examples": 2, "num_bytes": 300, "files": ["videos/test-00000-of-00001.parquet"],
+                            "max_row_bytes": 150, "max_row_group_bytes": 300, "max_page_bytes": 300}],
+                "kind": "parquet", "parent": "default", "description": "the clips",
             },
         },
     }
@@ -68,13 +69,12 @@ def test_a_version_1_record_is_read_and_written_back_as_version_2(tmp_path):
     assert check(legacy, tmp_path) == legacy
 
 
-def test_owned_files_include_the_files_config_and_its_metadata(tmp_path):
+def test_owned_files_include_the_child_config(tmp_path):
     owned = owned_files(check(record(), tmp_path))
-    assert {"videos/test/a_0000.mp4", "videos/test/a_0000.mask.mp4", "videos/test/metadata.jsonl",
-            "data/test-00000-of-00001.parquet", "README.md", STATE_FILE} == owned
+    assert {"videos/test-00000-of-00001.parquet", "data/test-00000-of-00001.parquet", "README.md", STATE_FILE} == owned
 
 
-def test_drop_config_removes_the_files_configs_it_wrote():
+def test_drop_config_removes_the_child_configs_it_wrote():
     state = record()
     assert children(state, "default") == ["videos"]
     assert drop_config(state, "default") == ["default", "videos"] and state["configs"] == {}
@@ -88,31 +88,21 @@ def _case(case: str) -> dict:
     vs, ds = v["splits"][0], d["splits"][0]
     edits = {
         "kind-unknown": lambda: d.update(kind="zarr"),
-        "kind-not-a-string": lambda: v.update(kind=["files"]),
-        "files-path-dotdot": lambda: vs["files"].insert(0, "videos/test/../../../etc/passwd"),
-        "files-name-dotdot": lambda: vs["files"].insert(0, "videos/test/a..mp4"),
-        "files-name-dot-first": lambda: vs["files"].insert(0, "videos/test/.hidden"),
-        "files-name-space": lambda: vs["files"].insert(0, "videos/test/a b.mp4"),
-        "files-name-too-long": lambda: vs["files"].insert(0, "videos/test/" + "a" * 202),
-        "files-absolute": lambda: vs["files"].insert(0, "/etc/passwd"),
-        "files-not-under-split": lambda: vs["files"].insert(0, "videos/a_0000.mp4"),
-        "files-other-split": lambda: vs["files"].insert(0, "videos/train/a_0000.mp4"),
-        "files-other-dir": lambda: vs["files"].insert(0, "data/test/a_0000.mp4"),
-        "files-nested": lambda: vs["files"].insert(0, "videos/test/x/a_0000.mp4"),
-        "files-twice": lambda: vs["files"].append("videos/test/a_0000.mp4"),
-        "files-no-metadata": lambda: vs["files"].remove("videos/test/metadata.jsonl"),
-        "files-a-parquet-shard": lambda: vs.update(files=["videos/test-00000-of-00001.parquet"]),
-        "files-config-default": lambda: (v.update(default=True, dir="data"), d.update(default=False, dir="default")),
-        "files-parent-unknown": lambda: v.update(parent="images"),
-        "files-parent-missing": lambda: v.pop("parent"),
-        "files-parent-a-files-config": lambda: v.update(parent="videos"),
-        "files-parent-not-a-string": lambda: v.update(parent=None),
-        "parent-on-parquet": lambda: d.update(parent="videos"),
-        "files-split-row-sizes": lambda: vs.update(max_row_bytes=1),
-        "parquet-file-in-files-shape": lambda: ds["files"].append("data/test/a.mp4"),
+        "kind-files": lambda: v.update(kind="files"),
+        "kind-not-a-string": lambda: v.update(kind=["parquet"]),
+        "child-default": lambda: (state["configs"].pop("default"), v.update(default=True, dir="data"),
+                                  vs.update(files=["data/test-00000-of-00001.parquet"])),
+        "child-parent-unknown": lambda: v.update(parent="images"),
+        "child-parent-itself": lambda: v.update(parent="videos"),
+        "child-parent-a-child": lambda: state["configs"].update(clips=dict(copy.deepcopy(v), dir="clips", parent="videos", splits=[
+            dict(vs, files=["clips/test-00000-of-00001.parquet"])])),
+        "child-parent-not-a-string": lambda: v.update(parent=None),
+        "child-file-not-a-shard": lambda: vs["files"].append("videos/test/a_0000.mp4"),
+        "child-file-dotdot": lambda: vs["files"].insert(0, "videos/../../etc/test-00000-of-00001.parquet"),
+        "child-file-other-folder": lambda: vs["files"].insert(0, "data/test-00000-of-00001.parquet"),
+        "default-file-not-a-shard": lambda: ds["files"].append("data/test/a.mp4"),
         "preview-other-name": lambda: d.update(preview="picture"),
         "preview-not-a-column": lambda: d.update(preview="preview", features=_features()),
-        "preview-on-files": lambda: v.update(preview="preview"),
         "viewer-a-bool": lambda: d.update(viewer=False),
         "viewer-extra-key": lambda: d["viewer"].update(pages=3),
         "viewer-viewable-a-string": lambda: d["viewer"].update(viewable="no"),
@@ -135,11 +125,9 @@ def _case(case: str) -> dict:
     return state
 
 
-REFUSED = ["kind-unknown", "kind-not-a-string", "files-path-dotdot", "files-name-dotdot", "files-name-dot-first", "files-name-space",
-           "files-name-too-long", "files-absolute", "files-not-under-split", "files-other-split", "files-other-dir", "files-nested",
-           "files-twice", "files-no-metadata", "files-a-parquet-shard", "files-config-default", "files-parent-unknown",
-           "files-parent-missing", "files-parent-a-files-config", "files-parent-not-a-string", "parent-on-parquet",
-           "files-split-row-sizes", "parquet-file-in-files-shape", "preview-other-name", "preview-not-a-column", "preview-on-files",
+REFUSED = ["kind-unknown", "kind-files", "kind-not-a-string", "child-default", "child-parent-unknown", "child-parent-itself",
+           "child-parent-a-child", "child-parent-not-a-string", "child-file-not-a-shard", "child-file-dotdot",
+           "child-file-other-folder", "default-file-not-a-shard", "preview-other-name", "preview-not-a-column",
            "viewer-a-bool", "viewer-extra-key", "viewer-viewable-a-string", "viewer-reason-missing", "viewer-not-viewable-no-reason",
            "viewer-reason-too-long", "description-too-long", "description-not-a-string", "config-unknown-key", "split-unknown-key",
            "max-row-bytes-negative", "max-page-bytes-a-string", "max-row-group-bytes-a-bool", "num-bytes-a-float-in-version-2",
@@ -157,9 +145,9 @@ def test_a_bad_version_2_record_is_a_documented_error(case, tmp_path):
         read_state(tmp_path)
 
 
-def test_a_files_config_folder_linked_out_of_the_export_is_refused(tmp_path):
+def test_a_child_config_folder_linked_out_of_the_export_is_refused(tmp_path):
     outside = tmp_path / "outside"
-    (outside / "test").mkdir(parents=True)
+    outside.mkdir()
     export = tmp_path / "export"
     export.mkdir()
     os.symlink(outside, export / "videos")
@@ -174,6 +162,12 @@ def test_every_accepted_variant_of_the_optional_keys(tmp_path):
         s = copy.deepcopy(state)
         s["configs"]["default"].update(edit)
         assert check(s, tmp_path) == s
+    s = copy.deepcopy(state)  # a child with a preview of its own, and a child without the optional keys
+    s["configs"]["videos"].update(preview="preview", features=_features("preview"))
+    assert check(s, tmp_path) == s
+    for key in ("kind", "description"):
+        s["configs"]["videos"].pop(key)
+    assert check(s, tmp_path) == s
     for key in ("kind", "preview", "viewer", "description"):
         d.pop(key)
     for key in ("max_row_bytes", "max_row_group_bytes", "max_page_bytes"):

@@ -71,7 +71,7 @@ def test_pushes_exactly_the_record_files_then_the_card_and_deletes_nothing(tmp_p
     assert summary.num_bytes == sum(os.path.getsize(out / f) for f in record_files(out))
 
 
-def test_a_config_subset_and_the_files_configs_it_wrote(tmp_path, hub):
+def test_a_config_subset_and_the_child_configs_it_wrote(tmp_path, hub):
     out = make_export(tmp_path / "e")
     logs = []
     summary = push_export(out, "org/r4d", configs=["frames"], log=logs.append)
@@ -81,14 +81,13 @@ def test_a_config_subset_and_the_files_configs_it_wrote(tmp_path, hub):
 
     av = make_export(tmp_path / "av", benchmark="reason_av_edit", configs={"default": (True, 1)})
     record = json.loads((av / ".perckit_export.json").read_text())
-    (av / "videos" / "test").mkdir(parents=True)
-    for name in ("s1.mp4", "s1.mask.mp4", "metadata.jsonl"):
-        (av / "videos" / "test" / name).write_bytes(name.encode())
-    record["configs"]["videos"] = {"default": False, "dir": "videos", "features": FEATURES, "kind": "files", "parent": "default",
-                                   "splits": [_split("test", ["videos/test/metadata.jsonl", "videos/test/s1.mask.mp4", "videos/test/s1.mp4"])]}
+    (av / "videos").mkdir()
+    (av / "videos" / "test-00000-of-00001.parquet").write_bytes(b"videos shard")
+    record["configs"]["videos"] = {"default": False, "dir": "videos", "features": FEATURES, "kind": "parquet", "parent": "default",
+                                   "splits": [_split("test", ["videos/test-00000-of-00001.parquet"])]}
     (av / ".perckit_export.json").write_text(json.dumps(record))
     assert push_export(av, "org/av", configs=["default"], **QUIET).files == [
-        "data/test-00000-of-00001.parquet", "videos/test/metadata.jsonl", "videos/test/s1.mask.mp4", "videos/test/s1.mp4"]
+        "data/test-00000-of-00001.parquet", "videos/test-00000-of-00001.parquet"]
     assert sorted(hub.repos[("org/av", "main")]) == sorted(record_files(av) + ["README.md"])
 
 

@@ -1,35 +1,30 @@
 """The ReasonAVEdit-Bench export hook (:mod:`perckit.reason_av_edit.export`, through :mod:`perckit.export_hooks`) on
-the sample release: Audio-typed audio, the videos as files + ``metadata.jsonl`` (the Hub's video-folder layout), the
-videos config loading with plain ``datasets``, and ``load_back`` giving back the builder's rows; plus every refusal
-of a file name, link, FIFO or size while reading back."""
+the sample release: Audio-typed audio in the default config, the clips in a Parquet child config ``videos`` of
+``Video`` columns, both configs loading with plain ``datasets`` from one card, and ``load_back`` giving back the
+builder's rows (the metrics score them alike); plus every refusal while exporting and while reading back."""
 
 import io
 import json
 import os
 
 import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from perckit import export_hooks
+from perckit import parquetio
 from perckit.entrypoints import build_split
 from perckit.errors import InputNotFoundError, ReleaseFormatError
-from perckit.export_state import validate_state
+from perckit.export_parquet import write_split
+from perckit.export_state import STATE_FILE, dump_state, read_state
 from perckit.reason_av_edit import export as rx
 from perckit.reason_av_edit import features as feats
+from perckit.reason_av_edit import make_quality_prediction, to_quality_reference
+from perckit.reason_av_edit import metrics as av_reasoning
+from perckit.reason_av_edit.quality import metric as av_edit_quality
 
-CARD = """---
-configs:
-- config_name: default
-  default: true
-  data_files:
-  - split: test
-    path: data/test-*
-- config_name: videos
-  data_files:
-  - split: test
-    path: videos/test/*
----
-"""
+PIXEL = ["ssim", "psnr", "bg_psnr", "bg_ssim"]
 
 
 def _png() -> bytes:
@@ -45,6 +40,34 @@ def _columns(ds: datasets.Dataset, names) -> dict:
     return {c: table.column(c).to_pylist() for c in names}
 
 
+def _split_entry(s) -> dict:
+    return {"name": s.name, "num_examples": s.num_examples, "num_bytes": s.num_bytes, "files": s.files,
+            "max_row_bytes": s.max_row_bytes, "max_row_group_bytes": s.max_row_group_bytes, "max_page_bytes": s.max_page_bytes}
+
+
+def write_export(root, parts, split: str = "test") -> dict:
+    """What convert writes for one split: the shards of both configs (``perckit.export_parquet.write_split``), the
+    record (version 2, ``videos`` a Parquet config with ``parent``) and a card listing both configs."""
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCardData
+
+    written = write_split(parts.dataset, root / "data", split, progress=False)
+    configs = {"default": {"default": True, "dir": "data", "features": parts.dataset.features.to_dict(),
+                           "splits": [_split_entry(written)], "kind": "parquet"}}
+    for child in parts.children:
+        c = write_split(child.dataset, root / child.name, split, progress=False)
+        configs[child.name] = {"default": False, "dir": child.name, "features": child.dataset.features.to_dict(),
+                               "splits": [_split_entry(c)], "kind": "parquet", "parent": "default",
+                               "description": child.description}
+    state = {"format": "perckit-export", "version": 2, "benchmark": "reason_av_edit", "configs": configs}
+    (root / STATE_FILE).write_text(dump_state(state))
+    card = DatasetCardData()
+    MetadataConfigs({name: {"data_files": [{"split": s["name"], "path": f"{c['dir']}/{s['name']}-*"} for s in c["splits"]],
+                            **({"default": True} if c["default"] else {})} for name, c in configs.items()}).to_dataset_card_data(card)
+    (root / "README.md").write_text(f"---\n{card.to_yaml()}\n---\n")
+    return state
+
+
 @pytest.fixture(scope="module")
 def rows(reason_av_edit_release, tmp_path_factory):
     """The builder's ``test`` split of the sample release."""
@@ -53,85 +76,92 @@ def rows(reason_av_edit_release, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def exported(rows, tmp_path_factory):
-    """An export folder: the hook applied to the rows (with a ``preview`` column added, as convert does), the
-    Parquet rows written as one shard and a card listing both configs."""
+    """An export folder: the hook applied to the rows (with a ``preview`` column added, as convert does), both
+    configs written as Parquet, the record and the card."""
     root = tmp_path_factory.mktemp("export")
     with_preview = rows.add_column("preview", [{"bytes": _png(), "path": None}] * rows.num_rows, feature=datasets.Image())
     parts = export_hooks.apply("reason_av_edit", with_preview, "default", "test", root)
-    (root / "data").mkdir()
-    parts.dataset.to_parquet(str(root / "data" / "test-00000-of-00001.parquet"))
-    (root / "README.md").write_text(CARD)
-    return root, parts
+    state = write_export(root, parts)
+    return root, parts, state
 
 
-def test_the_parquet_rows_have_audio_features_and_no_video_bytes(rows, exported):
-    _, parts = exported
+@pytest.fixture(scope="module")
+def loaded(exported, tmp_path_factory):
+    """Both configs read back with plain ``datasets.load_dataset`` (no perckit)."""
+    root, _, _ = exported
+    cache = str(tmp_path_factory.mktemp("load"))
+    return (datasets.load_dataset(str(root), "default", cache_dir=cache)["test"],
+            datasets.load_dataset(str(root), "videos", cache_dir=cache)["test"])
+
+
+def test_the_default_rows_have_audio_features_and_no_video_columns(rows, exported):
+    _, parts, _ = exported
     ds = parts.dataset
     assert isinstance(ds.features["audio"], datasets.Audio) and isinstance(ds.features["reason_audio"], datasets.Audio)
-    assert "video" not in ds.column_names and "mask_video" not in ds.column_names
-    assert ds.features["video_file"] == datasets.Value("string") == ds.features["mask_video_file"]
+    assert ds.column_names == [c for c in rows.column_names if c not in ("video", "mask_video")] + ["preview"]
     assert not any(isinstance(f, datasets.Video) for f in ds.features.values())
-    order = [rx.VIDEO_COLUMNS.get(c, c) for c in rows.column_names] + ["preview"]
-    assert ds.column_names == order
-    got, want = _columns(ds, ["audio", "reason_audio", "video_file"]), _columns(rows, ["audio", "reason_audio", "sample_id"])
-    assert got["audio"] == want["audio"] and got["reason_audio"] == want["reason_audio"]  # the WAV bytes, not re-encoded
-    assert got["video_file"] == [f"videos/test/{sid}.mp4" for sid in want["sample_id"]]
+    got, want = _columns(ds, ["audio", "reason_audio"]), _columns(rows, ["audio", "reason_audio"])
+    assert got == want  # the WAV bytes and paths, not re-encoded
 
 
-def test_the_video_files_and_metadata_jsonl_are_written(rows, exported):
-    root, parts = exported
-    (fc,) = parts.files_configs
-    want = _columns(rows, ["sample_id", "video", "mask_video", "category"])
-    assert (fc.name, fc.dir, fc.split) == ("videos", "videos", "test")
-    assert fc.files[-1] == "videos/test/metadata.jsonl" and len(fc.files) == 2 * rows.num_rows + 1
-    assert fc.num_bytes == sum((root / f).stat().st_size for f in fc.files)
-    lines = [json.loads(x) for x in (root / "videos/test/metadata.jsonl").read_text().splitlines()]
-    assert fc.num_examples == len(lines) == 2 * rows.num_rows
-    for sid, video, mask, category in zip(*want.values()):
-        assert (root / f"videos/test/{sid}.mp4").read_bytes() == video["bytes"]
-        assert (root / f"videos/test/{sid}.mask.mp4").read_bytes() == mask["bytes"]
-    first = lines[0]
-    assert first["file_name"] == f"{want['sample_id'][0]}.mp4" and first["kind"] == "video" and first["category"] == want["category"][0]
-    assert first["source_path"] == want["video"][0]["path"] and lines[1]["kind"] == "mask_video"
-    # the record entry the integrator writes passes the record's checks
-    entry = export_hooks.merge_files_configs(parts.files_configs, "default")
-    state = {"format": "perckit-export", "version": 2, "benchmark": "reason_av_edit",
-             "configs": {"default": {"default": True, "dir": "data", "features": parts.dataset.features.to_dict(),
-                                     "splits": [{"name": "test", "num_examples": rows.num_rows, "num_bytes": 1,
-                                                 "files": ["data/test-00000-of-00001.parquet"]}], "preview": "preview"}, **entry}}
-    assert validate_state(state, root, "record")["configs"]["videos"]["kind"] == "files"
+def test_the_videos_child_holds_the_clips_as_video_features(rows, exported):
+    _, parts, state = exported
+    (child,) = parts.children
+    assert child.name == "videos" and child.description == rx.CHILD_DESCRIPTION
+    ds = child.dataset
+    assert ds.column_names == ["sample_id", "category", "sub_track", "language", "instruction", "video", "mask_video"]
+    assert ds.features["video"] == datasets.Video() == ds.features["mask_video"]
+    want = _columns(rows, ["sample_id", "video", "mask_video"])
+    assert _columns(ds, ["sample_id", "video", "mask_video"]) == want  # bytes and the release-relative path kept
+    assert all(v["bytes"] and not os.path.isabs(v["path"]) for v in want["video"])
+    back = read_state(exported[0])  # the record of both configs passes the record's checks
+    assert back["configs"]["videos"]["parent"] == "default" and back == state
 
 
-def test_the_videos_config_loads_with_plain_datasets(rows, exported, tmp_path):
-    """The video-folder layout loads with plain datasets on this line (3.6 and 5.x alike): ``videofolder`` with the
-    config's data files, or the ``videos`` folder itself; ``Video(decode=False)`` needs no video decoder."""
-    root, parts = exported
-    (fc,) = parts.files_configs
-    for ds in (datasets.load_dataset("videofolder", data_files={"test": f"{root}/videos/test/*"}, cache_dir=str(tmp_path / "a"))["test"],
-               datasets.load_dataset(str(root / "videos"), cache_dir=str(tmp_path / "b"))["test"]):
-        assert ds.features == datasets.Features.from_dict(fc.features) and ds.num_rows == fc.num_examples
-        plain = ds.cast_column("video", datasets.Video(decode=False))
-        first = plain[0]
-        assert first["kind"] == "video" and open(first["video"]["path"], "rb").read() == rows.with_format("arrow")[:1].column("video")[0]["bytes"].as_py()
+def test_both_configs_load_with_plain_datasets_from_one_card(rows, exported, loaded):
+    """datasets 3.6 and 5.x alike: one Parquet module for both configs, the features from the shards' metadata;
+    ``Video(decode=False)`` reads the cells without a video decoder (torchvision / torchcodec are not installed)."""
+    _, parts, _ = exported
+    default, videos = loaded
+    assert default.features == parts.dataset.features and default.num_rows == rows.num_rows
+    assert videos.features == parts.children[0].dataset.features and videos.num_rows == rows.num_rows
+    plain = videos.cast_column("video", datasets.Video(decode=False)).cast_column("mask_video", datasets.Video(decode=False))
+    assert _columns(plain, ["video", "mask_video"]) == _columns(rows, ["video", "mask_video"])
+    assert plain[0]["video"]["bytes"][4:8] == b"ftyp"  # an mp4 the Viewer makes a video asset
 
 
-def test_a_card_listing_a_parquet_config_first_loads_the_videos_config_with_the_parquet_module(exported, tmp_path):
-    """What datasets does (3.6 and 5.x): one builder module per repository, inferred from the first config of the
-    card, so ``load_dataset(export, "videos")`` reads the mp4 files as Parquet when ``default`` comes first. This
-    test records that limit of the files layout; it fails the day datasets infers a module per config."""
-    root, _ = exported
-    with pytest.raises(Exception, match="(?i)parquet"):
-        datasets.load_dataset(str(root), "videos", cache_dir=str(tmp_path))
-
-
-def test_load_back_gives_the_builders_rows(rows, exported, tmp_path):
-    root, _ = exported
-    loaded = datasets.load_dataset(str(root), "default", cache_dir=str(tmp_path))["test"]
-    assert isinstance(loaded.features["audio"], datasets.Audio)
-    back = export_hooks.load_back("reason_av_edit", loaded, root)
-    assert back.column_names[: len(rows.column_names)] == rows.column_names and back.column_names[-1] == "preview"
+def test_load_back_gives_the_builders_rows(rows, exported, loaded):
+    root, _, _ = exported
+    back = export_hooks.load_back("reason_av_edit", loaded[0], root)
+    assert back.column_names == rows.column_names + ["preview"]
     assert datasets.Features({c: back.features[c] for c in rows.column_names}) == rows.features
-    assert _columns(back, rows.column_names) == _columns(rows, rows.column_names)
+    assert _columns(back, rows.column_names) == _columns(rows, rows.column_names)  # paths included
+    videos = export_hooks.load_back("reason_av_edit", loaded[1], root)  # the child alone: the builder's features
+    assert videos.features["video"] == datasets.Video(decode=False) and videos.column_names[:3] == ["sample_id", "category", "sub_track"]
+
+
+def test_the_metrics_score_load_back_rows_as_builder_rows(rows, exported, loaded):
+    root, _, _ = exported
+    back = export_hooks.load_back("reason_av_edit", loaded[0], root)
+    builder_rows, back_rows = list(rows), list(back)
+    preds = []
+    for i, r in enumerate(builder_rows):  # ground truth, every other window shifted, every third mask video dropped
+        p = feats.gt_as_prediction(r)
+        if i % 2 and p["edit_window_s"]:
+            p["edit_window_s"] = [p["edit_window_s"][0] + 0.3, p["edit_window_s"][1] + 0.3]
+        if i % 3 == 0:
+            p["mask_video"] = dict(feats.NOT_PROVIDED_MEDIA)
+        preds.append(p)
+
+    def dump(out):
+        return json.dumps(out, sort_keys=True, default=str)
+
+    want = av_reasoning.av_reasoning(preds, [feats.to_metric_reference(r) for r in builder_rows])
+    assert dump(av_reasoning.av_reasoning(preds, [feats.to_metric_reference(r) for r in back_rows])) == dump(want)
+    quality = [make_quality_prediction(r["sample_id"], r["video"]["bytes"]) for r in builder_rows]
+    want = av_edit_quality.av_edit_quality(quality, [to_quality_reference(r) for r in builder_rows], metrics=PIXEL)
+    got = av_edit_quality.av_edit_quality(quality, [to_quality_reference(r) for r in back_rows], metrics=PIXEL)
+    assert dump(got) == dump(want) and want["num_samples"] + want["num_reference_samples"] == rows.num_rows
 
 
 def test_null_and_not_provided_media_stay_so(rows, tmp_path):
@@ -141,79 +171,135 @@ def test_null_and_not_provided_media_stay_so(rows, tmp_path):
     small = small.remove_columns("mask_video").add_column("mask_video", masks, feature=datasets.Video(decode=False))
     small = small.select_columns(rows.column_names)
     parts = export_hooks.apply("reason_av_edit", small, "default", "test", tmp_path)
-    assert _columns(parts.dataset, ["mask_video_file"])["mask_video_file"][:2] == [None, ""]
-    assert len(parts.files_configs[0].files) == 3 + 1 + 1
-    back = rx.load_back(parts.dataset, tmp_path)
+    assert _columns(parts.children[0].dataset, ["mask_video"])["mask_video"][:2] == [None, feats.NOT_PROVIDED_MEDIA]
+    write_export(tmp_path, parts)
+    loaded = datasets.load_dataset(str(tmp_path), "default", cache_dir=str(tmp_path / "cache"))["test"]
+    back = rx.load_back(loaded, tmp_path)
     assert _columns(back, rows.column_names) == _columns(small, rows.column_names)
 
 
-def test_file_names_are_sanitised_and_collisions_refused(rows, tmp_path):
-    assert rx.file_stem("w1_0000") == "w1_0000"
-    assert rx.file_stem("../etc/passwd") == "s._etc_passwd"
-    assert rx.file_stem("a b/c") == "a_b_c" and rx.file_stem("é") == "s_"
-    assert rx.file_stem("x" * 500) == "x" * rx.MAX_STEM_CHARS
-    two = rows.select(range(2))
-    two = two.remove_columns("sample_id").add_column("sample_id", ["a b", "a_b"]).select_columns(rows.column_names)
-    with pytest.raises(ReleaseFormatError, match="would both be written as videos/test/a_b"):
+def _with_videos(rows, values: list) -> datasets.Dataset:
+    one = rows.select(range(len(values)))
+    return one.remove_columns("video").add_column("video", values, feature=datasets.Video(decode=False)).select_columns(rows.column_names)
+
+
+def test_a_clip_given_by_path_is_read_under_the_release_root(rows, tmp_path):
+    first = _columns(rows.select(range(2)), ["video"])["video"]
+    root = tmp_path / "release"  # an extracted release: the clip as a file
+    (root / first[0]["path"]).parent.mkdir(parents=True)
+    (root / first[0]["path"]).write_bytes(first[0]["bytes"])
+    ds = _with_videos(rows, [{"bytes": None, "path": first[0]["path"]}, {"bytes": first[1]["bytes"], "path": "/abs/dir/x.mp4"}])
+    child = export_hooks.apply("reason_av_edit", ds, "default", "test", tmp_path, release_root=root).children[0].dataset
+    assert _columns(child, ["video"])["video"] == [first[0], {"bytes": first[1]["bytes"], "path": "x.mp4"}]
+    with pytest.raises(ReleaseFormatError, match="expected the clip's bytes .* no release folder"):
+        export_hooks.apply("reason_av_edit", ds, "default", "test", tmp_path)
+    for path, error in (("../outside.mp4", ReleaseFormatError), ("videos/absent.mp4", InputNotFoundError)):
+        with pytest.raises(error, match="column 'video'"):
+            export_hooks.apply("reason_av_edit", _with_videos(rows, [{"bytes": None, "path": path}]), "default", "test",
+                               tmp_path, release_root=root)
+
+
+@pytest.mark.parametrize("ids, pattern", [(["a", "a"], "got 'a' twice"), (["a", ""], "to have a sample_id, got ''")])
+def test_repeated_or_empty_sample_ids_are_refused(rows, ids, pattern, tmp_path):
+    two = rows.select(range(2)).remove_columns("sample_id").add_column("sample_id", ids).select_columns(rows.column_names)
+    with pytest.raises(ReleaseFormatError, match=pattern):
         export_hooks.apply("reason_av_edit", two, "default", "test", tmp_path)
 
 
-def test_a_file_planted_where_the_hook_writes_is_refused(rows, tmp_path):
-    (tmp_path / "videos" / "test").mkdir(parents=True)
-    sid = rows[0]["sample_id"]
-    os.symlink(tmp_path / "elsewhere", tmp_path / "videos" / "test" / f"{sid}.mp4")
-    with pytest.raises(ReleaseFormatError, match="expected a new file"):
-        export_hooks.apply("reason_av_edit", rows.select(range(1)), "default", "test", tmp_path)
-    assert not (tmp_path / "elsewhere").exists()
+# --------------------------------------------------------------------------------------------------- reading back
 
 
-def _one_row(tmp_path, rel="videos/test/a.mp4", listed=("a.mp4",)) -> datasets.Dataset:
-    folder = tmp_path / "export" / "videos" / "test"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "metadata.jsonl").write_text("".join(json.dumps({"file_name": n, "source_path": f"videos/{n}"}) + "\n" for n in listed))
-    return datasets.Dataset.from_dict({"sample_id": ["a"], "video_file": [rel]})
-
-
-@pytest.mark.parametrize("rel", ["../secret.mp4", "videos/test/../../../secret.mp4", "/etc/passwd", "videos/a.mp4",
-                                 "videos/test/sub/a.mp4", "data/test/a.mp4", "videos/test/.a.mp4", "videos/test/a..mp4"])
-def test_load_back_refuses_a_name_that_leaves_the_videos_folder(rel, tmp_path):
-    ds = _one_row(tmp_path, rel)
-    with pytest.raises(ReleaseFormatError, match="expected"):
-        rx.load_back(ds, tmp_path / "export")
-
-
-def test_load_back_reads_a_listed_file_and_refuses_links_fifos_sizes_and_unlisted_files(tmp_path, monkeypatch):
+@pytest.fixture()
+def small_export(rows, tmp_path):
+    """A two-sample export and its default rows read with plain datasets."""
     root = tmp_path / "export"
-    ds = _one_row(tmp_path)
-    clip = root / "videos" / "test" / "a.mp4"
-    clip.write_bytes(b"mp4 bytes")
-    assert rx.load_back(ds, root)[0]["video"] == {"bytes": b"mp4 bytes", "path": "videos/a.mp4"}
-    monkeypatch.setattr(rx, "MAX_MEDIA_FILE_BYTES", 4)
-    with pytest.raises(ReleaseFormatError, match="more than the limit of 4 bytes"):
+    root.mkdir()
+    parts = export_hooks.apply("reason_av_edit", rows.select(range(2)), "default", "test", root)
+    write_export(root, parts)
+    return root, datasets.load_dataset(str(root), "default", cache_dir=str(tmp_path / "cache"))["test"]
+
+
+def _shard(root):
+    return root / "videos" / "test-00000-of-00001.parquet"
+
+
+def _rewrite_shard(root, edit) -> None:
+    """Rewrite the videos shard with ``edit(table)`` (the record still lists it)."""
+    table = edit(pq.read_table(_shard(root)))
+    pq.write_table(table, _shard(root))
+
+
+def test_load_back_refuses_a_sample_the_videos_config_lacks(small_export):
+    root, ds = small_export
+    _rewrite_shard(root, lambda t: t.slice(0, 1))
+    sid = _columns(ds, ["sample_id"])["sample_id"][1]
+    with pytest.raises(ReleaseFormatError, match=f"expected a row for sample '{sid}' in the 'videos' shards "
+                                                 r"\['videos/test-00000-of-00001.parquet'\]"):
         rx.load_back(ds, root)
-    monkeypatch.undo()
-    clip.unlink()
-    with pytest.raises(InputNotFoundError, match="not found"):
+
+
+def test_load_back_refuses_a_sample_id_repeated_in_the_videos_config(small_export):
+    root, ds = small_export
+    _rewrite_shard(root, lambda t: pa.concat_tables([t, t.slice(0, 1)]))
+    with pytest.raises(ReleaseFormatError, match=r"videos/test-00000-of-00001.parquet: expected every sample_id once .* again"):
         rx.load_back(ds, root)
-    (tmp_path / "secret").write_bytes(b"private")
-    os.symlink(tmp_path / "secret", clip)
-    with pytest.raises(ReleaseFormatError, match="symbolic link leaves the root"):
+
+
+@pytest.mark.parametrize("case", ["not-parquet", "wrong-schema", "missing", "a-fifo", "a-link-out", "over-the-chunk-cap",
+                                  "clip-over-the-cap", "no-videos-config"])
+def test_load_back_refuses_a_bad_videos_shard(case, small_export, monkeypatch, tmp_path):
+    root, ds = small_export
+    shard = _shard(root)
+    error, pattern = ReleaseFormatError, "videos/test-00000-of-00001.parquet"
+    if case == "not-parquet":
+        shard.write_bytes(b"not parquet at all")
+        pattern += ": not a readable Parquet file"
+    elif case == "wrong-schema":
+        _rewrite_shard(root, lambda t: t.drop_columns(["mask_video"]))
+        pattern += r": expected a string column 'sample_id' and \['video', 'mask_video'\]"
+    elif case == "missing":
+        shard.unlink()
+        error, pattern = InputNotFoundError, pattern + ": file .* not found"
+    elif case == "a-fifo":
+        shard.unlink()
+        os.mkfifo(shard)
+        pattern += ": expected a regular file, got a FIFO"
+    elif case == "a-link-out":
+        outside = tmp_path / "outside.parquet"
+        shard.rename(outside)
+        os.symlink(outside, shard)
+        pattern = "symbolic link leaves the root"
+    elif case == "over-the-chunk-cap":
+        monkeypatch.setattr(parquetio, "MAX_COLUMN_CHUNK_BYTES", 1000)
+        pattern += r": row group 0, column 'video.bytes': expected at most 1000 bytes"
+    elif case == "clip-over-the-cap":
+        monkeypatch.setattr(rx, "MAX_MEDIA_FILE_BYTES", 100)
+        pattern = r"column 'video' \(videos/test-00000-of-00001.parquet\): a clip of \d+ bytes, more than the limit of 100 bytes"
+    elif case == "no-videos-config":
+        state = json.loads((root / STATE_FILE).read_text())
+        del state["configs"]["videos"]
+        (root / STATE_FILE).write_text(json.dumps(state))
+        error, pattern = InputNotFoundError, "expected a 'videos' config written with the rows"
+    with pytest.raises(error, match=pattern):
         rx.load_back(ds, root)
-    clip.unlink()
-    os.mkfifo(clip)
-    with pytest.raises(ReleaseFormatError, match="expected a regular file"):
-        rx.load_back(ds, root)
-    clip.unlink()
-    clip.write_bytes(b"mp4 bytes")
-    with pytest.raises(ReleaseFormatError, match="to be listed in videos/test/metadata.jsonl"):
-        rx.load_back(_one_row(tmp_path, listed=("b.mp4",)), root)
-    (root / "videos" / "test" / "metadata.jsonl").write_text('{"file_name": "../x"}\n')
-    with pytest.raises(ReleaseFormatError, match="metadata.jsonl line 1"):
-        rx.load_back(ds, root)
+
+
+def test_load_back_picks_the_split_of_the_rows(small_export):
+    root, ds = small_export
+    state = json.loads((root / STATE_FILE).read_text())
+    _child = state["configs"]["videos"]["splits"][0]
+    state["configs"]["videos"]["splits"].append(dict(_child, name="train", files=["videos/train-00000-of-00001.parquet"]))
+    (root / STATE_FILE).write_text(json.dumps(state))
+    os.link(_shard(root), root / "videos" / "train-00000-of-00001.parquet")
+    assert rx.load_back(ds, root).num_rows == 2  # ds.split is "test"
+    plain = datasets.Dataset(ds.data, info=ds.info.copy())  # no split: two to choose from
+    assert plain.split is None
+    with pytest.raises(ReleaseFormatError, match=r"expected the rows' split \(None\) among the 'videos' splits \['test', 'train'\]"):
+        rx.load_back(plain, root)
 
 
 def test_benchmarks_without_a_hook_are_unchanged(tmp_path):
     ds = datasets.Dataset.from_dict({"x": [1, 2]})
     parts = export_hooks.apply("refcoco_m", ds, "expressions", "validation", tmp_path)
-    assert parts.dataset is ds and parts.files_configs == [] and list(tmp_path.iterdir()) == []
+    assert parts.dataset is ds and parts.children == [] and list(tmp_path.iterdir()) == []
     assert export_hooks.load_back("refcoco_m", ds, tmp_path) is ds
