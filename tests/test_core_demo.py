@@ -19,4 +19,10 @@ def test_demo_writes_the_report(tmp_path, capsys):
             assert (tmp_path / "demo" / "figures").is_dir() and fig.endswith(".png")
     html = (tmp_path / "demo" / "report.html").read_text()
     assert "<img src='figures/" in html
+    for name, rep in zip(["r4d_bench", "syn4d", "refcoco_m", "m4seg", "reason_av_edit"], reports):
+        (preview,) = (tmp_path / "demo" / "figures").glob(f"{name}_preview.*")  # one preview per benchmark
+        assert rep["figures"][0][0] == str(preview) and "preview" in rep["figures"][0][1]
+        magic = {".png": b"\x89PNG\r\n\x1a\n", ".jpg": b"\xff\xd8\xff"}[preview.suffix]
+        assert preview.read_bytes().startswith(magic)
+        assert f"<img src='figures/{preview.name}'" in html
     assert (tmp_path / "demo" / "export" / "r4d_bench" / "README.md").is_file()

@@ -51,6 +51,10 @@ def exports(releases, tmp_path_factory):
 
 @pytest.mark.parametrize("name, config", CASES)
 def test_round_trip_same_features_and_rows(exports, releases, name, config, tmp_path):
+    """The export read back (perckit.export.load_export: plain load_dataset, then the benchmark's load_back) has the
+    builder's features and rows, plus the ``preview`` Image column as the last column."""
+    from perckit.export import load_export
+
     out, cache = exports
     builder = builder_class(name)(config_name=config, data_dir=str(releases[name]), cache_dir=str(cache))
     builder.download_and_prepare()
@@ -59,20 +63,31 @@ def test_round_trip_same_features_and_rows(exports, releases, name, config, tmp_
     ref = builder.as_dataset(split)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = datasets.load_dataset(str(out / name), config, split=split, cache_dir=str(tmp_path))
+        got = load_export(out / name, config, split=split, cache_dir=tmp_path)
         for other in splits[:-1]:  # every split of the config is exported
             assert datasets.load_dataset(str(out / name), config, split=other, cache_dir=str(tmp_path)).num_rows == builder.info.splits[other].num_examples
+    assert list(got.features)[-1] == "preview" and got.features["preview"] == datasets.Image()
+    assert got[0]["preview"].size[0] > 0  # a picture
+    got = got.remove_columns("preview")
     assert got.features == ref.features and list(got.features) == list(ref.features)
     assert [str(t) for t in got.data.schema.types] == [str(t) for t in ref.data.schema.types]
     assert got.num_rows == ref.num_rows
     if "image" in ref.features:
         assert got[0]["image"].size == ref[0]["image"].size  # images are still images
-    a = got.cast_column("video", datasets.Video(decode=False)) if "video" in got.features else got
-    for x, y in zip(a.to_list(), ref.to_list()):
-        if "video" in y and y["video"] is not None and y["video"]["bytes"] is None:
-            vx, vy = x.pop("video"), y.pop("video")
-            assert vx["bytes"] == Path(vy["path"]).read_bytes()  # the path-only mp4 is embedded in the export
+    for x, y in zip(got.to_list(), ref.to_list()):
+        for column in ("video", "mask_video"):
+            if y.get(column) is not None and y[column]["bytes"] is None and y[column]["path"]:
+                vx, vy = x.pop(column), y.pop(column)
+                assert vx["bytes"] == Path(vy["path"]).read_bytes()  # the path-only mp4 is embedded in the export
         assert _equal(x, y)
+
+
+def test_no_preview_leaves_the_picture_out(r4d_release, tmp_path):
+    convert("r4d_bench", r4d_release.root, "all_queries", tmp_path / "e", cache_dir=tmp_path / "c", progress=False,
+            log=lambda m: None, preview=False)
+    ds = datasets.load_dataset(str(tmp_path / "e"), "all_queries", split="test", cache_dir=str(tmp_path / "c2"))
+    assert "preview" not in ds.features
+    assert json.loads((tmp_path / "e" / ".perckit_export.json").read_text())["configs"]["all_queries"]["preview"] is None
 
 
 def test_card_lists_every_config_and_keeps_the_first(exports):

@@ -215,22 +215,22 @@ def test_untrusted_description_is_capped_and_escaped(tmp_path):
     assert "\n# heading" not in body
 
 
-def test_files_config_has_data_files_and_no_parquet_features(tmp_path):
+def test_a_child_config_is_a_parquet_config_joined_back_by_load_export(tmp_path):
     state = _record("reason_av_edit")
-    state["configs"]["default"]["features"]["video_file"] = {"dtype": "string", "_type": "Value"}
     state["configs"]["videos"] = {
-        "default": False, "dir": "videos", "kind": "files", "parent": "default", "features": {},
-        "description": "the source and mask videos, with their metadata.jsonl",
-        "splits": [{"name": "test", "num_examples": 2, "num_bytes": 99,
-                    "files": ["videos/test/a.mp4", "videos/test/metadata.jsonl"]}]}
+        "default": False, "dir": "videos", "kind": "parquet", "parent": "default",
+        "features": {"sample_id": {"dtype": "string", "_type": "Value"}, "video": {"_type": "Video"}},
+        "description": "the source and mask videos of each sample",
+        "splits": [{"name": "test", "num_examples": 2, "num_bytes": 99, "files": ["videos/test-00000-of-00001.parquet"]}]}
     meta, body = _write(tmp_path, "reason_av_edit", state)
     configs = {c["config_name"]: c for c in meta["configs"]}
-    assert configs["videos"]["data_files"] == [{"split": "test", "path": "videos/test/*"}]
-    info = meta["dataset_info"]
-    assert isinstance(info, dict) and info.get("config_name", "default") == "default"  # only the Parquet config
-    assert "| `videos` | the source and mask videos, with their metadata.jsonl | test (2) | `videos/<split>/` |" in body
-    assert 'load_dataset("<this repo>", "videos")' in body and "`video_file`" in body
-    assert 'load_back("reason_av_edit", ds' in body
+    assert configs["videos"]["data_files"] == [{"split": "test", "path": "videos/test-*"}]
+    infos = {i["config_name"]: i for i in meta["dataset_info"]}
+    assert datasets.Features._from_yaml_list(infos["videos"]["features"])["video"] == datasets.Video()
+    assert "| `videos` | the source and mask videos of each sample | test (2) | `videos/` |" in body
+    assert 'load_dataset("<this repo>", "videos", split="test")' in body
+    assert "`videos` holds media of `default` rows" in body
+    assert 'ds = load_export(local, "default", split="test", benchmark="reason_av_edit")' in body
 
 
 def test_card_text_is_deterministic(tmp_path):

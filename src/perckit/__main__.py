@@ -70,7 +70,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
     configs = args.config or [None]
     check_options(args.benchmark, args.data_dir, configs, args.output, args.max_shard_size, args.cache_dir)  # before any build
     for config in configs:
-        convert(args.benchmark, args.data_dir, config, args.output, max_shard_size=args.max_shard_size, cache_dir=args.cache_dir)
+        convert(args.benchmark, args.data_dir, config, args.output, max_shard_size=args.max_shard_size, cache_dir=args.cache_dir,
+                preview=args.preview)
     print(f"export ready in {args.output} (README.md has the configs and dataset_info); load it with "
           f"datasets.load_dataset({str(args.output)!r}, <config>)")
     return 0
@@ -84,7 +85,8 @@ def cmd_push(args: argparse.Namespace) -> int:
     if not args.skip_convert:
         check_options(args.benchmark, args.data_dir, args.config or [None], output, args.max_shard_size, args.cache_dir)
         for config in args.config or [None]:
-            convert(args.benchmark, args.data_dir, config, output, max_shard_size=args.max_shard_size, cache_dir=args.cache_dir)
+            convert(args.benchmark, args.data_dir, config, output, max_shard_size=args.max_shard_size, cache_dir=args.cache_dir,
+                    preview=args.preview)
     summary = push_export(output, args.repo_id, configs=args.config, token=args.token, revision=args.revision,
                           private=args.private, large=args.large)
     print(f"pushed {args.benchmark} to {args.repo_id}: {len(summary.files)} data file(s) and {summary.card} sent with "
@@ -293,16 +295,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     c = sub.add_parser("convert", help="build a benchmark config and write Hub-layout Parquet + dataset card",
-                       description="Build CONFIG of BENCHMARK from the release at --data-dir and write it into --output in the "
-                       "layout push_to_hub writes (data/<split>-*.parquet for the default config, <config>/<split>-*.parquet "
-                       "for the others) with a README.md card listing every converted config. Converting another config "
-                       "into the same folder keeps the first. Without --data-dir the release is fetched from the Hub.")
+                       description="Build CONFIG of BENCHMARK from the release at --data-dir and write it into --output as a "
+                       "Hub dataset the Dataset Viewer can show: data/<split>-*.parquet for the default config, "
+                       "<config>/<split>-*.parquet for the others (page index, row groups of at most 100 MB, a 'preview' "
+                       "picture column) and a README.md card for a Hub reader listing every converted config. Converting "
+                       "another config into the same folder keeps the first. Without --data-dir the release is fetched "
+                       "from the Hub.")
     c.add_argument("benchmark", choices=benchmarks, help="the benchmark to build (perckit list shows them)")
     c.add_argument("--data-dir", help="release root (default: download from the benchmark's Hub repository)")
     c.add_argument("--config", action="append", help="config to convert (repeatable; default: the builder's default config)")
     c.add_argument("--output", required=True, help="export folder")
     c.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard (default 500MB)")
     c.add_argument("--cache-dir", help="datasets cache folder")
+    c.add_argument("--no-preview", dest="preview", action="store_false", help="leave out the 'preview' picture column")
     c.set_defaults(fn=cmd_convert)
 
     pu = sub.add_parser("push", help="convert, then upload to a Hub dataset repository (only what changed)",
@@ -318,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     pu.add_argument("--skip-convert", action="store_true", help="push an existing export as it is")
     pu.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard (default 500MB)")
     pu.add_argument("--cache-dir", help="datasets cache folder")
+    pu.add_argument("--no-preview", dest="preview", action="store_false", help="convert without the 'preview' picture column")
     pu.add_argument("--token", help="Hub token (default: the one huggingface_hub finds)")
     pu.add_argument("--revision", help="branch to push to")
     pu.add_argument("--private", action="store_true", default=None, help="create the repository as private")

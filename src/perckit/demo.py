@@ -62,22 +62,55 @@ def _fresh(path: Path) -> Path:
 
 def convert_all(benchmark: str, release: Path, out: Path, log: Log) -> tuple[Path, dict]:
     """Convert every config of ``benchmark`` into ``out/export/<benchmark>``; load each back with no script."""
-    import datasets
 
     from .entrypoints import builder_class
-    from .export import convert
+    from .export import convert, load_export
 
     export_dir = _fresh(out / "export" / benchmark)
     cache = _fresh(out / "cache" / benchmark)  # script caches are keyed on the data_dir path, not its content
     t0 = time.perf_counter()
     splits = {}
-    for config in (c.name for c in builder_class(benchmark).BUILDER_CONFIGS):
+    cls = builder_class(benchmark)
+    for config in (c.name for c in cls.BUILDER_CONFIGS):
         exported = convert(benchmark, release, config, export_dir, cache_dir=cache, progress=False, log=lambda m: None)
         split = exported.splits[-1].name  # test (or validation); M4Seg's demo converts its test split
-        splits[config] = datasets.load_dataset(str(export_dir), config, split=split, cache_dir=str(cache / "export"))
+        splits[config] = load_export(export_dir, config, split=split, cache_dir=cache / "export")
     log(f"{benchmark}: converted " + ", ".join(f"{k} ({v.num_rows} rows)" for k, v in splits.items())
         + f" to {export_dir} in {time.perf_counter() - t0:.1f}s; loaded back with no script")
+    save_preview(benchmark, splits[cls.DEFAULT_CONFIG_NAME], out)
     return export_dir, splits
+
+
+def preview_path(benchmark: str, out: Path, data: bytes = b"") -> Path:
+    """``figures/<benchmark>_preview.png`` (``.jpg`` for a JPEG preview)."""
+    return out / "figures" / f"{benchmark}_preview.{'jpg' if data[:3] == bytes((0xFF, 0xD8, 0xFF)) else 'png'}"
+
+
+def save_preview(benchmark: str, ds: Any, out: Path) -> Path | None:
+    """The ``preview`` picture of the first row of the default config's export (what the Hub's Dataset Viewer shows
+    in that row), saved for the report; None when the export has no preview column."""
+    from .previews import PREVIEW_COLUMN
+
+    if PREVIEW_COLUMN not in ds.features or ds.num_rows == 0:
+        return None
+    cell = ds.with_format("arrow")[0:1].column(PREVIEW_COLUMN)[0].as_py()
+    path = preview_path(benchmark, out, cell["bytes"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for old in path.parent.glob(f"{benchmark}_preview.*"):  # an earlier run's (the demo owns its figures folder)
+        old.unlink()
+    path.write_bytes(cell["bytes"])
+    return path
+
+
+def with_preview(benchmark: str, label: str, report: dict, out: Path) -> dict:
+    """``report`` with the export's preview picture as its first figure (when the export has one)."""
+    found = sorted((out / "figures").glob(f"{benchmark}_preview.*"))
+    if found:
+        path = found[0]
+        caption = (f"{label}: the 'preview' column of the export's first row, the picture the Hub's Dataset Viewer "
+                   "shows for it (drawn by perckit convert; not part of the release)")
+        report["figures"] = [(path, caption)] + list(report.get("figures", []))
+    return report
 
 
 def build_sample(benchmark: str, out: Path, log: Log, describe: Callable[[Any], str]) -> tuple[Path, Any, dict]:
@@ -408,7 +441,9 @@ def render_html(reports: list[dict], out: Path) -> str:
     return "\n".join(parts)
 
 
-RUNNERS = [run_r4d, run_syn4d, run_refcoco_m, run_m4seg, run_reason_av_edit]
+#: (benchmark, label, runner) in report order
+RUNNERS = [("r4d_bench", "R4D-Bench", run_r4d), ("syn4d", "Syn4D", run_syn4d), ("refcoco_m", "RefCOCO-M", run_refcoco_m),
+           ("m4seg", "M4Seg", run_m4seg), ("reason_av_edit", "ReasonAVEdit-Bench", run_reason_av_edit)]
 
 
 def main(out_dir: str | Path = "build/demo") -> int:
@@ -428,7 +463,7 @@ def main(out_dir: str | Path = "build/demo") -> int:
         print(msg, flush=True)
 
     try:
-        reports = [run(out, log) for run in RUNNERS]
+        reports = [with_preview(name, label, run(out, log), out) for name, label, run in RUNNERS]
     finally:
         perckit_logger.setLevel(level)
     (out / "report.json").write_text(json.dumps(reports, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")

@@ -1,10 +1,16 @@
-"""Convert a benchmark to the Parquet layout ``push_to_hub`` writes, with a dataset card generated from the builder.
+"""Convert a benchmark to a Hub dataset the Dataset Viewer shows well: Parquet plus a card for a Hub reader.
 
 Layout of an export folder::
 
-    README.md                                   card: YAML ``configs`` + ``dataset_info`` for every converted config
+    README.md                                   card (:mod:`perckit.export_card`): the builder card's metadata,
+                                                YAML ``configs`` + ``dataset_info`` of every converted config
     data/<split>-00000-of-00002.parquet         the builder's default config
-    <config>/<split>-00000-of-00001.parquet     every other config
+    <config>/<split>-00000-of-00001.parquet     every other config (and ReasonAVEdit's ``videos``)
+
+The shards (:mod:`perckit.export_parquet`) carry datasets' ``huggingface`` schema metadata, a page index and
+row groups of at most 100 MB; a config whose rows are too large for the Viewer's page budget is marked not
+viewable in the record and the card. Each config with a previewer gets a last ``preview`` ``Image`` column
+(:mod:`perckit.previews`).
 
 Converting another config into the same folder adds it to the card and keeps the others, and every
 file the user added inside the export. ``.perckit_export.json`` (:mod:`perckit.export_state`) marks the
@@ -16,8 +22,6 @@ half export, and the next run cleans up what the interrupted one left.
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -27,17 +31,14 @@ import datasets
 from . import benchmarks
 from .entrypoints import builder_class
 from .errors import InputNotFoundError, OptionError
-from .export_state import STATE_FILE, dump_state, has_state, new_state, owned_files, read_state
+from .export_card import write_card
+from .export_parquet import SplitExport, viewer_verdict, write_split
+from .export_state import STATE_FILE, drop_config, dump_state, has_state, new_state, owned_files, read_state
 
 DEFAULT_MAX_SHARD_SIZE = "500MB"
 
-
-@dataclass
-class SplitExport:
-    name: str
-    num_examples: int
-    num_bytes: int
-    files: list[str] = field(default_factory=list)
+#: the longest config description kept in the record (and so on the card)
+MAX_DESCRIPTION_CHARS = 2000
 
 
 @dataclass
@@ -47,144 +48,12 @@ class ConfigExport:
     default: bool
     splits: list[SplitExport]
     output: Path
+    #: the configs this conversion wrote beside ``config`` (ReasonAVEdit's ``videos``)
+    children: list[str] = field(default_factory=list)
 
 
 def config_dir(config: str, default: bool) -> str:
     return "data" if default else config
-
-
-def _shards(ds: datasets.Dataset, max_shard_size: int | str) -> int:
-    nbytes = ds._estimate_nbytes()
-    limit = datasets.utils.py_utils.convert_file_size_to_int(max_shard_size)
-    return max(int(nbytes / limit) + 1, 1)
-
-
-def _needs_embedding(ds: datasets.Dataset, require_decoding) -> bool:
-    """True when a media column references files by path only (bytes null): those must be embedded.
-
-    Rows whose media already carry their bytes are written unchanged (embedding would also rewrite
-    each ``path`` to its basename, so the export would no longer equal the builder's rows)."""
-    import pyarrow.compute as pc
-
-    for name, feature in ds.features.items():
-        if not require_decoding(feature, ignore_decode_attribute=True):
-            continue
-        column = ds.data.column(name)
-        if not hasattr(column.type, "get_field_index") or column.type.get_field_index("bytes") < 0:
-            return True  # nested media: let embed_table_storage handle it
-        for chunk in column.chunks:
-            present = pc.is_valid(chunk)
-            missing = pc.and_(present, pc.is_null(pc.struct_field(chunk, "bytes")))
-            if pc.any(missing).as_py():
-                return True
-    return False
-
-
-def _is_media_struct(ds: datasets.Dataset, name: str) -> bool:
-    t = ds.data.column(name).type
-    return hasattr(t, "get_field_index") and t.get_field_index("bytes") >= 0 and t.get_field_index("path") >= 0
-
-
-def _embed_top_level_media(columns: list[str]):
-    """Batch function: read the file of every ``{bytes: null, path}`` media value into ``bytes`` (path becomes
-    its basename, as ``push_to_hub`` does). Works for every media type, on both datasets lines (datasets 3.6
-    does not embed ``Video``)."""
-    import pyarrow as pa
-
-    def embed(table: pa.Table) -> pa.Table:
-        for name in columns:
-            values = table.column(name).to_pylist()
-            out = []
-            for v in values:
-                if v is not None and v.get("bytes") is None and v.get("path"):
-                    with open(v["path"], "rb") as f:
-                        v = {"bytes": f.read(), "path": os.path.basename(v["path"])}
-                out.append(v)
-            idx = table.schema.get_field_index(name)
-            table = table.set_column(idx, table.schema.field(idx), pa.array(out, type=table.schema.field(idx).type))
-        return table
-
-    return embed
-
-
-def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: int | str = DEFAULT_MAX_SHARD_SIZE, progress: bool = True) -> SplitExport:
-    """``<folder>/<split>-XXXXX-of-YYYYY.parquet``, each shard under ``max_shard_size`` (estimated), external
-    files (images, videos referenced by path) embedded as ``push_to_hub`` does."""
-    from datasets.features.features import require_decoding
-    from datasets.table import embed_table_storage
-
-    folder.mkdir(parents=True, exist_ok=True)
-    num_shards = _shards(ds, max_shard_size)
-    embed = _needs_embedding(ds, require_decoding)
-    files = []
-    iterator = range(num_shards)
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(iterator, desc=f"writing {folder.name}/{split}", unit="shard", leave=False)
-    for index in iterator:
-        shard = ds.shard(num_shards=num_shards, index=index, contiguous=True)
-        if embed:
-            columns = [n for n, f in ds.features.items() if require_decoding(f, ignore_decode_attribute=True)]
-            fn = _embed_top_level_media(columns) if all(_is_media_struct(ds, n) for n in columns) else embed_table_storage
-            shard = shard.with_format("arrow").map(fn, batched=True, keep_in_memory=True).with_format()
-        name = f"{split}-{index:05d}-of-{num_shards:05d}.parquet"
-        shard.to_parquet(str(folder / name))
-        files.append(f"{folder.name}/{name}")
-    return SplitExport(split, ds.num_rows, ds._estimate_nbytes(), files)
-
-
-def _card_body(benchmark: str, info: datasets.DatasetInfo, configs: dict[str, dict]) -> str:
-    lines = [f"# {benchmark} (converted by perckit)", ""]
-    if info.description:
-        lines += [info.description.strip(), ""]
-    lines += ["## Configs", "", "| config | split | examples | folder |", "|---|---|---|---|"]
-    for name, c in sorted(configs.items()):
-        for s in c["splits"]:
-            lines.append(f"| `{name}`{' (default)' if c['default'] else ''} | {s['name']} | {s['num_examples']} | `{c['dir']}/` |")
-    lines += ["", "Load a config with no script, on any datasets version that reads Parquet:", "", "```python",
-              "from datasets import load_dataset", "", f'ds = load_dataset("<this folder or repo>", "{next(iter(sorted(configs)))}")', "```", ""]
-    for name, c in sorted(configs.items()):
-        lines += [f"### Features of `{name}`", "", "```", json.dumps(c["features"], indent=1)[:6000], "```", ""]
-    metrics = {m.name: m.scores for m in benchmarks.get(benchmark).metrics}
-    if metrics:
-        lines += ["## Evaluate", "", "The matching `evaluate` metrics of perckit score predictions against these rows:", ""]
-        for m, note in metrics.items():
-            lines.append(f'- `evaluate.load("metrics/{m}")`: {note}')
-        lines.append("")
-    if info.citation:
-        lines += ["## Citation", "", info.citation.strip(), ""]
-    if info.license:
-        lines += ["## Licence", "", info.license.strip(), ""]
-    lines += ["Generated from the builder's own information (`builders/" + benchmark + "`) by `perckit convert`.", ""]
-    return "\n".join(lines)
-
-
-def write_card(folder: Path, benchmark: str, info: datasets.DatasetInfo, state: dict) -> None:
-    """README.md with YAML ``configs`` (data_files per split) and ``dataset_info`` for every config."""
-    from datasets.info import DatasetInfosDict
-    from datasets.utils.metadata import MetadataConfigs
-    from huggingface_hub import DatasetCard, DatasetCardData
-
-    card_data = DatasetCardData(license=None, pretty_name=benchmark)
-    metadata = {}
-    infos = {}
-    for name, c in sorted(state["configs"].items()):
-        entry: dict = {"data_files": [{"split": s["name"], "path": f"{c['dir']}/{s['name']}-*"} for s in c["splits"]]}
-        if c["default"]:
-            entry["default"] = True
-        metadata[name] = entry
-        split_dict = datasets.SplitDict()
-        for s in c["splits"]:
-            split_dict.add(datasets.SplitInfo(name=s["name"], num_bytes=s["num_bytes"], num_examples=s["num_examples"]))
-        infos[name] = datasets.DatasetInfo(
-            features=datasets.Features.from_dict(c["features"]), splits=split_dict, config_name=name,
-            dataset_size=sum(s["num_bytes"] for s in c["splits"]),
-        )
-    MetadataConfigs(metadata).to_dataset_card_data(card_data)
-    DatasetInfosDict(infos).to_dataset_card_data(card_data)
-    card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n" + _card_body(benchmark, info, state["configs"]))
-    (folder / "README.md").write_text(str(card), encoding="utf-8")
 
 
 def parse_shard_size(value: int | str) -> int:
@@ -249,14 +118,18 @@ def convert(
     cache_dir: str | Path | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
+    preview: bool = True,
     **builder_kwargs: Any,
 ) -> ConfigExport:
     """Build ``config`` of ``benchmark`` and write it into the export folder ``output`` (atomically).
 
     Before the build, :func:`check_options` refuses anything but a new or empty folder or an export of this
-    benchmark. The shards are written into a staging folder beside ``output``; then, holding the export's lock,
-    the record is re-read, merged, and the staging folder (holding links to the other configs and to every
-    file the user added) trades places with the export (see :mod:`perckit.export_swap`)."""
+    benchmark. Each split gets the ``preview`` picture column (:mod:`perckit.previews`; ``preview=False`` leaves it
+    out), goes through the benchmark's export hook (:mod:`perckit.export_hooks`: ReasonAVEdit's ``Audio`` columns and
+    its ``videos`` config) and is written as Parquet the Dataset Viewer can page (:mod:`perckit.export_parquet`)
+    into a staging folder beside ``output``; then, holding the export's lock, the record is re-read, merged, and the
+    staging folder (holding links to the other configs and to every file the user added) trades places with the
+    export (see :mod:`perckit.export_swap`)."""
     from . import export_swap as sw
 
     cls, (config,), limit, real = check_options(benchmark, data_dir, [config], output, max_shard_size, cache_dir)
@@ -270,24 +143,75 @@ def convert(
         builder = cls(config_name=config, data_dir=str(data_dir) if data_dir else None, cache_dir=str(cache_dir) if cache_dir else None, **builder_kwargs)
         builder.download_and_prepare()
         default = config == cls.DEFAULT_CONFIG_NAME
-        folder = staging.path / config_dir(config, default)
-        splits = []
-        for split in builder.info.splits:
-            ds = builder.as_dataset(split)
-            splits.append(write_split(ds, folder, split, limit, progress))
+        entries = _write_config(benchmark, builder, config, default, staging.path, limit, progress, preview)
         with sw.export_lock(real):
             sw.recover(real, log)
-            _commit(staging, real, str(output), benchmark, config, default, builder, splits, log)
+            _commit(staging, real, str(output), benchmark, config, entries, builder, log)
     except BaseException:
         staging.discard()
         raise
-    summary = ConfigExport(benchmark, config, default, splits, Path(output))
-    for s in splits:
-        log(f"{benchmark}/{config}: {s.name} {s.num_examples} rows in {len(s.files)} shard(s) -> {Path(output) / config_dir(config, default)}")
+    splits = entries[config][1]
+    summary = ConfigExport(benchmark, config, default, splits, Path(output), [n for n in entries if n != config])
+    for name, (entry, written) in entries.items():
+        for s in written:
+            log(f"{benchmark}/{name}: {s.name} {s.num_examples} rows in {len(s.files)} shard(s) -> {Path(output) / entry['dir']}")
+        if not entry["viewer"]["viewable"]:
+            log(f"{benchmark}/{name}: not viewable in the Hub's Dataset Viewer ({entry['viewer']['reason']}); the card says so")
     return summary
 
 
-def _commit(staging, real: Path, given: str, benchmark: str, config: str, default: bool, builder, splits: list[SplitExport], log) -> None:
+def _entry(features: datasets.Features, default: bool, folder: str, splits: list[SplitExport], description: str,
+           parent: str | None = None) -> dict:
+    """The record entry (version 2) of one written config."""
+    from .previews import PREVIEW_COLUMN
+
+    viewable, reason = viewer_verdict(splits, len(splits))
+    entry = {
+        "default": default, "dir": folder, "features": features.to_dict(),
+        "splits": [{"name": s.name, "num_examples": int(s.num_examples), "num_bytes": int(s.num_bytes), "files": list(s.files),
+                    "max_row_bytes": int(s.max_row_bytes), "max_row_group_bytes": int(s.max_row_group_bytes),
+                    "max_page_bytes": int(s.max_page_bytes)} for s in splits],
+        "kind": "parquet",
+        "preview": PREVIEW_COLUMN if PREVIEW_COLUMN in features else None,
+        "viewer": {"viewable": bool(viewable), "reason": reason},
+        "description": (description or "")[:MAX_DESCRIPTION_CHARS],
+    }
+    if parent is not None:
+        entry["parent"] = parent
+    return entry
+
+
+def _write_config(benchmark: str, builder, config: str, default: bool, root: Path, limit: int, progress: bool,
+                  preview: bool) -> dict[str, tuple[dict, list[SplitExport]]]:
+    """Write every split of the built ``config`` (and the child configs its export hook makes) under ``root``;
+    ``{config name: (record entry, splits written)}``, ``config`` first."""
+    from . import export_hooks
+    from .previews import add_preview
+
+    folder = config_dir(config, default)
+    splits: list[SplitExport] = []
+    features = None
+    children: dict[str, tuple[list[SplitExport], datasets.Features, str]] = {}
+    for split in builder.info.splits:
+        ds = builder.as_dataset(split)
+        if preview:
+            ds = add_preview(ds, benchmark, builder, config)
+        parts = export_hooks.apply(benchmark, ds, config, split, root)
+        splits.append(write_split(parts.dataset, root / folder, split, limit, progress))
+        features = parts.dataset.features
+        for child in parts.children:
+            written, _, _ = children.setdefault(child.name, ([], child.dataset.features, child.description))
+            written.append(write_split(child.dataset, root / child.name, split, limit, progress))
+    description = getattr(builder.config, "description", None) or ""
+    entries = {config: (_entry(features, default, folder, splits, description), splits)}
+    for name, (written, child_features, child_description) in children.items():
+        if name in entries or name == "data":
+            raise OptionError(f"{benchmark}/{config}: the export hook made a config named {name!r}, which this export already uses")
+        entries[name] = (_entry(child_features, False, name, written, child_description, parent=config), written)
+    return entries
+
+
+def _commit(staging, real: Path, given: str, benchmark: str, config: str, entries: dict, builder, log) -> None:
     """Under the export lock: merge the record, link what the new export keeps, write card and record, swap."""
     from . import export_swap as sw
 
@@ -304,15 +228,36 @@ def _commit(staging, real: Path, given: str, benchmark: str, config: str, defaul
             state, old_owned = new_state(benchmark), set()
     else:
         state = new_state(benchmark)
-    state["configs"].pop(config, None)
+    drop_config(state, config)  # the config and the child configs its last conversion wrote
+    for name in entries:
+        if name in state["configs"]:
+            raise OptionError(f"--output {given!r}: converting {config!r} writes the config {name!r}, which the export "
+                              f"already has from another conversion; choose another folder")
     keep = owned_files(state) - {"README.md", STATE_FILE}
-    state["configs"][config] = {
-        "default": default, "dir": config_dir(config, default), "features": builder.info.features.to_dict(),
-        "splits": [s.__dict__ for s in splits],
-    }
+    for name, (entry, _) in entries.items():
+        state["configs"][name] = entry
     if old_owned:
         sw.link_entries(real, staging.path, skip=old_owned - keep)
     sw._do("write card", write_card, staging.path, benchmark, builder.info, state)
     sw._do("write record", (staging.path / STATE_FILE).write_text, dump_state(state), encoding="utf-8")
     staging.drop_marker()
     sw.install(staging, real, old_owned, owned_files(state), log)
+
+
+def load_export(export_dir: str | Path, config: str | None = None, split: str | None = None,
+                cache_dir: str | Path | None = None, benchmark: str | None = None) -> datasets.Dataset | datasets.DatasetDict:
+    """A config of a perckit export, loaded with plain ``datasets.load_dataset`` (no script) and given back the
+    builder's row schema (:func:`perckit.export_hooks.load_back`: ReasonAVEdit's videos joined back from its
+    ``videos`` config, its audio as the builder's media storage), ready for the metrics' reference projectors.
+    The ``preview`` column, when present, stays as the last column. ``export_dir`` is a local export (its record
+    names the benchmark) or a local copy of a pushed one (``huggingface_hub.snapshot_download``: pass ``benchmark``)."""
+    from . import export_hooks
+
+    export_dir = Path(export_dir)
+    if benchmark is None:
+        benchmark = read_state(export_dir)["benchmark"]
+    benchmarks.get(benchmark)  # an OptionError naming the known ones
+    ds = datasets.load_dataset(str(export_dir), config, split=split, cache_dir=str(cache_dir) if cache_dir else None)
+    if isinstance(ds, datasets.DatasetDict):
+        return datasets.DatasetDict({k: export_hooks.load_back(benchmark, v, export_dir) for k, v in ds.items()})
+    return export_hooks.load_back(benchmark, ds, export_dir)

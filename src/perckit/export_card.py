@@ -164,10 +164,6 @@ def _code(name: Any) -> str:
     return "`" + cell(str(name).replace("`", "'"), MAX_NAME_CHARS) + "`"
 
 
-def _kind(c: dict) -> str:
-    return c.get("kind", "parquet")
-
-
 def _ordered(configs: dict[str, dict]) -> list[tuple[str, dict]]:
     """The default config first, then the others by name."""
     return sorted(configs.items(), key=lambda kv: (not kv[1].get("default"), kv[0]))
@@ -249,8 +245,7 @@ def card_metadata(benchmark: str, state: dict) -> dict:
 
 def _card_data(benchmark: str, state: dict) -> Any:
     """The ``huggingface_hub.DatasetCardData`` of :func:`card_metadata` (``configs`` and ``dataset_info`` written by
-    datasets' own ``MetadataConfigs`` / ``DatasetInfosDict``; a ``files`` config gets ``<dir>/<split>/*`` and no
-    ``dataset_info``, since the folder loader reads its files and their ``metadata.jsonl``)."""
+    datasets' own ``MetadataConfigs`` / ``DatasetInfosDict``)."""
     from datasets.info import DatasetInfosDict
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCardData
@@ -259,14 +254,10 @@ def _card_data(benchmark: str, state: dict) -> Any:
     configs: dict[str, dict] = {}
     infos: dict[str, datasets.DatasetInfo] = {}
     for name, c in sorted(state["configs"].items()):
-        files = _kind(c) == "files"
-        pattern = "{dir}/{split}/*" if files else "{dir}/{split}-*"
-        entry: dict = {"data_files": [{"split": s["name"], "path": pattern.format(dir=c["dir"], split=s["name"])} for s in c["splits"]]}
+        entry: dict = {"data_files": [{"split": s["name"], "path": f"{c['dir']}/{s['name']}-*"} for s in c["splits"]]}
         if c.get("default"):
             entry["default"] = True
         configs[name] = entry
-        if files:
-            continue  # no Parquet features: the folder loader reads the files and their metadata.jsonl
         split_dict = datasets.SplitDict()
         for s in c["splits"]:
             split_dict.add(datasets.SplitInfo(name=s["name"], num_bytes=_int(s["num_bytes"]), num_examples=int(s["num_examples"])))
@@ -287,15 +278,13 @@ def _config_table(benchmark: str, state: dict) -> list[str]:
     own = {c.name: c.description or "" for c in builder_class(benchmark).BUILDER_CONFIGS}
     lines = ["| config | what a row is | splits (rows) | folder |", "|---|---|---|---|"]
     for name, c in _ordered(state["configs"]):
-        what = c.get("description") or own.get(name) or ("files with a metadata.jsonl" if _kind(c) == "files" else "")
+        what = c.get("description") or own.get(name) or ""
         splits = ", ".join(f"{cell(s['name'])} ({int(s['num_examples']):,})" for s in c["splits"])
         label = f"`{name}`" + (" (default)" if c.get("default") else "")
-        folder = f"`{c['dir']}/<split>/`" if _kind(c) == "files" else f"`{c['dir']}/`"
+        folder = f"`{c['dir']}/`"
         lines.append(f"| {label} | {cell(what)} | {splits} | {folder} |")
     lines.append("")
     for name, c in _ordered(state["configs"]):
-        if _kind(c) == "files":
-            continue
         features = _features(name, c)
         shown = list(features.items())[:MAX_COLUMNS]
         columns = ", ".join(f"{_code(k)} ({cell(_type_name(v), MAX_NAME_CHARS)})" for k, v in shown)
@@ -313,27 +302,18 @@ def _split_of(benchmark: str, c: dict) -> str:
 
 def _load_section(benchmark: str, state: dict) -> list[str]:
     ordered = _ordered(state["configs"])
-    parquet = [n for n, c in ordered if _kind(c) == "parquet"]
-    files = [n for n, c in ordered if _kind(c) == "files"]
     lines = ["## Load with `datasets`", "",
              "The export is plain Parquet with no loading script: any `datasets` version that reads Parquet loads it "
              "(replace `<this repo>` by this repository's id, or give the path of a local copy).", "", "```python",
              "from datasets import load_dataset", ""]
-    for name in parquet:
-        split = _split_of(benchmark, state["configs"][name])
-        lines.append(f'ds = load_dataset("{REPO_PLACEHOLDER}", "{name}", split="{cell(split)}")')
+    for name, c in ordered:
+        lines.append(f'ds = load_dataset("{REPO_PLACEHOLDER}", "{name}", split="{cell(_split_of(benchmark, c))}")')
     lines += ["```", ""]
-    for name in files:
-        c = state["configs"][name]
-        parent = state["configs"].get(c.get("parent"))
-        named = []
-        if parent is not None and _kind(parent) == "parquet":
-            named = [k for k in _features(str(c.get("parent")), parent) if str(k).endswith("_file")][:MAX_COLUMNS]
-        naming = f" The rows of `{c['parent']}` name their files in " + ", ".join(_code(k) for k in named) + "." if named else ""
-        lines += [f"`{name}` is a folder of files with a `metadata.jsonl` per split (the Hub's layout for video "
-                  f"datasets): `load_dataset(\"{REPO_PLACEHOLDER}\", \"{name}\")` reads it as a video folder, or download "
-                  f"the files with `huggingface_hub.snapshot_download(\"{REPO_PLACEHOLDER}\", repo_type=\"dataset\", "
-                  f"allow_patterns=\"{c['dir']}/*\")`.{naming}", ""]
+    for name, c in ordered:
+        if c.get("parent") in state["configs"]:
+            lines += [f"`{name}` holds media of `{c['parent']}` rows, joined by the key they share (the Hub documents "
+                      "videos in Parquet; the Viewer plays each `Video` cell). `perckit.export.load_export` joins them "
+                      "back into the builder's rows (see below).", ""]
     return lines
 
 
@@ -352,7 +332,7 @@ def _access(path: str) -> str:
 
 
 def _rle_section(state: dict) -> list[str]:
-    where = [(n, rle_columns(_features(n, c))) for n, c in _ordered(state["configs"]) if _kind(c) == "parquet"]
+    where = [(n, rle_columns(_features(n, c))) for n, c in _ordered(state["configs"])]
     where = [(n, cols) for n, cols in where if cols]
     if not where:
         return []
@@ -401,7 +381,7 @@ def _score_section(benchmark: str, state: dict) -> list[str]:
     bench = benchmarks.get(benchmark)
     if not bench.metrics:
         return []
-    default = next((n for n, c in _ordered(state["configs"]) if _kind(c) == "parquet"), "")
+    default = next((n for n, _ in _ordered(state["configs"])), "")
     split = _split_of(benchmark, state["configs"][default]) if default else bench.splits[-1]
     lines = ["## Score with perckit", "",
              "perckit's `evaluate` metrics score predictions against these rows. Each takes references made from a "
@@ -415,10 +395,11 @@ def _score_section(benchmark: str, state: dict) -> list[str]:
         lines += [f"### `{m.name}`", "", f"Scores: {scores}.{configs} Predictions: {fmt}.", "",
                   "```python", "import perckit", "from datasets import load_dataset", f"from {module} import {fn}", "",
                   f'ds = load_dataset("{REPO_PLACEHOLDER}", "{default}", split="{split}")']
-        if any(_kind(c) == "files" for c in state["configs"].values()):
-            lines += ["# media moved to files: restore the builder's rows first (a local copy of this repository)",
-                      "from perckit.export_hooks import load_back", "",
-                      f'ds = load_back("{benchmark}", ds, "<local copy of this repo>")']
+        if any(c.get("parent") for c in state["configs"].values()):
+            lines[-1:] = ["from huggingface_hub import snapshot_download", "from perckit.export import load_export", "",
+                          "# media sit in a config of their own: join them back into the builder's rows",
+                          f'local = snapshot_download("{REPO_PLACEHOLDER}", repo_type="dataset")',
+                          f'ds = load_export(local, "{default}", split="{split}", benchmark="{benchmark}")']
         lines += [f'metric = perckit.load_metric("{m.name}"{config})  # or evaluate.load("metrics/{m.name}"{config}) in a perckit checkout',
                   f"references = [{fn}({ref_args}) for row in ds]",
                   "results = metric.compute(predictions=predictions, references=references)", "```", ""]

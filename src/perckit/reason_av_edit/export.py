@@ -177,6 +177,25 @@ def _child_split(state: dict, export_root: Path, ds: datasets.Dataset) -> dict:
                              f"{CHILD_CONFIG!r} splits {sorted(splits)}; load a split of the export by name")
 
 
+def _child_files(export_root: Path, ds: datasets.Dataset) -> list[str]:
+    """The ``videos`` shards of the rows' split: the ones the export's record lists, or, in a copy downloaded from
+    the Hub (which has no record: ``perckit push`` uploads the card and the shards only), the files named
+    ``videos/<split>-NNNNN-of-NNNNN.parquet`` (the names convert writes), in order."""
+    from ..export_state import expected_shard, has_state, read_state
+
+    if has_state(export_root):
+        return _child_split(read_state(export_root), export_root, ds)["files"]
+    folder = export_root / CHILD_CONFIG
+    names = sorted(p.name for p in folder.glob("*.parquet")) if folder.is_dir() else []
+    splits = sorted({n.rsplit("-", 3)[0] for n in names if expected_shard(f"{CHILD_CONFIG}/{n}", CHILD_CONFIG, n.rsplit("-", 3)[0])})
+    name = str(ds.split) if ds.split is not None else None
+    split = name if name in splits else (splits[0] if len(splits) == 1 else None)
+    if split is None:
+        raise InputNotFoundError(f"reason_av_edit export {str(export_root)!r}: expected the {CHILD_CONFIG!r} shards of split "
+                                 f"{name!r} ({CHILD_CONFIG}/<split>-NNNNN-of-NNNNN.parquet), found the splits {splits}")
+    return [f"{CHILD_CONFIG}/{n}" for n in names if expected_shard(f"{CHILD_CONFIG}/{n}", CHILD_CONFIG, split)]
+
+
 def _is_binary(t: pa.DataType) -> bool:
     return pa.types.is_binary(t) or pa.types.is_large_binary(t)
 
@@ -269,8 +288,6 @@ def load_back(ds: datasets.Dataset, export_root: Path) -> datasets.Dataset:
     ``video`` / ``mask_video`` joined from the ``videos`` config when the rows lack them, every media column with
     the builder's feature, the builder's column order. Errors: :class:`ReleaseFormatError` /
     :class:`InputNotFoundError` naming the export, the shard and the sample."""
-    from ..export_state import read_state
-
     export_root = Path(export_root)
     builder = feats.builder_features()
     missing = [c for c in VIDEO_COLUMNS if c not in ds.column_names] if "sample_id" in ds.column_names else []
@@ -283,8 +300,7 @@ def load_back(ds: datasets.Dataset, export_root: Path) -> datasets.Dataset:
         if order == ds.column_names and all(target[c] == ds.features[c] for c in order):
             return ds
         return ds.select_columns(order).cast(target)
-    state = read_state(export_root)
-    files = _child_split(state, export_root, ds)["files"]
+    files = _child_files(export_root, ds)
     storage = target.arrow_schema
     with ExitStack() as stack:
         clips = _Clips(stack, export_root, files, missing)
