@@ -11,7 +11,7 @@ from helpers.fake_hub import HubRecorder
 
 from perckit import push
 from perckit.errors import InputNotFoundError, ReleaseFormatError
-from perckit.push import files_to_push, literal_pattern, push_export
+from perckit.push import literal_pattern, push_export
 
 FEATURES = {"x": {"dtype": "int64", "_type": "Value"}}
 QUIET = {"log": lambda m: None}

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from PIL import Image
-
 from .. import previews
 from .features import IMAGE_FILES
 
