@@ -43,8 +43,12 @@ MIN_WIDTH = 640
 FILL_ALPHA = 0.35
 
 
+#: the text size of legends and captions (Pillow's default TrueType font; 10 px runs words together when shrunk)
+FONT_SIZE = 13
+
+
 def _font() -> ImageFont.ImageFont:
-    return ImageFont.load_default()
+    return ImageFont.load_default(size=FONT_SIZE)
 
 
 def _canvas(image: bytes | dict | Image.Image | None, size_hw: Sequence[int]) -> Image.Image:
@@ -133,7 +137,7 @@ def side_by_side(images: Sequence[Image.Image], gap: int = 4) -> Image.Image:
 MASK_LEGEND = (("prediction", PRED_COLOUR), ("ground truth", GT_COLOUR), ("overlap", OVERLAP_COLOUR))
 
 
-def legend_strip(width: int, items: Sequence[tuple[str, tuple[int, int, int]]] = MASK_LEGEND, height: int = 22) -> Image.Image:
+def legend_strip(width: int, items: Sequence[tuple[str, tuple[int, int, int]]] = MASK_LEGEND, height: int = 24) -> Image.Image:
     """A white strip ``width`` wide: for each ``(label, colour)`` a swatch (light fill, opaque outline) and its label."""
     im = Image.new("RGB", (width, height), (255, 255, 255))
     draw = ImageDraw.Draw(im)
@@ -147,7 +151,7 @@ def legend_strip(width: int, items: Sequence[tuple[str, tuple[int, int, int]]] =
     return im
 
 
-def caption_strip(text: str, width: int, line_height: int = 14) -> Image.Image:
+def caption_strip(text: str, width: int, line_height: int = FONT_SIZE + 5) -> Image.Image:
     """``text`` wrapped to ``width`` pixels (Pillow's default font) on a white strip."""
     font = _font()
     probe = ImageDraw.Draw(Image.new("RGB", (1, 1)))
