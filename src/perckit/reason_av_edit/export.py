@@ -51,7 +51,7 @@ from .limits import MAX_MEDIA_FILE_BYTES
 CHILD_CONFIG = "videos"
 CHILD_DESCRIPTION = ("One row per sample: its source video and its target mask video (mp4, played by the Dataset "
                      "Viewer) with the sample's id, category, sub-track, language and instruction. Join it to the "
-                     "default config on sample_id (perckit.export_hooks.load_back does).")
+                     "default config on sample_id (perckit.export.load_export does).")
 VIDEO_COLUMNS = ("video", "mask_video")
 AUDIO_COLUMNS = ("audio", "reason_audio")
 #: the sample's text columns the child keeps beside its clips (for the Viewer and for filtering)
