@@ -4,8 +4,8 @@ Rules:
 
 - **Only the record's files.** :func:`files_to_push` lists the files of the chosen configs from the export's
   record (``.perckit_export.json``, read and checked by :func:`perckit.export_state.read_state`): the Parquet
-  shards, the files of every ``files`` config (a config's ``files`` children come with it: one conversion
-  wrote them), then ``README.md``. The record itself is perckit's local bookkeeping and is never uploaded, nor
+  shards (a config's child configs, such as ReasonAVEdit's ``videos``, come with it: one conversion wrote
+  them), then ``README.md``. The record itself is perckit's local bookkeeping and is never uploaded, nor
   is anything else in the folder (a user's notes, the ``.cache/huggingface/`` state an upload leaves): the
   upload's ``allow_patterns`` name exactly the listed files, each escaped so that ``[``, ``*`` and ``?`` in a
   name match only themselves (:func:`literal_pattern`; huggingface_hub matches with ``fnmatch``).
@@ -68,7 +68,7 @@ def files_to_push(export_dir: Path, configs: Iterable[str] | None = None) -> lis
     The list comes from the export's record, read and checked by :func:`perckit.export_state.read_state` (the
     reader ``convert`` uses): every path stays inside the export (no ``..``, no absolute path, no symbolic link
     out of it) and names a regular file, so a planted record cannot upload a file from elsewhere. A chosen
-    Parquet config brings the ``files`` configs its conversion wrote (:func:`perckit.export_state.children`)."""
+    config brings the child configs its conversion wrote (:func:`perckit.export_state.children`)."""
     return _select(Path(export_dir), configs)[2]
 
 
