@@ -62,6 +62,32 @@ def test_m4seg_with_photos(releases):
     assert all(0 < len(c["bytes"]) <= CAP for c in out.with_format("arrow")["preview"].to_pylist())
 
 
+def test_a_large_split_draws_in_several_processes_with_the_same_bytes(releases, monkeypatch):
+    """Above PARALLEL_ROWS rows (lowered here) the previews are drawn by ``datasets.map`` in several processes: the
+    same cells, in the same order, as one process draws."""
+    bl = _builder(releases, "m4seg", "default", splits=("test",))
+    ds = bl.as_dataset("test")
+    one = previews.add_preview(ds, "m4seg", bl, "default").with_format("arrow")["preview"].to_pylist()
+    monkeypatch.setattr(previews, "PARALLEL_ROWS", 4)
+    monkeypatch.setattr(previews, "BATCH_ROWS", 3)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+    assert previews.preview_processes(ds.num_rows, len) == 2
+    assert previews.preview_processes(3, len) is None  # a small split: one process
+    many = previews.add_preview(ds, "m4seg", bl, "default").with_format("arrow")["preview"].to_pylist()
+    assert [c["bytes"] for c in many] == [c["bytes"] for c in one] and len(one) == ds.num_rows
+
+
+def test_a_previewer_that_cannot_be_pickled_draws_in_this_process(monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert previews.preview_processes(10**6, len) == 4
+    pending = (i for i in range(3))  # a generator does not pickle: a previewer holding one runs in this process
+
+    def draw(table):
+        return next(pending)
+
+    assert previews.preview_processes(10**6, draw) is None
+
+
 def test_no_previewer_leaves_the_dataset():
     import datasets
 

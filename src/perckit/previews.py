@@ -215,6 +215,30 @@ def make_previewer(benchmark: str, builder: Any, config: str) -> Previewer | Non
     return load_object(spec)(builder, config)
 
 
+#: a split of at least this many rows draws its previews in several processes (M4Seg's 743k-row train split)
+PARALLEL_ROWS = 20_000
+#: at most this many processes draw previews
+MAX_PROCESSES = 8
+
+
+def preview_processes(num_rows: int, fn: Callable) -> int | None:
+    """How many processes ``datasets.map`` draws the previews of a split with: one (None) below
+    :data:`PARALLEL_ROWS` rows, else the machine's cores (at most :data:`MAX_PROCESSES`), when the drawing function
+    can be sent to another process (a previewer holding an open file cannot: it then runs in this one)."""
+    import os
+
+    cores = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1), MAX_PROCESSES)
+    if num_rows < PARALLEL_ROWS or cores < 2:
+        return None
+    try:
+        import dill
+
+        dill.dumps(fn, recurse=True)
+    except Exception:  # any pickling failure (dill raises many types): draw in this process
+        return None
+    return cores
+
+
 def add_preview(ds: Any, benchmark: str, builder: Any, config: str) -> Any:
     """``ds`` with an ``Image()`` column :data:`PREVIEW_COLUMN` appended last (bytes, path null); every other column
     and its features unchanged. ``ds`` itself when the config has no previewer. Reads only the previewer's columns
@@ -242,6 +266,7 @@ def add_preview(ds: Any, benchmark: str, builder: Any, config: str) -> Any:
 
     fingerprint = Hasher.hash([ds._fingerprint, benchmark, config, str(getattr(builder, "config_id", "")), PREVIEW_COLUMN, MAX_SIDE, PNG_LIMIT, JPEG_QUALITY])
     out = ds.with_format("arrow").map(add, batched=True, batch_size=BATCH_ROWS, writer_batch_size=BATCH_ROWS,
-                                      features=features, new_fingerprint=fingerprint, desc=f"preview {config}")
+                                      features=features, new_fingerprint=fingerprint, desc=f"preview {config}",
+                                      num_proc=preview_processes(ds.num_rows, add))
     fmt = ds.format
     return out.with_format(fmt["type"], columns=fmt["columns"], output_all_columns=fmt["output_all_columns"], **fmt["format_kwargs"])
