@@ -1,0 +1,308 @@
+"""Accumulators: every metric as ``update`` / ``compute`` / ``merge`` / ``reset`` / ``state_dict``.
+
+A metric is scored item by item (a query, an expression, a sequence, a sample) and the per-item records are
+reduced with order-independent sums (``math.fsum`` means, integer counts). An :class:`Accumulator` keeps those
+records, so predictions and references can arrive in any batch sizes and any order (a prediction may come before
+its reference: it waits, unpaired), two accumulators merge exactly (the union of their records), and the state is
+a plain, versioned dict for checkpoints (:meth:`Accumulator.state_dict`), for ``torch.distributed``
+(:func:`perckit.torch.gather`) and for files (:meth:`Accumulator.save`, :func:`merge_files`, JSON only: a state
+file may come from elsewhere and is never unpickled).
+
+A metric takes part by declaring a :class:`MetricCore` (``perckit.<benchmark>.accumulate``); the registry
+:data:`CORES` names them, and the evaluate modules are thin wrappers over :func:`accumulator`.
+
+Pairing rules (those of :func:`perckit.matching.pair_by_id`, now across batches): an id seen twice on one side is
+a :class:`~perckit.errors.PredictionError` when it arrives; at :meth:`Accumulator.compute`, a prediction whose id
+no reference has is an error, and a reference without a prediction is an error when the metric is strict (the
+message names the lax option), else it is scored as "no output".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .errors import InputNotFoundError, OptionError, PredictionError, ReleaseFormatError
+
+STATE_FORMAT = "perckit-accumulator"
+STATE_VERSION = 1
+#: the largest accumulator state file read (records of a full benchmark are a few MB)
+MAX_STATE_BYTES = 1 << 30
+
+#: metric name -> ``module:attribute`` of its :class:`MetricCore` factory ``fn(config) -> MetricCore``
+CORES: dict[str, str] = {
+    "mask_temporal": "perckit.r4d_bench.accumulate:mask_temporal_core",
+    "track_id": "perckit.r4d_bench.accumulate:track_id_core",
+    "refer_iou": "perckit.refcoco_m.accumulate:refer_iou_core",
+    "syn4d": "perckit.syn4d.accumulate:syn4d_core",
+    "m4seg": "perckit.m4seg.accumulate:m4seg_core",
+    "av_reasoning": "perckit.reason_av_edit.accumulate:av_reasoning_core",
+}
+
+
+class Item(NamedTuple):
+    """One scored item: the metric's record and whether a prediction was given (False: scored as "no output")."""
+
+    record: Any
+    predicted: bool
+
+
+@dataclass(frozen=True)
+class MetricCore:
+    """What a metric declares so an :class:`Accumulator` can run it.
+
+    - ``prepare(options) -> opts``: the checked options object (an :class:`OptionError` for an unknown or bad one);
+    - ``score(prediction | None, reference, opts) -> record``: one item (``None``: no prediction, lax mode);
+    - ``reduce(items, opts) -> dict``: the metric's result from the :class:`Item` list (in pairing order; the sums
+      are order-independent, so any order gives the same numbers);
+    - ``strict(opts)``: a reference without a prediction is an error; ``selects(opts)``: ``None`` or a predicate
+      on ids keeping a subset of the references;
+    - ``record_to_state`` / ``record_from_state``: a record as JSON-safe data and back.
+    """
+
+    name: str
+    config: str | None
+    id_key: str
+    prepare: Callable[[Mapping[str, Any]], Any]
+    score: Callable[[Mapping | None, Mapping, Any], Any]
+    reduce: Callable[[list[Item], Any], dict]
+    record_to_state: Callable[[Any], Any]
+    record_from_state: Callable[[Any], Any]
+    strict: Callable[[Any], bool] = lambda opts: True
+    selects: Callable[[Any], Callable[[str], bool] | None] = lambda opts: None
+    #: how the "missing prediction" message tells the user to score a missing prediction as no output
+    empty_hint: str | None = None
+    lax_option: str | None = None
+
+
+def core(name: str, config: str | None = None) -> MetricCore:
+    """The :class:`MetricCore` of metric ``name`` (config ``config``); an :class:`OptionError` for an unknown one."""
+    if name not in CORES:
+        raise OptionError(f"unknown metric {name!r}: expected one of {sorted(CORES)}")
+    module, attr = CORES[name].split(":")
+    return getattr(import_module(module), attr)(config)
+
+
+def _json_safe(value: Any, where: str) -> Any:
+    """``value`` as JSON data (numpy arrays and scalars as lists and numbers; NaN kept as float)."""
+    import numpy as np
+
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v, where) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v, where) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        raise OptionError(f"{where}: bytes cannot be saved in a JSON state file; pass the media as paths, or keep the "
+                          "state in memory (state_dict, perckit.torch.gather)")
+    raise OptionError(f"{where}: a {type(value).__name__} cannot be saved in a JSON state file")
+
+
+class Accumulator:
+    """A metric's running state: see the module docstring. Build one with :func:`accumulator`."""
+
+    def __init__(self, metric: MetricCore, options: Mapping[str, Any] | None = None) -> None:
+        self.core = metric
+        self.options = dict(options or {})
+        self.opts = metric.prepare(self.options)
+        self.reset()
+
+    # ---------------------------------------------------------------- the running state
+
+    def reset(self) -> None:
+        """Forget every update (the metric and its options stay)."""
+        self._records: dict[str, Any] = {}
+        self._predictions: dict[str, Mapping] = {}
+        self._references: dict[str, Mapping] = {}
+        self._dropped: set[str] = set()
+
+    def _seen(self, key: str, side: str) -> bool:
+        if side == "predictions":
+            return key in self._predictions or key in self._records
+        return key in self._references or key in self._records or key in self._dropped
+
+    def update(self, predictions: Sequence[Mapping] | None = None, references: Sequence[Mapping] | None = None) -> "Accumulator":
+        """Add a batch (either side may be empty or None; the sides need not be aligned). Each pair is scored as
+        soon as both halves are in. Returns the accumulator."""
+        from .matching import index_by_id
+
+        key = self.core.id_key
+        preds = list(predictions) if isinstance(predictions, (list, tuple)) else predictions if predictions is not None else []
+        refs = list(references) if isinstance(references, (list, tuple)) else references if references is not None else []
+        for side, rows in (("predictions", preds), ("references", refs)):
+            for k in index_by_id(rows, side, key):  # the rows' shape, their ids, repeats within the batch
+                if self._seen(k, side):
+                    raise PredictionError(f"{side}: duplicate {key} {k!r}")
+        selects = self.core.selects(self.opts)
+        for row in refs:
+            k = row[key]
+            if selects is not None and not selects(k):
+                self._dropped.add(k)
+                self._predictions.pop(k, None)
+                continue
+            self._references[k] = row
+        for row in preds:
+            k = row[key]
+            if k in self._dropped:
+                continue
+            self._predictions[k] = row
+        for k in [k for k in self._references if k in self._predictions]:
+            self._records[k] = Item(self.core.score(self._predictions.pop(k), self._references.pop(k), self.opts), True)
+        return self
+
+    def compute(self) -> dict:
+        """The metric's result over everything added so far (the state is unchanged: more updates may follow)."""
+        from .matching import missing_ids_message, unknown_ids_message
+
+        key = self.core.id_key
+        unknown = [k for k in self._predictions if k not in self._dropped]
+        if unknown:
+            raise PredictionError(unknown_ids_message(key, unknown))
+        records = dict(self._records)
+        if self._references:
+            if self.core.strict(self.opts):
+                raise PredictionError(missing_ids_message(key, list(self._references), self.core.empty_hint, self.core.lax_option))
+            for k, ref in self._references.items():
+                records[k] = Item(self.core.score(None, ref, self.opts), False)
+        return self.core.reduce(list(records.values()), self.opts)
+
+    # ---------------------------------------------------------------- merging and state
+
+    def _check_same(self, other: "Accumulator | Mapping", where: str) -> None:
+        name, config, options = (other.core.name, other.core.config, other.options) if isinstance(other, Accumulator) else (
+            other.get("metric"), other.get("config"), other.get("options"))
+        if (name, config) != (self.core.name, self.core.config):
+            raise OptionError(f"{where}: expected an accumulator of {self.core.name!r} (config {self.core.config!r}), "
+                              f"got {name!r} (config {config!r})")
+        if _json_safe(options, where) != _json_safe(self.options, where):
+            raise OptionError(f"{where}: expected the options {self.options!r}, got {options!r}; accumulators merge only "
+                              "when they score with the same options")
+
+    def merge(self, other: "Accumulator") -> "Accumulator":
+        """Add ``other``'s state (same metric, config and options); an id both have scored is a
+        :class:`PredictionError`. Returns this accumulator."""
+        if not isinstance(other, Accumulator):
+            raise OptionError(f"merge: expected an Accumulator, got {type(other).__name__}")
+        self._check_same(other, "merge")
+        key = self.core.id_key
+        both = sorted(set(self._records) & set(other._records))
+        if both:
+            raise PredictionError(f"merge: {key} {both[:5]!r} scored in both accumulators (each item belongs to one)")
+        for k, record in other._records.items():
+            self._records[k] = record
+        self._dropped |= other._dropped
+        self.update(list(other._predictions.values()), list(other._references.values()))
+        return self
+
+    def state_dict(self) -> dict:
+        """The state as plain data (picklable; :meth:`save` writes it as JSON): format, version, metric, config,
+        options, the records by id, the unpaired rows and the ids left out by ``selects``."""
+        return {
+            "format": STATE_FORMAT, "version": STATE_VERSION, "metric": self.core.name, "config": self.core.config,
+            "options": dict(self.options),
+            "records": [[k, self.core.record_to_state(item.record), item.predicted] for k, item in self._records.items()],
+            "predictions": list(self._predictions.values()), "references": list(self._references.values()),
+            "dropped": sorted(self._dropped),
+        }
+
+    def load_state_dict(self, state: Mapping, where: str = "state_dict") -> "Accumulator":
+        """Replace this accumulator's state by ``state`` (from :meth:`state_dict`, checked: format, version, metric,
+        config and options must match). Returns this accumulator."""
+        if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
+            raise ReleaseFormatError(f"{where}: expected a perckit accumulator state (format {STATE_FORMAT!r}), got "
+                                     f"{type(state).__name__ if not isinstance(state, Mapping) else repr(state.get('format'))}")
+        if state.get("version") != STATE_VERSION:
+            raise ReleaseFormatError(f"{where}: expected state version {STATE_VERSION}, got {state.get('version')!r}")
+        expected = {"format", "version", "metric", "config", "options", "records", "predictions", "references", "dropped"}
+        if set(state) != expected:
+            raise ReleaseFormatError(f"{where}: expected the keys {sorted(expected)}, got {sorted(state)}")
+        self._check_same(state, where)
+        records = state["records"]
+        if not isinstance(records, list) or not all(isinstance(r, (list, tuple)) and len(r) == 3 and isinstance(r[0], str)
+                                                    and isinstance(r[2], bool) for r in records):
+            raise ReleaseFormatError(f"{where}: 'records' must be a list of [id, record, predicted] triples")
+        if not all(isinstance(state[k], list) for k in ("predictions", "references", "dropped")):
+            raise ReleaseFormatError(f"{where}: 'predictions', 'references' and 'dropped' must be lists")
+        self.reset()
+        for k, r, predicted in records:
+            if k in self._records:
+                raise ReleaseFormatError(f"{where}: {self.core.id_key} {k!r} recorded twice")
+            try:
+                self._records[k] = Item(self.core.record_from_state(r), predicted)
+            except (TypeError, ValueError, KeyError) as e:
+                raise ReleaseFormatError(f"{where}: the record of {k!r} does not load ({type(e).__name__}: {e})") from None
+        self._dropped = {str(k) for k in state["dropped"]}
+        self.update(state["predictions"], state["references"])
+        return self
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write :meth:`state_dict` as JSON to ``path`` (a new file, or one an earlier ``save`` wrote), atomically."""
+        path = Path(path)
+        state = _json_safe(self.state_dict(), f"save {str(path)!r}")
+        if path.exists():
+            if not path.is_file() or not _is_state_file(path):
+                raise OptionError(f"save {str(path)!r}: expected a new file or an earlier accumulator state, got a file "
+                                  "perckit did not write; choose another path")
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(state, allow_nan=True), encoding="utf-8")
+        os.replace(tmp, path)
+        return path
+
+    def __repr__(self) -> str:
+        return (f"Accumulator({self.core.name!r}, config={self.core.config!r}, {len(self._records)} scored, "
+                f"{len(self._predictions)} predictions and {len(self._references)} references waiting)")
+
+
+def _is_state_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(200)
+    except OSError:
+        return False
+    return f'"format": "{STATE_FORMAT}"'.encode() in head
+
+
+def accumulator(name: str, config: str | None = None, **options: Any) -> Accumulator:
+    """An empty :class:`Accumulator` of metric ``name`` (``config``: Syn4D's task) scoring with ``options`` (those of
+    the metric's ``compute``)."""
+    return Accumulator(core(name, config), options)
+
+
+def load_state(path: str | os.PathLike) -> Accumulator:
+    """The accumulator a :meth:`Accumulator.save` file holds (read under :data:`MAX_STATE_BYTES`, checked)."""
+    from .jsonio import read_json
+
+    where = repr(str(path))
+    state = read_json(Path(path), error=ReleaseFormatError, not_found=InputNotFoundError, limit=MAX_STATE_BYTES)
+    if not isinstance(state, Mapping) or not isinstance(state.get("metric"), str):
+        raise ReleaseFormatError(f"{where}: expected a perckit accumulator state with a 'metric', got {type(state).__name__}")
+    config = state.get("config")
+    if config is not None and not isinstance(config, str):
+        raise ReleaseFormatError(f"{where}: 'config' must be a string or null, got {config!r}")
+    options = state.get("options")
+    if not isinstance(options, Mapping):
+        raise ReleaseFormatError(f"{where}: 'options' must be an object, got {options!r}")
+    acc = Accumulator(core(state["metric"], config), options)
+    return acc.load_state_dict(state, where)
+
+
+def merge_files(paths: Iterable[str | os.PathLike]) -> Accumulator:
+    """One accumulator holding the states of every file :meth:`Accumulator.save` wrote (a Slurm array, separate
+    hosts): same metric, config and options in all of them."""
+    paths = list(paths)
+    if not paths:
+        raise OptionError("merge_files: expected at least one state file")
+    acc = load_state(paths[0])
+    for p in paths[1:]:
+        acc.merge(load_state(p))
+    return acc
