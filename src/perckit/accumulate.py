@@ -108,6 +108,20 @@ def _json_safe(value: Any, where: str) -> Any:
     raise OptionError(f"{where}: a {type(value).__name__} cannot be saved in a JSON state file")
 
 
+def _options_key(value: Any, where: str) -> Any:
+    """``value`` as comparable data for merging: :func:`_json_safe`, except that a callable option (an encoder
+    object, a scoring function) compares by its qualified name (a function's, or an object's type's), so in-memory
+    states holding one (``state_dict``, ``perckit.torch.gather``) load and merge; only ``save`` refuses them."""
+    if isinstance(value, Mapping):
+        return {str(k): _options_key(v, where) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_options_key(v, where) for v in value]
+    if callable(value):
+        owner = value if hasattr(value, "__qualname__") else type(value)
+        return f"<callable {getattr(owner, '__module__', '?')}.{owner.__qualname__}>"
+    return _json_safe(value, where)
+
+
 class Accumulator:
     """A metric's running state: see the module docstring. Build one with :func:`accumulator`."""
 
@@ -184,7 +198,7 @@ class Accumulator:
         if (name, config) != (self.core.name, self.core.config):
             raise OptionError(f"{where}: expected an accumulator of {self.core.name!r} (config {self.core.config!r}), "
                               f"got {name!r} (config {config!r})")
-        if _json_safe(options, where) != _json_safe(self.options, where):
+        if _options_key(options, where) != _options_key(self.options, where):
             raise OptionError(f"{where}: expected the options {self.options!r}, got {options!r}; accumulators merge only "
                               "when they score with the same options")
 
