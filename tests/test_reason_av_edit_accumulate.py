@@ -1,0 +1,281 @@
+"""av_reasoning as an accumulator (issue 19): the sample release's builder rows in random batch sizes and random order,
+merged, through a state round trip and through state files, always equal to perckit.reason_av_edit.metrics.av_reasoning;
+unpaired rows holding media bytes make save refuse; duplicates and bad states are refused."""
+
+import json
+import pickle
+import random
+
+import numpy as np
+import pytest
+
+from perckit import rle
+from perckit.accumulate import Accumulator, accumulator, load_state, merge_files
+from perckit.entrypoints import build_split
+from perckit.errors import OptionError, PredictionError, ReleaseFormatError
+from perckit.fixtures.reason_av_edit import encode_mp4
+from perckit.reason_av_edit import features as feats
+from perckit.reason_av_edit import metrics as core
+from perckit.reason_av_edit.accumulate import RECORD_FIELDS, av_reasoning_core
+
+NOT = feats.NOT_PROVIDED_MEDIA
+FPS = 25.0
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    from perckit.fixtures.base import write_release
+
+    return write_release("reason_av_edit", tmp_path_factory.mktemp("rae_acc"), extracted=True)
+
+
+@pytest.fixture(scope="module")
+def rows(release, tmp_path_factory):
+    ds = build_split("reason_av_edit", "default", release.root, tmp_path_factory.mktemp("cache"))
+    return list(ds.remove_columns(["video", "audio", "reason_visual", "reason_visual_mask", "ref_image"]))
+
+
+@pytest.fixture(scope="module")
+def refs(rows):
+    """The references with their media as bytes (the builder rows, projected)."""
+    return [feats.to_metric_reference(r) for r in rows]
+
+
+def _shifted_video(row, d):
+    """The row's GT mask video shifted later by ``d`` frames (lossless)."""
+    f0, f1 = row["edit_window_frames"]
+    n = row["num_frames"]
+    h, w = row["anchor_mask"]["size"]
+    frames = np.zeros((n, h, w, 3), np.uint8)
+    frames[f0 + d : f1 + d, : h // 2, : w // 2] = 255
+    return encode_mp4(frames, int(FPS), lossless=True)
+
+
+def _perturbed(rows, refs):
+    """GT-as-prediction with shifted windows, dropped anchor masks, dropped reasoning audio, dropped and shifted mask
+    videos (media as bytes): every key scores below perfect somewhere."""
+    preds = []
+    for i, (row, r) in enumerate(zip(rows, refs)):
+        p = feats.gt_as_prediction(r)
+        if i % 3 == 1 and r["edit_window_s"]:
+            a, b = r["edit_window_s"]
+            p["edit_window_s"] = [a + 2 / FPS, b + 2 / FPS]
+        if i % 4 == 2:
+            p["anchor_mask"] = rle.empty(*r["anchor_mask"]["size"])
+            p["selected_instance_index"] = None
+        if i % 5 == 3:
+            p["reason_audio"] = dict(NOT)
+        if i % 6 == 4:
+            p["mask_video"] = dict(NOT)
+        elif i % 6 == 0 and row["edit_window_frames"] and row["edit_window_frames"][1] - row["edit_window_frames"][0] > 2:
+            p["mask_video"] = {"bytes": _shifted_video(row, 2), "path": ""}
+        preds.append(p)
+    return preds
+
+
+@pytest.fixture(scope="module")
+def preds(rows, refs):
+    return _perturbed(rows, refs)
+
+
+def _as_files(rows, refs, preds, root):
+    """The same predictions and references with every media value written to a file under ``root``, given by path."""
+    root.mkdir(parents=True, exist_ok=True)
+
+    def by_path(value, name):
+        if value["bytes"] is None:
+            return dict(value)
+        (root / name).write_bytes(value["bytes"])
+        return {"bytes": None, "path": str(root / name)}
+
+    out_refs, out_preds = [], []
+    for r, p in zip(refs, preds):
+        sid = r["sample_id"]
+        out_refs.append({**r, **{k: by_path(r[k], f"ref_{sid}_{k}") for k in ("reason_audio", "mask_video")}})
+        out_preds.append({**p, **{k: by_path(p[k], f"pred_{sid}_{k}") for k in ("reason_audio", "mask_video")}})
+    return out_refs, out_preds
+
+
+def _canon(out):
+    """The result with its row list sorted by sample_id (rows may come in another order)."""
+    out = dict(out)
+    if "per_sample" in out:
+        out["per_sample"] = sorted(out["per_sample"], key=lambda s: s["sample_id"])
+    return out
+
+
+def _random_batches(rng, rows):
+    """``rows`` shuffled and cut into random batch sizes (1..5)."""
+    rows = list(rows)
+    rng.shuffle(rows)
+    out, i = [], 0
+    while i < len(rows):
+        n = rng.randint(1, 5)
+        out.append(rows[i : i + n])
+        i += n
+    return out
+
+
+def _feed(acc, rng, preds, refs):
+    """Feed both sides in random batches, the prediction and reference batches interleaved at random."""
+    pb, rb = _random_batches(rng, preds), _random_batches(rng, refs)
+    while pb or rb:
+        if pb and (not rb or rng.random() < 0.5):
+            acc.update(predictions=pb.pop())
+        else:
+            acc.update(references=rb.pop())
+    return acc
+
+
+OPTION_SETS = ({"return_per_sample": True}, {"restrict_to_suggested": False, "tiou_recall_thresholds": (0.3, 0.9)})
+
+
+def test_the_perturbed_predictions_are_not_perfect(preds, refs):
+    out = core.av_reasoning(preds, refs)
+    for k in ("visual_iou", "audio_tiou", "audio_tiou_hull", "video_tiou", "which_acc"):
+        assert out[k] is not None and out[k] < 1.0, k
+    assert any(p["mask_video"] == NOT for p in preds) and any(p["reason_audio"] == NOT for p in preds)
+
+
+@pytest.mark.parametrize("options", OPTION_SETS)
+def test_random_batches_in_random_order_equal_the_core_function(preds, refs, options):
+    expected = _canon(core.av_reasoning(preds, refs, **options))
+    for seed in range(3):
+        acc = _feed(accumulator("av_reasoning", **options), random.Random(seed), preds, refs)
+        assert _canon(acc.compute()) == expected
+    # compute leaves the state as it was: compute again, reset empties it
+    assert _canon(acc.compute()) == expected
+    acc.reset()
+    assert acc.compute()["num_samples"] == 0
+
+
+def test_one_call_equals_the_core_function(preds, refs):
+    acc = Accumulator(av_reasoning_core(None)).update(preds, refs)
+    assert _canon(acc.compute()) == _canon(core.av_reasoning(preds, refs))
+
+
+def test_merge_of_random_shards(preds, refs):
+    options = {"return_per_sample": True}
+    expected = _canon(core.av_reasoning(preds, refs, **options))
+    rng = random.Random(7)
+    for n_shards in (2, 4):
+        shards = [accumulator("av_reasoning", **options) for _ in range(n_shards)]
+        # each row to a random shard, independently for the two sides: many pairs meet only at the merge
+        for side, rows_ in (("predictions", preds), ("references", refs)):
+            for row in rows_:
+                shards[rng.randrange(n_shards)].update(**{side: [row]})
+        merged = shards[0]
+        for other in shards[1:]:
+            merged.merge(other)
+        assert _canon(merged.compute()) == expected
+    # merging in the other order gives the same numbers
+    a, b = accumulator("av_reasoning", **options), accumulator("av_reasoning", **options)
+    a.update(preds[:7], refs[:7])
+    b.update(preds[7:], refs[7:])
+    assert _canon(b.merge(a).compute()) == expected
+
+
+def test_merge_refuses_other_options_and_twice_scored(preds, refs):
+    a = accumulator("av_reasoning").update(preds[:2], refs[:2])
+    with pytest.raises(OptionError, match="same options"):
+        a.merge(accumulator("av_reasoning", restrict_to_suggested=False))
+    b = accumulator("av_reasoning").update(preds[1:3], refs[1:3])
+    with pytest.raises(PredictionError, match=rf"sample_id \[{preds[1]['sample_id']!r}\] scored in both"):
+        a.merge(b)
+
+
+def test_state_dict_round_trip_with_pending_media_bytes(preds, refs):
+    options = {"return_per_sample": True}
+    expected = _canon(core.av_reasoning(preds, refs, **options))
+    acc = accumulator("av_reasoning", **options)
+    _feed(acc, random.Random(3), preds[:10], refs[4:])  # rows 4..9 scored, the rest waiting with their bytes
+    state = acc.state_dict()
+    assert state["predictions"] and state["references"]
+    assert any(row["reason_audio"]["bytes"] or row["mask_video"]["bytes"] for row in state["predictions"] + state["references"])
+    loaded = accumulator("av_reasoning", **options).load_state_dict(pickle.loads(pickle.dumps(state)))
+    loaded.update(preds[10:], refs[:4])
+    assert _canon(loaded.compute()) == expected
+    # the records are small and JSON-safe: exactly the SampleScore fields, plain scalars
+    for _, record, predicted in state["records"]:
+        assert predicted is True and set(record) == set(RECORD_FIELDS)
+        assert json.loads(json.dumps(record)) == record
+        assert all(v is None or type(v) in (bool, int, float, str) for v in record.values())
+
+
+def test_save_refuses_pending_media_bytes(preds, refs, tmp_path):
+    acc = accumulator("av_reasoning").update(predictions=[p for p in preds if p["reason_audio"]["bytes"]][:1])
+    assert acc.state_dict()["predictions"]  # in memory it works
+    path = tmp_path / "state.json"
+    with pytest.raises(OptionError, match=r"bytes cannot be saved in a JSON state file; pass the media as paths, or keep the state in memory"):
+        acc.save(path)
+    assert not path.exists()
+    # once every row is paired, only the records remain: bytes inputs save fine
+    done = accumulator("av_reasoning").update(preds, refs)
+    assert load_state(done.save(path)).compute() == done.compute()
+
+
+def test_save_and_merge_files_with_media_by_path(rows, refs, preds, tmp_path):
+    path_refs, path_preds = _as_files(rows, refs, preds, tmp_path / "media")
+    options = {"return_per_sample": True, "tiou_recall_thresholds": (0.3, 0.9)}
+    expected = _canon(core.av_reasoning(preds, refs, **options))
+    assert _canon(core.av_reasoning(path_preds, path_refs, **options)) == expected
+    rng = random.Random(11)
+    shards = [accumulator("av_reasoning", **options) for _ in range(3)]
+    for side, rows_ in (("predictions", path_preds), ("references", path_refs)):
+        for row in rows_:
+            shards[rng.randrange(3)].update(**{side: [row]})
+    assert any(s.state_dict()["predictions"] or s.state_dict()["references"] for s in shards)  # unpaired rows are saved too
+    paths = [s.save(tmp_path / f"shard_{i}.json") for i, s in enumerate(shards)]
+    merged = merge_files(paths)
+    assert _canon(merged.compute()) == expected
+    # a saved state loads back as the same accumulator, and merges with a live one of the same options
+    again = load_state(paths[0]).merge(shards[1]).merge(load_state(paths[2]))
+    assert _canon(again.compute()) == expected
+    # saving again over an earlier state file is allowed
+    shards[0].save(paths[0])
+    assert _canon(merge_files(paths).compute()) == expected
+
+
+def test_duplicates_are_refused(preds, refs):
+    sid = preds[0]["sample_id"]
+    with pytest.raises(PredictionError, match=rf"predictions: duplicate sample_id {sid!r}"):
+        accumulator("av_reasoning").update(predictions=[preds[0], preds[0]])
+    acc = accumulator("av_reasoning").update(predictions=[preds[0]])
+    with pytest.raises(PredictionError, match=rf"predictions: duplicate sample_id {sid!r}"):
+        acc.update(predictions=[preds[0]])  # waiting
+    acc.update(references=[refs[0]])
+    with pytest.raises(PredictionError, match=rf"predictions: duplicate sample_id {sid!r}"):
+        acc.update(predictions=[preds[0]])  # scored
+    with pytest.raises(PredictionError, match=rf"references: duplicate sample_id {sid!r}"):
+        acc.update(references=[refs[0]])
+
+
+def test_unknown_and_missing_ids_give_the_core_messages(preds, refs):
+    def message(fn):
+        with pytest.raises(PredictionError) as e:
+            fn()
+        return str(e.value)
+
+    assert message(lambda: accumulator("av_reasoning").update(preds, refs[1:]).compute()) == message(
+        lambda: core.av_reasoning(preds, refs[1:]))
+    assert message(lambda: accumulator("av_reasoning").update(preds[1:], refs).compute()) == message(
+        lambda: core.av_reasoning(preds[1:], refs))
+    assert "make_prediction(sample_id)" in message(lambda: accumulator("av_reasoning").update(preds[1:], refs).compute())
+
+
+def test_options_config_and_bad_states(preds, refs):
+    with pytest.raises(OptionError, match=r"av_reasoning: unknown option\(s\) \['nfft'\]"):
+        accumulator("av_reasoning", nfft=512)
+    with pytest.raises(OptionError, match="mask_video_threshold"):
+        accumulator("av_reasoning", mask_video_threshold=300)
+    with pytest.raises(OptionError, match="has no configs"):
+        accumulator("av_reasoning", "default")
+    state = accumulator("av_reasoning").update(preds[:2], refs[:2]).state_dict()
+    bad = json.loads(json.dumps(state))
+    bad["records"][0][1]["visual_iouu"] = bad["records"][0][1].pop("visual_iou")
+    with pytest.raises(ReleaseFormatError, match=r"the record of .* does not load.*SampleScore fields"):
+        accumulator("av_reasoning").load_state_dict(bad)
+    bad = json.loads(json.dumps(state))
+    bad["records"][0][1]["visual_iou"] = [0.5]
+    with pytest.raises(ReleaseFormatError, match=r"field 'visual_iou': expected a scalar or null"):
+        accumulator("av_reasoning").load_state_dict(bad)
