@@ -1,0 +1,229 @@
+"""refer_iou as an accumulator (issue 19): the sample release's expressions and the synthetic rows in random batch
+sizes and random order (both sides interleaved, predictions before their references), two accumulators merged,
+state_dict / load_state_dict, save / merge_files; every number equal to perckit.refcoco_m.metrics.refer_iou bit
+for bit (per_example compared sorted). Duplicates across batches, missing and unknown predictions, options that
+differ and bad states are refused."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import random
+
+import numpy as np
+import pytest
+from helpers.refcoco_m import PRED, REF
+
+from perckit import rle
+from perckit.accumulate import Accumulator, accumulator, load_state, merge_files
+from perckit.errors import OptionError, PredictionError, ReleaseFormatError
+from perckit.refcoco_m import metrics as core
+from perckit.refcoco_m import to_metric_reference
+from perckit.refcoco_m.accumulate import refer_iou_core
+
+ROW_LISTS = ("per_example",)
+OPTION_SETS = ({}, {"return_per_example": True}, {"return_per_example": True, "thresholds": [0.25, 0.75], "empty_union_iou": 0.0})
+
+
+def canonical(result: dict) -> str:
+    """The result as JSON text, row lists sorted: equal text means every number equal bit for bit."""
+    out = {k: sorted(v, key=lambda r: json.dumps(r, sort_keys=True)) if k in ROW_LISTS else v for k, v in result.items()}
+    return json.dumps(out, sort_keys=True)
+
+
+def _batches(rows: list, rng: random.Random) -> list[list]:
+    rows = list(rows)
+    rng.shuffle(rows)
+    out, i = [], 0
+    while i < len(rows):
+        n = rng.randint(1, max(1, len(rows) // 3))
+        out.append(rows[i:i + n])
+        i += n
+    return out
+
+
+def feed(acc: Accumulator, preds: list, refs: list, rng: random.Random, predictions_first: bool = False) -> Accumulator:
+    """Update ``acc`` with both sides in random batches: interleaved at random (sometimes both in one call), or
+    every prediction before any reference."""
+    ops = [("p", b) for b in _batches(preds, rng)] + [("r", b) for b in _batches(refs, rng)]
+    if predictions_first:
+        ops.sort(key=lambda op: op[0] != "p")
+    else:
+        rng.shuffle(ops)
+    i = 0
+    while i < len(ops):
+        side, batch = ops[i]
+        if not predictions_first and i + 1 < len(ops) and ops[i + 1][0] != side and rng.random() < 0.3:
+            other = ops[i + 1][1]
+            acc.update(predictions=batch if side == "p" else other, references=other if side == "p" else batch)
+            i += 2
+            continue
+        acc.update(predictions=batch) if side == "p" else acc.update(references=batch)
+        i += 1
+    return acc
+
+
+def synthetic_inputs():
+    """Random masks of two sizes, empty predictions, empty ground truths and both empty, three categories."""
+    rng = np.random.default_rng(4)
+    preds, refs = [], []
+    for i in range(23):
+        shape = (5, 7) if i % 2 else (4, 3)
+        m = rng.random(shape) < 0.5
+        if i % 7 == 6:
+            m[:] = False
+        refs.append({"expression_id": f"{i}:{i % 2}", "mask": rle.encode(m), "category": ("dog", "cat", "car")[i % 3],
+                     "supercategory": ("animal", "animal", "vehicle")[i % 3]})
+        p = np.zeros_like(m) if i % 4 == 3 else m ^ (rng.random(m.shape) < 0.2)
+        preds.append({"expression_id": f"{i}:{i % 2}", "mask": rle.encode(p)})
+    refs.append(REF("m1", "033", category=None, supercategory=None))  # no category: the "" group
+    preds.append(PRED("m1", "021O1"))
+    return preds, refs
+
+
+@pytest.fixture(scope="module")
+def sample_inputs(rcm_expressions):
+    """The sample release's expressions, predicted with shifted and emptied masks."""
+    refs = [to_metric_reference(r) for r in rcm_expressions.remove_columns("image")]
+    preds = []
+    for i, r in enumerate(refs):
+        m = rle.decode(r["mask"])
+        m = np.roll(m, 2, axis=1) if i % 3 == 1 else np.zeros_like(m) if i % 3 == 2 else m
+        preds.append({"expression_id": r["expression_id"], "mask": rle.encode(m)})
+    return preds, refs
+
+
+@pytest.fixture(params=["sample", "synthetic"])
+def inputs(request):
+    return request.getfixturevalue("sample_inputs") if request.param == "sample" else synthetic_inputs()
+
+
+@pytest.mark.parametrize("options", OPTION_SETS)
+def test_random_batches_in_random_order_equal_the_metric(inputs, options):
+    preds, refs = inputs
+    whole = core.refer_iou(preds, refs, **options)
+    assert 0 < whole["miou"] < 1
+    for seed in range(6):
+        acc = feed(accumulator("refer_iou", **options), preds, refs, random.Random(seed), predictions_first=seed % 3 == 0)
+        assert canonical(acc.compute()) == canonical(whole), f"seed {seed}"
+    acc.update(predictions=[])  # compute leaves the state as it was: a second compute gives the same numbers
+    assert canonical(acc.compute()) == canonical(whole)
+
+
+def test_merged_accumulators_equal_the_metric(inputs):
+    preds, refs = inputs
+    options = {"return_per_example": True}
+    whole = canonical(core.refer_iou(preds, refs, **options))
+    for seed in range(4):
+        rng = random.Random(seed)
+        a, b = accumulator("refer_iou", **options), accumulator("refer_iou", **options)
+        # each side split between the two at random: pairs may be completed only by the merge
+        side_p = [rng.random() < 0.5 for _ in preds]
+        side_r = [rng.random() < 0.5 for _ in refs]
+        feed(a, [p for p, s in zip(preds, side_p) if s], [r for r, s in zip(refs, side_r) if s], rng)
+        feed(b, [p for p, s in zip(preds, side_p) if not s], [r for r, s in zip(refs, side_r) if not s], rng)
+        assert canonical(a.merge(b).compute()) == whole
+
+
+def test_state_dict_round_trip_mid_run(inputs):
+    preds, refs = inputs
+    options = {"return_per_example": True}
+    whole = canonical(core.refer_iou(preds, refs, **options))
+    half = len(refs) // 2
+    acc = accumulator("refer_iou", **options).update(preds[:half], refs[3:half + 5])  # scored and pending rows
+    state = pickle.loads(pickle.dumps(acc.state_dict()))
+    assert state["version"] == 1 and state["metric"] == "refer_iou" and state["config"] is None
+    resumed = accumulator("refer_iou", **options).load_state_dict(state)
+    assert repr(resumed) == repr(acc)
+    resumed.update(preds[half:], refs[:3] + refs[half + 5:])
+    assert canonical(resumed.compute()) == whole
+    resumed.reset()
+    with pytest.raises(PredictionError, match="unknown to the references"):
+        resumed.update(preds[:1]).compute()
+
+
+def test_save_then_merge_files(inputs, tmp_path):
+    preds, refs = inputs
+    options = {"return_per_example": True, "thresholds": (0.5, 0.9)}
+    whole = canonical(core.refer_iou(preds, refs, **options))
+    rng = random.Random(7)
+    shards = [accumulator("refer_iou", **options) for _ in range(3)]
+    for p in preds:
+        shards[rng.randrange(3)].update(predictions=[p])
+    for r in refs:
+        shards[rng.randrange(3)].update(references=[r])  # most pairs stay pending in their shard
+    paths = [s.save(tmp_path / f"rank{i}.json") for i, s in enumerate(shards)]
+    assert canonical(merge_files(paths).compute()) == whole
+    assert canonical(load_state(paths[0]).merge(load_state(paths[1])).merge(load_state(paths[2])).compute()) == whole
+    shards[0].save(paths[0])  # an earlier state file may be overwritten
+
+
+def test_pending_bytes_counts_refuse_save_scored_ones_save(tmp_path):
+    """pycocotools' bytes counts: scored, a record of integers saves; pending, the raw row cannot be JSON."""
+    m = np.eye(3, dtype=bool)
+    ref = {"expression_id": "e", "mask": rle.encode(m), "category": "dog", "supercategory": "animal"}
+    pred = {"expression_id": "e", "mask": {**rle.encode(m), "counts": rle.encode(m)["counts"].encode()}}
+    pending = accumulator("refer_iou").update(predictions=[pred])
+    with pytest.raises(OptionError, match="bytes cannot be saved in a JSON state file"):
+        pending.save(tmp_path / "pending.json")
+    assert not (tmp_path / "pending.json").exists()
+    pending.update(references=[ref])
+    assert load_state(pending.save(tmp_path / "scored.json")).compute() == core.refer_iou([pred], [ref])
+
+
+def test_duplicates_across_batches_are_refused():
+    preds, refs = synthetic_inputs()
+    acc = accumulator("refer_iou").update(preds[:3], refs[:2])
+    with pytest.raises(PredictionError, match=r"predictions: duplicate expression_id '0:0'"):
+        acc.update(predictions=[preds[0]])  # already scored
+    with pytest.raises(PredictionError, match=r"predictions: duplicate expression_id '2:0'"):
+        acc.update(predictions=[preds[2]])  # pending
+    with pytest.raises(PredictionError, match=r"references: duplicate expression_id '1:1'"):
+        acc.update(references=[refs[1]])
+    with pytest.raises(PredictionError, match="references: duplicate expression_id"):
+        acc.update(references=[refs[5], refs[5]])  # within one batch
+    other = accumulator("refer_iou").update(preds[1:2], refs[1:2])
+    with pytest.raises(PredictionError, match=r"merge: expression_id \['1:1'\] scored in both"):
+        acc.merge(other)
+
+
+def test_missing_and_unknown_predictions_are_refused_as_the_metric_does():
+    """refer_iou has no lax mode: the accumulator's messages are the metric's own."""
+    preds, refs = synthetic_inputs()
+    with pytest.raises(PredictionError) as want:
+        core.refer_iou(preds[1:], refs)
+    with pytest.raises(PredictionError) as got:
+        accumulator("refer_iou").update(preds[1:], refs).compute()
+    assert str(got.value) == str(want.value)
+    assert "no prediction for 1 reference expression_id(s), e.g. ['0:0']" in str(got.value) and "empty mask" in str(got.value)
+    assert "strict=False" not in str(got.value)
+    with pytest.raises(PredictionError, match=r"expression_id 'zz' is unknown to the references"):
+        accumulator("refer_iou").update(preds + [PRED("zz", "033")], refs).compute()
+
+
+def test_options_and_config_are_checked():
+    with pytest.raises(OptionError, match="has no configs"):
+        refer_iou_core("default")
+    with pytest.raises(OptionError, match="empty_union_iou"):
+        accumulator("refer_iou", empty_union_iou=2)
+    with pytest.raises(OptionError, match="bogus"):
+        accumulator("refer_iou", bogus=1)
+    preds, refs = synthetic_inputs()
+    a = accumulator("refer_iou").update(preds[:2], refs[:2])
+    for options in ({"empty_union_iou": 0.0}, {"return_per_example": True}, {"thresholds": [0.5]}):
+        with pytest.raises(OptionError, match="merge only when they score with the same options"):
+            a.merge(accumulator("refer_iou", **options).update(preds[2:4], refs[2:4]))
+    with pytest.raises(OptionError, match="expected an accumulator of 'refer_iou'"):
+        a.merge(accumulator("track_id"))
+    with pytest.raises(OptionError, match="same options"):
+        accumulator("refer_iou", empty_union_iou=0.0).load_state_dict(a.state_dict())
+
+
+def test_bad_records_in_a_state_are_refused():
+    preds, refs = synthetic_inputs()
+    state = accumulator("refer_iou").update(preds[:2], refs[:2]).state_dict()
+    good = state["records"][0][1]
+    for bad in (good[:5], [1] + good[1:], good[:3] + [5, 4, 1.0], good[:3] + [True, 4, 0.5], good[:5] + [1.5], {"iou": 1.0}):
+        broken = {**state, "records": [[state["records"][0][0], bad, True]]}
+        with pytest.raises(ReleaseFormatError, match="does not load"):
+            accumulator("refer_iou").load_state_dict(broken)
