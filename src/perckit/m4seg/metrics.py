@@ -210,11 +210,21 @@ def _unavailable(options: M4SegOptions, exc: Exception, metrics: Sequence[str], 
 
 
 def compute(predictions: Sequence[Mapping], references: Sequence[Mapping], **options: Any) -> dict:
-    """Score predictions against reference rows (see the ``metrics/m4seg`` card)."""
+    """Score predictions against reference rows (see the ``metrics/m4seg`` card): pair them, compute each pair's
+    geometry (:func:`sample_geometry`, the per-sample half) and reduce them (:func:`reduce_geometries`)."""
     check_options("m4seg", options, M4SegOptions.__dataclass_fields__)
     opts = M4SegOptions(**options)
     pairs = match_by_example_id(predictions, references, opts.strict)
     geoms = [sample_geometry(p, r, opts) for p, r in pairs]
+    return reduce_geometries(geoms, opts, sum(1 for p, _ in pairs if p is None))
+
+
+def reduce_geometries(geoms: Sequence[SampleGeom], opts: M4SegOptions, num_missing_predictions: int = 0) -> dict:
+    """The reduce half of :func:`compute` over the samples' geometries (:func:`sample_geometry`, in any order):
+    embed every distinct text of all samples in one sorted call per encoder, score each sample
+    (:func:`score_sample`), build the corpus-level METEOR of all samples and reduce (:func:`reduce_scores`).
+    Texts are embedded and samples reduced in sorted order, so any order of ``geoms`` gives the same numbers.
+    ``num_missing_predictions``: how many of them were scored as an empty prediction (lax mode)."""
     skipped: dict[str, str] = {k: "not requested (option metrics)" for k in SEVEN if not opts.wants(k)}
     need_main = any(opts.wants(k) for k in ("ss", "siou", "i_ss", "i_siou"))
     vecs = recall_vecs = None
@@ -249,7 +259,7 @@ def compute(predictions: Sequence[Mapping], references: Sequence[Mapping], **opt
             _unavailable(opts, e, ["meteor"], skipped)
     try:
         out = reduce_scores(scores, opts, meteor, skipped)
-        out["num_missing_predictions"] = sum(1 for p, _ in pairs if p is None)
+        out["num_missing_predictions"] = num_missing_predictions
         return out
     finally:
         if meteor is not None:
@@ -259,6 +269,6 @@ def compute(predictions: Sequence[Mapping], references: Sequence[Mapping], **opt
 
 __all__ = [
     "M4SegOptions", "SampleScore", "compute", "greedy_pairs", "hungarian_pairs", "image_semantic_iou",
-    "image_semantic_similarity", "linear_assignment", "recall_true_positives", "reduce_scores", "sample_geometry",
+    "image_semantic_similarity", "linear_assignment", "recall_true_positives", "reduce_geometries", "reduce_scores", "sample_geometry",
     "score_sample", "semantic_iou", "semantic_similarity",
 ]
