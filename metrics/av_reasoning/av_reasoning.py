@@ -7,7 +7,6 @@ Helpers: perckit.reason_av_edit.to_metric_reference, make_prediction, load_predi
 
 from perckit import evaluate_base
 from perckit.reason_av_edit import features as feats
-from perckit.reason_av_edit import metrics as core
 
 _DESCRIPTION = """\
 Reasoning diagnostics of ReasonAVEdit-Bench (instruction-guided joint audio-video editing), all of them
@@ -60,4 +59,4 @@ gIoU / cIoU as in LISA (Lai et al., CVPR 2024); null-target handling as in GRES 
 class AVReasoning(evaluate_base.PerckitMetric):
     CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench",))
     SCHEMAS = (feats.prediction_schema, feats.reference_schema)
-    COMPUTE = core.av_reasoning
+    ACCUMULATOR = "av_reasoning"

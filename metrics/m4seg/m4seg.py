@@ -5,7 +5,6 @@ All logic lives in ``perckit.m4seg.metrics``; see README.md beside this file.
 
 from perckit import evaluate_base
 from perckit.m4seg import features as feats
-from perckit.m4seg import metrics as core
 
 _DESCRIPTION = """\
 M4Seg (multi-image pixel-grounded reasoning, PRIMA) metrics. Masks are paired per image (a prediction in the
@@ -58,4 +57,4 @@ GLaMM: Pixel Grounding Large Multimodal Model (Rasheed et al., CVPR 2024) for th
 class M4Seg(evaluate_base.PerckitMetric):
     CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/kanguyen-vn/M4Seg",))
     SCHEMAS = (feats.prediction_schema, feats.reference_schema)
-    COMPUTE = core.compute
+    ACCUMULATOR = "m4seg"

@@ -5,7 +5,6 @@ All logic lives in ``perckit.r4d_bench.metrics``; see README.md beside this file
 
 from perckit import evaluate_base
 from perckit.r4d_bench import features as feats
-from perckit.r4d_bench import metrics as core
 
 _DESCRIPTION = """\
 Spatio-temporal referring-segmentation metrics of R4D-Bench (referring segmentation in dynamic 4D scenes):
@@ -56,4 +55,4 @@ vIoU as in TubeDETR (Yang et al., CVPR 2022).
 class MaskTemporal(evaluate_base.PerckitMetric):
     CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/LiYacheng/r4d-bench-qa",))
     SCHEMAS = (feats.mask_temporal_prediction_schema, feats.mask_temporal_reference_schema)
-    COMPUTE = core.mask_temporal
+    ACCUMULATOR = "mask_temporal"

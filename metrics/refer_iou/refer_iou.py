@@ -5,7 +5,6 @@ All logic lives in ``perckit.refcoco_m.metrics`` over ``perckit.segmentation``; 
 
 from perckit import evaluate_base
 from perckit.refcoco_m import features as feats
-from perckit.refcoco_m import metrics as core
 
 _DESCRIPTION = """\
 Referring expression segmentation metrics of RefCOCO-M: one predicted mask per (image, sentence) example,
@@ -47,4 +46,4 @@ cIoU / precision@t as in LAVT (Yang et al., CVPR 2022).
 class ReferIoU(evaluate_base.PerckitMetric):
     CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/moondream/refcoco-m",))
     SCHEMAS = (feats.prediction_schema, feats.reference_schema)
-    COMPUTE = core.refer_iou
+    ACCUMULATOR = "refer_iou"

@@ -43,10 +43,9 @@ Syn4D benchmark: https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark ; officia
 class Syn4D(evaluate_base.PerckitMetric):
     CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark",))
 
+    ACCUMULATOR = "syn4d"
+
     def schemas(self):
         if self.config_name not in core.TASKS:
             raise OptionError(f"evaluate.load('metrics/syn4d', config_name): expected one of {list(core.TASKS)}, got {self.config_name!r}")
         return feats.prediction_schema(), feats.reference_schema(self.config_name)
-
-    def _compute(self, predictions, references, **options):
-        return core.compute_task(predictions, references, self.config_name, core.Syn4DOptions.from_kwargs(**options), coverage=True)

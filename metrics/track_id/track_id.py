@@ -5,7 +5,6 @@ All logic lives in ``perckit.r4d_bench.metrics``; see README.md beside this file
 
 from perckit import evaluate_base
 from perckit.r4d_bench import features as feats
-from perckit.r4d_bench import metrics as core
 
 _DESCRIPTION = """\
 Track-ID metrics of R4D-Bench (referring segmentation in dynamic 4D scenes): per query, precision, recall and F1
@@ -39,4 +38,4 @@ R4D-Bench dataset repository: https://huggingface.co/datasets/LiYacheng/r4d-benc
 class TrackId(evaluate_base.PerckitMetric):
     CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/LiYacheng/r4d-bench-qa",))
     SCHEMAS = (feats.track_id_prediction_schema, feats.track_id_reference_schema)
-    COMPUTE = core.track_id
+    ACCUMULATOR = "track_id"

@@ -171,7 +171,9 @@ class Accumulator:
                 continue
             self._predictions[k] = row
         for k in [k for k in self._references if k in self._predictions]:
-            self._records[k] = Item(self.core.score(self._predictions.pop(k), self._references.pop(k), self.opts), True)
+            record = self.core.score(self._predictions[k], self._references[k], self.opts)  # may raise: nothing is lost
+            self._records[k] = Item(record, True)
+            del self._predictions[k], self._references[k]
         return self
 
     def compute(self) -> dict:

@@ -139,13 +139,16 @@ class PerckitMetric(evaluate.Metric):
 
     - ``CARD``: a :class:`Card` (also the class docstring, as ``evaluate``'s ``add_start_docstrings`` makes it);
     - ``SCHEMAS``: ``(predictions_schema, references_schema)``, two callables returning the declared features;
-    - ``COMPUTE``: the core function, called as ``COMPUTE(predictions, references, **options)``.
+    - ``ACCUMULATOR``: the metric's name in :data:`perckit.accumulate.CORES`: ``compute`` runs its accumulator
+      (``accumulator(name, config).update(predictions, references).compute()``, the numbers a training loop's
+      accumulator gives); or ``COMPUTE``, a core function called as ``COMPUTE(predictions, references, **options)``.
 
-    A metric with configs overrides :meth:`schemas` and ``_compute``.
+    A metric with configs overrides :meth:`schemas` (its config is passed to the accumulator).
     """
 
     CARD: ClassVar[Card] = Card("", "", "")
     SCHEMAS: ClassVar[tuple] = ()
+    ACCUMULATOR: ClassVar[str | None] = None
     COMPUTE: ClassVar[Callable[..., Any] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -171,8 +174,13 @@ class PerckitMetric(evaluate.Metric):
         )
 
     def _compute(self, predictions: Any, references: Any, **options: Any) -> dict:
+        if self.ACCUMULATOR is not None:
+            from .accumulate import accumulator
+
+            config = self.config_name if self.config_name not in (None, "default") else None
+            return accumulator(self.ACCUMULATOR, config, **options).update(predictions, references).compute()
         if self.COMPUTE is None:
-            raise NotImplementedError(f"{type(self).__name__}: set COMPUTE (the core function) or override _compute")
+            raise NotImplementedError(f"{type(self).__name__}: set ACCUMULATOR or COMPUTE (the core function), or override _compute")
         return type(self).COMPUTE(predictions, references, **options)
 
     @property
