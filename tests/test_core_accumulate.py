@@ -92,3 +92,17 @@ def test_an_item_scored_in_two_accumulators_is_refused():
     b = accumulator("mask_temporal").update([pred("a", "013")], [ref("a")])
     with pytest.raises(PredictionError, match="scored in both accumulators"):
         a.merge(b)
+
+
+def test_the_top_level_names_and_no_heavy_imports():
+    import subprocess
+    import sys
+
+    import perckit
+    from perckit import accumulate
+
+    assert perckit.accumulator is accumulate.accumulator and perckit.merge_files is accumulate.merge_files
+    code = ("import sys, perckit; a = perckit.accumulator('track_id'); "
+            "print('datasets' in sys.modules, 'evaluate' in sys.modules, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False", "False"]  # a training loop's accumulator pulls in neither datasets nor evaluate

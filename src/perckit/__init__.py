@@ -1,7 +1,9 @@
 """perckit: typed Hugging Face datasets and evaluate metrics for perception benchmarks.
 
 ``perckit.load_dataset(name, config, data_dir=...)`` and ``perckit.load_metric(name)`` work the same on
-datasets 3.6 and 5.x, from a checkout or an installed wheel; see :mod:`perckit.api`.
+datasets 3.6 and 5.x, from a checkout or an installed wheel; see :mod:`perckit.api`. ``perckit.accumulator(name,
+config, **options)`` scores batch by batch inside a loop, and ``perckit.merge_files(paths)`` merges the states of
+separate jobs; see :mod:`perckit.accumulate` (and :mod:`perckit.torch` for ``torch.distributed``).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from typing import Any
 __version__ = "0.1.0"
 
 _API = ("load_dataset", "load_metric", "builder_path", "metric_path")
-__all__ = ["__version__", *_API]
+_ACCUMULATE = ("accumulator", "merge_files", "load_state")
+__all__ = ["__version__", *_API, *_ACCUMULATE]
 
 
 def __getattr__(name: str) -> Any:
@@ -20,4 +23,8 @@ def __getattr__(name: str) -> Any:
         from . import api
 
         return getattr(api, name)
+    if name in _ACCUMULATE:
+        from . import accumulate
+
+        return getattr(accumulate, name)
     raise AttributeError(f"module 'perckit' has no attribute {name!r}")
