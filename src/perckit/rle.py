@@ -354,3 +354,63 @@ def resize_nearest(rle: RLE, size: Sequence[int]) -> RLE:
     rows = np.minimum((np.arange(h) * sh) // h, sh - 1)
     cols = np.minimum((np.arange(w) * sw) // w, sw - 1)
     return encode(src[np.ix_(rows, cols)])
+
+
+def _is_torch_tensor(obj: Any) -> bool:
+    """True for a ``torch.Tensor`` (or subclass), told without importing torch."""
+    return any(c.__module__ == "torch" and c.__name__ == "Tensor" for c in type(obj).__mro__)
+
+
+def _mask_batch(masks: Any, where: str) -> np.ndarray:
+    """``masks`` (a torch tensor on any device or a numpy array) as a numpy bool array, refusing what is not binary."""
+    if _is_torch_tensor(masks):
+        if masks.dtype.is_floating_point or masks.dtype.is_complex:
+            raise RLEError(f"{where}: expected a bool or 0/1 integer tensor, got dtype {masks.dtype}: threshold the scores "
+                           "first (for example masks > 0.5, or logits > 0)")
+        masks = masks.detach().cpu().numpy()
+    elif not isinstance(masks, np.ndarray):
+        raise RLEError(f"{where}: expected a torch tensor or a numpy array [N, H, W] or [H, W] (or a list of 2-D masks), "
+                       f"got {type(masks).__name__}")
+    if masks.dtype == bool:
+        return masks
+    if masks.dtype.kind not in "iu":
+        raise RLEError(f"{where}: expected a bool or 0/1 integer array, got dtype {masks.dtype}"
+                       + (": threshold the scores first (for example masks > 0.5)" if masks.dtype.kind in "fc" else ""))
+    if masks.size and (masks.min() < 0 or masks.max() > 1):
+        raise RLEError(f"{where}: expected a bool or 0/1 integer array, got values in [{masks.min()}, {masks.max()}] "
+                       "(a 0/255 mask image: pass masks > 0)")
+    return masks != 0
+
+
+def encode_masks(masks: Any, where: str = "masks") -> list[RLE]:
+    """A batch of binary masks to compressed COCO RLE dicts ``{"size": [H, W], "counts": str}``, one per mask.
+
+    ``masks`` is a torch tensor (any device: it is copied to the CPU; torch is never imported here) or a numpy array
+    of shape ``[N, H, W]`` (N masks, N may be 0) or ``[H, W]`` (one mask: a list of one RLE), or a list / tuple of
+    2-D masks of any sizes. The values must be binary: ``bool``, or integers that are all 0 or 1. Floats (scores,
+    probabilities, logits) are refused with an :class:`RLEError`: the threshold is the caller's choice (``masks >
+    0.5``), and so is a 0/255 image (``masks > 0``). Each mask is at most :data:`MAX_PIXELS` pixels, H and W at
+    least 1. The N masks of an array go to pycocotools in one call (a Fortran-ordered uint8 [H, W, N] array).
+    """
+    if isinstance(masks, (list, tuple)):
+        out: list[RLE] = []
+        for i, m in enumerate(masks):
+            one = _mask_batch(m, f"{where}[{i}]")
+            if one.ndim != 2:
+                raise RLEError(f"{where}[{i}]: expected a 2-D mask [H, W], got shape {tuple(one.shape)}")
+            out.extend(encode_masks(one, f"{where}[{i}]"))
+        return out
+    arr = _mask_batch(masks, where)
+    if arr.ndim == 2:
+        arr = arr[None]
+    if arr.ndim != 3:
+        raise RLEError(f"{where}: expected shape [N, H, W] or [H, W], got {tuple(arr.shape)}")
+    n, h, w = arr.shape
+    if h == 0 or w == 0:
+        raise RLEError(f"{where}: expected masks of at least 1x1 pixels, got shape {tuple(arr.shape)}")
+    if h * w > MAX_PIXELS:
+        raise RLEError(f"{where}: a {h}x{w} mask exceeds the limit of {MAX_PIXELS} pixels")
+    if n == 0:
+        return []
+    encoded = _mask.encode(np.asfortranarray(arr.transpose(1, 2, 0), dtype=np.uint8))
+    return [_from_c(r) for r in encoded]

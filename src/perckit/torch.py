@@ -1,0 +1,164 @@
+"""perckit in PyTorch loops: masks as ``torch.bool`` tensors, and accumulators merged across a process group.
+
+Imported only when used (``import perckit.torch``; ``import perckit`` never imports it, nor torch).
+
+- :func:`collate`: a ``DataLoader`` ``collate_fn`` for every config of every builder. A batch is a dict of lists
+  (one entry per row: images, masks and arrays differ in size from row to row, so nothing is stacked), and every
+  COCO RLE value in it, at any nesting (``mask``, ``frames[].mask``, ``groundings[].mask``, ``anchor_mask``...), is
+  decoded to a ``torch.bool`` tensor ``[H, W]``; a "not provided" marker (``size: []``) becomes ``None``.
+- :func:`masks_transform`: the same decoding as a ``datasets`` transform (``ds.with_transform(masks_transform())``):
+  only the rows read are decoded, when they are read.
+- :func:`gather`: the accumulators of every rank of a ``torch.distributed`` group merged into one, on every rank.
+
+The reverse direction, predicted masks to RLE for ``update()``, is :func:`perckit.rle.encode_masks` (it takes a
+tensor on any device).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import rle
+from .accumulate import Accumulator
+from .errors import OptionError, PredictionError, ReleaseFormatError
+
+__all__ = ["collate", "decode_masks", "gather", "masks_transform", "MasksTransform"]
+
+
+def _is_rle(value: Any) -> bool:
+    """A COCO RLE value: a mapping with both ``size`` and ``counts``."""
+    return isinstance(value, Mapping) and "size" in value and "counts" in value
+
+
+def _size_list(size: Any) -> Any:
+    """``size`` as a plain list when a tensor or array holds it (a torch- or numpy-formatted dataset)."""
+    return size.tolist() if isinstance(size, (torch.Tensor, np.ndarray)) else size
+
+
+def _decode_rle(value: Mapping, where: str) -> torch.Tensor | None:
+    """One RLE value to a ``torch.bool`` tensor [H, W] (validated first: pycocotools loops forever on counts that
+    do not sum to H*W); ``None`` for the "not provided" marker ``size: []``."""
+    size = _size_list(value["size"])
+    if isinstance(size, (list, tuple)) and len(size) == 0:
+        return None
+    checked = rle.to_rle({"size": size, "counts": value["counts"]}, where=where)
+    return torch.from_numpy(np.ascontiguousarray(rle.decode(checked)))
+
+
+def decode_masks(value: Any, where: str = "row") -> Any:
+    """``value`` (a row, a column value, any nesting of mappings and lists) with every COCO RLE value decoded to a
+    ``torch.bool`` tensor ``[H, W]`` and every "not provided" marker (``size: []``) turned into ``None``; everything
+    else is returned as it is (mappings and lists are copied, their leaves are not). An invalid RLE is an
+    :class:`~perckit.errors.RLEError` naming its place (``where`` and the path inside the value)."""
+    if _is_rle(value):
+        return _decode_rle(value, where)
+    if isinstance(value, Mapping):
+        return {k: decode_masks(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if set(map(type, value)) <= _LEAF_TYPES:  # a list of numbers or strings (an array's row): nothing to decode
+            return list(value)
+        return [decode_masks(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+_LEAF_TYPES = frozenset((int, float, bool, str, bytes, type(None)))
+
+
+def collate(rows: Sequence[Mapping]) -> dict[str, list]:
+    """A ``torch.utils.data.DataLoader`` ``collate_fn`` for the rows of any perckit builder config: a dict mapping
+    each column to the list of its values in row order, with :func:`decode_masks` applied (RLE values become
+    ``torch.bool`` tensors, "not provided" markers ``None``). Nothing is stacked, scalars included: rows differ in
+    image size, mask size and list lengths. Every row must have the same columns."""
+    rows = list(rows)
+    if not rows:
+        return {}
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise ReleaseFormatError(f"perckit.torch.collate: row {i}: expected a mapping of columns (a datasets row), "
+                                     f"got {type(row).__name__}")
+    columns = list(rows[0])
+    for i, row in enumerate(rows[1:], 1):
+        if set(row) != set(columns):
+            raise ReleaseFormatError(f"perckit.torch.collate: row {i}: expected the columns of row 0 {sorted(columns)}, "
+                                     f"got {sorted(row)}")
+    return {c: [decode_masks(row[c], f"row {i}: {c}") for i, row in enumerate(rows)] for c in columns}
+
+
+class MasksTransform:
+    """The callable :func:`masks_transform` returns (a class, so that a ``DataLoader`` with worker processes can
+    pickle the dataset it is set on)."""
+
+    def __init__(self, columns: Sequence[str] | None = None) -> None:
+        if isinstance(columns, str):
+            columns = [columns]
+        if columns is not None:
+            columns = list(columns)
+            bad = [c for c in columns if not isinstance(c, str)]
+            if bad:
+                raise OptionError(f"perckit.torch.masks_transform: columns must be column names (str), got {bad!r}")
+        self.columns = columns
+
+    def __call__(self, batch: Mapping[str, list]) -> dict[str, list]:
+        if not isinstance(batch, Mapping):
+            raise ReleaseFormatError(f"perckit.torch.masks_transform: expected a batch (a dict of columns), got {type(batch).__name__}")
+        names = list(batch) if self.columns is None else self.columns
+        missing = [c for c in names if c not in batch]
+        if missing:
+            raise OptionError(f"perckit.torch.masks_transform: columns {missing} are not in the batch; its columns are {sorted(batch)}")
+        out = dict(batch)
+        for c in names:
+            out[c] = [decode_masks(v, f"{c}[{i}]") for i, v in enumerate(batch[c])]
+        return out
+
+    def __repr__(self) -> str:
+        return f"perckit.torch.masks_transform(columns={self.columns!r})"
+
+
+def masks_transform(columns: Sequence[str] | None = None) -> MasksTransform:
+    """A transform for ``datasets.Dataset.with_transform``: the rows of each batch read from the dataset have their
+    COCO RLE values decoded to ``torch.bool`` tensors ``[H, W]`` ("not provided" markers to ``None``), in
+    ``columns`` (default: every column; a name not in the batch is an :class:`~perckit.errors.OptionError`). Lazy:
+    ``with_transform`` runs it on the rows accessed only, each time they are accessed. Use it with
+    ``collate_fn=perckit.torch.collate`` (the decoded tensors pass through it unchanged)."""
+    return MasksTransform(columns)
+
+
+def gather(acc: Accumulator, group: Any = None) -> Accumulator:
+    """The accumulators of every rank of ``group`` (default: the whole ``torch.distributed`` world) merged into a
+    new accumulator, returned on every rank (``acc`` is left as it is). Each rank's :meth:`Accumulator.state_dict`
+    travels by ``torch.distributed.all_gather_object`` (so every rank must call ``gather``, like any collective;
+    with NCCL, set each rank's CUDA device first, as ``all_gather_object`` requires) and the states are merged in
+    rank order; the numbers do not depend on that order. A prediction and its reference may be on different ranks.
+
+    Raises :class:`~perckit.errors.OptionError` when torch.distributed is not initialised (call
+    ``torch.distributed.init_process_group`` first; or, for jobs that share no process group, ``acc.save(path)`` on
+    each and :func:`perckit.accumulate.merge_files`) or when the ranks' metrics, configs or options differ, and
+    :class:`~perckit.errors.PredictionError` when an id was scored on two ranks, on every rank alike.
+    """
+    import torch.distributed as dist
+
+    if not isinstance(acc, Accumulator):
+        raise OptionError(f"perckit.torch.gather: expected a perckit Accumulator (perckit.accumulate.accumulator(...)), "
+                          f"got {type(acc).__name__}")
+    if not dist.is_available() or not dist.is_initialized():
+        raise OptionError("perckit.torch.gather: torch.distributed is not initialised: call "
+                          "torch.distributed.init_process_group(...) first (torchrun provides its environment); for jobs "
+                          "that share no process group, save each accumulator (acc.save(path)) and merge the files "
+                          "(perckit.accumulate.merge_files(paths))")
+    states: list[Any] = [None] * dist.get_world_size(group)
+    dist.all_gather_object(states, acc.state_dict(), group=group)
+    merged = Accumulator(acc.core, acc.options)
+    for rank, state in enumerate(states):
+        part = Accumulator(acc.core, acc.options).load_state_dict(state, where=f"perckit.torch.gather: rank {rank}")
+        try:
+            merged.merge(part)
+        except PredictionError as e:
+            raise PredictionError(
+                f"perckit.torch.gather: rank {rank}: {e}; each item must be scored on one rank only (torch's "
+                "DistributedSampler repeats rows to even out the shards unless drop_last=True: shard with "
+                "datasets.distributed.split_dataset_by_node, or a sampler that does not pad)") from None
+    return merged
