@@ -252,3 +252,34 @@ def test_a_subgroup_gathers_its_ranks_only(gloo_results, jobs):
             assert got["subgroup"]["error"] is None and got["subgroup"]["result"] == jobs["mask_temporal"]["single"], f"rank {rank}"
         else:
             assert got["subgroup"] == {"result": None, "error": None, "in_group": False}, f"rank {rank}"
+
+
+# ---------------------------------------------------------------- the same inputs in one process: batches and the evaluate module
+
+
+@pytest.mark.parametrize("name", list(JOBS))
+def test_one_accumulator_in_random_batches_and_the_evaluate_module_give_the_same_numbers(jobs, name):
+    """Issue 19's "done": the gloo groups above, one accumulator fed in random batch sizes and orders, and the
+    evaluate module (``perckit.load_metric``: a thin wrapper over the accumulator) all give the core function's
+    numbers, bit for bit; the evaluate module's ``add_batch`` too."""
+    from perckit.api import load_metric
+
+    job = jobs[name]
+    key = accumulate.core(job["metric"], job["config"]).id_key
+    preds, refs = job["predictions"], job["references"]
+    (calls,) = plan([p[key] for p in preds], [r[key] for r in refs], 1, seed=11)
+    acc = accumulate.accumulator(job["metric"], job["config"], **job["options"])
+    for p_idx, r_idx in calls:
+        acc.update(predictions=[preds[i] for i in p_idx], references=[refs[i] for i in r_idx])
+    assert canonical(acc.compute()) == job["single"]
+    # evaluate takes aligned pairs: a lax job's references without a prediction are left out on both sides
+    by_id = {p[key]: p for p in preds}
+    paired = [r for r in refs if r[key] in by_id]
+    aligned = [by_id[r[key]] for r in paired]
+    want = job["single"] if len(paired) == len(refs) else canonical(
+        accumulate.accumulator(job["metric"], job["config"], **job["options"]).update(aligned, paired).compute())
+    module = load_metric(job["metric"], job["config"])
+    assert canonical(module.compute(predictions=aligned, references=paired, **job["options"])) == want
+    for start in range(0, len(paired), 5):
+        module.add_batch(predictions=aligned[start:start + 5], references=paired[start:start + 5])
+    assert canonical(module.compute(**job["options"])) == want
