@@ -2,7 +2,7 @@
 
 Every step is what a pip user does first; each one must work with only the wheel and its dependencies installed
 (the newest datasets 5.x): the version, the list of benchmarks, a sample release, a conversion to Parquet,
-``perckit.load_dataset``, ``perckit.load_metric`` and ``perckit evaluate`` on a predictions file, and
+``perckit.load_dataset``, ``perckit.load_metric``, ``perckit.accumulator`` / ``merge_files``, ``perckit evaluate`` on a predictions file, and
 ReasonAVEdit's ``av_edit_quality`` on the sample release. Exits non-zero,
 naming the step, at the first failure.
 """
@@ -65,6 +65,14 @@ def main() -> int:
     result = perckit.load_metric("refer_iou").compute(predictions=predictions, references=[to_metric_reference(r) for r in rows])
     if result["miou"] != 1.0:
         raise SystemExit(f"wheel smoke test: GT as predictions scored miou={result['miou']}, expected 1.0")
+    # The accumulator from the wheel, in two halves saved to files and merged (issue 19).
+    halves = [perckit.accumulator("refer_iou") for _ in range(2)]
+    references = [to_metric_reference(r) for r in rows]
+    for i, acc in enumerate(halves):
+        acc.update(predictions=predictions[i::2], references=references[i::2]).save(work / f"state{i}.json")
+    merged = perckit.merge_files([work / "state0.json", work / "state1.json"]).compute()
+    if merged != result:
+        raise SystemExit("wheel smoke test: the merged accumulator files gave other numbers than the refer_iou module")
     with open("preds.jsonl", "w", encoding="utf-8") as f:
         for p in predictions:
             f.write(json.dumps(p) + "\n")
