@@ -28,28 +28,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.accumulators import canonical
 from helpers.common import REPO
 from helpers.distributed import compute_in_batches, run_workers
 
 from perckit import rle
 
 NPROC = 4
-#: Row lists whose order follows the shards; compared sorted.
-ROW_LISTS = ("per_query", "per_example", "per_sample", "sequences", "failures")
-
-
-def canonical(result) -> str:
-    """The result as JSON text with the row lists sorted (NaN stays comparable as the literal NaN)."""
-
-    def walk(x):
-        if isinstance(x, dict):
-            return {k: (sorted((walk(r) for r in v), key=lambda r: json.dumps(r, sort_keys=True)) if k in ROW_LISTS and isinstance(v, list) else walk(v))
-                    for k, v in x.items()}
-        if isinstance(x, list):
-            return [walk(v) for v in x]
-        return x
-
-    return json.dumps(walk(json.loads(json.dumps(result))), sort_keys=True, indent=1)
 
 
 # ---------------------------------------------------------------- synthetic inputs

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers.gloo import canonical, plan, run_group
+from helpers.accumulators import canonical
+from helpers.gloo import plan, run_group
 
 from perckit import accumulate, rle
 

@@ -9,6 +9,7 @@ import pickle
 import random
 
 import pytest
+from helpers.accumulators import assert_same, feed
 from helpers.m4seg import R, S1_PRED, S1_REF, S2_PRED, S3_PRED, S4_PRED, S4_REF, g_pred, g_ref, ref_row
 
 from perckit import rle
@@ -30,45 +31,6 @@ def _meteor_or_skip():
         pytest.skip(f"METEOR needs pycocoevalcap: {textmod.EXTRA_METEOR}")
     if not textmod.java_available():
         pytest.skip("METEOR needs Java (no 'java' on PATH): install a JRE, e.g. apt-get install default-jre-headless")
-
-
-def _sorted_rows(out):
-    """``out`` with its per-sample table sorted by example_id (the row order is free; every number must match)."""
-    out = copy.deepcopy(out)
-    if "per_sample" in out:
-        out["per_sample"] = sorted(out["per_sample"], key=lambda r: r["example_id"])
-    return out
-
-
-def _same(acc_out, expected):
-    assert _sorted_rows(acc_out) == _sorted_rows(expected)
-    assert json.dumps(_sorted_rows(acc_out), sort_keys=True) == json.dumps(_sorted_rows(expected), sort_keys=True)
-
-
-def _batches(rows, rng):
-    """``rows`` shuffled and cut into random batch sizes (1..7, some empty)."""
-    rows = list(rows)
-    rng.shuffle(rows)
-    out, i = [], 0
-    while i < len(rows):
-        n = rng.randint(0, 7)
-        out.append(rows[i:i + n])
-        i += n
-    return out
-
-
-def _feed(acc, preds, refs, rng):
-    """Update ``acc`` with predictions and references in independent random batches, interleaved at random (a
-    prediction often arrives before its reference)."""
-    pb, rb = _batches(preds, rng), _batches(refs, rng)
-    while pb or rb:
-        if pb and (not rb or rng.random() < 0.5):
-            acc.update(predictions=pb.pop(0))
-        elif rng.random() < 0.3 and pb:
-            acc.update(predictions=pb.pop(0), references=rb.pop(0))
-        else:
-            acc.update(references=rb.pop(0))
-    return acc
 
 
 def _perturbed(rows):
@@ -120,6 +82,9 @@ def _synthetic():
     return preds, [S1_REF, s4, s2_ref, s3_ref, n0, u]
 
 
+#: M4Seg's random batches: 0 to 7 rows (some updates carry an empty side)
+BATCHES = {"smallest": 0, "largest": 7}
+
 OPTION_SETS = [
     {},
     {"miou_unit": "image", "as_percent": True},
@@ -135,8 +100,8 @@ def test_synthetic_random_batches_equal_compute(extra):
     options = {**STUB, **extra}
     expected = core.compute(preds, refs, **options)
     for seed in range(6):
-        acc = _feed(accumulator("m4seg", **options), preds, refs, random.Random(seed))
-        _same(acc.compute(), expected)
+        acc = feed(accumulator("m4seg", **options), preds, refs, random.Random(seed), **BATCHES)
+        assert_same(acc.compute(), expected)
 
 
 def test_sample_release_random_batches_equal_compute(release):
@@ -144,7 +109,7 @@ def test_sample_release_random_batches_equal_compute(release):
     expected = core.compute(preds, refs, **STUB)
     assert 0 < expected["miou"] < 1 and 0 < expected["recall"] < 1 and expected["num_samples"] == len(refs)
     for seed in range(3):
-        _same(_feed(accumulator("m4seg", **STUB), preds, refs, random.Random(seed)).compute(), expected)
+        assert_same(feed(accumulator("m4seg", **STUB), preds, refs, random.Random(seed), **BATCHES).compute(), expected)
 
 
 #: METEOR's Java pipeline (the PTB tokenizer and the METEOR 1.5 jar, run for three computes): about 30 s, slow.
@@ -155,12 +120,12 @@ def test_sample_release_with_meteor_equals_compute(release):
     options = {"embed_fn": "stub"}
     expected = core.compute(preds, refs, **options)
     assert expected["meteor"] is not None and expected["skipped"] == {}
-    acc = _feed(accumulator("m4seg", **options), preds, refs, random.Random(7))
-    _same(acc.compute(), expected)
+    acc = feed(accumulator("m4seg", **options), preds, refs, random.Random(7), **BATCHES)
+    assert_same(acc.compute(), expected)
     half = len(refs) // 2
     a = accumulator("m4seg", **options).update(preds[:half], refs[:half])
     b = accumulator("m4seg", **options).update(preds[half:], refs[half:])
-    _same(a.merge(b).compute(), expected)  # corpus METEOR over the merged records, not a mean of halves
+    assert_same(a.merge(b).compute(), expected)  # corpus METEOR over the merged records, not a mean of halves
 
 
 def test_callable_encoder_and_meteor_fn_state_dict_works_save_refuses(tmp_path):
@@ -170,14 +135,14 @@ def test_callable_encoder_and_meteor_fn_state_dict_works_save_refuses(tmp_path):
     preds, refs = _synthetic()
     options = {"embed_fn": stub_embed, "meteor_fn": fake_meteor}
     expected = core.compute(preds, refs, **options)
-    acc = _feed(accumulator("m4seg", **options), preds, refs, random.Random(3))
-    _same(acc.compute(), expected)
+    acc = feed(accumulator("m4seg", **options), preds, refs, random.Random(3), **BATCHES)
+    assert_same(acc.compute(), expected)
     state = acc.state_dict()
     assert state["options"]["embed_fn"] is stub_embed
     restored = accumulator("m4seg", **options).load_state_dict(state)
-    _same(restored.compute(), expected)
+    assert_same(restored.compute(), expected)
     other = accumulator("m4seg", **options)
-    _same(other.merge(restored).compute(), expected)
+    assert_same(other.merge(restored).compute(), expected)
     with pytest.raises(OptionError, match="cannot be saved in a JSON state file"):
         acc.save(tmp_path / "state.json")
     assert not (tmp_path / "state.json").exists()
@@ -198,7 +163,7 @@ def test_merge_in_random_splits_equals_compute(release):
         merged = accs[0]
         for other in accs[1:]:
             merged.merge(other)
-        _same(merged.compute(), expected)
+        assert_same(merged.compute(), expected)
 
 
 def test_state_round_trip_midway(release):
@@ -210,7 +175,7 @@ def test_state_round_trip_midway(release):
     for s in (state, as_json):
         resumed = accumulator("m4seg", **STUB).load_state_dict(s)
         resumed.update(preds[10:], refs[:5] + refs[20:])
-        _same(resumed.compute(), expected)
+        assert_same(resumed.compute(), expected)
     assert state["version"] == 1 and state["metric"] == "m4seg" and state["config"] is None
 
 
@@ -244,10 +209,10 @@ def test_save_and_merge_files(release, tmp_path):
     for k in range(3):
         acc = accumulator("m4seg", **STUB).update(preds[k::3], refs[k::3])
         paths.append(acc.save(tmp_path / f"rank{k}.json"))
-    _same(merge_files(paths).compute(), expected)
+    assert_same(merge_files(paths).compute(), expected)
     one = load_state(paths[0])
     assert isinstance(one, Accumulator)
-    _same(one.compute(), core.compute(preds[0::3], refs[0::3], **STUB))
+    assert_same(one.compute(), core.compute(preds[0::3], refs[0::3], **STUB))
 
 
 def test_duplicates_refused():
@@ -273,7 +238,7 @@ def test_strict_and_lax():
     lax = {**STUB, "strict": False}
     expected = core.compute(preds[1:], refs, **lax)
     assert expected["num_missing_predictions"] == 1
-    _same(_feed(accumulator("m4seg", **lax), preds[1:], refs, random.Random(5)).compute(), expected)
+    assert_same(feed(accumulator("m4seg", **lax), preds[1:], refs, random.Random(5), **BATCHES).compute(), expected)
     unknown = accumulator("m4seg", **lax).update([S1_PRED, S4_PRED], [S4_REF])
     with pytest.raises(PredictionError, match="'s1' is unknown to the references"):
         unknown.compute()
@@ -283,10 +248,10 @@ def test_reset_and_repeated_compute():
     preds, refs = _synthetic()
     acc = accumulator("m4seg", **STUB).update(preds, refs)
     first = acc.compute()
-    _same(acc.compute(), first)  # compute leaves the state alone
+    assert_same(acc.compute(), first)  # compute leaves the state alone
     acc.reset()
     acc.update(preds[:2], refs[:2])
-    _same(acc.compute(), core.compute(preds[:2], refs[:2], **STUB))
+    assert_same(acc.compute(), core.compute(preds[:2], refs[:2], **STUB))
 
 
 def test_bad_prediction_is_refused_when_it_is_scored():

@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 import pytest
+from helpers.accumulators import assert_same, feed
 
 from perckit import rle
 from perckit.accumulate import Accumulator, accumulator, load_state, merge_files
@@ -96,36 +97,8 @@ def _as_files(rows, refs, preds, root):
     return out_refs, out_preds
 
 
-def _canon(out):
-    """The result with its row list sorted by sample_id (rows may come in another order)."""
-    out = dict(out)
-    if "per_sample" in out:
-        out["per_sample"] = sorted(out["per_sample"], key=lambda s: s["sample_id"])
-    return out
-
-
-def _random_batches(rng, rows):
-    """``rows`` shuffled and cut into random batch sizes (1..5)."""
-    rows = list(rows)
-    rng.shuffle(rows)
-    out, i = [], 0
-    while i < len(rows):
-        n = rng.randint(1, 5)
-        out.append(rows[i : i + n])
-        i += n
-    return out
-
-
-def _feed(acc, rng, preds, refs):
-    """Feed both sides in random batches, the prediction and reference batches interleaved at random."""
-    pb, rb = _random_batches(rng, preds), _random_batches(rng, refs)
-    while pb or rb:
-        if pb and (not rb or rng.random() < 0.5):
-            acc.update(predictions=pb.pop())
-        else:
-            acc.update(references=rb.pop())
-    return acc
-
+#: ReasonAVEdit-Bench's random batches: 1 to 5 rows
+BATCHES = {"largest": 5}
 
 OPTION_SETS = ({"return_per_sample": True}, {"restrict_to_suggested": False, "tiou_recall_thresholds": (0.3, 0.9)})
 
@@ -139,24 +112,24 @@ def test_the_perturbed_predictions_are_not_perfect(preds, refs):
 
 @pytest.mark.parametrize("options", OPTION_SETS)
 def test_random_batches_in_random_order_equal_the_core_function(preds, refs, options):
-    expected = _canon(core.av_reasoning(preds, refs, **options))
+    expected = core.av_reasoning(preds, refs, **options)
     for seed in range(3):
-        acc = _feed(accumulator("av_reasoning", **options), random.Random(seed), preds, refs)
-        assert _canon(acc.compute()) == expected
+        acc = feed(accumulator("av_reasoning", **options), preds, refs, random.Random(seed), **BATCHES)
+        assert_same(acc.compute(), expected)
     # compute leaves the state as it was: compute again, reset empties it
-    assert _canon(acc.compute()) == expected
+    assert_same(acc.compute(), expected)
     acc.reset()
     assert acc.compute()["num_samples"] == 0
 
 
 def test_one_call_equals_the_core_function(preds, refs):
     acc = Accumulator(av_reasoning_core(None)).update(preds, refs)
-    assert _canon(acc.compute()) == _canon(core.av_reasoning(preds, refs))
+    assert_same(acc.compute(), core.av_reasoning(preds, refs))
 
 
 def test_merge_of_random_shards(preds, refs):
     options = {"return_per_sample": True}
-    expected = _canon(core.av_reasoning(preds, refs, **options))
+    expected = core.av_reasoning(preds, refs, **options)
     rng = random.Random(7)
     for n_shards in (2, 4):
         shards = [accumulator("av_reasoning", **options) for _ in range(n_shards)]
@@ -167,12 +140,12 @@ def test_merge_of_random_shards(preds, refs):
         merged = shards[0]
         for other in shards[1:]:
             merged.merge(other)
-        assert _canon(merged.compute()) == expected
+        assert_same(merged.compute(), expected)
     # merging in the other order gives the same numbers
     a, b = accumulator("av_reasoning", **options), accumulator("av_reasoning", **options)
     a.update(preds[:7], refs[:7])
     b.update(preds[7:], refs[7:])
-    assert _canon(b.merge(a).compute()) == expected
+    assert_same(b.merge(a).compute(), expected)
 
 
 def test_merge_refuses_other_options_and_twice_scored(preds, refs):
@@ -186,15 +159,15 @@ def test_merge_refuses_other_options_and_twice_scored(preds, refs):
 
 def test_state_dict_round_trip_with_pending_media_bytes(preds, refs):
     options = {"return_per_sample": True}
-    expected = _canon(core.av_reasoning(preds, refs, **options))
+    expected = core.av_reasoning(preds, refs, **options)
     acc = accumulator("av_reasoning", **options)
-    _feed(acc, random.Random(3), preds[:10], refs[4:])  # rows 4..9 scored, the rest waiting with their bytes
+    feed(acc, preds[:10], refs[4:], random.Random(3), **BATCHES)  # rows 4..9 scored, the rest waiting with their bytes
     state = acc.state_dict()
     assert state["predictions"] and state["references"]
     assert any(row["reason_audio"]["bytes"] or row["mask_video"]["bytes"] for row in state["predictions"] + state["references"])
     loaded = accumulator("av_reasoning", **options).load_state_dict(pickle.loads(pickle.dumps(state)))
     loaded.update(preds[10:], refs[:4])
-    assert _canon(loaded.compute()) == expected
+    assert_same(loaded.compute(), expected)
     # the records are small and JSON-safe: exactly the SampleScore fields, plain scalars
     for _, record, predicted in state["records"]:
         assert predicted is True and set(record) == set(RECORD_FIELDS)
@@ -217,8 +190,8 @@ def test_save_refuses_pending_media_bytes(preds, refs, tmp_path):
 def test_save_and_merge_files_with_media_by_path(rows, refs, preds, tmp_path):
     path_refs, path_preds = _as_files(rows, refs, preds, tmp_path / "media")
     options = {"return_per_sample": True, "tiou_recall_thresholds": (0.3, 0.9)}
-    expected = _canon(core.av_reasoning(preds, refs, **options))
-    assert _canon(core.av_reasoning(path_preds, path_refs, **options)) == expected
+    expected = core.av_reasoning(preds, refs, **options)
+    assert_same(core.av_reasoning(path_preds, path_refs, **options), expected)
     rng = random.Random(11)
     shards = [accumulator("av_reasoning", **options) for _ in range(3)]
     for side, rows_ in (("predictions", path_preds), ("references", path_refs)):
@@ -227,13 +200,13 @@ def test_save_and_merge_files_with_media_by_path(rows, refs, preds, tmp_path):
     assert any(s.state_dict()["predictions"] or s.state_dict()["references"] for s in shards)  # unpaired rows are saved too
     paths = [s.save(tmp_path / f"shard_{i}.json") for i, s in enumerate(shards)]
     merged = merge_files(paths)
-    assert _canon(merged.compute()) == expected
+    assert_same(merged.compute(), expected)
     # a saved state loads back as the same accumulator, and merges with a live one of the same options
     again = load_state(paths[0]).merge(shards[1]).merge(load_state(paths[2]))
-    assert _canon(again.compute()) == expected
+    assert_same(again.compute(), expected)
     # saving again over an earlier state file is allowed
     shards[0].save(paths[0])
-    assert _canon(merge_files(paths).compute()) == expected
+    assert_same(merge_files(paths).compute(), expected)
 
 
 def test_duplicates_are_refused(preds, refs):

@@ -6,61 +6,22 @@ differ and bad states are refused."""
 
 from __future__ import annotations
 
-import json
 import pickle
 import random
 
 import numpy as np
 import pytest
+from helpers.accumulators import canonical, feed
 from helpers.refcoco_m import PRED, REF
 
 from perckit import rle
-from perckit.accumulate import Accumulator, accumulator, load_state, merge_files
+from perckit.accumulate import accumulator, load_state, merge_files
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
 from perckit.refcoco_m import metrics as core
 from perckit.refcoco_m import to_metric_reference
 from perckit.refcoco_m.accumulate import refer_iou_core
 
-ROW_LISTS = ("per_example",)
 OPTION_SETS = ({}, {"return_per_example": True}, {"return_per_example": True, "thresholds": [0.25, 0.75], "empty_union_iou": 0.0})
-
-
-def canonical(result: dict) -> str:
-    """The result as JSON text, row lists sorted: equal text means every number equal bit for bit."""
-    out = {k: sorted(v, key=lambda r: json.dumps(r, sort_keys=True)) if k in ROW_LISTS else v for k, v in result.items()}
-    return json.dumps(out, sort_keys=True)
-
-
-def _batches(rows: list, rng: random.Random) -> list[list]:
-    rows = list(rows)
-    rng.shuffle(rows)
-    out, i = [], 0
-    while i < len(rows):
-        n = rng.randint(1, max(1, len(rows) // 3))
-        out.append(rows[i:i + n])
-        i += n
-    return out
-
-
-def feed(acc: Accumulator, preds: list, refs: list, rng: random.Random, predictions_first: bool = False) -> Accumulator:
-    """Update ``acc`` with both sides in random batches: interleaved at random (sometimes both in one call), or
-    every prediction before any reference."""
-    ops = [("p", b) for b in _batches(preds, rng)] + [("r", b) for b in _batches(refs, rng)]
-    if predictions_first:
-        ops.sort(key=lambda op: op[0] != "p")
-    else:
-        rng.shuffle(ops)
-    i = 0
-    while i < len(ops):
-        side, batch = ops[i]
-        if not predictions_first and i + 1 < len(ops) and ops[i + 1][0] != side and rng.random() < 0.3:
-            other = ops[i + 1][1]
-            acc.update(predictions=batch if side == "p" else other, references=other if side == "p" else batch)
-            i += 2
-            continue
-        acc.update(predictions=batch) if side == "p" else acc.update(references=batch)
-        i += 1
-    return acc
 
 
 def synthetic_inputs():

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers.accumulators import canonical, feed
 
 from perckit.accumulate import Accumulator, accumulator, load_state, merge_files
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
@@ -24,27 +25,6 @@ from perckit.syn4d.accumulate import syn4d_core
 from perckit.syn4d.coverage import LowCoverageWarning
 from perckit.syn4d.failures import TaskFailedError
 from perckit.syn4d.features import to_metric_reference
-
-ROW_LISTS = ("sequences", "failures")
-
-
-def canonical(result: dict) -> str:
-    """The result as JSON text (NaN as the literal NaN), row lists sorted: equal text means every number equal
-    bit for bit."""
-
-    def walk(x, key=None):
-        if isinstance(x, dict):
-            return {k: walk(v, k) for k, v in x.items()}
-        if isinstance(x, list):
-            rows = [walk(v) for v in x]
-            return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True)) if key in ROW_LISTS else rows
-        return x
-
-    out = walk(json.loads(json.dumps(result)))
-    if "coverage" in out:  # the per-sequence coverage entries follow the pairing order too
-        out["coverage"]["sequences"] = sorted(out["coverage"]["sequences"], key=lambda e: e["sequence_id"])
-    return json.dumps(out, sort_keys=True)
-
 
 def expected(preds, refs, task, **options) -> str:
     with warnings.catch_warnings():
@@ -56,38 +36,6 @@ def computed(acc: Accumulator) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LowCoverageWarning)
         return canonical(acc.compute())
-
-
-def _batches(rows: list, rng: random.Random) -> list[list]:
-    rows = list(rows)
-    rng.shuffle(rows)
-    out, i = [], 0
-    while i < len(rows):
-        n = rng.randint(1, max(1, len(rows) // 3))
-        out.append(rows[i:i + n])
-        i += n
-    return out
-
-
-def feed(acc: Accumulator, preds: list, refs: list, rng: random.Random, predictions_first: bool = False) -> Accumulator:
-    """Update ``acc`` with both sides in random batches: interleaved at random (sometimes both in one call), or
-    every prediction before any reference."""
-    ops = [("p", b) for b in _batches(preds, rng)] + [("r", b) for b in _batches(refs, rng)]
-    if predictions_first:
-        ops.sort(key=lambda op: op[0] != "p")
-    else:
-        rng.shuffle(ops)
-    i = 0
-    while i < len(ops):
-        side, batch = ops[i]
-        if not predictions_first and i + 1 < len(ops) and ops[i + 1][0] != side and rng.random() < 0.3:
-            other = ops[i + 1][1]
-            acc.update(predictions=batch if side == "p" else other, references=other if side == "p" else batch)
-            i += 2
-            continue
-        acc.update(predictions=batch) if side == "p" else acc.update(references=batch)
-        i += 1
-    return acc
 
 
 def synthetic_inputs(task: str):

@@ -12,45 +12,14 @@ from __future__ import annotations
 
 import datetime
 import json
+import random
 import traceback
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from helpers.accumulators import canonical, random_batches
 
-#: Row lists whose order follows the ranks and the updates; compared sorted.
-ROW_LISTS = ("per_query", "per_example", "per_sample", "sequences", "failures")
 GROUP_TIMEOUT_S = 180
-
-
-def canonical(result: Any) -> str:
-    """The result as JSON text with the row lists sorted (NaN kept as the literal NaN, numpy scalars as numbers)."""
-
-    def plain(x):
-        if isinstance(x, np.generic):
-            return x.item()
-        if isinstance(x, np.ndarray):
-            return x.tolist()
-        raise TypeError(f"not JSON: {type(x).__name__}")
-
-    def walk(x):
-        if isinstance(x, dict):
-            return {k: (sorted((walk(r) for r in v), key=lambda r: json.dumps(r, sort_keys=True)) if k in ROW_LISTS and isinstance(v, list) else walk(v))
-                    for k, v in x.items()}
-        if isinstance(x, list):
-            return [walk(v) for v in x]
-        return x
-
-    return json.dumps(walk(json.loads(json.dumps(result, default=plain))), sort_keys=True, indent=1)
-
-
-def _batches(rng: np.random.Generator, items: list[int], max_size: int = 6) -> list[list[int]]:
-    out, i = [], 0
-    while i < len(items):
-        size = int(rng.integers(1, max_size + 1))
-        out.append(items[i : i + size])
-        i += size
-    return out
 
 
 def plan(pred_ids: list[str], ref_ids: list[str], world: int, seed: int, empty_last_rank: bool = False) -> list[list[tuple[list[int], list[int]]]]:
@@ -61,10 +30,11 @@ def plan(pred_ids: list[str], ref_ids: list[str], world: int, seed: int, empty_l
     (its pair meets only in the merge). Each rank sends its predictions and its references in separate random
     orders and random batch sizes (1 to 6), so the two sides of an update call are not aligned.
     """
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(ref_ids)).tolist()
+    rng = random.Random(seed)
+    order = list(range(len(ref_ids)))
+    rng.shuffle(order)
     parts = world - 1 if empty_last_rank and world > 1 else world
-    cuts = sorted(int(c) for c in rng.integers(0, len(order) + 1, size=parts - 1))
+    cuts = sorted(rng.randint(0, len(order)) for _ in range(parts - 1))
     bounds = [0, *cuts, len(order)]
     ref_rank = {}
     for r in range(parts):
@@ -77,8 +47,8 @@ def plan(pred_ids: list[str], ref_ids: list[str], world: int, seed: int, empty_l
         preds_of[(r + 1) % world if rng.random() < 0.125 else r].append(j)
     calls = []
     for r in range(world):
-        p = _batches(rng, rng.permutation(preds_of[r]).tolist())
-        q = _batches(rng, rng.permutation(refs_of[r]).tolist())
+        p = random_batches(preds_of[r], rng, largest=6)
+        q = random_batches(refs_of[r], rng, largest=6)
         n = max(len(p), len(q))
         calls.append([(p[k] if k < len(p) else [], q[k] if k < len(q) else []) for k in range(n)])
     return calls
