@@ -230,10 +230,10 @@ def preview_processes(num_rows: int, fn: Callable) -> int | None:
     cores = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1), MAX_PROCESSES)
     if num_rows < PARALLEL_ROWS or cores < 2:
         return None
-    try:
-        import dill
+    try:  # datasets.map sends the function with the same dill-based pickler its fingerprint hashing uses
+        from datasets.fingerprint import Hasher
 
-        dill.dumps(fn, recurse=True)
+        Hasher.hash(fn)
     except Exception:  # any pickling failure (dill raises many types): draw in this process
         return None
     return cores
