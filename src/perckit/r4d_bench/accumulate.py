@@ -31,17 +31,22 @@ def _mask_options(options: Mapping[str, Any]) -> m.MaskTemporalOptions:
     return m.MaskTemporalOptions(**options)
 
 
-def _reduce_mask(items: list[Item], opts: m.MaskTemporalOptions) -> dict:
-    out = m.reduce_mask_temporal([item.record for item in items])
-    out["num_missing_predictions"] = sum(1 for item in items if not item.predicted)
-    return out
+def _counting_missing(reduce):
+    """``reduce`` of the records, plus ``num_missing_predictions`` (the items scored as "no output")."""
+
+    def reduce_items(items: list[Item], opts: m.MaskTemporalOptions) -> dict:
+        out = reduce([item.record for item in items])
+        out["num_missing_predictions"] = sum(1 for item in items if not item.predicted)
+        return out
+
+    return reduce_items
 
 
 def mask_temporal_core(config: str | None = None) -> MetricCore:
     _no_config("mask_temporal", config)
     return MetricCore(
         name="mask_temporal", config=None, id_key="query_id", prepare=_mask_options,
-        score=lambda p, r, opts: m.score_query(p, r, opts), reduce=_reduce_mask,
+        score=lambda p, r, opts: m.score_query(p, r, opts), reduce=_counting_missing(m.reduce_mask_temporal),
         record_to_state=asdict, record_from_state=_query_score_from_state,
         strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
         empty_hint=m.MASK_EMPTY_HINT, lax_option="strict=False",
@@ -54,17 +59,11 @@ def _track_options(options: Mapping[str, Any]) -> m.MaskTemporalOptions:
                                  strict=options.get("strict", False))
 
 
-def _reduce_track(items: list[Item], opts: m.MaskTemporalOptions) -> dict:
-    out = m.reduce_track_id([item.record for item in items])
-    out["num_missing_predictions"] = sum(1 for item in items if not item.predicted)
-    return out
-
-
 def track_id_core(config: str | None = None) -> MetricCore:
     _no_config("track_id", config)
     return MetricCore(
         name="track_id", config=None, id_key="query_id", prepare=_track_options,
-        score=lambda p, r, opts: m.score_track_query(p, r), reduce=_reduce_track,
+        score=lambda p, r, opts: m.score_track_query(p, r), reduce=_counting_missing(m.reduce_track_id),
         record_to_state=asdict, record_from_state=lambda state: m.TrackScore(**state),
         strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
         empty_hint=m.TRACK_EMPTY_HINT, lax_option="strict=False",
