@@ -74,3 +74,84 @@ def scan_counts():
         return 0, total, m
 
     return scan
+
+
+def _scan_counts_column(offsets, data):
+    """Per counts string ``data[offsets[i]:offsets[i + 1]]``: ``(status int8, total int64)`` arrays.
+
+    The statuses are those of :func:`scan_counts` (0 valid, 1 alphabet, 2 truncated, 3 too long, 4 a 7th
+    character pycocotools misreads, 5 negative run, 6 empty); ``total`` is the sum of the runs read so far.
+    Plain Python over numpy arrays: compiled by :func:`scan_counts_column`, interpreted as its fallback.
+    """
+    n = offsets.shape[0] - 1
+    status = np.zeros(n, dtype=np.int8)
+    totals = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        p = np.int64(offsets[i])
+        end = np.int64(offsets[i + 1])
+        m = 0
+        total = np.int64(0)
+        prev1 = np.int64(0)
+        prev2 = np.int64(0)
+        st = 0
+        while p < end and st == 0:
+            x = np.int64(0)
+            k = 0
+            more = True
+            c = np.int64(0)
+            while more:
+                if p >= end:
+                    st = 2
+                    break
+                c = np.int64(data[p]) - 48
+                if c < 0 or c > 63:
+                    st = 1
+                    break
+                x |= (c & 0x1F) << (5 * k)
+                more = (c & 0x20) != 0
+                p += 1
+                k += 1
+                if k > 7:
+                    st = 3
+                    break
+            if st != 0:
+                break
+            if k == 7 and c > 1:
+                st = 4
+                break
+            if c & 0x10:
+                x -= np.int64(1) << (5 * k)
+            if m > 2:
+                x += prev2
+            if x < 0:
+                st = 5
+                break
+            total += x
+            prev2 = prev1
+            prev1 = x
+            m += 1
+        if st == 0 and m == 0:
+            st = 6
+        status[i] = st
+        totals[i] = total
+    return status, totals
+
+
+@lru_cache(maxsize=1)
+def scan_counts_column():
+    """``scan(offsets, data) -> (status, total)`` over a whole column of COCO counts strings.
+
+    ``offsets`` (int32 or int64, n + 1 values) and ``data`` (uint8) are an Arrow string or binary column's
+    buffers, read without a copy. Compiled with numba when it is importable; otherwise the same function
+    interpreted (correct, slow: callers with a faster reference path may prefer it then, see
+    :func:`have_numba`). A status other than 0 means: re-check that mask with the precise path.
+    """
+    numba = _numba()
+    if numba is None:
+        return _scan_counts_column
+    return numba.njit(cache=True, nogil=True)(_scan_counts_column)
+
+
+def have_numba() -> bool:
+    """True when the kernels are compiled (numba importable)."""
+    return _numba() is not None
