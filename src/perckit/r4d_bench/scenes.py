@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -232,6 +234,7 @@ def read_scene(
     if not isinstance(coco, Mapping) or not isinstance(coco.get("images"), list):
         raise ReleaseFormatError(f"{str(coco_path)!r}: expected a COCO object with an 'images' list")
     info = SceneInfo(scene, folder, coco_path, coco)
+    plain_dirs = _plain_scene_dirs(folder)
     for i, img in enumerate(coco["images"]):
         where = f"{str(coco_path)!r}: images[{i}]"
         if not isinstance(img, Mapping):
@@ -243,7 +246,10 @@ def read_scene(
             h, w, iid = int(img["height"]), int(img["width"]), int(img["id"])
         except (KeyError, TypeError, ValueError):
             raise ReleaseFormatError(f"{where}: expected int 'id', 'height' and 'width'") from None
-        info.frames[fid] = FrameInfo(fid, iid, _resolve_image_name(folder, img.get("file_name"), f"{where}.file_name"), h, w)
+        name = _plain_image_name(folder, img.get("file_name")) if plain_dirs else None
+        if name is None:  # anything but a plain file name in plain folders: the reference rule and its errors
+            name = _resolve_image_name(folder, img.get("file_name"), f"{where}.file_name")
+        info.frames[fid] = FrameInfo(fid, iid, name, h, w)
     if read_tracks:
         info.track_json_path, info.track_links = read_scene_tracks(folder, scene, aliases)
     return info
@@ -257,6 +263,47 @@ def _resolve_image_name(folder: Path, file_name: object, where: str = "COCO imag
     if resolve_under(folder / "images", file_name, where).exists():  # a FIFO there is refused by the reader
         return f"images/{file_name}"
     return str(file_name)
+
+
+#: A file name of one component that :func:`perckit.paths.check_relative` accepts as it is (no separator, no
+#: ``.`` / ``..``, no NUL, not absolute, short): what real COCO files hold.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,254}")
+
+
+def _plain_scene_dirs(folder: Path) -> bool:
+    """True when neither the scene folder's ``images/`` nor the scene folder itself resolves anywhere unexpected:
+    ``images`` is absent or a real folder (not a symbolic link), so that ``realpath(folder/images/x)`` is
+    ``realpath(folder)/images/x`` for any ``x`` that is not itself a link (what :func:`_plain_image_name` relies on)."""
+    try:
+        st = os.lstat(folder / "images")
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode)
+
+
+def _plain_image_name(folder: Path, file_name: object) -> str | None:
+    """:func:`_resolve_image_name` for the common case, without resolving every path component: a plain file
+    name (:data:`_PLAIN_NAME`) whose ``images/<name>`` and ``<name>`` in the scene folder are not symbolic
+    links stays inside the folder by construction (the folder's ``images`` is checked by
+    :func:`_plain_scene_dirs`), so only one ``lstat`` per candidate decides. None for anything else (a link,
+    another name, an unreadable entry): the caller then takes the reference rule, which raises its errors."""
+    if type(file_name) is not str or not _PLAIN_NAME.fullmatch(file_name):
+        return None
+    found = []
+    for candidate in (folder / "images" / file_name, folder / file_name):
+        try:
+            st = os.lstat(candidate)
+        except FileNotFoundError:
+            found.append(False)
+            continue
+        except OSError:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            return None
+        found.append(True)
+    return f"images/{file_name}" if found[0] else file_name
 
 
 # ---------------------------------------------------------------- frame rows
