@@ -12,11 +12,15 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import datasets
+import pyarrow as pa
 
-from ..builder_base import PerckitBuilder, PerckitConfig
+from ..builder_base import PerckitConfig
+from ..builder_base import PerckitTableBuilder
+from ..builder_base import rows_to_table
 from ..errors import OptionError, ReleaseNotFoundError, check_choice
 from . import features as feats
 from . import release
+from .parquet_tables import iter_parquet_tables
 
 _DESCRIPTION = (
     "M4Seg: multi-image pixel-grounded reasoning (PRIMA, WACV 2027). Each example pairs two or three ordered "
@@ -61,14 +65,21 @@ def hub_patterns(config: M4SegConfig, source: str | None = None, splits: Sequenc
     return [pattern.format(split=s) for s in (config.splits if splits is None else splits)]
 
 
-class M4SegBuilder(PerckitBuilder):
-    """M4Seg: one config ``default``; splits ``train`` and ``test``; key ``example_id``; rows in file order."""
+class M4SegBuilder(PerckitTableBuilder):
+    """M4Seg: one config ``default``; splits ``train`` and ``test``; key ``example_id``; rows in file order.
+
+    Arrow-based: the Parquet source becomes one table per record batch (:mod:`perckit.m4seg.parquet_tables`,
+    rows never materialised), the native rows go to Arrow in tables of ``ROWS_PER_TABLE``
+    (:func:`perckit.builder_base.rows_to_table`); both are exactly the tables ``datasets``' per-example
+    encoding would give (``tests/test_m4seg_tables.py``).
+    """
 
     VERSION = datasets.Version("1.0.0")
     BUILDER_CONFIG_CLASS = M4SegConfig
     BUILDER_CONFIGS = [M4SegConfig(name="default", version=VERSION, description="every example with its groundings")]
     DEFAULT_CONFIG_NAME = "default"
     DEFAULT_WRITER_BATCH_SIZE = 1000
+    ROWS_PER_TABLE = 1000
 
     def _check_options(self) -> None:
         c = self.config
@@ -166,20 +177,56 @@ class M4SegBuilder(PerckitBuilder):
 
     # ------------------------------------------------------------ generation
 
-    def _generate_examples(self, split: str, source: str, shards: list) -> Iterator[tuple[str, dict]]:
+    def _generate_tables(self, split: str, source: str, shards: list) -> Iterator[tuple[str, pa.Table]]:
+        """Tables of exactly ``info.features.arrow_schema`` (the writer's cast is then free), keyed by the
+        first example id of each. Ids are checked unique in file order, each row's right after its conversion
+        as before (whole columns at once on the fast path); with ``image_root`` each row's images are read
+        after its id check."""
         c = self.config
-        if source == "native":
-            rows = release.iter_native(open, shards, split, c.native_image_size_order)
-        else:
-            rows = release.iter_parquet(open, shards, split)
+        schema = self.info.features.arrow_schema
         guard = release.IdGuard(f"M4Seg {split} split ({source})")
-        for row in rows:
+        with_images = c.image_root is not None
+        if source == "native":
+            tables = self._native_tables(split, shards, schema, guard)
+        else:
+            row_schema = pa.schema([f for f in schema if f.name != feats.IMAGE_FILES])
+            tables = iter_parquet_tables(open, shards, split, row_schema, None if with_images else guard.add_many)
+        for table in tables:
+            ids = table.column("example_id").to_pylist()
+            if with_images and source != "native":
+                table = self._with_image_files(table, split, ids, schema, guard)
+            if table.num_rows:
+                yield ids[0], table
+        guard.flush()
+
+    def _native_tables(self, split: str, shards: list, schema: pa.Schema, guard: release.IdGuard) -> Iterator[pa.Table]:
+        """The rows of ``release.iter_native`` (with their ``image_files`` under ``image_root``) in tables of
+        ``ROWS_PER_TABLE``."""
+        c = self.config
+        batch: list[dict] = []
+        for row in release.iter_native(open, shards, split, c.native_image_size_order):
             guard.add(row["example_id"])
             if c.image_root is not None:
-                where = f"M4Seg {split} split: example {row['example_id']!r}"
-                row[feats.IMAGE_FILES] = [
-                    release.read_image_bytes(open, c.image_root, im["path"], f"{where}: images[{k}].path")
-                    for k, im in enumerate(row["images"])
-                ]
-            yield row["example_id"], row
-        guard.flush()
+                row[feats.IMAGE_FILES] = self._image_files(split, row["example_id"], [im["path"] for im in row["images"]])
+            batch.append(row)
+            if len(batch) >= self.ROWS_PER_TABLE:
+                yield rows_to_table(batch, schema)
+                batch = []
+        if batch:
+            yield rows_to_table(batch, schema)
+
+    def _image_files(self, split: str, example_id: str, paths: list) -> list[dict]:
+        where = f"M4Seg {split} split: example {example_id!r}"
+        root = self.config.image_root
+        return [release.read_image_bytes(open, root, p, f"{where}: images[{k}].path") for k, p in enumerate(paths)]
+
+    def _with_image_files(self, table: pa.Table, split: str, ids: list, schema: pa.Schema, guard: release.IdGuard) -> pa.Table:
+        """``table`` with its ``image_files`` column (the bytes of every image, in ``images`` order), each
+        row's id checked before its images are read."""
+        paths = [[im["path"] for im in images] for images in table.column("images").to_pylist()]
+        files = []
+        for eid, p in zip(ids, paths):
+            guard.add(eid)
+            files.append(self._image_files(split, eid, p))
+        column = pa.array(files, type=schema.field(feats.IMAGE_FILES).type)
+        return pa.Table.from_arrays([*table.columns, column], schema=schema)
