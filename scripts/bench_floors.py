@@ -1,0 +1,660 @@
+"""Library floors of the perckit builds, and the cases of scripts/bench.py that time each build against its floor.
+
+A floor is the work no build of that release can skip, done with the bare libraries and no perckit row code
+(warm page cache):
+
+- ``m4seg_parquet_floor``: pyarrow reading every shard (``iter_batches``), pycocotools checking every mask
+  (``pycocotools.mask.area`` over the RLE objects of each batch, which decodes every counts string), and one
+  Arrow IPC stream write of the batches as read.
+- ``m4seg_native_floor``: zlib decompressing the json.gz (streaming), ``orjson.loads`` of every example (one
+  line each: the sample writer puts one example per line, so the floor splits on newlines), the same mask
+  check (pycocotools over every mask; polygons and uncompressed RLE converted first, as any build must), and
+  one Arrow write (``pa.Table.from_pylist`` of minimally renamed rows, written once).
+- ``refcoco_m_floor``: pyarrow reading the shards, the image size from every embedded image's header (Pillow),
+  pycocotools over every mask, one Arrow write of the expressions table (one row per sentence, the image
+  repeated: what the ``expressions`` config writes).
+- ``syn4d_floor``: ``numpy.load`` of every tracking NPY; ``challenge`` also every depth EXR (OpenEXR, the
+  first present depth channel) and the camera CSV (``csv``); one Arrow write of the same arrays (fixed-size
+  lists over the numpy buffers).
+
+The M4Seg build and its floor each run in a fresh subprocess (``python scripts/bench_floors.py _convert ...``
+/ ``_floor ...``), as bench.py always timed the M4Seg build: the parent reads the child's peak RSS
+(``os.wait4``; with one process its own ``VmHWM``) and the child reports the time of the work alone. The
+RefCOCO-M and Syn4D builds and floors run in this process, interleaved (floor, build, floor, build, after
+one untimed warm-up of each), best of N. Every case returns the rows of bench.py's table:
+``{"case", "measure", "value", "target", "ok", "info"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+M4SEG_REAL_ROWS = 743_463
+#: Generated examples a synthetic M4Seg train split is tiled from (``write_release(..., tile_block=...)``).
+M4SEG_TILE_BLOCK = 4096
+#: Rows per Parquet shard of the synthetic splits (the real 743k split: 15 shards).
+M4SEG_SHARD_ROWS = 50_000
+PARQUET_RATIO_TARGET = 4.0  # M4Seg Parquet build / its floor, at most (num_proc=1, 743k rows)
+RSS_TARGET = 1.25  # peak RSS at the large size / at the small size, at most
+SPEEDUP_TARGET = 1.6  # num_proc=2 over num_proc=1, at least
+
+
+def row(case: str, measure: str, value: float, target: str | None, ok: bool | None, info: str = "") -> dict:
+    return {"case": case, "measure": measure, "value": value, "target": target, "ok": ok, "info": info}
+
+
+# ---------------------------------------------------------------- the floors (bare libraries)
+
+
+class _IpcSink:
+    """One Arrow IPC stream file, opened on the first batch (its schema), removed on close."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.sink, self.writer = path, None, None
+
+    def write(self, batch) -> None:
+        import pyarrow as pa
+
+        if self.writer is None:
+            self.sink = pa.OSFile(str(self.path), "wb")
+            self.writer = pa.ipc.new_stream(self.sink, batch.schema)
+        self.writer.write(batch)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.sink.close()
+        self.path.unlink(missing_ok=True)
+
+
+def _areas(rles: list[dict]) -> None:
+    """``pycocotools.mask.area`` over the RLEs in chunks of 255 (a longer list overflows a uint8 index under numpy 2)."""
+    from pycocotools import mask as mask_utils
+
+    for i in range(0, len(rles), 255):
+        mask_utils.area(rles[i:i + 255])
+
+
+def m4seg_parquet_floor(root: str | Path, split: str = "train", out_dir: str | Path | None = None, batch_size: int = 10_000) -> dict:
+    """pyarrow reads every ``data/{split}-*.parquet`` shard in record batches, pycocotools decodes every mask
+    (``area`` over the batch's RLE objects), every batch is written once to an Arrow IPC stream."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from pycocotools import mask as mask_utils
+
+    shards = sorted(Path(root).glob(f"data/{split}-*.parquet"))
+    out = _IpcSink(Path(out_dir or tempfile.gettempdir()) / f"floor-m4seg-parquet-{os.getpid()}.arrow")
+    rows = masks = 0
+    t0 = time.perf_counter()
+    try:
+        for shard in shards:
+            for batch in pq.ParquetFile(shard).iter_batches(batch_size=batch_size):
+                seg = pc.list_flatten(batch.column(batch.schema.get_field_index("groundings"))).field("segmentation")
+                hw = np.asarray(pc.list_flatten(seg.field("size"))).reshape(-1, 2).tolist()
+                counts = seg.field("counts").to_pylist()
+                _areas([{"size": s, "counts": c} for s, c in zip(hw, counts)])
+                out.write(batch)
+                rows += batch.num_rows
+                masks += len(counts)
+    finally:
+        out.close()
+    return {"rows": rows, "masks": masks, "seconds": time.perf_counter() - t0}
+
+
+def _native_lines(path: Path, chunk: int = 1 << 20) -> Iterator[bytes]:
+    """The lines of a gzip file, decompressed with zlib in ``chunk``-byte reads (memory flat)."""
+    d = zlib.decompressobj(wbits=31)
+    tail = b""
+    with open(path, "rb") as f:
+        while data := f.read(chunk):
+            lines = (tail + d.decompress(data)).split(b"\n")
+            tail = lines.pop()
+            yield from lines
+    tail += d.flush()
+    if tail:
+        yield tail
+
+
+def _native_rows(example: dict, mask_utils) -> tuple[dict, list, int]:
+    """A native example minimally renamed (card names, groundings flattened in image order), its compressed
+    RLEs for the batch's ``area`` call, and the number of masks converted here (polygons, uncompressed RLE)."""
+    sizes = example["image_sizes"]
+    groundings, compressed, converted = [], [], 0
+    for key, items in example.get("groundings", {}).items():
+        k = int(key[4:])
+        for g in items:
+            seg = g.get("segmentation", g.get("mask"))
+            if isinstance(seg, list) or isinstance(seg.get("counts"), list):  # polygons / uncompressed RLE
+                h, w = (seg["size"] if isinstance(seg, dict) else sizes[k - 1])
+                r = mask_utils.frPyObjects(seg, h, w)
+                r = mask_utils.merge(r) if isinstance(r, list) else r
+                mask_utils.area(r)
+                seg = {"size": r["size"], "counts": r["counts"].decode("ascii")}
+                converted += 1
+            else:
+                compressed.append(seg)
+            groundings.append({"image_index": k, "name": g.get("name", g.get("label", g.get("category"))), "segmentation": seg})
+    out = {
+        "pair_id": str(example["pair_id"]),
+        "dataset_name": example.get("dataset_name", example.get("dataset", example.get("source"))),
+        "q": example.get("q", example.get("question")),
+        "a": example.get("a", example.get("answer")),
+        "image_paths": example["image_paths"],
+        "groundings": groundings,
+    }
+    return out, compressed, converted
+
+
+def m4seg_native_floor(root: str | Path, split: str = "train", out_dir: str | Path | None = None, batch_size: int = 10_000) -> dict:
+    """zlib streams ``annotations/m4seg_{split}.json.gz``, orjson parses every example, pycocotools checks
+    every mask, ``pa.Table.from_pylist`` of the renamed rows is written once (IPC stream, per batch)."""
+    import orjson
+    import pyarrow as pa
+    from pycocotools import mask as mask_utils
+
+    out = _IpcSink(Path(out_dir or tempfile.gettempdir()) / f"floor-m4seg-native-{os.getpid()}.arrow")
+    rows = masks = 0
+    batch: list[dict] = []
+    rles: list[dict] = []
+
+    def flush() -> None:
+        _areas(rles)
+        for b in pa.Table.from_pylist(batch).to_batches():
+            out.write(b)
+        batch.clear()
+        rles.clear()
+
+    t0 = time.perf_counter()
+    try:
+        for line in _native_lines(Path(root) / "annotations" / f"m4seg_{split}.json.gz"):
+            line = line.strip().lstrip(b"[").rstrip(b",]")
+            if not line:
+                continue
+            r, compressed, converted = _native_rows(orjson.loads(line), mask_utils)
+            batch.append(r)
+            rles += compressed
+            masks += converted + len(compressed)
+            rows += 1
+            if len(batch) >= batch_size:
+                flush()
+        if batch:
+            flush()
+    finally:
+        out.close()
+    return {"rows": rows, "masks": masks, "seconds": time.perf_counter() - t0}
+
+
+def refcoco_m_floor(root: str | Path, out_dir: str | Path | None = None) -> dict:
+    """pyarrow reads the ``data/validation-*.parquet`` shards (64-row batches, as the builder), Pillow reads
+    every image's header size, pycocotools decodes every mask, the expressions table (one row per sentence,
+    the image repeated, as the ``expressions`` config) is written once to an Arrow IPC stream."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from PIL import Image
+    from pycocotools import mask as mask_utils
+
+    out = _IpcSink(Path(out_dir or tempfile.gettempdir()) / f"floor-refcoco-{os.getpid()}.arrow")
+    rows = 0
+    t0 = time.perf_counter()
+    try:
+        for shard in sorted(Path(root).glob("data/validation-*.parquet")):
+            for batch in pq.ParquetFile(shard).iter_batches(batch_size=64, columns=["image", "image_id", "file_name", "samples"]):
+                for data in batch.column(0).field("bytes").to_pylist():
+                    with Image.open(io.BytesIO(data)) as im:
+                        im.size
+                samples = batch.column(3)
+                flat = pc.list_flatten(samples)
+                mask = flat.field("mask")
+                hw = np.asarray(pc.list_flatten(mask.field("size"))).reshape(-1, 2).tolist()
+                _areas([{"size": s, "counts": c} for s, c in zip(hw, mask.field("counts").to_pylist())])
+                sentences = flat.field("sentences")
+                per_sample = pc.list_parent_indices(samples)  # sample -> image row
+                per_sentence = pc.list_parent_indices(sentences)  # sentence -> sample
+                image_of = pc.take(per_sample, per_sentence)
+                table = pa.table({
+                    "image_id": pc.take(batch.column(1), image_of),
+                    "sample_id": pc.take(flat.field("id"), per_sentence),
+                    "sentence": pc.list_flatten(sentences),
+                    "mask": pc.take(mask, per_sentence),
+                    "image": pc.take(batch.column(0), image_of),
+                })
+                for b in table.to_batches():
+                    out.write(b)
+                rows += table.num_rows
+    finally:
+        out.close()
+    return {"rows": rows, "seconds": time.perf_counter() - t0}
+
+
+def _fixed_list(arr: np.ndarray):
+    """An array of shape ``(N, *shape)`` as N nested fixed-size lists over its flat buffer (zero-copy for
+    contiguous numbers)."""
+    import pyarrow as pa
+
+    a = np.ascontiguousarray(arr)
+    values = pa.array(a.reshape(-1))
+    for n in reversed(a.shape[1:]):
+        values = pa.FixedSizeListArray.from_arrays(values, n)
+    return values
+
+
+def syn4d_floor(root: str | Path, config: str = "tracking", out_dir: str | Path | None = None) -> dict:
+    """``numpy.load`` of every ``benchmark/data/tracking_gt/*/*/*.npy``; for ``challenge`` also OpenEXR reads
+    of the 32 depth frames of each sequence (``exr_layers/depth/<sequence>/``, the first of the Depth, Z, R, Y channels, float32 / 100) and
+    ``csv`` over its ``ground_truth/meta_exr_csv/<sequence>_camera.csv`` (the rows of the evaluated frames); one Arrow record batch of the arrays per
+    sequence, written once to an IPC stream."""
+    import pyarrow as pa
+
+    root = Path(root)
+    frames = tuple(range(0, 192, 6))
+    out = _IpcSink(Path(out_dir or tempfile.gettempdir()) / f"floor-syn4d-{os.getpid()}.arrow")
+    chall = next((p for p in (root / "challenge_eval", root / "benchmark" / "challenge_eval") if p.is_dir()), None)
+    rows = 0
+    t0 = time.perf_counter()
+    try:
+        for npy in sorted((root / "benchmark" / "data" / "tracking_gt").glob("*/*/*.npy")):
+            rec = np.load(npy, allow_pickle=False)[()]
+            cols = {"sequence_id": pa.array([str(rec["sequence_id"])])}
+            for name in ("tracks_ref0", "visibility", "dynamic", "query_uv", "intrinsics", "image_size"):
+                cols[name] = _fixed_list(np.asarray(rec[name])[None])
+            if config == "challenge" and chall is not None:
+                variant, scene, seq = npy.parent.parent.name, npy.parent.name, npy.stem
+                cols.update(_syn4d_challenge_arrays(chall / variant / scene, seq, frames))
+            out.write(pa.record_batch(cols))
+            rows += 1
+    finally:
+        out.close()
+    return {"rows": rows, "seconds": time.perf_counter() - t0}
+
+
+def _syn4d_challenge_arrays(base: Path, seq: str, frames: tuple[int, ...]) -> dict:
+    import Imath
+    import OpenEXR
+
+    cols = {}
+    depth_dir = base / "exr_layers" / "depth" / seq
+    if depth_dir.is_dir():
+        stack = []
+        for t in frames:
+            f = OpenEXR.InputFile(str(depth_dir / f"{seq}_{t:04d}_depth.exr"))
+            header = f.header()
+            dw = header["dataWindow"]
+            h, w = dw.max.y - dw.min.y + 1, dw.max.x - dw.min.x + 1
+            channel = next(c for c in ("Depth", "Z", "R", "Y") if c in header["channels"])
+            stack.append(np.frombuffer(f.channel(channel, Imath.PixelType(Imath.PixelType.FLOAT)), dtype=np.float32).reshape(h, w) / np.float32(100))
+            f.close()
+        cols["depth_m"] = _fixed_list(np.stack(stack)[None])
+    camera = base / "ground_truth" / "meta_exr_csv" / f"{seq}_camera.csv"
+    if camera.is_file():
+        with open(camera, newline="", encoding="utf-8") as fh:
+            table = {Path(r["name"]).name: [float(r[c]) for c in ("x", "y", "z", "yaw", "pitch", "roll")] for r in csv.DictReader(fh)}
+        cam = np.asarray([table.get(f"{seq}_{t:04d}.png", [math.nan] * 6) for t in frames])
+        cols["camera_unreal"] = _fixed_list(cam[None])
+    return cols
+
+
+# ---------------------------------------------------------------- M4Seg: children (a fresh process each)
+
+
+def _quiet_datasets() -> None:
+    import logging
+
+    import datasets
+
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
+    logging.getLogger("perckit").setLevel(logging.ERROR)
+
+
+def _vm_hwm_mb() -> float | None:
+    """This process's own peak RSS (``VmHWM``, Linux). Unlike ``ru_maxrss`` it starts again at ``exec``: a child
+    forked from a large parent reports the parent's size in ``ru_maxrss``, not its own."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _child_report(info: dict) -> None:
+    import resource
+
+    info.update(
+        self_maxrss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        children_maxrss_mb=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        self_hwm_mb=_vm_hwm_mb(),
+    )
+    print(json.dumps(info))
+
+
+def child_convert(args: argparse.Namespace) -> int:
+    """Build the M4Seg train split once and print one JSON line (runs in a fresh process)."""
+    from perckit.entrypoints import builder_class
+
+    _quiet_datasets()
+    builder = builder_class("m4seg")(
+        config_name="default", data_dir=args.root, cache_dir=args.cache, source=args.source, splits=("train",)
+    )
+    t0 = time.perf_counter()
+    builder.download_and_prepare(num_proc=args.num_proc if args.num_proc > 1 else None)
+    seconds = time.perf_counter() - t0
+    _child_report({"rows": builder.info.splits["train"].num_examples, "prepare_s": seconds})
+    return 0
+
+
+def child_floor(args: argparse.Namespace) -> int:
+    """The M4Seg floor of one source once; one JSON line (runs in a fresh process)."""
+    fn = m4seg_parquet_floor if args.source == "parquet" else m4seg_native_floor
+    out = fn(args.root, "train", out_dir=args.cache)
+    _child_report({"rows": out["rows"], "masks": out["masks"], "prepare_s": out["seconds"]})
+    return 0
+
+
+def _busy_jiffies() -> tuple[int, int] | None:
+    """(busy, total) CPU jiffies of the whole machine from /proc/stat (Linux), to see other load during a run."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields) - idle, sum(fields)
+
+
+def run_child(kind: str, root: Path, source: str, num_proc: int, cache: Path) -> dict:
+    """``kind`` (``_convert`` or ``_floor``) in a fresh ``python scripts/bench_floors.py`` process: its JSON
+    report plus ``wall_s``, ``peak_rss_mb`` (``os.wait4``'s rusage, which covers the workers it waited for;
+    with one process the child's own ``VmHWM``), ``cpu_s`` and ``other_load`` (the share of the machine's
+    CPU used by other processes meanwhile)."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), kind, "--root", str(root), "--source", source,
+           "--num-proc", str(num_proc), "--cache", str(cache)]
+    env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(parents=True)
+    try:
+        with tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
+            j0 = _busy_jiffies()
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(cmd, stdout=fout, stderr=ferr, env=env)
+            if hasattr(os, "wait4"):
+                _, status, usage = os.wait4(proc.pid, 0)
+                code = os.waitstatus_to_exitcode(status)
+            else:  # no rusage: the child's own figures only
+                code, usage = proc.wait(), None
+            wall = time.perf_counter() - t0
+            j1 = _busy_jiffies()
+            fout.seek(0)
+            ferr.seek(0)
+            out, err = fout.read(), ferr.read()
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    if code != 0:
+        raise RuntimeError(f"{kind} failed ({' '.join(cmd)}):\n{err.decode()[-3000:]}")
+    info = json.loads(out.decode().strip().splitlines()[-1])
+    info["wall_s"] = wall
+    info["peak_rss_mb"] = max(info["self_maxrss_mb"], info["children_maxrss_mb"])
+    if usage is not None:
+        scale = 1024 * 1024 if sys.platform == "darwin" else 1024  # ru_maxrss: KiB on Linux, bytes on macOS
+        info["peak_rss_mb"] = usage.ru_maxrss / scale
+        info["cpu_s"] = usage.ru_utime + usage.ru_stime
+        if j0 and j1 and j1[1] > j0[1]:
+            hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+            info["other_load"] = max(0.0, (j1[0] - j0[0]) / hz - info["cpu_s"]) / ((j1[1] - j0[1]) / hz)
+    if num_proc == 1 and info.get("self_hwm_mb"):
+        info["peak_rss_mb"] = info["self_hwm_mb"]  # one process: its own high-water mark
+    return info
+
+
+# ---------------------------------------------------------------- M4Seg case
+
+
+def write_m4seg(root: Path, rows: int) -> float:
+    """A synthetic M4Seg release with ``rows`` train rows (tiled from :data:`M4SEG_TILE_BLOCK` generated
+    examples, ``ceil(rows / 50k)`` shards, at least 2) and 10 test rows; returns the seconds it took."""
+    from perckit.sample_releases import write_release
+
+    t0 = time.perf_counter()
+    write_release("m4seg", root, seed=0, train_rows=rows, test_rows=10, shards=max(2, math.ceil(rows / M4SEG_SHARD_ROWS)),
+                  write_manifest=False, tile_block=M4SEG_TILE_BLOCK)
+    return time.perf_counter() - t0
+
+
+def _best(runs: list[dict]) -> dict:
+    """The run with the shortest work time; ``peak_rss_mb`` the largest seen."""
+    best = dict(min(runs, key=lambda r: r["prepare_s"]))
+    best["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
+    best["runs"] = len(runs)
+    return best
+
+
+def m4seg_measure(work: Path, sizes: list[int], sources: list[str], nprocs: list[int], repeat: Callable[[int], int],
+                  log: Callable[[str], None] = print) -> list[dict]:
+    """Per size and source: the floor and the num_proc=1 build interleaved (floor, build, floor, build...;
+    ``repeat(size)`` pairs, best of each), then the builds with the other ``nprocs``; each in a fresh process."""
+    results = []
+    for n in sizes:
+        root = work / f"release_{n}"
+        if not (root / "annotations" / "m4seg_train.json.gz").is_file():
+            gen = write_m4seg(root, n)
+            log(f"  generated {n} train rows in {gen:.1f}s ({n / gen:.0f} rows/s)")
+        for source in sources:
+            floors, builds = [], {p: [] for p in nprocs}
+            for _ in range(repeat(n)):
+                floors.append(run_child("_floor", root, source, 1, work / "cache"))
+                if 1 in builds:
+                    builds[1].append(run_child("_convert", root, source, 1, work / "cache"))
+            for p in nprocs:
+                while len(builds[p]) < repeat(n):
+                    builds[p].append(run_child("_convert", root, source, p, work / "cache"))
+            f = _best(floors)
+            results.append(dict(f, size=n, source=source, kind="floor", num_proc=1))
+            log(f"  {source:8s} rows={n:>7d} floor              {f['prepare_s']:7.1f}s  peak RSS {f['peak_rss_mb']:6.0f} MB")
+            for p in nprocs:
+                b = _best(builds[p])
+                results.append(dict(b, size=n, source=source, kind="build", num_proc=p))
+                log(f"  {source:8s} rows={n:>7d} build num_proc={p}  {b['prepare_s']:7.1f}s  peak RSS {b['peak_rss_mb']:6.0f} MB  "
+                    f"{b['rows'] / b['prepare_s']:6.0f} rows/s  (build / floor {b['prepare_s'] / f['prepare_s']:.1f})")
+    return results
+
+
+def m4seg_rows(results: list[dict], sizes: list[int]) -> list[dict]:
+    """The table rows of :func:`m4seg_measure`'s results: build / floor per size and source (Parquet at the
+    large size against <= 4), the RSS ratio large / small (<= 1.25), the num_proc=2 speedup (>= 1.6 at the
+    large size) and the build's rows/s and wall seconds at the large size."""
+    def get(n, s, kind, p=1):
+        return next((r for r in results if r["size"] == n and r["source"] == s and r["kind"] == kind and r["num_proc"] == p), None)
+
+    small, large = min(sizes), max(sizes)
+    out = []
+    for s in ("parquet", "native"):
+        for n in sorted(set(sizes), reverse=True):
+            f, b = get(n, s, "floor"), get(n, s, "build")
+            if f and b:
+                ratio = b["prepare_s"] / f["prepare_s"]
+                gated = s == "parquet" and n == large
+                info = (f"{n} rows, num_proc=1: build {b['prepare_s']:.1f}s ({b['rows'] / b['prepare_s']:.0f} rows/s, peak RSS "
+                        f"{b['peak_rss_mb']:.0f} MB), floor {f['prepare_s']:.1f}s ({f['masks']} masks, peak RSS {f['peak_rss_mb']:.0f} MB); "
+                        f"best of {b['runs']}; other load {_pct(b.get('other_load'))}")
+                out.append(row(f"m4seg {s}", f"build / floor, {n // 1000}k rows", ratio,
+                               f"<= {PARQUET_RATIO_TARGET:g}" if gated else None, ratio <= PARQUET_RATIO_TARGET if gated else None, info))
+        a, b = get(small, s, "build"), get(large, s, "build")
+        if a and b and small != large:
+            ratio = b["peak_rss_mb"] / a["peak_rss_mb"]
+            out.append(row(f"m4seg {s}", f"peak RSS {large // 1000}k / {small // 1000}k rows", ratio, f"<= {RSS_TARGET}",
+                           ratio <= RSS_TARGET, f"{b['peak_rss_mb']:.0f} MB / {a['peak_rss_mb']:.0f} MB (num_proc=1)"))
+        for n in sorted(set(sizes), reverse=True):
+            one, two = get(n, s, "build", 1), get(n, s, "build", 2)
+            if one and two:
+                speed = one["prepare_s"] / two["prepare_s"]
+                gated = n == large
+                out.append(row(f"m4seg {s}", f"speedup num_proc=2 / 1, {n // 1000}k rows", speed, f">= {SPEEDUP_TARGET}" if gated else None,
+                               speed >= SPEEDUP_TARGET if gated else None,
+                               f"num_proc=1 {one['prepare_s']:.1f}s, num_proc=2 {two['prepare_s']:.1f}s (peak RSS {two['peak_rss_mb']:.0f} MB, "
+                               f"other load {_pct(two.get('other_load'))})" + ("" if gated else "; small size: startup-bound, informative")))
+        for p in (1, 2):
+            b = get(large, s, "build", p)
+            if b:
+                out.append(row(f"m4seg {s}", f"rows/s, {large // 1000}k rows, num_proc={p}", b["rows"] / b["prepare_s"], None, None,
+                               f"{b['rows']} rows"))
+                out.append(row(f"m4seg {s}", f"build seconds, {large // 1000}k rows, num_proc={p}", b["prepare_s"], None, None,
+                               f"download_and_prepare alone; the child's wall time {b['wall_s']:.1f}s"))
+    return out
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0%}"
+
+
+def case_m4seg(quick: bool = False, sizes: list[int] | None = None, sources: list[str] | None = None,
+               nprocs: dict[str, list[int]] | None = None, workdir: Path | None = None, repeat_large: int = 1) -> list[dict]:
+    """M4Seg: Parquet at the small and the real size (num_proc 1 and 2), native (num_proc 1), each build
+    beside its floor. Default sizes 20k and 743,463 rows, best of 2 at sizes up to 50k, of ``repeat_large``
+    above; quick: 2k and 10k rows, one run each."""
+    sizes = sizes or ([2_000, 10_000] if quick else [20_000, M4SEG_REAL_ROWS])
+    sources = sources or ["parquet", "native"]
+    nprocs = nprocs or {"parquet": [1, 2], "native": [1]}
+    work = workdir or Path(tempfile.mkdtemp(prefix="perckit-bench-m4seg-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        results = []
+        for s in sources:
+            results += m4seg_measure(work, sizes, [s], nprocs.get(s, [1]), lambda n: 1 if quick else 2 if n <= 50_000 else repeat_large,
+                                     log=lambda m: print(m, flush=True))
+    finally:
+        if workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return m4seg_rows(results, sizes)
+
+
+# ---------------------------------------------------------------- RefCOCO-M and Syn4D: build vs floor, in process
+
+
+def _build_seconds(name: str, config: str, data_dir: Path, cache: Path) -> float:
+    """``download_and_prepare`` of a fresh builder into an empty cache."""
+    import datasets
+
+    from perckit.entrypoints import builder_class
+
+    shutil.rmtree(cache, ignore_errors=True)
+    datasets.disable_progress_bars()
+    t0 = time.perf_counter()
+    builder_class(name)(config_name=config, data_dir=str(data_dir), cache_dir=str(cache)).download_and_prepare()
+    seconds = time.perf_counter() - t0
+    shutil.rmtree(cache, ignore_errors=True)
+    return seconds
+
+
+def interleaved(floor: Callable[[], float], build: Callable[[], float], repeat: int) -> tuple[float, float]:
+    """One untimed warm-up of each, then floor, build, floor, build, ... ``repeat`` times: the best of each."""
+    floor(), build()
+    f, b = math.inf, math.inf
+    for _ in range(repeat):
+        f = min(f, floor())
+        b = min(b, build())
+    return f, b
+
+
+def case_refcoco_m_build(quick: bool = False) -> list[dict]:
+    """RefCOCO-M ``expressions`` build (images carried) vs :func:`refcoco_m_floor`, at the real size (1,190
+    images of 360x480 to 480x640; quick: 200)."""
+    from perckit.sample_releases import write_release
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-refcoco-"))
+    try:
+        n = 200 if quick else 1190
+        write_release("refcoco_m", tmp / "rel", num_images=n, shards=2, min_size=(360, 480), max_size=(480, 640))
+        rows: list[int] = []
+
+        def floor() -> float:
+            out = refcoco_m_floor(tmp / "rel", out_dir=tmp)
+            rows.append(out["rows"])
+            return out["seconds"]
+
+        t_floor, t_build = interleaved(floor, lambda: _build_seconds("refcoco_m", "expressions", tmp / "rel", tmp / "c"), 2 if quick else 3)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [row("refcoco_m build", "build / floor (expressions)", t_build / t_floor, None, None,
+                f"{n} images, {rows[-1]} expression rows: build {t_build:.2f}s, floor {t_floor:.2f}s (warm, best of each)")]
+
+
+def case_syn4d_build(quick: bool = False) -> list[dict]:
+    """Syn4D ``tracking`` (512 sequences, Q=512; quick: 64, Q=128) and ``challenge`` (16 sequences, depth
+    360x640; quick: 8 at 90x160) builds vs :func:`syn4d_floor`."""
+    from perckit.sample_releases import write_release
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-syn4d-"))
+    out = []
+    try:
+        scenes = ("antiquity", "dream", "gothic", "office", "outpost", "space", "street", "triplex")
+        plans = {
+            "tracking": dict(scenes=scenes[:2] if quick else scenes, base_sequences=4 if quick else 8, num_queries=128 if quick else 512,
+                             depth_hw=(18, 32), write_video=False),
+            "challenge": dict(variants=("og", "sim"), scenes=("office",) if quick else ("antiquity", "office"),
+                              base_sequences=2, num_queries=128 if quick else 512, depth_hw=(90, 160) if quick else (360, 640),
+                              video_hw=(36, 64)),
+        }
+        for config, kw in plans.items():
+            rel = tmp / config
+            write_release("syn4d", rel, **kw)
+            rows: list[int] = []
+
+            def floor() -> float:
+                r = syn4d_floor(rel, config, out_dir=tmp)
+                rows.append(r["rows"])
+                return r["seconds"]
+
+            t_floor, t_build = interleaved(floor, lambda: _build_seconds("syn4d", config, rel, tmp / "c"), 2 if quick else 3)
+            shape = f"Q={kw['num_queries']}" + (f", depth {kw['depth_hw'][0]}x{kw['depth_hw'][1]} x 32 frames" if config == "challenge" else "")
+            out.append(row(f"syn4d build", f"build / floor ({config})", t_build / t_floor, None, None,
+                           f"{config}: {rows[-1]} sequences, {shape}: build {t_build:.2f}s, floor {t_floor:.2f}s (warm, best of each)"))
+            shutil.rmtree(rel, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+CASES = {
+    "m4seg": case_m4seg,
+    "refcoco_m_build": case_refcoco_m_build,
+    "syn4d_build": case_syn4d_build,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child processes of the M4Seg case (``_convert``, ``_floor``); run the cases through scripts/bench.py."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, fn in (("_convert", child_convert), ("_floor", child_floor)):
+        c = sub.add_parser(name)
+        c.add_argument("--root", required=True)
+        c.add_argument("--source", required=True, choices=["parquet", "native"])
+        c.add_argument("--num-proc", type=int, default=1)
+        c.add_argument("--cache", required=True)
+        c.set_defaults(func=fn)
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
