@@ -1,0 +1,108 @@
+"""Smoke tests of scripts/bench.py and scripts/bench_floors.py: the floors run on the sample releases and count
+what they read, the M4Seg child protocol answers, the table prints every row. No timing is asserted."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+from perckit.sample_releases import write_release
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+import bench  # noqa: E402
+import bench_floors  # noqa: E402
+
+
+def test_m4seg_floors_read_every_row_and_mask(tmp_path):
+    rel = write_release("m4seg", tmp_path / "rel", train_rows=60, test_rows=5, write_manifest=False)
+    parquet = bench_floors.m4seg_parquet_floor(rel.root, "train", out_dir=tmp_path)
+    native = bench_floors.m4seg_native_floor(rel.root, "train", out_dir=tmp_path)
+    assert parquet["rows"] == native["rows"] == 60
+    assert parquet["masks"] == native["masks"] == rel.num_groundings["train"]
+    assert not list(tmp_path.glob("*.arrow"))  # the floors' Arrow files are removed
+
+
+def test_tiled_m4seg_release_has_unique_ids_and_the_real_layout(tmp_path):
+    rel = write_release("m4seg", tmp_path / "rel", train_rows=300, test_rows=5, shards=2, write_manifest=False, tile_block=64)
+    assert len(rel.train_ids) == len(set(rel.train_ids)) == 300
+    assert len(list((rel.root / "data").glob("train-*-of-00002.parquet"))) == 2
+    parquet = bench_floors.m4seg_parquet_floor(rel.root, "train", out_dir=tmp_path)
+    native = bench_floors.m4seg_native_floor(rel.root, "train", out_dir=tmp_path)
+    assert parquet["rows"] == native["rows"] == 300
+    assert parquet["masks"] == native["masks"] == rel.num_groundings["train"]
+
+
+def test_tiled_m4seg_release_builds_from_both_sources(tmp_path):
+    from perckit.entrypoints import builder_class
+
+    rel = write_release("m4seg", tmp_path / "rel", train_rows=200, test_rows=5, shards=2, write_manifest=False, tile_block=50)
+    ids = {}
+    for source in ("parquet", "native"):
+        b = builder_class("m4seg")(config_name="default", data_dir=str(rel.root), cache_dir=str(tmp_path / source),
+                                   source=source, splits=("train",))
+        b.download_and_prepare()
+        ids[source] = b.as_dataset("train")["example_id"]
+    assert ids["parquet"] == ids["native"] == rel.train_ids
+
+
+def test_refcoco_and_syn4d_floors_count_their_rows(tmp_path):
+    ref = write_release("refcoco_m", tmp_path / "ref", num_images=6)
+    assert bench_floors.refcoco_m_floor(ref.root, out_dir=tmp_path)["rows"] == len(ref.expression_ids)
+    syn = write_release("syn4d", tmp_path / "syn", num_queries=8, depth_hw=(6, 8), write_video=False)
+    for config in ("tracking", "challenge"):
+        assert bench_floors.syn4d_floor(syn.root, config, out_dir=tmp_path)["rows"] == 16
+
+
+def test_m4seg_floor_child_reports_json(tmp_path):
+    rel = write_release("m4seg", tmp_path / "rel", train_rows=20, test_rows=5, write_manifest=False)
+    info = bench_floors.run_child("_floor", rel.root, "parquet", 1, tmp_path / "cache")
+    assert info["rows"] == 20 and info["peak_rss_mb"] > 0 and info["wall_s"] > 0
+
+
+def test_m4seg_rows_give_every_target():
+    def run(size, source, kind, p, seconds, rss):
+        return {"size": size, "source": source, "kind": kind, "num_proc": p, "prepare_s": seconds, "peak_rss_mb": rss,
+                "rows": size, "masks": size * 3, "runs": 1, "wall_s": seconds + 2}
+
+    results = [run(n, s, k, p, t * n / 1000, 300) for n in (1000, 4000) for s in ("parquet", "native")
+               for k, p, t in (("floor", 1, 1.0), ("build", 1, 3.0), ("build", 2, 1.5)) if not (s == "native" and p == 2)]
+    rows = bench_floors.m4seg_rows(results, [1000, 4000])
+    targets = {(r["case"], r["measure"]): (r["target"], r["ok"]) for r in rows}
+    assert targets[("m4seg parquet", "build / floor, 4k rows")] == ("<= 4", True)
+    assert targets[("m4seg parquet", "peak RSS 4k / 1k rows")] == ("<= 1.25", True)
+    assert targets[("m4seg parquet", "speedup num_proc=2 / 1, 4k rows")] == (">= 1.6", True)
+    assert targets[("m4seg native", "build / floor, 4k rows")] == (None, None)
+    assert ("m4seg parquet", "rows/s, 4k rows, num_proc=1") in targets
+
+
+def test_bench_cases_prints_one_table_and_reports_a_failing_case(capsys, monkeypatch):
+    def ok_case(quick=False):
+        return [bench_floors.row("demo", "a / b", 1.5, "<= 2", True, "info line")]
+
+    def broken_case(quick=False):
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(bench.CASES, "demo_ok", ok_case)
+    monkeypatch.setitem(bench.CASES, "demo_broken", broken_case)
+    assert bench.main(["cases", "demo_ok", "demo_broken", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "case" in out and "measure" in out and "target" in out and "met" in out
+    assert "demo" in out and "1.50" in out and "FAILED: RuntimeError: boom" in out
+    assert "1 targets met, 1 missed" in out
+
+
+def test_bench_cases_refuses_an_unknown_case(capsys):
+    assert bench.main(["cases", "no_such_case"]) == 2
+    assert "unknown case" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bench_quick_syn4d_build_case_runs(capsys):
+    assert bench.main(["cases", "syn4d_build", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "build / floor (tracking)" in out and "build / floor (challenge)" in out
