@@ -12,7 +12,7 @@ from PIL import Image
 from pycocotools import mask as _cocomask
 
 from .. import rle as rle_ops
-from ..errors import ReleaseFormatError, ReleaseNotFoundError
+from ..errors import ReleaseFormatError, ReleaseNotFoundError, RLEError
 from ..images import mask_foreground
 from ..paths import read_regular_file, resolve_under
 from .files import MAX_MASK_PNG_BYTES
@@ -39,49 +39,69 @@ def png_mask(path: Path, where: str) -> rle_ops.RLE:
 def frame_mask_from_segmentations(masks: Sequence[Mapping], size: tuple[int, int] | None, where: str) -> rle_ops.RLE:
     """OR of the ``segmentation`` of every mask of one frame; RLE sizes win, polygons use ``size``.
 
-    A frame whose masks are all plain polygons (what the release holds) takes :func:`_polygon_frame_mask`,
-    which gives the same RLE in one pycocotools call; anything else, and every error, comes from
+    A frame of plain masks (what the release holds) takes :func:`_plain_frame_mask`, which makes the same
+    pycocotools calls without the per-mask conversions; anything else, and every error, comes from
     :func:`frame_mask_reference`."""
     if size is not None:
-        fast = _polygon_frame_mask(masks, size)
+        fast = _plain_frame_mask(masks, size, where)
         if fast is not None:
             return fast
     return frame_mask_reference(masks, size, where)
 
 
-def _polygon_frame_mask(masks: Sequence[Mapping], size: tuple[int, int]) -> rle_ops.RLE | None:
-    """The frame mask of :func:`frame_mask_reference` when every mask is a ``dict`` whose ``segmentation`` is
-    a non-empty list of plain polygons (:func:`perckit.rle._plain_polygon_ok`) or absent / empty, and
-    ``size`` is two positive ints within :data:`perckit.rle.MAX_PIXELS`; None otherwise (the caller takes
-    the reference path).
+def _plain_frame_mask(masks: Sequence[Mapping], size: tuple[int, int], where: str) -> rle_ops.RLE | None:
+    """The frame mask of :func:`frame_mask_reference`, or None (the caller then takes the reference path).
 
-    The same RLE: the reference rasterises each mask's polygons with ``frPyObjects``, merges them, then
-    merges the masks; pycocotools' merge emits a run only where the OR changes value, so the union of all
-    the frame's polygons at once is the same canonical RLE (the tests compare both on every sample release
-    and on hand-made frames)."""
+    Taken only when ``size`` is two positive ints within :data:`perckit.rle.MAX_PIXELS` and every mask is a
+    ``dict`` whose ``segmentation`` is absent / empty, a list of plain polygons
+    (:func:`perckit.rle._plain_polygon_ok`), or a compressed RLE with ``str`` counts and a ``size`` equal to
+    ``[H, W]`` that :func:`perckit.rle.validate` accepts; at least one mask is not empty. Then the reference
+    checks all pass and this makes the same pycocotools calls in the same order: each mask's polygons
+    rasterised (one ``frPyObjects`` call for the frame: each polygon is rasterised on its own) and merged
+    per mask, then the masks merged; one mask is returned as the reference returns it (a validated RLE as
+    given, not re-encoded). The tests compare both paths on the sample releases and on hand-made frames."""
     h, w = size
     if type(h) is not int or type(w) is not int or h <= 0 or w <= 0 or h * w > rle_ops.MAX_PIXELS:
         return None
+    items: list = []  # per non-empty mask: a validated RLE dict, or the number of its polygons
     polys: list = []
-    for m in masks:
+    for k, m in enumerate(masks):
         if type(m) is not dict:
             return None
         seg = m.get("segmentation")
-        if seg is None:
+        if seg is None or (type(seg) in (list, dict) and len(seg) == 0):
             continue
-        if type(seg) is not list:
-            return None  # an RLE (or an empty dict): the reference path
-        if seg and type(seg[0]) is not list:
-            return None  # a single flat polygon: the reference wraps it
+        if type(seg) is dict:
+            sz = seg.get("size")
+            if type(seg.get("counts")) is not str or type(sz) is not list or len(sz) != 2 or type(sz[0]) is not int or type(sz[1]) is not int or sz != [h, w]:
+                return None
+            try:
+                items.append(rle_ops.validate(seg, f"{where}: masks[{k}].segmentation", expected_size=size))
+            except RLEError:
+                return None
+            continue
+        if type(seg) is not list or type(seg[0]) is not list:
+            return None  # a single flat polygon (the reference wraps it) or anything else
         for poly in seg:
             if not rle_ops._plain_polygon_ok(poly, h, w):
                 return None
+        items.append(len(seg))
         polys.extend(seg)
-    if not polys:
+    if not items:
         return None
-    parts = _cocomask.frPyObjects(polys, h, w)
-    merged = _cocomask.merge(parts, intersect=False) if len(parts) > 1 else parts[0]
-    return {"size": [h, w], "counts": merged["counts"].decode("ascii")}
+    raster = iter(_cocomask.frPyObjects(polys, h, w) if polys else [])
+    parts = []
+    for item in items:
+        if type(item) is dict:
+            parts.append(item)
+            continue
+        own = [next(raster) for _ in range(item)]
+        parts.append(_cocomask.merge(own, intersect=False) if len(own) > 1 else own[0])
+    if len(parts) == 1:
+        one = parts[0]
+        return dict(one) if "counts" in one and type(one["counts"]) is str else {"size": [h, w], "counts": one["counts"].decode("ascii")}
+    c_parts = [{"size": [h, w], "counts": p["counts"].encode("ascii")} if type(p["counts"]) is str else p for p in parts]
+    return {"size": [h, w], "counts": _cocomask.merge(c_parts, intersect=False)["counts"].decode("ascii")}
 
 
 def frame_mask_reference(masks: Sequence[Mapping], size: tuple[int, int] | None, where: str) -> rle_ops.RLE:
