@@ -7,6 +7,7 @@ Each record becomes a row by :func:`perckit.m4seg.rows.parquet_to_row`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
@@ -48,8 +49,24 @@ PARQUET_GROUNDING_FIELDS: dict[str, tuple[str, ...]] = {
 PARQUET_ERRORS = (OSError, EOFError, ValueError)
 
 
+#: The local files whose column chunks this process has checked, by identity (device, inode, size, mtime).
+_CHECKED: set[tuple] = set()
+
+
+def _identity(f: BinaryIO) -> tuple | None:
+    """The open local file's identity (``fstat`` of the file read, so it cannot be swapped), or None."""
+    try:
+        st = os.fstat(f.fileno())
+    except (AttributeError, OSError, ValueError):  # not a local file (a streaming opener)
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def open_parquet(f: BinaryIO, where: str) -> Any:
-    """``pyarrow.parquet.ParquetFile(f)``; an unreadable file raises :class:`ReleaseFormatError` naming it."""
+    """``pyarrow.parquet.ParquetFile(f)``; an unreadable file raises :class:`ReleaseFormatError` naming it.
+
+    The column-chunk check reads every page header; a local file it passed in this process (the same device,
+    inode, size and modification time: ``parquet_shards`` then the generation open it twice) is not re-read."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -57,7 +74,11 @@ def open_parquet(f: BinaryIO, where: str) -> Any:
         pf = pq.ParquetFile(f)
     except (pa.ArrowException, *PARQUET_ERRORS) as e:  # ArrowInvalid on a bad footer, OSError on a cut file
         raise ReleaseFormatError(f"{where}: not a readable Parquet file ({type(e).__name__}: {e})") from None
-    check_column_chunk_sizes(pf, where, source=f)  # the footer and the page headers (a footer can lie)
+    ident = _identity(f)
+    if ident is None or ident not in _CHECKED:
+        check_column_chunk_sizes(pf, where, source=f)  # the footer and the page headers (a footer can lie)
+        if ident is not None:
+            _CHECKED.add(ident)
     return pf
 
 
