@@ -32,11 +32,16 @@ from .native import pull_translating as _pull_translating
 from .native import read_errors
 from .native import reading_error as _reading_error
 from .native import top_level_kind
+from . import native_fast as _native_fast
 from .rows import EXAMPLE_ALIASES
 from .rows import ConvertState
 from .rows import _alias
 from .rows import _MAPS
 from .rows import native_to_row
+
+
+#: Whether :func:`iter_native` uses the fast path (tests switch it off to run the reference reader alone).
+FAST_NATIVE = True
 
 
 @dataclass
@@ -222,21 +227,94 @@ def _seek_item(gz: BinaryIO, key_offset: int, where: str) -> bytes:
 def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, size_order: str = "auto") -> Iterator[dict]:
     """Rows of contiguous shards of one native file, parsed item by item in one pass.
 
-    A shard with ``seek_from`` skips the examples before it by decompressing only; otherwise they are
-    parsed and dropped. Every example is checked against the prepass's id hashes when there are some.
+    A list file is read by the fast path (:mod:`perckit.m4seg.native_fast`: large decompressed chunks, orjson)
+    while it can vouch for the examples; from the first one it cannot (or the first row that fails to
+    convert), the reference reader (:func:`iter_native_reference`) re-reads the file and takes over there, so
+    rows and messages are the reference's. Every example is checked against the prepass's id hashes when
+    there are some.
     """
     if not shards:
         return
+    if not FAST_NATIVE or shards[0].kind != "list" or not _native_fast.available():
+        yield from iter_native_reference(opener, shards, split, size_order)
+        return
+    ctx = _Reading(shards, split, size_order)
     ijson = _ijson()
-    path = shards[0].path
-    start, stop = shards[0].start, shards[-1].stop
-    occ_parts = [s.occurrence for s in shards]
-    occurrence = np.concatenate(occ_parts) if all(o is not None for o in occ_parts) else None
-    hash_parts = [s.id_hashes for s in shards]
-    id_hashes = np.concatenate(hash_parts) if all(h is not None for h in hash_parts) else None
-    id_key = shards[0].id_key
-    state = ConvertState(split, Path(path).name, size_order)
-    where = f"M4Seg {split} split, {Path(path).name}"
+    resume = None
+    with opener(ctx.path, "rb") as f:
+        items = _native_fast.fast_items(ijson, f, ctx.where, ctx.start, ctx.stop, shards[0].seek_from is None)
+        for i, ex in items:
+            if ex is _native_fast.FALLBACK:
+                resume = i
+                break
+            try:
+                row = ctx.convert(i, None, ex)
+            except Exception:  # noqa: BLE001 - the reference reader raises the exact message
+                resume = i
+                break
+            yield row  # (outside any try: see native.pull_translating)
+    if resume is not None:
+        yield from _reference_rows(opener, ctx, resume)
+        return
+    ctx.state.finish()
+
+
+def iter_native_reference(opener: Callable, shards: Sequence[NativeShard], split: str, size_order: str = "auto") -> Iterator[dict]:
+    """The reference reader of :func:`iter_native`: ijson through the guarded stream, item by item.
+
+    A shard with ``seek_from`` skips the examples before it by decompressing only; otherwise they are
+    parsed and dropped."""
+    if not shards:
+        return
+    yield from _reference_rows(opener, _Reading(shards, split, size_order), 0)
+
+
+class _Reading:
+    """What both readers share over a run of shards: the range, the prepass's ids and the conversion."""
+
+    def __init__(self, shards: Sequence[NativeShard], split: str, size_order: str) -> None:
+        self.shards = shards
+        self.path = shards[0].path
+        self.start, self.stop = shards[0].start, shards[-1].stop
+        occ_parts = [s.occurrence for s in shards]
+        self.occurrence = np.concatenate(occ_parts) if all(o is not None for o in occ_parts) else None
+        hash_parts = [s.id_hashes for s in shards]
+        self.id_hashes = np.concatenate(hash_parts) if all(h is not None for h in hash_parts) else None
+        self.id_key = shards[0].id_key
+        self.state = ConvertState(split, Path(self.path).name, size_order)
+        self.where = f"M4Seg {split} split, {Path(self.path).name}"
+
+    def convert(self, i: int, key: Any, ex: Any) -> dict:
+        """Example ``i`` (``key``: its key in an object file) checked against the prepass and converted."""
+        j = i - self.start
+        id_hashes, id_key = self.id_hashes, self.id_key
+        if id_hashes is not None and isinstance(ex, _MAPS):
+            v = ex.get(id_key)
+            if j >= len(id_hashes) or v is None or stable_hash(str(v)) != id_hashes[j]:
+                raise ReleaseFormatError(
+                    f"{self.where}: example {i} does not have the {id_key} the prepass read there ({v!r}); the file "
+                    "changed during the build or defeats the prepass: build it with num_proc=1"
+                )
+        fallback = None
+        if key is not None:
+            fallback = str(key)
+        elif isinstance(ex, _MAPS) and ex.get("example_id") is None:
+            pid = _alias(ex, EXAMPLE_ALIASES["pair_id"])
+            if pid is not None:
+                if self.occurrence is None:
+                    raise ReleaseFormatError(
+                        f"{self.state.where(str(pid))}: has no 'example_id' while the file's first example has one; "
+                        "give every example an example_id or none"
+                    )
+                fallback = derived_example_id(str(pid), int(self.occurrence[j]))
+        return native_to_row(ex, self.state, fallback)
+
+
+def _reference_rows(opener: Callable, ctx: _Reading, convert_from: int) -> Iterator[dict]:
+    """The reference reader's rows; examples before ``convert_from`` (rows the fast path already gave) are
+    parsed and checked as always but not converted again."""
+    ijson = _ijson()
+    shards, start, stop, where = ctx.shards, ctx.start, ctx.stop, ctx.where
 
     def rows(f: BinaryIO) -> Iterator[dict]:
         gz = _gunzip(f, where)
@@ -249,35 +327,17 @@ def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, siz
                 continue
             if stop is not None and i >= stop:
                 break
-            j = i - start
-            if id_hashes is not None and isinstance(ex, _MAPS):
-                v = ex.get(id_key)
-                if j >= len(id_hashes) or v is None or stable_hash(str(v)) != id_hashes[j]:
-                    raise ReleaseFormatError(
-                        f"{where}: example {i} does not have the {id_key} the prepass read there ({v!r}); the file "
-                        "changed during the build or defeats the prepass: build it with num_proc=1"
-                    )
-            fallback = None
-            if key is not None:
-                fallback = str(key)
-            elif isinstance(ex, _MAPS) and ex.get("example_id") is None:
-                pid = _alias(ex, EXAMPLE_ALIASES["pair_id"])
-                if pid is not None:
-                    if occurrence is None:
-                        raise ReleaseFormatError(
-                            f"{state.where(str(pid))}: has no 'example_id' while the file's first example has one; "
-                            "give every example an example_id or none"
-                        )
-                    fallback = derived_example_id(str(pid), int(occurrence[j]))
-            yield native_to_row(ex, state, fallback)
+            if i < convert_from:  # the fast path gave this row (from the same value): not converted twice
+                continue
+            yield ctx.convert(i, key, ex)
 
     # The parse runs in ``rows``; only pulling the next row translates reading errors, and the ``yield`` is
     # outside any ``try`` (native.pull_translating): a consumer that never exhausts the iterator leaves it
     # suspended until interpreter exit, and closing it then must not evaluate ``except`` clauses.
     errors, convert = _reading_error(ijson, where)
-    with opener(path, "rb") as f:
+    with opener(ctx.path, "rb") as f:
         yield from _pull_translating(rows(f), errors, convert)
-    state.finish()
+    ctx.state.finish()
 
 
 #: Cost of skipping an example before a shard, relative to converting it: parsing it with ijson (about
