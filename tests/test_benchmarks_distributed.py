@@ -23,13 +23,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers.accumulators import canonical
 from helpers.common import REPO
+from helpers.dist_jobs_worker import main as jobs_worker
 from helpers.distributed import compute_in_batches, run_workers
 
 from perckit import rle
@@ -273,8 +273,7 @@ def four_process_results(tmp_path_factory):
         jobs.append({"metric_dir": str(REPO / "metrics" / folder), "config": config, "inputs": str(inputs), "cache_dir": str(tmp / "cache"),
                      "experiment_id": f"perckit-dist4-{name}", "out": str(tmp / f"{name}.out.json"), "batch": batch})
     (tmp / "jobs.json").write_text(json.dumps(jobs))
-    worker = str(REPO / "tests" / "helpers" / "dist_jobs_worker.py")
-    run_workers([[sys.executable, worker, str(tmp / "jobs.json"), str(i), str(NPROC)] for i in range(NPROC)], tmp)
+    run_workers(jobs_worker, [[str(tmp / "jobs.json"), str(i), str(NPROC)] for i in range(NPROC)], tmp)
     return {name: (single[name], json.loads((tmp / f"{name}.out.json").read_text())) for name in single}
 
 

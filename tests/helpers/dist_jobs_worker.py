@@ -12,6 +12,8 @@ evaluate's rendezvous is racy then: two processes polling process 0's lock file 
 lock. So processes > 0 first wait for process 0's cache file of the job, which it creates once it holds both.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sys
@@ -31,8 +33,10 @@ def wait_for_master(metric, experiment_id: str, nproc: int) -> None:
         time.sleep(0.05)
 
 
-def main() -> None:
-    jobs_file, pid, nproc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def main(argv: list[str] | None = None) -> None:
+    """One process's jobs; ``argv`` as in the module docstring (without the script name; default ``sys.argv[1:]``)."""
+    args = sys.argv[1:] if argv is None else argv
+    jobs_file, pid, nproc = args[0], int(args[1]), int(args[2])
     with open(jobs_file, encoding="utf-8") as f:
         jobs = json.load(f)
     for job in jobs:

@@ -3,15 +3,19 @@
 argv: metric_dir inputs.json process_id num_process cache_dir experiment_id out.json batch_size [config_name]
 """
 
+from __future__ import annotations
+
 import json
 import sys
 
 import evaluate
 
 
-def main() -> None:
-    metric_dir, inputs, pid, nproc, cache_dir, exp, out, batch = sys.argv[1:9]
-    config = sys.argv[9] if len(sys.argv) > 9 else None
+def main(argv: list[str] | None = None) -> None:
+    """One process's run; ``argv`` as in the module docstring (without the script name; default ``sys.argv[1:]``)."""
+    args = sys.argv[1:] if argv is None else argv
+    metric_dir, inputs, pid, nproc, cache_dir, exp, out, batch = args[:8]
+    config = args[8] if len(args) > 8 else None
     pid, nproc, batch = int(pid), int(nproc), int(batch)
     data = json.loads(open(inputs, encoding="utf-8").read())
     preds, refs = data["predictions"], data["references"]

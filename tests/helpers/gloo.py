@@ -1,6 +1,7 @@
 """Real ``torch.distributed`` gloo groups on CPU for the accumulators (tests/test_benchmarks_gloo.py).
 
-:func:`run_group` spawns ``world`` processes once (``torch.multiprocessing.spawn``); each joins a gloo group through a
+:func:`run_group` starts ``world`` processes once (``torch.multiprocessing.start_processes``, forked from the warm
+fork server of ``helpers.distributed.warm_context``, so no rank pays torch's and perckit's imports); each joins a gloo group through a
 ``file://`` init method and runs every job in the same order (:func:`run_rank`): it builds the job's accumulator,
 feeds its own share of the rows with the update calls :func:`plan` drew for it, merges every rank's accumulator with
 ``perckit.torch.gather`` and computes. Every rank writes what it got (the result as canonical JSON text, or the error)
@@ -119,7 +120,10 @@ def run_group(jobs: list[dict], world: int, tmp: Path) -> list[dict]:
     """Spawn ``world`` processes once, run every job in each, and return each rank's ``{job name: {result, error}}``."""
     import torch.multiprocessing as mp
 
+    from helpers.distributed import warm_context
+
+    warm_context()  # the fork server preloads torch and perckit: the ranks start without seconds of imports each
     tmp.mkdir(parents=True, exist_ok=True)
     init_file = tmp / "gloo_init"
-    mp.spawn(run_rank, args=(world, str(init_file), jobs, str(tmp)), nprocs=world, join=True)
+    mp.start_processes(run_rank, args=(world, str(init_file), jobs, str(tmp)), nprocs=world, join=True, start_method="forkserver")
     return [json.loads((tmp / f"rank{r}.json").read_text(encoding="utf-8")) for r in range(world)]
