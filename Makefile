@@ -66,7 +66,25 @@ test-wheel: env5
 	$(WHEEL_VENV)/bin/python -m pip install $(PIP_FLAGS) -c requirements/datasets5.txt $(WHEEL_DIR)/perckit-*.whl
 	cd /tmp && $(abspath $(WHEEL_VENV))/bin/python $(abspath scripts/wheel_smoke.py)
 
-test: test-ds3 test-ds5 test-wheel
+# make test: the two venvs are created at the same time (each pip install runs in one process), then the two
+# suites run at the same time (each with PYTEST_FLAGS), since many tests wait on other processes, locks and files
+# rather than compute. Each suite writes its own log (TEST_LOGS/ds3.txt, ds5.txt),
+# printed whole, one after the other, once both have ended, with its wall time; then the wheel smoke test.
+TEST_LOGS ?= build/test-logs
+test:
+	@$(MAKE) --no-print-directory -j2 env env5
+	@mkdir -p $(TEST_LOGS)
+	@echo "make test: the datasets 3.6 and 5.x suites run at the same time (logs: $(TEST_LOGS)/ds3.txt, $(TEST_LOGS)/ds5.txt)"
+	@run() { s=$$(date +%s); "$$2" -m pytest $(PYTEST_FLAGS) tests > $(TEST_LOGS)/$$1.txt 2>&1; echo "$$? $$(( $$(date +%s) - s ))" > $(TEST_LOGS)/$$1.rc; }; \
+	run ds3 $(PY) & run ds5 $(PY5) & wait; \
+	status=0; \
+	for s in ds3 ds5; do \
+	  read rc secs < $(TEST_LOGS)/$$s.rc; \
+	  echo "===================== $$s suite ($$secs s wall, exit $$rc) ====================="; cat $(TEST_LOGS)/$$s.txt; \
+	  [ "$$rc" = 0 ] || status=1; \
+	done; \
+	exit $$status
+	@$(MAKE) --no-print-directory test-wheel
 
 clean:
 	rm -rf $(VENV) $(VENV5) build .pytest_cache
