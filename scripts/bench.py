@@ -18,7 +18,7 @@ The cases, in the order of the default run:
   seconds at 743k are reported.
 - ``refcoco_m_build``, ``syn4d_build`` (scripts/bench_floors.py): the RefCOCO-M ``expressions`` build and the
   Syn4D ``tracking`` and ``challenge`` builds against their library floors, in this process, interleaved,
-  warm cache, best of 3 (ratios reported; the issue sets no target).
+  warm cache, best of 2 (ratios reported; the issue sets no target).
 - ``mask_temporal``, ``refer_iou``, ``syn4d`` (metrics) and ``r4d_build``, ``reason_av_edit_build`` (builds
   against reading their files once, cold cache): scripts/bench_cases.py.
 

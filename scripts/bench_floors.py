@@ -20,8 +20,8 @@ A floor is the work no build of that release can skip, done with the bare librar
 The M4Seg build and its floor each run in a fresh subprocess (``python scripts/bench_floors.py _convert ...``
 / ``_floor ...``), as bench.py always timed the M4Seg build: the parent reads the child's peak RSS
 (``os.wait4``; with one process its own ``VmHWM``) and the child reports the time of the work alone. The
-RefCOCO-M and Syn4D builds and floors run in this process, interleaved (floor, build, floor, build, after
-one untimed warm-up of each), best of N. Every case returns the rows of bench.py's table:
+RefCOCO-M and Syn4D builds and floors run in this process, interleaved (one untimed floor to warm the page cache,
+then floor, build, floor, build), best of N. Every case returns the rows of bench.py's table:
 ``{"case", "measure", "value", "target", "ok", "info"}``.
 """
 
@@ -557,7 +557,7 @@ def _build_seconds(name: str, config: str, data_dir: Path, cache: Path) -> float
     from perckit.entrypoints import builder_class
 
     shutil.rmtree(cache, ignore_errors=True)
-    datasets.disable_progress_bars()
+    _quiet_datasets()  # the sample releases' quirks log warnings on every build
     t0 = time.perf_counter()
     builder_class(name)(config_name=config, data_dir=str(data_dir), cache_dir=str(cache)).download_and_prepare()
     seconds = time.perf_counter() - t0
@@ -566,8 +566,9 @@ def _build_seconds(name: str, config: str, data_dir: Path, cache: Path) -> float
 
 
 def interleaved(floor: Callable[[], float], build: Callable[[], float], repeat: int) -> tuple[float, float]:
-    """One untimed warm-up of each, then floor, build, floor, build, ... ``repeat`` times: the best of each."""
-    floor(), build()
+    """One untimed floor (it reads every file the build reads: the page cache is warm), then floor, build,
+    floor, build, ... ``repeat`` times: the best of each."""
+    floor()
     f, b = math.inf, math.inf
     for _ in range(repeat):
         f = min(f, floor())
@@ -591,7 +592,7 @@ def case_refcoco_m_build(quick: bool = False) -> list[dict]:
             rows.append(out["rows"])
             return out["seconds"]
 
-        t_floor, t_build = interleaved(floor, lambda: _build_seconds("refcoco_m", "expressions", tmp / "rel", tmp / "c"), 2 if quick else 3)
+        t_floor, t_build = interleaved(floor, lambda: _build_seconds("refcoco_m", "expressions", tmp / "rel", tmp / "c"), 2)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return [row("refcoco_m build", "build / floor (expressions)", t_build / t_floor, None, None,
@@ -624,7 +625,7 @@ def case_syn4d_build(quick: bool = False) -> list[dict]:
                 rows.append(r["rows"])
                 return r["seconds"]
 
-            t_floor, t_build = interleaved(floor, lambda: _build_seconds("syn4d", config, rel, tmp / "c"), 2 if quick else 3)
+            t_floor, t_build = interleaved(floor, lambda: _build_seconds("syn4d", config, rel, tmp / "c"), 2)
             shape = f"Q={kw['num_queries']}" + (f", depth {kw['depth_hw'][0]}x{kw['depth_hw'][1]} x 32 frames" if config == "challenge" else "")
             out.append(row(f"syn4d build", f"build / floor ({config})", t_build / t_floor, None, None,
                            f"{config}: {rows[-1]} sequences, {shape}: build {t_build:.2f}s, floor {t_floor:.2f}s (warm, best of each)"))
