@@ -292,7 +292,8 @@ def _plain_image_name(folder: Path, file_name: object) -> str | None:
     if type(file_name) is not str or not _PLAIN_NAME.fullmatch(file_name):
         return None
     found = []
-    for candidate in (folder / "images" / file_name, folder / file_name):
+    base = os.fspath(folder)
+    for candidate in (os.path.join(base, "images", file_name), os.path.join(base, file_name)):
         try:
             st = os.lstat(candidate)
         except FileNotFoundError:
