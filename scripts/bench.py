@@ -16,8 +16,9 @@ The cases, in the order of the default run:
   at 20k, one run at 743k. Targets: Parquet build / floor <= 4 at 743k rows (num_proc=1), peak RSS at 743k /
   at 20k <= 1.25, num_proc=2 / num_proc=1 speedup >= 1.6 at 743k; the native ratio, the rows/s and the build
   seconds at 743k are reported.
-- ``refcoco_m_build``, ``syn4d_build`` (scripts/bench_floors.py): the RefCOCO-M ``expressions`` build and the
-  Syn4D ``tracking`` and ``challenge`` builds against their library floors, in this process, interleaved,
+- ``refcoco_m_build``, ``syn4d_build`` (scripts/bench_floors.py): the RefCOCO-M ``expressions`` build (600
+  images) and the Syn4D ``tracking`` (256 sequences, Q=512) and ``challenge`` (8 sequences, depth 360x640)
+  builds against their library floors, in this process, interleaved,
   warm cache, best of 2 (ratios reported; the issue sets no target).
 - ``mask_temporal``, ``refer_iou``, ``syn4d`` (metrics) and ``r4d_build``, ``reason_av_edit_build`` (builds
   against reading their files once, cold cache): scripts/bench_cases.py.
