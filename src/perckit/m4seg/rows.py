@@ -11,13 +11,18 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
+from .. import _kernels
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, check_choice
 from ..errors import short_repr as _short
 from ..jsonio import parse_int
+from ..paths import MAX_PATH_CHARS
 from ..paths import check_relative
 from . import codes
 from .features import SOURCE_GRANULARITY
@@ -222,6 +227,55 @@ def resolve_image_sizes(sizes: Sequence[Any], mask_sizes: Sequence[set], state: 
     return out
 
 
+#: Paths :func:`perckit.paths.check_relative` always accepts: no leading '/' or '.', no ':' (a drive), no
+#: backslash, NUL or other character outside this set, and (checked apart) no '..' anywhere.
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_\-./]*")
+
+
+def _plainly_relative(path: Any) -> bool:
+    """True when ``path`` is a path ``check_relative`` accepts, proved by one regex (False: ask it)."""
+    return type(path) is str and len(path) <= MAX_PATH_CHARS and ".." not in path and _PLAIN_PATH.fullmatch(path) is not None
+
+
+def _bboxes(masks: list) -> list[list[float]]:
+    """``rle.to_bbox`` of every validated mask, with one pycocotools call per 255 masks."""
+    out: list[list[float]] = []
+    for i in range(0, len(masks), 255):
+        part = masks[i : i + 255]
+        out.extend(rle_ops._mask.toBbox([rle_ops._to_c(m) for m in part]).reshape(len(part), 4).tolist())
+    return out
+
+
+def _plain_size(size: Any, hw: list[int]) -> bool:
+    """``size`` is ``[H, W]`` of two positive plain ints equal to ``hw`` (so ``rle`` would accept it)."""
+    return (
+        type(size) is list and len(size) == 2 and type(size[0]) is int and type(size[1]) is int
+        and size[0] == hw[0] and size[1] == hw[1] and size[0] > 0 and size[1] > 0 and size[0] * size[1] <= rle_ops.MAX_PIXELS
+    )
+
+
+def _to_rle(obj: Any, hw: list[int], gw: str, k: int) -> dict:
+    """``rle.to_rle(obj, size=hw)`` of a native mask. A compressed RLE of ASCII str counts or an uncompressed
+    one of plain ints that is valid at its image's size is checked here without numpy (the same checks and the
+    same result); anything else, and every error, is ``rle.to_rle``'s."""
+    if type(obj) is dict and _plain_size(obj.get("size"), hw):
+        counts = obj.get("counts")
+        h, w = hw
+        if type(counts) is list:
+            if counts and set(map(type, counts)) == _INT_ONLY and min(counts) >= 0 and sum(counts) == h * w:
+                return rle_ops._from_c(rle_ops._mask.frPyObjects({"counts": counts, "size": [h, w]}, h, w))
+        elif type(counts) is str and counts and counts.isascii():
+            scan = _kernels.scan_counts()
+            if scan is not None:
+                status, total, _ = scan(np.frombuffer(counts.encode("ascii"), dtype=np.uint8))
+                if status == 0 and total == h * w:
+                    return {"size": [h, w], "counts": counts}
+    return rle_ops.to_rle(obj, size=hw, where=f"{gw}.segmentation (image {k}, [H, W] = {hw})")
+
+
+_INT_ONLY = {int}
+
+
 def native_to_row(
     example: Mapping[str, Any],
     state: ConvertState,
@@ -309,7 +363,8 @@ def native_to_row(
         hw = hws[k - 1]
         # a path relative to the user's image_root: an absolute path or a '..' never reaches a row
         path = paths[k - 1]
-        check_relative(path, f"{where}: image_paths[{k - 1}]")
+        if not _plainly_relative(path):
+            check_relative(path, f"{where}: image_paths[{k - 1}]")
         image_id = str(ids[k - 1]) if ids is not None else os.path.splitext(os.path.basename(path))[0]
         images.append({"image_id": image_id, "path": path, "height": hw[0], "width": hw[1]})
 
@@ -319,6 +374,7 @@ def native_to_row(
         derived = codes.derive_spans(answer, need, where)
 
     groundings = []
+    masks = []
     for k in sorted(per_image):
         hw = [images[k - 1]["height"], images[k - 1]["width"]]
         for i, g in enumerate(per_image[k]):
@@ -328,7 +384,7 @@ def native_to_row(
             mask_obj = _alias(g, GROUNDING_ALIASES["mask"])
             if mask_obj is None:
                 raise ReleaseFormatError(f"{gw}.segmentation: expected a mask (RLE or polygons), found none")
-            mask = rle_ops.to_rle(mask_obj, size=hw, where=f"{gw}.segmentation (image {k}, [H, W] = {hw})")
+            mask = _to_rle(mask_obj, hw, gw, k)
             span = g.get("answer_span")
             span = _check_span(span, answer, gw) if span is not None else derived[k][i]
             name = _alias(g, GROUNDING_ALIASES["name"])
@@ -338,9 +394,12 @@ def native_to_row(
                 "annotation_ids": _id_list(_alias(g, GROUNDING_ALIASES["annotation_ids"])),
                 "object_annotation_id": _str_or_none(_alias(g, GROUNDING_ALIASES["object_annotation_id"])),
                 "answer_span": span,
-                "bbox_xywh": rle_ops.to_bbox(mask),
+                "bbox_xywh": None,
                 "mask": mask,
             })
+            masks.append(mask)
+    for g, box in zip(groundings, _bboxes(masks)):
+        g["bbox_xywh"] = box
     problems = codes.span_code_problems(answer, groundings)
     if problems:
         state.warn_spans(eid, problems)
