@@ -174,3 +174,119 @@ def test_warnings_are_logged_once_across_a_fallback(tmp_path, caplog):
         rows, err = _rows(path, fast=True)
     assert "absolute path" in err
     assert sum("matches its masks' size only as [W, H]" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_plainly_relative_never_accepts_what_check_relative_refuses():
+    import random
+
+    from perckit.m4seg import rows
+    from perckit.paths import check_relative
+
+    rng = random.Random(0)
+    alphabet = ["a", "Z", "0", "_", "-", ".", "/", "\\", ":", " ", "\x00", "é", "..", "~"]
+    accepted = 0
+    for _ in range(20000):
+        p = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        if rows._plainly_relative(p):
+            accepted += 1
+            check_relative(p, "fuzz")  # never raises
+    assert accepted > 100
+    for p in ("coco_2017/train2017/000000001844.jpg", "Part_Segm/PASCAL-Part/VOCdevkit/2008_004292.jpg", "a-b/c.d"):
+        assert rows._plainly_relative(p)
+    for p in ("/abs.jpg", "../x.jpg", "a/../b", "C:/x", "a\\b", "./a", "", "x" * 5000, 3, None):
+        assert not rows._plainly_relative(p)
+
+
+def test_batched_bboxes_equal_rle_to_bbox(sample):
+    from perckit import rle
+    from perckit.m4seg import rows
+
+    masks = [g["mask"] for row in _rows(release.native_path(sample, "train"))[0] for g in row["groundings"]]
+    assert len(masks) > 255
+    assert rows._bboxes(masks) == [rle.to_bbox(m) for m in masks]
+    assert rows._bboxes([]) == []
+
+
+def _mask_cases(sample):
+    import ijson
+
+    with open(release.native_path(sample, "train"), "rb") as f:
+        for _, ex in native_fast.fast_items(ijson, f, "sample"):
+            for k, gs in ex["groundings"].items():
+                size = ex["image_sizes"][int(k[4:]) - 1]
+                for g in gs:
+                    m = g.get("segmentation", g.get("mask"))
+                    yield m, list(size)
+                    yield m, list(size[::-1])
+    good = {"size": [4, 6], "counts": [3, 2, 19]}
+    for m in (good, {"size": [4, 6], "counts": [3, 2, 18]}, {"size": [4, 6], "counts": [3, -2, 23]},
+              {"size": [4, 6], "counts": [3, True, 20]}, {"size": [4, 6], "counts": []}, {"size": [4, 6], "counts": "31"},
+              {"size": [4, 6], "counts": "3"}, {"size": [4, 6], "counts": "é"}, {"size": [4, 6], "counts": ""},
+              {"size": [4, 6.0], "counts": [3, 2, 19]}, {"size": [0, 6], "counts": [0]}, {"size": [4, 6]},
+              {"size": [1 << 16, 1 << 16], "counts": [1 << 32]}, {"counts": [24]}, [[0, 0, 3, 0, 3, 3]], None):
+        yield m, [4, 6]
+        yield m, [6, 4]
+
+
+def test_native_mask_fast_path_equals_rle_to_rle(sample):
+    from perckit import rle
+    from perckit.m4seg import rows
+
+    n = 0
+    for m, hw in _mask_cases(sample):
+        try:
+            want = ("ok", rle.to_rle(m, size=hw, where="g.segmentation (image 1, [H, W] = %s)" % hw))
+        except Exception as e:  # noqa: BLE001 - the same error is wanted
+            want = (type(e), str(e))
+        try:
+            got = ("ok", rows._to_rle(m, hw, "g", 1))
+        except Exception as e:  # noqa: BLE001
+            got = (type(e), str(e))
+        assert got == want, (m, hw)
+        n += 1
+    assert n > 500
+
+
+def _structure_reference(data_parts, queries_of):
+    """native._Structure.feed asked one query at a time, each from the state before the part."""
+    from perckit.m4seg import native
+
+    st = native._Structure()
+    out = []
+    for part in data_parts:
+        qs = queries_of(st.pos, part)
+        probe = native._Structure()
+        probe.__dict__.update(vars(st))
+        answers = []
+        for q in qs:
+            one = native._Structure()
+            one.__dict__.update(vars(probe))
+            answers.extend(one.feed(part, [q]))
+        st.feed(part, [])
+        out.append(answers)
+    return out
+
+
+def test_structure_feed_answers_all_queries_like_one_at_a_time():
+    import random
+
+    from perckit.m4seg import native
+
+    rng = random.Random(1)
+    alpha = b'{}[]"\\ a:,'
+    for _ in range(2000):
+        data = bytes(rng.choice(alpha) for _ in range(rng.randint(0, 40)))
+        cuts = sorted(rng.randint(0, len(data)) for _ in range(2))
+        parts = [data[: cuts[0]], data[cuts[0] : cuts[1]], data[cuts[1] :]]
+        plans = {}
+
+        def queries_of(pos, part):
+            key = (pos, part)
+            if key not in plans:
+                plans[key] = sorted(rng.sample(range(pos, pos + len(part)), min(len(part), rng.randint(0, 5)))) if part else []
+            return plans[key]
+
+        want = _structure_reference(parts, queries_of)
+        st = native._Structure()
+        got = [st.feed(part, queries_of(st.pos, part)) for part in parts]
+        assert got == want, data

@@ -342,13 +342,18 @@ class _Structure:
         depth_after = self.depth + np.cumsum(step)
         opens = structural & _OPEN[tok] & (depth_after == 2)
         ex_after = self.examples + np.cumsum(opens)
-        out = []
-        for q in queries:
-            t = int(np.searchsorted(tok_pos, q - self.pos))
-            ok = t < tok_pos.size and tok_pos[t] == q - self.pos and bool(quote[t]) and in_before[t] == 0
-            depth = int(depth_after[t - 1]) if t > 0 else self.depth
-            ex = int(ex_after[t - 1]) if t > 0 else self.examples
-            out.append((ok, depth, ex))
+        # every query at once: the token at its offset (a string-opening quote?), depth and examples before it
+        if tok.size == 0 or not queries:
+            out = [(False, self.depth, self.examples)] * len(queries)
+        else:
+            q = np.asarray(queries, dtype=np.int64) - self.pos
+            t = np.searchsorted(tok_pos, q)
+            tc = np.minimum(t, tok_pos.size - 1)
+            ok = (t < tok_pos.size) & (tok_pos[tc] == q) & quote[tc] & (in_before[tc] == 0)
+            before = np.maximum(t - 1, 0)
+            depth = np.where(t > 0, depth_after[before], self.depth)
+            ex = np.where(t > 0, ex_after[before], self.examples)
+            out = list(zip(ok.tolist(), depth.tolist(), ex.tolist()))
         if tok.size:
             self.in_str = int((self.in_str + int(quote.sum())) & 1)
             self.depth = int(depth_after[-1])
