@@ -153,7 +153,12 @@ def read_regular_file(
     a file that grows while it is read is still cut at the cap)."""
     with open_regular_file(path, where, limit, error, not_found) as f:
         try:
-            data = f.read(limit + 1)
+            # The file's size (+1) first: read(limit + 1) would allocate the whole cap (64 MB for an image)
+            # per file. A file that grew meanwhile is read on, up to the same limit + 1 bytes.
+            first = min(os.fstat(f.fileno()).st_size, limit) + 1
+            data = f.read(first)
+            if len(data) == first <= limit:
+                data += f.read(limit + 1 - first)
         except OSError as e:
             raise error(f"{where}: file {str(path)!r} cannot be read: {e}") from None
     if len(data) > limit:
