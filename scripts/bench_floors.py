@@ -98,7 +98,6 @@ def m4seg_parquet_floor(root: str | Path, split: str = "train", out_dir: str | P
     (``area`` over the batch's RLE objects), every batch is written once to an Arrow IPC stream."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
-    from pycocotools import mask as mask_utils
 
     shards = sorted(Path(root).glob(f"data/{split}-*.parquet"))
     out = _IpcSink(Path(out_dir or tempfile.gettempdir()) / f"floor-m4seg-parquet-{os.getpid()}.arrow")
@@ -212,7 +211,6 @@ def refcoco_m_floor(root: str | Path, out_dir: str | Path | None = None) -> dict
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
     from PIL import Image
-    from pycocotools import mask as mask_utils
 
     out = _IpcSink(Path(out_dir or tempfile.gettempdir()) / f"floor-refcoco-{os.getpid()}.arrow")
     rows = 0
@@ -555,8 +553,6 @@ def case_m4seg(quick: bool = False, sizes: list[int] | None = None, sources: lis
 
 def _build_seconds(name: str, config: str, data_dir: Path, cache: Path) -> float:
     """``download_and_prepare`` of a fresh builder into an empty cache."""
-    import datasets
-
     from perckit.entrypoints import builder_class
 
     shutil.rmtree(cache, ignore_errors=True)
@@ -629,7 +625,7 @@ def case_syn4d_build(quick: bool = False) -> list[dict]:
 
             t_floor, t_build = interleaved(floor, lambda: _build_seconds("syn4d", config, rel, tmp / "c"), 2)
             shape = f"Q={kw['num_queries']}" + (f", depth {kw['depth_hw'][0]}x{kw['depth_hw'][1]} x 32 frames" if config == "challenge" else "")
-            out.append(row(f"syn4d build", f"build / floor ({config})", t_build / t_floor, None, None,
+            out.append(row("syn4d build", f"build / floor ({config})", t_build / t_floor, None, None,
                            f"{config}: {rows[-1]} sequences, {shape}: build {t_build:.2f}s, floor {t_floor:.2f}s (warm, best of each)"))
             shutil.rmtree(rel, ignore_errors=True)
     finally:

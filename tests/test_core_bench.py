@@ -3,7 +3,6 @@ what they read, the M4Seg child protocol answers, the table prints every row. No
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
