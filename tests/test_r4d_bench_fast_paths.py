@@ -5,7 +5,9 @@
   on every dense-GT frame of the sample releases and on hand-made frames, and None (the reference path, its
   error) for everything it does not take;
 - ``scenes._plain_image_name`` (two ``lstat`` calls) against ``scenes._resolve_image_name`` (every component
-  resolved): the same name, and None where a link, another name or an odd folder needs the reference rule.
+  resolved): the same name, and None where a link, another name or an odd folder needs the reference rule;
+- ``scenes._plain_annotations`` (each id read once, a frame's plain polygons rasterised in one call) against
+  ``frame_rows``' reference loop: the same rows, or the same error, on the sample releases and hand-made quirks.
 """
 
 from __future__ import annotations
@@ -213,3 +215,72 @@ def test_image_folder_link_or_file_takes_the_reference(tmp_path):
     (bare / "a.jpg").write_bytes(b"x")
     assert scenes._plain_scene_dirs(bare)  # no images/ folder at all
     assert _check_name(bare, "a.jpg") == ("a.jpg", "a.jpg")
+
+
+# ---------------------------------------------------------------- frame annotations
+
+
+def _frame_rows_both(info, precedence="coco", monkeypatch=None):
+    """(fast, reference) outcomes of frame_rows: the rows (keys and values) or the error (type, message)."""
+    def run():
+        try:
+            return [(k, {**r, "image": dict(r["image"])}) for k, r in scenes.frame_rows(info, precedence)]
+        except Exception as e:
+            return (type(e).__name__, str(e))
+
+    fast = run()
+    monkeypatch.setattr(scenes, "_plain_annotations", lambda *a, **k: None)
+    ref = run()
+    monkeypatch.undo()
+    return fast, ref
+
+
+@pytest.mark.parametrize("precedence", ["coco", "scene_json"])
+def test_every_sample_frame_same_annotations(tmp_path, monkeypatch, precedence):
+    root = write_release("r4d_bench", tmp_path / "rel", frames_per_scene=6, height=54, width=96).root
+    taken = 0
+    for scene in release.scene_names(root):
+        info = release.read_scene(root, scene, read_tracks=True)
+        for fr in info.frames.values():
+            anns = [a for a in info.coco["annotations"] if a.get("image_id") == fr.coco_image_id]
+            taken += scenes._plain_annotations(anns, fr, {}, info.track_links, precedence) is not None
+        fast, ref = _frame_rows_both(info, precedence, monkeypatch)
+        assert fast == ref and isinstance(ref, list) and ref, scene
+    assert taken >= 60  # the fast path is what the sample release takes
+
+
+_QUIRKS = [
+    {"id": "7"}, {"id": 7.0}, {"id": True}, {"category_id": "2"}, {"category_id": None}, {"category_id": 2.0},
+    {"bbox": (1.0, 2.0, 3.0, 4.0)}, {"bbox": [1, 2, 3, True]}, {"bbox": [1, float("nan"), 3, 4]}, {"bbox": [10**400, 1, 1, 1]},
+    {"bbox": "1,2,3,4"}, {"bbox": None}, {"bbox": []}, {"bbox": [1, 2, 3, 4]}, {"area": "5"}, {"area": float("inf")},
+    {"area": None}, {"area": 3}, {"area": 10**400}, {"area": False}, {"iscrowd": 1}, {"iscrowd": "yes"},
+    {"segmentation": [[1, 1, 20, 1, 20, 20]]}, {"segmentation": [1, 1, 20, 1, 20, 20]},
+    {"segmentation": [[1, 1, 20, 1, 20, 20], [2, 2, 5, 2, 5, 9, 3, 9]]}, {"segmentation": [[1, 1, 20, 1, 20]]},
+    {"segmentation": [[1, 1, 2000, 1, 20, 20]]}, {"segmentation": [[1, 1, float("nan"), 1, 20, 20]]},
+    {"segmentation": [[1, 1, True, 1, 20, 20]]}, {"segmentation": {}}, {"segmentation": None}, {"segmentation": "x"},
+    {"segmentation": {"size": [54, 96], "counts": "bad!"}}, {"segmentation": {"size": [5, 5], "counts": [25]}},
+    {"segmentation": {"size": [54, 96], "counts": [54 * 96]}}, {"track_id": 9}, {"track_id": None, "attributes": {"track_id": "t"}},
+    {"instance_id": 4, "track_id": None}, {"track_id": None, "attributes": None},
+]
+
+
+@pytest.mark.parametrize("quirk", _QUIRKS, ids=[repr(q)[:60] for q in _QUIRKS])
+def test_hand_made_annotations_same_rows_or_error(tmp_path, monkeypatch, quirk):
+    root = write_release("r4d_bench", tmp_path / "rel", frames_per_scene=3, height=54, width=96).root
+    info = release.read_scene(root, "americano", read_tracks=True)
+    anns = [a for a in info.coco["annotations"] if isinstance(a, dict)]
+    anns[1].update(quirk)  # the second annotation: the first still makes a row before it
+    anns.append({"id": 10**6, "image_id": anns[0]["image_id"], "category_id": 1, "segmentation": [], "bbox": [0, 0, 1, 1]})
+    for precedence in ("coco", "scene_json"):
+        fast, ref = _frame_rows_both(info, precedence, monkeypatch)
+        assert fast == ref, quirk
+
+
+def test_not_a_dict_annotation_and_odd_frame_sizes_take_the_reference():
+    fr = scenes.FrameInfo(frame_id=1, coco_image_id=1, file_name="a.jpg", height=5, width=5)
+    ok = {"id": 1, "category_id": 1, "bbox": [0, 0, 1, 1], "segmentation": [[0, 0, 4, 0, 4, 4]]}
+    assert scenes._plain_annotations([ok], fr, {}, {}, "coco")[0]["mask"] == rle.to_rle(ok["segmentation"], size=(5, 5))
+    assert scenes._plain_annotations([ok, ["not", "a", "dict"]], fr, {}, {}, "coco") is None
+    for h, w in [(0, 5), (5.0, 5), (True, 5), (rle.MAX_PIXELS, 2)]:
+        odd = scenes.FrameInfo(frame_id=1, coco_image_id=1, file_name="a.jpg", height=h, width=w)
+        assert scenes._plain_annotations([ok], odd, {}, {}, "coco") is None
