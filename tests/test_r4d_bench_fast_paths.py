@@ -284,3 +284,39 @@ def test_not_a_dict_annotation_and_odd_frame_sizes_take_the_reference():
     for h, w in [(0, 5), (5.0, 5), (True, 5), (rle.MAX_PIXELS, 2)]:
         odd = scenes.FrameInfo(frame_id=1, coco_image_id=1, file_name="a.jpg", height=h, width=w)
         assert scenes._plain_annotations([ok], odd, {}, {}, "coco") is None
+
+
+# ---------------------------------------------------------------- frame tables
+
+
+def test_frame_tables_same_as_from_pylist(tmp_path):
+    """builder_base.rows_to_table's joined media column against pa.Table.from_pylist: the same tables on the
+    sample frames (in batches of the builder's size) and on hand-made media values."""
+    import pyarrow as pa
+
+    from perckit.builder_base import MEDIA_STORAGE
+    from perckit.builder_base import _media_column
+    from perckit.builder_base import rows_to_table
+    from perckit.r4d_bench import features as feats
+    from perckit.r4d_bench.builder import R4DBenchBuilder
+
+    root = write_release("r4d_bench", tmp_path / "rel", frames_per_scene=6, height=54, width=96).root
+    schema = feats.frame_features().arrow_schema
+    rows = [r for s in release.scene_names(root) for _, r in scenes.frame_rows(release.read_scene(root, s, read_tracks=True))]
+    n = R4DBenchBuilder.ROWS_PER_TABLE
+    for i in range(0, len(rows), n):
+        batch = rows[i:i + n]
+        assert _media_column([r["image"] for r in batch]) is not None
+        assert rows_to_table(batch, schema).equals(pa.Table.from_pylist(batch, schema=schema))
+    media = pa.schema([("a", pa.int32()), ("image", MEDIA_STORAGE)])
+    for values in ([{"bytes": b"xy", "path": "p"}, {"bytes": b"", "path": None}], [None, {"bytes": b"z", "path": "q"}],
+                   [{"bytes": None, "path": "p"}, {"bytes": b"z", "path": None}], [{"bytes": bytearray(b"ab"), "path": "p"}] * 2,
+                   [{"bytes": b"ab", "path": "p", "x": 1}] * 2, [{"bytes": b"ab"}] * 2, [{"bytes": b"\x00" * 9, "path": "é"}] * 3):
+        batch = [{"a": k, "image": v} for k, v in enumerate(values)]
+        try:
+            expected = pa.Table.from_pylist(batch, schema=media)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as e:
+            with pytest.raises(type(e)):
+                rows_to_table(batch, media)
+            continue
+        assert rows_to_table(batch, media).equals(expected), values
