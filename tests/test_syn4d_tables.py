@@ -1,0 +1,148 @@
+"""The Syn4D builder's Arrow tables (``perckit.syn4d.tables.rows_to_table``, built from the rows' numpy
+buffers) against the reference, the builder's previous per-example path (``Features.encode_example`` and
+``datasets``' ``ArrowWriter``), on the sample releases (every config) and on hand-made rows."""
+
+from __future__ import annotations
+
+import datasets
+import numpy as np
+import pyarrow as pa
+import pytest
+from helpers.common import SYN4D_PARITY
+
+from perckit.syn4d import features as feats
+from perckit.syn4d import tables
+from perckit.syn4d.builder import Syn4DBuilder
+
+
+def _builder(root, config, cache):
+    return Syn4DBuilder(config_name=config, data_dir=str(root), cache_dir=str(cache))
+
+
+def _rows_and_tables(root, config, cache):
+    b = _builder(root, config, cache)
+    (gen,) = b._split_generators(None)
+    rows = [row for _, row in b._generate_examples(**gen.gen_kwargs)]
+    return b, rows, [t for _, t in b._generate_tables(**gen.gen_kwargs)]
+
+
+def _canon(arr: pa.Array):
+    """An array as comparable Python values, floats by their bits (NaN equals NaN of the same payload;
+    ``pa.Table.equals`` says NaN != NaN)."""
+    if isinstance(arr, pa.ExtensionArray):
+        arr = arr.storage
+    if pa.types.is_list(arr.type):
+        return ("list", arr.is_null().to_pylist(), arr.value_lengths().to_pylist(), _canon(arr.flatten()))
+    if pa.types.is_struct(arr.type):
+        return ("struct", arr.is_null().to_pylist(), [_canon(arr.field(i)) for i in range(arr.type.num_fields)])
+    if pa.types.is_floating(arr.type):
+        values = arr.fill_null(0).to_numpy(zero_copy_only=False)
+        return ("float", arr.is_null().to_pylist(), values.view(np.uint32 if values.dtype == np.float32 else np.uint64).tolist())
+    return arr.to_pylist()
+
+
+def _equal(a: pa.Table, b: pa.Table) -> bool:
+    if a.schema != b.schema or a.num_rows != b.num_rows:
+        return False
+    return all(_canon(a.column(n).combine_chunks()) == _canon(b.column(n).combine_chunks()) for n in a.schema.names)
+
+
+@pytest.mark.parametrize("config", ["tracking", "challenge"])
+@pytest.mark.parametrize("which", ["sample", "parity"])
+def test_tables_equal_the_per_example_encoding_on_the_sample_releases(syn4d_release, tmp_path, config, which):
+    root = syn4d_release.root if which == "sample" else SYN4D_PARITY
+    b, rows, built = _rows_and_tables(root, config, tmp_path / "c")
+    ref = tables.reference_table(rows, b.info.features)
+    assert ref.num_rows == len(rows) > 0
+    assert _equal(pa.concat_tables(built), ref)
+    assert _equal(tables.rows_to_table(rows, b.info.features), ref)
+    # and the prepared dataset holds that table
+    b.download_and_prepare()
+    ds = b.as_dataset(split="test")
+    assert _equal(ds.data.table, ref)
+
+
+def _row(t=4, q=3, hw=(2, 5), rng=None, **over):
+    rng = rng or np.random.default_rng(0)
+    row = {
+        "sequence_id": "og/dream/seq_000000_0", "variant": "og", "scene": "dream", "sequence": "seq_000000_0",
+        "camera": 0, "schema": "syn4d-tracking-gt-v1", "frame_indices": list(range(0, 6 * t, 6)),
+        "image_size_hw": [720, 1280], "intrinsics_fx_fy_cx_cy": [1000.0, 1000.0, 640.0, 360.0],
+        "query_uv_px": rng.random((q, 2), dtype=np.float32), "tracks_ref0_m": rng.random((t, q, 3), dtype=np.float32),
+        "visibility": rng.random((t, q)) < 0.5, "dynamic": [bool(x) for x in rng.random(q) < 0.5],
+        "video": {"path": "/x/seq.mp4", "bytes": None},
+        "depth_m": rng.random((t, *hw), dtype=np.float32), "camera_c2w": rng.random((t, 4, 4)),
+        "camera_unreal": rng.random((t, 6)),
+    }
+    if t:
+        row["tracks_ref0_m"][0, 0, 0] = np.nan
+    row.update(over)
+    return row
+
+
+def _features(q=3, hw=(2, 5), challenge=True):
+    return datasets.Features(feats.challenge_features(q, hw) if challenge else feats.tracking_features(q))
+
+
+_TRACKING = tuple(feats.tracking_features(3))
+
+
+@pytest.mark.parametrize("case", [
+    "plain", "none_video", "none_depth", "none_pose", "all_none", "zero_frames", "float64_tracks", "int_visibility",
+    "numpy_lists", "wrong_inner_shape", "one_row",
+])
+def test_hand_made_rows_equal_the_reference(case):
+    rng = np.random.default_rng(1)
+    rows = [_row(rng=rng), _row(t=2, rng=rng), _row(rng=rng)]
+    f = _features()
+    if case == "none_video":
+        rows[1]["video"] = None
+    elif case == "none_depth":
+        rows[0]["depth_m"] = None
+    elif case == "none_pose":
+        rows[2]["camera_c2w"] = rows[2]["camera_unreal"] = None
+    elif case == "all_none":
+        for r in rows:
+            for k in ("query_uv_px", "tracks_ref0_m", "visibility", "dynamic", "depth_m", "video", "schema"):
+                r[k] = None
+    elif case == "zero_frames":
+        rows[1] = _row(t=0, rng=rng)
+    elif case == "float64_tracks":
+        rows[0]["tracks_ref0_m"] = rows[0]["tracks_ref0_m"].astype(np.float64)
+    elif case == "int_visibility":
+        rows[2]["visibility"] = rows[2]["visibility"].astype(np.int64)
+    elif case == "numpy_lists":
+        rows[0]["dynamic"] = np.asarray(rows[0]["dynamic"])
+        rows[1]["image_size_hw"] = np.asarray(rows[1]["image_size_hw"], dtype=np.int32)
+    elif case == "wrong_inner_shape":
+        rows[1]["tracks_ref0_m"] = rng.random((4, 2, 3), dtype=np.float32)  # the reference decides (and raises)
+    elif case == "one_row":
+        rows = rows[:1]
+    try:
+        ref = tables.reference_table(rows, f)
+    except Exception as e:  # noqa: BLE001 - the fast path must raise the same
+        with pytest.raises(type(e)) as info:
+            tables.rows_to_table(rows, f)
+        assert str(info.value) == str(e)
+        return
+    assert _equal(tables.rows_to_table(rows, f), ref)
+    tracking = [{k: r[k] for k in _TRACKING} for r in rows]
+    ft = _features(challenge=False)
+    try:
+        ref_t = tables.reference_table(tracking, ft)
+    except Exception as e:  # noqa: BLE001
+        with pytest.raises(type(e)):
+            tables.rows_to_table(tracking, ft)
+        return
+    assert _equal(tables.rows_to_table(tracking, ft), ref_t)
+
+
+def test_fixed_shape_columns_take_the_fast_path():
+    """The numpy columns of a full row are built here, not by the reference (which the other tests compare)."""
+    rows = [_row(), _row(t=2)]
+    f = _features()
+    schema = f.arrow_schema
+    for name in ("query_uv_px", "tracks_ref0_m", "visibility", "depth_m", "camera_c2w", "camera_unreal"):
+        col = tables._column([r[name] for r in rows], schema.field(name).type)
+        assert col is not None and col.type == schema.field(name).type, name
+    assert tables._column([r["video"] for r in rows], schema.field("video").type) is None
