@@ -290,3 +290,19 @@ def test_structure_feed_answers_all_queries_like_one_at_a_time():
         st = native._Structure()
         got = [st.feed(part, queries_of(st.pos, part)) for part in parts]
         assert got == want, data
+
+
+def test_spans_are_codes_only_when_span_code_problems_is_silent(sample):
+    from perckit.m4seg import codes
+    from perckit.m4seg import rows
+
+    cases = [(row["answer"], row["groundings"]) for row in _rows(release.native_path(sample, "train"))[0]]
+    answer = "The cat_101 and leg_20103, dog_1x, ٣at_٣01 and img_1002."
+    for span, k in (([4, 11], 1), ([16, 25], 2), ([16, 25], 1), ([27, 33], 1), ([0, 3], 1), ([35, 42], 3), ([47, 55], 10), ([4, 4], 1)):
+        cases.append((answer, [{"answer_span": span, "image_index": k}]))
+    silent = 0
+    for answer, groundings in cases:
+        fast = rows._spans_are_codes(answer, groundings)
+        assert not fast or codes.span_code_problems(answer, groundings) == []
+        silent += fast
+    assert silent > 10

@@ -276,6 +276,18 @@ def _to_rle(obj: Any, hw: list[int], gw: str, k: int) -> dict:
 _INT_ONLY = {int}
 
 
+def _spans_are_codes(answer: str, groundings: list[dict]) -> bool:
+    """True when every grounding's ``answer[start:end]`` is an entity code whose first digit is its
+    ``image_index`` (``codes.span_code_problems`` has nothing to say); False: ask it for the messages."""
+    full = codes.CODE_RE.fullmatch
+    for g in groundings:
+        s, e = g["answer_span"]
+        m = full(answer[s:e])
+        if m is None or m.group(2)[:1] != str(g["image_index"]):
+            return False
+    return True
+
+
 def native_to_row(
     example: Mapping[str, Any],
     state: ConvertState,
@@ -400,7 +412,7 @@ def native_to_row(
             masks.append(mask)
     for g, box in zip(groundings, _bboxes(masks)):
         g["bbox_xywh"] = box
-    problems = codes.span_code_problems(answer, groundings)
+    problems = [] if _spans_are_codes(answer, groundings) else codes.span_code_problems(answer, groundings)
     if problems:
         state.warn_spans(eid, problems)
     return {
