@@ -146,3 +146,65 @@ def test_fixed_shape_columns_take_the_fast_path():
         col = tables._column([r[name] for r in rows], schema.field(name).type)
         assert col is not None and col.type == schema.field(name).type, name
     assert tables._column([r["video"] for r in rows], schema.field("video").type) is None
+
+
+# ---------------------------------------------------------------- the path resolver and the checksum names
+
+import os  # noqa: E402
+
+from perckit.errors import ReleaseFormatError  # noqa: E402
+from perckit.paths import check_relative  # noqa: E402
+from perckit.paths import resolve_under  # noqa: E402
+from perckit.syn4d import release as rel  # noqa: E402
+
+_NAMES = [
+    "a", "a/b.npy", "data/tracking_gt/mixed/antiquity/seq_000000_0.npy", "/a", "..", "a/../b", "a/..", "./a", "a/./b",
+    ".hidden", "a//b", "a/", "a\\b", "..\\x", "C:x", "x" * 4097, "x" * 4096, "a\x00b", "...", "a/.../b", "a..b", "..a",
+    "é/x", "a b", "", " ", "a/.", "-a", "+", "out", "out/x.npy", "inlink/f.npy", "inlink", "missing/deeper/f.npy",
+    "loop", "loop/x", "dir/", "dir/f.npy", "dir/outfile",
+]
+
+
+def _verdict(fn, *args):
+    try:
+        return ("ok", str(fn(*args)))
+    except ReleaseFormatError as e:
+        return ("error", str(e))
+
+
+def test_plain_relative_names_are_a_subset_of_check_relative():
+    rng = np.random.default_rng(0)
+    alphabet = list("ab./\\:-_ \x00é")
+    names = _NAMES + ["".join(rng.choice(alphabet, size=int(rng.integers(0, 9)))) for _ in range(3000)]
+    for name in names:
+        if rel._PLAIN_RELATIVE.fullmatch(name):
+            check_relative(name, "w")  # never refused
+
+
+def test_path_resolver_answers_as_resolve_under(tmp_path):
+    base = tmp_path / "base"
+    (base / "dir").mkdir(parents=True)
+    (base / "dir" / "f.npy").write_bytes(b"x")
+    (tmp_path / "outside").mkdir()
+    os.symlink(tmp_path / "outside", base / "out")
+    os.symlink(base / "dir", base / "inlink")
+    os.symlink(tmp_path / "outside" / "o", base / "dir" / "outfile")
+    os.symlink(base / "loop", base / "loop")
+    resolver = rel.PathResolver(base)
+    for name in _NAMES * 2:  # twice: the second pass answers from the folder cache
+        assert _verdict(resolver, name, "w") == _verdict(resolve_under, base, name, "w"), name
+
+
+def test_read_checksums_names(tmp_path):
+    h = "0" * 64
+    good = tmp_path / "ok"
+    good.write_text("".join(f"{h}  {n}\n" for n in ("a/b.npy", "./c", "*d", "x/./y", "é")), encoding="utf-8")
+    assert rel.read_checksums(good) == {"a/b.npy": h, "c": h, "d": h, "x/./y": h, "é": h}
+    for bad in ("../x", "/etc/passwd", "a/../../b", "C:x", "a\\..\\b"):
+        p = tmp_path / "bad"
+        p.write_text(f"{h}  ok\n{h}  {bad}\n", encoding="utf-8")
+        with pytest.raises(ReleaseFormatError) as info:
+            rel.read_checksums(p)
+        with pytest.raises(ReleaseFormatError) as ref:
+            check_relative(bad, f"{str(p)!r} line 2: path")
+        assert str(info.value) == str(ref.value)

@@ -146,7 +146,8 @@ class Syn4DBuilder(PerckitTableBuilder):
                 "(pass challenge_dir=...)"
             )
         if c.name == "tracking":
-            missing = [r.sequence_id for r in records if not r.tracking_npy(paths.tracking_gt).is_file()]
+            resolver = rel.PathResolver(paths.tracking_gt)
+            missing = [r.sequence_id for r in records if not r.tracking_npy(paths.tracking_gt, resolver).is_file()]
             if missing:
                 raise ReleaseNotFoundError(
                     f"Syn4D: {len(missing)} tracking NPY(s) missing under {str(paths.tracking_gt)!r}, e.g. {missing[:3]}"
@@ -160,8 +161,9 @@ class Syn4DBuilder(PerckitTableBuilder):
 
     def _generate_examples(self, records: list, paths: rel.ReleasePaths) -> Iterator[tuple[str, dict]]:
         """The rows in order, keyed by ``sequence_id`` (what the tables are made of)."""
+        resolver = rel.PathResolver(paths.tracking_gt)
         for record in records:
-            yield record.sequence_id, self._row(record, paths)
+            yield record.sequence_id, self._row(record, paths, resolver)
 
     def _generate_tables(self, records: list, paths: rel.ReleasePaths) -> Iterator[tuple[str, Any]]:
         """Tables of ``writer_batch_size`` rows (one row for ``challenge``: a full-size row is about 118 MB)."""
@@ -178,12 +180,12 @@ class Syn4DBuilder(PerckitTableBuilder):
         if batch:
             yield first, tables.rows_to_table(batch, self.info.features)
 
-    def _row(self, r: rel.SequenceRecord, paths: rel.ReleasePaths) -> dict:
+    def _row(self, r: rel.SequenceRecord, paths: rel.ReleasePaths, resolver: rel.PathResolver | None = None) -> dict:
         row: dict[str, Any] = {
             "sequence_id": r.sequence_id, "variant": r.variant, "scene": r.scene, "sequence": r.sequence,
             "camera": r.camera, "frame_indices": list(r.frame_indices),
         }
-        row.update(rel.read_sequence_gt(r, paths, "tracking"))  # every field None when the NPY is absent
+        row.update(rel.read_sequence_gt(r, paths, "tracking", resolver=resolver))  # every field None when the NPY is absent
         if row["tracks_ref0_m"] is not None and row["tracks_ref0_m"].shape[1] != self._q:
             raise ReleaseFormatError(
                 f"{str(r.tracking_npy(paths.tracking_gt))!r}: has Q = {row['tracks_ref0_m'].shape[1]} queries, this build "

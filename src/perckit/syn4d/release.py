@@ -18,6 +18,7 @@ import hashlib
 import io
 import math
 import os
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ import numpy as np
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
 from ..jsonio import decode_text, parse_int
 from ..jsonio import iter_json_lines
-from ..paths import check_relative, open_regular_file, read_regular_file, resolve_under
+from ..paths import check_relative, is_inside, open_regular_file, read_regular_file, resolve_under
 from .geometry import unreal_rows_to_c2w
 
 SCHEMA = "syn4d-tracking-gt-v1"
@@ -125,13 +126,51 @@ class SequenceRecord:
     width: int = 1280
     height: int = 720
 
-    def tracking_npy(self, tracking_gt: Path) -> Path:
-        """``<tracking_gt>/<variant>/<scene>/<sequence>.npy``, refused when a symbolic link leads out of ``tracking_gt``."""
+    def tracking_npy(self, tracking_gt: Path, resolver: PathResolver | None = None) -> Path:
+        """``<tracking_gt>/<variant>/<scene>/<sequence>.npy``, refused when a symbolic link leads out of
+        ``tracking_gt`` (``resolver``: a :class:`PathResolver` of ``tracking_gt`` for a pass over many records)."""
         rel = f"{self.variant}/{self.scene}/{self.sequence}.npy"
-        return resolve_under(tracking_gt, rel, f"Syn4D sequence {self.sequence_id!r}: tracking NPY {rel!r}")
+        where = f"Syn4D sequence {self.sequence_id!r}: tracking NPY {rel!r}"
+        if resolver is not None and resolver.base == Path(tracking_gt):
+            return resolver(rel, where)
+        return resolve_under(tracking_gt, rel, where)
 
 
-def _resolve(path: str | None, base: Path | None, where: str) -> Path | None:
+#: Relative path strings that :func:`perckit.paths.check_relative` accepts, plainly: path-safe characters only
+#: (no NUL, backslash or colon), not starting with ``/``, no empty component, no component of dots only, at most
+#: 4096 characters. A subset: anything else goes to ``check_relative`` for its verdict.
+_PLAIN_RELATIVE = re.compile(r"(?!/)(?!.{4097})(?:(?!\.+(?:/|$))[A-Za-z0-9_.+\-]+/?)+", re.DOTALL)
+
+
+class PathResolver:
+    """:func:`perckit.paths.resolve_under` of many paths under one ``base``, for one pass over a release.
+
+    The same answers (the same path, the same errors): for a plain relative path (:data:`_PLAIN_RELATIVE`)
+    the real path of its folder is looked up once per resolver, and the last component joined to it when it
+    is not a symbolic link (which is what ``os.path.realpath`` does component by component); a link, any other
+    string, or a real path outside the real ``base`` is handed to ``resolve_under`` itself. Make one per pass
+    (the cache is not refreshed): a folder swapped for a link between two passes is seen by the next one."""
+
+    def __init__(self, base: str | os.PathLike) -> None:
+        self.base = Path(base)
+        self._real_base = os.path.realpath(self.base)
+        self._real_dirs: dict[str, str] = {}
+
+    def __call__(self, rel: object, where: str, error: type[Exception] = ReleaseFormatError) -> Path:
+        if not isinstance(rel, str) or not _PLAIN_RELATIVE.fullmatch(rel):
+            return resolve_under(self.base, rel, where, error)
+        rel = rel.rstrip("/")
+        folder, _, leaf = rel.rpartition("/")
+        real_dir = self._real_dirs.get(folder)
+        if real_dir is None:
+            real_dir = self._real_dirs[folder] = os.path.realpath(self.base / folder) if folder else self._real_base
+        real = os.path.join(real_dir, leaf)
+        if os.path.islink(real) or not is_inside(real, self._real_base):
+            return resolve_under(self.base, rel, where, error)
+        return self.base / rel
+
+
+def _resolve(path: str | None, base: Path | None, where: str, resolver: PathResolver | None = None) -> Path | None:
     """A path of the index (``depth_dir``, ``camera_csv``), relative to the challenge folder and inside it
     (:func:`perckit.paths.resolve_under`): an absolute path, a ``..`` component or a symbolic link out of
     it raises naming ``where``. Without a challenge folder nothing is read from it: ``None``."""
@@ -140,7 +179,7 @@ def _resolve(path: str | None, base: Path | None, where: str) -> Path | None:
     if base is None:
         check_relative(path, where)
         return None
-    return resolve_under(base, path, where)
+    return resolver(path, where) if resolver is not None and resolver.base == base else resolve_under(base, path, where)
 
 
 def check_sequence_id(sid: object, where: str, error: type[Exception] = ReleaseFormatError) -> tuple[str, str, str]:
@@ -152,8 +191,10 @@ def check_sequence_id(sid: object, where: str, error: type[Exception] = ReleaseF
     return parts[0], parts[1], parts[2]
 
 
-def _challenge_file(challenge: Path | None, rel: str, where: str) -> Path | None:
-    return resolve_under(challenge, rel, where) if challenge is not None else None
+def _challenge_file(challenge: Path | None, rel: str, where: str, resolver: PathResolver | None = None) -> Path | None:
+    if challenge is None:
+        return None
+    return resolver(rel, where) if resolver is not None and resolver.base == challenge else resolve_under(challenge, rel, where)
 
 
 def read_text(path: Path, what: str, limit: int = MAX_TEXT_BYTES) -> str:
@@ -174,6 +215,7 @@ def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
     """``sequences.jsonl`` (or the official manifest): one JSON object a line; relative paths resolve against C."""
     records = []
     seen: set[str] = set()
+    resolver = PathResolver(challenge) if challenge is not None else None
     # The one JSON Lines reader: a regular file under MAX_TEXT_BYTES, a leading BOM skipped, one object a line.
     for _, where, obj in iter_json_lines(path, limit=MAX_TEXT_BYTES):
         sid = obj.get("sequence_id")
@@ -198,9 +240,9 @@ def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
         records.append(SequenceRecord(
             sequence_id=sid, variant=variant, scene=scene, sequence=sequence,
             camera=camera, frame_indices=tuple(frames),
-            depth_dir=_resolve(obj.get("depth_dir"), challenge, f"{where}: 'depth_dir'"),
-            camera_csv=_resolve(obj.get("camera_csv"), challenge, f"{where}: 'camera_csv'"),
-            video=_challenge_file(challenge, f"{variant}/{scene}/mp4/{sequence}.mp4", f"{where}: video of {sid!r}"),
+            depth_dir=_resolve(obj.get("depth_dir"), challenge, f"{where}: 'depth_dir'", resolver),
+            camera_csv=_resolve(obj.get("camera_csv"), challenge, f"{where}: 'camera_csv'", resolver),
+            video=_challenge_file(challenge, f"{variant}/{scene}/mp4/{sequence}.mp4", f"{where}: video of {sid!r}", resolver),
             width=width, height=height,
         ))
     return records
@@ -479,7 +521,8 @@ GT_FIELDS = {
 
 
 def read_sequence_gt(
-    record: SequenceRecord, paths: ReleasePaths, task: str, hw: tuple[int, int] | None = None, required: bool = False
+    record: SequenceRecord, paths: ReleasePaths, task: str, hw: tuple[int, int] | None = None, required: bool = False,
+    resolver: PathResolver | None = None,
 ) -> dict[str, Any]:
     """The ground truth of one task of one sequence, read from the release, as the builder's row fields
     (:data:`GT_FIELDS`); the one reader of it, for the builder and the file runner.
@@ -490,11 +533,13 @@ def read_sequence_gt(
     (:func:`read_depth_sequence`; every frame of size ``hw`` when given). ``pose``: ``camera_unreal`` [T, 6]
     (:func:`read_camera_csv`) and ``camera_c2w`` [T, 4, 4].
 
+    ``resolver``: a :class:`PathResolver` of ``paths.tracking_gt`` for a pass over many records.
+
     An absent NPY, depth folder or camera CSV gives every field ``None`` or, with ``required``, raises
     :class:`~perckit.errors.ReleaseNotFoundError` naming it; a partial or malformed one always raises."""
     check_choice("task", task, tuple(GT_FIELDS))
     if task == "tracking":
-        npy = record.tracking_npy(paths.tracking_gt)
+        npy = record.tracking_npy(paths.tracking_gt, resolver)
         if not required and not npy.is_file():
             return dict.fromkeys(GT_FIELDS[task])
         gt = read_tracking_npy(npy, record.sequence_id)  # a missing file: ReleaseNotFoundError naming it
@@ -525,14 +570,19 @@ def read_checksums(path: Path) -> dict[str, str]:
         if not line.strip():
             continue
         parts = line.split(None, 1)
-        if len(parts) != 2 or len(parts[0]) != 64 or any(c not in "0123456789abcdefABCDEF" for c in parts[0]):
+        if len(parts) != 2 or len(parts[0]) != 64 or not _HEX64.fullmatch(parts[0]):
             raise ReleaseFormatError(f"{str(path)!r} line {n}: expected '<64 hex digits>  <path>', got {line[:120]!r}")
         name = parts[1].lstrip("*").strip().removeprefix("./")
         # Only compared with the files the builder reads, never opened; still, a listed path must be one
-        # inside the release (no absolute path, no '..').
-        check_relative(name, f"{str(path)!r} line {n}: path")
+        # inside the release (no absolute path, no '..'): check_relative, unless the name is plainly one
+        # (the regex accepts a subset of what check_relative accepts; anything else gets its verdict).
+        if not _PLAIN_RELATIVE.fullmatch(name):
+            check_relative(name, f"{str(path)!r} line {n}: path")
         out[name] = parts[0].lower()
     return out
+
+
+_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -551,10 +601,13 @@ class ChecksumVerifier:
         self.bases = [paths.benchmark, paths.root]
         self.source = paths.checksums
 
-    def key(self, path: Path) -> str | None:
-        for base in self.bases:
+    def key(self, path: Path, real_bases: Sequence[Path] | None = None) -> str | None:
+        """The listed name of ``path``: its real path relative to a real base (``real_bases``: the bases
+        already resolved, for a pass over many files)."""
+        real = path.resolve()
+        for base in real_bases or [b.resolve() for b in self.bases]:
             try:
-                rel = path.resolve().relative_to(base.resolve()).as_posix()
+                rel = real.relative_to(base).as_posix()
             except ValueError:
                 continue
             if rel in self.sums:
@@ -567,18 +620,23 @@ class ChecksumVerifier:
         n = 0
         if not self.sums:
             return n
+        real_bases = [b.resolve() for b in self.bases]
         for path in paths:
-            if path is not None and path.is_file() and self.key(path) is not None:
-                self.check(path)
-                n += 1
+            if path is not None and path.is_file():
+                rel = self.key(path, real_bases)
+                if rel is not None:
+                    self._check(path, rel)
+                    n += 1
         return n
 
     def check(self, path: Path) -> None:
         if not self.sums:
             return
         rel = self.key(path)
-        if rel is None:
-            return
+        if rel is not None:
+            self._check(path, rel)
+
+    def _check(self, path: Path, rel: str) -> None:
         actual = sha256_file(path)
         if actual != self.sums[rel]:
             raise ReleaseFormatError(
@@ -604,9 +662,10 @@ def release_files(
     skip them (a missing file is reported where it is read)."""
     if paths.index is not None:
         yield paths.index
+    resolver = PathResolver(paths.tracking_gt)
     for r in records:
         if tracking:
-            yield r.tracking_npy(paths.tracking_gt)
+            yield r.tracking_npy(paths.tracking_gt, resolver)
         if depth and r.depth_dir is not None and r.depth_dir.is_dir():
             yield from depth_frame_paths(r.depth_dir, r.sequence, r.frame_indices)
         if camera and r.camera_csv is not None:
