@@ -208,3 +208,55 @@ def test_read_checksums_names(tmp_path):
         with pytest.raises(ReleaseFormatError) as ref:
             check_relative(bad, f"{str(p)!r} line 2: path")
         assert str(info.value) == str(ref.value)
+
+
+def test_real_path_equals_resolve(tmp_path, monkeypatch):
+    base = tmp_path / "base"
+    (base / "dir").mkdir(parents=True)
+    (base / "dir" / "f").write_bytes(b"x")
+    (tmp_path / "outside").mkdir()
+    os.symlink(tmp_path / "outside", base / "out")
+    os.symlink(base / "dir", base / "inlink")
+    os.symlink(base / "dir" / "f", base / "dir" / "g")
+    monkeypatch.chdir(tmp_path)
+    from pathlib import Path
+
+    cache: dict = {}
+    names = ["dir/f", "dir/g", "inlink/f", "inlink/g", "out/x", "out/../dir/f", "inlink/../dir/f", "missing/x", "dir", "."]
+    for _ in range(2):
+        for n in names:
+            for p in (base / n, Path("base") / n):
+                assert rel._real_path(p, cache) == p.resolve(), p
+
+
+@pytest.mark.parametrize("kind", ["c", "fortran", "empty", "scalar", "structured", "big_endian", "v2"])
+def test_npy_data_read_once_equals_np_load(tmp_path, kind):
+    arrays = {
+        "c": np.arange(24, dtype=np.float32).reshape(2, 3, 4), "fortran": np.asfortranarray(np.arange(24.0).reshape(2, 3, 4)),
+        "empty": np.zeros((0, 3)), "scalar": np.array(3.5), "big_endian": np.arange(5, dtype=">i4"),
+        "structured": np.zeros((), dtype=[("a", "<f4", (2,)), ("b", "U5")]), "v2": np.arange(6, dtype=np.int16),
+    }
+    a, p = arrays[kind], tmp_path / f"{kind}.npy"
+    if kind == "v2":
+        with open(p, "wb") as f:
+            np.lib.format.write_array(f, a, version=(2, 0))
+    else:
+        np.save(p, a)
+    ref = np.load(p, allow_pickle=False)
+    with open(p, "rb") as f:
+        shape, fortran, dtype, version = rel.check_npy_header(f, os.path.getsize(p), "w")
+        got = rel._read_npy_data(f, shape, fortran, dtype)
+    assert (version == (2, 0)) == (kind == "v2")
+    assert got.dtype == ref.dtype and got.shape == ref.shape and got.flags.writeable
+    assert got.flags.f_contiguous == ref.flags.f_contiguous and got.tobytes() == ref.tobytes()
+
+
+def test_tracking_npy_rows_equal_np_load(syn4d_release):
+    """read_tracking_npy's arrays (the header read once) equal those of np.load on every sample NPY."""
+    paths = rel.resolve_release(syn4d_release.root)
+    for r in rel.load_records(paths):
+        npy = r.tracking_npy(paths.tracking_gt)
+        got = rel.read_tracking_npy(npy, r.sequence_id)
+        ref = np.load(npy, allow_pickle=False)[()]
+        for field, key in (("tracks_ref0", "tracks_ref0"), ("visibility", "visibility"), ("query_uv", "query_uv")):
+            assert np.array_equal(got[key], np.asarray(ref[field]), equal_nan=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -44,6 +45,15 @@ class Syn4DConfig(PerckitConfig):
     depth_hw: tuple | None = None
     #: None: verify against SHA256SUMS when the release has one; True: require it; False: skip.
     verify_checksums: bool | None = None
+
+
+def _stat_key(path: Path) -> tuple | None:
+    """What tells a changed file (size, modification time in ns, inode, device), None when it cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
 
 
 def hub_patterns(config: Syn4DConfig) -> list[str]:
@@ -93,8 +103,17 @@ class Syn4DBuilder(PerckitTableBuilder):
         return rel.resolve_release(self._data_root(), c.tracking_gt_dir, c.challenge_dir, c.index_file)
 
     def _records(self, paths: rel.ReleasePaths) -> list[rel.SequenceRecord]:
+        """The selected records. The index is read once per builder while it is unchanged (the same paths, the
+        same file: size, modification time and inode), e.g. by ``_shapes`` at construction and again by
+        ``_split_generators``; any change reads it again."""
         c = self.config
-        return rel.select_records(rel.load_records(paths), c.variants, c.scenes, c.cameras, c.limit)
+        key = (paths, c.variants, c.scenes, c.cameras, c.limit, _stat_key(paths.index) if paths.index is not None else None)
+        cached = getattr(self, "_records_cache", None)
+        if cached is not None and cached[0] == key and key[-1] is not None:
+            return list(cached[1])
+        records = rel.select_records(rel.load_records(paths), c.variants, c.scenes, c.cameras, c.limit)
+        self._records_cache = (key, tuple(records))
+        return records
 
     def _shapes(self) -> tuple[int, tuple[int, int]]:
         """Q and (H, W): the options, else read from the first NPY / EXR of a local release, else the real sizes."""

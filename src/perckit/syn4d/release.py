@@ -302,12 +302,15 @@ def load_records(paths: ReleasePaths) -> list[SequenceRecord]:
 MAX_ARRAY_BYTES = 1 << 31
 
 
-def check_npy_header(f: Any, size: int, where: str, error: type[Exception] = ReleaseFormatError, max_bytes: int = MAX_ARRAY_BYTES) -> None:
+def check_npy_header(
+    f: Any, size: int, where: str, error: type[Exception] = ReleaseFormatError, max_bytes: int = MAX_ARRAY_BYTES
+) -> tuple[tuple[int, ...], bool, np.dtype, tuple[int, int]]:
     """Read the magic and header of the NPY stream ``f`` (``size`` bytes long) and check it before NumPy allocates.
 
     Raises ``error`` naming ``where`` for a stream that is not NPY, an object dtype (pickled data is never
     loaded), a declared array larger than ``max_bytes``, or fewer data bytes than the header declares
-    (a truncated file). NumPy itself caps the header at 10,000 bytes.
+    (a truncated file). NumPy itself caps the header at 10,000 bytes. Returns the header's shape, Fortran
+    order, dtype and format version (``f`` is left at the first data byte).
     """
     from numpy.lib import format as npf
 
@@ -328,6 +331,27 @@ def check_npy_header(f: Any, size: int, where: str, error: type[Exception] = Rel
         raise error(
             f"{where}: truncated: the header declares shape {tuple(shape)} of {dtype} ({nbytes} bytes of data), the file holds {remaining}"
         )
+    return tuple(shape), bool(_fortran), dtype, version
+
+
+def _read_npy_data(f: Any, shape: tuple[int, ...], fortran: bool, dtype: np.dtype) -> np.ndarray | None:
+    """The data of the NPY whose header :func:`check_npy_header` just read (``f`` at its first data byte), as
+    ``np.load`` reads it (``numpy.lib.format.read_array`` for a file without objects), or None when it cannot
+    be read so (then ``np.load`` reads the file from the start, with its own errors)."""
+    if dtype.hasobject or not isinstance(f, (io.FileIO, io.BufferedReader)):
+        return None
+    count = math.prod(shape)
+    try:
+        data = np.fromfile(f, dtype=dtype, count=count) if count else np.ndarray(count, dtype=dtype)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
+    if data.size != count:
+        return None
+    if fortran:
+        data.shape = shape[::-1]
+        return data.transpose()
+    data.shape = shape
+    return data
 
 
 def read_tracking_npy(path: Path, expected_sequence_id: str | None = None) -> dict[str, np.ndarray | str]:
@@ -337,10 +361,14 @@ def read_tracking_npy(path: Path, expected_sequence_id: str | None = None) -> di
     # once (opening a FIFO would block, /dev/zero would never end); the same open file is loaded.
     with open_regular_file(path, repr(where), what=".npy file") as f:
         st = os.fstat(f.fileno())
-        check_npy_header(f, st.st_size, f"{where!r} ({SCHEMA})")
-        f.seek(0)
+        shape, fortran, dtype, version = check_npy_header(f, st.st_size, f"{where!r} ({SCHEMA})")
+        # the header read once (formats 1.0 and 2.0, which check_npy_header parses as np.load does); None: np.load
+        arr = _read_npy_data(f, shape, fortran, dtype) if version in ((1, 0), (2, 0)) else None
+        if arr is None:
+            f.seek(0)
         try:
-            arr = np.load(f, allow_pickle=False)
+            if arr is None:
+                arr = np.load(f, allow_pickle=False)
         except ValueError as e:  # "Object arrays cannot be loaded when allow_pickle=False" and bad headers
             raise ReleaseFormatError(f"{where!r}: expected a non-pickled structured NumPy array ({SCHEMA}), got: {e}") from None
         except (OSError, EOFError) as e:
@@ -593,6 +621,20 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def _real_path(path: Path, real_dirs: dict[str, str]) -> Path:
+    """``path.resolve()``, with the real path of its folder taken from (or added to) ``real_dirs``: the folder's
+    real path joined with the last component when that is not a symbolic link (``os.path.realpath`` resolves
+    component by component, so the answer is the same); a link or a path with a ``..`` is resolved in full."""
+    folder, name = str(path.parent), path.name
+    if name in ("", ".", "..") or ".." in path.parts:
+        return path.resolve()
+    real_dir = real_dirs.get(folder)
+    if real_dir is None:
+        real_dir = real_dirs[folder] = os.path.realpath(folder)
+    real = os.path.join(real_dir, name)
+    return path.resolve() if os.path.islink(real) else Path(real)
+
+
 class ChecksumVerifier:
     """Verifies each file the builder reads against ``SHA256SUMS`` (files it does not list are skipped)."""
 
@@ -604,8 +646,10 @@ class ChecksumVerifier:
     def key(self, path: Path, real_bases: Sequence[Path] | None = None) -> str | None:
         """The listed name of ``path``: its real path relative to a real base (``real_bases``: the bases
         already resolved, for a pass over many files)."""
-        real = path.resolve()
-        for base in real_bases or [b.resolve() for b in self.bases]:
+        return self._key_of_real(path.resolve(), real_bases or [b.resolve() for b in self.bases])
+
+    def _key_of_real(self, real: Path, real_bases: Sequence[Path]) -> str | None:
+        for base in real_bases:
             try:
                 rel = real.relative_to(base).as_posix()
             except ValueError:
@@ -621,9 +665,10 @@ class ChecksumVerifier:
         if not self.sums:
             return n
         real_bases = [b.resolve() for b in self.bases]
+        real_dirs: dict[str, str] = {}
         for path in paths:
             if path is not None and path.is_file():
-                rel = self.key(path, real_bases)
+                rel = self._key_of_real(_real_path(path, real_dirs), real_bases)
                 if rel is not None:
                     self._check(path, rel)
                     n += 1
