@@ -156,6 +156,7 @@ from perckit.errors import ReleaseFormatError  # noqa: E402
 from perckit.paths import check_relative  # noqa: E402
 from perckit.paths import resolve_under  # noqa: E402
 from perckit.syn4d import release as rel  # noqa: E402
+from perckit.syn4d import resolve  # noqa: E402
 
 _NAMES = [
     "a", "a/b.npy", "data/tracking_gt/mixed/antiquity/seq_000000_0.npy", "/a", "..", "a/../b", "a/..", "./a", "a/./b",
@@ -177,7 +178,7 @@ def test_plain_relative_names_are_a_subset_of_check_relative():
     alphabet = list("ab./\\:-_ \x00é")
     names = _NAMES + ["".join(rng.choice(alphabet, size=int(rng.integers(0, 9)))) for _ in range(3000)]
     for name in names:
-        if rel._PLAIN_RELATIVE.fullmatch(name):
+        if resolve.PLAIN_RELATIVE.fullmatch(name):
             check_relative(name, "w")  # never refused
 
 
@@ -190,7 +191,7 @@ def test_path_resolver_answers_as_resolve_under(tmp_path):
     os.symlink(base / "dir", base / "inlink")
     os.symlink(tmp_path / "outside" / "o", base / "dir" / "outfile")
     os.symlink(base / "loop", base / "loop")
-    resolver = rel.PathResolver(base)
+    resolver = resolve.PathResolver(base)
     for name in _NAMES * 2:  # twice: the second pass answers from the folder cache
         assert _verdict(resolver, name, "w") == _verdict(resolve_under, base, name, "w"), name
 
@@ -226,7 +227,7 @@ def test_real_path_equals_resolve(tmp_path, monkeypatch):
     for _ in range(2):
         for n in names:
             for p in (base / n, Path("base") / n):
-                assert rel._real_path(p, cache) == p.resolve(), p
+                assert resolve.real_path(p, cache) == p.resolve(), p
 
 
 @pytest.mark.parametrize("kind", ["c", "fortran", "empty", "scalar", "structured", "big_endian", "v2"])

@@ -30,8 +30,11 @@ import numpy as np
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
 from ..jsonio import decode_text, parse_int
 from ..jsonio import iter_json_lines
-from ..paths import check_relative, is_inside, open_regular_file, read_regular_file, resolve_under
+from ..paths import check_relative, open_regular_file, read_regular_file, resolve_under
 from .geometry import unreal_rows_to_c2w
+from .resolve import PLAIN_RELATIVE
+from .resolve import PathResolver
+from .resolve import real_path
 
 SCHEMA = "syn4d-tracking-gt-v1"
 VARIANTS = ("mixed", "mixed_no_bedlam", "og", "sim")
@@ -134,40 +137,6 @@ class SequenceRecord:
         if resolver is not None and resolver.base == Path(tracking_gt):
             return resolver(rel, where)
         return resolve_under(tracking_gt, rel, where)
-
-
-#: Relative path strings that :func:`perckit.paths.check_relative` accepts, plainly: path-safe characters only
-#: (no NUL, backslash or colon), not starting with ``/``, no empty component, no component of dots only, at most
-#: 4096 characters. A subset: anything else goes to ``check_relative`` for its verdict.
-_PLAIN_RELATIVE = re.compile(r"(?!/)(?!.{4097})(?:(?!\.+(?:/|$))[A-Za-z0-9_.+\-]+/?)+", re.DOTALL)
-
-
-class PathResolver:
-    """:func:`perckit.paths.resolve_under` of many paths under one ``base``, for one pass over a release.
-
-    The same answers (the same path, the same errors): for a plain relative path (:data:`_PLAIN_RELATIVE`)
-    the real path of its folder is looked up once per resolver, and the last component joined to it when it
-    is not a symbolic link (which is what ``os.path.realpath`` does component by component); a link, any other
-    string, or a real path outside the real ``base`` is handed to ``resolve_under`` itself. Make one per pass
-    (the cache is not refreshed): a folder swapped for a link between two passes is seen by the next one."""
-
-    def __init__(self, base: str | os.PathLike) -> None:
-        self.base = Path(base)
-        self._real_base = os.path.realpath(self.base)
-        self._real_dirs: dict[str, str] = {}
-
-    def __call__(self, rel: object, where: str, error: type[Exception] = ReleaseFormatError) -> Path:
-        if not isinstance(rel, str) or not _PLAIN_RELATIVE.fullmatch(rel):
-            return resolve_under(self.base, rel, where, error)
-        rel = rel.rstrip("/")
-        folder, _, leaf = rel.rpartition("/")
-        real_dir = self._real_dirs.get(folder)
-        if real_dir is None:
-            real_dir = self._real_dirs[folder] = os.path.realpath(self.base / folder) if folder else self._real_base
-        real = os.path.join(real_dir, leaf)
-        if os.path.islink(real) or not is_inside(real, self._real_base):
-            return resolve_under(self.base, rel, where, error)
-        return self.base / rel
 
 
 def _resolve(path: str | None, base: Path | None, where: str, resolver: PathResolver | None = None) -> Path | None:
@@ -604,7 +573,7 @@ def read_checksums(path: Path) -> dict[str, str]:
         # Only compared with the files the builder reads, never opened; still, a listed path must be one
         # inside the release (no absolute path, no '..'): check_relative, unless the name is plainly one
         # (the regex accepts a subset of what check_relative accepts; anything else gets its verdict).
-        if not _PLAIN_RELATIVE.fullmatch(name):
+        if not PLAIN_RELATIVE.fullmatch(name):
             check_relative(name, f"{str(path)!r} line {n}: path")
         out[name] = parts[0].lower()
     return out
@@ -619,20 +588,6 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()
-
-
-def _real_path(path: Path, real_dirs: dict[str, str]) -> Path:
-    """``path.resolve()``, with the real path of its folder taken from (or added to) ``real_dirs``: the folder's
-    real path joined with the last component when that is not a symbolic link (``os.path.realpath`` resolves
-    component by component, so the answer is the same); a link or a path with a ``..`` is resolved in full."""
-    folder, name = str(path.parent), path.name
-    if name in ("", ".", "..") or ".." in path.parts:
-        return path.resolve()
-    real_dir = real_dirs.get(folder)
-    if real_dir is None:
-        real_dir = real_dirs[folder] = os.path.realpath(folder)
-    real = os.path.join(real_dir, name)
-    return path.resolve() if os.path.islink(real) else Path(real)
 
 
 class ChecksumVerifier:
@@ -668,7 +623,7 @@ class ChecksumVerifier:
         real_dirs: dict[str, str] = {}
         for path in paths:
             if path is not None and path.is_file():
-                rel = self._key_of_real(_real_path(path, real_dirs), real_bases)
+                rel = self._key_of_real(real_path(path, real_dirs), real_bases)
                 if rel is not None:
                     self._check(path, rel)
                     n += 1
