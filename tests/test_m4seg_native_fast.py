@@ -306,3 +306,167 @@ def test_spans_are_codes_only_when_span_code_problems_is_silent(sample):
         assert not fast or codes.span_code_problems(answer, groundings) == []
         silent += fast
     assert silent > 10
+
+
+def _poly_cases():
+    """Polygon masks: plain, nested, flat, with bools, NaN, too short, odd, far outside, numpy, tuples."""
+    import numpy as np
+
+    sq = [0.0, 0.0, 3.0, 0.0, 3.0, 3.0]
+    yield [sq]
+    yield sq
+    yield [sq, [1, 1, 4, 1, 4, 3, 1, 3]]
+    yield [[0, 0, 3, 0, 3]]
+    yield [[0, 0, 3, 0, 3, 3, 1]]
+    yield [[0, 0, True, 0, 3, 3]]
+    yield [[0, 0, float("nan"), 0, 3, 3]]
+    yield [[0, 0, 100, 0, 3, 3]]
+    yield [[-7, 0, 3, 0, 3, 3]]
+    yield [(0, 0, 3, 0, 3, 3)]
+    yield [np.array(sq)]
+    yield [[0, 0, "3", 0, 3, 3]]
+    yield []
+    yield [[]]
+    yield [1]
+    yield ["a"]
+
+
+def test_plain_mask_equals_to_rle(sample):
+    """rows._plain_mask gives what rows._to_rle gives (and the same pycocotools form as rle._to_c of it), or None."""
+    from perckit import rle
+    from perckit.m4seg import rows
+
+    taken = 0
+    cases = list(_mask_cases(sample)) + [(p, hw) for p in _poly_cases() for hw in ([4, 6], [6, 4])]
+    for m, hw in cases:
+        fast = rows._plain_mask(m, hw)
+        if fast is None:
+            continue
+        taken += 1
+        assert fast[0] == rows._to_rle(m, hw, "g", 1), (m, hw)
+        assert repr(fast[0]) == repr(rows._to_rle(m, hw, "g", 1))
+        assert fast[1] == rle._to_c(fast[0])
+    assert taken > 300
+
+
+def test_plain_mask_random_polygons():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from perckit.m4seg import rows
+
+    coord = st.one_of(st.integers(-30, 60), st.floats(-30, 60), st.sampled_from([float("nan"), float("inf"), True]))
+    poly = st.lists(coord, min_size=0, max_size=12)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(poly, min_size=1, max_size=3), st.integers(1, 20), st.integers(1, 20))
+    def check(polys, h, w):
+        fast = rows._plain_mask(polys, [h, w])
+        try:
+            want = rows._to_rle(polys, [h, w], "g", 1)
+        except Exception:  # noqa: BLE001 - then the fast path must have declined
+            assert fast is None
+            return
+        if fast is not None:
+            assert fast[0] == want
+
+    check()
+
+
+def test_plain_span_equals_check_span():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from perckit.m4seg import rows
+
+    value = st.one_of(st.integers(-3, 12), st.booleans(), st.floats(-1, 12), st.text("0123456789 ", max_size=3), st.none())
+    span = st.one_of(st.lists(value, min_size=0, max_size=3), st.tuples(value, value), value)
+
+    @settings(max_examples=500, deadline=None)
+    @given(span, st.text(max_size=10))
+    def check(sp, answer):
+        fast = rows._plain_span(sp, len(answer))
+        if fast is not None:
+            assert fast == rows._check_span(sp, answer, "g")
+            assert fast is not sp
+
+    check()
+    assert rows._plain_span([0, 3], 3) == [0, 3]
+
+
+def test_image_stem_equals_os_path():
+    import os
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from perckit.m4seg import rows
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.text("ab./_-", max_size=12))
+    def check(path):
+        if rows._plainly_relative(path):
+            assert rows._image_stem(path) == os.path.splitext(os.path.basename(path))[0]
+
+    check()
+    for p in ("a/b.c.d", "a/.b", "a/..b", "a/b.", "a/b", "a/...", "a.b/c", "x/.b.c"):
+        assert rows._image_stem(p) == os.path.splitext(os.path.basename(p))[0]
+
+
+def test_img_index_equals_img_key_index():
+    from perckit.m4seg import codes
+    from perckit.m4seg import rows
+
+    for key, k in rows._IMG_INDEX.items():
+        assert codes.img_key_index(key) == k
+    for key in ("img_0", "img_01", "img_1\n", "img_1000", "img_x", " img_1"):
+        assert key not in rows._IMG_INDEX or codes.img_key_index(key) == rows._IMG_INDEX[key]
+
+
+def test_size_orders_plain_sizes_equal_reference():
+    """_size_orders with plain [H, W] lists gives what parse_int + _check_image_size give, and the same errors."""
+    from perckit import rle
+    from perckit.m4seg import rows
+
+    big = rle.MAX_PIXELS
+    for size in ([3, 4], [1, 1], [0, 4], [-1, 4], [big, 1], [big, 2], [3, True], [3.0, 4], ["3", 4], (3, 4), [3]):
+        try:
+            got = rows._size_orders([size], [set()], "w")
+        except ReleaseFormatError as e:
+            got = str(e)
+        try:
+            w = "w: image_sizes[0]"
+            if not isinstance(size, (list, tuple)) or len(size) != 2:
+                raise ReleaseFormatError(f"{w}: expected [H, W] (2 ints), found {size!r}")
+            a, b = rows.parse_int(size[0], w), rows.parse_int(size[1], w)
+            rows._check_image_size(a, b, w)
+            want = [(a, b, None)]
+        except ReleaseFormatError as e:
+            want = str(e)
+        assert got == want, size
+
+
+def test_native_to_row_quirks_same_as_reference_reader(tmp_path):
+    """Examples that take each shortcut's way out (odd img keys, float sizes, tuple-free odd spans, bool polygon
+    coordinates, backslash paths) give the reference reader's rows or message."""
+    base = {"pair_id": "p", "q": "q?", "a": "the cat_101 here", "image_paths": ["a/b.jpg"], "image_sizes": [[4, 6]],
+            "groundings": {"img_1": [{"name": "cat", "segmentation": {"size": [4, 6], "counts": [3, 2, 19]}, "answer_span": [4, 11]}]}}
+    variants = [
+        {},
+        {"groundings": {"img_01": base["groundings"]["img_1"]}},
+        {"groundings": {"img_1\n": base["groundings"]["img_1"]}},
+        {"image_sizes": [[4.0, 6]]},
+        {"image_sizes": [["4", 6]]},
+        {"image_sizes": [[0, 6]]},
+        {"groundings": {"img_1": [{"name": "cat", "segmentation": [[0, 0, True, 0, 3, 3]], "answer_span": [4, 11]}]}},
+        {"groundings": {"img_1": [{"name": "cat", "segmentation": [[0, 0, 3, 0, 3, 3]], "answer_span": [4, 12]}]}},
+        {"groundings": {"img_1": [{"name": "cat", "segmentation": [0, 0, 3, 0, 3, 3], "answer_span": [4.0, 11]}]}},
+        {"groundings": {"img_1": [{"name": "cat", "segmentation": {"size": [4, 6], "counts": [3, 2, 19]}, "answer_span": [11, 4]}]}},
+        {"image_paths": ["a\\b.jpg"]},
+        {"image_paths": ["a/.hidden"]},
+    ]
+    for j, v in enumerate(variants):
+        path = tmp_path / f"v{j}.json.gz"
+        with gzip.open(path, "wt") as f:
+            json.dump([{**base, **v}, {**base, **v, "pair_id": "p2"}], f)
+        assert _rows(path, fast=True) == _rows(path, fast=False), v

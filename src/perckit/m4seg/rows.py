@@ -172,15 +172,23 @@ def _check_image_index(k: Any, n_images: int, where: str) -> int:
 # ---------------------------------------------------------------- native JSON -> row
 
 
+def _plain_hw(h: int, w: int) -> bool:
+    """``_check_image_size(h, w, ...)`` would accept (ints)."""
+    return h > 0 and w > 0 and h * w <= rle_ops.MAX_PIXELS
+
+
 def _size_orders(sizes: Sequence[Any], mask_sizes: Sequence[set], where: str) -> list[tuple[int, int, str | None]]:
     """Per image: (a, b, what its masks say): "hw", "wh", None (no mask, or square) or "neither"."""
     out = []
     for k, (size, ms) in enumerate(zip(sizes, mask_sizes)):
-        w = f"{where}: image_sizes[{k}]"
-        if not isinstance(size, (list, tuple)) or len(size) != 2:
-            raise ReleaseFormatError(f"{w}: expected [H, W] (2 ints), found {_short(size)}")
-        a, b = parse_int(size[0], w), parse_int(size[1], w)
-        _check_image_size(a, b, w)
+        if type(size) is list and len(size) == 2 and type(size[0]) is int and type(size[1]) is int and _plain_hw(size[0], size[1]):
+            a, b = size  # (what parse_int and _check_image_size accept silently)
+        else:
+            w = f"{where}: image_sizes[{k}]"
+            if not isinstance(size, (list, tuple)) or len(size) != 2:
+                raise ReleaseFormatError(f"{w}: expected [H, W] (2 ints), found {_short(size)}")
+            a, b = parse_int(size[0], w), parse_int(size[1], w)
+            _check_image_size(a, b, w)
         if not ms or (a == b and ms == {(a, b)}):
             says = None
         elif ms == {(a, b)}:
@@ -239,10 +247,15 @@ def _plainly_relative(path: Any) -> bool:
 
 def _bboxes(masks: list) -> list[list[float]]:
     """``rle.to_bbox`` of every validated mask, with one pycocotools call per 255 masks."""
+    return _bboxes_c([rle_ops._to_c(m) for m in masks])
+
+
+def _bboxes_c(cs: list) -> list[list[float]]:
+    """:func:`_bboxes` of masks given in pycocotools form (bytes counts)."""
     out: list[list[float]] = []
-    for i in range(0, len(masks), 255):
-        part = masks[i : i + 255]
-        out.extend(rle_ops._mask.toBbox([rle_ops._to_c(m) for m in part]).reshape(len(part), 4).tolist())
+    for i in range(0, len(cs), 255):
+        part = cs[i : i + 255]
+        out.extend(rle_ops._mask.toBbox(part).reshape(len(part), 4).tolist())
     return out
 
 
@@ -274,6 +287,66 @@ def _to_rle(obj: Any, hw: list[int], gw: str, k: int) -> dict:
 
 
 _INT_ONLY = {int}
+_POLY_NUMBERS = (float, int)
+
+
+def _plain_mask(obj: Any, hw: list[int]) -> tuple[dict, dict] | None:
+    """``(_to_rle(obj, hw, ...), its pycocotools form)`` for the shapes proved valid without an error path: a
+    compressed RLE of ASCII str counts or an uncompressed one of plain ints valid at its image's size (the
+    checks of :func:`_to_rle`), or polygons that ``rle.from_polygons`` takes without numpy
+    (``rle._plain_polygon_ok``); None for anything else (then :func:`_to_rle`, which gives the row or the error)."""
+    h, w = hw
+    if type(obj) is dict:
+        if not _plain_size(obj.get("size"), hw):
+            return None
+        counts = obj.get("counts")
+        if type(counts) is str:
+            if counts and counts.isascii():
+                scan = _kernels.scan_counts()
+                if scan is not None:
+                    raw = counts.encode("ascii")
+                    status, total, _ = scan(np.frombuffer(raw, dtype=np.uint8))
+                    if status == 0 and total == h * w:
+                        return {"size": [h, w], "counts": counts}, {"size": [h, w], "counts": raw}
+        elif type(counts) is list:
+            if counts and set(map(type, counts)) == _INT_ONLY and min(counts) >= 0 and sum(counts) == h * w:
+                c = rle_ops._mask.frPyObjects({"counts": counts, "size": [h, w]}, h, w)
+                return rle_ops._from_c(c), c
+        return None
+    if type(obj) is list and obj:
+        first = type(obj[0])
+        polys = obj if first is list else [obj] if first in _POLY_NUMBERS else None
+        if polys is None:
+            return None
+        ok = rle_ops._plain_polygon_ok
+        for poly in polys:
+            if not ok(poly, h, w):
+                return None
+        parts = rle_ops._mask.frPyObjects(polys, h, w)
+        c = rle_ops._mask.merge(parts, intersect=False) if len(parts) > 1 else parts[0]
+        return rle_ops._from_c(c), c
+    return None
+
+
+def _plain_span(span: Any, n: int) -> list[int] | None:
+    """``_check_span(span, answer, ...)`` for a plain ``[start, end]`` of ints with ``0 <= start <= end <= n``
+    (``n``: the answer's length); None otherwise (then ``_check_span``)."""
+    if type(span) is list and len(span) == 2:
+        s, e = span
+        if type(s) is int and type(e) is int and 0 <= s <= e <= n:
+            return [s, e]
+    return None
+
+
+def _image_stem(path: str) -> str:
+    """``os.path.splitext(os.path.basename(path))[0]`` of a path :func:`_plainly_relative` accepted."""
+    base = path.rpartition("/")[2]
+    i = base.rfind(".")
+    return base[:i] if i > 0 and base[:i].lstrip(".") else base
+
+
+#: ``codes.img_key_index`` of the plain keys img_1 .. img_999 (a dict lookup instead of a regex).
+_IMG_INDEX = {f"img_{k}": k for k in range(1, 1000)}
 
 
 def _spans_are_codes(answer: str, groundings: list[dict]) -> bool:
@@ -343,11 +416,14 @@ def native_to_row(
         groups = by_key
     if not isinstance(groups, _MAPS):
         raise ReleaseFormatError(f"{where}: 'groundings': expected an object keyed 'img_1', 'img_2', ..., found {_short(groups)}")
-    keys = codes.sorted_img_keys(groups.keys(), f"{where}: groundings")
+    plain = [_IMG_INDEX.get(key) if type(key) is str else None for key in groups]
+    if None not in plain:  # the common keys: sorted by their index without a regex (the same order)
+        keyed = sorted(zip(plain, groups))
+    else:
+        keyed = [(codes.img_key_index(key), key) for key in codes.sorted_img_keys(groups.keys(), f"{where}: groundings")]
     per_image: dict[int, list] = {}
     key_of: dict[int, str] = {}
-    for key in keys:
-        k = codes.img_key_index(key)
+    for k, key in keyed:
         if not 1 <= k <= n:
             raise ReleaseFormatError(f"{where}: groundings.{key}: expected keys img_1..img_{n} ({n} image(s)), found {key!r}")
         if k in per_image:
@@ -363,6 +439,11 @@ def native_to_row(
         ms = set()
         for g in per_image.get(k, ()):
             m = _alias(g, GROUNDING_ALIASES["mask"]) if isinstance(g, _MAPS) else None
+            if type(m) is dict:
+                sz = m.get("size")
+                if type(sz) is list and len(sz) == 2 and type(sz[0]) is int and type(sz[1]) is int:
+                    ms.add((sz[0], sz[1]))
+                    continue
             if isinstance(m, _MAPS) and isinstance(m.get("size"), (list, tuple)) and len(m["size"]) == 2:
                 try:
                     ms.add((int(m["size"][0]), int(m["size"][1])))
@@ -375,9 +456,13 @@ def native_to_row(
         hw = hws[k - 1]
         # a path relative to the user's image_root: an absolute path or a '..' never reaches a row
         path = paths[k - 1]
-        if not _plainly_relative(path):
+        plain_path = _plainly_relative(path)
+        if not plain_path:
             check_relative(path, f"{where}: image_paths[{k - 1}]")
-        image_id = str(ids[k - 1]) if ids is not None else os.path.splitext(os.path.basename(path))[0]
+        if ids is not None:
+            image_id = str(ids[k - 1])
+        else:
+            image_id = _image_stem(path) if plain_path else os.path.splitext(os.path.basename(path))[0]
         images.append({"image_id": image_id, "path": path, "height": hw[0], "width": hw[1]})
 
     derived: dict[int, list[list[int]]] = {}
@@ -386,20 +471,31 @@ def native_to_row(
         derived = codes.derive_spans(answer, need, where)
 
     groundings = []
-    masks = []
+    masks = []  # pycocotools forms, for the bboxes
+    n_answer = len(answer)
+    mask_keys, name_keys = GROUNDING_ALIASES["mask"], GROUNDING_ALIASES["name"]
     for k in sorted(per_image):
         hw = [images[k - 1]["height"], images[k - 1]["width"]]
         for i, g in enumerate(per_image[k]):
-            gw = f"{where}: groundings.img_{k}[{i}]"
+            # (the message prefix is built only where a check needs it)
             if not isinstance(g, _MAPS):
-                raise ReleaseFormatError(f"{gw}: expected a grounding object, found {_short(g)}")
-            mask_obj = _alias(g, GROUNDING_ALIASES["mask"])
+                raise ReleaseFormatError(f"{where}: groundings.img_{k}[{i}]: expected a grounding object, found {_short(g)}")
+            mask_obj = _alias(g, mask_keys)
             if mask_obj is None:
-                raise ReleaseFormatError(f"{gw}.segmentation: expected a mask (RLE or polygons), found none")
-            mask = _to_rle(mask_obj, hw, gw, k)
+                raise ReleaseFormatError(f"{where}: groundings.img_{k}[{i}].segmentation: expected a mask (RLE or polygons), found none")
+            fast = _plain_mask(mask_obj, hw)
+            if fast is not None:
+                mask, c_form = fast
+            else:
+                mask = _to_rle(mask_obj, hw, f"{where}: groundings.img_{k}[{i}]", k)
+                c_form = rle_ops._to_c(mask)
             span = g.get("answer_span")
-            span = _check_span(span, answer, gw) if span is not None else derived[k][i]
-            name = _alias(g, GROUNDING_ALIASES["name"])
+            if span is None:
+                span = derived[k][i]
+            else:
+                checked = _plain_span(span, n_answer)
+                span = checked if checked is not None else _check_span(span, answer, f"{where}: groundings.img_{k}[{i}]")
+            name = _alias(g, name_keys)
             groundings.append({
                 "image_index": k,
                 "name": None if name is None else str(name),
@@ -409,8 +505,8 @@ def native_to_row(
                 "bbox_xywh": None,
                 "mask": mask,
             })
-            masks.append(mask)
-    for g, box in zip(groundings, _bboxes(masks)):
+            masks.append(c_form)
+    for g, box in zip(groundings, _bboxes_c(masks)):
         g["bbox_xywh"] = box
     problems = [] if _spans_are_codes(answer, groundings) else codes.span_code_problems(answer, groundings)
     if problems:
