@@ -435,10 +435,13 @@ def native_to_row(
         per_image[k] = gs
 
     mask_sizes: list[set] = []
+    mask_objs: dict[int, list] = {}  # each grounding's mask object, looked up once
     for k in range(1, n + 1):
         ms = set()
+        objs = mask_objs[k] = []
         for g in per_image.get(k, ()):
             m = _alias(g, GROUNDING_ALIASES["mask"]) if isinstance(g, _MAPS) else None
+            objs.append(m)
             if type(m) is dict:
                 sz = m.get("size")
                 if type(sz) is list and len(sz) == 2 and type(sz[0]) is int and type(sz[1]) is int:
@@ -473,14 +476,14 @@ def native_to_row(
     groundings = []
     masks = []  # pycocotools forms, for the bboxes
     n_answer = len(answer)
-    mask_keys, name_keys = GROUNDING_ALIASES["mask"], GROUNDING_ALIASES["name"]
+    name_keys = GROUNDING_ALIASES["name"]
     for k in sorted(per_image):
         hw = [images[k - 1]["height"], images[k - 1]["width"]]
         for i, g in enumerate(per_image[k]):
             # (the message prefix is built only where a check needs it)
             if not isinstance(g, _MAPS):
                 raise ReleaseFormatError(f"{where}: groundings.img_{k}[{i}]: expected a grounding object, found {_short(g)}")
-            mask_obj = _alias(g, mask_keys)
+            mask_obj = mask_objs[k][i]
             if mask_obj is None:
                 raise ReleaseFormatError(f"{where}: groundings.img_{k}[{i}].segmentation: expected a mask (RLE or polygons), found none")
             fast = _plain_mask(mask_obj, hw)
