@@ -28,6 +28,7 @@ then floor, build, floor, build), best of N. Every case returns the rows of benc
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import math
@@ -316,6 +317,7 @@ def _syn4d_challenge_arrays(base: Path, seq: str, frames: tuple[int, ...]) -> di
 
 
 def _quiet_datasets() -> None:
+    """No progress bars and only errors from datasets and perckit (a child process: nothing to restore)."""
     import logging
 
     import datasets
@@ -323,6 +325,27 @@ def _quiet_datasets() -> None:
     datasets.disable_progress_bars()
     datasets.logging.set_verbosity_error()
     logging.getLogger("perckit").setLevel(logging.ERROR)
+
+
+@contextlib.contextmanager
+def _quiet_in_process() -> Iterator[None]:
+    """:func:`_quiet_datasets` for a build in this process, the previous levels and progress bars restored on exit
+    (a caller such as a test keeps its logging as it was)."""
+    import logging
+
+    import datasets
+
+    logger = logging.getLogger("perckit")
+    level, verbosity = logger.level, datasets.logging.get_verbosity()
+    bars = not datasets.utils.are_progress_bars_disabled()
+    _quiet_datasets()
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        datasets.logging.set_verbosity(verbosity)
+        if bars:
+            datasets.enable_progress_bars()
 
 
 def _vm_hwm_mb() -> float | None:
@@ -556,10 +579,10 @@ def _build_seconds(name: str, config: str, data_dir: Path, cache: Path) -> float
     from perckit.entrypoints import builder_class
 
     shutil.rmtree(cache, ignore_errors=True)
-    _quiet_datasets()  # the sample releases' quirks log warnings on every build
-    t0 = time.perf_counter()
-    builder_class(name)(config_name=config, data_dir=str(data_dir), cache_dir=str(cache)).download_and_prepare()
-    seconds = time.perf_counter() - t0
+    with _quiet_in_process():  # the sample releases' quirks log warnings on every build
+        t0 = time.perf_counter()
+        builder_class(name)(config_name=config, data_dir=str(data_dir), cache_dir=str(cache)).download_and_prepare()
+        seconds = time.perf_counter() - t0
     shutil.rmtree(cache, ignore_errors=True)
     return seconds
 
