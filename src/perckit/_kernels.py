@@ -155,3 +155,50 @@ def scan_counts_column():
 def have_numba() -> bool:
     """True when the kernels are compiled (numba importable)."""
     return _numba() is not None
+
+
+def _json_colons(buf):
+    """The number of colons (``:`` bytes, in strings too) of the JSON text ``buf`` (uint8), or -1 when it holds,
+    outside its strings, a run of 19 or more digits (an integer literal that may not fit 64 bits, or a long
+    mantissa), or, inside a string, a ``\\u003a`` / ``\\u003A`` escape (a colon written as an escape).
+    Strings are followed by their quotes and backslash escapes; for invalid JSON the answer is never relied
+    on (the parser refuses it). Plain Python over a numpy array: compiled by :func:`json_colons`, interpreted
+    as its fallback."""
+    n = buf.shape[0]
+    in_str = False
+    run = 0
+    colons = 0
+    p = 0
+    while p < n:
+        c = buf[p]
+        if in_str:
+            if c == 92:  # a backslash: \u003a / \u003A is a colon; any escape skips its next byte
+                if p + 5 < n and buf[p + 1] == 117 and buf[p + 2] == 48 and buf[p + 3] == 48 and buf[p + 4] == 51 and (buf[p + 5] == 97 or buf[p + 5] == 65):
+                    return -1
+                p += 1
+            elif c == 34:
+                in_str = False
+            elif c == 58:
+                colons += 1
+        elif c == 34:
+            in_str = True
+            run = 0
+        elif c >= 48 and c <= 57:
+            run += 1
+            if run >= 19:
+                return -1
+        else:
+            run = 0
+            if c == 58:
+                colons += 1
+        p += 1
+    return colons
+
+
+@lru_cache(maxsize=1)
+def json_colons():
+    """The compiled :func:`_json_colons`, or None without numba (callers then take their reference path)."""
+    numba = _numba()
+    if numba is None:
+        return None
+    return numba.njit(cache=True, nogil=True)(_json_colons)
