@@ -152,13 +152,17 @@ def _read_page_header(f: Any, pos: int, end: int) -> tuple[dict, int]:
             size *= 16
 
 
-def _max_dictionary_entry(f: Any, pos: int, header: dict, codec: str, physical: str, type_length: int | None) -> int:
-    """The longest entry of a PLAIN dictionary page (the page body follows its header at ``pos``)."""
+def _max_dictionary_entry(f: Any, pos: int, header: dict, codec: str, physical: str, type_length: int | None,
+                          exact: bool = True) -> int:
+    """The longest entry of a PLAIN dictionary page (the page body follows its header at ``pos``); with
+    ``exact=False``, for ``BYTE_ARRAY``, the page's uncompressed size (a bound of it; nothing read)."""
     if physical == "FIXED_LEN_BYTE_ARRAY":
         return int(type_length or 0)
     if physical != "BYTE_ARRAY":
         return 12  # INT96, the widest fixed-width physical type
     compressed, uncompressed = int(header.get(3) or 0), int(header.get(2) or 0)
+    if not exact:
+        return uncompressed
     f.seek(pos)
     body = f.read(compressed)
     if len(body) != compressed:
@@ -184,7 +188,19 @@ def _max_dictionary_entry(f: Any, pos: int, header: dict, codec: str, physical: 
 
 
 def _chunk_pages_bytes(f: Any, col: Any, file_size: int, limit: int, type_length: int | None) -> int:
-    """What the pages of one column chunk decompress and decode to, at most (see the module docstring)."""
+    """What the pages of one column chunk decompress and decode to, at most (see the module docstring).
+
+    A dictionary's longest entry is at most its page's uncompressed size: the walk first takes that bound,
+    which reads no dictionary body; only a chunk that the bound puts over ``limit`` is walked again with
+    every dictionary read and decompressed for its real longest entry (the same accept / refuse decision
+    as always walking exactly, and the same total where it refuses)."""
+    total = _walk_chunk_pages(f, col, file_size, limit, type_length, exact_dictionary=False)
+    if total > limit:
+        total = _walk_chunk_pages(f, col, file_size, limit, type_length, exact_dictionary=True)
+    return total
+
+
+def _walk_chunk_pages(f: Any, col: Any, file_size: int, limit: int, type_length: int | None, exact_dictionary: bool) -> int:
     start = col.data_page_offset
     if col.has_dictionary_page and col.dictionary_page_offset is not None and 0 < col.dictionary_page_offset < start:
         start = col.dictionary_page_offset
@@ -202,7 +218,7 @@ def _chunk_pages_bytes(f: Any, col: Any, file_size: int, limit: int, type_length
         body = pos + header_len
         total += uncompressed
         if ptype == _DICTIONARY_PAGE:
-            dict_entry = _max_dictionary_entry(f, body, header, codec, physical, type_length)
+            dict_entry = _max_dictionary_entry(f, body, header, codec, physical, type_length, exact_dictionary)
         elif ptype in (_DATA_PAGE, _DATA_PAGE_V2):
             sub = header.get(5 if ptype == _DATA_PAGE else 8) or {}
             num_values = max(int(sub.get(1) or 0), 0)
