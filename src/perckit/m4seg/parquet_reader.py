@@ -199,8 +199,7 @@ def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
             check_parquet_schema(pf.schema_arrow, where)
             try:
                 for batch in pf.iter_batches(batch_size=65536, columns=["example_id"]):
-                    for v in batch.column(0).to_pylist():
-                        guard.add(str(v))
+                    guard.add_many([str(v) for v in batch.column(0).to_pylist()])
             except (pa.ArrowException, *PARQUET_ERRORS) as e:
                 raise ReleaseFormatError(
                     f"{where}: the example_id column cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
