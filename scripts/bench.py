@@ -10,10 +10,10 @@ The cases, in the order of the default run:
 
 - ``m4seg`` (scripts/bench_floors.py): synthetic train splits at 20k rows and at the real 743,463 rows (quick:
   2k and 10k, one run each; tiled from 4,096 generated examples, ``write_release(..., tile_block=4096)``). Parquet source:
-  its floor and the num_proc=1 build interleaved, then num_proc=2; native source: its floor and the
-  num_proc=1 build. Every build and every floor runs in a fresh subprocess, which reports the time of the work
+  rounds of its floor, the num_proc=1 and the num_proc=2 build; native source: its floor and the num_proc=1
+  build. Every build and every floor runs in a fresh subprocess, which reports the time of the work
   alone; the parent reads its peak RSS from ``os.wait4`` (one process: the child's own ``VmHWM``). Best of 2
-  at 20k, one run at 743k. Targets: Parquet build / floor <= 4 at 743k rows (num_proc=1), peak RSS at 743k /
+  rounds at 20k and, for Parquet, at 743k; one native round at 743k. Targets: Parquet build / floor <= 4 at 743k rows (num_proc=1), peak RSS at 743k /
   at 20k <= 1.25, num_proc=2 / num_proc=1 speedup >= 1.6 at 743k; the native ratio, the rows/s and the build
   seconds at 743k are reported (with ``--quick`` only the RSS ratio is checked: start-up dominates 10k rows).
 - ``refcoco_m_build``, ``syn4d_build`` (scripts/bench_floors.py): the RefCOCO-M ``expressions`` build (600
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--num-proc", type=int, nargs="+", default=[1, 2],
                    help="num_proc values of the Parquet builds (default 1 2; native: 1 unless given)")
     m.add_argument("--workdir", help="keep the generated releases here (reused across runs)")
-    m.add_argument("--repeat", type=int, default=1, help="runs of each build and floor above 50k rows (best kept)")
+    m.add_argument("--repeat", type=int, help="rounds of each floor and build above 50k rows, best kept (default: Parquet 2, native 1)")
     m.set_defaults(func=bench_m4seg)
     # Kept for callers of the former child command; the children now live in bench_floors.py.
     c = sub.add_parser("_m4seg-convert", help=argparse.SUPPRESS)

@@ -472,10 +472,11 @@ def _best(runs: list[dict]) -> dict:
     return best
 
 
-def m4seg_measure(work: Path, sizes: list[int], sources: list[str], nprocs: list[int], repeat: Callable[[int], int],
+def m4seg_measure(work: Path, sizes: list[int], sources: list[str], nprocs: list[int], repeat: Callable[[int, str], int],
                   log: Callable[[str], None] = print) -> list[dict]:
-    """Per size and source: the floor and the num_proc=1 build interleaved (floor, build, floor, build...;
-    ``repeat(size)`` pairs, best of each), then the builds with the other ``nprocs``; each in a fresh process."""
+    """Per size and source, ``repeat(size, source)`` rounds of the floor and a build with each of ``nprocs``
+    (floor, num_proc=1, num_proc=2, floor, ...: every round sees the same machine), best of each; every run in a
+    fresh process."""
     results = []
     for n in sizes:
         root = work / f"release_{n}"
@@ -484,12 +485,9 @@ def m4seg_measure(work: Path, sizes: list[int], sources: list[str], nprocs: list
             log(f"  generated {n} train rows in {gen:.1f}s ({n / gen:.0f} rows/s)")
         for source in sources:
             floors, builds = [], {p: [] for p in nprocs}
-            for _ in range(repeat(n)):
+            for _ in range(repeat(n, source)):
                 floors.append(run_child("_floor", root, source, 1, work / "cache"))
-                if 1 in builds:
-                    builds[1].append(run_child("_convert", root, source, 1, work / "cache"))
-            for p in nprocs:
-                while len(builds[p]) < repeat(n):
+                for p in nprocs:
                     builds[p].append(run_child("_convert", root, source, p, work / "cache"))
             f = _best(floors)
             results.append(dict(f, size=n, source=source, kind="floor", num_proc=1))
@@ -550,11 +548,22 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v:.0%}"
 
 
+def _m4seg_rounds(rows: int, source: str, quick: bool, repeat_large: int | None) -> int:
+    """Rounds (floor + builds) per size and source: 1 with ``quick``; 2 up to 50k rows; at the large size
+    ``repeat_large`` when given, else 2 for Parquet (its speedup target compares two short builds) and 1 for
+    the native source (a build of minutes)."""
+    if quick:
+        return 1
+    if rows <= 50_000:
+        return 2
+    return repeat_large if repeat_large else (2 if source == "parquet" else 1)
+
+
 def case_m4seg(quick: bool = False, sizes: list[int] | None = None, sources: list[str] | None = None,
-               nprocs: dict[str, list[int]] | None = None, workdir: Path | None = None, repeat_large: int = 1) -> list[dict]:
+               nprocs: dict[str, list[int]] | None = None, workdir: Path | None = None, repeat_large: int | None = None) -> list[dict]:
     """M4Seg: Parquet at the small and the real size (num_proc 1 and 2), native (num_proc 1), each build
-    beside its floor. Default sizes 20k and 743,463 rows, best of 2 at sizes up to 50k, of ``repeat_large``
-    above; quick: 2k and 10k rows, one run each."""
+    beside its floor. Default sizes 20k and 743,463 rows; the best of the rounds of :func:`_m4seg_rounds`;
+    quick: 2k and 10k rows, one run each."""
     sizes = sizes or ([2_000, 10_000] if quick else [20_000, M4SEG_REAL_ROWS])
     sources = sources or ["parquet", "native"]
     nprocs = nprocs or {"parquet": [1, 2], "native": [1]}
@@ -563,7 +572,7 @@ def case_m4seg(quick: bool = False, sizes: list[int] | None = None, sources: lis
     try:
         results = []
         for s in sources:
-            results += m4seg_measure(work, sizes, [s], nprocs.get(s, [1]), lambda n: 1 if quick else 2 if n <= 50_000 else repeat_large,
+            results += m4seg_measure(work, sizes, [s], nprocs.get(s, [1]), lambda n, src: _m4seg_rounds(n, src, quick, repeat_large),
                                      log=lambda m: print(m, flush=True))
     finally:
         if workdir is None:
