@@ -173,3 +173,22 @@ def test_add_batch_in_any_batch_sizes(rcm_expressions, refer_metric):
     whole = refer_metric.compute(predictions=preds, references=refs)
     for bs in (1, 16):
         assert compute_in_batches(refer_metric, preds, refs, batch_sizes(len(refs), bs)) == whole
+
+
+def test_compute_and_add_batch_pause_the_collector_and_restore_it(refer_metric, monkeypatch):
+    """compute and add_batch run with the cyclic collector paused (a pass over their acyclic rows finds nothing
+    and took half of compute's time) and leave it as they found it, also when they raise."""
+    import gc
+
+    from perckit.refcoco_m import metrics
+
+    ref, pred = REF("1:0", "033"), PRED("1:0", "021O1")
+    score = metrics.score_expression
+    seen = []
+    monkeypatch.setattr(metrics, "score_expression", lambda *a, **k: seen.append(gc.isenabled()) or score(*a, **k))
+    assert gc.isenabled()
+    assert refer_metric.compute(predictions=[pred], references=[ref])["miou"] == 0.5
+    assert seen[0] is False and gc.isenabled()
+    with pytest.raises(PredictionError):
+        refer_metric.add_batch(predictions=[{"expression_id": 5, "mask": pred["mask"]}], references=[ref])
+    assert gc.isenabled()

@@ -30,6 +30,7 @@ import evaluate
 
 from . import feature_check
 from .errors import OptionError, PredictionError, check_option_type, short_repr
+from .prefetch import gc_paused
 
 #: The options ``evaluate.load`` / ``EvaluationModule.__init__`` take, and the type each must have.
 INIT_OPTIONS = {
@@ -212,13 +213,28 @@ class PerckitMetric(evaluate.Metric):
             what = "input does" if one else "inputs do"
             raise PredictionError(f"{self.metric_name}: the {what} not match the metric's declared features: {detail}")
 
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """``evaluate.EvaluationModule.compute``, with Python's cyclic garbage collector paused while it runs.
+
+        The inputs, their encoded form and the rows read back from the cache file are plain acyclic data
+        (dicts, lists, strings): a collection pass finds nothing to free but traverses all of them, and such
+        passes took half of ``compute``'s time on 5,598 RefCOCO-M pairs. The collector is re-enabled (if it was
+        on) when ``compute`` returns or raises."""
+        with gc_paused():
+            return super().compute(predictions=predictions, references=references, **kwargs)
+
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of predictions and references (see ``evaluate.EvaluationModule.add_batch``).
 
         Every value is checked against the declared features first: one that ``evaluate``'s encoding
         would refuse or silently change (a fraction for an int, a number for a string, ...) raises
-        :class:`~perckit.errors.PredictionError` naming the side, the row and the field.
+        :class:`~perckit.errors.PredictionError` naming the side, the row and the field. The collector is
+        paused as in :meth:`compute`.
         """
+        with gc_paused():
+            return self._add_batch(predictions=predictions, references=references, **kwargs)
+
+    def _add_batch(self, *, predictions=None, references=None, **kwargs):
         batch = {"predictions": predictions, "references": references, **kwargs}
         self._refuse(batch)
         try:
