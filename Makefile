@@ -75,7 +75,7 @@ test:
 	@$(MAKE) --no-print-directory -j2 env env5
 	@mkdir -p $(TEST_LOGS)
 	@echo "make test: the datasets 3.6 and 5.x suites run at the same time (logs: $(TEST_LOGS)/ds3.txt, $(TEST_LOGS)/ds5.txt)"
-	@run() { s=$$(date +%s); "$$2" -m pytest $(PYTEST_FLAGS) tests > $(TEST_LOGS)/$$1.txt 2>&1; echo "$$? $$(( $$(date +%s) - s ))" > $(TEST_LOGS)/$$1.rc; }; \
+	@run() { s=$$(date +%s); "$$2" -m pytest $(PYTEST_FLAGS) --durations=25 tests > $(TEST_LOGS)/$$1.txt 2>&1; echo "$$? $$(( $$(date +%s) - s ))" > $(TEST_LOGS)/$$1.rc; }; \
 	run ds3 $(PY) & run ds5 $(PY5) & wait; \
 	status=0; \
 	for s in ds3 ds5; do \
