@@ -66,23 +66,21 @@ def loads(text: str | bytes) -> Any:
 
     The value is the reference parse's (:func:`loads_reference`); :func:`_fast_loads` gives it several times
     faster wherever it can prove the two equal, and hands everything else (and every error) to the reference."""
-    if isinstance(text, (bytes, bytearray)):
-        if text.startswith(UTF8_BOM):
-            text = text[len(UTF8_BOM):]
-    elif text.startswith("\ufeff"):
-        text = text[1:]
+    text = _without_bom(text)
     value = _fast_loads(text) if len(text) >= FAST_MIN_CHARS else _NOT_PROVEN
     return _reference_loads(text) if value is _NOT_PROVEN else value
 
 
 def loads_reference(text: str | bytes) -> Any:
     """:func:`loads` by the reference parser alone (``json.loads`` with the repeated-key hook); tests compare."""
+    return _reference_loads(_without_bom(text))
+
+
+def _without_bom(text: str | bytes) -> str | bytes:
+    """``text`` without its leading UTF-8 BOM (:data:`UTF8_BOM`, or U+FEFF in a ``str``), if it has one."""
     if isinstance(text, (bytes, bytearray)):
-        if text.startswith(UTF8_BOM):
-            text = text[len(UTF8_BOM):]
-    elif text.startswith("\ufeff"):
-        text = text[1:]
-    return _reference_loads(text)
+        return text[len(UTF8_BOM):] if text.startswith(UTF8_BOM) else text
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 def _reference_loads(text: str | bytes) -> Any:
