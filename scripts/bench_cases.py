@@ -8,7 +8,6 @@ process and keeps the best run (the least disturbed by the rest of the machine).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
