@@ -13,8 +13,9 @@ The cases, in the order of the default run:
   rounds of its floor, the num_proc=1 and the num_proc=2 build; native source: its floor and the num_proc=1
   build. Every build and every floor runs in a fresh subprocess, which reports the time of the work
   alone; the parent reads its peak RSS from ``os.wait4`` (one process: the child's own ``VmHWM``). Best of 2
-  rounds at 20k and, for Parquet, at 743k; one native round at 743k. Targets: Parquet build / floor <= 4 at 743k rows (num_proc=1), peak RSS at 743k /
-  at 20k <= 1.25, num_proc=2 / num_proc=1 speedup >= 1.6 at 743k; the native ratio, the rows/s and the build
+  rounds at 20k and, for Parquet, at 743k; one native round at 743k. Targets: Parquet build / floor <= 4 at
+  743k rows (num_proc=1), peak RSS at 743k / at 20k <= 1.25, num_proc=2 / num_proc=1 speedup >= 1.6 at 743k;
+  the native ratio, the rows/s and the build
   seconds at 743k are reported (with ``--quick`` only the RSS ratio is checked: start-up dominates 10k rows).
 - ``refcoco_m_build``, ``syn4d_build`` (scripts/bench_floors.py): the RefCOCO-M ``expressions`` build (600
   images) and the Syn4D ``tracking`` (256 sequences, Q=512) and ``challenge`` (8 sequences, depth 360x640)
