@@ -26,6 +26,49 @@ def test_read_ahead_order_contents_and_errors(tmp_path):
             assert data == bytes([i]) * (i * 100)
 
 
+def test_read_ahead_hints_within_its_window(tmp_path, monkeypatch):
+    """Every regular file under the limit is hinted once, before it is read; never a file over the limit or a
+    folder; and the files hinted and not yet read never hold more than ``ahead_bytes`` (plus the one file
+    hinted into an empty window) nor number more than ``depth``."""
+    import pytest
+
+    if not hasattr(os, "posix_fadvise"):
+        pytest.skip("this OS has no posix_fadvise: read_ahead gives no hints")
+    sizes = [(i * 37) % 500 + 1 for i in range(60)]
+    sizes[10] = 5000  # over the limit below: read (and refused) but never hinted
+    paths = []
+    for i, n in enumerate(sizes):
+        p = tmp_path / f"{i:02d}.bin"
+        p.write_bytes(b"x" * n)
+        paths.append(p)
+    paths[20] = tmp_path  # a folder: never hinted
+    hinted: list[int] = []
+    real = os.posix_fadvise
+
+    def spy(fd, offset, length, advice):
+        if advice == os.POSIX_FADV_WILLNEED:
+            hinted.append(os.fstat(fd).st_size)
+        return real(fd, offset, length, advice)
+
+    monkeypatch.setattr(os, "posix_fadvise", spy)
+    by_size = {n: i for i, n in enumerate(sizes)}
+    assert len(by_size) == len(sizes)  # sizes name the files in this test
+    read = 0
+    for i, (p, data) in enumerate(read_ahead(paths, depth=8, limit=1000, ahead_bytes=1500)):
+        assert p == paths[i]
+        ahead = [by_size[n] for n in hinted if by_size[n] >= i]
+        if i not in (10, 20):
+            assert i in [by_size[n] for n in hinted], f"file {i} read before it was hinted"
+            assert data == b"x" * sizes[i]
+        else:
+            assert isinstance(data, Exception)
+        assert len(ahead) <= 8
+        assert sum(sizes[k] for k in ahead) <= 1500
+        read += 1
+    assert read == len(paths)
+    assert sorted(by_size[n] for n in hinted) == [i for i in range(len(paths)) if i not in (10, 20)]
+
+
 def test_gc_paused_restores_state():
     assert gc.isenabled()
     with gc_paused():

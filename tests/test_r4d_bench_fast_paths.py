@@ -320,3 +320,17 @@ def test_frame_tables_same_as_from_pylist(tmp_path):
                 rows_to_table(batch, media)
             continue
         assert rows_to_table(batch, media).equals(expected), values
+
+
+def test_scenes_frame_rows_reads_across_scenes_as_frame_rows_does(tmp_path):
+    """One read-ahead across every scene (what the builder runs) gives each scene's ``frame_rows`` in turn, and
+    an unreadable image of a later scene is still reported with its own scene's COCO file."""
+    root = write_release("r4d_bench", tmp_path / "rel", frames_per_scene=5, height=27, width=48).root
+    infos = [release.read_scene(root, s, read_tracks=True) for s in release.scene_names(root)]
+    expected = [item for info in infos for item in release.frame_rows(info)]
+    assert len(expected) == 5 * len(infos)
+    assert list(release.scenes_frame_rows(infos)) == expected
+    victim = scenes.frame_image_paths(infos[3])[2]
+    victim.write_bytes(b"not an image")
+    with pytest.raises(ReleaseFormatError, match=rf"{infos[3].coco_path.name}.*frame"):
+        list(release.scenes_frame_rows(infos))

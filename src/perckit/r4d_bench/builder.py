@@ -106,7 +106,6 @@ class R4DBenchBuilder(PerckitTableBuilder):
 
     def _generate_rows(self, release_data: release.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, dict]]:
         if scenes is not None:
-            for info in scenes:
-                yield from release.frame_rows(info, self.config.track_id_precedence)
+            yield from release.scenes_frame_rows(scenes, self.config.track_id_precedence)
         else:
             yield from release.query_rows(release_data, self.config.mask_source, self.config.scene_aliases)

@@ -24,7 +24,7 @@ MAX_IMAGE_BYTES = 64 << 20
 MAX_MASK_PNG_BYTES = 64 << 20
 
 
-def read_ahead(paths: Sequence[str | os.PathLike], limit: int = MAX_IMAGE_BYTES, depth: int = 16) -> Iterator[tuple[Path, bytes | Exception]]:
+def read_ahead(paths: Sequence[str | os.PathLike], limit: int = MAX_IMAGE_BYTES) -> Iterator[tuple[Path, bytes | Exception]]:
     """:func:`perckit.prefetch.read_ahead` of the frame images, each a regular file under ``limit`` bytes."""
-    return prefetch.read_ahead(paths, depth=depth, limit=limit, what="image file")
+    return prefetch.read_ahead(paths, limit=limit, what="image file")
 

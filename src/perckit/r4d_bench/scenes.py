@@ -9,6 +9,7 @@ scene track JSON meet), the names and the shape of the scene track JSON (:func:`
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -342,9 +343,23 @@ def check_image_bytes(data: bytes, path: Path, where: str) -> None:
     check_encoded_image(data, f"{where}: image file {str(path)!r}")
 
 
-def read_ahead(paths: Sequence[str | Path], depth: int = 16) -> Iterator[tuple[Path, bytes | Exception]]:
+def read_ahead(paths: Sequence[str | Path]) -> Iterator[tuple[Path, bytes | Exception]]:
     """The frame images' bytes, each a regular file under :data:`files.MAX_IMAGE_BYTES` (:func:`files.read_ahead`)."""
-    return files.read_ahead(paths, files.MAX_IMAGE_BYTES, depth)
+    return files.read_ahead(paths, files.MAX_IMAGE_BYTES)
+
+
+def frame_image_paths(info: SceneInfo) -> list[Path]:
+    """The scene's frame image files in the order :func:`frame_rows` reads them (by frame id)."""
+    return [info.folder / info.frames[fid].file_name for fid in sorted(info.frames)]
+
+
+def scenes_frame_rows(infos: Sequence[SceneInfo], track_id_precedence: str = "coco") -> Iterator[tuple[str, dict]]:
+    """:func:`frame_rows` of every scene in turn, the images read through one :func:`read_ahead` across all
+    of them (the read-ahead window runs on into the next scene instead of starting empty at each one)."""
+    per_scene = [frame_image_paths(info) for info in infos]
+    images = read_ahead([p for paths in per_scene for p in paths])
+    for info, paths in zip(infos, per_scene):
+        yield from frame_rows(info, track_id_precedence, images=itertools.islice(images, len(paths)))
 
 
 def _check_track_links(info: SceneInfo, annotations: Sequence[Mapping], precedence: str) -> None:
@@ -373,11 +388,15 @@ def _check_track_links(info: SceneInfo, annotations: Sequence[Mapping], preceden
                        "COCO" if precedence == "coco" else "scene track JSON", precedence)
 
 
-def frame_rows(info: SceneInfo, track_id_precedence: str = "coco") -> Iterator[tuple[str, dict]]:
+def frame_rows(
+    info: SceneInfo, track_id_precedence: str = "coco", images: Iterator[tuple[Path, bytes | Exception]] | None = None
+) -> Iterator[tuple[str, dict]]:
     """Yield ``("<scene>/<frame_id:06d>", row)`` for every COCO image of a scene, by frame id.
 
     An annotation's ``track_id`` comes from :func:`resolve_track_id` (its COCO attribute and the scene track
-    JSON links read by :func:`read_scene` with ``read_tracks=True``; ``track_id_precedence`` picks the winner)."""
+    JSON links read by :func:`read_scene` with ``read_tracks=True``; ``track_id_precedence`` picks the winner).
+    ``images``: the ``(path, bytes or error)`` of :func:`frame_image_paths`, in order (default: read here by
+    :func:`read_ahead`; :func:`scenes_frame_rows` passes one read-ahead across scenes)."""
     check_choice("track_id_precedence", track_id_precedence, TRACK_ID_PRECEDENCES)
     coco = info.coco
     for key in ("categories", "annotations"):
@@ -391,7 +410,8 @@ def frame_rows(info: SceneInfo, track_id_precedence: str = "coco") -> Iterator[t
             by_image.setdefault(a.get("image_id"), []).append(a)
     _check_track_links(info, coco.get("annotations", []), track_id_precedence)
     fids = sorted(info.frames)
-    images = read_ahead([info.folder / info.frames[fid].file_name for fid in fids])
+    if images is None:
+        images = read_ahead(frame_image_paths(info))
     for fid, (path, data) in zip(fids, images):
         fr = info.frames[fid]
         where = f"{str(info.coco_path)!r}: image {fr.coco_image_id} (frame {fid})"
