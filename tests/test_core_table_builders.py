@@ -55,26 +55,44 @@ def test_rows_to_table_zero_copy_equals_from_pylist():
         assert table.to_pylist() == [row]
 
 
-def test_prepare_split_freezes_and_restores_the_collector(r4d_release, tmp_path, monkeypatch):
+def test_table_builds_pause_and_restore_the_collector(r4d_release, tmp_path, monkeypatch):
+    """A table builder's whole build (split generation and the writing of the split) runs with the cyclic
+    collector paused, and the collector's state is restored after, also when the build fails."""
     import gc
+
+    import pytest
 
     seen = []
     builder = builder_class("r4d_bench")(config_name="all_queries", data_dir=str(r4d_release.root), cache_dir=str(tmp_path / "a"))
-    original = builder._generate_tables
+    split_generators, generate_tables = builder._split_generators, builder._generate_tables
 
-    def spy(**kw):
-        seen.append(gc.get_freeze_count())
-        yield from original(**kw)
+    def spy_split(*a, **kw):
+        seen.append(("split", gc.isenabled()))
+        return split_generators(*a, **kw)
 
-    monkeypatch.setattr(builder, "_generate_tables", spy)
-    assert gc.get_freeze_count() == 0
+    def spy_tables(**kw):
+        seen.append(("tables", gc.isenabled()))
+        yield from generate_tables(**kw)
+
+    monkeypatch.setattr(builder, "_split_generators", spy_split)
+    monkeypatch.setattr(builder, "_generate_tables", spy_tables)
+    assert gc.isenabled()
     builder.download_and_prepare()
-    assert seen and seen[0] > 0 and gc.get_freeze_count() == 0
-    # someone else's freeze is left as it is
-    gc.freeze()
+    assert seen == [("split", False), ("tables", False)] and gc.isenabled()
+
+    def failing(**kw):
+        raise RuntimeError("boom")
+        yield
+
+    broken = builder_class("r4d_bench")(config_name="all_queries", data_dir=str(r4d_release.root), cache_dir=str(tmp_path / "b"))
+    monkeypatch.setattr(broken, "_generate_tables", failing)
+    with pytest.raises(Exception) as failed:  # datasets wraps it in a DatasetGenerationError
+        broken.download_and_prepare()
+    assert "boom" in repr(failed.value) + repr(failed.value.__cause__) + repr(failed.value.__context__)
+    assert gc.isenabled()
+    gc.disable()  # a caller that turned it off keeps it off
     try:
-        builder_class("r4d_bench")(config_name="all_queries", data_dir=str(r4d_release.root), cache_dir=str(tmp_path / "b")).download_and_prepare()
-        # still frozen (the count itself may drop: frozen objects that die are removed from it)
-        assert gc.get_freeze_count() > 0
+        builder_class("r4d_bench")(config_name="all_queries", data_dir=str(r4d_release.root), cache_dir=str(tmp_path / "c")).download_and_prepare()
+        assert not gc.isenabled()
     finally:
-        gc.unfreeze()
+        gc.enable()

@@ -9,7 +9,6 @@ from typing import Any, Iterator
 import datasets
 
 from ..errors import check_choice
-from ..prefetch import gc_paused
 from ..builder_base import PerckitConfig, PerckitTableBuilder
 from . import features as feats
 from . import release
@@ -90,18 +89,18 @@ class R4DBenchBuilder(PerckitTableBuilder):
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         root = self._release_root()
         cfg = self.config
-        with gc_paused():  # parsing and checking the JSON files builds millions of small containers
-            if cfg.name == "frames":
-                scenes = [
-                    release.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern, read_tracks=True, aliases=cfg.scene_aliases)
-                    for s in release.scene_names(root)
-                ]
-                kwargs: dict = {"scenes": scenes}
-            else:
-                rel = release.open_query_release(
-                    root, cfg.name, cfg.mask_source, cfg.coco_json_name, cfg.frame_id_pattern, cfg.scene_aliases
-                )
-                kwargs = {"release_data": rel}
+        # (parsing the JSON files builds millions of small containers: PerckitTableBuilder pauses the collector)
+        if cfg.name == "frames":
+            scenes = [
+                release.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern, read_tracks=True, aliases=cfg.scene_aliases)
+                for s in release.scene_names(root)
+            ]
+            kwargs: dict = {"scenes": scenes}
+        else:
+            rel = release.open_query_release(
+                root, cfg.name, cfg.mask_source, cfg.coco_json_name, cfg.frame_id_pattern, cfg.scene_aliases
+            )
+            kwargs = {"release_data": rel}
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs=kwargs)]
 
     def _generate_rows(self, release_data: release.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, dict]]:
