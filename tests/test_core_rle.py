@@ -821,3 +821,39 @@ def test_plain_list_fast_path_equals_numpy_path(h, w, polys):
 
     as_arrays = [np.asarray(p, dtype=np.float64) for p in polys]
     assert run(polys) == run(as_arrays)
+
+
+def test_valid_many_agrees_with_validate():
+    """``valid_many`` says True only for what ``validate`` accepts unchanged, on valid masks and on each way a
+    mask can be wrong (its False means "validate it yourself")."""
+    from perckit import _kernels
+
+    rng = np.random.default_rng(7)
+    good = [R.encode(rng.random((h, w)) < p) for h, w, p in [(5, 7, 0.5), (1, 1, 1.0), (40, 30, 0.1), (3, 3, 0.0)]]
+    cases = list(good) + [
+        {"size": [5, 7], "counts": good[0]["counts"]},          # valid again (same counts, same size)
+        {"size": [7, 5], "counts": good[0]["counts"]},          # sums to 35 too: valid for validate as well
+        {"size": [5, 8], "counts": good[0]["counts"]},          # runs sum to 35, not 40
+        {"size": [5, 7], "counts": good[0]["counts"][:-1]},     # truncated or short
+        {"size": [5, 7], "counts": "é" + good[0]["counts"]},    # non-ASCII
+        {"size": [5, 7], "counts": "~~"},                       # outside the alphabet
+        {"size": [5, 7], "counts": ""},                         # empty
+        {"size": [5, 7], "counts": good[0]["counts"].encode()},  # bytes: not taken here
+        {"size": (5, 7), "counts": good[0]["counts"]},          # a tuple size: not taken here
+        {"size": [0, 7], "counts": good[0]["counts"]},
+        {"size": [True, 35], "counts": good[0]["counts"]},
+        {"size": [5, 7]},
+        [1, 2, 3],
+        None,
+    ]
+    got = R.valid_many(cases)
+    assert len(got) == len(cases)
+    if not _kernels.have_numba():
+        assert not any(got)
+        pytest.skip("numba is not importable: valid_many decides nothing (every mask goes to validate)")
+    for case, ok in zip(cases, got):
+        if ok:
+            assert R.validate(case) == {"size": list(case["size"]), "counts": case["counts"]}
+    expected_true = [True] * 6 + [False] * (len(cases) - 6)
+    assert got == expected_true
+    assert R.valid_many([]) == []

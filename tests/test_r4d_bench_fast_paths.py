@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from pycocotools import mask as mask_utils
 
+from perckit import _kernels
 from perckit import rle
 from perckit.errors import ReleaseFormatError, RLEError
 from perckit.r4d_bench import masks
@@ -50,20 +51,24 @@ def test_every_sample_frame_same_mask(tmp_path, frames_per_scene):
     kw = {} if frames_per_scene is None else {"frames_per_scene": frames_per_scene, "height": 54, "width": 96}
     root = write_release("r4d_bench", tmp_path / "rel", **kw).root
     rel = release.open_query_release(root)
-    taken = 0
+    taken = checked_seen = 0
     for entry in rel.entries:
         scene = release.entry_scene(entry, rel.meta)
         info = rel.scenes.get(scene)
+        checked = masks.checked_rles(entry["ground_truth"]["frames"])
+        checked_seen += len(checked)
         for fr in entry["ground_truth"]["frames"]:
             size = info.frame_size(fr["frame_id"]) if info else None
             where = f"q {entry['query_id']}: frame {fr['frame_id']}"
             ref = masks.frame_mask_reference(fr["masks"], size, where)
             assert masks.frame_mask_from_segmentations(fr["masks"], size, where) == ref
+            assert masks.frame_mask_from_segmentations(fr["masks"], size, where, checked) == ref
             fast = masks._plain_frame_mask(fr["masks"], size, where) if size is not None else None
             if fast is not None:
                 taken += 1
                 assert fast == ref
     assert taken > 0  # the sample release exercises the fast path
+    assert checked_seen > 0 or not _kernels.have_numba()  # and its RLEs are checked in one scan per query
 
 
 def test_hand_made_frames_same_mask():
@@ -85,6 +90,28 @@ def test_hand_made_frames_same_mask():
             assert not any(m.get("segmentation") for m in frame)  # only all-empty frames are left to the reference
         else:
             assert fast == ref and isinstance(fast["counts"], str)
+            checked = masks.checked_rles([{"masks": frame}])
+            assert masks._plain_frame_mask(frame, (H, W), "q: frame 1", checked) == ref
+
+
+def test_checked_rles_takes_only_what_validate_accepts():
+    """An RLE of another size than the frame, a corrupt one and odd containers are not in ``checked``: the
+    frame path validates them and gives the reference's verdict."""
+    good = rle.encode(np.eye(H, W, dtype=bool))
+    wrong_size = rle.encode(np.eye(W, H, dtype=bool))
+    corrupt = {"size": [H, W], "counts": good["counts"][:-1]}
+    frames = [{"masks": [{"segmentation": good}, {"segmentation": wrong_size}]}, {"masks": [{"segmentation": corrupt}]},
+              {"masks": None}, "odd", {"masks": ["odd", {"segmentation": None}]}]
+    checked = masks.checked_rles(frames)
+    if not _kernels.have_numba():
+        assert checked == set()
+        pytest.skip("numba is not importable: nothing is checked in bulk")
+    assert checked == {id(good), id(wrong_size)}  # its own size is consistent: the frame path compares it to the frame's
+    assert masks.checked_rles("not a list") == set()
+    for frame in ([{"segmentation": good}, {"segmentation": wrong_size}], [{"segmentation": corrupt}]):
+        assert masks._plain_frame_mask(frame, (H, W), "q", checked) is None  # the reference path, and its error
+        with pytest.raises((RLEError, ReleaseFormatError)):
+            masks.frame_mask_from_segmentations(frame, (H, W), "q", checked)
 
 
 def test_non_canonical_rle_kept_as_given_and_merged_like_the_reference():

@@ -90,6 +90,19 @@ def test_coco_file_name_leaving_the_scene_is_refused(root, tmp_path, secret, kin
     expect(lambda: _frames(root, tmp_path), ReleaseFormatError, r"_annotations\.coco\.json': images\[0\]\.file_name", re.escape(repr(value)[1:20]))
 
 
+def test_query_configs_read_no_image_so_resolve_no_image_name(root, tmp_path, secret):
+    """The query configs read no frame image: a COCO ``file_name`` is not resolved there (nothing of it reaches a
+    row), while the ``frames`` config, which reads the images, still refuses it."""
+    _set_file_name(root, str(secret))
+    ds = build_split("r4d_bench", "all_queries", root, tmp_path / "cache_q")
+    assert len(ds) > 0 and str(secret) not in json.dumps(ds[:], default=str)
+    info = release.read_scene(root, "americano", image_names=False)
+    assert {fr.file_name for fr in info.frames.values()} == {None}
+    with pytest.raises(ValueError, match="image_names=False"):
+        release.frame_rows(info).__next__()
+    expect(lambda: _frames(root, tmp_path), ReleaseFormatError, r"images\[0\]\.file_name")
+
+
 def test_coco_file_name_through_a_symlink_out_of_the_release_is_refused(root, tmp_path, secret):
     name = _first_file_name(root)
     img = root / SCENE / "images" / name

@@ -135,6 +135,35 @@ def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None 
     return _finish(counts, h, w, expected_size, where)
 
 
+def valid_many(rles: Sequence[Any]) -> list[bool]:
+    """For each item: True when it is a ``dict`` with ``str`` counts that :func:`validate` accepts (a ``size``
+    of two positive ints within :data:`MAX_PIXELS`, counts that scan clean and sum to H*W), decided for all
+    of them by one call of the compiled column scan (:func:`perckit._kernels.scan_counts_column`).
+
+    False says only "not decided here": the caller validates that one with :func:`validate`, which gives
+    the verdict and the error. Without numba every item is False."""
+    out = [False] * len(rles)
+    if not rles or not _kernels.have_numba():
+        return out
+    expected = np.full(len(rles), -1, dtype=np.int64)
+    counts: list[str] = []
+    for i, r in enumerate(rles):
+        c = r.get("counts") if type(r) is dict else None
+        if type(c) is not str or not c.isascii():
+            counts.append("")  # scans as empty (status 6): left to validate
+            continue
+        counts.append(c)
+        sz = r.get("size")
+        if type(sz) is list and len(sz) == 2 and type(sz[0]) is int and type(sz[1]) is int and sz[0] > 0 and sz[1] > 0:
+            if sz[0] * sz[1] <= MAX_PIXELS:
+                expected[i] = sz[0] * sz[1]
+    joined = "".join(counts)
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum([len(c) for c in counts], out=offsets[1:])
+    status, total = _kernels.scan_counts_column()(offsets, np.frombuffer(joined.encode("ascii"), dtype=np.uint8))
+    return ((status == 0) & (total == expected)).tolist()
+
+
 def _finish(counts: str | bytes, h: int, w: int, expected_size: Sequence[int] | None, where: str) -> RLE:
     if expected_size is not None and [h, w] != [int(expected_size[0]), int(expected_size[1])]:
         raise RLEError(f"{where}: expected size {list(expected_size)}, got {[h, w]}")

@@ -30,6 +30,7 @@ from .layout import dense_gt_file
 from .layout import normalise_scene
 from .layout import scene_folder
 from .layout import scene_from_query_id
+from .masks import checked_rles
 from .masks import frame_mask_from_pngs
 from .masks import frame_mask_from_segmentations
 from .scenes import SceneInfo
@@ -195,7 +196,7 @@ def open_query_release(
         scene = entry_scene(entry, meta, aliases)
         where = f"{gt_path.name}: query {entry['query_id']!r}: scene {scene!r} (from {QUERIES_META} or the query id)"
         if scene not in scenes and scene_folder(root, scene, where).is_dir():
-            scenes[scene] = read_scene(root, scene, coco_json_name, frame_id_pattern)
+            scenes[scene] = read_scene(root, scene, coco_json_name, frame_id_pattern, image_names=False)  # no image is read
     return QueryRelease(root, gt_path, entries, meta, track_gt, scenes)
 
 
@@ -249,6 +250,7 @@ def query_row(rel: QueryRelease, entry: Mapping, mask_source: str = "segmentatio
     if count is not None and count != len(targets):
         logger.warning("R4D-Bench: query %r has target_count=%r but %d distinct target_track_ids", qid, count, len(targets))
     frames = []
+    checked = checked_rles(gt["frames"]) if mask_source != "mask_image" else frozenset()
     for fr in gt["frames"]:
         fid = fr["frame_id"]
         size = info.frame_size(fid) if info else None
@@ -256,7 +258,7 @@ def query_row(rel: QueryRelease, entry: Mapping, mask_source: str = "segmentatio
         if mask_source == "mask_image":
             mask = frame_mask_from_pngs(rel.root, fr, size, fwhere)
         else:
-            mask = frame_mask_from_segmentations(fr["masks"], size, fwhere)
+            mask = frame_mask_from_segmentations(fr["masks"], size, fwhere, checked)
         frames.append({"frame_id": fid, "mask": mask, "num_instance_masks": len(fr["masks"])})
     existence = sorted(set(gt["existence_frames"]))
     annotated = {f["frame_id"] for f in frames}

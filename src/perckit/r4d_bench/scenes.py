@@ -179,7 +179,8 @@ def read_scene_tracks(folder: Path, scene: str, aliases: Mapping[str, str] = SCE
 class FrameInfo:
     frame_id: int
     coco_image_id: int
-    file_name: str  # relative to the scene folder
+    #: Relative to the scene folder, resolved under it; None when :func:`read_scene` ran with ``image_names=False``.
+    file_name: str | None
     height: int
     width: int
 
@@ -226,9 +227,12 @@ def find_coco_json(scene_dir: Path, coco_json_name: str | None = None) -> Path:
 
 def read_scene(
     root: Path, scene: str, coco_json_name: str | None = None, frame_id_pattern: str = r"(\d+)",
-    read_tracks: bool = False, aliases: Mapping[str, str] = SCENE_ALIASES,
+    read_tracks: bool = False, aliases: Mapping[str, str] = SCENE_ALIASES, image_names: bool = True,
 ) -> SceneInfo:
-    """A scene's COCO file and frames; with ``read_tracks`` also its scene track JSON (the ``frames`` config)."""
+    """A scene's COCO file and frames; with ``read_tracks`` also its scene track JSON (the ``frames`` config).
+
+    ``image_names=False`` (the query configs, which read no image) leaves every frame's ``file_name`` None
+    instead of resolving it under the scene folder (two ``lstat`` calls per frame)."""
     folder = scene_folder(root, scene, f"R4D-Bench release {str(root)!r}: scene {scene!r}")
     if not folder.is_dir():
         raise ReleaseNotFoundError(f"scene folder {SCENES_DIR + '/' + scene!r} not found under {str(root)!r}")
@@ -237,7 +241,7 @@ def read_scene(
     if not isinstance(coco, Mapping) or not isinstance(coco.get("images"), list):
         raise ReleaseFormatError(f"{str(coco_path)!r}: expected a COCO object with an 'images' list")
     info = SceneInfo(scene, folder, coco_path, coco)
-    plain_dirs = _plain_scene_dirs(folder)
+    plain_dirs = image_names and _plain_scene_dirs(folder)
     for i, img in enumerate(coco["images"]):
         where = f"{str(coco_path)!r}: images[{i}]"
         if not isinstance(img, Mapping):
@@ -249,8 +253,8 @@ def read_scene(
             h, w, iid = int(img["height"]), int(img["width"]), int(img["id"])
         except (KeyError, TypeError, ValueError):
             raise ReleaseFormatError(f"{where}: expected int 'id', 'height' and 'width'") from None
-        name = _plain_image_name(folder, img.get("file_name")) if plain_dirs else None
-        if name is None:  # anything but a plain file name in plain folders: the reference rule and its errors
+        name = _plain_image_name(folder, img.get("file_name")) if plain_dirs and image_names else None
+        if name is None and image_names:  # anything but a plain file name in plain folders: the reference rule and its errors
             name = _resolve_image_name(folder, img.get("file_name"), f"{where}.file_name")
         info.frames[fid] = FrameInfo(fid, iid, name, h, w)
     if read_tracks:
@@ -350,7 +354,10 @@ def read_ahead(paths: Sequence[str | Path]) -> Iterator[tuple[Path, bytes | Exce
 
 def frame_image_paths(info: SceneInfo) -> list[Path]:
     """The scene's frame image files in the order :func:`frame_rows` reads them (by frame id)."""
-    return [info.folder / info.frames[fid].file_name for fid in sorted(info.frames)]
+    names = [info.frames[fid].file_name for fid in sorted(info.frames)]
+    if None in names:
+        raise ValueError(f"scene {info.name!r} was read with image_names=False: its frame images cannot be read")
+    return [info.folder / name for name in names]
 
 
 def scenes_frame_rows(infos: Sequence[SceneInfo], track_id_precedence: str = "coco") -> Iterator[tuple[str, dict]]:
