@@ -87,6 +87,33 @@ def test_read_regular_file_reads_under_the_cap(tree):
         read_regular_file(tree / "sub" / "f.txt", "w", limit=5)
 
 
+def test_read_regular_file_reads_on_after_short_reads_and_a_grown_file(tree, monkeypatch):
+    """A read that comes back short is not taken for the end of the file, and a file that grew after its size
+    was taken is read on, up to the cap: the bytes are those of the file, or the cap's error."""
+    path = tree / "sub" / "big.bin"
+    data = bytes(range(256)) * 40  # 10,240 bytes
+    path.write_bytes(data)
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: real_read(fd, min(n, 1000)))  # at most 1,000 bytes a call
+    assert read_regular_file(path, "w", limit=len(data)) == data
+    with pytest.raises(ReleaseFormatError, match="more than the limit of 10239 bytes"):
+        read_regular_file(path, "w", limit=len(data) - 1)
+    monkeypatch.undo()
+    real_fstat = os.fstat
+
+    def stale_fstat(fd):  # the size fstat gave is that of an older, shorter file
+        st = real_fstat(fd)
+        return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid, 100, *st[7:]))
+
+    monkeypatch.setattr(os, "fstat", stale_fstat)
+    assert read_regular_file(path, "w", limit=len(data)) == data
+    with pytest.raises(ReleaseFormatError, match="holds more than the limit of 5000 bytes"):
+        read_regular_file(path, "w", limit=5000)
+    (tree / "sub" / "empty").write_bytes(b"")
+    monkeypatch.undo()
+    assert read_regular_file(tree / "sub" / "empty", "w", limit=0) == b""
+
+
 def test_read_regular_file_refuses_what_is_not_a_regular_file(tree):
     fifo = tree / "fifo"
     os.mkfifo(fifo)

@@ -286,7 +286,11 @@ _QUIRKS = [
     {"segmentation": [[1, 1, 2000, 1, 20, 20]]}, {"segmentation": [[1, 1, float("nan"), 1, 20, 20]]},
     {"segmentation": [[1, 1, True, 1, 20, 20]]}, {"segmentation": {}}, {"segmentation": None}, {"segmentation": "x"},
     {"segmentation": {"size": [54, 96], "counts": "bad!"}}, {"segmentation": {"size": [5, 5], "counts": [25]}},
-    {"segmentation": {"size": [54, 96], "counts": [54 * 96]}}, {"track_id": 9}, {"track_id": None, "attributes": {"track_id": "t"}},
+    {"segmentation": {"size": [54, 96], "counts": [54 * 96]}},
+    {"segmentation": rle.encode(np.eye(54, 96, dtype=bool))},  # checked in the scene's scan, taken as it is
+    {"segmentation": rle.encode(np.eye(96, 54, dtype=bool))},  # passes the scan (its own size), not the frame's size
+    {"segmentation": {"size": [54, 96], "counts": rle.encode(np.eye(54, 96, dtype=bool))["counts"][:-2]}},
+    {"track_id": 9}, {"track_id": None, "attributes": {"track_id": "t"}},
     {"instance_id": 4, "track_id": None}, {"track_id": None, "attributes": None},
 ]
 

@@ -100,6 +100,35 @@ def _inside_hub_blobs(base: Path, real: str) -> bool:
     return False
 
 
+def _open_checked(
+    path: str | os.PathLike, where: str, limit: int | None, error: type[Exception], not_found: type[Exception] | None, what: str
+) -> tuple[int, os.stat_result]:
+    """The descriptor and ``fstat`` of ``path`` once it is known to be a regular file of at most ``limit`` bytes
+    (the checks of :func:`open_regular_file`; the caller closes the descriptor)."""
+    import stat
+
+    from .errors import ReleaseNotFoundError
+
+    missing = not_found or (ReleaseNotFoundError if error is ReleaseFormatError else error)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise missing(f"{where}: {what} {str(path)!r} not found") from None
+    except OSError as e:
+        raise error(f"{where}: {what} {str(path)!r} cannot be read: {e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
+            raise error(f"{where}: expected a regular {what}, got {kind}: {str(path)!r}")
+        if limit is not None and st.st_size > limit:
+            raise error(f"{where}: {what} {str(path)!r} holds {st.st_size} bytes, more than the limit of {limit} bytes")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
 @contextmanager
 def open_regular_file(
     path: str | os.PathLike,
@@ -116,24 +145,8 @@ def open_regular_file(
     never end, opening a FIFO would block), and so is a file larger than ``limit``, before anything is read.
     A missing file raises ``not_found`` (default: :class:`ReleaseNotFoundError` for release errors, else
     ``error``) naming ``where``; ``what`` names the kind of file in the messages ("a regular .npy file")."""
-    import stat
-
-    from .errors import ReleaseNotFoundError
-
-    missing = not_found or (ReleaseNotFoundError if error is ReleaseFormatError else error)
+    fd, _ = _open_checked(path, where, limit, error, not_found, what)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise missing(f"{where}: {what} {str(path)!r} not found") from None
-    except OSError as e:
-        raise error(f"{where}: {what} {str(path)!r} cannot be read: {e}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
-            raise error(f"{where}: expected a regular {what}, got {kind}: {str(path)!r}")
-        if limit is not None and st.st_size > limit:
-            raise error(f"{where}: {what} {str(path)!r} holds {st.st_size} bytes, more than the limit of {limit} bytes")
         f = os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
@@ -149,21 +162,32 @@ def read_regular_file(
     error: type[Exception] = ReleaseFormatError,
     not_found: type[Exception] | None = None,
 ) -> bytes:
-    """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes (:func:`open_regular_file`;
-    a file that grows while it is read is still cut at the cap)."""
-    with open_regular_file(path, where, limit, error, not_found) as f:
-        try:
-            # The file's size (+1) first: read(limit + 1) would allocate the whole cap (64 MB for an image)
-            # per file. A file that grew meanwhile is read on, up to the same limit + 1 bytes.
-            first = min(os.fstat(f.fileno()).st_size, limit) + 1
-            data = f.read(first)
-            if len(data) == first <= limit:
-                data += f.read(limit + 1 - first)
-        except OSError as e:
-            raise error(f"{where}: file {str(path)!r} cannot be read: {e}") from None
-    if len(data) > limit:
+    """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes (the checks of
+    :func:`open_regular_file`; a file that grows while it is read is still cut at the cap).
+
+    Read with ``os.read`` on the checked descriptor: first the file's size + 1 bytes (``read(limit + 1)``
+    would allocate the whole cap, 64 MB for an image, per file), then on until the end of the file (a short
+    read is not taken for the end) or past the cap. Without a buffered file object around it, a small
+    file costs a third less than ``open().read()``: a build reads thousands of frame images this way."""
+    fd, st = _open_checked(path, where, limit, error, not_found, "file")
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        n = min(st.st_size, limit) + 1
+        while total <= limit:
+            chunk = os.read(fd, min(n, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            n = max(st.st_size + 1 - total, 1 << 16)  # the rest after a short read; past the size: the file grew
+    except OSError as e:
+        raise error(f"{where}: file {str(path)!r} cannot be read: {e}") from None
+    finally:
+        os.close(fd)
+    if total > limit:
         raise error(f"{where}: file {str(path)!r} holds more than the limit of {limit} bytes")
-    return data
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def relative_label(path: str | os.PathLike, root: str | os.PathLike | None) -> str | None:

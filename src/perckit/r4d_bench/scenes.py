@@ -17,6 +17,7 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -416,6 +417,8 @@ def frame_rows(
         if isinstance(a, Mapping) and isinstance(a.get("image_id"), hashable):
             by_image.setdefault(a.get("image_id"), []).append(a)
     _check_track_links(info, coco.get("annotations", []), track_id_precedence)
+    rles = [seg for a in coco.get("annotations", []) if type(a) is dict and type(seg := a.get("segmentation")) is dict]
+    checked = {id(seg) for seg, ok in zip(rles, rle_ops.valid_many(rles)) if ok}  # the scene's RLEs in one scan
     fids = sorted(info.frames)
     if images is None:
         images = read_ahead(frame_image_paths(info))
@@ -429,7 +432,7 @@ def frame_rows(
         if isinstance(data, Exception):  # not a regular file, or over files.MAX_IMAGE_BYTES
             raise ReleaseFormatError(f"{where}: {data}")
         check_image_bytes(data, path, where)
-        anns = _plain_annotations(by_image.get(fr.coco_image_id, []), fr, cats, info.track_links, track_id_precedence)
+        anns = _plain_annotations(by_image.get(fr.coco_image_id, []), fr, cats, info.track_links, track_id_precedence, checked)
         if anns is not None:
             yield f"{info.name}/{fid:06d}", _frame_row(info, fid, fr, data, anns)
             continue
@@ -470,7 +473,8 @@ _PLAIN_NUMBER_TYPES = frozenset((float, int))
 
 
 def _plain_annotations(
-    annotations: Sequence[Mapping], fr: FrameInfo, cats: Mapping, links: Mapping[int, str], precedence: str
+    annotations: Sequence[Mapping], fr: FrameInfo, cats: Mapping, links: Mapping[int, str], precedence: str,
+    checked: AbstractSet[int] = frozenset(),
 ) -> list[dict] | None:
     """The ``annotations`` of one frame row as the reference loop of :func:`frame_rows` makes them, or None
     (the caller then runs that loop, which gives the same rows or raises the precise error).
@@ -479,7 +483,8 @@ def _plain_annotations(
     ``bbox`` (if truthy) is a list and ``area`` (if not None) a number, of finite floats / ints (not bools),
     and whose segmentation is absent / empty, a list of plain polygons (:func:`perckit.rle._plain_polygon_ok`:
     rasterised in one pycocotools call for the frame, merged per annotation as :func:`perckit.rle.from_polygons`
-    does) or anything :func:`perckit.rle.to_rle` accepts without an error. Each id is read once (the
+    does) or anything :func:`perckit.rle.to_rle` accepts without an error (``checked``: the ``id()`` of RLE
+    dicts :func:`perckit.rle.valid_many` accepted for the scene, taken as they are when their size is the frame's). Each id is read once (the
     reference parses it four times); the track id is :func:`resolve_track_id`'s rule. The tests compare both
     paths on the sample releases and on hand-made annotations."""
     h, w = fr.height, fr.width
@@ -523,6 +528,8 @@ def _plain_annotations(
             if type(seg) is list and all(rle_ops._plain_polygon_ok(p, h, w) for p in seg):
                 pending.append((row, len(seg)))
                 polys.extend(seg)
+            elif id(seg) in checked and seg["size"] == [h, w]:  # what to_rle returns for it
+                row["mask"] = {"size": [h, w], "counts": seg["counts"]}
             else:
                 try:
                     row["mask"] = rle_ops.to_rle(seg, size=(h, w), where="annotation")
