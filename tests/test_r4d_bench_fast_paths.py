@@ -6,8 +6,9 @@
   error) for everything it does not take;
 - ``scenes._plain_image_name`` (two ``lstat`` calls) against ``scenes._resolve_image_name`` (every component
   resolved): the same name, and None where a link, another name or an odd folder needs the reference rule;
-- ``scenes._plain_annotations`` (each id read once, a frame's plain polygons rasterised in one call) against
-  ``frame_rows``' reference loop: the same rows, or the same error, on the sample releases and hand-made quirks.
+- ``frame_tables.frame_tables`` (a batch of frames' annotations column by column, its plain polygons
+  rasterised in one call per frame size) against ``pa.Table.from_pylist`` of ``frame_rows``' reference rows:
+  the same tables, or the same error, on the sample releases and hand-made quirks.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pycocotools import mask as mask_utils
 from perckit import _kernels
 from perckit import rle
 from perckit.errors import ReleaseFormatError, RLEError
+from perckit.r4d_bench import frame_tables
 from perckit.r4d_bench import masks
 from perckit.r4d_bench import release
 from perckit.r4d_bench import scenes
@@ -247,33 +249,60 @@ def test_image_folder_link_or_file_takes_the_reference(tmp_path):
 # ---------------------------------------------------------------- frame annotations
 
 
-def _frame_rows_both(info, precedence="coco", monkeypatch=None):
-    """(fast, reference) outcomes of frame_rows: the rows (keys and values) or the error (type, message)."""
-    def run():
+def _frame_rows_both(info, precedence="coco", rows_per_table=2):
+    """(tables, reference) outcomes for a scene: the rows of ``frame_tables`` and of ``frame_rows`` (through
+    ``pa.Table.from_pylist``, so both are Arrow's values), or the error (type, message)."""
+    import pyarrow as pa
+
+    from perckit.r4d_bench import features as feats
+
+    schema = feats.frame_features().arrow_schema
+
+    def outcome(fn):
         try:
-            return [(k, {**r, "image": dict(r["image"])}) for k, r in scenes.frame_rows(info, precedence)]
+            return fn()
         except Exception as e:
             return (type(e).__name__, str(e))
 
-    fast = run()
-    monkeypatch.setattr(scenes, "_plain_annotations", lambda *a, **k: None)
-    ref = run()
-    monkeypatch.undo()
-    return fast, ref
+    def tables():
+        out = list(frame_tables.frame_tables(info, precedence, schema, rows_per_table))
+        assert all(t.schema == schema for _, t in out)
+        return [r for _, t in out for r in t.to_pylist()], [k for k, _ in out]
+
+    def reference():
+        rows = list(scenes.frame_rows(info, precedence))
+        table = pa.Table.from_pylist([r for _, r in rows], schema=schema)
+        keys = [k for k, _ in rows][::rows_per_table]
+        return table.to_pylist(), keys
+
+    return outcome(tables), outcome(reference)
+
+
+def _taken(info, precedence):
+    """How many of the scene's frames the column path takes (one frame per batch)."""
+    from perckit.r4d_bench import features as feats
+
+    scene = scenes.scene_annotations(info, precedence)
+    list_type = feats.frame_features().arrow_schema.field("annotations").type
+    cat_names = {k: scenes._json_text(v) for k, v in scene.cats.items()}
+    return sum(
+        frame_tables._plain_annotation_column([(fr, scene.by_image.get(fr.coco_image_id, []))], cat_names, info.track_links,
+                                              precedence, scene.checked, list_type) is not None
+        for fr in info.frames.values()
+    )
 
 
 @pytest.mark.parametrize("precedence", ["coco", "scene_json"])
-def test_every_sample_frame_same_annotations(tmp_path, monkeypatch, precedence):
+def test_every_sample_frame_same_annotations(tmp_path, precedence):
     root = write_release("r4d_bench", tmp_path / "rel", frames_per_scene=6, height=54, width=96).root
     taken = 0
     for scene in release.scene_names(root):
         info = release.read_scene(root, scene, read_tracks=True)
-        for fr in info.frames.values():
-            anns = [a for a in info.coco["annotations"] if a.get("image_id") == fr.coco_image_id]
-            taken += scenes._plain_annotations(anns, fr, {}, info.track_links, precedence) is not None
-        fast, ref = _frame_rows_both(info, precedence, monkeypatch)
-        assert fast == ref and isinstance(ref, list) and ref, scene
-    assert taken >= 60  # the fast path is what the sample release takes
+        taken += _taken(info, precedence)
+        for n in (1, 4, 64):
+            fast, ref = _frame_rows_both(info, precedence, n)
+            assert fast == ref and isinstance(ref[0], list) and ref[0], scene
+    assert taken >= 60  # the column path is what the sample release takes
 
 
 _QUIRKS = [
@@ -296,25 +325,35 @@ _QUIRKS = [
 
 
 @pytest.mark.parametrize("quirk", _QUIRKS, ids=[repr(q)[:60] for q in _QUIRKS])
-def test_hand_made_annotations_same_rows_or_error(tmp_path, monkeypatch, quirk):
+def test_hand_made_annotations_same_rows_or_error(tmp_path, quirk):
     root = write_release("r4d_bench", tmp_path / "rel", frames_per_scene=3, height=54, width=96).root
     info = release.read_scene(root, "americano", read_tracks=True)
     anns = [a for a in info.coco["annotations"] if isinstance(a, dict)]
     anns[1].update(quirk)  # the second annotation: the first still makes a row before it
     anns.append({"id": 10**6, "image_id": anns[0]["image_id"], "category_id": 1, "segmentation": [], "bbox": [0, 0, 1, 1]})
     for precedence in ("coco", "scene_json"):
-        fast, ref = _frame_rows_both(info, precedence, monkeypatch)
-        assert fast == ref, quirk
+        for n in (1, 64):  # the quirk's frame alone, and in a batch with the rest of the scene
+            fast, ref = _frame_rows_both(info, precedence, n)
+            assert fast == ref, quirk
 
 
 def test_not_a_dict_annotation_and_odd_frame_sizes_take_the_reference():
+    from perckit.r4d_bench import features as feats
+
+    list_type = feats.frame_features().arrow_schema.field("annotations").type
+
+    def column(anns, fr):
+        return frame_tables._plain_annotation_column([(fr, anns)], {}, {}, "coco", set(), list_type)
+
     fr = scenes.FrameInfo(frame_id=1, coco_image_id=1, file_name="a.jpg", height=5, width=5)
     ok = {"id": 1, "category_id": 1, "bbox": [0, 0, 1, 1], "segmentation": [[0, 0, 4, 0, 4, 4]]}
-    assert scenes._plain_annotations([ok], fr, {}, {}, "coco")[0]["mask"] == rle.to_rle(ok["segmentation"], size=(5, 5))
-    assert scenes._plain_annotations([ok, ["not", "a", "dict"]], fr, {}, {}, "coco") is None
+    assert column([ok], fr).to_pylist()[0][0]["mask"] == rle.to_rle(ok["segmentation"], size=(5, 5))
+    assert column([ok, ["not", "a", "dict"]], fr) is None
+    assert column([ok, {**ok, "id": "2"}], fr) is None
     for h, w in [(0, 5), (5.0, 5), (True, 5), (rle.MAX_PIXELS, 2)]:
         odd = scenes.FrameInfo(frame_id=1, coco_image_id=1, file_name="a.jpg", height=h, width=w)
-        assert scenes._plain_annotations([ok], odd, {}, {}, "coco") is None
+        assert column([ok], odd) is None
+    assert column([], fr).to_pylist() == [[]]  # a frame without annotations: an empty list, not a null
 
 
 # ---------------------------------------------------------------- frame tables
@@ -326,7 +365,7 @@ def test_frame_tables_same_as_from_pylist(tmp_path):
     import pyarrow as pa
 
     from perckit.builder_base import MEDIA_STORAGE
-    from perckit.builder_base import _media_column
+    from perckit.builder_base import media_column
     from perckit.builder_base import rows_to_table
     from perckit.r4d_bench import features as feats
     from perckit.r4d_bench.builder import R4DBenchBuilder
@@ -337,7 +376,7 @@ def test_frame_tables_same_as_from_pylist(tmp_path):
     n = R4DBenchBuilder.ROWS_PER_TABLE
     for i in range(0, len(rows), n):
         batch = rows[i:i + n]
-        assert _media_column([r["image"] for r in batch]) is not None
+        assert media_column([r["image"] for r in batch]) is not None
         assert rows_to_table(batch, schema).equals(pa.Table.from_pylist(batch, schema=schema))
     media = pa.schema([("a", pa.int32()), ("image", MEDIA_STORAGE)])
     for values in ([{"bytes": b"xy", "path": "p"}, {"bytes": b"", "path": None}], [None, {"bytes": b"z", "path": "q"}],
@@ -353,15 +392,22 @@ def test_frame_tables_same_as_from_pylist(tmp_path):
         assert rows_to_table(batch, media).equals(expected), values
 
 
-def test_scenes_frame_rows_reads_across_scenes_as_frame_rows_does(tmp_path):
-    """One read-ahead across every scene (what the builder runs) gives each scene's ``frame_rows`` in turn, and
-    an unreadable image of a later scene is still reported with its own scene's COCO file."""
+def test_scenes_frame_tables_read_across_scenes_as_frame_rows_does(tmp_path):
+    """One read-ahead across every scene (what the builder runs) gives each scene's rows in turn, and an
+    unreadable image of a later scene is still reported with its own scene's COCO file."""
+    import pyarrow as pa
+
+    from perckit.r4d_bench import features as feats
+
+    schema = feats.frame_features().arrow_schema
     root = write_release("r4d_bench", tmp_path / "rel", frames_per_scene=5, height=27, width=48).root
     infos = [release.read_scene(root, s, read_tracks=True) for s in release.scene_names(root)]
     expected = [item for info in infos for item in release.frame_rows(info)]
     assert len(expected) == 5 * len(infos)
-    assert list(release.scenes_frame_rows(infos)) == expected
+    tables = list(frame_tables.scenes_frame_tables(infos, "coco", schema, 3))
+    assert [k for k, _ in tables] == [k for k, _ in expected if int(k.split("/")[1]) in (0, 3)] or len(tables) == 2 * len(infos)
+    assert pa.concat_tables([t for _, t in tables]).equals(pa.Table.from_pylist([r for _, r in expected], schema=schema))
     victim = scenes.frame_image_paths(infos[3])[2]
     victim.write_bytes(b"not an image")
     with pytest.raises(ReleaseFormatError, match=rf"{infos[3].coco_path.name}.*frame"):
-        list(release.scenes_frame_rows(infos))
+        list(frame_tables.scenes_frame_tables(infos, "coco", schema, 3))

@@ -162,7 +162,7 @@ def rows_to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     """
     media = [f.name for f in schema if f.type == MEDIA_STORAGE]
     if len(rows) > 1 and media:
-        columns = {name: _media_column([row.get(name) for row in rows]) for name in media}
+        columns = {name: media_column([row.get(name) for row in rows]) for name in media}
         if all(c is not None for c in columns.values()):
             rest = pa.schema([f for f in schema if f.name not in media])
             base = pa.Table.from_pylist([{k: v for k, v in row.items() if k not in columns} for row in rows], schema=rest)
@@ -175,7 +175,7 @@ def rows_to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays([_media_array(row[f.name]) if f.name in media else base.column(f.name) for f in schema], schema=schema)
 
 
-def _media_column(values: list) -> pa.Array | None:
+def media_column(values: list) -> pa.Array | None:
     """The ``{bytes, path}`` struct array of many plain media dicts (exactly the keys ``bytes`` (a ``bytes``)
     and ``path`` (a ``str`` or None), under 2 GiB in all), the bytes joined once; None for anything else
     (the caller then converts with ``from_pylist``)."""

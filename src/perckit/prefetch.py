@@ -63,7 +63,7 @@ def read_ahead(
 
     from .paths import read_regular_file
 
-    paths = [Path(p) for p in paths]
+    paths = [p if isinstance(p, Path) else Path(p) for p in paths]  # (re-parsing a Path costs as much as a str)
     advise = getattr(os, "posix_fadvise", None)
     sizes: list[int] = []  # bytes asked for, per file hinted so far (0: not hinted)
     window = 0  # bytes asked for of the files hinted and not yet read

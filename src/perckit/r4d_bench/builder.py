@@ -11,6 +11,7 @@ import datasets
 from ..errors import check_choice
 from ..builder_base import PerckitConfig, PerckitTableBuilder
 from . import features as feats
+from . import frame_tables
 from . import release
 
 _DESCRIPTION = (
@@ -103,8 +104,16 @@ class R4DBenchBuilder(PerckitTableBuilder):
             kwargs = {"release_data": rel}
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs=kwargs)]
 
+    def _generate_tables(self, release_data: release.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, Any]]:
+        if scenes is not None:  # frames: tables built column by column (the rows of scenes.frame_rows; tests compare)
+            yield from frame_tables.scenes_frame_tables(scenes, self.config.track_id_precedence, self.info.features.arrow_schema, self.ROWS_PER_TABLE)
+        else:
+            yield from super()._generate_tables(release_data=release_data)
+
     def _generate_rows(self, release_data: release.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, dict]]:
+        """The rows (for ``frames``: the reference rows the written tables equal; tests compare)."""
         if scenes is not None:
-            yield from release.scenes_frame_rows(scenes, self.config.track_id_precedence)
+            for info in scenes:
+                yield from release.frame_rows(info, self.config.track_id_precedence)
         else:
             yield from release.query_rows(release_data, self.config.mask_source, self.config.scene_aliases)

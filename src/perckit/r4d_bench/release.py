@@ -51,7 +51,6 @@ from .scenes import read_scene_tracks  # noqa: F401
 from .scenes import resolve_track_id  # noqa: F401
 from .scenes import scene_track_json_names  # noqa: F401
 from .scenes import scene_track_links  # noqa: F401
-from .scenes import scenes_frame_rows  # noqa: F401
 from .scenes import SceneInfo  # noqa: F401
 from .queries import KNOWN_QUERY_KEYS  # noqa: F401
 from .queries import _as_bool  # noqa: F401
@@ -69,5 +68,5 @@ from .queries import track_id_list  # noqa: F401
 __all__ = [
     "RLEError", "SCENES", "SCENE_ALIASES", "QueryRelease", "SceneInfo", "frame_rows", "load_dense_gt",
     "load_queries_meta", "load_track_gt", "open_query_release", "query_rows", "read_scene", "read_scene_tracks", "resolve_track_id",
-    "scene_from_query_id", "scene_names", "scenes_frame_rows",
+    "scene_from_query_id", "scene_names",
 ]

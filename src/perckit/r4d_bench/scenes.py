@@ -9,10 +9,8 @@ scene track JSON meet), the names and the shape of the scene track JSON (:func:`
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
-import math
 import os
 import re
 import stat
@@ -361,15 +359,6 @@ def frame_image_paths(info: SceneInfo) -> list[Path]:
     return [info.folder / name for name in names]
 
 
-def scenes_frame_rows(infos: Sequence[SceneInfo], track_id_precedence: str = "coco") -> Iterator[tuple[str, dict]]:
-    """:func:`frame_rows` of every scene in turn, the images read through one :func:`read_ahead` across all
-    of them (the read-ahead window runs on into the next scene instead of starting empty at each one)."""
-    per_scene = [frame_image_paths(info) for info in infos]
-    images = read_ahead([p for paths in per_scene for p in paths])
-    for info, paths in zip(infos, per_scene):
-        yield from frame_rows(info, track_id_precedence, images=itertools.islice(images, len(paths)))
-
-
 def _check_track_links(info: SceneInfo, annotations: Sequence[Mapping], precedence: str) -> None:
     """Warn (once per scene) about scene track JSON links to unknown annotations and about annotations whose
     COCO attribute and scene track JSON name different tracks (``precedence`` says which one is kept)."""
@@ -396,15 +385,19 @@ def _check_track_links(info: SceneInfo, annotations: Sequence[Mapping], preceden
                        "COCO" if precedence == "coco" else "scene track JSON", precedence)
 
 
-def frame_rows(
-    info: SceneInfo, track_id_precedence: str = "coco", images: Iterator[tuple[Path, bytes | Exception]] | None = None
-) -> Iterator[tuple[str, dict]]:
-    """Yield ``("<scene>/<frame_id:06d>", row)`` for every COCO image of a scene, by frame id.
+@dataclass
+class SceneAnnotations:
+    """A scene's annotations as :func:`frame_rows` and :func:`perckit.r4d_bench.frame_tables.frame_tables` read
+    them (:func:`scene_annotations`): category names by id, annotations by COCO image id, and the ``id()`` of the
+    RLE segmentations :func:`perckit.rle.valid_many` accepted (checked in one scan for the scene)."""
 
-    An annotation's ``track_id`` comes from :func:`resolve_track_id` (its COCO attribute and the scene track
-    JSON links read by :func:`read_scene` with ``read_tracks=True``; ``track_id_precedence`` picks the winner).
-    ``images``: the ``(path, bytes or error)`` of :func:`frame_image_paths`, in order (default: read here by
-    :func:`read_ahead`; :func:`scenes_frame_rows` passes one read-ahead across scenes)."""
+    cats: dict
+    by_image: dict
+    checked: AbstractSet[int]
+
+
+def scene_annotations(info: SceneInfo, track_id_precedence: str = "coco") -> SceneAnnotations:
+    """Check the scene's COCO lists, group its annotations and warn about its track links (once per scene)."""
     check_choice("track_id_precedence", track_id_precedence, TRACK_ID_PRECEDENCES)
     coco = info.coco
     for key in ("categories", "annotations"):
@@ -418,7 +411,17 @@ def frame_rows(
             by_image.setdefault(a.get("image_id"), []).append(a)
     _check_track_links(info, coco.get("annotations", []), track_id_precedence)
     rles = [seg for a in coco.get("annotations", []) if type(a) is dict and type(seg := a.get("segmentation")) is dict]
-    checked = {id(seg) for seg, ok in zip(rles, rle_ops.valid_many(rles)) if ok}  # the scene's RLEs in one scan
+    checked = {id(seg) for seg, ok in zip(rles, rle_ops.valid_many(rles)) if ok}
+    return SceneAnnotations(cats, by_image, checked)
+
+
+def frame_images(
+    info: SceneInfo, images: Iterator[tuple[Path, bytes | Exception]] | None = None
+) -> Iterator[tuple[int, FrameInfo, Path, bytes, str]]:
+    """``(frame id, frame, image path, image bytes, where)`` of every COCO image of a scene, by frame id, each
+    image checked (:func:`check_image_bytes`); an image that cannot be read raises naming its COCO image.
+    ``images``: the ``(path, bytes or error)`` of :func:`frame_image_paths`, in order (default: read here by
+    :func:`read_ahead`)."""
     fids = sorted(info.frames)
     if images is None:
         images = read_ahead(frame_image_paths(info))
@@ -432,28 +435,47 @@ def frame_rows(
         if isinstance(data, Exception):  # not a regular file, or over files.MAX_IMAGE_BYTES
             raise ReleaseFormatError(f"{where}: {data}")
         check_image_bytes(data, path, where)
-        anns = _plain_annotations(by_image.get(fr.coco_image_id, []), fr, cats, info.track_links, track_id_precedence, checked)
-        if anns is not None:
-            yield f"{info.name}/{fid:06d}", _frame_row(info, fid, fr, data, anns)
-            continue
-        anns = []
-        for a in sorted(by_image.get(fr.coco_image_id, []), key=lambda a: _annotation_int(a, "id", where)):
-            awhere = f"{where}: annotation {a.get('id')}"
-            seg = a.get("segmentation")
-            mask = None
-            if seg not in (None, [], {}):
-                mask = rle_ops.to_rle(seg, size=(fr.height, fr.width), where=f"{awhere}.segmentation")
-            anns.append({
-                "annotation_id": _annotation_int(a, "id", where),
-                "category_id": _annotation_int(a, "category_id", where),
-                "category_name": _json_text(cats.get(a.get("category_id")) if isinstance(a.get("category_id"), hashable) else None),
-                "track_id": resolve_track_id(a, info.track_links, track_id_precedence, _annotation_int(a, "id", where)),
-                "bbox_xywh": _annotation_numbers(a.get("bbox") or [], f"{awhere}.bbox"),
-                "area": _annotation_numbers([a["area"]], f"{awhere}.area")[0] if a.get("area") is not None else None,
-                "iscrowd": bool(a.get("iscrowd", 0)),
-                "mask": mask,
-            })
+        yield fid, fr, path, data, where
+
+
+def frame_rows(
+    info: SceneInfo, track_id_precedence: str = "coco", images: Iterator[tuple[Path, bytes | Exception]] | None = None
+) -> Iterator[tuple[str, dict]]:
+    """Yield ``("<scene>/<frame_id:06d>", row)`` for every COCO image of a scene, by frame id: the reference
+    rule (every check, every message) of the ``frames`` rows, which the builder writes through
+    :func:`perckit.r4d_bench.frame_tables.frame_tables` (the same rows as Arrow tables; the tests compare).
+
+    An annotation's ``track_id`` comes from :func:`resolve_track_id` (its COCO attribute and the scene track
+    JSON links read by :func:`read_scene` with ``read_tracks=True``; ``track_id_precedence`` picks the winner).
+    ``images``: as for :func:`frame_images`."""
+    scene = scene_annotations(info, track_id_precedence)
+    for fid, fr, _path, data, where in frame_images(info, images):
+        anns = reference_annotations(info, scene, fr, track_id_precedence, where)
         yield f"{info.name}/{fid:06d}", _frame_row(info, fid, fr, data, anns)
+
+
+def reference_annotations(info: SceneInfo, scene: SceneAnnotations, fr: FrameInfo, track_id_precedence: str, where: str) -> list[dict]:
+    """The ``annotations`` of one frame row, by annotation id, every value checked (errors name ``where``)."""
+    hashable = (int, str)
+    cats = scene.cats
+    anns = []
+    for a in sorted(scene.by_image.get(fr.coco_image_id, []), key=lambda a: _annotation_int(a, "id", where)):
+        awhere = f"{where}: annotation {a.get('id')}"
+        seg = a.get("segmentation")
+        mask = None
+        if seg not in (None, [], {}):
+            mask = rle_ops.to_rle(seg, size=(fr.height, fr.width), where=f"{awhere}.segmentation")
+        anns.append({
+            "annotation_id": _annotation_int(a, "id", where),
+            "category_id": _annotation_int(a, "category_id", where),
+            "category_name": _json_text(cats.get(a.get("category_id")) if isinstance(a.get("category_id"), hashable) else None),
+            "track_id": resolve_track_id(a, info.track_links, track_id_precedence, _annotation_int(a, "id", where)),
+            "bbox_xywh": _annotation_numbers(a.get("bbox") or [], f"{awhere}.bbox"),
+            "area": _annotation_numbers([a["area"]], f"{awhere}.area")[0] if a.get("area") is not None else None,
+            "iscrowd": bool(a.get("iscrowd", 0)),
+            "mask": mask,
+        })
+    return anns
 
 
 def _frame_row(info: SceneInfo, fid: int, fr: FrameInfo, data: bytes, anns: list[dict]) -> dict:
@@ -467,79 +489,3 @@ def _frame_row(info: SceneInfo, fid: int, fr: FrameInfo, data: bytes, anns: list
         "width": fr.width,
         "annotations": anns,
     }
-
-
-_PLAIN_NUMBER_TYPES = frozenset((float, int))
-
-
-def _plain_annotations(
-    annotations: Sequence[Mapping], fr: FrameInfo, cats: Mapping, links: Mapping[int, str], precedence: str,
-    checked: AbstractSet[int] = frozenset(),
-) -> list[dict] | None:
-    """The ``annotations`` of one frame row as the reference loop of :func:`frame_rows` makes them, or None
-    (the caller then runs that loop, which gives the same rows or raises the precise error).
-
-    Taken when every annotation is a ``dict`` whose ``id`` and ``category_id`` are ints (exact type), whose
-    ``bbox`` (if truthy) is a list and ``area`` (if not None) a number, of finite floats / ints (not bools),
-    and whose segmentation is absent / empty, a list of plain polygons (:func:`perckit.rle._plain_polygon_ok`:
-    rasterised in one pycocotools call for the frame, merged per annotation as :func:`perckit.rle.from_polygons`
-    does) or anything :func:`perckit.rle.to_rle` accepts without an error (``checked``: the ``id()`` of RLE
-    dicts :func:`perckit.rle.valid_many` accepted for the scene, taken as they are when their size is the frame's). Each id is read once (the
-    reference parses it four times); the track id is :func:`resolve_track_id`'s rule. The tests compare both
-    paths on the sample releases and on hand-made annotations."""
-    h, w = fr.height, fr.width
-    if type(h) is not int or type(w) is not int or h <= 0 or w <= 0 or h * w > rle_ops.MAX_PIXELS:
-        return None
-    plain = _PLAIN_NUMBER_TYPES
-    for a in annotations:
-        if type(a) is not dict or type(a.get("id")) is not int or type(a.get("category_id")) is not int:
-            return None
-    out: list[dict] = []
-    polys: list = []
-    pending: list[tuple[dict, int]] = []  # (row, number of its polygons) of the masks still to rasterise
-    for a in sorted(annotations, key=lambda a: a["id"]):
-        bbox = a.get("bbox") or []
-        area = a.get("area")
-        if type(bbox) is not list or not set(map(type, bbox)) <= plain or (area is not None and type(area) not in plain):
-            return None
-        try:  # an int too large for a float overflows here: the reference names it
-            box = [float(v) for v in bbox]
-            area = float(area) if area is not None else None
-        except OverflowError:
-            return None
-        if not all(map(math.isfinite, box)) or (area is not None and not math.isfinite(area)):
-            return None
-        aid = a["id"]
-        cid = a["category_id"]
-        own = coco_track_id(a)
-        linked = links.get(aid) if links else None
-        row = {
-            "annotation_id": aid,
-            "category_id": cid,
-            "category_name": _json_text(cats.get(cid)),
-            "track_id": (linked if linked is not None else own) if precedence == "scene_json" else (own if own is not None else linked),
-            "bbox_xywh": box,
-            "area": area,
-            "iscrowd": bool(a.get("iscrowd", 0)),
-            "mask": None,
-        }
-        seg = a.get("segmentation")
-        if seg not in (None, [], {}):
-            if type(seg) is list and all(rle_ops._plain_polygon_ok(p, h, w) for p in seg):
-                pending.append((row, len(seg)))
-                polys.extend(seg)
-            elif id(seg) in checked and seg["size"] == [h, w]:  # what to_rle returns for it
-                row["mask"] = {"size": [h, w], "counts": seg["counts"]}
-            else:
-                try:
-                    row["mask"] = rle_ops.to_rle(seg, size=(h, w), where="annotation")
-                except (RLEError, ReleaseFormatError):
-                    return None
-        out.append(row)
-    if polys:
-        raster = iter(_cocomask.frPyObjects(polys, h, w))
-        for row, n in pending:
-            own_parts = [next(raster) for _ in range(n)]
-            one = _cocomask.merge(own_parts, intersect=False) if n > 1 else own_parts[0]
-            row["mask"] = {"size": [h, w], "counts": one["counts"].decode("ascii")}
-    return out
