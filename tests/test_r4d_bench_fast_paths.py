@@ -189,10 +189,14 @@ def _outcome(fn, *args):
 
 
 def _check_name(folder, name):
+    """The lstat rule and the listing rule (what read_scene runs) against the reference, for one name."""
     ref = _outcome(scenes._resolve_image_name, folder, name, "COCO image file_name")
-    fast = scenes._plain_image_name(folder, name) if scenes._plain_scene_dirs(folder) else None
+    plain = scenes._plain_scene_dirs(folder)
+    fast = scenes._plain_image_name(folder, name) if plain else None
+    listed = scenes._plain_image_name(folder, name, scenes._scene_listing(folder)) if plain else None
     if fast is not None:
         assert fast == ref, name
+    assert listed == fast, name  # the listing decides as the lstat calls do
     return fast, ref
 
 
@@ -220,6 +224,25 @@ def test_image_names_same_as_the_reference(tmp_path):
     assert taken["missing.jpg"] == "missing.jpg" and taken["sub"] == "images/sub"
     for name in ["out.jpg", "out2.jpg", "in.jpg", "in2.jpg", "images/a.jpg", "../secret.jpg", "/etc/passwd", "", 7, None]:
         assert taken[name] is None  # the reference decides (and raises where it does)
+
+
+def test_listed_image_names_defer_to_lstat_on_a_case_folded_clash(tmp_path, monkeypatch):
+    """A name the scene folder holds under any case is left to the lstat rule (a case-insensitive file system
+    would find that entry there), and so is a name ``images/`` does not list."""
+    folder = tmp_path / "scene"
+    (folder / "images").mkdir(parents=True)
+    (folder / "images" / "A.jpg").write_bytes(b"x")
+    (folder / "images" / "c.jpg").write_bytes(b"x")
+    os.symlink(tmp_path, folder / "a.JPG")
+    listing = scenes._scene_listing(folder)
+    assert listing == ({"A.jpg": False, "c.jpg": False}, {"images", "a.jpg"})
+    calls = []
+    real_lstat = os.lstat
+    monkeypatch.setattr(os, "lstat", lambda p: calls.append(p) or real_lstat(p))
+    assert scenes._plain_image_name(folder, "c.jpg", listing) == "images/c.jpg" and calls == []  # decided by the listing
+    assert scenes._plain_image_name(folder, "A.jpg", listing) == "images/A.jpg" and len(calls) == 2  # lstat decides
+    assert scenes._plain_image_name(folder, "d.jpg", listing) == "d.jpg" and len(calls) == 4
+    assert scenes._scene_listing(tmp_path / "nowhere") is None
 
 
 def test_image_folder_link_or_file_takes_the_reference(tmp_path):

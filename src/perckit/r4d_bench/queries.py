@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -91,6 +92,9 @@ def track_id_list(value: Any, where: str, error: type[Exception] = ReleaseFormat
     return sorted(out)
 
 
+_BY_FRAME_ID = operator.itemgetter("frame_id")
+
+
 def load_dense_gt(path: str | Path) -> list[dict]:
     """Dense GT: an array of entries or an object keyed by ``query_id``. Checks ids, ``ground_truth`` and frame ids."""
     data = read_json(path, limit=MAX_JSON_BYTES)
@@ -123,18 +127,27 @@ def load_dense_gt(path: str | Path) -> list[dict]:
         fids: set[int] = set()
         norm_frames = []
         for j, fr in enumerate(frames):
-            if not isinstance(fr, Mapping):
-                raise ReleaseFormatError(f"{where}: frames[{j}]: expected an object, got {_short(fr)}")
-            fid = parse_int(fr.get("frame_id"), f"{where}: frames[{j}].frame_id")
+            # already in normal form (an int frame id, a masks list): kept as it is; else normalised into a copy
+            plain = type(fr) is dict and type(fid := fr.get("frame_id")) is int and type(fr.get("masks")) is list
+            if not plain:
+                if not isinstance(fr, Mapping):
+                    raise ReleaseFormatError(f"{where}: frames[{j}]: expected an object, got {_short(fr)}")
+                fid = parse_int(fr.get("frame_id"), f"{where}: frames[{j}].frame_id")
             if fid in fids:
                 raise ReleaseFormatError(f"{where}: duplicate frame_id {fid} in ground_truth.frames")
             fids.add(fid)
-            masks = fr.get("masks") or []
-            if not isinstance(masks, list):
-                raise ReleaseFormatError(f"{where}: frame {fid}: expected 'masks' to be a list, got {_short(masks)}")
-            norm_frames.append({**fr, "frame_id": fid, "masks": masks})
-        existence = [parse_int(f, f"{where}: ground_truth.existence_frames") for f in (gt.get("existence_frames") or [])]
-        out.append({**entry, "ground_truth": {**gt, "frames": sorted(norm_frames, key=lambda f: f["frame_id"]), "existence_frames": existence}})
+            if not plain:
+                masks = fr.get("masks") or []
+                if not isinstance(masks, list):
+                    raise ReleaseFormatError(f"{where}: frame {fid}: expected 'masks' to be a list, got {_short(masks)}")
+                fr = {**fr, "frame_id": fid, "masks": masks}
+            norm_frames.append(fr)
+        existence = gt.get("existence_frames") or []
+        if type(existence) is not list or not set(map(type, existence)) <= {int}:  # else each parsed (or refused)
+            existence = [parse_int(f, f"{where}: ground_truth.existence_frames") for f in existence]
+        else:
+            existence = list(existence)
+        out.append({**entry, "ground_truth": {**gt, "frames": sorted(norm_frames, key=_BY_FRAME_ID), "existence_frames": existence}})
     return out
 
 

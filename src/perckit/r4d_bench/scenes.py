@@ -241,6 +241,7 @@ def read_scene(
         raise ReleaseFormatError(f"{str(coco_path)!r}: expected a COCO object with an 'images' list")
     info = SceneInfo(scene, folder, coco_path, coco)
     plain_dirs = image_names and _plain_scene_dirs(folder)
+    listing = _scene_listing(folder) if plain_dirs else None
     for i, img in enumerate(coco["images"]):
         where = f"{str(coco_path)!r}: images[{i}]"
         if not isinstance(img, Mapping):
@@ -252,7 +253,7 @@ def read_scene(
             h, w, iid = int(img["height"]), int(img["width"]), int(img["id"])
         except (KeyError, TypeError, ValueError):
             raise ReleaseFormatError(f"{where}: expected int 'id', 'height' and 'width'") from None
-        name = _plain_image_name(folder, img.get("file_name")) if plain_dirs and image_names else None
+        name = _plain_image_name(folder, img.get("file_name"), listing) if plain_dirs and image_names else None
         if name is None and image_names:  # anything but a plain file name in plain folders: the reference rule and its errors
             name = _resolve_image_name(folder, img.get("file_name"), f"{where}.file_name")
         info.frames[fid] = FrameInfo(fid, iid, name, h, w)
@@ -289,7 +290,21 @@ def _plain_scene_dirs(folder: Path) -> bool:
     return stat.S_ISDIR(st.st_mode)
 
 
-def _plain_image_name(folder: Path, file_name: object) -> str | None:
+def _scene_listing(folder: Path) -> tuple[dict[str, bool], set[str]] | None:
+    """What :func:`_plain_image_name` looks up instead of two ``lstat`` calls per frame: the entries of the scene's
+    ``images/`` folder (name -> is a symbolic link) and the case-folded names in the scene folder itself; None
+    when either cannot be listed."""
+    try:
+        with os.scandir(folder / "images") as it:
+            images = {e.name: e.is_symlink() for e in it}
+        with os.scandir(folder) as it:
+            top = {e.name.casefold() for e in it}
+    except OSError:
+        return None
+    return images, top
+
+
+def _plain_image_name(folder: Path, file_name: object, listing: tuple[dict[str, bool], set[str]] | None = None) -> str | None:
     """:func:`_resolve_image_name` for the common case, without resolving every path component: a plain file
     name (:data:`_PLAIN_NAME`) whose ``images/<name>`` and ``<name>`` in the scene folder are not symbolic
     links stays inside the folder by construction (the folder's ``images`` is checked by
@@ -297,6 +312,10 @@ def _plain_image_name(folder: Path, file_name: object) -> str | None:
     another name, an unreadable entry): the caller then takes the reference rule, which raises its errors."""
     if type(file_name) is not str or not _PLAIN_NAME.fullmatch(file_name):
         return None
+    if listing is not None and listing[0].get(file_name) is False and file_name.casefold() not in listing[1]:
+        # (:func:`_scene_listing`) ``images/<name>`` is listed, not a link, and no entry of the scene folder can be
+        # ``<name>`` even on a case-insensitive file system: what the two lstat calls below would decide
+        return f"images/{file_name}"
     found = []
     base = os.fspath(folder)
     for candidate in (os.path.join(base, "images", file_name), os.path.join(base, file_name)):
