@@ -235,3 +235,35 @@ def test_metric_prediction_errors():
         _compute([], [S1_REF])
     with pytest.raises(PredictionError, match="references: duplicate example_id"):
         _compute([S1_PRED], [S1_REF, S1_REF])
+
+
+def test_scan_parquet_ids_counts_in_arrow_and_names_the_first_repeat(m4_release, tmp_path):
+    """The id scan run before num_proc workers: pyarrow's exact count_distinct over every shard's example_id
+    column; a repeat (also one that only str() makes, an int 7 in one shard and "7" in another), nulls or a
+    column of another type go to the id-by-id reference, which names the first repeated id."""
+    from perckit.m4seg import parquet_reader
+
+    files = sorted(str(p) for p in (m4_release.root / "data").glob("train-*.parquet"))
+    total = sum(pq.read_metadata(p).num_rows for p in files)
+    assert release.scan_parquet_ids(open, files, "train") == total == parquet_reader._scan_parquet_ids_reference(open, files, "train")
+
+    def shard(name, ids):
+        path = tmp_path / name
+        rows = pq.read_table(files[0]).slice(0, len(ids)).to_pylist()
+        for r, i in zip(rows, ids):
+            r["example_id"] = i
+        pq.write_table(pa.Table.from_pylist(rows), path)
+        return str(path)
+
+    cases = [
+        ([shard("a.parquet", ["a", "b"]), shard("b.parquet", ["c", "a"])], "duplicate example_id 'a'"),
+        ([shard("i.parquet", [7, 8]), shard("s.parquet", ["9", "7"])], "duplicate example_id '7'"),
+        ([shard("n.parquet", ["x", None, None])], "duplicate example_id 'None'"),
+        ([shard("f.parquet", [1.0, 2.0])], None),
+    ]
+    for paths, error in cases:
+        if error is None:
+            assert release.scan_parquet_ids(open, paths, "train") == 2
+            continue
+        with pytest.raises(ReleaseFormatError, match=error):
+            release.scan_parquet_ids(open, paths, "train")
