@@ -857,3 +857,34 @@ def test_valid_many_agrees_with_validate():
     expected_true = [True] * 6 + [False] * (len(cases) - 6)
     assert got == expected_true
     assert R.valid_many([]) == []
+
+
+def test_single_mask_checks_load_numba_only_once_it_pays():
+    """A fresh process that validates a handful of masks never imports numba (about 0.4 s); one that validates
+    more than ``_kernels.NUMPY_FIRST`` loads the compiled scan. Both give the same verdicts (run in a fresh
+    interpreter: this one has numba loaded already)."""
+    import subprocess
+    import sys
+
+    from perckit import _kernels
+
+    if not _kernels.have_numba():
+        pytest.skip("numba is not importable: every mask takes the numpy path")
+    code = (
+        "import sys, numpy as np\n"
+        "from perckit import rle, _kernels\n"
+        "r = rle.encode(np.eye(5, dtype=bool)); bad = {'size': [5, 5], 'counts': r['counts'][:-1]}\n"
+        "def run(n):\n"
+        "    for _ in range(n):\n"
+        "        assert rle.validate(r) == r\n"
+        "        try:\n"
+        "            rle.validate(bad)\n"
+        "        except rle.RLEError:\n"
+        "            pass\n"
+        "        else:\n"
+        "            raise SystemExit('a corrupt mask passed')\n"
+        "run(5); print('numba' in sys.modules)\n"
+        "run(_kernels.NUMPY_FIRST); print('numba' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]

@@ -6,6 +6,7 @@ callers use their numpy path, so results never depend on it being present.
 
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
 
 import numpy as np
@@ -74,6 +75,25 @@ def scan_counts():
         return 0, total, m
 
     return scan
+
+
+#: Single masks a process checks with its numpy path before :func:`scan_counts_for_one` loads the compiled scan.
+NUMPY_FIRST = 64
+_numpy_checks = 0
+
+
+def scan_counts_for_one():
+    """:func:`scan_counts` for a caller that checks one mask at a time, once loading it pays: when numba is
+    already imported, or after the process's first :data:`NUMPY_FIRST` masks (None before: the caller uses its
+    numpy path, which gives the same verdicts). Importing numba and loading a cached kernel costs about 0.4 s
+    in a fresh process, a numpy check about 15 us: a process that checks a handful of masks (a command-line
+    call, the first rows a builder reads to check a release before its ``num_proc`` workers start) never
+    loads it, and one that checks thousands pays the numpy path 64 times."""
+    global _numpy_checks
+    if _numpy_checks >= NUMPY_FIRST or "numba" in sys.modules:
+        return scan_counts()
+    _numpy_checks += 1
+    return None
 
 
 def _scan_counts_column(offsets, data):

@@ -120,7 +120,7 @@ def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None 
         raise RLEError(
             f"{where}: expected compressed counts (str), got an uncompressed list (convert it with perckit.rle.to_rle)"
         )
-    scan = _kernels.scan_counts()
+    scan = _kernels.scan_counts_for_one()
     if scan is not None and counts and (isinstance(counts, bytes) or (isinstance(counts, str) and counts.isascii())):
         raw = counts.encode("ascii") if isinstance(counts, str) else counts
         status, total, _ = scan(np.frombuffer(raw, dtype=np.uint8))

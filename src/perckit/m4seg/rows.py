@@ -278,7 +278,7 @@ def _to_rle(obj: Any, hw: list[int], gw: str, k: int) -> dict:
             if counts and set(map(type, counts)) == _INT_ONLY and min(counts) >= 0 and sum(counts) == h * w:
                 return rle_ops._from_c(rle_ops._mask.frPyObjects({"counts": counts, "size": [h, w]}, h, w))
         elif type(counts) is str and counts and counts.isascii():
-            scan = _kernels.scan_counts()
+            scan = _kernels.scan_counts_for_one()
             if scan is not None:
                 status, total, _ = scan(np.frombuffer(counts.encode("ascii"), dtype=np.uint8))
                 if status == 0 and total == h * w:
@@ -302,7 +302,7 @@ def _plain_mask(obj: Any, hw: list[int]) -> tuple[dict, dict] | None:
         counts = obj.get("counts")
         if type(counts) is str:
             if counts and counts.isascii():
-                scan = _kernels.scan_counts()
+                scan = _kernels.scan_counts_for_one()
                 if scan is not None:
                     raw = counts.encode("ascii")
                     status, total, _ = scan(np.frombuffer(raw, dtype=np.uint8))
