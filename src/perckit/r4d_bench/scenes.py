@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pycocotools import mask as _cocomask
 
 from .. import rle as rle_ops
-from ..errors import ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice
+from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
 from ..errors import short_repr as _short
 from ..images import check_encoded_image
 from ..jsonio import parse_int, read_json
