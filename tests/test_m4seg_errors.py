@@ -245,7 +245,8 @@ def test_scan_parquet_ids_counts_in_arrow_and_names_the_first_repeat(m4_release,
 
     files = sorted(str(p) for p in (m4_release.root / "data").glob("train-*.parquet"))
     total = sum(pq.read_metadata(p).num_rows for p in files)
-    assert release.scan_parquet_ids(open, files, "train") == total == parquet_reader._scan_parquet_ids_reference(open, files, "train")
+    assert release.scan_parquet_ids(open, files, "train") == total == parquet_reader._count_ids_by_reference(
+        parquet_reader._example_id_columns(open, files, "train"), "train")
 
     def shard(name, ids):
         path = tmp_path / name

@@ -193,10 +193,24 @@ def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
     The columns of every shard are counted by pyarrow (``count_distinct`` over them all, exact, in C++: a
     tenth of the per-id hashing for the 743k train ids, and this runs before the ``num_proc`` workers start).
     When that finds a repeat, or a column is of another type than string or integer (whose ``str()`` could
-    merge distinct values), :func:`_scan_parquet_ids_reference` runs and raises at the first repeated id in
-    order, as it always did."""
+    merge distinct values) or holds nulls, :func:`_count_ids_by_reference` goes over the same columns and
+    raises at the first repeated id in order."""
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    columns = _example_id_columns(opener, paths, split)
+    kinds = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer)
+    if all(any(k(c.type) for k in kinds) and not c.null_count for c in columns):
+        ids = pa.chunked_array([chunk for c in columns for chunk in c.cast(pa.large_string()).chunks], pa.large_string())
+        if pc.count_distinct(ids).as_py() == len(ids):
+            return len(ids)
+    return _count_ids_by_reference(columns, split)
+
+
+def _example_id_columns(opener: Callable, paths: Sequence[str], split: str) -> list:
+    """The ``example_id`` column of every shard, each file's footer and schema checked first; a column that
+    cannot be read raises naming its file."""
+    import pyarrow as pa
 
     columns = []
     for p in paths:
@@ -205,39 +219,20 @@ def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
             pf = open_parquet(f, where)
             check_parquet_schema(pf.schema_arrow, where)
             try:
-                column = pf.read(columns=["example_id"]).column(0)
+                columns.append(pf.read(columns=["example_id"]).column(0))
             except (pa.ArrowException, *PARQUET_ERRORS) as e:
                 raise ReleaseFormatError(
                     f"{where}: the example_id column cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
                 ) from None
-        t = column.type
-        if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)) or column.null_count:
-            return _scan_parquet_ids_reference(opener, paths, split)
-        columns.append(column.cast(pa.large_string()) if not pa.types.is_large_string(t) else column)
-    if not columns:
-        return 0
-    ids = pa.chunked_array([c for col in columns for c in col.chunks], pa.large_string())
-    if pc.count_distinct(ids).as_py() != len(ids):
-        return _scan_parquet_ids_reference(opener, paths, split)
-    return len(ids)
+    return columns
 
 
-def _scan_parquet_ids_reference(opener: Callable, paths: Sequence[str], split: str) -> int:
-    """:func:`scan_parquet_ids` id by id (:class:`IdGuard`, the ids as ``str``): raises at the first repeat."""
-    import pyarrow as pa
-
+def _count_ids_by_reference(columns: Sequence, split: str) -> int:
+    """:func:`scan_parquet_ids` id by id (:class:`IdGuard`, the ids as ``str``, 65,536 at a time): raises at
+    the first repeat in order; returns the count."""
     guard = IdGuard(f"M4Seg {split} split, {PARQUET_GLOB.format(split=split)}")
-    for p in paths:
-        where = f"M4Seg {split} split, {Path(p).name}"
-        with opener(p, "rb") as f:
-            pf = open_parquet(f, where)
-            check_parquet_schema(pf.schema_arrow, where)
-            try:
-                for batch in pf.iter_batches(batch_size=65536, columns=["example_id"]):
-                    guard.add_many([str(v) for v in batch.column(0).to_pylist()])
-            except (pa.ArrowException, *PARQUET_ERRORS) as e:
-                raise ReleaseFormatError(
-                    f"{where}: the example_id column cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
-                ) from None
+    for column in columns:
+        for start in range(0, len(column), 65536):
+            guard.add_many([str(v) for v in column.slice(start, 65536).to_pylist()])
     guard.flush()
     return guard.count
