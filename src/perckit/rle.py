@@ -275,8 +275,21 @@ def from_polygons(polygons: Sequence[Sequence[float]], height: int, width: int, 
         polys.append(arr)  # pycocotools copies each polygon to a float64 array itself
     if not polys:
         return empty(h, w)
-    parts = _mask.frPyObjects(polys, h, w)
-    return _from_c(_mask.merge(parts, intersect=False) if len(parts) > 1 else parts[0])
+    return _from_c(polygon_unions([polys], h, w)[0])
+
+
+def polygon_unions(groups: Sequence[Sequence[Any]], h: int, w: int) -> list[dict]:
+    """The union of each group of polygons, in pycocotools form (``bytes`` counts): every polygon of every
+    group rasterised by one ``frPyObjects`` call (each polygon is rasterised on its own, so one call for many
+    groups gives what one call per group would), a group of several merged as :func:`from_polygons` merges
+    them. Each group holds at least one polygon, every one checked as :func:`from_polygons` checks them."""
+    flat = [p for g in groups for p in g]
+    raster = iter(_mask.frPyObjects(flat, h, w) if flat else [])
+    out = []
+    for g in groups:
+        parts = [next(raster) for _ in range(len(g))]
+        out.append(parts[0] if len(parts) == 1 else _mask.merge(parts, intersect=False))
+    return out
 
 
 def to_rle(obj: Any, size: Sequence[int] | None = None, where: str = "mask") -> RLE:

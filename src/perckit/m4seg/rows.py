@@ -322,8 +322,7 @@ def _plain_mask(obj: Any, hw: list[int]) -> tuple[dict, dict] | None:
         for poly in polys:
             if not ok(poly, h, w):
                 return None
-        parts = rle_ops._mask.frPyObjects(polys, h, w)
-        c = rle_ops._mask.merge(parts, intersect=False) if len(parts) > 1 else parts[0]
+        c = rle_ops.polygon_unions([polys], h, w)[0]
         return rle_ops._from_c(c), c
     return None
 

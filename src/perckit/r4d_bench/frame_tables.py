@@ -18,7 +18,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
-from pycocotools import mask as _cocomask
 
 from .. import rle as rle_ops
 from ..builder_base import media_column
@@ -167,7 +166,7 @@ def _plain_masks(frames: Sequence[tuple[FrameInfo, Sequence]], flat: list, offse
     """Each annotation's mask as the reference makes it (``{size, counts}`` or null), or None (see
     :func:`_plain_annotation_column`)."""
     masks: list = [None] * len(flat)
-    pending: dict[tuple[int, int], list[tuple[int, int]]] = {}  # frame size -> (annotation, its polygons) to rasterise
+    pending: dict[tuple[int, int], list[int]] = {}  # frame size -> the annotations whose polygons to rasterise
     for (fr, _), start, end in zip(frames, offsets, offsets[1:]):
         h, w = fr.height, fr.width
         for i in range(start, end):
@@ -175,7 +174,7 @@ def _plain_masks(frames: Sequence[tuple[FrameInfo, Sequence]], flat: list, offse
             if seg in (None, [], {}):
                 continue
             if type(seg) is list and all(rle_ops._plain_polygon_ok(p, h, w) for p in seg):
-                pending.setdefault((h, w), []).append((i, len(seg)))
+                pending.setdefault((h, w), []).append(i)
             elif id(seg) in checked and seg["size"] == [h, w]:  # what to_rle returns for it
                 masks[i] = (h, w, seg["counts"])
             else:
@@ -184,10 +183,8 @@ def _plain_masks(frames: Sequence[tuple[FrameInfo, Sequence]], flat: list, offse
                 except (RLEError, ReleaseFormatError):
                     return None
                 masks[i] = (h, w, rle["counts"])
-    for (h, w), items in pending.items():  # each polygon is rasterised on its own: one call for all of a size
-        raster = iter(_cocomask.frPyObjects([p for i, _ in items for p in flat[i]["segmentation"]], h, w))
-        for i, n in items:
-            one = next(raster) if n == 1 else _cocomask.merge([next(raster) for _ in range(n)], intersect=False)
+    for (h, w), items in pending.items():  # one pycocotools call for all the polygons of a frame size
+        for i, one in zip(items, rle_ops.polygon_unions([flat[i]["segmentation"] for i in items], h, w)):
             masks[i] = (h, w, one["counts"].decode("ascii"))
     null = [m is None for m in masks]
     sizes = pa.array([None if m is None else [m[0], m[1]] for m in masks], pa.list_(pa.int32()))

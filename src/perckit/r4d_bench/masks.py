@@ -78,14 +78,13 @@ def _plain_frame_mask(
     (:func:`perckit.rle._plain_polygon_ok`), or a compressed RLE with ``str`` counts and a ``size`` equal to
     ``[H, W]`` that :func:`perckit.rle.validate` accepts; at least one mask is not empty. Then the reference
     checks all pass and this makes the same pycocotools calls in the same order: each mask's polygons
-    rasterised (one ``frPyObjects`` call for the frame: each polygon is rasterised on its own) and merged
+    rasterised (one ``frPyObjects`` call for the frame, :func:`perckit.rle.polygon_unions`) and merged
     per mask, then the masks merged; one mask is returned as the reference returns it (a validated RLE as
     given, not re-encoded). The tests compare both paths on the sample releases and on hand-made frames."""
     h, w = size
     if type(h) is not int or type(w) is not int or h <= 0 or w <= 0 or h * w > rle_ops.MAX_PIXELS:
         return None
-    items: list = []  # per non-empty mask: a validated RLE dict, or the number of its polygons
-    polys: list = []
+    items: list = []  # per non-empty mask: a validated RLE dict, or its list of polygons
     for k, m in enumerate(masks):
         if type(m) is not dict:
             return None
@@ -109,18 +108,11 @@ def _plain_frame_mask(
         for poly in seg:
             if not rle_ops._plain_polygon_ok(poly, h, w):
                 return None
-        items.append(len(seg))
-        polys.extend(seg)
+        items.append(seg)
     if not items:
         return None
-    raster = iter(_cocomask.frPyObjects(polys, h, w) if polys else [])
-    parts = []
-    for item in items:
-        if type(item) is dict:
-            parts.append(item)
-            continue
-        own = [next(raster) for _ in range(item)]
-        parts.append(_cocomask.merge(own, intersect=False) if len(own) > 1 else own[0])
+    unions = iter(rle_ops.polygon_unions([item for item in items if type(item) is list], h, w))
+    parts = [item if type(item) is dict else next(unions) for item in items]
     if len(parts) == 1:
         one = parts[0]
         return dict(one) if "counts" in one and type(one["counts"]) is str else {"size": [h, w], "counts": one["counts"].decode("ascii")}
