@@ -27,11 +27,11 @@ from .scenes import FrameInfo
 from .scenes import SceneInfo
 from .scenes import _frame_row
 from .scenes import _json_text
-from .scenes import coco_track_id
 from .scenes import frame_image_paths
 from .scenes import frame_images
 from .scenes import read_ahead
 from .scenes import reference_annotations
+from .scenes import resolve_track_ids
 from .scenes import scene_annotations
 
 _PLAIN = frozenset((float, int))
@@ -99,7 +99,7 @@ def _plain_annotation_column(
     empty, a list of plain polygons (:func:`perckit.rle._plain_polygon_ok`: rasterised in one pycocotools call
     per frame size, merged per annotation as :func:`perckit.rle.from_polygons` does), an RLE dict that the
     scene's scan accepted (``checked``) of the frame's size (taken as it is), or anything
-    :func:`perckit.rle.to_rle` accepts without an error. The track id is :func:`scenes.resolve_track_id`'s rule
+    :func:`perckit.rle.to_rle` accepts without an error. Track ids come from :func:`scenes.resolve_track_ids`
     (``links``: the scene track JSON's); ``cat_names``: the scene's category names as row text."""
     flat: list = []
     offsets = [0]
@@ -130,21 +130,12 @@ def _plain_annotation_column(
         return None
     if not all(map(math.isfinite, coords)) or not all(math.isfinite(v) for v in areas if v is not None):
         return None
-    owns = [a.get("track_id") for a in flat]
-    owns = [str(t) if t is not None else coco_track_id(a) for t, a in zip(owns, flat)]  # coco_track_id's first rule inline
-    if links:
-        linked = [links.get(i) for i in ids]
-        if precedence == "scene_json":
-            tracks = [lk if lk is not None else own for own, lk in zip(owns, linked)]
-        else:
-            tracks = [own if own is not None else lk for own, lk in zip(owns, linked)]
-    else:
-        tracks = owns
-    masks = _plain_masks(frames, flat, offsets, checked)
-    if masks is None:
-        return None
+    tracks = resolve_track_ids(flat, ids, links, precedence)
     struct_type = list_type.value_type
     types = {f.name: f.type for f in struct_type}
+    masks = _plain_masks(frames, flat, offsets, checked, types["mask"])
+    if masks is None:
+        return None
     try:
         struct = pa.StructArray.from_arrays([
             pa.array(ids, types["annotation_id"]),
@@ -155,16 +146,18 @@ def _plain_annotation_column(
                                      type=types["bbox_xywh"]),
             pa.array(areas, types["area"]),
             pa.array([bool(a.get("iscrowd", 0)) for a in flat], types["iscrowd"]),
-            masks.cast(types["mask"]) if masks.type != types["mask"] else masks,
+            masks,
         ], fields=list(struct_type))
         return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), struct, type=list_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # a value out of an Arrow type's range: the reference
         return None
 
 
-def _plain_masks(frames: Sequence[tuple[FrameInfo, Sequence]], flat: list, offsets: list[int], checked) -> pa.StructArray | None:
-    """Each annotation's mask as the reference makes it (``{size, counts}`` or null), or None (see
-    :func:`_plain_annotation_column`)."""
+def _plain_masks(
+    frames: Sequence[tuple[FrameInfo, Sequence]], flat: list, offsets: list[int], checked, mask_type: pa.StructType
+) -> pa.StructArray | None:
+    """Each annotation's mask as the reference makes it (``{size, counts}`` of ``mask_type``, or null), or None
+    (see :func:`_plain_annotation_column`)."""
     masks: list = [None] * len(flat)
     pending: dict[tuple[int, int], list[int]] = {}  # frame size -> the annotations whose polygons to rasterise
     for (fr, _), start, end in zip(frames, offsets, offsets[1:]):
@@ -187,9 +180,9 @@ def _plain_masks(frames: Sequence[tuple[FrameInfo, Sequence]], flat: list, offse
         for i, one in zip(items, rle_ops.polygon_unions([flat[i]["segmentation"] for i in items], h, w)):
             masks[i] = (h, w, one["counts"].decode("ascii"))
     null = [m is None for m in masks]
-    sizes = pa.array([None if m is None else [m[0], m[1]] for m in masks], pa.list_(pa.int32()))
-    counts = pa.array([None if m is None else m[2] for m in masks], pa.string())
-    return pa.StructArray.from_arrays([sizes, counts], names=["size", "counts"], mask=pa.array(null, pa.bool_()))
+    sizes = pa.array([None if m is None else [m[0], m[1]] for m in masks], mask_type.field("size").type)
+    counts = pa.array([None if m is None else m[2] for m in masks], mask_type.field("counts").type)
+    return pa.StructArray.from_arrays([sizes, counts], fields=list(mask_type), mask=pa.array(null, pa.bool_()))
 
 
 def _offsets(lengths) -> list[int]:

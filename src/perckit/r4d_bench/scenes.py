@@ -79,12 +79,22 @@ def resolve_track_id(
     scene track JSON fills the annotations that carry none; ``"scene_json"`` is the other way round. None when
     neither names a track.
     """
+    return resolve_track_ids([annotation], [annotation_id], scene_links, precedence)[0]
+
+
+def resolve_track_ids(
+    annotations: Sequence[Mapping[str, Any]], annotation_ids: Sequence[int | None], scene_links: Mapping[int, str] | None = None,
+    precedence: str = "coco",
+) -> list[str | None]:
+    """:func:`resolve_track_id` of each annotation (with its id), the precedence checked once for them all."""
     check_choice("track_id_precedence", precedence, TRACK_ID_PRECEDENCES)
-    own = coco_track_id(annotation)
-    linked = scene_links.get(annotation_id) if scene_links and annotation_id is not None else None
+    owns = list(map(coco_track_id, annotations))
+    if not scene_links:
+        return owns
+    linked = [scene_links.get(i) if i is not None else None for i in annotation_ids]
     if precedence == "scene_json":
-        return linked if linked is not None else own
-    return own if own is not None else linked
+        return [lk if lk is not None else own for own, lk in zip(owns, linked)]
+    return [own if own is not None else lk for own, lk in zip(owns, linked)]
 
 
 # ---------------------------------------------------------------- scene track JSON
@@ -252,7 +262,7 @@ def read_scene(
             h, w, iid = int(img["height"]), int(img["width"]), int(img["id"])
         except (KeyError, TypeError, ValueError):
             raise ReleaseFormatError(f"{where}: expected int 'id', 'height' and 'width'") from None
-        name = _plain_image_name(folder, img.get("file_name"), listing) if plain_dirs and image_names else None
+        name = _plain_image_name(folder, img.get("file_name"), listing) if plain_dirs else None
         if name is None and image_names:  # anything but a plain file name in plain folders: the reference rule and its errors
             name = _resolve_image_name(folder, img.get("file_name"), f"{where}.file_name")
         info.frames[fid] = FrameInfo(fid, iid, name, h, w)
