@@ -77,23 +77,29 @@ def scan_counts():
     return scan
 
 
-#: Single masks a process checks with its numpy path before :func:`scan_counts_for_one` loads the compiled scan.
+#: Masks a process checks with its numpy paths before :func:`compiled_scan_pays` says loading numba pays.
 NUMPY_FIRST = 64
 _numpy_checks = 0
 
 
-def scan_counts_for_one():
-    """:func:`scan_counts` for a caller that checks one mask at a time, once loading it pays: when numba is
-    already imported, or after the process's first :data:`NUMPY_FIRST` masks (None before: the caller uses its
-    numpy path, which gives the same verdicts). Importing numba and loading a cached kernel costs about 0.4 s
-    in a fresh process, a numpy check about 15 us: a process that checks a handful of masks (a command-line
-    call, the first rows a builder reads to check a release before its ``num_proc`` workers start) never
-    loads it, and one that checks thousands pays the numpy path 64 times."""
+def compiled_scan_pays(n: int = 1) -> bool:
+    """Whether to check the next ``n`` masks with a compiled counts scan: yes when numba is already imported or
+    when these masks take the process past its first :data:`NUMPY_FIRST`; otherwise no, and they are counted
+    (the caller uses its numpy path, which gives the same verdicts). Importing numba and loading a cached
+    kernel costs about 0.4 s in a fresh process, a numpy check about 15 us: a process that checks a handful
+    of masks (a command-line call, the first rows a builder reads to check a release before its ``num_proc``
+    workers start) never loads it, and one that checks thousands pays the numpy path at most 64 times."""
     global _numpy_checks
-    if _numpy_checks >= NUMPY_FIRST or "numba" in sys.modules:
-        return scan_counts()
-    _numpy_checks += 1
-    return None
+    if "numba" in sys.modules or _numpy_checks + n > NUMPY_FIRST:
+        return True
+    _numpy_checks += n
+    return False
+
+
+def scan_counts_for_one():
+    """:func:`scan_counts` for a caller that checks one mask at a time, once :func:`compiled_scan_pays`; None
+    before (the caller uses its numpy path)."""
+    return scan_counts() if compiled_scan_pays() else None
 
 
 def _scan_counts_column(offsets, data):

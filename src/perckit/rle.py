@@ -141,9 +141,10 @@ def valid_many(rles: Sequence[Any]) -> list[bool]:
     of them by one call of the compiled column scan (:func:`perckit._kernels.scan_counts_column`).
 
     False says only "not decided here": the caller validates that one with :func:`validate`, which gives
-    the verdict and the error. Without numba every item is False."""
+    the verdict and the error. Every item is False without numba, and while checking them one by one is
+    cheaper than loading it (:func:`perckit._kernels.compiled_scan_pays`: a handful of masks in a fresh process)."""
     out = [False] * len(rles)
-    if not rles or not _kernels.have_numba():
+    if not rles or not _kernels.compiled_scan_pays(len(rles)) or not _kernels.have_numba():
         return out
     expected = np.full(len(rles), -1, dtype=np.int64)
     counts: list[str] = []
