@@ -40,6 +40,13 @@ class OptionError(PerckitError, ValueError):
     """An option has a value outside the allowed set."""
 
 
+class OutputError(PerckitError, OSError):
+    """A file perckit writes could not be written (a full disk, a file-size limit, a folder it may not write).
+
+    Raised by the one atomic writer (:func:`perckit.paths.atomic_file`), which has then removed its temporary
+    file: the target holds its previous content, or does not exist. Also an ``OSError``."""
+
+
 def _same_choice(value: object, choice: object) -> bool:
     if value is choice:
         return True

@@ -1,4 +1,5 @@
-"""The one guard for every path that release data or a prediction file supplies.
+"""The one guard for every path that release data or a prediction file supplies, the checked readers, and the
+one atomic writer.
 
 A release (or a prediction folder) is a download from a stranger: a COCO ``file_name``, an M4Seg
 ``image_paths`` entry, a ReasonAVEdit sample ``id`` or CSV media column may be ``/etc/passwd``,
@@ -6,18 +7,24 @@ A release (or a prediction folder) is a download from a stranger: a COCO ``file_
 path would copy the bytes of an arbitrary local file into the rows (and ``convert`` / ``push`` would upload
 them). :func:`resolve_under` is the only function that turns such a string into a filesystem path: every
 reader calls it, and it refuses anything that does not stay inside its root.
+
+Every file perckit reads goes through :func:`open_regular_file` / :func:`read_regular_file` (a regular file, its
+size capped, checked on the open descriptor before any read), and every file it writes through
+:func:`atomic_file` / :func:`write_atomic` (a temporary file beside the target, fsync, one rename; on any failure
+the temporary file is removed and the target keeps its previous content).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from .errors import ReleaseFormatError
+from .errors import OutputError, PerckitError, ReleaseFormatError
 
 #: longest relative path accepted from data (Linux's PATH_MAX); longer strings are refused before any
 #: filesystem call.
@@ -200,3 +207,76 @@ def relative_label(path: str | os.PathLike, root: str | os.PathLike | None) -> s
         return Path(path).relative_to(root).as_posix()
     except ValueError:
         return None
+
+
+# ---------------------------------------------------------------- the one atomic writer
+
+
+def _temp_beside(path: Path) -> tuple[int, Path]:
+    """A new file beside ``path`` (``.<name>.perckit-tmp-<random>``), created exclusively with the mode a plain
+    ``open(path, "w")`` would give it (0o666 less the umask); its descriptor and path."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name[:200]}.perckit-tmp-{secrets.token_hex(6)}")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {str(path)!r}")
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable where the OS allows it (best effort: not every filesystem can)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_file(path: str | os.PathLike, where: str | None = None) -> Iterator[BinaryIO]:
+    """A binary file object whose content becomes ``path`` in one step when the block ends without an error.
+
+    The one writer of every file perckit writes: the data go to a new temporary file beside ``path`` (same
+    folder, so the rename never crosses filesystems), which is flushed, ``fsync``-ed, closed and renamed over
+    ``path`` (``os.replace``: a symbolic link at ``path`` is replaced, never written through). If anything fails
+    (the block raises, the disk is full, a file-size limit is hit, the folder is read-only), the temporary file
+    is removed and ``path`` keeps its previous content (or still does not exist). An ``OSError`` becomes an
+    :class:`~perckit.errors.OutputError` naming ``where`` (default: the file) and the OS's reason; any other
+    exception propagates unchanged. Whether ``path`` may be replaced at all is the caller's decision (perckit
+    never replaces a file it did not write)."""
+    target = Path(path)
+    label = f"{where}: " if where else ""
+    try:
+        fd, tmp = _temp_beside(target)
+    except OSError as e:
+        raise OutputError(f"{label}cannot write {str(target)!r}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError) and not isinstance(e, PerckitError):
+            raise OutputError(f"{label}cannot write {str(target)!r}: {e.strerror or e}") from None
+        raise
+    _fsync_folder(target.parent)
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str, where: str | None = None, encoding: str = "utf-8") -> Path:
+    """Write ``data`` (text is encoded with ``encoding``) to ``path`` through :func:`atomic_file`; returns ``path``."""
+    raw = data.encode(encoding) if isinstance(data, str) else bytes(data)
+    with atomic_file(path, where) as f:
+        f.write(raw)
+    return Path(path)
