@@ -5,6 +5,7 @@ import os
 
 from perckit.prefetch import gc_paused
 from perckit.prefetch import read_ahead
+from perckit.errors import ReleaseFormatError, ReleaseNotFoundError
 
 
 def test_read_ahead_order_contents_and_errors(tmp_path):
@@ -15,13 +16,13 @@ def test_read_ahead_order_contents_and_errors(tmp_path):
         paths.append(p)
     paths[5] = tmp_path / "missing.bin"
     paths[7] = tmp_path  # a folder
-    got = list(read_ahead(paths, depth=4))
+    got = list(read_ahead(paths, depth=4, limit=1 << 20))
     assert [p for p, _ in got] == paths
     for i, (p, data) in enumerate(got):
         if i == 5:
-            assert isinstance(data, FileNotFoundError)
+            assert isinstance(data, ReleaseNotFoundError) and isinstance(data, FileNotFoundError)
         elif i == 7:
-            assert isinstance(data, IsADirectoryError)
+            assert isinstance(data, ReleaseFormatError) and "a folder" in str(data)
         else:
             assert data == bytes([i]) * (i * 100)
 

@@ -35,11 +35,13 @@ def code_hash() -> str:
     in sorted order: the cache key of every build, so changed code means a new cache entry."""
     from . import __version__
     from .entrypoints import scripts_root
+    from .paths import read_regular_file
+    from .versioning import MAX_SOURCE_BYTES
 
     h = hashlib.sha256(__version__.encode())
     for root in (Path(__file__).resolve().parent, scripts_root("builders").resolve()):
         for p in sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts):
-            h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+            h.update(p.relative_to(root).as_posix().encode() + b"\0" + read_regular_file(p, "perckit's sources", MAX_SOURCE_BYTES) + b"\0")
     return h.hexdigest()[:16]
 
 

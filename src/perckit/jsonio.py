@@ -162,30 +162,24 @@ def read_json(
     error: type[Exception] = ReleaseFormatError,
     not_found: type[Exception] = ReleaseNotFoundError,
     unique_keys: bool = True,
-    limit: int | None = None,
+    *,
+    limit: int,
 ) -> Any:
     """Parse a JSON file; a missing or malformed file raises an error naming it.
 
-    ``limit`` (bytes): read the file through :func:`perckit.paths.read_regular_file` under that cap (a FIFO,
-    a device or a larger file raises ``error`` before anything is read); for files named by release data.
+    The file is read through :func:`perckit.paths.read_regular_file` under ``limit`` bytes (required: a FIFO,
+    a device or a larger file raises ``error`` before anything is read).
 
     An object with a repeated key (which ``json`` would silently collapse to the last value) raises
     ``error`` naming the key; ``unique_keys=False`` is kept only for callers that compare both behaviours.
     A leading UTF-8 BOM is skipped (:data:`UTF8_BOM`).
     """
-    path = Path(path)
-    try:
-        if limit is not None:
-            from .paths import read_regular_file
+    from .paths import read_regular_file
 
-            if not path.exists():
-                raise FileNotFoundError(path)
-            data = read_regular_file(path, repr(str(path)), limit, error, not_found)
-        else:
-            with open(path, "rb") as f:
-                data = f.read()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        raise not_found(f"{str(path)!r}: file not found") from None
+    path = Path(path)
+    if not path.exists():
+        raise not_found(f"{str(path)!r}: file not found")
+    data = read_regular_file(path, repr(str(path)), limit, error, not_found)
     with gc_paused():
         return parse_json(data, repr(str(path)), error, unique_keys)
 

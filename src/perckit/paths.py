@@ -19,10 +19,10 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .errors import OutputError, PerckitError, ReleaseFormatError
 
@@ -136,6 +136,24 @@ def _open_checked(
     return fd, st
 
 
+def open_checked(
+    path: str | os.PathLike,
+    where: str,
+    limit: int | None = None,
+    error: type[Exception] = ReleaseFormatError,
+    not_found: type[Exception] | None = None,
+    what: str = "file",
+) -> BinaryIO:
+    """``path`` opened for binary reading once it is known to be a regular file (of at most ``limit`` bytes):
+    the checks of :func:`open_regular_file`, returning the open file (the caller closes it; ``with`` works)."""
+    fd, _ = _open_checked(path, where, limit, error, not_found, what)
+    try:
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 @contextmanager
 def open_regular_file(
     path: str | os.PathLike,
@@ -152,14 +170,58 @@ def open_regular_file(
     never end, opening a FIFO would block), and so is a file larger than ``limit``, before anything is read.
     A missing file raises ``not_found`` (default: :class:`ReleaseNotFoundError` for release errors, else
     ``error``) naming ``where``; ``what`` names the kind of file in the messages ("a regular .npy file")."""
-    fd, _ = _open_checked(path, where, limit, error, not_found, what)
-    try:
-        f = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-    with f:
+    with open_checked(path, where, limit, error, not_found, what) as f:
         yield f
+
+
+#: the largest release file a builder opens through :func:`checked_opener` (readers bound what they read of it:
+#: the Parquet page walk, the gzip and JSON limits, the tar member caps)
+MAX_RELEASE_FILE_BYTES = 1 << 40
+
+
+def is_remote(path: str | os.PathLike) -> bool:
+    """``True`` for a URL-like path (``hf://``, ``https://``, ``zip://``...) that only ``datasets``' streaming
+    opener can read; ``False`` for a local path."""
+    return "://" in os.fspath(path)
+
+
+def checked_opener(opener: Any, limit: int = MAX_RELEASE_FILE_BYTES, error: type[Exception] = ReleaseFormatError) -> Any:
+    """The opener a builder hands to its readers: ``opener(path, "rb")`` (the module's ``open``, which
+    ``datasets``' streaming mode replaces by ``xopen``) for a remote path, and :func:`open_checked` for a local
+    one (a regular file of at most ``limit`` bytes, checked on the open descriptor: a FIFO planted in a
+    release would otherwise block the build)."""
+
+    def open_release_file(path: str | os.PathLike, mode: str = "rb") -> Any:
+        if mode != "rb":
+            raise ValueError(f"checked_opener opens release files for binary reading only, got mode {mode!r}")
+        if is_remote(path):
+            return opener(path, mode)
+        return open_checked(path, repr(os.fspath(path)), limit, error)
+
+    return open_release_file
+
+
+@contextmanager
+def open_media(value: Any, where: str, limit: int, error: type[Exception] = ReleaseFormatError) -> Iterator[BinaryIO | None]:
+    """A ``{bytes, path}`` media value (datasets' storage of an image, audio or video) opened for a decoder:
+    its ``bytes`` as an in-memory file, else its ``path`` through :func:`open_regular_file` (a regular file of at
+    most ``limit`` bytes, checked before a byte is read); ``None`` when the value holds neither. Decoders (PyAV,
+    Pillow, soundfile) read the file object they are given, never a path."""
+    import io
+
+    data = value.get("bytes") if isinstance(value, Mapping) else None
+    path = value.get("path") if isinstance(value, Mapping) else None
+    if data:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise error(f"{where}: expected the media 'bytes' as bytes, got {type(data).__name__}")
+        yield io.BytesIO(bytes(data))
+    elif path:
+        if not isinstance(path, (str, os.PathLike)):
+            raise error(f"{where}: expected the media 'path' as a string, got {type(path).__name__}")
+        with open_regular_file(path, where, limit, error, what="media file") as f:
+            yield f
+    else:
+        yield None
 
 
 def read_regular_file(
@@ -240,7 +302,7 @@ def _fsync_folder(folder: Path) -> None:
 
 
 @contextmanager
-def atomic_file(path: str | os.PathLike, where: str | None = None) -> Iterator[BinaryIO]:
+def atomic_file(path: str | os.PathLike, where: str | None = None, replace: bool = True) -> Iterator[BinaryIO]:
     """A binary file object whose content becomes ``path`` in one step when the block ends without an error.
 
     The one writer of every file perckit writes: the data go to a new temporary file beside ``path`` (same
@@ -250,7 +312,9 @@ def atomic_file(path: str | os.PathLike, where: str | None = None) -> Iterator[B
     is removed and ``path`` keeps its previous content (or still does not exist). An ``OSError`` becomes an
     :class:`~perckit.errors.OutputError` naming ``where`` (default: the file) and the OS's reason; any other
     exception propagates unchanged. Whether ``path`` may be replaced at all is the caller's decision (perckit
-    never replaces a file it did not write)."""
+    never replaces a file it did not write); with ``replace=False`` the file is published with a hard link,
+    which fails when anything already exists at ``path`` (an :class:`~perckit.errors.OutputError`, nothing
+    replaced, even if something appeared there while the data were written)."""
     target = Path(path)
     label = f"{where}: " if where else ""
     try:
@@ -262,7 +326,11 @@ def atomic_file(path: str | os.PathLike, where: str | None = None) -> Iterator[B
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, target)
+        if replace:
+            os.replace(tmp, target)
+        else:
+            os.link(tmp, target, follow_symlinks=False)  # FileExistsError when anything is there: never clobbered
+            os.unlink(tmp)
     except BaseException as e:
         try:
             os.unlink(tmp)
@@ -274,9 +342,10 @@ def atomic_file(path: str | os.PathLike, where: str | None = None) -> Iterator[B
     _fsync_folder(target.parent)
 
 
-def write_atomic(path: str | os.PathLike, data: bytes | str, where: str | None = None, encoding: str = "utf-8") -> Path:
+def write_atomic(path: str | os.PathLike, data: bytes | str, where: str | None = None, encoding: str = "utf-8",
+                 replace: bool = True) -> Path:
     """Write ``data`` (text is encoded with ``encoding``) to ``path`` through :func:`atomic_file`; returns ``path``."""
     raw = data.encode(encoding) if isinstance(data, str) else bytes(data)
-    with atomic_file(path, where) as f:
+    with atomic_file(path, where, replace) as f:
         f.write(raw)
     return Path(path)

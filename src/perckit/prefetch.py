@@ -38,7 +38,8 @@ def gc_paused() -> Iterator[None]:
 def read_ahead(
     paths: Sequence[str | os.PathLike],
     depth: int = 256,
-    limit: int | None = None,
+    *,
+    limit: int,
     what: str = "file",
     ahead_bytes: int = 32 << 20,
     refill: float = 0.5,
@@ -54,10 +55,9 @@ def read_ahead(
     files (25 MB) ahead than with 16. The byte budget bounds what is asked for however large the files are
     (a file is hinted while the window holds less than ``ahead_bytes``, or when it is the next one read),
     and a file over ``limit`` is never hinted. A file that cannot be read gives its error in place of the
-    bytes, for the caller. With ``limit`` (what every reader of release data passes), each file is read by
-    :func:`perckit.paths.read_regular_file` under that many bytes, so a FIFO, a device or a folder is
-    refused at once (``ReleaseFormatError``; a missing file ``ReleaseNotFoundError``); without it, a plain
-    read whose ``OSError`` is given back.
+    bytes, for the caller. Each file is read by :func:`perckit.paths.read_regular_file` under ``limit`` bytes
+    (required), so a FIFO, a device or a folder is refused at once (``ReleaseFormatError``; a missing file
+    ``ReleaseNotFoundError``). The hint opens a file only to call ``posix_fadvise`` on it: nothing is read there.
     """
     import stat
 
@@ -79,7 +79,7 @@ def read_ahead(
                 continue
             try:
                 st = os.fstat(fd)
-                size = st.st_size if stat.S_ISREG(st.st_mode) and (limit is None or st.st_size <= limit) else None
+                size = st.st_size if stat.S_ISREG(st.st_mode) and st.st_size <= limit else None
                 if size is not None and window > 0 and window + size > ahead_bytes:
                     return  # full: asked again after the next read
                 if size is not None:
@@ -96,11 +96,7 @@ def read_ahead(
             top_up(i)
         data: bytes | Exception
         try:
-            if limit is not None:
-                data = read_regular_file(p, what, limit, ReleaseFormatError, ReleaseNotFoundError)
-            else:
-                with open(p, "rb") as f:
-                    data = f.read()
+            data = read_regular_file(p, what, limit, ReleaseFormatError, ReleaseNotFoundError)
         except (ReleaseFormatError, ReleaseNotFoundError, OSError) as e:
             data = e
         if i < len(sizes):

@@ -7,6 +7,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import __version__
+from .paths import read_regular_file
+
+#: the largest source file hashed (perckit's own modules are a few tens of KB)
+MAX_SOURCE_BYTES = 16 << 20
 
 
 @lru_cache(maxsize=1)
@@ -15,7 +19,7 @@ def _package_digest() -> str:
     root = Path(__file__).parent
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode())
-        h.update(path.read_bytes())
+        h.update(read_regular_file(path, "perckit's sources", MAX_SOURCE_BYTES))
     return h.hexdigest()
 
 

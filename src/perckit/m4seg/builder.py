@@ -1,7 +1,8 @@
 """The M⁴Seg ``datasets`` builder. ``builders/m4seg/m4seg.py`` is a thin entry point over it.
 
 ``open`` and ``glob.glob`` are called from this module so that streaming mode (which patches the builder
-modules) can read remote files; the readers in :mod:`perckit.m4seg.release` receive them as arguments.
+modules) can read remote files; the readers in :mod:`perckit.m4seg.release` receive them as arguments, ``open``
+behind :func:`perckit.paths.checked_opener` (a local file is opened as a checked regular file).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..builder_base import PerckitConfig
 from ..builder_base import PerckitTableBuilder
 from ..builder_base import rows_to_table
 from ..errors import OptionError, ReleaseNotFoundError, check_choice
+from ..paths import checked_opener
 from . import features as feats
 from . import release
 from .parquet_tables import iter_parquet_tables
@@ -38,6 +40,12 @@ _CITATION = """\
 }"""
 _HOMEPAGE = "https://huggingface.co/datasets/kanguyen-vn/M4Seg"
 _LICENSE = "cc-by-4.0 (new annotations); inherited masks and images keep their upstream terms"
+
+
+def _opener() -> Any:
+    """This module's ``open`` (``xopen`` in streaming mode) behind :func:`perckit.paths.checked_opener`: local
+    release files are opened as checked regular files."""
+    return checked_opener(open)
 
 
 @dataclasses.dataclass
@@ -148,14 +156,14 @@ class M4SegBuilder(PerckitTableBuilder):
             release.confine_files(root, files, split, links=bool(c.data_dir))
             if source == "native":
                 path = files[0]
-                scan = release.scan_native(open, path, split, need_count=nproc > 1, size_order=c.native_image_size_order)
+                scan = release.scan_native(_opener(), path, split, need_count=nproc > 1, size_order=c.native_image_size_order)
                 shards: list = release.native_shards(path, scan, nproc)
                 kind = scan.kind
             else:
                 kind = "list"
                 if nproc > 1:  # each process checks only its own ids: check the whole split here
-                    release.scan_parquet_ids(open, files, split)
-                shards = release.parquet_shards(open, files, split=split)
+                    release.scan_parquet_ids(_opener(), files, split)
+                shards = release.parquet_shards(_opener(), files, split=split)
             if c.image_root is not None:
                 self._check_images(split, source, files, kind)
             gens.append(datasets.SplitGenerator(name=split, gen_kwargs={"split": split, "source": source, "shards": shards}))
@@ -165,7 +173,7 @@ class M4SegBuilder(PerckitTableBuilder):
         root = Path(self.config.image_root)
         if not root.is_dir():
             raise ReleaseNotFoundError(f"M4Seg: image_root {str(root)!r} is not a folder (expected PRIMA's image layout, e.g. coco_2017/train2017/...)")
-        first, missing, checked = release.missing_images(root, release.iter_image_paths(open, source, files, kind, split))
+        first, missing, checked = release.missing_images(root, release.iter_image_paths(_opener(), source, files, kind, split))
         if missing:
             listing = "\n  ".join(first)
             raise ReleaseNotFoundError(
@@ -190,7 +198,7 @@ class M4SegBuilder(PerckitTableBuilder):
             tables = self._native_tables(split, shards, schema, guard)
         else:
             row_schema = pa.schema([f for f in schema if f.name != feats.IMAGE_FILES])
-            tables = iter_parquet_tables(open, shards, split, row_schema, None if with_images else guard.add_many)
+            tables = iter_parquet_tables(_opener(), shards, split, row_schema, None if with_images else guard.add_many)
         for table in tables:
             ids = table.column("example_id").to_pylist()
             if with_images and source != "native":
@@ -204,7 +212,7 @@ class M4SegBuilder(PerckitTableBuilder):
         ``ROWS_PER_TABLE``."""
         c = self.config
         batch: list[dict] = []
-        for row in release.iter_native(open, shards, split, c.native_image_size_order):
+        for row in release.iter_native(_opener(), shards, split, c.native_image_size_order):
             guard.add(row["example_id"])
             if c.image_root is not None:
                 row[feats.IMAGE_FILES] = self._image_files(split, row["example_id"], [im["path"] for im in row["images"]])
@@ -218,7 +226,7 @@ class M4SegBuilder(PerckitTableBuilder):
     def _image_files(self, split: str, example_id: str, paths: list) -> list[dict]:
         where = f"M4Seg {split} split: example {example_id!r}"
         root = self.config.image_root
-        return [release.read_image_bytes(open, root, p, f"{where}: images[{k}].path") for k, p in enumerate(paths)]
+        return [release.read_image_bytes(_opener(), root, p, f"{where}: images[{k}].path") for k, p in enumerate(paths)]
 
     def _with_image_files(self, table: pa.Table, split: str, ids: list, schema: pa.Schema, guard: release.IdGuard) -> pa.Table:
         """``table`` with its ``image_files`` column (the bytes of every image, in ``images`` order), each

@@ -22,7 +22,6 @@ the member.
 
 from __future__ import annotations
 
-import io
 import os
 import posixpath
 import tarfile
@@ -32,7 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
-from ..paths import check_relative, relative_label
+from ..paths import check_relative, open_regular_file, relative_label
 from .layout import ARCHIVE_PATTERN, ARCHIVES_DIR, MEDIA_FOLDERS, METADATA
 
 #: Largest member a release tar may declare (its expanded size for a sparse member): a real clip is a
@@ -40,6 +39,9 @@ from .layout import ARCHIVE_PATTERN, ARCHIVES_DIR, MEDIA_FOLDERS, METADATA
 MAX_MEMBER_BYTES = 1 << 30
 #: Most members one archive may hold (the real tars hold 150 to 1,200 each).
 MAX_MEMBERS = 100_000
+#: the largest archive file opened (a regular file, checked before tarfile reads it); what is read of it is
+#: bounded by MAX_MEMBERS headers and MAX_MEMBER_BYTES per member
+MAX_ARCHIVE_BYTES = 1 << 40
 #: The OS limits on a path component (NAME_MAX) and a whole path (PATH_MAX), in bytes of UTF-8.
 MAX_NAME_COMPONENT_BYTES = 255
 MAX_NAME_BYTES = 4096
@@ -239,14 +241,15 @@ def iter_tar_file(path: str | Path, label: str, wanted: set | frozenset | None =
     data (its name is appended to ``skipped`` when given). Hidden ``.*`` / ``__*`` basenames are skipped like
     ``dl_manager.iter_archive`` does. Each member is one ``read`` at its data offset instead of tarfile's
     stream reader, which copies every member through 10 KB blocks (about half of a media build)."""
-    try:
-        tf = tarfile.open(path, mode="r:*")
-    except TAR_ERRORS as e:
-        raise _corrupt_header(label, None, e) from None
-    raw = tf.fileobj
-    plain = isinstance(raw, io.BufferedReader)  # an uncompressed tar: members are byte ranges of the file
-    length = os.fstat(raw.fileno()).st_size if plain else None
-    yield from _read_selected(tf, label, wanted, skipped, length, raw if plain else None)
+    with open_regular_file(path, f"archive {label!r}", MAX_ARCHIVE_BYTES) as f:
+        try:
+            tf = tarfile.open(fileobj=f, mode="r:*")
+        except TAR_ERRORS as e:
+            raise _corrupt_header(label, None, e) from None
+        raw = tf.fileobj
+        plain = raw is f  # an uncompressed tar: members are byte ranges of the file
+        length = os.fstat(f.fileno()).st_size if plain else None
+        yield from _read_selected(tf, label, wanted, skipped, length, raw if plain else None)
 
 
 def iter_tar_stream(fileobj: Any, label: str, wanted: set | frozenset | None = None, skipped: list | None = None) -> Iterator[tuple[str, bytes]]:

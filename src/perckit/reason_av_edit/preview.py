@@ -7,14 +7,15 @@ a row with no video shows a neutral canvas with a caption. The video is decoded 
 
 from __future__ import annotations
 
-import io
 from typing import Any, Mapping
 
 from PIL import Image
 
 from .. import previews
 from ..errors import ReleaseFormatError
+from ..paths import open_media
 from .inputs import check_video_header
+from .limits import MAX_MEDIA_FILE_BYTES
 
 
 def video_frame(video: Any, index: int, where: str) -> Image.Image | None:
@@ -23,20 +24,20 @@ def video_frame(video: Any, index: int, where: str) -> Image.Image | None:
 
     if not isinstance(video, Mapping):
         return None
-    data, path = video.get("bytes"), video.get("path")
-    if not data and not path:
-        return None
-    label = str(path or "video bytes")
+    label = str(video.get("path") or "video bytes")
     last = None
-    try:
-        with av.open(io.BytesIO(data) if data else path) as container:
-            stream = check_video_header(container, label, where)
-            for i, frame in enumerate(container.decode(stream)):
-                last = frame
-                if i >= index:
-                    break
-    except (av.error.FFmpegError, OSError) as e:
-        raise ReleaseFormatError(f"{where}: the video {label!r} cannot be decoded ({type(e).__name__}: {e})") from None
+    with open_media(video, where, MAX_MEDIA_FILE_BYTES) as source:
+        if source is None:
+            return None
+        try:
+            with av.open(source) as container:
+                stream = check_video_header(container, label, where)
+                for i, frame in enumerate(container.decode(stream)):
+                    last = frame
+                    if i >= index:
+                        break
+        except (av.error.FFmpegError, OSError) as e:
+            raise ReleaseFormatError(f"{where}: the video {label!r} cannot be decoded ({type(e).__name__}: {e})") from None
     return last.to_image().convert("RGB") if last is not None else None
 
 

@@ -9,6 +9,7 @@ import datasets
 
 from ..builder_base import PerckitBuilder, PerckitConfig
 from ..errors import OptionError
+from ..paths import checked_opener
 from . import features as feats
 from . import release
 
@@ -78,7 +79,7 @@ class RefCocoMBuilder(PerckitBuilder):
         labels = [release.shard_label(p, root) for p in shards]
         # Checked here, before generation, so that these errors reach the caller unwrapped.
         for path, label in zip(shards, labels):
-            with open(path, "rb") as f:
+            with checked_opener(open)(path) as f:
                 release.check_schema(release.read_schema(f, label), label)
         return [
             datasets.SplitGenerator(
@@ -91,8 +92,8 @@ class RefCocoMBuilder(PerckitBuilder):
         options = c.read_options()
         state = release.SplitState()
         for path, label in zip(shards, labels):
-            # ``open`` of this module is patched by datasets' streaming mode.
-            with open(path, "rb") as f:
+            # ``open`` of this module is patched by datasets' streaming mode; a local shard is a checked regular file.
+            with checked_opener(open)(path) as f:
                 for row in release.read_rows(f, label, options, state):
                     if c.name == "images":
                         yield row["image_id"], release.image_row(row)

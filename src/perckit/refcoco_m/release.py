@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from ..parquetio import check_column_chunk_sizes
-from ..paths import resolve_under
+from ..paths import MAX_RELEASE_FILE_BYTES, open_regular_file, resolve_under
 from ..paths import relative_label
 from ..images import check_encoded_image
 from ..errors import short_repr as _short
@@ -351,7 +351,7 @@ def iter_release_rows(root: str | Path, options: ReadOptions = ReadOptions()) ->
     """Every validated image row of a local release (all shards, shard order then row order)."""
     state = SplitState()
     for path in find_shards(root):
-        with open(path, "rb") as f:
+        with open_regular_file(path, shard_label(path, root), MAX_RELEASE_FILE_BYTES) as f:
             yield from read_rows(f, shard_label(path, root), options, state)
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import lzma
-import os
-import stat
 import struct
 import zipfile
 import zlib
@@ -13,10 +11,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputNotFoundError, PredictionError
-from ..paths import resolve_under
-from .release import check_npy_header, check_sequence_id
+from ..paths import open_regular_file, resolve_under
+from .release import MAX_ARRAY_BYTES, check_npy_header, check_sequence_id
 
 PREDICTION_KEYS = ("tracking_xyz", "depth", "camera_c2w", "frame_indices")
+#: the largest prediction NPZ read: room for its four arrays at the per-array cap (each member's NPY header is
+#: checked against ``MAX_ARRAY_BYTES`` too, so a small compressed member cannot declare more)
+MAX_NPZ_BYTES = 4 * MAX_ARRAY_BYTES
 
 
 def prediction_path(predictions_dir: str | Path, sequence_id: str) -> Path:
@@ -43,36 +44,29 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray | None]:
     """
     path = Path(path)
     where = repr(str(path))
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise InputNotFoundError(f"{where}: prediction file not found") from None
-    except OSError as e:
-        raise PredictionError(f"{where}: expected a readable .npz, got: {e}") from None
-    if not stat.S_ISREG(st.st_mode):  # a FIFO would block np.load, /dev/zero would never end
-        raise PredictionError(f"{where}: expected a regular .npz file, got {'a folder' if stat.S_ISDIR(st.st_mode) else 'a FIFO, device or socket'}")
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if not isinstance(loaded, np.lib.npyio.NpzFile):  # np.load reads a plain .npy too
-            raise PredictionError(f"{where}: expected an .npz archive, got a single array")
-        with loaded as z:
-            out = {}
-            for k in PREDICTION_KEYS:
-                if k not in z.files:
-                    out[k] = None
-                    continue
-                names = z.zip.namelist()
-                member = f"{k}.npy" if f"{k}.npy" in names else k
-                info = z.zip.getinfo(member)
-                with z.zip.open(member) as f:
-                    check_npy_header(f, info.file_size, f"{where}: member {member!r}", PredictionError)
-                out[k] = np.asarray(z[k])
-    except FileNotFoundError:
-        raise InputNotFoundError(f"{where}: prediction file not found") from None
-    except PredictionError:
-        raise
-    except _READ_ERRORS as e:
-        raise PredictionError(f"{where}: expected a readable .npz of numeric arrays (no pickles), got: {type(e).__name__}: {e}") from None
+    # opened without blocking and checked on the descriptor (a FIFO would block np.load, /dev/zero would never
+    # end, an oversize file is refused before a byte is read); NumPy reads the same open file
+    with open_regular_file(path, where, MAX_NPZ_BYTES, PredictionError, InputNotFoundError, what=".npz file") as fh:
+        try:
+            loaded = np.load(fh, allow_pickle=False)
+            if not isinstance(loaded, np.lib.npyio.NpzFile):  # np.load reads a plain .npy too
+                raise PredictionError(f"{where}: expected an .npz archive, got a single array")
+            with loaded as z:
+                out = {}
+                for k in PREDICTION_KEYS:
+                    if k not in z.files:
+                        out[k] = None
+                        continue
+                    names = z.zip.namelist()
+                    member = f"{k}.npy" if f"{k}.npy" in names else k
+                    info = z.zip.getinfo(member)
+                    with z.zip.open(member) as f:
+                        check_npy_header(f, info.file_size, f"{where}: member {member!r}", PredictionError)
+                    out[k] = np.asarray(z[k])
+        except PredictionError:
+            raise
+        except _READ_ERRORS as e:
+            raise PredictionError(f"{where}: expected a readable .npz of numeric arrays (no pickles), got: {type(e).__name__}: {e}") from None
     for k, v in out.items():
         if v is not None and not (np.issubdtype(v.dtype, np.number) or v.dtype == bool):
             raise PredictionError(f"{where}: {k!r} must be numeric, got dtype {v.dtype}")

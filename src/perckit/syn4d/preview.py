@@ -8,7 +8,6 @@ only samples marked visible are drawn.
 
 from __future__ import annotations
 
-import io
 from typing import Any, Mapping
 
 import numpy as np
@@ -16,6 +15,9 @@ from PIL import Image, ImageDraw
 
 from .. import figures
 from .. import previews
+from ..errors import ReleaseFormatError
+from ..paths import open_media
+from .release import MAX_VIDEO_BYTES
 
 DYNAMIC_COLOUR = figures.ORANGE
 STATIC_COLOUR = figures.SKY_BLUE
@@ -31,20 +33,17 @@ def first_frame(video: Any, where: str) -> Image.Image | None:
 
     if not isinstance(video, Mapping):
         return None
-    data, path = video.get("bytes"), video.get("path")
-    if not data and not path:
-        return None
-    source = io.BytesIO(data) if data else path
-    label = path or "video bytes"
-    try:
-        with av.open(source) as container:
-            stream = check_video_header(container, str(label), where)
-            for frame in container.decode(stream):
-                return frame.to_image().convert("RGB")
-    except (av.error.FFmpegError, OSError) as e:
-        from ..errors import ReleaseFormatError
-
-        raise ReleaseFormatError(f"{where}: the video {str(label)!r} cannot be decoded ({type(e).__name__}: {e})") from None
+    label = video.get("path") or "video bytes"
+    with open_media(video, where, MAX_VIDEO_BYTES) as source:
+        if source is None:
+            return None
+        try:
+            with av.open(source) as container:
+                stream = check_video_header(container, str(label), where)
+                for frame in container.decode(stream):
+                    return frame.to_image().convert("RGB")
+        except (av.error.FFmpegError, OSError) as e:
+            raise ReleaseFormatError(f"{where}: the video {str(label)!r} cannot be decoded ({type(e).__name__}: {e})") from None
     return None
 
 

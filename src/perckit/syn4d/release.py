@@ -47,6 +47,8 @@ INDEX_NAMES = ("sequences.jsonl", "manifest.jsonl")
 #: Largest text file of a release read (the sequence index, ``SHA256SUMS``, a camera CSV); the real index
 #: of 512 sequences is under 1 MB, a camera CSV a few KB. Larger files are refused before they are read.
 MAX_TEXT_BYTES = 256 << 20
+#: the largest sequence video read (a preview's first frame; the file is opened as a regular file under this cap)
+MAX_VIDEO_BYTES = 1 << 31
 
 
 @dataclass(frozen=True)
@@ -269,6 +271,8 @@ def load_records(paths: ReleasePaths) -> list[SequenceRecord]:
 #: Largest array an NPY file (or an NPZ member) may declare, in bytes. A full-size Syn4D depth
 #: prediction is 118 MB; the limit keeps a corrupt or hostile header from allocating without bound.
 MAX_ARRAY_BYTES = 1 << 31
+#: room for an NPY file's magic and header beyond its data (NumPy caps the header at 10,000 bytes)
+MAX_NPY_HEADER_BYTES = 1 << 16
 
 
 def check_npy_header(
@@ -328,7 +332,7 @@ def read_tracking_npy(path: Path, expected_sequence_id: str | None = None) -> di
     where = str(path)
     # Opened without blocking and checked on the descriptor: a FIFO or a device planted as the NPY is refused at
     # once (opening a FIFO would block, /dev/zero would never end); the same open file is loaded.
-    with open_regular_file(path, repr(where), what=".npy file") as f:
+    with open_regular_file(path, repr(where), MAX_ARRAY_BYTES + MAX_NPY_HEADER_BYTES, what=".npy file") as f:
         st = os.fstat(f.fileno())
         shape, fortran, dtype, version = check_npy_header(f, st.st_size, f"{where!r} ({SCHEMA})")
         # the header read once (formats 1.0 and 2.0, which check_npy_header parses as np.load does); None: np.load
@@ -389,6 +393,9 @@ def read_tracking_npy(path: Path, expected_sequence_id: str | None = None) -> di
 #: Largest depth frame (H * W pixels) read from an EXR: 256 MiB as float32. Syn4D frames are
 #: 720 x 1280 = 0.9 M pixels; a corrupt dataWindow would otherwise make OpenEXR allocate gigabytes.
 MAX_DEPTH_PIXELS = 1 << 26
+#: the largest depth EXR file read (a frame at MAX_DEPTH_PIXELS of uncompressed float32 with room for its header
+#: and tiles); checked on the open file before OpenEXR reads a byte
+MAX_EXR_BYTES = 4 * MAX_DEPTH_PIXELS + (64 << 20)
 
 
 def _exr_hw(header: Mapping, where: str) -> tuple[int, int]:
@@ -403,32 +410,39 @@ def _exr_hw(header: Mapping, where: str) -> tuple[int, int]:
     return h, w
 
 
-def exr_size(path: Path) -> tuple[int, int]:
-    """(H, W) of an EXR from its header (dataWindow)."""
+def _open_exr(fh: Any, where: str) -> Any:
+    """``OpenEXR.InputFile`` on the checked open file ``fh`` (OpenEXR reads the file object, never the path)."""
     import OpenEXR
 
     try:
-        f = OpenEXR.InputFile(str(path))
-    except OSError as e:
-        raise ReleaseFormatError(f"{str(path)!r}: expected a readable OpenEXR file, got: {e}") from None
-    try:
-        return _exr_hw(f.header(), str(path))
-    finally:
-        f.close()
+        return OpenEXR.InputFile(fh)
+    except (OSError, RuntimeError, TypeError, ValueError) as e:
+        raise ReleaseFormatError(f"{where!r}: expected a readable OpenEXR file, got: {e}") from None
+
+
+def exr_size(path: Path) -> tuple[int, int]:
+    """(H, W) of an EXR from its header (dataWindow); the file is a regular file of at most :data:`MAX_EXR_BYTES`."""
+    with open_regular_file(path, repr(str(path)), MAX_EXR_BYTES, what="EXR file") as fh:
+        f = _open_exr(fh, str(path))
+        try:
+            return _exr_hw(f.header(), str(path))
+        finally:
+            f.close()
 
 
 def read_depth_exr(path: Path, expected_hw: tuple[int, int] | None = None) -> np.ndarray:
     """Depth in metres, float32 [H, W]: the first of the Depth, Z, R, Y channels (centimetres) / 100."""
-    import Imath
-    import OpenEXR
-
     where = str(path)
     if not path.is_file():
         raise ReleaseNotFoundError(f"{where!r}: depth EXR not found")
-    try:
-        f = OpenEXR.InputFile(where)
-    except OSError as e:
-        raise ReleaseFormatError(f"{where!r}: expected a readable OpenEXR file, got: {e}") from None
+    with open_regular_file(path, repr(where), MAX_EXR_BYTES, what="EXR file") as fh:
+        return _read_depth(_open_exr(fh, where), where, expected_hw)
+
+
+def _read_depth(f: Any, where: str, expected_hw: tuple[int, int] | None) -> np.ndarray:
+    """The depth channel of the open EXR ``f`` (see :func:`read_depth_exr`); closes ``f``."""
+    import Imath
+
     try:
         header = f.header()
         h, w = _exr_hw(header, where)
@@ -582,9 +596,14 @@ def read_checksums(path: Path) -> dict[str, str]:
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
 
+#: the largest release file hashed against ``SHA256SUMS`` (read in 1 MiB blocks: memory stays flat)
+MAX_CHECKSUM_FILE_BYTES = 1 << 36
+
+
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    """The hex SHA-256 of ``path``, a regular file of at most :data:`MAX_CHECKSUM_FILE_BYTES`."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular_file(path, repr(str(path)), MAX_CHECKSUM_FILE_BYTES) as f:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()
