@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -102,7 +101,7 @@ def check_results_path(path: str, kind: str = "results") -> Path:
     path whose folder can be written, and no file perckit did not write (an existing file must be an earlier
     results file; predictions are written only to a new path)."""
     from .errors import OptionError
-    from .paths import writable_folder
+    from .paths import read_regular_file, writable_folder
 
     out = Path(path)
     if out.is_dir():
@@ -111,9 +110,9 @@ def check_results_path(path: str, kind: str = "results") -> Path:
         raise OptionError(f"--output {path!r}: expected a new file, got one that exists; choose another path")
     if out.exists() or out.is_symlink():
         try:
-            record = json.loads(out.read_bytes()) if out.is_file() and out.stat().st_size < (1 << 28) else None
+            record = json.loads(read_regular_file(out, f"--output {path!r}", 1 << 28, OptionError))
             ours = isinstance(record, dict) and isinstance(record.get(RUN_KEY), dict)
-        except (OSError, ValueError, TypeError, RecursionError):
+        except (OSError, ValueError, TypeError, RecursionError):  # a perckit error too: not a results file it wrote
             ours = False
         if not ours:
             raise OptionError(f"--output {path!r}: expected a new file or an earlier perckit results file, got a file perckit did not write; choose another path")
@@ -210,17 +209,16 @@ def load_rows(folder: str, config: str | None, split: str | None):
 
 def cmd_gt_predictions(args: argparse.Namespace) -> int:
     from .benchmarks import metric as lookup
+    from .paths import atomic_file
 
     spec = lookup(args.metric)[1]
     predict = spec.gt_predictor()
     output = check_results_path(args.output, kind="predictions")
     rows, split = load_rows(args.references, args.dataset_config, args.split)
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_file(output, "--output", replace=False) as f:  # predictions go to a new path only
         for row in rows:
-            f.write(json.dumps(predict(row), ensure_ascii=False) + "\n")
-    os.replace(tmp, output)
+            f.write((json.dumps(predict(row), ensure_ascii=False) + "\n").encode("utf-8"))
     print(f"wrote {rows.num_rows} ground-truth predictions for {args.metric} ({split} split) to {output}; "
           f"perckit evaluate {args.metric} --predictions {output} --references {args.references} scores them as perfect")
     return 0

@@ -262,17 +262,18 @@ class Accumulator:
         return self
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write :meth:`state_dict` as JSON to ``path`` (a new file, or one an earlier ``save`` wrote), atomically."""
+        """Write :meth:`state_dict` as JSON to ``path`` (a new file, or one an earlier ``save`` wrote), atomically
+        (:func:`perckit.paths.write_atomic`: on a full disk or past a file-size limit an
+        :class:`~perckit.errors.OutputError`, and nothing is left behind)."""
         path = Path(path)
         state = _json_safe(self.state_dict(), f"save {str(path)!r}")
         if path.exists():
             if not path.is_file() or not _is_state_file(path):
                 raise OptionError(f"save {str(path)!r}: expected a new file or an earlier accumulator state, got a file "
                                   "perckit did not write; choose another path")
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(state, allow_nan=True), encoding="utf-8")
-        os.replace(tmp, path)
-        return path
+        from .paths import write_atomic
+
+        return write_atomic(path, json.dumps(state, allow_nan=True), f"save {str(path)!r}")
 
     def __repr__(self) -> str:
         return (f"Accumulator({self.core.name!r}, config={self.core.config!r}, {len(self._records)} scored, "
@@ -280,10 +281,12 @@ class Accumulator:
 
 
 def _is_state_file(path: Path) -> bool:
+    from .paths import open_regular_file
+
     try:
-        with open(path, "rb") as f:
+        with open_regular_file(path, repr(str(path))) as f:
             head = f.read(200)
-    except OSError:
+    except (OSError, ValueError):  # a FIFO, a device, a folder, a file that cannot be read: not a state file
         return False
     return f'"format": "{STATE_FORMAT}"'.encode() in head
 

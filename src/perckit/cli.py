@@ -87,16 +87,11 @@ def write_json(path: str | os.PathLike, obj: Any, default: Callable[[Any], Any] 
     """Write ``obj`` as JSON (sorted keys, indent 2, a final newline) to ``path``, creating its folder; the text
     goes to a temporary file beside it first and is moved into place in one step (``os.replace``), so an
     interrupted run leaves the previous file or none, never a truncated one. ``default`` as in ``json.dumps``."""
+    from .paths import write_atomic
+
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=default) + "\n", encoding="utf-8")
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return out
+    return write_atomic(out, json.dumps(obj, indent=2, sort_keys=True, default=default) + "\n")
 
 
 def split_list(values: Sequence[str] | None) -> list[str]:

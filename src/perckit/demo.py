@@ -19,6 +19,7 @@ import numpy as np
 
 from . import figures
 from . import rle
+from .paths import write_atomic
 from .api import load_metric
 
 Log = Callable[[str], None]
@@ -50,7 +51,7 @@ def claim_output(out: Path) -> None:
             "folder with other files; the demo replaces what it writes there, so choose a new folder"
         )
     out.mkdir(parents=True, exist_ok=True)
-    (out / MARKER).write_text("written by `perckit demo`; its sub-folders are replaced on every run\n", encoding="utf-8")
+    write_atomic(out / MARKER, "written by `perckit demo`; its sub-folders are replaced on every run\n")
 
 
 def _fresh(path: Path) -> Path:
@@ -98,7 +99,7 @@ def save_preview(benchmark: str, ds: Any, out: Path) -> Path | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     for old in path.parent.glob(f"{benchmark}_preview.*"):  # an earlier run's (the demo owns its figures folder)
         old.unlink()
-    path.write_bytes(cell["bytes"])
+    write_atomic(path, cell["bytes"])
     return path
 
 
@@ -214,7 +215,7 @@ def run_syn4d(out: Path, log: Log) -> dict:
     summary = runner.evaluate_release(noisy_dir, base / "release")
     if any(summary["tasks"][t]["overall"][k] != results[f"syn4d ({t})"]["perturbed"][k] for t in core.TASKS for k in keys[t]):
         raise RuntimeError("Syn4D: the file runner and the evaluate module disagree")
-    (base / "summary_perturbed.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(base / "summary_perturbed.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     log("Syn4D: scored ground-truth and perturbed NPZ predictions; the official-format file runner agrees")
     row = to_numpy_row(rows[0])
     pred = io.read_npz(io.prediction_path(noisy_dir, row["sequence_id"]))["tracking_xyz"].astype(np.float64) * 2.0
@@ -466,10 +467,10 @@ def main(out_dir: str | Path = "build/demo") -> int:
         reports = [with_preview(name, label, run(out, log), out) for name, label, run in RUNNERS]
     finally:
         perckit_logger.setLevel(level)
-    (out / "report.json").write_text(json.dumps(reports, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    write_atomic(out / "report.json", json.dumps(reports, indent=2, sort_keys=True, default=str) + "\n")
     md = render_markdown(reports, out)
-    (out / "report.md").write_text(md + "\n", encoding="utf-8")
-    (out / "report.html").write_text(render_html(reports, out), encoding="utf-8")
+    write_atomic(out / "report.md", md + "\n")
+    write_atomic(out / "report.html", render_html(reports, out))
     print()
     print(md)
     print(f"Report: {out / 'report.html'} (also report.md and report.json); Hub-layout exports in {out / 'export'}")

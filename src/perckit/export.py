@@ -33,6 +33,7 @@ from .entrypoints import builder_class
 from .errors import InputNotFoundError, OptionError
 from .export_card import write_card
 from .export_parquet import SplitExport, viewer_verdict, write_split
+from .paths import write_atomic
 from .export_state import STATE_FILE, drop_config, dump_state, has_state, new_state, owned_files, read_state
 
 DEFAULT_MAX_SHARD_SIZE = "500MB"
@@ -239,7 +240,7 @@ def _commit(staging, real: Path, given: str, benchmark: str, config: str, entrie
     if old_owned:
         sw.link_entries(real, staging.path, skip=old_owned - keep)
     sw._do("write card", write_card, staging.path, benchmark, builder.info, state)
-    sw._do("write record", (staging.path / STATE_FILE).write_text, dump_state(state), encoding="utf-8")
+    sw._do("write record", write_atomic, staging.path / STATE_FILE, dump_state(state))
     staging.drop_marker()
     sw.install(staging, real, old_owned, owned_files(state), log)
 

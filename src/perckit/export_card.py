@@ -452,5 +452,7 @@ def write_card(folder: Path, benchmark: str, info: datasets.DatasetInfo, state: 
     """``folder/README.md``: the card of the export whose record is ``state`` (:func:`card_text`)."""
     from huggingface_hub import DatasetCard
 
+    from .paths import write_atomic
+
     card = DatasetCard(card_text(benchmark, info, state))
-    (Path(folder) / "README.md").write_text(str(card), encoding="utf-8")
+    write_atomic(Path(folder) / "README.md", str(card))

@@ -23,6 +23,7 @@ for splits of hundreds of thousands of rows. The same input gives the same bytes
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from .paths import atomic_file
 
 #: Uncompressed bytes per row group (datasets' ``MAX_ROW_GROUP_SIZE`` of 100MB since 4.1; the Viewer used to
 #: copy a Parquet file as is only when its row groups were under this size).
@@ -257,21 +260,40 @@ class _ShardWriter:
     def __init__(self, folder: Path, split: str, schema: pa.Schema, options: dict, max_shard_size: int) -> None:
         self.folder, self.split, self.schema, self.options, self.max_shard_size = folder, split, schema, options, max_shard_size
         self.writer: pq.ParquetWriter | None = None
+        self.file: contextlib.ExitStack | None = None  # the open atomic_file of the shard being written
         self.paths: list[Path] = []
         self.shard_bytes = 0
         self.groups: list[tuple[int, int]] = []  # (rows, measured bytes) of every row group, in order
         self.group_shard: list[int] = []
 
     def _open(self) -> None:
+        """Start the next shard: a ``.partial`` file written through the one atomic writer (fsync-ed and renamed into
+        place by :meth:`close`; removed, with an OutputError naming it, when writing fails)."""
         path = self.folder / f".{self.split}-{len(self.paths):05d}.parquet.partial"
+        self.file = contextlib.ExitStack()
+        f = self.file.enter_context(atomic_file(path, f"export shard {path.name!r}"))
         self.paths.append(path)
-        self.writer = pq.ParquetWriter(str(path), self.schema, write_page_index=True, **self.options)
+        self.writer = pq.ParquetWriter(f, self.schema, write_page_index=True, **self.options)
         self.shard_bytes = 0
 
     def close(self) -> None:
         if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+            writer, self.writer = self.writer, None
+            try:
+                writer.close()
+            except BaseException as e:
+                self.file.__exit__(type(e), e, e.__traceback__)
+                raise
+            self.file.close()
+
+    def abort(self, error: BaseException) -> None:
+        """Drop the shard being written (its temporary file is removed) after ``error``."""
+        if self.writer is not None:
+            writer, self.writer = self.writer, None
+            with contextlib.suppress(Exception):
+                writer.close()
+            with contextlib.suppress(Exception):
+                self.file.__exit__(type(error), error, error.__traceback__)
 
     def write_group(self, table: pa.Table, nbytes: int) -> None:
         if self.writer is None or (self.shard_bytes > 0 and self.shard_bytes + nbytes > self.max_shard_size):
@@ -364,8 +386,8 @@ def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: 
         if out.writer is None:  # an empty split: one shard holding the schema
             out._open()
         out.close()
-    except BaseException:
-        out.close()
+    except BaseException as e:
+        out.abort(e)
         for p in out.paths:
             p.unlink(missing_ok=True)
         raise

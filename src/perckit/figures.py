@@ -294,7 +294,11 @@ def waveform_plot(samples: np.ndarray, sample_rate: int, window_s: tuple[float, 
 
 
 def save(image: Image.Image, path: str | Path) -> Path:
+    """``image`` as a PNG file at ``path`` (its folder created), written by the one atomic writer."""
+    from .paths import atomic_file
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    image.save(path, format="PNG")
+    with atomic_file(path) as f:
+        image.save(f, format="PNG")
     return path

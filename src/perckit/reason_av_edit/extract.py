@@ -9,13 +9,14 @@ other than the same bytes). No existing file is ever replaced, and no link is ev
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tarfile
-import tempfile
 from pathlib import Path
 
 from ..errors import ReleaseFormatError
-from .archives import MAX_MEMBER_BYTES, TAR_ERRORS, MemberGuard, _unreadable, archive_label, find_archives, scan
+from ..paths import open_regular_file, read_regular_file, write_atomic
+from .archives import MAX_ARCHIVE_BYTES, MAX_MEMBER_BYTES, TAR_ERRORS, MemberGuard, _unreadable, archive_label, find_archives, scan
 
 
 def _check_member(member: tarfile.TarInfo, name: str, dest: Path, label: str) -> None:
@@ -48,8 +49,7 @@ def _same_content(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path, lab
     if path.stat().st_size != member.size:
         return False
     data = _member_bytes(tar, member, label)
-    with open(path, "rb") as f:
-        return f.read(len(data) + 1) == data
+    return read_regular_file(path, f"archive {label!r}: member {member.name!r}", MAX_MEMBER_BYTES) == data
 
 
 def _check_target(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, dest: Path, label: str) -> bool:
@@ -86,16 +86,18 @@ def extract_archives(root: str | os.PathLike, dest: str | os.PathLike | None = N
     guard = MemberGuard("", suffix="; refusing to extract")
     opened: list[tuple[str, tarfile.TarFile, list]] = []
     out: list[str] = []
+    stack = contextlib.ExitStack()  # the archives' checked open files, closed after their tars
     try:
         for path in find_archives(root):
             label = archive_label(path, root)
             guard.label = label
+            raw = stack.enter_context(open_regular_file(path, f"archive {label!r}", MAX_ARCHIVE_BYTES))
             try:
-                tar = tarfile.open(path, mode="r:")
+                tar = tarfile.open(fileobj=raw, mode="r:")
             except TAR_ERRORS as e:
                 raise ReleaseFormatError(f"archive {label!r} is not a readable tar (truncated or corrupt): {type(e).__name__}: {e}") from None
             opened.append((label, tar, []))
-            length = os.fstat(tar.fileobj.fileno()).st_size
+            length = os.fstat(raw.fileno()).st_size
             for m, name in scan(tar, guard, length):
                 if name is None:
                     continue
@@ -116,18 +118,12 @@ def extract_archives(root: str | os.PathLike, dest: str | os.PathLike | None = N
                 data = _member_bytes(tar, m, label)
                 if len(data) != m.size:
                     raise ReleaseFormatError(f"archive {label!r} is truncated: member {m.name!r} has {len(data)} bytes, its header says {m.size}")
-                fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".perckit-extract-")
-                try:
-                    with os.fdopen(fd, "wb") as f:
-                        f.write(data)
-                    if os.path.lexists(target):  # appeared since the check: never replaced
-                        raise ReleaseFormatError(f"archive {label!r}: member {m.name!r}: {str(target)!r} appeared while extracting; refusing to overwrite it")
-                    os.replace(tmp, target)
-                    tmp = None
-                finally:
-                    if tmp is not None:
-                        os.unlink(tmp)
+                if os.path.lexists(target):  # appeared since the check: never replaced
+                    raise ReleaseFormatError(f"archive {label!r}: member {m.name!r}: {str(target)!r} appeared while extracting; refusing to overwrite it")
+                # the one atomic writer, publishing without replacing (a file that appears meanwhile is kept)
+                write_atomic(target, data, f"archive {label!r}: member {m.name!r}", replace=False)
     finally:
         for _, tar, _ in opened:
             tar.close()
+        stack.close()
     return out

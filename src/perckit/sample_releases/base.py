@@ -11,12 +11,16 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, BinaryIO, Iterable, Sequence
 
 import numpy as np
 from PIL import Image
+
+from ..paths import atomic_file, write_atomic
 
 
 def write_release(benchmark: str, root: str | Path, seed: int = 0, **scale: Any) -> Any:
@@ -43,20 +47,20 @@ class ReleaseWriter:
         self.files.append(rel)
         return p
 
+    @contextmanager
+    def open(self, rel: str) -> Iterator[BinaryIO]:
+        """A binary file that becomes ``rel`` when the block ends (:func:`perckit.paths.atomic_file`)."""
+        with atomic_file(self.path(rel)) as f:
+            yield f
+
     def json(self, rel: str, obj: Any, indent: int | None = 2) -> Path:
-        p = self.path(rel)
-        p.write_text(json.dumps(obj, indent=indent, ensure_ascii=False) + "\n", encoding="utf-8")
-        return p
+        return write_atomic(self.path(rel), json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
 
     def text(self, rel: str, text: str) -> Path:
-        p = self.path(rel)
-        p.write_text(text, encoding="utf-8")
-        return p
+        return write_atomic(self.path(rel), text)
 
     def bytes(self, rel: str, data: bytes) -> Path:
-        p = self.path(rel)
-        p.write_bytes(data)
-        return p
+        return write_atomic(self.path(rel), data)
 
     def csv(self, rel: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
         buf = io.StringIO()

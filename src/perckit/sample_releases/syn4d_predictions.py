@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..paths import atomic_file
 from ..syn4d import release as rel
 from ..syn4d.geometry import unreal_rows_to_c2w
 from .syn4d import Syn4DSampleRelease
@@ -50,5 +51,6 @@ def write_predictions(fixture: Syn4DSampleRelease, out: str | Path, seed: int = 
             arrays.pop(k)
         p = out / r.variant / r.scene / f"{r.sequence}.npz"
         p.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(p, **arrays)
+        with atomic_file(p) as f:
+            np.savez(f, **arrays)
     return out
