@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .paths import atomic_file
+from .paths import atomic_file, open_regular_file
 
 #: Uncompressed bytes per row group (datasets' ``MAX_ROW_GROUP_SIZE`` of 100MB since 4.1; the Viewer used to
 #: copy a Parquet file as is only when its row groups were under this size).
@@ -403,7 +403,8 @@ def _finish(out: _ShardWriter, folder: Path, split: str, num_rows: int, max_row:
     files = []
     groups = list(out.groups)
     for index, path in enumerate(out.paths):
-        md = pq.read_metadata(str(path))
+        with open_regular_file(path, f"export shard {path.name!r}") as f:  # the footer this writer just wrote
+            md = pq.read_metadata(f)
         mine = [g for g, s in enumerate(out.group_shard) if s == index]
         for rg, g in zip(range(md.num_row_groups), mine):
             rows, nbytes = groups[g]

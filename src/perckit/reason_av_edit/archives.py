@@ -28,7 +28,7 @@ import tarfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from ..paths import check_relative, open_regular_file, relative_label
@@ -252,7 +252,7 @@ def iter_tar_file(path: str | Path, label: str, wanted: set | frozenset | None =
         yield from _read_selected(tf, label, wanted, skipped, length, raw if plain else None)
 
 
-def iter_tar_stream(fileobj: Any, label: str, wanted: set | frozenset | None = None, skipped: list | None = None) -> Iterator[tuple[str, bytes]]:
+def iter_tar_stream(fileobj: BinaryIO, label: str, wanted: set | frozenset | None = None, skipped: list | None = None) -> Iterator[tuple[str, bytes]]:
     """The same as :func:`iter_tar_file` over a non-seekable stream (streaming mode): skipped members are
     read past, never kept."""
     try:

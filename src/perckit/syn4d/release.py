@@ -23,7 +23,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -307,7 +307,7 @@ def check_npy_header(
     return tuple(shape), bool(_fortran), dtype, version
 
 
-def _read_npy_data(f: Any, shape: tuple[int, ...], fortran: bool, dtype: np.dtype) -> np.ndarray | None:
+def _read_npy_data(f: BinaryIO, shape: tuple[int, ...], fortran: bool, dtype: np.dtype) -> np.ndarray | None:
     """The data of the NPY whose header :func:`check_npy_header` just read (``f`` at its first data byte), as
     ``np.load`` reads it (``numpy.lib.format.read_array`` for a file without objects), or None when it cannot
     be read so (then ``np.load`` reads the file from the start, with its own errors)."""
@@ -410,7 +410,7 @@ def _exr_hw(header: Mapping, where: str) -> tuple[int, int]:
     return h, w
 
 
-def _open_exr(fh: Any, where: str) -> Any:
+def _open_exr(fh: BinaryIO, where: str) -> Any:
     """``OpenEXR.InputFile`` on the checked open file ``fh`` (OpenEXR reads the file object, never the path)."""
     import OpenEXR
 
@@ -433,7 +433,7 @@ def exr_size(path: Path) -> tuple[int, int]:
 def read_depth_exr(path: Path, expected_hw: tuple[int, int] | None = None) -> np.ndarray:
     """Depth in metres, float32 [H, W]: the first of the Depth, Z, R, Y channels (centimetres) / 100."""
     where = str(path)
-    if not path.is_file():
+    if not path.exists():
         raise ReleaseNotFoundError(f"{where!r}: depth EXR not found")
     with open_regular_file(path, repr(where), MAX_EXR_BYTES, what="EXR file") as fh:
         return _read_depth(_open_exr(fh, where), where, expected_hw)
