@@ -53,6 +53,8 @@ FORBIDDEN_CALLS = {
     "os.system", "os.popen", "os.execl", "os.execlp", "os.execv", "os.execvp", "os.spawnl", "os.spawnv",
     "subprocess.getoutput", "subprocess.getstatusoutput", "eval", "exec", "pd.read_pickle", "pandas.read_pickle",
     "yaml.unsafe_load", "yaml.full_load",
+    # TorchScript runs the archive's graph (torch.from_file(shared=True) writes files): weights are data, never code
+    "torch.jit.load", "jit.load", "torch.jit._load_for_lite_interpreter", "torch.package.PackageImporter",
 }
 
 
@@ -98,10 +100,12 @@ def test_the_scanner_catches_what_it_looks_for(tmp_path, monkeypatch):
         "import pickle\nimport numpy as np\nimport subprocess, os\n"
         "np.load('x.npy')\nnp.load('x.npy', allow_pickle=True)\nsubprocess.run('ls ' + name, shell=True)\n"
         "os.system('rm x')\neval('1')\nimport tarfile\ntarfile.open('a').extractall('b')\n"
+        "import torch\ntorch.jit.load('i3d_torchscript.pt')\ntorch.load('w.pt')\ntorch.load('w.pt', weights_only=True)\n"
     )
     monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: code)
     found = violations(bad)
-    assert len(found) == 7, found
+    assert len(found) == 9, found
+    assert any("torch.jit.load" in f for f in found) and any("without weights_only=True" in f for f in found)
 
 
 # ---------------------------------------------------------------- pickles are refused, and never run
