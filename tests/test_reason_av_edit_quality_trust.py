@@ -24,7 +24,6 @@ import sys
 import zipfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 from helpers.harness import deadline
 
