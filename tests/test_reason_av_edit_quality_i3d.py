@@ -219,7 +219,7 @@ def test_build_fvd_refuses_other_layouts_and_too_few_frames(tmp_path, torch, net
         build_fvd(str(other), ModelOptions())
     listed = tmp_path / "list.pt"
     torch.save([1, 2], listed)
-    with pytest.raises(OptionError, match="holds a list, expected a TorchScript archive .* or a state dict"):
+    with pytest.raises(OptionError, match="holds a list, expected a state dict of the PyTorch InceptionI3d"):
         build_fvd(str(listed), ModelOptions())
     with pytest.raises(OptionError, match="'fvd num_frames': the InceptionI3d needs at least 9 frames per clip.*got 8"):
         build_fvd(str(state_file), ModelOptions(extra={"fvd_num_frames": 8}))

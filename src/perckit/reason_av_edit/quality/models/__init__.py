@@ -16,16 +16,15 @@ ENTRIES: tuple[ModelEntry, ...] = (
         name="fvd", keys=("fvd",), factory=".i3d:build_fvd",
         source="FVD (Unterthiner et al., 2019): Fréchet distance (covariance ddof=1) of the 400-d I3D Kinetics-400 "
                "logits-layer features of 16-frame clips (the first 16 frames; options.extra fvd_sampling='windows' or "
-               "'uniform', fvd_num_frames), the I3D either as StyleGAN-V's TorchScript port (i3d_torchscript.pt, called with "
-               "uint8 frames, rescale=True, resize=True to 224, return_features=True) or as the PyTorch InceptionI3d "
-               "(piergiaj/pytorch-i3d; VideoGPT's i3d_pretrained_400.pt state dict, loaded strictly into perckit's own "
-               "module of that layout; frames resized to 224 on the shorter side and centre-cropped, scaled to [-1, 1], "
-               "as VideoGPT / JunyaoHu's 'videogpt' FVD), told apart by the file's content; a video shorter than 16 "
-               "frames is left out; reference set: the source videos of the same samples; None below 2 clips",
+               "'uniform', fvd_num_frames), the I3D (TF-Hub deepmind/i3d-kinetics-400/1) as the PyTorch InceptionI3d "
+               "(piergiaj/pytorch-i3d; VideoGPT's i3d_pretrained_400.pt state dict, read with weights_only=True and loaded "
+               "strictly into perckit's own module of that layout; frames resized to 224 on the shorter side and "
+               "centre-cropped, scaled to [-1, 1], as VideoGPT / JunyaoHu's 'videogpt' FVD); StyleGAN-V's TorchScript "
+               "i3d_torchscript.pt is refused (a program, never loaded); a video shorter than 16 frames is left out; "
+               "reference set: the source videos of the same samples; None below 2 clips",
         install=_EXTRA,
-        weights="models={'fvd': '<path to i3d_torchscript.pt (linked from the StyleGAN-V README: "
-                "https://www.dropbox.com/s/ge9e5ujwgetktms/i3d_torchscript.pt) or to VideoGPT's i3d_pretrained_400.pt, "
-                "or a folder holding one>'}",
+        weights="models={'fvd': '<path to VideoGPT's i3d_pretrained_400.pt (linked from JunyaoHu's "
+                "common_metrics_on_video_quality README), or a folder holding it>'}",
     ),
     ModelEntry(
         name="fad", keys=("fad",), factory=".vggish:build_fad",

@@ -19,7 +19,8 @@ the predictor's steps are done here without it, as there:
 
 Weights, never downloaded: ``None`` reads ``facebook/audiobox-aesthetics`` from the Hugging Face cache
 (its ``config.json`` + ``model.safetensors``, loaded by the class's ``from_pretrained`` as the
-package's predictor does); a string is a local folder of that layout, a cached repo id, or the
+package's predictor does, once every file of the folder is checked; a folder without ``model.safetensors``
+is not handed over, so no ``pytorch_model.bin`` pickle is read); a string is a local folder of that layout, a cached repo id, or the
 package's ``checkpoint.pt`` (``state_dict`` + ``model_cfg`` + ``target_transform``, read with
 ``weights_only=True``). A :class:`PQMetric` built from any ``AesMultiOutput`` (the tests use the real
 class with a tiny WavLM configuration, randomly initialised) can be passed instead.
@@ -30,12 +31,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ....errors import OptionError
+from ....model_files import folder_file
 from .base import ModelOptions, ModelUnavailable, QualitySample, require, load_strict, read_checkpoint
 from .clap import has_audio, resampled
 from .base import mean_of
@@ -149,14 +150,18 @@ def build_pq(weights: Any, options: ModelOptions) -> PQMetric:
         raise ModelUnavailable(f"this audiobox_aesthetics has no model.aes.AesMultiOutput; {INSTALL}")
     explicit = weights is not None
     where = hf_folder(weights, "pq", DEFAULT_REPO)
-    if os.path.isfile(where):
-        model = load_checkpoint(aes, where)
-    elif (Path(where) / "config.json").is_file():
+    if not os.path.isdir(where):
+        return PQMetric(load_checkpoint(aes, where), device=options.device, batch_size=options.batch_size)
+    label = f"models['pq']: the folder {where!r}"
+    config, safetensors, checkpoint = (folder_file(where, name, label) for name in ("config.json", "model.safetensors", "checkpoint.pt"))
+    if config is not None and safetensors is not None:
+        # huggingface_hub's PyTorchModelHubMixin reads the folder itself (config.json, then model.safetensors, which it
+        # prefers to a pytorch_model.bin pickle): load_pretrained checks every file of the folder before handing it over
         model = load_pretrained(aes.AesMultiOutput, where, "pq", explicit, strict=True)
-    elif (Path(where) / "checkpoint.pt").is_file():
-        model = load_checkpoint(aes, str(Path(where) / "checkpoint.pt"))
+    elif checkpoint is not None:
+        model = load_checkpoint(aes, str(checkpoint))
     else:
-        msg = f"models['pq']: the folder {where!r} has neither config.json (+ model.safetensors) nor checkpoint.pt{_WHERE}"
+        msg = f"{label} has neither config.json + model.safetensors nor checkpoint.pt{_WHERE}"
         if explicit:
             raise OptionError(msg)
         raise ModelUnavailable(msg)

@@ -12,7 +12,11 @@ Each metric is built by the factory its :class:`ModelEntry` names, ``factory(wei
 ``None`` for the default), ``options`` the :class:`ModelOptions`. A factory raises
 :class:`ModelUnavailable` with the reason and what to install or pass when its library or its weights
 are absent; the metric then reports ``None`` and the reason in ``skipped``. Nothing here downloads:
-weights come from a local path or the user's Hugging Face cache (``local_files_only``).
+weights come from a local path or the user's Hugging Face cache (``local_files_only``). Weights are data,
+never code: every weights file is read by :func:`read_checkpoint` (:mod:`perckit.model_files`: a checked,
+size-capped regular file, ``torch.load(weights_only=True)``, TorchScript refused), every model folder handed
+to a third-party loader is checked first (:func:`perckit.model_files.check_model_folder`), and a file picked
+from a folder is resolved inside it (:func:`perckit.model_files.folder_file`).
 A user (or a test) may also pass a ready :class:`ModelMetric` instance in ``models``.
 """
 
@@ -28,6 +32,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 import numpy as np
 
 from ....errors import InputNotFoundError, OptionError
+from ....model_files import folder_file, load_torch_checkpoint
 from ....stats import fmean
 
 
@@ -173,27 +178,20 @@ def cached_repo(repo_id: str, what: str, filename: str | None = None) -> str:
         ) from None
     if filename is None:
         return folder
-    p = Path(folder) / filename
-    if not p.exists():
+    p = folder_file(folder, filename, f"models[{what!r}]: the cached snapshot of {repo_id!r}")
+    if p is None:
         raise ModelUnavailable(f"{repo_id!r} is cached but has no {filename!r}; pass models={{{what!r}: <local path>}}")
     return str(p)
 
 
-def _first_line(e: BaseException, limit: int = 200) -> str:
-    return (str(e).strip().splitlines() or [""])[0][:limit]
-
-
-def read_checkpoint(path: str, what: str, expected: str, hint: str = "") -> Mapping[str, Any]:
-    """The mapping a weights file holds, read with ``torch.load(weights_only=True)`` (no code runs); a file torch
-    cannot read that way, or one that holds no mapping, is an :class:`~perckit.errors.OptionError` naming
-    ``models[what]``, the file and what was ``expected`` (``hint``: where the right file comes from)."""
-    import torch
-
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # any unreadable / foreign file: pickle, zip, EOF, weights_only refusals
-        raise OptionError(f"models[{what!r}]: {path!r} cannot be read as a torch checkpoint ({type(e).__name__}: "
-                          f"{_first_line(e)}); expected {expected}{hint}") from None
+def read_checkpoint(path: str, what: str, expected: str, hint: str = "", torchscript_hint: str = "") -> Mapping[str, Any]:
+    """The mapping a weights file holds, read as data by :func:`perckit.model_files.load_torch_checkpoint`
+    (a regular file of at most ``MAX_WEIGHTS_BYTES``, ``torch.load(weights_only=True)`` on the checked file
+    object; a TorchScript archive refused, never loaded: no code from the file runs). A file torch cannot read
+    that way, a TorchScript archive, or one that holds no mapping, is an :class:`~perckit.errors.OptionError`
+    naming ``models[what]``, the file and what was ``expected`` (``hint``: where the right file comes from;
+    ``torchscript_hint``: what to convert a TorchScript archive to); a missing file an ``InputNotFoundError``."""
+    state = load_torch_checkpoint(path, f"models[{what!r}]", expected, hint, torchscript_hint or hint)
     if not isinstance(state, Mapping):
         raise OptionError(f"models[{what!r}]: {path!r} holds a {type(state).__name__}, expected {expected}{hint}")
     return state

@@ -33,7 +33,7 @@ from ...audio import resample
 from ..similarity import cosine
 from .base import ModelOptions, QualitySample, require
 from .base import mean_of
-from .clip import INSTALL, hf_folder, load_pretrained, pooled, positive_int, text_features, to_numpy
+from .clip import HF_MODEL, HF_NO_CODE, INSTALL, hf_folder, load_pretrained, pooled, positive_int, text_features, to_numpy
 
 #: LAION's unfused CLAP on the Hub
 DEFAULT_REPO = "laion/clap-htsat-unfused"
@@ -114,6 +114,6 @@ def build_clap(weights: Any, options: ModelOptions) -> CLAPMetric:
     require("torch", INSTALL)
     transformers = require("transformers", INSTALL)
     folder = hf_folder(weights, "ta_a", DEFAULT_REPO)
-    model = load_pretrained(transformers.ClapModel, folder, "ta_a", weights is not None)
-    processor = load_pretrained(transformers.ClapProcessor, folder, "ta_a", weights is not None)
+    model = load_pretrained(transformers.ClapModel, folder, "ta_a", weights is not None, **HF_MODEL)
+    processor = load_pretrained(transformers.ClapProcessor, folder, "ta_a", weights is not None, **HF_NO_CODE)
     return CLAPMetric(model, processor, device=options.device)

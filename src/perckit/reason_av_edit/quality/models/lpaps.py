@@ -30,12 +30,12 @@ import functools
 import os
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ....errors import OptionError
+from ....model_files import folder_file
 from .. import perceptual
 from .base import ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
 
@@ -186,8 +186,8 @@ def checkpoint_path(path: str) -> str:
     """``path`` itself, or ``path/lpaps.pt`` for a folder (:class:`~perckit.errors.OptionError` when that
     folder has none)."""
     if os.path.isdir(path):
-        p = Path(path) / CHECKPOINT
-        if not p.is_file():
+        p = folder_file(path, CHECKPOINT, f"models['lpaps']: the folder {path!r}")
+        if p is None:
             raise OptionError(f"models['lpaps']: the folder {path!r} has no {CHECKPOINT}; expected SpecVQGAN's {CHECKPOINT}")
         return str(p)
     return path

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError, PredictionError
+from ....model_files import folder_file
 from ...audio import resample
 from .. import desync as ds
 from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict, read_checkpoint, require
@@ -141,8 +142,9 @@ def weights_file(weights: Any) -> str:
         return cached_repo(weights, "desync", HF_FILE)
     path = Path(local_weights(weights, "desync"))
     if path.is_dir():
-        for cand in (path / WEIGHTS_NAME, path / HF_FILE):
-            if cand.is_file():
+        for name in (WEIGHTS_NAME, HF_FILE):
+            cand = folder_file(path, name, f"models['desync']: the folder {str(path)!r}")
+            if cand is not None:
                 return str(cand)
         raise ModelUnavailable(f"models['desync']: folder {str(path)!r} has no {WEIGHTS_NAME} (nor {HF_FILE})")
     return str(path)

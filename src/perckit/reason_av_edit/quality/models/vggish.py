@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError, check_option_type
+from ....model_files import folder_file
 from ..frechet import pooled_fd
 from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, require, load_strict, read_checkpoint
 
@@ -154,10 +155,10 @@ def build_fad(weights: Any, options: ModelOptions) -> FADMetric:
         raise ModelUnavailable(f"this torchvggish has no VGG / make_layers (expected the PyPI torchvggish 0.2); {_INSTALL}")
     path = local_weights(weights, "fad", default=default_weights_path(), pass_as=_WHERE)
     if os.path.isdir(path):
-        candidate = os.path.join(path, WEIGHTS_FILE)
-        if not os.path.isfile(candidate):
+        candidate = folder_file(path, WEIGHTS_FILE, f"models['fad']: the folder {path!r}")
+        if candidate is None:
             raise ModelUnavailable(f"models['fad']: the folder {path!r} has no {WEIGHTS_FILE}{_WHERE}")
-        path = candidate
+        path = str(candidate)
     state = read_checkpoint(path, "fad", "VGGish's state dict", _WHERE)
     model = load_strict(tv.VGG(tv.make_layers(), postprocess=False), state, path, "fad", "VGGish's state dict", _WHERE)
     return FADMetric(model, device=options.device, batch_size=options.batch_size, activation=activation)
