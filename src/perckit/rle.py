@@ -21,8 +21,9 @@ refuses, naming the field, before pycocotools sees anything:
 - more than :data:`MAX_POLYGON_VERTICES` (2^18) vertices in the polygons of one mask;
 - polygons of one mask whose outline (the sum over their edges, closing ones included, of ``max(|dx|, |dy|)``,
   what pycocotools allocates for, over 5) is longer than :func:`polygon_outline_limit`: 64 x (H + W) (32 image
-  perimeters), at least 2^16 and at most 2^20 pixels. At that cap ``frPyObjects`` peaks at about 60 MiB and
-  0.3 s per mask (measured: ``tests/test_core_mask_budget.py``).
+  perimeters), at least 2^16 and at most 2^20 pixels. At that cap ``frPyObjects`` grows the peak RSS by about
+  55 MiB in 0.1 to 0.25 s per mask, and runs under a 400 MiB address-space limit (a 16384 x 16384 and a
+  1 x 2^30 image, 2^18 vertices).
 
 Resizing: :func:`sample_nearest` is the one nearest-neighbour sampler. It reads a mask at a grid of source rows and
 columns from its run ends (a binary search per distinct sample), never decoding the full-size mask: O(target
@@ -31,9 +32,15 @@ pixels) memory and O(distinct samples x log(runs)) time. Only the index rule dif
 centres, for the previews).
 
 Pixel budget: one :class:`PixelBudget` per answer, prediction row, batch or picture is charged with the pixels
-of every mask decoded or resized for it, before the work: :data:`PIXEL_BUDGET` (2^30) pixels in all unless the
-caller passes ``max_pixels``. The charge that would pass it raises the caller's error type (:class:`RLEError`
-or :class:`~perckit.errors.PredictionError`) naming the field, the running total and the budget.
+of every mask decoded or resized for it, before the work: :data:`PIXEL_BUDGET` (2^30: a GiB of decoded masks)
+pixels in all unless the caller passes ``max_pixels``. Its users: ``perckit.torch.collate`` / ``masks_transform``
+(per batch) and ``decode_masks`` (per call), summed from the declared sizes before anything is decoded;
+:func:`perckit.segmentation.fit_prediction` (the resize targets of one prediction row, so of one lmms-eval
+answer); the previews (each mask's tile) and ``perckit.figures.mask_overlay`` (its canvas). The charge that
+would pass it raises the caller's error type (:class:`RLEError` or :class:`~perckit.errors.PredictionError`)
+naming the field, the running total and the budget. Legitimate rows stay far inside it (an R4D-Bench query with
+a mask on each of 300 frames of 536 x 960: 0.14 of it); a batch of eight such rows (1.2 G pixels) passes
+``max_pixels``.
 
 The pixel counts of a mask pair (I, U) and the IoU rules live in :mod:`perckit.segmentation`;
 :func:`intersection_union` and :func:`iou` here are thin aliases of it.
@@ -74,7 +81,7 @@ MAX_POLYGON_VERTICES = 1 << 18
 POLYGON_OUTLINE_FACTOR = 64
 #: ... but at least this long whatever the image (small images) ...
 MIN_POLYGON_OUTLINE = 1 << 16
-#: ... and at most this long (pycocotools allocates about 100 bytes per pixel of outline).
+#: ... and at most this long (pycocotools allocates up to 100 bytes per pixel of outline: 20 per upsampled point).
 MAX_POLYGON_OUTLINE = 1 << 20
 #: Largest |x| or |y| of a polygon vertex: pycocotools computes ``(int)(5 * x + .5)`` and vertex differences in
 #: 32-bit ``int`` (10 x 2^27 < 2^31).
