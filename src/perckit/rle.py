@@ -361,28 +361,36 @@ def check_polygons(groups: Sequence[Sequence[Any]], h: int, w: int, where: str =
 
 def _polygons_fit(arrays: list[np.ndarray], sizes: list[int], h: int, w: int) -> bool:
     """True when every rule of :func:`check_polygons` holds, decided by whole-array operations over all the
-    polygons (the common case: about 10 microseconds for one polygon); False says only "look closer"."""
+    polygons (the common case: a few microseconds); False says only "look closer". The outline is bounded first
+    by the vertex count times the longest side of the polygons' bounding box (no edge is longer), and summed edge
+    by edge only when that bound passes the limit."""
     lens = [a.size for a in arrays]
     if not all(n >= 6 and not n & 1 for n in lens):
         return False
     coords = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
     xs, ys = coords[0::2], coords[1::2]
     lo_x, hi_x, lo_y, hi_y = _coordinate_bounds(h, w)
-    if not (xs.min() >= lo_x and ys.min() >= lo_y and xs.max() <= hi_x and ys.max() <= hi_y):  # NaN fails here too
+    low_x, high_x, low_y, high_y = xs.min(), xs.max(), ys.min(), ys.max()
+    if not (low_x >= lo_x and low_y >= lo_y and high_x <= hi_x and high_y <= hi_y):  # NaN fails here too
         return False
-    edges = np.maximum(np.abs(xs[1:] - xs[:-1]), np.abs(ys[1:] - ys[:-1]))  # consecutive vertices, then each
-    limit = polygon_outline_limit(h, w)  # polygon's closing edge replaces the step from its last vertex to the next
     if len(arrays) == 1:
-        return bool(xs.size <= MAX_POLYGON_VERTICES and edges.sum() + max(abs(xs[-1] - xs[0]), abs(ys[-1] - ys[0])) <= limit)
-    ends = np.cumsum([n >> 1 for n in lens])  # where each polygon's vertices end
-    group_ends = ends[np.cumsum(sizes) - 1]  # where each mask's vertices end
-    if (np.diff(group_ends, prepend=0) > MAX_POLYGON_VERTICES).any():  # (so each polygon's count too)
+        most = xs.size
+    else:
+        ends = np.cumsum([n >> 1 for n in lens])  # where each polygon's vertices end
+        group_ends = ends[np.cumsum(sizes) - 1]  # where each mask's vertices end
+        most = int(np.diff(group_ends, prepend=0).max())
+    if most > MAX_POLYGON_VERTICES:  # (so no polygon has more either)
         return False
+    limit = polygon_outline_limit(h, w)
+    if most * max(high_x - low_x, high_y - low_y) <= limit:
+        return True
+    edges = np.maximum(np.abs(xs[1:] - xs[:-1]), np.abs(ys[1:] - ys[:-1]))  # consecutive vertices; each polygon's
+    if len(arrays) == 1:  # closing edge replaces the step from its last vertex to the next polygon's first
+        return bool(edges.sum() + max(abs(xs[-1] - xs[0]), abs(ys[-1] - ys[0])) <= limit)
     starts = np.concatenate(([0], ends[:-1]))
     last = ends - 1
-    closing = np.maximum(np.abs(xs[last] - xs[starts]), np.abs(ys[last] - ys[starts]))
     edges = np.append(edges, 0.0)
-    edges[last] = closing
+    edges[last] = np.maximum(np.abs(xs[last] - xs[starts]), np.abs(ys[last] - ys[starts]))
     outline = np.add.reduceat(edges, np.concatenate(([0], group_ends[:-1])))
     return bool(outline.max() <= limit)
 
