@@ -9,9 +9,9 @@ answer, prediction row, batch and picture.
 - The one nearest-neighbour sampler (``rle.sample_nearest``): ``resize_nearest`` and ``previews.small_mask`` equal
   the dense decode-then-index oracles (tests/oracles/masks.py) bit for bit, and the issue's 46-character RefCOCO-M
   answer declaring 32768 x 32768 pixels is scored by ``refer_iou(resize_predictions="nearest")`` in milliseconds
-  under a 1 GiB address space (it took 34 s and 2.2 GB).
+  under a 1 GiB address space (it took 10 to 34 s and 2.2 GB, and died of SIGSEGV under that cap).
 - The pixel budget (``rle.PixelBudget``): ``perckit.torch.collate`` / ``decode_masks`` / ``masks_transform`` refuse
-  the issue's tiny row declaring gigabytes before decoding anything (it ran 153 s into a MemoryError), the knob
+  the issue's tiny row declaring gigabytes before decoding anything (it ran 107 to 153 s into a MemoryError), the knob
   ``max_pixels``; the prediction rows of ``mask_temporal`` and ``m4seg``; previews and ``figures.mask_overlay``.
 """
 
@@ -267,8 +267,9 @@ def test_the_sampler_reads_runs_in_bounded_chunks(monkeypatch):
 
 def test_the_huge_refcoco_answer_is_resized_from_its_runs_in_bounded_memory():
     """The 46-character answer scored against a 480 x 640 mask with resize_predictions="nearest": before, the
-    32768 x 32768 mask was decoded whole (34 s, 2.2 GB; a MemoryError under this cap); now the target grid is
-    sampled from its 2 runs. Every pixel of the answer is foreground, so IoU = |G| / (480 x 640)."""
+    32768 x 32768 mask was decoded whole (10 to 34 s and 2.2 GB; SIGSEGV under this cap: pycocotools does not check
+    its malloc); now the target grid is sampled from its 2 runs. Every pixel of the answer is foreground, so
+    IoU = |G| / (480 x 640)."""
     result = run_capped(f"""
 import time
 from perckit import lmms_eval, rle

@@ -8,11 +8,11 @@ bytes; it reads only :attr:`Previewer.columns`, so a large column (Syn4D depth f
 The pictures follow one rule: at most :data:`MAX_SIDE` pixels on the long side; masks sampled straight from their
 RLE runs onto the small canvas (:func:`small_mask`: no full-size decode), each charged to the row's pixel budget
 (:func:`row_budget`: the canvas pixels of every mask drawn, :data:`perckit.rle.PIXEL_BUDGET` in all, so a row of
-thousands of masks is an :class:`~perckit.errors.RLEError` naming the mask, not minutes of sampling); a light fill plus an outline per mask, one
-Okabe–Ito colour per object; PNG (no timestamps: the same row gives the same bytes), or JPEG at
-:data:`JPEG_QUALITY` when the PNG is over :data:`PNG_LIMIT` bytes (photographs). A row with nothing to draw
-("not provided" markers, null fields) gives the canvas alone; a previewer raises only for a real error (an
-unreadable release file), a perckit error naming it.
+thousands of masks is an :class:`~perckit.errors.RLEError` naming the mask, not minutes of sampling); a light fill
+plus an outline per mask, one Okabe–Ito colour per object; PNG (no timestamps: the same row gives the same bytes),
+or JPEG at :data:`JPEG_QUALITY` when the PNG is over :data:`PNG_LIMIT` bytes (photographs). A row with nothing to
+draw ("not provided" markers, null fields) gives the canvas alone; a previewer raises only for a real error (an
+unreadable release file, a row past its budget), a perckit error naming it.
 """
 
 from __future__ import annotations
