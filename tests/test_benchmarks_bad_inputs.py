@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.bad_inputs import DEEP_JSON, HUGE_INT_JSON, HUGE_RLE, NAN, NOT_UTF8, bomb_png, chain, copy_release, edit_json, expect, png_bytes, put, truncate, unlink
+from helpers.bad_inputs import (DEEP_JSON, HUGE_INT_JSON, HUGE_RLE, NAN, NOT_UTF8, bomb_png, chain, copy_release, edit_json, expect,
+                                 far_apart_polygon, png_bytes, put, truncate, unlink)
 from helpers.common import REPO
 
 from perckit import rle
@@ -115,6 +116,8 @@ R4D_CASES = [
      RLEError, [r"espresso_q1.*frame \d+.*masks\[0\]\.segmentation", "exceeds the limit", "gigabytes"]),
     ("gt-rle-counts-not-ascii", "all_queries", _set_seg(0, {"size": [24, 32], "counts": "é"}), {},
      RLEError, [r"americano_q1.*segmentation", "ASCII"]),
+    ("gt-polygon-far-apart-vertices", "all_queries", _set_seg(0, [far_apart_polygon(24, 32)]), {},
+     RLEError, [r"americano_q1.*frame 0.*masks\[0\]\.segmentation", "expected polygons whose outline", "at most 65536 pixels long for a 24x32 image"]),
     ("track-gt-truncated", "all_queries", truncate(R4D_TRACK), {}, ReleaseFormatError, [r"R4D-Bench_predictions\.json", "expected valid JSON"]),
     ("track-gt-wrong-top-type", "all_queries", put(R4D_TRACK, "[1, 2]"), {}, ReleaseFormatError, [r"R4D-Bench_predictions\.json", "expected a JSON object"]),
     ("coco-json-truncated", "all_queries", truncate(R4D_COCO), {}, ReleaseFormatError, [r"_annotations\.coco\.json", "expected valid JSON"]),
@@ -129,6 +132,8 @@ R4D_CASES = [
     ("coco-polygon-vertex-far-outside", "frames", _set_ann("segmentation", [[0, 0, 1e9, 0, 1e9, 1e9]]), {},
      RLEError, [r"annotation 1\.segmentation", "far outside the 24x32 image", r"x in \[-32, 64\]"]),
     ("coco-rle-huge-declared-size", "frames", _set_ann("segmentation", HUGE_RLE), {}, RLEError, [r"annotation 1\.segmentation", "exceeds the limit"]),
+    ("coco-polygon-far-apart-vertices", "frames", _set_ann("segmentation", [far_apart_polygon(24, 32)]), {},
+     RLEError, [r"annotation 1\.segmentation", "expected polygons whose outline", "at most 65536 pixels long for a 24x32 image"]),
     ("frame-image-missing", "frames", _image_edit("unlink"), {}, ReleaseNotFoundError, [r"image file .*\.jpg", "not found"]),
     ("frame-image-truncated", "frames", _image_edit("truncate"), {}, ReleaseFormatError, [r"image file .*\.jpg", "expected a complete JPEG, got a truncated one"]),
     ("frame-image-not-an-image", "frames", _image_edit("garbage"), {}, ReleaseFormatError, [r"image file .*\.jpg", "expected a readable image"]),

@@ -10,11 +10,16 @@ import importlib.util
 import json
 import pickle
 import random
+import time
 
 import datasets
 import numpy as np
 import pytest
 import yaml
+from helpers.bad_inputs import far_apart_polygon
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracles import masks as oracle
 
 from perckit import lmms_eval as le
 from perckit import rle
@@ -220,6 +225,48 @@ def test_mask_forms_and_bounds():
     assert le.first_text([["a", "b"]]) == "a" and le.first_text([]) == "" and le.first_text([None]) == ""
 
 
+_edge = st.sampled_from([-3.0, -0.5, 0.0, 0.25, 0.4999999999999999, 0.5, 0.5000000000000001, 1.0, 1.5, 2.5, 7.5, 11.0, 12.0, 1e300, -1e300])
+_coord = st.one_of(_edge, st.floats(-3, 14, allow_nan=False), st.integers(-3, 14))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.tuples(_coord, _coord, _coord, _coord), st.integers(1, 12), st.integers(1, 12))
+def test_box_mask_is_the_dense_box_bit_for_bit(box, h, w):
+    """The box is built in the RLE domain (no H x W array): the same RLE as the dense outer product of its rows and
+    columns whose pixel centres fall inside, on pixel edges, halves and far values alike."""
+    assert le.box_mask(box, h, w) == oracle.box_mask(box, h, w)
+
+
+def test_box_mask_of_a_huge_image_costs_its_columns_not_its_pixels():
+    full = le.box_mask([0, 0, 1 << 30, 1], 1, 1 << 30)  # 2^30 pixels: a dense box would take 1 GiB, then 3 copies
+    assert full == rle.from_uncompressed({"size": [1, 1 << 30], "counts": [0, 1 << 30]})
+    side = 1 << 15
+    box = le.box_mask([100.5, 7, 200, 30000], side, side)  # centres 100.5 .. 199.5 and 7.5 .. 29999.5
+    assert rle.area(box) == 100 * 29993 and rle.to_bbox(box) == [100.0, 7.0, 100.0, 29993.0]
+
+
+def test_the_far_apart_polygon_answer_reads_as_nothing():
+    """Issue 28's 460 KB polygon answer: the guard refuses it (RLEError, caught by the parser), so the answer is
+    unparsed and scores as the empty mask; a later JSON value in the same answer is still read."""
+    answer = json.dumps({"polygons": [far_apart_polygon(480, 640)]})
+    assert le.mask_from_text(answer, 480, 640) is None
+    box = le.mask_from_text(answer + ' or the box {"bbox": [0, 0, 4, 4]}', 480, 640)
+    assert box is not None and box[1] == "box" and rle.area(box[0]) == 16
+
+
+def test_refcoco_m_task_scores_the_46_character_answer_from_its_runs(rc_docs):
+    """Issue 28's answer declaring a 32768 x 32768 mask (all foreground): resized to the image from its runs in
+    milliseconds (it was decoded whole: 34 s, 2.2 GB), so its IoU is |G| / (H x W)."""
+    doc = rc_docs[0]
+    answer = '{"size": [32768, 32768], "counts": "0PPPPPP1"}'
+    start = time.perf_counter()
+    one = rcu.refcoco_m_process_results(doc, [answer])["miou"]
+    assert time.perf_counter() - start < 1
+    assert one["parsed"] and one["form"] == "rle"
+    h, w = int(doc["height"]), int(doc["width"])
+    assert rcu.refcoco_m_miou([one]) == rle.area(doc["mask"]) / (h * w)
+
+
 # ---------------------------------------------------------------- M4Seg
 
 
@@ -340,3 +387,15 @@ def test_write_task_local_export_hub_id_and_refusals(exports, tmp_path):
     assert (tmp_path / "cli" / "refcoco_m_mask_refcoco_m.yaml").is_file()
     assert le_main.main(["m4seg", str(exports / "refcoco_m"), "--output", str(tmp_path / "cli")]) == 1
     assert le.task_dir("m4seg") == le.task_yaml("m4seg").parent and le.task_dir() == le.TASKS_DIR
+
+
+def test_m4seg_answer_past_the_resize_budget_keeps_its_text(m4_docs, m4_options, monkeypatch, caplog):
+    """An answer whose masks would be resized to more pixels than one prediction row may (perckit.rle.PIXEL_BUDGET,
+    lowered here) is scored as text only: the metric's PredictionError names the grounding, the evaluation goes on."""
+    doc = next(d for d in m4_docs if d["groundings"])
+    target = json.loads(m4u.m4seg_doc_to_target(doc))
+    tiny = [{"size": [1, 1], "counts": "01"} for _ in target["masks"]]  # each resized to its whole image
+    monkeypatch.setattr(rle, "PIXEL_BUDGET", 1)
+    one = m4u.m4seg_process_results(doc, [json.dumps({"answer": target["answer"], "masks": tiny})])["miou"]
+    assert not one["parsed"] and one["form"] == "text-only"
+    assert "groundings[0].mask: expected at most 1 mask pixels decoded or resized per prediction row" in caplog.text

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from helpers.bad_inputs import DEEP_JSON, HUGE_INT_JSON, HUGE_RLE, NAN, NOT_UTF8, expect, put, truncate, unlink
+from helpers.bad_inputs import DEEP_JSON, HUGE_INT_JSON, HUGE_RLE, NAN, NOT_UTF8, expect, far_apart_polygon, put, truncate, unlink
 from helpers.common import REPO
 from helpers.harness import check, documented_error
 from helpers.m4seg import NATIVE, SHARD, S1_PRED, S1_REF, R, build_test_split, small_examples, write_parquet
@@ -232,6 +232,8 @@ NATIVE_CASES = [
     ("polygon-vertex-far-outside", ground(0, "img_1", 0, segmentation=[[0, 0, 1e9, 0, 1e9, 1e9]]), {}, RLEError, PRE,
      [EX0, r"img_1\[0\]\.segmentation", "far outside"]),
     ("polygon-of-words", ground(0, "img_1", 0, segmentation=[["a", "b", "c", "d", "e", "f"]]), {}, RLEError, PRE, [EX0, r"img_1\[0\]\.segmentation"]),
+    ("polygon-far-apart-vertices", ground(0, "img_1", 0, segmentation=[far_apart_polygon(1, 4)]), {}, RLEError, PRE,
+     [EX0, r"img_1\[0\]\.segmentation", "expected polygons whose outline", "at most 65536 pixels long for a 1x4 image"]),
     ("answer-span-out-of-range", ground(0, "img_1", 0, answer_span=[0, 99]), {}, ReleaseFormatError, PRE,
      [EX0, r"img_1\[0\]\.answer_span: expected 0 <= start <= end <= 36 \(the answer's length\), found \[0, 99\]"]),
     ("answer-span-words", ground(0, "img_1", 0, answer_span=["zero", "nine"]), {}, ReleaseFormatError, PRE,

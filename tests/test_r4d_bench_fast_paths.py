@@ -135,6 +135,18 @@ def test_single_polygon_and_integer_vertices():
     assert fast == ref
 
 
+@pytest.mark.parametrize("frame", [
+    [{"segmentation": [[0, 0, 4, 0, True, 4]]}],  # a bool vertex: numpy's reading
+    [{"segmentation": [["0", 0, 4, 0, 4, 4]]}],  # a digit string: numpy's reading too
+    [{"segmentation": [[0, 0, 4, 0, 4, 4], (1, 1, 5, 1, 5, 5)]}],  # a tuple after a list
+])
+def test_polygons_read_by_the_one_guard_on_both_paths(frame):
+    """The fast path hands its polygons to the same guard as the reference (rle.polygon_unions): values numpy reads
+    as numbers give the reference's mask there too."""
+    fast, ref = _both(frame)
+    assert fast == ref
+
+
 @pytest.mark.parametrize("frame, size", [
     ([], (H, W)),  # no masks: the reference's empty mask
     ([{"segmentation": []}], (H, W)),
@@ -147,8 +159,6 @@ def test_single_polygon_and_integer_vertices():
     ([{"segmentation": {"size": (H, W), "counts": rle.empty(H, W)["counts"]}}], (H, W)),  # tuple size
     ([{"segmentation": {"size": [H, W], "counts": rle.empty(H, W)["counts"].encode()}}], (H, W)),  # bytes counts
     ([("not", "a dict")], (H, W)),
-    ([{"segmentation": [[0, 0, 4, 0, True, 4]]}], (H, W)),  # a bool vertex: numpy's reading, in the reference
-    ([{"segmentation": [["0", 0, 4, 0, 4, 4]]}], (H, W)),  # a digit string: numpy's reading too
 ])
 def test_frames_left_to_the_reference(frame, size):
     assert masks._plain_frame_mask(frame, size, "q: frame 1") is None

@@ -96,14 +96,22 @@ def paint_masks(base: np.ndarray, masks: Sequence[tuple[np.ndarray, tuple[int, i
 
 
 def mask_overlay(image: bytes | dict | Image.Image | None, gt: dict | None, pred: dict | None, scale: int = 1,
-                 alpha: float = FILL_ALPHA) -> Image.Image:
+                 alpha: float = FILL_ALPHA, max_pixels: int | None = None) -> Image.Image:
     """The frame (nearest-neighbour upscaled by ``scale``) with the ground truth and the prediction each as a light
     fill plus an outline: ground truth blue, prediction orange; where both cover a pixel the fill is bluish green.
-    The outlines are traced on the upscaled masks, so they stay one pixel wide."""
+    The outlines are traced on the upscaled masks, so they stay one pixel wide.
+
+    Both masks (validated RLEs) have one size. Each costs the upscaled canvas's pixels of a
+    :class:`perckit.rle.PixelBudget` of ``max_pixels`` (default :data:`perckit.rle.PIXEL_BUDGET`), charged before
+    anything is decoded: past it an :class:`~perckit.errors.RLEError` naming the mask."""
     ref = gt or pred
     if ref is None:
         raise ValueError("mask_overlay needs at least one mask")
-    h, w = ref["size"]
+    masks = [(name, m) for name, m in (("gt", gt), ("pred", pred)) if m is not None]
+    h, w = rle.check_same_size([m for _, m in masks], "mask_overlay: gt and pred")
+    budget = rle.PixelBudget(max_pixels, unit="figure", hint="pass max_pixels=... to mask_overlay to raise it")
+    for name, m in masks:
+        budget.charge(h * scale * w * scale, f"mask_overlay: {name}")
     base = _canvas(image, (h, w))
     if scale != 1:
         base = base.resize((w * scale, h * scale), Image.NEAREST)

@@ -6,11 +6,13 @@ turns a row in Arrow storage form (media as ``{bytes, path}`` dicts, masks as CO
 bytes; it reads only :attr:`Previewer.columns`, so a large column (Syn4D depth frames) is never converted.
 
 The pictures follow one rule: at most :data:`MAX_SIDE` pixels on the long side; masks sampled straight from their
-RLE runs onto the small canvas (:func:`small_mask`: no full-size decode); a light fill plus an outline per mask, one
-Okabe–Ito colour per object; PNG (no timestamps: the same row gives the same bytes), or JPEG at
-:data:`JPEG_QUALITY` when the PNG is over :data:`PNG_LIMIT` bytes (photographs). A row with nothing to draw
-("not provided" markers, null fields) gives the canvas alone; a previewer raises only for a real error (an
-unreadable release file), a perckit error naming it.
+RLE runs onto the small canvas (:func:`small_mask`: no full-size decode), each charged to the row's pixel budget
+(:func:`row_budget`: the canvas pixels of every mask drawn, :data:`perckit.rle.PIXEL_BUDGET` in all, so a row of
+thousands of masks is an :class:`~perckit.errors.RLEError` naming the mask, not minutes of sampling); a light fill
+plus an outline per mask, one Okabe–Ito colour per object; PNG (no timestamps: the same row gives the same bytes),
+or JPEG at :data:`JPEG_QUALITY` when the PNG is over :data:`PNG_LIMIT` bytes (photographs). A row with nothing to
+draw ("not provided" markers, null fields) gives the canvas alone; a previewer raises only for a real error (an
+unreadable release file, a row past its budget), a perckit error naming it.
 """
 
 from __future__ import annotations
@@ -81,25 +83,12 @@ def is_rle(value: Any) -> bool:
 
 def small_mask(mask: Mapping[str, Any], out_h: int, out_w: int, where: str = "mask") -> np.ndarray:
     """The RLE ``mask`` sampled at an ``out_h`` × ``out_w`` grid of pixel centres (nearest-neighbour), read from its
-    run lengths without decoding the full-size mask (column-major runs: a sample's run index by binary search)."""
-    from .rle import decode_counts
+    run lengths without decoding the full-size mask: :func:`perckit.rle.sample_nearest` with the pixel-centre index
+    rule :func:`perckit.rle.centre_index`."""
+    from .rle import centre_index, sample_nearest
 
     h, w = int(mask["size"][0]), int(mask["size"][1])
-    runs = decode_counts(mask["counts"], where)
-    ends = np.cumsum(runs)
-    out = np.zeros((out_h, out_w), dtype=bool)
-    if len(runs) < 2 or ends[-1] == 0:
-        return out
-    xs = np.minimum(((np.arange(out_w) + 0.5) * w / out_w).astype(np.int64), w - 1)
-    # only the columns between the first and the last foreground pixel are searched
-    first, last = int(ends[0]) // h, int(ends[-1] - (runs[-1] if len(runs) % 2 else 0) - 1) // h
-    cols = np.flatnonzero((xs >= first) & (xs <= last))
-    if cols.size == 0:
-        return out
-    ys = np.minimum(((np.arange(out_h) + 0.5) * h / out_h).astype(np.int64), h - 1)
-    flat = xs[cols][None, :] * h + ys[:, None]
-    out[:, cols[0]: cols[-1] + 1] = (np.searchsorted(ends, flat, side="right") % 2) == 1
-    return out
+    return sample_nearest(mask, centre_index(h, out_h), centre_index(w, out_w), where)
 
 
 def open_canvas(image: Any, out_h: int, out_w: int, where: str = "image") -> Image.Image | None:
@@ -136,11 +125,20 @@ def tile(canvas: Image.Image | None, masks: Sequence[tuple[np.ndarray, Colour]],
     return figures.paint_masks(base, masks, alpha, line) if masks else base
 
 
+def row_budget() -> Any:
+    """The pixel budget of one row's preview (:class:`perckit.rle.PixelBudget`): each mask drawn costs its tile's
+    pixels."""
+    from .rle import PixelBudget
+
+    return PixelBudget(unit="preview row")
+
+
 def masks_tile(image: Any, masks: Sequence[Any], size_hw: Sequence[int] | None, where: str,
-               max_side: int = MAX_SIDE, colours: Sequence[Colour] | None = None) -> np.ndarray | None:
+               max_side: int = MAX_SIDE, colours: Sequence[Colour] | None = None, budget: Any = None) -> np.ndarray | None:
     """One tile: ``image`` (or a neutral canvas) at :func:`fit_size` of ``size_hw`` (else of the first mask's
     size) with every valid RLE of ``masks`` drawn in its object colour (skipped: nulls, markers, masks of
-    another size). None when there is no size to draw at."""
+    another size). None when there is no size to draw at. Each mask drawn charges ``budget`` (the row's
+    :func:`row_budget`, shared by its tiles; None: one of its own) with the tile's pixels before it is sampled."""
     valid = [(i, m) for i, m in enumerate(masks) if is_rle(m)]
     if size_hw is None or len(size_hw) != 2 or not all(isinstance(v, int) and v > 0 for v in size_hw):
         size_hw = valid[0][1]["size"] if valid else None
@@ -152,8 +150,12 @@ def masks_tile(image: Any, masks: Sequence[Any], size_hw: Sequence[int] | None, 
     h, w = int(size_hw[0]), int(size_hw[1])
     out_h, out_w = fit_size(h, w, max_side)
     canvas = open_canvas(image, out_h, out_w, where)
-    drawn = [(small_mask(m, out_h, out_w, f"{where}: mask {i}"), (colours[i % len(colours)] if colours else object_colour(i)))
-             for i, m in valid if list(m["size"]) == [h, w]]
+    budget = budget if budget is not None else row_budget()
+    drawn = []
+    for i, m in valid:
+        if list(m["size"]) == [h, w]:
+            budget.charge(out_h * out_w, f"{where}: mask {i}")
+            drawn.append((small_mask(m, out_h, out_w, f"{where}: mask {i}"), colours[i % len(colours)] if colours else object_colour(i)))
     return tile(canvas, drawn, out_h, out_w)
 
 

@@ -2,12 +2,45 @@
 
 Masks travel through perckit as compressed COCO RLE dicts ``{"size": [H, W],
 "counts": str}``. Everything here works in the RLE domain; dense arrays appear
-only in :func:`encode`, :func:`decode` and :func:`resize_nearest`.
+only in :func:`encode`, :func:`decode`, :func:`encode_masks` and :func:`sample_nearest`.
 
 pycocotools loops forever on counts that do not sum to H*W and silently
 returns an empty mask when merging masks of different sizes, so every RLE from
 outside goes through :func:`validate` (vectorised over the counts string)
 before it reaches pycocotools.
+
+Polygons: pycocotools' ``rleFrPoly`` upsamples every vertex by 5 into C ``int``s and ``malloc``s, unchecked,
+about 20 bytes per point of the upsampled outline (the sum over the edges of ``max(|dx|, |dy|) + 1``), so a
+polygon with far-apart vertices kills the interpreter. Every polygon reaches pycocotools through
+:func:`polygon_unions`, the one caller of ``frPyObjects`` with polygons, and its guard :func:`check_polygons`
+refuses, naming the field, before pycocotools sees anything:
+
+- a polygon of fewer than 3 vertices or an odd number of coordinates, a coordinate that is not a finite number;
+- a vertex outside x in [-W, 2W], y in [-H, 2H], or farther than :data:`MAX_POLYGON_COORD` (2^27) from 0
+  (``5 * x`` and the edge lengths stay inside a 32-bit ``int`` whatever the image size);
+- more than :data:`MAX_POLYGON_VERTICES` (2^18) vertices in the polygons of one mask;
+- polygons of one mask whose outline (the sum over their edges, closing ones included, of ``max(|dx|, |dy|)``,
+  what pycocotools allocates for, over 5) is longer than :func:`polygon_outline_limit`: 64 x (H + W) (32 image
+  perimeters), at least 2^16 and at most 2^20 pixels. At that cap ``frPyObjects`` grows the peak RSS by about
+  55 MiB in 0.1 to 0.25 s per mask, and runs under a 400 MiB address-space limit (a 16384 x 16384 and a
+  1 x 2^30 image, 2^18 vertices).
+
+Resizing: :func:`sample_nearest` is the one nearest-neighbour sampler. It reads a mask at a grid of source rows and
+columns from its run ends (a binary search per distinct sample), never decoding the full-size mask: O(target
+pixels) memory and O(distinct samples x log(runs)) time. Only the index rule differs between its callers
+(:func:`nearest_index`, OpenCV's ``INTER_NEAREST``, for :func:`resize_nearest`; :func:`centre_index`, pixel
+centres, for the previews).
+
+Pixel budget: one :class:`PixelBudget` per answer, prediction row, batch or picture is charged with the pixels
+of every mask decoded or resized for it, before the work: :data:`PIXEL_BUDGET` (2^30: a GiB of decoded masks)
+pixels in all unless the caller passes ``max_pixels``. Its users: ``perckit.torch.collate`` / ``masks_transform``
+(per batch) and ``decode_masks`` (per call), summed from the declared sizes before anything is decoded;
+:func:`perckit.segmentation.fit_prediction` (the resize targets of one prediction row, so of one lmms-eval
+answer); the previews (each mask's tile) and ``perckit.figures.mask_overlay`` (its canvas). The charge that
+would pass it raises the caller's error type (:class:`RLEError` or :class:`~perckit.errors.PredictionError`)
+naming the field, the running total and the budget. Legitimate rows stay far inside it (an R4D-Bench query with
+a mask on each of 300 frames of 536 x 960: 0.14 of it); a batch of eight such rows (1.2 G pixels) passes
+``max_pixels``.
 
 The pixel counts of a mask pair (I, U) and the IoU rules live in :mod:`perckit.segmentation`;
 :func:`intersection_union` and :func:`iou` here are thin aliases of it.
@@ -15,16 +48,17 @@ The pixel counts of a mask pair (I, U) and the IoU rules live in :mod:`perckit.s
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from pycocotools import mask as _mask
 
 from . import _kernels
-from .errors import RLEError
+from .errors import OptionError, RLEError
 from .errors import short_repr as _short
 
 RLE = dict  # {"size": [H, W], "counts": str}
@@ -39,6 +73,25 @@ MAX_PIXELS = 1 << 30
 _MAX_CHARS_PER_COUNT = 7
 #: pycocotools' area() of a list overflows a uint8 index past 255 items.
 _AREA_CHUNK = 255
+
+#: Most vertices in the polygons of one mask (so in one polygon too). A COCO polygon has tens to hundreds.
+MAX_POLYGON_VERTICES = 1 << 18
+#: The outline of one mask's polygons may be this many times (H + W) long (a convex polygon inside the image: at
+#: most 2 x (H + W)) ...
+POLYGON_OUTLINE_FACTOR = 64
+#: ... but at least this long whatever the image (small images) ...
+MIN_POLYGON_OUTLINE = 1 << 16
+#: ... and at most this long (pycocotools allocates up to 100 bytes per pixel of outline: 20 per upsampled point).
+MAX_POLYGON_OUTLINE = 1 << 20
+#: Largest |x| or |y| of a polygon vertex: pycocotools computes ``(int)(5 * x + .5)`` and vertex differences in
+#: 32-bit ``int`` (10 x 2^27 < 2^31).
+MAX_POLYGON_COORD = 1 << 27
+
+#: The default pixel budget of one answer, prediction row, batch or picture (:class:`PixelBudget`): the pixels
+#: of all the masks decoded or resized for it, decoded as 1 byte each.
+PIXEL_BUDGET = 1 << 30
+#: How many samples :func:`sample_nearest` searches at once (its scratch memory: 16 bytes each).
+_SAMPLE_CHUNK = 1 << 20
 
 
 def _check_size(size: Any, where: str) -> tuple[int, int]:
@@ -56,6 +109,14 @@ def _check_size(size: Any, where: str) -> tuple[int, int]:
             "(a decoded mask would need gigabytes)"
         )
     return h, w
+
+
+def mask_pixels(mask: Mapping[str, Any], where: str = "mask") -> int:
+    """H * W of a mask's declared ``size`` (checked as :func:`validate` checks it, nothing else read): what a
+    :class:`PixelBudget` is charged with before the mask is decoded."""
+    size = mask.get("size") if isinstance(mask, Mapping) else None
+    h, w = _check_size(size.tolist() if isinstance(size, np.ndarray) else size, where)
+    return h * w
 
 
 def decode_counts(counts: bytes | str, where: str = "mask") -> np.ndarray:
@@ -197,11 +258,14 @@ def encode(mask: np.ndarray, where: str = "mask") -> RLE:
 
 
 def decode(rle: RLE) -> np.ndarray:
-    """Decode a validated RLE to a boolean (H, W) array."""
+    """Decode a validated RLE to a boolean (H, W) array (Fortran-ordered, as pycocotools writes it).
+
+    pycocotools returns uint8 0 / 1, viewed as bool here rather than copied. Whoever decodes data from outside
+    charges a :class:`PixelBudget` with its H * W first."""
     with warnings.catch_warnings():
         # pycocotools 2.0.x + numpy 2: "__array__ implementation doesn't accept a copy keyword"
         warnings.simplefilter("ignore", DeprecationWarning)
-        return _mask.decode(_to_c(rle)).astype(bool)
+        return _mask.decode(_to_c(rle)).view(bool)
 
 
 def empty(height: int, width: int) -> RLE:
@@ -235,57 +299,194 @@ def from_uncompressed(rle: Mapping, where: str = "mask") -> RLE:
     return _from_c(_mask.frPyObjects({"counts": runs.astype(np.uint32), "size": [h, w]}, h, w))
 
 
-def _plain_polygon_ok(poly: Any, h: int, w: int) -> bool:
-    """True for a flat list of finite floats / ints (not bools), even-sized, >= 6 long, every vertex within
-    the bounds :func:`from_polygons` allows; anything else takes the numpy path and its precise errors."""
-    if type(poly) is not list or len(poly) < 6 or len(poly) % 2 or not set(map(type, poly)) <= _PLAIN_NUMBERS:
-        return False
-    if not all(map(math.isfinite, poly)):
-        return False
-    xs, ys = poly[0::2], poly[1::2]
-    return min(xs) >= -w and max(xs) <= 2 * w and min(ys) >= -h and max(ys) <= 2 * h
+def polygon_outline_limit(h: int, w: int) -> int:
+    """The longest outline (in pixels, see :func:`check_polygons`) the polygons of one H x W mask may have:
+    :data:`POLYGON_OUTLINE_FACTOR` x (H + W), at least :data:`MIN_POLYGON_OUTLINE`, at most :data:`MAX_POLYGON_OUTLINE`."""
+    return min(max(POLYGON_OUTLINE_FACTOR * (int(h) + int(w)), MIN_POLYGON_OUTLINE), MAX_POLYGON_OUTLINE)
 
 
-_PLAIN_NUMBERS = frozenset((float, int))
+def _polygon_coords(flat: Sequence[Any]) -> tuple[list[np.ndarray], int | None]:
+    """Each polygon as a flat float64 array, as ``np.asarray(poly, dtype=np.float64).ravel()`` makes it, and the
+    index of the first polygon that does not convert (None when all do). Polygons that are all lists are
+    converted in one pass over their chained values (the same values: lists of numbers, the common case)."""
+    if all(type(p) is list for p in flat):
+        lens = list(map(len, flat))
+        try:
+            coords = np.fromiter(itertools.chain.from_iterable(flat), np.float64, count=sum(lens))
+        except (TypeError, ValueError, OverflowError):
+            pass  # a value that does not convert: found polygon by polygon below
+        else:
+            return np.split(coords, np.cumsum(lens)[:-1].tolist()) if len(flat) > 1 else [coords], None
+    out: list[np.ndarray] = []
+    for i, poly in enumerate(flat):
+        try:
+            out.append(np.asarray(poly, dtype=np.float64).ravel())
+        except (TypeError, ValueError, OverflowError):
+            return out, i
+    return out, None
+
+
+def _coordinate_bounds(h: int, w: int) -> tuple[int, int, int, int]:
+    """(lo_x, hi_x, lo_y, hi_y): a vertex within one image size of the image and within 2^27 of 0."""
+    return -min(w, MAX_POLYGON_COORD), min(2 * w, MAX_POLYGON_COORD), -min(h, MAX_POLYGON_COORD), min(2 * h, MAX_POLYGON_COORD)
+
+
+def check_polygons(groups: Sequence[Sequence[Any]], h: int, w: int, where: str = "polygons") -> list[np.ndarray]:
+    """The polygon guard: every polygon of ``groups`` (each group the polygons of one H x W mask, at least one)
+    as a flat float64 array ``[x0, y0, x1, y1, ...]``, in order, once each passes the rules of the module
+    docstring; else :class:`RLEError` naming ``where`` (``where: polygon i``; with several groups ``where: mask g:
+    polygon i``), what was expected and what was found.
+
+    Called by :func:`polygon_unions` before pycocotools sees a polygon (so by :func:`from_polygons` and every
+    builder's polygon path). All the polygons of a call are converted in one pass and checked by a few whole-array
+    operations (:func:`_polygons_fit`); only when that finds a problem are they checked one by one
+    (:func:`_polygon_refusal`) to report the first polygon that breaks a rule, its rules checked in this order:
+    it converts to numbers, has an even number (>= 6) of coordinates, at most :data:`MAX_POLYGON_VERTICES`
+    vertices, finite coordinates, vertices within the bounds; then each mask: its vertex count, its outline."""
+    h, w = int(h), int(w)
+    sizes = [len(g) for g in groups]
+    if 0 in sizes:
+        g = sizes.index(0)
+        raise RLEError(f"{where}: mask {g}: expected at least one polygon, got none" if len(groups) > 1 else
+                       f"{where}: expected at least one polygon, got none")
+    flat = [p for g in groups for p in g]
+    if not flat:
+        return []
+    arrays, unconverted = _polygon_coords(flat)
+    if unconverted is None and _polygons_fit(arrays, sizes, h, w):
+        return arrays
+    _polygon_refusal(arrays, unconverted, flat, sizes, h, w, where)  # the reference: raises what breaks a rule
+    return arrays
+
+
+def _polygons_fit(arrays: list[np.ndarray], sizes: list[int], h: int, w: int) -> bool:
+    """True when every rule of :func:`check_polygons` holds, decided by whole-array operations over all the
+    polygons (the common case: a few microseconds); False says only "look closer". The outline is bounded first
+    by the vertex count times the longest side of the polygons' bounding box (no edge is longer), and summed edge
+    by edge only when that bound passes the limit."""
+    lens = [a.size for a in arrays]
+    if not all(n >= 6 and not n & 1 for n in lens):
+        return False
+    coords = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+    xs, ys = coords[0::2], coords[1::2]
+    lo_x, hi_x, lo_y, hi_y = _coordinate_bounds(h, w)
+    low_x, high_x, low_y, high_y = xs.min(), xs.max(), ys.min(), ys.max()
+    if not (low_x >= lo_x and low_y >= lo_y and high_x <= hi_x and high_y <= hi_y):  # NaN fails here too
+        return False
+    if len(arrays) == 1:
+        most = xs.size
+    else:
+        ends = np.cumsum([n >> 1 for n in lens])  # where each polygon's vertices end
+        group_ends = ends[np.cumsum(sizes) - 1]  # where each mask's vertices end
+        most = int(np.diff(group_ends, prepend=0).max())
+    if most > MAX_POLYGON_VERTICES:  # (so no polygon has more either)
+        return False
+    limit = polygon_outline_limit(h, w)
+    if most * max(high_x - low_x, high_y - low_y) <= limit:
+        return True
+    edges = np.maximum(np.abs(xs[1:] - xs[:-1]), np.abs(ys[1:] - ys[:-1]))  # consecutive vertices; each polygon's
+    if len(arrays) == 1:  # closing edge replaces the step from its last vertex to the next polygon's first
+        return bool(edges.sum() + max(abs(xs[-1] - xs[0]), abs(ys[-1] - ys[0])) <= limit)
+    starts = np.concatenate(([0], ends[:-1]))
+    last = ends - 1
+    edges = np.append(edges, 0.0)
+    edges[last] = np.maximum(np.abs(xs[last] - xs[starts]), np.abs(ys[last] - ys[starts]))
+    outline = np.add.reduceat(edges, np.concatenate(([0], group_ends[:-1])))
+    return bool(outline.max() <= limit)
+
+
+def _polygon_refusal(arrays: list[np.ndarray], unconverted: int | None, flat: list, sizes: list[int], h: int, w: int,
+                     where: str) -> None:
+    """Raise the :class:`RLEError` of the first polygon, then the first mask, that breaks a rule of
+    :func:`check_polygons` (``arrays``: the polygons converted before ``unconverted``, the first that did not)."""
+    several = len(sizes) > 1
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+
+    def name(i: int) -> str:
+        return f"{where}: mask {owner[i]}: polygon {i - sum(sizes[: owner[i]])}" if several else f"{where}: polygon {i}"
+
+    def mask_name(g: int) -> str:
+        return f"{where}: mask {g}" if several else where
+
+    lens = np.fromiter(map(len, arrays), np.int64, count=len(arrays))
+    bad_size = np.flatnonzero((lens < 6) | (lens % 2 == 1))
+    # Polygons before the first one that does not convert or has a bad size are aligned (x, y) pairs: check them.
+    stop = min([len(arrays)] + ([unconverted] if unconverted is not None else []) + bad_size[:1].tolist())
+    if stop:
+        coords = np.concatenate(arrays[:stop]) if stop > 1 else arrays[0]
+        nv = lens[:stop] // 2
+        starts = np.zeros(stop, dtype=np.int64)
+        np.cumsum(nv[:-1], out=starts[1:])
+        xs, ys = coords[0::2], coords[1::2]
+        finite = np.logical_and.reduceat(np.isfinite(xs) & np.isfinite(ys), starts)
+        lo_x, hi_x, lo_y, hi_y = _coordinate_bounds(h, w)
+        with np.errstate(invalid="ignore"):
+            min_x, max_x = np.minimum.reduceat(xs, starts), np.maximum.reduceat(xs, starts)
+            min_y, max_y = np.minimum.reduceat(ys, starts), np.maximum.reduceat(ys, starts)
+        inside = (min_x >= lo_x) & (max_x <= hi_x) & (min_y >= lo_y) & (max_y <= hi_y)
+        bad = np.flatnonzero((nv > MAX_POLYGON_VERTICES) | ~finite | ~inside)
+        if bad.size:
+            i = int(bad[0])
+            if nv[i] > MAX_POLYGON_VERTICES:
+                raise RLEError(f"{name(i)}: expected at most {MAX_POLYGON_VERTICES} vertices, got {int(nv[i])}")
+            if not finite[i]:
+                raise RLEError(f"{name(i)} has a NaN or infinite coordinate")
+            # pycocotools rasterises the outline point by point (memory grows with the perimeter) in 32-bit ints:
+            # only vertices within one image size of the image, and of bounded magnitude, are taken.
+            raise RLEError(
+                f"{name(i)} has a vertex far outside the {h}x{w} image: expected x in [{lo_x}, {hi_x}] "
+                f"and y in [{lo_y}, {hi_y}], got x in [{min_x[i]:.12g}, {max_x[i]:.12g}], y in [{min_y[i]:.12g}, {max_y[i]:.12g}]"
+            )
+    if bad_size.size:  # (before any polygon that does not convert: those are not in arrays)
+        i = int(bad_size[0])
+        raise RLEError(f"{name(i)} needs an even number (>= 6) of coordinates, got {int(lens[i])}")
+    if unconverted is not None:
+        raise RLEError(f"{name(unconverted)} is not a list of numbers: {_short(flat[unconverted])}")
+    # Each mask: its vertex count, then its outline, the sum over every edge (closing ones too) of max(|dx|, |dy|).
+    group_starts = np.zeros(len(sizes), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=group_starts[1:])
+    vertices = np.add.reduceat(nv, group_starts)
+    over = np.flatnonzero(vertices > MAX_POLYGON_VERTICES)
+    if over.size:
+        g = int(over[0])
+        raise RLEError(f"{mask_name(g)}: expected at most {MAX_POLYGON_VERTICES} polygon vertices per mask, got {int(vertices[g])}")
+    nxt = np.arange(1, xs.size + 1)
+    nxt[starts[1:] - 1] = starts[:-1]
+    nxt[-1] = starts[-1]
+    edges = np.maximum(np.abs(xs[nxt] - xs), np.abs(ys[nxt] - ys))
+    outline = np.add.reduceat(np.add.reduceat(edges, starts), group_starts)
+    limit = polygon_outline_limit(h, w)
+    over = np.flatnonzero(outline > limit)
+    if over.size:
+        g = int(over[0])
+        raise RLEError(
+            f"{mask_name(g)}: expected polygons whose outline (the sum over the edges of max(|dx|, |dy|)) is at most "
+            f"{limit} pixels long for a {h}x{w} image ({POLYGON_OUTLINE_FACTOR} x (H + W), at least {MIN_POLYGON_OUTLINE}, "
+            f"at most {MAX_POLYGON_OUTLINE}: pycocotools allocates memory in proportion to it), got {math.ceil(outline[g])}"
+        )
 
 
 def from_polygons(polygons: Sequence[Sequence[float]], height: int, width: int, where: str = "mask") -> RLE:
-    """COCO polygons (a list of flat ``[x0, y0, x1, y1, ...]`` lists) to one RLE (their union)."""
+    """COCO polygons (a list of flat ``[x0, y0, x1, y1, ...]`` lists) to one RLE (their union); every polygon
+    checked by :func:`check_polygons` (the messages name ``where: polygon i``)."""
     h, w = _check_size([height, width], where)
-    polys = []
-    for i, poly in enumerate(polygons):
-        if _plain_polygon_ok(poly, h, w):  # the common case, checked without numpy's per-call overhead
-            polys.append(poly)
-            continue
-        try:
-            arr = np.asarray(poly, dtype=np.float64).ravel()
-        except (TypeError, ValueError):
-            raise RLEError(f"{where}: polygon {i} is not a list of numbers: {_short(poly)}") from None
-        if arr.size < 6 or arr.size % 2:
-            raise RLEError(f"{where}: polygon {i} needs an even number (>= 6) of coordinates, got {arr.size}")
-        if not np.isfinite(arr).all():
-            raise RLEError(f"{where}: polygon {i} has a NaN or infinite coordinate")
-        # pycocotools rasterises the outline point by point (memory grows with the perimeter): a vertex far
-        # outside the image would allocate without bound, so only vertices within one image size of it are taken.
-        xs, ys = arr[0::2], arr[1::2]
-        if xs.min() < -w or xs.max() > 2 * w or ys.min() < -h or ys.max() > 2 * h:
-            raise RLEError(
-                f"{where}: polygon {i} has a vertex far outside the {h}x{w} image: expected x in [-{w}, {2 * w}] "
-                f"and y in [-{h}, {2 * h}], got x in [{xs.min():g}, {xs.max():g}], y in [{ys.min():g}, {ys.max():g}]"
-            )
-        polys.append(arr)  # pycocotools copies each polygon to a float64 array itself
+    polys = list(polygons)
     if not polys:
         return empty(h, w)
-    return _from_c(polygon_unions([polys], h, w)[0])
+    return _from_c(polygon_unions([polys], h, w, where)[0])
 
 
-def polygon_unions(groups: Sequence[Sequence[Any]], h: int, w: int) -> list[dict]:
+def polygon_unions(groups: Sequence[Sequence[Any]], h: int, w: int, where: str = "polygons") -> list[dict]:
     """The union of each group of polygons, in pycocotools form (``bytes`` counts): every polygon of every
     group rasterised by one ``frPyObjects`` call (each polygon is rasterised on its own, so one call for many
     groups gives what one call per group would), a group of several merged as :func:`from_polygons` merges
-    them. Each group holds at least one polygon, every one checked as :func:`from_polygons` checks them."""
-    flat = [p for g in groups for p in g]
-    raster = iter(_mask.frPyObjects(flat, h, w) if flat else [])
+    them. Each group holds at least one polygon.
+
+    The one place polygons reach pycocotools: :func:`check_polygons` guards them first (an :class:`RLEError`
+    naming ``where``, nothing rasterised). A fast path that hands over to its reference path on any doubt
+    catches that error and lets the reference path raise it with the field's name."""
+    arrays = check_polygons(groups, h, w, where)
+    raster = iter(_mask.frPyObjects(arrays, h, w) if arrays else [])  # arrays of >= 6 coordinates: never read as boxes
     out = []
     for g in groups:
         parts = [next(raster) for _ in range(len(g))]
@@ -389,14 +590,112 @@ def to_bbox(rle: RLE) -> list[float]:
     return [float(v) for v in _mask.toBbox(_to_c(rle))]
 
 
+def nearest_index(src: int, dst: int) -> np.ndarray:
+    """OpenCV's ``INTER_NEAREST`` index rule: the source row (or column) of each of ``dst`` target rows,
+    ``min(i * src // dst, src - 1)`` in integers (:func:`resize_nearest`)."""
+    return np.minimum((np.arange(int(dst), dtype=np.int64) * int(src)) // int(dst), int(src) - 1)
+
+
+def centre_index(src: int, dst: int) -> np.ndarray:
+    """The pixel-centre index rule: the source row (or column) under the centre of each of ``dst`` target rows,
+    ``min(floor((i + 0.5) * src / dst), src - 1)`` (the previews, :func:`perckit.previews.small_mask`)."""
+    return np.minimum(((np.arange(int(dst)) + 0.5) * int(src) / int(dst)).astype(np.int64), int(src) - 1)
+
+
+def sample_nearest(mask: Mapping[str, Any], rows: np.ndarray, cols: np.ndarray, where: str = "mask") -> np.ndarray:
+    """The mask sampled at source ``rows`` x ``cols`` (two non-decreasing index arrays, from an index rule such
+    as :func:`nearest_index`): a bool array ``[len(rows), len(cols)]`` whose pixel (i, j) is the mask's pixel
+    (rows[i], cols[j]). Fortran-ordered, as pycocotools' ``encode`` takes it.
+
+    The one nearest-neighbour sampler: read from the run ends of the counts (column-major: a pixel is foreground
+    when an odd number of run ends lie at or before it), never from a full-size decode. Each distinct source
+    pixel is searched once (a binary search over the run ends), only in the columns between the first and the
+    last foreground pixel, a bounded number at a time, then spread to the target by index: memory is the target
+    plus a bounded scratch, time O(distinct samples x log(runs) + target pixels). ``mask`` has a ``size``
+    [H, W] and ``counts`` that :func:`decode_counts` reads (errors name ``where``)."""
+    h, w = int(mask["size"][0]), int(mask["size"][1])
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = np.asarray(cols, dtype=np.int64)
+    runs = decode_counts(mask["counts"], where)
+    out_t = np.zeros((cols.size, rows.size), dtype=bool)  # column by column: out_t.T is the Fortran-ordered mask
+    ends = np.cumsum(runs)
+    if len(runs) < 2 or ends[-1] == 0 or rows.size == 0:
+        return out_t.T
+    # only the columns between the first and the last foreground pixel are searched
+    first, last = int(ends[0]) // h, int(ends[-1] - (runs[-1] if len(runs) % 2 else 0) - 1) // h
+    inside = np.flatnonzero((cols >= first) & (cols <= last))
+    if inside.size == 0:
+        return out_t.T
+    j0, j1 = int(inside[0]), int(inside[-1]) + 1
+    src_cols, col_of = np.unique(cols[j0:j1], return_inverse=True)
+    src_rows, row_of = np.unique(rows, return_inverse=True)
+    per = max(_SAMPLE_CHUNK // src_rows.size, 1)
+    samples = np.empty((src_cols.size, src_rows.size), dtype=bool)
+    for c in range(0, src_cols.size, per):
+        found = np.searchsorted(ends, src_cols[c : c + per, None] * h + src_rows[None, :], side="right")
+        samples[c : c + per] = np.bitwise_and(found, 1, out=found)
+    same_rows = src_rows.size == rows.size
+    per = max(_SAMPLE_CHUNK // rows.size, 1)
+    for j in range(j0, j1, per):
+        k = min(j + per, j1)
+        block = samples[col_of[j - j0 : k - j0]]
+        out_t[j:k] = block if same_rows else block[:, row_of]
+    return out_t.T
+
+
 def resize_nearest(rle: RLE, size: Sequence[int]) -> RLE:
-    """Nearest-neighbour resize (OpenCV INTER_NEAREST convention: src = floor(dst * src_len / dst_len))."""
+    """Nearest-neighbour resize (OpenCV INTER_NEAREST convention: src = floor(dst * src_len / dst_len)) of a
+    validated RLE, by :func:`sample_nearest` with :func:`nearest_index`: the full-size source is never decoded
+    (memory: the target; the caller charges its :class:`PixelBudget` with the target's pixels)."""
     h, w = _check_size(list(size), "resize target")
-    src = decode(rle)
-    sh, sw = src.shape
-    rows = np.minimum((np.arange(h) * sh) // h, sh - 1)
-    cols = np.minimum((np.arange(w) * sw) // w, sw - 1)
-    return encode(src[np.ix_(rows, cols)])
+    sh, sw = int(rle["size"][0]), int(rle["size"][1])
+    target = sample_nearest(rle, nearest_index(sh, h), nearest_index(sw, w), "resize source")
+    return _from_c(_mask.encode(target.view(np.uint8)))
+
+
+def check_max_pixels(value: Any, name: str = "max_pixels") -> int:
+    """A pixel budget given by a user: None is :data:`PIXEL_BUDGET`; a positive int is itself; anything else
+    is an :class:`~perckit.errors.OptionError` naming ``name``."""
+    if value is None:
+        return PIXEL_BUDGET
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise OptionError(f"option {name!r}: expected a positive integer (a number of mask pixels), got {_short(value)}")
+    return int(value)
+
+
+class PixelBudget:
+    """The pixels one answer, prediction row, batch or picture may decode or resize masks to, charged before the
+    work (the one budget of the module docstring).
+
+    ``PixelBudget(max_pixels, unit=..., hint=..., error=...)``: at most ``max_pixels`` (None:
+    :data:`PIXEL_BUDGET`) pixels in all; ``unit`` says what it is for ("batch", "prediction row"), ``hint`` how
+    to raise it where there is a knob ("pass max_pixels=..."), ``error`` the error type of the caller
+    (:class:`RLEError` by default, :class:`~perckit.errors.PredictionError` for predictions).
+    :meth:`charge` adds a mask's pixels, or raises naming the field, the running total and the budget."""
+
+    __slots__ = ("limit", "used", "unit", "hint", "error")
+
+    def __init__(self, max_pixels: int | None = None, *, unit: str = "row", hint: str = "",
+                 error: Callable[[str], Exception] = RLEError) -> None:
+        self.limit = check_max_pixels(max_pixels)
+        self.used = 0
+        self.unit = unit
+        self.hint = hint
+        self.error = error
+
+    def charge(self, pixels: int, where: str) -> None:
+        """Add ``pixels`` (a mask's H * W, or a target's) charged for ``where``; past the budget raise ``error``
+        ("<where>: expected at most N mask pixels decoded or resized per <unit>, got T with this mask's P") and
+        charge nothing."""
+        total = self.used + int(pixels)
+        if total > self.limit:
+            hint = f" ({self.hint})" if self.hint else ""
+            raise self.error(f"{where}: expected at most {self.limit} mask pixels decoded or resized per {self.unit}, "
+                             f"got {total} with this mask's {int(pixels)}{hint}")
+        self.used = total
+
+    def __repr__(self) -> str:
+        return f"PixelBudget({self.used}/{self.limit} per {self.unit})"
 
 
 def _is_torch_tensor(obj: Any) -> bool:

@@ -14,7 +14,10 @@ The rules that live here and nowhere else:
   truth of one image); :func:`pair_counts` / :func:`count_matrix` validate first;
 - **resize on mismatch** (option ``resize_predictions``, :data:`RESIZE_OPTION`): a prediction whose
   size differs from the ground truth's raises, or with ``"nearest"`` is resized and a warning
-  logged (:func:`fit_prediction`, one message for every metric);
+  logged (:func:`fit_prediction`, one message for every metric). The resize samples the prediction's
+  runs at the target grid (:func:`perckit.rle.resize_nearest`: memory the target's, never the
+  prediction's declared size) and charges the prediction row's :class:`perckit.rle.PixelBudget` with
+  the target's pixels first (:func:`row_budget`: 2^30 resized pixels per prediction row);
 - **empty union** (option ``empty_union_iou``, :data:`EMPTY_UNION_OPTION`): IoU = I / U, and the
   option's value when U = 0 (:func:`pair_iou`, :func:`iou_matrix`).
 
@@ -111,16 +114,25 @@ def precision_key(threshold: float) -> str:
 # ---------------------------------------------------------------- the mask-pair rules
 
 
+def row_budget() -> rle_ops.PixelBudget:
+    """The pixel budget of one prediction row (one answer): the pixels :func:`fit_prediction` may resize its
+    masks to, :data:`perckit.rle.PIXEL_BUDGET` in all; past it a :class:`PredictionError` naming the mask."""
+    return rle_ops.PixelBudget(unit="prediction row", error=PredictionError,
+                               hint="predict the masks at the reference size, or resize them before scoring")
+
+
 def fit_prediction(
     pred: rle_ops.RLE, size: Sequence[int], *, resize: str | None, where: str,
-    target: str = "the ground-truth size", warn: bool = True,
+    target: str = "the ground-truth size", warn: bool = True, budget: rle_ops.PixelBudget | None = None,
 ) -> rle_ops.RLE:
     """The resize-on-mismatch rule: a validated predicted RLE at ``size`` ([H, W]).
 
     Same size: ``pred`` itself. Another size: with ``resize=None`` a :class:`PredictionError` naming
     ``where``, both sizes (``target`` says what the expected size is) and the option; with
     ``resize="nearest"`` the prediction resized with nearest neighbour, and a warning logged when
-    ``warn`` (a metric that warns once per query passes ``warn=False`` after the first).
+    ``warn`` (a metric that warns once per query passes ``warn=False`` after the first). The resize
+    charges ``budget`` (the prediction row's :func:`row_budget`, shared by every mask of the row; None: a
+    budget of its own) with the target's H * W first: past it a :class:`PredictionError` naming ``where``.
     """
     want = [int(size[0]), int(size[1])]
     if pred["size"] == want:
@@ -130,6 +142,7 @@ def fit_prediction(
             f"{where}: predicted mask size {pred['size']} differs from {target} {want} "
             f"([H, W]; pass {RESIZE_OPTION}='nearest' to resize predictions)"
         )
+    (budget if budget is not None else row_budget()).charge(want[0] * want[1], where)
     if warn:
         logger.warning("%s: resizing the predicted mask from %s to %s (nearest)", where, pred["size"], want)
     return rle_ops.resize_nearest(pred, want)
@@ -164,17 +177,18 @@ def dense_pair_counts(pred: np.ndarray, gt: np.ndarray, where: str = "masks") ->
     return MaskCounts(inter, a_p + a_g - inter, a_p, a_g)
 
 
-def pair_counts(pred: Any, gt: Any, *, resize: str | None = None, where: str = "mask") -> tuple[int, int]:
+def pair_counts(pred: Any, gt: Any, *, resize: str | None = None, where: str = "mask",
+                budget: rle_ops.PixelBudget | None = None) -> tuple[int, int]:
     """Exact ``(I, U)`` of a predicted and a ground-truth mask in any accepted form, as Python ints.
 
     Both masks go through :func:`as_rle` first (validated: pycocotools loops forever on bad
-    counts); the prediction then goes through :func:`fit_prediction` (the resize rule) and the
-    pair through :func:`rle_pair_counts`.
+    counts); the prediction then goes through :func:`fit_prediction` (the resize rule, charging
+    ``budget``: None for a row of one mask) and the pair through :func:`rle_pair_counts`.
     """
     check_choice("resize", resize, RESIZE_MODES)
     p = as_rle(pred, f"{where}: predicted mask")
     g = as_rle(gt, f"{where}: ground-truth mask")
-    p = fit_prediction(p, g["size"], resize=resize, where=where)
+    p = fit_prediction(p, g["size"], resize=resize, where=where, budget=budget)
     counts = rle_pair_counts(p, g, where)
     return counts.intersection, counts.union
 
@@ -220,7 +234,8 @@ def count_matrix(preds: Sequence[Any], gts: Sequence[Any], *, resize: str | None
     """``(I, U)`` of every (prediction, ground truth) pair: row i = prediction i (for one-to-one pairings).
 
     Every mask is validated once; predictions go through :func:`fit_prediction` against each ground
-    truth of another size. When all masks have one size this is :func:`rle_count_matrix`.
+    truth of another size (one :func:`row_budget` for the call). When all masks have one size this is
+    :func:`rle_count_matrix`.
     """
     check_choice("resize", resize, RESIZE_MODES)
     ps = [as_rle(p, f"{where}: prediction {i}") for i, p in enumerate(preds)]
@@ -229,11 +244,12 @@ def count_matrix(preds: Sequence[Any], gts: Sequence[Any], *, resize: str | None
         inter, union = rle_count_matrix(ps, gs, where)
         return [[(int(inter[i, j]), int(union[i, j])) for j in range(len(gs))] for i in range(len(ps))]
     out = []
+    budget = row_budget()
     for i, p in enumerate(ps):
         row = []
         for j, g in enumerate(gs):
             pair = f"{where}: prediction {i} vs ground truth {j}"
-            counts = rle_pair_counts(fit_prediction(p, g["size"], resize=resize, where=pair), g, pair)
+            counts = rle_pair_counts(fit_prediction(p, g["size"], resize=resize, where=pair, budget=budget), g, pair)
             row.append((counts.intersection, counts.union))
         out.append(row)
     return out

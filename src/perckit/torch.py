@@ -8,6 +8,12 @@ Imported only when used (``import perckit.torch``; ``import perckit`` never impo
   decoded to a ``torch.bool`` tensor ``[H, W]``; a "not provided" marker (``size: []``) becomes ``None``.
 - :func:`masks_transform`: the same decoding as a ``datasets`` transform (``ds.with_transform(masks_transform())``):
   only the rows read are decoded, when they are read.
+
+Every call decodes at most ``max_pixels`` mask pixels in all (default :data:`perckit.rle.PIXEL_BUDGET`, 2^30: a
+GiB of ``torch.bool``): the declared sizes of all the batch's RLE values are summed first (one
+:class:`perckit.rle.PixelBudget` per batch), and a batch past the budget is refused before anything is decoded, an
+:class:`~perckit.errors.RLEError` naming the mask that passes it (``row 0: frames[3].mask``). Raise it for larger
+batches: ``functools.partial(perckit.torch.collate, max_pixels=2**32)``, ``masks_transform(max_pixels=2**32)``.
 - :func:`gather`: the accumulators of every rank of a ``torch.distributed`` group merged into one, on every rank.
 
 The reverse direction, predicted masks to RLE for ``update()``, is :func:`perckit.rle.encode_masks` (it takes a
@@ -41,7 +47,7 @@ def _size_list(size: Any) -> Any:
 
 def _decode_rle(value: Mapping, where: str) -> torch.Tensor | None:
     """One RLE value to a ``torch.bool`` tensor [H, W] (validated first: pycocotools loops forever on counts that
-    do not sum to H*W); ``None`` for the "not provided" marker ``size: []``."""
+    do not sum to H*W); ``None`` for the "not provided" marker ``size: []``. The caller has charged its budget."""
     size = _size_list(value["size"])
     if isinstance(size, (list, tuple)) and len(size) == 0:
         return None
@@ -49,30 +55,63 @@ def _decode_rle(value: Mapping, where: str) -> torch.Tensor | None:
     return torch.from_numpy(np.ascontiguousarray(rle.decode(checked)))
 
 
-def decode_masks(value: Any, where: str = "row") -> Any:
-    """``value`` (a row, a column value, any nesting of mappings and lists) with every COCO RLE value decoded to a
-    ``torch.bool`` tensor ``[H, W]`` and every "not provided" marker (``size: []``) turned into ``None``; everything
-    else is returned as it is (mappings and lists are copied, their leaves are not). An invalid RLE is an
-    :class:`~perckit.errors.RLEError` naming its place (``where`` and the path inside the value)."""
+def _charge(value: Any, where: str, budget: rle.PixelBudget) -> None:
+    """Charge ``budget`` with the declared H * W of every RLE value in ``value`` (the walk of :func:`_decode`),
+    before anything is decoded: a bad size is the :class:`~perckit.errors.RLEError` the decoding would raise."""
+    if _is_rle(value):
+        size = _size_list(value["size"])
+        if not (isinstance(size, (list, tuple)) and len(size) == 0):
+            budget.charge(rle.mask_pixels({"size": size}, where), where)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _charge(v, f"{where}.{k}", budget)
+    elif isinstance(value, (list, tuple)) and not set(map(type, value)) <= _LEAF_TYPES:
+        for i, v in enumerate(value):
+            _charge(v, f"{where}[{i}]", budget)
+
+
+def _decode(value: Any, where: str) -> Any:
     if _is_rle(value):
         return _decode_rle(value, where)
     if isinstance(value, Mapping):
-        return {k: decode_masks(v, f"{where}.{k}") for k, v in value.items()}
+        return {k: _decode(v, f"{where}.{k}") for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         if set(map(type, value)) <= _LEAF_TYPES:  # a list of numbers or strings (an array's row): nothing to decode
             return list(value)
-        return [decode_masks(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_decode(v, f"{where}[{i}]") for i, v in enumerate(value)]
     return value
+
+
+def _budget(max_pixels: int | None, who: str) -> rle.PixelBudget:
+    """The pixel budget of one call of ``perckit.torch.<who>`` (a batch for collate and the transform)."""
+    unit = "call of perckit.torch.decode_masks" if who == "decode_masks" else f"batch of perckit.torch.{who}"
+    return rle.PixelBudget(max_pixels, unit=unit, hint=f"pass max_pixels=... to perckit.torch.{who} to raise it")
+
+
+def decode_masks(value: Any, where: str = "row", max_pixels: int | None = None) -> Any:
+    """``value`` (a row, a column value, any nesting of mappings and lists) with every COCO RLE value decoded to a
+    ``torch.bool`` tensor ``[H, W]`` and every "not provided" marker (``size: []``) turned into ``None``; everything
+    else is returned as it is (mappings and lists are copied, their leaves are not). An invalid RLE is an
+    :class:`~perckit.errors.RLEError` naming its place (``where`` and the path inside the value), and so is a value
+    whose masks declare more than ``max_pixels`` pixels in all (default :data:`perckit.rle.PIXEL_BUDGET`), refused
+    before any is decoded."""
+    _charge(value, where, _budget(max_pixels, "decode_masks"))
+    return _decode(value, where)
 
 
 _LEAF_TYPES = frozenset((int, float, bool, str, bytes, type(None)))
 
 
-def collate(rows: Sequence[Mapping]) -> dict[str, list]:
+def collate(rows: Sequence[Mapping], max_pixels: int | None = None) -> dict[str, list]:
     """A ``torch.utils.data.DataLoader`` ``collate_fn`` for the rows of any perckit builder config: a dict mapping
     each column to the list of its values in row order, with :func:`decode_masks` applied (RLE values become
     ``torch.bool`` tensors, "not provided" markers ``None``). Nothing is stacked, scalars included: rows differ in
-    image size, mask size and list lengths. Every row must have the same columns."""
+    image size, mask size and list lengths. Every row must have the same columns.
+
+    The batch's masks may declare ``max_pixels`` pixels in all (default :data:`perckit.rle.PIXEL_BUDGET`, 2^30),
+    summed before any is decoded; past it an :class:`~perckit.errors.RLEError` names the mask (``row 2:
+    frames[40].mask``). For larger batches: ``collate_fn=functools.partial(perckit.torch.collate, max_pixels=N)``."""
+    budget = _budget(max_pixels, "collate")
     rows = list(rows)
     if not rows:
         return {}
@@ -85,14 +124,19 @@ def collate(rows: Sequence[Mapping]) -> dict[str, list]:
         if set(row) != set(columns):
             raise ReleaseFormatError(f"perckit.torch.collate: row {i}: expected the columns of row 0 {sorted(columns)}, "
                                      f"got {sorted(row)}")
-    return {c: [decode_masks(row[c], f"row {i}: {c}") for i, row in enumerate(rows)] for c in columns}
+    for i, row in enumerate(rows):
+        for c in columns:
+            _charge(row[c], f"row {i}: {c}", budget)
+    return {c: [_decode(row[c], f"row {i}: {c}") for i, row in enumerate(rows)] for c in columns}
 
 
 class MasksTransform:
     """The callable :func:`masks_transform` returns (a class, so that a ``DataLoader`` with worker processes can
     pickle the dataset it is set on)."""
 
-    def __init__(self, columns: Sequence[str] | None = None) -> None:
+    def __init__(self, columns: Sequence[str] | None = None, max_pixels: int | None = None) -> None:
+        rle.check_max_pixels(max_pixels)  # refused here, not at the first batch
+        self.max_pixels = max_pixels
         if isinstance(columns, str):
             columns = [columns]
         if columns is not None:
@@ -109,22 +153,29 @@ class MasksTransform:
         missing = [c for c in names if c not in batch]
         if missing:
             raise OptionError(f"perckit.torch.masks_transform: columns {missing} are not in the batch; its columns are {sorted(batch)}")
+        budget = _budget(self.max_pixels, "masks_transform")
+        for c in names:
+            for i, v in enumerate(batch[c]):
+                _charge(v, f"{c}[{i}]", budget)
         out = dict(batch)
         for c in names:
-            out[c] = [decode_masks(v, f"{c}[{i}]") for i, v in enumerate(batch[c])]
+            out[c] = [_decode(v, f"{c}[{i}]") for i, v in enumerate(batch[c])]
         return out
 
     def __repr__(self) -> str:
-        return f"perckit.torch.masks_transform(columns={self.columns!r})"
+        budget = "" if self.max_pixels is None else f", max_pixels={self.max_pixels!r}"
+        return f"perckit.torch.masks_transform(columns={self.columns!r}{budget})"
 
 
-def masks_transform(columns: Sequence[str] | None = None) -> MasksTransform:
+def masks_transform(columns: Sequence[str] | None = None, max_pixels: int | None = None) -> MasksTransform:
     """A transform for ``datasets.Dataset.with_transform``: the rows of each batch read from the dataset have their
     COCO RLE values decoded to ``torch.bool`` tensors ``[H, W]`` ("not provided" markers to ``None``), in
     ``columns`` (default: every column; a name not in the batch is an :class:`~perckit.errors.OptionError`). Lazy:
     ``with_transform`` runs it on the rows accessed only, each time they are accessed. Use it with
-    ``collate_fn=perckit.torch.collate`` (the decoded tensors pass through it unchanged)."""
-    return MasksTransform(columns)
+    ``collate_fn=perckit.torch.collate`` (the decoded tensors pass through it unchanged). Each batch it is called
+    with may decode ``max_pixels`` mask pixels in all (default :data:`perckit.rle.PIXEL_BUDGET`), checked on the
+    declared sizes before anything is decoded."""
+    return MasksTransform(columns, max_pixels)
 
 
 def gather(acc: Accumulator, group: Any = None) -> Accumulator:

@@ -26,6 +26,17 @@ NOT_UTF8 = b"\xff\xfe\x00\x00not text at all \xc3\x28"
 Edit = Callable[[Path], None]
 
 
+def far_apart_polygon(h: int, w: int, vertices: int = 20_000, seed: int = 28) -> list[float]:
+    """Issue 28's polygon attack: a flat polygon of ``vertices`` vertices jumping across the H x W image (x
+    alternately just inside -W and 2W, y anywhere in [-H, 2H]). Every vertex is within the bounds perckit took
+    before, but the outline is about ``vertices`` x 3W pixels, which pycocotools' rleFrPoly upsamples by 5 and
+    mallocs unchecked: 20,000 vertices (about 460 KB of JSON for a 480 x 640 image) killed the interpreter."""
+    rng = np.random.default_rng(seed)
+    xs = np.where(np.arange(vertices) % 2 == 0, -w + 0.876543, 2 * w - 0.345679)
+    ys = np.round(rng.uniform(-h + 1, 2 * h - 1, vertices), 4)
+    return np.column_stack([xs, ys]).ravel().tolist()
+
+
 def expect(fn, error: type, *patterns: str) -> BaseException:
     """``fn()`` raises (possibly wrapped by datasets) ``error`` whose message matches every pattern: the error
     itself or the cause of datasets' DatasetGenerationError, nothing else (:func:`helpers.harness.documented_error`)."""

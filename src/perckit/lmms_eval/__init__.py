@@ -115,12 +115,43 @@ def _flat_polygon(poly: Any) -> list[float] | None:
     return None
 
 
+def _first_centre_from(t: float, n: int) -> int:
+    """The smallest i in [0, n] whose pixel centre i + 0.5 is >= t (n: none is), compared in floats as numpy does."""
+    if not t > 0.5:
+        return 0
+    if not t <= n - 0.5:
+        return n
+    i = min(max(math.ceil(t - 0.5), 0), n)
+    while i > 0 and (i - 1) + 0.5 >= t:
+        i -= 1
+    while i < n and not i + 0.5 >= t:
+        i += 1
+    return i
+
+
 def box_mask(box: Sequence[float], height: int, width: int) -> rle_ops.RLE:
-    """The mask of an ``[x1, y1, x2, y2]`` pixel box: the pixels whose centre lies inside it (clipped to the image)."""
+    """The mask of an ``[x1, y1, x2, y2]`` pixel box: the pixels whose centre lies inside it (clipped to the image).
+
+    Built in the RLE domain (the rows and columns of the box, then one run per column): no H x W array, whatever
+    size the image declares."""
     x1, y1, x2, y2 = (float(v) for v in box)
-    cols = (np.arange(width) + 0.5 >= x1) & (np.arange(width) + 0.5 < x2)
-    rows = (np.arange(height) + 0.5 >= y1) & (np.arange(height) + 0.5 < y2)
-    return rle_ops.encode(np.outer(rows, cols))
+    h, w = rle_ops._check_size([height, width], "box mask")
+    r0, r1 = _first_centre_from(y1, h), _first_centre_from(y2, h)
+    c0, c1 = _first_centre_from(x1, w), _first_centre_from(x2, w)
+    if r1 <= r0 or c1 <= c0:
+        return rle_ops.empty(h, w)
+    n = r1 - r0
+    if n == h:  # whole columns: one run of foreground
+        runs = np.array([c0 * h, (c1 - c0) * h, (w - c1) * h], dtype=np.int64)
+    else:  # column-major: background up to the first column's rows, then per column n in, h - n out
+        runs = np.empty(2 * (c1 - c0) + 1, dtype=np.int64)
+        runs[0] = c0 * h + r0
+        runs[1::2] = n
+        runs[2::2] = h - n
+        runs[-1] = (h - r1) + (w - c1) * h
+    if runs[-1] == 0:
+        runs = runs[:-1]  # pycocotools' encode ends on the last non-empty run
+    return rle_ops.from_uncompressed({"size": [h, w], "counts": runs}, "box mask")
 
 
 _RLE_KEYS = ("mask", "segmentation", "rle")

@@ -156,6 +156,7 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
         gts.append((k, name, mask))
     preds = []
     warned = False
+    budget = seg.row_budget()  # the pixels this sample's predicted masks may be resized to
     pred_answer = _text(prediction.get("answer"), f"{pw}: answer")
     for j, g in enumerate(_list(prediction.get("groundings"), f"{pw}: groundings", "{image_index, name, mask}")):
         gw = f"{pw}: groundings[{j}]"
@@ -165,7 +166,7 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
         if mask["size"] != sizes[k - 1]:
             # the resize rule (one warning per sample)
             mask = seg.fit_prediction(mask, sizes[k - 1], resize=options.resize_predictions, where=f"{gw}.mask",
-                                      target=f"the size of image {k}", warn=not warned)
+                                      target=f"the size of image {k}", warn=not warned, budget=budget)
             warned = True
         preds.append((k, name, mask))
     geoms = []

@@ -36,13 +36,14 @@ def row_preview(row: Mapping[str, Any]) -> bytes:
     for g in groundings:
         names.setdefault(g.get("name"), len(names))
     side = max(min(TILE_SIDE, previews.MAX_SIDE // max(len(images), 1)), 64)
+    budget = previews.row_budget()  # one for the row's tiles
     tiles = []
     for k, im in enumerate(images, start=1):
         own = [g for g in groundings if g.get("image_index") == k]
         masks = [g.get("mask") for g in own]
         colours = [previews.object_colour(names[g.get("name")]) for g in own]
         photo = photos[k - 1] if k - 1 < len(photos) else None
-        t = previews.masks_tile(photo, masks, _size(im), f"{where}: images[{k - 1}]", side, colours)
+        t = previews.masks_tile(photo, masks, _size(im), f"{where}: images[{k - 1}]", side, colours, budget)
         if t is not None:
             tiles.append(t)
     if not tiles:

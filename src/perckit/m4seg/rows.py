@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _kernels
 from .. import rle as rle_ops
-from ..errors import ReleaseFormatError, check_choice
+from ..errors import ReleaseFormatError, RLEError, check_choice
 from ..errors import short_repr as _short
 from ..jsonio import parse_int
 from ..paths import MAX_PATH_CHARS
@@ -293,8 +293,8 @@ _POLY_NUMBERS = (float, int)
 def _plain_mask(obj: Any, hw: list[int]) -> tuple[dict, dict] | None:
     """``(_to_rle(obj, hw, ...), its pycocotools form)`` for the shapes proved valid without an error path: a
     compressed RLE of ASCII str counts or an uncompressed one of plain ints valid at its image's size (the
-    checks of :func:`_to_rle`), or polygons that ``rle.from_polygons`` takes without numpy
-    (``rle._plain_polygon_ok``); None for anything else (then :func:`_to_rle`, which gives the row or the error)."""
+    checks of :func:`_to_rle`), or a list of polygons (or one flat polygon) that the polygon guard of
+    ``rle.polygon_unions`` accepts; None for anything else (then :func:`_to_rle`, which gives the row or the error)."""
     h, w = hw
     if type(obj) is dict:
         if not _plain_size(obj.get("size"), hw):
@@ -318,11 +318,10 @@ def _plain_mask(obj: Any, hw: list[int]) -> tuple[dict, dict] | None:
         polys = obj if first is list else [obj] if first in _POLY_NUMBERS else None
         if polys is None:
             return None
-        ok = rle_ops._plain_polygon_ok
-        for poly in polys:
-            if not ok(poly, h, w):
-                return None
-        c = rle_ops.polygon_unions([polys], h, w)[0]
+        try:  # the polygon guard (rle.check_polygons) decides; its refusal is _to_rle's to name
+            c = rle_ops.polygon_unions([polys], h, w)[0]
+        except RLEError:
+            return None
         return rle_ops._from_c(c), c
     return None
 

@@ -96,8 +96,8 @@ def _plain_annotation_column(
     Taken when every frame size is two positive ints within :data:`perckit.rle.MAX_PIXELS` and every annotation
     is a ``dict`` whose ``id`` and ``category_id`` are ints (exact type), whose ``bbox`` (if truthy) is a list
     and ``area`` (if not None) a number, of finite floats / ints (not bools), and whose segmentation is absent /
-    empty, a list of plain polygons (:func:`perckit.rle._plain_polygon_ok`: rasterised in one pycocotools call
-    per frame size, merged per annotation as :func:`perckit.rle.from_polygons` does), an RLE dict that the
+    empty, a list of polygons that the polygon guard of :func:`perckit.rle.polygon_unions` accepts (rasterised in
+    one pycocotools call per frame size, merged per annotation as :func:`perckit.rle.from_polygons` does), an RLE dict that the
     scene's scan accepted (``checked``) of the frame's size (taken as it is), or anything
     :func:`perckit.rle.to_rle` accepts without an error. Track ids come from :func:`scenes.resolve_track_ids`
     (``links``: the scene track JSON's); ``cat_names``: the scene's category names as row text."""
@@ -166,7 +166,7 @@ def _plain_masks(
             seg = flat[i].get("segmentation")
             if seg in (None, [], {}):
                 continue
-            if type(seg) is list and all(rle_ops._plain_polygon_ok(p, h, w) for p in seg):
+            if type(seg) is list and all(type(p) is list for p in seg):  # polygons: the guard checks them below
                 pending.setdefault((h, w), []).append(i)
             elif id(seg) in checked and seg["size"] == [h, w]:  # what to_rle returns for it
                 masks[i] = (h, w, seg["counts"])
@@ -177,7 +177,11 @@ def _plain_masks(
                     return None
                 masks[i] = (h, w, rle["counts"])
     for (h, w), items in pending.items():  # one pycocotools call for all the polygons of a frame size
-        for i, one in zip(items, rle_ops.polygon_unions([flat[i]["segmentation"] for i in items], h, w)):
+        try:  # the polygon guard (rle.check_polygons) decides; its refusal is the reference rows' to name
+            unions = rle_ops.polygon_unions([flat[i]["segmentation"] for i in items], h, w)
+        except RLEError:
+            return None
+        for i, one in zip(items, unions):
             masks[i] = (h, w, one["counts"].decode("ascii"))
     null = [m is None for m in masks]
     sizes = pa.array([None if m is None else [m[0], m[1]] for m in masks], mask_type.field("size").type)

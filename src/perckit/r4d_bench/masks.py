@@ -74,8 +74,8 @@ def _plain_frame_mask(
     """The frame mask of :func:`frame_mask_reference`, or None (the caller then takes the reference path).
 
     Taken only when ``size`` is two positive ints within :data:`perckit.rle.MAX_PIXELS` and every mask is a
-    ``dict`` whose ``segmentation`` is absent / empty, a list of plain polygons
-    (:func:`perckit.rle._plain_polygon_ok`), or a compressed RLE with ``str`` counts and a ``size`` equal to
+    ``dict`` whose ``segmentation`` is absent / empty, a list of polygons that the polygon guard of
+    :func:`perckit.rle.polygon_unions` accepts, or a compressed RLE with ``str`` counts and a ``size`` equal to
     ``[H, W]`` that :func:`perckit.rle.validate` accepts; at least one mask is not empty. Then the reference
     checks all pass and this makes the same pycocotools calls in the same order: each mask's polygons
     rasterised (one ``frPyObjects`` call for the frame, :func:`perckit.rle.polygon_unions`) and merged
@@ -105,13 +105,13 @@ def _plain_frame_mask(
             continue
         if type(seg) is not list or type(seg[0]) is not list:
             return None  # a single flat polygon (the reference wraps it) or anything else
-        for poly in seg:
-            if not rle_ops._plain_polygon_ok(poly, h, w):
-                return None
         items.append(seg)
     if not items:
         return None
-    unions = iter(rle_ops.polygon_unions([item for item in items if type(item) is list], h, w))
+    try:  # the polygon guard (rle.check_polygons) decides; its refusal is the reference's to name
+        unions = iter(rle_ops.polygon_unions([item for item in items if type(item) is list], h, w))
+    except RLEError:
+        return None
     parts = [item if type(item) is dict else next(unions) for item in items]
     if len(parts) == 1:
         one = parts[0]

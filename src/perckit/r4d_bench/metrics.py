@@ -213,6 +213,7 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
     fallback = next(iter(gt.values()), None) or next(iter(pred.values()), None)
     fallback_pixels = fallback["size"][0] * fallback["size"][1] if fallback else None
     warned = False
+    budget = seg.row_budget()  # the pixels this query's predicted masks may be resized to
     ious: list[tuple[int, float]] = []
     tp = fp = fn = tn = 0
     tn_known = True
@@ -225,7 +226,8 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
         P = pred.get(t)
         if G is not None and P is not None and P["size"] != G["size"]:
             # the resize rule (one warning per query)
-            P = seg.fit_prediction(P, G["size"], resize=options.resize_predictions, where=f"prediction {where}: frame {t}", warn=not warned)
+            P = seg.fit_prediction(P, G["size"], resize=options.resize_predictions, where=f"prediction {where}: frame {t}",
+                                   warn=not warned, budget=budget)
             warned = True
         inter, uni, a_p, a_g = seg.rle_pair_counts(P, G, where)  # the masks were validated once, by frame_masks
         iou = seg.pair_iou(inter, uni, options.empty_union_iou)
