@@ -55,7 +55,7 @@ def test_the_state_round_trips_through_a_file(tmp_path):
     (lambda s: s.update(extra=1), "expected the keys"),
     (lambda s: s.update(records=[["a", {}]]), "records' must be a list of \\[id, record, predicted\\] triples"),
     (lambda s: s["records"].append(s["records"][0]), "recorded twice"),
-    (lambda s: s["records"][0].__setitem__(1, {"query_id": "a"}), "the record of 'a' does not load"),
+    (lambda s: s["records"][0].__setitem__(1, {"query_id": "a"}), r"records\[0\] 'a': expected exactly the keys"),
     (lambda s: s.update(options=[]), "'options' must be an object"),
     (lambda s: s.update(metric=None), "with a 'metric'"),
 ])

@@ -194,11 +194,11 @@ def test_bad_record_in_a_state_is_a_release_format_error():
     acc = accumulator("m4seg", **STUB).update([S1_PRED], [S1_REF])
     state = acc.state_dict()
     state["records"][0][1]["images"][0]["iou"] = [[0.5], [0.0]]  # image 1: 1 prediction x 2 GT groundings
-    with pytest.raises(ReleaseFormatError, match="the record of 's1' does not load.*1 x 2 matrix, got shape \\(2, 1\\)"):
+    with pytest.raises(ReleaseFormatError, match=r"state_dict: records\[0\] 's1'.images\[0\].iou: expected a 1 x 2 matrix"):
         accumulator("m4seg", **STUB).load_state_dict(state)
     state = acc.state_dict()
     state["records"][0][1]["images"][0]["inter"] = "2"
-    with pytest.raises(ReleaseFormatError, match="the record of 's1' does not load.*inter"):
+    with pytest.raises(ReleaseFormatError, match=r"records\[0\] 's1'.images\[0\].inter: expected an integer in \[0, 9223372036854775807\], got '2'"):
         accumulator("m4seg", **STUB).load_state_dict(state)
 
 

@@ -183,8 +183,18 @@ def test_options_and_config_are_checked():
 def test_bad_records_in_a_state_are_refused():
     preds, refs = synthetic_inputs()
     state = accumulator("refer_iou").update(preds[:2], refs[:2]).state_dict()
-    good = state["records"][0][1]
-    for bad in (good[:5], [1] + good[1:], good[:3] + [5, 4, 1.0], good[:3] + [True, 4, 0.5], good[:5] + [1.5], {"iou": 1.0}):
-        broken = {**state, "records": [[state["records"][0][0], bad, True]]}
-        with pytest.raises(ReleaseFormatError, match="does not load"):
+    eid, good = state["records"][0][0], state["records"][0][1]
+    list_of_6 = r": expected a list \[expression_id, category, supercategory, intersection, union, iou\]"
+    for bad, message in (
+        (good[:5], list_of_6), ({"iou": 1.0}, list_of_6),
+        ([1] + good[1:], r".expression_id: expected a string, got 1"),
+        (good[:3] + [5, 4, 1.0], r".intersection: expected at most the union \(4\), got 5"),
+        (good[:3] + [True, 4, 0.5], r".intersection: expected an integer in \[0, 9223372036854775807\], got True"),
+        (good[:5] + [1.5], r".iou: expected a number in \[0, 1\], got 1.5"),
+        (good[:3] + [1, 4, 0.5], r".iou: expected intersection / union = 0.25, got 0.5"),
+        (good[:3] + [0, 0, 0.0], r".iou: expected empty_union_iou = 1.0 \(an empty union\), got 0.0"),
+        (["other"] + good[1:], r".expression_id: expected the record's id '0:0', got 'other'"),
+    ):
+        broken = {**state, "records": [[eid, bad, True]]}
+        with pytest.raises(ReleaseFormatError, match=rf"^state_dict: records\[0\] '0:0'{message}"):
             accumulator("refer_iou").load_state_dict(broken)

@@ -261,10 +261,15 @@ def test_bad_records_in_a_state_are_refused():
     (sid, good, _), (fsid, failed, _) = state["records"][0], state["records"][1]
     assert good["row"] is not None and failed["failures"] == [{"sequence_id": fsid, "reason": "missing prediction"}]
     bad_records = (
-        {**good, "extra": 1}, {**good, "row": None}, {**good, "failures": failed["failures"]}, {**good, "row": {"scene": 1}},
-        {**failed, "failures": [{"sequence_id": fsid}]}, {**failed, "failures": "missing"}, [good],
-        {**good, "coverage": {"sequence_id": "other"}},
+        ({**good, "extra": 1}, r": expected exactly the keys \['coverage', 'failures', 'row'\]"),
+        ({**good, "row": None}, r".coverage: expected null \(a failed sequence has no coverage\)|.failures: expected the one failure"),
+        ({**good, "failures": failed["failures"]}, r".failures: expected none \(the sequence was scored\)"),
+        ({**good, "row": {"scene": 1}}, r".row: expected exactly the keys"),
+        ({**failed, "failures": [{"sequence_id": fsid}]}, r".failures\[0\]: expected the keys \['reason', 'sequence_id'\] and some of \['task'\]"),
+        ({**failed, "failures": "missing"}, r".failures: expected a list, got str"),
+        ([good], r": expected a dict with the keys"),
+        ({**good, "coverage": {"sequence_id": "other"}}, r".coverage: expected a dict with the keys|.coverage: expected exactly the keys"),
     )
-    for bad in bad_records:
-        with pytest.raises(ReleaseFormatError, match="does not load"):
+    for bad, message in bad_records:
+        with pytest.raises(ReleaseFormatError, match=rf"^state_dict: records\[0\] {sid!r}({message})"):
             accumulator("syn4d", "pose", strict=False).load_state_dict({**state, "records": [[sid, bad, True]]})
