@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -186,6 +187,7 @@ def test_a_waiting_row_is_checked_as_add_batch_checks_it(tmp_path):
     ({"iou_threshold": True}, "option 'iou_threshold': expected a number"),
     ({"strict": "yes"}, "option 'strict': expected"),
     ({"bogus": 1}, "unknown option(s) ['bogus']"),
+    ({"iou_threshold": 10**400}, "mask_temporal: option 'iou_threshold': expected a number, got an integer too large for a float"),
 ])
 def test_a_state_options_go_through_the_metric_checks_naming_the_file(tmp_path, options, message):
     path = accumulator("mask_temporal").update([pred("a", "013")], [ref("a")]).save(tmp_path / "s.json")
@@ -195,6 +197,26 @@ def test_a_state_options_go_through_the_metric_checks_naming_the_file(tmp_path, 
     with pytest.raises(OptionError) as e:
         load_state(path)
     assert str(e.value).startswith(f"{str(path)!r}: ") and message in str(e.value)
+
+
+@pytest.mark.parametrize("name, config, option, value", [
+    ("refer_iou", None, "thresholds", [0.5, 10**400]), ("refer_iou", None, "empty_union_iou", -(10**400)),
+    ("track_id", None, "strict", 10**400), ("syn4d", "pose", "dynamic_weight", 10**400), ("syn4d", "depth", "tracking_thresholds_m", [10**400]),
+    ("m4seg", None, "siou_threshold", 10**400), ("av_reasoning", None, "rms_floor", 10**400),
+    ("av_reasoning", None, "tiou_recall_thresholds", [10**400]),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_an_integer_option_past_float_range_is_an_option_error(tmp_path, name, config, option, value):
+    """Every metric's option checks take a number with float(): 10**400 was a bare OverflowError, from a state's
+    options (naming the file) as from the caller's."""
+    with pytest.raises(OptionError, match=rf"^({name}: )?option '{option}': expected"):
+        accumulator(name, config, **{option: value})
+    state = json.loads(json.dumps(accumulator(name, config).state_dict()))
+    state["options"] = {option: value}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(state))
+    with pytest.raises(OptionError) as e:
+        load_state(path)
+    assert re.match(rf"{re.escape(repr(str(path)))}: ({name}: )?option '{option}': expected", str(e.value)), str(e.value)
 
 
 def test_a_strict_metric_state_never_holds_a_missing_prediction():

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -201,13 +202,28 @@ def _options_key(value: Any, where: str) -> Any:
     return _json_safe(value, where)
 
 
+def _too_large(options: Mapping[str, Any]) -> str | None:
+    """The name of the first option holding an int that no float can hold (at any depth of its lists)."""
+
+    def huge(v: Any) -> bool:
+        if isinstance(v, (list, tuple)):
+            return any(huge(x) for x in v)
+        return isinstance(v, int) and not isinstance(v, bool) and abs(v) > sys.float_info.max
+
+    return next((str(k) for k, v in options.items() if huge(v)), None)
+
+
 class Accumulator:
     """A metric's running state: see the module docstring. Build one with :func:`accumulator`."""
 
     def __init__(self, metric: MetricCore, options: Mapping[str, Any] | None = None) -> None:
         self.core = metric
         self.options = dict(options or {})
-        self.opts = metric.prepare(self.options)
+        try:
+            self.opts = metric.prepare(self.options)
+        except OverflowError:  # the metrics' option checks take a number with float(): an int past float's range
+            raise OptionError(f"{metric.name}: option {_too_large(self.options)!r}: expected a number, got an integer too "
+                              "large for a float") from None
         self.reset()
 
     # ---------------------------------------------------------------- the running state
