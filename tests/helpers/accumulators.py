@@ -234,8 +234,8 @@ def load_tampered(state: Any, in_range: Callable[[dict], None]) -> None:
 
 def assert_ranges(result: Any, ranges: Sequence[tuple[str, float, float]], where: str = "result") -> None:
     """Every value of ``result`` (at any depth, texts aside) under a key matching one of ``ranges`` (``(regex, lo,
-    hi)``, the first match decides) is a finite number in ``[lo, hi]`` (or ``None``: not computed); any other
-    ``num_*`` / ``n_*`` key is a count, an int >= 0; no bool stands for a number."""
+    hi)``, the first match decides) is a finite number in ``[lo, hi]`` (+inf too when ``hi`` is; ``None``: not
+    computed); any other ``num_*`` / ``n_*`` key is a count, an int >= 0; no bool stands for a number."""
     if isinstance(result, dict):
         for k, v in result.items():
             at = f"{where}.{k}"
@@ -246,7 +246,7 @@ def assert_ranges(result: Any, ranges: Sequence[tuple[str, float, float]], where
                 continue
             for pattern, lo, hi in ranges:
                 if re.fullmatch(pattern, str(k)):
-                    assert v is None or (type(v) in (int, float) and math.isfinite(v) and lo <= v <= hi), \
+                    assert v is None or (type(v) in (int, float) and (math.isfinite(v) or v == hi == math.inf) and lo <= v <= hi), \
                         f"{at}: expected a number in [{lo}, {hi}], got {v!r}"
                     break
             else:
