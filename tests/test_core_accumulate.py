@@ -238,6 +238,16 @@ def test_a_huge_integer_in_a_state_dict_is_refused_without_a_value_error():
                                                  r"got an integer of 16610 bits$"):
         accumulator("track_id").load_state_dict(state)
 
+    class Unprintable:
+        def __repr__(self):
+            raise RuntimeError("no repr")
+
+    for value, got in (([10**5000], "got list: a list"), (Unprintable(), "got Unprintable: a Unprintable")):
+        state["records"][0][1] = value
+        with pytest.raises(ReleaseFormatError) as e:
+            accumulator("track_id").load_state_dict(state)
+        assert str(e.value).startswith("state_dict: records[0] 'a': expected a dict with the keys") and str(e.value).endswith(got)
+
 
 # ---------------------------------------------------------------- the record declarations (perckit.feature_check)
 

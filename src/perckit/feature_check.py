@@ -109,10 +109,11 @@ class Refused(Exception):
 
 
 def describe(value: Any) -> str:
-    """``value`` for a message (an int too long for ``repr``, over Python's 4,300 digits, by its size)."""
+    """``value`` for a message, cut to 120 characters; a value ``repr`` cannot show (an int over Python's 4,300
+    digits, a list holding one, an object whose ``repr`` raises) by its size or its type."""
     try:
         return short_repr(value, 120)
-    except ValueError:
+    except Exception:  # noqa: BLE001 - any repr failure: the message must still be built
         return f"an integer of {value.bit_length()} bits" if isinstance(value, int) else f"a {type(value).__name__}"
 
 
@@ -483,7 +484,7 @@ class _Dict:
         if v is None and self.null:
             return
         if not isinstance(v, Mapping):
-            raise Refused(f"a dict with the keys {sorted(self.keys)}", v, f"{type(v).__name__}: {short_repr(v, 120)}")
+            raise Refused(f"a dict with the keys {sorted(self.keys)}", v, f"{type(v).__name__}: {describe(v)}")
         if v.keys() != self.keys and not (self.required <= v.keys() <= self.keys):
             missing = sorted(k for k in self.required if k not in v)
             extra = sorted((k for k in v if k not in self.keys), key=repr)
@@ -519,7 +520,7 @@ class _Positional:
 
     def _shape_refused(self, v: Any) -> Refused:
         names = ", ".join(name for name, _ in self.fields)
-        got = f"{type(v).__name__}: {short_repr(v, 120)}" if not isinstance(v, (list, tuple)) else f"{len(v)} items: {short_repr(v, 120)}"
+        got = f"{type(v).__name__}: {describe(v)}" if not isinstance(v, (list, tuple)) else f"{len(v)} items: {describe(v)}"
         return Refused(f"a list [{names}]", v, got)
 
     def __call__(self, v: Any) -> None:
@@ -592,11 +593,11 @@ class _Seq:
             if isinstance(v, (str, bytes, bytearray, Mapping, set, frozenset)) or not (
                 isinstance(v, (list, tuple)) or hasattr(v, "__array__")
             ):
-                raise Refused("a list" if self.length < 0 else f"a list of {self.length}", v, f"{type(v).__name__}: {short_repr(v, 120)}")
+                raise Refused("a list" if self.length < 0 else f"a list of {self.length}", v, f"{type(v).__name__}: {describe(v)}")
             if not isinstance(v, (list, tuple)):  # a tensor of another library
                 return self.check_array(np.asarray(v))
         if self.length >= 0 and len(v) != self.length:
-            raise Refused(f"a list of {self.length}", v, f"{len(v)} items: {short_repr(v, 120)}")
+            raise Refused(f"a list of {self.length}", v, f"{len(v)} items: {describe(v)}")
         item = self.item
         if isinstance(item, _Leaf):
             return item.check_list(v)
