@@ -1,6 +1,8 @@
 """perckit.m4seg.accumulate: the ``m4seg`` accumulator gives perckit.m4seg.metrics.compute's numbers exactly, on the
 sample release and the spec's vectors, in random batch sizes and orders (seeded), merged, through state_dict /
-load_state_dict, through save / merge_files; duplicates refused; strict and lax; records are JSON data."""
+load_state_dict, through save / merge_files; duplicates refused; strict and lax; records are JSON data. A tampered
+state (issue 28: inter > union, a matrix of the wrong shape, a pair outside its matrix) is refused naming the file,
+the record and the field; random hostile edits of valid states load cleanly with numbers in range or are refused."""
 
 import copy
 import importlib.util
@@ -9,7 +11,9 @@ import pickle
 import random
 
 import pytest
-from helpers.accumulators import assert_same, feed
+from helpers.accumulators import assert_ranges, assert_refused, assert_same, feed, load_tampered, tamper, tampered_states
+from helpers.fuzz import FUZZ, reaches
+from hypothesis import example, given
 from helpers.m4seg import R, S1_PRED, S1_REF, S2_PRED, S3_PRED, S4_PRED, S4_REF, g_pred, g_ref, ref_row
 
 from perckit import rle
@@ -194,11 +198,11 @@ def test_bad_record_in_a_state_is_a_release_format_error():
     acc = accumulator("m4seg", **STUB).update([S1_PRED], [S1_REF])
     state = acc.state_dict()
     state["records"][0][1]["images"][0]["iou"] = [[0.5], [0.0]]  # image 1: 1 prediction x 2 GT groundings
-    with pytest.raises(ReleaseFormatError, match="the record of 's1' does not load.*1 x 2 matrix, got shape \\(2, 1\\)"):
+    with pytest.raises(ReleaseFormatError, match=r"state_dict: records\[0\] 's1'.images\[0\].iou: expected a 1 x 2 matrix"):
         accumulator("m4seg", **STUB).load_state_dict(state)
     state = acc.state_dict()
     state["records"][0][1]["images"][0]["inter"] = "2"
-    with pytest.raises(ReleaseFormatError, match="the record of 's1' does not load.*inter"):
+    with pytest.raises(ReleaseFormatError, match=r"records\[0\] 's1'.images\[0\].inter: expected an integer in \[0, 9223372036854775807\], got '2'"):
         accumulator("m4seg", **STUB).load_state_dict(state)
 
 
@@ -272,3 +276,70 @@ def test_options_and_config_checked():
     a = accumulator("m4seg", **STUB)
     with pytest.raises(OptionError, match="same options"):
         a.merge(accumulator("m4seg", embed_fn="stub"))
+
+
+# ---------------------------------------------------------------- tampered states (issue 28)
+
+
+def test_inter_above_union_is_refused_naming_the_file_the_record_and_the_field(tmp_path):
+    """Issue 28's attack: an image's gIoU counts with inter > union made the sample's gIoU 101 / 5 = 20.2."""
+    a = accumulator("m4seg", **STUB).update([S4_PRED], [S4_REF]).save(tmp_path / "a.json")
+    b = accumulator("m4seg", **STUB).update([S1_PRED], [S1_REF]).save(tmp_path / "b.json")
+    assert 0 <= merge_files([a, b]).compute()["giou"] <= 1
+
+    def attack(s):
+        s["records"][0][1]["images"][0].update(inter=101, union=5)
+
+    assert_refused(tamper(b, attack), [a], "records[0] 's1'.images[0].inter: expected at most the union (5), got 101")
+
+
+def _image(field, value, n=0):
+    return lambda s: s["records"][0][1]["images"][n].__setitem__(field, value)
+
+
+M4SEG_ATTACKS = [
+    (_image("union", -1), ".images[0].union: expected an integer in [0, 9223372036854775807], got -1"),
+    (_image("iou", [[0.5, 2.0]]), ".images[0].iou[0][1]: expected a number in [0, 1], got 2.0"),
+    (_image("iou", [[0.5]]), ".images[0].iou: expected a 1 x 2 matrix (a row per predicted, a column per ground-truth grounding), got [[0.5]]"),
+    (_image("pairs", [[0, 5, 0.5]]), ".images[0].pairs[0]: expected a cell of the 1 x 2 matrix, got [0, 5, 0.5]"),
+    (_image("pairs", [[0, 0, 0.25]]), ".images[0].pairs[0].iou: expected the matrix's IoU 0.5, > 0, got 0.25"),
+    (_image("pairs", [[0, 0, 0.5], [0, 0, 0.5]]), ".images[0].pairs[1]: expected each prediction and ground truth in one pair at most, got [0, 0, 0.5]"),
+    (_image("k", 2), ".images[0].k: expected 1 (the images in order), got 2"),
+    (_image("pred", [0, 1]), ".images[0].iou: expected a 2 x 2 matrix (a row per predicted, a column per ground-truth grounding), got [[0.5, 0.0]]"),
+    (_image("gt", [0, 0]), ".images: expected the gt indices 0..2 of gt_names, each in one image, got [0, 0, 2]"),
+    (lambda s: s["records"][0][1].__setitem__("images", []), ".images: expected at least one image, got []"),
+    (lambda s: s["records"][0][1].__setitem__("pred_names", ["chair"]), ".images: expected the pred indices 0..0 of pred_names, each in one image, got [0, 1]"),
+    (lambda s: s["records"][0][1].__setitem__("gt_text", 5), ".gt_text: expected a string, got 5"),
+]
+
+
+@pytest.mark.parametrize("edit, message", M4SEG_ATTACKS, ids=[m.split(":")[0] for _, m in M4SEG_ATTACKS])
+def test_every_part_of_an_m4seg_record_is_checked(tmp_path, edit, message):
+    a = accumulator("m4seg", **STUB).update([S4_PRED], [S4_REF]).save(tmp_path / "a.json")
+    b = accumulator("m4seg", **STUB).update([S1_PRED], [S1_REF]).save(tmp_path / "b.json")
+    assert json.loads(b.read_text())["records"][0][1]["images"][0]["iou"] == [[0.5, 0.0]]  # 1 prediction x 2 GT groundings
+    assert_refused(tamper(b, edit), [a], "records[0] 's1'" + message)
+
+
+def _json(acc) -> dict:
+    return json.loads(json.dumps(acc.state_dict(), allow_nan=True))
+
+
+#: Valid saved states (the spec's vectors): lax with a reference waiting (scored as an empty prediction at compute),
+#: and strict with a prediction waiting (compute then refuses it, after the load).
+M4SEG_STATES = [
+    _json(accumulator("m4seg", **STUB, strict=False, per_sample=True).update([S1_PRED], [S1_REF, S4_REF])),
+    _json(accumulator("m4seg", **STUB).update([S4_PRED, S1_PRED], [S4_REF])),
+]
+M4SEG_RANGES = [(r"(miou|miou_strict|recall|siou|i_siou|giou|ciou)", 0, 1), (r"(ss|i_ss)", -1 - 1e-9, 1 + 1e-9),
+                (r"(inter|union|recall_tp)", 0, float("inf"))]
+
+
+@reaches("load_state")
+@FUZZ
+@given(state=tampered_states(M4SEG_STATES))
+@example(state=M4SEG_STATES[0])
+@example(state=copy.deepcopy(M4SEG_STATES[1]) | {"records": [[r[0], {**r[1], "images": [{**r[1]["images"][0], "inter": 101, "union": 5}]}, r[2]]
+                                                        for r in M4SEG_STATES[1]["records"][:1]]})
+def test_tampered_m4seg_states_load_in_range_or_are_refused(state):
+    load_tampered(state, lambda out: assert_ranges(out, M4SEG_RANGES))

@@ -1,14 +1,19 @@
 """av_reasoning as an accumulator (issue 19): the sample release's builder rows in random batch sizes and random order,
 merged, through a state round trip and through state files, always equal to perckit.reason_av_edit.metrics.av_reasoning;
-unpaired rows holding media bytes make save refuse; duplicates and bad states are refused."""
+unpaired rows holding media bytes make save refuse; duplicates and bad states are refused: a tampered record (issue
+28) names the file, the record and the field, and random hostile edits of valid states load cleanly with numbers in
+range or are refused."""
 
 import json
 import pickle
 import random
+import re
 
 import numpy as np
 import pytest
-from helpers.accumulators import assert_same, feed
+from helpers.accumulators import assert_ranges, assert_refused, assert_same, feed, load_tampered, tamper, tampered_states
+from helpers.fuzz import FUZZ, reaches
+from hypothesis import example, given
 
 from perckit import rle
 from perckit.accumulate import Accumulator, accumulator, load_state, merge_files
@@ -246,9 +251,89 @@ def test_options_config_and_bad_states(preds, refs):
     state = accumulator("av_reasoning").update(preds[:2], refs[:2]).state_dict()
     bad = json.loads(json.dumps(state))
     bad["records"][0][1]["visual_iouu"] = bad["records"][0][1].pop("visual_iou")
-    with pytest.raises(ReleaseFormatError, match=r"the record of .* does not load.*SampleScore fields"):
+    with pytest.raises(ReleaseFormatError, match=r"records\[0\] '.*': expected exactly the keys .*\(missing \['visual_iou'\], unexpected \['visual_iouu'\]\)"):
         accumulator("av_reasoning").load_state_dict(bad)
     bad = json.loads(json.dumps(state))
     bad["records"][0][1]["visual_iou"] = [0.5]
-    with pytest.raises(ReleaseFormatError, match=r"field 'visual_iou': expected a scalar or null"):
+    with pytest.raises(ReleaseFormatError, match=r"records\[0\] '.*'.visual_iou: expected a number in \[0, 1\], got \[0.5\]"):
         accumulator("av_reasoning").load_state_dict(bad)
+
+
+# ---------------------------------------------------------------- tampered states (issue 28)
+
+
+def _ref(sid, mask, category="where_only"):
+    """A reference with an anchor mask and an edit window; its media "not provided" (nothing to decode)."""
+    return {"sample_id": sid, "category": category, "sub_track": "h1_x", "anchor_mask": rle.encode(mask), "reason_audio": dict(NOT),
+            "mask_video": dict(NOT), "edit_window_s": [0.2, 0.6], "edit_window_frames": [5, 15], "fps": FPS, "num_frames": 25,
+            "selected_instance_index": 1}
+
+
+def _hand_inputs():
+    """Three samples by hand: a visual IoU of 4 / 8 (two 2 x 3 boxes overlapping by 2 x 2), a visual-null GT, a window only."""
+    box, moved = np.zeros((4, 6), bool), np.zeros((4, 6), bool)
+    box[1:3, 1:4] = True
+    moved[1:3, 2:5] = True
+    refs = [_ref("a", box), _ref("b", np.zeros((4, 6), bool), "which_only"), _ref("c", box, "when_only")]
+    preds = [feats.make_prediction("a", anchor_mask=moved, edit_window_s=[0.3, 0.7], selected_instance_index=1),
+             feats.make_prediction("b", anchor_mask=np.zeros((4, 6), bool), selected_instance_index=2),
+             feats.make_prediction("c", edit_window_s=[0.1, 0.5])]
+    return preds, refs
+
+
+def _set(field, value):
+    return lambda s: s["records"][0][1].__setitem__(field, value)
+
+
+AV_ATTACKS = [
+    (_set("visual_intersection", 9), ".visual_intersection: expected at most the union (8), which is > 0, got 9"),
+    (_set("visual_iou", 0.75), ".visual_iou: expected visual_intersection / visual_union = 0.5, got 0.75"),
+    (_set("visual_iou", None), ".visual_iou: expected null exactly when visual_intersection and visual_union are, got None"),
+    (_set("visual_union", 0), ".visual_intersection: expected at most the union (0), which is > 0, got 4"),
+    (_set("bg_leak", 1.5), ".bg_leak: expected a number in [0, 1], got 1.5"),
+    (_set("audio_tiou", float("nan")), ".audio_tiou: expected a number in [0, 1], got nan"),
+    (_set("av_onset_offset_abs_s", -0.1), ".av_onset_offset_abs_s: expected a number in [0, inf], got -0.1"),
+    (_set("which_rule", "magic"), ".which_rule: expected one of ['discrete', 'visual', 'audio', 'unscored'], got 'magic'"),
+    (_set("which_correct", None), ".which_correct: expected null exactly when which_rule is 'unscored', got None"),
+    (_set("visual_null", 1), ".visual_null: expected True or False, got 1"),
+    (_set("pred_mask", None), ".pred_mask: expected True or False, got None"),
+    (_set("visual_union", 10**400), ".visual_union: expected an integer in [0, 9223372036854775807], got 1000000000000"),
+]
+
+
+@pytest.mark.parametrize("edit, message", AV_ATTACKS, ids=[m.split(":")[0] for _, m in AV_ATTACKS])
+def test_every_field_of_an_av_reasoning_record_is_checked(tmp_path, edit, message):
+    preds, refs = _hand_inputs()
+    a = accumulator("av_reasoning").update(preds[1:], refs[1:]).save(tmp_path / "a.json")
+    b = accumulator("av_reasoning").update(preds[:1], refs[:1]).save(tmp_path / "b.json")
+    assert json.loads(b.read_text())["records"][0][1]["visual_iou"] == 0.5  # 4 / 8 pixels
+    bad = tamper(b, edit)
+    if "1000000000000" in message:  # 10**400, cut in the message
+        with pytest.raises(ReleaseFormatError, match=rf"^{re.escape(repr(str(bad)))}: records\[0\] 'a'{re.escape(message)}"):
+            merge_files([a, bad])
+        return
+    assert_refused(bad, [a], "records[0] 'a'" + message)
+
+
+def _json(acc) -> dict:
+    return json.loads(json.dumps(acc.state_dict(), allow_nan=True))
+
+
+_PREDS, _REFS = _hand_inputs()
+#: Valid saved states: records only (compute gives numbers), and records with rows of both sides waiting.
+AV_STATES = [
+    _json(accumulator("av_reasoning", restrict_to_suggested=False, return_per_sample=True).update(_PREDS, _REFS)),
+    _json(accumulator("av_reasoning").update(_PREDS[:2], _REFS[1:])),
+]
+AV_RANGES = [(r"(visual_iou|visual_ciou|visual_null_acc|visual_iou_with_null|bg_leak|audio_tiou|audio_tiou_hull|audio_tiou_r@.*|"
+              r"audio_tf_iou|audio_null_acc|video_tiou|video_tiou_hull|video_null_acc|av_support_tiou|which_acc)", 0, 1),
+             (r"(av_onset_offset_abs_s|av_support_offset_s|visual_intersection|visual_union|discrete|visual|audio|unscored)", 0, float("inf"))]
+
+
+@reaches("load_state")
+@FUZZ
+@given(state=tampered_states(AV_STATES))
+@example(state=AV_STATES[0])
+@example(state={**AV_STATES[0], "records": [[r[0], {**r[1], "visual_intersection": 9}, r[2]] for r in AV_STATES[0]["records"][:1]]})
+def test_tampered_av_reasoning_states_load_in_range_or_are_refused(state):
+    load_tampered(state, lambda out: assert_ranges(out, AV_RANGES))

@@ -2,16 +2,20 @@
 sizes and random order (both sides interleaved, predictions before their references), two accumulators merged,
 state_dict / load_state_dict, save / merge_files; every number equal to perckit.refcoco_m.metrics.refer_iou bit
 for bit (per_example compared sorted). Duplicates across batches, missing and unknown predictions, options that
-differ and bad states are refused."""
+differ and bad states are refused; random hostile edits of valid states (issue 28) load cleanly with numbers in
+range or are refused naming the file."""
 
 from __future__ import annotations
 
+import json
 import pickle
 import random
 
 import numpy as np
 import pytest
-from helpers.accumulators import canonical, feed
+from helpers.accumulators import assert_ranges, assert_refused, canonical, feed, load_tampered, tamper, tampered_states
+from helpers.fuzz import FUZZ, reaches
+from hypothesis import example, given
 from helpers.refcoco_m import PRED, REF
 
 from perckit import rle
@@ -183,8 +187,63 @@ def test_options_and_config_are_checked():
 def test_bad_records_in_a_state_are_refused():
     preds, refs = synthetic_inputs()
     state = accumulator("refer_iou").update(preds[:2], refs[:2]).state_dict()
-    good = state["records"][0][1]
-    for bad in (good[:5], [1] + good[1:], good[:3] + [5, 4, 1.0], good[:3] + [True, 4, 0.5], good[:5] + [1.5], {"iou": 1.0}):
-        broken = {**state, "records": [[state["records"][0][0], bad, True]]}
-        with pytest.raises(ReleaseFormatError, match="does not load"):
+    eid, good = state["records"][0][0], state["records"][0][1]
+    list_of_6 = r": expected a list \[expression_id, category, supercategory, intersection, union, iou\]"
+    for bad, message in (
+        (good[:5], list_of_6), ({"iou": 1.0}, list_of_6),
+        ([1] + good[1:], r".expression_id: expected a string, got 1"),
+        (good[:3] + [5, 4, 1.0], r".intersection: expected at most the union \(4\), got 5"),
+        (good[:3] + [True, 4, 0.5], r".intersection: expected an integer in \[0, 9223372036854775807\], got True"),
+        (good[:5] + [1.5], r".iou: expected a number in \[0, 1\], got 1.5"),
+        (good[:3] + [1, 4, 0.5], r".iou: expected intersection / union = 0.25, got 0.5"),
+        (good[:3] + [0, 0, 0.0], r".iou: expected empty_union_iou = 1.0 \(an empty union\), got 0.0"),
+        (["other"] + good[1:], r".expression_id: expected the record's id '0:0', got 'other'"),
+    ):
+        broken = {**state, "records": [[eid, bad, True]]}
+        with pytest.raises(ReleaseFormatError, match=rf"^state_dict: records\[0\] '0:0'{message}"):
             accumulator("refer_iou").load_state_dict(broken)
+
+
+def test_a_tampered_record_is_refused_on_load_state_and_merge_files(tmp_path):
+    preds, refs = synthetic_inputs()
+    a = accumulator("refer_iou").update(preds[:2], refs[:2]).save(tmp_path / "a.json")
+    b = accumulator("refer_iou").update(preds[2:4], refs[2:4]).save(tmp_path / "b.json")
+    record = json.loads(b.read_text())["records"][1]
+    assert record[1][3] <= record[1][4]
+    bad = tamper(b, lambda s: s["records"][1][1].__setitem__(3, record[1][4] + 1))
+    assert_refused(bad, [a], f"records[1] {record[0]!r}.intersection: expected at most the union ({record[1][4]}), got {record[1][4] + 1}")
+
+
+def test_a_waiting_row_is_checked_as_add_batch_checks_it(tmp_path):
+    """A state's unpaired rows are refused as the evaluate module's add_batch refuses them, naming the file."""
+    preds, refs = synthetic_inputs()
+    a = accumulator("refer_iou").update(preds[:2], refs[:2]).save(tmp_path / "a.json")
+    b = accumulator("refer_iou").update(preds[2:3], refs[3:4]).save(tmp_path / "b.json")
+    bad = tamper(b, lambda s: s["predictions"][0]["mask"].__setitem__("counts", 5))
+    assert_refused(bad, [a], "predictions[0].mask.counts: expected a string, got 5 (a waiting row must match the metric's "
+                             "declared features, as add_batch takes it)")
+    bad = tamper(b, lambda s: s["references"][0].__setitem__("category", ["dog"]), "b2.json")
+    assert_refused(bad, [a], "references[0].category: expected a string, got ['dog'] (a waiting row must match the "
+                             "metric's declared features, as add_batch takes it)")
+
+
+def _json(acc) -> dict:
+    return json.loads(json.dumps(acc.state_dict(), allow_nan=True))
+
+
+_PREDS, _REFS = synthetic_inputs()
+#: Valid saved states: records only (compute gives numbers), and records with rows of both sides waiting.
+REFER_STATES = [
+    _json(accumulator("refer_iou", return_per_example=True).update(_PREDS[:8], _REFS[:8])),
+    _json(accumulator("refer_iou", empty_union_iou=0.0).update(_PREDS[:6], _REFS[1:7])),
+]
+REFER_RANGES = [(r"(miou|ciou|precision@.*|iou)", 0, 1), (r"(intersection|union)", 0, float("inf"))]
+
+
+@reaches("load_state")
+@FUZZ
+@given(state=tampered_states(REFER_STATES))
+@example(state=REFER_STATES[0])
+@example(state={**REFER_STATES[0], "records": [[r[0], r[1][:3] + [5, 4, 1.0], r[2]] for r in REFER_STATES[0]["records"]]})
+def test_tampered_refer_iou_states_load_in_range_or_are_refused(state):
+    load_tampered(state, lambda out: assert_ranges(out, REFER_RANGES))

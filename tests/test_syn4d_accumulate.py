@@ -4,18 +4,26 @@ its official NPZ predictions, and synthetic rows with lax-mode failures, in rand
 load_state_dict, save / merge_files (pending prediction arrays included); every number equal to
 perckit.syn4d.metrics.compute_task(..., coverage=True) (what the evaluate module runs) bit for bit, the row lists
 compared sorted. Strict and lax missing predictions and task failures keep today's messages; duplicates across
-batches, options that differ, a missing or unknown config and bad states are refused."""
+batches, options that differ, a missing or unknown config and bad states are refused: a tampered record (issue 28:
+a row's ``apd`` of 50, a coverage entry that disagrees with its row) names the file, the record and the field, and
+random hostile edits of valid states load cleanly with numbers in range or are refused."""
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import pickle
 import random
+import tempfile
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.accumulators import canonical, feed
+from helpers.accumulators import assert_ranges, assert_refused, canonical, feed, load_tampered, tamper, tampered_states
+from helpers.fuzz import FUZZ, reaches
+from hypothesis import example, given
 
 from perckit.accumulate import Accumulator, accumulator, load_state, merge_files
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
@@ -261,10 +269,145 @@ def test_bad_records_in_a_state_are_refused():
     (sid, good, _), (fsid, failed, _) = state["records"][0], state["records"][1]
     assert good["row"] is not None and failed["failures"] == [{"sequence_id": fsid, "reason": "missing prediction"}]
     bad_records = (
-        {**good, "extra": 1}, {**good, "row": None}, {**good, "failures": failed["failures"]}, {**good, "row": {"scene": 1}},
-        {**failed, "failures": [{"sequence_id": fsid}]}, {**failed, "failures": "missing"}, [good],
-        {**good, "coverage": {"sequence_id": "other"}},
+        ({**good, "extra": 1}, r": expected exactly the keys \['coverage', 'failures', 'row'\]"),
+        ({**good, "row": None}, r".coverage: expected null \(a failed sequence has no coverage\)|.failures: expected the one failure"),
+        ({**good, "failures": failed["failures"]}, r".failures: expected none \(the sequence was scored\)"),
+        ({**good, "row": {"scene": 1}}, r".row: expected exactly the keys"),
+        ({**failed, "failures": [{"sequence_id": fsid}]}, r".failures\[0\]: expected the keys \['reason', 'sequence_id'\] and some of \['task'\]"),
+        ({**failed, "failures": "missing"}, r".failures: expected a list, got str"),
+        ([good], r": expected a dict with the keys"),
+        ({**good, "coverage": {"sequence_id": "other"}}, r".coverage: expected a dict with the keys|.coverage: expected exactly the keys"),
     )
-    for bad in bad_records:
-        with pytest.raises(ReleaseFormatError, match="does not load"):
+    for bad, message in bad_records:
+        with pytest.raises(ReleaseFormatError, match=rf"^state_dict: records\[0\] {sid!r}({message})"):
             accumulator("syn4d", "pose", strict=False).load_state_dict({**state, "records": [[sid, bad, True]]})
+
+
+# ---------------------------------------------------------------- tampered states (issue 28)
+
+
+def _saved(acc: Accumulator, path: Path) -> Path:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LowCoverageWarning)
+        return acc.save(path)
+
+
+def test_a_row_apd_of_50_is_refused_naming_the_file_the_record_and_the_field(tmp_path):
+    """Issue 28's attack: a tracking row's ``apd`` set to 50 lifted the overall APD (a mean of fractions) above 1."""
+    preds, refs = synthetic_inputs("tracking")
+    a = _saved(accumulator("syn4d", "tracking", strict=False).update(preds[:3], refs[:3]), tmp_path / "a.json")
+    b = _saved(accumulator("syn4d", "tracking", strict=False).update(preds[3:5], refs[3:5]), tmp_path / "b.json")
+    sid, record, _ = json.loads(b.read_text())["records"][0]
+    assert 0 <= record["row"]["apd"] <= 1
+    assert_refused(tamper(b, lambda s: s["records"][0][1]["row"].__setitem__("apd", 50)), [a],
+                   f"records[0] {sid!r}.row.apd: expected a number in [0, 1], got 50")
+
+
+def _row(field, value):
+    return lambda s: s["records"][0][1]["row"].__setitem__(field, value)
+
+
+def _entry(field, value):
+    return lambda s: s["records"][0][1]["coverage"].__setitem__(field, value)
+
+
+SYN4D_ATTACKS = [
+    ("tracking", _row("epe", -1.0), ".row.epe: expected a number in [0, inf] or NaN, got -1.0"),
+    ("tracking", _row("score", float("nan")), ".row.score: expected a number in [0, 1], got nan"),
+    ("tracking", _row("count", 0), ".row.count: expected an integer in [1, 9223372036854775807], got 0"),
+    ("tracking", _row("acc_0.1m", "0.5"), ".row.acc_0.1m: expected a number in [0, 1], got '0.5'"),
+    ("tracking", lambda s: s["records"][0][1]["row"].pop("dynamic_apd"),
+     ".row: expected all of ['dynamic_acc_0.1m', 'dynamic_acc_0.3m', 'dynamic_acc_0.5m', 'dynamic_acc_1m', 'dynamic_apd', "
+     "'dynamic_epe', 'dynamic_count'] or none, got ['dynamic_acc_0.1m', 'dynamic_acc_0.3m', 'dynamic_acc_0.5m', 'dynamic_acc_1m', "
+     "'dynamic_epe', 'dynamic_count']"),
+    ("tracking", _entry("scored", 10**6), ".coverage.scored: expected the row's count"),
+    ("tracking", _entry("coverage", 0.5), ".coverage.coverage: expected scored / gt_valid = "),
+    ("tracking", lambda s: s["records"][0][1].__setitem__("coverage", None), ".coverage: expected the coverage entry of the scored row, got None"),
+    ("depth", _row("delta1", 1.25), ".row.delta1: expected a number in [0, 1], got 1.25"),
+    ("depth", _row("rmse", float("-inf")), ".row.rmse: expected a number in [0, inf] or NaN, got -inf"),
+    ("depth", _row("valid_pixels", 2.0), ".row.valid_pixels: expected an integer in [1, 9223372036854775807], got 2.0"),
+    ("pose", _row("rotation_mean_deg", 181.0), ".row.rotation_mean_deg: expected a number in [0, 180] or NaN, got 181.0"),
+    ("pose", _row("num_frames", 2), ".row.num_frames: expected an integer in [3, 9223372036854775807], got 2"),
+    ("pose", _row("auc_5deg", 10**400), ".row.auc_5deg: expected a number in [0, 1], got 1000000000000"),
+    ("pose", lambda s: s["records"][0][1].__setitem__("coverage", {"sequence_id": "x", "scored": 1, "gt_valid": 1, "coverage": 1.0}),
+     ".coverage: expected null (no coverage for pose)"),
+]
+
+
+@pytest.mark.parametrize("task, edit, message", SYN4D_ATTACKS, ids=[f"{t}{m.split(':')[0]}" for t, _, m in SYN4D_ATTACKS])
+def test_every_part_of_a_syn4d_record_is_checked(tmp_path, task, edit, message):
+    preds, refs = synthetic_inputs(task)
+    a = _saved(accumulator("syn4d", task, strict=False).update(preds[:3], refs[:3]), tmp_path / "a.json")
+    b = _saved(accumulator("syn4d", task, strict=False).update(preds[3:5], refs[3:5]), tmp_path / "b.json")
+    sid = json.loads(b.read_text())["records"][0][0]
+    bad = tamper(b, edit)
+    with pytest.raises(ReleaseFormatError) as e:
+        load_state(bad)
+    assert str(e.value).startswith(f"{str(bad)!r}: records[0] {sid!r}{message}"), str(e.value)
+    with pytest.raises(ReleaseFormatError) as e:
+        merge_files([a, bad])
+    assert str(e.value).startswith(f"{str(bad)!r}: records[0] {sid!r}{message}"), str(e.value)
+
+
+def test_a_failure_record_is_refused_in_strict_mode_and_must_be_its_sequences(tmp_path):
+    preds, refs = synthetic_inputs("pose")
+    lax = json.loads(_saved(accumulator("syn4d", "pose", strict=False).update(preds[:3], refs[:3]), tmp_path / "lax.json").read_text())
+    fsid, failed, _ = lax["records"][1]
+    assert failed == {"row": None, "coverage": None, "failures": [{"sequence_id": fsid, "reason": "missing prediction"}]}
+    strict = _saved(accumulator("syn4d", "pose").update(preds[:1], refs[:1]), tmp_path / "strict.json")
+    bad = tamper(strict, lambda s: s["records"].append([fsid, failed, True]))
+    with pytest.raises(ReleaseFormatError, match=rf"records\[1\] {fsid!r}.row: expected a scored row \(strict mode records no failures\), got None"):
+        load_state(bad)
+    other = {**failed, "failures": [{"sequence_id": "other", "reason": "x"}]}
+    with pytest.raises(ReleaseFormatError, match=rf"records\[0\] {fsid!r}.failures\[0\].sequence_id: expected the record's id"):
+        accumulator("syn4d", "pose", strict=False).load_state_dict({**lax, "records": [[fsid, other, True]]})
+    other = {**failed, "failures": [{"sequence_id": fsid, "task": "depth", "reason": "x"}]}
+    with pytest.raises(ReleaseFormatError, match=r".failures\[0\].task: expected 'pose', got 'depth'"):
+        accumulator("syn4d", "pose", strict=False).load_state_dict({**lax, "records": [[fsid, other, True]]})
+
+
+@functools.lru_cache(maxsize=None)
+def _states(tasks: tuple[str, ...]) -> list[tuple[str, dict]]:
+    """Valid saved states of each task (synthetic rows, lax: failures among the records, a reference waiting, scored
+    as missing at compute; strict: a prediction waiting, which compute refuses after the load)."""
+    out = []
+    with tempfile.TemporaryDirectory() as d:
+        for task in tasks:
+            preds, refs = synthetic_inputs(task)
+            lax = accumulator("syn4d", task, strict=False).update(preds[:5], refs[:7])
+            strict = accumulator("syn4d", task).update([preds[0], preds[2], preds[3]], refs[:1])
+            for i, acc in enumerate((lax, strict)):
+                out.append((task, json.loads(_saved(acc, Path(d) / f"{task}{i}.json").read_text())))
+    return out
+
+
+def _syn4d_ranges(out: dict) -> None:
+    """The reduced blocks (overall, by variant, by scene, coverage) in the metric's documented ranges."""
+    unit = (r"(dynamic_)?(acc_.*|apd)|score|dynamic_query_fraction|delta[123]|auc_.*|coverage|min_sequence_coverage|min_coverage", 0, 1)
+    degrees = (r"rotation_mean_deg|rotation_median_deg|rpe_rotation_mean_deg|translation_direction_mean_deg", 0, 180)
+    errors = (r"(dynamic_)?(epe|count)|abs_rel|sq_rel|rmse|rmse_log|silog|ate_rmse|position_.*|rpe_translation_rmse|valid_pixels|"
+              r"num_frames|scored|gt_valid", 0, math.inf)
+    blocks = {k: out[k] for k in ("overall", "by_variant", "by_scene")}
+    if "coverage" in out:
+        blocks["coverage"] = out["coverage"]["overall"]
+    assert_ranges(blocks, [unit, degrees, errors])
+
+
+def _load_tampered(state: dict) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LowCoverageWarning)
+        load_tampered(state, _syn4d_ranges)
+
+
+#: The pose states, built at import for the explicit examples (pose is scored with numpy alone).
+POSE_STATES = [s for _, s in _states(("pose",))]
+
+
+@reaches("load_state")
+@FUZZ
+@given(state=tampered_states(lambda: [s for _, s in _states(core.TASKS)]))
+@example(state=POSE_STATES[0])
+@example(state={**POSE_STATES[0], "records": [[r[0], {**r[1], "row": {**r[1]["row"], "auc_5deg": 50}}, r[2]]
+                                              for r in POSE_STATES[0]["records"][:1]]})
+def test_tampered_syn4d_states_load_in_range_or_are_refused(state):
+    _load_tampered(state)

@@ -11,6 +11,17 @@ file may come from elsewhere and is never unpickled).
 A metric takes part by declaring a :class:`MetricCore` (``perckit.<benchmark>.accumulate``); the registry
 :data:`CORES` names them, and the evaluate modules are thin wrappers over :func:`accumulator`.
 
+A state is untrusted input (a file from a cluster job, an lmms-eval aggregation item, another rank's state), and
+:meth:`Accumulator.load_state_dict` is the one place every state passes through (:func:`load_state`,
+:func:`merge_files`, :func:`perckit.torch.gather`, ``perckit.lmms_eval``). Before anything is kept, it checks:
+every record against its metric's declared :class:`RecordSchema` (:func:`check_records`: the types and ranges
+compiled by :func:`perckit.feature_check.compile_feature`, the checker of the metric inputs, then the
+cross-field invariants such as ``intersection <= union``); the rows still waiting for their other half against
+the metric's declared input features (what ``add_batch`` checks); ``dropped`` as strings; the options through the
+metric's own option checks. A refusal is a :class:`~perckit.errors.ReleaseFormatError` naming the state
+(the file, ``aggregation item k``, ``perckit.torch.gather: rank r`` or ``state_dict``), the record and the field
+(``'s.json': records[3] 'q1'.miou: expected a number in [0, 1], got 7.0``), and the accumulator is left as it was.
+
 Pairing rules (those of :func:`perckit.matching.pair_by_id`, now across batches): an id seen twice on one side is
 a :class:`~perckit.errors.PredictionError` when it arrives; at :meth:`Accumulator.compute`, a prediction whose id
 no reference has is an error, and a reference without a prediction is an error when the metric is strict (the
@@ -21,13 +32,16 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import import_module
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .errors import InputNotFoundError, OptionError, PredictionError, ReleaseFormatError
+from .errors import InputNotFoundError, OptionError, PerckitError, PredictionError, ReleaseFormatError
+from .feature_check import Refused, Scalar, check_side, compile_feature, compile_rows, describe
 
 STATE_FORMAT = "perckit-accumulator"
 STATE_VERSION = 1
@@ -43,6 +57,66 @@ CORES: dict[str, str] = {
     "m4seg": "perckit.m4seg.accumulate:m4seg_core",
     "av_reasoning": "perckit.reason_av_edit.accumulate:av_reasoning_core",
 }
+
+
+#: The atoms of the record schemas (:class:`RecordSchema`): a rate, IoU or accuracy; a count (pixels, frames,
+#: items: an int, never a bool or ``2.0``, within int64 so sums and ``math.fsum`` stay exact); a string; a flag.
+UNIT = Scalar("float64", 0, 1)
+COUNT = Scalar("int64", 0)
+TEXT = Scalar("string")
+FLAG = Scalar("bool")
+
+
+@dataclass(frozen=True)
+class RecordSchema:
+    """A metric's record as a state holds it (``record_to_state``'s output), declared once.
+
+    ``feature``: the type and range of every field, in the declarations of :mod:`perckit.feature_check`
+    (``Scalar``, ``Nullable``, ``OptionalKey``, ``Positional``, dicts and ``[item]`` lists), compiled with
+    ``nulls=False``: ``None`` only where declared. ``invariants``: the rules across fields, each
+    ``rule(record_id, record)`` on a record that already has the declared types, raising :func:`refuse` on a
+    record no scoring could have produced (``intersection > union``, a pair index out of its matrix, ...).
+    """
+
+    feature: Any
+    invariants: tuple[Callable[[str, Any], None], ...] = ()
+
+    @cached_property
+    def check(self) -> Any:
+        """The compiled checker of :attr:`feature` (built once per schema)."""
+        return compile_feature(self.feature, nulls=False)
+
+
+def refuse(path: str, expected: str, value: Any) -> Refused:
+    """The refusal an invariant raises: the field's ``path`` in the record (``.intersection``), what was expected,
+    the value found."""
+    r = Refused(expected, value)
+    r.path.append(path)
+    return r
+
+
+def same_id(path: str, value: Any, key: str) -> None:
+    """An invariant of every record: its own id field (at ``path``) is the id it is recorded under."""
+    if value != key:
+        raise refuse(path, f"the record's id {key!r}", value)
+
+
+def check_records(schema: RecordSchema, records: list, where: str) -> None:
+    """The one check of a state's records (``[id, record, predicted]`` triples): each record against ``schema``,
+    the types and ranges first (all records at once on the checker's fast path, one by one to name the first
+    refused), then the invariants. A :class:`ReleaseFormatError` names ``where``, the record's index and id and
+    the field: ``'s.json': records[3] 'q1'.miou: expected a number in [0, 1], got 7.0``."""
+    check = schema.check
+    i = -1
+    try:
+        if not check.fast([r[1] for r in records]):
+            for i, (_, record, _) in enumerate(records):
+                check(record)
+        for i, (key, record, _) in enumerate(records):
+            for rule in schema.invariants:
+                rule(key, record)
+    except Refused as r:
+        raise ReleaseFormatError(r.message(f"{where}: records[{i}] {records[i][0]!r}")) from None
 
 
 class Item(NamedTuple):
@@ -62,7 +136,11 @@ class MetricCore:
       are order-independent, so any order gives the same numbers);
     - ``strict(opts)``: a reference without a prediction is an error; ``selects(opts)``: ``None`` or a predicate
       on ids keeping a subset of the references;
-    - ``record_to_state`` / ``record_from_state``: a record as JSON-safe data and back.
+    - ``record_to_state`` / ``record_from_state``: a record as JSON-safe data and back (``record_from_state``
+      only converts: the record was checked against ``record_schema(opts)``, the :class:`RecordSchema` of the
+      record under these options, first);
+    - ``features()``: the declared ``(predictions, references)`` features of the metric's ``evaluate`` module,
+      which the rows a state holds unpaired are checked against (``None``: not checked).
     """
 
     name: str
@@ -73,6 +151,8 @@ class MetricCore:
     reduce: Callable[[list[Item], Any], dict]
     record_to_state: Callable[[Any], Any]
     record_from_state: Callable[[Any], Any]
+    record_schema: Callable[[Any], RecordSchema]
+    features: Callable[[], tuple[Any, Any]] | None = None
     strict: Callable[[Any], bool] = lambda opts: True
     selects: Callable[[Any], Callable[[str], bool] | None] = lambda opts: None
     #: how the "missing prediction" message tells the user to score a missing prediction as no output
@@ -122,13 +202,28 @@ def _options_key(value: Any, where: str) -> Any:
     return _json_safe(value, where)
 
 
+def _too_large(options: Mapping[str, Any]) -> str | None:
+    """The name of the first option holding an int that no float can hold (at any depth of its lists)."""
+
+    def huge(v: Any) -> bool:
+        if isinstance(v, (list, tuple)):
+            return any(huge(x) for x in v)
+        return isinstance(v, int) and not isinstance(v, bool) and abs(v) > sys.float_info.max
+
+    return next((str(k) for k, v in options.items() if huge(v)), None)
+
+
 class Accumulator:
     """A metric's running state: see the module docstring. Build one with :func:`accumulator`."""
 
     def __init__(self, metric: MetricCore, options: Mapping[str, Any] | None = None) -> None:
         self.core = metric
         self.options = dict(options or {})
-        self.opts = metric.prepare(self.options)
+        try:
+            self.opts = metric.prepare(self.options)
+        except OverflowError:  # the metrics' option checks take a number with float(): an int past float's range
+            raise OptionError(f"{metric.name}: option {_too_large(self.options)!r}: expected a number, got an integer too "
+                              "large for a float") from None
         self.reset()
 
     # ---------------------------------------------------------------- the running state
@@ -232,8 +327,17 @@ class Accumulator:
         }
 
     def load_state_dict(self, state: Mapping, where: str = "state_dict") -> "Accumulator":
-        """Replace this accumulator's state by ``state`` (from :meth:`state_dict`, checked: format, version, metric,
-        config and options must match). Returns this accumulator."""
+        """Replace this accumulator's state by ``state`` (from :meth:`state_dict`), checked first (format, version,
+        metric, config, options, every record against the metric's :class:`RecordSchema`, the waiting rows against
+        its declared features, ``dropped``; see the module docstring): a bad state is a
+        :class:`~perckit.errors.ReleaseFormatError` naming ``where`` and leaves this accumulator as it was.
+        Returns this accumulator."""
+        from .prefetch import gc_paused
+
+        with gc_paused():  # a state of many records builds many containers and holds no cycles
+            return self._load_state_dict(state, where)
+
+    def _load_state_dict(self, state: Mapping, where: str) -> "Accumulator":
         if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
             raise ReleaseFormatError(f"{where}: expected a perckit accumulator state (format {STATE_FORMAT!r}), got "
                                      f"{type(state).__name__ if not isinstance(state, Mapping) else repr(state.get('format'))}")
@@ -241,24 +345,52 @@ class Accumulator:
             raise ReleaseFormatError(f"{where}: expected state version {STATE_VERSION}, got {state.get('version')!r}")
         expected = {"format", "version", "metric", "config", "options", "records", "predictions", "references", "dropped"}
         if set(state) != expected:
-            raise ReleaseFormatError(f"{where}: expected the keys {sorted(expected)}, got {sorted(state)}")
+            raise ReleaseFormatError(f"{where}: expected the keys {sorted(expected)}, got {sorted(state, key=repr)}")
         self._check_same(state, where)
         records = state["records"]
-        if not isinstance(records, list) or not all(isinstance(r, (list, tuple)) and len(r) == 3 and isinstance(r[0], str)
-                                                    and isinstance(r[2], bool) for r in records):
-            raise ReleaseFormatError(f"{where}: 'records' must be a list of [id, record, predicted] triples")
-        if not all(isinstance(state[k], list) for k in ("predictions", "references", "dropped")):
-            raise ReleaseFormatError(f"{where}: 'predictions', 'references' and 'dropped' must be lists")
-        self.reset()
-        for k, r, predicted in records:
-            if k in self._records:
+        if not isinstance(records, list):
+            raise ReleaseFormatError(f"{where}: 'records' must be a list of [id, record, predicted] triples, got "
+                                     f"{type(records).__name__}")
+        strict = self.core.strict(self.opts)
+        for i, r in enumerate(records):
+            if not (isinstance(r, (list, tuple)) and len(r) == 3 and isinstance(r[0], str) and isinstance(r[2], bool)):
+                raise ReleaseFormatError(f"{where}: 'records' must be a list of [id, record, predicted] triples; records[{i}] "
+                                         f"is {describe(r)}")
+            if strict and not r[2]:
+                raise ReleaseFormatError(f"{where}: records[{i}] {r[0]!r}: expected predicted True (a strict metric never "
+                                         "scores a missing prediction), got False")
+        for side in ("predictions", "references", "dropped"):
+            if not isinstance(state[side], list):
+                raise ReleaseFormatError(f"{where}: 'predictions', 'references' and 'dropped' must be lists, got "
+                                         f"{side!r}: {type(state[side]).__name__}")
+        check_records(self.core.record_schema(self.opts), records, where)
+        bad = check_side(compile_feature(Scalar("string"), nulls=False), state["dropped"], "dropped")
+        if bad:
+            raise ReleaseFormatError(f"{where}: {bad}")
+        if self.core.features is not None and (state["predictions"] or state["references"]):
+            for side, schema in zip(("predictions", "references"), self.core.features()):
+                bad = check_side(compile_rows(schema), state[side], side)
+                if bad:
+                    raise ReleaseFormatError(f"{where}: {bad} (a waiting row must match the metric's declared "
+                                             "features, as add_batch takes it)")
+        loaded: dict[str, Item] = {}
+        for i, (k, r, predicted) in enumerate(records):
+            if k in loaded:
                 raise ReleaseFormatError(f"{where}: {self.core.id_key} {k!r} recorded twice")
             try:
-                self._records[k] = Item(self.core.record_from_state(r), predicted)
-            except (TypeError, ValueError, KeyError) as e:
-                raise ReleaseFormatError(f"{where}: the record of {k!r} does not load ({type(e).__name__}: {e})") from None
-        self._dropped = {str(k) for k in state["dropped"]}
-        self.update(state["predictions"], state["references"])
+                loaded[k] = Item(self.core.record_from_state(r), predicted)
+            except (TypeError, ValueError, KeyError) as e:  # a checked record always converts: a gap in its schema
+                raise ReleaseFormatError(f"{where}: records[{i}] {k!r}: the record does not load ({type(e).__name__}: {e})") from None
+        before = (self._records, self._predictions, self._references, self._dropped)
+        self.reset()
+        self._records, self._dropped = loaded, set(state["dropped"])
+        try:
+            self.update(state["predictions"], state["references"])
+        except BaseException as e:
+            self._records, self._predictions, self._references, self._dropped = before
+            if isinstance(e, PerckitError):  # a waiting pair that does not score, an id given twice
+                raise type(e)(f"{where}: {e}") from e
+            raise
         return self
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -307,11 +439,14 @@ def load_state(path: str | os.PathLike) -> Accumulator:
         raise ReleaseFormatError(f"{where}: expected a perckit accumulator state with a 'metric', got {type(state).__name__}")
     config = state.get("config")
     if config is not None and not isinstance(config, str):
-        raise ReleaseFormatError(f"{where}: 'config' must be a string or null, got {config!r}")
+        raise ReleaseFormatError(f"{where}: 'config' must be a string or null, got {describe(config)}")
     options = state.get("options")
     if not isinstance(options, Mapping):
-        raise ReleaseFormatError(f"{where}: 'options' must be an object, got {options!r}")
-    acc = Accumulator(core(state["metric"], config), options)
+        raise ReleaseFormatError(f"{where}: 'options' must be an object, got {describe(options)}")
+    try:
+        acc = Accumulator(core(state["metric"], config), options)
+    except OptionError as e:  # an unknown metric or config, an option the metric refuses
+        raise OptionError(f"{where}: {e}") from None
     return acc.load_state_dict(state, where)
 
 

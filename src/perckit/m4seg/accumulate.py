@@ -9,7 +9,10 @@ embedding call over the distinct texts of all samples and METEOR is corpus-level
 and an accumulator's numbers equal ``compute``'s exactly, whatever the batches, their order and the merges.
 
 A missing prediction (``strict=False``) is scored as an empty one and counted in ``num_missing_predictions``.
-A record is JSON-safe: IoU values are stored as Python floats, which JSON writes and reads back bit for bit.
+A record is JSON-safe: IoU values are stored as Python floats, which JSON writes and reads back bit for bit. Read
+from a state, it is checked against :data:`RECORD` and its invariants first (the images numbered in order, each
+IoU matrix ``len(pred) x len(gt)`` with values in [0, 1], every pair inside its matrix with the matrix's IoU,
+``inter <= union``, every grounding in exactly one image).
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..accumulate import Item, MetricCore
+from ..accumulate import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, check_options
+from ..feature_check import Positional, Scalar
 from . import metrics as m
 from .geometry import ImageGeom, SampleGeom
 
@@ -57,57 +61,74 @@ def geometry_to_state(geom: SampleGeom) -> dict:
     return out
 
 
-def _str(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{what}: expected a string, got {type(value).__name__}")
-    return value
+#: An index into a sample's predicted (or ground-truth) groundings.
+INDEX = Scalar("int64", 0)
+#: One image of a sample's geometry (:class:`~perckit.m4seg.geometry.ImageGeom`): its 1-based number, the indices of
+#: its predicted and ground-truth groundings, their IoU matrix, the mask pairing and the gIoU / cIoU pixel counts.
+IMAGE = {
+    "k": Scalar("int64", 1), "pred": [INDEX], "gt": [INDEX], "iou": [[UNIT]],
+    "pairs": [Positional({"prediction": INDEX, "gt": INDEX, "iou": UNIT})], "inter": COUNT, "union": COUNT,
+}
+#: A sample's geometry as a state holds it (:func:`geometry_to_state`).
+RECORD = {**{k: TEXT for k in _TEXT_FIELDS}, "pred_names": [TEXT], "gt_names": [TEXT], "images": [IMAGE]}
 
 
-def _int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what}: expected an integer, got {type(value).__name__}")
-    return value
+def _image_invariants(at: str, im: Mapping[str, Any], k: int) -> None:
+    """One image: its number, the matrix's shape, ``inter <= union``, the pairing (indices inside the matrix, each
+    row and column once, the matrix's own IoU, > 0 as the pairings keep)."""
+    if im["k"] != k:
+        raise refuse(f"{at}.k", f"{k} (the images in order)", im["k"])
+    n_p, n_g = len(im["pred"]), len(im["gt"])
+    iou = im["iou"]
+    if len(iou) != n_p or any(len(row) != n_g for row in iou):
+        raise refuse(f"{at}.iou", f"a {n_p} x {n_g} matrix (a row per predicted, a column per ground-truth grounding)", iou)
+    if im["inter"] > im["union"]:
+        raise refuse(f"{at}.inter", f"at most the union ({im['union']})", im["inter"])
+    rows: set[int] = set()
+    cols: set[int] = set()
+    for j, (a, b, v) in enumerate(im["pairs"]):
+        if a >= n_p or b >= n_g:
+            raise refuse(f"{at}.pairs[{j}]", f"a cell of the {n_p} x {n_g} matrix", [a, b, v])
+        if a in rows or b in cols:
+            raise refuse(f"{at}.pairs[{j}]", "each prediction and ground truth in one pair at most", [a, b, v])
+        if v != iou[a][b] or not v > 0:
+            raise refuse(f"{at}.pairs[{j}].iou", f"the matrix's IoU {iou[a][b]!r}, > 0", v)
+        rows.add(a)
+        cols.add(b)
 
 
-def _float(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what}: expected a number, got {type(value).__name__}")
-    return float(value)
+def _invariants(key: str, r: Mapping[str, Any]) -> None:
+    same_id(".example_id", r["example_id"], key)
+    if not r["images"]:
+        raise refuse(".images", "at least one image", r["images"])
+    for n, im in enumerate(r["images"]):
+        _image_invariants(f".images[{n}]", im, n + 1)
+    for side, names in (("pred", "pred_names"), ("gt", "gt_names")):
+        found = sorted(i for im in r["images"] for i in im[side])
+        if found != list(range(len(r[names]))):
+            raise refuse(".images", f"the {side} indices 0..{len(r[names]) - 1} of {names}, each in one image", found)
 
 
-def _list(value: Any, what: str) -> list:
-    if not isinstance(value, list):
-        raise TypeError(f"{what}: expected a list, got {type(value).__name__}")
-    return value
-
-
-def _image_from_state(state: Mapping[str, Any], where: str) -> ImageGeom:
-    if not isinstance(state, Mapping):
-        raise TypeError(f"{where}: expected an object, got {type(state).__name__}")
-    pred = [_int(i, f"{where}.pred") for i in _list(state["pred"], f"{where}.pred")]
-    gt = [_int(j, f"{where}.gt") for j in _list(state["gt"], f"{where}.gt")]
-    iou = np.asarray(_list(state["iou"], f"{where}.iou"), dtype=np.float64)
-    shape = (len(pred), len(gt))
-    if iou.shape != shape and not (iou.size == 0 == shape[0] * shape[1]):  # an empty matrix's list form loses its shape
-        raise ValueError(f"{where}.iou: expected a {shape[0]} x {shape[1]} matrix, got shape {iou.shape}")
-    pairs = []
-    for p in _list(state["pairs"], f"{where}.pairs"):
-        if not isinstance(p, list) or len(p) != 3:
-            raise TypeError(f"{where}.pairs: expected [prediction, gt, iou] triples, got {p!r}")
-        pairs.append((_int(p[0], f"{where}.pairs"), _int(p[1], f"{where}.pairs"), _float(p[2], f"{where}.pairs")))
-    return ImageGeom(_int(state["k"], f"{where}.k"), pred, gt, iou.reshape(shape), pairs,
-                     inter=_int(state["inter"], f"{where}.inter"), union=_int(state["union"], f"{where}.union"))
+SCHEMA = RecordSchema(RECORD, (_invariants,))
 
 
 def geometry_from_state(state: Mapping[str, Any]) -> SampleGeom:
-    """The :class:`SampleGeom` :func:`geometry_to_state` wrote (a TypeError / ValueError / KeyError naming the
-    field for anything else; the accumulator reports it as a bad state)."""
-    if not isinstance(state, Mapping):
-        raise TypeError(f"expected an object, got {type(state).__name__}")
-    texts = {k: _str(state[k], k) for k in _TEXT_FIELDS}
-    names = {k: [_str(v, k) for v in _list(state[k], k)] for k in ("pred_names", "gt_names")}
-    images = [_image_from_state(im, f"images[{i}]") for i, im in enumerate(_list(state["images"], "images"))]
-    return SampleGeom(**texts, **names, images=images)
+    """The :class:`SampleGeom` of a record :func:`geometry_to_state` wrote, once checked against :data:`RECORD`
+    and its invariants (:data:`SCHEMA`)."""
+    images = [
+        ImageGeom(im["k"], list(im["pred"]), list(im["gt"]),
+                  np.asarray(im["iou"], dtype=np.float64).reshape(len(im["pred"]), len(im["gt"])),
+                  [(a, b, float(v)) for a, b, v in im["pairs"]], inter=im["inter"], union=im["union"])
+        for im in state["images"]
+    ]
+    return SampleGeom(**{k: state[k] for k in _TEXT_FIELDS}, pred_names=list(state["pred_names"]),
+                      gt_names=list(state["gt_names"]), images=images)
+
+
+def _features() -> tuple:
+    from . import features as feats
+
+    return feats.prediction_schema(), feats.reference_schema()
 
 
 def m4seg_core(config: str | None = None) -> MetricCore:
@@ -116,6 +137,7 @@ def m4seg_core(config: str | None = None) -> MetricCore:
         raise OptionError(f"metric 'm4seg' has no configs, got config {config!r}")
     return MetricCore(
         name="m4seg", config=None, id_key="example_id", prepare=_options, score=_score, reduce=_reduce,
-        record_to_state=geometry_to_state, record_from_state=geometry_from_state,
+        record_to_state=geometry_to_state, record_from_state=geometry_from_state, record_schema=lambda opts: SCHEMA,
+        features=_features,
         strict=lambda opts: opts.strict, empty_hint=m.EMPTY_PREDICTION_HINT, lax_option="strict=False",
     )

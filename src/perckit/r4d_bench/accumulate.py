@@ -3,6 +3,11 @@
 The per-query records are the metrics' own (:class:`QueryScore`, :class:`TrackScore`), reduced by the metrics'
 own reduce halves; a missing prediction (lax mode) is scored as "no output" and counted in
 ``num_missing_predictions``, exactly as :func:`perckit.r4d_bench.metrics.mask_temporal` / ``track_id`` do.
+
+A record read from a state is checked against its declared schema (:data:`QUERY_RECORD` / :data:`TRACK_RECORD`
+and their invariants, by :func:`perckit.accumulate.check_records`) before it is converted: every rate in
+[0, 1], counts as integers >= 0 with ``intersection <= union``, one IoU per evaluated frame and no frame twice;
+``tp <= num_pred`` and ``tp <= num_gt``, ``is_negative`` exactly when the ground truth is empty.
 """
 
 from __future__ import annotations
@@ -10,9 +15,49 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Mapping
 
-from ..accumulate import Item, MetricCore
+from ..accumulate import COUNT, FLAG, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, check_options
+from ..feature_check import Positional, Scalar
 from . import metrics as m
+
+#: A :class:`~perckit.r4d_bench.metrics.QueryScore` as a state holds it (``asdict``): every rate in [0, 1] (the
+#: empty-union IoU is an option in [0, 1] too), the pixel and frame counts, the per-frame IoUs.
+QUERY_RECORD = {
+    "query_id": TEXT, "scene": TEXT, "query_type": TEXT, "is_negative": FLAG,
+    **{k: UNIT for k in m.QUERY_KEYS},
+    "intersection": COUNT, "union": COUNT, "num_evaluated_frames": COUNT, "num_ignored_prediction_frames": COUNT,
+    "num_existence_frames_without_mask": COUNT,
+    "frame_ious": [Positional({"frame_id": Scalar("int64"), "iou": UNIT})],
+}
+
+#: A :class:`~perckit.r4d_bench.metrics.TrackScore` as a state holds it.
+TRACK_RECORD = {
+    "query_id": TEXT, "scene": TEXT, "is_negative": FLAG,
+    **{k: UNIT for k in m.TRACK_KEYS},
+    "tp": COUNT, "num_pred": COUNT, "num_gt": COUNT,
+}
+
+
+def _query_invariants(key: str, r: Mapping[str, Any]) -> None:
+    same_id(".query_id", r["query_id"], key)
+    if r["intersection"] > r["union"]:
+        raise refuse(".intersection", f"at most the union ({r['union']})", r["intersection"])
+    if len(r["frame_ious"]) != r["num_evaluated_frames"]:
+        raise refuse(".frame_ious", f"one IoU per evaluated frame ({r['num_evaluated_frames']})", r["frame_ious"])
+    if len({f for f, _ in r["frame_ious"]}) != len(r["frame_ious"]):
+        raise refuse(".frame_ious", "each frame once", r["frame_ious"])
+
+
+def _track_invariants(key: str, r: Mapping[str, Any]) -> None:
+    same_id(".query_id", r["query_id"], key)
+    if r["tp"] > min(r["num_pred"], r["num_gt"]):
+        raise refuse(".tp", f"at most num_pred ({r['num_pred']}) and num_gt ({r['num_gt']})", r["tp"])
+    if r["is_negative"] != (r["num_gt"] == 0):
+        raise refuse(".is_negative", f"{r['num_gt'] == 0} (num_gt is {r['num_gt']})", r["is_negative"])
+
+
+QUERY_SCHEMA = RecordSchema(QUERY_RECORD, (_query_invariants,))
+TRACK_SCHEMA = RecordSchema(TRACK_RECORD, (_track_invariants,))
 
 
 def _no_config(name: str, config: str | None) -> None:
@@ -21,9 +66,21 @@ def _no_config(name: str, config: str | None) -> None:
 
 
 def _query_score_from_state(state: Mapping[str, Any]) -> m.QueryScore:
+    """A checked :data:`QUERY_RECORD` as a :class:`~perckit.r4d_bench.metrics.QueryScore`."""
     fields = dict(state)
-    fields["frame_ious"] = [(int(f), float(v)) for f, v in fields.get("frame_ious", [])]
+    fields["frame_ious"] = [(f, v) for f, v in fields["frame_ious"]]
     return m.QueryScore(**fields)
+
+
+def _features(prediction: str, reference: str):
+    """The declared input features of a metric module (``perckit.r4d_bench.features``, imported when needed)."""
+
+    def features() -> tuple:
+        from . import features as feats
+
+        return getattr(feats, prediction)(), getattr(feats, reference)()
+
+    return features
 
 
 def _mask_options(options: Mapping[str, Any]) -> m.MaskTemporalOptions:
@@ -47,8 +104,8 @@ def mask_temporal_core(config: str | None = None) -> MetricCore:
     return MetricCore(
         name="mask_temporal", config=None, id_key="query_id", prepare=_mask_options,
         score=lambda p, r, opts: m.score_query(p, r, opts), reduce=_counting_missing(m.reduce_mask_temporal),
-        record_to_state=asdict, record_from_state=_query_score_from_state,
-        strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
+        record_to_state=asdict, record_from_state=_query_score_from_state, record_schema=lambda opts: QUERY_SCHEMA,
+        features=_features("mask_temporal_prediction_schema", "mask_temporal_reference_schema"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
         empty_hint=m.MASK_EMPTY_HINT, lax_option="strict=False",
     )
 
@@ -64,7 +121,7 @@ def track_id_core(config: str | None = None) -> MetricCore:
     return MetricCore(
         name="track_id", config=None, id_key="query_id", prepare=_track_options,
         score=lambda p, r, opts: m.score_track_query(p, r), reduce=_counting_missing(m.reduce_track_id),
-        record_to_state=asdict, record_from_state=lambda state: m.TrackScore(**state),
-        strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
+        record_to_state=asdict, record_from_state=lambda state: m.TrackScore(**state), record_schema=lambda opts: TRACK_SCHEMA,
+        features=_features("track_id_prediction_schema", "track_id_reference_schema"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
         empty_hint=m.TRACK_EMPTY_HINT, lax_option="strict=False",
     )

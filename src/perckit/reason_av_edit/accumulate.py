@@ -3,7 +3,8 @@
 The per-sample record is the metric's own :class:`~.metrics.SampleScore` (exact integer pixel counts, per-sample
 tIoUs and offsets, the Which-Acc rule, what each side provided), made by :func:`~.metrics.score_sample` as soon as a
 prediction meets its reference; the media (mask videos, reasoning audio, as bytes or paths) are decoded then and
-never kept in the record. The reduce is :func:`~.metrics.reduce_scores` (``fmean`` on ``math.fsum`` and integer
+never kept in the record (read from a state, a record is checked against :data:`RECORD` and its invariants first).
+The reduce is :func:`~.metrics.reduce_scores` (``fmean`` on ``math.fsum`` and integer
 counts: any order of the samples gives the same numbers), so :meth:`~perckit.accumulate.Accumulator.compute` equals
 :func:`~.metrics.av_reasoning` exactly.
 
@@ -15,17 +16,54 @@ keep the state in memory), while ``state_dict`` works.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, fields
 from typing import Any, Mapping
 
 import numpy as np
 
-from ..accumulate import Item, MetricCore
+from ..accumulate import COUNT, FLAG, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, check_options
+from ..feature_check import Nullable, Scalar
 from . import metrics as m
 
 #: the fields of a :class:`~.metrics.SampleScore` record, in declaration order
 RECORD_FIELDS = tuple(f.name for f in fields(m.SampleScore))
+
+#: A :class:`~.metrics.SampleScore` as a state holds it: ``None`` where the sample has no such value; the IoUs,
+#: tIoUs, background leak and the pixel counts in their ranges, the A/V offsets in seconds >= 0.
+RECORD = {
+    "sample_id": TEXT, "category": TEXT, "sub_track": TEXT,
+    **{k: Nullable(FLAG) for k in ("visual_null", "visual_null_correct", "audio_null", "audio_null_correct", "video_null",
+                                   "video_null_correct", "which_correct")},
+    "visual_intersection": Nullable(COUNT), "visual_union": Nullable(COUNT),
+    **{k: Nullable(UNIT) for k in ("visual_iou", "visual_iou_with_null", "bg_leak", "audio_tiou", "audio_tiou_hull", "audio_tf_iou",
+                                   "video_tiou", "video_tiou_hull", "av_support_tiou")},
+    **{k: Nullable(Scalar("float64", 0, math.inf)) for k in ("av_onset_offset_abs_s", "av_support_offset_s")},
+    "which_rule": TEXT,
+    **{k: FLAG for k in ("av_undefined", "pred_mask", "pred_audio", "pred_window", "pred_video", "ref_mask", "ref_audio",
+                         "ref_video", "video_unavailable")},
+}
+
+
+def _invariants(key: str, r: Mapping[str, Any]) -> None:
+    """The rules :func:`~.metrics.score_sample` keeps: the visual counts with their IoU, the Which-Acc rule."""
+    same_id(".sample_id", r["sample_id"], key)
+    inter, union, iou = r["visual_intersection"], r["visual_union"], r["visual_iou"]
+    if (inter is None) != (iou is None) or (union is None) != (iou is None):
+        raise refuse(".visual_iou", "null exactly when visual_intersection and visual_union are", iou)
+    if iou is not None:
+        if not 0 < union or inter > union:
+            raise refuse(".visual_intersection", f"at most the union ({union}), which is > 0", inter)
+        if iou != inter / union:
+            raise refuse(".visual_iou", f"visual_intersection / visual_union = {inter / union!r}", iou)
+    if r["which_rule"] not in m.RULES:
+        raise refuse(".which_rule", f"one of {list(m.RULES)}", r["which_rule"])
+    if (r["which_correct"] is None) != (r["which_rule"] == "unscored"):
+        raise refuse(".which_correct", "null exactly when which_rule is 'unscored'", r["which_correct"])
+
+
+SCHEMA = RecordSchema(RECORD, (_invariants,))
 
 
 def _options(options: Mapping[str, Any]) -> m.AVReasoningOptions:
@@ -45,16 +83,14 @@ def _record_to_state(record: m.SampleScore) -> dict:
 
 
 def _record_from_state(state: Any) -> m.SampleScore:
-    """The record back from :func:`_record_to_state`: exactly the :class:`~.metrics.SampleScore` fields, each a
-    scalar or null (a ``TypeError`` otherwise, which the loader reports as a bad state)."""
-    if not isinstance(state, Mapping):
-        raise TypeError(f"expected a dict of the SampleScore fields, got {type(state).__name__}")
-    if set(state) != set(RECORD_FIELDS):
-        raise TypeError(f"expected the SampleScore fields {sorted(RECORD_FIELDS)}, got {sorted(state)}")
-    for k, v in state.items():
-        if v is not None and not isinstance(v, (bool, int, float, str)):
-            raise TypeError(f"field {k!r}: expected a scalar or null, got {type(v).__name__}")
+    """A checked :data:`RECORD` (:data:`SCHEMA`) as a :class:`~.metrics.SampleScore`."""
     return m.SampleScore(**state)
+
+
+def _features() -> tuple:
+    from . import features as feats
+
+    return feats.prediction_schema(), feats.reference_schema()
 
 
 def _reduce(items: list[Item], opts: m.AVReasoningOptions) -> dict:
@@ -68,6 +104,7 @@ def av_reasoning_core(config: str | None = None) -> MetricCore:
     return MetricCore(
         name="av_reasoning", config=None, id_key="sample_id", prepare=_options,
         score=lambda p, r, opts: m.score_sample(p, r, opts), reduce=_reduce,
-        record_to_state=_record_to_state, record_from_state=_record_from_state,
+        record_to_state=_record_to_state, record_from_state=_record_from_state, record_schema=lambda opts: SCHEMA,
+        features=_features,
         strict=lambda opts: True, empty_hint=m.EMPTY_PREDICTION, lax_option=None,
     )

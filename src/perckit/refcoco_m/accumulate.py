@@ -8,10 +8,15 @@ same rows; only ``per_example`` follows the order the pairs were completed in. T
 reference without a prediction is a :class:`~perckit.errors.PredictionError` at ``compute`` (an empty mask is
 the "no object" answer).
 
-A saved state (:meth:`~perckit.accumulate.Accumulator.save`, JSON) holds the rows still waiting for their other
-half as they came: masks as compressed RLE with str counts save and load exactly; bytes counts are refused by
-``save``, and a binary-array mask would come back as nested lists (read as polygons), so give pending predictions
-as RLE (:func:`perckit.rle.encode`) before saving, or keep the state in memory (``state_dict``).
+In a state, a record is ``[expression_id, category, supercategory, intersection, union, iou]``, checked against
+:data:`RECORD` and its invariants before it loads (:func:`perckit.accumulate.check_records`): the id is the one
+it is recorded under, ``0 <= intersection <= union`` as integers, and ``iou`` is ``intersection / union`` (the
+option ``empty_union_iou`` when the union is empty), exactly as the metric computes it.
+
+A state holds the rows still waiting for their other half as they came, and loads them only in the metric's
+declared form (what ``add_batch`` takes: masks as compressed RLE with str counts): bytes counts are refused by
+``save`` and by ``load_state_dict``, and a binary-array mask would come back as nested lists, so give pending
+predictions as RLE (:func:`perckit.rle.encode`) before taking the state, or update with both halves.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import segmentation as seg
-from ..accumulate import Item, MetricCore
+from ..accumulate import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, PredictionError, check_options
+from ..feature_check import Positional
 from . import metrics as m
 
 NAME = "refer_iou"
@@ -66,18 +72,36 @@ def _to_state(record: ExpressionRecord) -> list:
     return [record.expression_id, record.category, record.supercategory, int(s.intersection), int(s.union), float(s.iou)]
 
 
+#: A record as a state holds it (:func:`_to_state`).
+RECORD = Positional({"expression_id": TEXT, "category": TEXT, "supercategory": TEXT, "intersection": COUNT, "union": COUNT,
+                     "iou": UNIT})
+
+
+def _schema(opts: m.ReferIoUOptions) -> RecordSchema:
+    """:data:`RECORD` and its invariants under ``opts`` (the IoU of an empty union is ``opts.empty_union_iou``)."""
+
+    def invariants(key: str, r: list) -> None:
+        eid, _, _, inter, union, iou = r
+        same_id(".expression_id", eid, key)
+        if inter > union:
+            raise refuse(".intersection", f"at most the union ({union})", inter)
+        want = seg.pair_iou(inter, union, opts.empty_union_iou)
+        if iou != want:
+            raise refuse(".iou", f"intersection / union = {want!r}" if union else f"empty_union_iou = {want!r} (an empty union)", iou)
+
+    return RecordSchema(RECORD, (invariants,))
+
+
 def _from_state(state: Any) -> ExpressionRecord:
-    """A record from ``[expression_id, category, supercategory, intersection, union, iou]`` (checked)."""
-    if not isinstance(state, list) or len(state) != 6:
-        raise ValueError(f"expected [expression_id, category, supercategory, intersection, union, iou], got {state!r}")
+    """A checked :data:`RECORD` as an :class:`ExpressionRecord`."""
     eid, category, supercategory, inter, union, iou = state
-    if not all(isinstance(v, str) for v in (eid, category, supercategory)):
-        raise TypeError(f"expected the id, category and supercategory as strings, got {state[:3]!r}")
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (inter, union)) or inter > union:
-        raise ValueError(f"expected intersection <= union as integers >= 0, got {inter!r} and {union!r}")
-    if isinstance(iou, bool) or not isinstance(iou, (int, float)) or not 0.0 <= float(iou) <= 1.0:
-        raise ValueError(f"expected an IoU in [0, 1], got {iou!r}")
     return ExpressionRecord(eid, category, supercategory, seg.PairScore(inter, union, float(iou)))
+
+
+def _features() -> tuple:
+    from . import features as feats
+
+    return feats.prediction_schema(), feats.reference_schema()
 
 
 def refer_iou_core(config: str | None = None) -> MetricCore:
@@ -86,6 +110,6 @@ def refer_iou_core(config: str | None = None) -> MetricCore:
         raise OptionError(f"metric {NAME!r} has no configs, got config {config!r}")
     return MetricCore(
         name=NAME, config=None, id_key="expression_id", prepare=_options, score=_score, reduce=_reduce,
-        record_to_state=_to_state, record_from_state=_from_state,
+        record_to_state=_to_state, record_from_state=_from_state, record_schema=_schema, features=_features,
         strict=lambda opts: True, empty_hint=seg.EMPTY_MASK_HINT, lax_option=None,
     )

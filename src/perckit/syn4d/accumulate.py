@@ -19,6 +19,15 @@ The failure policy is today's, with today's messages:
   same message at ``compute``;
 - lax (``strict=False``): each becomes a failure record and the sequence is left out of the means.
 
+A record read from a state is checked against its declared schema before it loads (:func:`record_schema`, by
+:func:`perckit.accumulate.check_records`): a scored row with exactly the keys of its task under the options
+(the ``acc_<t>m`` keys of ``tracking_thresholds_m``, the ``dynamic_*`` keys all or none), each value in its
+documented range (accuracies, APD, AUCs, deltas, the score and coverage in [0, 1]; errors >= 0, or infinite or
+NaN where an overflow in the metric's float math made them so (:func:`perckit.syn4d.metrics.mean_rows` leaves
+those out); angles in [0, 180] or NaN; alignment scales any number; counts integers), its coverage entry (tracking
+and depth) consistent with the row (same sequence, ``scored`` the row's count, ``scored <= gt_valid``,
+``coverage = scored / gt_valid``); or, in lax mode only, the one failure record of the sequence (this task).
+
 Pending rows (one side not in yet) hold the raw arrays: :meth:`~perckit.accumulate.Accumulator.save` writes them
 as JSON lists (exact for float32 / float64 values, NaN kept), which is large for depth maps; save after the pairs
 are complete where possible.
@@ -26,14 +35,16 @@ are complete where possible.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..accumulate import Item, MetricCore
+from ..accumulate import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError
+from ..feature_check import Nullable, OptionalKey, Scalar
 from . import coverage as cov
 from . import metrics as m
 from .failures import FailurePolicy
@@ -102,22 +113,96 @@ def _to_state(record: SequenceRecord) -> dict:
     return {"row": _plain(record.row), "coverage": _plain(record.coverage), "failures": _plain(record.failures)}
 
 
+#: An error (a distance, a depth error): >= 0; infinite or NaN only where the metric's float math overflowed
+#: (:func:`perckit.syn4d.metrics.mean_rows` leaves non-finite values out of the means).
+ERROR = Scalar("float64", 0, math.inf, nan=True)
+#: An angle in degrees (an arccos); NaN where it is undefined (a zero translation) or the math overflowed.
+DEGREES = Scalar("float64", 0, 180, nan=True)
+#: A fitted scale or shift: any number.
+ANY = Scalar("float64", -math.inf, math.inf, nan=True)
+
+
+def row_feature(task: str, opts: m.Syn4DOptions) -> dict:
+    """The declared row of ``task`` under ``opts`` (:func:`perckit.syn4d.metrics.score_sequence`'s keys)."""
+    ident = {"sequence_id": TEXT, "variant": TEXT, "scene": TEXT}
+    if task == "tracking":
+        subset = lambda prefix, wrap: {  # noqa: E731
+            **{f"{prefix}acc_{t:g}m": wrap(UNIT) for t in opts.tracking_thresholds_m},
+            f"{prefix}apd": wrap(UNIT), f"{prefix}epe": wrap(ERROR), f"{prefix}count": wrap(Scalar("int64", 1)),
+        }
+        return {**ident, "scale": Scalar("float64", 0, math.inf, nan=True), **subset("", lambda f: f),
+                **subset("dynamic_", OptionalKey), "dynamic_query_fraction": UNIT, "score": UNIT}
+    if task == "depth":
+        return {**ident, **{k: ERROR for k in ("abs_rel", "sq_rel", "rmse", "rmse_log", "silog")},
+                **{k: UNIT for k in ("delta1", "delta2", "delta3")}, "scale": ANY, "shift": ANY, "valid_pixels": Scalar("int64", 1)}
+    return {**ident, **{k: ERROR for k in ("ate_rmse", "position_mean", "position_median", "rpe_translation_rmse")},
+            **{k: DEGREES for k in ("rotation_mean_deg", "rotation_median_deg", "rpe_rotation_mean_deg", "translation_direction_mean_deg")},
+            **{k: UNIT for k in ("auc_5deg", "auc_10deg", "auc_20deg")}, "alignment_scale": ANY, "num_frames": Scalar("int64", 3)}
+
+
+#: A coverage entry (:func:`perckit.syn4d.coverage.sequence_entry`).
+COVERAGE_ENTRY = {"sequence_id": TEXT, "scored": COUNT, "gt_valid": COUNT, "coverage": Nullable(UNIT)}
+#: A lax-mode failure record (:class:`perckit.syn4d.failures.FailurePolicy`): ``task`` absent for a missing prediction.
+FAILURE = {"sequence_id": TEXT, "task": OptionalKey(TEXT), "reason": TEXT}
+
+
+def record_schema(task: str, opts: m.Syn4DOptions) -> RecordSchema:
+    """A :class:`SequenceRecord` of ``task`` as a state holds it (:func:`_to_state`), under ``opts``."""
+    row_keys = row_feature(task, opts)
+    feature = {"row": Nullable(row_keys), "coverage": Nullable(COVERAGE_ENTRY), "failures": [FAILURE]}
+    count = "count" if task == "tracking" else "valid_pixels"
+    dynamic = [k for k, f in row_keys.items() if isinstance(f, OptionalKey)]
+
+    def invariants(key: str, r: Mapping) -> None:
+        row, entry, failures = r["row"], r["coverage"], r["failures"]
+        if row is None:
+            if opts.strict:
+                raise refuse(".row", "a scored row (strict mode records no failures)", row)
+            if entry is not None:
+                raise refuse(".coverage", "null (a failed sequence has no coverage)", entry)
+            if len(failures) != 1:
+                raise refuse(".failures", "the one failure record of the sequence", failures)
+            same_id(".failures[0].sequence_id", failures[0]["sequence_id"], key)
+            if failures[0].get("task", task) != task:
+                raise refuse(".failures[0].task", repr(task), failures[0]["task"])
+            return
+        same_id(".row.sequence_id", row["sequence_id"], key)
+        if failures:
+            raise refuse(".failures", "none (the sequence was scored)", failures)
+        given = [k for k in dynamic if k in row]
+        if given and len(given) != len(dynamic):
+            raise refuse(".row", f"all of {dynamic} or none", given)
+        if given and row["dynamic_count"] > row["count"]:
+            raise refuse(".row.dynamic_count", f"at most count ({row['count']})", row["dynamic_count"])
+        if task not in cov.TASKS:
+            if entry is not None:
+                raise refuse(".coverage", f"null (no coverage for {task})", entry)
+            return
+        if entry is None:
+            raise refuse(".coverage", "the coverage entry of the scored row", entry)
+        same_id(".coverage.sequence_id", entry["sequence_id"], key)
+        if entry["scored"] != row[count]:
+            raise refuse(".coverage.scored", f"the row's {count} ({row[count]})", entry["scored"])
+        if entry["scored"] > entry["gt_valid"]:
+            raise refuse(".coverage.scored", f"at most gt_valid ({entry['gt_valid']})", entry["scored"])
+        want = entry["scored"] / entry["gt_valid"] if entry["gt_valid"] else None
+        if entry["coverage"] != want:
+            raise refuse(".coverage.coverage", f"scored / gt_valid = {want!r}", entry["coverage"])
+
+    return RecordSchema(feature, (invariants,))
+
+
 def _from_state(state: Any) -> SequenceRecord:
-    """A record from ``{"row", "coverage", "failures"}`` (checked: a row or failures, never both)."""
-    if not isinstance(state, Mapping) or set(state) != {"row", "coverage", "failures"}:
-        raise ValueError(f"expected {{'row', 'coverage', 'failures'}}, got {state!r}")
+    """A checked record (:func:`record_schema`) as a :class:`SequenceRecord`."""
     row, entry, failures = state["row"], state["coverage"], state["failures"]
-    if row is not None and (not isinstance(row, Mapping) or not all(isinstance(row.get(k), str) for k in ("sequence_id", "variant", "scene"))):
-        raise ValueError(f"'row': expected null or a row with string sequence_id, variant and scene, got {row!r}")
-    if entry is not None and (row is None or not isinstance(entry, Mapping) or entry.get("sequence_id") != row["sequence_id"]):
-        raise ValueError(f"'coverage': expected null or the entry of the row's sequence, got {entry!r}")
-    if not isinstance(failures, list) or not all(isinstance(f, Mapping) and isinstance(f.get("sequence_id"), str)
-                                                 and isinstance(f.get("reason"), str) for f in failures):
-        raise ValueError(f"'failures': expected a list of {{sequence_id, reason}} records, got {failures!r}")
-    if (row is None) == (not failures):
-        raise ValueError("expected either a scored row or failure records")
     return SequenceRecord(dict(row) if row is not None else None, dict(entry) if entry is not None else None,
                           tuple(dict(f) for f in failures))
+
+
+def _features(task: str) -> tuple:
+    from . import features as feats
+
+    return feats.prediction_schema(), feats.reference_schema(task)
 
 
 def syn4d_core(config: str | None = None) -> MetricCore:
@@ -127,6 +212,7 @@ def syn4d_core(config: str | None = None) -> MetricCore:
     return MetricCore(
         name=NAME, config=task, id_key="sequence_id", prepare=lambda options: m.Syn4DOptions.from_kwargs(**options),
         score=_make_score(task), reduce=_make_reduce(task), record_to_state=_to_state, record_from_state=_from_state,
+        record_schema=lambda opts: record_schema(task, opts), features=lambda: _features(task),
         # never "strict" for the accumulator: a missing prediction goes through the failure policy in score()
         # (strict raises today's "<sequence_id>: missing prediction", lax records the failure)
         strict=lambda opts: False,
