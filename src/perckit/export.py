@@ -244,20 +244,56 @@ def _commit(staging, real: Path, given: str, benchmark: str, config: str, entrie
     sw.install(staging, real, old_owned, owned_files(state), log)
 
 
-def load_export(export_dir: str | Path, config: str | None = None, split: str | None = None,
+def split_names(split: Any) -> list[str]:
+    """The split names a ``datasets`` split argument refers to: ``"test"``, ``"test[:10]"``, ``"train+test[50%:]"``
+    (a ``datasets.ReadInstruction`` or ``NamedSplit`` too); :class:`~perckit.errors.OptionError` for anything else."""
+    import re
+
+    spec = split.to_spec() if hasattr(split, "to_spec") else str(split) if isinstance(split, (str, datasets.NamedSplit)) else None
+    parts = [re.fullmatch(r"\s*(\w+(?:\.\w+)*)\s*(?:\[[^\[\]]*\])?\s*", p, re.ASCII) for p in spec.split("+")] if spec else [None]
+    if not all(parts):
+        raise OptionError(f"split: expected a split name such as 'test' (or 'test[:10]', 'train+test'), got {split!r}")
+    return list(dict.fromkeys(m.group(1) for m in parts))
+
+
+def load_files(layout, config: str | None = None, split: Any = None,
+               cache_dir: str | Path | None = None) -> datasets.Dataset | datasets.DatasetDict:
+    """The rows of ``config`` (default: the export's default) of an export (``layout``:
+    :func:`perckit.export_state.export_layout`), ``split`` a ``datasets`` split argument (``None``: every split, a
+    ``DatasetDict``). Only the shards the record (else the card) names are read, each checked first
+    (:meth:`perckit.export_state.ExportLayout.files`); they are loaded by the packaged ``parquet`` builder with those
+    files and nothing else (never the folder's own card), which takes the features from the shards' ``huggingface``
+    schema metadata (the features perckit wrote)."""
+    name = layout.config_name(config)
+    files = layout.files(name, None if split is None else split_names(split))
+    data_files = {s: [str(p) for p in paths] for s, paths in files.items()}
+    return datasets.load_dataset("parquet", name=name, data_files=data_files, split=split,
+                                 cache_dir=str(cache_dir) if cache_dir else None)
+
+
+def load_export(export_dir: str | Path, config: str | None = None, split: Any = None,
                 cache_dir: str | Path | None = None, benchmark: str | None = None) -> datasets.Dataset | datasets.DatasetDict:
-    """A config of a perckit export, loaded with plain ``datasets.load_dataset`` (no script) and given back the
-    builder's row schema (:func:`perckit.export_hooks.load_back`: ReasonAVEdit's videos joined back from its
-    ``videos`` config, its audio as the builder's media storage), ready for the metrics' reference projectors.
-    The ``preview`` column, when present, stays as the last column. ``export_dir`` is a local export (its record
-    names the benchmark) or a local copy of a pushed one (``huggingface_hub.snapshot_download``: pass ``benchmark``)."""
+    """A config of a perckit export as the builder's rows: the export's own shards (:func:`load_files`: the ones its
+    record names, or for a copy without a record its card; every path inside the folder, every shard past the Parquet
+    size guard before anything decodes it), given back the builder's row schema
+    (:func:`perckit.export_hooks.load_back`: ReasonAVEdit's videos joined back from its ``videos`` config, its audio
+    as the builder's media storage), ready for the metrics' reference projectors. The ``preview`` column, when
+    present, stays as the last column. ``export_dir`` is a local export (its record names the benchmark) or a local
+    copy of a pushed one (``huggingface_hub.snapshot_download``: pass ``benchmark``)."""
     from . import export_hooks
+    from .export_state import export_layout
 
     export_dir = Path(export_dir)
+    if benchmark is None and not has_state(export_dir):
+        read_state(export_dir)  # its InputNotFoundError: no record names the benchmark (pass it for a Hub copy)
+    layout = export_layout(export_dir)
     if benchmark is None:
-        benchmark = read_state(export_dir)["benchmark"]
+        benchmark = layout.benchmark
+    elif layout.benchmark is not None and layout.benchmark != benchmark:
+        raise OptionError(f"benchmark {benchmark!r}: expected the benchmark of the export {str(export_dir)!r}, which its "
+                          f"{STATE_FILE} says is {layout.benchmark!r}")
     benchmarks.get(benchmark)  # an OptionError naming the known ones
-    ds = datasets.load_dataset(str(export_dir), config, split=split, cache_dir=str(cache_dir) if cache_dir else None)
+    ds = load_files(layout, config, split, cache_dir)
     if isinstance(ds, datasets.DatasetDict):
         return datasets.DatasetDict({k: export_hooks.load_back(benchmark, v, export_dir) for k, v in ds.items()})
     return export_hooks.load_back(benchmark, ds, export_dir)
