@@ -287,23 +287,30 @@ def test_a_shard_that_is_not_a_small_regular_parquet_file_is_refused(case, expor
 
 def test_a_media_value_naming_a_local_file_is_refused(export, tmp_path):
     """An ``image`` cell ``{bytes: null, path: '<a file of this machine>'}``: datasets' Image feature would open that
-    file on decode (before: the private picture came back in the rows); now the shard is refused."""
+    file on decode (before: the private picture came back in the rows). load_export refuses the rows before giving
+    them back (checked on the loaded table); write_task, which hands the shards to lmms-eval, refuses the shard."""
     from PIL import Image
+
+    from perckit import lmms_eval
 
     secret = tmp_path / "elsewhere" / "secret.png"
     Image.new("RGB", (7, 3), (1, 2, 3)).save(secret)
     table = pq.read_table(export / SHARD)
     i = table.schema.get_field_index("image")
-    cells = pa.array([{"bytes": None, "path": str(secret)}] * table.num_rows, table.schema.field(i).type)
-    pq.write_table(table.set_column(i, table.schema.field(i), cells), export / SHARD)
+    cells = pa.array([{"bytes": b"x", "path": "a.png"}] + [{"bytes": None, "path": str(secret)}] * (table.num_rows - 1),
+                     table.schema.field(i).type)
+    pq.write_table(table.set_column(i, table.schema.field(i), cells), export / SHARD, row_group_size=20)
     plain = datasets.load_dataset(str(export), "expressions", split="validation", cache_dir=str(tmp_path / "plain"))
-    assert plain[0]["image"].size == (7, 3)  # the attack, through plain datasets
+    assert plain[1]["image"].size == (7, 3)  # the attack, through plain datasets
+    says = (f"column 'image': expected every media value to carry its bytes (an export embeds them), got 46 naming a file "
+            f"by path alone, e.g. {str(secret)!r} (decoding would read that file from this machine)")
     with pytest.raises(ReleaseFormatError) as e:
         load(export, tmp_path)
-    assert str(e.value).startswith(f"{str(export)!r}: {SHARD}: row group 0, column 'image': expected every media value to "
-                                   f"carry its bytes (an export embeds them), got 47 naming a file by path alone, e.g. "
-                                   f"{str(secret)!r}")
-    assert nothing_loaded(tmp_path)
+    assert str(e.value) == f"export {str(export)!r}, config 'expressions', split 'validation': {says}"
+    with pytest.raises(ReleaseFormatError) as e:
+        lmms_eval.write_task("refcoco_m", export, tmp_path / "tasks")
+    assert str(e.value) == f"{str(export)!r}: {SHARD}: row group 0, {says.replace('got 46', 'got 19')}"
+    assert not list((tmp_path / "tasks").glob("*.yaml"))
 
 
 # ---------------------------------------------------------------- a shard that decodes to 1.2 GB, in bounded memory
@@ -440,6 +447,7 @@ def test_write_task_points_only_inside_the_export(template, tmp_path):
     ("configs: [{config_name: a, data_files: x}, {config_name: a, data_files: y}]", "configs[1].config_name: expected a config name"),
     ("configs: [{config_name: a, data_files: x, default: true}, {config_name: b, data_files: y, default: true}]", "configs: expected at most one default config"),
     ("configs: [{config_name: a, default: 'yes', data_files: x}]", "configs[0].default: expected true or false"),
+    ("configs: [{config_name: ../../x, data_files: x}]", "configs[0].config_name: expected a config name"),
     ("configs: [{config_name: a, data_files: 7}]", "configs[0].data_files: expected a path, a list of paths or a list of {split, path}"),
     ("configs: [{config_name: a, data_files: [{split: test, path: x, extra: 1}]}]", "configs[0].data_files[0]: expected {split, path}"),
     ("configs: [{config_name: a, data_files: [{split: '../x', path: x}]}]", "configs[0].data_files[0].split: expected a split name"),
@@ -448,7 +456,7 @@ def test_write_task_points_only_inside_the_export(template, tmp_path):
     ("configs: [unclosed", "expected YAML front matter, got a YAML error"),
     ("- a list", "expected a YAML mapping as front matter, got list"),
 ], ids=["configs-a-mapping", "data-dir", "no-data-files", "config-twice", "two-defaults", "default-a-string",
-        "data-files-an-int", "extra-key", "split-dotdot", "empty-path-list", "nul-byte", "yaml-error", "not-a-mapping"])
+        "config-name-a-path", "data-files-an-int", "extra-key", "split-dotdot", "empty-path-list", "nul-byte", "yaml-error", "not-a-mapping"])
 def test_the_card_configs_are_checked_naming_the_field(front, says, tmp_path):
     (tmp_path / "README.md").write_text(f"---\n{front}\n---\nbody\n")
     with pytest.raises(ReleaseFormatError) as e:

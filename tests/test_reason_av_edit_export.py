@@ -320,8 +320,10 @@ def test_load_back_reads_only_the_export(case, record, small_export, tmp_path):
     else:
         _rewrite_shard(root, lambda t: t.set_column(t.schema.get_field_index("video"), "video", pa.array(
             [{"bytes": None, "path": str(outside / "private.mp4")}] * t.num_rows, t.schema.field("video").type)))
-        error, says = ReleaseFormatError, (f"{str(root)!r}: videos/test-00000-of-00001.parquet: row group 0, column 'video': "
-                                           "expected every media value to carry its bytes")
+        sid = _columns(ds, ["sample_id"])["sample_id"][0]
+        error, says = ReleaseFormatError, (f"reason_av_edit export {str(root)!r}: sample {sid!r}, column 'video' "
+                                           "(videos/test-00000-of-00001.parquet): expected the clip's bytes (an export embeds "
+                                           f"them), got only the path {str(outside / 'private.mp4')!r}")
     if not record:
         (root / STATE_FILE).unlink()
     with pytest.raises(error) as e:

@@ -263,12 +263,19 @@ def load_files(layout, config: str | None = None, split: Any = None,
     ``DatasetDict``). Only the shards the record (else the card) names are read, each checked first
     (:meth:`perckit.export_state.ExportLayout.files`); they are loaded by the packaged ``parquet`` builder with those
     files and nothing else (never the folder's own card), which takes the features from the shards' ``huggingface``
-    schema metadata (the features perckit wrote)."""
+    schema metadata (the features perckit wrote). Before the rows are given back, no media value may name a file by
+    path alone (:func:`perckit.export_parquet.check_media_table`, on the loaded table: datasets would read that file
+    from this machine on decode)."""
+    from .export_parquet import check_media_table
+
     name = layout.config_name(config)
-    files = layout.files(name, None if split is None else split_names(split))
+    files = layout.files(name, None if split is None else split_names(split), media=False)
     data_files = {s: [str(p) for p in paths] for s, paths in files.items()}
-    return datasets.load_dataset("parquet", name=name, data_files=data_files, split=split,
-                                 cache_dir=str(cache_dir) if cache_dir else None)
+    ds = datasets.load_dataset("parquet", name=name, data_files=data_files, split=split,
+                               cache_dir=str(cache_dir) if cache_dir else None)
+    for s, part in (ds.items() if isinstance(ds, datasets.DatasetDict) else [(split, ds)]):
+        check_media_table(part.data, f"export {str(layout.root)!r}, config {name!r}, split {str(s)!r}: ")
+    return ds
 
 
 def load_export(export_dir: str | Path, config: str | None = None, split: Any = None,

@@ -539,13 +539,15 @@ def read_card_configs(export_dir: str | os.PathLike) -> dict[str, CardConfig] | 
 
     The card is untrusted (a Hub copy has no record; anyone can edit a card): it must be a regular file inside
     the export folder of at most :data:`MAX_CARD_BYTES`, UTF-8, its front matter a YAML mapping (safe loader);
-    ``configs`` a list of mappings with a ``config_name`` (default ``default``, once each), an optional boolean
+    ``configs`` a list of mappings with a ``config_name`` (default ``default``; once each, of the record's name rule:
+    letters, digits, ``_``, ``.``, ``-``, so no path reaches ``datasets``' cache names), an optional boolean
     ``default`` (at most one), no ``data_dir``, and ``data_files`` (see :func:`_card_data_files`) whose every
     path or pattern is relative and stays inside the folder lexically (no ``..``, no absolute path or drive
     letter, no URL; at most :data:`MAX_CARD_ENTRIES`). What the patterns match is resolved later
     (:meth:`perckit.export_state.ExportLayout.files`). Errors: :class:`~perckit.errors.ReleaseFormatError`
     naming the card and the field, e.g. ``'<export>/README.md' configs[0].data_files[1].path: expected a path
     inside the export folder, got '../elsewhere/private.parquet' (a '..' component leaves it)``."""
+    from .export_state import CONFIG_NAME
     from .paths import resolve_under
 
     root = Path(export_dir)
@@ -568,8 +570,9 @@ def read_card_configs(export_dir: str | os.PathLike) -> dict[str, CardConfig] | 
         if not isinstance(c, dict):
             raise _card_fail(at, "a mapping {config_name, data_files}", c)
         name = c.get("config_name", "default")
-        if not isinstance(name, str) or not name.strip() or len(name) > 128 or name in out:
-            raise _card_fail(f"{at}.config_name", "a config name of at most 128 characters, once per card", name)
+        if not isinstance(name, str) or not CONFIG_NAME.match(name) or name in out:
+            raise _card_fail(f"{at}.config_name", "a config name of letters, digits, '_', '.', '-' (at most 128), once per "
+                                                  "card", name)
         default = c.get("default", False)
         if not isinstance(default, bool):
             raise _card_fail(f"{at}.default", "true or false", default)

@@ -207,13 +207,32 @@ def _first_path_only(arr: pa.Array) -> tuple[int, str | None]:
     return 0, None
 
 
+def check_media_table(table, where: str) -> None:
+    """Refuse a table (a ``pyarrow.Table``, or the Arrow table of a loaded ``datasets.Dataset``: ``ds.data``) holding a
+    media value ``{bytes: null, path: "<a file>"}`` at any depth: datasets' ``Image`` / ``Audio`` / ``Video`` decode
+    such a value by opening ``path`` on this machine (or fetching it, for a URL), so a row of a stranger's export could
+    read any local file. An export perckit wrote embeds every file's bytes (:func:`write_split`), so its rows pass.
+    On a memory-mapped table this reads the validity bitmaps and the path offsets, not the bytes.
+    ``ReleaseFormatError`` naming ``where``, the column, how many values and the first path."""
+    from .errors import ReleaseFormatError
+
+    for name in table.column_names:
+        count, first = 0, None
+        for chunk in table.column(name).chunks:
+            n, path = _first_path_only(chunk)
+            count, first = count + n, first if first is not None else path
+        if count:
+            raise ReleaseFormatError(
+                f"{where}column {name!r}: expected every media value to carry its bytes (an export embeds them), got "
+                f"{count} naming a file by path alone, e.g. {str(first)[:200]!r} (decoding would read that file "
+                "from this machine)")
+
+
 def check_media_bytes(pf, where: str) -> None:
-    """Refuse a Parquet file (``pyarrow.parquet.ParquetFile``, already past :func:`perckit.parquetio.open_parquet`)
-    holding a media value ``{bytes: null, path: "<a file>"}``: datasets' ``Image`` / ``Audio`` / ``Video`` decode
-    such a value by opening ``path`` on this machine (or fetching it, for a URL), so a row of a stranger's export
-    could read any local file. Every struct of exactly the fields ``bytes`` and ``path`` is read (only those
-    leaves, one row group at a time); an export perckit wrote embeds every file's bytes (:func:`write_split`),
-    so its shards pass. ``ReleaseFormatError`` naming ``where``, the row group and the column."""
+    """:func:`check_media_table` on a Parquet file (``pyarrow.parquet.ParquetFile``, already past
+    :func:`perckit.parquetio.open_parquet`) that is not loaded here (``write_task`` hands the files to lmms-eval):
+    every struct of exactly the fields ``bytes`` and ``path`` is read, only those leaves, one row group at a time.
+    The message names ``where`` and the row group."""
     from .errors import ReleaseFormatError
 
     prefixes = _media_prefixes(pf)
@@ -225,14 +244,7 @@ def check_media_bytes(pf, where: str) -> None:
         except (pa.ArrowException, OSError, ValueError) as e:
             raise ReleaseFormatError(f"{where}: row group {g}: the media columns {prefixes} cannot be read "
                                      f"({type(e).__name__}: {str(e)[:200]})") from None
-        for name in table.column_names:
-            for chunk in table.column(name).chunks:
-                count, first = _first_path_only(chunk)
-                if count:
-                    raise ReleaseFormatError(
-                        f"{where}: row group {g}, column {name!r}: expected every media value to carry its bytes (an "
-                        f"export embeds them), got {count} naming a file by path alone, e.g. {str(first)[:200]!r} "
-                        "(decoding would read that file from this machine)")
+        check_media_table(table, f"{where}: row group {g}, ")
 
 
 def _embed_top_level_media(columns: list[str]) -> Callable[[pa.Table], pa.Table]:

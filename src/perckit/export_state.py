@@ -32,8 +32,9 @@ push`` uploads the card and the shards, not the record) from the card's YAML ``c
 (:func:`perckit.export_card.read_card_configs`), never from wherever ``datasets.load_dataset(folder)`` would follow
 the card. Every path and every match of a pattern is resolved under the export folder (no ``..``, no absolute
 path, no symbolic link out of it; a Hub snapshot's links into its own ``blobs/`` are accepted), and every shard
-is opened as a regular file and passes the Parquet size guard (:func:`perckit.parquetio.open_parquet`) and the
-media check (:func:`perckit.export_parquet.check_media_bytes`) before anything decodes it. With a record the card
+is opened as a regular file and passes the Parquet size guard (:func:`perckit.parquetio.open_parquet`) before
+anything decodes it, and no media value may name a file by path alone (:func:`perckit.export_parquet.check_media_table`:
+on the shards, or on the rows a reader loads). With a record the card
 is checked too (the entry of the config being read), so a card edited to point out of the folder is refused
 either way.
 
@@ -68,7 +69,7 @@ MAX_STATE_BYTES = 16 << 20
 #: counts above this are not sizes of anything real
 MAX_COUNT = 2**63 - 1
 
-_CONFIG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+CONFIG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 SPLIT_NAME = re.compile(r"^\w{1,128}(\.\w{1,128})*$", re.ASCII)
 _RESERVED = {"README.md", STATE_FILE}
 #: longest ``description`` / ``viewer.reason`` kept in a record (the card shows them)
@@ -193,7 +194,7 @@ def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dic
     allowed = _CONFIG_KEYS | (_CONFIG_KEYS_V2 if version >= 2 else set())
     for name, c in configs.items():
         at = f"{where}: configs[{name!r}]"
-        if not _CONFIG_NAME.match(name):
+        if not CONFIG_NAME.match(name):
             raise _fail(f"{where}: 'configs'", "config names of letters, digits, '_', '.', '-'", name)
         if not isinstance(c, dict) or not _CONFIG_KEYS <= set(c) <= allowed:
             expected = "an object {default, dir, features, splits}"
@@ -361,9 +362,12 @@ class ExportLayout:
             return [s["name"] for s in self.record["configs"][name]["splits"]]
         return list(self.card[name].data_files)
 
-    def files(self, config: str | None = None, splits: list[str] | None = None) -> dict[str, list[Path]]:
+    def files(self, config: str | None = None, splits: list[str] | None = None, media: bool = True) -> dict[str, list[Path]]:
         """``{split: [shard path]}`` of ``config`` (default: :meth:`config_name`) for ``splits`` (default: all, in
-        order), every shard checked before anything decodes it (module docstring). Errors: an unknown config or
+        order), every shard checked before anything decodes it (module docstring). ``media=False`` leaves the media
+        check to a caller that loads the rows and checks them itself, where it is nearly free
+        (:func:`perckit.export.load_files`: the loaded table's validity bitmaps, not a second read of every media
+        byte; ReasonAVEdit's ``load_back``: each clip it joins). Errors: an unknown config or
         split, :class:`~perckit.errors.OptionError` listing what the export has; a path that leaves the folder
         (``..``, absolute, a symbolic link out, a pattern matching one), a file that is not a regular file or not
         Parquet, a column chunk over the Parquet guard's limit, a media value without its bytes:
@@ -392,7 +396,7 @@ class ExportLayout:
                 raise ReleaseFormatError(f"export {str(self.root)!r}, config {name!r}, split {split!r}: expected at most "
                                          f"{MAX_SPLIT_FILES} shard files, got {len(paths)}")
             for path in paths:
-                check_shard(self.root, path)
+                check_shard(self.root, path, media)
             out[split] = paths
         return out
 
@@ -432,16 +436,17 @@ def shard_label(root: Path, path: Path) -> str:
     return f"{str(root)!r}: {relative_label(path, root) or str(path)}"
 
 
-def check_shard(root: Path, path: Path) -> None:
+def check_shard(root: Path, path: Path, media: bool = True) -> None:
     """One shard of an export, before anything decodes it: a regular file, a readable Parquet file whose column
     chunks pass the size guard (:func:`perckit.parquetio.open_parquet`: the footer and the page headers), and
-    whose media values carry their bytes (:func:`perckit.export_parquet.check_media_bytes`)."""
+    (``media``) whose media values carry their bytes (:func:`perckit.export_parquet.check_media_bytes`)."""
     from .export_parquet import check_media_bytes
     from .parquetio import open_parquet
 
     where = shard_label(root, path)
     with open_parquet(path, where) as pf:
-        check_media_bytes(pf, where)
+        if media:
+            check_media_bytes(pf, where)
 
 
 def export_layout(export_dir: str | os.PathLike) -> ExportLayout:

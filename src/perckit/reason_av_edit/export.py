@@ -181,7 +181,8 @@ def _child_files(export_root: Path, ds: datasets.Dataset) -> list[str]:
     if split is None:
         raise ReleaseFormatError(f"reason_av_edit export {str(export_root)!r}: expected the rows' split ({name!r}) among the "
                                  f"{CHILD_CONFIG!r} splits {sorted(splits)}; load a split of the export by name")
-    return [relative_label(p, export_root) or str(p) for p in layout.files(CHILD_CONFIG, [split])[split]]
+    # media=False: every clip joined is checked for its bytes in _Clips.get, not by a second read of every shard
+    return [relative_label(p, export_root) or str(p) for p in layout.files(CHILD_CONFIG, [split], media=False)[split]]
 
 
 def _is_binary(t: pa.DataType) -> bool:
@@ -250,6 +251,9 @@ class _Clips:
         for col in self.columns:
             value = table.column(col)[offset].as_py()
             data = value.get("bytes") if value else None
+            if value and data is None and value.get("path"):  # datasets' Video would read that file from this machine
+                raise ReleaseFormatError(f"{where}, column {col!r} ({self.files[shard]}): expected the clip's bytes (an export "
+                                         f"embeds them), got only the path {str(value['path'])[:200]!r}")
             if data is not None and len(data) > MAX_MEDIA_FILE_BYTES:
                 raise ReleaseFormatError(f"{where}, column {col!r} ({self.files[shard]}): a clip of {len(data)} bytes, more "
                                          f"than the limit of {MAX_MEDIA_FILE_BYTES} bytes")
