@@ -528,3 +528,25 @@ def test_glob_under_matches_like_datasets_and_stays_inside(tmp_path):
         with pytest.MonkeyPatch.context() as m:
             m.setattr(paths, "MAX_GLOB_ENTRIES", 3)
             names("**/*")
+
+
+def test_the_media_check_walks_every_depth_and_only_media_structs():
+    """export_parquet.check_media_table: a {bytes, path} value with no bytes and a path is refused at any depth (in
+    lists, structs, lists of structs); the "not provided" marker (empty path), null values and structs that only look
+    alike (a path that is not text) pass; a column nested deeper than MAX_MEDIA_DEPTH is refused, not a RecursionError."""
+    from perckit.export_parquet import MAX_MEDIA_DEPTH, check_media_table
+
+    img = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    ok = pa.table({"image": pa.array([{"bytes": b"x", "path": "a.png"}, {"bytes": None, "path": ""}, None], img),
+                   "odd": pa.array([{"bytes": None, "path": 5}], pa.struct([("bytes", pa.binary()), ("path", pa.int64())])).take([0, 0, 0])})
+    check_media_table(ok, "w: ")
+    frames = pa.array([[], [{"image": {"bytes": None, "path": "/etc/hosts"}, "m": 1}]],
+                      pa.list_(pa.struct([("image", img), ("m", pa.int64())])))
+    with pytest.raises(ReleaseFormatError, match=r"^w: column 'frames': expected every media value to carry its bytes .* got 1 "
+                                                 r"naming a file by path alone, e.g. '/etc/hosts'"):
+        check_media_table(pa.table({"frames": frames}), "w: ")
+    t, v = pa.int64(), 1
+    for _ in range(MAX_MEDIA_DEPTH + 5):
+        t, v = pa.struct([("a", t)]), {"a": v}
+    with pytest.raises(ReleaseFormatError, match=f"^w: column 'deep': expected columns nested at most {MAX_MEDIA_DEPTH} levels deep"):
+        check_media_table(pa.table({"deep": pa.array([v], t)}), "w: ")

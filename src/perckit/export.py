@@ -18,6 +18,12 @@ folder as a perckit export; convert writes only into such a folder, an empty one
 export is assembled in a staging folder beside the target and swapped into place in one step
 (:mod:`perckit.export_swap`), so an interrupted conversion leaves the previous export (or none), never a
 half export, and the next run cleans up what the interrupted one left.
+
+Reading an export back (:func:`load_export`, :func:`load_files`) reads only the export: its shards are the ones
+:func:`perckit.export_state.export_layout` lists (the record's, else the card's ``data_files``, every path inside
+the folder, every shard past the Parquet size guard before anything decodes it), loaded with the packaged
+``parquet`` builder and those files, never with ``datasets.load_dataset(folder)``, which follows the card's
+``data_files`` wherever they point.
 """
 
 from __future__ import annotations

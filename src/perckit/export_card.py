@@ -14,6 +14,10 @@ does not show and why, the citation and the licence. It never dumps the features
 The record (``state``, see :mod:`perckit.export_state`) comes from the export folder and is untrusted: the
 text of its fields that the card shows (descriptions, Viewer reasons, column names) is capped, kept on one
 line, HTML-escaped and has its Markdown table pipes escaped. The text is deterministic for the same inputs.
+
+Reading a card back (:func:`read_card_configs`: a copy of a pushed export has no record, so its card names the
+files) treats it as untrusted too: a capped regular file, its ``configs`` checked field by field, every
+``data_files`` path relative and inside the export folder.
 """
 
 from __future__ import annotations

@@ -182,14 +182,27 @@ def _media_prefixes(pf) -> list[str]:
     return [p for p in prefixes if {leaf[len(p) + 1:] for leaf in leaves if leaf.startswith(p + ".")} == {"bytes", "path"}]
 
 
-def _first_path_only(arr: pa.Array) -> tuple[int, str | None]:
+def _is_bytes_or_text(t: pa.DataType) -> bool:
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+#: deepest nesting of structs and lists the media check walks (perckit's features nest under 10 levels)
+MAX_MEDIA_DEPTH = 64
+
+
+def _first_path_only(arr: pa.Array, depth: int = 0) -> tuple[int, str | None]:
     """(how many, the first) media values of ``arr`` that name a file by ``path`` and carry no ``bytes``, at any
     depth (structs and lists walked; an empty path, the "not provided" marker, does not count)."""
+    from .errors import ReleaseFormatError
+
+    if depth > MAX_MEDIA_DEPTH:
+        raise ReleaseFormatError(f"expected columns nested at most {MAX_MEDIA_DEPTH} levels deep, got deeper ones")
     t = arr.type
     if isinstance(t, pa.ExtensionType):
         return 0, None
     if pa.types.is_struct(t):
-        if {t.field(i).name for i in range(t.num_fields)} == {"bytes", "path"}:
+        names = {t.field(i).name: t.field(i).type for i in range(t.num_fields)}
+        if set(names) == {"bytes", "path"} and all(_is_bytes_or_text(x) for x in names.values()):
             path = pc.struct_field(arr, "path")
             named = pc.greater(pc.binary_length(path.cast(pa.large_binary())), 0)  # a non-empty path
             bad = pc.fill_null(pc.and_(pc.and_(pc.is_valid(arr), pc.is_null(pc.struct_field(arr, "bytes"))), named), False)
@@ -199,11 +212,11 @@ def _first_path_only(arr: pa.Array) -> tuple[int, str | None]:
             return count, path.filter(bad)[0].as_py()
         total, first = 0, None
         for i in range(t.num_fields):
-            n, f = _first_path_only(pc.struct_field(arr, [i]))
+            n, f = _first_path_only(pc.struct_field(arr, [i]), depth + 1)
             total, first = total + n, first if first is not None else f
         return total, first
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return _first_path_only(arr.flatten())
+        return _first_path_only(arr.flatten(), depth + 1)
     return 0, None
 
 
@@ -219,7 +232,10 @@ def check_media_table(table, where: str) -> None:
     for name in table.column_names:
         count, first = 0, None
         for chunk in table.column(name).chunks:
-            n, path = _first_path_only(chunk)
+            try:
+                n, path = _first_path_only(chunk)
+            except ReleaseFormatError as e:
+                raise ReleaseFormatError(f"{where}column {name!r}: {e}") from None
             count, first = count + n, first if first is not None else path
         if count:
             raise ReleaseFormatError(
