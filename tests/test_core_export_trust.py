@@ -257,7 +257,23 @@ def test_a_missing_shard_or_a_pattern_matching_nothing_is_named(export, tmp_path
         load(export, tmp_path)
 
 
-@pytest.mark.parametrize("case", ["not-parquet", "a-fifo", "a-folder", "lying-footer"])
+def _corrupt_first_page_body(path: Path, column: str) -> None:
+    """Overwrite the body of the first data page of ``column`` (its header intact: the size guard passes it)."""
+    pf = pq.ParquetFile(path)
+    md = pf.metadata.row_group(0)
+    col = next(md.column(c) for c in range(md.num_columns) if md.column(c).path_in_schema == column)
+    data = bytearray(path.read_bytes())
+    with open(path, "rb") as f:
+        header, length = parquetio._read_page_header(f, col.data_page_offset, len(data))
+    body = col.data_page_offset + length
+    data[body:body + int(header[3])] = b"\xff" * int(header[3])
+    path.write_bytes(bytes(data))
+
+
+SHARD_CASES = ["not-parquet", "a-fifo", "a-folder", "lying-footer", "metadata-not-features", "shards-disagree", "corrupt-page-body"]
+
+
+@pytest.mark.parametrize("case", SHARD_CASES)
 def test_a_shard_that_is_not_a_small_regular_parquet_file_is_refused(case, export, tmp_path, monkeypatch):
     shard = export / SHARD
     if case == "not-parquet":
@@ -271,7 +287,7 @@ def test_a_shard_that_is_not_a_small_regular_parquet_file_is_refused(case, expor
         shard.unlink()
         shard.mkdir()
         says = f"{SHARD}: expected a regular file, got a folder"
-    else:  # one 24 MiB sentence, the footer rewritten to declare 1000 bytes; the guard's limit lowered to 4 MiB
+    elif case == "lying-footer":  # one 24 MiB sentence, the footer rewritten to declare 1000 bytes; the limit lowered to 4 MiB
         table = pq.read_table(shard).slice(0, 1)
         i = table.schema.get_field_index("sentence")
         table = table.set_column(i, table.schema.field(i), pa.array(["a" * (24 << 20)], pa.string()))
@@ -279,6 +295,26 @@ def test_a_shard_that_is_not_a_small_regular_parquet_file_is_refused(case, expor
         under_declare(shard)
         monkeypatch.setattr(parquetio, "MAX_COLUMN_CHUNK_BYTES", 4 << 20)
         says = f"{SHARD}: row group 0, column 'sentence': expected at most {4 << 20} bytes uncompressed per column chunk, its page headers"
+    elif case == "metadata-not-features":  # datasets raised a bare ValueError building the features
+        table = pq.read_table(shard)
+        meta = {b"huggingface": json.dumps({"info": {"features": {"sentence": {"_type": "ClassLabel"}}}}).encode()}
+        pq.write_table(table.replace_schema_metadata(meta), shard)
+        says = f"{SHARD}: expected 'huggingface' schema metadata that loads as datasets.Features, got one that does not (ValueError"
+    elif case == "shards-disagree":  # datasets ended in DatasetGenerationError (CastError), a traceback on the CLI
+        pq.write_table(pa.table({"x": [1, 2]}), export / "data" / "validation-00001-of-00002.parquet")
+        shard.rename(export / "data" / "validation-00000-of-00002.parquet")
+        drop_record(export)
+        says = ("data/validation-00001-of-00002.parquet: expected the columns of data/validation-00000-of-00002.parquet (every "
+                "shard of config 'expressions' alike), got x: int64 instead of expression_id: string")
+    elif case == "corrupt-page-body":  # past the size guard; pyarrow fails while datasets reads the rows
+        table = pq.read_table(shard)
+        pq.write_table(table, shard, compression="snappy", use_dictionary=False)
+        _corrupt_first_page_body(shard, "sentence")
+        with pytest.raises(ReleaseFormatError) as e:
+            load(export, tmp_path)
+        assert str(e.value).startswith(f"export {str(export)!r}, config 'expressions': expected shards that load as Parquet "
+                                       "rows, got "), str(e.value)
+        return
     with deadline(20), pytest.raises(ReleaseFormatError) as e:
         load(export, tmp_path)
     assert str(e.value).startswith(f"{str(export)!r}: {says}"), str(e.value)

@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 import datasets
+import pyarrow as pa
 
 from . import benchmarks
 from .entrypoints import builder_class
-from .errors import InputNotFoundError, OptionError
+from .errors import InputNotFoundError, OptionError, PerckitError, ReleaseFormatError
 from .export_card import write_card
 from .export_parquet import SplitExport, viewer_verdict, write_split
 from .export_state import STATE_FILE, drop_config, dump_state, has_state, new_state, owned_files, read_state
@@ -277,8 +278,15 @@ def load_files(layout, config: str | None = None, split: Any = None,
     name = layout.config_name(config)
     files = layout.files(name, None if split is None else split_names(split), media=False)
     data_files = {s: [str(p) for p in paths] for s, paths in files.items()}
-    ds = datasets.load_dataset("parquet", name=name, data_files=data_files, split=split,
-                               cache_dir=str(cache_dir) if cache_dir else None)
+    try:
+        ds = datasets.load_dataset("parquet", name=name, data_files=data_files, split=split,
+                                   cache_dir=str(cache_dir) if cache_dir else None)
+    except (datasets.exceptions.DatasetGenerationError, pa.ArrowException) as e:
+        cause = (e.__cause__ or e.__context__ or e) if isinstance(e, datasets.exceptions.DatasetGenerationError) else e
+        if isinstance(cause, PerckitError):
+            raise cause from None
+        raise ReleaseFormatError(f"export {str(layout.root)!r}, config {name!r}: expected shards that load as Parquet rows, "
+                                 f"got {type(cause).__name__}: {str(cause)[:300]}") from e
     for s, part in (ds.items() if isinstance(ds, datasets.DatasetDict) else [(split, ds)]):
         check_media_table(part.data, f"export {str(layout.root)!r}, config {name!r}, split {str(s)!r}: ")
     return ds

@@ -390,15 +390,33 @@ class ExportLayout:
         else:
             listed = from_card
         out: dict[str, list[Path]] = {}
+        first: tuple[Path, Any] | None = None
         for split in wanted:
             paths = listed[split]
             if len(paths) > MAX_SPLIT_FILES:
                 raise ReleaseFormatError(f"export {str(self.root)!r}, config {name!r}, split {split!r}: expected at most "
                                          f"{MAX_SPLIT_FILES} shard files, got {len(paths)}")
             for path in paths:
-                check_shard(self.root, path, media)
+                schema = check_shard(self.root, path, media)
+                if first is None:
+                    first = (path, schema)
+                elif not schema.equals(first[1]):  # datasets would fail casting one to the other, deep in its builder
+                    raise ReleaseFormatError(f"{shard_label(self.root, path)}: expected the columns of "
+                                             f"{relative_label_of(self.root, first[0])} (every shard of config {name!r} alike), "
+                                             f"got {_columns_text(schema)} instead of {_columns_text(first[1])}")
             out[split] = paths
         return out
+
+
+def _columns_text(schema: Any) -> str:
+    text = ", ".join(f"{f.name}: {f.type}" for f in schema)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def relative_label_of(root: Path, path: Path) -> str:
+    from .paths import relative_label
+
+    return relative_label(path, root) or str(path)
 
 
 def _record_file(root: Path, rel: str, where: str) -> Path:
@@ -436,17 +454,28 @@ def shard_label(root: Path, path: Path) -> str:
     return f"{str(root)!r}: {relative_label(path, root) or str(path)}"
 
 
-def check_shard(root: Path, path: Path, media: bool = True) -> None:
+def check_shard(root: Path, path: Path, media: bool = True) -> Any:
     """One shard of an export, before anything decodes it: a regular file, a readable Parquet file whose column
-    chunks pass the size guard (:func:`perckit.parquetio.open_parquet`: the footer and the page headers), and
-    (``media``) whose media values carry their bytes (:func:`perckit.export_parquet.check_media_bytes`)."""
+    chunks pass the size guard (:func:`perckit.parquetio.open_parquet`: the footer and the page headers), whose
+    ``huggingface`` schema metadata (if any) loads as ``datasets.Features`` (the parquet builder takes the features
+    from it), and (``media``) whose media values carry their bytes (:func:`perckit.export_parquet.check_media_bytes`).
+    Returns its Arrow schema without the metadata."""
+    import datasets
+
     from .export_parquet import check_media_bytes
     from .parquetio import open_parquet
 
     where = shard_label(root, path)
     with open_parquet(path, where) as pf:
+        schema = pf.schema_arrow
+        try:
+            datasets.Features.from_arrow_schema(schema)
+        except Exception as e:  # a hostile metadata dict: ValueError, KeyError, TypeError, RecursionError, ...
+            raise ReleaseFormatError(f"{where}: expected 'huggingface' schema metadata that loads as datasets.Features, got "
+                                     f"one that does not ({type(e).__name__}: {str(e)[:200]})") from None
         if media:
             check_media_bytes(pf, where)
+    return schema.remove_metadata()
 
 
 def export_layout(export_dir: str | os.PathLike) -> ExportLayout:
