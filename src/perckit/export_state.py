@@ -402,7 +402,7 @@ class ExportLayout:
                     first = (path, schema)
                 elif not schema.equals(first[1]):  # datasets would fail casting one to the other, deep in its builder
                     raise ReleaseFormatError(f"{shard_label(self.root, path)}: expected the columns of "
-                                             f"{relative_label_of(self.root, first[0])} (every shard of config {name!r} alike), "
+                                             f"{_rel(self.root, first[0])} (every shard of config {name!r} alike), "
                                              f"got {_columns_text(schema)} instead of {_columns_text(first[1])}")
             out[split] = paths
         return out
@@ -413,7 +413,8 @@ def _columns_text(schema: Any) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def relative_label_of(root: Path, path: Path) -> str:
+def _rel(root: Path, path: Path) -> str:
+    """``path`` relative to the export root, as messages name it (POSIX; the full path when it is not under it)."""
     from .paths import relative_label
 
     return relative_label(path, root) or str(path)
@@ -449,9 +450,7 @@ def _card_files(root: Path, card, require: bool = True) -> dict[str, list[Path]]
 
 def shard_label(root: Path, path: Path) -> str:
     """How messages name a shard: ``'<export>': data/validation-00000-of-00001.parquet``."""
-    from .paths import relative_label
-
-    return f"{str(root)!r}: {relative_label(path, root) or str(path)}"
+    return f"{str(root)!r}: {_rel(root, path)}"
 
 
 def check_shard(root: Path, path: Path, media: bool = True) -> Any:
@@ -498,8 +497,3 @@ def export_layout(export_dir: str | os.PathLike) -> ExportLayout:
                                  "of a pushed export), got neither")
     return ExportLayout(root, record, card)
 
-
-def export_files(export_dir: str | os.PathLike, config: str | None = None,
-                 splits: list[str] | None = None) -> dict[str, list[Path]]:
-    """``export_layout(export_dir).files(config, splits)``: the checked shards of a config, by split."""
-    return export_layout(export_dir).files(config, splits)

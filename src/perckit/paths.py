@@ -279,18 +279,16 @@ def glob_under(
     for i, component in enumerate(parts):
         last = i == len(parts) - 1
         nxt: list[tuple[str, ...]] = []
-        if component == "**":
+        if component == "**":  # this folder and every folder below (a trailing '**': every file below)
             stack = [(f, 0) for f in reversed(folders)]
             while stack:
                 folder, depth = stack.pop()
-                nxt.append(folder)
-                if depth >= MAX_GLOB_DEPTH:
+                if depth > MAX_GLOB_DEPTH:
                     raise error(f"{where}: expected a pattern whose '**' descends at most {MAX_GLOB_DEPTH} folders, "
                                 f"got {str(pattern)[:200]!r}")
-                subs = [name for name, is_dir in entries(folder) if is_dir and hidden_ok(name, "")]
-                stack.extend((folder + (name,), depth + 1) for name in reversed(subs))
-            if last:  # a trailing '**' names every file below
-                nxt = [f + (name,) for f in nxt for name, is_dir in entries(f) if not is_dir and hidden_ok(name, "")]
+                listing = [(name, is_dir) for name, is_dir in entries(folder) if hidden_ok(name, "")]
+                nxt += [folder + (name,) for name, is_dir in listing if not is_dir] if last else [folder]
+                stack.extend((folder + (name,), depth + 1) for name, is_dir in reversed(listing) if is_dir)
         elif _GLOB_MAGIC.search(component):
             for folder in folders:
                 nxt += [folder + (name,) for name, _ in entries(folder)
