@@ -589,3 +589,22 @@ def test_the_media_check_walks_every_depth_and_only_media_structs():
         t, v = pa.struct([("a", t)]), {"a": v}
     with pytest.raises(ReleaseFormatError, match=f"^w: column 'deep': expected columns nested at most {MAX_MEDIA_DEPTH} levels deep"):
         check_media_table(pa.table({"deep": pa.array([v], t)}), "w: ")
+
+
+@pytest.mark.parametrize("name, sibling", [("export[1]", "export1"), ("export*", "exportz")], ids=["brackets", "star"])
+def test_glob_characters_in_the_export_path_name_only_that_export(name, sibling, template, private_table, tmp_path):
+    """datasets takes every data_files entry as a glob pattern: unescaped, the checked path '<tmp>/export[1]/data/…'
+    read '<tmp>/export1/data/…' (another folder's rows, never checked), and 'export*' read 'exportz' too. The files are
+    handed over escaped (export_state.literal_data_files), to load_export and in write_task's YAML."""
+    from perckit import lmms_eval
+
+    out = tmp_path / name
+    shutil.copytree(template, out)
+    (tmp_path / sibling / "data").mkdir(parents=True)
+    pq.write_table(private_table, tmp_path / sibling / SHARD)
+    rows = load_export(out, "expressions", split="validation", cache_dir=tmp_path / "cache")
+    assert rows.num_rows == 47 and PRIVATE not in rows["sentence"]
+    task = yaml.safe_load(lmms_eval.write_task("refcoco_m", out, tmp_path / "tasks", task="t").read_text())
+    files = task["dataset_kwargs"]["data_files"]["validation"]
+    docs = datasets.load_dataset("parquet", data_files={"validation": files}, split="validation", cache_dir=str(tmp_path / "c2"))
+    assert docs.num_rows == 47 and PRIVATE not in docs["sentence"]

@@ -274,10 +274,11 @@ def load_files(layout, config: str | None = None, split: Any = None,
     path alone (:func:`perckit.export_parquet.check_media_table`, on the loaded table: datasets would read that file
     from this machine on decode)."""
     from .export_parquet import check_media_table
+    from .export_state import literal_data_files
 
     name = layout.config_name(config)
     files = layout.files(name, None if split is None else split_names(split), media=False)
-    data_files = {s: [str(p) for p in paths] for s, paths in files.items()}
+    data_files = literal_data_files(files)  # escaped: datasets takes every entry as a glob pattern
     try:
         ds = datasets.load_dataset("parquet", name=name, data_files=data_files, split=split,
                                    cache_dir=str(cache_dir) if cache_dir else None)

@@ -408,6 +408,31 @@ class ExportLayout:
         return out
 
 
+def literal_data_files(files: dict[str, list[Path]], real: bool = False) -> dict[str, list[str]]:
+    """``files`` (checked by :meth:`ExportLayout.files`) as ``data_files`` for ``datasets``, which takes every entry as
+    a glob pattern: each an absolute path (``real``: every link resolved) with ``*``, ``?`` and ``[`` escaped
+    (``glob.escape``), then resolved by datasets' own pattern resolution and checked to name exactly those files.
+    Unescaped, a folder named ``exports[1]`` reads ``exports1/`` instead, and one named ``d*`` also reads a linked
+    ``dz/`` beside it: files nobody checked."""
+    import glob
+
+    from datasets.data_files import DataFilesDict
+
+    want = {s: [os.path.realpath(p) if real else os.path.abspath(p) for p in paths] for s, paths in files.items()}
+    out = {s: [glob.escape(p) for p in paths] for s, paths in want.items()}
+    try:
+        resolved = DataFilesDict.from_patterns(out, base_path=os.sep)
+        got = {s: [str(f) for f in resolved[s]] for s in out}
+    except (FileNotFoundError, ValueError) as e:
+        raise ReleaseFormatError(f"expected datasets to find the export's checked files {want}, got {type(e).__name__}: "
+                                 f"{str(e)[:200]}") from None
+    for s in want:
+        if sorted(got[s]) != sorted(want[s]):
+            raise ReleaseFormatError(f"split {s!r}: expected datasets to read exactly the export's checked files "
+                                     f"{want[s][:5]}, it would read {got[s][:5]}")
+    return out
+
+
 def _columns_text(schema: Any) -> str:
     text = ", ".join(f"{f.name}: {f.type}" for f in schema)
     return text if len(text) <= 300 else text[:297] + "..."

@@ -277,7 +277,8 @@ def write_task(benchmark: str, dataset: str | os.PathLike, output: str | os.Path
 
     ``dataset`` is a local export folder (written by ``perckit convert``, or a ``snapshot_download`` of a pushed one)
     or a Hub repository id of a pushed export (``dataset_path`` the id, ``dataset_name`` the config). A local folder
-    gives ``dataset_path: parquet`` with the split's files as ``data_files`` (absolute paths), listed by the one
+    gives ``dataset_path: parquet`` with the split's files as ``data_files`` (absolute paths, glob characters
+    escaped: :func:`perckit.export_state.literal_data_files`), listed by the one
     lister of an export's files (:func:`perckit.export_state.export_layout`: the record's list, else the card's
     ``data_files``; every path inside the folder, every shard a regular Parquet file past the size guard and with
     its media bytes), never the folder itself, whose card lmms-eval's ``load_dataset`` would follow anywhere.
@@ -285,7 +286,7 @@ def write_task(benchmark: str, dataset: str | os.PathLike, output: str | os.Path
     ``test``); ``task`` to ``<packaged task>_<folder or repo name>``. Run ``lmms-eval --include_path <output>
     --tasks <task>``. An existing file is replaced (in one step: :func:`perckit.paths.write_atomic`) only if this
     function wrote it: its first line, read with the checked reader, says so."""
-    from ..export_state import export_layout
+    from ..export_state import export_layout, literal_data_files
     from ..paths import open_regular_file, write_atomic
 
     folder, name, default_config, default_split = _task(benchmark)
@@ -299,7 +300,8 @@ def write_task(benchmark: str, dataset: str | os.PathLike, output: str | os.Path
         layout = export_layout(src)
         if layout.benchmark is not None and layout.benchmark != benchmark:
             raise OptionError(f"dataset {str(dataset)!r}: expected an export of {benchmark}, got one of {layout.benchmark}")
-        paths = [str(p.resolve()) for p in layout.files(config, [split])[split]]  # checked: inside the folder
+        # checked (inside the folder), resolved and escaped: lmms-eval's load_dataset takes each entry as a glob pattern
+        paths = literal_data_files(layout.files(config, [split]), real=True)[split]
         lines += ["dataset_path: parquet", "dataset_name: null",
                   "dataset_kwargs:", "  data_files:", f"    {_yaml_scalar(split)}:"] + [f"      - {_yaml_scalar(p)}" for p in paths]
         label = src.resolve().name
