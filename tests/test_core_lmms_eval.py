@@ -358,8 +358,11 @@ def test_m4seg_perturbed_answers_equal_the_metric(m4_docs, m4_options):
 
 
 def test_write_task_local_export_hub_id_and_refusals(exports, tmp_path):
-    """A local export gives parquet data_files naming its files (which load as the docs); a Hub id and a local
-    copy of a pushed export give dataset_path + dataset_name; the written YAML includes the packaged task."""
+    """A local export, and a local copy of a pushed one (no record: the card names the files), give parquet
+    data_files naming its files (which load as the docs); a Hub id gives dataset_path + dataset_name; the written
+    YAML includes the packaged task."""
+    import shutil
+
     path = le.write_task("refcoco_m", exports / "refcoco_m", tmp_path / "tasks")
     config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
     assert config["include"] == str(le.task_yaml("refcoco_m")) and config["test_split"] == "validation"
@@ -371,12 +374,15 @@ def test_write_task_local_export_hub_id_and_refusals(exports, tmp_path):
     assert (hub["dataset_path"], hub["dataset_name"], hub["dataset_kwargs"], hub["task"]) == (
         "ORG/m4seg-parquet", "default", {}, "m4seg_grounded_m4seg_parquet")
     plain = tmp_path / "snapshot"
-    plain.mkdir()
+    shutil.copytree(exports / "m4seg", plain, ignore=shutil.ignore_patterns(".perckit_export.json"))
     local = yaml.load(le.write_task("m4seg", plain, tmp_path / "tasks", task="mine").read_text(encoding="utf-8"), Loader=_Loader)
-    assert (local["dataset_path"], local["dataset_name"], local["task"]) == (str(plain.resolve()), "default", "mine")
+    assert (local["dataset_path"], local["dataset_name"], local["task"]) == ("parquet", None, "mine")
+    assert local["dataset_kwargs"]["data_files"]["test"] == [str(p.resolve()) for p in sorted((plain / "data").glob("test-*.parquet"))]
+    with pytest.raises(InputNotFoundError, match="is not a perckit export"):
+        le.write_task("m4seg", tmp_path / "tasks", tmp_path / "tasks2")  # a folder with neither record nor card
     with pytest.raises(OptionError, match="expected an export of m4seg"):
         le.write_task("m4seg", exports / "refcoco_m", tmp_path / "tasks")
-    with pytest.raises(OptionError, match="no split 'train'"):
+    with pytest.raises(OptionError, match=r"expected one of the splits \['validation'\], got 'train'"):
         le.write_task("refcoco_m", exports / "refcoco_m", tmp_path / "tasks", split="train")
     with pytest.raises(InputNotFoundError, match="does not exist"):
         le.write_task("refcoco_m", tmp_path / "nowhere", tmp_path / "tasks")

@@ -6,6 +6,7 @@ builder's rows (the metrics score them alike); plus every refusal while exportin
 import io
 import json
 import os
+import shutil
 
 import datasets
 import pyarrow as pa
@@ -296,6 +297,38 @@ def test_load_back_picks_the_split_of_the_rows(small_export):
     assert plain.split is None
     with pytest.raises(ReleaseFormatError, match=r"expected the rows' split \(None\) among the 'videos' splits \['test', 'train'\]"):
         rx.load_back(plain, root)
+
+
+@pytest.mark.parametrize("record", [True, False], ids=["with-record", "hub-copy"])
+@pytest.mark.parametrize("case", ["card-dotdot", "card-link-out", "clip-by-path-alone"])
+def test_load_back_reads_only_the_export(case, record, small_export, tmp_path):
+    """Issue 28, cause 5: the videos shards come from the one lister of an export's files (the record, else the card),
+    inside the export and checked: a card pointing the ``videos`` config out of the folder, a planted link to a shard
+    outside, or a clip that names a local file by path alone (datasets' Video would read it) are refused."""
+    root, ds = small_export
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copy(_shard(root), outside / "test-00000-of-00001.parquet")
+    if case == "card-dotdot":
+        card = (root / "README.md").read_text()
+        (root / "README.md").write_text(card.replace("path: videos/test-*", "path: ../outside/test-*"))
+        error, says = ReleaseFormatError, (f"{str(root / 'README.md')!r} configs[1].data_files[0].path: expected a path inside "
+                                           "the export folder, got '../outside/test-*' (a '..' component leaves it)")
+    elif case == "card-link-out":
+        os.symlink(outside / "test-00000-of-00001.parquet", root / "videos" / "test-00001-of-00002.parquet")
+        error, says = ReleaseFormatError, f"{str(root / 'README.md')!r} configs[1].data_files[0].path: 'videos/test-00001-of-00002.parquet'"
+    else:
+        _rewrite_shard(root, lambda t: t.set_column(t.schema.get_field_index("video"), "video", pa.array(
+            [{"bytes": None, "path": str(outside / "private.mp4")}] * t.num_rows, t.schema.field("video").type)))
+        sid = _columns(ds, ["sample_id"])["sample_id"][0]
+        error, says = ReleaseFormatError, (f"reason_av_edit export {str(root)!r}: sample {sid!r}, column 'video' "
+                                           "(videos/test-00000-of-00001.parquet): expected the clip's bytes (an export embeds "
+                                           f"them), got only the path {str(outside / 'private.mp4')!r}")
+    if not record:
+        (root / STATE_FILE).unlink()
+    with pytest.raises(error) as e:
+        rx.load_back(ds, root)
+    assert str(e.value).startswith(says), str(e.value)
 
 
 def test_benchmarks_without_a_hook_are_unchanged(tmp_path):

@@ -199,12 +199,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def load_rows(folder: str, config: str | None, split: str | None):
-    """``(rows, split)`` of a dataset folder (a perckit export), with the split picked by :func:`pick_split`."""
-    import datasets
+    """``(rows, split)`` of an export folder (written by ``perckit convert``, or a copy of a pushed one), with the
+    split picked by :func:`pick_split`. Only the export's own shards are read, each checked before it is decoded
+    (:func:`perckit.export.load_files`; never ``datasets.load_dataset(folder)``, which follows the card anywhere)."""
+    from .export import load_files
+    from .export_state import export_layout
 
-    dd = datasets.load_dataset(str(folder), config)
-    split = pick_split(list(dd), split, f"the dataset {str(folder)!r}" + (f" (config {config!r})" if config else ""))
-    return dd[split], split
+    layout = export_layout(folder)
+    name = layout.config_name(config)
+    split = pick_split(layout.splits(name), split, f"the dataset {str(folder)!r}" + (f" (config {config!r})" if config else ""))
+    return load_files(layout, name, split), split
 
 
 def cmd_gt_predictions(args: argparse.Namespace) -> int:
@@ -336,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "whose rows are projected onto the metric's keys.")
     e.add_argument("metric", help="mask_temporal, track_id, syn4d, ...")
     e.add_argument("--predictions", required=True, help="prediction rows: .jsonl (one object a line) or a JSON array (perckit gt-predictions writes an example)")
-    e.add_argument("--references", required=True, help="reference rows file, or a dataset / export folder")
+    e.add_argument("--references", required=True, help="reference rows file, or an export folder (perckit convert, or a copy of a pushed export)")
     e.add_argument("--config", help="metric config (syn4d: tracking, depth or pose)")
     e.add_argument("--dataset-config", help="config of the dataset folder given as --references")
     e.add_argument("--split", help="split of the dataset folder (default: its only split, else test)")
@@ -353,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "perckit export): the prediction file format of METRIC by example, and a run that must score as perfect. "
                        "For mask_temporal, track_id, refer_iou and m4seg (Syn4D and ReasonAVEdit predictions are folders of files).")
     g.add_argument("metric", help="mask_temporal, track_id, refer_iou or m4seg")
-    g.add_argument("--references", required=True, help="a dataset / export folder")
+    g.add_argument("--references", required=True, help="an export folder (perckit convert, or a copy of a pushed export)")
     g.add_argument("--dataset-config", help="config of the dataset folder")
     g.add_argument("--split", help="split of the dataset folder (default: its only split, else test)")
     g.add_argument("--output", required=True, help="the predictions file to write (.jsonl; must not exist)")

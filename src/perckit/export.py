@@ -18,6 +18,12 @@ folder as a perckit export; convert writes only into such a folder, an empty one
 export is assembled in a staging folder beside the target and swapped into place in one step
 (:mod:`perckit.export_swap`), so an interrupted conversion leaves the previous export (or none), never a
 half export, and the next run cleans up what the interrupted one left.
+
+Reading an export back (:func:`load_export`, :func:`load_files`) reads only the export: its shards are the ones
+:func:`perckit.export_state.export_layout` lists (the record's, else the card's ``data_files``, every path inside
+the folder, every shard past the Parquet size guard before anything decodes it), loaded with the packaged
+``parquet`` builder and those files, never with ``datasets.load_dataset(folder)``, which follows the card's
+``data_files`` wherever they point.
 """
 
 from __future__ import annotations
@@ -27,10 +33,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 import datasets
+import pyarrow as pa
 
 from . import benchmarks
 from .entrypoints import builder_class
-from .errors import InputNotFoundError, OptionError
+from .errors import InputNotFoundError, OptionError, PerckitError, ReleaseFormatError
 from .export_card import write_card
 from .export_parquet import SplitExport, viewer_verdict, write_split
 from .paths import write_atomic
@@ -245,20 +252,71 @@ def _commit(staging, real: Path, given: str, benchmark: str, config: str, entrie
     sw.install(staging, real, old_owned, owned_files(state), log)
 
 
-def load_export(export_dir: str | Path, config: str | None = None, split: str | None = None,
+def split_names(split: Any) -> list[str]:
+    """The split names a ``datasets`` split argument refers to: ``"test"``, ``"test[:10]"``, ``"train+test[50%:]"``
+    (a ``datasets.ReadInstruction`` or ``NamedSplit`` too); :class:`~perckit.errors.OptionError` for anything else."""
+    import re
+
+    spec = split.to_spec() if hasattr(split, "to_spec") else str(split) if isinstance(split, (str, datasets.NamedSplit)) else None
+    parts = [re.fullmatch(r"\s*(\w+(?:\.\w+)*)\s*(?:\[[^\[\]]*\])?\s*", p, re.ASCII) for p in spec.split("+")] if spec else [None]
+    if not all(parts):
+        raise OptionError(f"split: expected a split name such as 'test' (or 'test[:10]', 'train+test'), got {split!r}")
+    return list(dict.fromkeys(m.group(1) for m in parts))
+
+
+def load_files(layout, config: str | None = None, split: Any = None,
+               cache_dir: str | Path | None = None) -> datasets.Dataset | datasets.DatasetDict:
+    """The rows of ``config`` (default: the export's default) of an export (``layout``:
+    :func:`perckit.export_state.export_layout`), ``split`` a ``datasets`` split argument (``None``: every split, a
+    ``DatasetDict``). Only the shards the record (else the card) names are read, each checked first
+    (:meth:`perckit.export_state.ExportLayout.files`); they are loaded by the packaged ``parquet`` builder with those
+    files and nothing else (never the folder's own card), which takes the features from the shards' ``huggingface``
+    schema metadata (the features perckit wrote). Before the rows are given back, no media value may name a file by
+    path alone (:func:`perckit.export_parquet.check_media_table`, on the loaded table: datasets would read that file
+    from this machine on decode)."""
+    from .export_parquet import check_media_table
+    from .export_state import literal_data_files
+
+    name = layout.config_name(config)
+    files = layout.files(name, None if split is None else split_names(split), media=False)
+    data_files = literal_data_files(files)  # escaped: datasets takes every entry as a glob pattern
+    try:
+        ds = datasets.load_dataset("parquet", name=name, data_files=data_files, split=split,
+                                   cache_dir=str(cache_dir) if cache_dir else None)
+    except (datasets.exceptions.DatasetGenerationError, pa.ArrowException) as e:
+        cause = (e.__cause__ or e.__context__ or e) if isinstance(e, datasets.exceptions.DatasetGenerationError) else e
+        if isinstance(cause, PerckitError):
+            raise cause from None
+        raise ReleaseFormatError(f"export {str(layout.root)!r}, config {name!r}: expected shards that load as Parquet rows, "
+                                 f"got {type(cause).__name__}: {str(cause)[:300]}") from e
+    for s, part in (ds.items() if isinstance(ds, datasets.DatasetDict) else [(split, ds)]):
+        check_media_table(part.data, f"export {str(layout.root)!r}, config {name!r}, split {str(s)!r}: ")
+    return ds
+
+
+def load_export(export_dir: str | Path, config: str | None = None, split: Any = None,
                 cache_dir: str | Path | None = None, benchmark: str | None = None) -> datasets.Dataset | datasets.DatasetDict:
-    """A config of a perckit export, loaded with plain ``datasets.load_dataset`` (no script) and given back the
-    builder's row schema (:func:`perckit.export_hooks.load_back`: ReasonAVEdit's videos joined back from its
-    ``videos`` config, its audio as the builder's media storage), ready for the metrics' reference projectors.
-    The ``preview`` column, when present, stays as the last column. ``export_dir`` is a local export (its record
-    names the benchmark) or a local copy of a pushed one (``huggingface_hub.snapshot_download``: pass ``benchmark``)."""
+    """A config of a perckit export as the builder's rows: the export's own shards (:func:`load_files`: the ones its
+    record names, or for a copy without a record its card; every path inside the folder, every shard past the Parquet
+    size guard before anything decodes it), given back the builder's row schema
+    (:func:`perckit.export_hooks.load_back`: ReasonAVEdit's videos joined back from its ``videos`` config, its audio
+    as the builder's media storage), ready for the metrics' reference projectors. The ``preview`` column, when
+    present, stays as the last column. ``export_dir`` is a local export (its record names the benchmark) or a local
+    copy of a pushed one (``huggingface_hub.snapshot_download``: pass ``benchmark``)."""
     from . import export_hooks
+    from .export_state import export_layout
 
     export_dir = Path(export_dir)
+    if benchmark is None and not has_state(export_dir):
+        read_state(export_dir)  # its InputNotFoundError: no record names the benchmark (pass it for a Hub copy)
+    layout = export_layout(export_dir)
     if benchmark is None:
-        benchmark = read_state(export_dir)["benchmark"]
+        benchmark = layout.benchmark
+    elif layout.benchmark is not None and layout.benchmark != benchmark:
+        raise OptionError(f"benchmark {benchmark!r}: expected the benchmark of the export {str(export_dir)!r}, which its "
+                          f"{STATE_FILE} says is {layout.benchmark!r}")
     benchmarks.get(benchmark)  # an OptionError naming the known ones
-    ds = datasets.load_dataset(str(export_dir), config, split=split, cache_dir=str(cache_dir) if cache_dir else None)
+    ds = load_files(layout, config, split, cache_dir)
     if isinstance(ds, datasets.DatasetDict):
         return datasets.DatasetDict({k: export_hooks.load_back(benchmark, v, export_dir) for k, v in ds.items()})
     return export_hooks.load_back(benchmark, ds, export_dir)

@@ -14,12 +14,18 @@ does not show and why, the citation and the licence. It never dumps the features
 The record (``state``, see :mod:`perckit.export_state`) comes from the export folder and is untrusted: the
 text of its fields that the card shows (descriptions, Viewer reasons, column names) is capped, kept on one
 line, HTML-escaped and has its Markdown table pipes escaped. The text is deterministic for the same inputs.
+
+Reading a card back (:func:`read_card_configs`: a copy of a pushed export has no record, so its card names the
+files) treats it as untrusted too: a capped regular file, its ``configs`` checked field by field, every
+``data_files`` path relative and inside the export folder.
 """
 
 from __future__ import annotations
 
 import html
+import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +49,11 @@ MAX_COLUMNS = 60
 MAX_DEPTH = 12
 #: placeholder for the Hub repository id (the card does not know where it will be pushed)
 REPO_PLACEHOLDER = "<this repo>"
+#: largest ``README.md`` read (the packaged builder card, or an export's card read back: a perckit card is a few
+#: KB, a card of every config with its ``dataset_info`` stays far below)
+MAX_CARD_BYTES = 1 << 20
+#: most ``data_files`` paths and patterns one config of an export's card may list
+MAX_CARD_ENTRIES = 10_000
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 _LINK = re.compile(r"\[([^\]\n]+)\]\(([^)\s]+)\)")
@@ -74,19 +85,33 @@ def _read_builder_card(benchmark: str) -> tuple[Path, dict, str]:
     if not path.is_file():
         raise InputNotFoundError(f"builder card {str(path)!r} not found: expected the {benchmark} dataset card "
                                  f"(packaged as perckit/builders/{benchmark}/README.md)")
-    text = path.read_text(encoding="utf-8")
+    where = f"builder card {str(path)!r}"
+    text = _read_text(path, where)
     m = _FRONT_MATTER.match(text)
     if not m:
-        raise ReleaseFormatError(f"builder card {str(path)!r}: expected YAML front matter between '---' lines at the top, got none")
+        raise ReleaseFormatError(f"{where}: expected YAML front matter between '---' lines at the top, got none")
+    return path, _front_matter(m.group(1), where), text[m.end():]
+
+
+def _read_text(path: Path, where: str) -> str:
+    """A card's text: a regular file of at most :data:`MAX_CARD_BYTES`, UTF-8 (the checked reader)."""
+    from .jsonio import decode_text
+    from .paths import read_regular_file
+
+    return decode_text(read_regular_file(path, where, MAX_CARD_BYTES, ReleaseFormatError), where)
+
+
+def _front_matter(text: str, where: str) -> dict:
+    """The YAML front matter as a mapping (safe loader: plain data only), else ``ReleaseFormatError``."""
     import yaml
 
     try:
-        meta = yaml.safe_load(m.group(1))
-    except yaml.YAMLError as e:
-        raise ReleaseFormatError(f"builder card {str(path)!r}: expected YAML front matter, got a YAML error ({str(e)[:200]})") from None
+        meta = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError) as e:
+        raise ReleaseFormatError(f"{where}: expected YAML front matter, got a YAML error ({str(e)[:200]})") from None
     if not isinstance(meta, dict):
-        raise ReleaseFormatError(f"builder card {str(path)!r}: expected a YAML mapping as front matter, got {type(meta).__name__}")
-    return path, meta, text[m.end():]
+        raise ReleaseFormatError(f"{where}: expected a YAML mapping as front matter, got {type(meta).__name__}")
+    return meta
 
 
 def builder_card_metadata(benchmark: str) -> dict:
@@ -446,6 +471,125 @@ def card_text(benchmark: str, info: datasets.DatasetInfo, state: dict) -> str:
     """The whole ``README.md``: YAML front matter, then :func:`card_body`."""
     yaml_text = _card_data(benchmark, state).to_yaml()
     return f"---\n{yaml_text}\n---\n\n" + card_body(benchmark, info, state)
+
+
+# ------------------------------------------------------------------------------------- reading a card back
+
+
+@dataclass(frozen=True)
+class CardConfig:
+    """One entry of an export card's YAML ``configs`` as :func:`read_card_configs` checked it: the name, whether it
+    is the default, and per split its ``data_files`` paths or patterns, each with the card field it came from."""
+
+    name: str
+    default: bool
+    data_files: dict[str, list[tuple[str, str]]]
+
+
+def _card_fail(where: str, expected: str, got: Any) -> ReleaseFormatError:
+    text = repr(got)
+    return ReleaseFormatError(f"{where}: expected {expected}, got {text if len(text) <= 200 else text[:197] + '...'}")
+
+
+def _card_pattern(value: Any, where: str) -> tuple[str, str]:
+    """A ``data_files`` path or pattern, checked lexically: a relative path inside the export folder."""
+    from .paths import check_relative
+
+    if isinstance(value, str) and "://" in value:
+        raise _card_fail(where, "a path inside the export folder", value)  # a URL: never fetched
+    check_relative(value, where, ReleaseFormatError, "the export folder")
+    return value, where
+
+
+def _card_data_files(value: Any, where: str) -> dict[str, list[tuple[str, str]]]:
+    """``data_files`` in the forms datasets reads from a card: a string or a list of strings (the ``train``
+    split), or a list of ``{split, path}`` with ``path`` a string or a list of strings."""
+    from .export_state import SPLIT_NAME
+
+    if isinstance(value, str):
+        return {"train": [_card_pattern(value, where)]}
+    if not isinstance(value, list) or not value:
+        raise _card_fail(where, "a path, a list of paths or a list of {split, path}", value)
+    if len(value) > MAX_CARD_ENTRIES:
+        raise _card_fail(where, f"at most {MAX_CARD_ENTRIES} entries", f"{len(value)} entries")
+    if all(isinstance(v, str) for v in value):
+        return {"train": [_card_pattern(v, f"{where}[{j}]") for j, v in enumerate(value)]}
+    out: dict[str, list[tuple[str, str]]] = {}
+    count = 0
+    for j, item in enumerate(value):
+        at = f"{where}[{j}]"
+        if not isinstance(item, dict) or set(item) != {"split", "path"}:
+            raise _card_fail(at, "{split, path} (every entry of the list in the same form)",
+                             sorted(map(str, item)) if isinstance(item, dict) else item)
+        split = item["split"]
+        if not isinstance(split, str) or not SPLIT_NAME.match(split) or split in out:
+            raise _card_fail(f"{at}.split", "a split name (letters, digits, '_'), once per config", split)
+        paths = item["path"]
+        if isinstance(paths, str):
+            out[split] = [_card_pattern(paths, f"{at}.path")]
+        elif isinstance(paths, list) and paths:
+            count += len(paths)
+            if count > MAX_CARD_ENTRIES:
+                raise _card_fail(f"{at}.path", f"at most {MAX_CARD_ENTRIES} paths in a config", f"{count} paths")
+            out[split] = [_card_pattern(p, f"{at}.path[{k}]") for k, p in enumerate(paths)]
+        else:
+            raise _card_fail(f"{at}.path", "a path or a non-empty list of paths", paths)
+    return out
+
+
+def read_card_configs(export_dir: str | os.PathLike) -> dict[str, CardConfig] | None:
+    """The YAML ``configs`` of the card ``<export_dir>/README.md`` (what ``datasets.load_dataset(folder)`` would
+    follow), checked: ``None`` when there is no card, ``{}`` when it has no front matter or no ``configs``.
+
+    The card is untrusted (a Hub copy has no record; anyone can edit a card): it must be a regular file inside
+    the export folder of at most :data:`MAX_CARD_BYTES`, UTF-8, its front matter a YAML mapping (safe loader);
+    ``configs`` a list of mappings with a ``config_name`` (default ``default``; once each, of the record's name rule:
+    letters, digits, ``_``, ``.``, ``-``, so no path reaches ``datasets``' cache names), an optional boolean
+    ``default`` (at most one), no ``data_dir``, and ``data_files`` (see :func:`_card_data_files`) whose every
+    path or pattern is relative and stays inside the folder lexically (no ``..``, no absolute path or drive
+    letter, no URL; at most :data:`MAX_CARD_ENTRIES`). What the patterns match is resolved later
+    (:meth:`perckit.export_state.ExportLayout.files`). Errors: :class:`~perckit.errors.ReleaseFormatError`
+    naming the card and the field, e.g. ``'<export>/README.md' configs[0].data_files[1].path: expected a path
+    inside the export folder, got '../elsewhere/private.parquet' (a '..' component leaves it)``."""
+    from .export_state import CONFIG_NAME
+    from .paths import resolve_under
+
+    root = Path(export_dir)
+    path = root / "README.md"
+    where = repr(str(path))
+    if not os.path.lexists(path):
+        return None
+    resolve_under(root, "README.md", where, ReleaseFormatError, "the export folder")  # a link out of the export
+    m = _FRONT_MATTER.match(_read_text(path, where))
+    if not m:
+        return {}
+    configs = _front_matter(m.group(1), where).get("configs")
+    if configs is None:
+        return {}
+    if not isinstance(configs, list):
+        raise _card_fail(f"{where} configs", "a list of {config_name, data_files}", configs)
+    out: dict[str, CardConfig] = {}
+    for i, c in enumerate(configs):
+        at = f"{where} configs[{i}]"
+        if not isinstance(c, dict):
+            raise _card_fail(at, "a mapping {config_name, data_files}", c)
+        name = c.get("config_name", "default")
+        if not isinstance(name, str) or not CONFIG_NAME.match(name) or name in out:
+            raise _card_fail(f"{at}.config_name", "a config name of letters, digits, '_', '.', '-' (at most 128), once per "
+                                                  "card", name)
+        default = c.get("default", False)
+        if not isinstance(default, bool):
+            raise _card_fail(f"{at}.default", "true or false", default)
+        if "data_dir" in c:
+            raise _card_fail(f"{at}.data_dir", "no data_dir (an export names its files by data_files, relative to "
+                                               "the export folder)", c["data_dir"])
+        if "data_files" not in c:
+            raise _card_fail(at, "'data_files' naming the config's files", sorted(map(str, c)))
+        out[name] = CardConfig(name, default, _card_data_files(c["data_files"], f"{at}.data_files"))
+    defaults = [n for n, c in out.items() if c.default]
+    if len(defaults) > 1:
+        raise _card_fail(f"{where} configs", "at most one default config", defaults)
+    return out
 
 
 def write_card(folder: Path, benchmark: str, info: datasets.DatasetInfo, state: dict) -> None:

@@ -9,8 +9,9 @@ in another layout declares a hook module in its descriptor (``Benchmark.export_h
   :class:`ChildConfig` per child, e.g. ReasonAVEdit's ``videos``). ``root`` is the export folder being written,
   ``release_root`` the release folder the builder read (where a media value that names a file by ``path``
   alone is read; None when unknown).
-- ``load_back(ds, export_root) -> Dataset``: rows read back from an export with plain ``datasets.load_dataset``
-  made equal to the builder's rows (so perckit's metrics score them).
+- ``load_back(ds, export_root) -> Dataset``: rows read back from an export (:func:`perckit.export.load_files`)
+  made equal to the builder's rows (so perckit's metrics score them); any other file of the export it reads comes
+  from :func:`perckit.export_state.export_layout` (inside the export, checked before it is decoded).
 
 Every config, children included, is plain Parquet: a card that lists a Parquet config and a config of files
 cannot load the latter (datasets, and so the Dataset Viewer, infers one builder module per repository, from the
@@ -81,8 +82,9 @@ def apply(benchmark: str, ds: datasets.Dataset, config: str, split: str, root: P
 
 
 def load_back(benchmark: str, ds: datasets.Dataset, export_root: str | Path) -> datasets.Dataset:
-    """Rows read from an export (``datasets.load_dataset(export_root, config)[split]``) made equal to the builder's
-    rows by the hook (reading only files the export's record lists); ``ds`` itself without a hook."""
+    """Rows read from an export (:func:`perckit.export.load_files`) made equal to the builder's rows by the hook
+    (reading only the export's own files, as :func:`perckit.export_state.export_layout` lists and checks them);
+    ``ds`` itself without a hook."""
     module = hook_module(benchmark)
     if module is None:
         return ds

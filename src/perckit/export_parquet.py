@@ -50,6 +50,8 @@ VIEWER_MAX_SPLITS: int = 30
 #: Rows read from the source table per slice (fewer when media are embedded: the files are read into memory).
 READ_ROWS = 10_000
 EMBED_READ_ROWS = 100
+#: Largest media file embedded into a shard (a value the builder gives by path alone).
+MAX_EMBED_FILE_BYTES = 1 << 30
 
 
 @dataclass
@@ -175,10 +177,102 @@ def _path_only(chunk: pa.Array) -> np.ndarray:
     return pc.fill_null(missing, False).to_numpy(zero_copy_only=False)
 
 
+def _media_prefixes(pf) -> list[str]:
+    """The Parquet column paths of every struct of exactly the fields ``bytes`` and ``path`` in a file's schema
+    (``image``, ``frames.list.element.image``): the storage of every datasets media feature."""
+    leaves = [pf.schema.column(i).path for i in range(len(pf.schema))]
+    prefixes = [leaf[: -len(".bytes")] for leaf in leaves if leaf.endswith(".bytes")]
+    return [p for p in prefixes if {leaf[len(p) + 1:] for leaf in leaves if leaf.startswith(p + ".")} == {"bytes", "path"}]
+
+
+def _is_bytes_or_text(t: pa.DataType) -> bool:
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+#: deepest nesting of structs and lists the media check walks (perckit's features nest under 10 levels)
+MAX_MEDIA_DEPTH = 64
+
+
+def _first_path_only(arr: pa.Array, depth: int = 0) -> tuple[int, str | None]:
+    """(how many, the first) media values of ``arr`` that name a file by ``path`` and carry no ``bytes``, at any
+    depth (structs and lists walked; an empty path, the "not provided" marker, does not count)."""
+    from .errors import ReleaseFormatError
+
+    if depth > MAX_MEDIA_DEPTH:
+        raise ReleaseFormatError(f"expected columns nested at most {MAX_MEDIA_DEPTH} levels deep, got deeper ones")
+    t = arr.type
+    if isinstance(t, pa.ExtensionType):
+        return 0, None
+    if pa.types.is_struct(t):
+        names = {t.field(i).name: t.field(i).type for i in range(t.num_fields)}
+        if set(names) == {"bytes", "path"} and all(_is_bytes_or_text(x) for x in names.values()):
+            path = pc.struct_field(arr, "path")
+            named = pc.greater(pc.binary_length(path.cast(pa.large_binary())), 0)  # a non-empty path
+            bad = pc.fill_null(pc.and_(pc.and_(pc.is_valid(arr), pc.is_null(pc.struct_field(arr, "bytes"))), named), False)
+            count = pc.sum(bad).as_py() or 0
+            if not count:
+                return 0, None
+            return count, path.filter(bad)[0].as_py()
+        total, first = 0, None
+        for i in range(t.num_fields):
+            n, f = _first_path_only(pc.struct_field(arr, [i]), depth + 1)
+            total, first = total + n, first if first is not None else f
+        return total, first
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _first_path_only(arr.flatten(), depth + 1)
+    return 0, None
+
+
+def check_media_table(table, where: str) -> None:
+    """Refuse a table (a ``pyarrow.Table``, or the Arrow table of a loaded ``datasets.Dataset``: ``ds.data``) holding a
+    media value ``{bytes: null, path: "<a file>"}`` at any depth: datasets' ``Image`` / ``Audio`` / ``Video`` decode
+    such a value by opening ``path`` on this machine (or fetching it, for a URL), so a row of a stranger's export could
+    read any local file. An export perckit wrote embeds every file's bytes (:func:`write_split`), so its rows pass.
+    On a memory-mapped table this reads the validity bitmaps and the path offsets, not the bytes.
+    ``ReleaseFormatError`` naming ``where``, the column, how many values and the first path."""
+    from .errors import ReleaseFormatError
+
+    for name in table.column_names:
+        count, first = 0, None
+        for chunk in table.column(name).chunks:
+            try:
+                n, path = _first_path_only(chunk)
+            except ReleaseFormatError as e:
+                raise ReleaseFormatError(f"{where}column {name!r}: {e}") from None
+            count, first = count + n, first if first is not None else path
+        if count:
+            raise ReleaseFormatError(
+                f"{where}column {name!r}: expected every media value to carry its bytes (an export embeds them), got "
+                f"{count} naming a file by path alone, e.g. {str(first)[:200]!r} (decoding would read that file "
+                "from this machine)")
+
+
+def check_media_bytes(pf, where: str) -> None:
+    """:func:`check_media_table` on a Parquet file (``pyarrow.parquet.ParquetFile``, already past
+    :func:`perckit.parquetio.open_parquet`) that is not loaded here (``write_task`` hands the files to lmms-eval):
+    every struct of exactly the fields ``bytes`` and ``path`` is read, only those leaves, one row group at a time.
+    The message names ``where`` and the row group."""
+    from .errors import ReleaseFormatError
+
+    prefixes = _media_prefixes(pf)
+    if not prefixes:
+        return
+    for g in range(pf.num_row_groups):
+        try:
+            table = pf.read_row_group(g, columns=prefixes)
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise ReleaseFormatError(f"{where}: row group {g}: the media columns {prefixes} cannot be read "
+                                     f"({type(e).__name__}: {str(e)[:200]})") from None
+        check_media_table(table, f"{where}: row group {g}, ")
+
+
 def _embed_top_level_media(columns: list[str]) -> Callable[[pa.Table], pa.Table]:
     """Table function: read the file of every ``{bytes: null, path}`` media value into ``bytes`` (path becomes
     its basename, as ``push_to_hub`` does); the other values are unchanged. Works for every media type, on both
-    datasets lines (datasets 3.6 does not embed ``Video``)."""
+    datasets lines (datasets 3.6 does not embed ``Video``). Each file is read with the checked reader: a regular
+    file of at most :data:`MAX_EMBED_FILE_BYTES` (an Arrow binary value holds at most 2 GiB)."""
+    from .errors import ReleaseFormatError
+    from .paths import read_regular_file
 
     def embed(table: pa.Table) -> pa.Table:
         for name in columns:
@@ -189,8 +283,9 @@ def _embed_top_level_media(columns: list[str]) -> Callable[[pa.Table], pa.Table]
             out = []
             for v in column.to_pylist():
                 if v is not None and v.get("bytes") is None and v.get("path"):
-                    with open(v["path"], "rb") as f:
-                        v = {**v, "bytes": f.read(), "path": os.path.basename(v["path"])}
+                    where = f"column {name!r}: path {v['path'][:200]!r}"
+                    data = read_regular_file(v["path"], where, MAX_EMBED_FILE_BYTES, ReleaseFormatError)
+                    v = {**v, "bytes": data, "path": os.path.basename(v["path"])}
                 out.append(v)
             table = table.set_column(idx, table.schema.field(idx), pa.array(out, type=table.schema.field(idx).type))
         return table

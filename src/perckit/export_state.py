@@ -24,6 +24,20 @@ Structure (version 2; version 1 is the same without the optional keys, and is st
                               "description": str,                      # at most MAX_TEXT_CHARS characters
                               "parent": str}}}                         # a child config only
 
+**The files of an export** are listed by one function, :func:`export_layout` (then
+:meth:`ExportLayout.files`), which every reader of an export's shards calls (:func:`perckit.export.load_export`,
+``perckit evaluate`` / ``gt-predictions --references``, :func:`perckit.lmms_eval.write_task`, ReasonAVEdit's
+``load_back``): the shards come from the record when there is one, else (a copy of a pushed export: ``perckit
+push`` uploads the card and the shards, not the record) from the card's YAML ``configs``
+(:func:`perckit.export_card.read_card_configs`), never from wherever ``datasets.load_dataset(folder)`` would follow
+the card. Every path and every match of a pattern is resolved under the export folder (no ``..``, no absolute
+path, no symbolic link out of it; a Hub snapshot's links into its own ``blobs/`` are accepted), and every shard
+is opened as a regular file and passes the Parquet size guard (:func:`perckit.parquetio.open_parquet`) before
+anything decodes it, and no media value may name a file by path alone (:func:`perckit.export_parquet.check_media_table`:
+on the shards, or on the rows a reader loads). With a record the card
+is checked too (the entry of the config being read), so a card edited to point out of the folder is refused
+either way.
+
 A child config (ReasonAVEdit's ``videos``: see :mod:`perckit.export_hooks`) is a Parquet config like any other,
 written by the conversion of another config, its ``parent``: it is never the default, its ``dir`` is its name,
 and its ``parent`` names a config of the record that is not a child itself (re-converting the parent replaces its
@@ -39,10 +53,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputNotFoundError, ReleaseFormatError
+from .errors import InputNotFoundError, OptionError, ReleaseFormatError, ReleaseNotFoundError
 
 STATE_FILE = ".perckit_export.json"
 FORMAT = "perckit-export"
@@ -54,8 +69,8 @@ MAX_STATE_BYTES = 16 << 20
 #: counts above this are not sizes of anything real
 MAX_COUNT = 2**63 - 1
 
-_CONFIG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-_SPLIT_NAME = re.compile(r"^\w{1,128}(\.\w{1,128})*$", re.ASCII)
+CONFIG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+SPLIT_NAME = re.compile(r"^\w{1,128}(\.\w{1,128})*$", re.ASCII)
 _RESERVED = {"README.md", STATE_FILE}
 #: longest ``description`` / ``viewer.reason`` kept in a record (the card shows them)
 MAX_TEXT_CHARS = 2000
@@ -139,7 +154,7 @@ def _check_split(s: Any, sat: str, folder: str, version: int, seen: set, export_
     if not isinstance(s, dict) or not _SPLIT_KEYS <= set(s) <= allowed:
         extra = " (optional: max_row_bytes, max_row_group_bytes, max_page_bytes)" if allowed != _SPLIT_KEYS else ""
         raise _fail(sat, f"an object {{name, num_examples, num_bytes, files}}{extra}", sorted(s) if isinstance(s, dict) else s)
-    if not isinstance(s["name"], str) or not _SPLIT_NAME.match(s["name"]) or s["name"] in seen:
+    if not isinstance(s["name"], str) or not SPLIT_NAME.match(s["name"]) or s["name"] in seen:
         raise _fail(f"{sat}: 'name'", "a split name (letters, digits, '_'), once per config", s["name"])
     seen.add(s["name"])
     _count(s["num_examples"], f"{sat}: 'num_examples'")
@@ -179,7 +194,7 @@ def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dic
     allowed = _CONFIG_KEYS | (_CONFIG_KEYS_V2 if version >= 2 else set())
     for name, c in configs.items():
         at = f"{where}: configs[{name!r}]"
-        if not _CONFIG_NAME.match(name):
+        if not CONFIG_NAME.match(name):
             raise _fail(f"{where}: 'configs'", "config names of letters, digits, '_', '.', '-'", name)
         if not isinstance(c, dict) or not _CONFIG_KEYS <= set(c) <= allowed:
             expected = "an object {default, dir, features, splits}"
@@ -293,3 +308,217 @@ def drop_config(state: dict, config: str) -> list[str]:
     for name in removed:
         state["configs"].pop(name, None)
     return removed
+
+
+# ---------------------------------------------------------------------------------------- the files of an export
+
+#: most shard files one split of an export may name (the record's list, or the card's patterns once expanded)
+MAX_SPLIT_FILES = 10_000
+#: how messages name the folder a path must stay in
+INSIDE = "the export folder"
+
+
+@dataclass(frozen=True)
+class ExportLayout:
+    """An export folder's configs as its record (``record``) or, without one, its card (``card``) names them;
+    see :func:`export_layout`. ``card`` is the card's checked ``configs`` (``None``: no card)."""
+
+    root: Path
+    record: dict | None
+    card: dict | None
+
+    @property
+    def benchmark(self) -> str | None:
+        """The benchmark the record names (``None`` for a copy without a record)."""
+        return self.record["benchmark"] if self.record is not None else None
+
+    def names(self) -> list[str]:
+        """The config names (the record's, else the card's), sorted."""
+        return sorted(self.record["configs"] if self.record is not None else self.card)
+
+    def _is_default(self, name: str) -> bool:
+        if self.record is not None:
+            return bool(self.record["configs"][name]["default"])
+        return self.card[name].default
+
+    def config_name(self, config: str | None) -> str:
+        """``config``, or for ``None`` the default config (the one marked default, else the only one, else one named
+        ``default``), as ``datasets`` picks it; :class:`~perckit.errors.OptionError` listing the configs otherwise."""
+        names = self.names()
+        if config is None:
+            marked = [n for n in names if self._is_default(n)]
+            if marked or len(names) == 1 or "default" in names:
+                return marked[0] if marked else names[0] if len(names) == 1 else "default"
+            raise OptionError(f"export {str(self.root)!r}: expected a config name (no config is the default), got none; "
+                              f"the export has the configs {names}")
+        if not isinstance(config, str) or config not in names:
+            raise OptionError(f"export {str(self.root)!r}: expected one of the configs {names}, got {config!r}")
+        return config
+
+    def splits(self, config: str | None = None) -> list[str]:
+        """The split names of ``config`` (default: :meth:`config_name`), in the record's or the card's order."""
+        name = self.config_name(config)
+        if self.record is not None:
+            return [s["name"] for s in self.record["configs"][name]["splits"]]
+        return list(self.card[name].data_files)
+
+    def files(self, config: str | None = None, splits: list[str] | None = None, media: bool = True) -> dict[str, list[Path]]:
+        """``{split: [shard path]}`` of ``config`` (default: :meth:`config_name`) for ``splits`` (default: all, in
+        order), every shard checked before anything decodes it (module docstring). ``media=False`` leaves the media
+        check to a caller that loads the rows and checks them itself, where it is nearly free
+        (:func:`perckit.export.load_files`: the loaded table's validity bitmaps, not a second read of every media
+        byte; ReasonAVEdit's ``load_back``: each clip it joins). Errors: an unknown config or
+        split, :class:`~perckit.errors.OptionError` listing what the export has; a path that leaves the folder
+        (``..``, absolute, a symbolic link out, a pattern matching one), a file that is not a regular file or not
+        Parquet, a column chunk over the Parquet guard's limit, a media value without its bytes:
+        :class:`~perckit.errors.ReleaseFormatError` naming the card or record field, or the shard; a missing
+        shard (or a pattern matching none): :class:`~perckit.errors.ReleaseNotFoundError`."""
+        name = self.config_name(config)
+        available = self.splits(name)
+        wanted = list(available) if splits is None else list(splits)
+        for split in wanted:
+            if split not in available:
+                raise OptionError(f"export {str(self.root)!r}, config {name!r}: expected one of the splits {available}, "
+                                  f"got {split!r}")
+        card = self.card.get(name) if self.card else None
+        # with a record the card is only checked (a pattern may match nothing: the record names the shards)
+        from_card = _card_files(self.root, card, self.record is None) if card is not None else {}
+        if self.record is not None:
+            where = f"{str(self.root / STATE_FILE)!r}: configs[{name!r}]"
+            listed = {s["name"]: [_record_file(self.root, rel, f"{where}: splits[{i}]: files[{j}]") for j, rel in enumerate(s["files"])]
+                      for i, s in enumerate(self.record["configs"][name]["splits"])}
+        else:
+            listed = from_card
+        out: dict[str, list[Path]] = {}
+        first: tuple[Path, Any] | None = None
+        for split in wanted:
+            paths = listed[split]
+            if len(paths) > MAX_SPLIT_FILES:
+                raise ReleaseFormatError(f"export {str(self.root)!r}, config {name!r}, split {split!r}: expected at most "
+                                         f"{MAX_SPLIT_FILES} shard files, got {len(paths)}")
+            for path in paths:
+                schema = check_shard(self.root, path, media)
+                if first is None:
+                    first = (path, schema)
+                elif not schema.equals(first[1]):  # datasets would fail casting one to the other, deep in its builder
+                    raise ReleaseFormatError(f"{shard_label(self.root, path)}: expected the columns of "
+                                             f"{_rel(self.root, first[0])} (every shard of config {name!r} alike), "
+                                             f"got {_columns_text(schema)} instead of {_columns_text(first[1])}")
+            out[split] = paths
+        return out
+
+
+def literal_data_files(files: dict[str, list[Path]], real: bool = False) -> dict[str, list[str]]:
+    """``files`` (checked by :meth:`ExportLayout.files`) as ``data_files`` for ``datasets``, which takes every entry as
+    a glob pattern: each an absolute path (``real``: every link resolved) with ``*``, ``?`` and ``[`` escaped
+    (``glob.escape``), then resolved by datasets' own pattern resolution and checked to name exactly those files.
+    Unescaped, a folder named ``exports[1]`` reads ``exports1/`` instead, and one named ``d*`` also reads a linked
+    ``dz/`` beside it: files nobody checked."""
+    import glob
+
+    from datasets.data_files import DataFilesDict
+
+    want = {s: [os.path.realpath(p) if real else os.path.abspath(p) for p in paths] for s, paths in files.items()}
+    out = {s: [glob.escape(p) for p in paths] for s, paths in want.items()}
+    try:
+        resolved = DataFilesDict.from_patterns(out, base_path=os.sep)
+        got = {s: [str(f) for f in resolved[s]] for s in out}
+    except (FileNotFoundError, ValueError) as e:
+        raise ReleaseFormatError(f"expected datasets to find the export's checked files {want}, got {type(e).__name__}: "
+                                 f"{str(e)[:200]}") from None
+    for s in want:
+        if sorted(got[s]) != sorted(want[s]):
+            raise ReleaseFormatError(f"split {s!r}: expected datasets to read exactly the export's checked files "
+                                     f"{want[s][:5]}, it would read {got[s][:5]}")
+    return out
+
+
+def _columns_text(schema: Any) -> str:
+    text = ", ".join(f"{f.name}: {f.type}" for f in schema)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _rel(root: Path, path: Path) -> str:
+    """``path`` relative to the export root, as messages name it (POSIX; the full path when it is not under it)."""
+    from .paths import relative_label
+
+    return relative_label(path, root) or str(path)
+
+
+def _record_file(root: Path, rel: str, where: str) -> Path:
+    from .paths import resolve_under
+
+    return resolve_under(root, rel, where, ReleaseFormatError, INSIDE)
+
+
+def _card_files(root: Path, card, require: bool = True) -> dict[str, list[Path]]:
+    """The files the card's ``data_files`` of one config match (:func:`perckit.paths.glob_under`: inside the export
+    folder, sorted per pattern, each file once per split); with ``require``, a pattern matching nothing is an error
+    naming its field."""
+    from .paths import glob_under
+
+    out: dict[str, list[Path]] = {}
+    for split, patterns in card.data_files.items():
+        seen: dict[str, Path] = {}
+        for pattern, where in patterns:
+            matches = glob_under(root, pattern, where, ReleaseFormatError, INSIDE)
+            if not matches and require:
+                raise ReleaseNotFoundError(f"{where}: expected the config's files in {INSIDE} {str(root)!r}, got no file "
+                                           f"matching {pattern[:200]!r}")
+            for m in matches:
+                seen.setdefault(str(m), m)
+                if len(seen) > MAX_SPLIT_FILES:
+                    raise ReleaseFormatError(f"{where}: expected at most {MAX_SPLIT_FILES} files per split, got more")
+        out[split] = list(seen.values())
+    return out
+
+
+def shard_label(root: Path, path: Path) -> str:
+    """How messages name a shard: ``'<export>': data/validation-00000-of-00001.parquet``."""
+    return f"{str(root)!r}: {_rel(root, path)}"
+
+
+def check_shard(root: Path, path: Path, media: bool = True) -> Any:
+    """One shard of an export, before anything decodes it: a regular file, a readable Parquet file whose column
+    chunks pass the size guard (:func:`perckit.parquetio.open_parquet`: the footer and the page headers), whose
+    ``huggingface`` schema metadata (if any) loads as ``datasets.Features`` (the parquet builder takes the features
+    from it), and (``media``) whose media values carry their bytes (:func:`perckit.export_parquet.check_media_bytes`).
+    Returns its Arrow schema without the metadata."""
+    import datasets
+
+    from .export_parquet import check_media_bytes
+    from .parquetio import open_parquet
+
+    where = shard_label(root, path)
+    with open_parquet(path, where) as pf:
+        schema = pf.schema_arrow
+        try:
+            datasets.Features.from_arrow_schema(schema)
+        except Exception as e:  # a hostile metadata dict: ValueError, KeyError, TypeError, RecursionError, ...
+            raise ReleaseFormatError(f"{where}: expected 'huggingface' schema metadata that loads as datasets.Features, got "
+                                     f"one that does not ({type(e).__name__}: {str(e)[:200]})") from None
+        if media:
+            check_media_bytes(pf, where)
+    return schema.remove_metadata()
+
+
+def export_layout(export_dir: str | os.PathLike) -> ExportLayout:
+    """The configs of the export folder ``export_dir``: its record (:func:`read_state`) when it has one, and its
+    card's checked ``configs`` (:func:`perckit.export_card.read_card_configs`). Errors:
+    :class:`~perckit.errors.InputNotFoundError` when the folder is missing or has neither a record nor a card with
+    ``configs`` (not an export); the readers' :class:`~perckit.errors.ReleaseFormatError` for a bad record or card."""
+    from .export_card import read_card_configs
+
+    root = Path(export_dir)
+    if not root.is_dir():
+        got = "a file" if root.exists() else "nothing there"
+        raise InputNotFoundError(f"{str(root)!r}: expected an export folder (written by `perckit convert`, or a copy of a "
+                                 f"pushed one), got {got}")
+    record = read_state(root) if has_state(root) else None
+    card = read_card_configs(root)
+    if record is None and not card:
+        raise InputNotFoundError(f"{str(root)!r} is not a perckit export: expected a {STATE_FILE} record (run `perckit "
+                                 "convert`) or a README.md card whose YAML 'configs' name each config's data_files (a copy "
+                                 "of a pushed export), got neither")
+    return ExportLayout(root, record, card)
+

@@ -14,12 +14,18 @@ Two checks, both before pyarrow decompresses anything:
    page size (shared prefixes). A chunk whose pages add up to more than the limit is refused naming the row
    group and column, as is a page header that cannot be parsed or a chunk of more than
    :data:`MAX_PAGES_PER_CHUNK` pages.
+
+:func:`open_parquet` is the entry point for a Parquet file named by a path: the file opened with the checked
+reader (a regular file), its footer read, and both checks run on it before the caller reads anything (an
+export's shards, before ``datasets`` decodes them: :mod:`perckit.export_state`).
 """
 
 from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .errors import ReleaseFormatError
@@ -288,3 +294,26 @@ def check_page_sizes(pf: Any, f: Any, where: str, limit: int | None = None) -> N
                     )
     finally:
         f.seek(saved)
+
+
+@contextmanager
+def open_parquet(path: str | os.PathLike, where: str, not_found: type[Exception] | None = None,
+                 limit: int | None = None) -> Iterator[Any]:
+    """``pyarrow.parquet.ParquetFile`` of ``path`` once it passed the guard: a regular file
+    (:func:`perckit.paths.open_regular_file`: no FIFO, device or folder; missing: ``not_found``, default
+    :class:`~perckit.errors.ReleaseNotFoundError`), a readable Parquet footer, and every column chunk within
+    ``limit`` (default :data:`MAX_COLUMN_CHUNK_BYTES`) as its footer and its page headers declare it
+    (:func:`check_column_chunk_sizes`). Errors are :class:`~perckit.errors.ReleaseFormatError` naming ``where``
+    (and the row group and column). The file stays open while the block runs."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .paths import open_regular_file
+
+    with open_regular_file(path, where, None, ReleaseFormatError, not_found) as f:
+        try:
+            pf = pq.ParquetFile(f)
+        except (pa.ArrowException, OSError, EOFError, ValueError) as e:
+            raise ReleaseFormatError(f"{where}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+        check_column_chunk_sizes(pf, where, limit, source=f)
+        yield pf

@@ -33,12 +33,14 @@ MAX_PATH_CHARS = 4096
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
-def check_relative(rel: object, where: str, error: type[Exception] = ReleaseFormatError) -> PurePosixPath:
+def check_relative(rel: object, where: str, error: type[Exception] = ReleaseFormatError,
+                   inside: str = "the release root") -> PurePosixPath:
     """``rel`` as a relative POSIX path, or ``error`` naming ``where``.
 
     Refused: a non-string or empty value, a NUL byte, more than :data:`MAX_PATH_CHARS` characters, an absolute
     path (``/x``, ``\\\\x``, a drive letter ``C:``), and any ``..`` component (``/`` and ``\\`` both count as
-    separators, so ``..\\x`` is refused too). Purely lexical: no filesystem call."""
+    separators, so ``..\\x`` is refused too). Purely lexical: no filesystem call. ``inside`` names the root in
+    the messages ("the export folder")."""
     if not isinstance(rel, str) or not rel:
         raise error(f"{where}: expected a relative path string, got {rel!r}")
     if "\x00" in rel:
@@ -46,10 +48,10 @@ def check_relative(rel: object, where: str, error: type[Exception] = ReleaseForm
     if len(rel) > MAX_PATH_CHARS:
         raise error(f"{where}: expected a relative path of at most {MAX_PATH_CHARS} characters, got {len(rel)}")
     if rel.startswith(("/", "\\")) or _DRIVE.match(rel):
-        raise error(f"{where}: expected a path relative to the release root, got the absolute path {rel[:200]!r}")
+        raise error(f"{where}: expected a path relative to {inside}, got the absolute path {rel[:200]!r}")
     parts = re.split(r"[\\/]+", rel)
     if ".." in parts:
-        raise error(f"{where}: expected a path inside the release root, got {rel[:200]!r} (a '..' component leaves it)")
+        raise error(f"{where}: expected a path inside {inside}, got {rel[:200]!r} (a '..' component leaves it)")
     return PurePosixPath(*[p for p in parts if p not in ("", ".")] or ["."])
 
 
@@ -58,6 +60,7 @@ def resolve_under(
     rel: object,
     where: str,
     error: type[Exception] = ReleaseFormatError,
+    inside: str = "the release root",
 ) -> Path:
     """``root / rel`` for a path string taken from release data (or a prediction file), checked to stay inside ``root``.
 
@@ -65,15 +68,16 @@ def resolve_under(
     still lie under ``root`` (itself resolved): a link inside the release that points out of it is refused.
     The returned path is the joined one (not the resolved one), so messages show what the release named.
     ``where`` names the file, row and field for the message. The path need not exist: callers report a
-    missing file with their own :class:`~perckit.errors.ReleaseNotFoundError`."""
-    pure = check_relative(rel, where, error)
+    missing file with their own :class:`~perckit.errors.ReleaseNotFoundError`. ``inside`` names the root in
+    the messages."""
+    pure = check_relative(rel, where, error, inside)
     base = Path(root)
     path = base / pure
     real_root = os.path.realpath(base)
     real = os.path.realpath(path)
     if not is_inside(real, real_root) and not _inside_hub_blobs(base, real):
         raise error(
-            f"{where}: expected a path inside the release root {str(base)!r}, got {rel[:200]!r}, which resolves "
+            f"{where}: expected a path inside {inside} {str(base)!r}, got {rel[:200]!r}, which resolves "
             f"to {real!r} (a symbolic link leaves the root)"
         )
     return path
@@ -269,6 +273,104 @@ def relative_label(path: str | os.PathLike, root: str | os.PathLike | None) -> s
         return Path(path).relative_to(root).as_posix()
     except ValueError:
         return None
+
+
+#: most entries one pattern from data may match (:func:`glob_under`)
+MAX_GLOB_MATCHES = 100_000
+#: most folder entries :func:`glob_under` lists to expand one pattern
+MAX_GLOB_ENTRIES = 1_000_000
+#: deepest folder a ``**`` component descends to
+MAX_GLOB_DEPTH = 32
+
+_GLOB_MAGIC = re.compile(r"[*?\[]")
+
+
+def glob_under(
+    root: str | os.PathLike,
+    pattern: object,
+    where: str,
+    error: type[Exception] = ReleaseFormatError,
+    inside: str = "the release root",
+) -> list[Path]:
+    """The entries under ``root`` that ``pattern`` (a path pattern taken from data, e.g. a card's ``data_files``)
+    names, sorted by their relative POSIX path; ``root / pattern`` checked like :func:`resolve_under`.
+
+    The pattern passes :func:`check_relative` first (no absolute path, no ``..``, no NUL). It is matched one
+    folder level at a time, as the glob ``datasets`` resolves ``data_files`` with: ``*``, ``?`` and ``[...]``
+    match within one name (``fnmatch`` rules, case-sensitive), a ``**`` component matches any number of
+    folders (none included); a wildcard matches a name that starts with ``.`` only when its own component
+    does. A component without wildcards names one entry. Every folder is resolved under ``root`` before it is
+    listed, and every match after: a symbolic link out of ``root`` is refused (``error`` naming ``where`` and
+    the match), never followed and never skipped; ``**`` does not descend into linked folders. Folders never
+    match; other entries (files, links to files, FIFOs) do, and the caller opens them with the checked
+    readers. At most :data:`MAX_GLOB_MATCHES` matches, :data:`MAX_GLOB_ENTRIES` listed entries and
+    :data:`MAX_GLOB_DEPTH` levels below a ``**``, else ``error``. An empty list when nothing matches: the
+    caller says what it expected."""
+    import fnmatch
+    import stat
+
+    pure = check_relative(pattern, where, error, inside)
+    base = Path(root)
+    listed = 0
+
+    def hidden_ok(name: str, component: str) -> bool:
+        return not name.startswith(".") or component.startswith(".")
+
+    def entries(folder: tuple[str, ...]) -> list[tuple[str, bool]]:
+        """(name, is a real folder, not a link) of the entries of ``folder`` (checked under ``root``), sorted."""
+        nonlocal listed
+        rel = "/".join(folder) or "."
+        path = resolve_under(base, rel, f"{where}: {rel!r}", error, inside)
+        try:
+            with os.scandir(path) as it:
+                out = []
+                for entry in it:
+                    listed += 1
+                    if listed > MAX_GLOB_ENTRIES:
+                        raise error(f"{where}: expected a pattern that lists at most {MAX_GLOB_ENTRIES} folder entries, "
+                                    f"got {str(pattern)[:200]!r}, which lists more")
+                    out.append((entry.name, entry.is_dir(follow_symlinks=False)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as e:
+            raise error(f"{where}: the folder {str(path)!r} cannot be listed: {e.strerror or e}") from None
+        return sorted(out)
+
+    folders: list[tuple[str, ...]] = [()]
+    parts = [p for p in pure.parts if p != "."]
+    for i, component in enumerate(parts):
+        last = i == len(parts) - 1
+        nxt: list[tuple[str, ...]] = []
+        if component == "**":  # this folder and every folder below (a trailing '**': every file below)
+            stack = [(f, 0) for f in reversed(folders)]
+            while stack:
+                folder, depth = stack.pop()
+                if depth > MAX_GLOB_DEPTH:
+                    raise error(f"{where}: expected a pattern whose '**' descends at most {MAX_GLOB_DEPTH} folders, "
+                                f"got {str(pattern)[:200]!r}")
+                listing = [(name, is_dir) for name, is_dir in entries(folder) if hidden_ok(name, "")]
+                nxt += [folder + (name,) for name, is_dir in listing if not is_dir] if last else [folder]
+                stack.extend((folder + (name,), depth + 1) for name, is_dir in reversed(listing) if is_dir)
+        elif _GLOB_MAGIC.search(component):
+            for folder in folders:
+                nxt += [folder + (name,) for name, _ in entries(folder)
+                        if hidden_ok(name, component) and fnmatch.fnmatchcase(name, component)]
+        else:
+            nxt = [folder + (component,) for folder in folders]
+        folders = list(dict.fromkeys(nxt))
+        if len(folders) > MAX_GLOB_MATCHES:
+            raise error(f"{where}: expected a pattern matching at most {MAX_GLOB_MATCHES} entries, got "
+                        f"{str(pattern)[:200]!r}, which matches more")
+    matches: list[Path] = []
+    for rel in sorted("/".join(f) for f in folders if f):
+        path = resolve_under(base, rel, f"{where}: {rel!r}", error, inside)
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue  # missing (or a dangling link inside the root): no match
+        if not stat.S_ISDIR(mode):
+            matches.append(path)
+    return matches
 
 
 # ---------------------------------------------------------------- the one atomic writer

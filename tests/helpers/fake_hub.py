@@ -9,7 +9,8 @@ applied too (remote files matching it are deleted), so a push that deletes somet
 ``fail_after_files`` makes the next folder upload stop with a ``ConnectionError`` after that many files.
 
 Downloads are faked the same way: :func:`fake_snapshot_download` stands in for
-``huggingface_hub.snapshot_download`` and copies the matching files of a local folder.
+``huggingface_hub.snapshot_download`` and copies the matching files of a local folder; :func:`blob_snapshot`
+lays a folder out as the Hub cache does (snapshot files linked into the repository's ``blobs/``).
 """
 
 from __future__ import annotations
@@ -130,3 +131,29 @@ def fake_snapshot_download(source, calls):
         return str(dest)
 
     return fake
+
+
+def blob_snapshot(source, cache, repo: str = "datasets--org--export", revision: str = "0" * 40,
+                  skip=(".perckit_export.json",)):
+    """A ``snapshot_download``-shaped copy of the folder ``source`` in the Hub cache layout: every file stored once
+    in ``<cache>/<repo>/blobs/<sha256>`` and linked from ``<cache>/<repo>/snapshots/<revision>/<path>`` (relative
+    links, as huggingface_hub makes them); the names in ``skip`` (the local record, which ``perckit push`` never
+    uploads) are left out. Returns the snapshot folder."""
+    import hashlib
+    import os
+
+    source, cache = Path(source), Path(cache)
+    blobs = cache / repo / "blobs"
+    snapshot = cache / repo / "snapshots" / revision
+    blobs.mkdir(parents=True, exist_ok=True)
+    for f in sorted(p for p in source.rglob("*") if p.is_file()):
+        rel = f.relative_to(source)
+        if rel.as_posix() in skip:
+            continue
+        data = f.read_bytes()
+        blob = blobs / hashlib.sha256(data).hexdigest()
+        blob.write_bytes(data)
+        link = snapshot / rel
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.relpath(blob, link.parent), link)
+    return snapshot

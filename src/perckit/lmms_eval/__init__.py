@@ -298,43 +298,43 @@ def _yaml_scalar(value: Any) -> str:
     return json.dumps(value)  # a JSON string or number is a YAML scalar
 
 
+#: the first line of every task YAML :func:`write_task` writes (the mark that lets it replace its own file)
+_TASK_MARK = "# written by perckit.lmms_eval.write_task"
+
+
 def write_task(benchmark: str, dataset: str | os.PathLike, output: str | os.PathLike, task: str | None = None,
                split: str | None = None, config: str | None = None) -> Path:
     """Write ``<output>/<task>.yaml``: the packaged task of ``benchmark`` (by ``include``) reading ``dataset``.
 
-    ``dataset`` is a local export folder written by ``perckit convert`` (its record names the Parquet files of the
-    config and split: ``dataset_path: parquet`` with those files as ``data_files``), any other local folder
-    holding an export's card (a ``snapshot_download`` of a pushed one: ``dataset_path`` the folder,
-    ``dataset_name`` the config), or a Hub repository id of a pushed export (``dataset_path`` the id).
+    ``dataset`` is a local export folder (written by ``perckit convert``, or a ``snapshot_download`` of a pushed one)
+    or a Hub repository id of a pushed export (``dataset_path`` the id, ``dataset_name`` the config). A local folder
+    gives ``dataset_path: parquet`` with the split's files as ``data_files`` (absolute paths, glob characters
+    escaped: :func:`perckit.export_state.literal_data_files`), listed by the one
+    lister of an export's files (:func:`perckit.export_state.export_layout`: the record's list, else the card's
+    ``data_files``; every path inside the folder, every shard a regular Parquet file past the size guard and with
+    its media bytes), never the folder itself, whose card lmms-eval's ``load_dataset`` would follow anywhere.
     ``config`` / ``split`` default to the task's (RefCOCO-M ``expressions`` / ``validation``, M⁴Seg ``default`` /
     ``test``); ``task`` to ``<packaged task>_<folder or repo name>``. Run ``lmms-eval --include_path <output>
-    --tasks <task>``. An existing file is replaced only if this function wrote it."""
-    from ..export_state import has_state, read_state
+    --tasks <task>``. An existing file is replaced (in one step: :func:`perckit.paths.write_atomic`) only if this
+    function wrote it: its first line, read with the checked reader, says so."""
+    from ..export_state import export_layout, literal_data_files
+    from ..paths import open_regular_file, write_atomic
 
     folder, name, default_config, default_split = _task(benchmark)
     config = config or default_config
     split = split or default_split
     base = name[: -len(".yaml")]
     src = Path(dataset)
-    lines = [f"# written by perckit.lmms_eval.write_task: the perckit {benchmark} task reading {str(dataset)!r}",
+    lines = [f"{_TASK_MARK}: the perckit {benchmark} task reading {str(dataset)!r}",
              f"include: {_yaml_scalar(str(task_yaml(benchmark)))}"]
-    if src.is_dir() and has_state(src):
-        state = read_state(src)
-        if state["benchmark"] != benchmark:
-            raise OptionError(f"dataset {str(dataset)!r}: expected an export of {benchmark}, got one of {state['benchmark']}")
-        entry = state["configs"].get(config)
-        if entry is None:
-            raise OptionError(f"dataset {str(dataset)!r}: expected the config {config!r} in the export, got {sorted(state['configs'])}")
-        files = [s["files"] for s in entry["splits"] if s["name"] == split]
-        if not files:
-            raise OptionError(f"dataset {str(dataset)!r}: config {config!r} has no split {split!r} "
-                              f"(it has {[s['name'] for s in entry['splits']]})")
-        paths = [str((src / f).resolve()) for f in files[0]]  # the record's files are relative to the export root
+    if src.is_dir():
+        layout = export_layout(src)
+        if layout.benchmark is not None and layout.benchmark != benchmark:
+            raise OptionError(f"dataset {str(dataset)!r}: expected an export of {benchmark}, got one of {layout.benchmark}")
+        # checked (inside the folder), resolved and escaped: lmms-eval's load_dataset takes each entry as a glob pattern
+        paths = literal_data_files(layout.files(config, [split]), real=True)[split]
         lines += ["dataset_path: parquet", "dataset_name: null",
-                  "dataset_kwargs:", "  data_files:", f"    {split}:"] + [f"      - {_yaml_scalar(p)}" for p in paths]
-        label = src.resolve().name
-    elif src.is_dir():
-        lines += [f"dataset_path: {_yaml_scalar(str(src.resolve()))}", f"dataset_name: {_yaml_scalar(config)}", "dataset_kwargs: {}"]
+                  "dataset_kwargs:", "  data_files:", f"    {_yaml_scalar(split)}:"] + [f"      - {_yaml_scalar(p)}" for p in paths]
         label = src.resolve().name
     elif os.path.isabs(str(dataset)) or str(dataset).startswith("."):
         raise InputNotFoundError(f"dataset {str(dataset)!r}: expected an export folder or a Hub repository id, got a path that does not exist")
@@ -346,9 +346,15 @@ def write_task(benchmark: str, dataset: str | os.PathLike, output: str | os.Path
     out_dir = Path(output)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{task}.yaml"
-    if path.exists() and not path.read_text(encoding="utf-8", errors="replace").startswith("# written by perckit.lmms_eval.write_task"):
-        raise OptionError(f"write_task: {str(path)!r} exists and was not written by write_task; choose another output or task name")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    where = f"write_task: {str(path)!r}"
+    if os.path.lexists(path):
+        head = b""
+        if not os.path.islink(path):
+            with open_regular_file(path, where, None, OptionError) as f:
+                head = f.read(len(_TASK_MARK))
+        if head != _TASK_MARK.encode():
+            raise OptionError(f"{where} exists and was not written by write_task; choose another output or task name")
+    write_atomic(path, "\n".join(lines) + "\n", where)
     return path
 
 

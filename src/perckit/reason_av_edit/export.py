@@ -21,8 +21,9 @@ and the "not provided" marker ``{bytes: None, path: ""}`` stay as they are. Samp
 empty, missing or repeated one is refused.
 
 :func:`load_back` reverses it for rows read back with plain ``datasets.load_dataset``: the ``videos`` shards the
-export's record (:func:`perckit.export_state.read_state`) lists for the split are opened under the export root
-(regular files, checked by :mod:`perckit.parquetio` before anything is decompressed: at most
+export lists for the split (:func:`perckit.export_state.export_layout`: its record, or the card of a copy without
+one) are opened under the export root (regular files, checked by :mod:`perckit.parquetio` before anything is
+decompressed: at most
 :data:`perckit.parquetio.MAX_COLUMN_CHUNK_BYTES` per column chunk, as the footer and the page headers declare it),
 indexed by ``sample_id`` (a repeated id is refused naming both files), and ``video`` / ``mask_video`` are joined
 back one row group at a time (a sample the shards lack is refused naming them; a clip over
@@ -160,40 +161,28 @@ def export_split(ds: datasets.Dataset, config: str, split: str, root: Path, rele
 # --------------------------------------------------------------------------------------------------- reading back
 
 
-def _child_split(state: dict, export_root: Path, ds: datasets.Dataset) -> dict:
-    """The record's split entry of the ``videos`` config that ``ds`` (a split of its parent) joins."""
-    entry = state["configs"].get(CHILD_CONFIG)
-    if entry is None or "parent" not in entry:
-        raise InputNotFoundError(f"reason_av_edit export {str(export_root)!r}: expected a {CHILD_CONFIG!r} config written with "
-                                 f"the rows (the clips of video and mask_video), the record has {sorted(state['configs'])}; "
-                                 "run `perckit convert` again")
-    splits = {s["name"]: s for s in entry["splits"]}
-    name = str(ds.split) if ds.split is not None else None
-    if name in splits:
-        return splits[name]
-    if len(splits) == 1:
-        return next(iter(splits.values()))
-    raise ReleaseFormatError(f"reason_av_edit export {str(export_root)!r}: expected the rows' split ({name!r}) among the "
-                             f"{CHILD_CONFIG!r} splits {sorted(splits)}; load a split of the export by name")
-
-
 def _child_files(export_root: Path, ds: datasets.Dataset) -> list[str]:
-    """The ``videos`` shards of the rows' split: the ones the export's record lists, or, in a copy downloaded from
-    the Hub (which has no record: ``perckit push`` uploads the card and the shards only), the files named
-    ``videos/<split>-NNNNN-of-NNNNN.parquet`` (the names convert writes), in order."""
-    from ..export_state import expected_shard, has_state, read_state
+    """The ``videos`` shards of the rows' split (relative to the export root), as the one lister of an export's
+    files gives them (:func:`perckit.export_state.export_layout`: the record's list, or in a copy downloaded from the
+    Hub, which has no record, the card's ``data_files``; every shard inside the export and past the Parquet guard):
+    the split named like the rows', else the only one."""
+    from ..export_state import export_layout
+    from ..paths import relative_label
 
-    if has_state(export_root):
-        return _child_split(read_state(export_root), export_root, ds)["files"]
-    folder = export_root / CHILD_CONFIG
-    names = sorted(p.name for p in folder.glob("*.parquet")) if folder.is_dir() else []
-    splits = sorted({n.rsplit("-", 3)[0] for n in names if expected_shard(f"{CHILD_CONFIG}/{n}", CHILD_CONFIG, n.rsplit("-", 3)[0])})
+    layout = export_layout(export_root)
+    names = layout.names()
+    if CHILD_CONFIG not in names or (layout.record is not None and "parent" not in layout.record["configs"][CHILD_CONFIG]):
+        raise InputNotFoundError(f"reason_av_edit export {str(export_root)!r}: expected a {CHILD_CONFIG!r} config written with "
+                                 f"the rows (the clips of video and mask_video), the export has {names}; "
+                                 "run `perckit convert` again")
+    splits = layout.splits(CHILD_CONFIG)
     name = str(ds.split) if ds.split is not None else None
     split = name if name in splits else (splits[0] if len(splits) == 1 else None)
     if split is None:
-        raise InputNotFoundError(f"reason_av_edit export {str(export_root)!r}: expected the {CHILD_CONFIG!r} shards of split "
-                                 f"{name!r} ({CHILD_CONFIG}/<split>-NNNNN-of-NNNNN.parquet), found the splits {splits}")
-    return [f"{CHILD_CONFIG}/{n}" for n in names if expected_shard(f"{CHILD_CONFIG}/{n}", CHILD_CONFIG, split)]
+        raise ReleaseFormatError(f"reason_av_edit export {str(export_root)!r}: expected the rows' split ({name!r}) among the "
+                                 f"{CHILD_CONFIG!r} splits {sorted(splits)}; load a split of the export by name")
+    # media=False: every clip joined is checked for its bytes in _Clips.get, not by a second read of every shard
+    return [relative_label(p, export_root) or str(p) for p in layout.files(CHILD_CONFIG, [split], media=False)[split]]
 
 
 def _is_binary(t: pa.DataType) -> bool:
@@ -225,10 +214,8 @@ class _Clips:
     """The clips of the ``videos`` shards of one split, by sample id, read one row group at a time."""
 
     def __init__(self, stack: ExitStack, export_root: Path, files: list[str], columns: list[str]) -> None:
-        import pyarrow.parquet as pq
-
-        from ..paths import open_regular_file, resolve_under
-        from ..parquetio import check_column_chunk_sizes
+        from ..parquetio import open_parquet
+        from ..paths import resolve_under
 
         self.columns = columns
         self.files = files
@@ -238,12 +225,8 @@ class _Clips:
         for i, rel in enumerate(files):
             where = f"reason_av_edit export {str(export_root)!r}: {rel}"
             path = resolve_under(export_root, rel, where, ReleaseFormatError)
-            f = stack.enter_context(open_regular_file(path, where, None, ReleaseFormatError, InputNotFoundError))
-            try:
-                pf = pq.ParquetFile(f)
-            except (pa.ArrowException, OSError, EOFError, ValueError) as e:
-                raise ReleaseFormatError(f"{where}: not a readable Parquet file ({type(e).__name__}: {e})") from None
-            check_column_chunk_sizes(pf, where, source=f)  # the footer and the page headers, before decompressing
+            # the footer and the page headers checked again on the descriptor read here, before decompressing
+            pf = stack.enter_context(open_parquet(path, where, InputNotFoundError))
             _check_schema(pf.schema_arrow, columns, where)
             self.shards.append(pf)
             for g in range(pf.num_row_groups):
@@ -268,6 +251,9 @@ class _Clips:
         for col in self.columns:
             value = table.column(col)[offset].as_py()
             data = value.get("bytes") if value else None
+            if value and data is None and value.get("path"):  # datasets' Video would read that file from this machine
+                raise ReleaseFormatError(f"{where}, column {col!r} ({self.files[shard]}): expected the clip's bytes (an export "
+                                         f"embeds them), got only the path {str(value['path'])[:200]!r}")
             if data is not None and len(data) > MAX_MEDIA_FILE_BYTES:
                 raise ReleaseFormatError(f"{where}, column {col!r} ({self.files[shard]}): a clip of {len(data)} bytes, more "
                                          f"than the limit of {MAX_MEDIA_FILE_BYTES} bytes")
