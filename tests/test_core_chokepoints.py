@@ -74,6 +74,7 @@ CHECKED_SOURCES = frozenset({
     "BytesIO", "StringIO", "paths.open_regular_file", "paths.open_checked", "paths.atomic_file", "paths.read_regular_file",
     "opener",  # the builders' opener: paths.checked_opener(open) (local files checked; remote ones through datasets)
     "wr.open", "self.open",  # ReleaseWriter.open: paths.atomic_file under the release root
+    "open_weights",  # perckit.model_files.open_weights: paths.open_regular_file under MAX_WEIGHTS_BYTES
 })
 #: calls whose result is a file only as good as what they are given (``ExitStack.enter_context(checked)``)
 PASS_THROUGH = frozenset({"enter_context", "stack.enter_context", "files.enter_context", "contextlib.closing"})

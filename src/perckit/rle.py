@@ -613,7 +613,7 @@ def sample_nearest(mask: Mapping[str, Any], rows: np.ndarray, cols: np.ndarray, 
     last foreground pixel, a bounded number at a time, then spread to the target by index: memory is the target
     plus a bounded scratch, time O(distinct samples x log(runs) + target pixels). ``mask`` has a ``size``
     [H, W] and ``counts`` that :func:`decode_counts` reads (errors name ``where``)."""
-    h, w = int(mask["size"][0]), int(mask["size"][1])
+    h = int(mask["size"][0])
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
     runs = decode_counts(mask["counts"], where)
