@@ -322,3 +322,17 @@ def test_plain_class_accepts_hash(m4_release, tmp_path):
     b = builder_class("m4seg")(config_name="default", data_dir=str(m4_release.root), cache_dir=str(tmp_path), hash="abc", splits=("test",))
     b.download_and_prepare()
     assert b.as_dataset("test").num_rows == 24
+
+
+def test_a_release_folder_with_glob_characters_lists_only_its_own_shards(m4_release, m4_parquet, tmp_path):
+    # the shard pattern is joined to a literal root: m4seg[1] once matched m4seg1's shards, m4seg* every m4segX's
+    for name in ("m4seg[1]", "m4seg*"):
+        root = tmp_path / name
+        shutil.copytree(m4_release.root / "data", root / "data")
+        decoy = tmp_path / name.replace("[1]", "1").replace("*", "z")
+        shutil.copytree(m4_release.root / "data", decoy / "data")
+        (decoy / "data" / "test-00000-of-00001.parquet").rename(decoy / "data" / "test-decoy.parquet")
+        found = release.parquet_paths(root, "test")
+        assert found and all(p.startswith(str(root) + "/") for p in found), found
+    built = build_split("m4seg", "default", tmp_path / "m4seg[1]", tmp_path / "out", split="test")
+    assert built.to_list() == m4_parquet["test"].to_list()

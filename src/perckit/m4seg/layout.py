@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
-from ..paths import resolve_under
+from ..paths import is_remote, resolve_under
 
 SPLITS = ("train", "test")
 SOURCES = ("auto", "native", "parquet")
@@ -25,10 +25,13 @@ def native_path(root: str | Path, split: str) -> Path:
 
 
 def parquet_paths(root: str | Path, split: str, glob_fn: Callable[[str], list] | None = None) -> list[str]:
-    """``sorted(glob("data/{split}-*.parquet"))``; ``glob_fn`` is the (streaming-patched) ``glob.glob``."""
+    """``sorted(glob("data/{split}-*.parquet"))`` under ``root``; ``glob_fn`` is the (streaming-patched)
+    ``glob.glob``. A local root is a literal path (``glob.escape``): a release at ``.../m4seg[1]`` lists its own
+    shards, not those of ``.../m4seg1``."""
     import glob as _glob
 
-    return sorted((glob_fn or _glob.glob)(str(Path(root) / PARQUET_GLOB.format(split=split))))
+    base = Path(root) if is_remote(root) else Path(_glob.escape(str(Path(root))))
+    return sorted((glob_fn or _glob.glob)(str(base / PARQUET_GLOB.format(split=split))))
 
 
 def confine_files(root: str | Path, files: Sequence[str], split: str, links: bool = True) -> None:
