@@ -429,6 +429,26 @@ def test_every_option_of_the_wrong_type_is_an_option_error(name, option, value):
     assert repr(value)[:20] in msg, msg
 
 
+def test_a_refused_compute_leaves_no_cache_file_and_no_held_lock(tmp_path):
+    # evaluate releases its cache files only after the scoring step returns: a refusal there left the module's
+    # .arrow file and its held lock, and the next compute waited a second on that lock for another file name
+    import evaluate
+    from filelock import FileLock
+
+    pred, ref, options = GOOD["refer_iou", None]
+    m = evaluate.load(str(REPO / "metrics" / "refer_iou"), cache_dir=str(tmp_path))
+    for _ in range(2):
+        with pytest.raises(OptionError):
+            m.compute(predictions=[pred], references=[ref], **{**options, "thresholds": "0.5"})
+        assert sorted(p.name for p in tmp_path.rglob("*.arrow")) == []
+        for lock in tmp_path.rglob("*.lock"):
+            free = FileLock(str(lock))
+            free.acquire(timeout=0)  # free: another lock could take it at once (a held one raises Timeout)
+            free.release()
+    assert m.compute(predictions=[pred], references=[ref], **options) == metric("refer_iou").compute(
+        predictions=[pred], references=[ref], **options)
+
+
 def test_every_metric_has_options_in_the_table():
     names = {c.values[0] for c in _option_cases()}
     assert names == {"mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning", "av_edit_quality"}

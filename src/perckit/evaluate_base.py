@@ -23,6 +23,7 @@ namespace as the metric.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any, Callable, ClassVar, NamedTuple
 
@@ -175,6 +176,7 @@ class PerckitMetric(evaluate.Metric):
         )
 
     def _compute(self, predictions: Any, references: Any, **options: Any) -> dict:
+        self._scoring = True  # evaluate has finalized its cache file: a failure from here on is released by compute
         if self.ACCUMULATOR is not None:
             from .accumulate import accumulator
 
@@ -220,8 +222,36 @@ class PerckitMetric(evaluate.Metric):
         (dicts, lists, strings): a collection pass finds nothing to free but traverses all of them, and such
         passes took half of ``compute``'s time on 5,598 RefCOCO-M pairs. The collector is re-enabled (if it was
         on) when ``compute`` returns or raises."""
+        self._scoring = False
         with gc_paused():
-            return super().compute(predictions=predictions, references=references, **kwargs)
+            try:
+                return super().compute(predictions=predictions, references=references, **kwargs)
+            except BaseException:
+                if self._scoring:
+                    self._release_failed_compute()
+                raise
+            finally:
+                self._scoring = False
+
+    def _release_failed_compute(self) -> None:
+        """Undo what ``evaluate``'s ``compute`` leaves when the scoring step raises (an option or a prediction
+        refused after the rows were cached): it releases the cache files' locks and removes the files only after
+        ``_compute`` returns, so a refusal left this module's own cache file on disk and its lock held, and the
+        next ``add_batch`` / ``compute`` of the module waited a second for that lock before taking another file
+        name. Here the module's own cache files (the ones ``evaluate`` created for it, listed in ``file_paths``)
+        are removed and their locks released, as after a successful ``compute``; nothing else is touched."""
+        self.data = None
+        self.writer = None
+        if self.buf_writer is not None:
+            self.buf_writer = None
+            return
+        for lock, path in reversed(list(zip(self.filelocks or [], self.file_paths or []))):
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+            lock.release()
+        self.filelocks = None
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of predictions and references (see ``evaluate.EvaluationModule.add_batch``).
