@@ -25,7 +25,6 @@ from unittest.mock import patch
 import datasets
 import numpy as np
 import pytest
-from helpers.bad_inputs import far_apart_polygon
 from helpers.capped import run_capped
 from helpers.common import REPO
 from helpers.m4seg import NO_METEOR, R, S1_PRED, S1_REF
@@ -177,21 +176,13 @@ _vertex = st.one_of(st.integers(-70, 100), st.sampled_from([0.5, -0.5, 2.5, floa
 @example(10, 10, 400, 12, [[[0, 0, 4, 0, 4, 4]], [[1, 1, 5, 1, 5, 5], [0, 0, 2, 0, 2, 2]]])  # accepted
 @example(10, 10, 8, 12, [[[0, 0, 4, 0, 4, 4]]])  # an outline of 12 over a limit of 8
 @example(10, 10, 400, 4, [[[0, 0, 4, 0, 4, 4], [0, 0, 2, 0, 2, 2]]])  # 6 vertices in a mask, over a cap of 4
-def test_the_whole_array_check_agrees_with_the_polygon_by_polygon_one(h, w, min_outline, max_vertices, groups):
-    """check_polygons decides the common case by whole-array operations (_polygons_fit) and looks polygon by polygon
-    (_polygon_refusal, which names the culprit) only when those find something: both give one verdict, here with
-    the outline floor and the vertex cap lowered so that every rule is reached."""
-    sizes = [len(g) for g in groups]
+def test_the_guard_is_the_polygon_by_polygon_rule(h, w, min_outline, max_vertices, groups):
+    """check_polygons decides each rule over all the polygons at once and names the culprit only when a rule fails;
+    its verdict and message are those of the plain polygon-by-polygon rule (tests/oracles/masks.polygon_refusal),
+    here with the outline floor and the vertex cap lowered so that every rule is reached."""
     flat = [p for g in groups for p in g]
     with patch.object(rle, "MIN_POLYGON_OUTLINE", min_outline), patch.object(rle, "MAX_POLYGON_VERTICES", max_vertices):
-        arrays, unconverted = rle._polygon_coords(flat)
-        fits = unconverted is None and rle._polygons_fit(arrays, sizes, h, w)
-        try:
-            rle._polygon_refusal(arrays, unconverted, flat, sizes, h, w, "W")
-            refusal = None
-        except RLEError as e:
-            refusal = str(e)
-        assert fits == (refusal is None), refusal
+        refusal = oracle.polygon_refusal(groups, h, w, "W")
         if refusal is None:
             assert [a.tolist() for a in rle.check_polygons(groups, h, w, "W")] == [np.asarray(p, dtype=float).tolist() for p in flat]
         else:

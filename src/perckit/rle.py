@@ -338,9 +338,8 @@ def check_polygons(groups: Sequence[Sequence[Any]], h: int, w: int, where: str =
     polygon i``), what was expected and what was found.
 
     Called by :func:`polygon_unions` before pycocotools sees a polygon (so by :func:`from_polygons` and every
-    builder's polygon path). All the polygons of a call are converted in one pass and checked by a few whole-array
-    operations (:func:`_polygons_fit`); only when that finds a problem are they checked one by one
-    (:func:`_polygon_refusal`) to report the first polygon that breaks a rule, its rules checked in this order:
+    builder's polygon path). All the polygons of a call are converted in one pass and checked by
+    :func:`_polygon_refusal`, which reports the first polygon that breaks a rule, its rules checked in this order:
     it converts to numbers, has an even number (>= 6) of coordinates, at most :data:`MAX_POLYGON_VERTICES`
     vertices, finite coordinates, vertices within the bounds; then each mask: its vertex count, its outline."""
     h, w = int(h), int(w)
@@ -353,57 +352,28 @@ def check_polygons(groups: Sequence[Sequence[Any]], h: int, w: int, where: str =
     if not flat:
         return []
     arrays, unconverted = _polygon_coords(flat)
-    if unconverted is None and _polygons_fit(arrays, sizes, h, w):
-        return arrays
-    _polygon_refusal(arrays, unconverted, flat, sizes, h, w, where)  # the reference: raises what breaks a rule
+    _polygon_refusal(arrays, unconverted, flat, sizes, h, w, where)
     return arrays
-
-
-def _polygons_fit(arrays: list[np.ndarray], sizes: list[int], h: int, w: int) -> bool:
-    """True when every rule of :func:`check_polygons` holds, decided by whole-array operations over all the
-    polygons (the common case: a few microseconds); False says only "look closer". The outline is bounded first
-    by the vertex count times the longest side of the polygons' bounding box (no edge is longer), and summed edge
-    by edge only when that bound passes the limit."""
-    lens = [a.size for a in arrays]
-    if not all(n >= 6 and not n & 1 for n in lens):
-        return False
-    coords = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
-    xs, ys = coords[0::2], coords[1::2]
-    lo_x, hi_x, lo_y, hi_y = _coordinate_bounds(h, w)
-    low_x, high_x, low_y, high_y = xs.min(), xs.max(), ys.min(), ys.max()
-    if not (low_x >= lo_x and low_y >= lo_y and high_x <= hi_x and high_y <= hi_y):  # NaN fails here too
-        return False
-    if len(arrays) == 1:
-        most = xs.size
-    else:
-        ends = np.cumsum([n >> 1 for n in lens])  # where each polygon's vertices end
-        group_ends = ends[np.cumsum(sizes) - 1]  # where each mask's vertices end
-        most = int(np.diff(group_ends, prepend=0).max())
-    if most > MAX_POLYGON_VERTICES:  # (so no polygon has more either)
-        return False
-    limit = polygon_outline_limit(h, w)
-    if most * max(high_x - low_x, high_y - low_y) <= limit:
-        return True
-    edges = np.maximum(np.abs(xs[1:] - xs[:-1]), np.abs(ys[1:] - ys[:-1]))  # consecutive vertices; each polygon's
-    if len(arrays) == 1:  # closing edge replaces the step from its last vertex to the next polygon's first
-        return bool(edges.sum() + max(abs(xs[-1] - xs[0]), abs(ys[-1] - ys[0])) <= limit)
-    starts = np.concatenate(([0], ends[:-1]))
-    last = ends - 1
-    edges = np.append(edges, 0.0)
-    edges[last] = np.maximum(np.abs(xs[last] - xs[starts]), np.abs(ys[last] - ys[starts]))
-    outline = np.add.reduceat(edges, np.concatenate(([0], group_ends[:-1])))
-    return bool(outline.max() <= limit)
 
 
 def _polygon_refusal(arrays: list[np.ndarray], unconverted: int | None, flat: list, sizes: list[int], h: int, w: int,
                      where: str) -> None:
     """Raise the :class:`RLEError` of the first polygon, then the first mask, that breaks a rule of
-    :func:`check_polygons` (``arrays``: the polygons converted before ``unconverted``, the first that did not)."""
+    :func:`check_polygons` (``arrays``: the polygons converted before ``unconverted``, the first that did not);
+    return when every rule holds.
+
+    Each rule is decided once over all the polygons by whole-array operations (the common case: a few
+    microseconds), and polygon by polygon (or mask by mask) only when it fails, to name the first culprit: every
+    vertex finite and inside the bounds holds exactly when the smallest and largest x and y do; a mask's outline
+    is at most its vertex count times the longest side of the polygons' bounding box (no edge is longer), summed
+    edge by edge only when that bound passes the limit."""
     several = len(sizes) > 1
-    owner = np.repeat(np.arange(len(sizes)), sizes)
 
     def name(i: int) -> str:
-        return f"{where}: mask {owner[i]}: polygon {i - sum(sizes[: owner[i]])}" if several else f"{where}: polygon {i}"
+        if not several:
+            return f"{where}: polygon {i}"
+        g = int(np.searchsorted(np.cumsum(sizes), i, side="right"))
+        return f"{where}: mask {g}: polygon {i - sum(sizes[:g])}"
 
     def mask_name(g: int) -> str:
         return f"{where}: mask {g}" if several else where
@@ -412,21 +382,22 @@ def _polygon_refusal(arrays: list[np.ndarray], unconverted: int | None, flat: li
     bad_size = np.flatnonzero((lens < 6) | (lens % 2 == 1))
     # Polygons before the first one that does not convert or has a bad size are aligned (x, y) pairs: check them.
     stop = min([len(arrays)] + ([unconverted] if unconverted is not None else []) + bad_size[:1].tolist())
+    lo_x, hi_x, lo_y, hi_y = _coordinate_bounds(h, w)
     if stop:
         coords = np.concatenate(arrays[:stop]) if stop > 1 else arrays[0]
         nv = lens[:stop] // 2
-        starts = np.zeros(stop, dtype=np.int64)
-        np.cumsum(nv[:-1], out=starts[1:])
         xs, ys = coords[0::2], coords[1::2]
-        finite = np.logical_and.reduceat(np.isfinite(xs) & np.isfinite(ys), starts)
-        lo_x, hi_x, lo_y, hi_y = _coordinate_bounds(h, w)
-        with np.errstate(invalid="ignore"):
-            min_x, max_x = np.minimum.reduceat(xs, starts), np.maximum.reduceat(xs, starts)
-            min_y, max_y = np.minimum.reduceat(ys, starts), np.maximum.reduceat(ys, starts)
-        inside = (min_x >= lo_x) & (max_x <= hi_x) & (min_y >= lo_y) & (max_y <= hi_y)
-        bad = np.flatnonzero((nv > MAX_POLYGON_VERTICES) | ~finite | ~inside)
-        if bad.size:
-            i = int(bad[0])
+        low_x, high_x, low_y, high_y = xs.min(), xs.max(), ys.min(), ys.max()
+        fits = low_x >= lo_x and low_y >= lo_y and high_x <= hi_x and high_y <= hi_y  # NaN fails here too
+        if not fits or int(nv.max()) > MAX_POLYGON_VERTICES:
+            starts = np.zeros(stop, dtype=np.int64)
+            np.cumsum(nv[:-1], out=starts[1:])
+            finite = np.logical_and.reduceat(np.isfinite(xs) & np.isfinite(ys), starts)
+            with np.errstate(invalid="ignore"):
+                min_x, max_x = np.minimum.reduceat(xs, starts), np.maximum.reduceat(xs, starts)
+                min_y, max_y = np.minimum.reduceat(ys, starts), np.maximum.reduceat(ys, starts)
+            inside = (min_x >= lo_x) & (max_x <= hi_x) & (min_y >= lo_y) & (max_y <= hi_y)
+            i = int(np.flatnonzero((nv > MAX_POLYGON_VERTICES) | ~finite | ~inside)[0])
             if nv[i] > MAX_POLYGON_VERTICES:
                 raise RLEError(f"{name(i)}: expected at most {MAX_POLYGON_VERTICES} vertices, got {int(nv[i])}")
             if not finite[i]:
@@ -443,19 +414,30 @@ def _polygon_refusal(arrays: list[np.ndarray], unconverted: int | None, flat: li
     if unconverted is not None:
         raise RLEError(f"{name(unconverted)} is not a list of numbers: {_short(flat[unconverted])}")
     # Each mask: its vertex count, then its outline, the sum over every edge (closing ones too) of max(|dx|, |dy|).
-    group_starts = np.zeros(len(sizes), dtype=np.int64)
-    np.cumsum(sizes[:-1], out=group_starts[1:])
-    vertices = np.add.reduceat(nv, group_starts)
+    if several:
+        group_starts = np.zeros(len(sizes), dtype=np.int64)
+        np.cumsum(sizes[:-1], out=group_starts[1:])
+        vertices = np.add.reduceat(nv, group_starts)
+    else:
+        vertices = np.array([int(nv.sum())])
     over = np.flatnonzero(vertices > MAX_POLYGON_VERTICES)
     if over.size:
         g = int(over[0])
         raise RLEError(f"{mask_name(g)}: expected at most {MAX_POLYGON_VERTICES} polygon vertices per mask, got {int(vertices[g])}")
+    limit = polygon_outline_limit(h, w)
+    if int(vertices.max()) * max(high_x - low_x, high_y - low_y) <= limit:
+        return
+    starts = np.zeros(stop, dtype=np.int64)
+    np.cumsum(nv[:-1], out=starts[1:])
     nxt = np.arange(1, xs.size + 1)
     nxt[starts[1:] - 1] = starts[:-1]
     nxt[-1] = starts[-1]
     edges = np.maximum(np.abs(xs[nxt] - xs), np.abs(ys[nxt] - ys))
-    outline = np.add.reduceat(np.add.reduceat(edges, starts), group_starts)
-    limit = polygon_outline_limit(h, w)
+    outline = np.add.reduceat(edges, starts)
+    if several:
+        outline = np.add.reduceat(outline, group_starts)
+    else:
+        outline = np.array([outline.sum()])
     over = np.flatnonzero(outline > limit)
     if over.size:
         g = int(over[0])
