@@ -24,6 +24,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.common import dotted
 
 from perckit.errors import OutputError, PerckitError
 from perckit.paths import atomic_file, write_atomic
@@ -107,23 +108,9 @@ ALLOWED: dict[tuple[str, str, str], str] = {
 }
 
 
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    if isinstance(node, ast.Call):
-        inner = _dotted(node.func)
-        return ".".join([f"{inner}()" if inner else "?", *reversed(parts)]) if parts else ""
-    return ""
-
-
 def _call_name(call: ast.Call) -> str:
     """``np.load`` for ``np.load(...)``; ``resources.files(__package__).joinpath(DATA_FILE).read_bytes`` style chains as source."""
-    name = _dotted(call.func)
+    name = dotted(call.func)
     if "()" in name:
         return ast.unparse(call.func)
     return name
@@ -169,10 +156,10 @@ class _Scope:
         if isinstance(node, ast.Name):
             return node.id in self.checked
         if isinstance(node, ast.Call):
-            name = _dotted(node.func)
+            name = dotted(node.func)
             if name in CHECKED_SOURCES or name.endswith(("open_regular_file", "open_checked", "atomic_file", "read_regular_file")):
                 return True
-            if isinstance(node.func, ast.Call) and _dotted(node.func.func).endswith("checked_opener"):
+            if isinstance(node.func, ast.Call) and dotted(node.func.func).endswith("checked_opener"):
                 return True  # checked_opener(open)(path)
             if name in PASS_THROUGH or name.endswith(".enter_context"):
                 return any(self.is_checked(a) for a in node.args)

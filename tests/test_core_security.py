@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.common import dotted
 
 from perckit.errors import PredictionError, ReleaseFormatError
 
@@ -26,18 +27,6 @@ def _calls(tree: ast.AST):
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             yield node
-
-
-def _dotted(node: ast.AST) -> str:
-    """``np.lib.format.read_array`` for an attribute chain, ``eval`` for a name, "" otherwise."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
 
 
 def _keyword(call: ast.Call, name: str):
@@ -68,7 +57,7 @@ def violations(path: Path) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in FORBIDDEN_MODULES:
             out.append(f"{rel}:{node.lineno}: imports from {node.module}")
     for call in _calls(tree):
-        name = _dotted(call.func)
+        name = dotted(call.func)
         where = f"{rel}:{call.lineno}: {name or ast.unparse(call.func)}(...)"
         if name in FORBIDDEN_CALLS:
             out.append(f"{where} is forbidden")
