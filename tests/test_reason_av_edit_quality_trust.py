@@ -200,20 +200,26 @@ def _fifo(path: Path) -> Path:
     return path
 
 
+def _not_regular(path: Path, kind: str) -> tuple[Path, str]:
+    """``path`` made a FIFO, a folder or a link to /dev/zero (``dev_zero``: /dev/zero itself), and how the
+    checked reader names that kind."""
+    if kind == "fifo":
+        return _fifo(path), "a FIFO"
+    if kind == "folder":
+        path.mkdir()
+        return path, "a folder"
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero")
+    if kind == "link_to_dev_zero":
+        path.symlink_to("/dev/zero")
+        return path, "a device or socket"
+    return Path("/dev/zero"), "a device or socket"
+
+
 @pytest.mark.parametrize("kind", ["fifo", "folder", "dev_zero", "link_to_dev_zero"])
 def test_read_checkpoint_refuses_what_is_not_a_regular_file(tmp_path, kind):
     _torch()
-    if kind == "fifo":
-        path, got = _fifo(tmp_path / "w.pt"), "a FIFO"
-    elif kind == "folder":
-        path, got = tmp_path, "a folder"
-    else:
-        if not Path("/dev/zero").exists():
-            pytest.skip("no /dev/zero")
-        path, got = Path("/dev/zero"), "a device or socket"
-        if kind == "link_to_dev_zero":
-            path = tmp_path / "w.pt"
-            path.symlink_to("/dev/zero")
+    path, got = _not_regular(tmp_path / "w.pt", kind)
     with deadline(10):
         with pytest.raises(OptionError) as e:
             read_checkpoint(str(path), "sync", "a SyncNet state dict")
@@ -313,18 +319,7 @@ def test_a_weights_folder_file_linking_out_of_the_folder_is_refused(tmp_path):
 
 @pytest.mark.parametrize("kind", ["fifo", "link_to_dev_zero", "dev_zero", "folder"])
 def test_peavs_results_csv_that_is_not_a_regular_file_is_refused(tmp_path, kind):
-    if kind == "fifo":
-        path, got = _fifo(tmp_path / "results.csv"), "a FIFO"
-    elif kind == "folder":
-        path, got = tmp_path / "results.csv", "a folder"
-        path.mkdir()
-    else:
-        if not Path("/dev/zero").exists():
-            pytest.skip("no /dev/zero")
-        path, got = Path("/dev/zero"), "a device or socket"
-        if kind == "link_to_dev_zero":
-            path = tmp_path / "results.csv"
-            path.symlink_to("/dev/zero")
+    path, got = _not_regular(tmp_path / "results.csv", kind)
     with deadline(10):
         with pytest.raises(PredictionError) as e:
             pv.load_peavs_csv(path)
