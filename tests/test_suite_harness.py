@@ -2,8 +2,10 @@
 
 - every test can fail: its body (or a function it calls, in its module or in tests/helpers/) asserts, uses
   ``pytest.raises`` / ``pytest.warns`` / ``pytest.fail``, or calls a helper that does (``expect``, ``check``,
-  ``documented_error``...); no ``assert True``, no assert of a constant or of a value compared with itself, and
-  no broad ``except`` whose body only passes (it would swallow the failure it should report);
+  ``documented_error``...); no ``assert True``, no assert of a constant or of a value compared with itself, no
+  ``assert isinstance(err, C)`` of an error already known to be a ``C`` (``err = expect(fn, C, ...)``, ``cause``
+  and ``documented_error`` return a PerckitError, ``with pytest.raises(C) as info`` makes ``info.value`` a ``C``),
+  and no broad ``except`` whose body only passes (it would swallow the failure it should report);
 - no test module imports another test module or ``conftest`` (shared code lives in tests/helpers/, fixtures in
   tests/conftest.py);
 - every fuzz test checks which branches its examples reached (``helpers.fuzz.reaches``), so a strategy that
@@ -45,6 +47,41 @@ def _meaningful_assert(node: ast.Assert) -> bool:
     if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Eq, ast.Is)):
         return ast.dump(t.left) != ast.dump(t.comparators[0])
     return True
+
+
+#: Helpers that return an error already checked to be a PerckitError (``expect``: also of the class it is given).
+RETURN_A_CHECKED_ERROR = {"expect", "cause", "documented_error"}
+
+
+def _known_classes(test: ast.AST) -> dict[str, set[str]]:
+    """``{expression: classes}``: what the test already knows an error to be an instance of (the source text of
+    the expression and of each class): ``err = expect(fn, C, ...)`` (C and PerckitError), ``err = cause(...)`` /
+    ``documented_error(...)`` (PerckitError), ``with pytest.raises(C) as info`` (``info.value``: C)."""
+    known: dict[str, set[str]] = {}
+    for sub in ast.walk(test):
+        if (isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name)
+                and isinstance(sub.value, ast.Call) and _called_name(sub.value) in RETURN_A_CHECKED_ERROR):
+            classes = {"PerckitError"}
+            if _called_name(sub.value) == "expect" and len(sub.value.args) >= 2:
+                classes.add(ast.unparse(sub.value.args[1]))
+            known[sub.targets[0].id] = classes
+        if (isinstance(sub, ast.withitem) and isinstance(sub.context_expr, ast.Call) and _called_name(sub.context_expr) == "raises"
+                and sub.context_expr.args and isinstance(sub.optional_vars, ast.Name)):
+            known[f"{sub.optional_vars.id}.value"] = {ast.unparse(sub.context_expr.args[0])}
+    return known
+
+
+def _known_isinstance(node: ast.Assert, known: dict[str, set[str]]) -> str | None:
+    """The part of ``node`` (it, or one operand of an ``and``) that checks ``isinstance(x, C)`` of an ``x`` already
+    known to be a ``C``: it cannot fail."""
+    parts = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) else [node.test]
+    for part in parts:
+        if isinstance(part, ast.Call) and _called_name(part) == "isinstance" and len(part.args) == 2:
+            cls = part.args[1]
+            names = {ast.unparse(e) for e in cls.elts} if isinstance(cls, ast.Tuple) else {ast.unparse(cls)}
+            if names & known.get(ast.unparse(part.args[0]), set()):
+                return ast.unparse(part)
+    return None
 
 
 def _functions(tree: ast.Module) -> dict[str, ast.AST]:
@@ -120,9 +157,12 @@ def findings(path: Path) -> list[str]:
         where = f"{path.name}::{test.name}"
         if not _fails(test, local, {test.name}):
             out.append(f"{where}: nothing in it can fail (no assert, pytest.raises or asserting helper)")
+        known = _known_classes(test)
         for sub in ast.walk(test):
             if isinstance(sub, ast.Assert) and not _meaningful_assert(sub):
                 out.append(f"{where} line {sub.lineno}: an assert that cannot fail ({ast.unparse(sub.test)})")
+            if isinstance(sub, ast.Assert) and (part := _known_isinstance(sub, known)):
+                out.append(f"{where} line {sub.lineno}: an assert that cannot fail ({part}: expect / pytest.raises checked it)")
             if isinstance(sub, ast.ExceptHandler) and _broad(sub) and _swallows(sub):
                 out.append(f"{where} line {sub.lineno}: a broad except whose body only passes swallows failures")
     return out
@@ -138,6 +178,9 @@ def test_every_test_can_fail():
     ("def test_x():\n    assert True\n", "cannot fail"),
     ("def test_x():\n    y = 1\n    assert y == y\n", "cannot fail"),
     ("def test_x():\n    try:\n        assert g()\n    except Exception:\n        pass\n", "swallows"),
+    ("def test_x():\n    err = expect(f, OptionError, 'bad')\n    assert isinstance(err, PerckitError)\n", "checked it"),
+    ("def test_x():\n    err = expect(f, OptionError, 'bad')\n    assert 'x' in str(err) and isinstance(err, OptionError)\n", "checked it"),
+    ("def test_x():\n    with pytest.raises(OSError) as info:\n        f()\n    assert isinstance(info.value, OSError)\n", "checked it"),
 ])
 def test_the_scan_finds_tests_that_cannot_fail(tmp_path, source, problem):
     path = tmp_path / "test_sample.py"
@@ -151,6 +194,8 @@ def test_the_scan_finds_tests_that_cannot_fail(tmp_path, source, problem):
     "def helper(v):\n    assert v\ndef test_x():\n    helper(f())\n",
     "def test_x():\n    expect(f, ValueError, 'bad')\n",
     "def test_x():\n    np.testing.assert_array_equal(f(), g())\n",
+    "def test_x():\n    err = expect(f, OptionError, 'bad')\n    assert isinstance(err.__cause__, ValueError)\n",
+    "def test_x():\n    with pytest.raises(OutputError) as info:\n        f()\n    assert isinstance(info.value, OSError)\n",
 ])
 def test_the_scan_accepts_tests_that_can_fail(tmp_path, source):
     path = tmp_path / "test_sample.py"
