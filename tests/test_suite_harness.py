@@ -246,3 +246,33 @@ def test_every_fuzz_test_records_the_branches_it_reaches():
             if path.name in FUZZ_MODULES or _calls(test, local, {test.name}) & {"documented_only", "record"}:
                 missing.append(f"{path.name}::{test.name}")
     assert not missing, f"fuzz tests without @reaches (tests/helpers/fuzz.py): {missing}"
+
+
+def test_every_case_runs_every_case_and_names_the_failing_one():
+    from helpers.cases import every_case
+
+    ran = []
+    every_case(list(range(40)), ran.append, first=[7])
+    assert ran[0] == 7 and sorted(set(ran)) == list(range(40))  # the explicit example first, then every case
+    def refuses_from_12(case):
+        assert case < 12, f"case {case}"
+
+    with pytest.raises(AssertionError, match="case 12"):
+        every_case(list(range(40)), refuses_from_12)  # shrunk to the first failing case of the table
+    with pytest.raises(AssertionError, match="the same key"):
+        every_case([1, 1], lambda c: None)
+
+
+def test_paths_fail_when_a_path_is_never_taken():
+    from helpers.cases import Paths
+
+    paths = Paths()
+    for case in range(5):
+        paths.note(case, "reference")  # a fast path that refused every case
+    with pytest.raises(AssertionError, match=r"paths never taken: \['fast'\]"):
+        paths.check("fast", "reference")
+    paths.note(5, "fast")
+    paths.check("fast", "reference")
+    paths.note(6, "other")
+    with pytest.raises(AssertionError, match=r"unknown paths: \['other'\]"):
+        paths.check("fast", "reference")
