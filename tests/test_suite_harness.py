@@ -9,7 +9,9 @@
 - no test module imports another test module or ``conftest`` (shared code lives in tests/helpers/, fixtures in
   tests/conftest.py);
 - every fuzz test checks which branches its examples reached (``helpers.fuzz.reaches``), so a strategy that
-  never produces an accepted input fails instead of passing quietly.
+  never produces an accepted input fails instead of passing quietly;
+- collecting the suite imports none of evaluate, torch, transformers (seconds each): no test module, helper or
+  conftest imports them at module level (inside a test or fixture, or ``helpers.common.lazy_import``).
 """
 
 from __future__ import annotations
@@ -210,6 +212,38 @@ def test_no_test_module_imports_another_test_module_or_conftest():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             problems += [f"{path.relative_to(TESTS)} line {node.lineno}: imports {n}" for n in names if n.split(".")[0].startswith("test_") or n == "conftest"]
     assert not problems, "\n".join(problems)
+
+
+#: Libraries that take seconds to import: a module imports them where it uses them, never while it is collected.
+HEAVY_IMPORTS = {"evaluate", "torch", "transformers", "torchvision", "torchaudio"}
+
+
+def heavy_imports(path: Path) -> list[str]:
+    """The module-level (not inside a function) imports of :data:`HEAVY_IMPORTS` in ``path``."""
+    out = []
+    stack = list(_parse(path).body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Import):
+            out += [f"{path.name} line {node.lineno}: import {a.name}" for a in node.names if a.name.split(".")[0] in HEAVY_IMPORTS]
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in HEAVY_IMPORTS:
+            out.append(f"{path.name} line {node.lineno}: from {node.module} import ...")
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def test_collecting_the_suite_imports_no_heavy_library():
+    problems = [f for path in [*MODULES, *HELPERS.glob("*.py"), TESTS / "conftest.py"] for f in heavy_imports(path)]
+    assert not problems, "import these inside the tests / fixtures that use them:\n" + "\n".join(problems)
+
+
+def test_the_heavy_import_scan_finds_module_level_imports_only(tmp_path):
+    path = tmp_path / "test_sample.py"
+    path.write_text("import os\nimport torch.nn\nif True:\n    from evaluate import load\ndef test_x():\n    import transformers\n")
+    assert heavy_imports(path) == ["test_sample.py line 4: from evaluate import ...", "test_sample.py line 2: import torch.nn"]
 
 
 def _decorator_names(fn: ast.AST) -> set[str]:
