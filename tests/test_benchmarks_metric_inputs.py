@@ -133,17 +133,9 @@ def _core(name: str, config: str | None):
 _LOADED: dict = {}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_state():
-    """A metric left holding examples (a test that failed half-way) is dropped, so no later test sees them."""
-    yield
-    for key, m in list(_LOADED.items()):
-        if m.writer is not None or len(m):
-            del _LOADED[key]
-
-
 def metric(name: str, config: str | None = None):
-    """The loaded module, once per run; a copy left holding examples (a case that failed half-way) is replaced."""
+    """The loaded module, once per run; a copy left holding examples (a case or test that failed half-way) is
+    replaced, so no later case sees them."""
     import evaluate
 
     m = _LOADED.get((name, config))
