@@ -103,33 +103,6 @@ GOOD = {
 }
 
 
-def _core(name: str, config: str | None):
-    """The core function the module wraps, called as ``fn(predictions, references, **options)``."""
-    if name in ("mask_temporal", "track_id"):
-        from perckit.r4d_bench import metrics as m
-
-        return getattr(m, name)
-    if name == "refer_iou":
-        from perckit.refcoco_m.metrics import refer_iou
-
-        return refer_iou
-    if name == "m4seg":
-        from perckit.m4seg.metrics import compute
-
-        return compute
-    if name == "av_reasoning":
-        from perckit.reason_av_edit.metrics import av_reasoning
-
-        return av_reasoning
-    if name == "av_edit_quality":
-        from perckit.reason_av_edit.quality.metric import av_edit_quality
-
-        return av_edit_quality
-    from perckit.syn4d import metrics as core
-
-    return lambda p, r, **o: core.compute_task(p, r, config, core.Syn4DOptions.from_kwargs(**o))
-
-
 _LOADED: dict = {}
 
 
@@ -229,7 +202,7 @@ def field_cases() -> tuple[FieldCase, ...]:
     with each bad value of its kind: derived from the declared features when a test first asks (never while the
     suite is collected: it loads every metric module)."""
     out = []
-    for (name, config), _ in GOOD.items():
+    for name, config in GOOD:
         m = metric(name, config)
         for side in ("predictions", "references"):
             for path, kind, dtype in leaves(m.features[side]):
