@@ -8,18 +8,27 @@ The field tables are derived from the declared features themselves: every intege
 bytes leaf of the predictions and references schema of every metric (syn4d: each config) gets the bad values
 of its type, through ``compute``, ``add_batch`` and ``add``; so a field added to a schema is covered without
 editing this file. The option tables are derived from the option dataclasses / signatures the same way.
+
+The tables are derived when the tests run, not while the suite is collected (that loads every metric module),
+and each runs as a property test (tests/helpers/cases.py ``every_case``: hypothesis over the table, derandomised,
+failing unless every case of it ran): one test id per kind of leaf value (770 field cases) and one per metric's
+options, instead of one id per case.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import inspect
 import math
 import re
+from operator import attrgetter, itemgetter
+from typing import NamedTuple
 
 import numpy as np
 import pytest
+from helpers.cases import every_case
 from helpers.common import REPO
 from helpers.m4seg import S1_PRED, S1_REF
 
@@ -94,49 +103,16 @@ GOOD = {
 }
 
 
-def _core(name: str, config: str | None):
-    """The core function the module wraps, called as ``fn(predictions, references, **options)``."""
-    if name in ("mask_temporal", "track_id"):
-        from perckit.r4d_bench import metrics as m
-
-        return getattr(m, name)
-    if name == "refer_iou":
-        from perckit.refcoco_m.metrics import refer_iou
-
-        return refer_iou
-    if name == "m4seg":
-        from perckit.m4seg.metrics import compute
-
-        return compute
-    if name == "av_reasoning":
-        from perckit.reason_av_edit.metrics import av_reasoning
-
-        return av_reasoning
-    if name == "av_edit_quality":
-        from perckit.reason_av_edit.quality.metric import av_edit_quality
-
-        return av_edit_quality
-    from perckit.syn4d import metrics as core
-
-    return lambda p, r, **o: core.compute_task(p, r, config, core.Syn4DOptions.from_kwargs(**o))
-
-
 _LOADED: dict = {}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_state():
-    """A metric left holding examples (a test that failed half-way) is dropped, so no later test sees them."""
-    yield
-    for key, m in list(_LOADED.items()):
-        if m.writer is not None or len(m):
-            del _LOADED[key]
-
-
 def metric(name: str, config: str | None = None):
+    """The loaded module, once per run; a copy left holding examples (a case or test that failed half-way) is
+    replaced, so no later case sees them."""
     import evaluate
 
-    if (name, config) not in _LOADED:
+    m = _LOADED.get((name, config))
+    if m is None or m.writer is not None or len(m):
         _LOADED[name, config] = evaluate.load(str(REPO / "metrics" / name), config)
     return _LOADED[name, config]
 
@@ -210,16 +186,43 @@ BAD = {
 FLOAT32_BAD = [("overflows-float32", 1e300)]
 
 
-def _schema_cases():
-    for (name, config), (pred, ref, options) in GOOD.items():
+class FieldCase(NamedTuple):
+    id: str
+    name: str
+    config: str | None
+    side: str
+    path: tuple
+    kind: str
+    value: object
+
+
+@functools.lru_cache(maxsize=None)
+def field_cases() -> tuple[FieldCase, ...]:
+    """Every leaf and container of the predictions and references schema of every metric (syn4d: each config),
+    with each bad value of its kind: derived from the declared features when a test first asks (never while the
+    suite is collected: it loads every metric module)."""
+    out = []
+    for name, config in GOOD:
         m = metric(name, config)
         for side in ("predictions", "references"):
             for path, kind, dtype in leaves(m.features[side]):
                 if not path:
                     continue  # the row itself: tests/test_benchmarks_bad_inputs.py [missing-key], below [row-*]
-                bad = BAD[kind] + (FLOAT32_BAD if dtype == "float32" else [])
-                for vid, value in bad:
-                    yield pytest.param(name, config, side, path, kind, value, id=f"{name}{'-' + config if config else ''}-{side}{show(path)}-{vid}")
+                for vid, value in BAD[kind] + (FLOAT32_BAD if dtype == "float32" else []):
+                    out.append(FieldCase(f"{name}{'-' + config if config else ''}-{side}{show(path)}-{vid}", name, config, side, path, kind, value))
+    return tuple(out)
+
+
+#: The cases each kind's property test runs first (explicit examples): the fields users fill in most.
+FIRST_FIELDS = {
+    "int": ["mask_temporal-predictions.frames[0].frame_id-fraction", "syn4d-tracking-predictions.frame_indices[0]-beyond-int32"],
+    "float": ["syn4d-depth-predictions.depth[0][0][0]-numeric-string", "syn4d-depth-references.depth_m[0][0][0]-overflows-float32"],
+    "string": ["refer_iou-predictions.expression_id-int", "track_id-predictions.target_track_ids[0]-int"],
+    "bool": ["mask_temporal-references.is_negative-int-1"],
+    "binary": [],
+    "list": ["mask_temporal-predictions.frames-string"],
+    "dict": ["refer_iou-predictions.mask-unknown-key"],
+}
 
 
 def _message_patterns(side: str, path, kind: str, value, entry: str) -> list[str]:
@@ -230,8 +233,8 @@ def _message_patterns(side: str, path, kind: str, value, entry: str) -> list[str
     return [re.escape(where) + ": expected ", re.escape(got[:60]) if got != "..." else ""]
 
 
-@pytest.mark.parametrize("name, config, side, path, kind, value", list(_schema_cases()))
-def test_every_field_refuses_a_value_the_encoding_would_change(name, config, side, path, kind, value):
+def _refused_on_every_entry(case: FieldCase) -> None:
+    name, config, side, path, kind, value = case[1:]
     m = metric(name, config)
     pred, ref = synth(m.features["predictions"]), synth(m.features["references"])
     if kind == "dict" and value == "EXTRA":
@@ -248,18 +251,28 @@ def test_every_field_refuses_a_value_the_encoding_would_change(name, config, sid
         with pytest.raises(PredictionError) as info:
             call()
         msg = str(info.value)
-        assert msg.startswith(f"{name}: the input"), msg
+        assert msg.startswith(f"{name}: the input"), f"{case.id}: {msg}"
         for p in _message_patterns(side, path, kind, value, entry):
-            assert re.search(p, msg), f"{entry}: {p!r} not in {msg!r}"
+            assert re.search(p, msg), f"{case.id} {entry}: {p!r} not in {msg!r}"
+
+
+@pytest.mark.parametrize("kind", list(BAD))
+def test_every_field_refuses_a_value_the_encoding_would_change(kind):
+    """One property test per kind of leaf value: every field of that kind of every metric's schema, with each of
+    its bad values, refused through compute, add_batch and add (tests/helpers/cases.py: every case runs)."""
+    cases = [c for c in field_cases() if c.kind == kind]
+    by_id = {c.id: c for c in cases}
+    every_case(cases, _refused_on_every_entry, key=attrgetter("id"), first=[by_id[i] for i in FIRST_FIELDS[kind]])
 
 
 def test_the_field_tables_cover_every_metric_and_every_leaf_kind():
-    cases = list(_schema_cases())
-    names = {c.values[0] for c in cases}
-    assert names == {"mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning", "av_edit_quality"}
-    kinds = {c.values[4] for c in cases}
-    assert kinds == {"int", "float", "string", "bool", "binary", "list", "dict"}
-    assert any(c.values[3] == ("frames", 0, "frame_id") for c in cases)  # R4D frame ids are in the table
+    cases = field_cases()
+    assert {c.name for c in cases} == {"mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning", "av_edit_quality"}
+    assert {c.config for c in cases if c.name == "syn4d"} == {"tracking", "depth", "pose"}
+    assert {c.kind for c in cases} == set(BAD) == set(FIRST_FIELDS)
+    assert {c.side for c in cases} == {"predictions", "references"}
+    assert any(c.path == ("frames", 0, "frame_id") for c in cases)  # R4D frame ids are in the table
+    assert len(cases) == len({c.id for c in cases}) >= 770, len(cases)  # 770 when the tables became property tests
 
 
 # ---------------------------------------------------------------- numpy arrays, vectorised
@@ -410,23 +423,36 @@ def _wrong_values(annotation: str) -> list:
     raise AssertionError(f"no wrong values for the annotation {annotation!r}: add them here")
 
 
-def _option_cases():
-    for name in ("mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning", "av_edit_quality"):
-        for option, annotation in _option_fields(name).items():
-            for value in _wrong_values(annotation):
-                yield pytest.param(name, option, value, id=f"{name}-{option}-{type(value).__name__}-{value!r}"[:90])
+OPTION_METRICS = ("mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning", "av_edit_quality")
 
 
-@pytest.mark.parametrize("name, option, value", list(_option_cases()))
-def test_every_option_of_the_wrong_type_is_an_option_error(name, option, value):
+@functools.lru_cache(maxsize=None)
+def option_cases(name: str) -> tuple[tuple[str, str, object], ...]:
+    """``(id, option, value)``: every compute option of ``name`` with each wrong value of its annotation."""
+    return tuple((f"{name}-{option}-{type(value).__name__}-{value!r}", option, value)
+                 for option, annotation in _option_fields(name).items() for value in _wrong_values(annotation))
+
+
+def _an_option_error(name: str):
     config = "tracking" if name == "syn4d" else None
     pred, ref, options = GOOD[name, config]
-    m = metric(name, config)
-    with pytest.raises(OptionError) as info:
-        m.compute(predictions=[pred], references=[ref], **{**options, option: value})
-    msg = str(info.value)
-    assert f"'{option}'" in msg and "expected" in msg, msg
-    assert repr(value)[:20] in msg, msg
+
+    def check(case):
+        _, option, value = case
+        with pytest.raises(OptionError) as info:
+            metric(name, config).compute(predictions=[pred], references=[ref], **{**options, option: value})
+        msg = str(info.value)
+        assert f"'{option}'" in msg and "expected" in msg, msg
+        assert repr(value)[:20] in msg, msg
+
+    return check
+
+
+@pytest.mark.parametrize("name", OPTION_METRICS)
+def test_every_option_of_the_wrong_type_is_an_option_error(name):
+    """One property test per metric: every compute option with each wrong value of its type (every case runs)."""
+    cases = option_cases(name)
+    every_case(cases, _an_option_error(name), key=itemgetter(0), first=cases[:1])
 
 
 def test_a_refused_compute_leaves_no_cache_file_and_no_held_lock(tmp_path):
@@ -450,9 +476,8 @@ def test_a_refused_compute_leaves_no_cache_file_and_no_held_lock(tmp_path):
 
 
 def test_every_metric_has_options_in_the_table():
-    names = {c.values[0] for c in _option_cases()}
-    assert names == {"mask_temporal", "track_id", "refer_iou", "syn4d", "m4seg", "av_reasoning", "av_edit_quality"}
-    assert {c.values[1] for c in _option_cases() if c.values[0] == "mask_temporal"} >= {"strict", "only_queries", "iou_threshold"}
+    assert all(option_cases(name) for name in OPTION_METRICS)
+    assert {c[1] for c in option_cases("mask_temporal")} >= {"strict", "only_queries", "iou_threshold"}
 
 
 INIT_CASES = [

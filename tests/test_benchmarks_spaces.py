@@ -18,8 +18,6 @@ import sys
 import tomllib
 import types
 
-import evaluate
-import evaluate.utils
 import pytest
 import yaml
 from helpers.common import REPO
@@ -94,6 +92,8 @@ def _requirements(metric: str) -> dict[str, re.Match]:
 
 def _run_app(metric: str, monkeypatch) -> list:
     """Run metrics/<metric>/app.py as a Space would, with the widget replaced; the modules it was given."""
+    import evaluate.utils
+
     calls = []
     monkeypatch.setattr(evaluate.utils, "launch_gradio_widget", lambda module, **kw: calls.append((module, kw)))
     runpy.run_path(str(REPO / "metrics" / metric / "app.py"), run_name="__main__")
@@ -140,6 +140,8 @@ def test_app_loads_the_script_beside_it(metric, monkeypatch, tmp_path):
     assert len(calls) == 1, calls
     module, kwargs = calls[0]
     assert kwargs == {}
+    import evaluate
+
     expected = evaluate.load(str(REPO / "metrics" / metric))
     assert isinstance(module, evaluate.EvaluationModule)
     assert type(module).__name__ == type(expected).__name__
@@ -177,6 +179,8 @@ def test_widget_scores_one_typed_example(metric, monkeypatch):
     gradio.inputs = types.SimpleNamespace(Dataframe=component)
     gradio.outputs = types.SimpleNamespace(Textbox=component)
     monkeypatch.setitem(sys.modules, "gradio", gradio)
+    import evaluate.utils
+
     module = evaluate.load(str(REPO / "metrics" / metric))
     evaluate.utils.launch_gradio_widget(module)
     assert built.get("launched") is True

@@ -26,7 +26,7 @@ import datasets
 import numpy as np
 import pytest
 from helpers.capped import run_capped
-from helpers.common import REPO
+from helpers.common import REPO, lazy_import
 from helpers.m4seg import NO_METEOR, R, S1_PRED, S1_REF
 from helpers.r4d import pred, ref
 from hypothesis import HealthCheck, example, given, settings
@@ -35,7 +35,6 @@ from hypothesis.extra import numpy as hnp
 from oracles import masks as oracle
 from pycocotools import mask as _coco
 
-import perckit.torch as pt
 from perckit import figures, previews, rle
 from perckit.errors import OptionError, PredictionError, RLEError
 from perckit.m4seg import metrics as m4seg_metrics
@@ -43,6 +42,7 @@ from perckit.r4d_bench import metrics as r4d_metrics
 from perckit.refcoco_m import preview as refcoco_preview
 from perckit.refcoco_m.metrics import refer_iou
 
+pt = lazy_import("perckit.torch")  # torch is imported when a test first uses it, not while the suite is collected
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 #: the issue's RefCOCO-M answer: 46 characters declaring a 32768 x 32768 all-foreground mask

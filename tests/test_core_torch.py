@@ -19,17 +19,16 @@ import sys
 
 import numpy as np
 import pytest
-import torch
-from helpers.common import REPO
+from helpers.common import REPO, lazy_import
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from torch.utils.data import DataLoader
 
-import perckit.torch as pt
 from perckit import accumulate, rle
 from perckit.errors import OptionError, ReleaseFormatError, RLEError
 
+torch = lazy_import("torch")  # imported when the first test uses it, not while the suite is collected
+pt = lazy_import("perckit.torch")
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 #: every config of every builder, and whether its rows hold COCO RLE masks
@@ -81,8 +80,8 @@ def test_strided_tensors_and_many_masks_in_one_call():
 
 
 @pytest.mark.parametrize("bad, message", [
-    (torch.rand(2, 3, 3), "got dtype torch.float32: threshold the scores first"),
-    (torch.rand(2, 3, 3, dtype=torch.float64, requires_grad=True), "got dtype torch.float64"),
+    (lambda: torch.rand(2, 3, 3), "got dtype torch.float32: threshold the scores first"),  # tensors made by the test
+    (lambda: torch.rand(2, 3, 3, dtype=torch.float64, requires_grad=True), "got dtype torch.float64"),
     (np.full((2, 2), 0.7), "got dtype float64: threshold the scores first"),
     (np.array([[0, 255]], dtype=np.uint8), "got values in [0, 255] (a 0/255 mask image: pass masks > 0)"),
     (np.array([[0, -1]]), "got values in [-1, 0]"),
@@ -96,7 +95,7 @@ def test_strided_tensors_and_many_masks_in_one_call():
 ])
 def test_encode_masks_refusals(bad, message):
     with pytest.raises(RLEError) as e:
-        rle.encode_masks(bad)
+        rle.encode_masks(bad() if callable(bad) else bad)
     assert message in str(e.value)
 
 
@@ -171,7 +170,7 @@ def check_batches(batches, ds, where: str) -> int:
 @pytest.mark.parametrize("benchmark,config", list(CONFIGS))
 def test_a_dataloader_with_collate_yields_mask_tensors(splits, benchmark, config):
     ds = splits[benchmark, config]
-    masks = check_batches(DataLoader(ds, batch_size=4, collate_fn=pt.collate), ds, f"{benchmark}/{config}")
+    masks = check_batches(torch.utils.data.DataLoader(ds, batch_size=4, collate_fn=pt.collate), ds, f"{benchmark}/{config}")
     assert (masks > 0) == CONFIGS[benchmark, config]
 
 
@@ -179,7 +178,7 @@ def test_a_dataloader_with_collate_yields_mask_tensors(splits, benchmark, config
 def test_with_transform_decodes_masks_for_the_dataloader(splits, benchmark, config):
     ds = splits[benchmark, config]
     lazy = ds.with_transform(pt.masks_transform())
-    masks = check_batches(DataLoader(lazy, batch_size=4, collate_fn=pt.collate), ds, f"{benchmark}/{config} with_transform")
+    masks = check_batches(torch.utils.data.DataLoader(lazy, batch_size=4, collate_fn=pt.collate), ds, f"{benchmark}/{config} with_transform")
     assert (masks > 0) == CONFIGS[benchmark, config]
     assert same_but_masks(ds[ds.num_rows - 1], lazy[ds.num_rows - 1], "last row")[0] == sum(
         same_but_masks(ds[ds.num_rows - 1], pt.decode_masks(ds[ds.num_rows - 1]), "decode_masks"))
@@ -282,5 +281,5 @@ def test_perckit_never_imports_perckit_torch():
 
 
 def test_import_perckit_torch_is_the_real_torch_inside():
-    assert pt.torch is torch and pt.__name__ == "perckit.torch"
+    assert pt.torch is sys.modules["torch"] and pt.__name__ == "perckit.torch"
     assert set(pt.__all__) == {"collate", "decode_masks", "gather", "masks_transform", "MasksTransform"}

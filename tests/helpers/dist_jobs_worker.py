@@ -19,8 +19,6 @@ import os
 import sys
 import time
 
-import evaluate
-
 MASTER_TIMEOUT_S = 600
 
 
@@ -35,6 +33,8 @@ def wait_for_master(metric, experiment_id: str, nproc: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """One process's jobs; ``argv`` as in the module docstring (without the script name; default ``sys.argv[1:]``)."""
+    import evaluate  # here, not at import: tests/test_benchmarks_distributed.py imports this module while collecting
+
     args = sys.argv[1:] if argv is None else argv
     jobs_file, pid, nproc = args[0], int(args[1]), int(args[2])
     with open(jobs_file, encoding="utf-8") as f:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import sys
 
-import evaluate
-
 
 def main(argv: list[str] | None = None) -> None:
     """One process's run; ``argv`` as in the module docstring (without the script name; default ``sys.argv[1:]``)."""
+    import evaluate  # here, not at import: the suite's rule (tests/test_suite_harness.py), and forked workers have it
+
     args = sys.argv[1:] if argv is None else argv
     metric_dir, inputs, pid, nproc, cache_dir, exp, out, batch = args[:8]
     config = args[8] if len(args) > 8 else None

@@ -79,7 +79,8 @@ def check(err: BaseException, error: type, patterns: Iterable[str]) -> None:
 def expect(fn: Callable[[], object], error: type, *patterns: str,
            find: Callable[[BaseException], BaseException] = cause) -> BaseException:
     """Call ``fn``; the documented error under what it raises (``find``: :func:`cause`, or the stricter
-    :func:`documented_error`) must be an ``error`` whose message matches every pattern. Returns that error."""
+    :func:`documented_error`) must be an ``error`` whose message matches every pattern. Returns that error (a
+    PerckitError and an ``error`` already: asserting either again cannot fail, tests/test_suite_harness.py finds it)."""
     with pytest.raises(Exception) as info:
         fn()
     err = find(info.value)
