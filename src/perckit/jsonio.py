@@ -69,18 +69,11 @@ def loads(text: str | bytes) -> Any:
     return json.loads(text, object_pairs_hook=_unique_object)
 
 
-def parse_json(text: str | bytes, where: str, error: type[Exception] = ReleaseFormatError, unique_keys: bool = True) -> Any:
+def parse_json(text: str | bytes, where: str, error: type[Exception] = ReleaseFormatError) -> Any:
     """:func:`loads` with every parse failure as ``error`` naming ``where``: a repeated key (the
     :class:`DuplicateKeyError` message), invalid JSON, undecodable bytes, an integer literal past Python's
-    digit limit (``ValueError``) and nesting thousands of levels deep (``RecursionError``).
-
-    ``unique_keys=False`` parses with plain ``json.loads`` (the last of a repeated key wins; a leading BOM is
-    still skipped), for the files whose format allows it."""
+    digit limit (``ValueError``) and nesting thousands of levels deep (``RecursionError``)."""
     try:
-        if not unique_keys:
-            if isinstance(text, bytes) and text.startswith(UTF8_BOM):
-                text = text[len(UTF8_BOM):]
-            return json.loads(text)
         return loads(text)
     except DuplicateKeyError as e:
         raise error(f"{where}: {e}") from None
@@ -92,7 +85,6 @@ def read_json(
     path: str | os.PathLike,
     error: type[Exception] = ReleaseFormatError,
     not_found: type[Exception] = ReleaseNotFoundError,
-    unique_keys: bool = True,
     *,
     limit: int,
 ) -> Any:
@@ -102,8 +94,7 @@ def read_json(
     a device or a larger file raises ``error`` before anything is read).
 
     An object with a repeated key (which ``json`` would silently collapse to the last value) raises
-    ``error`` naming the key; ``unique_keys=False`` is kept only for callers that compare both behaviours.
-    A leading UTF-8 BOM is skipped (:data:`UTF8_BOM`).
+    ``error`` naming the key. A leading UTF-8 BOM is skipped (:data:`UTF8_BOM`).
     """
     from .paths import read_regular_file
 
@@ -112,7 +103,7 @@ def read_json(
         raise not_found(f"{str(path)!r}: file not found")
     data = read_regular_file(path, repr(str(path)), limit, error, not_found)
     with gc_paused():
-        return parse_json(data, repr(str(path)), error, unique_keys)
+        return parse_json(data, repr(str(path)), error)
 
 
 #: Largest JSON Lines file :func:`iter_json_lines` reads when its caller names no cap of its own.
