@@ -1,5 +1,5 @@
 """The shared guards of issue 13 (docs/errors.md, "Security"): the path guard, the capped regular-file reader,
-the JSON rules (duplicate keys, the BOM) and the one rule for mask PNGs."""
+the JSON rules (duplicate keys, the BOM), the one check of encoded images and the one rule for mask PNGs."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from perckit.errors import PredictionError, ReleaseFormatError, ReleaseNotFoundError
-from perckit.images import mask_foreground
+from perckit.images import check_encoded_image, mask_foreground
 from perckit.jsonio import DuplicateKeyError, decode_text, loads, read_json
 from perckit.paths import MAX_PATH_CHARS, check_relative, read_regular_file, resolve_under
 
@@ -136,7 +136,6 @@ def test_duplicate_keys_are_refused_at_any_depth(tmp_path):
     p.write_text('{"q1": {"frames": []}, "q1": {"frames": [1]}}')
     with pytest.raises(ReleaseFormatError, match=r"gt.json'.*duplicate key 'q1'"):
         read_json(p, limit=1 << 20)
-    assert read_json(p, limit=1 << 20, unique_keys=False) == {"q1": {"frames": [1]}}  # the old behaviour, for comparison only
     assert loads('{"a": {"b": 1}, "b": {"a": 2}}') == {"a": {"b": 1}, "b": {"a": 2}}
 
 
@@ -150,6 +149,58 @@ def test_bom_rule_is_the_same_for_bytes_text_and_files(tmp_path):
     assert decode_text("id,\ufeffx".encode(), "m.csv") == "id,\ufeffx"  # only a leading BOM is skipped
     with pytest.raises(ReleaseFormatError, match="m.csv: expected UTF-8 text, got undecodable bytes"):
         decode_text(b"\xff\xfe", "m.csv")
+
+
+def _encoded(fmt: str, h: int, w: int, mode: str = "RGB", **kw) -> bytes:
+    arr = np.random.default_rng(h * 100 + w).integers(0, 256, (h, w, 3), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(arr, "RGB").convert(mode).save(buf, format=fmt, **kw)
+    return buf.getvalue()
+
+
+def _png_chunk(kind: bytes, body: bytes) -> bytes:
+    import zlib
+
+    return len(body).to_bytes(4, "big") + kind + body + zlib.crc32(kind + body).to_bytes(4, "big")
+
+
+def test_check_encoded_image_reads_the_header_with_pillow():
+    """``(H, W)`` of a JPEG, a PNG and an MPO (a JPEG with two pictures); refused, naming ``where``: a cut
+    JPEG / MPO / PNG (no end marker), headers Pillow cannot read although their size field is intact (a PNG
+    palette with a bad CRC, a JPEG quantisation table shorter than its precision needs: both passed the header
+    walker that stood beside Pillow until issue 29), a decompression bomb declared in the header, and bytes of
+    no image format."""
+    jpeg, png = _encoded("JPEG", 50, 70), _encoded("PNG", 4, 3, mode="P")
+    second = Image.fromarray(np.random.default_rng(0).integers(0, 256, (60, 90, 3), dtype=np.uint8))
+    buf = io.BytesIO()
+    Image.fromarray(np.full((60, 90, 3), 200, np.uint8)).save(buf, format="MPO", save_all=True, append_images=[second])
+    mpo = buf.getvalue()
+    with Image.open(io.BytesIO(mpo)) as im:
+        assert im.format == "MPO"
+    assert check_encoded_image(jpeg, "f.jpg") == (50, 70)
+    assert check_encoded_image(png, "f.png") == (4, 3)
+    assert check_encoded_image(mpo, "f.mpo") == (60, 90)
+    assert check_encoded_image(jpeg + b"\x00" * 100, "f.jpg") == (50, 70)  # padding after the end marker
+    plte = png.index(b"PLTE")
+    bad_palette = png[: plte + 4] + bytes([png[plte + 4] ^ 1]) + png[plte + 5:]  # one palette byte flipped
+    dqt = jpeg.index(b"\xff\xdb")
+    bad_table = jpeg[: dqt + 4] + bytes([jpeg[dqt + 4] | 0x10]) + jpeg[dqt + 5:]  # a 16-bit table of 64 bytes
+    bomb = png[:8] + _png_chunk(b"IHDR", (20000).to_bytes(4, "big") * 2 + bytes([8, 2, 0, 0, 0])) + png[png.index(b"IDAT") - 4:]
+    cases = [
+        (jpeg[:-10], "f.jpg: expected a complete JPEG, got a truncated one"),
+        (mpo[:-10], "f.jpg: expected a complete JPEG, got a truncated one"),
+        (png[:-12], "f.jpg: expected a complete PNG, got a truncated one"),
+        (bad_palette, "f.jpg: expected a readable image, got: cannot identify image file"),
+        (bad_table, "f.jpg: expected a readable image, got: cannot identify image file"),
+        (bomb, "f.jpg: expected a readable image, got: .*decompression bomb"),
+        (b"GIF8" + b"\x00" * 40, "f.jpg: expected a readable image, got: "),
+        (b"not an image", "f.jpg: expected a readable image, got: "),
+    ]
+    for data, pattern in cases:
+        with pytest.raises(ReleaseFormatError, match=pattern):
+            check_encoded_image(data, "f.jpg")
+    with pytest.raises(PredictionError, match="f.jpg: expected a readable image"):
+        check_encoded_image(b"", "f.jpg", PredictionError)
 
 
 def _png(arr: np.ndarray, mode: str) -> tuple[np.ndarray, str]:

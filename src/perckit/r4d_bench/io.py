@@ -15,7 +15,7 @@ from .files import MAX_JSON_BYTES
 
 
 def _read_predictions(path: str | Path) -> Any:
-    return read_json(path, error=PredictionError, not_found=InputNotFoundError, unique_keys=True, limit=MAX_JSON_BYTES)
+    return read_json(path, error=PredictionError, not_found=InputNotFoundError, limit=MAX_JSON_BYTES)
 
 
 def mask_file(repo_root: str | Path, mask_path: Any, where: str, allow_absolute_paths: bool = False) -> Path:
