@@ -1,9 +1,10 @@
 """Compiled kernels (numba, a dependency) for the hot loops: the COCO counts scan and the JSON colon count.
 
-numba is imported on the first call of a kernel, not with perckit (importing it takes about 0.4 s). Each kernel
-is compiled with ``cache=True``: the first process compiles it (about 1 s per argument types) and writes the
-machine code next to this file, in ``__pycache__`` (numba's own fallback when that folder is read-only: the
-user's cache folder); later processes load it.
+numba is imported on the first call of a kernel (:func:`_numba`, also the Syn4D and M4Seg kernels' import), not
+with perckit: importing it and loading a cached kernel costs a fresh process about 0.5 to 1 s. Each kernel is
+compiled with ``cache=True``: the first process compiles it (1 to 3 s per argument types) and writes the machine
+code next to this file, in ``__pycache__`` (when that folder is read-only, numba writes it to the user's cache
+folder, ``~/.cache/numba``, instead); later processes load it.
 
 The counts scan (:func:`scan_counts`) is the one reader of the COCO counts grammar (the format is the
 :mod:`perckit.rle` module header): one compiled loop over the strings ``data[offsets[i]:offsets[i + 1]]`` of a
