@@ -15,11 +15,13 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from helpers.fuzz import reaches, record
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from oracles.counts import fr_string
 from pycocotools import mask as _coco
 
 from perckit import rle as R
@@ -45,26 +47,6 @@ def cm_runs(mask: np.ndarray) -> list[int]:
     change = np.flatnonzero(flat[1:] != flat[:-1]) + 1
     runs = np.diff(np.concatenate(([0], change, [flat.size]))).tolist()
     return ([0] + runs) if flat[0] else runs
-
-
-def ref_fr_string(s: str) -> list[int]:
-    """Slow pure-Python copy of pycocotools' rleFrString (with unbounded ints, no uint wrap)."""
-    cnts: list[int] = []
-    p = 0
-    while p < len(s):
-        x, k, more = 0, 0, 1
-        while more:
-            c = ord(s[p]) - 48
-            x |= (c & 0x1F) << (5 * k)
-            more = c & 0x20
-            p += 1
-            k += 1
-            if not more and (c & 0x10):
-                x |= -1 << (5 * k)
-        if len(cnts) > 2:
-            x += cnts[-2]
-        cnts.append(x)
-    return cnts
 
 
 def min_chars(v: int) -> int:
@@ -651,7 +633,7 @@ def test_fuzz_validate_near_alphabet_text(counts, h, w):
 def test_fuzz_validate_alphabet_strings_sized_to_fit(counts, data):
     # Random strings of the COCO alphabet, sized so that the runs often sum to H*W: the accepted branch
     # is exercised far more than with random sizes.
-    runs = ref_fr_string(counts)
+    runs = fr_string(counts)
     total = sum(runs)
     if 0 < total <= 4096:
         divisors = [d for d in range(1, min(total, 64) + 1) if total % d == 0]
@@ -698,7 +680,7 @@ def test_fuzz_size(size):
 @FUZZ
 @given(count_strings(max_chars=6, max_numbers=15))
 def test_fuzz_decode_counts_matches_reference(counts):
-    want = ref_fr_string(counts)
+    want = fr_string(counts)
     got = R.decode_counts(counts)
     assert got.dtype == np.int64
     assert got.tolist() == want
@@ -715,30 +697,84 @@ def test_fuzz_decode_counts_matches_pycocotools_parser(counts):
     assert c_area == int(runs[1::2].sum()) % (1 << 32)
 
 
+# One string for each status of the counts scan, in status order (1 to 6, then a valid one): the oracle test
+# meets every status whatever hypothesis draws.
+_EVERY_STATUS = [b"02~2", b"0P", b"PPPPPPP0", b"PPPPPP20", b"6N", b"", b"022"]
+_COCO_TEXT = st.text(alphabet=st.characters(min_codepoint=48, max_codepoint=111), max_size=40)
+_ANY_COUNTS = st.one_of(
+    count_strings(max_chars=7, max_numbers=12),  # the grammar's numbers, 7-character ones included
+    st.lists(numbers(10), min_size=1, max_size=6).map("".join),  # numbers of up to 10 characters
+    _COCO_TEXT,  # any alphabet string: truncated, too long, ...
+    st.binary(max_size=30),  # bytes outside the alphabet
+).map(lambda c: c.encode("ascii") if isinstance(c, str) else c)
+
+
+@pytest.mark.parametrize("counts, message", [
+    (b"02~2", "W: 'counts' has a character outside the COCO alphabet ('0'..'o') at offset 2"),
+    ("0P", "W: 'counts' is truncated (its last character continues a number)"),
+    (b"PPPPPPP0", "W: 'counts' has a run encoded in more than 7 characters"),
+    ("PPPPPP20", "W: 'counts' has a 7-character run that pycocotools would misread (value out of 32-bit range)"),
+    (b"6N", "W: 'counts' decodes to a negative run length"),
+    ("", "W: 'counts' is empty"),
+    (b"023", "W: 'counts' runs sum to 5 pixels, expected H*W = 1*4 = 4"),
+    ("é2", "W: 'counts' must be ASCII, got non-ASCII characters"),
+    (memoryview(b"4"), "W: 'counts' must be a str or bytes, got memoryview"),
+    ("P0~P", "W: 'counts' has a character outside the COCO alphabet ('0'..'o') at offset 2"),  # the first rule broken
+    ("PPPPPPPP0P", "W: 'counts' is truncated (its last character continues a number)"),
+    ("PPPPPP20PPPPPPP0", "W: 'counts' has a run encoded in more than 7 characters"),
+], ids=repr)
+def test_golden_counts_messages(counts, message):
+    """Each rule of the counts grammar has its message, built from the scan's status; a string that breaks
+    several gets the first rule's (alphabet, truncation, length, the 7th character, negative run)."""
+    with pytest.raises(RLEError) as info:
+        R.validate({"size": [1, 4], "counts": counts}, "W")
+    assert str(info.value) == message
+    if "sum to" not in message and "negative" not in message:
+        with pytest.raises(RLEError) as info:
+            R.decode_counts(counts, "W")
+        assert str(info.value) == message
+
+
+@reaches("scan_counts")
 @FUZZ
-@given(st.text(alphabet=st.characters(min_codepoint=48, max_codepoint=111), min_size=1, max_size=40))
-def test_fuzz_decode_counts_any_alphabet_string(counts):
-    # Unterminated strings and runs longer than 7 characters raise; up to 6 it matches the reference;
-    # 7-character numbers may be refused (pycocotools itself misreads most of them).
-    c = [ord(ch) - 48 for ch in counts]
-    lengths, cur = [], 0
-    for v in c:
-        cur += 1
-        if not v & 0x20:
-            lengths.append(cur)
-            cur = 0
-    if cur or max(lengths) > 7:
-        with pytest.raises(RLEError):
-            R.decode_counts(counts, "fuzz")
-    elif max(lengths) <= 6:
-        assert R.decode_counts(counts, "fuzz").tolist() == ref_fr_string(counts)
-    else:
-        try:
-            got = R.decode_counts(counts, "fuzz")
-        except RLEError as e:
-            assert "fuzz" in str(e)
+@given(st.lists(_ANY_COUNTS, min_size=1, max_size=8), st.integers(0, 2))
+@example(_EVERY_STATUS, 0)
+@example([b"PPPPPP20PPPPPPP0", b"P0~P", b"PPPPPPPP0P", b"PPPPPP10"], 1)  # several rules broken; a 7th '1' is read
+@example([b"022"], 2)
+def test_counts_scan_equals_the_reference_grammar(strings, start):
+    """The compiled counts scan (``perckit._kernels.scan_counts``, over an Arrow string column: sliced, and
+    binary, int32 offsets; and ``scan_one``, the n = 1 column) gives each string the status, total, runs and
+    offset of the reference grammar (``oracles.counts.scan``), and ``decode_counts`` / ``validate`` raise its
+    message (every status is met: ``_EVERY_STATUS``)."""
+    from perckit import _kernels as K
+    from oracles import counts as oracle
+
+    col = pa.array([b"0"] * start + strings, pa.binary()).slice(start)
+    off = np.frombuffer(col.buffers()[1], dtype=np.int32)[col.offset : col.offset + len(col) + 1]
+    data = np.frombuffer(col.buffers()[2], dtype=np.uint8)
+    runs = np.zeros(len(data), dtype=np.int64)
+    rows = K.scan_counts(off, data, runs)
+    assert rows.shape == (len(strings), 4) and rows.dtype == np.int64
+    assert (K.scan_counts(off, data) == rows).all()  # the runs asked for or not
+    for i, raw in enumerate(strings):
+        status, total, want_runs, offset = oracle.scan(raw)
+        record("scan_counts", "accepted" if status == K.OK else "refused", str(status))
+        got = rows[i].tolist()
+        assert got[K.STATUS] == status, raw
+        one_runs = np.zeros(len(raw), dtype=np.int64)
+        assert K.scan_one(raw, one_runs) == tuple(got) == K.scan_one(raw)
+        if status in (K.OK, K.NEGATIVE):
+            n = got[K.RUNS]
+            assert (got[K.TOTAL], n) == (total, len(want_runs))
+            assert runs[off[i] : off[i] + n].tolist() == one_runs[:n].tolist() == want_runs
+            assert R.decode_counts(raw, "fuzz").tolist() == want_runs
         else:
-            assert got.tolist() == ref_fr_string(counts)
+            if status == K.ALPHABET:
+                assert got[K.OFFSET] == offset
+            raises_naming("fuzz", R.decode_counts, raw, "fuzz")
+        if status != K.OK:
+            err = raises_naming("fuzz", R.validate, {"size": [1, 1], "counts": raw}, "fuzz")
+            assert str(err) == str(R.counts_error(status, offset, "fuzz"))
 
 
 @st.composite
@@ -755,7 +791,7 @@ def padded_counts(draw):
 @given(padded_counts())
 def test_padded_numbers_are_read_like_pycocotools(rcs):
     runs, chars, counts = rcs
-    assert ref_fr_string(counts) == runs
+    assert fr_string(counts) == runs
     size = [1, sum(runs)]
     seven = [d for d, n in zip(deltas(runs), chars) if n == 7]
     try:
@@ -781,7 +817,7 @@ def test_validate_refuses_counts_pycocotools_misreads(runs, delta):
     d = deltas(runs)
     assert d[3] == delta and min_chars(delta) < 7
     counts = "".join(enc_num(v, 7 if i == 3 else min_chars(v)) for i, v in enumerate(d))
-    assert ref_fr_string(counts) == runs
+    assert fr_string(counts) == runs
     size = [1, sum(runs)]
     # Safe probe (no loop): pycocotools reads a different foreground area from the same string.
     c_area = int(_coco.area({"size": size, "counts": counts.encode("ascii")}))
@@ -826,8 +862,6 @@ def test_plain_list_fast_path_equals_numpy_path(h, w, polys):
 def test_valid_many_agrees_with_validate():
     """``valid_many`` says True only for what ``validate`` accepts unchanged, on valid masks and on each way a
     mask can be wrong (its False means "validate it yourself")."""
-    from perckit import _kernels
-
     rng = np.random.default_rng(7)
     good = [R.encode(rng.random((h, w)) < p) for h, w, p in [(5, 7, 0.5), (1, 1, 1.0), (40, 30, 0.1), (3, 3, 0.0)]]
     cases = list(good) + [
@@ -846,47 +880,11 @@ def test_valid_many_agrees_with_validate():
         [1, 2, 3],
         None,
     ]
-    numba = _kernels.have_numba()  # (imports numba where it can: a handful of masks alone would not load it)
     got = R.valid_many(cases)
     assert len(got) == len(cases)
-    if not numba:
-        assert not any(got)
-        pytest.skip("numba is not importable: valid_many decides nothing (every mask goes to validate)")
     for case, ok in zip(cases, got):
         if ok:
             assert R.validate(case) == {"size": list(case["size"]), "counts": case["counts"]}
     expected_true = [True] * 6 + [False] * (len(cases) - 6)
     assert got == expected_true
     assert R.valid_many([]) == []
-
-
-def test_single_mask_checks_load_numba_only_once_it_pays():
-    """A fresh process that validates a handful of masks (one by one or with ``valid_many``) never imports numba
-    (about 0.4 s); one that validates more than ``_kernels.NUMPY_FIRST`` loads the compiled scan. Both give
-    the same verdicts (run in a fresh interpreter: this one has numba loaded already)."""
-    import subprocess
-    import sys
-
-    from perckit import _kernels
-
-    if not _kernels.have_numba():
-        pytest.skip("numba is not importable: every mask takes the numpy path")
-    code = (
-        "import sys, numpy as np\n"
-        "from perckit import rle, _kernels\n"
-        "r = rle.encode(np.eye(5, dtype=bool)); bad = {'size': [5, 5], 'counts': r['counts'][:-1]}\n"
-        "def run(n):\n"
-        "    for _ in range(n):\n"
-        "        assert rle.validate(r) == r\n"
-        "        try:\n"
-        "            rle.validate(bad)\n"
-        "        except rle.RLEError:\n"
-        "            pass\n"
-        "        else:\n"
-        "            raise SystemExit('a corrupt mask passed')\n"
-        "print(any(rle.valid_many([r] * 5)), 'numba' in sys.modules)\n"
-        "run(5); print('numba' in sys.modules)\n"
-        "run(_kernels.NUMPY_FIRST); print('numba' in sys.modules, all(rle.valid_many([r] * 5)))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["False", "False", "False", "True", "True"]

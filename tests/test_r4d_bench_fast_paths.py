@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 from pycocotools import mask as mask_utils
 
-from perckit import _kernels
 from perckit import rle
 from perckit.errors import ReleaseFormatError, RLEError
 from perckit.r4d_bench import frame_tables
@@ -52,7 +51,6 @@ def _rle(rng, h=H, w=W):
 def test_every_sample_frame_same_mask(tmp_path, frames_per_scene):
     kw = {} if frames_per_scene is None else {"frames_per_scene": frames_per_scene, "height": 54, "width": 96}
     root = write_release("r4d_bench", tmp_path / "rel", **kw).root
-    numba = _kernels.have_numba()  # (imports numba where it can, as a build of the real release does)
     rel = release.open_query_release(root)
     taken = checked_seen = 0
     for entry in rel.entries:
@@ -71,7 +69,7 @@ def test_every_sample_frame_same_mask(tmp_path, frames_per_scene):
                 taken += 1
                 assert fast == ref
     assert taken > 0  # the sample release exercises the fast path
-    assert checked_seen > 0 or not numba  # and its RLEs are checked in one scan per query
+    assert checked_seen > 0  # and its RLEs are checked in one scan per query
 
 
 def test_hand_made_frames_same_mask():
@@ -105,11 +103,7 @@ def test_checked_rles_takes_only_what_validate_accepts():
     corrupt = {"size": [H, W], "counts": good["counts"][:-1]}
     frames = [{"masks": [{"segmentation": good}, {"segmentation": wrong_size}]}, {"masks": [{"segmentation": corrupt}]},
               {"masks": None}, "odd", {"masks": ["odd", {"segmentation": None}]}]
-    numba = _kernels.have_numba()  # (imports numba where it can: three masks alone would not load it)
     checked = masks.checked_rles(frames)
-    if not numba:
-        assert checked == set()
-        pytest.skip("numba is not importable: nothing is checked in bulk")
     assert checked == {id(good), id(wrong_size)}  # its own size is consistent: the frame path compares it to the frame's
     assert masks.checked_rles("not a list") == set()
     for frame in ([{"segmentation": good}, {"segmentation": wrong_size}], [{"segmentation": corrupt}]):

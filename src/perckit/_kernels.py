@@ -1,183 +1,147 @@
-"""Compiled kernels (numba, which librosa already brings) for the hot loops, with pure-numpy fallbacks.
+"""Compiled kernels (numba, a dependency) for the hot loops: the COCO counts scan.
 
-Each kernel is compiled lazily on first use and cached on disk; when numba is not importable the
-callers use their numpy path, so results never depend on it being present.
+numba is imported on the first call of a kernel (:func:`_numba`, also the Syn4D and M4Seg kernels' import), not
+with perckit: importing it and loading a cached kernel costs a fresh process about 0.5 to 1 s. Each kernel is
+compiled with ``cache=True``: the first process compiles it (1 to 3 s per argument types) and writes the machine
+code next to this file, in ``__pycache__`` (when that folder is read-only, numba writes it to the user's cache
+folder, ``~/.cache/numba``, instead); later processes load it.
+
+The counts scan (:func:`scan_counts`) is the one reader of the COCO counts grammar (the format is the
+:mod:`perckit.rle` module header): one compiled loop over the strings ``data[offsets[i]:offsets[i + 1]]`` of a
+column (an Arrow string column's buffers, or one string: the n = 1 case, :func:`scan_one`), which returns for
+each string a status, the sum of its runs, its number of runs and, for a character outside the alphabet, its
+offset; and fills the runs when asked. The callers build the messages from the status
+(:func:`perckit.rle.counts_error`). When a string breaks several rules the status is the first of:
+
+====== ===================================================================================================
+status the string ...
+====== ===================================================================================================
+1      has a byte outside the alphabet ``'0'`` .. ``'o'`` (48 .. 111); ``offset`` is the first one
+2      is truncated: its last character continues a number (bit 0x20)
+3      has a number of more than 7 characters
+4      has a number of 7 characters whose last is not ``'0'`` or ``'1'`` (pycocotools' 32-bit ``int`` misreads it)
+5      decodes to a negative run
+6      is empty
+0      none of these: the runs are what pycocotools reads, ``total`` is their sum
+====== ===================================================================================================
 """
 
 from __future__ import annotations
 
-import sys
 from functools import lru_cache
 
 import numpy as np
 
+#: The statuses of :func:`scan_counts` (see the module docstring).
+OK, ALPHABET, TRUNCATED, TOO_LONG, MISREAD, NEGATIVE, EMPTY = range(7)
+#: The columns of :func:`scan_counts`' answer.
+STATUS, TOTAL, RUNS, OFFSET = range(4)
+#: The longest number the scan reads (pycocotools' ``rleFrString`` shifts in a 32-bit ``int``).
+MAX_CHARS_PER_COUNT = 7
+
+_NO_RUNS = np.zeros(0, dtype=np.int64)
+
 
 @lru_cache(maxsize=1)
 def _numba():
-    try:
-        import numba
-    except Exception:  # not installed, or broken on this platform: use the numpy paths
-        return None
+    """The numba module, imported on first use (a dependency: never None)."""
+    import numba
+
     return numba
 
 
-@lru_cache(maxsize=1)
-def scan_counts():
-    """A compiled ``scan(buf) -> (status, total, runs)`` over a COCO counts string (uint8), or None.
-
-    status 0 means valid as far as pycocotools is concerned (alphabet, no truncation, at most 7
-    characters per run with a 7th of '0' or '1', no negative run); ``total`` is the sum of the runs.
-    Any other status: the caller re-checks with the numpy path, which raises the precise error.
-    """
-    numba = _numba()
-    if numba is None:
-        return None
-
-    @numba.njit(cache=True, nogil=True)
-    def scan(buf):
-        n = buf.shape[0]
-        p = 0
-        m = 0
-        total = 0
-        prev1 = 0  # runs[m-1]
-        prev2 = 0  # runs[m-2]
-        while p < n:
-            x = 0
-            k = 0
-            more = True
-            c = 0
-            while more:
-                if p >= n:
-                    return 2, total, m  # truncated
-                c = np.int64(buf[p]) - 48
-                if c < 0 or c > 63:
-                    return 1, total, m  # outside the alphabet
-                x |= (c & 0x1F) << (5 * k)
-                more = (c & 0x20) != 0
-                p += 1
-                k += 1
-                if k > 7:
-                    return 3, total, m  # too long
-            if k == 7 and c > 1:
-                return 4, total, m  # pycocotools would misread it
-            if c & 0x10:
-                x -= np.int64(1) << (5 * k)
-            if m > 2:
-                x += prev2
-            if x < 0:
-                return 5, total, m  # negative run
-            total += x
-            prev2 = prev1
-            prev1 = x
-            m += 1
-        if m == 0:
-            return 6, total, m  # empty
-        return 0, total, m
-
-    return scan
-
-
-#: Masks a process checks with its numpy paths before :func:`compiled_scan_pays` says loading numba pays.
-NUMPY_FIRST = 64
-_numpy_checks = 0
-
-
-def compiled_scan_pays(n: int = 1) -> bool:
-    """Whether to check the next ``n`` masks with a compiled counts scan: yes when numba is already imported or
-    when these masks take the process past its first :data:`NUMPY_FIRST`; otherwise no, and they are counted
-    (the caller uses its numpy path, which gives the same verdicts). Importing numba and loading a cached
-    kernel costs about 0.4 s in a fresh process, a numpy check about 15 us: a process that checks a handful
-    of masks (a command-line call, the first rows a builder reads to check a release before its ``num_proc``
-    workers start) never loads it, and one that checks thousands pays the numpy path at most 64 times."""
-    global _numpy_checks
-    if "numba" in sys.modules or _numpy_checks + n > NUMPY_FIRST:
-        return True
-    _numpy_checks += n
-    return False
-
-
-def scan_counts_for_one():
-    """:func:`scan_counts` for a caller that checks one mask at a time, once :func:`compiled_scan_pays`; None
-    before (the caller uses its numpy path)."""
-    return scan_counts() if compiled_scan_pays() else None
-
-
-def _scan_counts_column(offsets, data):
-    """Per counts string ``data[offsets[i]:offsets[i + 1]]``: ``(status int8, total int64)`` arrays.
-
-    The statuses are those of :func:`scan_counts` (0 valid, 1 alphabet, 2 truncated, 3 too long, 4 a 7th
-    character pycocotools misreads, 5 negative run, 6 empty); ``total`` is the sum of the runs read so far.
-    Plain Python over numpy arrays: compiled by :func:`scan_counts_column`, interpreted as its fallback.
-    """
+def _scan_counts(offsets, data, runs):
+    """The compiled body of :func:`scan_counts` (plain Python over numpy arrays, compiled by :func:`_compiled`)."""
     n = offsets.shape[0] - 1
-    status = np.zeros(n, dtype=np.int8)
-    totals = np.zeros(n, dtype=np.int64)
+    out = np.zeros((n, 4), dtype=np.int64)
+    fill = runs.shape[0] > 0
     for i in range(n):
-        p = np.int64(offsets[i])
+        start = np.int64(offsets[i])
         end = np.int64(offsets[i + 1])
+        p = start
         m = 0
         total = np.int64(0)
-        prev1 = np.int64(0)
-        prev2 = np.int64(0)
-        st = 0
-        while p < end and st == 0:
+        prev1 = np.int64(0)  # runs[m - 1]
+        prev2 = np.int64(0)  # runs[m - 2]
+        status = 0
+        too_long = False
+        misread = False
+        negative = False
+        while p < end:
             x = np.int64(0)
             k = 0
-            more = True
             c = np.int64(0)
+            more = True
             while more:
                 if p >= end:
-                    st = 2
+                    status = TRUNCATED
                     break
                 c = np.int64(data[p]) - 48
                 if c < 0 or c > 63:
-                    st = 1
+                    status = ALPHABET
                     break
                 x |= (c & 0x1F) << (5 * k)
                 more = (c & 0x20) != 0
                 p += 1
                 k += 1
-                if k > 7:
-                    st = 3
+                if k == MAX_CHARS_PER_COUNT and more:
+                    too_long = True  # (read on to the string's end: a bad byte or a truncation comes first)
                     break
-            if st != 0:
+            if status != 0:
                 break
-            if k == 7 and c > 1:
-                st = 4
-                break
+            if too_long:
+                continue
+            if k == MAX_CHARS_PER_COUNT and c > 1:
+                misread = True
             if c & 0x10:
                 x -= np.int64(1) << (5 * k)
             if m > 2:
                 x += prev2
             if x < 0:
-                st = 5
-                break
+                negative = True
+            if fill:
+                runs[start + m] = x
             total += x
             prev2 = prev1
             prev1 = x
             m += 1
-        if st == 0 and m == 0:
-            st = 6
-        status[i] = st
-        totals[i] = total
-    return status, totals
+        if status == 0:
+            if too_long:
+                status = TOO_LONG
+            elif misread:
+                status = MISREAD
+            elif negative:
+                status = NEGATIVE
+            elif m == 0:
+                status = EMPTY
+        out[i, STATUS] = status
+        out[i, TOTAL] = total
+        out[i, RUNS] = m
+        out[i, OFFSET] = p - start
+    return out
 
 
 @lru_cache(maxsize=1)
-def scan_counts_column():
-    """``scan(offsets, data) -> (status, total)`` over a whole column of COCO counts strings.
-
-    ``offsets`` (int32 or int64, n + 1 values) and ``data`` (uint8) are an Arrow string or binary column's
-    buffers, read without a copy. Compiled with numba when it is importable; otherwise the same function
-    interpreted (correct, slow: callers with a faster reference path may prefer it then, see
-    :func:`have_numba`). A status other than 0 means: re-check that mask with the precise path.
-    """
-    numba = _numba()
-    if numba is None:
-        return _scan_counts_column
-    return numba.njit(cache=True, nogil=True)(_scan_counts_column)
+def _compiled():
+    return _numba().njit(cache=True, nogil=True)(_scan_counts)
 
 
-def have_numba() -> bool:
-    """True when the kernels are compiled (numba importable)."""
-    return _numba() is not None
+def scan_counts(offsets: np.ndarray, data: np.ndarray, runs: np.ndarray = _NO_RUNS) -> np.ndarray:
+    """Scan the COCO counts strings ``data[offsets[i]:offsets[i + 1]]``: an int64 array ``[n, 4]`` whose row i is
+    (status, total, runs, offset) of string i (columns :data:`STATUS`, :data:`TOTAL`, :data:`RUNS`,
+    :data:`OFFSET`; statuses in the module docstring). For status 0 and 5, ``runs`` is the number of runs and
+    ``total`` their sum; for status 1, ``offset`` is the offset of the bad byte in the string (otherwise where
+    the scan stopped).
+
+    ``offsets``: n + 1 non-decreasing int32 or int64 values; ``data``: uint8 (an Arrow string or binary column's
+    buffers, read without a copy). ``runs``: an int64 array as long as ``data`` to receive the runs of string i
+    at ``runs[offsets[i]:offsets[i] + rows[i, RUNS]]`` (for status 0 and 5), or empty (the default) for none."""
+    return _compiled()(offsets, data, runs)
+
+
+def scan_one(counts: bytes, runs: np.ndarray = _NO_RUNS) -> tuple[int, int, int, int]:
+    """:func:`scan_counts` of one counts string (the n = 1 column): ``(status, total, runs, offset)``; ``runs``
+    (as long as ``counts``, or empty) receives its runs from index 0."""
+    row = _compiled()(np.array([0, len(counts)], dtype=np.int64), np.frombuffer(counts, dtype=np.uint8), runs)[0]
+    return int(row[0]), int(row[1]), int(row[2]), int(row[3])
+

@@ -1,13 +1,38 @@
 """COCO RLE helpers on pycocotools.
 
-Masks travel through perckit as compressed COCO RLE dicts ``{"size": [H, W],
-"counts": str}``. Everything here works in the RLE domain; dense arrays appear
-only in :func:`encode`, :func:`decode`, :func:`encode_masks` and :func:`sample_nearest`.
+Format: a mask travels through perckit as a compressed COCO RLE ``{"size": [H, W], "counts": str}``. The H x W
+pixels are read column by column (Fortran order: pixel (y, x) is number ``x * H + y``) and cut into runs that
+alternate background, foreground, background, ..., the first run background (0 when pixel 0 is foreground);
+the runs sum to H * W. Everything here works in the RLE domain; dense arrays appear only in :func:`encode`,
+:func:`decode`, :func:`encode_masks` and :func:`sample_nearest`.
 
-pycocotools loops forever on counts that do not sum to H*W and silently
-returns an empty mask when merging masks of different sizes, so every RLE from
-outside goes through :func:`validate` (vectorised over the counts string)
-before it reaches pycocotools.
+Counts grammar (pycocotools' ``rleToString`` writes it, ``rleFrString`` reads it): the runs r_0, r_1, ... become
+numbers v_i = r_i, except v_i = r_i - r_(i-2) from the fourth run on (i > 2). Each number is written in
+two's complement, 5 bits at a time, least significant group first, each group as one character ``chr(48 +
+c)``: bit 0x20 of c says another group follows, and bit 0x10 of the last group is the sign (a negative number's
+high bits are ones). So the alphabet is ``'0'`` .. ``'o'`` (48 .. 111), and a number ends at the first
+character below ``'P'``. perckit reads it with one compiled scan (:func:`perckit._kernels.scan_counts`, for one
+string or a column of them) and refuses, in this order, with an :class:`RLEError` naming the field:
+
+- a character outside the alphabet (the message gives its offset);
+- a truncated string (its last character continues a number);
+- a number of more than 7 characters;
+- a number of 7 characters whose last is not ``'0'`` or ``'1'``: ``rleFrString`` shifts in a 32-bit ``int`` and
+  would read another value than the one written, and ``iou`` / ``merge`` would then loop on runs that no
+  longer sum to H*W;
+- a negative run, and (in :func:`validate`) runs that do not sum to H*W: pycocotools' ``merge`` and ``iou``
+  loop forever on them;
+- an empty string.
+
+pycocotools also returns an empty mask, silently, when merging masks of different sizes: every RLE from outside
+goes through :func:`validate` (or :func:`valid_many` for many at once) before it reaches pycocotools, and
+:func:`check_same_size` before any merge.
+
+IoU: the pixel counts of a mask pair are exact integers, I = ``area(merge([a, b], intersect=True))`` and U =
+``area(a) + area(b) - I`` (never pycocotools' ``iou()``, which gives 0 for two empty masks); IoU = I / U, with
+no epsilon. Empty union: when U = 0 (both masks empty) the IoU is the option ``empty_union_iou`` (1.0 by
+default). These rules live in :mod:`perckit.segmentation` (:func:`~perckit.segmentation.rle_pair_counts`,
+:func:`~perckit.segmentation.pair_iou`); :func:`intersection_union` and :func:`iou` here are thin aliases of it.
 
 Polygons: pycocotools' ``rleFrPoly`` upsamples every vertex by 5 into C ``int``s and ``malloc``s, unchecked,
 about 20 bytes per point of the upsampled outline (the sum over the edges of ``max(|dx|, |dy|) + 1``), so a
@@ -41,9 +66,6 @@ would pass it raises the caller's error type (:class:`RLEError` or :class:`~perc
 naming the field, the running total and the budget. Legitimate rows stay far inside it (an R4D-Bench query with
 a mask on each of 300 frames of 536 x 960: 0.14 of it); a batch of eight such rows (1.2 G pixels) passes
 ``max_pixels``.
-
-The pixel counts of a mask pair (I, U) and the IoU rules live in :mod:`perckit.segmentation`;
-:func:`intersection_union` and :func:`iou` here are thin aliases of it.
 """
 
 from __future__ import annotations
@@ -66,11 +88,6 @@ RLE = dict  # {"size": [H, W], "counts": str}
 #: Largest mask (H * W pixels) accepted from outside. A decoded mask of this
 #: size takes 1 GiB; anything larger is almost certainly a corrupt header.
 MAX_PIXELS = 1 << 30
-#: Longest encoding accepted per count. pycocotools' rleFrString shifts in 32-bit ``int``: a 7th
-#: character is read correctly only when it is '0' or '1' ((c & 0x1f) << 30 fits, no sign bit);
-#: otherwise it reads another value than the one encoded, and iou/merge then loop on runs that no
-#: longer sum to H*W. Longer encodings are refused outright.
-_MAX_CHARS_PER_COUNT = 7
 #: pycocotools' area() of a list overflows a uint8 index past 255 items.
 _AREA_CHUNK = 255
 
@@ -119,50 +136,43 @@ def mask_pixels(mask: Mapping[str, Any], where: str = "mask") -> int:
     return h * w
 
 
-def decode_counts(counts: bytes | str, where: str = "mask") -> np.ndarray:
-    """Decode a compressed COCO counts string to its run lengths (int64), vectorised.
-
-    Mirrors pycocotools' ``rleFrString``: 5 data bits per character offset by 48,
-    bit 0x20 continues a number, bit 0x10 of the last character is the sign, and
-    from the fourth run on each value is a delta against the run two before.
-    """
+def _counts_bytes(counts: Any, where: str) -> bytes:
+    """The counts string as ASCII bytes; :class:`RLEError` naming ``where`` for another type or a non-ASCII str."""
     if isinstance(counts, str):
         try:
-            counts = counts.encode("ascii")
+            return counts.encode("ascii")
         except UnicodeEncodeError:
             raise RLEError(f"{where}: 'counts' must be ASCII, got non-ASCII characters") from None
-    if not isinstance(counts, (bytes, bytearray)):
-        raise RLEError(f"{where}: 'counts' must be a str or bytes, got {type(counts).__name__}")
-    if len(counts) == 0:
-        raise RLEError(f"{where}: 'counts' is empty")
-    c = np.frombuffer(bytes(counts), dtype=np.uint8).astype(np.int64) - 48
-    if c.min() < 0 or c.max() > 63:
-        bad = int(np.flatnonzero((c < 0) | (c > 63))[0])
-        raise RLEError(
-            f"{where}: 'counts' has a character outside the COCO alphabet ('0'..'o') at offset {bad}"
-        )
-    more = (c & 0x20) != 0
-    if more[-1]:
-        raise RLEError(f"{where}: 'counts' is truncated (its last character continues a number)")
-    ends = np.flatnonzero(~more)
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    lengths = ends - starts + 1
-    if lengths.max() > _MAX_CHARS_PER_COUNT:
-        raise RLEError(f"{where}: 'counts' has a run encoded in more than {_MAX_CHARS_PER_COUNT} characters")
-    if ((lengths == _MAX_CHARS_PER_COUNT) & (c[ends] > 1)).any():
-        raise RLEError(f"{where}: 'counts' has a 7-character run that pycocotools would misread (value out of 32-bit range)")
-    pos = np.arange(c.size) - np.repeat(starts, lengths)
-    vals = np.add.reduceat((c & 0x1F) << (5 * pos), starts)
-    sign = (c[ends] & 0x10) != 0
-    vals = np.where(sign, vals - (np.int64(1) << (5 * lengths)), vals)
-    if vals.size > 3:
-        # cnts[i] += cnts[i-2] for i > 2: two interleaved cumulative sums.
-        odd = vals[1::2].cumsum()
-        even = vals[2::2].cumsum()
-        vals = vals.copy()
-        vals[1::2] = odd
-        vals[2::2] = even
-    return vals
+    if isinstance(counts, (bytes, bytearray)):
+        return bytes(counts)
+    raise RLEError(f"{where}: 'counts' must be a str or bytes, got {type(counts).__name__}")
+
+
+def counts_error(status: int, offset: int, where: str) -> RLEError:
+    """The :class:`RLEError` of a counts string the scan (:func:`perckit._kernels.scan_counts`) gave ``status``
+    (not 0) and ``offset``, naming ``where``."""
+    k = _kernels
+    message = {
+        k.ALPHABET: f"'counts' has a character outside the COCO alphabet ('0'..'o') at offset {offset}",
+        k.TRUNCATED: "'counts' is truncated (its last character continues a number)",
+        k.TOO_LONG: f"'counts' has a run encoded in more than {k.MAX_CHARS_PER_COUNT} characters",
+        k.MISREAD: f"'counts' has a {k.MAX_CHARS_PER_COUNT}-character run that pycocotools would misread (value out of 32-bit range)",
+        k.NEGATIVE: "'counts' decodes to a negative run length",
+        k.EMPTY: "'counts' is empty",
+    }[status]
+    return RLEError(f"{where}: {message}")
+
+
+def decode_counts(counts: bytes | str, where: str = "mask") -> np.ndarray:
+    """The run lengths (int64) a compressed COCO counts string encodes, as pycocotools' ``rleFrString`` reads them
+    (the grammar of the module docstring), by the compiled counts scan. A run may be negative (:func:`validate`
+    refuses it); any other break of the grammar is an :class:`RLEError` naming ``where``."""
+    raw = _counts_bytes(counts, where)
+    runs = np.empty(len(raw), dtype=np.int64)
+    status, _, n, offset = _kernels.scan_one(raw, runs)
+    if status not in (_kernels.OK, _kernels.NEGATIVE):
+        raise counts_error(status, offset, where)
+    return runs[:n]
 
 
 def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None = None) -> RLE:
@@ -171,7 +181,7 @@ def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None 
     Raises :class:`RLEError` naming ``where`` when the size is not two positive
     ints, the counts are not valid COCO characters, a run is negative, or the
     runs do not sum to H*W (pycocotools would loop forever on it), or when the
-    size differs from ``expected_size``.
+    size differs from ``expected_size``. The counts are read by one call of the compiled counts scan.
     """
     if not isinstance(rle, Mapping) or "size" not in rle or "counts" not in rle:
         raise RLEError(f"{where}: expected a COCO RLE dict with 'size' and 'counts', got {_short(rle)}")
@@ -181,16 +191,10 @@ def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None 
         raise RLEError(
             f"{where}: expected compressed counts (str), got an uncompressed list (convert it with perckit.rle.to_rle)"
         )
-    scan = _kernels.scan_counts_for_one()
-    if scan is not None and counts and (isinstance(counts, bytes) or (isinstance(counts, str) and counts.isascii())):
-        raw = counts.encode("ascii") if isinstance(counts, str) else counts
-        status, total, _ = scan(np.frombuffer(raw, dtype=np.uint8))
-        if status == 0 and total == h * w:  # the compiled fast path; anything else gets the precise error below
-            return _finish(counts, h, w, expected_size, where)
-    runs = decode_counts(counts, where)
-    if runs.min() < 0:
-        raise RLEError(f"{where}: 'counts' decodes to a negative run length")
-    total = int(runs.sum())
+    raw = _counts_bytes(counts, where)
+    status, total, _, offset = _kernels.scan_one(raw)
+    if status != _kernels.OK:
+        raise counts_error(status, offset, where)
     if total != h * w:
         raise RLEError(f"{where}: 'counts' runs sum to {total} pixels, expected H*W = {h}*{w} = {h * w}")
     return _finish(counts, h, w, expected_size, where)
@@ -199,31 +203,28 @@ def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None 
 def valid_many(rles: Sequence[Any]) -> list[bool]:
     """For each item: True when it is a ``dict`` with ``str`` counts that :func:`validate` accepts (a ``size``
     of two positive ints within :data:`MAX_PIXELS`, counts that scan clean and sum to H*W), decided for all
-    of them by one call of the compiled column scan (:func:`perckit._kernels.scan_counts_column`).
+    of them by one call of the compiled counts scan (:func:`perckit._kernels.scan_counts`).
 
-    False says only "not decided here": the caller validates that one with :func:`validate`, which gives
-    the verdict and the error. Every item is False without numba, and while checking them one by one is
-    cheaper than loading it (:func:`perckit._kernels.compiled_scan_pays`: a handful of masks in a fresh process)."""
-    out = [False] * len(rles)
-    if not rles or not _kernels.compiled_scan_pays(len(rles)) or not _kernels.have_numba():
-        return out
+    False says only "not decided here" (bytes counts, a tuple size, ...): the caller validates that one with
+    :func:`validate`, which gives the verdict and the error."""
+    if not rles:
+        return []
     expected = np.full(len(rles), -1, dtype=np.int64)
     counts: list[str] = []
     for i, r in enumerate(rles):
         c = r.get("counts") if type(r) is dict else None
         if type(c) is not str or not c.isascii():
-            counts.append("")  # scans as empty (status 6): left to validate
+            counts.append("")  # scans as empty: left to validate
             continue
         counts.append(c)
         sz = r.get("size")
         if type(sz) is list and len(sz) == 2 and type(sz[0]) is int and type(sz[1]) is int and sz[0] > 0 and sz[1] > 0:
             if sz[0] * sz[1] <= MAX_PIXELS:
                 expected[i] = sz[0] * sz[1]
-    joined = "".join(counts)
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum([len(c) for c in counts], out=offsets[1:])
-    status, total = _kernels.scan_counts_column()(offsets, np.frombuffer(joined.encode("ascii"), dtype=np.uint8))
-    return ((status == 0) & (total == expected)).tolist()
+    rows = _kernels.scan_counts(offsets, np.frombuffer("".join(counts).encode("ascii"), dtype=np.uint8))
+    return ((rows[:, _kernels.STATUS] == _kernels.OK) & (rows[:, _kernels.TOTAL] == expected)).tolist()
 
 
 def _finish(counts: str | bytes, h: int, w: int, expected_size: Sequence[int] | None, where: str) -> RLE:

@@ -313,10 +313,8 @@ def _mask(g: pa.Array, gh: np.ndarray, gw: np.ndarray, type_: pa.DataType) -> pa
     counts = counts_col[0]
     if not (pa.types.is_string(counts.type) or pa.types.is_binary(counts.type)) or counts.null_count:
         raise Refused(f"mask.counts: type {counts.type}")
-    if not _kernels.have_numba():
-        raise Refused("no compiled counts scan: the reference path is faster")
-    status, total = _kernels.scan_counts_column()(*_buffers(counts))
-    if status.any() or not np.array_equal(total, gh * gw):
+    scanned = _kernels.scan_counts(*_buffers(counts))
+    if scanned[:, _kernels.STATUS].any() or not np.array_equal(scanned[:, _kernels.TOTAL], gh * gw):
         raise Refused("mask.counts")
     size_type = type_.field("size").type
     sizes = pa.ListArray.from_arrays(

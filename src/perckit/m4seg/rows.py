@@ -15,8 +15,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-import numpy as np
-
 from .. import _kernels
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, RLEError, check_choice
@@ -278,11 +276,9 @@ def _to_rle(obj: Any, hw: list[int], gw: str, k: int) -> dict:
             if counts and set(map(type, counts)) == _INT_ONLY and min(counts) >= 0 and sum(counts) == h * w:
                 return rle_ops._from_c(rle_ops._mask.frPyObjects({"counts": counts, "size": [h, w]}, h, w))
         elif type(counts) is str and counts and counts.isascii():
-            scan = _kernels.scan_counts_for_one()
-            if scan is not None:
-                status, total, _ = scan(np.frombuffer(counts.encode("ascii"), dtype=np.uint8))
-                if status == 0 and total == h * w:
-                    return {"size": [h, w], "counts": counts}
+            status, total, _, _ = _kernels.scan_one(counts.encode("ascii"))
+            if status == _kernels.OK and total == h * w:
+                return {"size": [h, w], "counts": counts}
     return rle_ops.to_rle(obj, size=hw, where=f"{gw}.segmentation (image {k}, [H, W] = {hw})")
 
 
@@ -302,12 +298,10 @@ def _plain_mask(obj: Any, hw: list[int]) -> tuple[dict, dict] | None:
         counts = obj.get("counts")
         if type(counts) is str:
             if counts and counts.isascii():
-                scan = _kernels.scan_counts_for_one()
-                if scan is not None:
-                    raw = counts.encode("ascii")
-                    status, total, _ = scan(np.frombuffer(raw, dtype=np.uint8))
-                    if status == 0 and total == h * w:
-                        return {"size": [h, w], "counts": counts}, {"size": [h, w], "counts": raw}
+                raw = counts.encode("ascii")
+                status, total, _, _ = _kernels.scan_one(raw)
+                if status == _kernels.OK and total == h * w:
+                    return {"size": [h, w], "counts": counts}, {"size": [h, w], "counts": raw}
         elif type(counts) is list:
             if counts and set(map(type, counts)) == _INT_ONLY and min(counts) >= 0 and sum(counts) == h * w:
                 c = rle_ops._mask.frPyObjects({"counts": counts, "size": [h, w]}, h, w)
