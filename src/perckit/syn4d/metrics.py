@@ -397,7 +397,7 @@ def pose_metrics(gt_c2w: np.ndarray, pred_c2w: np.ndarray) -> dict:
     }
 
 
-def _reference_array(reference: Mapping, key: str, dtype: type) -> np.ndarray:
+def _gt_array(reference: Mapping, key: str, dtype: type) -> np.ndarray:
     value = reference.get(key)
     if value is None:
         raise ValueError(f"reference {reference.get('sequence_id')!r} has no {key!r} (the GT of this task is absent)")
@@ -429,13 +429,13 @@ def task_metrics(task: str, reference: Mapping, prediction: Mapping, options: Sy
         raise ValueError(f"prediction frame_indices do not match {against}")
     key = PREDICTION_KEYS[task]
     if task == "tracking":
-        gt = _reference_array(reference, "tracks_ref0_m", np.float64)
-        visibility = _reference_array(reference, "visibility", bool)
-        dynamic = _reference_array(reference, "dynamic", bool)
+        gt = _gt_array(reference, "tracks_ref0_m", np.float64)
+        visibility = _gt_array(reference, "visibility", bool)
+        dynamic = _gt_array(reference, "dynamic", bool)
     elif task == "depth":
-        gt = _reference_array(reference, "depth_m", np.float32)
+        gt = _gt_array(reference, "depth_m", np.float32)
     else:
-        gt = _reference_array(reference, "camera_c2w", np.float64)
+        gt = _gt_array(reference, "camera_c2w", np.float64)
     value = prediction.get(key)
     if value is None:
         raise KeyError(f"{key} is not a file in the archive")
