@@ -1,4 +1,4 @@
-"""The Syn4D builder's Arrow tables (``perckit.syn4d.tables.rows_to_table``, built from the rows' numpy
+"""The Syn4D builder's Arrow tables (``perckit.syn4d.tables.arrow_table``, built from the rows' numpy
 buffers) against the reference, ``datasets``' per-example encoding (``Features.encode_example`` and
 ``ArrowWriter``, ``tests/oracles/syn4d.py``), on the sample releases (every config) and on hand-made rows."""
 
@@ -65,7 +65,7 @@ def test_tables_equal_the_per_example_encoding_on_the_sample_releases(syn4d_rele
     ref = reference_table(rows, b.info.features)
     assert ref.num_rows == len(rows) > 0
     assert _equal(pa.concat_tables(built), ref)
-    assert _equal(tables.rows_to_table(rows, b.info.features), ref)
+    assert _equal(tables.arrow_table(rows, b.info.features), ref)
     # and the prepared dataset holds that table
     b.download_and_prepare()
     ds = b.as_dataset(split="test")
@@ -128,10 +128,10 @@ def test_hand_made_rows_equal_the_reference(case):
         rows = rows[:1]
     ref = reference_table(rows, f)
     assert ref.num_rows == len(rows)
-    assert _equal(tables.rows_to_table(rows, f), ref)
+    assert _equal(tables.arrow_table(rows, f), ref)
     tracking = [{k: r[k] for k in _TRACKING} for r in rows]
     ft = _features(challenge=False)
-    assert _equal(tables.rows_to_table(tracking, ft), reference_table(tracking, ft))
+    assert _equal(tables.arrow_table(tracking, ft), reference_table(tracking, ft))
 
 
 @pytest.mark.parametrize("field, value, shape", [
@@ -140,7 +140,7 @@ def test_hand_made_rows_equal_the_reference(case):
 def test_a_value_of_the_wrong_shape_is_refused_naming_row_and_field(field, value, shape):
     rows = [_row(), _row(**{field: value})]
     with pytest.raises(ReleaseFormatError) as info:
-        tables.rows_to_table(rows, _features())
+        tables.arrow_table(rows, _features())
     assert str(info.value) == (
         f"Syn4D row 'og/dream/seq_000000_0': field {field!r}: expected an array of shape {shape}, got {value.shape}"
     )

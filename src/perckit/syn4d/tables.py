@@ -2,10 +2,11 @@
 flat buffers, instead of ``datasets`` encoding each nested array element by element (7-12x faster on the
 builder's batches).
 
-:func:`rows_to_table` is the one path; the tests compare its tables value for value with ``datasets``'
+:func:`arrow_table` is the one path; the tests compare its tables value for value with ``datasets``'
 per-example encoding (``Features.encode_example`` and ``ArrowWriter``, ``tests/oracles/syn4d.py``) on the
 sample releases and on hand-made rows. A value of the wrong shape is refused with a
-:class:`~perckit.errors.ReleaseFormatError` naming the row and the field.
+:class:`~perckit.errors.ReleaseFormatError` naming the row and the field. (The other builders' rows are already in
+Arrow storage form and go through :func:`perckit.builder_base.rows_to_table`; Syn4D's hold numpy arrays.)
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..errors import ReleaseFormatError
 _NUMPY_OF = {"float32": np.float32, "float64": np.float64, "bool": np.bool_, "int32": np.int32}
 
 
-def rows_to_table(rows: Sequence[dict], features: datasets.Features) -> pa.Table:
+def arrow_table(rows: Sequence[dict], features: datasets.Features) -> pa.Table:
     """The table of ``rows`` (builder rows, ``features``' keys): the table ``datasets``' encoding writes.
 
     ``ArrayXD`` columns (a free first dimension) become nested list arrays over one concatenated buffer
