@@ -747,16 +747,6 @@ def test_parity_strict(fixture_refs):
     assert p["sequences"][0]["ate_rmse"] == pytest.approx(0.050348457060328186, rel=1e-9)
 
 
-def test_parity_strict_without_numba(fixture_refs, monkeypatch):
-    """The numpy paths (used when numba is not importable) reproduce the official summary too."""
-    from perckit.syn4d import _kernels
-
-    monkeypatch.setattr(_kernels, "depth_kernels", lambda: None)
-    monkeypatch.setattr(_kernels, "tracking_kernel", lambda: None)
-    official = json.loads((FIXTURE / "summary_strict.json").read_text(encoding="utf-8"))
-    assert assert_official_equal(summarize("predictions", True, fixture_refs), official) <= 1e-9
-
-
 def test_parity_lax(fixture_refs):
     ours = summarize("predictions_lax", False, fixture_refs)
     official = json.loads((FIXTURE / "summary_lax.json").read_text(encoding="utf-8"))

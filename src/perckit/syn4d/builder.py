@@ -74,7 +74,7 @@ class Syn4DBuilder(PerckitTableBuilder):
     """Syn4D: configs ``tracking`` (default) and ``challenge``; one ``test`` split keyed by ``sequence_id``.
 
     Rows are read as before (:meth:`_row`) and go to Arrow in tables of ``writer_batch_size`` rows built from
-    their numpy arrays (:func:`perckit.syn4d.tables.rows_to_table`, equal to the per-example encoding).
+    their numpy arrays (:func:`perckit.syn4d.tables.arrow_table`, equal to the per-example encoding).
     """
 
     VERSION = datasets.Version("1.0.0")
@@ -194,10 +194,10 @@ class Syn4DBuilder(PerckitTableBuilder):
                 first = key
             batch.append(row)
             if len(batch) >= size:
-                yield first, tables.rows_to_table(batch, self.info.features)
+                yield first, tables.arrow_table(batch, self.info.features)
                 batch = []
         if batch:
-            yield first, tables.rows_to_table(batch, self.info.features)
+            yield first, tables.arrow_table(batch, self.info.features)
 
     def _row(self, r: rel.SequenceRecord, paths: rel.ReleasePaths, resolver: rel.PathResolver | None = None) -> dict:
         row: dict[str, Any] = {

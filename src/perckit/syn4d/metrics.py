@@ -1,5 +1,23 @@
 """Metric math of Syn4D: ``tracking``, ``depth`` and ``pose``, as accumulate / reduce halves.
 
+Formulas (spec §4.1, one sequence; every one is written once, here or in the kernel it names):
+
+* tracking (:func:`tracking_metrics`; the per-sample pass is :func:`perckit.syn4d._kernels.tracking`):
+  ``F = valid ∧ finite(gt) ∧ finite(pred)``; ``s = median‖gt[F]‖ / median‖pred[F]‖`` (0 when the denominator
+  is ≤ 1e-12); ``d = ‖gt − s·pred‖``; ``acc_τ = mean(d ≤ τ)``, ``apd = mean_τ acc_τ``, ``epe = mean d``, over
+  ``F`` and (``dynamic_`` keys) ``F ∧ dynamic``; ``score = (1−w)·apd + w·dynamic_apd`` (``apd`` without dynamic
+  samples).
+* depth (:func:`depth_metrics`; the per-pixel passes are :func:`perckit.syn4d._kernels.depth_medians` and
+  :func:`perckit.syn4d._kernels.depth_sums`): the prediction resized to the GT (OpenCV bilinear); valid pixels
+  ``finite(g) ∧ finite(p) ∧ min < g ≤ max ∧ p > 0``; ``p' = clip(s·p + t)``, ``g' = clip(g)`` to ``[min, max]``
+  with ``(s, t)`` = (median g / median p, 0) for ``scale``, least squares for ``scale_shift``, (1, 0) for
+  ``metric``; ``abs_rel = mean|p'−g'|/g'``, ``sq_rel = mean (p'−g')²/g'``, ``rmse = √mean (p'−g')²``,
+  ``ℓ = log p' − log g'``, ``rmse_log = √mean ℓ²``, ``silog = 100·√(mean ℓ² − (mean ℓ)²)``,
+  ``δk = mean(max(g'/p', p'/g') < 1.25^k)``.
+* pose (:func:`pose_metrics`): both trajectories relative to their first frame, Sim(3) (Umeyama) of the
+  predicted centres onto the GT; ATE and rotation errors per frame, RPE over consecutive pairs,
+  ``auc_θ = mean(max(rpe_rot, trans_angle) ≤ θ)`` with an undefined angle counting as 180°.
+
 Accumulate: :func:`tracking_metrics`, :func:`depth_metrics` and
 :func:`pose_metrics` score one sequence; :func:`task_metrics` does it from a
 (reference, prediction) pair of builder-style rows, and
@@ -15,11 +33,10 @@ per-variant / per-scene blocks (spec §4.2); :func:`compute_task` runs both and
 Nothing here is reconstructed: every per-sequence formula reproduces the official
 Syn4D evaluator operation for operation (float64 NumPy, ``np.mean`` /
 ``np.median``, OpenCV bilinear resize), because the parity target is 1e-9
-relative. The compiled kernels of depth and tracking (:mod:`perckit.syn4d._kernels`,
-numba, with the numpy paths kept for when it is missing) keep every per-element
-operation, decision and exact median; tracking and pose give the numbers of the
-straightforward numpy formulas bit for bit, depth differs from them only in its
-summation order (~1e-16 relative). The other
+relative. The compiled kernels of depth and tracking (:mod:`perckit.syn4d._kernels`, numba, the one
+implementation of those passes) keep every per-element operation, decision and exact median; tracking and
+pose give the numbers of the straightforward numpy formulas (``tests/oracles/syn4d.py``) bit for bit, depth
+differs from them only in its summation order (~1e-16 relative). The other
 deliberate difference is in :func:`mean_rows`, which averages with
 :func:`perckit.stats.fmean` (an ``fsum``, order-independent, for evaluate's distributed mode): it differs
 from the official ``np.mean`` by an ulp at most (2.2e-16 relative on the fixture).
@@ -58,7 +75,7 @@ REFERENCE_KEYS = {"tracking": ("tracks_ref0_m", "visibility", "dynamic"), "depth
 BLOCK_KEYS = ("overall", "by_variant", "by_scene", "sequences")
 
 
-def _compiled():
+def _kernels():
     """:mod:`perckit.syn4d._kernels`, imported on first use (it imports numba, which is slow to import)."""
     from . import _kernels
 
@@ -143,43 +160,6 @@ def _accuracy_keys(prefix: str, counts: Sequence[int], distances: np.ndarray, th
     return out
 
 
-def _tracking_compiled(kernel, gt, pred, valid_mask, dynamic_q, thresholds) -> dict:
-    """Scale, threshold counts and the distances of both subsets from one compiled call (see
-    :func:`perckit.syn4d._kernels.tracking_kernel`); the same numbers as :func:`_tracking_numpy`."""
-    limits = np.asarray(thresholds, dtype=np.float64)
-    counts = np.zeros((2, limits.size), dtype=np.int64)
-    scale, distances, dynamic_distances = kernel(
-        np.ascontiguousarray(gt, dtype=np.float64), np.ascontiguousarray(pred, dtype=np.float64),
-        np.ascontiguousarray(valid_mask), np.ascontiguousarray(dynamic_q), limits, counts,
-    )
-    if distances.size == 0:
-        raise ValueError("sequence has no finite valid tracking correspondences")
-    result: dict[str, Any] = {"scale": float(scale)}
-    result.update(_accuracy_keys("", counts[0].tolist(), distances, thresholds))
-    if dynamic_distances.size:
-        result.update(_accuracy_keys("dynamic_", counts[1].tolist(), dynamic_distances, thresholds))
-    return result
-
-
-def _tracking_numpy(gt, pred, valid_mask, dynamic_q, thresholds) -> dict:
-    """The numpy path of :func:`tracking_metrics`: the scored samples gathered once, widened to float64."""
-    finite = valid_mask & _finite3(gt) & _finite3(pred)
-    if not finite.any():
-        raise ValueError("sequence has no finite valid tracking correspondences")
-    # Only the scored samples, gathered in their stored dtype and then widened (exact) to float64.
-    gt_f = gt[finite].astype(np.float64)
-    pred_f = pred[finite].astype(np.float64)
-    pred_median = float(np.median(_norm3(pred_f)))
-    scale = float(np.median(_norm3(gt_f)) / pred_median) if pred_median > 1e-12 else 0.0
-    distances = _norm3(gt_f - scale * pred_f)
-    dynamic_f = np.broadcast_to(dynamic_q[None, :], finite.shape)[finite]
-    result: dict[str, Any] = {"scale": scale}
-    for prefix, values in (("", distances), ("dynamic_", distances[dynamic_f])):
-        if values.size:
-            result.update(_accuracy_keys(prefix, [np.count_nonzero(values <= t) for t in thresholds], values, thresholds))
-    return result
-
-
 def tracking_metrics(
     gt: np.ndarray,
     pred: np.ndarray,
@@ -207,11 +187,20 @@ def tracking_metrics(
         raise ValueError(
             f"tracking validity/dynamic shapes do not match tracks {gt.shape}: visibility {valid_mask.shape}, dynamic {dynamic_q.shape}"
         )
-    kernel = _compiled().tracking_kernel()
-    if kernel is not None and gt.dtype.kind in "fiu" and pred.dtype.kind in "fiu":
-        result = _tracking_compiled(kernel, gt, pred, valid_mask, dynamic_q, thresholds)
-    else:
-        result = _tracking_numpy(gt, pred, valid_mask, dynamic_q, thresholds)
+    # One compiled pass (see perckit.syn4d._kernels.tracking): the scored samples compacted in (t, q) order,
+    # the exact median scale, the distances of both subsets and their threshold counts.
+    limits = np.asarray(thresholds, dtype=np.float64)
+    counts = np.zeros((2, limits.size), dtype=np.int64)
+    scale, distances, dynamic_distances = _kernels().tracking(
+        np.ascontiguousarray(gt, dtype=np.float64), np.ascontiguousarray(pred, dtype=np.float64),
+        np.ascontiguousarray(valid_mask), np.ascontiguousarray(dynamic_q), limits, counts,
+    )
+    if distances.size == 0:
+        raise ValueError("sequence has no finite valid tracking correspondences")
+    result: dict[str, Any] = {"scale": float(scale)}
+    result.update(_accuracy_keys("", counts[0].tolist(), distances, thresholds))
+    if dynamic_distances.size:
+        result.update(_accuracy_keys("dynamic_", counts[1].tolist(), dynamic_distances, thresholds))
     result["dynamic_query_fraction"] = int(np.count_nonzero(dynamic_q)) / dynamic_q.size  # = np.mean (an exact count)
     if "dynamic_apd" in result:
         result["score"] = float((1.0 - dynamic_weight) * result["apd"] + dynamic_weight * result["dynamic_apd"])
@@ -239,9 +228,6 @@ def resize_depth(pred: np.ndarray, hw: Sequence[int]) -> np.ndarray:
     return np.stack([cv2.resize(frame, (width, height), interpolation=cv2.INTER_LINEAR) for frame in arr])
 
 
-_DEPTH_CHUNK = 1 << 20  # elements per pass-2 chunk: the float64 temporaries stay in cache
-
-
 def _exact_median(values: np.ndarray) -> float:
     """``np.median(values.astype(np.float64))`` without the float64 copy: partition in the stored dtype
     (float32 -> float64 is exact, so the order and the middle values are the same), average in float64."""
@@ -253,60 +239,41 @@ def _exact_median(values: np.ndarray) -> float:
     return float((np.float64(part[k - 1]) + np.float64(part[k])) / 2.0)
 
 
-def _depth_compiled(kernels, gt: np.ndarray, pred: np.ndarray, align: str, lo: float, hi: float) -> tuple:
-    """The compiled path of :func:`depth_metrics` (float32 GT; ``scale`` with ``lo >= 0``, or ``metric``):
-    three streaming passes over the arrays, no copies: exact radix-select medians (two passes, see
-    :func:`perckit.syn4d._kernels.depth_medians`) and the blockwise metric sums."""
-    g = np.ascontiguousarray(gt).reshape(-1)
-    p = np.ascontiguousarray(pred).reshape(-1)
-    if align == "scale":
-        n, median_g, median_p = _compiled().depth_medians(kernels, g, p, lo, hi)
-        if n == 0:
-            raise ValueError("sequence has no valid depth pixels")
-        scale, shift = float(median_g / max(median_p, 1e-12)), 0.0
-    else:
-        scale, shift = 1.0, 0.0
-    n, sums, below = _compiled().depth_sums(kernels, g, p, lo, hi, scale, shift)
-    if n == 0:
-        raise ValueError("sequence has no valid depth pixels")
-    return n, scale, shift, sums, below
-
-
-def _depth_numpy(gt: np.ndarray, pred: np.ndarray, align: str, lo: np.float64, hi: np.float64) -> tuple:
-    """The numpy path of :func:`depth_metrics`: (1) per frame, the valid mask (comparisons against float64
-    bounds, so exactly the official decisions) and the valid values in their stored dtype; (2) the
-    metrics in float64 over chunks of the valid values."""
+def _valid_values(gt: np.ndarray, pred: np.ndarray, lo: np.float64, hi: np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """The valid pixels' values of both sides, in their stored dtype (per frame: the masks of one frame only);
+    the comparisons are against float64 bounds, so exactly the official decisions."""
     g_parts, p_parts = [], []
     for g_t, p_t in zip(gt, pred):
         valid = np.isfinite(g_t) & np.isfinite(p_t) & (g_t > lo) & (g_t <= hi) & (p_t > 0)
         g_parts.append(g_t[valid])
         p_parts.append(p_t[valid])
-    g_all = np.concatenate(g_parts) if g_parts else np.zeros(0, gt.dtype)
-    p_all = np.concatenate(p_parts) if p_parts else np.zeros(0, np.float32)
-    n = g_all.size
-    if n == 0:
+    if not g_parts:
+        return np.zeros(0, gt.dtype), np.zeros(0, np.float32)
+    return np.concatenate(g_parts), np.concatenate(p_parts)
+
+
+def _depth_alignment(gt: np.ndarray, pred: np.ndarray, align: str, lo: np.float64, hi: np.float64) -> tuple[float, float]:
+    """``(scale, shift)`` of ``align`` over the valid pixels; raises when there are none.
+
+    ``scale`` on a float32 GT with ``lo >= 0`` (every release and :func:`task_metrics` call): the exact
+    medians by two streaming radix passes over the arrays (:func:`perckit.syn4d._kernels.depth_medians`,
+    no copy). The medians of any other GT dtype, and the least squares of ``scale_shift``, need the valid
+    values themselves: :func:`_valid_values`, then :func:`_exact_median` / ``np.linalg.lstsq``."""
+    if align == "metric":
+        return 1.0, 0.0
+    if align == "scale" and gt.dtype == np.dtype(np.float32) and lo >= 0:
+        n, median_g, median_p = _kernels().depth_medians(gt.reshape(-1), pred.reshape(-1), float(lo), float(hi))
+        if n == 0:
+            raise ValueError("sequence has no valid depth pixels")
+        return float(median_g / max(median_p, 1e-12)), 0.0
+    g_all, p_all = _valid_values(gt, pred, lo, hi)
+    if g_all.size == 0:
         raise ValueError("sequence has no valid depth pixels")
     if align == "scale":
-        scale = float(_exact_median(g_all) / max(_exact_median(p_all), 1e-12))
-        shift = 0.0
-    elif align == "scale_shift":
-        design = np.stack([p_all.astype(np.float64), np.ones(n)], axis=1)
-        scale, shift = np.linalg.lstsq(design, g_all.astype(np.float64), rcond=None)[0].tolist()
-    else:
-        scale, shift = 1.0, 0.0
-    sums = np.zeros(5)  # |diff|/g, diff^2/g, diff^2, log_diff^2, log_diff
-    below = np.zeros(3, dtype=np.int64)  # ratio < 1.25**k
-    thresholds = (1.25, 1.25**2, 1.25**3)
-    for i in range(0, n, _DEPTH_CHUNK):
-        g = np.clip(g_all[i : i + _DEPTH_CHUNK].astype(np.float64), lo, hi)
-        p = np.clip(scale * p_all[i : i + _DEPTH_CHUNK].astype(np.float64) + shift, lo, hi)
-        diff = p - g
-        sq = diff * diff
-        ratio = np.maximum(g / p, p / g)
-        log_diff = np.log(p) - np.log(g)
-        sums += (np.sum(np.abs(diff) / g), np.sum(sq / g), np.sum(sq), np.sum(log_diff * log_diff), np.sum(log_diff))
-        below += [np.count_nonzero(ratio < t) for t in thresholds]
-    return n, scale, shift, sums, below
+        return float(_exact_median(g_all) / max(_exact_median(p_all), 1e-12)), 0.0
+    design = np.stack([p_all.astype(np.float64), np.ones(g_all.size)], axis=1)
+    scale, shift = np.linalg.lstsq(design, g_all.astype(np.float64), rcond=None)[0].tolist()
+    return scale, shift
 
 
 def depth_metrics(
@@ -325,9 +292,8 @@ def depth_metrics(
     ``delta*`` thresholds are strict.
 
     Same numbers as the official code (which casts both whole arrays to float64 first), without its
-    whole-array copies: with numba (float32 GT, ``scale`` or ``metric``), :func:`_depth_compiled`
-    streams over the arrays three times (exact radix-select medians, then blockwise sums); otherwise
-    :func:`_depth_numpy` compacts the valid values per frame and sums in chunks. Every per-pixel value
+    whole-array copies: the alignment (:func:`_depth_alignment`), then one compiled streaming pass for
+    the clipped values and the sums (:func:`perckit.syn4d._kernels.depth_sums`). Every per-pixel value
     and decision is the official one; only the summation order differs, so a mean can differ from
     the official ``np.mean`` in the last bits (~1e-16 relative).
     """
@@ -341,11 +307,11 @@ def depth_metrics(
     if gt.shape != pred.shape:
         raise ValueError(f"depth arrays must have the same shape, got {gt.shape} and {pred.shape}")
     lo, hi = np.float64(min_depth), np.float64(max_depth)
-    kernels = _compiled().depth_kernels()
-    if kernels is not None and gt.dtype == np.dtype(np.float32) and (align == "metric" or (align == "scale" and lo >= 0)):
-        n, scale, shift, sums, below = _depth_compiled(kernels, gt, pred, align, float(lo), float(hi))
-    else:
-        n, scale, shift, sums, below = _depth_numpy(gt, pred, align, lo, hi)
+    gt, pred = np.ascontiguousarray(gt), np.ascontiguousarray(pred)
+    scale, shift = _depth_alignment(gt, pred, align, lo, hi)
+    n, sums, below = _kernels().depth_sums(gt.reshape(-1), pred.reshape(-1), float(lo), float(hi), scale, shift)
+    if n == 0:
+        raise ValueError("sequence has no valid depth pixels")
     sums = np.asarray(sums, dtype=np.float64)
     mean = sums / n
     return {
@@ -431,7 +397,7 @@ def pose_metrics(gt_c2w: np.ndarray, pred_c2w: np.ndarray) -> dict:
     }
 
 
-def _reference_array(reference: Mapping, key: str, dtype: type) -> np.ndarray:
+def _gt_array(reference: Mapping, key: str, dtype: type) -> np.ndarray:
     value = reference.get(key)
     if value is None:
         raise ValueError(f"reference {reference.get('sequence_id')!r} has no {key!r} (the GT of this task is absent)")
@@ -463,13 +429,13 @@ def task_metrics(task: str, reference: Mapping, prediction: Mapping, options: Sy
         raise ValueError(f"prediction frame_indices do not match {against}")
     key = PREDICTION_KEYS[task]
     if task == "tracking":
-        gt = _reference_array(reference, "tracks_ref0_m", np.float64)
-        visibility = _reference_array(reference, "visibility", bool)
-        dynamic = _reference_array(reference, "dynamic", bool)
+        gt = _gt_array(reference, "tracks_ref0_m", np.float64)
+        visibility = _gt_array(reference, "visibility", bool)
+        dynamic = _gt_array(reference, "dynamic", bool)
     elif task == "depth":
-        gt = _reference_array(reference, "depth_m", np.float32)
+        gt = _gt_array(reference, "depth_m", np.float32)
     else:
-        gt = _reference_array(reference, "camera_c2w", np.float64)
+        gt = _gt_array(reference, "camera_c2w", np.float64)
     value = prediction.get(key)
     if value is None:
         raise KeyError(f"{key} is not a file in the archive")
