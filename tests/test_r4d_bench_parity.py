@@ -79,13 +79,18 @@ def _same_mask(frame, size=(H, W), where="q: frame 1", checked=frozenset()):
     return got
 
 
-@pytest.mark.parametrize("frames_per_scene", [None, 12])
-def test_every_sample_frame_same_mask(tmp_path, frames_per_scene, converters):
-    kw = {} if frames_per_scene is None else {"frames_per_scene": frames_per_scene, "height": 54, "width": 96}
-    root = write_release("r4d_bench", tmp_path / "rel", **kw).root
+@pytest.fixture(scope="module")
+def sample_root(tmp_path_factory):
+    """A sample release of 6 frames a scene at 54 x 96 (read only: the tests that edit a release make their own)."""
+    return write_release("r4d_bench", tmp_path_factory.mktemp("parity") / "rel", frames_per_scene=6, height=54, width=96).root
+
+
+@pytest.mark.parametrize("which", ["default", "6x54x96"])
+def test_every_sample_frame_same_mask(r4d_release, sample_root, which, converters):
+    root = r4d_release.root if which == "default" else sample_root
     numba = _kernels.have_numba()  # (imports numba where it can, as a build of the real release does)
     rel = release.open_query_release(root)
-    frames = checked_seen = 0
+    frames = checked_seen = polygons = unchecked = to_rle = 0
     for entry in rel.entries:
         info = rel.scenes.get(release.entry_scene(entry, rel.meta))
         checked = masks.checked_rles(entry["ground_truth"]["frames"])
@@ -93,20 +98,17 @@ def test_every_sample_frame_same_mask(tmp_path, frames_per_scene, converters):
         for fr in entry["ground_truth"]["frames"]:
             size = info.frame_size(fr["frame_id"]) if info else None
             where = f"q {entry['query_id']}: frame {fr['frame_id']}"
-            assert isinstance(_same_mask(fr["masks"], size, where, checked), dict)
-            frames += 1
-    assert frames > 0
-    assert checked_seen > 0 or not numba  # its RLEs are checked in one scan per query
-    converters["to_rle"] = polygons = unchecked = 0
-    for entry in rel.entries:  # the production path alone: polygons and checked RLEs never go through rle.to_rle
-        info = rel.scenes.get(release.entry_scene(entry, rel.meta))
-        checked = masks.checked_rles(entry["ground_truth"]["frames"])
-        for fr in entry["ground_truth"]["frames"]:
-            masks.frame_mask_from_segmentations(fr["masks"], info.frame_size(fr["frame_id"]), "q", checked)
+            before = converters["to_rle"]
+            got = masks.frame_mask_from_segmentations(fr["masks"], size, where, checked)
+            to_rle += converters["to_rle"] - before
+            assert got == oracle.frame_mask(fr["masks"], size, where)
             segs = [m["segmentation"] for m in fr["masks"] if m.get("segmentation")]
             polygons += sum(type(s) is list for s in segs)
             unchecked += sum(type(s) is dict and id(s) not in checked for s in segs)
-    assert polygons > 0 and converters["to_rle"] == unchecked
+            frames += 1
+    assert frames > 0 and polygons > 0
+    assert checked_seen > 0 or not numba  # its RLEs are checked in one scan per query
+    assert to_rle == unchecked  # polygons and checked RLEs never go through rle.to_rle on the production path
 
 
 def test_hand_made_frames_same_mask(converters):
@@ -258,15 +260,15 @@ def test_image_folder_link_or_file(tmp_path):
             _same_name(folder, name)
 
 
-def test_read_scene_names_every_sample_frame_without_resolving(tmp_path, monkeypatch):
+def test_read_scene_names_every_sample_frame_without_resolving(sample_root, monkeypatch):
     """On the sample release no image name needs ``resolve_under`` (no link in it): one lstat per component."""
-    root = write_release("r4d_bench", tmp_path / "rel", frames_per_scene=4, height=27, width=48).root
+    root = sample_root
     resolved = []
     real_resolve = scenes.resolve_under
     monkeypatch.setattr(scenes, "resolve_under", lambda root, rel, where, *a: resolved.append(where) or real_resolve(root, rel, where, *a))
     for scene in release.scene_names(root):
         info = release.read_scene(root, scene)
-        assert len(info.frames) == 4 and not [w for w in resolved if "file_name" in w]
+        assert len(info.frames) == 6 and not [w for w in resolved if "file_name" in w]
         for fr in info.frames.values():
             assert fr.file_name == _same_name(info.folder, fr.file_name.removeprefix("images/"))
 
@@ -291,8 +293,8 @@ def _tables_and_rows(info, precedence="coco", rows_per_table=2):
 
 
 @pytest.mark.parametrize("precedence", ["coco", "scene_json"])
-def test_every_sample_frame_same_annotations(tmp_path, precedence, converters):
-    root = write_release("r4d_bench", tmp_path / "rel", frames_per_scene=6, height=54, width=96).root
+def test_every_sample_frame_same_annotations(sample_root, precedence, converters):
+    root = sample_root
     annotations = 0
     for scene in release.scene_names(root):
         info = release.read_scene(root, scene, read_tracks=True)
@@ -343,14 +345,9 @@ def _quirky_scene(root, quirks):
     return info
 
 
-@pytest.fixture(scope="module")
-def quirk_root(tmp_path_factory):
-    return write_release("r4d_bench", tmp_path_factory.mktemp("quirks") / "rel", frames_per_scene=3, height=54, width=96).root
-
-
 @pytest.mark.parametrize("quirk", _QUIRKS + _BULK, ids=[repr(q)[:60] for q in _QUIRKS + _BULK])
-def test_hand_made_annotations_same_rows_or_error(quirk_root, quirk, converters):
-    info = _quirky_scene(quirk_root, {1: quirk})  # the second annotation: the first still makes a row before it
+def test_hand_made_annotations_same_rows_or_error(sample_root, quirk, converters):
+    info = _quirky_scene(sample_root, {1: quirk})  # the second annotation: the first still makes a row before it
     for precedence in ("coco", "scene_json"):
         for n in (1, 64):  # the quirk's frame alone, and in a batch with the rest of the scene
             before = sum(converters.values())
@@ -361,19 +358,19 @@ def test_hand_made_annotations_same_rows_or_error(quirk_root, quirk, converters)
             assert fast == ref, quirk
 
 
-def test_two_quirks_raise_the_first_in_row_order(quirk_root):
+def test_two_quirks_raise_the_first_in_row_order(sample_root):
     """Two bad values in one scene: the error is the one the rows meet first (frame by frame, each frame's
     annotations by id, each annotation's segmentation before its category, bbox and area), in batches of
     one frame and of the whole scene."""
-    bad = [q for q in _QUIRKS if isinstance(_outcome(lambda q=q: list(oracle.frame_rows(_quirky_scene(quirk_root, {1: q})))), tuple)]
+    bad = [q for q in _QUIRKS if isinstance(_outcome(lambda q=q: list(oracle.frame_rows(_quirky_scene(sample_root, {1: q})))), tuple)]
     assert len(bad) >= 15
     rng = np.random.default_rng(29)
-    n_anns = sum(isinstance(a, dict) for a in _quirky_scene(quirk_root, {}).coco["annotations"]) - 1
+    n_anns = sum(isinstance(a, dict) for a in _quirky_scene(sample_root, {}).coco["annotations"]) - 1
     errors = set()
     for _ in range(40):
         i, j = rng.choice(n_anns, 2, replace=False).tolist()
         qi, qj = bad[rng.integers(len(bad))], bad[rng.integers(len(bad))]
-        info = _quirky_scene(quirk_root, {i: qi, j: qj} if i != j else {i: {**qi, **qj}})
+        info = _quirky_scene(sample_root, {i: qi, j: qj} if i != j else {i: {**qi, **qj}})
         for n in (1, 64):
             fast, ref = _tables_and_rows(info, "coco", n)
             assert fast == ref and isinstance(fast, tuple), (qi, qj)
@@ -381,13 +378,13 @@ def test_two_quirks_raise_the_first_in_row_order(quirk_root):
     assert len(errors) >= 20
 
 
-def test_frames_without_annotations_and_odd_sizes(tmp_path):
-    root = write_release("r4d_bench", tmp_path / "rel", frames_per_scene=3, height=27, width=48).root
+def test_frames_without_annotations_and_odd_sizes(sample_root):
+    root = sample_root
     info = release.read_scene(root, "americano", read_tracks=True)
     info.coco["annotations"] = [a for a in info.coco["annotations"] if a["image_id"] != info.frames[0].coco_image_id]
     fast, ref = _tables_and_rows(info)
     assert fast == ref and fast[0][0]["annotations"] == []  # an empty list, not a null
-    for h, w in [(0, 48), (-1, 48), (rle.MAX_PIXELS, 2)]:
+    for h, w in [(0, 96), (-1, 96), (rle.MAX_PIXELS, 2)]:
         odd = release.read_scene(root, "americano", read_tracks=True)
         odd.frames[1] = scenes.FrameInfo(1, odd.frames[1].coco_image_id, odd.frames[1].file_name, h, w)
         fast, ref = _tables_and_rows(odd, "coco", 64)

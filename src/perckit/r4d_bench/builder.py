@@ -93,7 +93,7 @@ class R4DBenchBuilder(PerckitTableBuilder):
         # (parsing the JSON files builds millions of small containers: PerckitTableBuilder pauses the collector)
         if cfg.name == "frames":
             scenes = [
-                release.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern, read_tracks=True, aliases=cfg.scene_aliases)
+                scene_files.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern, read_tracks=True, aliases=cfg.scene_aliases)
                 for s in release.scene_names(root)
             ]
             kwargs: dict = {"scenes": scenes}
