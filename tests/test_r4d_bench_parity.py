@@ -405,3 +405,14 @@ def test_scenes_frame_tables_read_across_scenes(tmp_path):
     victim.write_bytes(b"not an image")
     with pytest.raises(ReleaseFormatError, match=rf"{infos[3].coco_path.name}.*frame"):
         list(scenes.scenes_frame_tables(infos, "coco", SCHEMA, 3))
+
+
+def test_images_beyond_one_binary_array_go_to_a_chunked_column(sample_root, monkeypatch):
+    """More than 2 GiB of image bytes in one table (``media_column`` says None): the column is built image by
+    image, chunked, with the same values."""
+    info = release.read_scene(sample_root, "americano", read_tracks=True)
+    expected = pa.concat_tables([t for _, t in scenes.frame_tables(info, rows_per_table=4)])
+    monkeypatch.setattr(scenes, "media_column", lambda values: None)
+    tables = [t for _, t in scenes.frame_tables(info, rows_per_table=4)]
+    assert tables[0].column("image").num_chunks == 4
+    assert pa.concat_tables(tables).equals(expected) and expected.num_rows == 6
