@@ -232,12 +232,20 @@ def test_image_names_same_as_the_reference(tmp_path):
     assert got["missing.jpg"] == "missing.jpg" and got["sub/c.jpg"] == "images/sub/c.jpg" and got["alias/a.jpg"] == "alias/a.jpg"
     for name in ["out.jpg", "out2.jpg", "in.jpg", "up/secret.jpg", "../secret.jpg", "/etc/passwd", "", 7, None]:
         assert isinstance(got[name], tuple) and got[name][0] == "ReleaseFormatError", name
-    # A name longer than the file system allows: the reference's Path.exists raised OSError (ENAMETOOLONG); the
-    # one rule takes it as a missing image, which the image read reports as not found, naming the frame.
+    # A name longer than the file system allows: the reference's Path.exists raised a bare OSError (ENAMETOOLONG);
+    # the one rule places it in the scene folder, and reading the image refuses it naming the frame.
     with pytest.raises(OSError):
         oracle.image_name(folder, "x" * 300)
     real = (os.path.realpath(folder), os.path.realpath(folder / "images"))
     assert scenes._image_name(folder, real, "x" * 300) == "x" * 300
+
+
+def test_an_image_name_too_long_for_the_file_system_is_refused_naming_the_frame(sample_root):
+    info = release.read_scene(sample_root, "americano")
+    fr = info.frames[0]
+    info.frames[0] = scenes.FrameInfo(0, fr.coco_image_id, "x" * 300, fr.height, fr.width)
+    with pytest.raises(ReleaseFormatError, match=r"\(frame 0\): image file: file '.*' cannot be read: \[Errno 36\] File name too long"):
+        list(scenes.frame_tables(info))
 
 
 def test_image_folder_link_or_file(tmp_path):
