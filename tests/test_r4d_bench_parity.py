@@ -424,3 +424,17 @@ def test_images_beyond_one_binary_array_go_to_a_chunked_column(sample_root, monk
     tables = [t for _, t in scenes.frame_tables(info, rows_per_table=4)]
     assert tables[0].column("image").num_chunks == 4
     assert pa.concat_tables(tables).equals(expected) and expected.num_rows == 6
+
+
+def test_image_names_in_a_hub_cache_snapshot(tmp_path):
+    """A release in the Hub cache holds every file as a link into ``blobs/``: each name goes through
+    ``resolve_under``, which accepts the blob, as the reference does; a link elsewhere is still refused."""
+    repo = tmp_path / "datasets--x--r4d"
+    (repo / "blobs").mkdir(parents=True)
+    folder = repo / "snapshots" / "abc123" / "data" / "scenes" / "americano"
+    (folder / "images").mkdir(parents=True)
+    (repo / "blobs" / "0f1e").write_bytes(b"x")
+    os.symlink(repo / "blobs" / "0f1e", folder / "images" / "a.jpg")
+    os.symlink(tmp_path, folder / "images" / "out")
+    assert _same_name(folder, "a.jpg") == "images/a.jpg"
+    assert _same_name(folder, "out/x.jpg")[0] == "ReleaseFormatError"
