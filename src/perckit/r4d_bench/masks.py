@@ -93,7 +93,9 @@ def frame_mask_from_segmentations(
             _name_refused_polygons(polygons, size, where)
             raise
         for (i, _, _), one in zip(polygons, unions):
-            parts[i] = {"size": [h, w], "counts": one["counts"].decode("ascii")}
+            parts[i] = one  # (pycocotools form, bytes counts: what rle.union merges)
+        if len(parts) == 1:
+            return {"size": [h, w], "counts": parts[0]["counts"].decode("ascii")}
     return rle_ops.union(parts, size=size, where=where)
 
 
