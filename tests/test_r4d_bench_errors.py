@@ -166,7 +166,7 @@ def test_unreadable_frame_image_names_the_file(r4d_release, monkeypatch):
         for p in paths:
             yield p, OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(r4d_scenes, "read_ahead", failing)  # where frame_rows looks it up
+    monkeypatch.setattr(r4d_scenes, "read_ahead", failing)  # where frame_tables looks it up
     scene = release.read_scene(r4d_release.root, release.scene_names(r4d_release.root)[0])
     with pytest.raises(ReleaseFormatError, match=r"image \d+ \(frame \d+\): image file '.*' cannot be read: \[Errno 5\] Input/output error"):
-        next(release.frame_rows(scene))
+        next(release.frame_tables(scene))

@@ -284,7 +284,7 @@ def _edit(path: Path, fn) -> None:
 
 def _rows(root: Path, scene: str, precedence: str = "coco") -> list[dict]:
     info = release.read_scene(root, scene, read_tracks=True)
-    return [row for _, row in release.frame_rows(info, precedence)]
+    return [row for _, table in release.frame_tables(info, precedence) for row in table.to_pylist()]
 
 
 def _links(root: Path, scene: str) -> dict[int, str]:
@@ -429,6 +429,6 @@ def test_scene_json_names_and_hub_patterns():
 def test_track_id_precedence_option_is_checked(small):
     info = release.read_scene(small, "cut_lemon", read_tracks=True)
     with pytest.raises(OptionError, match=r"track_id_precedence.*\['coco', 'scene_json'\].*'json'"):
-        next(release.frame_rows(info, "json"))
+        next(release.frame_tables(info, "json"))
     with pytest.raises(OptionError, match="track_id_precedence"):
         release.resolve_track_id({"track_id": 1}, {}, "first")

@@ -99,7 +99,7 @@ def test_query_configs_read_no_image_so_resolve_no_image_name(root, tmp_path, se
     info = release.read_scene(root, "americano", image_names=False)
     assert {fr.file_name for fr in info.frames.values()} == {None}
     with pytest.raises(ValueError, match="image_names=False"):
-        release.frame_rows(info).__next__()
+        release.frame_tables(info).__next__()
     expect(lambda: _frames(root, tmp_path), ReleaseFormatError, r"images\[0\]\.file_name")
 
 
@@ -129,7 +129,7 @@ def test_frame_image_over_the_cap_is_refused_before_it_is_read(root, monkeypatch
 
     monkeypatch.setattr(files, "MAX_IMAGE_BYTES", 100)
     scene = release.read_scene(root, "americano")
-    expect(lambda: list(release.frame_rows(scene)), ReleaseFormatError, r"image 0 \(frame 0\)", "more than the limit of 100 bytes")
+    expect(lambda: list(release.frame_tables(scene)), ReleaseFormatError, r"image 0 \(frame 0\)", "more than the limit of 100 bytes")
 
 
 def test_frames_of_a_clean_release_still_build(root, tmp_path):

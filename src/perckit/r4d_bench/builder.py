@@ -11,8 +11,8 @@ import datasets
 from ..errors import check_choice
 from ..builder_base import PerckitConfig, PerckitTableBuilder
 from . import features as feats
-from . import frame_tables
 from . import release
+from . import scenes as scene_files
 
 _DESCRIPTION = (
     "R4D-Bench (referring segmentation in dynamic 4D scenes): spatio-temporal referring segmentation on 12 "
@@ -93,7 +93,7 @@ class R4DBenchBuilder(PerckitTableBuilder):
         # (parsing the JSON files builds millions of small containers: PerckitTableBuilder pauses the collector)
         if cfg.name == "frames":
             scenes = [
-                release.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern, read_tracks=True, aliases=cfg.scene_aliases)
+                scene_files.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern, read_tracks=True, aliases=cfg.scene_aliases)
                 for s in release.scene_names(root)
             ]
             kwargs: dict = {"scenes": scenes}
@@ -105,15 +105,15 @@ class R4DBenchBuilder(PerckitTableBuilder):
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs=kwargs)]
 
     def _generate_tables(self, release_data: release.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, Any]]:
-        if scenes is not None:  # frames: tables built column by column (the rows of scenes.frame_rows; tests compare)
-            yield from frame_tables.scenes_frame_tables(scenes, self.config.track_id_precedence, self.info.features.arrow_schema, self.ROWS_PER_TABLE)
+        if scenes is not None:  # frames: tables built column by column
+            yield from scene_files.scenes_frame_tables(scenes, self.config.track_id_precedence, self.info.features.arrow_schema, self.ROWS_PER_TABLE)
         else:
             yield from super()._generate_tables(release_data=release_data)
 
     def _generate_rows(self, release_data: release.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, dict]]:
-        """The rows (for ``frames``: the reference rows the written tables equal; tests compare)."""
+        """The rows (for ``frames``: those of the tables :meth:`_generate_tables` writes, read back)."""
         if scenes is not None:
-            for info in scenes:
-                yield from release.frame_rows(info, self.config.track_id_precedence)
+            for _, table in self._generate_tables(scenes=scenes):
+                yield from ((f"{row['scene']}/{row['frame_id']:06d}", row) for row in table.to_pylist())
         else:
             yield from release.query_rows(release_data, self.config.mask_source, self.config.scene_aliases)

@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> dict:
-    rows = io.load_reference_rows(args.ground_truth, args.queries_meta, args.repo_root, args.mask_source)
+    rows = io.ground_truth_rows(args.ground_truth, args.queries_meta, args.repo_root, args.mask_source)
     predictions = cli.predictions_or_self_check(
         args, lambda: io.gt_as_predictions(rows), lambda path: io.load_mask_predictions(path, args.repo_root, args.allow_absolute_paths)
     )

@@ -36,7 +36,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> dict:
-    references = io.track_reference_rows(args.queries)
+    references = io.track_ground_truth_rows(args.queries)
     predictions = cli.predictions_or_self_check(
         args, lambda: [{"query_id": r["query_id"], "target_track_ids": r["target_track_ids"]} for r in references],
         io.load_track_predictions,

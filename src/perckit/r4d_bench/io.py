@@ -1,4 +1,4 @@
-"""Adapters for the official R4D-Bench prediction files and the CLIs' reference rows."""
+"""Adapters for the official R4D-Bench prediction files and the CLIs' ground-truth rows."""
 
 from __future__ import annotations
 
@@ -96,13 +96,13 @@ def load_track_predictions(path: str | Path) -> list[dict]:
     ]
 
 
-def load_reference_rows(ground_truth: str | Path, queries_meta: str | Path, repo_root: str | Path = ".", mask_source: str = "segmentation") -> list[dict]:
+def ground_truth_rows(ground_truth: str | Path, queries_meta: str | Path, repo_root: str | Path = ".", mask_source: str = "segmentation") -> list[dict]:
     """Builder query rows from an explicit dense-GT JSON and query-metadata JSON (what the CLIs score against)."""
     rel = release.open_query_release(repo_root, mask_source=mask_source, gt_file=ground_truth, queries_file=queries_meta)
     return [row for _, row in release.query_rows(rel, mask_source)]
 
 
-def track_reference_rows(queries_meta: str | Path) -> list[dict]:
+def track_ground_truth_rows(queries_meta: str | Path) -> list[dict]:
     """``track_id`` reference rows from the query-metadata JSON (the official track evaluator reads ``--queries``)."""
     meta = release.load_queries_meta(queries_meta)
     rows = []

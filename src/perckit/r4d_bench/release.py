@@ -9,7 +9,7 @@ metrics' file readers, the tests and user code import them from here):
 - :mod:`perckit.r4d_bench.layout`: the scene names and where the release keeps each file;
 - :mod:`perckit.r4d_bench.queries`: the query metadata, track-ID and dense ground truth, and the rows of the
   query configs (``all_queries``, ``subset_36``);
-- :mod:`perckit.r4d_bench.scenes`: a scene's COCO file and frames, its scene track JSON, and the rows of the
+- :mod:`perckit.r4d_bench.scenes`: a scene's COCO file and frames, its scene track JSON, and the tables of the
   ``frames`` config;
 - :mod:`perckit.r4d_bench.masks`: mask PNGs and the frame mask of a dense-GT frame;
 - :mod:`perckit.r4d_bench.files`: the byte limits and the guarded reads.
@@ -43,7 +43,7 @@ from .scenes import coco_track_id  # noqa: F401
 from .scenes import find_coco_json  # noqa: F401
 from .scenes import find_scene_track_json  # noqa: F401
 from .scenes import frame_id_of  # noqa: F401
-from .scenes import frame_rows  # noqa: F401
+from .scenes import frame_tables  # noqa: F401
 from .scenes import FrameInfo  # noqa: F401
 from .scenes import read_ahead  # noqa: F401
 from .scenes import read_scene  # noqa: F401
@@ -66,7 +66,7 @@ from .queries import track_id_list  # noqa: F401
 
 # Re-exported for callers that catch mask errors from this module.
 __all__ = [
-    "RLEError", "SCENES", "SCENE_ALIASES", "QueryRelease", "SceneInfo", "frame_rows", "load_dense_gt",
+    "RLEError", "SCENES", "SCENE_ALIASES", "QueryRelease", "SceneInfo", "frame_tables", "load_dense_gt",
     "load_queries_meta", "load_track_gt", "open_query_release", "query_rows", "read_scene", "read_scene_tracks", "resolve_track_id",
     "scene_from_query_id", "scene_names",
 ]

@@ -1,16 +1,19 @@
-"""One R4D-Bench scene: its COCO file and frames, its scene track JSON, and the rows of the ``frames`` config.
+"""One R4D-Bench scene: its COCO file and frames, its scene track JSON, and the ``frames`` config's tables (a
+frame goes from its files to Arrow in this module: :func:`read_scene`, then :func:`frame_tables`).
 
 Every [inferred] decision about a scene lives here in one named function: the frame id of a COCO image
 (:func:`frame_id_of`), the track of an annotation (:func:`resolve_track_id`, where the COCO attribute and the
 scene track JSON meet), the names and the shape of the scene track JSON (:func:`scene_track_json_names`,
 :func:`scene_track_links`), the COCO file of a scene (:func:`find_coco_json`) and the folder of an image
-(:func:`_resolve_image_name`).
+(:func:`_image_name`).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import math
 import os
 import re
 import stat
@@ -21,13 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from .. import rle as rle_ops
-from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
+from ..builder_base import MEDIA_STORAGE, media_column
+from ..errors import ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice
 from ..errors import short_repr as _short
 from ..images import check_encoded_image
 from ..jsonio import parse_int, read_json
-from ..paths import resolve_under
+from ..paths import check_relative, resolve_under
 from . import files
 from .files import MAX_JSON_BYTES
 from .layout import SCENE_ALIASES
@@ -249,8 +254,8 @@ def read_scene(
     if not isinstance(coco, Mapping) or not isinstance(coco.get("images"), list):
         raise ReleaseFormatError(f"{str(coco_path)!r}: expected a COCO object with an 'images' list")
     info = SceneInfo(scene, folder, coco_path, coco)
-    plain_dirs = image_names and _plain_scene_dirs(folder)
-    listing = _scene_listing(folder) if plain_dirs else None
+    # (the scene folder and its images/ folder resolved once: each name then costs one lstat per component)
+    real = (os.path.realpath(folder), os.path.realpath(folder / "images")) if image_names else None
     for i, img in enumerate(coco["images"]):
         where = f"{str(coco_path)!r}: images[{i}]"
         if not isinstance(img, Mapping):
@@ -262,86 +267,51 @@ def read_scene(
             h, w, iid = int(img["height"]), int(img["width"]), int(img["id"])
         except (KeyError, TypeError, ValueError):
             raise ReleaseFormatError(f"{where}: expected int 'id', 'height' and 'width'") from None
-        name = _plain_image_name(folder, img.get("file_name"), listing) if plain_dirs else None
-        if name is None and image_names:  # anything but a plain file name in plain folders: the reference rule and its errors
-            name = _resolve_image_name(folder, img.get("file_name"), f"{where}.file_name")
+        name = _image_name(folder, real, img.get("file_name"), f"{where}.file_name") if real else None
         info.frames[fid] = FrameInfo(fid, iid, name, h, w)
     if read_tracks:
         info.track_json_path, info.track_links = read_scene_tracks(folder, scene, aliases)
     return info
 
 
-def _resolve_image_name(folder: Path, file_name: object, where: str = "COCO image file_name") -> str:
+def _image_name(folder: Path, real: tuple[str, str], file_name: object, where: str = "COCO image file_name") -> str:
     """[inferred] ``file_name`` resolves under ``images/`` first, then under the scene folder; either way it
-    must stay inside the scene folder (:func:`perckit.paths.resolve_under`: no absolute path, no ``..``, no
-    symbolic link out of it), else :class:`ReleaseFormatError` naming ``where``."""
-    resolve_under(folder, file_name, where)
-    if resolve_under(folder / "images", file_name, where).exists():  # a FIFO there is refused by the reader
-        return f"images/{file_name}"
-    return str(file_name)
+    must stay inside the scene folder, and ``images/<file_name>`` inside ``images/`` (the rule of
+    :func:`perckit.paths.resolve_under`: no absolute path, no ``..``, no symbolic link out of it), else
+    :class:`ReleaseFormatError` naming ``where``. ``real``: the resolved scene folder and ``images/`` folder.
+
+    A joined path resolves to its resolved folder plus its own components unless one of them is a symbolic
+    link, so each candidate costs one ``lstat`` per component of ``file_name``; where one is a link,
+    :func:`perckit.paths.resolve_under` resolves it (and accepts a Hub cache blob, or raises)."""
+    parts = check_relative(file_name, where).parts
+    linked, _ = _walk(real[0], parts)
+    if linked:
+        resolve_under(folder, file_name, where)
+    linked, exists = _walk(real[1], parts)
+    if linked:
+        exists = resolve_under(folder / "images", file_name, where).exists()  # a FIFO there is refused by the reader
+    return f"images/{file_name}" if exists else str(file_name)
 
 
-#: A file name of one component that :func:`perckit.paths.check_relative` accepts as it is (no separator, no
-#: ``.`` / ``..``, no NUL, not absolute, short): what real COCO files hold.
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,254}")
-
-
-def _plain_scene_dirs(folder: Path) -> bool:
-    """True when neither the scene folder's ``images/`` nor the scene folder itself resolves anywhere unexpected:
-    ``images`` is absent or a real folder (not a symbolic link), so that ``realpath(folder/images/x)`` is
-    ``realpath(folder)/images/x`` for any ``x`` that is not itself a link (what :func:`_plain_image_name` relies on)."""
-    try:
-        st = os.lstat(folder / "images")
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode)
-
-
-def _scene_listing(folder: Path) -> tuple[dict[str, bool], set[str]] | None:
-    """What :func:`_plain_image_name` looks up instead of two ``lstat`` calls per frame: the entries of the scene's
-    ``images/`` folder (name -> is a symbolic link) and the case-folded names in the scene folder itself; None
-    when either cannot be listed."""
-    try:
-        with os.scandir(folder / "images") as it:
-            images = {e.name: e.is_symlink() for e in it}
-        with os.scandir(folder) as it:
-            top = {e.name.casefold() for e in it}
-    except OSError:
-        return None
-    return images, top
-
-
-def _plain_image_name(folder: Path, file_name: object, listing: tuple[dict[str, bool], set[str]] | None = None) -> str | None:
-    """:func:`_resolve_image_name` for the common case, without resolving every path component: a plain file
-    name (:data:`_PLAIN_NAME`) whose ``images/<name>`` and ``<name>`` in the scene folder are not symbolic
-    links stays inside the folder by construction (the folder's ``images`` is checked by
-    :func:`_plain_scene_dirs`), so only one ``lstat`` per candidate decides. None for anything else (a link,
-    another name, an unreadable entry): the caller then takes the reference rule, which raises its errors."""
-    if type(file_name) is not str or not _PLAIN_NAME.fullmatch(file_name):
-        return None
-    if listing is not None and listing[0].get(file_name) is False and file_name.casefold() not in listing[1]:
-        # (:func:`_scene_listing`) ``images/<name>`` is listed, not a link, and no entry of the scene folder can be
-        # ``<name>`` even on a case-insensitive file system: what the two lstat calls below would decide
-        return f"images/{file_name}"
-    found = []
-    base = os.fspath(folder)
-    for candidate in (os.path.join(base, "images", file_name), os.path.join(base, file_name)):
+def _walk(real_root: str, parts: Sequence[str]) -> tuple[bool, bool]:
+    """(some component of ``real_root/parts`` is a symbolic link, the path exists), by one ``lstat`` per
+    component up to the first link (a component that cannot be read counts as no link, as ``realpath`` reads it)."""
+    if not parts:
+        return False, os.path.exists(real_root)
+    path, exists = real_root, True
+    for part in parts:
+        path = os.path.join(path, part)
         try:
-            st = os.lstat(candidate)
-        except FileNotFoundError:
-            found.append(False)
-            continue
+            st = os.lstat(path)
         except OSError:
-            return None
+            exists = False
+            continue
         if stat.S_ISLNK(st.st_mode):
-            return None
-        found.append(True)
-    return f"images/{file_name}" if found[0] else file_name
+            return True, True
+    return False, exists
 
 
-# ---------------------------------------------------------------- frame rows
+# ---------------------------------------------------------------- the frames tables
 
 
 def _json_text(value: Any) -> str | None:
@@ -380,7 +350,7 @@ def read_ahead(paths: Sequence[str | Path]) -> Iterator[tuple[Path, bytes | Exce
 
 
 def frame_image_paths(info: SceneInfo) -> list[Path]:
-    """The scene's frame image files in the order :func:`frame_rows` reads them (by frame id)."""
+    """The scene's frame image files in the order :func:`frame_tables` reads them (by frame id)."""
     names = [info.frames[fid].file_name for fid in sorted(info.frames)]
     if None in names:
         raise ValueError(f"scene {info.name!r} was read with image_names=False: its frame images cannot be read")
@@ -398,7 +368,7 @@ def _check_track_links(info: SceneInfo, annotations: Sequence[Mapping], preceden
             try:
                 known[parse_int(a.get("id"), "annotation id")] = a
             except ReleaseFormatError:
-                continue  # reported with its frame by frame_rows
+                continue  # reported with its frame by frame_tables
     unknown = sorted(set(info.track_links) - set(known))
     if unknown:
         logger.warning("R4D-Bench: %s links %d annotation id(s) that %s does not have, e.g. %s",
@@ -415,8 +385,7 @@ def _check_track_links(info: SceneInfo, annotations: Sequence[Mapping], preceden
 
 @dataclass
 class SceneAnnotations:
-    """A scene's annotations as :func:`frame_rows` and :func:`perckit.r4d_bench.frame_tables.frame_tables` read
-    them (:func:`scene_annotations`): category names by id, annotations by COCO image id, and the ``id()`` of the
+    """A scene's annotations as :func:`frame_tables` reads them (:func:`scene_annotations`): category names by id, annotations by COCO image id, and the ``id()`` of the
     RLE segmentations :func:`perckit.rle.valid_many` accepted (checked in one scan for the scene)."""
 
     cats: dict
@@ -466,54 +435,251 @@ def frame_images(
         yield fid, fr, path, data, where
 
 
-def frame_rows(
-    info: SceneInfo, track_id_precedence: str = "coco", images: Iterator[tuple[Path, bytes | Exception]] | None = None
-) -> Iterator[tuple[str, dict]]:
-    """Yield ``("<scene>/<frame_id:06d>", row)`` for every COCO image of a scene, by frame id: the reference
-    rule (every check, every message) of the ``frames`` rows, which the builder writes through
-    :func:`perckit.r4d_bench.frame_tables.frame_tables` (the same rows as Arrow tables; the tests compare).
+def scenes_frame_tables(
+    infos: Sequence[SceneInfo], track_id_precedence: str, schema: pa.Schema, rows_per_table: int = 64
+) -> Iterator[tuple[str, pa.Table]]:
+    """:func:`frame_tables` of every scene in turn, the images read through one :func:`read_ahead` across all
+    of them (the read-ahead window runs on into the next scene instead of starting empty)."""
+    per_scene = [frame_image_paths(info) for info in infos]
+    images = read_ahead([p for paths in per_scene for p in paths])
+    for info, paths in zip(infos, per_scene):
+        yield from frame_tables(info, track_id_precedence, schema, rows_per_table, itertools.islice(images, len(paths)))
 
-    An annotation's ``track_id`` comes from :func:`resolve_track_id` (its COCO attribute and the scene track
-    JSON links read by :func:`read_scene` with ``read_tracks=True``; ``track_id_precedence`` picks the winner).
-    ``images``: as for :func:`frame_images`."""
+
+def frame_tables(
+    info: SceneInfo, track_id_precedence: str = "coco", schema: pa.Schema | None = None, rows_per_table: int = 64,
+    images: Iterator[tuple[Path, bytes | Exception]] | None = None,
+) -> Iterator[tuple[str, pa.Table]]:
+    """The ``frames`` rows of a scene (one per COCO image, by frame id) as tables of ``schema`` (the ``frames``
+    features' Arrow schema), up to ``rows_per_table`` frames each, keyed ``"<scene>/<frame_id:06d>"`` by their
+    first row. Each table is made column by column (no Python dict per row or per annotation): see
+    :func:`_annotation_column`. An annotation's ``track_id`` comes from :func:`resolve_track_ids` (its COCO
+    attribute and the scene track JSON links read by :func:`read_scene` with ``read_tracks=True``;
+    ``track_id_precedence`` picks the winner). ``schema``: default the ``frames`` features'. ``images``: as for
+    :func:`frame_images`."""
+    if schema is None:
+        from .features import frame_features
+
+        schema = frame_features().arrow_schema
     scene = scene_annotations(info, track_id_precedence)
-    for fid, fr, _path, data, where in frame_images(info, images):
-        anns = reference_annotations(info, scene, fr, track_id_precedence, where)
-        yield f"{info.name}/{fid:06d}", _frame_row(info, fid, fr, data, anns)
+    cat_names = {k: _json_text(v) for k, v in scene.cats.items()}
+    batch: list = []
+    for item in frame_images(info, images):
+        batch.append(item)
+        if len(batch) == rows_per_table:
+            yield _batch_table(info, scene, cat_names, batch, track_id_precedence, schema)
+            batch = []
+    if batch:
+        yield _batch_table(info, scene, cat_names, batch, track_id_precedence, schema)
 
 
-def reference_annotations(info: SceneInfo, scene: SceneAnnotations, fr: FrameInfo, track_id_precedence: str, where: str) -> list[dict]:
-    """The ``annotations`` of one frame row, by annotation id, every value checked (errors name ``where``)."""
-    hashable = (int, str)
-    cats = scene.cats
-    anns = []
-    for a in sorted(scene.by_image.get(fr.coco_image_id, []), key=lambda a: _annotation_int(a, "id", where)):
-        awhere = f"{where}: annotation {a.get('id')}"
-        seg = a.get("segmentation")
-        mask = None
-        if seg not in (None, [], {}):
-            mask = rle_ops.to_rle(seg, size=(fr.height, fr.width), where=f"{awhere}.segmentation")
-        anns.append({
-            "annotation_id": _annotation_int(a, "id", where),
-            "category_id": _annotation_int(a, "category_id", where),
-            "category_name": _json_text(cats.get(a.get("category_id")) if isinstance(a.get("category_id"), hashable) else None),
-            "track_id": resolve_track_id(a, info.track_links, track_id_precedence, _annotation_int(a, "id", where)),
-            "bbox_xywh": _annotation_numbers(a.get("bbox") or [], f"{awhere}.bbox"),
-            "area": _annotation_numbers([a["area"]], f"{awhere}.area")[0] if a.get("area") is not None else None,
-            "iscrowd": bool(a.get("iscrowd", 0)),
-            "mask": mask,
-        })
-    return anns
-
-
-def _frame_row(info: SceneInfo, fid: int, fr: FrameInfo, data: bytes, anns: list[dict]) -> dict:
-    return {
-        "scene": info.name,
-        "frame_id": fid,
-        "image": {"bytes": data, "path": fr.file_name},
-        "image_file_name": fr.file_name,
-        "coco_image_id": fr.coco_image_id,
-        "height": fr.height,
-        "width": fr.width,
-        "annotations": anns,
+def _batch_table(info: SceneInfo, scene: SceneAnnotations, cat_names: dict, batch: list, precedence: str,
+                 schema: pa.Schema) -> tuple[str, pa.Table]:
+    frames = [(fr, scene.by_image.get(fr.coco_image_id, []), where) for _, fr, _, _, where in batch]
+    annotations = _annotation_column(frames, cat_names, info.track_links, precedence, scene.checked, schema.field("annotations").type)
+    media = [{"bytes": data, "path": fr.file_name} for _, fr, _, data, _ in batch]
+    image = media_column(media)
+    if image is None:  # more than 2 GiB of images in one table: Arrow's own conversion (chunked) or its error
+        image = pa.chunked_array([pa.array([m], MEDIA_STORAGE) for m in media], MEDIA_STORAGE)
+    values = {
+        "scene": [info.name] * len(batch),
+        "frame_id": [fid for fid, *_ in batch],
+        "image_file_name": [fr.file_name for _, fr, *_ in batch],
+        "coco_image_id": [fr.coco_image_id for _, fr, *_ in batch],
+        "height": [fr.height for _, fr, *_ in batch],
+        "width": [fr.width for _, fr, *_ in batch],
     }
+    columns = [image if f.name == "image" else annotations if f.name == "annotations" else pa.array(values[f.name], f.type) for f in schema]
+    return f"{info.name}/{batch[0][0]:06d}", pa.Table.from_arrays(columns, schema=schema)
+
+
+class _FirstError:
+    """The error a row-by-row reading would meet first: the least ``(annotation index, field rank)`` noted
+    (the annotations of a batch in row order, each frame's by id; ranks: the frame's ids -1, segmentation 0,
+    category_id 1, bbox 2, area 3)."""
+
+    def __init__(self) -> None:
+        self.key: tuple[int, int] | None = None
+        self.error: Exception | None = None
+
+    def note(self, index: int, rank: int, error: Exception) -> None:
+        if self.key is None or (index, rank) < self.key:
+            self.key, self.error = (index, rank), error
+
+    def before(self, index: int) -> bool:
+        """Whether an error was noted at an annotation before ``index`` (a later check need not look past it)."""
+        return self.key is not None and self.key[0] < index
+
+
+def _annotation_column(
+    frames: Sequence[tuple[FrameInfo, Sequence[Mapping], str]], cat_names: dict, links: Mapping[int, str], precedence: str,
+    checked: AbstractSet[int], list_type: pa.ListType,
+) -> pa.Array:
+    """The ``annotations`` column of a batch of frames (``(frame, its COCO annotations, where)``): per frame a
+    list of ``{annotation_id, category_id, category_name, track_id, bbox_xywh, area, iscrowd, mask}`` by
+    annotation id (a missing ``id`` / ``category_id`` is 0).
+
+    Each field of every annotation of the batch is one list, checked at once by its values' types (``int``
+    ids, lists of finite ``float`` / ``int`` numbers): what a release holds. Anything else in a field (a digit
+    string, a tuple, a bool, NaN...) goes value by value through the field's converter (:func:`parse_int`,
+    :func:`_annotation_numbers`, :func:`perckit.rle.to_rle`), which converts it or raises naming the frame
+    (``where``), the annotation and the field; the error raised is the first in row order
+    (:class:`_FirstError`). ``cat_names``: the scene's category names as row text; ``links``: the scene
+    track JSON's."""
+    first = _FirstError()
+    flat: list[Mapping] = []
+    ids: list[int] = []
+    wheres: list[str] = []
+    offsets = [0]
+    usable = []
+    for fr, anns, where in frames:
+        keys = [a.get("id", 0) for a in anns]
+        if not set(map(type, keys)) <= _INT:
+            try:
+                keys = [_annotation_int(a, "id", where) for a in anns]
+            except ReleaseFormatError as e:  # raised before any annotation of this frame: later frames are not read
+                first.note(len(flat), -1, e)
+                break
+        order = sorted(range(len(anns)), key=keys.__getitem__) if len(anns) > 1 else range(len(anns))
+        flat.extend(anns[i] for i in order)
+        ids.extend(keys[i] for i in order)
+        wheres.extend([where] * len(anns))
+        offsets.append(len(flat))
+        usable.append(fr)
+    n = len(flat)
+
+    def where_of(i: int) -> str:  # (an error's: as the rows name an annotation)
+        return f"{wheres[i]}: annotation {flat[i].get('id')}"
+
+    masks = _mask_column(usable, flat, offsets, checked, where_of, first, list_type.value_type.field("mask").type)
+    raw_cids = [a.get("category_id", 0) for a in flat]
+    cids = raw_cids
+    if not set(map(type, cids)) <= _INT:
+        cids = list(cids)
+        for i, a in enumerate(flat):
+            if first.before(i):
+                break
+            try:
+                cids[i] = _annotation_int(a, "category_id", wheres[i])
+            except ReleaseFormatError as e:
+                first.note(i, 1, e)
+                break
+    boxes = [a.get("bbox") or [] for a in flat]
+    coords, box_lengths = _number_lists(boxes, lambda i: f"{where_of(i)}.bbox", 2, first)
+    raw_areas = [a.get("area") for a in flat]
+    present = [i for i, v in enumerate(raw_areas) if v is not None]
+    area_values, _ = _number_lists([[raw_areas[i]] for i in present], lambda k: f"{where_of(present[k])}.area", 3, first, present)
+    if first.error is not None:
+        raise first.error
+    areas: list = [None] * n
+    for i, v in zip(present, area_values):
+        areas[i] = v
+    struct_type = list_type.value_type
+    types = {f.name: f.type for f in struct_type}
+    if cids is raw_cids:  # (all ints: each its own key)
+        names = list(map(cat_names.get, cids))
+    else:  # the category of the value as given (a digit string is looked up as a string)
+        names = [cat_names.get(c) if isinstance(c, (int, str)) else None for c in (a.get("category_id") for a in flat)]
+    struct = pa.StructArray.from_arrays([
+        pa.array(ids, types["annotation_id"]),
+        pa.array(cids, types["category_id"]),
+        pa.array(names, types["category_name"]),
+        pa.array(resolve_track_ids(flat, ids, links, precedence), types["track_id"]),
+        pa.ListArray.from_arrays(pa.array([0, *itertools.accumulate(box_lengths)], pa.int32()),
+                                 pa.array(coords, types["bbox_xywh"].value_type), type=types["bbox_xywh"]),
+        pa.array(areas, types["area"]),
+        pa.array([bool(a.get("iscrowd", 0)) for a in flat], types["iscrowd"]),
+        masks,
+    ], fields=list(struct_type))
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), struct, type=list_type)
+
+
+_INT = frozenset((int,))
+_NUMBER = frozenset((float, int))
+
+
+def _number_lists(
+    lists: list, where_of, rank: int, first: _FirstError, index: Sequence[int] | None = None
+) -> tuple[list[float], list[int]]:
+    """The numbers of ``lists`` (each a bbox, or an area as a one-item list) as one flat list of floats, and each
+    list's length. Lists of finite ``float`` / ``int`` values are converted at once; anything else goes list by
+    list through :func:`_annotation_numbers` (which converts digit strings and tuples, or raises naming
+    ``where_of(k)``; the first such error is noted in ``first`` at annotation ``index[k]`` (default ``k``))."""
+    flat = list(itertools.chain.from_iterable(lists)) if set(map(type, lists)) <= {list} else None
+    if flat is not None and set(map(type, flat)) <= _NUMBER:
+        try:
+            out = list(map(float, flat))
+        except OverflowError:  # an int too large for a float: named below
+            out = None
+        if out is not None and all(map(math.isfinite, out)):
+            return out, list(map(len, lists))
+    out, lengths = [], []
+    for k, values in enumerate(lists):
+        i = index[k] if index is not None else k
+        if first.before(i):
+            break
+        try:
+            numbers = _annotation_numbers(values, where_of(k))
+        except ReleaseFormatError as e:
+            first.note(i, rank, e)
+            break
+        out.extend(numbers)
+        lengths.append(len(numbers))
+    return out, lengths
+
+
+def _mask_column(
+    frames: Sequence[FrameInfo], flat: Sequence[Mapping], offsets: Sequence[int], checked: AbstractSet[int], where_of,
+    first: _FirstError, mask_type: pa.StructType,
+) -> pa.StructArray | None:
+    """Each annotation's ``segmentation`` as ``{size, counts}`` of ``mask_type`` (null when absent or empty): an
+    RLE dict that the scene's scan accepted (``checked``) of the frame's size as it is; the lists of polygons
+    of every frame of one size rasterised by one :func:`perckit.rle.polygon_unions` call (its guard decides;
+    when it refuses, the first refused annotation is found by :func:`perckit.rle.to_rle`, which names it);
+    anything else through :func:`perckit.rle.to_rle` (``size`` = the frame's), which converts or raises naming
+    the annotation's ``segmentation``. Errors are noted in ``first``; None when one was."""
+    masks: list = [None] * len(flat)
+    pending: dict[tuple[int, int], list[int]] = {}  # frame size -> the annotations whose polygons to rasterise
+    stop = False
+    for fr, start, end in zip(frames, offsets, offsets[1:]):
+        h, w = fr.height, fr.width
+        fits = h > 0 and w > 0 and h * w <= rle_ops.MAX_PIXELS  # else rle.to_rle names the frame size
+        for i in range(start, end):
+            seg = flat[i].get("segmentation")
+            if seg is None or (type(seg) in (list, dict) and not seg):
+                continue
+            if fits and type(seg) is list and all(type(p) is list for p in seg):
+                pending.setdefault((h, w), []).append(i)
+            elif fits and id(seg) in checked and seg["size"] == [h, w]:  # what rle.to_rle returns for it
+                masks[i] = (h, w, seg["counts"])
+            else:
+                try:
+                    rle = rle_ops.to_rle(seg, size=(h, w), where=f"{where_of(i)}.segmentation")
+                except (RLEError, ReleaseFormatError) as e:
+                    first.note(i, 0, e)
+                    stop = True
+                    break
+                masks[i] = (rle["size"][0], rle["size"][1], rle["counts"])
+        if stop:
+            break
+    for (h, w), items in pending.items():
+        try:
+            unions = rle_ops.polygon_unions([flat[i]["segmentation"] for i in items], h, w)
+        except RLEError as batch_error:
+            for i in items:  # the first refused annotation, named as rle.to_rle names it
+                try:
+                    rle_ops.to_rle(flat[i]["segmentation"], size=(h, w), where=f"{where_of(i)}.segmentation")
+                except (RLEError, ReleaseFormatError) as e:
+                    first.note(i, 0, e)
+                    break
+            else:
+                first.note(items[0], 0, batch_error)
+            continue
+        for i, one in zip(items, unions):
+            masks[i] = (h, w, one["counts"].decode("ascii"))
+    if first.error is not None:
+        return None
+    null = [m is None for m in masks]
+    sizes = pa.array([None if m is None else [m[0], m[1]] for m in masks], mask_type.field("size").type)
+    counts = pa.array([None if m is None else m[2] for m in masks], mask_type.field("counts").type)
+    return pa.StructArray.from_arrays([sizes, counts], fields=list(mask_type), mask=pa.array(null, pa.bool_()))
