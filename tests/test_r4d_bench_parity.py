@@ -24,7 +24,6 @@ import pytest
 from pycocotools import mask as mask_utils
 
 from oracles import r4d as oracle
-from perckit import _kernels
 from perckit import rle
 from perckit.errors import ReleaseFormatError, RLEError
 from perckit.r4d_bench import features as feats
@@ -88,7 +87,6 @@ def sample_root(tmp_path_factory):
 @pytest.mark.parametrize("which", ["default", "6x54x96"])
 def test_every_sample_frame_same_mask(r4d_release, sample_root, which, converters):
     root = r4d_release.root if which == "default" else sample_root
-    numba = _kernels.have_numba()  # (imports numba where it can, as a build of the real release does)
     rel = release.open_query_release(root)
     frames = checked_seen = polygons = unchecked = to_rle = 0
     for entry in rel.entries:
@@ -107,7 +105,7 @@ def test_every_sample_frame_same_mask(r4d_release, sample_root, which, converter
             unchecked += sum(type(s) is dict and id(s) not in checked for s in segs)
             frames += 1
     assert frames > 0 and polygons > 0
-    assert checked_seen > 0 or not numba  # its RLEs are checked in one scan per query
+    assert checked_seen > 0  # its RLEs are checked in one scan per query
     assert to_rle == unchecked  # polygons and checked RLEs never go through rle.to_rle on the production path
 
 
@@ -138,11 +136,7 @@ def test_checked_rles_takes_only_what_validate_accepts():
     corrupt = {"size": [H, W], "counts": good["counts"][:-1]}
     frames = [{"masks": [{"segmentation": good}, {"segmentation": wrong_size}]}, {"masks": [{"segmentation": corrupt}]},
               {"masks": None}, "odd", {"masks": ["odd", {"segmentation": None}]}]
-    numba = _kernels.have_numba()  # (imports numba where it can: three masks alone would not load it)
     checked = masks.checked_rles(frames)
-    if not numba:
-        assert checked == set()
-        pytest.skip("numba is not importable: nothing is checked in bulk")
     assert checked == {id(good), id(wrong_size)}  # its own size is consistent: the frame path compares it to the frame's
     assert masks.checked_rles("not a list") == set()
     for frame in ([{"segmentation": good}, {"segmentation": wrong_size}], [{"segmentation": corrupt}]):
