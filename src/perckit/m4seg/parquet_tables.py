@@ -259,15 +259,26 @@ def _chosen(cols: list[pa.Array], m: int) -> np.ndarray:
     return source
 
 
-def _list_parts(col: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array, np.ndarray, np.ndarray]:
-    """(lengths, offsets, items, parent, index) of a list column: a null list has no items; ``parent`` and
-    ``index`` are each item's row and position in it."""
+def _one_source(cols: list[pa.Array], source: np.ndarray) -> pa.Array | None:
+    """The one alias column every present value comes from; None when there are two (or none)."""
+    if len(cols) == 1:
+        return cols[0]
+    top = int(source.max()) if source.size else -1
+    return cols[top] if top >= 0 and ((source == top) | (source < 0)).all() else None
+
+
+def _list_parts(col: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """(lengths, offsets, items) of a list column: a null list has no items."""
     lengths = _np(pc.fill_null(pc.list_value_length(col), 0)).astype(np.int64)
     off = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=off[1:])
-    items = col.flatten()
+    return lengths, off, col.flatten()
+
+
+def _owners(lengths: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's row and its position in the row."""
     parent = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
-    return lengths, off, items, parent, np.arange(parent.size, dtype=np.int64) - off[parent]
+    return parent, np.arange(parent.size, dtype=np.int64) - off[parent]
 
 
 def _list(lengths: np.ndarray, values: pa.Array, type_: pa.DataType) -> pa.Array:
@@ -278,6 +289,8 @@ def _list(lengths: np.ndarray, values: pa.Array, type_: pa.DataType) -> pa.Array
 
 def _pairs(lengths: np.ndarray, off: np.ndarray, values: np.ndarray, width: int) -> np.ndarray:
     """Per item, its first ``width`` values (an item of another length gives garbage: the caller refuses it)."""
+    if values.size == width * lengths.size and (lengths == width).all():
+        return values.reshape(-1, width)
     if values.size == 0:
         return np.zeros((lengths.size, width), dtype=values.dtype)
     idx = np.clip(off[:-1, None] + np.arange(width), 0, values.size - 1)
@@ -371,7 +384,8 @@ def _answer(cols: list[pa.Array], n: int, v: _Verdict, where: Callable[[int], st
 def _images(
     col: pa.Array, n: int, type_: pa.DataType, v: _Verdict, where: Callable[[int], str]
 ) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
-    lengths, off, items, parent, index = _list_parts(col)
+    lengths, off, items = _list_parts(col)
+    parent, index = _owners(lengths, off)
 
     def empty(r: int) -> None:
         raise ReleaseFormatError(
@@ -417,7 +431,8 @@ def _groundings(
     col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray, widths: np.ndarray, answer: pa.Array,
     type_: pa.DataType, v: _Verdict, where: Callable[[int], str],
 ) -> tuple[pa.Array | None, list[int]]:
-    lengths, _, g, parent, index = _list_parts(col)  # a null list of groundings is empty
+    lengths, off, g = _list_parts(col)  # a null list of groundings is empty
+    parent, index = _owners(lengths, off)
     item_type = type_.value_type
     m = len(g)
     if m == 0:
@@ -487,13 +502,12 @@ def _masks(
         return rle_ops.to_rle(cols[source[i]][i].as_py(), size=hw, where=f"{gw(i)}.segmentation (image {int(k[i])}, [H, W] = {hw})")
 
     size = np.stack([gh, gwd], axis=1)
-    used = set(np.unique(source[source >= 0]).tolist())
-    c = cols[used.pop()] if len(used) == 1 else None
+    c = _one_source(cols, source)
     sizes = counts = None
     if c is not None and pa.types.is_struct(c.type):
         sizes, counts = _fields(c, ["size"]), _fields(c, ["counts"])
     if sizes and counts and _is_list(sizes[0].type) and pa.types.is_integer(sizes[0].type.value_type) and _is_counts(counts[0].type):
-        lengths, off, values, _, _ = _list_parts(sizes[0])
+        lengths, off, values = _list_parts(sizes[0])
         vals = _np(pc.fill_null(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)
         pairs = _pairs(lengths, off, vals, 2)
         counts = counts[0]
@@ -528,10 +542,9 @@ def _bboxes(g: pa.Array, v: _Verdict, gw: Callable[[int], str], key: Callable[[i
     def rule(i: int) -> list[float]:
         return _check_bbox(cols[source[i]][i].as_py(), gw(i))
 
-    used = set(np.unique(source[source >= 0]).tolist())
-    c = cols[used.pop()] if len(used) == 1 else None
+    c = _one_source(cols, source)
     if c is not None and _is_list(c.type) and (pa.types.is_integer(c.type.value_type) or pa.types.is_floating(c.type.value_type)):
-        lengths, off, values, _, _ = _list_parts(c)
+        lengths, off, values = _list_parts(c)
         vals = _np(pc.fill_null(values.cast(pa.float64(), safe=False), np.nan)).astype(np.float64)
         out = _pairs(lengths, off, vals, 4).copy()
         ok = (lengths == 4) & np.isfinite(out).all(axis=1)
@@ -551,7 +564,7 @@ def _annotation_ids(g: pa.Array, type_: pa.DataType) -> pa.Array:
         return pa.ListArray.from_arrays(pa.array(np.zeros(m + 1, dtype=np.int32)), pa.array([], pa.string()), type=type_)
     col = cols[0]
     if _is_list(col.type) and _is_str(col.type.value_type):
-        lengths, _, values, _, _ = _list_parts(col)
+        lengths, _, values = _list_parts(col)
         if not values.null_count:
             return _list(lengths, values.cast(pa.string()), type_)
     return pa.array([_id_list(x) for x in col.to_pylist()], type=type_)
@@ -570,7 +583,7 @@ def _spans(
         return _check_span(col[i].as_py(), answer[int(parent[i])].as_py(), gw(i))
 
     if _is_list(col.type) and pa.types.is_integer(col.type.value_type):
-        lengths, off, values, _, _ = _list_parts(col)
+        lengths, off, values = _list_parts(col)
         vals = _np(pc.fill_null(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)
         se = _pairs(lengths, off, vals, 2).copy()
         alen = _np(pc.fill_null(pc.utf8_length(answer), 0)).astype(np.int64)[parent]
@@ -578,8 +591,7 @@ def _spans(
         ok = (lengths == 2) & _valid(col) & (s >= 0) & (s <= e) & (e <= alen)
         if values.null_count:
             nulls = np.zeros(m, dtype=bool)
-            _, _, _, vparent, _ = _list_parts(col)
-            nulls[vparent[~_valid(values)]] = True
+            nulls[_owners(lengths, off)[0][~_valid(values)]] = True
             ok &= ~nulls
         got = v.settle_each(np.flatnonzero(~ok), key(5), rule)
     else:  # a span column of another type: each span goes to the rule
