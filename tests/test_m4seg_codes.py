@@ -2,11 +2,13 @@
 
 import logging
 
+import pyarrow as pa
 import pytest
 from helpers.m4seg import S1_REF
 
 from perckit.errors import ReleaseFormatError
 from perckit.m4seg import codes
+from perckit.m4seg import parquet_tables
 from perckit.m4seg import release
 
 
@@ -71,7 +73,8 @@ def test_span_code_problems_are_warnings(caplog):
     rec = {"example_id": "e", "a": "chair_101 near x", "images": [{"image_id": "i", "path": "p", "height": 1, "width": 2}] * 2,
            "groundings": [{"image_index": 2, "name": "chair", "answer_span": [0, 9], "segmentation": {"size": [1, 2], "counts": "02"}}]}
     with caplog.at_level(logging.WARNING, logger="perckit.m4seg"):
-        row = release.parquet_to_row(rec, state)
+        batch = pa.Table.from_pylist([rec]).to_batches()[0]
+        row = parquet_tables.batch_to_table(batch, state, parquet_tables.row_schema()).to_pylist()[0]
     assert row["groundings"][0]["image_index"] == 2  # kept as released
     assert "example 'e'" in caplog.text and "names image 1" in caplog.text
 

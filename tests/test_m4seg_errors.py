@@ -34,6 +34,14 @@ def _rec():
     }
 
 
+def _parquet_row(rec):
+    """The record converted by the column path (a batch of one)."""
+    from perckit.m4seg import parquet_tables
+
+    batch = pa.Table.from_pylist([rec]).to_batches()[0]
+    return parquet_tables.batch_to_table(batch, STATE, parquet_tables.row_schema()).to_pylist()[0]
+
+
 def _native():
     return {
         "pair_id": 7, "q": "?", "a": "chair_101 and cup_201", "image_paths": ["x/a.jpg", "x/b.jpg"], "image_sizes": [[1, 4], [1, 2]],
@@ -47,7 +55,7 @@ def _where_ok(msg, field, file="test-00000-of-00001.parquet"):
 
 
 def test_parquet_record_is_valid():
-    row = release.parquet_to_row(_rec(), STATE)
+    row = _parquet_row(_rec())
     assert row["groundings"][1]["object_annotation_id"] is None and row["question_type"] == "spatial"
 
 
@@ -65,7 +73,7 @@ def test_parquet_bad_fields(field, edit, expect):
     rec = _rec()
     edit(rec)
     with pytest.raises(ValueError) as info:
-        release.parquet_to_row(rec, STATE)
+        _parquet_row(rec)
     _where_ok(str(info.value), field)
     assert expect in str(info.value)
 
@@ -238,15 +246,12 @@ def test_metric_prediction_errors():
 
 
 def test_scan_parquet_ids_counts_in_arrow_and_names_the_first_repeat(m4_release, tmp_path):
-    """The id scan run before num_proc workers: pyarrow's exact count_distinct over every shard's example_id
-    column; a repeat (also one that only str() makes, an int 7 in one shard and "7" in another), nulls or a
-    column of another type go to the id-by-id reference, which names the first repeated id."""
-    from perckit.m4seg import parquet_reader
-
+    """The id scan run before num_proc workers: every shard's example_id column as str() of each value,
+    numbered by pyarrow's dictionary encoding; the first repeat in order is named (also one that only str()
+    makes, an int 7 in one shard and "7" in another, and two nulls, read as 'None'), across shards."""
     files = sorted(str(p) for p in (m4_release.root / "data").glob("train-*.parquet"))
     total = sum(pq.read_metadata(p).num_rows for p in files)
-    assert release.scan_parquet_ids(open, files, "train") == total == parquet_reader._count_ids_by_reference(
-        parquet_reader._example_id_columns(open, files, "train"), "train")
+    assert release.scan_parquet_ids(open, files, "train") == total == 48
 
     def shard(name, ids):
         path = tmp_path / name
@@ -260,6 +265,7 @@ def test_scan_parquet_ids_counts_in_arrow_and_names_the_first_repeat(m4_release,
         ([shard("a.parquet", ["a", "b"]), shard("b.parquet", ["c", "a"])], "duplicate example_id 'a'"),
         ([shard("i.parquet", [7, 8]), shard("s.parquet", ["9", "7"])], "duplicate example_id '7'"),
         ([shard("n.parquet", ["x", None, None])], "duplicate example_id 'None'"),
+        ([shard("o.parquet", ["a", "b", "c", "b", "a"])], "duplicate example_id 'b'"),  # the first repeat in order
         ([shard("f.parquet", [1.0, 2.0])], None),
     ]
     for paths, error in cases:

@@ -7,7 +7,7 @@ test, every call runs under an alarm so a Python-level hang fails too, and every
 parser's accepting and refusing branch. Targets: the prediction file reader ``load_predictions_jsonl`` and its
 per-line parser ``prediction_row``, the model-output parser ``parse_grounded_answer``, the metric's core on
 random prediction and reference rows, and the release readers (the native JSON.gz stream, one native
-example, one Parquet record). Example counts are those of tests/test_benchmarks_fuzz.py (``PERCKIT_FUZZ_EXAMPLES`` for a
+example, and one Parquet record by the column path, compared with the record-by-record oracle). Example counts are those of tests/test_benchmarks_fuzz.py (``PERCKIT_FUZZ_EXAMPLES`` for a
 longer run).
 """
 
@@ -17,6 +17,7 @@ import gzip
 import json
 
 import numpy as np
+import pyarrow as pa
 from helpers.fuzz import FUZZ, FUZZ_SLOW, documented_only, exercise, folder, json_rle_dicts, json_values, mutated, random_bytes, reaches, rle_dicts
 from helpers.harness import deadline
 from helpers.m4seg import S1_PRED, S1_REF, S2_PRED, S3_PRED, S4_PRED, S4_REF, parquet_records, small_examples
@@ -24,9 +25,16 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from oracles.m4seg_parquet import parquet_to_row
+
+from perckit.builder_base import rows_to_table
+from perckit.errors import PerckitError
 from perckit.m4seg import io as m4io
 from perckit.m4seg import metrics as core
+from perckit.m4seg import parquet_tables
 from perckit.m4seg import release
+
+ROW_SCHEMA = parquet_tables.row_schema()
 
 # ---------------------------------------------------------------- strategies
 
@@ -249,13 +257,45 @@ def test_m4seg_native_to_row_random_examples(example, order):
             assert g["mask"]["size"] == [im["height"], im["width"]] and len(g["answer_span"]) == 2
 
 
-@reaches("parquet_to_row")
+def _one_batch(record) -> pa.RecordBatch | None:
+    """The record as a one-row record batch whose columns the builder reads, or None: Arrow cannot hold it, or
+    ``check_parquet_schema`` refuses its columns (a shard like that is refused before any row is read)."""
+    try:
+        batch = pa.Table.from_pylist([record]).to_batches()[0]
+        release.check_parquet_schema(batch.schema, "f")
+    except (pa.ArrowException, TypeError, ValueError, OverflowError, AttributeError, KeyError, IndexError):
+        return None
+    return batch
+
+
+def parquet_column_row(batch: pa.RecordBatch) -> dict:
+    """The column path on a one-row batch (its name is what ``reaches`` counts)."""
+    return parquet_tables.batch_to_table(batch, release.ConvertState("test", "f", quiet=True), ROW_SCHEMA).to_pylist()[0]
+
+
+def _outcome(fn, *args):
+    """``fn(*args)``: ("row", the row as the builder's table holds it) or ("error", type, message)."""
+    try:
+        row = fn(*args)
+    except PerckitError as e:
+        return ("error", type(e).__name__, str(e))
+    return ("row", rows_to_table([row], ROW_SCHEMA).to_pylist()[0])
+
+
+@reaches("parquet_column_row")
 @FUZZ
 @given(record=parquet_records_random | mutated(st.sampled_from(RECORDS)))
 @example(record=RECORDS[1])
 @example(record={**RECORDS[0], "images": RECORDS[0]["images"][:1]})
-def test_m4seg_parquet_to_row_random_records(record):
-    row = documented_only(release.parquet_to_row, record, release.ConvertState("test", "f", quiet=True))
+def test_m4seg_parquet_column_path_equals_the_oracle_on_random_records(record):
+    """Every record Arrow can hold: the column path gives the row or the error the record-by-record oracle
+    gives (tests/oracles/m4seg_parquet.parquet_to_row), message for message."""
+    batch = _one_batch(record)
+    if batch is None:
+        return
+    row = documented_only(parquet_column_row, batch)
+    oracle = _outcome(parquet_to_row, batch.to_pylist()[0], release.ConvertState("test", "f", quiet=True))
+    assert _outcome(parquet_column_row, batch) == oracle
     if row is not None:
         for g in row["groundings"]:
             im = row["images"][g["image_index"] - 1]

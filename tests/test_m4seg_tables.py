@@ -1,6 +1,7 @@
-"""The M4Seg Parquet record-batch path (``perckit.m4seg.parquet_tables``) against the reference row path
-(``parquet_to_row`` + ``features.encode_example``, the builder's previous per-example behaviour). The counts scan
-it uses (``perckit._kernels.scan_counts``) is checked against the reference grammar in tests/test_core_rle.py."""
+"""The M4Seg Parquet column path (``perckit.m4seg.parquet_tables``, the only Parquet converter) against the
+record-by-record oracle (``tests/oracles/m4seg_parquet.parquet_to_row`` + ``features.encode_example``, the
+builder's behaviour before issue 29): the same tables, warnings and errors, on the sample release and on
+hand-made quirks and failures."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from perckit.m4seg import features as feats  # noqa: E402
 from perckit.m4seg import parquet_tables as pt  # noqa: E402
 from perckit.m4seg import release  # noqa: E402
 from perckit.m4seg.builder import M4SegBuilder  # noqa: E402
+from oracles.m4seg_parquet import parquet_to_row  # noqa: E402
 
 SCHEMA = feats.row_features().arrow_schema
 
@@ -56,14 +58,14 @@ def _record(i: int = 0, **over):
 
 
 def _both(batch: pa.RecordBatch, caplog=None):
-    """(fast-or-fallback table, its warnings, reference table, its warnings), or the two errors."""
+    """(column table, its warning count, its messages) and (oracle table, ...); an error as ("error", type, text)."""
     out = []
-    for fn in (pt.batch_to_table, pt.reference_table):
+    for fn in (_column, _oracle):
         state = release.ConvertState("test", "t.parquet")
         if caplog is not None:
             caplog.clear()
         try:
-            table = fn(batch, state, SCHEMA)
+            table = fn(batch, state)
         except (ReleaseFormatError, RLEError) as e:
             out.append(("error", type(e).__name__, str(e)))
             continue
@@ -72,19 +74,44 @@ def _both(batch: pa.RecordBatch, caplog=None):
     return out
 
 
+def _column(batch: pa.RecordBatch, state, on_ids=None) -> pa.Table:
+    return pt.batch_to_table(batch, state, SCHEMA, on_ids)
+
+
+def _oracle(batch: pa.RecordBatch, state, on_ids=None) -> pa.Table:
+    """The batch record by record: ``parquet_to_row``, then the id check of that row (the order of before)."""
+    rows = []
+    for rec in batch.to_pylist():
+        rows.append(parquet_to_row(rec, state))
+        if on_ids is not None:
+            on_ids([rows[-1]["example_id"]])
+    return _encoded(rows)
+
+
 def _batch(records: list[dict], schema: pa.Schema | None = None) -> pa.RecordBatch:
     table = pa.Table.from_pylist(records, schema=schema)
     return table.to_batches(max_chunksize=len(records))[0] if records else table
 
 
-def test_sample_release_batches_take_the_fast_path_and_equal_the_reference(m4_release):
-    for path in release.parquet_paths(m4_release.root, "train") + release.parquet_paths(m4_release.root, "test"):
-        import pyarrow.parquet as pq
+def _shard_rows(root, split: str) -> list[dict]:
+    """The oracle rows of a split's Parquet shards."""
+    import pyarrow.parquet as pq
 
+    state = release.ConvertState(split, "f", quiet=True)
+    return [parquet_to_row(r, state) for p in release.parquet_paths(root, split) for r in pq.read_table(p).to_pylist()]
+
+
+def test_sample_release_batches_equal_the_oracle(m4_release):
+    import pyarrow.parquet as pq
+
+    n = 0
+    for path in release.parquet_paths(m4_release.root, "train") + release.parquet_paths(m4_release.root, "test"):
         for batch in pq.ParquetFile(path).iter_batches(batch_size=release.BATCH_SIZE):
-            fast, _ = pt.fast_table(batch, SCHEMA)  # not refused
-            rows = [release.parquet_to_row(r, release.ConvertState("t", "f", quiet=True)) for r in batch.to_pylist()]
-            assert fast.equals(_encoded(rows))
+            table = pt.batch_to_table(batch, release.ConvertState("t", "f", quiet=True), SCHEMA)  # a refusal fails here
+            rows = [parquet_to_row(r, release.ConvertState("t", "f", quiet=True)) for r in batch.to_pylist()]
+            assert table.equals(_encoded(rows))
+            n += table.num_rows
+    assert n == 72
 
 
 QUIRKS = {
@@ -100,6 +127,17 @@ QUIRKS = {
     "null bbox everywhere": ([{**_record(0), "groundings": [_grounding(bbox=None)]}], None),
     "null path": ([{**_record(0), "images": [{"image_id": None, "path": None, "height": 4, "width": 6}], "groundings": [_grounding()]}], None),
     "null annotation_ids": ([{**_record(0), "groundings": [_grounding(annotation_ids=None)]}], None),
+    "null item in annotation_ids": ([{**_record(0), "groundings": [_grounding(annotation_ids=["7", None])]}], None),
+    "int annotation_ids": ([{**_record(0), "groundings": [_grounding(annotation_ids=[7, 8])]}], None),
+    "scalar annotation_ids": ([{**_record(0), "groundings": [_grounding(annotation_ids=7)]}], None),
+    "heights as digit strings": ([{**_record(0), "images": [{"image_id": 1, "path": "a.jpg", "height": "4", "width": "6"}],
+                                   "groundings": [_grounding()]}], None),
+    "float spans and index": ([{**_record(0), "groundings": [_grounding(answer_span=[4.0, 13.0], image_index=1.0)]}], None),
+    "int bbox": ([{**_record(0), "groundings": [_grounding(bbox=[0, 0, 2, 3])]}], None),
+    "float example_id": ([{**_record(0), "example_id": 5.0}], None),
+    "uncompressed masks": ([{**_record(0), "groundings": [_grounding(segmentation={"size": [4, 6], "counts": [0, 24]})]}], None),
+    "masks under 'mask'": ([{**{k: x for k, x in _record(0).items()}, "groundings": [
+        {**{k: x for k, x in _grounding().items() if k != "segmentation"}, "mask": _grounding()["segmentation"]}]}], None),
 }
 
 
@@ -112,6 +150,11 @@ def _binary_counts_schema():
 
 def _bad(**over):
     return [_record(0), _record(1, **over)]
+
+
+def _every(**over):
+    """Two rows whose every grounding has ``over`` (a column of another type: the first row is refused)."""
+    return [_record(0, groundings=[_grounding(**over)]), _record(1, groundings=[_grounding(**over)] * 2)]
 
 
 FAILURES = {
@@ -134,57 +177,79 @@ FAILURES = {
     "counts outside the alphabet": _bad(groundings=[_grounding(segmentation={"size": [4, 6], "counts": "0~"})]),
     "empty counts": _bad(groundings=[_grounding(segmentation={"size": [4, 6], "counts": ""})]),
     "null mask": _bad(groundings=[_grounding(segmentation=None)]),
+    "answer an int": [{**_record(0), "a": 1}, {**_record(1), "a": 2}],
+    "null answer": [_record(0), {**_record(1), "a": None}],
+    "null image": _bad(images=[None, {"image_id": "2", "path": "b.jpg", "height": 6, "width": 4}]),
+    "null height": _bad(images=[{"image_id": "1", "path": "a.jpg", "height": None, "width": 6}]),
+    "height a word": [{**_record(i), "images": [{"image_id": "1", "path": "a.jpg", "height": "tall", "width": 6}]} for i in range(2)],
+    "null grounding": _bad(groundings=[_grounding(), None]),
+    "image_index a word": _every(image_index="one"),
+    "null image_index": _bad(groundings=[_grounding(image_index=None)]),
+    "bbox of strings": _every(bbox=["x", "y", "w", "h"]),
+    "span of words": _every(answer_span=["zero", "nine"]),
+    "span with a null": _bad(groundings=[_grounding(answer_span=[4, None])]),
+    "counts an int": _every(segmentation={"size": [4, 6], "counts": 5}),
+    "mask size of 3": _bad(groundings=[_grounding(segmentation={"size": [4, 6, 1], "counts": "0"})]),
+    "empty path": _bad(images=[{"image_id": "1", "path": "", "height": 4, "width": 6}], groundings=[]),
+    # the first refused value in row order, then in the order a row's fields are read
+    "two bad rows": [_record(0), {**_record(1), "groundings": [_grounding(bbox=[1.0])]}, {**_record(2), "images": []}],
+    "two bad fields of a row": _bad(groundings=[_grounding(bbox=[1.0]), _grounding(image_index=9)]),
+    "a bad mask before a bad span": _bad(groundings=[_grounding(answer_span=[9, 1], segmentation=None)]),
+    "a bad image before a bad grounding": _bad(images=[{"image_id": "1", "path": "a.jpg", "height": 4, "width": 6},
+                                                       {"image_id": "2", "path": "/b.jpg", "height": 6, "width": 4}],
+                                              groundings=[_grounding(image_index=5)]),
 }
 
 
 @pytest.mark.parametrize("case", sorted(QUIRKS))
-def test_quirky_batches_equal_the_reference(case, caplog):
+def test_quirky_batches_equal_the_oracle(case, caplog):
     records, schema = QUIRKS[case]
     with caplog.at_level(logging.WARNING, logger="perckit.m4seg.release"):
-        (fast, fw, fmsgs), (ref, rw, rmsgs) = _both(_batch(records, schema), caplog)
-    rows = [release.parquet_to_row(r, release.ConvertState("t", "f", quiet=True)) for r in records]
-    assert fast.equals(ref) and ref.equals(_encoded(rows))
-    assert (fw, fmsgs) == (rw, rmsgs)
+        (table, w, msgs), (ref, rw, rmsgs) = _both(_batch(records, schema), caplog)
+    assert table.equals(ref)
+    assert (w, msgs) == (rw, rmsgs)
 
 
-def test_binary_counts_equal_the_reference():
-    schema = _binary_counts_schema()
-    records = [_record(0), _record(1)]
-    (fast, _, _), (ref, _, _) = _both(_batch(records, schema))
-    assert fast.equals(ref)
-    assert pt.fast_table(_batch(records, schema), SCHEMA)[0].equals(ref)  # taken by the fast path
+def test_binary_counts_equal_the_oracle():
+    (table, _, _), (ref, _, _) = _both(_batch([_record(0), _record(1)], _binary_counts_schema()))
+    assert table.equals(ref) and table.column("groundings").type == SCHEMA.field("groundings").type
 
 
 @pytest.mark.parametrize("case", sorted(FAILURES))
-def test_each_failing_check_gives_the_reference_message(case):
-    fast, ref = _both(_batch(FAILURES[case]))
-    assert fast[0] == "error" and fast == ref
-    with pytest.raises((ReleaseFormatError, RLEError)) as e:
-        [release.parquet_to_row(r, release.ConvertState("test", "t.parquet")) for r in FAILURES[case]]
-    assert (type(e.value).__name__, str(e.value)) == ref[1:]
+def test_each_failing_check_gives_the_oracle_message(case):
+    column, oracle = _both(_batch(FAILURES[case]))
+    assert column[0] == "error" and column == oracle
+
+
+def test_rows_before_a_refused_row_are_converted_first(caplog):
+    """Their warnings are given and their ids checked before the refused row raises: a duplicate id before
+    the bad row is the error, as it was record by record."""
+    bad = {**_record(3), "images": []}
+    warned = {**_record(0), "groundings": [_grounding(answer_span=[0, 3])]}
+    for records, expect in [([warned, _record(1), bad], "'images': expected a non-empty list"),
+                            ([warned, _record(1), _record(1), bad], "duplicate example_id 'e1'")]:
+        got = []
+        for fn in (_column, _oracle):
+            state = release.ConvertState("test", "t.parquet")
+            guard = release.IdGuard("w")
+            caplog.clear()
+            with caplog.at_level(logging.WARNING, logger="perckit.m4seg.release"), pytest.raises(ReleaseFormatError) as e:
+                fn(_batch(records), state, guard.add_many)
+            got.append((str(e.value), state.span_warnings, [r.getMessage() for r in caplog.records]))
+        assert got[0] == got[1] and expect in got[0][0] and got[0][1] == len(records) - 1  # one warning per row before
 
 
 def test_warning_count_and_first_five_messages(caplog):
     records = [{**_record(i), "groundings": [_grounding(answer_span=[0, 3])] * 3} for i in range(4)]
-    state_f, state_r = release.ConvertState("test", "t.parquet"), release.ConvertState("test", "t.parquet")
-    with caplog.at_level(logging.WARNING, logger="perckit.m4seg.release"):
-        pt.batch_to_table(_batch(records), state_f, SCHEMA)
-        state_f.finish()
-        fmsgs = [r.getMessage() for r in caplog.records]
+    got = []
+    for fn in (_column, _oracle):
+        state = release.ConvertState("test", "t.parquet")
         caplog.clear()
-        pt.reference_table(_batch(records), state_r, SCHEMA)
-        state_r.finish()
-        rmsgs = [r.getMessage() for r in caplog.records]
-    assert state_f.span_warnings == state_r.span_warnings == 12
-    assert fmsgs == rmsgs and len(fmsgs) == 6
-
-
-def test_fast_path_refuses_what_it_does_not_handle():
-    with pytest.raises(pt.Refused):
-        pt.fast_table(_batch([{**_record(0), "example_id": 5}]), SCHEMA)
-    for records in FAILURES.values():
-        with pytest.raises((pt.Refused, pa.ArrowException, ValueError, TypeError)):
-            pt.fast_table(_batch(records), SCHEMA)
+        with caplog.at_level(logging.WARNING, logger="perckit.m4seg.release"):
+            fn(_batch(records), state)
+            state.finish()
+        got.append((state.span_warnings, [r.getMessage() for r in caplog.records]))
+    assert got[0] == got[1] and got[0][0] == 12 and len(got[0][1]) == 6
 
 
 def test_id_guard_add_many_equals_add(monkeypatch):
@@ -218,7 +283,7 @@ def test_built_tables_equal_per_example_encoding(m4_release, tmp_path, source):
     for split in ("train", "test"):
         built = builder.as_dataset(split)
         if source == "parquet":
-            rows = list(release.iter_parquet(open, [release.ParquetShard(p) for p in release.parquet_paths(m4_release.root, split)], split))
+            rows = _shard_rows(m4_release.root, split)
         else:
             path = str(release.native_path(m4_release.root, split))
             rows = list(release.iter_native(open, release.native_shards(path, release.scan_native(open, path, split), 1), split))
@@ -232,7 +297,7 @@ def test_built_tables_with_image_root_equal_per_example_encoding(m4_release, tmp
     builder.download_and_prepare()
     built = builder.as_dataset("test")
     if source == "parquet":
-        rows = list(release.iter_parquet(open, [release.ParquetShard(p) for p in release.parquet_paths(m4_release.root, "test")], "test"))
+        rows = _shard_rows(m4_release.root, "test")
     else:
         path = str(release.native_path(m4_release.root, "test"))
         rows = list(release.iter_native(open, release.native_shards(path, release.scan_native(open, path, "test"), 1), "test"))

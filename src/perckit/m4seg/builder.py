@@ -187,9 +187,8 @@ class M4SegBuilder(PerckitTableBuilder):
 
     def _generate_tables(self, split: str, source: str, shards: list) -> Iterator[tuple[str, pa.Table]]:
         """Tables of exactly ``info.features.arrow_schema`` (the writer's cast is then free), keyed by the
-        first example id of each. Ids are checked unique in file order, each row's right after its conversion
-        as before (whole columns at once on the fast path); with ``image_root`` each row's images are read
-        after its id check."""
+        first example id of each. Ids are checked unique in file order, after their rows' conversion (a Parquet
+        batch's all at once); with ``image_root`` each row's images are read after its id check."""
         c = self.config
         schema = self.info.features.arrow_schema
         guard = release.IdGuard(f"M4Seg {split} split ({source})")

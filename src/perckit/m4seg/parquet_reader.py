@@ -1,8 +1,8 @@
-"""The Parquet shards of an M⁴Seg split (``data/{split}-*.parquet``) read as rows: the schema check, the
-split into row-group shards for ``num_proc`` (:func:`parquet_shards`), the row iterator (:func:`iter_parquet`,
-``iter_batches(batch_size=1000)``, so no split is held in memory) and the ``example_id`` uniqueness pass.
+"""The Parquet shards of an M⁴Seg split (``data/{split}-*.parquet``): opening a shard (:func:`open_parquet`),
+the schema check, the row-group shard type and the ``example_id`` uniqueness pass (:func:`scan_parquet_ids`).
 
-Each record becomes a row by :func:`perckit.m4seg.rows.parquet_to_row`.
+The rows (the split into row-group shards for ``num_proc``, the record batches converted to the builder's
+tables) are :mod:`perckit.m4seg.parquet_tables`'.
 """
 
 from __future__ import annotations
@@ -10,15 +10,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Sequence
 
 from ..errors import ReleaseFormatError
 from ..parquetio import check_column_chunk_sizes
-from .ids import IdGuard
 from .layout import PARQUET_GLOB
 from .rows import PARQUET_GROUNDING_ALIASES
-from .rows import ConvertState
-from .rows import parquet_to_row
 
 BATCH_SIZE = 1000
 
@@ -92,7 +89,7 @@ def _list_of_struct_fields(arrow_type: Any) -> list[str] | None:
 
 
 def check_parquet_schema(schema: Any, where: str) -> None:
-    """Every column and nested field :func:`parquet_to_row` needs is there (extra ones are fine; types are checked per row)."""
+    """Every column and nested field the conversion needs is there (extra ones are fine; the values are checked per row)."""
     names = list(schema.names)
     missing = [" or ".join(repr(a) for a in aliases) for aliases in PARQUET_COLUMNS.values() if not any(a in names for a in aliases)]
     if missing:
@@ -112,99 +109,45 @@ def check_parquet_schema(schema: Any, where: str) -> None:
             )
 
 
-def first_row(pf: Any, where: str, state: ConvertState) -> dict | None:
-    """The first row of an open Parquet file, converted (None for a file without rows)."""
-    import pyarrow as pa
-
-    try:
-        batch = next(pf.iter_batches(batch_size=1), None)
-    except (pa.ArrowException, *PARQUET_ERRORS) as e:
-        raise ReleaseFormatError(f"{where}: rows from 0 on cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})") from None
-    if batch is None or batch.num_rows == 0:
-        return None
-    return parquet_to_row(batch.to_pylist()[0], state)
-
-
-def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int = 20_000, split: str = "") -> list[ParquetShard]:
-    """One shard per file, or per run of row groups of about ``rows_per_shard`` rows (finer ``num_proc`` shards).
-
-    Reads every file's footer and converts its first row: an unreadable file, a missing column or a file of
-    another format raises here, before generation.
-    """
-    out = []
-    for p in paths:
-        where = f"M4Seg {split} split, {Path(p).name}"
-        with opener(p, "rb") as f:
-            pf = open_parquet(f, where)
-            check_parquet_schema(pf.schema_arrow, where)
-            md = pf.metadata
-            first_row(pf, where, ConvertState(split, Path(p).name, quiet=True))
-        acc, start = 0, 0
-        for rg in range(md.num_row_groups):
-            acc += md.row_group(rg).num_rows
-            if acc >= rows_per_shard and rg + 1 < md.num_row_groups:
-                out.append(ParquetShard(p, start, rg + 1))
-                start, acc = rg + 1, 0
-        out.append(ParquetShard(p, start, None if start == 0 else md.num_row_groups))
-    return out
-
-
-def iter_parquet(opener: Callable, shards: Sequence[ParquetShard], split: str) -> Iterator[dict]:
-    """Rows of Parquet shards in order: ``ParquetFile(open(path, "rb")).iter_batches(batch_size=1000)``."""
-    import pyarrow as pa
-
-    for shard in shards:
-        name = Path(shard.path).name
-        where = f"M4Seg {split} split, {name}"
-        state = ConvertState(split, name)
-        with opener(shard.path, "rb") as f:
-            pf = open_parquet(f, where)
-            check_parquet_schema(pf.schema_arrow, where)
-            stop = pf.metadata.num_row_groups if shard.rg_stop is None else shard.rg_stop
-            groups = list(range(shard.rg_start, stop))
-            if not groups:
-                continue
-            first = sum(pf.metadata.row_group(g).num_rows for g in range(shard.rg_start))
-            batches = pf.iter_batches(batch_size=BATCH_SIZE, row_groups=groups)
-            i = first
-            while True:
-                try:
-                    batch = next(batches)
-                    records = batch.to_pylist()
-                except StopIteration:
-                    break
-                except (pa.ArrowException, *PARQUET_ERRORS) as e:
-                    # A corrupt or truncated data page behind an intact footer.
-                    raise ReleaseFormatError(
-                        f"{where}: rows from {i} on cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
-                    ) from None
-                del batch
-                for rec in records:
-                    yield parquet_to_row(rec, state)
-                i += len(records)
-                # Hand Arrow's freed buffers back to the OS so the RSS stays flat over a long split.
-                pa.default_memory_pool().release_unused()
-        state.finish()
-
-
 def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
     """Check example_id uniqueness over every shard of a split (the ``example_id`` column only); returns the count.
 
-    The columns of every shard are counted by pyarrow (``count_distinct`` over them all, exact, in C++: a
-    tenth of the per-id hashing for the 743k train ids, and this runs before the ``num_proc`` workers start).
-    When that finds a repeat, or a column is of another type than string or integer (whose ``str()`` could
-    merge distinct values) or holds nulls, :func:`_count_ids_by_reference` goes over the same columns and
-    raises at the first repeated id in order."""
+    The ids are taken as ``str()`` of each value (:func:`str_column`; a null as ``'None'``), so an int 7 in one
+    shard and "7" in another repeat. pyarrow's dictionary encoding numbers the distinct ids (exact, in C++;
+    this runs before the ``num_proc`` workers start); the first id whose number was seen before is the first
+    repeat in order, and raises naming it."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     columns = _example_id_columns(opener, paths, split)
-    kinds = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer)
-    if all(any(k(c.type) for k in kinds) and not c.null_count for c in columns):
-        ids = pa.chunked_array([chunk for c in columns for chunk in c.cast(pa.large_string()).chunks], pa.large_string())
-        if pc.count_distinct(ids).as_py() == len(ids):
-            return len(ids)
-    return _count_ids_by_reference(columns, split)
+    chunks = [pc.fill_null(str_column(chunk), "None").cast(pa.large_string()) for c in columns for chunk in c.chunks]
+    ids = pa.chunked_array(chunks, pa.large_string()).combine_chunks() if chunks else pa.array([], pa.large_string())
+    if len(ids):
+        codes = ids.dictionary_encode().indices.to_numpy(zero_copy_only=False)
+        _, first = np.unique(codes, return_index=True)  # the codes are 0..d-1: first[c] is where id c first occurs
+        repeats = np.flatnonzero(first[codes] != np.arange(codes.size))
+        if repeats.size:
+            eid = ids[int(repeats[0])].as_py()
+            raise ReleaseFormatError(
+                f"M4Seg {split} split, {PARQUET_GLOB.format(split=split)}: duplicate example_id {eid!r} (example ids must be unique within a split)"
+            )
+    return len(ids)
+
+
+def str_column(arr: Any) -> Any:
+    """``str()`` of each value of an Arrow array as a string array, nulls kept (ids are stored as ``str(...)``
+    whatever their type): a string or integer column is cast (the same text), any other goes value by value."""
+    import pyarrow as pa
+
+    t = arr.type
+    if pa.types.is_string(t):
+        return arr
+    if pa.types.is_large_string(t) or (pa.types.is_integer(t)):
+        return arr.cast(pa.string())
+    if pa.types.is_null(t):
+        return pa.nulls(len(arr), pa.string())
+    return pa.array([None if x is None else str(x) for x in arr.to_pylist()], pa.string())
 
 
 def _example_id_columns(opener: Callable, paths: Sequence[str], split: str) -> list:
@@ -225,14 +168,3 @@ def _example_id_columns(opener: Callable, paths: Sequence[str], split: str) -> l
                     f"{where}: the example_id column cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
                 ) from None
     return columns
-
-
-def _count_ids_by_reference(columns: Sequence, split: str) -> int:
-    """:func:`scan_parquet_ids` id by id (:class:`IdGuard`, the ids as ``str``, 65,536 at a time): raises at
-    the first repeat in order; returns the count."""
-    guard = IdGuard(f"M4Seg {split} split, {PARQUET_GLOB.format(split=split)}")
-    for column in columns:
-        for start in range(0, len(column), 65536):
-            guard.add_many([str(v) for v in column.slice(start, 65536).to_pylist()])
-    guard.flush()
-    return guard.count

@@ -1,17 +1,24 @@
-"""The Parquet shards of an M⁴Seg split as Arrow tables of the builder's schema, one per record batch, with
-the columns renamed and restructured by pyarrow compute and every check of
-:func:`perckit.m4seg.rows.parquet_to_row` done over whole columns (rows never become Python dicts).
+"""The Parquet shards of an M⁴Seg split as Arrow tables of the builder's schema, one per record batch: the
+columns renamed, the lists rebuilt and every field checked by pyarrow compute over whole columns (rows never
+become Python dicts). This is the only Parquet converter: the builder's tables (:func:`iter_parquet_tables`),
+the rows (:func:`iter_parquet`) and the first row of each shard, converted while the splits are planned
+(:func:`parquet_shards`).
 
-The contract that keeps rows and messages identical: :func:`batch_to_table` takes a batch on the fast path
-only when its types are the ones handled here (string ids and texts, integer sizes and indices, numeric
-bboxes, string or binary counts; an optional column may be missing) and every vectorised check passes. Any
-other batch, including one with a single bad value, is converted by the reference path (``parquet_to_row``
-per record, then :func:`perckit.builder_base.rows_to_table`), which raises the precise message or, where a
-fast check is only stricter (a path rule, a mask the scan does not take), produces the rows.
+Every check runs over a whole column and, when it refuses values, names the first refused one itself: the
+row (its ``example_id``), the field and the index inside it, what was expected and what was found, with the
+same error types and messages as the field rules in :mod:`perckit.m4seg.rows` (``_check_span``,
+``_check_image_size``, ``_check_image_index``, ``parse_int``, ``rle.to_rle``, ``paths.check_relative``). A
+column check that is stricter than its rule (a path the regex flags, a mask the counts scan does not take,
+a value of an unusual Arrow type) hands the flagged values one by one to that rule, which gives the value or
+the error. A batch raises the error of its first refused row, in the order the fields of a row are read
+(``example_id``, ``a``, ``images`` and each image's height, width, size and path, then each grounding's
+image_index, segmentation, bbox, answer_span), after the rows before it have been converted (their
+entity-code warnings given, their ids checked).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -21,43 +28,92 @@ import pyarrow.compute as pc
 
 from .. import _kernels
 from .. import rle as rle_ops
-from ..builder_base import rows_to_table
-from ..errors import ReleaseFormatError
+from ..errors import PerckitError, ReleaseFormatError
+from ..errors import short_repr as _short
 from ..paths import MAX_PATH_CHARS
+from ..paths import check_relative
 from . import codes
 from .parquet_reader import BATCH_SIZE
 from .parquet_reader import PARQUET_ERRORS
 from .parquet_reader import ParquetShard
 from .parquet_reader import check_parquet_schema
+from .features import row_features
 from .parquet_reader import open_parquet
+from .parquet_reader import str_column
 from .rows import PARQUET_ALIASES
 from .rows import PARQUET_GROUNDING_ALIASES
 from .rows import ConvertState
-from .rows import parquet_to_row
+from .rows import _check_image_index
+from .rows import _check_image_size
+from .rows import _check_span
+from .rows import _id_list
+from .rows import _int
 
-#: A path the fast path leaves to ``check_relative`` (stricter than it is fine): absolute, a drive, a ``..``.
+#: A path ``check_relative`` may refuse (it decides): absolute, a drive, a ``..`` component.
 _BAD_PATH = r"^[/\\]|^[A-Za-z]:|(^|[\\/])\.\.([\\/]|$)"
 #: An ASCII entity code (``codes.CODE_RE`` fully matched) with its image digit: the digits after the last '_'.
 _CODE = r"^[A-Za-z0-9_]+_(?P<d>[0-9])(?:[0-9]{4}|[0-9]{2})$"
-
-
-class Refused(Exception):
-    """The fast path does not take this batch; the reference path converts it."""
-
+#: Where in a row a check looks, in the order the fields of a row are read (the second item of a key).
+_ID, _ANSWER, _IMAGES, _IMAGE, _GROUNDING = range(5)
 
 IdCheck = Callable[[list], None]
+
+
+def first_row(pf: Any, where: str, state: ConvertState) -> dict | None:
+    """The first row of an open Parquet file, converted (None for a file without rows)."""
+    try:
+        batch = next(pf.iter_batches(batch_size=1), None)
+    except (pa.ArrowException, *PARQUET_ERRORS) as e:
+        raise _unreadable(where, 0, e) from None
+    if batch is None or batch.num_rows == 0:
+        return None
+    return batch_to_table(batch, state, row_schema()).to_pylist()[0]
+
+
+def row_schema() -> Any:
+    """The Arrow schema of a builder row without image bytes (what the Parquet shards are converted to)."""
+    return row_features().arrow_schema
+
+
+def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int = 20_000, split: str = "") -> list[ParquetShard]:
+    """One shard per file, or per run of row groups of about ``rows_per_shard`` rows (finer ``num_proc`` shards).
+
+    Reads every file's footer and converts its first row: an unreadable file, a missing column or a file of
+    another format raises here, before generation.
+    """
+    out = []
+    for p in paths:
+        where = f"M4Seg {split} split, {Path(p).name}"
+        with opener(p, "rb") as f:
+            pf = open_parquet(f, where)
+            check_parquet_schema(pf.schema_arrow, where)
+            md = pf.metadata
+            first_row(pf, where, ConvertState(split, Path(p).name, quiet=True))
+        acc, start = 0, 0
+        for rg in range(md.num_row_groups):
+            acc += md.row_group(rg).num_rows
+            if acc >= rows_per_shard and rg + 1 < md.num_row_groups:
+                out.append(ParquetShard(p, start, rg + 1))
+                start, acc = rg + 1, 0
+        out.append(ParquetShard(p, start, None if start == 0 else md.num_row_groups))
+    return out
+
+
+def iter_parquet(opener: Callable, shards: Sequence[ParquetShard], split: str) -> Iterator[dict]:
+    """Rows of Parquet shards in order: the tables of :func:`iter_parquet_tables` (the builder's), as rows."""
+    for table in iter_parquet_tables(opener, shards, split, row_schema()):
+        yield from table.to_pylist()
 
 
 def iter_parquet_tables(
     opener: Callable, shards: Sequence[ParquetShard], split: str, schema: pa.Schema, on_ids: IdCheck | None = None
 ) -> Iterator[pa.Table]:
     """Tables of ``schema`` (the builder's row schema) from Parquet shards in order, one per record batch of
-    ``iter_batches(batch_size=BATCH_SIZE)``; the same rows, warnings and errors as
-    :func:`perckit.m4seg.parquet_reader.iter_parquet` + ``rows_to_table``.
+    ``iter_batches(batch_size=BATCH_SIZE)``.
 
-    ``on_ids`` (the id guard) sees the example ids in file order: a fast batch's all at once, a reference
-    batch's one row at a time right after that row's conversion, so that a duplicate id before a bad row
-    raises first, as it did row by row."""
+    ``on_ids`` (the id guard) sees the example ids of each batch in file order, after the batch's rows are
+    converted; a batch with a refused row hands it the ids of the rows before that row first, so that a
+    duplicate id before a bad row raises first."""
     for shard in shards:
         name = Path(shard.path).name
         where = f"M4Seg {split} split, {name}"
@@ -79,7 +135,7 @@ def iter_parquet_tables(
                     break
                 except (pa.ArrowException, *PARQUET_ERRORS) as e:
                     raise _unreadable(where, i, e) from None
-                table = batch_to_table(batch, state, schema, where, i, on_ids)
+                table = batch_to_table(batch, state, schema, on_ids)
                 del batch
                 i += table.num_rows
                 yield table
@@ -93,14 +149,15 @@ def _unreadable(where: str, i: int, e: BaseException) -> ReleaseFormatError:
     return ReleaseFormatError(f"{where}: rows from {i} on cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})")
 
 
-def batch_to_table(
-    batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema, where: str = "", first: int = 0, on_ids: IdCheck | None = None
-) -> pa.Table:
-    """One record batch as a table of ``schema``: the fast path, else the reference path (see the module)."""
-    try:
-        table, flagged = fast_table(batch, schema)
-    except (Refused, pa.ArrowException, ValueError, TypeError, OverflowError, KeyError, IndexError):
-        return reference_table(batch, state, schema, where, first, on_ids)
+def batch_to_table(batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema, on_ids: IdCheck | None = None) -> pa.Table:
+    """One record batch as a table of ``schema``, its entity-code warnings given and its ids handed to
+    ``on_ids``; a refused value raises naming its row and field, after the rows before it are converted."""
+    table, flagged, verdict = _convert(batch, state, schema)
+    if verdict.error is not None:
+        row = verdict.key[0]
+        if row:
+            batch_to_table(batch.slice(0, row), state, schema, on_ids)
+        raise verdict.error
     if flagged:
         _warn(table, flagged, state)
     if on_ids is not None:
@@ -108,30 +165,57 @@ def batch_to_table(
     return table
 
 
-def reference_table(
-    batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema, where: str = "", first: int = 0, on_ids: IdCheck | None = None
-) -> pa.Table:
-    """The reference path: ``parquet_to_row`` per record (the precise checks and messages), then ``rows_to_table``."""
-    try:
-        records = batch.to_pylist()
-    except (pa.ArrowException, *PARQUET_ERRORS) as e:
-        raise _unreadable(where, first, e) from None
-    rows = []
-    for rec in records:
-        row = parquet_to_row(rec, state)
-        if on_ids is not None:
-            on_ids([row["example_id"]])
-        rows.append(row)
-    return rows_to_table(rows, schema)
-
-
 def _warn(table: pa.Table, flagged: list[int], state: ConvertState) -> None:
-    """The entity-code warnings of the rows that may have some, exactly as ``parquet_to_row`` gives them."""
+    """The entity-code warnings of the rows that may have some (``codes.span_code_problems`` decides)."""
     sub = table.select(["example_id", "answer", "groundings"]).take(pa.array(flagged, pa.int64())).to_pylist()
     for row in sub:
         problems = codes.span_code_problems(row["answer"], row["groundings"])
         if problems:
             state.warn_spans(row["example_id"], problems)
+
+
+# ---------------------------------------------------------------- the first refusal of a batch
+
+_SKIP = object()
+
+
+class _Verdict:
+    """The batch's first refused value: its key ``(row, part, index, check)`` (rows in order, then the order a
+    row's fields are read) and its error. Values at or after it are never looked at again."""
+
+    def __init__(self) -> None:
+        self.key: tuple | None = None
+        self.error: PerckitError | None = None
+
+    def before(self, key: tuple) -> bool:
+        return self.key is None or key < self.key
+
+    def settle(self, key: tuple, rule: Callable, *args: Any) -> Any:
+        """``rule(*args)`` for a value at ``key`` (its value, or the error it raises kept as the verdict when it
+        comes first); ``_SKIP`` for a value at or after the verdict or refused."""
+        if not self.before(key):
+            return _SKIP
+        try:
+            return rule(*args)
+        except PerckitError as e:
+            self.key, self.error = key, e
+            return _SKIP
+
+    def settle_each(self, flagged: np.ndarray, key_of: Callable[[int], tuple], rule: Callable[[int], Any]) -> dict[int, Any]:
+        """:meth:`settle` of each flagged index in order (their keys ascend); the values the rule gives."""
+        out: dict[int, Any] = {}
+        for i in flagged.tolist():
+            key = key_of(i)
+            if not self.before(key):
+                break
+            v = self.settle(key, rule, i)
+            if v is not _SKIP:
+                out[i] = v
+        return out
+
+
+def _raise(error: PerckitError) -> None:
+    raise error
 
 
 # ---------------------------------------------------------------- column helpers
@@ -141,62 +225,92 @@ def _is_str(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
-def _field(arr: pa.Array, names: Sequence[str]) -> list[pa.Array]:
-    """The struct fields of ``arr`` among ``names``, in that order."""
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
+def _np(arr: pa.Array) -> np.ndarray:
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def _valid(arr: pa.Array) -> np.ndarray:
+    return np.asarray(_np(arr.is_valid()), dtype=bool)
+
+
+def _fields(arr: pa.Array, names: Sequence[str]) -> list[pa.Array]:
+    """The struct fields of ``arr`` among ``names``, in that order (a null item gives nulls)."""
     have = {arr.type.field(i).name for i in range(arr.type.num_fields)}
     return [pc.struct_field(arr, [n]) for n in names if n in have]
 
 
-def _coalesce(cols: list[pa.Array], n: int, want: Callable[[pa.DataType], bool], what: str) -> pa.Array | None:
-    """The first non-null of ``cols`` (an alias table's order); None when there is none; Refused on another type."""
-    for c in cols:
-        if not want(c.type):
-            raise Refused(f"{what}: type {c.type}")
+def _text(cols: list[pa.Array], n: int) -> pa.Array:
+    """``str()`` of the first non-null of ``cols`` (an alias table's order); null when all are."""
+    cols = [str_column(c) for c in cols]
     if not cols:
-        return None
-    if len(cols) == 1 or cols[0].null_count == 0:
+        return pa.nulls(n, pa.string())
+    return cols[0] if len(cols) == 1 else pc.coalesce(*cols)
+
+
+def _chosen(cols: list[pa.Array], m: int) -> np.ndarray:
+    """Per item: the index in ``cols`` of the first non-null alias, -1 when all are null."""
+    source = np.full(m, -1, dtype=np.int64)
+    for ci, c in enumerate(cols):
+        source[(source < 0) & _valid(c)] = ci
+    return source
+
+
+def _one_source(cols: list[pa.Array], source: np.ndarray) -> pa.Array | None:
+    """The one alias column every present value comes from; None when there are two (or none)."""
+    if len(cols) == 1:
         return cols[0]
-    if all(c.type == cols[0].type for c in cols):
-        return pc.coalesce(*cols)
-    raise Refused(f"{what}: aliases of different types")
+    top = int(source.max()) if source.size else -1
+    return cols[top] if top >= 0 and ((source == top) | (source < 0)).all() else None
 
 
-def _text(cols: list[pa.Array], n: int, what: str) -> pa.Array:
-    """A string column (alias-coalesced; all null when absent)."""
-    out = _coalesce(cols, n, lambda t: _is_str(t) or pa.types.is_null(t), what)
-    return pa.nulls(n, pa.string()) if out is None else out.cast(pa.string())
+def _list_parts(col: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """(lengths, offsets, items) of a list column: a null list has no items."""
+    lengths = _np(pc.fill_null(pc.list_value_length(col), 0)).astype(np.int64)
+    off = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=off[1:])
+    return lengths, off, col.flatten()
 
 
-def _ints(arr: pa.Array, what: str) -> np.ndarray:
-    """An integer column without nulls as int64."""
-    if not pa.types.is_integer(arr.type) or arr.null_count:
-        raise Refused(what)
-    return arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
-
-
-def _offsets(lengths: np.ndarray) -> pa.Array:
-    out = np.zeros(lengths.size + 1, dtype=np.int64)
-    np.cumsum(lengths, out=out[1:])
-    if out[-1] >= 2**31:
-        raise Refused("list too long")
-    return pa.array(out.astype(np.int32))
+def _owners(lengths: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's row and its position in the row."""
+    parent = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
+    return parent, np.arange(parent.size, dtype=np.int64) - off[parent]
 
 
 def _list(lengths: np.ndarray, values: pa.Array, type_: pa.DataType) -> pa.Array:
-    return pa.ListArray.from_arrays(_offsets(lengths), values, type=type_)
+    off = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=off[1:])
+    return pa.ListArray.from_arrays(pa.array(off.astype(np.int32)), values, type=type_)
 
 
-def _list_parts(arr: pa.Array, n: int, what: str, null_ok: bool = False) -> tuple[np.ndarray, pa.Array]:
-    """(lengths, values) of a list column; a null list is Refused unless ``null_ok`` (then it is empty)."""
-    if not pa.types.is_list(arr.type):
-        raise Refused(f"{what}: type {arr.type}")
-    if arr.null_count and not null_ok:
-        raise Refused(f"{what}: null")
-    lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False).astype(np.int64)
-    values = arr.flatten()
-    if len(values) != int(lengths.sum()):
-        raise Refused(f"{what}: offsets")
-    return lengths, values
+def _pairs(lengths: np.ndarray, off: np.ndarray, values: np.ndarray, width: int) -> np.ndarray:
+    """Per item, its first ``width`` values (an item of another length gives garbage: the caller refuses it)."""
+    if values.size == width * lengths.size and (lengths == width).all():
+        return values.reshape(-1, width)
+    if values.size == 0:
+        return np.zeros((lengths.size, width), dtype=values.dtype)
+    idx = np.clip(off[:-1, None] + np.arange(width), 0, values.size - 1)
+    return values[idx]
+
+
+def _ints(arr: pa.Array, v: _Verdict, key_of: Callable[[int], tuple], where_of: Callable[[int], str]) -> np.ndarray:
+    """The integers of ``arr`` as int64 by ``parse_int``'s rule (an int column takes it whole; a null, or a
+    value of another type, goes to the rule); a refused value is 0 and becomes the verdict when first."""
+    t = arr.type
+    if pa.types.is_integer(t) and t != pa.uint64():
+        valid = _valid(arr)
+        if not valid.all():
+            v.settle_each(np.flatnonzero(~valid), key_of, lambda i: _int(None, where_of(i)))
+        return _np(pc.fill_null(arr.cast(pa.int64()), 0)).astype(np.int64)
+    py = arr.to_pylist()
+    out = np.zeros(len(py), dtype=np.int64)
+    for i, x in v.settle_each(np.arange(len(py)), key_of, lambda i: _int(py[i], where_of(i))).items():
+        out[i] = min(max(x, -(2**62)), 2**62)
+    return out
 
 
 def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -207,176 +321,287 @@ def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return off, data
 
 
-# ---------------------------------------------------------------- the fast path
+def _check_bbox(bbox: Any, where: str) -> list[float]:
+    """A released bbox: [x, y, width, height] of 4 finite numbers, as floats."""
+    if (
+        not isinstance(bbox, (list, tuple)) or len(bbox) != 4
+        or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in bbox)
+    ):
+        raise ReleaseFormatError(f"{where}.bbox: expected [x, y, width, height] (4 numbers, all finite), found {_short(bbox)}")
+    return [float(x) for x in bbox]
 
 
-def fast_table(batch: pa.RecordBatch, schema: pa.Schema) -> tuple[pa.Table, list[int]]:
+# ---------------------------------------------------------------- the conversion
+
+
+def _convert(batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema) -> tuple[pa.Table | None, list[int], _Verdict]:
     """The batch as a table of ``schema`` and the rows whose entity-code warnings must be computed (a superset
-    of the rows with a warning); :class:`Refused` (or an Arrow error) when the batch is not for this path."""
+    of the rows with a warning), or no table and the verdict naming the first refused value."""
     n = batch.num_rows
-    names = batch.schema.names
-    cols = {name: batch.column(name) for name in names}
+    cols = {name: batch.column(name) for name in batch.schema.names}
+    v = _Verdict()
 
     def top(field_: str) -> list[pa.Array]:
         return [cols[a] for a in PARQUET_ALIASES[field_] if a in cols]
 
-    out: dict[str, pa.Array] = {}
-    for field_ in PARQUET_ALIASES:
-        out[field_] = _text(top(field_), n, field_)
-    if out["example_id"].null_count or out["answer"].null_count:
-        raise Refused("null example_id or answer")
-    images, img_off, heights, widths = _images(cols["images"], n, schema.field("images").type)
-    out["images"] = images
-    out["groundings"], flagged = _groundings(cols["groundings"], n, img_off, heights, widths, out["answer"], schema.field("groundings").type)
-    table = pa.Table.from_arrays([out[f.name] for f in schema], schema=schema)
-    return table, flagged
+    out = {field_: _text(top(field_), n) for field_ in PARQUET_ALIASES if field_ != "answer"}
+    ids = out["example_id"]
+    v.settle_each(
+        np.flatnonzero(~_valid(ids)), lambda r: (r, _ID),
+        lambda r: _raise(ReleaseFormatError(f"{state.where(None)}: expected a non-null 'example_id', found None")),
+    )
+
+    def where(r: int) -> str:
+        return state.where(ids[r].as_py())
+
+    answer = out["answer"] = _answer(top("answer"), n, v, where)
+    out["images"], img_off, heights, widths = _images(cols["images"], n, schema.field("images").type, v, where)
+    out["groundings"], flagged = _groundings(cols["groundings"], n, img_off, heights, widths, answer, schema.field("groundings").type, v, where)
+    if v.error is not None:
+        return None, [], v
+    return pa.Table.from_arrays([out[f.name] for f in schema], schema=schema), flagged, v
 
 
-def _images(col: pa.Array, n: int, type_: pa.DataType) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
-    lengths, items = _list_parts(col, n, "images")
-    if (lengths == 0).any() or not pa.types.is_struct(items.type) or items.null_count:
-        raise Refused("images: empty or null")
-    h = _ints(pc.struct_field(items, ["height"]), "height")
-    w = _ints(pc.struct_field(items, ["width"]), "width")
+def _answer(cols: list[pa.Array], n: int, v: _Verdict, where: Callable[[int], str]) -> pa.Array:
+    """The answer of each row: its first non-null alias, which must be a string."""
+    source = _chosen(cols, n)
+    bad = source < 0
+    for ci, c in enumerate(cols):
+        if not _is_str(c.type):
+            bad |= source == ci
+
+    def refuse(r: int) -> None:
+        found = None if source[r] < 0 else cols[source[r]][r].as_py()
+        raise ReleaseFormatError(f"{where(r)}: 'a': expected a string, found {_short(found)}")
+
+    v.settle_each(np.flatnonzero(bad), lambda r: (r, _ANSWER), refuse)
+    texts = [c.cast(pa.string()) for c in cols if _is_str(c.type)]
+    if not texts:
+        return pa.nulls(n, pa.string())
+    return texts[0] if len(texts) == 1 else pc.coalesce(*texts)
+
+
+def _images(
+    col: pa.Array, n: int, type_: pa.DataType, v: _Verdict, where: Callable[[int], str]
+) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+    lengths, off, items = _list_parts(col)
+    parent, index = _owners(lengths, off)
+
+    def empty(r: int) -> None:
+        raise ReleaseFormatError(
+            f"{where(r)}: 'images': expected a non-empty list of {{image_id, path, height, width}}, found {_short(col[r].as_py())}"
+        )
+
+    v.settle_each(np.flatnonzero(lengths == 0), lambda r: (r, _IMAGES), empty)
+
+    def iw(i: int) -> str:
+        return f"{where(int(parent[i]))}: images[{int(index[i])}]"
+
+    def key(check: int) -> Callable[[int], tuple]:
+        return lambda i: (int(parent[i]), _IMAGE, int(index[i]), check)
+
+    v.settle_each(
+        np.flatnonzero(~_valid(items)), key(0),
+        lambda i: _raise(ReleaseFormatError(f"{iw(i)}: expected {{image_id, path, height, width}}, found None")),
+    )
+    h = _ints(pc.struct_field(items, ["height"]), v, key(1), lambda i: iw(i) + ".height")
+    w = _ints(pc.struct_field(items, ["width"]), v, key(2), lambda i: iw(i) + ".width")
     limit = rle_ops.MAX_PIXELS
-    if (h <= 0).any() or (w <= 0).any() or (h > limit).any() or (w > limit).any() or (h * w > limit).any():
-        raise Refused("image size")
+    v.settle_each(
+        np.flatnonzero((h <= 0) | (w <= 0) | (h > limit) | (w > limit) | (h * w > limit)), key(3),
+        lambda i: _check_image_size(int(h[i]), int(w[i]), iw(i)),
+    )
     m = len(items)
-    image_id = _text(_field(items, ["image_id"]), m, "image_id")
-    path = _text(_field(items, ["path"]), m, "path")
+    image_id = _text(_fields(items, ["image_id"]), m)
+    path = _text(_fields(items, ["path"]), m)
     if path.null_count < m:
-        bad = pc.or_(
-            pc.or_(pc.equal(pc.utf8_length(path), 0), pc.greater(pc.utf8_length(path), MAX_PATH_CHARS)),
+        length = pc.utf8_length(path)
+        flag = pc.or_(
+            pc.or_(pc.equal(length, 0), pc.greater(length, MAX_PATH_CHARS)),
             pc.or_(pc.match_substring(path, "\x00"), pc.match_substring_regex(path, _BAD_PATH)),
         )
-        if pc.any(bad).as_py():
-            raise Refused("image path")
-    item_type = type_.value_type
+        v.settle_each(np.flatnonzero(_np(pc.fill_null(flag, False))), key(4), lambda i: check_relative(path[i].as_py(), iw(i) + ".path"))
     values = pa.StructArray.from_arrays(
-        [image_id, path, pa.array(h.astype(np.int32)), pa.array(w.astype(np.int32))], fields=list(item_type)
+        [image_id, path, pa.array(h.astype(np.int32)), pa.array(w.astype(np.int32))], fields=list(type_.value_type)
     )
-    off = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=off[1:])
     return _list(lengths, values, type_), off, h, w
 
 
 def _groundings(
-    col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray, widths: np.ndarray, answer: pa.Array, type_: pa.DataType
-) -> tuple[pa.Array, list[int]]:
-    lengths, g = _list_parts(col, n, "groundings", null_ok=True)
+    col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray, widths: np.ndarray, answer: pa.Array,
+    type_: pa.DataType, v: _Verdict, where: Callable[[int], str],
+) -> tuple[pa.Array | None, list[int]]:
+    lengths, off, g = _list_parts(col)  # a null list of groundings is empty
+    parent, index = _owners(lengths, off)
     item_type = type_.value_type
     m = len(g)
     if m == 0:
         return _list(lengths, pa.array([], item_type), type_), []
-    if not pa.types.is_struct(g.type) or g.null_count:
-        raise Refused("groundings: null item")
-    parent = np.repeat(np.arange(n, dtype=np.int64), lengths)
-    k = _ints(pc.struct_field(g, ["image_index"]), "image_index")
-    n_images = np.diff(img_off)[parent]
-    if (k < 1).any() or (k > n_images).any():
-        raise Refused("image_index")
-    img = img_off[parent] + k - 1
-    gh, gw = heights[img], widths[img]
 
-    mask = _mask(g, gh, gw, item_type.field("mask").type)
-    bbox = _bbox(g, m, mask, item_type.field("bbox_xywh").type)
-    span, starts, ends = _spans(g, m, answer, parent, item_type.field("answer_span").type)
+    def gw(i: int) -> str:
+        return f"{where(int(parent[i]))}: groundings[{int(index[i])}]"
+
+    def key(check: int) -> Callable[[int], tuple]:
+        return lambda i: (int(parent[i]), _GROUNDING, int(index[i]), check)
+
+    v.settle_each(np.flatnonzero(~_valid(g)), key(0), lambda i: _raise(ReleaseFormatError(f"{gw(i)}: expected a grounding object, found None")))
+    n_images = np.diff(img_off)[parent]
+    k = _ints(pc.struct_field(g, ["image_index"]), v, key(1), lambda i: gw(i) + ".image_index")
+    v.settle_each(np.flatnonzero((k < 1) | (k > n_images)), key(1), lambda i: _check_image_index(int(k[i]), int(n_images[i]), gw(i)))
+    img = img_off[parent] + np.clip(k, 1, np.maximum(n_images, 1)) - 1
+    if heights.size:
+        img = np.clip(img, 0, heights.size - 1)
+        gh, gwd = heights[img], widths[img]
+    else:
+        gh = gwd = np.zeros(m, dtype=np.int64)
+
+    mask = _masks(g, gh, gwd, k, item_type.field("mask").type, v, gw, key)
+    bbox, missing = _bboxes(g, v, gw, key)
+    span, starts, ends = _spans(g, answer, parent, item_type.field("answer_span").type, v, gw, key)
+    if v.error is not None:
+        return None, []
+    if missing.size:
+        bbox[missing] = np.asarray([rle_ops.to_bbox(r) for r in mask.take(pa.array(missing)).to_pylist()], dtype=np.float64).reshape(-1, 4)
     fields = {
         "image_index": pa.array(k.astype(np.int32)),
-        "name": _text(_field(g, ["name"]), m, "name"),
-        "annotation_ids": _annotation_ids(g, m, item_type.field("annotation_ids").type),
-        "object_annotation_id": _text(_field(g, ["object_annotation_id"]), m, "object_annotation_id"),
+        "name": _text(_fields(g, ["name"]), m),
+        "annotation_ids": _annotation_ids(g, item_type.field("annotation_ids").type),
+        "object_annotation_id": _text(_fields(g, ["object_annotation_id"]), m),
         "answer_span": span,
-        "bbox_xywh": bbox,
+        "bbox_xywh": pa.ListArray.from_arrays(
+            pa.array(np.arange(0, 4 * m + 1, 4, dtype=np.int32)), pa.array(bbox.reshape(-1)).cast(pa.float32()),
+            type=item_type.field("bbox_xywh").type,
+        ),
         "mask": mask,
     }
     values = pa.StructArray.from_arrays([fields[f.name] for f in item_type], fields=list(item_type))
-    flagged = _code_suspects(answer, parent, starts, ends, k)
-    return _list(lengths, values, type_), flagged
+    return _list(lengths, values, type_), _code_suspects(answer, parent, starts, ends, k)
 
 
-def _mask(g: pa.Array, gh: np.ndarray, gw: np.ndarray, type_: pa.DataType) -> pa.Array:
-    """The masks as ``{size: [H, W], counts}``: each one's size is its image's, its runs sum to H*W and the
-    counts scan takes it (what ``rle.validate`` checks); else Refused."""
-    obj = _coalesce(_field(g, PARQUET_GROUNDING_ALIASES["mask"]), len(g), pa.types.is_struct, "mask")
-    if obj is None or obj.null_count:
-        raise Refused("mask: none")
-    size_col, counts_col = _field(obj, ["size"]), _field(obj, ["counts"])
-    if not size_col or not counts_col:
-        raise Refused("mask fields")
-    lengths, size_values = _list_parts(size_col[0], len(g), "mask.size")
-    if (lengths != 2).any():
-        raise Refused("mask.size length")
-    size = _ints(size_values, "mask.size")
-    if not (np.array_equal(size[0::2], gh) and np.array_equal(size[1::2], gw)):
-        raise Refused("mask.size")
-    counts = counts_col[0]
-    if not (pa.types.is_string(counts.type) or pa.types.is_binary(counts.type)) or counts.null_count:
-        raise Refused(f"mask.counts: type {counts.type}")
-    scanned = _kernels.scan_counts(*_buffers(counts))
-    if scanned[:, _kernels.STATUS].any() or not np.array_equal(scanned[:, _kernels.TOTAL], gh * gw):
-        raise Refused("mask.counts")
-    size_type = type_.field("size").type
-    sizes = pa.ListArray.from_arrays(
-        pa.array(np.arange(0, 2 * len(g) + 1, 2, dtype=np.int32)), pa.array(size.astype(np.int32)), type=size_type
+def _is_counts(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+
+
+def _masks(
+    g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: pa.DataType, v: _Verdict,
+    gw: Callable[[int], str], key: Callable[[int], Callable[[int], tuple]],
+) -> pa.Array:
+    """The masks as ``{size: [H, W], counts}``: a compressed RLE whose size is its image's, whose counts the
+    compiled scan reads and whose runs sum to H*W is taken as it is; any other goes to ``rle.to_rle``, which
+    gives the mask or the precise error."""
+    m = len(g)
+    cols = _fields(g, PARQUET_GROUNDING_ALIASES["mask"])
+    source = _chosen(cols, m)
+    v.settle_each(
+        np.flatnonzero(source < 0), key(2),
+        lambda i: _raise(ReleaseFormatError(f"{gw(i)}.segmentation: expected a compressed RLE {{size, counts}}, found none")),
     )
-    return pa.StructArray.from_arrays([sizes, counts.cast(pa.string())], fields=list(type_))
+
+    def rule(i: int) -> dict:
+        hw = [int(gh[i]), int(gwd[i])]
+        return rle_ops.to_rle(cols[source[i]][i].as_py(), size=hw, where=f"{gw(i)}.segmentation (image {int(k[i])}, [H, W] = {hw})")
+
+    size = np.stack([gh, gwd], axis=1)
+    c = _one_source(cols, source)
+    sizes = counts = None
+    if c is not None and pa.types.is_struct(c.type):
+        sizes, counts = _fields(c, ["size"]), _fields(c, ["counts"])
+    if sizes and counts and _is_list(sizes[0].type) and pa.types.is_integer(sizes[0].type.value_type) and _is_counts(counts[0].type):
+        lengths, off, values = _list_parts(sizes[0])
+        vals = _np(pc.fill_null(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)
+        pairs = _pairs(lengths, off, vals, 2)
+        counts = counts[0]
+        if pa.types.is_large_string(counts.type) or pa.types.is_large_binary(counts.type):
+            counts = counts.cast(pa.binary())
+        scanned = _kernels.scan_counts(*_buffers(counts))
+        status, total = scanned[:, _kernels.STATUS], scanned[:, _kernels.TOTAL]
+        ok = (lengths == 2) & (pairs[:, 0] == gh) & (pairs[:, 1] == gwd) & (status == _kernels.OK) & (total == gh * gwd) & _valid(counts)
+        got = v.settle_each(np.flatnonzero((source >= 0) & ~ok), key(3), rule)
+        counts = counts.cast(pa.string(), safe=False)
+    else:  # a mask column of another type: each mask goes to the rule
+        got = v.settle_each(np.flatnonzero(source >= 0), key(3), rule)
+        counts = pa.nulls(m, pa.string())
+    if got:
+        texts = counts.to_pylist()
+        for i, r in got.items():
+            texts[i], size[i] = r["counts"], r["size"]
+        counts = pa.array(texts, pa.string())
+    size_type = type_.field("size").type
+    sizes_out = pa.ListArray.from_arrays(
+        pa.array(np.arange(0, 2 * m + 1, 2, dtype=np.int32)), pa.array(size.reshape(-1).astype(np.int32)), type=size_type
+    )
+    return pa.StructArray.from_arrays([sizes_out, counts], fields=list(type_))
 
 
-def _is_number_list(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) and (pa.types.is_integer(t.value_type) or pa.types.is_floating(t.value_type))
-
-
-def _bbox(g: pa.Array, m: int, mask: pa.Array, type_: pa.DataType) -> pa.Array:
-    """4 finite numbers as float32; a null bbox is the mask's (``rle.to_bbox``)."""
-    col = _coalesce(_field(g, PARQUET_GROUNDING_ALIASES["bbox_xywh"]), m, _is_number_list, "bbox")
-    if col is None:
-        col = pa.nulls(m, pa.list_(pa.float64()))
-    lengths, values = _list_parts(col, m, "bbox", null_ok=True)
-    present = ~np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    if (lengths[present] != 4).any() or values.null_count:
-        raise Refused("bbox: length")
-    vals = values.cast(pa.float64()).to_numpy(zero_copy_only=False)
-    if not np.isfinite(vals).all():
-        raise Refused("bbox: not finite")
+def _bboxes(g: pa.Array, v: _Verdict, gw: Callable[[int], str], key: Callable[[int], Callable[[int], tuple]]) -> tuple[np.ndarray, np.ndarray]:
+    """The released boxes (m x 4 float64) and the items without one (their box is the mask's)."""
+    m = len(g)
+    cols = _fields(g, PARQUET_GROUNDING_ALIASES["bbox_xywh"])
+    source = _chosen(cols, m)
     out = np.zeros((m, 4), dtype=np.float64)
-    out[present] = vals.reshape(-1, 4)
-    missing = np.flatnonzero(~present)
-    if missing.size:
-        rles = mask.take(pa.array(missing)).to_pylist()
-        out[missing] = np.asarray([rle_ops.to_bbox(r) for r in rles], dtype=np.float64).reshape(-1, 4)
-    flat = pa.array(out.reshape(-1)).cast(pa.float32())
-    return pa.ListArray.from_arrays(pa.array(np.arange(0, 4 * m + 1, 4, dtype=np.int32)), flat, type=type_)
+
+    def rule(i: int) -> list[float]:
+        return _check_bbox(cols[source[i]][i].as_py(), gw(i))
+
+    c = _one_source(cols, source)
+    if c is not None and _is_list(c.type) and (pa.types.is_integer(c.type.value_type) or pa.types.is_floating(c.type.value_type)):
+        lengths, off, values = _list_parts(c)
+        vals = _np(pc.fill_null(values.cast(pa.float64(), safe=False), np.nan)).astype(np.float64)
+        out = _pairs(lengths, off, vals, 4).copy()
+        ok = (lengths == 4) & np.isfinite(out).all(axis=1)
+        got = v.settle_each(np.flatnonzero((source >= 0) & ~ok), key(4), rule)
+    else:  # a bbox column of another type: each box goes to the rule
+        got = v.settle_each(np.flatnonzero(source >= 0), key(4), rule)
+    for i, box in got.items():
+        out[i] = box
+    return out, np.flatnonzero(source < 0)
 
 
-def _annotation_ids(g: pa.Array, m: int, type_: pa.DataType) -> pa.Array:
-    """A list of str per grounding (a null list is empty); a scalar or a null item: Refused."""
-    cols = _field(g, ["annotation_ids"])
+def _annotation_ids(g: pa.Array, type_: pa.DataType) -> pa.Array:
+    """A list of str per grounding (``rows._id_list``: a null is empty, a scalar a list of one)."""
+    m = len(g)
+    cols = _fields(g, ["annotation_ids"])
     if not cols:
         return pa.ListArray.from_arrays(pa.array(np.zeros(m + 1, dtype=np.int32)), pa.array([], pa.string()), type=type_)
     col = cols[0]
-    if not (pa.types.is_list(col.type) and _is_str(col.type.value_type)):
-        raise Refused(f"annotation_ids: type {col.type}")
-    lengths, values = _list_parts(col, m, "annotation_ids", null_ok=True)
-    if values.null_count:
-        raise Refused("annotation_ids: null item")
-    return _list(lengths, values.cast(pa.string()), type_)
+    if _is_list(col.type) and _is_str(col.type.value_type):
+        lengths, _, values = _list_parts(col)
+        if not values.null_count:
+            return _list(lengths, values.cast(pa.string()), type_)
+    return pa.array([_id_list(x) for x in col.to_pylist()], type=type_)
 
 
-def _spans(g: pa.Array, m: int, answer: pa.Array, parent: np.ndarray, type_: pa.DataType) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-    """``[start, end)`` with ``0 <= start <= end <= len(answer)`` (code points), as int32 lists."""
-    cols = _field(g, ["answer_span"])
-    if not cols or not (pa.types.is_list(cols[0].type) and pa.types.is_integer(cols[0].type.value_type)):
-        raise Refused("answer_span: type")
-    lengths, values = _list_parts(cols[0], m, "answer_span")
-    if (lengths != 2).any():
-        raise Refused("answer_span: length")
-    v = _ints(values, "answer_span")
-    s, e = v[0::2], v[1::2]
-    alen = pc.utf8_length(answer).to_numpy(zero_copy_only=False).astype(np.int64)[parent]
-    if (s < 0).any() or (s > e).any() or (e > alen).any():
-        raise Refused("answer_span: bounds")
-    span = pa.ListArray.from_arrays(pa.array(np.arange(0, 2 * m + 1, 2, dtype=np.int32)), pa.array(v.astype(np.int32)), type=type_)
+def _spans(
+    g: pa.Array, answer: pa.Array, parent: np.ndarray, type_: pa.DataType, v: _Verdict,
+    gw: Callable[[int], str], key: Callable[[int], Callable[[int], tuple]],
+) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """``[start, end)`` with ``0 <= start <= end <= len(answer)`` (code points), as int32 lists; any other
+    span goes to ``rows._check_span``, which gives it or the precise error."""
+    m = len(g)
+    col = pc.struct_field(g, ["answer_span"])
+
+    def rule(i: int) -> list[int]:
+        return _check_span(col[i].as_py(), answer[int(parent[i])].as_py(), gw(i))
+
+    if _is_list(col.type) and pa.types.is_integer(col.type.value_type):
+        lengths, off, values = _list_parts(col)
+        vals = _np(pc.fill_null(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)
+        se = _pairs(lengths, off, vals, 2).copy()
+        alen = _np(pc.fill_null(pc.utf8_length(answer), 0)).astype(np.int64)[parent]
+        s, e = se[:, 0], se[:, 1]
+        ok = (lengths == 2) & _valid(col) & (s >= 0) & (s <= e) & (e <= alen)
+        if values.null_count:
+            nulls = np.zeros(m, dtype=bool)
+            nulls[_owners(lengths, off)[0][~_valid(values)]] = True
+            ok &= ~nulls
+        got = v.settle_each(np.flatnonzero(~ok), key(5), rule)
+    else:  # a span column of another type: each span goes to the rule
+        se = np.zeros((m, 2), dtype=np.int64)
+        got = v.settle_each(np.arange(m), key(5), rule)
+    for i, span in got.items():
+        se[i] = span
+    s, e = se[:, 0].copy(), se[:, 1].copy()
+    span = pa.ListArray.from_arrays(pa.array(np.arange(0, 2 * m + 1, 2, dtype=np.int32)), pa.array(se.reshape(-1).astype(np.int32)), type=type_)
     return span, s, e
 
 

@@ -6,12 +6,14 @@ names (the builder, the tests and user code import them from here):
 - :mod:`perckit.m4seg.layout`: where each split's files are and which source a build reads
   (:func:`resolve_source`, :func:`confine_files`);
 - :mod:`perckit.m4seg.rows`: one example to one builder row with every field check (:func:`native_to_row`,
-  the only place the native format is interpreted, with its [inferred] alias tables; :func:`parquet_to_row`);
+  the only place the native format is interpreted, with its [inferred] alias tables; the field rules the
+  Parquet column path names a refused value with);
 - :mod:`perckit.m4seg.ids`: example ids in flat memory (:class:`IdGuard`, :func:`occurrence_index`);
 - :mod:`perckit.m4seg.native_reader`: the native file's prepass, shards and rows, parsed item by item with
   ``ijson`` over the bounded stream of :mod:`perckit.m4seg.native`;
-- :mod:`perckit.m4seg.parquet_reader`: the Parquet shards' schema, row-group shards and rows
-  (``iter_batches(batch_size=1000)``);
+- :mod:`perckit.m4seg.parquet_reader`: the Parquet shards' schema, row-group shards, rows
+  (``iter_batches(batch_size=1000)``) and example-id scan; :mod:`perckit.m4seg.parquet_tables`: a record
+  batch as one Arrow table (the only Parquet converter);
 - :mod:`perckit.m4seg.images`: the source images.
 """
 
@@ -54,11 +56,11 @@ from .parquet_reader import PARQUET_GROUNDING_FIELDS  # noqa: F401
 from .parquet_reader import PARQUET_IMAGE_FIELDS  # noqa: F401
 from .parquet_reader import ParquetShard  # noqa: F401
 from .parquet_reader import check_parquet_schema  # noqa: F401
-from .parquet_reader import first_row  # noqa: F401
-from .parquet_reader import iter_parquet  # noqa: F401
 from .parquet_reader import open_parquet  # noqa: F401
-from .parquet_reader import parquet_shards  # noqa: F401
 from .parquet_reader import scan_parquet_ids  # noqa: F401
+from .parquet_tables import first_row  # noqa: F401
+from .parquet_tables import iter_parquet  # noqa: F401
+from .parquet_tables import parquet_shards  # noqa: F401
 from .rows import EXAMPLE_ALIASES  # noqa: F401
 from .rows import GROUNDING_ALIASES  # noqa: F401
 from .rows import MAX_WARNINGS  # noqa: F401
@@ -67,11 +69,10 @@ from .rows import PARQUET_GROUNDING_ALIASES  # noqa: F401
 from .rows import SIZE_ORDERS  # noqa: F401
 from .rows import ConvertState  # noqa: F401
 from .rows import native_to_row  # noqa: F401
-from .rows import parquet_to_row  # noqa: F401
 from .rows import resolve_image_sizes  # noqa: F401
 
 __all__ = [
     "ConvertState", "IdGuard", "NativeScan", "NativeShard", "ParquetShard", "iter_native", "iter_parquet",
-    "native_shards", "native_to_row", "occurrence_index", "parquet_shards", "parquet_to_row", "resolve_source",
+    "native_shards", "native_to_row", "occurrence_index", "parquet_shards", "resolve_source",
     "scan_native", "scan_parquet_ids",
 ]
