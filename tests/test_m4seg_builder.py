@@ -18,7 +18,6 @@ from perckit import rle
 from perckit.entrypoints import build_split
 from perckit.errors import ReleaseFormatError, ReleaseNotFoundError
 from perckit.m4seg import features as feats
-from perckit.m4seg import native_reader
 from perckit.m4seg import release
 
 
@@ -109,34 +108,28 @@ def test_native_shards_are_contiguous_ranges(m4_release):
     assert rows == m4_release.train_ids
 
 
-def test_fast_prepass_matches_ijson_and_falls_back(tmp_path, monkeypatch):
+def test_prepass_reads_awkward_pair_ids_and_shards_read_them(tmp_path):
+    """The prepass (ijson's prefix filter) reads pair ids with quotes, brackets and non-ASCII text around them,
+    integer and float ids; every split into shards gives the same ids in file order."""
     texts = ['a } b', 'quote \\" and {"pair_id": 9}', "ünï ] [", "plain", "x\\\\", "y", "z"]
     exs = [{"a": t, "pair_id": pid, "image_paths": ["p.jpg"], "image_sizes": [[1, 2]], "groundings": {}}
            for t, pid in zip(texts, ["a", 'q"uote', 7, "a", "ünï", 7, "b"])]
     path = tmp_path / "m4seg_train.json.gz"
     with gzip.open(path, "wt", encoding="utf-8") as f:
         json.dump(exs, f, indent=1, ensure_ascii=False)
-    fast = release.scan_native(open, str(path), "train", need_count=True)
-    assert fast.count == 7 and fast.occurrence.tolist() == [0, -1, 0, 1, -1, 1, -1] and fast.key_offsets is not None
+    scan = release.scan_native(open, str(path), "train", need_count=True)
+    assert scan.count == 7 and scan.occurrence.tolist() == [0, -1, 0, 1, -1, 1, -1]
     expected = ["a#0", 'q"uote', "7#0", "a#1", "ünï", "7#1", "b"]
     for n in (1, 2, 3, 7):
-        shards = release.native_shards(str(path), fast, n)
-        assert all(s.seek_from is not None for s in shards[1:])
+        shards = release.native_shards(str(path), scan, n)
+        assert len(shards) == n
         rows = [r for s in shards for r in release.iter_native(open, [s], "train")]
         assert [r["example_id"] for r in rows] == expected and [r["answer"] for r in rows] == texts
-    monkeypatch.setattr(native_reader, "_fast_scan", lambda *a: False)  # as when the cross-check fails
-    slow = release.scan_native(open, str(path), "train", need_count=True)
-    assert slow.occurrence.tolist() == fast.occurrence.tolist() and slow.id_hashes.tolist() == fast.id_hashes.tolist()
-    assert slow.key_offsets is None
-    shards = release.native_shards(str(path), slow, 3)
-    assert [r["example_id"] for s in shards for r in release.iter_native(open, [s], "train")] == expected
-    # a float pair id escapes the regex: the counts disagree and ijson is used
-    exs[2]["pair_id"] = 7.5
+    exs[2]["pair_id"] = 7.5  # a float pair id: its own id
     with gzip.open(path, "wt", encoding="utf-8") as f:
         json.dump(exs, f)
-    monkeypatch.undo()
     scan = release.scan_native(open, str(path), "train", need_count=True)
-    assert scan.key_offsets is None and scan.occurrence.tolist() == [0, -1, -1, 1, -1, -1, -1]
+    assert scan.occurrence.tolist() == [0, -1, -1, 1, -1, -1, -1]
 
 
 def test_prepass_mismatch_is_detected(m4_release):

@@ -7,7 +7,6 @@ identical rows); every case id is a row of docs/errors.md (``m4trust::``)."""
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
 import shutil
@@ -25,7 +24,7 @@ from helpers.m4seg import NATIVE, SHARD, build_test_split, parquet_records, smal
 from perckit.errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from perckit.m4seg import images as m4images
 from perckit.m4seg import io as m4io
-from perckit.m4seg import native, release
+from perckit.m4seg import release
 
 PRE, GEN = "before generation", "during generation"
 EX0 = r"M4Seg test split, m4seg_test\.json\.gz: example '7'"
@@ -224,7 +223,7 @@ def test_release_files_stay_inside_data_dir(rel, tmp_path, source, edit, pattern
     expect_build(rel, tmp_path, source, {}, ReleaseFormatError, PRE, patterns)
 
 
-# ================================================================ section 3: the fast prepass stays bounded
+# ================================================================ section 3: the prepass stays bounded
 
 _PREPASS_CHILD = textwrap.dedent("""
     import gzip, json, sys, tracemalloc
@@ -240,12 +239,11 @@ _PREPASS_CHILD = textwrap.dedent("""
 """)
 
 
-def test_fast_prepass_memory_is_bounded_when_the_key_stops_appearing(tmp_path):
+def test_prepass_memory_is_bounded_when_the_key_stops_appearing(tmp_path):
     """A gzip of a few hundred KB that decompresses to 256 MiB, with no key after the first example (JSON
-    whitespace between the examples, which the per-example size cap does not count): the prepass used to
-    keep everything after the last key between reads (here the whole 256 MiB, copied at every read); it now
-    keeps FAST_SCAN_OVERLAP bytes. Peak traced memory of the prepass in a fresh process stays far below the
-    stream size."""
+    whitespace between the examples, which the per-example size cap does not count): peak traced memory of
+    the prepass in a fresh process stays far below the stream size (a regex prepass once kept everything
+    after the last key between reads)."""
     first = small_examples()[0]
     first["example_id"] = "7"
     path = tmp_path / "bomb.json.gz"
@@ -261,61 +259,6 @@ def test_fast_prepass_memory_is_bounded_when_the_key_stops_appearing(tmp_path):
     peak, count = out.stdout.split()
     assert count == "1"
     assert int(peak) < 48 << 20, f"the prepass peaked at {int(peak) >> 20} MiB of traced memory"
-
-
-def test_fast_prepass_stops_at_the_first_example_without_its_key(tmp_path):
-    """Examples after the first without an id key: the regex prepass gives up at once (ijson then reads the
-    file, bounded by the per-example cap), instead of carrying the rest of the stream."""
-    pad = json.dumps({"q": "a" * 1000, "image_paths": ["p"]})
-    data = '[{"example_id": "a", "image_paths": ["x"]}' + ("," + pad) * 5000 + "]"
-    reads = []
-
-    class Counting(io.BytesIO):
-        def read(self, n=-1):
-            reads.append(n)
-            return super().read(n)
-
-    ok = native.fast_scan(lambda p, m: Counting(gzip.compress(data.encode())), "x", "example_id", [].append, [].append)
-    assert ok is False
-
-
-def _native_bytes(examples_json: str) -> io.BytesIO:
-    return io.BytesIO(gzip.compress(examples_json.encode()))
-
-
-def _fast(data: str) -> tuple[bool, list, list]:
-    values, offsets = [], []
-    ok = native.fast_scan(lambda p, m: _native_bytes(data), "x", "example_id", values.append, offsets.append)
-    return ok, values, offsets
-
-
-def test_fast_scan_needs_one_key_of_each_per_example():
-    """The regex prepass accepts its offsets only when every example has exactly one id key and one
-    image_paths key directly inside it: a repeated image_paths key (whose count another example's missing key
-    compensates), a key nested in a grounding or inside a string make it fall back to ijson."""
-    good = '[{"example_id": "a", "image_paths": ["x"]}, {"example_id": "b", "image_paths": ["y"]}]'
-    ok, values, offsets = _fast(good)
-    assert ok and values == ["a", "b"] and len(offsets) == 2
-    assert good[offsets[1]:].startswith('"image_paths"')
-    for bad in (
-        # two image_paths in example 0, none in example 1: the counts match, the offsets would shift
-        '[{"example_id": "a", "image_paths": ["x"], "image_paths": ["x"]}, {"example_id": "b", "q": 1}]',
-        # example 1's id nested in a grounding, example 0 has two
-        '[{"example_id": "a", "example_id": "a2", "image_paths": ["x"]}, {"g": {"example_id": "b"}, "image_paths": ["y"]}]',
-        # a key inside a string value of example 0 and example 1 without one
-        '[{"example_id": "a", "q": "\\"image_paths\\": [", "image_paths": ["x"]}, {"example_id": "b"}]',
-    ):
-        assert _fast(bad)[0] is False, bad
-
-
-def test_fast_scan_reads_a_value_split_across_reads(monkeypatch):
-    """Keys and values that straddle a read boundary are still read once (the overlap kept between reads)."""
-    monkeypatch.setattr(native, "FAST_SCAN_CHUNK", 7)
-    monkeypatch.setattr(native, "FAST_SCAN_OVERLAP", 64)
-    data = "[" + ", ".join(f'{{"example_id": "id{i}", "q": "\\\\\\"[{{", "image_paths": ["p"]}}' for i in range(40)) + "]"
-    ok, values, offsets = _fast(data)
-    assert ok and values == [f"id{i}" for i in range(40)]
-    assert all(data[o:].startswith('"image_paths"') for o in offsets)
 
 
 # ================================================================ section 4: repeated keys are errors
@@ -343,7 +286,7 @@ DUP_CASES = [
 @pytest.mark.parametrize("num_proc", [1, 2])
 def test_native_repeated_keys(rel, tmp_path, example, key_json, after, where, stage, key, num_proc):
     """A native example (or any object in it) that repeats a key is a ReleaseFormatError naming the example and
-    the key (ijson kept the last value silently); with num_proc=2 too, where the fast prepass reads offsets."""
+    the key (ijson kept the last value silently); with num_proc=2 too, where the prepass reads the ids first."""
     _dup(example, key_json, after)(rel, tmp_path)
     from perckit.entrypoints import builder_class
 
@@ -357,10 +300,10 @@ def test_native_repeated_keys(rel, tmp_path, example, key_json, after, where, st
     if stage == PRE:
         check(documented_error(info.value), ReleaseFormatError, patterns)
     else:
-        # raised in a worker process (datasets keeps only its traceback text); the prepass declined its offsets
+        # raised in a worker process (datasets keeps only its traceback text); the prepass saw two examples
         assert "DatasetGenerationError" in type(info.value).__name__ or isinstance(info.value, ReleaseFormatError)
         scan = release.scan_native(open, str(rel / NATIVE), "test", need_count=True)
-        assert scan.key_offsets is None and scan.count == 2
+        assert scan.count == 2
 
 
 def test_prediction_jsonl_repeated_key(tmp_path):
@@ -376,8 +319,8 @@ def test_prediction_jsonl_repeated_key(tmp_path):
 def test_native_with_a_leading_bom_builds_the_same_rows(rel, m4_small, tmp_path):
     write_native(rel, [], raw=b"\xef\xbb\xbf" + json.dumps(small_examples()).encode())
     assert build_test_split(rel, tmp_path / "bom", "native").to_list() == build_test_split(m4_small, tmp_path / "plain", "native").to_list()
-    ok, values, offsets = _fast('\ufeff[{"example_id": "a", "image_paths": []}]')
-    assert ok and values == ["a"]
+    scan = release.scan_native(open, str(rel / NATIVE), "test", need_count=True)  # the prepass skips the BOM too
+    assert scan.count == 2 and scan.occurrence is not None
 
 
 def test_native_bom_in_the_middle_is_refused_with_its_offset(rel, tmp_path):

@@ -1,4 +1,4 @@
-"""The decompressed stream of a native M⁴Seg file (``annotations/m4seg_{split}.json.gz``) and its fast prepass.
+"""The decompressed stream of a native M⁴Seg file (``annotations/m4seg_{split}.json.gz``) and its parse.
 
 Everything here is bounded by documented limits, whatever the file holds:
 
@@ -8,15 +8,11 @@ Everything here is bounded by documented limits, whatever the file holds:
   else outside a string, naming its byte offset.
 - :func:`iter_items` parses examples with ijson and refuses a JSON object that repeats a key (ijson, like
   ``json``, would keep only the last value).
-- :func:`fast_scan` reads one id key per example with a regex, holding at most :data:`FAST_SCAN_OVERLAP`
-  bytes between reads (not the rest of the file when the key stops appearing), and accepts its result only
-  when a structural scan shows exactly one id key and one ``image_paths`` key directly in every example.
 """
 
 from __future__ import annotations
 
 import gzip
-import json
 import re
 import zlib
 from contextlib import contextmanager
@@ -35,11 +31,6 @@ MAX_JSON_DEPTH = 64
 MAX_EXAMPLE_BYTES = 64 << 20
 #: Errors of a corrupt or truncated gzip stream (``BadGzipFile`` is an ``OSError``, a cut stream an ``EOFError``).
 GZIP_ERRORS = (OSError, EOFError, zlib.error)
-#: Bytes of decompressed JSON the fast prepass keeps between two reads (a key and its value split by a read
-#: boundary). An id value longer than this is not read by the regex: the prepass then falls back to ijson.
-FAST_SCAN_OVERLAP = 1 << 16
-#: Size of one read of the fast prepass.
-FAST_SCAN_CHUNK = 1 << 22
 
 _ESCAPE = re.compile(rb"\\.", re.S)
 #: Every byte but the JSON structure a depth scan needs: quotes and brackets.
@@ -287,146 +278,3 @@ def _repeated_key(value: Any) -> Any:
         elif isinstance(v, list):
             stack.extend(v)
     return None
-
-
-# ---------------------------------------------------------------- the fast prepass
-
-_QUOTE, _BACKSLASH = 0x22, 0x5C
-#: bytes.translate table: 1 for a quote or a bracket, 0 for every other byte (C speed, unlike a NumPy gather)
-_TOKEN_TABLE = bytes(1 if c in b'"[]{}' else 0 for c in range(256))
-_OPEN = np.zeros(256, dtype=bool)
-_OPEN[list(b"[{")] = True
-
-
-class _Structure:
-    """String state, depth and number of examples (items opened at depth 2) of a decompressed JSON stream,
-    fed in order, queried at the offsets of keys the regex found (vectorised over quotes and brackets)."""
-
-    def __init__(self) -> None:
-        self.pos = 0  #: absolute offset of the next byte fed
-        self.in_str = 0
-        self.depth = 0
-        self.examples = 0
-        self.bs_run = 0  #: length of the run of backslashes that ended the data fed so far
-
-    def feed(self, data: bytes, queries: list[int]) -> list[tuple[bool, int, int]]:
-        """Feed ``data`` (the bytes at ``self.pos`` on) and, for each absolute offset in ``queries`` (sorted,
-        inside ``data``), return (a quote opening a string there, depth before it, examples opened before it)."""
-        arr = np.frombuffer(data, dtype=np.uint8)
-        tok_pos = np.flatnonzero(np.frombuffer(data.translate(_TOKEN_TABLE), dtype=np.uint8))
-        tok = arr[tok_pos]
-        quote = tok == _QUOTE
-        if data.find(b"\\") >= 0 or self.bs_run:
-            # a quote is escaped when an odd run of backslashes ends right before it
-            bs = np.flatnonzero(arr == _BACKSLASH)
-            q_pos = tok_pos[quote]
-            prev = q_pos - 1
-            run_len = np.zeros(q_pos.size, dtype=np.int64)
-            if bs.size:
-                run_start = np.concatenate(([True], np.diff(bs) != 1))
-                start_of = bs[np.maximum.accumulate(np.where(run_start, np.arange(bs.size), 0))]
-                j = np.searchsorted(bs, prev)
-                hit = (j < bs.size) & (bs[np.minimum(j, bs.size - 1)] == prev)
-                run_len[hit] = prev[hit] - start_of[j[hit]] + 1
-                carried = hit & (start_of[np.minimum(j, bs.size - 1)] == 0)
-                run_len[carried] += self.bs_run
-            run_len[prev < 0] = self.bs_run
-            escaped = np.zeros(tok.size, dtype=bool)
-            escaped[np.flatnonzero(quote)] = (run_len & 1).astype(bool)
-            quote &= ~escaped
-            tail = len(data) - len(data.rstrip(b"\\"))
-            self.bs_run = tail + (self.bs_run if tail == len(data) else 0)
-        in_before = (self.in_str + np.cumsum(quote) - quote) & 1
-        structural = (tok != _QUOTE) & (in_before == 0)
-        step = np.where(structural, _STEP[tok], 0)
-        depth_after = self.depth + np.cumsum(step)
-        opens = structural & _OPEN[tok] & (depth_after == 2)
-        ex_after = self.examples + np.cumsum(opens)
-        # every query at once: the token at its offset (a string-opening quote?), depth and examples before it
-        if tok.size == 0 or not queries:
-            out = [(False, self.depth, self.examples)] * len(queries)
-        else:
-            q = np.asarray(queries, dtype=np.int64) - self.pos
-            t = np.searchsorted(tok_pos, q)
-            tc = np.minimum(t, tok_pos.size - 1)
-            ok = (t < tok_pos.size) & (tok_pos[tc] == q) & quote[tc] & (in_before[tc] == 0)
-            before = np.maximum(t - 1, 0)
-            depth = np.where(t > 0, depth_after[before], self.depth)
-            ex = np.where(t > 0, ex_after[before], self.examples)
-            out = list(zip(ok.tolist(), depth.tolist(), ex.tolist()))
-        if tok.size:
-            self.in_str = int((self.in_str + int(quote.sum())) & 1)
-            self.depth = int(depth_after[-1])
-            self.examples = int(ex_after[-1])
-        self.pos += len(data)
-        return out
-
-
-#: key -> regex of ``"key": <JSON string or integer>`` in raw JSON bytes (fast prepass, see fast_scan).
-FAST_KEYS = ("pair_id", "example_id")
-_FAST_VALUE = {
-    key: re.compile(rb'"' + key.encode() + rb'"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?=[\s,}\]]))') for key in FAST_KEYS
-}
-#: every example has exactly one ``image_paths`` key: the fast prepass checks it is there, once per example.
-IMAGE_PATHS_KEY = re.compile(rb'"image_paths"\s*:')
-
-
-def fast_scan(opener: Callable, path: str, key: str, on_value: Callable[[str], None], on_offset: Callable[[int], None],
-              where: str = "native M4Seg file") -> bool:
-    """Call ``on_value`` on every value of ``key`` in file order, read with a regex over the decompressed
-    bytes (no JSON parse), and ``on_offset`` on the offset of every ``image_paths`` key in the decompressed
-    stream (where a shard can start reading).
-
-    Returns False (the caller then discards what it collected and parses with ijson) unless a structural scan
-    of the same bytes shows every value and every ``image_paths`` key directly inside a top-level example
-    (depth 2, outside strings) and exactly one of each per example, in order. So a repeated ``image_paths`` key,
-    a key nested in a grounding, a key inside a string or a missing key never shifts the offsets.
-
-    Memory is bounded: between reads only the last :data:`FAST_SCAN_OVERLAP` bytes are kept (a key and value
-    longer than that are not matched, which the per-example check turns into a fallback)."""
-    value_re = _FAST_VALUE[key]
-    structure = _Structure()
-    next_value = next_key = 0
-    tail = b""
-    with opener(path, "rb") as f:
-        gz = gunzip(f, where)
-        while True:
-            chunk = gz.read(FAST_SCAN_CHUNK)
-            buf = tail + chunk
-            cut = max(len(buf) - FAST_SCAN_OVERLAP, 0) if chunk else len(buf)
-            values = []
-            for m in value_re.finditer(buf):
-                if m.start() >= cut:
-                    break
-                values.append((m.start(), m.group(1)))
-            keys = []
-            for m in IMAGE_PATHS_KEY.finditer(buf):
-                if m.start() >= cut:
-                    break
-                keys.append(m.start())
-            base = structure.pos
-            where_ = structure.feed(buf[:cut], [base + s for s, _ in values] + [base + s for s in keys])
-            for (start, raw), (ok, depth, ex) in zip(values, where_[: len(values)]):
-                if not ok or depth != 2 or ex - 1 != next_value:
-                    return False
-                try:
-                    if raw[:1] == b'"':
-                        value = raw[1:-1].decode("utf-8") if b"\\" not in raw else str(json.loads(raw))
-                    else:
-                        value = str(int(raw))
-                except ValueError:  # not UTF-8, a bad escape, an integer of 4300+ digits: let ijson report it
-                    return False
-                on_value(value)
-                next_value += 1
-            for start, (ok, depth, ex) in zip(keys, where_[len(values):]):
-                if not ok or depth != 2 or ex - 1 != next_key:
-                    return False
-                on_offset(base + start)
-                next_key += 1
-            # every example opened before the last one lies wholly before the cut: it must have had its keys
-            if min(next_value, next_key) < structure.examples - 1:
-                return False
-            tail = buf[cut:]
-            if not chunk:
-                break
-    return next_value == next_key == structure.examples

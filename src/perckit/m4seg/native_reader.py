@@ -2,8 +2,10 @@
 (:func:`scan_native`), the split into contiguous shards for ``num_proc`` (:func:`native_shards`) and the row
 iterator (:func:`iter_native`).
 
-The file is parsed item by item with ``ijson`` (its C backend when installed) through the bounded stream of
-:mod:`perckit.m4seg.native`; each example becomes a row by :func:`perckit.m4seg.rows.native_to_row`.
+One reader: the file is parsed item by item with ``ijson`` (its C backend when installed) through the
+bounded stream of :mod:`perckit.m4seg.native`, the prepass with ijson's prefix filter; each example becomes a
+row by :func:`perckit.m4seg.rows.native_to_row`. A shard after the first parses and drops the examples before
+it (:data:`SKIP_COST_PARSE` sizes the shards for that).
 """
 
 from __future__ import annotations
@@ -21,27 +23,18 @@ from .ids import Int64Buffer
 from .ids import derived_example_id
 from .ids import occurrence_index
 from .ids import stable_hash
-from .native import FAST_KEYS as _FAST_KEYS
-from .native import GZIP_ERRORS
-from .native import fast_scan as _fast_scan  # tests replace native_reader._fast_scan
 from .native import gunzip as _gunzip
 from .native import ijson_module as _ijson
 from .native import iter_items
-from .native import json_error as _json_error
 from .native import pull_translating as _pull_translating
 from .native import read_errors
 from .native import reading_error as _reading_error
 from .native import top_level_kind
-from . import native_fast as _native_fast
 from .rows import EXAMPLE_ALIASES
 from .rows import ConvertState
 from .rows import _alias
 from .rows import _MAPS
 from .rows import native_to_row
-
-
-#: Whether :func:`iter_native` uses the fast path (tests switch it off to run the reference reader alone).
-FAST_NATIVE = True
 
 
 @dataclass
@@ -53,10 +46,8 @@ class NativeScan:
     #: per example: -1 or the occurrence of a repeated pair_id (only when the examples have no example_id)
     occurrence: np.ndarray | None = None
     id_key: str | None = None  #: the key the prepass read ("example_id" or a pair-id alias)
-    #: stable_hash of that key's value for every example: the readers check they see the same examples
+    #: stable_hash of that key's value for every example: the reader checks it sees the same examples
     id_hashes: np.ndarray | None = field(default=None, repr=False)
-    #: offset in the decompressed stream of every example's "image_paths" key (fast prepass only)
-    key_offsets: np.ndarray | None = field(default=None, repr=False)
 
 
 def _iter_items(ijson_mod: Any, gz: BinaryIO, kind: str, where: str = "native M4Seg file", first: int = 0) -> Iterator[tuple[str | None, Any]]:
@@ -80,11 +71,10 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
     """The prepass over a native file, run only when it is needed.
 
     It reads the first example. When the examples have an ``example_id`` and no count is needed
-    (``num_proc`` <= 1), that is all. Otherwise it reads one field per example, keeping 8 bytes per
-    example: the ``example_id`` (checked unique over the whole split) or, without ids, the pair id, from
-    which the occurrence of every repeated pair_id is derived. The field is read with a regex over the
-    decompressed bytes (cross-checked against the number of examples) or, when that check fails, with
-    ijson's prefix filter. The readers verify every example against the prepass (``id_hashes``).
+    (``num_proc`` <= 1), that is all. Otherwise it reads one field per example with ijson's prefix filter,
+    keeping 8 bytes per example: the ``example_id`` (checked unique over the whole split) or, without ids,
+    the pair id, from which the occurrence of every repeated pair_id is derived. The reader verifies every
+    example against the prepass (``id_hashes``).
     """
     ijson = _ijson()
     where = f"M4Seg {split} split, {Path(path).name}"
@@ -105,51 +95,26 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
         if key is None:
             raise ReleaseFormatError(f"{where}: example 0: expected an 'example_id' or a 'pair_id'/'id', found neither (keys {sorted(first)})")
 
-    def collect(fast: bool) -> tuple[Int64Buffer | None, Int64Buffer | None, ReleaseFormatError | None]:
-        hashes, offsets = Int64Buffer(), Int64Buffer()
-        guard = IdGuard(where)
-        dup: list[ReleaseFormatError] = []
-
-        def on_value(v: str) -> None:
-            hashes.append(stable_hash(v))
-            if key == "example_id" and not dup:
-                try:
-                    guard.add(v)
-                except ReleaseFormatError as e:
-                    dup.append(e)
-
-        if fast:
-            try:
-                if not _fast_scan(opener, path, key, on_value, offsets.append, where):
-                    return None, None, None
-            except GZIP_ERRORS as e:
-                raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
-        else:
-            offsets = None
-            with opener(path, "rb") as f:
-                try:
-                    for v in ijson.items(_gunzip(f, where), f"item.{key}"):
-                        on_value(str(v))
-                except ijson.JSONError as e:
-                    raise ReleaseFormatError(f"{where}: invalid JSON: {_json_error(e)}") from None
-                except GZIP_ERRORS as e:
-                    raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
-        if key == "example_id" and not dup:
-            try:
-                guard.flush()
-            except ReleaseFormatError as e:
-                dup.append(e)
-        return hashes, offsets, (dup[0] if dup else None)
-
-    hashes, offsets, dup = collect(fast=True) if key in _FAST_KEYS else (None, None, None)
-    if hashes is None:
-        hashes, offsets, dup = collect(fast=False)
-    if dup is not None:
-        raise dup
+    hashes = Int64Buffer()
+    guard = IdGuard(where)
+    dup: list[ReleaseFormatError] = []  # a repeated example_id is raised once the whole file has parsed
+    with opener(path, "rb") as f:
+        with read_errors(ijson, where):
+            for v in ijson.items(_gunzip(f, where), f"item.{key}"):
+                v = str(v)
+                hashes.append(stable_hash(v))
+                if key == "example_id" and not dup:
+                    try:
+                        guard.add(v)
+                    except ReleaseFormatError as e:
+                        dup.append(e)
+    if key == "example_id" and not dup:
+        guard.flush()
+    if dup:
+        raise dup[0]
     arr = hashes.array()
     occ = occurrence_index(arr) if key != "example_id" else None
-    return NativeScan(kind=kind, count=int(arr.size), occurrence=occ, id_key=key, id_hashes=arr,
-                      key_offsets=None if offsets is None else offsets.array())
+    return NativeScan(kind=kind, count=int(arr.size), occurrence=occ, id_key=key, id_hashes=arr)
 
 
 @dataclass
@@ -165,112 +130,37 @@ class NativeShard:
     #: the key the prepass read and the stable_hash of its value for examples start..stop
     id_key: str | None = None
     id_hashes: np.ndarray | None = field(default=None, repr=False)
-    #: offset of example start-1's "image_paths" key in the decompressed stream: reading starts there
-    seek_from: int | None = None
-
-
-class _Prefixed:
-    """A read-only binary stream: ``head`` bytes, then the rest of ``raw`` (what ijson reads)."""
-
-    def __init__(self, head: bytes, raw: BinaryIO) -> None:
-        self._head, self._raw = head, raw
-
-    def read(self, size: int = -1) -> bytes:
-        if self._head:
-            if size is None or size < 0:
-                out, self._head = self._head + self._raw.read(), b""
-                return out
-            out, self._head = self._head[:size], self._head[size:]
-            return out
-        return self._raw.read(size)
-
-
-def _seek_item(gz: BinaryIO, key_offset: int, where: str) -> bytes:
-    """Discard the decompressed stream up to ``key_offset`` (a key of the example before the wanted one),
-    find the end of that example with a string-aware bracket scan, and return the bytes that follow its
-    comma (the wanted example starts there; the stream continues after them)."""
-    remaining = key_offset
-    while remaining > 0:
-        b = gz.read(min(remaining, 1 << 20))
-        if not b:
-            raise ReleaseFormatError(f"{where}: the file ends before byte {key_offset} the prepass recorded")
-        remaining -= len(b)
-    depth, in_str, esc, closed = 2, False, False, False  # inside the list (1) and the example object (2)
-    while True:
-        chunk = gz.read(1 << 16)
-        if not chunk:
-            raise ReleaseFormatError(f"{where}: the file ends inside the example before a shard")
-        for i, c in enumerate(chunk):
-            if closed:
-                if c in b" \t\r\n":
-                    continue
-                if c == 0x2C:  # ","
-                    return chunk[i + 1 :]
-                raise ReleaseFormatError(f"{where}: expected ',' between examples at a shard start, found {chr(c)!r}")
-            if in_str:
-                if esc:
-                    esc = False
-                elif c == 0x5C:  # backslash
-                    esc = True
-                elif c == 0x22:  # quote
-                    in_str = False
-            elif c == 0x22:
-                in_str = True
-            elif c in b"{[":
-                depth += 1
-            elif c in b"}]":
-                depth -= 1
-                if depth == 1:
-                    closed = True
 
 
 def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, size_order: str = "auto") -> Iterator[dict]:
-    """Rows of contiguous shards of one native file, parsed item by item in one pass.
-
-    A list file is read by the fast path (:mod:`perckit.m4seg.native_fast`: large decompressed chunks, orjson)
-    while it can vouch for the examples; from the first one it cannot (or the first row that fails to
-    convert), the reference reader (:func:`iter_native_reference`) re-reads the file and takes over there, so
-    rows and messages are the reference's. Every example is checked against the prepass's id hashes when
-    there are some.
-    """
+    """Rows of contiguous shards of one native file, parsed item by item in one pass with ijson through the
+    guarded stream (:func:`perckit.m4seg.native.iter_items`). The examples before the first shard are parsed
+    and dropped; every example is checked against the prepass's id hashes when there are some."""
     if not shards:
-        return
-    if not FAST_NATIVE or shards[0].kind != "list" or not _native_fast.available():
-        yield from iter_native_reference(opener, shards, split, size_order)
         return
     ctx = _Reading(shards, split, size_order)
     ijson = _ijson()
-    resume = None
+    start, stop, where = ctx.start, ctx.stop, ctx.where
+
+    def rows(f: BinaryIO) -> Iterator[dict]:
+        for i, (key, ex) in enumerate(_iter_items(ijson, _gunzip(f, where), shards[0].kind, where)):
+            if i < start:
+                continue
+            if stop is not None and i >= stop:
+                break
+            yield ctx.convert(i, key, ex)
+
+    # The parse runs in ``rows``; only pulling the next row translates reading errors, and the ``yield`` is
+    # outside any ``try`` (native.pull_translating): a consumer that never exhausts the iterator leaves it
+    # suspended until interpreter exit, and closing it then must not evaluate ``except`` clauses.
+    errors, convert = _reading_error(ijson, where)
     with opener(ctx.path, "rb") as f:
-        items = _native_fast.fast_items(ijson, f, ctx.where, ctx.start, ctx.stop, shards[0].seek_from is None)
-        for i, ex in items:
-            if ex is _native_fast.FALLBACK:
-                resume = i
-                break
-            try:
-                row = ctx.convert(i, None, ex)
-            except Exception:  # noqa: BLE001 - the reference reader raises the exact message
-                resume = i
-                break
-            yield row  # (outside any try: see native.pull_translating)
-    if resume is not None:
-        yield from _reference_rows(opener, ctx, resume)
-        return
+        yield from _pull_translating(rows(f), errors, convert)
     ctx.state.finish()
 
 
-def iter_native_reference(opener: Callable, shards: Sequence[NativeShard], split: str, size_order: str = "auto") -> Iterator[dict]:
-    """The reference reader of :func:`iter_native`: ijson through the guarded stream, item by item.
-
-    A shard with ``seek_from`` skips the examples before it by decompressing only; otherwise they are
-    parsed and dropped."""
-    if not shards:
-        return
-    yield from _reference_rows(opener, _Reading(shards, split, size_order), 0)
-
-
 class _Reading:
-    """What both readers share over a run of shards: the range, the prepass's ids and the conversion."""
+    """What the reader keeps over a run of shards: the range, the prepass's ids and the conversion."""
 
     def __init__(self, shards: Sequence[NativeShard], split: str, size_order: str) -> None:
         self.shards = shards
@@ -310,40 +200,9 @@ class _Reading:
         return native_to_row(ex, self.state, fallback)
 
 
-def _reference_rows(opener: Callable, ctx: _Reading, convert_from: int) -> Iterator[dict]:
-    """The reference reader's rows; examples before ``convert_from`` (rows the fast path already gave) are
-    parsed and checked as always but not converted again."""
-    ijson = _ijson()
-    shards, start, stop, where = ctx.shards, ctx.start, ctx.stop, ctx.where
-
-    def rows(f: BinaryIO) -> Iterator[dict]:
-        gz = _gunzip(f, where)
-        first = 0
-        if shards[0].seek_from is not None and start > 0 and shards[0].kind == "list":
-            gz = _Prefixed(b"[" + _seek_item(gz, shards[0].seek_from, where), gz)
-            first = start
-        for i, (key, ex) in enumerate(_iter_items(ijson, gz, shards[0].kind, where, first), first):
-            if i < start:
-                continue
-            if stop is not None and i >= stop:
-                break
-            if i < convert_from:  # the fast path gave this row (from the same value): not converted twice
-                continue
-            yield ctx.convert(i, key, ex)
-
-    # The parse runs in ``rows``; only pulling the next row translates reading errors, and the ``yield`` is
-    # outside any ``try`` (native.pull_translating): a consumer that never exhausts the iterator leaves it
-    # suspended until interpreter exit, and closing it then must not evaluate ``except`` clauses.
-    errors, convert = _reading_error(ijson, where)
-    with opener(ctx.path, "rb") as f:
-        yield from _pull_translating(rows(f), errors, convert)
-    ctx.state.finish()
-
-
-#: Cost of skipping an example before a shard, relative to converting it: parsing it with ijson (about
-#: 0.06-0.12 measured), or only decompressing it when the prepass recorded byte offsets (about 0.01).
+#: Cost of skipping an example before a shard (parsing it with ijson), relative to converting it (about
+#: 0.06-0.12 measured).
 SKIP_COST_PARSE = 0.08
-SKIP_COST_SEEK = 0.01
 
 
 def shard_bounds(n: int, num_shards: int, skip_cost: float = SKIP_COST_PARSE) -> list[int]:
@@ -374,13 +233,11 @@ def native_shards(path: str, scan: NativeScan | None, num_shards: int) -> list[N
     if scan is None or scan.count is None or num_shards <= 1 or scan.count < 2 or kind != "list":
         return [NativeShard(path, 0, None, kind, occ, key, hashes)]
     n = scan.count
-    offsets = scan.key_offsets
-    bounds = shard_bounds(n, min(num_shards, n), SKIP_COST_SEEK if offsets is not None else SKIP_COST_PARSE)
+    bounds = shard_bounds(n, min(num_shards, n), SKIP_COST_PARSE)
     shards = []
     for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
         shards.append(NativeShard(
             path, a, None if j == len(bounds) - 2 else b, kind,
             None if occ is None else occ[a:b], key, None if hashes is None else hashes[a:b],
-            int(offsets[a - 1]) if offsets is not None and a > 0 else None,
         ))
     return shards

@@ -41,7 +41,6 @@ from .native import MAX_EXAMPLE_BYTES  # noqa: F401
 from .native import MAX_JSON_DEPTH  # noqa: F401
 from .native import JsonGuard as _JsonGuard  # noqa: F401
 from .native_reader import SKIP_COST_PARSE  # noqa: F401
-from .native_reader import SKIP_COST_SEEK  # noqa: F401
 from .native_reader import NativeScan  # noqa: F401
 from .native_reader import NativeShard  # noqa: F401
 from .native_reader import first_example  # noqa: F401

@@ -16,9 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .. import _kernels
 from .. import rle as rle_ops
-from ..errors import ReleaseFormatError, RLEError, check_choice
+from ..errors import ReleaseFormatError, check_choice
 from ..errors import short_repr as _short
 from ..jsonio import parse_int
 from ..paths import MAX_PATH_CHARS
@@ -171,23 +170,15 @@ def _check_image_index(k: Any, n_images: int, where: str) -> int:
 # ---------------------------------------------------------------- native JSON -> row
 
 
-def _plain_hw(h: int, w: int) -> bool:
-    """``_check_image_size(h, w, ...)`` would accept (ints)."""
-    return h > 0 and w > 0 and h * w <= rle_ops.MAX_PIXELS
-
-
 def _size_orders(sizes: Sequence[Any], mask_sizes: Sequence[set], where: str) -> list[tuple[int, int, str | None]]:
     """Per image: (a, b, what its masks say): "hw", "wh", None (no mask, or square) or "neither"."""
     out = []
     for k, (size, ms) in enumerate(zip(sizes, mask_sizes)):
-        if type(size) is list and len(size) == 2 and type(size[0]) is int and type(size[1]) is int and _plain_hw(size[0], size[1]):
-            a, b = size  # (what parse_int and _check_image_size accept silently)
-        else:
-            w = f"{where}: image_sizes[{k}]"
-            if not isinstance(size, (list, tuple)) or len(size) != 2:
-                raise ReleaseFormatError(f"{w}: expected [H, W] (2 ints), found {_short(size)}")
-            a, b = parse_int(size[0], w), parse_int(size[1], w)
-            _check_image_size(a, b, w)
+        w = f"{where}: image_sizes[{k}]"
+        if not isinstance(size, (list, tuple)) or len(size) != 2:
+            raise ReleaseFormatError(f"{w}: expected [H, W] (2 ints), found {_short(size)}")
+        a, b = _int(size[0], w), _int(size[1], w)
+        _check_image_size(a, b, w)
         if not ms or (a == b and ms == {(a, b)}):
             says = None
         elif ms == {(a, b)}:
@@ -246,89 +237,12 @@ def _plainly_relative(path: Any) -> bool:
 
 def _bboxes(masks: list) -> list[list[float]]:
     """``rle.to_bbox`` of every validated mask, with one pycocotools call per 255 masks."""
-    return _bboxes_c([rle_ops._to_c(m) for m in masks])
-
-
-def _bboxes_c(cs: list) -> list[list[float]]:
-    """:func:`_bboxes` of masks given in pycocotools form (bytes counts)."""
+    cs = [rle_ops._to_c(m) for m in masks]
     out: list[list[float]] = []
     for i in range(0, len(cs), 255):
         part = cs[i : i + 255]
         out.extend(rle_ops._mask.toBbox(part).reshape(len(part), 4).tolist())
     return out
-
-
-def _plain_size(size: Any, hw: list[int]) -> bool:
-    """``size`` is ``[H, W]`` of two positive plain ints equal to ``hw`` (so ``rle`` would accept it)."""
-    return (
-        type(size) is list and len(size) == 2 and type(size[0]) is int and type(size[1]) is int
-        and size[0] == hw[0] and size[1] == hw[1] and size[0] > 0 and size[1] > 0 and size[0] * size[1] <= rle_ops.MAX_PIXELS
-    )
-
-
-def _to_rle(obj: Any, hw: list[int], gw: str, k: int) -> dict:
-    """``rle.to_rle(obj, size=hw)`` of a native mask. A compressed RLE of ASCII str counts or an uncompressed
-    one of plain ints that is valid at its image's size is checked here without numpy (the same checks and the
-    same result); anything else, and every error, is ``rle.to_rle``'s."""
-    if type(obj) is dict and _plain_size(obj.get("size"), hw):
-        counts = obj.get("counts")
-        h, w = hw
-        if type(counts) is list:
-            if counts and set(map(type, counts)) == _INT_ONLY and min(counts) >= 0 and sum(counts) == h * w:
-                return rle_ops._from_c(rle_ops._mask.frPyObjects({"counts": counts, "size": [h, w]}, h, w))
-        elif type(counts) is str and counts and counts.isascii():
-            status, total, _, _ = _kernels.scan_one(counts.encode("ascii"))
-            if status == _kernels.OK and total == h * w:
-                return {"size": [h, w], "counts": counts}
-    return rle_ops.to_rle(obj, size=hw, where=f"{gw}.segmentation (image {k}, [H, W] = {hw})")
-
-
-_INT_ONLY = {int}
-_POLY_NUMBERS = (float, int)
-
-
-def _plain_mask(obj: Any, hw: list[int]) -> tuple[dict, dict] | None:
-    """``(_to_rle(obj, hw, ...), its pycocotools form)`` for the shapes proved valid without an error path: a
-    compressed RLE of ASCII str counts or an uncompressed one of plain ints valid at its image's size (the
-    checks of :func:`_to_rle`), or a list of polygons (or one flat polygon) that the polygon guard of
-    ``rle.polygon_unions`` accepts; None for anything else (then :func:`_to_rle`, which gives the row or the error)."""
-    h, w = hw
-    if type(obj) is dict:
-        if not _plain_size(obj.get("size"), hw):
-            return None
-        counts = obj.get("counts")
-        if type(counts) is str:
-            if counts and counts.isascii():
-                raw = counts.encode("ascii")
-                status, total, _, _ = _kernels.scan_one(raw)
-                if status == _kernels.OK and total == h * w:
-                    return {"size": [h, w], "counts": counts}, {"size": [h, w], "counts": raw}
-        elif type(counts) is list:
-            if counts and set(map(type, counts)) == _INT_ONLY and min(counts) >= 0 and sum(counts) == h * w:
-                c = rle_ops._mask.frPyObjects({"counts": counts, "size": [h, w]}, h, w)
-                return rle_ops._from_c(c), c
-        return None
-    if type(obj) is list and obj:
-        first = type(obj[0])
-        polys = obj if first is list else [obj] if first in _POLY_NUMBERS else None
-        if polys is None:
-            return None
-        try:  # the polygon guard (rle.check_polygons) decides; its refusal is _to_rle's to name
-            c = rle_ops.polygon_unions([polys], h, w)[0]
-        except RLEError:
-            return None
-        return rle_ops._from_c(c), c
-    return None
-
-
-def _plain_span(span: Any, n: int) -> list[int] | None:
-    """``_check_span(span, answer, ...)`` for a plain ``[start, end]`` of ints with ``0 <= start <= end <= n``
-    (``n``: the answer's length); None otherwise (then ``_check_span``)."""
-    if type(span) is list and len(span) == 2:
-        s, e = span
-        if type(s) is int and type(e) is int and 0 <= s <= e <= n:
-            return [s, e]
-    return None
 
 
 def _image_stem(path: str) -> str:
@@ -467,8 +381,7 @@ def native_to_row(
         derived = codes.derive_spans(answer, need, where)
 
     groundings = []
-    masks = []  # pycocotools forms, for the bboxes
-    n_answer = len(answer)
+    masks = []  # for the bboxes
     name_keys = GROUNDING_ALIASES["name"]
     for k in sorted(per_image):
         hw = [images[k - 1]["height"], images[k - 1]["width"]]
@@ -479,18 +392,10 @@ def native_to_row(
             mask_obj = mask_objs[k][i]
             if mask_obj is None:
                 raise ReleaseFormatError(f"{where}: groundings.img_{k}[{i}].segmentation: expected a mask (RLE or polygons), found none")
-            fast = _plain_mask(mask_obj, hw)
-            if fast is not None:
-                mask, c_form = fast
-            else:
-                mask = _to_rle(mask_obj, hw, f"{where}: groundings.img_{k}[{i}]", k)
-                c_form = rle_ops._to_c(mask)
+            gw = f"{where}: groundings.img_{k}[{i}]"
+            mask = rle_ops.to_rle(mask_obj, size=hw, where=f"{gw}.segmentation (image {k}, [H, W] = {hw})")
             span = g.get("answer_span")
-            if span is None:
-                span = derived[k][i]
-            else:
-                checked = _plain_span(span, n_answer)
-                span = checked if checked is not None else _check_span(span, answer, f"{where}: groundings.img_{k}[{i}]")
+            span = derived[k][i] if span is None else _check_span(span, answer, gw)
             name = _alias(g, name_keys)
             groundings.append({
                 "image_index": k,
@@ -501,8 +406,8 @@ def native_to_row(
                 "bbox_xywh": None,
                 "mask": mask,
             })
-            masks.append(c_form)
-    for g, box in zip(groundings, _bboxes_c(masks)):
+            masks.append(mask)
+    for g, box in zip(groundings, _bboxes(masks)):
         g["bbox_xywh"] = box
     problems = [] if _spans_are_codes(answer, groundings) else codes.span_code_problems(answer, groundings)
     if problems:
