@@ -55,7 +55,7 @@ test-ds5: env5
 	$(PY5) -m pytest $(PYTEST_FLAGS) tests
 
 # The wheel outside any checkout: build it, install it into a fresh venv with the newest datasets 5.x, and run
-# scripts/wheel_smoke.py from a temporary folder (version, list, write-sample (and its former name write-fixture), convert, load_dataset,
+# scripts/wheel_smoke.py from a temporary folder (version, list, write-sample, convert, load_dataset,
 # load_metric, evaluate).
 WHEEL_DIR ?= build/wheel
 WHEEL_VENV ?= build/wheel-venv

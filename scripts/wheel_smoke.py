@@ -47,9 +47,6 @@ def main() -> int:
         if name not in listing:
             raise SystemExit(f"wheel smoke test: 'perckit list' does not name {name}")
     run(exe, "write-sample", "refcoco_m", "rc")
-    run(exe, "write-fixture", "refcoco_m", "rc_alias")  # the former name of write-sample
-    if sorted(p.name for p in (work / "rc_alias").rglob("*")) != sorted(p.name for p in (work / "rc").rglob("*")):
-        raise SystemExit("wheel smoke test: write-fixture (the alias) and write-sample wrote different files")
     run(exe, "convert", "refcoco_m", "--data-dir", "rc", "--output", "exp")
 
     import datasets

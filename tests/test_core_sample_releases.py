@@ -1,6 +1,6 @@
 """The sample releases (perckit.sample_releases): each writer spells its release layout itself, never through the
 benchmark's readers, so a wrong constant in a reader fails the builder tests instead of being written into the
-sample release too; the writer comes from the benchmark's descriptor; perckit.fixtures is the former name."""
+sample release too; the writer comes from the benchmark's descriptor."""
 
 from __future__ import annotations
 
@@ -90,28 +90,10 @@ def test_write_release_uses_the_descriptor_writer(tmp_path):
         write_release("nope", tmp_path / "c")
 
 
-def test_perckit_fixtures_is_the_same_modules_under_the_former_name():
-    import perckit.fixtures
-    import perckit.sample_releases
-    from perckit.fixtures.base import write_release
-    from perckit.fixtures.m4seg import _parquet_schema
-    from perckit.fixtures.syn4d import write_predictions
-
-    for name in ("base", "r4d_bench", "syn4d", "refcoco_m", "m4seg", "reason_av_edit"):
-        new = importlib.import_module(f"perckit.sample_releases.{name}")
-        assert importlib.import_module(f"perckit.fixtures.{name}") is new
-        assert getattr(perckit.fixtures, name) is new
-    assert write_release is perckit.sample_releases.write_release is perckit.fixtures.write_release
-    assert _parquet_schema is perckit.sample_releases.m4seg._parquet_schema
-    from perckit.sample_releases.syn4d_predictions import write_predictions as moved
-
-    assert write_predictions is moved
-
-
-@pytest.mark.parametrize("command", ["write-sample", "write-fixture"])
-def test_write_sample_and_its_former_name(command, tmp_path, capsys):
+def test_write_sample(tmp_path, capsys):
     from perckit.__main__ import main
 
+    command = "write-sample"
     assert main([command, "refcoco_m", str(tmp_path / "rc")]) == 0
     assert "wrote 3 files" in capsys.readouterr().out
     assert main([command, "refcoco_m", str(tmp_path / "rc")]) == 2

@@ -1,4 +1,4 @@
-"""``perckit`` / ``python -m perckit``: list, convert, push, evaluate, demo, write-sample (alias write-fixture)."""
+"""``perckit`` / ``python -m perckit``: list, convert, push, evaluate, demo, write-sample."""
 
 from __future__ import annotations
 
@@ -164,9 +164,8 @@ def pick_split(splits: Sequence[str], asked: str | None, where: str) -> str:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .api import load_metric
     from .benchmarks import metric as lookup
-    from .registry import reference_projector
 
-    lookup(args.metric)  # an OptionError naming the known metrics
+    spec = lookup(args.metric)[1]  # an OptionError naming the known metrics
     if args.compare_baselines and args.metric != "syn4d":
         from .errors import OptionError
 
@@ -179,7 +178,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if ref_path.is_dir():  # an export folder (or any dataset folder): project builder rows
         rows, split = load_rows(args.references, args.dataset_config, args.split)
         fingerprint = rows._fingerprint
-        project = reference_projector(args.metric, args.config)
+        project = spec.projector(args.config)
         references = [project(r) for r in rows]
     else:
         references = _read_rows(args.references)
@@ -253,15 +252,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_write_sample(args: argparse.Namespace) -> int:
-    """``perckit write-sample`` (alias ``write-fixture``, its former name): a benchmark's sample release, only
-    into a new or empty folder."""
+    """``perckit write-sample``: a benchmark's sample release, only into a new or empty folder."""
     from .errors import OptionError
     from .sample_releases import write_release
 
     out = Path(args.output)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        command = getattr(args, "command", None) or "write-sample"  # the name typed: write-sample or write-fixture
-        raise OptionError(f"{command} output {args.output!r}: expected a new or empty folder, got "
+        raise OptionError(f"write-sample output {args.output!r}: expected a new or empty folder, got "
                           f"{'a file' if not out.is_dir() else 'a folder with files'}; the sample release would replace "
                           "or mix with them, so choose a new folder")
 
@@ -373,13 +370,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--output", default="build/demo", help="report folder (default build/demo; must be new, empty or an earlier demo output)")
     d.set_defaults(fn=cmd_demo)
 
-    for command, text in (("write-sample", "write a benchmark's synthetic sample release"),
-                          ("write-fixture", "the former name of write-sample (the same command)")):
-        w = sub.add_parser(command, help=text)
-        w.add_argument("benchmark", choices=benchmarks, help="the benchmark whose sample release to write")
-        w.add_argument("output", help="the folder to write the sample release into")
-        w.add_argument("--seed", type=int, default=0, help="seed of the synthetic content (default 0; same seed, same files)")
-        w.set_defaults(fn=cmd_write_sample)
+    w = sub.add_parser("write-sample", help="write a benchmark's synthetic sample release")
+    w.add_argument("benchmark", choices=benchmarks, help="the benchmark whose sample release to write")
+    w.add_argument("output", help="the folder to write the sample release into")
+    w.add_argument("--seed", type=int, default=0, help="seed of the synthetic content (default 0; same seed, same files)")
+    w.set_defaults(fn=cmd_write_sample)
     return p
 
 

@@ -34,6 +34,10 @@ import datasets
 from . import benchmarks
 from .errors import InputNotFoundError, ReleaseFormatError
 
+#: A config name and a split name as the export record and the card's front matter may hold them.
+CONFIG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+SPLIT_NAME = re.compile(r"^\w{1,128}(\.\w{1,128})*$", re.ASCII)
+
 #: the builder card keys the export's card carries (in this order)
 CARD_KEYS = ("pretty_name", "license", "license_name", "license_link", "task_categories", "tags", "language",
              "size_categories")
@@ -504,7 +508,6 @@ def _card_pattern(value: Any, where: str) -> tuple[str, str]:
 def _card_data_files(value: Any, where: str) -> dict[str, list[tuple[str, str]]]:
     """``data_files`` in the forms datasets reads from a card: a string or a list of strings (the ``train``
     split), or a list of ``{split, path}`` with ``path`` a string or a list of strings."""
-    from .export_state import SPLIT_NAME
 
     if isinstance(value, str):
         return {"train": [_card_pattern(value, where)]}
@@ -551,7 +554,6 @@ def read_card_configs(export_dir: str | os.PathLike) -> dict[str, CardConfig] | 
     (:meth:`perckit.export_state.ExportLayout.files`). Errors: :class:`~perckit.errors.ReleaseFormatError`
     naming the card and the field, e.g. ``'<export>/README.md' configs[0].data_files[1].path: expected a path
     inside the export folder, got '../elsewhere/private.parquet' (a '..' component leaves it)``."""
-    from .export_state import CONFIG_NAME
     from .paths import resolve_under
 
     root = Path(export_dir)

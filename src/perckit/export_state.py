@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputNotFoundError, OptionError, ReleaseFormatError, ReleaseNotFoundError
+from .export_card import CONFIG_NAME, SPLIT_NAME, read_card_configs
 
 STATE_FILE = ".perckit_export.json"
 FORMAT = "perckit-export"
@@ -69,8 +70,6 @@ MAX_STATE_BYTES = 16 << 20
 #: counts above this are not sizes of anything real
 MAX_COUNT = 2**63 - 1
 
-CONFIG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-SPLIT_NAME = re.compile(r"^\w{1,128}(\.\w{1,128})*$", re.ASCII)
 _RESERVED = {"README.md", STATE_FILE}
 #: longest ``description`` / ``viewer.reason`` kept in a record (the card shows them)
 MAX_TEXT_CHARS = 2000
@@ -507,7 +506,6 @@ def export_layout(export_dir: str | os.PathLike) -> ExportLayout:
     card's checked ``configs`` (:func:`perckit.export_card.read_card_configs`). Errors:
     :class:`~perckit.errors.InputNotFoundError` when the folder is missing or has neither a record nor a card with
     ``configs`` (not an export); the readers' :class:`~perckit.errors.ReleaseFormatError` for a bad record or card."""
-    from .export_card import read_card_configs
 
     root = Path(export_dir)
     if not root.is_dir():

@@ -31,8 +31,9 @@ goes through :func:`validate` (or :func:`valid_many` for many at once) before it
 IoU: the pixel counts of a mask pair are exact integers, I = ``area(merge([a, b], intersect=True))`` and U =
 ``area(a) + area(b) - I`` (never pycocotools' ``iou()``, which gives 0 for two empty masks); IoU = I / U, with
 no epsilon. Empty union: when U = 0 (both masks empty) the IoU is the option ``empty_union_iou`` (1.0 by
-default). These rules live in :mod:`perckit.segmentation` (:func:`~perckit.segmentation.rle_pair_counts`,
-:func:`~perckit.segmentation.pair_iou`); :func:`intersection_union` and :func:`iou` here are thin aliases of it.
+default). These rules live here and nowhere else: :func:`rle_pair_counts` (I, U and the two areas of a validated
+pair) and :func:`pair_iou` (the empty-union rule); :mod:`perckit.segmentation` builds every metric's pair scores,
+count matrices and means on them.
 
 Polygons: pycocotools' ``rleFrPoly`` upsamples every vertex by 5 into C ``int``s and ``malloc``s, unchecked,
 about 20 bytes per point of the upsampled outline (the sum over the edges of ``max(|dx|, |dy|) + 1``), so a
@@ -74,7 +75,7 @@ import itertools
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from pycocotools import mask as _mask
@@ -549,22 +550,43 @@ def intersection_area(a: RLE, b: RLE, where: str = "masks") -> int:
     return int(_mask.area(_mask.merge([_to_c(a), _to_c(b)], intersect=True)))
 
 
-def intersection_union(a: RLE, b: RLE, where: str = "masks") -> tuple[int, int]:
-    """Exact (|A ∩ B|, |A ∪ B|) of two validated RLEs of one size.
+class MaskCounts(NamedTuple):
+    """The exact pixel counts of one mask pair, as Python ints."""
 
-    A thin alias of :func:`perckit.segmentation.rle_pair_counts`, the one place that turns a mask pair
-    into (I, U).
+    intersection: int
+    union: int
+    pred_area: int
+    gt_area: int
+
+
+def rle_pair_counts(pred: RLE | None, gt: RLE | None, where: str = "masks") -> MaskCounts:
+    """Exact ``(I, U, |P|, |G|)`` of two already validated RLEs (the fast path: no validation).
+
+    ``None`` stands for the empty mask. Two masks of different sizes raise :class:`~perckit.errors.RLEError`
+    naming ``where`` (fit the prediction first, :func:`perckit.segmentation.fit_prediction`); pycocotools' intersection is
+    taken only when both masks have foreground.
     """
-    from .segmentation import rle_pair_counts  # segmentation imports this module
+    if pred is not None and gt is not None and pred["size"] != gt["size"]:
+        check_same_size([pred, gt], where)  # raises unless the sizes differ only in type ([1, 4] vs (1, 4))
+    a_p = area(pred) if pred is not None else 0
+    a_g = area(gt) if gt is not None else 0
+    inter = intersection_area(pred, gt, where) if a_p and a_g else 0
+    return MaskCounts(inter, a_p + a_g - inter, a_p, a_g)
 
+
+def pair_iou(intersection: int, union: int, empty_union_iou: float = 1.0) -> float:
+    """The empty-union rule: I / U, and ``empty_union_iou`` when U == 0 (both masks empty). No epsilon."""
+    return intersection / union if union else float(empty_union_iou)
+
+
+def intersection_union(a: RLE, b: RLE, where: str = "masks") -> tuple[int, int]:
+    """Exact (|A ∩ B|, |A ∪ B|) of two validated RLEs of one size (:func:`rle_pair_counts`)."""
     counts = rle_pair_counts(a, b, where)
     return counts.intersection, counts.union
 
 
 def iou(a: RLE, b: RLE, empty_iou: float = 1.0, where: str = "masks") -> float:
-    """|A ∩ B| / |A ∪ B|, and ``empty_iou`` when both masks are empty (:func:`perckit.segmentation.pair_iou`)."""
-    from .segmentation import pair_iou
-
+    """|A ∩ B| / |A ∪ B|, and ``empty_iou`` when both masks are empty (:func:`pair_iou`)."""
     return pair_iou(*intersection_union(a, b, where), empty_union_iou=empty_iou)
 
 

@@ -7,19 +7,20 @@ through :mod:`perckit.rle`, cast to Python ints; never pycocotools' ``iou()``), 
 :func:`reduce_iou` turns any number of pair scores into mIoU, cIoU, precision@t and the example
 count; :func:`reduce_groups` does the same per group (category, dataset, ...).
 
+The pair rules themselves, I and U of two validated RLEs and the empty-union IoU, are
+:func:`perckit.rle.rle_pair_counts` and :func:`perckit.rle.pair_iou` (the RLE module's header states them).
 The rules that live here and nowhere else:
 
-- **counts**: :func:`rle_pair_counts` (two already validated RLEs, the fast path of the metrics that
-  validate each mask once) and :func:`rle_count_matrix` (every prediction against every ground
-  truth of one image); :func:`pair_counts` / :func:`count_matrix` validate first;
+- **counts**: :func:`rle_count_matrix` (every prediction against every ground truth of one image);
+  :func:`pair_counts` / :func:`count_matrix` validate first;
 - **resize on mismatch** (option ``resize_predictions``, :data:`RESIZE_OPTION`): a prediction whose
   size differs from the ground truth's raises, or with ``"nearest"`` is resized and a warning
   logged (:func:`fit_prediction`, one message for every metric). The resize samples the prediction's
   runs at the target grid (:func:`perckit.rle.resize_nearest`: memory the target's, never the
   prediction's declared size) and charges the prediction row's :class:`perckit.rle.PixelBudget` with
   the target's pixels first (:func:`row_budget`: 2^30 resized pixels per prediction row);
-- **empty union** (option ``empty_union_iou``, :data:`EMPTY_UNION_OPTION`): IoU = I / U, and the
-  option's value when U = 0 (:func:`pair_iou`, :func:`iou_matrix`).
+- **empty union** (option ``empty_union_iou``, :data:`EMPTY_UNION_OPTION`): the scalar rule is
+  :func:`perckit.rle.pair_iou`; :func:`iou_matrix` applies it to count matrices.
 
 The reductions do not depend on the order of the scores: means are :func:`perckit.stats.fmean`
 (exactly rounded) and the pooled cIoU sums Python ints (no overflow), so evaluate's distributed
@@ -34,11 +35,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from . import rle as rle_ops
+from .rle import MaskCounts, pair_iou, rle_pair_counts
 from .errors import OptionError, PredictionError, check_choice
 from .matching import pair_by_id
 from .stats import fmean
@@ -66,15 +68,6 @@ class PairScore:
     intersection: int
     union: int
     iou: float
-
-
-class MaskCounts(NamedTuple):
-    """The exact pixel counts of one mask pair, as Python ints."""
-
-    intersection: int
-    union: int
-    pred_area: int
-    gt_area: int
 
 
 def as_rle(mask: Any, where: str = "mask") -> rle_ops.RLE:
@@ -148,21 +141,6 @@ def fit_prediction(
     return rle_ops.resize_nearest(pred, want)
 
 
-def rle_pair_counts(pred: rle_ops.RLE | None, gt: rle_ops.RLE | None, where: str = "masks") -> MaskCounts:
-    """Exact ``(I, U, |P|, |G|)`` of two already validated RLEs (the fast path: no validation).
-
-    ``None`` stands for the empty mask. Two masks of different sizes raise :class:`~perckit.errors.RLEError`
-    naming ``where`` (fit the prediction first, :func:`fit_prediction`); pycocotools' intersection is
-    taken only when both masks have foreground.
-    """
-    if pred is not None and gt is not None and pred["size"] != gt["size"]:
-        rle_ops.check_same_size([pred, gt], where)  # raises unless the sizes differ only in type ([1, 4] vs (1, 4))
-    a_p = rle_ops.area(pred) if pred is not None else 0
-    a_g = rle_ops.area(gt) if gt is not None else 0
-    inter = rle_ops.intersection_area(pred, gt, where) if a_p and a_g else 0
-    return MaskCounts(inter, a_p + a_g - inter, a_p, a_g)
-
-
 def dense_pair_counts(pred: np.ndarray, gt: np.ndarray, where: str = "masks") -> MaskCounts:
     """Exact ``(I, U, |P|, |G|)`` of two boolean arrays of one shape: the dense counterpart of
     :func:`rle_pair_counts`, for masks that are not images (ReasonAVEdit's time-frequency audio masks and
@@ -191,11 +169,6 @@ def pair_counts(pred: Any, gt: Any, *, resize: str | None = None, where: str = "
     p = fit_prediction(p, g["size"], resize=resize, where=where, budget=budget)
     counts = rle_pair_counts(p, g, where)
     return counts.intersection, counts.union
-
-
-def pair_iou(intersection: int, union: int, empty_union_iou: float = 1.0) -> float:
-    """The empty-union rule: I / U, and ``empty_union_iou`` when U == 0 (both masks empty). No epsilon."""
-    return intersection / union if union else float(empty_union_iou)
 
 
 def iou_matrix(intersection: np.ndarray, union: np.ndarray, empty_union_iou: float = 1.0) -> np.ndarray:
