@@ -296,7 +296,7 @@ def _build(name: str, config: str, data_dir: Path, cache: Path, keep: bool = Tru
     outputs are)."""
     import datasets
 
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     if cache.exists():
         shutil.rmtree(cache)
@@ -356,7 +356,7 @@ def case_r4d_build(quick: bool = False, repeat: int | None = None) -> list[dict]
     the median ratio over ``repeat`` repetitions (5; quick 2), the info line its range. The target row is
     read once / combined build >= 0.5. When it is missed, the row says whether the floors alone reach 0.5
     ("floor-bound" only when they do not, and no build beats its floor, which would make it no lower bound)."""
-    from perckit.sample_releases import write_release
+    from perckit.samples import write_release
     from perckit.r4d_bench import release
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-r4d-"))
@@ -426,7 +426,7 @@ def case_r4d_build(quick: bool = False, repeat: int | None = None) -> list[dict]
 
 
 #: Images the frames floor asks the OS to read ahead, across scenes, refilled when half are read: the window
-#: of :func:`perckit.prefetch.read_ahead` (256 files; its 32 MB budget does not bind on these 100 KB images).
+#: of :func:`perckit.io.prefetch.read_ahead` (256 files; its 32 MB budget does not bind on these 100 KB images).
 _FLOOR_READ_AHEAD = 256
 
 
@@ -444,7 +444,7 @@ def _r4d_floor(root: Path, out: Path) -> dict[str, dict[str, float]]:
     import orjson
     import pyarrow as pa
 
-    from perckit.prefetch import gc_paused
+    from perckit.io.prefetch import gc_paused
     from perckit.r4d_bench import release
 
     advise = getattr(os, "posix_fadvise", None)
@@ -552,7 +552,7 @@ def _r4d_floor(root: Path, out: Path) -> dict[str, dict[str, float]]:
 
 
 def case_reason_av_edit_build(quick: bool = False) -> list[dict]:
-    from perckit.sample_releases import write_release
+    from perckit.samples import write_release
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-rave-"))
     try:

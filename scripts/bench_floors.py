@@ -374,7 +374,7 @@ def _child_report(info: dict) -> None:
 
 def child_convert(args: argparse.Namespace) -> int:
     """Build the M4Seg train split once and print one JSON line (runs in a fresh process)."""
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     _quiet_datasets()
     builder = builder_class("m4seg")(
@@ -456,7 +456,7 @@ def run_child(kind: str, root: Path, source: str, num_proc: int, cache: Path) ->
 def write_m4seg(root: Path, rows: int) -> float:
     """A synthetic M4Seg release with ``rows`` train rows (tiled from :data:`M4SEG_TILE_BLOCK` generated
     examples, ``ceil(rows / 50k)`` shards, at least 2) and 10 test rows; returns the seconds it took."""
-    from perckit.sample_releases import write_release
+    from perckit.samples import write_release
 
     t0 = time.perf_counter()
     write_release("m4seg", root, seed=0, train_rows=rows, test_rows=10, shards=max(2, math.ceil(rows / M4SEG_SHARD_ROWS)),
@@ -585,7 +585,7 @@ def case_m4seg(quick: bool = False, sizes: list[int] | None = None, sources: lis
 
 def _build_seconds(name: str, config: str, data_dir: Path, cache: Path) -> float:
     """``download_and_prepare`` of a fresh builder into an empty cache."""
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     shutil.rmtree(cache, ignore_errors=True)
     with _quiet_in_process():  # the sample releases' quirks log warnings on every build
@@ -610,7 +610,7 @@ def interleaved(floor: Callable[[], float], build: Callable[[], float], repeat: 
 def case_refcoco_m_build(quick: bool = False) -> list[dict]:
     """RefCOCO-M ``expressions`` build (images carried) vs :func:`refcoco_m_floor`: 600 images of 360x480 to
     480x640, about half the real 1,190 (the ratio does not depend on the count; quick: 120)."""
-    from perckit.sample_releases import write_release
+    from perckit.samples import write_release
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-refcoco-"))
     try:
@@ -633,7 +633,7 @@ def case_refcoco_m_build(quick: bool = False) -> list[dict]:
 def case_syn4d_build(quick: bool = False) -> list[dict]:
     """Syn4D ``tracking`` (256 sequences, Q=512, half the real 512; quick: 32, Q=128) and ``challenge`` (8
     sequences, depth 360x640; quick: 4 at 90x160) builds vs :func:`syn4d_floor`."""
-    from perckit.sample_releases import write_release
+    from perckit.samples import write_release
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-syn4d-"))
     out = []

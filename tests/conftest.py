@@ -18,7 +18,7 @@ os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
 import pytest  # noqa: E402
 from helpers.common import REPO, SYN4D_PARITY  # noqa: E402
 
-from perckit.entrypoints import build_split  # noqa: E402
+from perckit.hf.entrypoints import build_split  # noqa: E402
 
 
 def _checkout_files() -> set[str]:
@@ -46,7 +46,7 @@ def checkout_left_clean():
 
 @pytest.fixture(scope="session")
 def r4d_release(tmp_path_factory):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     root = tmp_path_factory.mktemp("r4d_release")
     return write_release("r4d_bench", root)
@@ -73,7 +73,7 @@ def track_metric():
 
 @pytest.fixture(scope="session")
 def syn4d_release(tmp_path_factory):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     return write_release("syn4d", tmp_path_factory.mktemp("syn4d_release"))
 
@@ -89,7 +89,7 @@ def syn4d_parity_rows(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def refcoco_release(tmp_path_factory):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     return write_release("refcoco_m", tmp_path_factory.mktemp("refcoco_release"))
 
@@ -115,7 +115,7 @@ def refer_metric():
 
 @pytest.fixture(scope="session")
 def reason_av_edit_release(tmp_path_factory):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     return write_release("reason_av_edit", tmp_path_factory.mktemp("reason_av_edit_release"))
 
@@ -126,7 +126,7 @@ def reason_av_edit_release(tmp_path_factory):
 @pytest.fixture(scope="module")
 def m4_release(tmp_path_factory):
     """The synthetic M4Seg release (with its images under a sibling folder)."""
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     base = tmp_path_factory.mktemp("m4seg")
     return write_release("m4seg", base / "release", image_root=base / "images")

@@ -31,7 +31,7 @@ from helpers.bad_inputs import (DEEP_JSON, HUGE_INT_JSON, HUGE_RLE, NAN, NOT_UTF
 from helpers.common import REPO
 
 from perckit import rle
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import (
     InputNotFoundError,
     OptionError,
@@ -40,7 +40,7 @@ from perckit.errors import (
     ReleaseNotFoundError,
     RLEError,
 )
-from perckit.fixtures.base import write_release
+from perckit.samples import write_release
 
 
 # ================================================================ builders
@@ -292,7 +292,7 @@ def _rcm_rows(fn, schema_free: bool = False):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from perckit.fixtures import refcoco_m as fx
+        from perckit.samples import refcoco_m as fx
 
         rows = fx.read_shard(root / RCM_SHARD)
         fn(rows)
@@ -616,7 +616,7 @@ def _sine(seconds=1.0, sr=16000):
 
 
 def _mp4(total=10):
-    from perckit.fixtures.reason_av_edit import encode_mp4
+    from perckit.samples.reason_av_edit import encode_mp4
 
     frames = np.zeros((total, 32, 32, 3), dtype=np.uint8)
     frames[3, 8:24, 8:24] = 255
@@ -688,7 +688,7 @@ def test_av_reasoning_metric(av_metric, via_evaluate, pred, reference, error, pa
 
 SCHEMA_CASES = [
     # evaluate encodes every batch with the module's declared features before perckit's code runs; the modules
-    # (perckit.evaluate_base.PerckitMetric) turn its errors into a PredictionError naming the row and the field.
+    # (perckit.hf.metric.PerckitMetric) turn its errors into a PredictionError naming the row and the field.
     ("frame-id-a-word", "mask_temporal", [{"query_id": "q", "frames": [{"frame_id": "one", "mask": MT_REF["frames"][0]["mask"]}]}], [MT_REF],
      [r"mask_temporal: .*predictions\[0\]\.frames: expected", "int32", "'one'"]),
     ("counts-an-int", "mask_temporal", [mt_pred({"size": [1, 4], "counts": 5})], [MT_REF], [r"predictions\[0\]\.frames: expected", "Expected type str"]),

@@ -7,7 +7,7 @@ import re
 import pytest
 from helpers.common import REPO
 
-from perckit import benchmarks
+from perckit.hf import benchmark as benchmarks
 
 METRICS = sorted({m.name for name in benchmarks.NAMES for m in benchmarks.get(name).metrics})
 

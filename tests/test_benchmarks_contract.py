@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 import perckit
-from perckit import benchmarks
-from perckit.feature_check import check_side, compile_rows
-from perckit.fixtures.base import write_release
+from perckit.hf import benchmark as benchmarks
+from perckit.hf.feature_check import check_side, compile_rows
+from perckit.samples import write_release
 
 #: (metric, metric config) -> (dataset config, split) it scores (the descriptor's ``scores`` text, as data)
 SCORED = {

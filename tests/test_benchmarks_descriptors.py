@@ -1,4 +1,4 @@
-"""The benchmark descriptor (perckit.benchmarks) agrees with the code it describes, and `perckit list` shows it."""
+"""The benchmark descriptor (perckit.hf.benchmark) agrees with the code it describes, and `perckit list` shows it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 import datasets
 import pytest
 
-from perckit import benchmarks
-from perckit.entrypoints import builder_class, script_path
+from perckit.hf import benchmark as benchmarks
+from perckit.hf.entrypoints import builder_class, script_path
+from perckit.samples import write_release
 from perckit.errors import InputNotFoundError, OptionError
 
 from helpers.digests import table_digest
@@ -24,7 +25,7 @@ def test_descriptor_matches_the_builder_and_the_metric_scripts(name):
     b = benchmarks.get(name)
     cls = builder_class(name)
     assert cls.BUILDER_CONFIG_CLASS().hub_repo_id == b.hub_repo
-    assert b.configs()[0] == cls.DEFAULT_CONFIG_NAME and set(b.configs()) == {c.name for c in cls.BUILDER_CONFIGS}
+    assert benchmarks.configs(name)[0] == cls.DEFAULT_CONFIG_NAME and set(benchmarks.configs(name)) == {c.name for c in cls.BUILDER_CONFIGS}
     assert b.metrics, f"{name} has no metric"
     for m in b.metrics:
         assert script_path("metrics", m.name).is_file()
@@ -33,13 +34,13 @@ def test_descriptor_matches_the_builder_and_the_metric_scripts(name):
 
 @pytest.mark.parametrize("name", benchmarks.NAMES)
 def test_the_descriptor_builder_is_the_class_the_script_subclasses(name, tmp_path, monkeypatch):
-    """builder_class comes from the descriptor (no script imported by path); the script's one builder class
+    """builder_class comes from the package (no script imported by path); the script's one builder class
     subclasses it; the core class keeps the builder name (cache folder, info.builder_name) datasets gave the
-    script class perckit imported before, and its config names its benchmark."""
+    script class perckit imported before, and its config holds its benchmark's descriptor."""
     b = benchmarks.get(name)
-    cls = b.builder_class()
+    cls = benchmarks.builder_class(name)
     assert builder_class(name) is cls and cls.__module__ == f"perckit.{name}.builder"
-    assert cls.BUILDER_CONFIG_CLASS.BENCHMARK == name and cls.benchmark() is b
+    assert cls.BUILDER_CONFIG_CLASS.BENCHMARK is b and cls.benchmark() is b
     # A copy of the script: instantiating a builder whose module was loaded by path makes datasets lock the
     # script's grandparent folder (``builders.lock`` beside ``builders/``), which must not land in the checkout.
     copy = tmp_path / "builders" / name / f"{name}.py"
@@ -75,16 +76,16 @@ def test_sample_release_builds_and_the_hub_patterns_fetch_what_the_builder_reads
     """For every config: the descriptor's sample_release writes a release the descriptor's builder reads, and a
     build from the Hub (a stand-in snapshot_download holding that release, fetching only the descriptor's
     hub_patterns) gives the same rows as the build from data_dir."""
-    from perckit import hub
+    from perckit.hf import hub
 
     b = benchmarks.get(name)
     release = tmp_path / "hub_repo"
-    fx = b.sample_release_writer()(release)
+    fx = write_release(name, release)
     assert fx.files and all((release / f).is_file() for f in fx.files)
     calls: list = []
     monkeypatch.setattr(hub, "snapshot_download", fake_snapshot_download(release, calls))
-    cls = b.builder_class()
-    for config in b.configs():
+    cls = benchmarks.builder_class(name)
+    for config in benchmarks.configs(name):
         local = cls(config_name=config, data_dir=str(release), cache_dir=str(tmp_path / "local"))
         local.download_and_prepare()
         before = len(calls)
@@ -92,7 +93,7 @@ def test_sample_release_builds_and_the_hub_patterns_fetch_what_the_builder_reads
         remote.download_and_prepare()
         asked = calls[before]
         assert asked["repo_id"] == b.hub_repo and asked["repo_type"] == "dataset"
-        assert asked["allow_patterns"] == b.patterns(cls.BUILDER_CONFIG_CLASS(name=config))
+        assert asked["allow_patterns"] == list(cls.hub_patterns(cls.BUILDER_CONFIG_CLASS(name=config)))
         assert set(remote.info.splits) == set(local.info.splits) == set(b.splits), config
         snapshot = tmp_path / f"snapshot_{len(calls)}"
         for split in b.splits:

@@ -21,7 +21,9 @@ import pytest
 from helpers.accumulators import canonical
 from helpers.gloo import plan, run_group
 
-from perckit import accumulate, rle
+from perckit.hf import accumulate
+from perckit.hf import benchmark as benchmarks
+from perckit import rle
 
 pytestmark = pytest.mark.slow  # 2 + 4 interpreters importing torch
 
@@ -34,7 +36,7 @@ WORLDS = (2, 4)
 
 
 def _split(benchmark: str, config: str, root, cache):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     bl = builder_class(benchmark)(config_name=config, data_dir=str(root), cache_dir=str(cache / benchmark))
     bl.download_and_prepare()
@@ -45,7 +47,7 @@ def r4d_inputs(base, cache):
     from perckit.demo import perturb_r4d
     from perckit.r4d_bench import features as feats
     from perckit.r4d_bench import metrics as m
-    from perckit.sample_releases import write_release
+    from perckit.samples import write_release
 
     write_release("r4d_bench", base / "r4d_bench")
     rows = _split("r4d_bench", "all_queries", base / "r4d_bench", cache).to_list()
@@ -64,7 +66,7 @@ def refcoco_inputs(base, cache):
     from perckit.demo import perturb_masks
     from perckit.refcoco_m import features as feats
     from perckit.refcoco_m import metrics as m
-    from perckit.sample_releases import write_release
+    from perckit.samples import write_release
 
     write_release("refcoco_m", base / "refcoco_m")
     rows = _split("refcoco_m", "expressions", base / "refcoco_m", cache).remove_columns(["image"]).to_list()
@@ -73,8 +75,8 @@ def refcoco_inputs(base, cache):
 
 
 def syn4d_inputs(base, cache):
-    from perckit.sample_releases import write_release
-    from perckit.sample_releases.syn4d_predictions import write_predictions
+    from perckit.samples import write_release
+    from perckit.samples.syn4d_predictions import write_predictions
     from perckit.syn4d import io
     from perckit.syn4d import metrics as core
     from perckit.syn4d.features import to_metric_reference
@@ -95,7 +97,7 @@ def syn4d_inputs(base, cache):
 def m4seg_inputs(base, cache):
     from perckit.m4seg import features as feats
     from perckit.m4seg import metrics as m
-    from perckit.sample_releases import write_release
+    from perckit.samples import write_release
 
     write_release("m4seg", base / "m4seg", image_root=base / "m4img")
     rows = _split("m4seg", "default", base / "m4seg", cache).to_list()
@@ -118,7 +120,7 @@ def m4seg_inputs(base, cache):
 def av_inputs(base, cache):
     from perckit.reason_av_edit import features as feats
     from perckit.reason_av_edit import metrics as m
-    from perckit.sample_releases import write_release
+    from perckit.samples import write_release
 
     write_release("reason_av_edit", base / "reason_av_edit")
     ds = _split("reason_av_edit", "default", base / "reason_av_edit", cache)
@@ -199,7 +201,7 @@ def gloo_results(jobs, tmp_path_factory):
 
 
 def test_every_metric_has_a_job():
-    assert set(JOBS.values()) == set(accumulate.CORES)
+    assert set(JOBS.values()) == {m for m, (_, spec) in benchmarks.metrics().items() if spec.core is not None}
 
 
 @pytest.mark.parametrize("world", WORLDS)
@@ -263,7 +265,7 @@ def test_one_accumulator_in_random_batches_and_the_evaluate_module_give_the_same
     """Issue 19's "done": the gloo groups above, one accumulator fed in random batch sizes and orders, and the
     evaluate module (``perckit.load_metric``: a thin wrapper over the accumulator) all give the core function's
     numbers, bit for bit; the evaluate module's ``add_batch`` too."""
-    from perckit.api import load_metric
+    from perckit.hf.api import load_metric
 
     job = jobs[name]
     key = accumulate.core(job["metric"], job["config"]).id_key

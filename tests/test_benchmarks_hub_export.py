@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.viewer_rules import check_sample_export, split_card, viewer_problems
 
-from perckit import benchmarks
-from perckit.entrypoints import builder_class
+from perckit.hf import benchmark as benchmarks
+from perckit.hf.entrypoints import builder_class
 
 NAMES = list(benchmarks.NAMES)
 
@@ -58,7 +58,7 @@ def test_a_full_size_syn4d_challenge_is_marked_not_viewable(tmp_path):
     """A real ``challenge`` row holds 32 depth frames of 1280x720 float32 (118 MB): no 100-row page fits the Viewer's
     300 MB budget, so the export marks the config not viewable and the card says so; the default config stays viewable."""
     from perckit.export import convert
-    from perckit.sample_releases import write_release
+    from perckit.samples import write_release
 
     release = write_release("syn4d", tmp_path / "release", variants=("og",), scenes=("antiquity",), cameras=(0,),
                             depth_hw=(720, 1280), video_hw=(72, 128))

@@ -2,7 +2,7 @@
 
 ``evaluate`` encodes each batch with the module's declared features, and that encoding coerces silently
 (``Value("int32")`` stores 1.9 as 1, ``True`` as 1, ``"3"`` as 3; ``Value("string")`` stores 5 as
-``"5"`` ...). ``perckit.evaluate_base.PerckitMetric`` checks the raw batch first (``perckit.feature_check``).
+``"5"`` ...). ``perckit.hf.metric.PerckitMetric`` checks the raw batch first (``perckit.hf.feature_check``).
 
 The field tables are derived from the declared features themselves: every integer, float, string, bool and
 bytes leaf of the predictions and references schema of every metric (syn4d: each config) gets the bad values
@@ -529,7 +529,7 @@ def test_check_option_type_and_check_choice():
 def test_feature_check_float_and_int_edges():
     import datasets
 
-    from perckit.feature_check import Refused, compile_feature
+    from perckit.hf.feature_check import Refused, compile_feature
 
     f64, f32, i32, b = (compile_feature(datasets.Value(d)) for d in ("float64", "float32", "int32", "bool"))
     for ok, check in [(NAN, f64), (math.inf, f32), (3, f64), (np.float32(1.5), f64), (2.0, i32), (np.uint8(3), i32), (np.bool_(False), b), (None, i32)]:

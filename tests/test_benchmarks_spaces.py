@@ -22,7 +22,7 @@ import pytest
 import yaml
 from helpers.common import REPO
 
-from perckit import benchmarks
+from perckit.hf import benchmark as benchmarks
 
 METRICS = sorted({m.name for name in benchmarks.NAMES for m in benchmarks.get(name).metrics})
 #: The YAML keys of a Hugging Face Space: a card declares all three or none.

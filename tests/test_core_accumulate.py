@@ -1,7 +1,7 @@
-"""The accumulator base (perckit.accumulate) on hand-checkable rows: pairing across batches, golden numbers,
+"""The accumulator base (perckit.hf.accumulate) on hand-checkable rows: pairing across batches, golden numbers,
 the state's format and every refusal of a bad state or a bad save path; the one chokepoint of every state
 (issue 28: load_state_dict behind load_state, merge_files, lmms-eval items and state dicts) and the record
-declarations it compiles (perckit.feature_check's Scalar, Nullable, OptionalKey, Positional)."""
+declarations it compiles (perckit.hf.feature_check's Scalar, Nullable, OptionalKey, Positional)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import re
 
 import pytest
 
-from perckit.accumulate import (CORES, STATE_FORMAT, RecordSchema, accumulator, check_records, core, load_state, merge_files,
-                                refuse)
+from perckit.hf.accumulate import STATE_FORMAT, accumulator, core, load_state, merge_files
+from perckit.hf.benchmark import metrics
+from perckit.hf.contract import RecordSchema, check_records, refuse
 from perckit.errors import InputNotFoundError, OptionError, PredictionError, ReleaseFormatError
-from perckit.feature_check import Nullable, OptionalKey, Positional, Refused, Scalar, compile_feature
+from perckit.hf.feature_check import Nullable, OptionalKey, Positional, Refused, Scalar, compile_feature
 
 
 def ref(qid: str, counts: str = "022") -> dict:
@@ -36,12 +37,16 @@ def test_a_prediction_waits_for_its_reference_and_the_mean_is_golden():
     assert acc.compute()["miou"] == 0.75
 
 
-def test_every_registered_metric_has_a_core():
-    for name in CORES:
+def test_every_metric_of_a_descriptor_has_a_core():
+    named = [name for name, (_, spec) in metrics().items() if spec.core is not None]
+    assert sorted(named) == ["av_reasoning", "m4seg", "mask_temporal", "refer_iou", "syn4d", "track_id"]
+    for name in named:
         cfg = "tracking" if name == "syn4d" else None
         assert core(name, cfg).name == name
     with pytest.raises(OptionError, match="unknown metric 'nope'"):
         accumulator("nope")
+    with pytest.raises(OptionError, match="'av_edit_quality' is scored by its evaluate module only"):
+        accumulator("av_edit_quality")
 
 
 def test_the_state_round_trips_through_a_file(tmp_path):
@@ -105,7 +110,7 @@ def test_the_top_level_names_and_no_heavy_imports():
     import sys
 
     import perckit
-    from perckit import accumulate
+    from perckit.hf import accumulate
 
     assert perckit.accumulator is accumulate.accumulator and perckit.merge_files is accumulate.merge_files
     code = ("import sys, perckit; a = perckit.accumulator('track_id'); "
@@ -249,7 +254,7 @@ def test_a_huge_integer_in_a_state_dict_is_refused_without_a_value_error():
         assert str(e.value).startswith("state_dict: records[0] 'a': expected a dict with the keys") and str(e.value).endswith(got)
 
 
-# ---------------------------------------------------------------- the record declarations (perckit.feature_check)
+# ---------------------------------------------------------------- the record declarations (perckit.hf.feature_check)
 
 
 RECORD = {

@@ -10,7 +10,7 @@ import datasets
 import pytest
 
 import perckit
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import InputNotFoundError, OptionError
 
 from helpers.common import DS_MAJOR, REPO, needs_scripts
@@ -27,7 +27,7 @@ def test_script_folders_are_found_with_the_package():
 
 def test_load_dataset_equals_the_builder_path_of_this_line(tmp_path):
     """perckit.load_dataset gives the rows of load_dataset(script) on 3.6 and of the plain class on 5.x."""
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     release = write_release("refcoco_m", tmp_path / "rc").root
     ours = perckit.load_dataset("refcoco_m", "expressions", data_dir=release, split="validation", cache_dir=tmp_path / "c1")
@@ -49,7 +49,7 @@ def test_load_dataset_errors_are_perckit_errors(tmp_path):
 
 @needs_scripts
 def test_builder_path_loads_as_a_script_from_another_folder(tmp_path, monkeypatch):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     release = write_release("refcoco_m", tmp_path / "rc").root
     monkeypatch.chdir(tmp_path)
@@ -69,7 +69,7 @@ def test_load_metric_gives_the_checkout_module_numbers():
 
 
 def test_code_hash_changes_with_the_code(monkeypatch, tmp_path):
-    from perckit import api
+    from perckit.hf import api
 
     first = api.code_hash()
     assert len(first) == 16 and first == api.code_hash()
@@ -98,8 +98,8 @@ def test_rows_are_identical_on_both_datasets_lines(tmp_path):
     other = json.loads(out.read_text())
     ours = all_digests(releases, tmp_path / "ours")
     assert len(ours) >= 10
-    from perckit import benchmarks
+    from perckit.hf import benchmark as benchmarks
 
-    for b in benchmarks.all_benchmarks():  # the descriptor's splits are the ones the builders make
+    for b in benchmarks.BENCHMARKS.values():  # the descriptor's splits are the ones the builders make
         assert {k.split("/")[2] for k in ours if k.startswith(b.name + "/")} == set(b.splits), b.name
     assert ours == other, {k: (ours.get(k), other.get(k)) for k in set(ours) | set(other) if ours.get(k) != other.get(k)}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from perckit.sample_releases import write_release
+from perckit.samples import write_release
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 sys.path.insert(0, str(SCRIPTS))
@@ -37,7 +37,7 @@ def test_tiled_m4seg_release_has_unique_ids_and_the_real_layout(tmp_path):
 
 
 def test_tiled_m4seg_release_builds_from_both_sources(tmp_path):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     rel = write_release("m4seg", tmp_path / "rel", train_rows=200, test_rows=5, shards=2, write_manifest=False, tile_block=50)
     ids = {}

@@ -1,6 +1,6 @@
 """The guards live at their chokepoints (issue 28): every file perckit reads goes through the checked readers of
-``perckit.paths`` (a regular file, its size capped, checked on the open descriptor), every file it writes goes
-through the one atomic writer (``perckit.paths.atomic_file`` / ``write_atomic``), and nothing from a file is
+``perckit.io.paths`` (a regular file, its size capped, checked on the open descriptor), every file it writes goes
+through the one atomic writer (``perckit.io.paths.atomic_file`` / ``write_atomic``), and nothing from a file is
 ever executed (that scan is tests/test_core_security.py's: no ``torch.jit.load``, no pickle, ``torch.load`` only with
 ``weights_only=True``).
 
@@ -27,10 +27,10 @@ import pytest
 from helpers.common import dotted
 
 from perckit.errors import OutputError, PerckitError
-from perckit.paths import atomic_file, write_atomic
+from perckit.io.paths import atomic_file, write_atomic
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-READER_MODULE = "perckit/paths.py"
+READER_MODULE = "perckit/io/paths.py"
 
 # ---------------------------------------------------------------- what counts as a read, a write, a checked file
 
@@ -75,7 +75,7 @@ CHECKED_SOURCES = frozenset({
     "BytesIO", "StringIO", "paths.open_regular_file", "paths.open_checked", "paths.atomic_file", "paths.read_regular_file",
     "opener",  # the builders' opener: paths.checked_opener(open) (local files checked; remote ones through datasets)
     "wr.open", "self.open",  # ReleaseWriter.open: paths.atomic_file under the release root
-    "open_weights",  # perckit.model_files.open_weights: paths.open_regular_file under MAX_WEIGHTS_BYTES
+    "open_weights",  # perckit.io.model_files.open_weights: paths.open_regular_file under MAX_WEIGHTS_BYTES
 })
 #: calls whose result is a file only as good as what they are given (``ExitStack.enter_context(checked)``)
 PASS_THROUGH = frozenset({"enter_context", "stack.enter_context", "files.enter_context", "contextlib.closing"})
@@ -85,7 +85,7 @@ FILE_ANNOTATIONS = ("IO", "BinaryIO", "BufferedReader", "TextIO")
 #: The places that must give a path to a library or read by themselves, each with its reason (module, dotted
 #: call, the source text of its file argument).
 ALLOWED: dict[tuple[str, str, str], str] = {
-    ("perckit/prefetch.py", "os.open", "paths[len(sizes)]"):
+    ("perckit/io/prefetch.py", "os.open", "paths[len(sizes)]"):
         "opens only to hint the kernel (posix_fadvise WILLNEED); nothing is read there, the read is read_regular_file",
     ("perckit/syn4d/io.py", "z.zip.open", "member"):
         "a member of the NPZ that open_regular_file opened and np.load holds; its NPY header is checked first",
@@ -97,13 +97,13 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "writes that private scratch copy (see tempfile.mkstemp above)",
     ("perckit/reason_av_edit/inputs.py", "cv2.VideoCapture", "tmp"):
         "OpenCV reads only paths: the private scratch copy of checked bytes",
-    ("perckit/sample_releases/syn4d.py", "tempfile.TemporaryDirectory", ""):
+    ("perckit/samples/syn4d.py", "tempfile.TemporaryDirectory", ""):
         "OpenEXR writes only to a path: a private scratch folder, whose file is read back and written by write_atomic",
-    ("perckit/sample_releases/syn4d.py", "OpenEXR.OutputFile", "scratch"):
+    ("perckit/samples/syn4d.py", "OpenEXR.OutputFile", "scratch"):
         "OpenEXR writes only to a path: the private scratch file (see tempfile.TemporaryDirectory above)",
-    ("perckit/export_swap.py", "os.open", "path / BUILD_MARKER"):
+    ("perckit/export/swap.py", "os.open", "path / BUILD_MARKER"):
         "opens perckit's own build marker in a staging folder to probe its lock (flock); nothing is read or written",
-    ("perckit/export_swap.py", "filecmp.cmp", "src"):
+    ("perckit/export/swap.py", "filecmp.cmp", "src"):
         "compares two files of the export folders during the swap's recovery (a duplicate of a user's file)",
 }
 
@@ -232,7 +232,7 @@ def raw_file_access(source: str, rel: str) -> list[tuple[str, str, str, str]]:
 
 
 def _tree_findings() -> list[tuple[str, str, str, str]]:
-    """Every finding of the tree (the reader module ``perckit/paths.py`` excepted: the raw calls live there)."""
+    """Every finding of the tree (the reader module ``perckit/io/paths.py`` excepted: the raw calls live there)."""
     found = []
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
@@ -246,7 +246,7 @@ def test_every_file_access_goes_through_the_checked_readers_and_the_atomic_write
     found = _tree_findings()
     assert len(list(SRC.rglob("*.py"))) > 100
     unexplained = [f for f in found if f[:3] not in ALLOWED]
-    assert unexplained == [], "raw file access outside perckit.paths (route it through the checked readers / the atomic writer):\n" + \
+    assert unexplained == [], "raw file access outside perckit.io.paths (route it through the checked readers / the atomic writer):\n" + \
         "\n".join(map(str, unexplained))
 
 
@@ -262,7 +262,7 @@ import numpy as np
 import torch
 from pathlib import Path
 from PIL import Image
-from perckit.paths import open_regular_file, atomic_file, read_regular_file
+from perckit.io.paths import open_regular_file, atomic_file, read_regular_file
 
 def bad(path, out):
     open(path).read()
@@ -417,7 +417,7 @@ def _dev_zero(path: Path) -> Path:
 
 
 def _refcoco_shard(tmp_path: Path, make) -> Path:
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     root = write_release("refcoco_m", tmp_path / "rcm").root
     make(sorted((root / "data").glob("validation-*.parquet"))[0])
@@ -436,7 +436,7 @@ def test_release_readers_refuse_what_is_not_a_regular_file(tmp_path, make):
     prediction NPZs and checksummed files: a FIFO used to block the build, /dev/zero never ended."""
     from helpers.harness import deadline
 
-    from perckit.entrypoints import build_split
+    from perckit.hf.entrypoints import build_split
     from perckit.reason_av_edit.archives import iter_tar_file
     from perckit.reason_av_edit.extract import extract_archives
     from perckit.refcoco_m.release import all_expression_rows
@@ -490,8 +490,8 @@ def test_readers_take_a_cap():
     """``read_json`` and ``read_ahead`` have no uncapped mode any more: the cap is a required argument."""
     import inspect
 
-    from perckit.jsonio import read_json
-    from perckit.prefetch import read_ahead
+    from perckit.io.jsonio import read_json
+    from perckit.io.prefetch import read_ahead
 
     for fn in (read_json, read_ahead):
         param = inspect.signature(fn).parameters["limit"]

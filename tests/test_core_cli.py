@@ -15,7 +15,7 @@ from perckit.__main__ import RUN_KEY, main
 def rc_export(tmp_path_factory):
     """A RefCOCO-M sample release converted once (its only split is validation) and GT-as-predictions for it."""
     from perckit.export import convert
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
     from perckit.refcoco_m.features import to_metric_prediction
 
     base = tmp_path_factory.mktemp("rc")
@@ -102,7 +102,7 @@ def test_evaluate_checks_its_output_before_scoring(case, tmp_path, capsys):
 
 
 def test_offline_errors_name_the_flag_on_the_cli_and_the_argument_in_python(tmp_path, monkeypatch, capsys):
-    from perckit import hub
+    from perckit.hf import hub
 
     def offline(**kwargs):
         raise ConnectionError("no network here")
@@ -147,16 +147,16 @@ def test_every_subcommand_and_option_has_help_text():
                 assert action.help, f"{name} {action.option_strings or action.dest} has no help text"
 
 
-def test_write_fixture_writes_only_into_a_new_or_empty_folder(tmp_path, capsys):
+def test_write_sample_writes_only_into_a_new_or_empty_folder(tmp_path, capsys):
     user = tmp_path / "mine"
     user.mkdir()
     (user / "README.md").write_text("my notes")
-    assert main(["write-fixture", "refcoco_m", str(user)]) == 2
+    assert main(["write-sample", "refcoco_m", str(user)]) == 2
     assert "expected a new or empty folder" in capsys.readouterr().err
     assert [p.name for p in user.iterdir()] == ["README.md"] and (user / "README.md").read_text() == "my notes"
     (tmp_path / "empty").mkdir()
-    assert main(["write-fixture", "refcoco_m", str(tmp_path / "empty")]) == 0
-    assert main(["write-fixture", "refcoco_m", str(tmp_path / "new" / "rc")]) == 0
+    assert main(["write-sample", "refcoco_m", str(tmp_path / "empty")]) == 0
+    assert main(["write-sample", "refcoco_m", str(tmp_path / "new" / "rc")]) == 0
 
 
 def test_option_values_follow_the_json_rules():

@@ -1,4 +1,4 @@
-"""perckit.cli: the one scaffold of the command lines (perckit and the drop-ins): the error line, the exit codes,
+"""perckit.hf.cli: the one scaffold of the command lines (perckit and the drop-ins): the error line, the exit codes,
 the report writer, the official list syntax."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from perckit import cli
+from perckit.hf import cli
 from perckit.errors import InputNotFoundError, OptionError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
 
 

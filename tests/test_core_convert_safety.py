@@ -23,7 +23,7 @@ QUIET = dict(progress=False, log=lambda m: None)
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     home = tmp_path_factory.mktemp("safety_release_home")  # the release's parent holds nothing else
     return write_release("refcoco_m", home / "release").root
@@ -342,7 +342,8 @@ def _kill_child(out: Path, release: Path, cache: Path, k: int, fallback: bool, l
     if pid == 0:  # pragma: no cover (child)
         code = 1
         try:
-            from perckit import export, export_swap
+            from perckit import export
+            from perckit.export import swap as export_swap
 
             steps = [0]
 
@@ -375,7 +376,7 @@ def _kill_child(out: Path, release: Path, cache: Path, k: int, fallback: bool, l
 @pytest.mark.slow
 @pytest.mark.parametrize("fallback", [False, True], ids=["renameat2-exchange", "two-renames-fallback"])
 def test_a_kill_at_every_step_keeps_an_export_and_the_next_run_recovers(fallback, tmp_path, release, cache, template):
-    from perckit import export_swap
+    from perckit.export import swap as export_swap
 
     base = copy_export(template, tmp_path / "base")
     mine = add_user_files(base)
@@ -485,7 +486,7 @@ def test_a_kill_between_two_folder_renames_leaves_the_export_visible(tmp_path, r
 def test_an_exception_at_every_step_leaves_one_complete_export(tmp_path, release, cache, template, monkeypatch):
     """An exception (not a kill) at step k: before the swap the export is untouched and nothing is left over;
     after it the new export is in place and the next run's recovery removes what is left."""
-    from perckit import export_swap
+    from perckit.export import swap as export_swap
 
     base = copy_export(template, tmp_path / "base")
     mine = add_user_files(base)
@@ -566,7 +567,7 @@ def test_two_concurrent_converts_of_different_configs_both_land(tmp_path, releas
 
 
 def test_a_held_lock_makes_a_convert_wait_then_refuse(tmp_path, release, cache, template, monkeypatch):
-    from perckit import export_swap
+    from perckit.export import swap as export_swap
 
     out = copy_export(template, tmp_path / "export")
     before = snapshot(out)
@@ -583,7 +584,7 @@ def test_a_held_lock_makes_a_convert_wait_then_refuse(tmp_path, release, cache, 
 def test_recovery_removes_dead_builds_and_spares_everything_else(tmp_path, release, cache, template):
     import filelock
 
-    from perckit import export_swap
+    from perckit.export import swap as export_swap
 
     out = copy_export(template, tmp_path / "export")
     dead = tmp_path / ".export.tmp-0123456789ab"
@@ -710,7 +711,7 @@ CORRUPT = ["not-json", "truncated", "a-list", "duplicate-key", "nested-deep", "n
 
 @pytest.mark.parametrize("case", CORRUPT)
 def test_a_corrupt_state_file_is_a_documented_error(case, tmp_path, release, cache, template, no_build):
-    from perckit.push import files_to_push
+    from perckit.export.push import files_to_push
 
     out = copy_export(template, tmp_path / "export")
     victim = tmp_path / "victim"
@@ -730,7 +731,7 @@ def test_a_corrupt_state_file_is_a_documented_error(case, tmp_path, release, cac
 
 @pytest.mark.parametrize("case", ["a-fifo", "a-folder", "a-link-out-of-the-export", "over-the-size-cap"])
 def test_a_state_file_that_is_not_a_small_regular_file_is_refused(case, tmp_path, release, cache, template, no_build):
-    from perckit import export_state
+    from perckit.export import state as export_state
 
     out = copy_export(template, tmp_path / "export")
     (out / STATE).unlink()
@@ -762,7 +763,7 @@ def test_cli_corrupt_state_is_one_line(tmp_path, release, cache, template, no_bu
 
 
 def test_push_refuses_a_shard_that_links_out_of_the_export(tmp_path, template):
-    from perckit.push import files_to_push
+    from perckit.export.push import files_to_push
 
     out = copy_export(template, tmp_path / "export")
     (tmp_path / "private.bin").write_bytes(b"ssh key")
@@ -781,7 +782,7 @@ def test_push_refuses_a_shard_that_links_out_of_the_export(tmp_path, template):
 
 
 def test_an_export_written_before_the_format_key_is_still_read(tmp_path, release, cache, template):
-    from perckit.export_state import read_state
+    from perckit.export.state import read_state
 
     out = copy_export(template, tmp_path / "export")
     state = json.loads((out / STATE).read_text())

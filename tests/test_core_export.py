@@ -8,7 +8,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from perckit.entrypoints import builder_class
+from perckit.hf.entrypoints import builder_class
 from perckit.export import convert
 
 CASES = [
@@ -22,7 +22,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def releases(r4d_release, syn4d_release, refcoco_release, reason_av_edit_release, tmp_path_factory):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     m4seg = write_release("m4seg", tmp_path_factory.mktemp("m4seg_release"))
     return {"r4d_bench": r4d_release.root, "syn4d": syn4d_release.root, "refcoco_m": refcoco_release.root,

@@ -1,9 +1,10 @@
-"""perckit.export_card: the export's README carries the builder card's metadata, configs and dataset_info that
+"""perckit.export.card: the export's README carries the builder card's metadata, configs and dataset_info that
 datasets reads back, and a body for a Hub reader (issue 18). Records are built by hand (v1 and v2 shapes)."""
 
 from __future__ import annotations
 
 import io
+import importlib
 import re
 
 import datasets
@@ -13,8 +14,9 @@ import pytest
 import yaml
 from helpers.common import REPO
 
-from perckit import benchmarks, export_card
-from perckit.entrypoints import builder_class
+from perckit.hf import benchmark as benchmarks
+from perckit.export import card as export_card
+from perckit.hf.entrypoints import builder_class
 from perckit.errors import InputNotFoundError, ReleaseFormatError
 
 NAMES = list(benchmarks.NAMES)
@@ -189,9 +191,10 @@ def test_card_body_for_a_hub_reader(benchmark, tmp_path):
         assert re.search(rf"^\| `{c.name}`( \(default\))? \| [^|]*{re.escape(c.description)}", body, re.M), c.name
         assert f'load_dataset("<this repo>", "{c.name}", split="{bench.splits[-1]}")' in body
     for m in bench.metrics:
-        module, fn = m.reference.split(":")
+        fn = m.reference.__name__
         assert f"perckit.load_metric(\"{m.name}\"" in body and f'evaluate.load("metrics/{m.name}"' in body
-        assert f"from {module} import {fn}" in body
+        module = re.search(rf"^from (perckit[\w.]*) import {fn}$", body, re.M).group(1)  # the snippet's import runs
+        assert getattr(importlib.import_module(module), fn).__name__ == fn
     assert "mask_utils.decode(" in body and "rle.decode(rle.validate(m))" in body and "`frames[].mask`" in body
     assert '"_type"' not in body and '"dtype"' not in body and "### Features of" not in body  # no features JSON dump
     assert "## Dataset Viewer" not in body  # every config viewable

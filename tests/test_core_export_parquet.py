@@ -1,4 +1,4 @@
-"""perckit.export_parquet: Parquet shards the Dataset Viewer can page (issue 18), golden cases checked by hand.
+"""perckit.export.parquet: Parquet shards the Dataset Viewer can page (issue 18), golden cases checked by hand.
 
 The byte measure: an int64 is 8 bytes, a string its length plus a 4-byte offset. The Viewer's rules these cases
 follow are cited in tests/helpers/viewer_rules.py (dataset-viewer paths)."""
@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from perckit.export_parquet import (
+from perckit.export.parquet import (
     MAX_ROW_GROUP_BYTES,
     VIEWER_MAX_PAGE_BYTES,
     VIEWER_MAX_SPLITS,

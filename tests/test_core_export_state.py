@@ -1,4 +1,4 @@
-"""The export record ``.perckit_export.json`` version 2 (:mod:`perckit.export_state`): written as version 2, read in
+"""The export record ``.perckit_export.json`` version 2 (:mod:`perckit.export.state`): written as version 2, read in
 versions 1 and 2, and every optional key of version 2 checked as strictly as the version 1 keys (the record is
 untrusted: ``convert`` replaces the folders it names and ``push`` uploads what it lists). Every config is Parquet; a
 child config (ReasonAVEdit's ``videos``) names its ``parent``."""
@@ -11,8 +11,15 @@ import datasets
 import pytest
 
 from perckit.errors import ReleaseFormatError
-from perckit.export_state import (
-    MAX_TEXT_CHARS, STATE_FILE, children, drop_config, dump_state, owned_files, read_state, validate_state,
+from perckit.export.state import (
+    MAX_TEXT_CHARS,
+    STATE_FILE,
+    children,
+    drop_config,
+    dump_state,
+    owned_files,
+    read_state,
+    validate_state,
 )
 
 

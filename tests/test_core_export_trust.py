@@ -1,7 +1,7 @@
 """Issue 28, cause 5: reading an export reads only the export.
 
 ``perckit.export.load_export``, ``perckit evaluate`` / ``gt-predictions --references``, ``lmms_eval.write_task`` and
-ReasonAVEdit's ``load_back`` list an export's shards through one function (``perckit.export_state.export_layout``):
+ReasonAVEdit's ``load_back`` list an export's shards through one function (``perckit.export.state.export_layout``):
 the record's files, else the card's ``data_files``, every path inside the export folder, every shard a regular
 Parquet file that passes the page-size guard and the media check before anything decodes it. The attacks: the card
 edited to ``path: ../elsewhere/private.parquet`` (and an absolute path, a link inside the export pointing out, a
@@ -28,7 +28,8 @@ from helpers.fake_hub import blob_snapshot
 from helpers.harness import deadline
 from helpers.parquet_craft import under_declare
 
-from perckit import export_card, parquetio, paths
+from perckit.export import card as export_card
+from perckit.io import parquetio, paths
 from perckit.errors import (
     InputNotFoundError,
     OptionError,
@@ -36,9 +37,9 @@ from perckit.errors import (
     ReleaseNotFoundError,
 )
 from perckit.export import convert, load_export
-from perckit.export_card import read_card_configs
-from perckit.export_state import STATE_FILE, export_layout
-from perckit.paths import glob_under
+from perckit.export.card import read_card_configs
+from perckit.export.state import STATE_FILE, export_layout
+from perckit.io.paths import glob_under
 
 QUIET = {"progress": False, "log": lambda m: None}
 SHARD = "data/validation-00000-of-00001.parquet"
@@ -573,7 +574,7 @@ def test_the_media_check_walks_every_depth_and_only_media_structs():
     """export_parquet.check_media_table: a {bytes, path} value with no bytes and a path is refused at any depth (in
     lists, structs, lists of structs); the "not provided" marker (empty path), null values and structs that only look
     alike (a path that is not text) pass; a column nested deeper than MAX_MEDIA_DEPTH is refused, not a RecursionError."""
-    from perckit.export_parquet import MAX_MEDIA_DEPTH, check_media_table
+    from perckit.export.parquet import MAX_MEDIA_DEPTH, check_media_table
 
     img = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
     ok = pa.table({"image": pa.array([{"bytes": b"x", "path": "a.png"}, {"bytes": None, "path": ""}, None], img),

@@ -1,8 +1,9 @@
-"""perckit.figures: outlines, palette, legend, captions, time axis, on hand-made masks (golden pixels)."""
+"""perckit.export.figures: outlines, palette, legend, captions, time axis, on hand-made masks (golden pixels)."""
 
 import numpy as np
 
-from perckit import figures, rle
+from perckit.export import figures
+from perckit import rle
 
 
 def square(h=9, w=9, y=2, x=2, n=5):

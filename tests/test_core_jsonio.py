@@ -1,10 +1,10 @@
-"""``perckit.jsonio`` and ``perckit.prefetch`` helpers used by the builders."""
+"""``perckit.io.jsonio`` and ``perckit.io.prefetch`` helpers used by the builders."""
 
 import gc
 import os
 
-from perckit.prefetch import gc_paused
-from perckit.prefetch import read_ahead
+from perckit.io.prefetch import gc_paused
+from perckit.io.prefetch import read_ahead
 from perckit.errors import ReleaseFormatError, ReleaseNotFoundError
 
 
@@ -89,7 +89,7 @@ def test_in_background_order_errors_and_early_close():
 
     import pytest
 
-    from perckit.prefetch import in_background
+    from perckit.io.prefetch import in_background
 
     assert list(in_background(iter(range(100)), depth=3)) == list(range(100))
 
@@ -126,7 +126,7 @@ def test_in_background_order_errors_and_early_close():
 
 
 def _lines(data, **kw):
-    from perckit.jsonio import iter_json_lines
+    from perckit.io.jsonio import iter_json_lines
 
     return list(iter_json_lines(data, "'p.jsonl'", **kw))
 
@@ -135,7 +135,7 @@ def test_iter_json_lines_rules(tmp_path):
     import pytest
 
     from perckit.errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
-    from perckit.jsonio import iter_json_lines
+    from perckit.io.jsonio import iter_json_lines
 
     # a leading BOM skipped; blank lines (also "\r\n" ones) skipped but counted; "\r\n" endings accepted
     data = b'\xef\xbb\xbf{"a": 1}\r\n\r\n  \n{"b": "x\xe2\x80\xa8y"}\n'
@@ -177,9 +177,9 @@ def test_iter_json_lines_rules(tmp_path):
 
 
 def test_prefetch_helpers_stay_importable_from_jsonio():
-    """Their old home keeps the names (builders and scripts imported them from ``perckit.jsonio``)."""
-    from perckit import jsonio
-    from perckit import prefetch
+    """Their old home keeps the names (builders and scripts imported them from ``perckit.io.jsonio``)."""
+    from perckit.io import jsonio
+    from perckit.io import prefetch
 
     for name in ("gc_paused", "read_ahead", "in_background"):
         assert getattr(jsonio, name) is getattr(prefetch, name)
@@ -196,7 +196,7 @@ def test_loads_values_types_and_repeated_keys():
 
     import pytest
 
-    from perckit.jsonio import UTF8_BOM, DuplicateKeyError, loads
+    from perckit.io.jsonio import UTF8_BOM, DuplicateKeyError, loads
 
     text = '{"a": [18446744073709551616, 1, 1.0, true, null, "x:y", "\\u003a"], "b": {"a": 2}, "c": [NaN, -Infinity, 0.1000000000000000055511151231257827]}'
     for form in (text, text.encode(), bytearray(text.encode()), "\ufeff" + text, UTF8_BOM + text.encode(), bytearray(UTF8_BOM + text.encode())):

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.parquet_craft import under_declare
 
-from perckit import parquetio
+from perckit.io import parquetio
 from perckit.errors import ReleaseFormatError
 
 BIG = 96 << 20  # one value of 96 MiB (a few KB with zstd)
@@ -27,7 +27,7 @@ LIMIT = 8 << 20  # the guard's limit in the child
 
 
 def _m4seg_table(q_values: pa.Array) -> pa.Table:
-    from perckit.fixtures.m4seg import _parquet_schema
+    from perckit.samples.m4seg import _parquet_schema
 
     schema = _parquet_schema()
     n = len(q_values)
@@ -39,7 +39,7 @@ def _m4seg_table(q_values: pa.Array) -> pa.Table:
 
 
 def _refcoco_table(file_names: pa.Array) -> pa.Table:
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     root = write_release("refcoco_m", _refcoco_table.tmp / "rc").root
     table = pq.read_table(sorted(root.glob("data/*.parquet"))[0])

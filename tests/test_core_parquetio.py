@@ -5,8 +5,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from perckit import parquetio
-from perckit.entrypoints import build_split
+from perckit.io import parquetio
+from perckit.hf.entrypoints import build_split
 from perckit.errors import ReleaseFormatError
 
 
@@ -24,7 +24,7 @@ def test_compressible_column_over_the_limit(tmp_path):
 @pytest.mark.parametrize("name, config, kwargs", [("m4seg", "default", {"source": "parquet"}), ("refcoco_m", "expressions", {})])
 def test_builders_refuse_before_generation(name, config, kwargs, refcoco_release, tmp_path, monkeypatch):
     if name == "m4seg":
-        from perckit.fixtures.base import write_release
+        from perckit.samples import write_release
 
         root = write_release("m4seg", tmp_path / "m4", train_rows=4, test_rows=2, shards=1, write_manifest=False).root
     else:

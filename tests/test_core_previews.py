@@ -1,4 +1,4 @@
-"""perckit.previews: every benchmark's previewer on its sample release (deterministic, small, <= 512 px), the
+"""perckit.export.previews: every benchmark's previewer on its sample release (deterministic, small, <= 512 px), the
 column add_preview appends, the masks sampled from RLE runs, and rows with missing fields."""
 
 import io
@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from perckit import previews, rle
-from perckit.entrypoints import builder_class
+from perckit.export import previews
+from perckit.hf import benchmark as benchmarks
+from perckit import rle
+from perckit.hf.entrypoints import builder_class
 
 CASES = [("r4d_bench", "all_queries"), ("r4d_bench", "subset_36"), ("r4d_bench", "frames"), ("refcoco_m", "expressions"),
          ("refcoco_m", "images"), ("m4seg", "default"), ("syn4d", "tracking"), ("syn4d", "challenge"), ("reason_av_edit", "default")]
@@ -17,7 +19,7 @@ CAP = 80_000
 
 @pytest.fixture(scope="module")
 def releases(tmp_path_factory):
-    from perckit.sample_releases import write_release
+    from perckit.samples import write_release
 
     base = tmp_path_factory.mktemp("previews")
     out = {}
@@ -41,7 +43,7 @@ def test_every_previewer_on_its_sample_release(releases, benchmark, config):
     bl = _builder(releases, benchmark, config)
     split = list(bl.info.splits)[-1]
     ds = bl.as_dataset(split)
-    out = previews.add_preview(ds, benchmark, bl, config)
+    out = previews.add_preview(ds, benchmarks.get(benchmark), bl, config)
     assert out.column_names == ds.column_names + [previews.PREVIEW_COLUMN]
     assert {k: v for k, v in out.features.items() if k != previews.PREVIEW_COLUMN} == ds.features
     assert type(out.features[previews.PREVIEW_COLUMN]).__name__ == "Image"
@@ -58,7 +60,7 @@ def test_m4seg_with_photos(releases):
     paths, _ = releases
     bl = _builder(releases, "m4seg", "default", image_root=str(paths["m4img"]), splits=("test",))
     ds = bl.as_dataset("test")
-    out = previews.add_preview(ds, "m4seg", bl, "default")
+    out = previews.add_preview(ds, benchmarks.get("m4seg"), bl, "default")
     assert all(0 < len(c["bytes"]) <= CAP for c in out.with_format("arrow")["preview"].to_pylist())
 
 
@@ -67,13 +69,13 @@ def test_a_large_split_draws_in_several_processes_with_the_same_bytes(releases, 
     same cells, in the same order, as one process draws."""
     bl = _builder(releases, "m4seg", "default", splits=("test",))
     ds = bl.as_dataset("test")
-    one = previews.add_preview(ds, "m4seg", bl, "default").with_format("arrow")["preview"].to_pylist()
+    one = previews.add_preview(ds, benchmarks.get("m4seg"), bl, "default").with_format("arrow")["preview"].to_pylist()
     monkeypatch.setattr(previews, "PARALLEL_ROWS", 4)
     monkeypatch.setattr(previews, "BATCH_ROWS", 3)
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
     assert previews.preview_processes(ds.num_rows, len) == 2
     assert previews.preview_processes(3, len) is None  # a small split: one process
-    many = previews.add_preview(ds, "m4seg", bl, "default").with_format("arrow")["preview"].to_pylist()
+    many = previews.add_preview(ds, benchmarks.get("m4seg"), bl, "default").with_format("arrow")["preview"].to_pylist()
     assert [c["bytes"] for c in many] == [c["bytes"] for c in one] and len(one) == ds.num_rows
 
 
@@ -92,7 +94,7 @@ def test_no_previewer_leaves_the_dataset():
     import datasets
 
     ds = datasets.Dataset.from_dict({"a": [1]})
-    assert previews.add_preview(ds, "m4seg", None, "not_a_config") is ds
+    assert previews.add_preview(ds, benchmarks.get("m4seg"), None, "not_a_config") is ds
 
 
 def test_small_mask_matches_the_decoded_mask():

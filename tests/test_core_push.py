@@ -9,9 +9,9 @@ import os
 import pytest
 from helpers.fake_hub import HubRecorder
 
-from perckit import push
+from perckit.export import push
 from perckit.errors import InputNotFoundError, ReleaseFormatError
-from perckit.push import literal_pattern, push_export
+from perckit.export.push import literal_pattern, push_export
 
 FEATURES = {"x": {"dtype": "int64", "_type": "Value"}}
 QUIET = {"log": lambda m: None}

@@ -742,11 +742,11 @@ def test_golden_counts_messages(counts, message):
 @example([b"PPPPPP20PPPPPPP0", b"P0~P", b"PPPPPPPP0P", b"PPPPPP10"], 1)  # several rules broken; a 7th '1' is read
 @example([b"022"], 2)
 def test_counts_scan_equals_the_reference_grammar(strings, start):
-    """The compiled counts scan (``perckit._kernels.scan_counts``, over an Arrow string column: sliced, and
+    """The compiled counts scan (``perckit.core.counts.scan_counts``, over an Arrow string column: sliced, and
     binary, int32 offsets; and ``scan_one``, the n = 1 column) gives each string the status, total, runs and
     offset of the reference grammar (``oracles.counts.scan``), and ``decode_counts`` / ``validate`` raise its
     message (every status is met: ``_EVERY_STATUS``)."""
-    from perckit import _kernels as K
+    from perckit.core import counts as K
     from oracles import counts as oracle
 
     col = pa.array([b"0"] * start + strings, pa.binary()).slice(start)

@@ -1,4 +1,4 @@
-"""The sample releases (perckit.sample_releases): each writer spells its release layout itself, never through the
+"""The sample releases (perckit.samples): each writer spells its release layout itself, never through the
 benchmark's readers, so a wrong constant in a reader fails the builder tests instead of being written into the
 sample release too; the writer comes from the benchmark's descriptor."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perckit import benchmarks
+from perckit.hf import benchmark as benchmarks
 from perckit.errors import OptionError
 
 #: The benchmark subpackages (their readers, builders and features): no writer may import from them.
@@ -21,7 +21,7 @@ BENCHMARK_PACKAGES = tuple(f"perckit.{n}" for n in benchmarks.NAMES)
 
 
 def writer_module(name: str) -> str:
-    return benchmarks.get(name).sample_release.split(":")[0]
+    return f"perckit.samples.{name}"
 
 
 def imports_of(module: str) -> list[tuple[int, str]]:
@@ -48,7 +48,7 @@ def benchmark_imports(module: str) -> list[str]:
 def test_the_import_scan_sees_relative_and_function_level_imports():
     """The scan itself: Syn4D's predictions writer reads a release with the Syn4D readers (it is a consumer of
     the release, not a writer, and lives apart for that reason); the scan must see those imports."""
-    found = benchmark_imports("perckit.sample_releases.syn4d_predictions")
+    found = benchmark_imports("perckit.samples.syn4d_predictions")
     assert any(f.endswith(": perckit.syn4d.release") for f in found) and any(f.endswith(": perckit.syn4d.geometry") for f in found)
 
 
@@ -56,7 +56,7 @@ def test_the_import_scan_sees_relative_and_function_level_imports():
 def test_the_writer_does_not_import_the_benchmark_readers(name):
     """An AST scan of the descriptor's writer module (every import, also inside functions) and of the base module
     all writers share: nothing from any ``perckit.<benchmark>`` subpackage."""
-    for module in (writer_module(name), "perckit.sample_releases.base"):
+    for module in (writer_module(name), "perckit.samples.base"):
         assert benchmark_imports(module) == [], f"{module} imports from a benchmark subpackage"
 
 
@@ -65,7 +65,7 @@ def test_writing_a_sample_release_loads_none_of_the_benchmark_code(name, tmp_pat
     """The same at run time, imports of imports included: in a fresh interpreter, importing the writer and writing
     the release loads no module of any benchmark subpackage."""
     module = writer_module(name)
-    attr = benchmarks.get(name).sample_release.split(":")[1]
+    attr = "write_release"
     code = (
         "import importlib, json, sys\n"
         f"writer = getattr(importlib.import_module({module!r}), {attr!r})\n"
@@ -79,8 +79,8 @@ def test_writing_a_sample_release_loads_none_of_the_benchmark_code(name, tmp_pat
 
 
 def test_write_release_uses_the_descriptor_writer(tmp_path):
-    from perckit.sample_releases import write_release
-    from perckit.sample_releases import refcoco_m
+    from perckit.samples import write_release
+    from perckit.samples import refcoco_m
 
     fx = write_release("refcoco_m", tmp_path / "a", seed=3, num_images=4, shards=1)
     again = refcoco_m.write_release(tmp_path / "b", seed=3, num_images=4, shards=1)

@@ -1,4 +1,4 @@
-"""perckit.segmentation, the generic per-mask IoU core: golden values, dense-numpy properties, order independence."""
+"""perckit.core.segmentation, the generic per-mask IoU core: golden values, dense-numpy properties, order independence."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 from pycocotools import mask as _coco
 
 from perckit import rle
-from perckit import segmentation as seg
+from perckit.core import segmentation as seg
 from perckit.errors import OptionError, PredictionError, RLEError
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -79,7 +79,7 @@ def test_size_mismatch_raises_or_resizes(caplog):
     with pytest.raises(PredictionError, match=r"expression 'e1'.*\[3, 2\].*\[2, 3\]"):
         seg.pair_counts(R("6", (3, 2)), R("033"), where="expression 'e1'")
     big = np.repeat(np.repeat(A, 2, axis=0), 2, axis=1)  # 4x6 nearest upsampling of A
-    with caplog.at_level(logging.WARNING, logger="perckit.segmentation"):
+    with caplog.at_level(logging.WARNING, logger="perckit.core.segmentation"):
         assert seg.score_pair(rle.encode(big), R("033"), resize="nearest", where="e1").iou == 0.5
     assert "e1" in caplog.text and "[4, 6]" in caplog.text and "[2, 3]" in caplog.text
     with pytest.raises(OptionError, match="resize"):
@@ -224,7 +224,7 @@ def test_fit_prediction_is_the_one_resize_rule(caplog):
     with pytest.raises(PredictionError, match=r"^g\.mask: predicted mask size \[3, 2\] differs from the size of image 2 \[2, 3\]"):
         seg.fit_prediction(R("6", (3, 2)), [2, 3], resize=None, where="g.mask", target="the size of image 2")
     big = rle.encode(np.repeat(np.repeat(A, 2, axis=0), 2, axis=1))
-    with caplog.at_level(logging.WARNING, logger="perckit.segmentation"):
+    with caplog.at_level(logging.WARNING, logger="perckit.core.segmentation"):
         assert seg.fit_prediction(big, [2, 3], resize="nearest", where="w1") == R("021O1")
         assert seg.fit_prediction(big, (2, 3), resize="nearest", where="w2", warn=False) == R("021O1")
     assert "w1: resizing the predicted mask from [4, 6] to [2, 3] (nearest)" in caplog.text and "w2" not in caplog.text

@@ -4,8 +4,8 @@
 import datasets
 import pytest
 
-from perckit.builder_base import PerckitTableBuilder
-from perckit.entrypoints import builder_class
+from perckit.hf.builder import PerckitTableBuilder
+from perckit.hf.entrypoints import builder_class
 
 CASES = [
     ("r4d_bench", "all_queries", "r4d_release"),
@@ -42,7 +42,7 @@ def test_rows_with_other_keys_are_refused(r4d_release, tmp_path):
 def test_rows_to_table_zero_copy_equals_from_pylist():
     import pyarrow as pa
 
-    from perckit.builder_base import MEDIA_STORAGE, rows_to_table
+    from perckit.hf.builder import MEDIA_STORAGE, rows_to_table
 
     schema = pa.schema([("id", pa.string()), ("video", MEDIA_STORAGE), ("image", MEDIA_STORAGE), ("n", pa.int32())])
     for row in [

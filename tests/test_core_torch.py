@@ -24,7 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from perckit import accumulate, rle
+from perckit.hf import accumulate
+from perckit import rle
 from perckit.errors import OptionError, ReleaseFormatError, RLEError
 
 torch = lazy_import("torch")  # imported when the first test uses it, not while the suite is collected
@@ -112,8 +113,8 @@ def test_encode_masks_size_limit(monkeypatch):
 @pytest.fixture(scope="module")
 def splits(tmp_path_factory):
     """One split of every config of every builder, built from its sample release."""
-    from perckit.entrypoints import builder_class
-    from perckit.sample_releases import write_release
+    from perckit.hf.entrypoints import builder_class
+    from perckit.samples import write_release
 
     base = tmp_path_factory.mktemp("torch_releases")
     out = {}
@@ -261,8 +262,8 @@ def test_gather_needs_an_initialised_process_group():
 
 
 def test_perckit_never_imports_perckit_torch():
-    code = ("import sys, perckit, perckit.rle, perckit.accumulate, perckit.segmentation; "
-            "[perckit.accumulate.core(n, 'tracking' if n == 'syn4d' else None) for n in perckit.accumulate.CORES]; "
+    code = ("import sys, perckit, perckit.rle, perckit.hf.accumulate, perckit.core.segmentation; "
+            "[perckit.hf.accumulate.core(n, 'tracking' if n == 'syn4d' else None) for n, (_, s) in perckit.hf.benchmark.metrics().items() if s.core]; "
             "print(sorted(m for m in ('torch', 'perckit.torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

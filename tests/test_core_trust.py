@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from perckit.errors import PredictionError, ReleaseFormatError, ReleaseNotFoundError
-from perckit.images import check_encoded_image, mask_foreground
-from perckit.jsonio import DuplicateKeyError, decode_text, loads, read_json
-from perckit.paths import MAX_PATH_CHARS, check_relative, read_regular_file, resolve_under
+from perckit.io.images import check_encoded_image, mask_foreground
+from perckit.io.jsonio import DuplicateKeyError, decode_text, loads, read_json
+from perckit.io.paths import MAX_PATH_CHARS, check_relative, read_regular_file, resolve_under
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from hypothesis import example, given
 from helpers.m4seg import R, S1_PRED, S1_REF, S2_PRED, S3_PRED, S4_PRED, S4_REF, g_pred, g_ref, ref_row
 
 from perckit import rle
-from perckit.accumulate import Accumulator, accumulator, load_state, merge_files
+from perckit.hf.accumulate import Accumulator, accumulator, load_state, merge_files
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
 from perckit.m4seg import features as feats
 from perckit.m4seg import metrics as core

@@ -30,7 +30,7 @@ from helpers.common import REPO
 from helpers.harness import check, documented_error
 from helpers.m4seg import NATIVE, SHARD, S1_PRED, S1_REF, R, build_test_split, small_examples, write_parquet
 
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import InputNotFoundError, OptionError, PerckitError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, RLEError
 from perckit.m4seg import io as m4io
 from perckit.m4seg import metrics as core

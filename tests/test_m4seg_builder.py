@@ -15,7 +15,7 @@ from helpers.fake_hub import fake_snapshot_download
 from helpers.harness import messages as _messages
 
 from perckit import rle
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import ReleaseFormatError, ReleaseNotFoundError
 from perckit.m4seg import features as feats
 from perckit.m4seg import release
@@ -79,7 +79,7 @@ def test_auto_source_and_size_order_options(m4_release, m4_parquet, tmp_path, ca
 
 def test_both_lines_give_the_same_rows(m4_release, m4_parquet, tmp_path):
     """The plain class (the 5.x path) and load_dataset (3.6) build identical rows."""
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     b = builder_class("m4seg")(config_name="default", data_dir=str(m4_release.root), cache_dir=str(tmp_path), source="parquet")
     b.download_and_prepare()
@@ -88,7 +88,7 @@ def test_both_lines_give_the_same_rows(m4_release, m4_parquet, tmp_path):
 
 
 def test_num_proc_2_same_rows(m4_release, m4_parquet, tmp_path):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     for source in ("native", "parquet"):
         b = builder_class("m4seg")(config_name="default", data_dir=str(m4_release.root), cache_dir=str(tmp_path / source),
@@ -152,7 +152,7 @@ def test_shard_bounds_balance_the_work():
 
 
 def test_streaming_plain_class(m4_release, m4_parquet):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     for source in ("native", "parquet"):
         b = builder_class("m4seg")(config_name="default", data_dir=str(m4_release.root), source=source)
@@ -196,8 +196,8 @@ def test_image_root_lists_the_first_missing_paths(m4_release, tmp_path):
 
 
 def test_hub_download_fetches_only_what_the_source_needs(m4_release, tmp_path, monkeypatch):
-    from perckit import hub
-    from perckit.entrypoints import builder_class
+    from perckit.hf import hub
+    from perckit.hf.entrypoints import builder_class
 
     source = tmp_path / "hub_repo"
     shutil.copytree(m4_release.root, source)
@@ -235,7 +235,7 @@ def test_hub_download_fetches_only_what_the_source_needs(m4_release, tmp_path, m
 
 
 def test_hub_offline_error_names_data_dir(tmp_path):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     b = builder_class("m4seg")(config_name="default", cache_dir=str(tmp_path))
     with pytest.raises(ReleaseNotFoundError, match="kanguyen-vn/M4Seg.*data_dir="):
@@ -310,7 +310,7 @@ def test_b1_parquet_and_native_json_agree(tmp_path, caplog):
 
 @pytest.mark.skipif(DS_MAJOR < 4, reason="the plain-class path with hash= is the datasets 4.x / 5.x one")
 def test_plain_class_accepts_hash(m4_release, tmp_path):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     b = builder_class("m4seg")(config_name="default", data_dir=str(m4_release.root), cache_dir=str(tmp_path), hash="abc", splits=("test",))
     b.download_and_prepare()

@@ -11,7 +11,7 @@ import pytest
 from helpers.harness import messages
 from helpers.m4seg import NO_METEOR, R, S1_PRED, S1_REF
 
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from perckit.m4seg import metrics as core
 from perckit.m4seg import release
@@ -129,7 +129,7 @@ def test_missing_files_name_both_paths(tmp_path):
 
 
 def test_unknown_options(tmp_path):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     cls = builder_class("m4seg")
     for kwargs, name in (({"source": "csv"}, "source"), ({"native_image_size_order": "xy"}, "native_image_size_order"),
@@ -159,7 +159,7 @@ def test_duplicate_example_id_in_builder_output(m4_release, tmp_path):
 
     root = _edit_release(m4_release.root, tmp_path, "train", dup)
     for nproc in (None, 2):
-        from perckit.entrypoints import builder_class
+        from perckit.hf.entrypoints import builder_class
 
         b = builder_class("m4seg")(config_name="default", data_dir=str(root), cache_dir=str(tmp_path / f"c{nproc}"), splits=("train",))
         with pytest.raises(Exception) as info:

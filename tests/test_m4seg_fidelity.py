@@ -9,9 +9,9 @@ import pytest
 from helpers.common import DS_MAJOR, REPO
 from helpers.m4seg import NO_METEOR, R, g_pred, g_ref, ref_row
 
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.m4seg import metrics as core
-from perckit.segmentation import reduce_iou
+from perckit.core.segmentation import reduce_iou
 
 # ---------------------------------------------------------------- gIoU / cIoU (metric card, "Extras")
 
@@ -170,8 +170,8 @@ def test_auto_hub_download_fetches_the_parquet_first(m4_release, tmp_path, monke
 
     from helpers.fake_hub import fake_snapshot_download
 
-    from perckit import hub
-    from perckit.entrypoints import builder_class
+    from perckit.hf import hub
+    from perckit.hf.entrypoints import builder_class
 
     source = tmp_path / "hub_repo"
     shutil.copytree(m4_release.root, source)

@@ -27,7 +27,7 @@ from hypothesis.extra import numpy as hnp
 
 from oracles.m4seg_parquet import parquet_to_row
 
-from perckit.builder_base import rows_to_table
+from perckit.hf.builder import rows_to_table
 from perckit.errors import PerckitError
 from perckit.m4seg import io as m4io
 from perckit.m4seg import metrics as core

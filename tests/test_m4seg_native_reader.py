@@ -13,7 +13,7 @@ import pytest
 
 from perckit.errors import ReleaseFormatError
 from perckit.m4seg import release
-from perckit.sample_releases import write_release
+from perckit.samples import write_release
 
 
 def _rows(path, split="train", nproc=1, size_order="auto"):
@@ -200,7 +200,7 @@ def test_plainly_relative_never_accepts_what_check_relative_refuses():
     import random
 
     from perckit.m4seg import rows
-    from perckit.paths import check_relative
+    from perckit.io.paths import check_relative
 
     rng = random.Random(0)
     alphabet = ["a", "Z", "0", "_", "-", ".", "/", "\\", ":", " ", "\x00", "é", "..", "~"]

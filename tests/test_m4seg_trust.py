@@ -288,7 +288,7 @@ def test_native_repeated_keys(rel, tmp_path, example, key_json, after, where, st
     """A native example (or any object in it) that repeats a key is a ReleaseFormatError naming the example and
     the key (ijson kept the last value silently); with num_proc=2 too, where the prepass reads the ids first."""
     _dup(example, key_json, after)(rel, tmp_path)
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     patterns = [where, f"a JSON object repeats the key '{key}'", "expected every key once"]
     if num_proc == 1:

@@ -16,7 +16,7 @@ from helpers.accumulators import assert_ranges, assert_refused, canonical, feed,
 from helpers.fuzz import FUZZ, reaches
 from hypothesis import example, given
 
-from perckit.accumulate import accumulator, load_state, merge_files
+from perckit.hf.accumulate import accumulator, load_state, merge_files
 from perckit.demo import perturb_r4d
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError, short_repr
 from perckit.r4d_bench import features as feats

@@ -8,7 +8,7 @@ from helpers.common import REPO, needs_scripts
 from pycocotools import mask as mask_utils
 
 from perckit import rle
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.r4d_bench import features as feats
 from perckit.r4d_bench import release
 
@@ -124,7 +124,7 @@ def test_frames_keys_and_streaming(r4d_release):
 
 
 def test_streaming_plain_class(r4d_release, r4d_queries):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     b = builder_class("r4d_bench")(config_name="all_queries", data_dir=str(r4d_release.root))
     rows = list(b.as_streaming_dataset("test"))
@@ -134,7 +134,7 @@ def test_streaming_plain_class(r4d_release, r4d_queries):
 
 def test_both_lines_give_the_same_rows(r4d_release, r4d_queries, tmp_path):
     """The plain class (the 5.x path) and load_dataset (3.6) build identical rows."""
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     b = builder_class("r4d_bench")(config_name="all_queries", data_dir=str(r4d_release.root), cache_dir=str(tmp_path))
     b.download_and_prepare()

@@ -6,8 +6,8 @@ import shutil
 import pytest
 from helpers.fake_hub import fake_snapshot_download
 
-from perckit import hub
-from perckit.entrypoints import build_split
+from perckit.hf import hub
+from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError, RLEError
 from perckit.r4d_bench import builder as r4d_builder
 from perckit.r4d_bench import release
@@ -122,7 +122,7 @@ def test_unknown_option_value(rel, tmp_path):
 
 @pytest.mark.parametrize("config, kwargs", [("all_queries", {}), ("subset_36", {"mask_source": "mask_image"}), ("frames", {})])
 def test_hub_download_fetches_only_needed_files(r4d_release, tmp_path, monkeypatch, config, kwargs):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     source = tmp_path / "hub_repo"
     shutil.copytree(r4d_release.root, source)
@@ -145,7 +145,7 @@ def test_hub_download_fetches_only_needed_files(r4d_release, tmp_path, monkeypat
 
 
 def test_hub_offline_error_says_how_to_pass_data_dir(tmp_path):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     b = builder_class("r4d_bench")(config_name="all_queries", cache_dir=str(tmp_path), repo_id="someone/not-here")
     with pytest.raises(ReleaseNotFoundError, match="someone/not-here.*data_dir="):

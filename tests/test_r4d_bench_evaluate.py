@@ -8,7 +8,7 @@ from helpers.r4d import V1_PREDS, V1_REFS
 
 from perckit.r4d_bench import features as feats
 from perckit.r4d_bench import metrics as core
-from perckit.schema import project
+from perckit.core.schema import project
 
 
 def _scalars(d):

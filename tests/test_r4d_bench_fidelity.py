@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 from perckit import rle
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError
-from perckit.fixtures.base import write_release
+from perckit.samples import write_release
 from perckit.r4d_bench import builder as r4d_builder
 from perckit.r4d_bench import evaluate_mask_temporal as cli_mask
 from perckit.r4d_bench import evaluate_r4dgs

@@ -30,7 +30,7 @@ from perckit.r4d_bench import features as feats
 from perckit.r4d_bench import masks
 from perckit.r4d_bench import release
 from perckit.r4d_bench import scenes
-from perckit.sample_releases import write_release
+from perckit.samples import write_release
 
 H, W = 24, 32
 SCHEMA = feats.frame_features().arrow_schema

@@ -20,9 +20,9 @@ from helpers.harness import deadline, expect
 from helpers.bad_inputs import link_out
 from PIL import Image
 
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
-from perckit.fixtures.base import write_release
+from perckit.samples import write_release
 from perckit.r4d_bench import evaluate_mask_temporal as cli_mask
 from perckit.r4d_bench import io as r4d_io
 from perckit.r4d_bench import release

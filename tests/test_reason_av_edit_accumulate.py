@@ -16,10 +16,10 @@ from helpers.fuzz import FUZZ, reaches
 from hypothesis import example, given
 
 from perckit import rle
-from perckit.accumulate import Accumulator, accumulator, load_state, merge_files
-from perckit.entrypoints import build_split
+from perckit.hf.accumulate import Accumulator, accumulator, load_state, merge_files
+from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
-from perckit.fixtures.reason_av_edit import encode_mp4
+from perckit.samples.reason_av_edit import encode_mp4
 from perckit.reason_av_edit import features as feats
 from perckit.reason_av_edit import metrics as core
 from perckit.reason_av_edit.accumulate import RECORD_FIELDS, av_reasoning_core
@@ -30,7 +30,7 @@ FPS = 25.0
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     return write_release("reason_av_edit", tmp_path_factory.mktemp("rae_acc"), extracted=True)
 

@@ -14,7 +14,7 @@ from helpers.common import REPO, needs_scripts
 from helpers.fake_hub import fake_snapshot_download
 from helpers.harness import messages as _messages
 
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError
 from perckit.reason_av_edit import features as feats
 from perckit.reason_av_edit import release as rel
@@ -25,7 +25,7 @@ MEDIA_COLUMNS = ("video", "audio", "mask_video", "reason_visual", "reason_visual
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     return write_release("reason_av_edit", tmp_path_factory.mktemp("rae"), extracted=True)
 
@@ -148,7 +148,7 @@ def test_row_fields(archive_ds, release):
 
 def test_b1_three_samples_and_no_extract(tmp_path, monkeypatch):
     """Spec B1: W1, H3, C4; seven tars with folder-prefixed members; iter_archive, never extract."""
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
     from perckit import rle
 
     fx = write_release("reason_av_edit", tmp_path / "rel", sub_tracks=("W1", "H3", "C4"))
@@ -177,7 +177,7 @@ def test_extracting_the_archives_gives_the_same_rows(release, archive_ds, tmp_pa
 
 def test_auto_source_and_option_errors(release, tmp_path):
     root = _archives_only(release, tmp_path / "rel")
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     B = builder_class(NAME)
     b = B(config_name=CONFIG, data_dir=str(root), cache_dir=str(tmp_path / "c"))
@@ -194,7 +194,7 @@ def test_auto_source_and_option_errors(release, tmp_path):
 
 
 def test_streaming_plain_class_first_rows(release, archive_ds, extracted_ds):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     for source, ds in (("archives", archive_ds), ("extracted", extracted_ds)):
         b = builder_class(NAME)(config_name=CONFIG, data_dir=str(release.root), source=source)
@@ -214,7 +214,7 @@ def test_streaming_load_dataset(release, archive_ds):
 
 def test_plain_class_equals_build_split(release, archive_ds, tmp_path):
     """The plain class (the 5.x path) and build_split (load_dataset on 3.6) build identical rows."""
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     b = builder_class(NAME)(config_name=CONFIG, data_dir=str(release.root), cache_dir=str(tmp_path), source="archives")
     b.download_and_prepare()
@@ -259,7 +259,7 @@ def test_missing_member_names_archive_and_member(release, tmp_path, archive, mem
 
 
 def test_missing_member_in_streaming(release, tmp_path):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     root = _archives_only(release, tmp_path / "rel")
     _rewrite_tar(root / "archives/masks.tar", keep=lambda n: n != "masks/w3_0000.mp4")
@@ -282,7 +282,7 @@ def test_member_on_disk_is_used(release, archive_ds, tmp_path):
 
 @pytest.fixture
 def small(tmp_path):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     return write_release("reason_av_edit", tmp_path / "rel", sub_tracks=("W1", "T1"))
 
@@ -443,8 +443,8 @@ def test_extract_archives_rejects_unsafe_members(tmp_path):
 
 
 def test_hub_download_fetches_only_needed_files(release, archive_ds, tmp_path, monkeypatch):
-    from perckit import hub
-    from perckit.entrypoints import builder_class
+    from perckit.hf import hub
+    from perckit.hf.entrypoints import builder_class
 
     source = tmp_path / "hub_repo"
     shutil.copytree(release.root, source)
@@ -461,7 +461,7 @@ def test_hub_download_fetches_only_needed_files(release, archive_ds, tmp_path, m
 
 
 def test_hub_offline_error_names_data_dir(tmp_path):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     b = builder_class(NAME)(config_name=CONFIG, cache_dir=str(tmp_path))
     with pytest.raises(ReleaseNotFoundError, match="bigfacing/ReasonAVEdit-Bench.*data_dir="):

@@ -1,4 +1,4 @@
-"""The ReasonAVEdit-Bench export hook (:mod:`perckit.reason_av_edit.export`, through :mod:`perckit.export_hooks`) on
+"""The ReasonAVEdit-Bench export hook (:mod:`perckit.reason_av_edit.export`, through :mod:`perckit.export.hooks`) on
 the sample release: Audio-typed audio in the default config, the clips in a Parquet child config ``videos`` of
 ``Video`` columns, both configs loading with plain ``datasets`` from one card, and ``load_back`` giving back the
 builder's rows (the metrics score them alike); plus every refusal while exporting and while reading back."""
@@ -13,12 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from perckit import export_hooks
-from perckit import parquetio
-from perckit.entrypoints import build_split
+from perckit.export import hook_module
+from perckit.export import hooks as export_hooks
+from perckit.io import parquetio
+from perckit.hf.entrypoints import build_split
 from perckit.errors import InputNotFoundError, ReleaseFormatError
-from perckit.export_parquet import write_split
-from perckit.export_state import STATE_FILE, dump_state, read_state
+from perckit.export.parquet import write_split
+from perckit.export.state import STATE_FILE, dump_state, export_layout, read_state
 from perckit.reason_av_edit import export as rx
 from perckit.reason_av_edit import features as feats
 from perckit.reason_av_edit import make_quality_prediction, to_quality_reference
@@ -47,7 +48,7 @@ def _split_entry(s) -> dict:
 
 
 def write_export(root, parts, split: str = "test") -> dict:
-    """What convert writes for one split: the shards of both configs (``perckit.export_parquet.write_split``), the
+    """What convert writes for one split: the shards of both configs (``perckit.export.parquet.write_split``), the
     record (version 2, ``videos`` a Parquet config with ``parent``) and a card listing both configs."""
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCardData
@@ -81,7 +82,7 @@ def exported(rows, tmp_path_factory):
     configs written as Parquet, the record and the card."""
     root = tmp_path_factory.mktemp("export")
     with_preview = rows.add_column("preview", [{"bytes": _png(), "path": None}] * rows.num_rows, feature=datasets.Image())
-    parts = export_hooks.apply("reason_av_edit", with_preview, "default", "test", root)
+    parts = export_hooks.apply(hook_module("reason_av_edit"), with_preview, "default", "test", root)
     state = write_export(root, parts)
     return root, parts, state
 
@@ -133,17 +134,17 @@ def test_both_configs_load_with_plain_datasets_from_one_card(rows, exported, loa
 
 def test_load_back_gives_the_builders_rows(rows, exported, loaded):
     root, _, _ = exported
-    back = export_hooks.load_back("reason_av_edit", loaded[0], root)
+    back = export_hooks.load_back(hook_module("reason_av_edit"), loaded[0], export_layout(root))
     assert back.column_names == rows.column_names + ["preview"]
     assert datasets.Features({c: back.features[c] for c in rows.column_names}) == rows.features
     assert _columns(back, rows.column_names) == _columns(rows, rows.column_names)  # paths included
-    videos = export_hooks.load_back("reason_av_edit", loaded[1], root)  # the child alone: the builder's features
+    videos = export_hooks.load_back(hook_module("reason_av_edit"), loaded[1], export_layout(root))  # the child alone: the builder's features
     assert videos.features["video"] == datasets.Video(decode=False) and videos.column_names[:3] == ["sample_id", "category", "sub_track"]
 
 
 def test_the_metrics_score_load_back_rows_as_builder_rows(rows, exported, loaded):
     root, _, _ = exported
-    back = export_hooks.load_back("reason_av_edit", loaded[0], root)
+    back = export_hooks.load_back(hook_module("reason_av_edit"), loaded[0], export_layout(root))
     builder_rows, back_rows = list(rows), list(back)
     preds = []
     for i, r in enumerate(builder_rows):  # ground truth, every other window shifted, every third mask video dropped
@@ -171,11 +172,11 @@ def test_null_and_not_provided_media_stay_so(rows, tmp_path):
     masks[0], masks[1] = None, dict(feats.NOT_PROVIDED_MEDIA)
     small = small.remove_columns("mask_video").add_column("mask_video", masks, feature=datasets.Video(decode=False))
     small = small.select_columns(rows.column_names)
-    parts = export_hooks.apply("reason_av_edit", small, "default", "test", tmp_path)
+    parts = export_hooks.apply(hook_module("reason_av_edit"), small, "default", "test", tmp_path)
     assert _columns(parts.children[0].dataset, ["mask_video"])["mask_video"][:2] == [None, feats.NOT_PROVIDED_MEDIA]
     write_export(tmp_path, parts)
     loaded = datasets.load_dataset(str(tmp_path), "default", cache_dir=str(tmp_path / "cache"))["test"]
-    back = rx.load_back(loaded, tmp_path)
+    back = rx.load_back(loaded, export_layout(tmp_path))
     assert _columns(back, rows.column_names) == _columns(small, rows.column_names)
 
 
@@ -190,13 +191,13 @@ def test_a_clip_given_by_path_is_read_under_the_release_root(rows, tmp_path):
     (root / first[0]["path"]).parent.mkdir(parents=True)
     (root / first[0]["path"]).write_bytes(first[0]["bytes"])
     ds = _with_videos(rows, [{"bytes": None, "path": first[0]["path"]}, {"bytes": first[1]["bytes"], "path": "/abs/dir/x.mp4"}])
-    child = export_hooks.apply("reason_av_edit", ds, "default", "test", tmp_path, release_root=root).children[0].dataset
+    child = export_hooks.apply(hook_module("reason_av_edit"), ds, "default", "test", tmp_path, release_root=root).children[0].dataset
     assert _columns(child, ["video"])["video"] == [first[0], {"bytes": first[1]["bytes"], "path": "x.mp4"}]
     with pytest.raises(ReleaseFormatError, match="expected the clip's bytes .* no release folder"):
-        export_hooks.apply("reason_av_edit", ds, "default", "test", tmp_path)
+        export_hooks.apply(hook_module("reason_av_edit"), ds, "default", "test", tmp_path)
     for path, error in (("../outside.mp4", ReleaseFormatError), ("videos/absent.mp4", InputNotFoundError)):
         with pytest.raises(error, match="column 'video'"):
-            export_hooks.apply("reason_av_edit", _with_videos(rows, [{"bytes": None, "path": path}]), "default", "test",
+            export_hooks.apply(hook_module("reason_av_edit"), _with_videos(rows, [{"bytes": None, "path": path}]), "default", "test",
                                tmp_path, release_root=root)
 
 
@@ -204,7 +205,7 @@ def test_a_clip_given_by_path_is_read_under_the_release_root(rows, tmp_path):
 def test_repeated_or_empty_sample_ids_are_refused(rows, ids, pattern, tmp_path):
     two = rows.select(range(2)).remove_columns("sample_id").add_column("sample_id", ids).select_columns(rows.column_names)
     with pytest.raises(ReleaseFormatError, match=pattern):
-        export_hooks.apply("reason_av_edit", two, "default", "test", tmp_path)
+        export_hooks.apply(hook_module("reason_av_edit"), two, "default", "test", tmp_path)
 
 
 # --------------------------------------------------------------------------------------------------- reading back
@@ -215,7 +216,7 @@ def small_export(rows, tmp_path):
     """A two-sample export and its default rows read with plain datasets."""
     root = tmp_path / "export"
     root.mkdir()
-    parts = export_hooks.apply("reason_av_edit", rows.select(range(2)), "default", "test", root)
+    parts = export_hooks.apply(hook_module("reason_av_edit"), rows.select(range(2)), "default", "test", root)
     write_export(root, parts)
     return root, datasets.load_dataset(str(root), "default", cache_dir=str(tmp_path / "cache"))["test"]
 
@@ -236,14 +237,14 @@ def test_load_back_refuses_a_sample_the_videos_config_lacks(small_export):
     sid = _columns(ds, ["sample_id"])["sample_id"][1]
     with pytest.raises(ReleaseFormatError, match=f"expected a row for sample '{sid}' in the 'videos' shards "
                                                  r"\['videos/test-00000-of-00001.parquet'\]"):
-        rx.load_back(ds, root)
+        rx.load_back(ds, export_layout(root))
 
 
 def test_load_back_refuses_a_sample_id_repeated_in_the_videos_config(small_export):
     root, ds = small_export
     _rewrite_shard(root, lambda t: pa.concat_tables([t, t.slice(0, 1)]))
     with pytest.raises(ReleaseFormatError, match=r"videos/test-00000-of-00001.parquet: expected every sample_id once .* again"):
-        rx.load_back(ds, root)
+        rx.load_back(ds, export_layout(root))
 
 
 @pytest.mark.parametrize("case", ["not-parquet", "wrong-schema", "missing", "a-fifo", "a-link-out", "over-the-chunk-cap",
@@ -282,7 +283,7 @@ def test_load_back_refuses_a_bad_videos_shard(case, small_export, monkeypatch, t
         (root / STATE_FILE).write_text(json.dumps(state))
         error, pattern = InputNotFoundError, "expected a 'videos' config written with the rows"
     with pytest.raises(error, match=pattern):
-        rx.load_back(ds, root)
+        rx.load_back(ds, export_layout(root))
 
 
 def test_load_back_picks_the_split_of_the_rows(small_export):
@@ -292,11 +293,11 @@ def test_load_back_picks_the_split_of_the_rows(small_export):
     state["configs"]["videos"]["splits"].append(dict(_child, name="train", files=["videos/train-00000-of-00001.parquet"]))
     (root / STATE_FILE).write_text(json.dumps(state))
     os.link(_shard(root), root / "videos" / "train-00000-of-00001.parquet")
-    assert rx.load_back(ds, root).num_rows == 2  # ds.split is "test"
+    assert rx.load_back(ds, export_layout(root)).num_rows == 2  # ds.split is "test"
     plain = datasets.Dataset(ds.data, info=ds.info.copy())  # no split: two to choose from
     assert plain.split is None
     with pytest.raises(ReleaseFormatError, match=r"expected the rows' split \(None\) among the 'videos' splits \['test', 'train'\]"):
-        rx.load_back(plain, root)
+        rx.load_back(plain, export_layout(root))
 
 
 @pytest.mark.parametrize("record", [True, False], ids=["with-record", "hub-copy"])
@@ -327,12 +328,12 @@ def test_load_back_reads_only_the_export(case, record, small_export, tmp_path):
     if not record:
         (root / STATE_FILE).unlink()
     with pytest.raises(error) as e:
-        rx.load_back(ds, root)
+        rx.load_back(ds, export_layout(root))
     assert str(e.value).startswith(says), str(e.value)
 
 
 def test_benchmarks_without_a_hook_are_unchanged(tmp_path):
     ds = datasets.Dataset.from_dict({"x": [1, 2]})
-    parts = export_hooks.apply("refcoco_m", ds, "expressions", "validation", tmp_path)
+    parts = export_hooks.apply(hook_module("refcoco_m"), ds, "expressions", "validation", tmp_path)
     assert parts.dataset is ds and parts.children == [] and list(tmp_path.iterdir()) == []
-    assert export_hooks.load_back("refcoco_m", ds, tmp_path) is ds
+    assert hook_module("refcoco_m") is None and export_hooks.load_back(None, ds, None) is ds

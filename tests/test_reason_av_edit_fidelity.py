@@ -15,9 +15,9 @@ import pytest
 from helpers.harness import chain as _chain
 from helpers.harness import messages as _messages
 
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError
-from perckit.fixtures import reason_av_edit as fixture
+from perckit.samples import reason_av_edit as fixture
 from perckit.reason_av_edit import release as rel
 
 NAME, CONFIG = "reason_av_edit", "default"
@@ -29,14 +29,14 @@ LOOKUP_WARNING = "looked up by sample id"
 
 @pytest.fixture(scope="module")
 def full(tmp_path_factory):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     return write_release(NAME, tmp_path_factory.mktemp("rae_full"), sub_tracks=SUBS, extracted=True)
 
 
 @pytest.fixture(scope="module")
 def documented(tmp_path_factory):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     return write_release(NAME, tmp_path_factory.mktemp("rae_doc"), sub_tracks=SUBS, extracted=True, columns="documented")
 
@@ -139,7 +139,7 @@ def test_lookup_fills_mask_video_and_ref_image(documented, full_rows, tmp_path, 
 
 
 def test_lookup_gives_the_same_rows_in_streaming(documented, tmp_path):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     built = {}
     for source in ("archives", "extracted"):
@@ -272,7 +272,7 @@ def test_the_lookup_reads_only_the_members_it_names(documented, tmp_path, monkey
 
     monkeypatch.setattr(rel, "iter_tar_file", spy(real_file))
     monkeypatch.setattr(rel, "iter_tar_members", spy(real_members))
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     expected = {f"masks/{s}.mp4" for s in IDS} | {f"ref_images/{s}{e}" for s in IDS for e in (".png", ".jpg", ".jpeg")}
     for run in ("arrow", "streaming"):

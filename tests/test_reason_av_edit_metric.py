@@ -10,9 +10,9 @@ from helpers.common import REPO
 from helpers.distributed import batch_sizes, compute_in_batches, run_distributed
 
 from perckit import rle
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import InputNotFoundError, OptionError, PredictionError, RLEError
-from perckit.fixtures.reason_av_edit import encode_mp4
+from perckit.samples.reason_av_edit import encode_mp4
 from perckit.reason_av_edit import audio as au
 from perckit.reason_av_edit import features as feats
 from perckit.reason_av_edit import metrics as core
@@ -360,7 +360,7 @@ def test_zero_length_window_is_no_edit():
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     return write_release("reason_av_edit", tmp_path_factory.mktemp("rae_m"), extracted=True)
 

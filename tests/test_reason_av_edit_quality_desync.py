@@ -390,7 +390,7 @@ def test_av_edit_quality_reports_desync_from_a_given_metric():
     from perckit.reason_av_edit.quality.metric import av_edit_quality
     from perckit.reason_av_edit.quality.models.synchformer import DeSyncMetric
     from perckit.reason_av_edit.quality.predictions import make_quality_prediction
-    from perckit.sample_releases.base import encode_mp4
+    from perckit.samples.base import encode_mp4
 
     frames = np.zeros((125, 32, 48, 3), dtype=np.uint8)  # 5 s at 25 fps: windows at 0 and 0 s (125 frames)
     video = encode_mp4(frames, fps=25)

@@ -14,13 +14,13 @@ from helpers.common import REPO
 from helpers.distributed import batch_sizes, compute_in_batches, run_distributed
 from helpers.edit_quality import MeanMetric, SetMetric, box_region, clip, edit_box, mask_mp4, reference, rgb_mp4
 
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, PredictionError
 from perckit.reason_av_edit import make_quality_prediction, to_quality_reference
 from perckit.reason_av_edit.audio import encode_wav
 from perckit.reason_av_edit.quality import metric as core
 from perckit.reason_av_edit.quality import models as registry
-from perckit.stats import fmean
+from perckit.core.stats import fmean
 
 PIXEL = ["ssim", "psnr", "bg_psnr", "bg_ssim"]
 BOX = (8, 8, 20, 20)

@@ -1,5 +1,5 @@
 """ReasonAVEdit edit quality, issue 28 (causes 1 and 6): weights are data, never code, and every model file is
-read through the checked readers (perckit.model_files, perckit.paths).
+read through the checked readers (perckit.io.model_files, perckit.io.paths).
 
 - A TorchScript "weights" file is a program. The attack archives below are built here with ``torch.jit.script``:
   one writes a marker file from its ``forward`` (at compute), one from its ``__setstate__`` (when
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from helpers.harness import deadline
 
-from perckit import model_files
+from perckit.io import model_files
 from perckit.errors import InputNotFoundError, OptionError, PerckitError, PredictionError
 from perckit.reason_av_edit.quality.models import ENTRIES
 from perckit.reason_av_edit.quality.models import peavs as pv
@@ -478,8 +478,8 @@ def _calls(path: Path) -> list[tuple[str, int]]:
 
 
 def test_no_model_module_reads_a_file_itself_or_loads_code():
-    """The model modules, m4seg/text.py and perckit.model_files read files only through the checked readers;
-    ``torch.load`` appears once (perckit.model_files, on the checked file object, ``weights_only=True``) and
+    """The model modules, m4seg/text.py and perckit.io.model_files read files only through the checked readers;
+    ``torch.load`` appears once (perckit.io.model_files, on the checked file object, ``weights_only=True``) and
     ``zipfile.ZipFile`` once (on that file object); nothing touches ``torch.jit``."""
     files = sorted((SRC / "reason_av_edit" / "quality").rglob("*.py")) + [SRC / "m4seg" / "text.py", SRC / "model_files.py"]
     seen = {str(p.relative_to(SRC)): _calls(p) for p in files}

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from helpers.harness import messages as _messages
 
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import PredictionError, ReleaseFormatError
 from perckit.reason_av_edit import release as rel
 
@@ -50,7 +50,7 @@ def _bounded(fn, seconds=float(os.environ.get("PERCKIT_TEST_HANG_S", "30"))):
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     return write_release("reason_av_edit", tmp_path_factory.mktemp("trust_rav"), sub_tracks=("W1",), extracted=True)
 
@@ -150,8 +150,8 @@ def test_annotation_that_is_a_fifo_or_a_folder_is_refused(root, tmp_path):
 
 def test_hub_snapshot_links_into_the_blob_store_are_accepted(base, tmp_path, monkeypatch):
     """The Hub cache links every snapshot file to ``<repo>/blobs``; those links are not a release leaving its root."""
-    from perckit import hub
-    from perckit.entrypoints import builder_class
+    from perckit.hf import hub
+    from perckit.hf.entrypoints import builder_class
 
     repo = tmp_path / "hub" / "datasets--bigfacing--ReasonAVEdit-Bench"
     snap, blobs = repo / "snapshots" / "abc123", repo / "blobs"
@@ -271,7 +271,7 @@ def test_hostile_tars_give_the_documented_error(tmp_path, reader, data, patterns
 
 def test_hostile_tar_through_the_builder_and_streaming(root, tmp_path):
     """A duplicated member of the audio tar: the builder (local reader) and streaming both refuse it."""
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     shutil.rmtree(root / "videos")  # archive mode
     tar = root / "archives/audios.tar"
@@ -431,7 +431,7 @@ def test_media_path_under_a_base_stays_inside(tmp_path):
 
 
 def _mask_mp4(frames=10, h=32, w=32):
-    from perckit.fixtures.reason_av_edit import encode_mp4
+    from perckit.samples.reason_av_edit import encode_mp4
 
     arr = np.zeros((frames, h, w, 3), np.uint8)
     arr[:, 8:24, 8:24] = 255
@@ -595,7 +595,7 @@ def _rgba_png(alpha_only: bool) -> bytes:
 
 @pytest.mark.parametrize("alpha_only", [True, False], ids=["alpha-only-foreground", "opaque-colour"])
 def test_rgba_anchor_masks_through_the_builder_and_the_prediction_folder(root, tmp_path, alpha_only):
-    """Any stored channel, alpha included, > threshold (perckit.images.mask_foreground)."""
+    """Any stored channel, alpha included, > threshold (perckit.io.images.mask_foreground)."""
     from perckit import rle
     from perckit.reason_av_edit.io import load_predictions_dir
 

@@ -19,7 +19,7 @@ from hypothesis import example, given
 from helpers.refcoco_m import PRED, REF
 
 from perckit import rle
-from perckit.accumulate import accumulator, load_state, merge_files
+from perckit.hf.accumulate import accumulator, load_state, merge_files
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
 from perckit.refcoco_m import metrics as core
 from perckit.refcoco_m import to_metric_reference

@@ -13,11 +13,11 @@ from helpers.fake_hub import fake_snapshot_download
 from helpers.refcoco_m import SPLIT
 from PIL import Image
 
-from perckit import hub
+from perckit.hf import hub
 from perckit import rle
-from perckit.entrypoints import build_split, builder_class
+from perckit.hf.entrypoints import build_split, builder_class
 from perckit.errors import ReleaseNotFoundError
-from perckit.fixtures import refcoco_m as fixture
+from perckit.samples import refcoco_m as fixture
 from perckit.refcoco_m import features as feats
 from perckit.refcoco_m import release
 

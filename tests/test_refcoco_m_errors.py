@@ -10,9 +10,9 @@ from helpers.harness import cause as root_cause
 from helpers.refcoco_m import SPLIT, copy_release, edit_first_shard, read_all
 
 from perckit import rle
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError, RLEError
-from perckit.fixtures import refcoco_m as fixture
+from perckit.samples import refcoco_m as fixture
 from perckit.refcoco_m import release
 
 

@@ -13,7 +13,7 @@ from helpers.harness import deadline, expect
 from helpers.refcoco_m import copy_release, edit_first_shard, read_all
 from helpers.bad_inputs import link_out
 
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import PredictionError, ReleaseFormatError
 
 BOM = b"\xef\xbb\xbf"

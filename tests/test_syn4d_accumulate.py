@@ -25,7 +25,7 @@ from helpers.accumulators import assert_ranges, assert_refused, canonical, feed,
 from helpers.fuzz import FUZZ, reaches
 from hypothesis import example, given
 
-from perckit.accumulate import Accumulator, accumulator, load_state, merge_files
+from perckit.hf.accumulate import Accumulator, accumulator, load_state, merge_files
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
 from perckit.syn4d import io
 from perckit.syn4d import metrics as core
@@ -93,8 +93,8 @@ def synthetic_inputs(task: str):
 @pytest.fixture(scope="module")
 def sample_inputs(syn4d_release, tmp_path_factory):
     """The sample release's challenge rows and official NPZ predictions (noisy), as arrays: {task: (preds, refs)}."""
-    from perckit.entrypoints import build_split
-    from perckit.sample_releases.syn4d_predictions import write_predictions
+    from perckit.hf.entrypoints import build_split
+    from perckit.samples.syn4d_predictions import write_predictions
 
     tmp = tmp_path_factory.mktemp("syn4d_acc")
     rows = build_split("syn4d", "challenge", syn4d_release.root, tmp / "cache").to_list()

@@ -9,7 +9,7 @@ from helpers.common import SYN4D_PARITY
 from helpers.fake_hub import fake_snapshot_download
 from helpers.harness import messages as _messages
 
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import ReleaseFormatError, ReleaseNotFoundError
 from perckit.syn4d import release as rel
 from perckit.syn4d.geometry import unreal_rows_to_c2w
@@ -88,7 +88,7 @@ def test_synthetic_release_layout_and_rows(syn4d_release, tmp_path):
 
 
 def test_streaming_yields_the_same_first_row(syn4d_release, tmp_path):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     b = builder_class("syn4d")(config_name="tracking", data_dir=str(syn4d_release.root), cache_dir=str(tmp_path))
     first = next(iter(b.as_streaming_dataset("test")))
@@ -106,7 +106,7 @@ def test_filters_and_no_index(syn4d_release, tmp_path):
 
 
 def test_challenge_inside_benchmark(tmp_path):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     fx = write_release("syn4d", tmp_path / "r", variants=("sim",), scenes=("office",), challenge_inside=True, write_video=False)
     ds = build_split("syn4d", "challenge", fx.root, tmp_path / "c").with_format("numpy")
@@ -118,7 +118,7 @@ def test_challenge_inside_benchmark(tmp_path):
 
 @pytest.fixture
 def small(tmp_path):
-    from perckit.fixtures.base import write_release
+    from perckit.samples import write_release
 
     return write_release("syn4d", tmp_path / "rel", variants=("og",), scenes=("dream",), cameras=(0,), write_video=False)
 
@@ -154,7 +154,7 @@ def test_wrong_schema_string(small):
 
 
 def test_wrong_field_shape(small):
-    from perckit.fixtures.syn4d import npy_dtype
+    from perckit.samples.syn4d import npy_dtype
 
     rec = np.load(_npy(small), allow_pickle=False)
     dt = [(n, rec.dtype[n].base, rec.dtype[n].shape) if n != "dynamic" else ("dynamic", "?", (31,)) for n in rec.dtype.names]
@@ -263,8 +263,8 @@ def test_q_differs_from_the_build(small, tmp_path):
 
 @pytest.mark.parametrize("config", ["tracking", "challenge"])
 def test_hub_download_fetches_only_needed_files(syn4d_release, tmp_path, monkeypatch, config):
-    from perckit import hub
-    from perckit.entrypoints import builder_class
+    from perckit.hf import hub
+    from perckit.hf.entrypoints import builder_class
 
     source = tmp_path / "hub_repo"
     shutil.copytree(syn4d_release.root, source)
@@ -284,8 +284,8 @@ def test_hub_download_fetches_only_needed_files(syn4d_release, tmp_path, monkeyp
 def test_hub_build_leaves_the_shared_config_unchanged(syn4d_release, tmp_path, monkeypatch):
     """A Hub build keeps its snapshot on the builder: the class's BUILDER_CONFIGS entry (which datasets hands to
     every builder made without config options) keeps data_dir=None, so a second build downloads again."""
-    from perckit import hub
-    from perckit.entrypoints import builder_class
+    from perckit.hf import hub
+    from perckit.hf.entrypoints import builder_class
 
     source = tmp_path / "hub_repo"
     shutil.copytree(syn4d_release.root, source)
@@ -301,7 +301,7 @@ def test_hub_build_leaves_the_shared_config_unchanged(syn4d_release, tmp_path, m
 
 
 def test_hub_offline_error_names_data_dir(tmp_path):
-    from perckit.entrypoints import builder_class
+    from perckit.hf.entrypoints import builder_class
 
     b = builder_class("syn4d")(config_name="tracking", cache_dir=str(tmp_path))
     with pytest.raises(ReleaseNotFoundError, match="Syn4D/Syn4D_Benchmark.*data_dir="):

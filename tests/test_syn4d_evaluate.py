@@ -74,7 +74,7 @@ def test_cli_writes_the_official_report(tmp_path, capsys):
 
 
 def test_gt_as_prediction_on_the_synthetic_release(syn4d_release, tmp_path):
-    from perckit.fixtures.syn4d import write_predictions
+    from perckit.samples.syn4d_predictions import write_predictions
 
     preds = write_predictions(syn4d_release, tmp_path / "gt")
     out = runner.evaluate_release(preds, syn4d_release.root)
@@ -85,7 +85,7 @@ def test_gt_as_prediction_on_the_synthetic_release(syn4d_release, tmp_path):
 
 
 def test_filters_limit_and_env_root(syn4d_release, tmp_path, monkeypatch):
-    from perckit.fixtures.syn4d import write_predictions
+    from perckit.samples.syn4d_predictions import write_predictions
 
     preds = write_predictions(syn4d_release, tmp_path / "p", noise=0.05)
     out = runner.evaluate_release(preds, syn4d_release.root, tasks=["tracking"], variants=["sim"], limit=1)
@@ -96,8 +96,8 @@ def test_filters_limit_and_env_root(syn4d_release, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("task", ["tracking", "pose"])
 def test_distributed_two_processes_match_one(syn4d_release, tmp_path, syn4d_metrics, task):
-    from perckit.entrypoints import build_split
-    from perckit.fixtures.syn4d import write_predictions
+    from perckit.hf.entrypoints import build_split
+    from perckit.samples.syn4d_predictions import write_predictions
 
     rows = build_split("syn4d", "challenge", syn4d_release.root, tmp_path / "c").to_list()
     refs = [to_metric_reference(r, task) for r in rows]
@@ -112,8 +112,8 @@ def test_distributed_two_processes_match_one(syn4d_release, tmp_path, syn4d_metr
 
 def test_data_root_may_be_the_challenge_tree(syn4d_release, tmp_path):
     """The official SYN4D_DATA_ROOT is benchmark/challenge_eval (challenge tree inside benchmark/)."""
-    from perckit.fixtures.base import write_release
-    from perckit.fixtures.syn4d import write_predictions
+    from perckit.samples import write_release
+    from perckit.samples.syn4d_predictions import write_predictions
 
     fx = write_release("syn4d", tmp_path / "r", variants=("og",), scenes=("dream",), challenge_inside=True, write_video=False)
     preds = write_predictions(fx, tmp_path / "p")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from perckit.errors import InputNotFoundError, PerckitError, PredictionError, ReleaseNotFoundError
-from perckit.matching import unknown_ids_message
+from perckit.core.matching import unknown_ids_message
 from perckit.syn4d import evaluate as runner
 from perckit.syn4d import metrics as core
 from perckit.syn4d import release as rel

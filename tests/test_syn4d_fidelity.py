@@ -10,7 +10,7 @@ import pytest
 from helpers.common import REPO, SYN4D_PARITY
 from helpers.syn4d import assert_official_equal
 
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError
 from perckit.syn4d import baselines as published
 from perckit.syn4d import evaluate as runner
@@ -134,8 +134,8 @@ def test_official_paths_data_root_tracking_gt_and_manifest(tmp_path, capsys, mon
 
 @pytest.fixture
 def small(tmp_path):
-    from perckit.fixtures.base import write_release
-    from perckit.fixtures.syn4d import write_predictions
+    from perckit.samples import write_release
+    from perckit.samples.syn4d_predictions import write_predictions
 
     fx = write_release("syn4d", tmp_path / "rel", variants=("og",), scenes=("dream",), cameras=(0,), write_video=False)
     return fx, write_predictions(fx, tmp_path / "preds")
@@ -154,7 +154,7 @@ def _tamper(root, rel_path):
         rec["query_uv"] = rec["query_uv"] + 1
         np.save(path, rec, allow_pickle=False)
     elif rel_path.endswith(".exr"):
-        from perckit.fixtures.syn4d import write_exr
+        from perckit.samples.syn4d import write_exr
 
         write_exr(path, rel.read_depth_exr(path) * 100 + 1)
     else:
@@ -260,7 +260,7 @@ def test_a_protocol_that_disagrees_is_refused(small, field, value):
 
 
 def test_protocol_text_rules_ignore_case_and_spacing_and_sets_ignore_order():
-    from perckit.fixtures.syn4d import protocol_json
+    from perckit.samples.syn4d import protocol_json
 
     data = protocol_json()
     data["pose"]["alignment"] = "  Normalize to frame 0,  then one Sim(3) per sequence "

@@ -14,8 +14,8 @@ from helpers.common import SYN4D_PARITY
 from oracles.syn4d import reference_table
 
 from perckit.errors import ReleaseFormatError
-from perckit.paths import check_relative
-from perckit.paths import resolve_under
+from perckit.io.paths import check_relative
+from perckit.io.paths import resolve_under
 from perckit.syn4d import features as feats
 from perckit.syn4d import release as rel
 from perckit.syn4d import resolve

@@ -18,9 +18,9 @@ from helpers.common import SYN4D_PARITY
 from helpers.harness import deadline, expect
 from helpers.bad_inputs import link_out
 
-from perckit.entrypoints import build_split
+from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
-from perckit.fixtures.base import write_release
+from perckit.samples import write_release
 from perckit.syn4d import evaluate as runner
 from perckit.syn4d import io as s4io
 from perckit.syn4d import metrics as core

@@ -5,7 +5,7 @@ All logic lives in ``perckit.reason_av_edit.quality`` (``metric.py`` the tables,
 Helpers: perckit.reason_av_edit.to_quality_reference, make_quality_prediction, load_quality_predictions_dir.
 """
 
-from perckit import evaluate_base
+from perckit.hf import metric as evaluate_base
 from perckit.reason_av_edit.quality import metric as core
 from perckit.reason_av_edit.quality import predictions as preds
 from perckit.reason_av_edit.quality import references as refs
@@ -40,7 +40,7 @@ Returns:
     asked, per_sample.
 Examples:
     >>> import evaluate
-    >>> from perckit.entrypoints import build_split
+    >>> from perckit.hf.entrypoints import build_split
     >>> from perckit.reason_av_edit import make_quality_prediction, to_quality_reference
     >>> metric = evaluate.load("metrics/av_edit_quality")
     >>> rows = build_split("reason_av_edit", "default", "/path/to/ReasonAVEdit-Bench")

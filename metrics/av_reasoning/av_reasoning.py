@@ -5,7 +5,7 @@ beside this file.
 Helpers: perckit.reason_av_edit.to_metric_reference, make_prediction, load_predictions_dir.
 """
 
-from perckit import evaluate_base
+from perckit.hf import metric as evaluate_base
 from perckit.reason_av_edit import features as feats
 
 _DESCRIPTION = """\

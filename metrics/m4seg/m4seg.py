@@ -3,7 +3,7 @@
 All logic lives in ``perckit.m4seg.metrics``; see README.md beside this file.
 """
 
-from perckit import evaluate_base
+from perckit.hf import metric as evaluate_base
 from perckit.m4seg import features as feats
 
 _DESCRIPTION = """\

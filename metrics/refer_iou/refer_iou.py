@@ -1,9 +1,9 @@
 """refer_iou: referring-segmentation mask IoU (RefCOCO-M) as an evaluate module.
 
-All logic lives in ``perckit.refcoco_m.metrics`` over ``perckit.segmentation``; see README.md beside this file.
+All logic lives in ``perckit.refcoco_m.metrics`` over ``perckit.core.segmentation``; see README.md beside this file.
 """
 
-from perckit import evaluate_base
+from perckit.hf import metric as evaluate_base
 from perckit.refcoco_m import features as feats
 
 _DESCRIPTION = """\

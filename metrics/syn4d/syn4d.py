@@ -3,7 +3,7 @@
 All logic lives in ``perckit.syn4d.metrics``; see README.md beside this file.
 """
 
-from perckit import evaluate_base
+from perckit.hf import metric as evaluate_base
 from perckit.errors import OptionError
 from perckit.syn4d import features as feats
 from perckit.syn4d import metrics as core

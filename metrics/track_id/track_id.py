@@ -3,7 +3,7 @@
 All logic lives in ``perckit.r4d_bench.metrics``; see README.md beside this file.
 """
 
-from perckit import evaluate_base
+from perckit.hf import metric as evaluate_base
 from perckit.r4d_bench import features as feats
 
 _DESCRIPTION = """\

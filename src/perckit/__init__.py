@@ -1,9 +1,9 @@
 """perckit: typed Hugging Face datasets and evaluate metrics for perception benchmarks.
 
 ``perckit.load_dataset(name, config, data_dir=...)`` and ``perckit.load_metric(name)`` work the same on
-datasets 3.6 and 5.x, from a checkout or an installed wheel; see :mod:`perckit.api`. ``perckit.accumulator(name,
+datasets 3.6 and 5.x, from a checkout or an installed wheel; see :mod:`perckit.hf.api`. ``perckit.accumulator(name,
 config, **options)`` scores batch by batch inside a loop, and ``perckit.merge_files(paths)`` merges the states of
-separate jobs; see :mod:`perckit.accumulate` (and :mod:`perckit.torch` for ``torch.distributed``).
+separate jobs; see :mod:`perckit.hf.accumulate` (and :mod:`perckit.torch` for ``torch.distributed``).
 """
 
 from __future__ import annotations
@@ -20,11 +20,16 @@ __all__ = ["__version__", *_API, *_ACCUMULATE]
 def __getattr__(name: str) -> Any:
     """The API functions, imported on first use (``import perckit`` stays free of datasets and evaluate)."""
     if name in _API:
-        from . import api
+        from .hf import api
 
         return getattr(api, name)
     if name in _ACCUMULATE:
-        from . import accumulate
+        from .hf import accumulate
 
         return getattr(accumulate, name)
     raise AttributeError(f"module 'perckit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public API with the lazy names (tab completion lists them)."""
+    return sorted(set(globals()) | set(__all__))

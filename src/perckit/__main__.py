@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .cli import EXIT_DATA, EXIT_USAGE, exit_code, run_guarded, write_json  # noqa: F401  (EXIT_*, exit_code: they lived here)
+from .hf.cli import EXIT_DATA, EXIT_USAGE, exit_code, run_guarded, write_json  # noqa: F401  (EXIT_*, exit_code: they lived here)
 
 
 def _kv(items: Sequence[str] | None) -> dict[str, Any]:
     """``key=value`` options; values parsed as JSON when they can be (numbers, true/false, lists)."""
     from .errors import OptionError
-    from .jsonio import DuplicateKeyError, loads
+    from .io.jsonio import DuplicateKeyError, loads
 
     out: dict[str, Any] = {}
     for item in items or []:
@@ -47,11 +47,11 @@ def _read_rows(path: str) -> list[dict]:
     :class:`~perckit.errors.PredictionError` naming the file (and line) for anything unreadable.
     """
     from .errors import InputNotFoundError, PredictionError
-    from .jsonio import iter_json_lines
-    from .jsonio import read_json
+    from .io.jsonio import iter_json_lines
+    from .io.jsonio import read_json
 
     p = Path(path)
-    if p.suffix == ".jsonl":  # the one JSON Lines reader (its rules and messages: perckit.jsonio.iter_json_lines)
+    if p.suffix == ".jsonl":  # the one JSON Lines reader (its rules and messages: perckit.io.jsonio.iter_json_lines)
         lines = iter_json_lines(p, repr(path), PredictionError, MAX_ROWS_FILE_BYTES, InputNotFoundError)
         return [row for _, _, row in lines]
     data = read_json(p, error=PredictionError, not_found=InputNotFoundError, limit=MAX_ROWS_FILE_BYTES)
@@ -78,7 +78,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def cmd_push(args: argparse.Namespace) -> int:
     from .export import check_options, convert
-    from .push import push_export
+    from .export.push import push_export
 
     output = args.output or f"build/export/{args.benchmark}"
     if not args.skip_convert:
@@ -101,7 +101,7 @@ def check_results_path(path: str, kind: str = "results") -> Path:
     path whose folder can be written, and no file perckit did not write (an existing file must be an earlier
     results file; predictions are written only to a new path)."""
     from .errors import OptionError
-    from .paths import read_regular_file, writable_folder
+    from .io.paths import read_regular_file, writable_folder
 
     out = Path(path)
     if out.is_dir():
@@ -162,8 +162,8 @@ def pick_split(splits: Sequence[str], asked: str | None, where: str) -> str:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .api import load_metric
-    from .benchmarks import metric as lookup
+    from .hf.api import load_metric
+    from .hf.benchmark import metric as lookup
 
     spec = lookup(args.metric)[1]  # an OptionError naming the known metrics
     if args.compare_baselines and args.metric != "syn4d":
@@ -202,7 +202,7 @@ def load_rows(folder: str, config: str | None, split: str | None):
     split picked by :func:`pick_split`. Only the export's own shards are read, each checked before it is decoded
     (:func:`perckit.export.load_files`; never ``datasets.load_dataset(folder)``, which follows the card anywhere)."""
     from .export import load_files
-    from .export_state import export_layout
+    from .export.state import export_layout
 
     layout = export_layout(folder)
     name = layout.config_name(config)
@@ -211,8 +211,8 @@ def load_rows(folder: str, config: str | None, split: str | None):
 
 
 def cmd_gt_predictions(args: argparse.Namespace) -> int:
-    from .benchmarks import metric as lookup
-    from .paths import atomic_file
+    from .hf.benchmark import metric as lookup
+    from .io.paths import atomic_file
 
     spec = lookup(args.metric)[1]
     predict = spec.gt_predictor()
@@ -228,7 +228,7 @@ def cmd_gt_predictions(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from .benchmarks import listing
+    from .hf.benchmark import listing
 
     rows = listing()
     if args.json:
@@ -254,7 +254,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_write_sample(args: argparse.Namespace) -> int:
     """``perckit write-sample``: a benchmark's sample release, only into a new or empty folder."""
     from .errors import OptionError
-    from .sample_releases import write_release
+    from .samples import write_release
 
     out = Path(args.output)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -282,7 +282,7 @@ def _version_text() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .benchmarks import NAMES
+    from .hf.benchmark import NAMES
 
     benchmarks = sorted(NAMES)
     p = argparse.ArgumentParser(
@@ -379,8 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Exit codes and error lines: :mod:`perckit.cli` (0 done, 2 the command line is wrong, 1 the data is)."""
-    from . import hub
+    """Exit codes and error lines: :mod:`perckit.hf.cli` (0 done, 2 the command line is wrong, 1 the data is)."""
+    from .hf import hub
 
     args = build_parser().parse_args(argv)
     token = hub.DATA_DIR_HINT.set("--data-dir /path/to/release")  # offline errors name the CLI flag

@@ -17,10 +17,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import figures
+from .export import figures
 from . import rle
-from .paths import write_atomic
-from .api import load_metric
+from .io.paths import write_atomic
+from .hf.api import load_metric
 
 Log = Callable[[str], None]
 
@@ -64,7 +64,7 @@ def _fresh(path: Path) -> Path:
 def convert_all(benchmark: str, release: Path, out: Path, log: Log) -> tuple[Path, dict]:
     """Convert every config of ``benchmark`` into ``out/export/<benchmark>``; load each back with no script."""
 
-    from .entrypoints import builder_class
+    from .hf.entrypoints import builder_class
     from .export import convert, load_export
 
     export_dir = _fresh(out / "export" / benchmark)
@@ -90,7 +90,7 @@ def preview_path(benchmark: str, out: Path, data: bytes = b"") -> Path:
 def save_preview(benchmark: str, ds: Any, out: Path) -> Path | None:
     """The ``preview`` picture of the first row of the default config's export (what the Hub's Dataset Viewer shows
     in that row), saved for the report; None when the export has no preview column."""
-    from .previews import PREVIEW_COLUMN
+    from .export.previews import PREVIEW_COLUMN
 
     if PREVIEW_COLUMN not in ds.features or ds.num_rows == 0:
         return None
@@ -117,7 +117,7 @@ def with_preview(benchmark: str, label: str, report: dict, out: Path) -> dict:
 def build_sample(benchmark: str, out: Path, log: Log, describe: Callable[[Any], str]) -> tuple[Path, Any, dict]:
     """Write ``benchmark``'s sample release under ``out/<benchmark>/release``, log ``describe(summary)`` and convert
     every config: ``(the benchmark's demo folder, the writer's summary, {config: split})``."""
-    from .sample_releases import write_release
+    from .samples import write_release
 
     base = _fresh(out / benchmark)
     summary = write_release(benchmark, base / "release")
@@ -189,7 +189,7 @@ def run_r4d(out: Path, log: Log) -> dict:
 
 
 def run_syn4d(out: Path, log: Log) -> dict:
-    from .sample_releases.syn4d_predictions import write_predictions
+    from .samples.syn4d_predictions import write_predictions
     from .syn4d import evaluate as runner
     from .syn4d import io
     from .syn4d import metrics as core

@@ -43,7 +43,7 @@ class OptionError(PerckitError, ValueError):
 class OutputError(PerckitError, OSError):
     """A file perckit writes could not be written (a full disk, a file-size limit, a folder it may not write).
 
-    Raised by the one atomic writer (:func:`perckit.paths.atomic_file`), which has then removed its temporary
+    Raised by the one atomic writer (:func:`perckit.io.paths.atomic_file`), which has then removed its temporary
     file: the target holds its previous content, or does not exist. Also an ``OSError``."""
 
 

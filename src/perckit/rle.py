@@ -11,7 +11,7 @@ numbers v_i = r_i, except v_i = r_i - r_(i-2) from the fourth run on (i > 2). Ea
 two's complement, 5 bits at a time, least significant group first, each group as one character ``chr(48 +
 c)``: bit 0x20 of c says another group follows, and bit 0x10 of the last group is the sign (a negative number's
 high bits are ones). So the alphabet is ``'0'`` .. ``'o'`` (48 .. 111), and a number ends at the first
-character below ``'P'``. perckit reads it with one compiled scan (:func:`perckit._kernels.scan_counts`, for one
+character below ``'P'``. perckit reads it with one compiled scan (:func:`perckit.core.counts.scan_counts`, for one
 string or a column of them) and refuses, in this order, with an :class:`RLEError` naming the field:
 
 - a character outside the alphabet (the message gives its offset);
@@ -32,7 +32,7 @@ IoU: the pixel counts of a mask pair are exact integers, I = ``area(merge([a, b]
 ``area(a) + area(b) - I`` (never pycocotools' ``iou()``, which gives 0 for two empty masks); IoU = I / U, with
 no epsilon. Empty union: when U = 0 (both masks empty) the IoU is the option ``empty_union_iou`` (1.0 by
 default). These rules live here and nowhere else: :func:`rle_pair_counts` (I, U and the two areas of a validated
-pair) and :func:`pair_iou` (the empty-union rule); :mod:`perckit.segmentation` builds every metric's pair scores,
+pair) and :func:`pair_iou` (the empty-union rule); :mod:`perckit.core.segmentation` builds every metric's pair scores,
 count matrices and means on them.
 
 Polygons: pycocotools' ``rleFrPoly`` upsamples every vertex by 5 into C ``int``s and ``malloc``s, unchecked,
@@ -61,8 +61,8 @@ Pixel budget: one :class:`PixelBudget` per answer, prediction row, batch or pict
 of every mask decoded or resized for it, before the work: :data:`PIXEL_BUDGET` (2^30: a GiB of decoded masks)
 pixels in all unless the caller passes ``max_pixels``. Its users: ``perckit.torch.collate`` / ``masks_transform``
 (per batch) and ``decode_masks`` (per call), summed from the declared sizes before anything is decoded;
-:func:`perckit.segmentation.fit_prediction` (the resize targets of one prediction row, so of one lmms-eval
-answer); the previews (each mask's tile) and ``perckit.figures.mask_overlay`` (its canvas). The charge that
+:func:`perckit.core.segmentation.fit_prediction` (the resize targets of one prediction row, so of one lmms-eval
+answer); the previews (each mask's tile) and ``perckit.export.figures.mask_overlay`` (its canvas). The charge that
 would pass it raises the caller's error type (:class:`RLEError` or :class:`~perckit.errors.PredictionError`)
 naming the field, the running total and the budget. Legitimate rows stay far inside it (an R4D-Bench query with
 a mask on each of 300 frames of 536 x 960: 0.14 of it); a batch of eight such rows (1.2 G pixels) passes
@@ -80,7 +80,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from pycocotools import mask as _mask
 
-from . import _kernels
+from .core import counts as _kernels
 from .errors import OptionError, RLEError
 from .errors import short_repr as _short
 
@@ -150,7 +150,7 @@ def _counts_bytes(counts: Any, where: str) -> bytes:
 
 
 def counts_error(status: int, offset: int, where: str) -> RLEError:
-    """The :class:`RLEError` of a counts string the scan (:func:`perckit._kernels.scan_counts`) gave ``status``
+    """The :class:`RLEError` of a counts string the scan (:func:`perckit.core.counts.scan_counts`) gave ``status``
     (not 0) and ``offset``, naming ``where``."""
     k = _kernels
     message = {
@@ -204,7 +204,7 @@ def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None 
 def valid_many(rles: Sequence[Any]) -> list[bool]:
     """For each item: True when it is a ``dict`` with ``str`` counts that :func:`validate` accepts (a ``size``
     of two positive ints within :data:`MAX_PIXELS`, counts that scan clean and sum to H*W), decided for all
-    of them by one call of the compiled counts scan (:func:`perckit._kernels.scan_counts`).
+    of them by one call of the compiled counts scan (:func:`perckit.core.counts.scan_counts`).
 
     False says only "not decided here" (bytes counts, a tuple size, ...): the caller validates that one with
     :func:`validate`, which gives the verdict and the error."""
@@ -563,7 +563,7 @@ def rle_pair_counts(pred: RLE | None, gt: RLE | None, where: str = "masks") -> M
     """Exact ``(I, U, |P|, |G|)`` of two already validated RLEs (the fast path: no validation).
 
     ``None`` stands for the empty mask. Two masks of different sizes raise :class:`~perckit.errors.RLEError`
-    naming ``where`` (fit the prediction first, :func:`perckit.segmentation.fit_prediction`); pycocotools' intersection is
+    naming ``where`` (fit the prediction first, :func:`perckit.core.segmentation.fit_prediction`); pycocotools' intersection is
     taken only when both masks have foreground.
     """
     if pred is not None and gt is not None and pred["size"] != gt["size"]:
@@ -603,7 +603,7 @@ def nearest_index(src: int, dst: int) -> np.ndarray:
 
 def centre_index(src: int, dst: int) -> np.ndarray:
     """The pixel-centre index rule: the source row (or column) under the centre of each of ``dst`` target rows,
-    ``min(floor((i + 0.5) * src / dst), src - 1)`` (the previews, :func:`perckit.previews.small_mask`)."""
+    ``min(floor((i + 0.5) * src / dst), src - 1)`` (the previews, :func:`perckit.export.previews.small_mask`)."""
     return np.minimum(((np.arange(int(dst)) + 0.5) * int(src) / int(dst)).astype(np.int64), int(src) - 1)
 
 

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from . import rle
-from .accumulate import Accumulator
+from .hf.accumulate import Accumulator
 from .errors import OptionError, PredictionError, ReleaseFormatError
 
 __all__ = ["collate", "decode_masks", "gather", "masks_transform", "MasksTransform"]
@@ -187,19 +187,19 @@ def gather(acc: Accumulator, group: Any = None) -> Accumulator:
 
     Raises :class:`~perckit.errors.OptionError` when torch.distributed is not initialised (call
     ``torch.distributed.init_process_group`` first; or, for jobs that share no process group, ``acc.save(path)`` on
-    each and :func:`perckit.accumulate.merge_files`) or when the ranks' metrics, configs or options differ, and
+    each and :func:`perckit.hf.accumulate.merge_files`) or when the ranks' metrics, configs or options differ, and
     :class:`~perckit.errors.PredictionError` when an id was scored on two ranks, on every rank alike.
     """
     import torch.distributed as dist
 
     if not isinstance(acc, Accumulator):
-        raise OptionError(f"perckit.torch.gather: expected a perckit Accumulator (perckit.accumulate.accumulator(...)), "
+        raise OptionError(f"perckit.torch.gather: expected a perckit Accumulator (perckit.hf.accumulate.accumulator(...)), "
                           f"got {type(acc).__name__}")
     if not dist.is_available() or not dist.is_initialized():
         raise OptionError("perckit.torch.gather: torch.distributed is not initialised: call "
                           "torch.distributed.init_process_group(...) first (torchrun provides its environment); for jobs "
                           "that share no process group, save each accumulator (acc.save(path)) and merge the files "
-                          "(perckit.accumulate.merge_files(paths))")
+                          "(perckit.hf.accumulate.merge_files(paths))")
     states: list[Any] = [None] * dist.get_world_size(group)
     dist.all_gather_object(states, acc.state_dict(), group=group)
     merged = Accumulator(acc.core, acc.options)

@@ -138,7 +138,7 @@ def assert_refused(bad: Path, good: Sequence[Path], message: str) -> None:
     ``'<bad>': <message>`` exactly (the file, then the record and the field); the good files still load."""
     import pytest
 
-    from perckit.accumulate import load_state, merge_files
+    from perckit.hf.accumulate import load_state, merge_files
     from perckit.errors import ReleaseFormatError
 
     want = f"{str(bad)!r}: {message}"
@@ -209,7 +209,7 @@ def load_tampered(state: Any, in_range: Callable[[dict], None]) -> None:
     from helpers.fuzz import SECONDS, folder, record
     from helpers.harness import deadline
 
-    from perckit.accumulate import load_state
+    from perckit.hf.accumulate import load_state
     from perckit.errors import PerckitError
 
     with folder() as d:

@@ -1,6 +1,6 @@
 """What every test module may need: the repository root, the datasets line it runs on, the skip mark for
 builder scripts, the Syn4D parity fixture folder, and :func:`lazy_import` (a module imported at its first use, so
-that collecting the suite does not import torch). Splits are built with ``perckit.entrypoints.build_split``;
+that collecting the suite does not import torch). Splits are built with ``perckit.hf.entrypoints.build_split``;
 tests/conftest.py sets the offline cache environment before any of this is imported, and holds the fixtures."""
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ def table_digest(ds) -> str:
 
 def all_digests(releases: Path, cache: Path) -> dict[str, str]:
     import perckit
-    from perckit.entrypoints import builder_class
-    from perckit.fixtures.base import write_release
+    from perckit.hf.entrypoints import builder_class
+    from perckit.samples import write_release
 
     out = {}
     for name in ("r4d_bench", "syn4d", "refcoco_m", "m4seg", "reason_av_edit"):

@@ -12,7 +12,7 @@ import numpy as np
 from perckit.reason_av_edit import features as feats
 from perckit.reason_av_edit.quality.decode import encode_rgb_mp4
 from perckit.reason_av_edit.quality.models import ModelUnavailable
-from perckit.sample_releases.base import encode_mp4
+from perckit.samples.base import encode_mp4
 
 NOT = feats.NOT_PROVIDED_MEDIA
 SR = 16000

@@ -66,7 +66,7 @@ def run_job(job: dict, rank: int, world: int) -> dict:
     import torch.distributed as dist
 
     import perckit.torch as pt
-    from perckit.accumulate import accumulator
+    from perckit.hf.accumulate import accumulator
 
     out: dict[str, Any] = {"result": None, "error": None}
     group = None

@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from perckit.entrypoints import build_split
-from perckit.fixtures.base import write_release
+from perckit.hf.entrypoints import build_split
+from perckit.samples import write_release
 from perckit.m4seg import release
 from perckit.m4seg.text import stub_embed
 
@@ -130,7 +130,7 @@ def parquet_records(examples: list[dict]) -> list[dict]:
 
 def write_parquet(path: Path, records: list[dict], schema_free: bool = False) -> None:
     """``records`` as a Parquet file, with the release's schema (or the types pyarrow infers: ``schema_free``)."""
-    from perckit.fixtures.m4seg import _parquet_schema
+    from perckit.samples.m4seg import _parquet_schema
 
     table = pa.Table.from_pylist(records) if schema_free else pa.Table.from_pylist(records, schema=_parquet_schema())
     pq.write_table(table, path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 from perckit.refcoco_m import release
-from perckit.sample_releases import refcoco_m as sample
+from perckit.samples import refcoco_m as sample
 
 SPLIT = "validation"
 

@@ -240,8 +240,8 @@ def check_sample_export(benchmark: str, tmp_path: Path) -> Path:
     """Convert every config of ``benchmark``'s sample release with ``perckit convert`` into one export and fail
     (AssertionError listing the problems) unless it passes :func:`viewer_problems`. Returns the export folder."""
     from perckit.__main__ import main
-    from perckit.entrypoints import builder_class
-    from perckit.sample_releases import write_release
+    from perckit.hf.entrypoints import builder_class
+    from perckit.samples import write_release
 
     release = write_release(benchmark, tmp_path / "release")
     out = tmp_path / "export"

@@ -2,7 +2,7 @@
 
 ``fr_string`` is pycocotools' ``rleFrString`` copied line by line (Python ints: no 32-bit wrap). ``scan`` is what
 ``perckit.rle.decode_counts`` and ``validate`` computed before issue 29 made the compiled scan
-(``perckit._kernels.scan_counts``) the one reader: the rules decided one after the other over the whole string,
+(``perckit.core.counts.scan_counts``) the one reader: the rules decided one after the other over the whole string,
 vectorised, giving the same (status, total, runs, offset) the compiled scan must give. Small inputs only.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# The statuses of perckit._kernels (its module docstring), written out here so that the oracle does not read them
+# The statuses of perckit.core.counts (its module docstring), written out here so that the oracle does not read them
 # from the code it checks.
 OK, ALPHABET, TRUNCATED, TOO_LONG, MISREAD, NEGATIVE, EMPTY = range(7)
 

@@ -17,7 +17,7 @@ from perckit.errors import short_repr as _short
 from perckit.m4seg import codes
 from perckit.m4seg.rows import PARQUET_ALIASES, PARQUET_GROUNDING_ALIASES, ConvertState
 from perckit.m4seg.rows import _alias, _check_image_index, _check_image_size, _check_span, _id_list, _int, _str_or_none
-from perckit.paths import check_relative
+from perckit.io.paths import check_relative
 
 _MAPS = (dict, Mapping)
 

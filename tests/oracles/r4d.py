@@ -15,7 +15,7 @@ from pathlib import Path
 
 from perckit import rle as rle_ops
 from perckit.errors import ReleaseFormatError
-from perckit.paths import resolve_under
+from perckit.io.paths import resolve_under
 from perckit.r4d_bench import scenes
 
 

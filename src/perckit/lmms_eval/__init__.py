@@ -8,7 +8,7 @@ points the packaged one at a local export (``perckit convert``) or a pushed one 
 How a score is made (the same for both tasks):
 
 - ``process_results(doc, results)`` parses the model's text (:func:`mask_from_text`, or M⁴Seg's grounded-answer
-  parse), adds the one (prediction, reference) pair to a fresh accumulator (``perckit.accumulate.accumulator``),
+  parse), adds the one (prediction, reference) pair to a fresh accumulator (``perckit.hf.accumulate.accumulator``),
   which scores it at once (the mask geometry; M⁴Seg's text metrics wait for the reduce), and returns the same
   small JSON item under every reported key: ``{"state": <that accumulator's state_dict>, "parsed": bool,
   "form": str}``. lmms-eval gathers the items of every rank.
@@ -236,8 +236,8 @@ def first_text(results: Sequence[Any]) -> str:
 
 
 def accumulator(metric: str, options: Mapping[str, Any]):
-    """An empty accumulator of ``metric`` with ``options`` (:func:`perckit.accumulate.accumulator`)."""
-    from ..accumulate import accumulator as make
+    """An empty accumulator of ``metric`` with ``options`` (:func:`perckit.hf.accumulate.accumulator`)."""
+    from ..hf.accumulate import accumulator as make
 
     return make(metric, **dict(options))
 
@@ -256,7 +256,7 @@ def _check_item(x: Any, k: int) -> Mapping:
 
 
 def merged(metric: str, options: Mapping[str, Any], items: Sequence[Mapping]):
-    """One accumulator holding every item's state (:meth:`~perckit.accumulate.Accumulator.merge`: an item scored
+    """One accumulator holding every item's state (:meth:`~perckit.hf.accumulate.Accumulator.merge`: an item scored
     twice, or with other options, is refused)."""
     total = accumulator(metric, options)
     for k, x in enumerate(items):
@@ -309,16 +309,16 @@ def write_task(benchmark: str, dataset: str | os.PathLike, output: str | os.Path
     ``dataset`` is a local export folder (written by ``perckit convert``, or a ``snapshot_download`` of a pushed one)
     or a Hub repository id of a pushed export (``dataset_path`` the id, ``dataset_name`` the config). A local folder
     gives ``dataset_path: parquet`` with the split's files as ``data_files`` (absolute paths, glob characters
-    escaped: :func:`perckit.export_state.literal_data_files`), listed by the one
-    lister of an export's files (:func:`perckit.export_state.export_layout`: the record's list, else the card's
+    escaped: :func:`perckit.export.state.literal_data_files`), listed by the one
+    lister of an export's files (:func:`perckit.export.state.export_layout`: the record's list, else the card's
     ``data_files``; every path inside the folder, every shard a regular Parquet file past the size guard and with
     its media bytes), never the folder itself, whose card lmms-eval's ``load_dataset`` would follow anywhere.
     ``config`` / ``split`` default to the task's (RefCOCO-M ``expressions`` / ``validation``, M⁴Seg ``default`` /
     ``test``); ``task`` to ``<packaged task>_<folder or repo name>``. Run ``lmms-eval --include_path <output>
-    --tasks <task>``. An existing file is replaced (in one step: :func:`perckit.paths.write_atomic`) only if this
+    --tasks <task>``. An existing file is replaced (in one step: :func:`perckit.io.paths.write_atomic`) only if this
     function wrote it: its first line, read with the checked reader, says so."""
-    from ..export_state import export_layout, literal_data_files
-    from ..paths import open_regular_file, write_atomic
+    from ..export.state import export_layout, literal_data_files
+    from ..io.paths import open_regular_file, write_atomic
 
     folder, name, default_config, default_split = _task(benchmark)
     config = config or default_config

@@ -1,4 +1,4 @@
-"""M⁴Seg's metric as a :class:`perckit.accumulate.MetricCore`: ``m4seg``.
+"""M⁴Seg's metric as a :class:`perckit.hf.contract.MetricCore`: ``m4seg``.
 
 The per-sample record is the sample's geometry (:class:`perckit.m4seg.geometry.SampleGeom`, from
 :func:`perckit.m4seg.metrics.sample_geometry`): the checked pair's per-image IoU matrices, mask pairings and
@@ -21,9 +21,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..accumulate import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
+from ..hf.contract import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, check_options
-from ..feature_check import Positional, Scalar
+from ..hf.feature_check import Positional, Scalar
 from . import metrics as m
 from .geometry import ImageGeom, SampleGeom
 

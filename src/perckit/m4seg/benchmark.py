@@ -1,6 +1,37 @@
-"""The descriptor of this benchmark (see :mod:`perckit.benchmarks`): the one record the core reads."""
+"""The descriptor of M4Seg (:class:`perckit.hf.descriptor.Benchmark`): the one record the core reads. Each
+function below imports its module directly when it is first called, so that listing the benchmarks (and an
+accumulator of one metric) imports neither ``datasets`` nor the other benchmarks' code."""
 
-from ..benchmarks import Benchmark, MetricSpec
+from __future__ import annotations
+
+from typing import Any
+
+from ..hf.descriptor import Benchmark, MetricSpec
+
+
+def m4seg_core(config: str | None = None) -> Any:
+    from .accumulate import m4seg_core
+
+    return m4seg_core(config)
+
+
+def gt_as_prediction(row: Any) -> Any:
+    from .features import gt_as_prediction
+
+    return gt_as_prediction(row)
+
+
+def to_metric_reference(row: Any) -> Any:
+    from .features import to_metric_reference
+
+    return to_metric_reference(row)
+
+
+def _previewer(builder: Any, config: str) -> Any:
+    from .preview import make_previewer
+
+    return make_previewer(builder, config)
+
 
 BENCHMARK = Benchmark(
     name="m4seg",
@@ -8,12 +39,6 @@ BENCHMARK = Benchmark(
     label="M4Seg",
     splits=("train", "test"),
     hub_repo="kanguyen-vn/M4Seg",
-    builder="perckit.m4seg.builder:M4SegBuilder",
-    hub_patterns="perckit.m4seg.builder:hub_patterns",
-    sample_release="perckit.sample_releases.m4seg:write_release",
-    preview="perckit.m4seg.preview:make_previewer",
-    metrics=(
-        MetricSpec("m4seg", "perckit.m4seg.features:to_metric_reference", scores="default (test split)",
-                   gt_prediction="perckit.m4seg.features:gt_as_prediction"),
-    ),
+    preview=_previewer,
+    metrics=(MetricSpec("m4seg", to_metric_reference, m4seg_core, scores="default (test split)", gt_prediction=gt_as_prediction),),
 )

@@ -2,7 +2,7 @@
 
 ``open`` and ``glob.glob`` are called from this module so that streaming mode (which patches the builder
 modules) can read remote files; the readers in :mod:`perckit.m4seg.release` receive them as arguments, ``open``
-behind :func:`perckit.paths.checked_opener` (a local file is opened as a checked regular file).
+behind :func:`perckit.io.paths.checked_opener` (a local file is opened as a checked regular file).
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from typing import Any, Iterator, Sequence
 import datasets
 import pyarrow as pa
 
-from ..builder_base import PerckitConfig
-from ..builder_base import PerckitTableBuilder
-from ..builder_base import rows_to_table
+from ..hf.builder import PerckitConfig
+from ..hf.builder import PerckitTableBuilder
+from ..hf.builder import rows_to_table
 from ..errors import OptionError, ReleaseNotFoundError, check_choice
-from ..paths import checked_opener
+from ..io.paths import checked_opener
+from . import benchmark
 from . import features as feats
 from . import release
 from .parquet_tables import iter_parquet_tables
@@ -43,7 +44,7 @@ _LICENSE = "cc-by-4.0 (new annotations); inherited masks and images keep their u
 
 
 def _opener() -> Any:
-    """This module's ``open`` (``xopen`` in streaming mode) behind :func:`perckit.paths.checked_opener`: local
+    """This module's ``open`` (``xopen`` in streaming mode) behind :func:`perckit.io.paths.checked_opener`: local
     release files are opened as checked regular files."""
     return checked_opener(open)
 
@@ -52,7 +53,7 @@ def _opener() -> Any:
 class M4SegConfig(PerckitConfig):
     """Options of the M4Seg builder (all defaulted; see the dataset card; ``repo_id`` / ``revision``: PerckitConfig)."""
 
-    BENCHMARK = "m4seg"
+    BENCHMARK = benchmark.BENCHMARK
 
     #: "auto" (the Parquet data/{split}-*.parquet when it exists, else the native JSON), "native" or "parquet".
     source: str = "auto"
@@ -78,9 +79,11 @@ class M4SegBuilder(PerckitTableBuilder):
 
     Arrow-based: the Parquet source becomes one table per record batch (:mod:`perckit.m4seg.parquet_tables`,
     rows never materialised), the native rows go to Arrow in tables of ``ROWS_PER_TABLE``
-    (:func:`perckit.builder_base.rows_to_table`); both are exactly the tables ``datasets``' per-example
+    (:func:`perckit.hf.builder.rows_to_table`); both are exactly the tables ``datasets``' per-example
     encoding would give (``tests/test_m4seg_tables.py``).
     """
+
+    hub_patterns = staticmethod(hub_patterns)
 
     VERSION = datasets.Version("1.0.0")
     BUILDER_CONFIG_CLASS = M4SegConfig

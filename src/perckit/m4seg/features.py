@@ -9,7 +9,7 @@ from typing import Mapping
 
 import datasets
 
-from ..schema import project, rle_feature
+from ..core.schema import project, rle_feature
 
 Value = datasets.Value
 

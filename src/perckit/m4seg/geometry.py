@@ -1,11 +1,11 @@
 """The geometry half of ``metrics/m4seg``'s accumulate step: checking one (prediction, reference) pair and
 computing each image's P×G IoU matrix, its mask pairing and its gIoU / cIoU counts.
 
-Every pixel count comes from the one mask-pair core :mod:`perckit.segmentation`: the P×G matrix is
-:func:`~perckit.segmentation.rle_count_matrix` (IoU by :func:`~perckit.segmentation.iou_matrix`), a
-prediction of another size than its image goes through :func:`~perckit.segmentation.fit_prediction`
+Every pixel count comes from the one mask-pair core :mod:`perckit.core.segmentation`: the P×G matrix is
+:func:`~perckit.core.segmentation.rle_count_matrix` (IoU by :func:`~perckit.core.segmentation.iou_matrix`), a
+prediction of another size than its image goes through :func:`~perckit.core.segmentation.fit_prediction`
 (option ``resize_predictions``), and the per-image union counts through
-:func:`~perckit.segmentation.rle_pair_counts`.
+:func:`~perckit.core.segmentation.rle_pair_counts`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import rle as rle_ops
-from .. import segmentation as seg
+from ..core import segmentation as seg
 from ..errors import PredictionError, RLEError
 from ..errors import short_repr as _short
-from ..jsonio import parse_int
+from ..io.jsonio import parse_int
 from .codes import display_name, resolve_answer
 from .io import clean_prediction_text
 from .options import M4SegOptions
@@ -88,7 +88,7 @@ def union_mask_counts(pred_masks: Sequence[rle_ops.RLE], gt_masks: Sequence[rle_
 
     Every image of a sample counts, whichever side is empty: an image with predictions only adds their union
     to the union (a false mask in an image without GT is penalised), one with GT only adds the GT union, one
-    with neither adds (0, 0). The pair counts are :func:`perckit.segmentation.rle_pair_counts` (the union masks
+    with neither adds (0, 0). The pair counts are :func:`perckit.core.segmentation.rle_pair_counts` (the union masks
     are pycocotools' output, already valid), the mask-pair code every metric uses.
     """
     if not pred_masks and not gt_masks:

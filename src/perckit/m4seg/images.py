@@ -1,6 +1,6 @@
 """The source images of an M⁴Seg build (option ``image_root``): every ``image_paths`` / ``images[].path``
-string of the release is resolved under ``image_root`` with :func:`perckit.paths.resolve_under` (no absolute
-path, no ``..``, no symbolic link out of the root) and read with :func:`perckit.paths.read_regular_file`
+string of the release is resolved under ``image_root`` with :func:`perckit.io.paths.resolve_under` (no absolute
+path, no ``..``, no symbolic link out of the root) and read with :func:`perckit.io.paths.read_regular_file`
 (regular files only, at most :data:`MAX_IMAGE_BYTES`).
 
 A release is a download from a stranger: without these checks an ``image_paths`` entry such as
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
-from ..paths import check_relative, read_regular_file, resolve_under
+from ..io.paths import check_relative, read_regular_file, resolve_under
 
 #: Largest source image embedded in a row (COCO, ADE20K and PASCAL images are well under 10 MB). Checked with
 #: ``fstat`` before the read, so a FIFO, ``/dev/zero`` or a huge file planted as an image is refused at once.
@@ -89,7 +89,7 @@ def missing_images(image_root: str | Path, paths: Iterator, limit: int = 10) -> 
     """(first ``limit`` missing paths, number missing, number checked) under ``image_root``.
 
     ``paths`` gives ``(where, path)`` pairs (as :func:`iter_image_paths`) or bare paths. Every path is resolved
-    with :func:`~perckit.paths.resolve_under`: one that leaves the root raises :class:`ReleaseFormatError`
+    with :func:`~perckit.io.paths.resolve_under`: one that leaves the root raises :class:`ReleaseFormatError`
     naming ``where``, before any file is read."""
     root = Path(image_root)
     first: list[str] = []
@@ -114,7 +114,7 @@ def missing_images(image_root: str | Path, paths: Iterator, limit: int = 10) -> 
 def read_image_bytes(opener: Callable, image_root: str | Path, rel_path: Any, where: str, limit: int | None = None) -> dict:
     """``{"path", "bytes"}`` of one source image under ``image_root`` (a local folder: ``opener`` is unused).
 
-    The path must stay inside the root (:func:`~perckit.paths.resolve_under`) and name a regular file of at most
+    The path must stay inside the root (:func:`~perckit.io.paths.resolve_under`) and name a regular file of at most
     ``limit`` bytes (default :data:`MAX_IMAGE_BYTES`); otherwise :class:`ReleaseFormatError` naming ``where``
     and the field. A missing file is a :class:`ReleaseNotFoundError`."""
     del opener

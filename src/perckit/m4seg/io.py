@@ -13,8 +13,8 @@ import numpy as np
 from .. import rle as rle_ops
 from ..errors import InputNotFoundError, PredictionError, RLEError
 from ..errors import short_repr as _short
-from ..jsonio import iter_json_lines
-from ..jsonio import parse_int
+from ..io.jsonio import iter_json_lines
+from ..io.jsonio import parse_int
 from .codes import collapse_ws
 
 logger = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ def load_predictions_jsonl(path: str | Path) -> list[dict]:
     """Read one prediction row per line; duplicate ``example_id`` values raise.
 
     The file must be a regular file of at most :data:`MAX_PREDICTIONS_BYTES`, read by the one JSON Lines
-    reader :func:`perckit.jsonio.iter_json_lines` (its rules: a UTF-8 BOM skipped only at the start of the
+    reader :func:`perckit.io.jsonio.iter_json_lines` (its rules: a UTF-8 BOM skipped only at the start of the
     file, blank lines skipped, one JSON object a line, a repeated key refused). A missing file or a folder
     raises :class:`InputNotFoundError`."""
     p = Path(path)

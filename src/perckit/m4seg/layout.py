@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
-from ..paths import is_remote, resolve_under
+from ..io.paths import is_remote, resolve_under
 
 SPLITS = ("train", "test")
 SOURCES = ("auto", "native", "parquet")
@@ -38,7 +38,7 @@ def confine_files(root: str | Path, files: Sequence[str], split: str, links: boo
     """Every local release file a split reads (the native file, the shards the glob found) is a regular file
     (a FIFO named ``data/test-0.parquet`` would block the build on open) and, with ``links``, lies inside
     ``root`` after symbolic links: a shard or ``data/`` linked out of a user-given release folder raises
-    :class:`ReleaseFormatError` naming it (``perckit.paths.resolve_under``). The builder passes ``links=True``
+    :class:`ReleaseFormatError` naming it (``perckit.io.paths.resolve_under``). The builder passes ``links=True``
     for a ``data_dir`` release; a Hub snapshot's files are links into the Hub cache made by huggingface_hub."""
     import stat
 

@@ -2,8 +2,8 @@
 
 Accumulate: :func:`sample_geometry` (:mod:`perckit.m4seg.geometry`) checks one (prediction, reference) pair and
 computes its per-image IoU matrices and mask pairing (exact integer pixel counts from the one mask-pair core
-:mod:`perckit.segmentation`); :func:`score_sample` adds the text-dependent values from precomputed embeddings.
-Reduce: :func:`reduce_scores` averages with :func:`perckit.stats.fmean` over samples sorted by ``example_id``, so
+:mod:`perckit.core.segmentation`); :func:`score_sample` adds the text-dependent values from precomputed embeddings.
+Reduce: :func:`reduce_scores` averages with :func:`perckit.core.stats.fmean` over samples sorted by ``example_id``, so
 evaluate's distributed mode (which gathers shards in process order) gives identical numbers.
 
 Provenance: ``miou`` and ``recall`` follow GLaMM's GCG evaluator, applied per image; METEOR is GLaMM's
@@ -24,10 +24,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .. import segmentation as seg
+from ..core import segmentation as seg
 from ..errors import check_options
-from ..matching import pair_by_id
-from ..stats import fmean
+from ..core.matching import pair_by_id
+from ..core.stats import fmean
 from . import text as textmod
 # Re-exported (noqa: F401): every name this module had before the split stays importable from it.
 from .geometry import PAIRING_EMPTY_UNION_IOU, ImageGeom, SampleGeom, sample_geometry, union_mask_counts
@@ -38,7 +38,7 @@ from .options import (
 from .pairing import greedy_pairs, greedy_text_matches, hungarian_pairs, linear_assignment, pair_masks, recall_true_positives
 from .semantic import ImageText, image_semantic_iou, image_semantic_similarity, semantic_iou, semantic_similarity
 
-#: The empty-prediction hint of a missing ``example_id`` (see :func:`perckit.matching.missing_ids_message`).
+#: The empty-prediction hint of a missing ``example_id`` (see :func:`perckit.core.matching.missing_ids_message`).
 EMPTY_PREDICTION_HINT = "answer='' and groundings=[] mean no output"
 
 
@@ -183,7 +183,7 @@ def reduce_scores(scores: Sequence[SampleScore], options: M4SegOptions = M4SegOp
 
 
 def match_by_example_id(predictions: Sequence[Mapping], references: Sequence[Mapping], strict: bool = True) -> list[tuple[Mapping | None, Mapping]]:
-    """Pair predictions with references by ``example_id`` (reference order): :func:`perckit.matching.pair_by_id`.
+    """Pair predictions with references by ``example_id`` (reference order): :func:`perckit.core.matching.pair_by_id`.
 
     Duplicate ids on either side and a prediction whose id is unknown to the references raise. A reference
     without a prediction raises when ``strict``, else it is paired with ``None`` (scored as an empty prediction).

@@ -4,7 +4,7 @@ Everything here is bounded by documented limits, whatever the file holds:
 
 - :class:`JsonGuard` refuses nesting deeper than :data:`MAX_JSON_DEPTH` and an example or a string longer
   than :data:`MAX_EXAMPLE_BYTES` before the parser sees them; it skips one UTF-8 byte-order mark at the very
-  start of the stream (the project's one BOM rule, :data:`perckit.jsonio.UTF8_BOM`) and refuses one anywhere
+  start of the stream (the project's one BOM rule, :data:`perckit.io.jsonio.UTF8_BOM`) and refuses one anywhere
   else outside a string, naming its byte offset.
 - :func:`iter_items` parses examples with ijson and refuses a JSON object that repeats a key (ijson, like
   ``json``, would keep only the last value).
@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ReleaseFormatError
 from ..errors import short_repr as _short
-from ..jsonio import UTF8_BOM
+from ..io.jsonio import UTF8_BOM
 
 #: Deepest JSON nesting accepted in a native file (an example is about 7 levels deep). ijson keeps one
 #: prefix string per level, each as long as the path to it: 100,000 levels would need tens of gigabytes.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .. import segmentation as seg
+from ..core import segmentation as seg
 from ..errors import OptionError, check_choice, check_option_type
 from ..errors import short_repr as _short
 from . import text as textmod
@@ -23,7 +23,7 @@ SS_LEVELS = ("answer", "phrase")
 I_MODES = ("image", "mask")
 RESIZE_MODES = seg.RESIZE_MODES
 #: gIoU of a sample, and cIoU of a set, whose pooled union is empty (GT masks all empty, no predicted pixel):
-#: 1.0, the rule of ``refer_iou`` (``perckit.segmentation.pair_iou`` / ``reduce_iou``): nothing to find, nothing found.
+#: 1.0, the rule of ``refer_iou`` (``perckit.core.segmentation.pair_iou`` / ``reduce_iou``): nothing to find, nothing found.
 EMPTY_UNION_IOU = 1.0
 GROUPS = {"per_question_type": "question_type", "per_dataset_name": "dataset_name", "per_granularity": "granularity"}
 

@@ -1,7 +1,7 @@
 """The pairing algorithms of ``metrics/m4seg``: GLaMM's greedy mask pairing, the Hungarian alternative
 (option ``matching``), GLaMM's recall loop and the greedy one-to-one text matching of SIoU / I-SIoU.
 
-Every function takes a precomputed matrix (IoU from :mod:`perckit.segmentation`, cosine from the text
+Every function takes a precomputed matrix (IoU from :mod:`perckit.core.segmentation`, cosine from the text
 embeddings) and is deterministic: ties go to the first cell in row-major order.
 """
 

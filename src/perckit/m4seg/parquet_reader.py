@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Sequence
 
 from ..errors import ReleaseFormatError
-from ..parquetio import check_column_chunk_sizes
+from ..io.parquetio import check_column_chunk_sizes
 from .layout import PARQUET_GLOB
 from .rows import PARQUET_GROUNDING_ALIASES
 

@@ -26,12 +26,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import _kernels
+from ..core import counts as _kernels
 from .. import rle as rle_ops
 from ..errors import PerckitError, ReleaseFormatError
 from ..errors import short_repr as _short
-from ..paths import MAX_PATH_CHARS
-from ..paths import check_relative
+from ..io.paths import MAX_PATH_CHARS
+from ..io.paths import check_relative
 from . import codes
 from .parquet_reader import BATCH_SIZE
 from .parquet_reader import PARQUET_ERRORS

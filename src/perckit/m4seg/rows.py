@@ -19,9 +19,9 @@ from typing import Any, Mapping, Sequence
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, check_choice
 from ..errors import short_repr as _short
-from ..jsonio import parse_int
-from ..paths import MAX_PATH_CHARS
-from ..paths import check_relative
+from ..io.jsonio import parse_int
+from ..io.paths import MAX_PATH_CHARS
+from ..io.paths import check_relative
 from . import codes
 from .features import SOURCE_GRANULARITY
 
@@ -225,7 +225,7 @@ def resolve_image_sizes(sizes: Sequence[Any], mask_sizes: Sequence[set], state: 
     return out
 
 
-#: Paths :func:`perckit.paths.check_relative` always accepts: no leading '/' or '.', no ':' (a drive), no
+#: Paths :func:`perckit.io.paths.check_relative` always accepts: no leading '/' or '.', no ':' (a drive), no
 #: backslash, NUL or other character outside this set, and (checked apart) no '..' anywhere.
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_\-./]*")
 

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..stats import fmean
+from ..core.stats import fmean
 from .pairing import greedy_text_matches
 
 

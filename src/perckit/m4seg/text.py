@@ -34,8 +34,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import OptionError, PerckitError
-from ..model_files import check_model_folder, sha256_file
-from ..paths import read_regular_file
+from ..io.model_files import check_model_folder, sha256_file
+from ..io.paths import read_regular_file
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ def minilm_path(text_model_path: str | os.PathLike | None = None) -> Path:
 
 def check_minilm_folder(path: Path, where: str) -> None:
     """Check a sentence-transformers folder before ``SentenceTransformer`` reads it: every file
-    (:func:`perckit.model_files.check_model_folder`: inside the folder, regular, size-capped), and every module
+    (:func:`perckit.io.model_files.check_model_folder`: inside the folder, regular, size-capped), and every module
     its ``modules.json`` names must be one of sentence-transformers' own :data:`MINILM_MODULES` classes
     (sentence-transformers imports whatever dotted path a ``type`` names and calls its ``load``: a name from
     the file would choose the code that runs). Refused with :class:`~perckit.errors.OptionError` naming ``where``."""

@@ -1,11 +1,11 @@
-"""R4D-Bench's metrics as :class:`perckit.accumulate.MetricCore` records: ``mask_temporal`` and ``track_id``.
+"""R4D-Bench's metrics as :class:`perckit.hf.contract.MetricCore` records: ``mask_temporal`` and ``track_id``.
 
 The per-query records are the metrics' own (:class:`QueryScore`, :class:`TrackScore`), reduced by the metrics'
 own reduce halves; a missing prediction (lax mode) is scored as "no output" and counted in
 ``num_missing_predictions``, exactly as :func:`perckit.r4d_bench.metrics.mask_temporal` / ``track_id`` do.
 
 A record read from a state is checked against its declared schema (:data:`QUERY_RECORD` / :data:`TRACK_RECORD`
-and their invariants, by :func:`perckit.accumulate.check_records`) before it is converted: every rate in
+and their invariants, by :func:`perckit.hf.contract.check_records`) before it is converted: every rate in
 [0, 1], counts as integers >= 0 with ``intersection <= union``, one IoU per evaluated frame and no frame twice;
 ``tp <= num_pred`` and ``tp <= num_gt``, ``is_negative`` exactly when the ground truth is empty.
 """
@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Mapping
 
-from ..accumulate import COUNT, FLAG, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
+from ..hf.contract import COUNT, FLAG, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, check_options
-from ..feature_check import Positional, Scalar
+from ..hf.feature_check import Positional, Scalar
 from . import metrics as m
 
 #: A :class:`~perckit.r4d_bench.metrics.QueryScore` as a state holds it (``asdict``): every rate in [0, 1] (the

@@ -9,7 +9,8 @@ from typing import Any, Iterator
 import datasets
 
 from ..errors import check_choice
-from ..builder_base import PerckitConfig, PerckitTableBuilder
+from ..hf.builder import PerckitConfig, PerckitTableBuilder
+from . import benchmark
 from . import features as feats
 from . import release
 from . import scenes as scene_files
@@ -35,7 +36,7 @@ _LICENSE = (
 class R4DBenchConfig(PerckitConfig):
     """Options of every R4D-Bench config (all defaulted; see the dataset card; ``repo_id`` / ``revision``: PerckitConfig)."""
 
-    BENCHMARK = "r4d_bench"
+    BENCHMARK = benchmark.BENCHMARK
 
     mask_source: str = "segmentation"
     coco_json_name: str | None = None
@@ -63,6 +64,8 @@ def hub_patterns(config: R4DBenchConfig) -> list[str]:
 
 class R4DBenchBuilder(PerckitTableBuilder):
     """R4D-Bench: configs ``all_queries`` (default), ``subset_36`` and ``frames``; one ``test`` split."""
+
+    hub_patterns = staticmethod(hub_patterns)
 
     VERSION = datasets.Version("1.0.0")
     BUILDER_CONFIG_CLASS = R4DBenchConfig

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from .. import cli
-from ..cli import finish, format_summary  # noqa: F401  (re-exported: they lived here before perckit.cli)
+from ..hf import cli
+from ..hf.cli import finish, format_summary  # noqa: F401  (re-exported: they lived here before perckit.hf.cli)
 from ..errors import OptionError
 from . import features as feats
 from . import io

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from .. import cli
+from ..hf import cli
 from . import io
 from . import metrics as core
 

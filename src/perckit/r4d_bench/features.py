@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import datasets
 
-from ..schema import project, rle_feature
+from ..core.schema import project, rle_feature
 
 Value = datasets.Value
 

@@ -1,6 +1,6 @@
 """Guarded file access of the R4D-Bench readers: every path the release (or a prediction file) names goes
-through :func:`perckit.paths.resolve_under`, and every file is read through
-:func:`perckit.paths.read_regular_file` under one of the byte limits below.
+through :func:`perckit.io.paths.resolve_under`, and every file is read through
+:func:`perckit.io.paths.read_regular_file` under one of the byte limits below.
 
 A COCO ``file_name``, a ``mask_image`` / ``combined_mask_image`` of the ``_with_paths`` ground truth, a scene
 name, a planted symbolic link: each could otherwise copy an arbitrary local file into the rows, and a FIFO
@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from .. import prefetch
+from ..io import prefetch
 
 #: Largest JSON file of a release read (dense GT, query metadata, track GT, COCO files). The real
 #: ``all_queries`` dense GT is tens of MB.
@@ -25,6 +25,6 @@ MAX_MASK_PNG_BYTES = 64 << 20
 
 
 def read_ahead(paths: Sequence[str | os.PathLike], limit: int = MAX_IMAGE_BYTES) -> Iterator[tuple[Path, bytes | Exception]]:
-    """:func:`perckit.prefetch.read_ahead` of the frame images, each a regular file under ``limit`` bytes."""
+    """:func:`perckit.io.prefetch.read_ahead` of the frame images, each a regular file under ``limit`` bytes."""
     return prefetch.read_ahead(paths, limit=limit, what="image file")
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
-from ..jsonio import parse_int, read_json
-from ..paths import resolve_under
+from ..io.jsonio import parse_int, read_json
+from ..io.paths import resolve_under
 from . import features as feats
 from . import release
 from .files import MAX_JSON_BYTES
@@ -20,7 +20,7 @@ def _read_predictions(path: str | Path) -> Any:
 
 def mask_file(repo_root: str | Path, mask_path: Any, where: str, allow_absolute_paths: bool = False) -> Path:
     """The PNG a prediction file names: a relative path must stay under ``repo_root``
-    (:func:`perckit.paths.resolve_under`: no ``..`` component, no symbolic link out of it); an absolute path
+    (:func:`perckit.io.paths.resolve_under`: no ``..`` component, no symbolic link out of it); an absolute path
     is refused unless ``allow_absolute_paths`` (the ``--allow-absolute-paths`` flag: for a file you wrote
     yourself; a prediction file from someone else could otherwise name any file of this machine)."""
     if allow_absolute_paths and isinstance(mask_path, str) and Path(mask_path).is_absolute() and "\x00" not in mask_path:

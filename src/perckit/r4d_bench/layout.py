@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import ReleaseNotFoundError, check_choice
-from ..paths import resolve_under
+from ..io.paths import resolve_under
 
 SCENES = (
     "americano", "coffee_martini", "cook_spinach", "cut_lemon", "cut_roasted_beef", "espresso",

@@ -14,15 +14,15 @@ from PIL import Image
 
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, RLEError
-from ..images import mask_foreground
-from ..paths import read_regular_file, resolve_under
+from ..io.images import mask_foreground
+from ..io.paths import read_regular_file, resolve_under
 from .files import MAX_MASK_PNG_BYTES
 
 
 def png_mask(path: Path, where: str) -> rle_ops.RLE:
-    """A PNG mask as RLE; foreground by :func:`perckit.images.mask_foreground` (any channel > 0).
+    """A PNG mask as RLE; foreground by :func:`perckit.io.images.mask_foreground` (any channel > 0).
 
-    The file is read by :func:`perckit.paths.read_regular_file` under :data:`files.MAX_MASK_PNG_BYTES`:
+    The file is read by :func:`perckit.io.paths.read_regular_file` under :data:`files.MAX_MASK_PNG_BYTES`:
     a FIFO, a device or a folder is refused at once, an oversize file before it is read."""
     data = read_regular_file(path, f"{where}: mask PNG", MAX_MASK_PNG_BYTES, ReleaseFormatError, ReleaseNotFoundError)
     try:

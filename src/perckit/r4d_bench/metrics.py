@@ -7,8 +7,8 @@ Accumulate: :func:`score_query` / :func:`score_track_query` turn one
 :func:`track_id` match predictions to references by ``query_id`` and run both.
 
 All pixel comparisons are exact integer counts in the RLE domain, from the one mask-pair core
-:mod:`perckit.segmentation` (counts, the resize rule, the empty-union rule); the means are
-:func:`perckit.stats.fmean` and the id matching :func:`perckit.matching.pair_by_id`.
+:mod:`perckit.core.segmentation` (counts, the resize rule, the empty-union rule); the means are
+:func:`perckit.core.stats.fmean` and the id matching :func:`perckit.core.matching.pair_by_id`.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .. import rle as rle_ops
-from .. import segmentation as seg
+from ..core import segmentation as seg
 from ..errors import OptionError, PredictionError, RLEError, check_choice, check_option_type, check_options
-from ..jsonio import parse_int
-from ..matching import pair_by_id
-from ..stats import fmean
+from ..io.jsonio import parse_int
+from ..core.matching import pair_by_id
+from ..core.stats import fmean
 
 EVALUATED_FRAMES = ("annotated_and_existence", "annotated", "all_scene_frames")
 MACC_MODES = ("class_mean", "frame_success")
@@ -49,7 +49,7 @@ class _Unset:
 
 
 _UNSET: Any = _Unset()
-#: Missing-row hints of the two R4D-Bench metrics (see :func:`perckit.matching.missing_ids_message`).
+#: Missing-row hints of the two R4D-Bench metrics (see :func:`perckit.core.matching.missing_ids_message`).
 MASK_EMPTY_HINT = "frames=[] means no output"
 TRACK_EMPTY_HINT = "target_track_ids=[] means no output"
 
@@ -317,7 +317,7 @@ def match_by_query_id(
     strict: bool = False,
     empty_hint: str = MASK_EMPTY_HINT,
 ) -> list[tuple[Mapping | None, Mapping]]:
-    """Pair predictions with references by ``query_id`` (reference order): :func:`perckit.matching.pair_by_id`.
+    """Pair predictions with references by ``query_id`` (reference order): :func:`perckit.core.matching.pair_by_id`.
 
     Duplicate ids on either side and a prediction whose id is unknown to the references raise
     :class:`PredictionError`. A reference without a prediction raises when ``strict`` (the message

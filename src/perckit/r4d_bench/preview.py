@@ -1,10 +1,10 @@
-"""The export preview of R4D-Bench (:mod:`perckit.previews`).
+"""The export preview of R4D-Bench (:mod:`perckit.export.previews`).
 
 ``all_queries`` / ``subset_36``: the query's referred mask over its first annotated frame (the first entry of
 ``frames``; a negative query with no frame shows its scene's first frame with a note). The frame image is read from
 the release (the builder's release root, ``data/scenes/<scene>/``) through the scene reader
 (:func:`perckit.r4d_bench.scenes.read_scene`, each scene's COCO file read once) and
-:func:`perckit.paths.read_regular_file`, so a missing or unreadable frame raises the perckit error naming it.
+:func:`perckit.io.paths.read_regular_file`, so a missing or unreadable frame raises the perckit error naming it.
 ``frames``: every annotation's mask over the row's own image, one colour per track.
 """
 
@@ -15,8 +15,8 @@ from typing import Any, Mapping
 
 from PIL import Image
 
-from .. import previews
-from ..paths import read_regular_file
+import perckit.export.previews as previews
+from ..io.paths import read_regular_file
 from . import release
 from .files import MAX_IMAGE_BYTES
 

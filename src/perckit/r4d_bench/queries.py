@@ -1,7 +1,7 @@
 """The query configs of R4D-Bench (``all_queries``, ``subset_36``): the query metadata, the track-ID ground
 truth and the dense ground truth read and checked, and one row per query.
 
-Each file is read by :func:`perckit.jsonio.read_json` under :data:`perckit.r4d_bench.files.MAX_JSON_BYTES`;
+Each file is read by :func:`perckit.io.jsonio.read_json` under :data:`perckit.r4d_bench.files.MAX_JSON_BYTES`;
 the scenes the queries name are read by :func:`perckit.r4d_bench.scenes.read_scene`, their masks built by
 :mod:`perckit.r4d_bench.masks`.
 """
@@ -19,8 +19,8 @@ from typing import Any
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from ..errors import short_repr as _short
-from ..jsonio import parse_int, read_json, require_file
-from ..paths import resolve_under
+from ..io.jsonio import parse_int, read_json, require_file
+from ..io.paths import resolve_under
 from .files import MAX_JSON_BYTES
 from .layout import QUERIES_META
 from .layout import SCENE_ALIASES

@@ -27,12 +27,12 @@ import numpy as np
 import pyarrow as pa
 
 from .. import rle as rle_ops
-from ..builder_base import MEDIA_STORAGE, media_column
+from ..hf.builder import MEDIA_STORAGE, media_column
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice
 from ..errors import short_repr as _short
-from ..images import check_encoded_image
-from ..jsonio import parse_int, read_json
-from ..paths import check_relative, resolve_under
+from ..io.images import check_encoded_image
+from ..io.jsonio import parse_int, read_json
+from ..io.paths import check_relative, resolve_under
 from . import files
 from .files import MAX_JSON_BYTES
 from .layout import SCENE_ALIASES
@@ -121,7 +121,7 @@ def scene_track_json_names(scene: str, aliases: Mapping[str, str] = SCENE_ALIASE
 
 def find_scene_track_json(folder: Path, scene: str, aliases: Mapping[str, str] = SCENE_ALIASES) -> Path | None:
     """The scene track JSON of a scene folder, or None when the scene has none; more than one candidate is
-    ambiguous and raises. The path goes through :func:`perckit.paths.resolve_under` (a symbolic link out of
+    ambiguous and raises. The path goes through :func:`perckit.io.paths.resolve_under` (a symbolic link out of
     the scene folder is refused)."""
     where = f"scene folder {str(folder)!r}: scene track JSON"
     found = [n for n in scene_track_json_names(scene, aliases) if (folder / n).exists() or (folder / n).is_symlink()]
@@ -174,7 +174,7 @@ def scene_track_links(data: Any, where: str) -> dict[int, str] | None:
 
 def read_scene_tracks(folder: Path, scene: str, aliases: Mapping[str, str] = SCENE_ALIASES) -> tuple[Path | None, dict[int, str]]:
     """The scene track JSON of a scene (path, annotation id -> track id); ``(None, {})`` when there is none.
-    Read with :func:`perckit.jsonio.read_json` (repeated keys refused, a BOM skipped, capped)."""
+    Read with :func:`perckit.io.jsonio.read_json` (repeated keys refused, a BOM skipped, capped)."""
     path = find_scene_track_json(folder, scene, aliases)
     if path is None:
         return None, {}
@@ -277,12 +277,12 @@ def read_scene(
 def _image_name(folder: Path, real: tuple[str, str], file_name: object, where: str = "COCO image file_name") -> str:
     """[inferred] ``file_name`` resolves under ``images/`` first, then under the scene folder; either way it
     must stay inside the scene folder, and ``images/<file_name>`` inside ``images/`` (the rule of
-    :func:`perckit.paths.resolve_under`: no absolute path, no ``..``, no symbolic link out of it), else
+    :func:`perckit.io.paths.resolve_under`: no absolute path, no ``..``, no symbolic link out of it), else
     :class:`ReleaseFormatError` naming ``where``. ``real``: the resolved scene folder and ``images/`` folder.
 
     A joined path resolves to its resolved folder plus its own components unless one of them is a symbolic
     link, so each candidate costs one ``lstat`` per component of ``file_name``; where one is a link,
-    :func:`perckit.paths.resolve_under` resolves it (and accepts a Hub cache blob, or raises)."""
+    :func:`perckit.io.paths.resolve_under` resolves it (and accepts a Hub cache blob, or raises)."""
     parts = check_relative(file_name, where).parts
     linked, _ = _walk(real[0], parts)
     if linked:
@@ -340,7 +340,7 @@ def _annotation_numbers(values: Any, where: str) -> list[float]:
 
 def check_image_bytes(data: bytes, path: Path, where: str) -> None:
     """A frame image that is stored as bytes: its header must open and a JPEG / PNG must not be cut short
-    (:func:`perckit.images.check_encoded_image`; the image is not decoded)."""
+    (:func:`perckit.io.images.check_encoded_image`; the image is not decoded)."""
     check_encoded_image(data, f"{where}: image file {str(path)!r}")
 
 

@@ -8,14 +8,34 @@ gathers (``metadata.py``, ``archives.py``, ``media.py``, ``rows.py``; ``extract.
 edit quality of edited clips: ``to_quality_reference``, ``make_quality_prediction``, ``load_quality_predictions_dir``).
 """
 
-from .features import gt_as_prediction
-from .features import make_prediction
-from .features import to_metric_reference
-from .io import gt_as_predictions
-from .io import load_predictions_dir
-from .quality import load_quality_predictions_dir
-from .quality import make_quality_prediction
-from .quality import to_quality_reference
+from __future__ import annotations
 
-__all__ = ["gt_as_prediction", "gt_as_predictions", "load_predictions_dir", "load_quality_predictions_dir", "make_prediction",
-           "make_quality_prediction", "to_metric_reference", "to_quality_reference"]
+from typing import Any
+
+__all__ = [
+    "gt_as_prediction",
+    "gt_as_predictions",
+    "load_predictions_dir",
+    "load_quality_predictions_dir",
+    "make_prediction",
+    "make_quality_prediction",
+    "to_metric_reference",
+    "to_quality_reference",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The public helpers, imported on first use (``import perckit.reason_av_edit`` stays free of ``datasets``)."""
+    if name in ("gt_as_prediction", "make_prediction", "to_metric_reference"):
+        from . import features as module
+    elif name in ("gt_as_predictions", "load_predictions_dir"):
+        from . import io as module
+    elif name in ("load_quality_predictions_dir", "make_quality_prediction", "to_quality_reference"):
+        from . import quality as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(module, name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,11 +1,11 @@
-"""ReasonAVEdit-Bench's ``av_reasoning`` metric as a :class:`perckit.accumulate.MetricCore`.
+"""ReasonAVEdit-Bench's ``av_reasoning`` metric as a :class:`perckit.hf.contract.MetricCore`.
 
 The per-sample record is the metric's own :class:`~.metrics.SampleScore` (exact integer pixel counts, per-sample
 tIoUs and offsets, the Which-Acc rule, what each side provided), made by :func:`~.metrics.score_sample` as soon as a
 prediction meets its reference; the media (mask videos, reasoning audio, as bytes or paths) are decoded then and
 never kept in the record (read from a state, a record is checked against :data:`RECORD` and its invariants first).
 The reduce is :func:`~.metrics.reduce_scores` (``fmean`` on ``math.fsum`` and integer
-counts: any order of the samples gives the same numbers), so :meth:`~perckit.accumulate.Accumulator.compute` equals
+counts: any order of the samples gives the same numbers), so :meth:`~perckit.hf.accumulate.Accumulator.compute` equals
 :func:`~.metrics.av_reasoning` exactly.
 
 The metric is always strict (as :func:`~.metrics.av_reasoning`): a reference without a prediction is an error at
@@ -22,9 +22,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..accumulate import COUNT, FLAG, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
+from ..hf.contract import COUNT, FLAG, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, check_options
-from ..feature_check import Nullable, Scalar
+from ..hf.feature_check import Nullable, Scalar
 from . import metrics as m
 
 #: the fields of a :class:`~.metrics.SampleScore` record, in declaration order

@@ -6,7 +6,7 @@ streaming reader behind ``dl_manager.iter_archive`` (:func:`iter_tar_members`) a
 (:func:`.extract.extract_archives`). For every member header, before the tar is read any further, the guard refuses:
 
 - a name that is not a relative path inside the archive (absolute, drive letter, a ``..`` component, a NUL
-  byte: :func:`perckit.paths.check_relative`), a path component over :data:`MAX_NAME_COMPONENT_BYTES` bytes or
+  byte: :func:`perckit.io.paths.check_relative`), a path component over :data:`MAX_NAME_COMPONENT_BYTES` bytes or
   a name over :data:`MAX_NAME_BYTES` bytes (the OS limits), and a member named ``.`` that is not a folder;
 - a name that collides with another member: the same file twice, a file and a folder of one name, a file
   used as the parent folder of another member (``./a`` and ``a`` are the same name);
@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
-from ..paths import check_relative, open_regular_file, relative_label
+from ..io.paths import check_relative, open_regular_file, relative_label
 from .layout import ARCHIVE_PATTERN, ARCHIVES_DIR, MEDIA_FOLDERS, METADATA
 
 #: Largest member a release tar may declare (its expanded size for a sparse member): a real clip is a
@@ -90,7 +90,7 @@ def _short(name: str) -> str:
 
 def check_name(name: Any, where: str, suffix: str = "") -> str:
     """A member name or CSV media path as a normalised POSIX path (``./`` and backslashes removed, ``.`` for
-    the root), checked by :func:`perckit.paths.check_relative` and against the OS limits: a component over
+    the root), checked by :func:`perckit.io.paths.check_relative` and against the OS limits: a component over
     :data:`MAX_NAME_COMPONENT_BYTES` bytes or a path over :data:`MAX_NAME_BYTES` bytes. Purely lexical."""
     try:
         norm = check_relative(name, where).as_posix()

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import segmentation as seg
+from ..core import segmentation as seg
 from ..errors import OptionError, PredictionError
 
 #: Smallest STFT magnitude in the dB conversion (spec: ``max(S, 1e-10)``).
@@ -261,7 +261,7 @@ def tf_mask(x: np.ndarray, options: AudioOptions = AudioOptions(), rms: np.ndarr
 
 def mask_iou(a: np.ndarray, b: np.ndarray) -> float:
     """|A ∩ B| / |A ∪ B| of two boolean arrays of one shape; 1 when both are empty (the counts and the
-    empty-union rule of :mod:`perckit.segmentation`, the one mask-pair core)."""
+    empty-union rule of :mod:`perckit.core.segmentation`, the one mask-pair core)."""
     counts = seg.dense_pair_counts(a, b, "audio masks")
     return seg.pair_iou(counts.intersection, counts.union)
 

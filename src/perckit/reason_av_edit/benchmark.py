@@ -1,6 +1,43 @@
-"""The descriptor of this benchmark (see :mod:`perckit.benchmarks`): the one record the core reads."""
+"""The descriptor of ReasonAVEdit-Bench (:class:`perckit.hf.descriptor.Benchmark`): the one record the core reads. Each
+function below imports its module directly when it is first called, so that listing the benchmarks (and an
+accumulator of one metric) imports neither ``datasets`` nor the other benchmarks' code."""
 
-from ..benchmarks import Benchmark, MetricSpec
+from __future__ import annotations
+
+from typing import Any
+
+from ..hf.descriptor import Benchmark, MetricSpec
+
+
+def av_reasoning_core(config: str | None = None) -> Any:
+    from .accumulate import av_reasoning_core
+
+    return av_reasoning_core(config)
+
+
+def to_metric_reference(row: Any) -> Any:
+    from .features import to_metric_reference
+
+    return to_metric_reference(row)
+
+
+def to_quality_reference(row: Any) -> Any:
+    from .quality.references import to_quality_reference
+
+    return to_quality_reference(row)
+
+
+def _previewer(builder: Any, config: str) -> Any:
+    from .preview import make_previewer
+
+    return make_previewer(builder, config)
+
+
+def _export_hook() -> Any:
+    from . import export
+
+    return export
+
 
 BENCHMARK = Benchmark(
     name="reason_av_edit",
@@ -8,15 +45,12 @@ BENCHMARK = Benchmark(
     label="ReasonAVEdit-Bench",
     splits=("test",),
     hub_repo="bigfacing/ReasonAVEdit-Bench",
-    builder="perckit.reason_av_edit.builder:ReasonAVEditBuilder",
-    hub_patterns="perckit.reason_av_edit.builder:hub_patterns",
-    sample_release="perckit.sample_releases.reason_av_edit:write_release",
-    preview="perckit.reason_av_edit.preview:make_previewer",
-    export_hook="perckit.reason_av_edit.export",
+    preview=_previewer,
+    export_hook=_export_hook,
     metrics=(
-        MetricSpec("av_reasoning", "perckit.reason_av_edit.features:to_metric_reference", scores="default",
+        MetricSpec("av_reasoning", to_metric_reference, av_reasoning_core, scores="default",
                    file_format="a folder of <sample_id>.json, <sample_id>_anchor_mask.png, _reason_audio.wav and _mask.mp4 files (perckit.reason_av_edit.load_predictions_dir)"),
-        MetricSpec("av_edit_quality", "perckit.reason_av_edit.quality.references:to_quality_reference", scores="default",
+        MetricSpec("av_edit_quality", to_quality_reference, scores="default",
                    file_format="a folder of edited clips <sample_id>.mp4 with optional <sample_id>.wav (perckit.reason_av_edit.load_quality_predictions_dir)"),
     ),
 )

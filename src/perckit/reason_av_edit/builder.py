@@ -20,9 +20,10 @@ from typing import Any, Iterator
 
 import datasets
 
-from ..builder_base import PerckitConfig, PerckitTableBuilder
+from ..hf.builder import PerckitConfig, PerckitTableBuilder
 from ..errors import OptionError, ReleaseNotFoundError, check_choice
-from ..prefetch import in_background
+from ..io.prefetch import in_background
+from . import benchmark
 from . import features as feats
 from . import release
 
@@ -48,7 +49,7 @@ class ReasonAVEditConfig(PerckitConfig):
     """Options of the one ReasonAVEdit-Bench config (all defaulted; see the dataset card; ``repo_id`` / ``revision``:
     PerckitConfig)."""
 
-    BENCHMARK = "reason_av_edit"
+    BENCHMARK = benchmark.BENCHMARK
 
     #: "auto": "extracted" when the folder of the CSV's video paths (``videos/``) exists, else "archives".
     source: str = "auto"
@@ -67,6 +68,8 @@ def hub_patterns(config: ReasonAVEditConfig) -> list[str]:
 
 class ReasonAVEditBuilder(PerckitTableBuilder):
     """ReasonAVEdit-Bench: one config (``default``), one ``test`` split keyed by ``sample_id``."""
+
+    hub_patterns = staticmethod(hub_patterns)
 
     VERSION = datasets.Version("1.0.0")
     BUILDER_CONFIG_CLASS = ReasonAVEditConfig

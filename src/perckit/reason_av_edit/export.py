@@ -1,4 +1,4 @@
-"""The ReasonAVEdit-Bench export hook (:mod:`perckit.export_hooks`): sound and video the Dataset Viewer plays.
+"""The ReasonAVEdit-Bench export hook (:mod:`perckit.export.hooks`): sound and video the Dataset Viewer plays.
 
 On the way to the Hub (:func:`export_split`), a split's builder rows become two Parquet configs:
 
@@ -15,16 +15,16 @@ On the way to the Hub (:func:`export_split`), a split's builder rows become two 
 The builder gives every clip as ``{bytes, path}`` with ``path`` relative to the release root, and both are kept,
 so :func:`load_back` gives back exactly the builder's rows (``path`` included) and no local folder name reaches
 the Hub. A value that names its file by ``path`` alone (a row not made by the builder) is read under
-``release_root`` (:func:`perckit.paths.resolve_under`: relative, inside the root, no link out of it; a regular
+``release_root`` (:func:`perckit.io.paths.resolve_under`: relative, inside the root, no link out of it; a regular
 file of at most :data:`~.limits.MAX_MEDIA_FILE_BYTES`); an absolute ``path`` is reduced to its base name. ``None``
 and the "not provided" marker ``{bytes: None, path: ""}`` stay as they are. Sample ids are the join key: an
 empty, missing or repeated one is refused.
 
 :func:`load_back` reverses it for rows read back with plain ``datasets.load_dataset``: the ``videos`` shards the
-export lists for the split (:func:`perckit.export_state.export_layout`: its record, or the card of a copy without
-one) are opened under the export root (regular files, checked by :mod:`perckit.parquetio` before anything is
+export lists for the split (:func:`perckit.export.state.export_layout`: its record, or the card of a copy without
+one) are opened under the export root (regular files, checked by :mod:`perckit.io.parquetio` before anything is
 decompressed: at most
-:data:`perckit.parquetio.MAX_COLUMN_CHUNK_BYTES` per column chunk, as the footer and the page headers declare it),
+:data:`perckit.io.parquetio.MAX_COLUMN_CHUNK_BYTES` per column chunk, as the footer and the page headers declare it),
 indexed by ``sample_id`` (a repeated id is refused naming both files), and ``video`` / ``mask_video`` are joined
 back one row group at a time (a sample the shards lack is refused naming them; a clip over
 :data:`~.limits.MAX_MEDIA_FILE_BYTES` too). The audio columns get the builder's media feature back and the columns
@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InputNotFoundError, ReleaseFormatError
-from ..export_hooks import ChildConfig, ExportParts
+from ..export.hooks import ChildConfig, ExportParts
 from . import features as feats
 from .limits import MAX_MEDIA_FILE_BYTES
 
@@ -104,7 +104,7 @@ def _clip(value: Any, where: str, release_root: Path | None) -> dict | None:
         if release_root is None:
             raise ReleaseFormatError(f"{where}: expected the clip's bytes (the builder gives them), got only the path "
                                      f"{path!r} and no release folder to read it under")
-        from ..paths import read_regular_file, resolve_under
+        from ..io.paths import read_regular_file, resolve_under
 
         file = resolve_under(release_root, path, f"{where}: path", ReleaseFormatError)
         data = read_regular_file(file, where, MAX_MEDIA_FILE_BYTES, ReleaseFormatError, InputNotFoundError)
@@ -161,15 +161,15 @@ def export_split(ds: datasets.Dataset, config: str, split: str, root: Path, rele
 # --------------------------------------------------------------------------------------------------- reading back
 
 
-def _child_files(export_root: Path, ds: datasets.Dataset) -> list[str]:
+def _child_files(layout: Any, ds: datasets.Dataset) -> list[str]:
     """The ``videos`` shards of the rows' split (relative to the export root), as the one lister of an export's
-    files gives them (:func:`perckit.export_state.export_layout`: the record's list, or in a copy downloaded from the
+    files gives them (:func:`perckit.export.state.export_layout`: the record's list, or in a copy downloaded from the
     Hub, which has no record, the card's ``data_files``; every shard inside the export and past the Parquet guard):
-    the split named like the rows', else the only one."""
-    from ..export_state import export_layout
-    from ..paths import relative_label
+    the split named like the rows', else the only one. ``layout``: the export's checked
+    :class:`~perckit.export.state.ExportLayout`."""
+    from ..io.paths import relative_label
 
-    layout = export_layout(export_root)
+    export_root = layout.root
     names = layout.names()
     if CHILD_CONFIG not in names or (layout.record is not None and "parent" not in layout.record["configs"][CHILD_CONFIG]):
         raise InputNotFoundError(f"reason_av_edit export {str(export_root)!r}: expected a {CHILD_CONFIG!r} config written with "
@@ -214,8 +214,8 @@ class _Clips:
     """The clips of the ``videos`` shards of one split, by sample id, read one row group at a time."""
 
     def __init__(self, stack: ExitStack, export_root: Path, files: list[str], columns: list[str]) -> None:
-        from ..parquetio import open_parquet
-        from ..paths import resolve_under
+        from ..io.parquetio import open_parquet
+        from ..io.paths import resolve_under
 
         self.columns = columns
         self.files = files
@@ -269,12 +269,13 @@ def _fingerprint(ds: datasets.Dataset, export_root: Path, files: list[str]) -> s
     return h.hexdigest()[:32]
 
 
-def load_back(ds: datasets.Dataset, export_root: Path) -> datasets.Dataset:
+def load_back(ds: datasets.Dataset, layout: Any) -> datasets.Dataset:
     """Rows of the export (read with plain ``datasets.load_dataset``) as the builder's rows (module docstring):
     ``video`` / ``mask_video`` joined from the ``videos`` config when the rows lack them, every media column with
     the builder's feature, the builder's column order. Errors: :class:`ReleaseFormatError` /
-    :class:`InputNotFoundError` naming the export, the shard and the sample."""
-    export_root = Path(export_root)
+    :class:`InputNotFoundError` naming the export, the shard and the sample. ``layout``: the export's checked
+    :class:`~perckit.export.state.ExportLayout` (its files, as the record or the card lists them)."""
+    export_root = Path(layout.root)
     builder = feats.builder_features()
     missing = [c for c in VIDEO_COLUMNS if c not in ds.column_names] if "sample_id" in ds.column_names else []
     media = (*VIDEO_COLUMNS, *AUDIO_COLUMNS)  # Video() / Audio() in the export, the same {bytes, path} storage
@@ -286,7 +287,7 @@ def load_back(ds: datasets.Dataset, export_root: Path) -> datasets.Dataset:
         if order == ds.column_names and all(target[c] == ds.features[c] for c in order):
             return ds
         return ds.select_columns(order).cast(target)
-    files = _child_files(export_root, ds)
+    files = _child_files(layout, ds)
     storage = target.arrow_schema
     with ExitStack() as stack:
         clips = _Clips(stack, export_root, files, missing)

@@ -15,7 +15,7 @@ import tarfile
 from pathlib import Path
 
 from ..errors import ReleaseFormatError
-from ..paths import open_regular_file, read_regular_file, write_atomic
+from ..io.paths import open_regular_file, read_regular_file, write_atomic
 from .archives import MAX_ARCHIVE_BYTES, MAX_MEMBER_BYTES, TAR_ERRORS, MemberGuard, _unreadable, archive_label, find_archives, scan
 
 

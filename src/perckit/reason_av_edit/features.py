@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import rle as rle_ops
 from ..errors import PredictionError
-from ..schema import project, rle_feature
+from ..core.schema import project, rle_feature
 
 Value = datasets.Value
 
@@ -209,12 +209,12 @@ def media_bytes(value: Mapping | None, where: str, base: str | os.PathLike | Non
 
     ``bytes`` wins; otherwise ``path`` is read, as a regular file of at most
     ``limits.MAX_MEDIA_FILE_BYTES`` (a FIFO, a device or a folder is refused before reading). With ``base``,
-    the path must be relative and stay inside ``base`` (:func:`perckit.paths.resolve_under`); without it,
+    the path must be relative and stay inside ``base`` (:func:`perckit.io.paths.resolve_under`); without it,
     it is taken as given (a row built in Python). A path that does not exist raises
     :class:`~perckit.errors.InputNotFoundError` naming ``where`` and the path.
     """
     from ..errors import InputNotFoundError
-    from ..paths import read_regular_file, resolve_under
+    from ..io.paths import read_regular_file, resolve_under
     from .limits import MAX_MEDIA_FILE_BYTES
 
     if value is None:

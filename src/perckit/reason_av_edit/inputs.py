@@ -132,7 +132,7 @@ def decode_mask_video(data: bytes | None, path: str, where: str, threshold: int,
     video that cannot be opened or has no frame raises :class:`PredictionError` naming ``where``.
     """
     from ..errors import InputNotFoundError
-    from ..paths import read_regular_file
+    from ..io.paths import read_regular_file
     from .limits import MAX_MEDIA_FILE_BYTES, MAX_VIDEO_FRAMES, MAX_VIDEO_PIXELS
 
     if data is None:

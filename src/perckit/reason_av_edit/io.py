@@ -4,12 +4,12 @@
 
 - ``<sample_id>.json``: an object with ``edit_window_s`` ([start, end) seconds) and/or ``selected_instance_index``;
 - ``<sample_id>_anchor_mask.png``: foreground = any stored channel, alpha included, > 0
-  (:func:`perckit.images.mask_foreground`);
+  (:func:`perckit.io.images.mask_foreground`);
 - ``<sample_id>_reason_audio.wav``;
 - ``<sample_id>_mask.mp4``.
 
 A missing file means "not provided". Every file name is built from a sample id that must be a plain file-name
-stem (:func:`.metadata.check_sample_id`) and resolved inside the folder (:func:`perckit.paths.resolve_under`: a
+stem (:func:`.metadata.check_sample_id`) and resolved inside the folder (:func:`perckit.io.paths.resolve_under`: a
 symbolic link out of it is refused); each file must be a regular file under a size cap of :mod:`.limits`
 (a FIFO, a device or a folder in its place is refused, never waited on). A JSON object that repeats a key is
 refused, and a leading UTF-8 BOM is skipped.
@@ -22,8 +22,8 @@ from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError
-from ..jsonio import decode_text, parse_json
-from ..paths import read_regular_file, resolve_under
+from ..io.jsonio import decode_text, parse_json
+from ..io.paths import read_regular_file, resolve_under
 from .features import gt_as_prediction, make_prediction
 from .limits import MAX_MASK_PNG_BYTES, MAX_MEDIA_FILE_BYTES, MAX_PREDICTION_JSON_BYTES
 from .metadata import check_sample_id

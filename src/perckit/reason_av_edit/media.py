@@ -2,7 +2,7 @@
 
 :class:`MediaStore` keeps the members a build wants from the non-video tars (:mod:`.archives` reads them)
 and falls back to the extracted file on disk; :func:`read_disk_media` reads an extracted release. Every disk
-path is a CSV media path checked by :func:`perckit.paths.resolve_under` (it stays inside the release root
+path is a CSV media path checked by :func:`perckit.io.paths.resolve_under` (it stays inside the release root
 after symbolic links) and read as a regular file of at most :data:`archives.MAX_MEMBER_BYTES`. When
 ``metadata.csv`` has no column for the mask video or the reference image, :func:`apply_lookup` finds the
 member by sample id. A missing member is a :class:`~perckit.errors.ReleaseNotFoundError` naming the archive
@@ -20,7 +20,7 @@ from pathlib import Path
 from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
-from ..paths import read_regular_file, resolve_under
+from ..io.paths import read_regular_file, resolve_under
 from .archives import MAX_MEMBER_BYTES, check_name
 from .layout import ARCHIVES_DIR, METADATA
 from .metadata import Sample
@@ -140,7 +140,7 @@ def read_disk_media(root: Path, path: str, sample: Sample, fld: str) -> bytes:
 
 
 def disk_present(root: Path, path: str, sample: Sample, fld: str) -> bool:
-    """Whether something exists at ``root/path`` (checked by :func:`perckit.paths.resolve_under`: a path that
+    """Whether something exists at ``root/path`` (checked by :func:`perckit.io.paths.resolve_under`: a path that
     resolves through a symbolic link out of the root raises). What is there is read, and refused when it is not
     a regular file under the cap, by :func:`read_disk_media` / :meth:`MediaStore.get`."""
     return os.path.exists(resolve_under(root, path, _media_where(path, sample, fld)))
@@ -175,7 +175,7 @@ def lookup_fields(samples: Sequence[Sample]) -> tuple[str, ...]:
 
 def lookup_candidates(sample_id: str, fld: str) -> list[str]:
     """The member names tried for ``fld`` of one sample, in order (``masks/<id>.mp4``; ``ref_images/<id>.png``,
-    ``.jpg``, ``.jpeg``), each checked by :func:`perckit.paths.check_relative` (through :func:`check_name`)."""
+    ``.jpg``, ``.jpeg``), each checked by :func:`perckit.io.paths.check_relative` (through :func:`check_name`)."""
     folder, exts = LOOKUP_MEMBERS[fld]
     where = f"{METADATA}: sample {sample_id!r}: the {fld!r} member looked up by sample id"
     return [check_name(f"{folder}/{sample_id}{ext}", where) for ext in exts]

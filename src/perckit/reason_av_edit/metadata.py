@@ -21,8 +21,8 @@ from typing import Any
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from ..errors import short_repr as _short
-from ..jsonio import decode_text, parse_json
-from ..paths import read_regular_file, resolve_under
+from ..io.jsonio import decode_text, parse_json
+from ..io.paths import read_regular_file, resolve_under
 from .archives import check_name
 from .layout import ANNOTATIONS_DIR, METADATA
 
@@ -139,7 +139,7 @@ def resolve_columns(header: Sequence[str], where: str = METADATA) -> dict[str, s
 
 
 def normalise_member_path(value: str, where: str) -> str:
-    """A release-relative POSIX path (``./`` and backslashes removed), by :func:`perckit.paths.check_relative`:
+    """A release-relative POSIX path (``./`` and backslashes removed), by :func:`perckit.io.paths.check_relative`:
     absolute paths (``/x``, ``\\x``, ``C:``), ``..`` components, NUL bytes and names past the OS limits
     (:class:`archives.MemberGuard`) raise :class:`ReleaseFormatError` naming ``where``; so does a path naming
     the release root itself."""
@@ -283,7 +283,7 @@ def parse_metadata(data: bytes, label: str = METADATA) -> list[Sample]:
 
 def read_metadata(root: str | os.PathLike) -> list[Sample]:
     """``<root>/metadata.csv`` parsed; a missing root or file raises naming the expected path. It must be a
-    regular file of at most :data:`MAX_METADATA_BYTES` inside the root (:func:`perckit.paths.resolve_under`)."""
+    regular file of at most :data:`MAX_METADATA_BYTES` inside the root (:func:`perckit.io.paths.resolve_under`)."""
     root = Path(root)
     if not root.is_dir():
         raise ReleaseNotFoundError(

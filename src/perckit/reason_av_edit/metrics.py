@@ -5,10 +5,10 @@ proposal (spec section 4), one function each, every constant an option of :class
 
 Accumulate: :func:`score_sample` turns one (prediction, reference) pair into a :class:`SampleScore`
 (exact integer pixel counts, per-sample tIoUs, the Which-Acc rule). Reduce: :func:`reduce_scores`
-macro-averages the records (:func:`perckit.stats.fmean`, on ``math.fsum``: independent of the order, so
+macro-averages the records (:func:`perckit.core.stats.fmean`, on ``math.fsum``: independent of the order, so
 evaluate's distributed mode gives the same numbers), per category and sub-track, with
 ``restrict_to_suggested``. :func:`av_reasoning` pairs predictions with references by ``sample_id``
-(:func:`perckit.matching.pair_by_id`) and runs both. Every input value is decoded and checked by
+(:func:`perckit.core.matching.pair_by_id`) and runs both. Every input value is decoded and checked by
 :mod:`.inputs` (masks, windows, instance indices, audio, mask videos); nothing here parses a row.
 
 Learned-model metrics (FVD, FAD, CLAP, Synchformer DeSync, LPAPS, ...) are out of scope: no key of
@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 
 from .. import rle as rle_ops
-from .. import segmentation as seg
+from ..core import segmentation as seg
 from ..errors import OptionError, check_choice
-from ..matching import pair_by_id
-from ..stats import fmean
+from ..core.matching import pair_by_id
+from ..core.stats import fmean
 from . import audio as au
 from .features import is_media_provided
 from .inputs import instance_index, mask_video_activity, optional_rle, optional_window, reference_samples, waveform
@@ -488,7 +488,7 @@ def reduce_scores(scores: Sequence[SampleScore], options: AVReasoningOptions = A
 def av_reasoning(predictions: Sequence[Mapping], references: Sequence[Mapping], **options: Any) -> dict:
     """Score reasoning predictions against reference rows (see the ``av_reasoning`` metric card).
 
-    Predictions are matched by ``sample_id`` (:func:`perckit.matching.pair_by_id`, always strict): a duplicate
+    Predictions are matched by ``sample_id`` (:func:`perckit.core.matching.pair_by_id`, always strict): a duplicate
     id on either side, an unknown prediction id, or a reference without a prediction raises
     :class:`PredictionError`.
     """

@@ -1,4 +1,4 @@
-"""The export preview of ReasonAVEdit-Bench (:mod:`perckit.previews`): the source video's anchor frame
+"""The export preview of ReasonAVEdit-Bench (:mod:`perckit.export.previews`): the source video's anchor frame
 (``anchor_frame``, else the first frame) with the edited region (``anchor_mask``: light fill + outline). A row with
 no anchor mask (a "not provided" marker, an empty size, null) shows the frame alone with a caption saying so;
 a row with no video shows a neutral canvas with a caption. The video is decoded with PyAV after
@@ -11,9 +11,9 @@ from typing import Any, Mapping
 
 from PIL import Image
 
-from .. import previews
+import perckit.export.previews as previews
 from ..errors import ReleaseFormatError
-from ..paths import open_media
+from ..io.paths import open_media
 from .inputs import check_video_header
 from .limits import MAX_MEDIA_FILE_BYTES
 

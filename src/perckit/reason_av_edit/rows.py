@@ -16,12 +16,12 @@ import numpy as np
 
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError
-from ..images import mask_foreground
+from ..io.images import mask_foreground
 from .metadata import MEDIA_FIELDS, Sample
 
 
 def anchor_mask_from_png(data: bytes, threshold: int, where: str) -> dict:
-    """The RLE of a binary mask image: foreground by :func:`perckit.images.mask_foreground` (any stored
+    """The RLE of a binary mask image: foreground by :func:`perckit.io.images.mask_foreground` (any stored
     channel, alpha included, > ``threshold``; palette images compare their indices)."""
     from PIL import Image, UnidentifiedImageError
 

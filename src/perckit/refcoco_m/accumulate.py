@@ -1,15 +1,15 @@
-"""RefCOCO-M's ``refer_iou`` as a :class:`perckit.accumulate.MetricCore`.
+"""RefCOCO-M's ``refer_iou`` as a :class:`perckit.hf.contract.MetricCore`.
 
 One record per expression: its id, its category and supercategory (the group labels the reduce needs) and its
-exact :class:`perckit.segmentation.PairScore` (intersection, union, IoU). The reduce is the metric's own
+exact :class:`perckit.core.segmentation.PairScore` (intersection, union, IoU). The reduce is the metric's own
 :func:`perckit.refcoco_m.metrics.reduce_refer_iou` (fsum means, integer sums: the same numbers in any order),
-so :meth:`~perckit.accumulate.Accumulator.compute` equals :func:`perckit.refcoco_m.metrics.refer_iou` on the
+so :meth:`~perckit.hf.accumulate.Accumulator.compute` equals :func:`perckit.refcoco_m.metrics.refer_iou` on the
 same rows; only ``per_example`` follows the order the pairs were completed in. The metric is always strict: a
 reference without a prediction is a :class:`~perckit.errors.PredictionError` at ``compute`` (an empty mask is
 the "no object" answer).
 
 In a state, a record is ``[expression_id, category, supercategory, intersection, union, iou]``, checked against
-:data:`RECORD` and its invariants before it loads (:func:`perckit.accumulate.check_records`): the id is the one
+:data:`RECORD` and its invariants before it loads (:func:`perckit.hf.contract.check_records`): the id is the one
 it is recorded under, ``0 <= intersection <= union`` as integers, and ``iou`` is ``intersection / union`` (the
 option ``empty_union_iou`` when the union is empty), exactly as the metric computes it.
 
@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import segmentation as seg
-from ..accumulate import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
+from ..core import segmentation as seg
+from ..hf.contract import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, PredictionError, check_options
-from ..feature_check import Positional
+from ..hf.feature_check import Positional
 from . import metrics as m
 
 NAME = "refer_iou"
@@ -105,7 +105,7 @@ def _features() -> tuple:
 
 
 def refer_iou_core(config: str | None = None) -> MetricCore:
-    """The :class:`~perckit.accumulate.MetricCore` of ``refer_iou`` (no configs: ``config`` must be None)."""
+    """The :class:`~perckit.hf.contract.MetricCore` of ``refer_iou`` (no configs: ``config`` must be None)."""
     if config is not None:
         raise OptionError(f"metric {NAME!r} has no configs, got config {config!r}")
     return MetricCore(

@@ -7,9 +7,10 @@ from typing import Any, Iterator
 
 import datasets
 
-from ..builder_base import PerckitBuilder, PerckitConfig
+from ..hf.builder import PerckitBuilder, PerckitConfig
 from ..errors import OptionError
-from ..paths import checked_opener
+from ..io.paths import checked_opener
+from . import benchmark
 from . import features as feats
 from . import release
 
@@ -28,7 +29,7 @@ CONFIG_NAMES = ("expressions", "images")
 class RefCocoMConfig(PerckitConfig):
     """Options of both RefCOCO-M configs (all defaulted; see the dataset card; ``repo_id`` / ``revision``: PerckitConfig)."""
 
-    BENCHMARK = "refcoco_m"
+    BENCHMARK = benchmark.BENCHMARK
 
     #: ``expressions`` only: carry the image in every row (False drops the column; join ``images`` on image_id).
     with_images: bool = True
@@ -52,6 +53,8 @@ def hub_patterns(config: RefCocoMConfig) -> list[str]:
 
 class RefCocoMBuilder(PerckitBuilder):
     """RefCOCO-M: configs ``expressions`` (default) and ``images``; one ``validation`` split."""
+
+    hub_patterns = staticmethod(hub_patterns)
 
     VERSION = datasets.Version("1.0.0")
     BUILDER_CONFIG_CLASS = RefCocoMConfig

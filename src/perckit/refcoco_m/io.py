@@ -6,11 +6,11 @@ from pathlib import Path
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .. import segmentation as seg
+from ..core import segmentation as seg
 from ..errors import InputNotFoundError, PredictionError, RLEError
 from ..errors import short_repr as _short
-from ..jsonio import iter_json_lines
-from ..jsonio import parse_int
+from ..io.jsonio import iter_json_lines
+from ..io.jsonio import parse_int
 from .features import to_metric_prediction
 from .release import expression_id as make_expression_id
 
@@ -71,7 +71,7 @@ def load_predictions_jsonl(path: str | Path) -> list[dict]:
     path = Path(path)
     if not path.exists() or path.is_dir():
         raise InputNotFoundError(f"{str(path)!r}: prediction file not found")
-    # The one JSON Lines reader (perckit.jsonio.iter_json_lines): a regular file under MAX_PREDICTIONS_BYTES,
+    # The one JSON Lines reader (perckit.io.jsonio.iter_json_lines): a regular file under MAX_PREDICTIONS_BYTES,
     # a leading UTF-8 BOM skipped, one JSON object a line, a repeated key refused.
     rows, wheres = [], []
     for _, where, obj in iter_json_lines(path, error=PredictionError, limit=MAX_PREDICTIONS_BYTES, not_found=InputNotFoundError):

@@ -1,4 +1,4 @@
-"""``refer_iou``: the RefCOCO-M metric (mIoU, cIoU, precision@t) over :mod:`perckit.segmentation`, the one
+"""``refer_iou``: the RefCOCO-M metric (mIoU, cIoU, precision@t) over :mod:`perckit.core.segmentation`, the one
 mask-pair core (counts, the resize rule, the empty-union rule, the id matcher) of every perckit mask metric.
 
 Accumulate: :func:`score_expression` scores one (prediction, reference) pair. Reduce:
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import segmentation as seg
+from ..core import segmentation as seg
 from ..errors import OptionError, check_choice, check_options
 
 

@@ -20,10 +20,10 @@ import pyarrow.parquet as pq
 
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
-from ..parquetio import check_column_chunk_sizes
-from ..paths import MAX_RELEASE_FILE_BYTES, open_regular_file, resolve_under
-from ..paths import relative_label
-from ..images import check_encoded_image
+from ..io.parquetio import check_column_chunk_sizes
+from ..io.paths import MAX_RELEASE_FILE_BYTES, open_regular_file, resolve_under
+from ..io.paths import relative_label
+from ..io.images import check_encoded_image
 from ..errors import short_repr as _short
 
 logger = logging.getLogger(__name__)
@@ -180,7 +180,7 @@ def check_image_bytes(image: Any, where: str) -> None:
 
 def image_size_hw(image: Any, where: str) -> list[int]:
     """``[H, W]`` from the header of the embedded image bytes (not decoded); a truncated JPEG / PNG raises
-    (:func:`perckit.images.check_encoded_image`)."""
+    (:func:`perckit.io.images.check_encoded_image`)."""
     data = image.get("bytes") if isinstance(image, Mapping) else None
     if not isinstance(data, (bytes, bytearray)) or not data:
         raise ReleaseFormatError(f"{where}: 'image' has no bytes (expected the embedded image {{'bytes', 'path'}}), got {_short(image)}")

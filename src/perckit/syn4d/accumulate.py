@@ -1,4 +1,4 @@
-"""Syn4D's metric (configs ``tracking``, ``depth``, ``pose``) as a :class:`perckit.accumulate.MetricCore`.
+"""Syn4D's metric (configs ``tracking``, ``depth``, ``pose``) as a :class:`perckit.hf.contract.MetricCore`.
 
 The config is the task, as in ``evaluate.load("metrics/syn4d", task)``; the options are those of
 :class:`perckit.syn4d.metrics.Syn4DOptions`. One record per reference sequence, made by the metric's own
@@ -6,7 +6,7 @@ accumulate half (:func:`perckit.syn4d.metrics.score_sequence` under a
 :class:`~perckit.syn4d.failures.FailurePolicy`): the scored row and its coverage entry, or the lax-mode failure
 records. The reduce is the metric's own (:func:`perckit.syn4d.metrics.aggregate`, fsum macro means;
 :func:`perckit.syn4d.coverage.summarize`, integer sums and a minimum), so
-:meth:`~perckit.accumulate.Accumulator.compute` gives the numbers of
+:meth:`~perckit.hf.accumulate.Accumulator.compute` gives the numbers of
 :func:`perckit.syn4d.metrics.compute_task` (``coverage=True``, what the evaluate module runs) in any batch sizes
 and order; only the lists ``sequences``, ``failures`` and ``coverage.sequences`` follow the order the pairs were
 completed in.
@@ -20,7 +20,7 @@ The failure policy is today's, with today's messages:
 - lax (``strict=False``): each becomes a failure record and the sequence is left out of the means.
 
 A record read from a state is checked against its declared schema before it loads (:func:`record_schema`, by
-:func:`perckit.accumulate.check_records`): a scored row with exactly the keys of its task under the options
+:func:`perckit.hf.contract.check_records`): a scored row with exactly the keys of its task under the options
 (the ``acc_<t>m`` keys of ``tracking_thresholds_m``, the ``dynamic_*`` keys all or none), each value in its
 documented range (accuracies, APD, AUCs, deltas, the score and coverage in [0, 1]; errors >= 0, or infinite or
 NaN where an overflow in the metric's float math made them so (:func:`perckit.syn4d.metrics.mean_rows` leaves
@@ -28,7 +28,7 @@ those out); angles in [0, 180] or NaN; alignment scales any number; counts integ
 and depth) consistent with the row (same sequence, ``scored`` the row's count, ``scored <= gt_valid``,
 ``coverage = scored / gt_valid``); or, in lax mode only, the one failure record of the sequence (this task).
 
-Pending rows (one side not in yet) hold the raw arrays: :meth:`~perckit.accumulate.Accumulator.save` writes them
+Pending rows (one side not in yet) hold the raw arrays: :meth:`~perckit.hf.accumulate.Accumulator.save` writes them
 as JSON lists (exact for float32 / float64 values, NaN kept), which is large for depth maps; save after the pairs
 are complete where possible.
 """
@@ -42,9 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from ..accumulate import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
+from ..hf.contract import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError
-from ..feature_check import Nullable, OptionalKey, Scalar
+from ..hf.feature_check import Nullable, OptionalKey, Scalar
 from . import coverage as cov
 from . import metrics as m
 from .failures import FailurePolicy
@@ -206,7 +206,7 @@ def _features(task: str) -> tuple:
 
 
 def syn4d_core(config: str | None = None) -> MetricCore:
-    """The :class:`~perckit.accumulate.MetricCore` of ``syn4d`` for task ``config`` (``tracking``, ``depth`` or
+    """The :class:`~perckit.hf.contract.MetricCore` of ``syn4d`` for task ``config`` (``tracking``, ``depth`` or
     ``pose``: required, an :class:`OptionError` naming the choices otherwise)."""
     task = _check_task(config)
     return MetricCore(

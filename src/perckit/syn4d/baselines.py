@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any
 
 from ..errors import OptionError
-from ..jsonio import loads
+from ..io.jsonio import loads
 from . import metrics as core
 
 DATA_FILE = "published_baselines.json"

@@ -9,9 +9,10 @@ from typing import Any, Iterator
 
 import datasets
 
-from ..builder_base import PerckitConfig
-from ..builder_base import PerckitTableBuilder
+from ..hf.builder import PerckitConfig
+from ..hf.builder import PerckitTableBuilder
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
+from . import benchmark
 from . import features as feats
 from . import release as rel
 from . import tables
@@ -32,7 +33,7 @@ DEFAULT_DEPTH_HW = (720, 1280)
 class Syn4DConfig(PerckitConfig):
     """Options of both Syn4D configs (all defaulted; see the dataset card; ``repo_id`` / ``revision``: PerckitConfig)."""
 
-    BENCHMARK = "syn4d"
+    BENCHMARK = benchmark.BENCHMARK
 
     tracking_gt_dir: str | None = None
     challenge_dir: str | None = None
@@ -76,6 +77,8 @@ class Syn4DBuilder(PerckitTableBuilder):
     Rows are read as before (:meth:`_row`) and go to Arrow in tables of ``writer_batch_size`` rows built from
     their numpy arrays (:func:`perckit.syn4d.tables.arrow_table`, equal to the per-example encoding).
     """
+
+    hub_patterns = staticmethod(hub_patterns)
 
     VERSION = datasets.Version("1.0.0")
     BUILDER_CONFIG_CLASS = Syn4DConfig

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from .. import cli
+from ..hf import cli
 from ..errors import OptionError, check_choice
 from . import baselines as published
 from . import coverage as cov
@@ -201,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The official command line: every error is one line ``error: <message>`` (with its cause for a strict task
-    failure) and exit code 2 (:func:`perckit.cli.run_guarded`)."""
+    failure) and exit code 2 (:func:`perckit.hf.cli.run_guarded`)."""
     return cli.run_guarded(_run, parse_args(argv))
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputNotFoundError, PredictionError
-from ..paths import open_regular_file, resolve_under
+from ..io.paths import open_regular_file, resolve_under
 from .release import MAX_ARRAY_BYTES, check_npy_header, check_sequence_id
 
 PREDICTION_KEYS = ("tracking_xyz", "depth", "camera_c2w", "frame_indices")

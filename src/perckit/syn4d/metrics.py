@@ -22,7 +22,7 @@ Accumulate: :func:`tracking_metrics`, :func:`depth_metrics` and
 :func:`pose_metrics` score one sequence; :func:`task_metrics` does it from a
 (reference, prediction) pair of builder-style rows, and
 :func:`score_sequences` matches predictions to references by ``sequence_id``
-(:func:`perckit.matching.pair_by_id`) and applies the strict / lax failure policy
+(:func:`perckit.core.matching.pair_by_id`) and applies the strict / lax failure policy
 (spec §4.3, :class:`perckit.syn4d.failures.FailurePolicy`, which the file runner
 uses too). Reduce:
 :func:`mean_rows` and :func:`aggregate` make the macro means and the
@@ -38,7 +38,7 @@ implementation of those passes) keep every per-element operation, decision and e
 pose give the numbers of the straightforward numpy formulas (``tests/oracles/syn4d.py``) bit for bit, depth
 differs from them only in its summation order (~1e-16 relative). The other
 deliberate difference is in :func:`mean_rows`, which averages with
-:func:`perckit.stats.fmean` (an ``fsum``, order-independent, for evaluate's distributed mode): it differs
+:func:`perckit.core.stats.fmean` (an ``fsum``, order-independent, for evaluate's distributed mode): it differs
 from the official ``np.mean`` by an ulp at most (2.2e-16 relative on the fixture).
 """
 
@@ -54,8 +54,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError, check_choice, check_options
-from ..matching import pair_by_id
-from ..stats import fmean
+from ..core.matching import pair_by_id
+from ..core.stats import fmean
 from . import coverage as cov
 from .failures import MISSING_PREDICTION, FailurePolicy, failure_reason  # noqa: F401  (re-exported: they lived here)
 from .geometry import rotation_error_deg, umeyama_sim3
@@ -476,7 +476,7 @@ def score_sequences(
 ) -> tuple[list[dict], list[dict]]:
     """Accumulate half of one task: ``(rows, failures)``, both in reference order.
 
-    Predictions are paired with references by ``sequence_id`` (:func:`perckit.matching.pair_by_id`: a
+    Predictions are paired with references by ``sequence_id`` (:func:`perckit.core.matching.pair_by_id`: a
     duplicate id on either side or a prediction id unknown to the references raises
     :class:`~perckit.errors.PredictionError`); a reference without a prediction, or with one whose arrays are
     all ``None``, and a failing task go through the failure policy (:class:`~perckit.syn4d.failures.FailurePolicy`).

@@ -1,4 +1,4 @@
-"""The export preview of Syn4D (:mod:`perckit.previews`): the query tracks, projected into frame 0 with the
+"""The export preview of Syn4D (:mod:`perckit.export.previews`): the query tracks, projected into frame 0 with the
 row's intrinsics (``u = fx·x/z + cx``, ``v = fy·y/z + cy``; the tracks are in the frame-0 camera), drawn over the
 first frame: the challenge row's video first frame when the row has its video (decoded with PyAV after
 :func:`perckit.reason_av_edit.inputs.check_video_header` checked its declared size), else a neutral canvas of
@@ -13,10 +13,10 @@ from typing import Any, Mapping
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .. import figures
-from .. import previews
+import perckit.export.figures as figures
+import perckit.export.previews as previews
 from ..errors import ReleaseFormatError
-from ..paths import open_media
+from ..io.paths import open_media
 from .release import MAX_VIDEO_BYTES
 
 DYNAMIC_COLOUR = figures.ORANGE

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
-from ..jsonio import read_json
-from ..paths import resolve_under
+from ..io.jsonio import read_json
+from ..io.paths import resolve_under
 from . import metrics as core
 from . import release as rel
 

@@ -28,9 +28,9 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
-from ..jsonio import decode_text, parse_int
-from ..jsonio import iter_json_lines
-from ..paths import check_relative, open_regular_file, read_regular_file, resolve_under
+from ..io.jsonio import decode_text, parse_int
+from ..io.jsonio import iter_json_lines
+from ..io.paths import check_relative, open_regular_file, read_regular_file, resolve_under
 from .geometry import unreal_rows_to_c2w
 from .resolve import PLAIN_RELATIVE
 from .resolve import PathResolver
@@ -143,7 +143,7 @@ class SequenceRecord:
 
 def _resolve(path: str | None, base: Path | None, where: str, resolver: PathResolver | None = None) -> Path | None:
     """A path of the index (``depth_dir``, ``camera_csv``), relative to the challenge folder and inside it
-    (:func:`perckit.paths.resolve_under`): an absolute path, a ``..`` component or a symbolic link out of
+    (:func:`perckit.io.paths.resolve_under`): an absolute path, a ``..`` component or a symbolic link out of
     it raises naming ``where``. Without a challenge folder nothing is read from it: ``None``."""
     if not path:
         return None
@@ -170,7 +170,7 @@ def _challenge_file(challenge: Path | None, rel: str, where: str, resolver: Path
 
 def read_text(path: Path, what: str, limit: int = MAX_TEXT_BYTES) -> str:
     """A release text file (index, checksums, CSV) under the BOM rule: a regular file of at most ``limit``
-    bytes (:func:`perckit.paths.read_regular_file`), decoded by :func:`perckit.jsonio.decode_text`."""
+    bytes (:func:`perckit.io.paths.read_regular_file`), decoded by :func:`perckit.io.jsonio.decode_text`."""
     where = repr(str(path))
     return decode_text(read_regular_file(path, where, limit), where, ReleaseFormatError, what)
 

@@ -1,4 +1,4 @@
-"""Path look-ups of a pass over many release files, with the answers of :func:`perckit.paths.resolve_under`
+"""Path look-ups of a pass over many release files, with the answers of :func:`perckit.io.paths.resolve_under`
 and ``Path.resolve`` (each folder's real path looked up once; anything unusual handed to those functions)."""
 
 from __future__ import annotations
@@ -8,18 +8,18 @@ import re
 from pathlib import Path
 
 from ..errors import ReleaseFormatError
-from ..paths import is_inside
-from ..paths import resolve_under
+from ..io.paths import is_inside
+from ..io.paths import resolve_under
 
 
-#: Relative path strings that :func:`perckit.paths.check_relative` accepts, plainly: path-safe characters only
+#: Relative path strings that :func:`perckit.io.paths.check_relative` accepts, plainly: path-safe characters only
 #: (no NUL, backslash or colon), not starting with ``/``, no empty component, no component of dots only, at most
 #: 4096 characters. A subset: anything else goes to ``check_relative`` for its verdict.
 PLAIN_RELATIVE = re.compile(r"(?!/)(?!.{4097})(?:(?!\.+(?:/|$))[A-Za-z0-9_.+\-]+/?)+", re.DOTALL)
 
 
 class PathResolver:
-    """:func:`perckit.paths.resolve_under` of many paths under one ``base``, for one pass over a release.
+    """:func:`perckit.io.paths.resolve_under` of many paths under one ``base``, for one pass over a release.
 
     The same answers (the same path, the same errors): for a plain relative path (:data:`PLAIN_RELATIVE`)
     the real path of its folder is looked up once per resolver, and the last component joined to it when it

@@ -6,7 +6,7 @@ builder's batches).
 per-example encoding (``Features.encode_example`` and ``ArrowWriter``, ``tests/oracles/syn4d.py``) on the
 sample releases and on hand-made rows. A value of the wrong shape is refused with a
 :class:`~perckit.errors.ReleaseFormatError` naming the row and the field. (The other builders' rows are already in
-Arrow storage form and go through :func:`perckit.builder_base.rows_to_table`; Syn4D's hold numpy arrays.)
+Arrow storage form and go through :func:`perckit.hf.builder.rows_to_table`; Syn4D's hold numpy arrays.)
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ def encode_rgb_mp4(frames: np.ndarray, fps: int = 25, audio: np.ndarray | None =
     """``frames`` (T, H, W, 3 uint8) as an RGB-lossless H.264 mp4 (libx264rgb, qp 0: :func:`decode_video` gives back the
     very same pixels, unlike a yuv420p encode), with a mono AAC track of ``audio`` (floats in [-1, 1]) when given.
     For edited clips made in Python (the demo, the tests)."""
-    from ...sample_releases.base import encode_mp4
+    from ...samples.base import encode_mp4
 
     return encode_mp4(frames, fps, audio, sample_rate, lossless=True, rgb=True)
 

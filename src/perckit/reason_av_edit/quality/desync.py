@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import OptionError, PredictionError
-from ...stats import fmean
+from ...core.stats import fmean
 from .models.base import mean_of
 from .sync import hz_to_mel, mel_to_hz
 from .sync import resample_indices as sync_frames

@@ -1,10 +1,10 @@
 """``av_edit_quality``: the ReasonAVEdit-Bench final edit quality of edited clips, as accumulate / reduce halves.
 
 Accumulate: :func:`av_edit_quality` pairs predictions with references by ``sample_id``
-(:func:`perckit.matching.pair_by_id`), decodes one sample at a time (:func:`.decode.decode_sample`), scores the
+(:func:`perckit.core.matching.pair_by_id`), decodes one sample at a time (:func:`.decode.decode_sample`), scores the
 exact model-free metrics (:func:`.pixel.clip_scores`: ``ssim``, ``psnr``, ``bg_psnr``, ``bg_ssim``) and runs the
 ``measure`` half of every available model metric (:mod:`.models`), keeping one small record per sample.
-Reduce: :func:`table` turns any subset of the records into one table (means by :func:`perckit.stats.fmean`, so
+Reduce: :func:`table` turns any subset of the records into one table (means by :func:`perckit.core.stats.fmean`, so
 independent of the order; a model metric's own ``reduce`` on the subset's records, so set-level statistics such
 as FVD are computed per table too).
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import OptionError, PredictionError, check_choice, check_option_type, short_repr
-from ...matching import missing_ids_message, pair_by_id
+from ...core.matching import missing_ids_message, pair_by_id
 from ..metadata import CATEGORIES
 from . import models as registry
 from .decode import decode_sample
@@ -303,7 +303,7 @@ def reduce_records(records: Sequence[SampleRecord], active: Sequence[ActiveModel
 def av_edit_quality(predictions: Sequence[Mapping], references: Sequence[Mapping], **options: Any) -> dict:
     """Score edited clips against their reference rows (see the ``av_edit_quality`` metric card).
 
-    Predictions are matched by ``sample_id`` (:func:`perckit.matching.pair_by_id`): a duplicate id on either side
+    Predictions are matched by ``sample_id`` (:func:`perckit.core.matching.pair_by_id`): a duplicate id on either side
     or an unknown prediction id raises :class:`PredictionError`; a reference without a prediction raises too,
     unless ``missing="skip"`` (then it is left out, counted in ``num_missing`` and warned about).
     """

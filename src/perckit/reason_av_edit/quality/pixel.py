@@ -2,7 +2,7 @@
 its source, and the frame-alignment rules applied before them.
 
 Every frame is 8-bit RGB (uint8 ``(H, W, 3)``); each value is computed per frame, then averaged over the frames
-(:func:`perckit.stats.fmean`):
+(:func:`perckit.core.stats.fmean`):
 
 - ``psnr`` = ``10 log10(255^2 / MSE)``, the MSE over every pixel and channel (float64); identical frames
   (MSE 0) score ``psnr_cap`` (default 100 dB), and so does any frame above the cap (JSON has no infinity);
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import OptionError, PredictionError
-from ...stats import fmean
+from ...core.stats import fmean
 
 #: The frame-count rules (``frame_mismatch``) and the frame-size rules (``resize_edited``); ``None`` refuses.
 FRAME_MISMATCH = (None, "truncate", "resample")

@@ -5,7 +5,7 @@ is optional (the "not provided" marker ``{"bytes": None, "path": ""}``) when the
 
 :func:`load_quality_predictions_dir` reads a folder of method outputs named by sample id: ``<id>.mp4`` (required)
 and ``<id>.wav`` (optional). Each file name is built from a checked sample id (a plain file-name stem,
-:func:`..metadata.check_sample_id`), resolved inside the folder (:func:`perckit.paths.resolve_under`: a symbolic
+:func:`..metadata.check_sample_id`), resolved inside the folder (:func:`perckit.io.paths.resolve_under`: a symbolic
 link out of it is refused) and checked to be a regular file of at most ``limits.MAX_MEDIA_FILE_BYTES`` (a FIFO, a
 device or a folder in its place is refused, never waited on). The rows keep the paths, not the bytes (the folder
 of a full run is gigabytes); the metric reads each file, capped again, when it scores that sample.
@@ -22,7 +22,7 @@ import datasets
 import numpy as np
 
 from ...errors import InputNotFoundError, PredictionError
-from ...paths import open_regular_file, resolve_under
+from ...io.paths import open_regular_file, resolve_under
 from ..features import NOT_PROVIDED_MEDIA, _media_value, media_feature
 from ..limits import MAX_MEDIA_FILE_BYTES
 from ..metadata import check_sample_id

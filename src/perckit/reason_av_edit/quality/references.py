@@ -17,7 +17,7 @@ import datasets
 import numpy as np
 
 from ...errors import PredictionError
-from ...schema import project
+from ...core.schema import project
 from ..features import NOT_PROVIDED_MEDIA, _media_value, media_feature
 
 Value = datasets.Value

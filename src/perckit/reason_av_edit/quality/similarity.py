@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import OptionError
-from ...stats import fmean
+from ...core.stats import fmean
 
 #: Below this norm a row counts as zero (float32 resolution of a unit vector).
 _EPS = 1e-8

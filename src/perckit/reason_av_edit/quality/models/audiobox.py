@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError
-from ....model_files import folder_file
+from ....io.model_files import folder_file
 from .base import ModelOptions, ModelUnavailable, QualitySample, require, load_strict, read_checkpoint
 from .clap import has_audio, resampled
 from .base import mean_of

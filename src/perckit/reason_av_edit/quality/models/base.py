@@ -13,10 +13,10 @@ Each metric is built by the factory its :class:`ModelEntry` names, ``factory(wei
 :class:`ModelUnavailable` with the reason and what to install or pass when its library or its weights
 are absent; the metric then reports ``None`` and the reason in ``skipped``. Nothing here downloads:
 weights come from a local path or the user's Hugging Face cache (``local_files_only``). Weights are data,
-never code: every weights file is read by :func:`read_checkpoint` (:mod:`perckit.model_files`: a checked,
+never code: every weights file is read by :func:`read_checkpoint` (:mod:`perckit.io.model_files`: a checked,
 size-capped regular file, ``torch.load(weights_only=True)``, TorchScript refused), every model folder handed
-to a third-party loader is checked first (:func:`perckit.model_files.check_model_folder`), and a file picked
-from a folder is resolved inside it (:func:`perckit.model_files.folder_file`).
+to a third-party loader is checked first (:func:`perckit.io.model_files.check_model_folder`), and a file picked
+from a folder is resolved inside it (:func:`perckit.io.model_files.folder_file`).
 A user (or a test) may also pass a ready :class:`ModelMetric` instance in ``models``.
 """
 
@@ -32,8 +32,8 @@ from typing import Any, Callable, Protocol, runtime_checkable
 import numpy as np
 
 from ....errors import InputNotFoundError, OptionError
-from ....model_files import folder_file, load_torch_checkpoint
-from ....stats import fmean
+from ....io.model_files import folder_file, load_torch_checkpoint
+from ....core.stats import fmean
 
 
 class ModelUnavailable(Exception):
@@ -92,7 +92,7 @@ class ModelMetric(Protocol):
 
 
 def mean_of(records: Sequence[Mapping[str, Any]], key: str) -> float | None:
-    """The mean of ``record[key]`` over the records that have a value (:func:`perckit.stats.fmean`, order
+    """The mean of ``record[key]`` over the records that have a value (:func:`perckit.core.stats.fmean`, order
     independent; ``None`` when none has): the reduce of every per-sample model metric."""
     return fmean(float(r[key]) for r in records if r.get(key) is not None)
 
@@ -185,7 +185,7 @@ def cached_repo(repo_id: str, what: str, filename: str | None = None) -> str:
 
 
 def read_checkpoint(path: str, what: str, expected: str, hint: str = "", torchscript_hint: str = "") -> Mapping[str, Any]:
-    """The mapping a weights file holds, read as data by :func:`perckit.model_files.load_torch_checkpoint`
+    """The mapping a weights file holds, read as data by :func:`perckit.io.model_files.load_torch_checkpoint`
     (a regular file of at most ``MAX_WEIGHTS_BYTES``, ``torch.load(weights_only=True)`` on the checked file
     object; a TorchScript archive refused, never loaded: no code from the file runs). A file torch cannot read
     that way, a TorchScript archive, or one that holds no mapping, is an :class:`~perckit.errors.OptionError`

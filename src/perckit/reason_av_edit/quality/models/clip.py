@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import InputNotFoundError, OptionError, check_option_type
-from ....model_files import check_model_folder
+from ....io.model_files import check_model_folder
 from ..similarity import check_weight, clip_score, temporal_consistency
 from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, require, mean_of
 
@@ -168,7 +168,7 @@ HF_MODEL: dict[str, Any] = {**HF_NO_CODE, "use_safetensors": True}
 
 def load_pretrained(cls: Any, folder: str, what: str, explicit: bool, **kwargs: Any) -> Any:
     """``cls.from_pretrained(folder, local_files_only=True, **kwargs)`` once every file of ``folder`` has
-    passed :func:`perckit.model_files.check_model_folder` (a link out of the folder, a FIFO, a device, an
+    passed :func:`perckit.io.model_files.check_model_folder` (a link out of the folder, a FIFO, a device, an
     oversize file: :class:`OptionError` naming ``models[what]`` and the entry). ``from_pretrained`` reads the
     folder itself and takes no file objects, which is why the folder is handed over, checked; callers pass
     :data:`HF_NO_CODE` / :data:`HF_MODEL` for ``transformers`` classes. A folder that does not hold what

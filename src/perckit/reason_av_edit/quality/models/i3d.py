@@ -17,7 +17,7 @@ card's "FVD weights" section). It is the other file JunyaoHu's ``common_metrics_
 (``method="styleganv"``), a TorchScript archive: a program, whose code ``torch.jit.load`` would run (its
 ``__setstate__`` at load, its ``forward`` at every call; TorchScript can call ``torch.from_file(path,
 shared=True)`` and so write any file the user can write). Weights are data, never code: perckit never calls
-``torch.jit.load``, and :func:`perckit.model_files.load_torch_checkpoint` recognises the archive by its content
+``torch.jit.load``, and :func:`perckit.io.model_files.load_torch_checkpoint` recognises the archive by its content
 (``code/`` and ``constants.pkl`` records, :func:`weights_kind`) before anything is unpickled. Its parameters
 port the same TF-Hub network, but the archive's own module (``__torch__.src.i3dpt_jit.I3D``, ``forward(x,
 rescale=False, resize=False, return_features=False)``, as a torch error message quoted in JunyaoHu's issue 7
@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError, check_choice, check_option_type
-from ....model_files import folder_file, is_torchscript, open_weights, zip_records
+from ....io.model_files import folder_file, is_torchscript, open_weights, zip_records
 from ..frechet import pooled_fd
 from . import i3d_net
 from .base import ModelOptions, ModelUnavailable, QualitySample, load_strict, local_weights, read_checkpoint, require
@@ -187,10 +187,10 @@ def _extra(options: ModelOptions) -> dict[str, Any]:
 def weights_kind(path: str) -> str:
     """``"torchscript"`` when ``path`` is a TorchScript archive (a zip whose records include
     ``<root>/constants.pkl`` or ``<root>/code/...``, which ``torch.jit.save`` writes and ``torch.save`` does
-    not: :func:`perckit.model_files.is_torchscript`), else ``"state_dict"`` (a ``torch.save`` file, zip or
+    not: :func:`perckit.io.model_files.is_torchscript`), else ``"state_dict"`` (a ``torch.save`` file, zip or
     legacy pickle, or anything else: the checkpoint reader then says what it is not). Read through the checked
     reader (a regular file of at most ``MAX_WEIGHTS_BYTES``); a file that is not, a missing file or a zip
-    archive :func:`perckit.model_files.zip_records` refuses are perckit errors naming ``models['fvd']``."""
+    archive :func:`perckit.io.model_files.zip_records` refuses are perckit errors naming ``models['fvd']``."""
     with open_weights(path, "models['fvd']") as f:
         records = zip_records(f, f"models['fvd']: {str(path)!r}")
     return "torchscript" if records is not None and is_torchscript(records) else "state_dict"

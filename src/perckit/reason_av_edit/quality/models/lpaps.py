@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError
-from ....model_files import folder_file
+from ....io.model_files import folder_file
 from .. import perceptual
 from .base import ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ....errors import InputNotFoundError, OptionError, PredictionError
-from ....model_files import folder_file
-from ....paths import read_regular_file
+from ....io.model_files import folder_file
+from ....io.paths import read_regular_file
 from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, mean_of
 
 #: where the official implementation lives and what was found there
@@ -60,7 +60,7 @@ def load_peavs_csv(path: str | Path) -> dict[str, float]:
     video; each score a finite number in [1, 5]; a stem twice is refused). A ``filename`` with a
     video extension (``.mp4``) is reduced to its stem.
 
-    The file is read by :func:`perckit.paths.read_regular_file`: a regular file of at most
+    The file is read by :func:`perckit.io.paths.read_regular_file`: a regular file of at most
     :data:`MAX_RESULTS_BYTES` (a FIFO, ``/dev/zero``, a folder, a larger file are refused before anything is
     read), UTF-8 text, then parsed by ``csv`` under its field-size limit (``csv.field_size_limit()``, 131072
     characters): every refusal is a :class:`~perckit.errors.PredictionError` naming the file (and the line and

@@ -1,0 +1,312 @@
+"""Pictures for the demo report and the export previews, drawn with Pillow.
+
+Colours are the Okabe–Ito palette (safe for the common colour-vision deficiencies): ground truth blue
+(:data:`GT_COLOUR`), prediction orange (:data:`PRED_COLOUR`), their overlap bluish green
+(:data:`OVERLAP_COLOUR`). A mask is drawn as a light fill plus its outline: the pixels of the mask with a
+4-neighbour outside it (or on the image border), see :func:`outline`. Figures carry a legend strip
+(:func:`legend_strip`) and a wrapped caption (:func:`caption_strip`) in Pillow's default font; small
+synthetic frames are upscaled with nearest-neighbour so the report shows them at least :data:`MIN_WIDTH` wide.
+"""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from .. import rle
+
+#: Okabe–Ito colours (RGB).
+BLUE = (0, 114, 178)
+ORANGE = (230, 159, 0)
+BLUISH_GREEN = (0, 158, 115)
+VERMILLION = (213, 94, 0)
+SKY_BLUE = (86, 180, 233)
+REDDISH_PURPLE = (204, 121, 167)
+YELLOW = (240, 228, 66)
+BLACK = (0, 0, 0)
+
+GT_COLOUR = BLUE
+PRED_COLOUR = ORANGE
+OVERLAP_COLOUR = BLUISH_GREEN
+#: One colour per object where several masks are drawn (previews): Okabe–Ito order, cycled.
+OBJECT_COLOURS = (BLUE, ORANGE, BLUISH_GREEN, VERMILLION, SKY_BLUE, REDDISH_PURPLE, YELLOW)
+#: The canvas where a figure has no image.
+NEUTRAL = (224, 224, 224)
+#: The narrowest figure the report shows (smaller figures are upscaled, nearest-neighbour).
+MIN_WIDTH = 640
+#: Fill strength of a mask (the outline is opaque).
+FILL_ALPHA = 0.35
+
+
+#: the text size of legends and captions (Pillow's default TrueType font; 10 px runs words together when shrunk)
+FONT_SIZE = 13
+
+
+def _font() -> ImageFont.ImageFont:
+    return ImageFont.load_default(size=FONT_SIZE)
+
+
+def _canvas(image: bytes | dict | Image.Image | None, size_hw: Sequence[int]) -> Image.Image:
+    """The image (encoded bytes, a ``{bytes, path}`` dict or a PIL image) resized to ``size_hw``; a neutral canvas
+    for None / missing bytes."""
+    h, w = int(size_hw[0]), int(size_hw[1])
+    if isinstance(image, dict):  # datasets Image storage {bytes, path}
+        image = image.get("bytes")
+    if image is None:
+        return Image.new("RGB", (w, h), NEUTRAL)
+    im = image if isinstance(image, Image.Image) else Image.open(io.BytesIO(image))
+    im = im.convert("RGB")
+    return im if im.size == (w, h) else im.resize((w, h))
+
+
+def outline(mask: np.ndarray, width: int = 1) -> np.ndarray:
+    """The boundary of a boolean mask: its pixels with at least one 4-neighbour outside the mask or outside the
+    image (a filled 5×5 square gives its 16 perimeter pixels); ``width`` > 1 takes that many such rings inward."""
+    m = np.asarray(mask, dtype=bool)
+    if m.ndim != 2 or m.size == 0:
+        return np.zeros_like(m, dtype=bool)
+    interior = m
+    for _ in range(max(int(width), 1)):
+        p = np.pad(interior, 1, constant_values=False)
+        interior = p[:-2, 1:-1] & p[2:, 1:-1] & p[1:-1, :-2] & p[1:-1, 2:] & interior
+    return m & ~interior
+
+
+def _upscale_mask(mask: np.ndarray, scale: int) -> np.ndarray:
+    return mask if scale == 1 else np.repeat(np.repeat(mask, scale, axis=0), scale, axis=1)
+
+
+def paint_masks(base: np.ndarray, masks: Sequence[tuple[np.ndarray, tuple[int, int, int]]], alpha: float = FILL_ALPHA,
+                line: int = 1) -> np.ndarray:
+    """``base`` (H, W, 3 uint8) with each ``(mask, colour)`` filled at ``alpha`` and then outlined (opaque, ``line``
+    pixels wide), in order: later outlines are drawn over earlier ones."""
+    out = np.array(base, dtype=np.uint8)
+    a = int(round(alpha * 256))
+    for m, colour in masks:
+        px = out[m].astype(np.uint16)
+        out[m] = ((px * (256 - a) + np.asarray(colour, dtype=np.uint16) * a) >> 8).astype(np.uint8)
+    for m, colour in masks:
+        out[outline(m, line)] = colour
+    return out
+
+
+def mask_overlay(image: bytes | dict | Image.Image | None, gt: dict | None, pred: dict | None, scale: int = 1,
+                 alpha: float = FILL_ALPHA, max_pixels: int | None = None) -> Image.Image:
+    """The frame (nearest-neighbour upscaled by ``scale``) with the ground truth and the prediction each as a light
+    fill plus an outline: ground truth blue, prediction orange; where both cover a pixel the fill is bluish green.
+    The outlines are traced on the upscaled masks, so they stay one pixel wide.
+
+    Both masks (validated RLEs) have one size. Each costs the upscaled canvas's pixels of a
+    :class:`perckit.rle.PixelBudget` of ``max_pixels`` (default :data:`perckit.rle.PIXEL_BUDGET`), charged before
+    anything is decoded: past it an :class:`~perckit.errors.RLEError` naming the mask."""
+    ref = gt or pred
+    if ref is None:
+        raise ValueError("mask_overlay needs at least one mask")
+    masks = [(name, m) for name, m in (("gt", gt), ("pred", pred)) if m is not None]
+    h, w = rle.check_same_size([m for _, m in masks], "mask_overlay: gt and pred")
+    budget = rle.PixelBudget(max_pixels, unit="figure", hint="pass max_pixels=... to mask_overlay to raise it")
+    for name, m in masks:
+        budget.charge(h * scale * w * scale, f"mask_overlay: {name}")
+    base = _canvas(image, (h, w))
+    if scale != 1:
+        base = base.resize((w * scale, h * scale), Image.NEAREST)
+    g = _upscale_mask(rle.decode(gt), scale) if gt is not None else None
+    p = _upscale_mask(rle.decode(pred), scale) if pred is not None else None
+    fills = []
+    if g is not None and p is not None:
+        both = g & p
+        fills = [(g & ~both, GT_COLOUR), (p & ~both, PRED_COLOUR), (both, OVERLAP_COLOUR)]
+    out = np.asarray(base, dtype=np.float32)
+    for m, colour in fills or [(m, c) for m, c in ((g, GT_COLOUR), (p, PRED_COLOUR)) if m is not None]:
+        out[m] = (1 - alpha) * out[m] + alpha * np.asarray(colour, dtype=np.float32)
+    for m, colour in ((g, GT_COLOUR), (p, PRED_COLOUR)):
+        if m is not None:
+            out[outline(m)] = colour
+    return Image.fromarray(out.clip(0, 255).astype(np.uint8))
+
+
+def side_by_side(images: Sequence[Image.Image], gap: int = 4) -> Image.Image:
+    h = max(i.height for i in images)
+    w = sum(i.width for i in images) + gap * (len(images) - 1)
+    out = Image.new("RGB", (w, h), (255, 255, 255))
+    x = 0
+    for i in images:
+        out.paste(i, (x, 0))
+        x += i.width + gap
+    return out
+
+
+#: The legend of a mask figure.
+MASK_LEGEND = (("prediction", PRED_COLOUR), ("ground truth", GT_COLOUR), ("overlap", OVERLAP_COLOUR))
+
+
+def legend_strip(width: int, items: Sequence[tuple[str, tuple[int, int, int]]] = MASK_LEGEND, height: int = 24) -> Image.Image:
+    """A white strip ``width`` wide: for each ``(label, colour)`` a swatch (light fill, opaque outline) and its label."""
+    im = Image.new("RGB", (width, height), (255, 255, 255))
+    draw = ImageDraw.Draw(im)
+    font = _font()
+    x = 6
+    for label, colour in items:
+        light = tuple(int(255 * (1 - FILL_ALPHA) + c * FILL_ALPHA) for c in colour)
+        draw.rectangle([x, 5, x + 14, height - 6], fill=light, outline=colour, width=2)
+        draw.text((x + 20, height / 2), label, fill=BLACK, font=font, anchor="lm")
+        x += 20 + int(draw.textlength(label, font=font)) + 16
+    return im
+
+
+def caption_strip(text: str, width: int, line_height: int = FONT_SIZE + 5) -> Image.Image:
+    """``text`` wrapped to ``width`` pixels (Pillow's default font) on a white strip."""
+    font = _font()
+    probe = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    chars = max(int(width / max(probe.textlength("n", font=font), 1.0)) - 2, 10)
+    lines = [ln for para in text.splitlines() for ln in (textwrap.wrap(para, chars) or [""])]
+    im = Image.new("RGB", (width, 6 + line_height * len(lines)), (255, 255, 255))
+    draw = ImageDraw.Draw(im)
+    for i, line in enumerate(lines):
+        draw.text((6, 3 + i * line_height), line, fill=BLACK, font=font)
+    return im
+
+
+def upscale_to(image: Image.Image, min_width: int = MIN_WIDTH) -> Image.Image:
+    """``image`` enlarged by the smallest integer factor (nearest-neighbour) that makes it at least ``min_width`` wide."""
+    if image.width >= min_width or image.width == 0:
+        return image
+    k = -(-min_width // image.width)
+    return image.resize((image.width * k, image.height * k), Image.NEAREST)
+
+
+def stack(images: Sequence[Image.Image]) -> Image.Image:
+    """Images one under the other on white, left-aligned."""
+    w = max(i.width for i in images)
+    out = Image.new("RGB", (w, sum(i.height for i in images)), (255, 255, 255))
+    y = 0
+    for i in images:
+        out.paste(i, (0, y))
+        y += i.height
+    return out
+
+
+def annotated(figure: Image.Image, caption: str | None = None,
+              legend: Sequence[tuple[str, tuple[int, int, int]]] | None = MASK_LEGEND, min_width: int = MIN_WIDTH) -> Image.Image:
+    """``figure`` upscaled to at least ``min_width`` (:func:`upscale_to`), then its legend strip, then its caption."""
+    fig = upscale_to(figure, min_width)
+    parts = [fig]
+    if legend:
+        parts.append(legend_strip(fig.width, legend))
+    if caption:
+        parts.append(caption_strip(caption, fig.width))
+    return stack(parts)
+
+
+#: The legend of a tracks figure.
+TRACKS_LEGEND = (("prediction", PRED_COLOUR), ("ground truth", GT_COLOUR))
+
+
+def tracks_plot(tracks_gt: np.ndarray, tracks_pred: np.ndarray | None, intrinsics: Sequence[float], image_hw: Sequence[int],
+                valid: np.ndarray | None = None, max_tracks: int = 24, scale: float = 0.5) -> Image.Image:
+    """Projected 3D tracks (frame-0 camera): ground truth blue, prediction orange, a dot at each track's start.
+    Only samples marked ``valid`` ([T, Q], e.g. the GT visibility) are drawn."""
+    fx, fy, cx, cy = (float(v) for v in intrinsics)
+    h, w = int(image_hw[0] * scale), int(image_hw[1] * scale)
+    im = Image.new("RGB", (w, h), (250, 250, 250))
+    draw = ImageDraw.Draw(im)
+
+    def project(p: np.ndarray) -> list[tuple[float, float]]:
+        pts = []
+        for x, y, z in p:
+            if np.isfinite([x, y, z]).all() and z > 1e-6:
+                pts.append((scale * (fx * x / z + cx), scale * (fy * y / z + cy)))
+        return pts
+
+    for q in range(min(max_tracks, tracks_gt.shape[1])):
+        for arr, colour in ((tracks_gt, GT_COLOUR), (tracks_pred, PRED_COLOUR)):
+            if arr is None:
+                continue
+            p = np.array(arr[:, q], dtype=np.float64)
+            if valid is not None:
+                p[~np.asarray(valid[:, q], dtype=bool)] = np.nan
+            pts = project(p)
+            if len(pts) > 1:
+                draw.line(pts, fill=colour, width=2)
+            if pts:
+                draw.ellipse([pts[0][0] - 3, pts[0][1] - 3, pts[0][0] + 3, pts[0][1] + 3], fill=colour)
+    return im
+
+
+#: The legend of a waveform figure.
+WINDOW_LEGEND = (("predicted window", PRED_COLOUR), ("ground-truth window", GT_COLOUR), ("overlap", OVERLAP_COLOUR))
+
+
+def _nice_step(duration: float, target_ticks: int = 8) -> float:
+    raw = max(duration / target_ticks, 1e-6)
+    mag = 10 ** np.floor(np.log10(raw))
+    return float(next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw))
+
+
+def waveform_plot(samples: np.ndarray, sample_rate: int, window_s: tuple[float, float] | None = None,
+                  pred_window_s: tuple[float, float] | None = None, width: int = 800, height: int = 140,
+                  axis_height: int = 22) -> Image.Image:
+    """A mono waveform over a time axis in seconds: the ground-truth edit window shaded blue with a blue border,
+    the predicted one orange, their overlap bluish green."""
+    im = Image.new("RGB", (width, height + axis_height), (255, 255, 255))
+    draw = ImageDraw.Draw(im)
+    n = len(samples)
+    duration = n / float(sample_rate) if n else 1.0
+
+    def x_of(t: float) -> int:
+        return int(round((width - 1) * min(max(t / duration, 0.0), 1.0)))
+
+    spans = {}
+    for key, win in (("gt", window_s), ("pred", pred_window_s)):
+        if win is not None:
+            spans[key] = (x_of(float(win[0])), x_of(float(win[1])))
+    shade = np.full((height, width, 3), 255, dtype=np.uint8)
+    cover = {k: np.zeros(width, dtype=bool) for k in ("gt", "pred")}
+    for k, (x0, x1) in spans.items():
+        cover[k][x0:x1 + 1] = True
+    for m, colour in ((cover["gt"] & ~cover["pred"], GT_COLOUR), (cover["pred"] & ~cover["gt"], PRED_COLOUR), (cover["gt"] & cover["pred"], OVERLAP_COLOUR)):
+        light = np.asarray([int(255 * (1 - FILL_ALPHA) + c * FILL_ALPHA) for c in colour], dtype=np.uint8)
+        shade[:, m] = light
+    im.paste(Image.fromarray(shade), (0, 0))
+    for k, colour in (("gt", GT_COLOUR), ("pred", PRED_COLOUR)):
+        if k in spans:
+            x0, x1 = spans[k]
+            y0, y1 = (0, height // 2) if k == "gt" else (height // 2, height - 1)
+            draw.rectangle([x0, y0, x1, y1], outline=colour, width=2)
+    if n:
+        cols = np.array_split(np.asarray(samples, dtype=np.float32), width)
+        peak = max(float(np.abs(samples).max()), 1e-9)
+        mid = height / 2
+        for x, c in enumerate(cols):
+            if c.size:
+                lo, hi = float(c.min()) / peak, float(c.max()) / peak
+                draw.line([(x, mid - hi * mid * 0.9), (x, mid - lo * mid * 0.9)], fill=(60, 60, 60))
+    # the time axis
+    font = _font()
+    draw.line([(0, height), (width - 1, height)], fill=BLACK)
+    step = _nice_step(duration)
+    t = 0.0
+    while t <= duration + 1e-9:
+        x = x_of(t)
+        draw.line([(x, height), (x, height + 4)], fill=BLACK)
+        label = f"{t:.2f}".rstrip("0").rstrip(".") if step < 1 else f"{t:.0f}"
+        draw.text((min(max(x, 8), width - 30), height + 5), label + " s" if t == 0 else label, fill=BLACK, font=font,
+                  anchor="la" if x < 8 else "ma")
+        t = round(t + step, 9)
+    return im
+
+
+def save(image: Image.Image, path: str | Path) -> Path:
+    """``image`` as a PNG file at ``path`` (its folder created), written by the one atomic writer."""
+    from ..io.paths import atomic_file
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(path) as f:
+        image.save(f, format="PNG")
+    return path

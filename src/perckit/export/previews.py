@@ -1,0 +1,271 @@
+"""The ``preview`` column of an export: one small picture per row, for the Hub's Dataset Viewer.
+
+Each benchmark names in its descriptor (:attr:`perckit.hf.benchmark.Benchmark.preview`) a
+``make_previewer(builder, config)`` returning a :class:`Previewer` (or None for a config without one). A previewer
+turns a row in Arrow storage form (media as ``{bytes, path}`` dicts, masks as COCO RLE dicts) into encoded image
+bytes; it reads only :attr:`Previewer.columns`, so a large column (Syn4D depth frames) is never converted.
+
+The pictures follow one rule: at most :data:`MAX_SIDE` pixels on the long side; masks sampled straight from their
+RLE runs onto the small canvas (:func:`small_mask`: no full-size decode), each charged to the row's pixel budget
+(:func:`row_budget`: the canvas pixels of every mask drawn, :data:`perckit.rle.PIXEL_BUDGET` in all, so a row of
+thousands of masks is an :class:`~perckit.errors.RLEError` naming the mask, not minutes of sampling); a light fill
+plus an outline per mask, one Okabe–Ito colour per object; PNG (no timestamps: the same row gives the same bytes),
+or JPEG at :data:`JPEG_QUALITY` when the PNG is over :data:`PNG_LIMIT` bytes (photographs). A row with nothing to
+draw ("not provided" markers, null fields) gives the canvas alone; a previewer raises only for a real error (an
+unreadable release file, a row past its budget), a perckit error naming it.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+from PIL import Image
+
+from ..hf.descriptor import Benchmark
+from . import figures
+
+#: The column :func:`add_preview` appends.
+PREVIEW_COLUMN = "preview"
+#: The long side of a preview, at most.
+MAX_SIDE = 512
+#: A PNG larger than this is re-encoded as JPEG.
+PNG_LIMIT = 48_000
+JPEG_QUALITY = 80
+#: zlib level of the PNG (fast: a preview is written for every row of a 743k-row split)
+PNG_COMPRESS_LEVEL = 1
+#: Rows per ``ds.map`` batch and per Arrow record batch written (images: keep batches small).
+BATCH_ROWS = 100
+
+Colour = tuple[int, int, int]
+
+
+@dataclass
+class Previewer:
+    """``draw(row) -> bytes`` with the row columns it reads (None: all)."""
+
+    draw: Callable[[Mapping[str, Any]], bytes]
+    columns: Sequence[str] | None = None
+    name: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def __call__(self, row: Mapping[str, Any]) -> bytes:
+        return self.draw(row)
+
+
+# ---------------------------------------------------------------- drawing primitives
+
+
+def fit_size(h: int, w: int, max_side: int = MAX_SIDE, min_side: int = 0) -> tuple[int, int]:
+    """``(h, w)`` scaled to at most ``max_side`` on the long side (small frames are enlarged to it, by an integer
+    factor when that fits, so synthetic frames stay crisp); never below 1."""
+    h, w = max(int(h), 1), max(int(w), 1)
+    long = max(h, w)
+    if long <= max_side:
+        k = max(max_side // long, 1)
+        return h * k, w * k
+    s = max_side / long
+    return max(int(round(h * s)), 1), max(int(round(w * s)), 1)
+
+
+def is_rle(value: Any) -> bool:
+    """True for a COCO RLE dict with a 2-int ``size`` of positive sides and a string ``counts`` (a "not provided"
+    marker, an empty size or a null is not one)."""
+    if not isinstance(value, Mapping):
+        return False
+    size, counts = value.get("size"), value.get("counts")
+    return (isinstance(size, (list, tuple)) and len(size) == 2 and all(isinstance(v, int) and v > 0 for v in size)
+            and isinstance(counts, (str, bytes)) and len(counts) > 0)
+
+
+def small_mask(mask: Mapping[str, Any], out_h: int, out_w: int, where: str = "mask") -> np.ndarray:
+    """The RLE ``mask`` sampled at an ``out_h`` × ``out_w`` grid of pixel centres (nearest-neighbour), read from its
+    run lengths without decoding the full-size mask: :func:`perckit.rle.sample_nearest` with the pixel-centre index
+    rule :func:`perckit.rle.centre_index`."""
+    from ..rle import centre_index, sample_nearest
+
+    h, w = int(mask["size"][0]), int(mask["size"][1])
+    return sample_nearest(mask, centre_index(h, out_h), centre_index(w, out_w), where)
+
+
+def open_canvas(image: Any, out_h: int, out_w: int, where: str = "image") -> Image.Image | None:
+    """An encoded image (bytes, ``{bytes, path}`` with bytes, or a PIL image) as RGB at ``out_h`` × ``out_w``
+    (JPEG decoded at a reduced scale where it can be); None when there are no bytes. Bytes that do not decode
+    raise :class:`~perckit.errors.ReleaseFormatError` naming ``where``."""
+    from ..errors import ReleaseFormatError
+
+    if isinstance(image, Mapping):
+        image = image.get("bytes")
+    if image is None or (isinstance(image, (bytes, bytearray)) and not image):
+        return None
+    try:
+        im = image if isinstance(image, Image.Image) else Image.open(io.BytesIO(image))
+        if im.format == "JPEG":
+            im.draft("RGB", (out_w, out_h))
+        im = im.convert("RGB")
+    except (OSError, ValueError, Image.DecompressionBombError) as e:
+        raise ReleaseFormatError(f"{where}: the image cannot be decoded ({type(e).__name__}: {e})") from None
+    resample = Image.NEAREST if im.width <= out_w and im.height <= out_h else Image.BILINEAR
+    return im if im.size == (out_w, out_h) else im.resize((out_w, out_h), resample)
+
+
+def tile(canvas: Image.Image | None, masks: Sequence[tuple[np.ndarray, Colour]], out_h: int, out_w: int,
+         alpha: float = figures.FILL_ALPHA) -> np.ndarray:
+    """An ``out_h`` × ``out_w`` RGB array: ``canvas`` (neutral grey when None) with every ``(small mask, colour)``
+    filled and outlined (:func:`perckit.export.figures.paint_masks`)."""
+    if canvas is None:
+        base = np.empty((out_h, out_w, 3), dtype=np.uint8)
+        base[:] = figures.NEUTRAL
+    else:
+        base = np.asarray(canvas, dtype=np.uint8)
+    line = 2 if min(out_h, out_w) >= 128 else 1
+    return figures.paint_masks(base, masks, alpha, line) if masks else base
+
+
+def row_budget() -> Any:
+    """The pixel budget of one row's preview (:class:`perckit.rle.PixelBudget`): each mask drawn costs its tile's
+    pixels."""
+    from ..rle import PixelBudget
+
+    return PixelBudget(unit="preview row")
+
+
+def masks_tile(image: Any, masks: Sequence[Any], size_hw: Sequence[int] | None, where: str,
+               max_side: int = MAX_SIDE, colours: Sequence[Colour] | None = None, budget: Any = None) -> np.ndarray | None:
+    """One tile: ``image`` (or a neutral canvas) at :func:`fit_size` of ``size_hw`` (else of the first mask's
+    size) with every valid RLE of ``masks`` drawn in its object colour (skipped: nulls, markers, masks of
+    another size). None when there is no size to draw at. Each mask drawn charges ``budget`` (the row's
+    :func:`row_budget`, shared by its tiles; None: one of its own) with the tile's pixels before it is sampled."""
+    valid = [(i, m) for i, m in enumerate(masks) if is_rle(m)]
+    if size_hw is None or len(size_hw) != 2 or not all(isinstance(v, int) and v > 0 for v in size_hw):
+        size_hw = valid[0][1]["size"] if valid else None
+    if size_hw is None:
+        canvas = open_canvas(image, max_side, max_side, where)
+        if canvas is None:
+            return None
+        return tile(canvas, [], max_side, max_side)
+    h, w = int(size_hw[0]), int(size_hw[1])
+    out_h, out_w = fit_size(h, w, max_side)
+    canvas = open_canvas(image, out_h, out_w, where)
+    budget = budget if budget is not None else row_budget()
+    drawn = []
+    for i, m in valid:
+        if list(m["size"]) == [h, w]:
+            budget.charge(out_h * out_w, f"{where}: mask {i}")
+            drawn.append((small_mask(m, out_h, out_w, f"{where}: mask {i}"), colours[i % len(colours)] if colours else object_colour(i)))
+    return tile(canvas, drawn, out_h, out_w)
+
+
+def blank(text: str, max_side: int = 256) -> bytes:
+    """The preview of a row with nothing to draw: a neutral canvas with ``text``."""
+    im = Image.new("RGB", (max_side, max_side // 2), figures.NEUTRAL)
+    return encode(with_note(im, text))
+
+
+def object_colour(i: int) -> Colour:
+    return figures.OBJECT_COLOURS[i % len(figures.OBJECT_COLOURS)]
+
+
+def row_of_tiles(tiles: Sequence[np.ndarray], gap: int = 4, max_side: int = MAX_SIDE) -> Image.Image:
+    """Tiles side by side on white, top-aligned, shrunk to at most ``max_side`` wide."""
+    h = max(t.shape[0] for t in tiles)
+    w = sum(t.shape[1] for t in tiles) + gap * (len(tiles) - 1)
+    out = np.full((h, w, 3), 255, dtype=np.uint8)
+    x = 0
+    for t in tiles:
+        out[: t.shape[0], x: x + t.shape[1]] = t
+        x += t.shape[1] + gap
+    im = Image.fromarray(out)
+    if w > max_side:
+        im = im.resize((max_side, max(int(round(h * max_side / w)), 1)), Image.BILINEAR)
+    return im
+
+
+def encode(image: Image.Image) -> bytes:
+    """The preview's bytes: PNG (fixed compression, no metadata), or JPEG at :data:`JPEG_QUALITY` when the PNG is
+    over :data:`PNG_LIMIT` bytes. Deterministic for the same picture."""
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+    if buf.tell() <= PNG_LIMIT:
+        return buf.getvalue()
+    buf = io.BytesIO()
+    image.convert("RGB").save(buf, format="JPEG", quality=JPEG_QUALITY, optimize=False, progressive=False, subsampling=2)
+    return buf.getvalue()
+
+
+def with_note(image: Image.Image, text: str) -> Image.Image:
+    """``image`` with a caption strip under it (for a row whose region is missing), still within :data:`MAX_SIDE`."""
+    out = figures.stack([image, figures.caption_strip(text, image.width)])
+    if out.height > MAX_SIDE:
+        s = MAX_SIDE / out.height
+        out = out.resize((max(int(out.width * s), 1), MAX_SIDE), Image.BILINEAR)
+    return out
+
+
+# ---------------------------------------------------------------- the column
+
+
+def make_previewer(benchmark: Benchmark, builder: Any, config: str) -> Previewer | None:
+    """The previewer of ``config`` of the benchmark whose descriptor is ``benchmark`` (None when the config has
+    none or the benchmark declares no previewer); ``builder`` is the prepared perckit builder (its config,
+    data_dir and options)."""
+    return benchmark.preview(builder, config) if benchmark.preview is not None else None
+
+
+#: a split of at least this many rows draws its previews in several processes (M4Seg's 743k-row train split)
+PARALLEL_ROWS = 20_000
+#: at most this many processes draw previews
+MAX_PROCESSES = 8
+
+
+def preview_processes(num_rows: int, fn: Callable) -> int | None:
+    """How many processes ``datasets.map`` draws the previews of a split with: one (None) below
+    :data:`PARALLEL_ROWS` rows, else the machine's cores (at most :data:`MAX_PROCESSES`), when the drawing function
+    can be sent to another process (a previewer holding an open file cannot: it then runs in this one)."""
+    import os
+
+    cores = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1), MAX_PROCESSES)
+    if num_rows < PARALLEL_ROWS or cores < 2:
+        return None
+    try:  # datasets.map sends the function with the same dill-based pickler its fingerprint hashing uses
+        from datasets.fingerprint import Hasher
+
+        Hasher.hash(fn)
+    except Exception:  # any pickling failure (dill raises many types): draw in this process
+        return None
+    return cores
+
+
+def add_preview(ds: Any, benchmark: Benchmark, builder: Any, config: str) -> Any:
+    """``ds`` with an ``Image()`` column :data:`PREVIEW_COLUMN` appended last (bytes, path null); every other column
+    and its features unchanged. ``ds`` itself when the config has no previewer. Reads only the previewer's columns
+    (in Arrow storage form: no media decoded by ``datasets``)."""
+    import datasets
+    import pyarrow as pa
+
+    previewer = make_previewer(benchmark, builder, config)
+    if previewer is None:
+        return ds
+    if PREVIEW_COLUMN in ds.column_names:
+        from ..errors import OptionError
+
+        raise OptionError(f"{benchmark}/{config}: the rows already have a column {PREVIEW_COLUMN!r}; a preview cannot be added")
+    columns = [c for c in (previewer.columns or ds.column_names) if c in ds.column_names]
+    features = datasets.Features({**ds.features, PREVIEW_COLUMN: datasets.Image()})
+    preview_type = features.arrow_schema.field(PREVIEW_COLUMN).type
+
+    def add(table: pa.Table) -> pa.Table:
+        rows = table.select(columns).to_pylist()
+        cells = [{"bytes": previewer(r), "path": None} for r in rows]
+        return table.append_column(PREVIEW_COLUMN, pa.array(cells, type=preview_type))
+
+    from datasets.fingerprint import Hasher
+
+    fingerprint = Hasher.hash([ds._fingerprint, benchmark, config, str(getattr(builder, "config_id", "")), PREVIEW_COLUMN, MAX_SIDE, PNG_LIMIT, JPEG_QUALITY])
+    out = ds.with_format("arrow").map(add, batched=True, batch_size=BATCH_ROWS, writer_batch_size=BATCH_ROWS,
+                                      features=features, new_fingerprint=fingerprint, desc=f"preview {config}",
+                                      num_proc=preview_processes(ds.num_rows, add))
+    fmt = ds.format
+    return out.with_format(fmt["type"], columns=fmt["columns"], output_all_columns=fmt["output_all_columns"], **fmt["format_kwargs"])

@@ -1,0 +1,214 @@
+"""What every perckit builder shares: the config fields and the Hub download that come from the benchmark's
+descriptor (:mod:`perckit.hf.benchmark`), the cache fingerprint, the builder's name, and for the media-heavy
+builders a writer that skips ``datasets``' per-example encoding."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import datasets
+import numpy as np
+import pyarrow as pa
+
+from . import hub
+from .descriptor import Benchmark
+from ..io.prefetch import gc_paused
+from .versioning import core_fingerprint
+
+#: The name ``datasets`` gives a builder of perckit's own classes (its cache folder and ``info.builder_name``):
+#: the name it derived when perckit imported ``builders/<name>/<name>.py`` as the module
+#: ``perckit_script_builders_<name>``, kept so that caches and built infos keep their names.
+BUILDER_NAME = "perckit_script_builders_{}"
+
+
+@dataclasses.dataclass
+class PerckitConfig(datasets.BuilderConfig):
+    """The options every perckit config has, for the Hub download used when ``data_dir`` is not given.
+
+    Each benchmark's config class holds its benchmark's descriptor in the class attribute ``BENCHMARK`` (a
+    :class:`perckit.hf.descriptor.Benchmark`); the defaults come from it.
+    """
+
+    #: The Hub dataset repository of the release; None: the descriptor's ``hub_repo``. Pass it as ``repo_id=...``
+    #: (the builder maps it here: ``datasets.DatasetBuilder`` itself takes a ``repo_id`` argument with another meaning).
+    hub_repo_id: str | None = None
+    #: A branch, tag or commit of that repository (None: its default branch).
+    revision: str | None = None
+
+    #: The descriptor of the benchmark these configs are of (a class attribute, not an option).
+    BENCHMARK: ClassVar[Benchmark | None] = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.hub_repo_id is None and self.BENCHMARK:
+            self.hub_repo_id = self.BENCHMARK.hub_repo
+
+
+class _PerckitOptions:
+    """- The cache key of a builder script covers the script only: fold in the core package's sources.
+    - ``repo_id=...`` names the release's Hub repository. ``datasets.DatasetBuilder`` takes an
+      argument of that name with another meaning, so it is stored as the config field ``hub_repo_id``.
+    - ``datasets`` names a builder after the last part of its class's module, which is ``builder`` for each of
+      perckit's own classes: those are named :data:`BUILDER_NAME` instead (a script's subclass keeps the name
+      ``datasets`` gives it, e.g. ``r4d_bench`` under ``load_dataset("builders/r4d_bench")``).
+    - :meth:`_release_root`: ``data_dir``, else the files the config needs from its Hub repository.
+    """
+
+    BUILDER_CONFIG_CLASS: type[PerckitConfig]
+    #: ``fn(config) -> [pattern]``: the release files a config needs from the Hub (each builder sets it)
+    hub_patterns: Callable[[PerckitConfig], Sequence[str]]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["hash"] = core_fingerprint(kwargs.get("hash"))
+        repo_id = kwargs.pop("repo_id", None)
+        if repo_id is not None:
+            kwargs["hub_repo_id"] = repo_id
+        own = self._own_name()
+        if own is not None and kwargs.get("dataset_name") is None:
+            kwargs["dataset_name"] = own  # the cache folder
+        super().__init__(*args, **kwargs)
+        if own is not None:
+            self.name = self.info.builder_name = own
+
+    @classmethod
+    def benchmark(cls) -> Benchmark:
+        """The descriptor of this builder's benchmark (its config class's ``BENCHMARK``)."""
+        return cls.BUILDER_CONFIG_CLASS.BENCHMARK
+
+    def _own_name(self) -> str | None:
+        """:data:`BUILDER_NAME` for the descriptor's own builder class, None for any subclass of it."""
+        b = self.benchmark()
+        return BUILDER_NAME.format(b.name) if type(self).__module__ == f"perckit.{b.name}.builder" else None
+
+    def _release_root(self) -> Path:
+        """The release root: ``data_dir`` when given, else a Hub snapshot of the files this config needs (the
+        builder's ``hub_patterns``)."""
+        if self.config.data_dir:
+            return Path(self.config.data_dir)
+        return self._download(self.hub_patterns(self.config))
+
+    def _download(self, patterns: Sequence[str]) -> Path:
+        """The files of the config's Hub repository (``hub_repo_id`` at ``revision``) that match ``patterns``; a
+        :class:`~perckit.errors.ReleaseNotFoundError` saying how to pass ``data_dir`` when they cannot be fetched."""
+        b, c = self.benchmark(), self.config
+        return hub.download_release(c.hub_repo_id, patterns, c.revision, benchmark=b.label, builder_path=f"builders/{b.name}")
+
+
+class PerckitBuilder(_PerckitOptions, datasets.GeneratorBasedBuilder):
+    """Base of the perckit builders whose rows need ``datasets``' encoding (numpy arrays, Python values)."""
+
+
+class PerckitTableBuilder(_PerckitOptions, datasets.ArrowBasedBuilder):
+    """Base of the builders whose rows are already in Arrow storage form (RLE dicts, ``{"bytes", "path"}``
+    media dicts, plain strings and numbers): ``_generate_rows`` yields ``(key, row)`` like a
+    ``_generate_examples`` would, and the rows go to Arrow in tables of ``ROWS_PER_TABLE``.
+
+    ``datasets``' per-example path (``Features.encode_example`` walking every nested dict, then a typed
+    sequence per column) costs more than reading the files of an image-heavy config; pyarrow converts
+    the same rows in C++ and the result is the same table (``tests`` compare both paths row by row).
+    """
+
+    #: Rows per Arrow table (and per record batch written); media builders lower it to bound memory.
+    ROWS_PER_TABLE = 256
+
+    def _generate_rows(self, **kwargs: Any) -> Iterator[tuple[str, dict]]:
+        raise NotImplementedError
+
+    def _download_and_prepare(self, *args: Any, **kwargs: Any) -> Any:
+        # The cyclic collector is paused for the whole build (split generation and the writing of every split),
+        # not per step: the release metadata _split_generators parses (millions of small containers for a big
+        # JSON) stays alive until the splits are written, and every collection pass would traverse it, the
+        # first one as soon as a step re-enabled the collector (0.04-0.16 s a pass for R4D-Bench's dense GT).
+        # Rows and tables hold no reference cycles and are freed by reference counting as before; the collector
+        # is re-enabled (if it was on) when the build ends, by then over little more than what it returns.
+        with gc_paused():
+            return super()._download_and_prepare(*args, **kwargs)
+
+    def _generate_tables(self, **kwargs: Any) -> Iterator[tuple[str, pa.Table]]:
+        schema = self.info.features.arrow_schema
+        names = set(schema.names)
+        batch: list[dict] = []
+        first = ""
+        for key, row in self._generate_rows(**kwargs):
+            if row.keys() != names:  # a programming error, never user input: say which keys differ
+                raise ValueError(
+                    f"row {key!r}: expected the keys of the features {sorted(names)}, got {sorted(row)} "
+                    f"(missing {sorted(names - row.keys())}, extra {sorted(row.keys() - names)})"
+                )
+            if not batch:
+                first = str(key)
+            batch.append(row)
+            if len(batch) >= self.ROWS_PER_TABLE:
+                yield first, rows_to_table(batch, schema)
+                batch = []
+        if batch:
+            yield first, rows_to_table(batch, schema)
+
+
+_MAX_BINARY = 2**31 - 2
+#: The Arrow storage of ``Image``, ``Audio`` and ``Video`` features.
+MEDIA_STORAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+
+
+def rows_to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    """Rows in Arrow storage form as a table of ``schema``.
+
+    One row with media columns: their bytes are wrapped, not copied (a media build's data is copied only by
+    the read and the write, not a third time into Arrow buffers). Many rows whose media values are all plain
+    ``{"bytes": bytes, "path": str | None}`` dicts: each media column is one join of the bytes (one copy,
+    no per-value conversion; from_pylist's growing buffers cost several times that) and the rest
+    ``from_pylist``; the same table (tests compare). Otherwise ``pa.Table.from_pylist``.
+    """
+    media = [f.name for f in schema if f.type == MEDIA_STORAGE]
+    if len(rows) > 1 and media:
+        columns = {name: media_column([row.get(name) for row in rows]) for name in media}
+        if all(c is not None for c in columns.values()):
+            rest = pa.schema([f for f in schema if f.name not in media])
+            base = pa.Table.from_pylist([{k: v for k, v in row.items() if k not in columns} for row in rows], schema=rest)
+            return pa.Table.from_arrays([columns[f.name] if f.name in columns else base.column(f.name) for f in schema], schema=schema)
+    if len(rows) != 1 or not media:
+        return pa.Table.from_pylist(rows, schema=schema)
+    row = rows[0]
+    rest = pa.schema([f for f in schema if f.name not in media])
+    base = pa.Table.from_pylist([{k: v for k, v in row.items() if k not in media}], schema=rest)
+    return pa.Table.from_arrays([_media_array(row[f.name]) if f.name in media else base.column(f.name) for f in schema], schema=schema)
+
+
+def media_column(values: list) -> pa.Array | None:
+    """The ``{bytes, path}`` struct array of many plain media dicts (exactly the keys ``bytes`` (a ``bytes``)
+    and ``path`` (a ``str`` or None), under 2 GiB in all), the bytes joined once; None for anything else
+    (the caller then converts with ``from_pylist``)."""
+    data: list[bytes] = []
+    paths: list = []
+    for v in values:
+        if type(v) is not dict or len(v) != 2 or type(v.get("bytes")) is not bytes or "path" not in v:
+            return None
+        p = v["path"]
+        if p is not None and type(p) is not str:
+            return None
+        data.append(v["bytes"])
+        paths.append(p)
+    offsets = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum([len(d) for d in data], out=offsets[1:])
+    if offsets[-1] > _MAX_BINARY:
+        return None
+    blob = pa.Array.from_buffers(pa.binary(), len(data), [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(data))])
+    return pa.StructArray.from_arrays([blob, pa.array(paths, pa.string())], fields=list(MEDIA_STORAGE))
+
+
+def _media_array(value: dict | None) -> pa.Array:
+    """A one-element ``{bytes, path}`` struct array over the row's own bytes object (zero-copy)."""
+    if value is None:
+        return pa.nulls(1, MEDIA_STORAGE)
+    data = value.get("bytes")
+    if data is None:
+        blob = pa.nulls(1, pa.binary())
+    else:
+        if len(data) > _MAX_BINARY:  # Arrow's binary type has 32-bit offsets (so does from_pylist's)
+            raise ValueError(f"{value.get('path')!r}: expected a media file under 2 GiB, got {len(data)} bytes")
+        offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int32))
+        blob = pa.Array.from_buffers(pa.binary(), 1, [None, offsets, pa.py_buffer(data)])
+    return pa.StructArray.from_arrays([blob, pa.array([value.get("path")], pa.string())], fields=list(MEDIA_STORAGE))

@@ -1,0 +1,82 @@
+"""The benchmark descriptor: one record per benchmark, declared by its own subpackage (``perckit.<name>.benchmark``).
+
+A :class:`Benchmark` says what the core needs to know about a benchmark: its name, splits and Hub repository,
+its metrics (:class:`MetricSpec`: the metric's :class:`~perckit.hf.contract.MetricCore` factory and the function
+projecting a builder row onto its references), its previewer and its export hook. Every field holding code is
+the function itself, imported directly by the benchmark's ``benchmark`` module (inside a small function where the
+import is heavy: ``datasets`` for the features, Pillow for the previews), so a reader follows each one.
+:mod:`perckit.hf.benchmark` lists the benchmarks; the builder class names its descriptor (``BENCHMARK``), never
+the other way round, so a descriptor stays free of ``datasets``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from ..errors import OptionError
+from .contract import MetricCore
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric of a benchmark: the ``evaluate`` module ``metrics/<name>``, its core, the function that projects a
+    builder row onto its references, its configs (None when it has none) and which dataset config it scores."""
+
+    name: str
+    #: ``fn(row)``, or ``fn(row, config)`` for a metric with configs: a builder row as the metric's reference
+    reference: Callable[..., dict]
+    #: ``fn(config) -> MetricCore``: the metric as accumulators run it (None: scored by its ``evaluate`` module
+    #: alone, ``av_edit_quality``'s model metrics)
+    core: Callable[[str | None], MetricCore] | None = None
+    configs: tuple[str, ...] | None = None
+    scores: str = ""
+    #: a builder row as the prediction that copies its ground truth, for ``perckit gt-predictions`` (None where
+    #: predictions are not JSON rows: Syn4D's NPZ files, ReasonAVEdit's folders)
+    gt_prediction: Callable[[Mapping], dict] | None = None
+    #: where the prediction format is described when it is not JSON Lines
+    file_format: str = "JSON Lines, one prediction object a line"
+
+    def metric_core(self, config: str | None = None) -> MetricCore:
+        """The :class:`MetricCore` of config ``config``; an :class:`OptionError` for a metric scored otherwise."""
+        if self.core is None:
+            raise OptionError(f"metric {self.name!r} is scored by its evaluate module only (perckit.load_metric({self.name!r}))")
+        return self.core(config)
+
+    def gt_predictor(self) -> Callable[[Mapping], dict]:
+        """:attr:`gt_prediction`; an :class:`OptionError` saying the file format where there is none."""
+        if self.gt_prediction is None:
+            raise OptionError(f"metric {self.name!r}: predictions are not JSON rows ({self.file_format}); gt-predictions writes JSON Lines only")
+        return self.gt_prediction
+
+    def projector(self, config: str | None = None) -> Callable[[Mapping], dict]:
+        """:attr:`reference` (given ``config`` for a metric with configs)."""
+        fn = self.reference
+        if self.configs:
+            if config not in self.configs:
+                raise OptionError(f"metric {self.name!r} needs --config, one of {list(self.configs)}; got {config!r}")
+            return lambda row: fn(row, config)
+        return fn
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark: what the core knows of it (see the module docstring)."""
+
+    name: str
+    pretty_name: str
+    #: the short name messages use ("R4D-Bench")
+    label: str
+    splits: tuple[str, ...]
+    #: the Hub dataset repository of the release (the builders' default ``repo_id``)
+    hub_repo: str
+    metrics: tuple[MetricSpec, ...] = field(default_factory=tuple)
+    #: ``fn(builder, config)``, the previewer factory (:mod:`perckit.export.previews`): the picture of each row
+    #: in the export's ``preview`` column (None for none)
+    preview: Callable[[Any, Any], Any] | None = None
+    #: ``fn() -> module``, the export hook (:mod:`perckit.export.hooks`): a module defining ``export_split(ds,
+    #: config, split, root, release_root) -> ExportParts`` and ``load_back(ds, export_root) -> Dataset`` (None for
+    #: none: the rows go to Parquet as they are)
+    export_hook: Callable[[], ModuleType] | None = None

@@ -1,0 +1,319 @@
+"""The size guard shared by the Parquet readers (RefCOCO-M, M4Seg): memory stays bounded by what the data pages
+themselves declare, not by what the footer claims.
+
+Two checks, both before pyarrow decompresses anything:
+
+1. the footer: no column chunk (one column of one row group) declares more than the limit uncompressed;
+2. the pages: the footer can lie (a hand-edited ``total_uncompressed_size``), so every page header of every
+   column chunk is read (Thrift compact protocol, a few hundred bytes each, the page bodies skipped) and the
+   sizes pyarrow will really allocate are added up: each page's ``uncompressed_page_size`` (what the codec
+   decompresses into: a page that inflates beyond it is a codec error, not an allocation), plus what
+   decoding can add on top of the decompressed bytes: 16 bytes of offsets / levels per value, and for a
+   dictionary-encoded page ``num_values`` times the longest dictionary entry (one 1 MB entry repeated by a
+   few bytes of run-length indices is a bomb of its own), for ``DELTA_BYTE_ARRAY`` ``num_values`` times the
+   page size (shared prefixes). A chunk whose pages add up to more than the limit is refused naming the row
+   group and column, as is a page header that cannot be parsed or a chunk of more than
+   :data:`MAX_PAGES_PER_CHUNK` pages.
+
+:func:`open_parquet` is the entry point for a Parquet file named by a path: the file opened with the checked
+reader (a regular file), its footer read, and both checks run on it before the caller reads anything (an
+export's shards, before ``datasets`` decodes them: :mod:`perckit.export.state`).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import ReleaseFormatError
+
+#: Largest uncompressed column chunk (one column of one row group) a reader accepts, as the footer declares it
+#: and as its pages add up (decoded). pyarrow decompresses and decodes a column's pages while it iterates
+#: record batches, so a few-KB file of highly compressible pages declaring gigabytes would allocate them.
+#: Hub-converted Parquet uses row groups of ~100 MB.
+MAX_COLUMN_CHUNK_BYTES = 1 << 30
+#: Most pages walked in one column chunk (pyarrow writes pages of ~1 MB: a 1 GiB chunk has about a thousand).
+MAX_PAGES_PER_CHUNK = 100_000
+#: Largest page header read (pyarrow's own default limit); real headers are a few hundred bytes.
+MAX_PAGE_HEADER_BYTES = 16 << 20
+#: Decoded bytes per value on top of the page data (64-bit offsets, levels, validity).
+PER_VALUE_BYTES = 16
+
+_DATA_PAGE, _INDEX_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 1, 2, 3
+_PLAIN_DICTIONARY, _DELTA_BYTE_ARRAY, _RLE_DICTIONARY = 2, 7, 8
+
+
+class _Truncated(Exception):
+    """The header bytes read so far end inside the header: read more."""
+
+
+class _Compact:
+    """A reader of the Thrift compact protocol over one buffer (just what a ``PageHeader`` needs)."""
+
+    MAX_DEPTH = 16
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf, self.pos = buf, 0
+
+    def byte(self) -> int:
+        if self.pos >= len(self.buf):
+            raise _Truncated
+        b = self.buf[self.pos]
+        self.pos += 1
+        return b
+
+    def varint(self) -> int:
+        shift = result = 0
+        while True:
+            b = self.byte()
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+            if shift > 70:
+                raise ValueError("a varint longer than 10 bytes")
+
+    def zigzag(self) -> int:
+        n = self.varint()
+        return (n >> 1) ^ -(n & 1)
+
+    def skip(self, n: int) -> None:
+        if n < 0:
+            raise ValueError(f"a negative length {n}")
+        if self.pos + n > len(self.buf):
+            raise _Truncated
+        self.pos += n
+
+    def value(self, ftype: int, depth: int) -> Any:
+        if ftype in (1, 2):  # bool in a field header
+            return ftype == 1
+        if ftype == 3:
+            return self.byte()
+        if ftype in (4, 5, 6):
+            return self.zigzag()
+        if ftype == 7:
+            self.skip(8)
+            return None
+        if ftype == 8:
+            self.skip(self.varint())
+            return None
+        if ftype in (9, 10):
+            head = self.byte()
+            size, etype = head >> 4, head & 0x0F
+            if size == 15:
+                size = self.varint()
+            if size > len(self.buf) - self.pos:  # every element takes at least a byte
+                raise ValueError(f"a list of {size} elements in {len(self.buf) - self.pos} bytes")
+            for _ in range(size):
+                if etype in (1, 2):
+                    self.byte()
+                else:
+                    self.value(etype, depth + 1)
+            return None
+        if ftype == 11:
+            size = self.varint()
+            if size:
+                if 2 * size > len(self.buf) - self.pos:
+                    raise ValueError(f"a map of {size} entries in {len(self.buf) - self.pos} bytes")
+                kv = self.byte()
+                for _ in range(size):
+                    self.value(kv >> 4, depth + 1)
+                    self.value(kv & 0x0F, depth + 1)
+            return None
+        if ftype == 12:
+            return self.struct(depth + 1)
+        raise ValueError(f"unknown Thrift compact type {ftype}")
+
+    def struct(self, depth: int = 0) -> dict:
+        if depth > self.MAX_DEPTH:
+            raise ValueError("Thrift structs nested too deep")
+        out: dict = {}
+        last = 0
+        while True:
+            head = self.byte()
+            if head == 0:
+                return out
+            delta, ftype = head >> 4, head & 0x0F
+            fid = last + delta if delta else self.zigzag()
+            out[fid] = self.value(ftype, depth)
+            last = fid
+
+
+def _read_page_header(f: Any, pos: int, end: int) -> tuple[dict, int]:
+    """(the PageHeader's fields, its length in bytes) at ``pos`` (a header never extends past ``end``)."""
+    size = 4096
+    while True:
+        want = min(size, end - pos, MAX_PAGE_HEADER_BYTES)
+        f.seek(pos)
+        buf = f.read(want)
+        reader = _Compact(buf)
+        try:
+            return reader.struct(), reader.pos
+        except _Truncated:
+            if len(buf) < want or want >= min(end - pos, MAX_PAGE_HEADER_BYTES):
+                raise ValueError(f"the page header at byte {pos} is cut or longer than {want} bytes") from None
+            size *= 16
+
+
+def _max_dictionary_entry(f: Any, pos: int, header: dict, codec: str, physical: str, type_length: int | None,
+                          exact: bool = True) -> int:
+    """The longest entry of a PLAIN dictionary page (the page body follows its header at ``pos``); with
+    ``exact=False``, for ``BYTE_ARRAY``, the page's uncompressed size (a bound of it; nothing read)."""
+    if physical == "FIXED_LEN_BYTE_ARRAY":
+        return int(type_length or 0)
+    if physical != "BYTE_ARRAY":
+        return 12  # INT96, the widest fixed-width physical type
+    compressed, uncompressed = int(header.get(3) or 0), int(header.get(2) or 0)
+    if not exact:
+        return uncompressed
+    f.seek(pos)
+    body = f.read(compressed)
+    if len(body) != compressed:
+        raise ValueError(f"the dictionary page at byte {pos} is cut")
+    if codec.upper() != "UNCOMPRESSED":
+        import pyarrow as pa
+
+        name = {"LZ4_RAW": "lz4_raw", "LZ4": "lz4_raw"}.get(codec.upper(), codec.lower())
+        try:
+            body = pa.Codec(name).decompress(body, decompressed_size=uncompressed, asbytes=True)
+        except Exception:  # a codec pyarrow names otherwise or a corrupt page: assume the worst case
+            return uncompressed
+    count = int((header.get(7) or {}).get(1) or 0)
+    best, p, n = 0, 0, len(body)
+    unpack = struct.Struct("<I").unpack_from
+    for _ in range(count):
+        if p + 4 > n:
+            break
+        length = unpack(body, p)[0]
+        best = max(best, length)
+        p += 4 + length
+    return min(best, uncompressed)
+
+
+def _chunk_pages_bytes(f: Any, col: Any, file_size: int, limit: int, type_length: int | None) -> int:
+    """What the pages of one column chunk decompress and decode to, at most (see the module docstring).
+
+    A dictionary's longest entry is at most its page's uncompressed size: the walk first takes that bound,
+    which reads no dictionary body; only a chunk that the bound puts over ``limit`` is walked again with
+    every dictionary read and decompressed for its real longest entry (the same accept / refuse decision
+    as always walking exactly, and the same total where it refuses)."""
+    total = _walk_chunk_pages(f, col, file_size, limit, type_length, exact_dictionary=False)
+    if total > limit:
+        total = _walk_chunk_pages(f, col, file_size, limit, type_length, exact_dictionary=True)
+    return total
+
+
+def _walk_chunk_pages(f: Any, col: Any, file_size: int, limit: int, type_length: int | None, exact_dictionary: bool) -> int:
+    start = col.data_page_offset
+    if col.has_dictionary_page and col.dictionary_page_offset is not None and 0 < col.dictionary_page_offset < start:
+        start = col.dictionary_page_offset
+    end = min(start + max(col.total_compressed_size, 0), file_size)
+    codec, physical = str(col.compression), str(col.physical_type)
+    total, pos, pages, dict_entry = 0, start, 0, None
+    while pos < end:
+        pages += 1
+        if pages > MAX_PAGES_PER_CHUNK:
+            raise ValueError(f"more than {MAX_PAGES_PER_CHUNK} pages")
+        header, header_len = _read_page_header(f, pos, end)
+        ptype, uncompressed, compressed = header.get(1), int(header.get(2) or 0), int(header.get(3) or 0)
+        if uncompressed < 0 or compressed < 0:
+            raise ValueError(f"the page at byte {pos} declares a negative size")
+        body = pos + header_len
+        total += uncompressed
+        if ptype == _DICTIONARY_PAGE:
+            dict_entry = _max_dictionary_entry(f, body, header, codec, physical, type_length, exact_dictionary)
+        elif ptype in (_DATA_PAGE, _DATA_PAGE_V2):
+            sub = header.get(5 if ptype == _DATA_PAGE else 8) or {}
+            num_values = max(int(sub.get(1) or 0), 0)
+            encoding = sub.get(2 if ptype == _DATA_PAGE else 4)
+            total += PER_VALUE_BYTES * num_values
+            if encoding in (_PLAIN_DICTIONARY, _RLE_DICTIONARY):
+                total += num_values * (dict_entry if dict_entry is not None else uncompressed)
+            elif encoding == _DELTA_BYTE_ARRAY:
+                total += num_values * uncompressed
+        if total > limit:
+            return total
+        pos = body + compressed
+    return total
+
+
+def _type_lengths(pf: Any) -> list[int | None]:
+    schema = pf.schema
+    return [getattr(schema.column(i), "length", None) for i in range(len(schema))]
+
+
+def check_column_chunk_sizes(pf: Any, where: str, limit: int | None = None, source: Any = None) -> None:
+    """Refuse a Parquet file (``pyarrow.parquet.ParquetFile``) with a column chunk that decompresses to more than
+    ``limit`` bytes (default :data:`MAX_COLUMN_CHUNK_BYTES`), naming the row group and column: as its footer
+    declares it and, when ``source`` (the open binary file ``pf`` reads, seekable) is given, as its page
+    headers add up (the footer may lie). Every reader passes ``source``."""
+    limit = MAX_COLUMN_CHUNK_BYTES if limit is None else limit
+    md = pf.metadata
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        for c in range(rg.num_columns):
+            col = rg.column(c)
+            size = col.total_uncompressed_size
+            if size > limit:
+                raise ReleaseFormatError(
+                    f"{where}: row group {g}, column {col.path_in_schema!r}: expected at most {limit} bytes "
+                    f"uncompressed per column chunk, the footer declares {size} ({col.total_compressed_size} compressed)"
+                )
+    if source is not None:
+        check_page_sizes(pf, source, where, limit)
+
+
+def check_page_sizes(pf: Any, f: Any, where: str, limit: int | None = None) -> None:
+    """The page-header half of :func:`check_column_chunk_sizes` (``f``: the open binary file of ``pf``)."""
+    limit = MAX_COLUMN_CHUNK_BYTES if limit is None else limit
+    md = pf.metadata
+    saved = f.tell()
+    try:
+        f.seek(0, os.SEEK_END)
+        file_size = f.tell()
+        lengths = _type_lengths(pf)
+        for g in range(md.num_row_groups):
+            rg = md.row_group(g)
+            for c in range(rg.num_columns):
+                col = rg.column(c)
+                try:
+                    total = _chunk_pages_bytes(f, col, file_size, limit, lengths[c] if c < len(lengths) else None)
+                except (ValueError, OSError, EOFError, RecursionError) as e:
+                    raise ReleaseFormatError(
+                        f"{where}: row group {g}, column {col.path_in_schema!r}: expected readable Parquet page headers, "
+                        f"got {e}"
+                    ) from None
+                if total > limit:
+                    raise ReleaseFormatError(
+                        f"{where}: row group {g}, column {col.path_in_schema!r}: expected at most {limit} bytes "
+                        f"uncompressed per column chunk, its page headers add up to at least {total} decompressed and decoded "
+                        f"(the footer declares {col.total_uncompressed_size})"
+                    )
+    finally:
+        f.seek(saved)
+
+
+@contextmanager
+def open_parquet(path: str | os.PathLike, where: str, not_found: type[Exception] | None = None,
+                 limit: int | None = None) -> Iterator[Any]:
+    """``pyarrow.parquet.ParquetFile`` of ``path`` once it passed the guard: a regular file
+    (:func:`perckit.io.paths.open_regular_file`: no FIFO, device or folder; missing: ``not_found``, default
+    :class:`~perckit.errors.ReleaseNotFoundError`), a readable Parquet footer, and every column chunk within
+    ``limit`` (default :data:`MAX_COLUMN_CHUNK_BYTES`) as its footer and its page headers declare it
+    (:func:`check_column_chunk_sizes`). Errors are :class:`~perckit.errors.ReleaseFormatError` naming ``where``
+    (and the row group and column). The file stays open while the block runs."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .paths import open_regular_file
+
+    with open_regular_file(path, where, None, ReleaseFormatError, not_found) as f:
+        try:
+            pf = pq.ParquetFile(f)
+        except (pa.ArrowException, OSError, EOFError, ValueError) as e:
+            raise ReleaseFormatError(f"{where}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+        check_column_chunk_sizes(pf, where, limit, source=f)
+        yield pf
