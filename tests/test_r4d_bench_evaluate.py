@@ -7,7 +7,7 @@ from helpers.distributed import batch_sizes, compute_in_batches, run_distributed
 from helpers.r4d import V1_PREDS, V1_REFS
 
 from perckit.r4d_bench import features as feats
-from perckit.r4d_bench import metrics as core
+from perckit.r4d_bench import metric as core
 from perckit.schema import project
 
 

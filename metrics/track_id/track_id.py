@@ -1,6 +1,6 @@
 """track_id: R4D-Bench (referring segmentation in dynamic 4D scenes) track-ID set metrics as an evaluate module.
 
-All logic lives in ``perckit.r4d_bench.metrics``; see README.md beside this file.
+All logic lives in ``perckit.r4d_bench.metric``; see README.md beside this file.
 """
 
 from perckit import evaluate_base

@@ -2,7 +2,7 @@
 
 The per-query records are the metrics' own (:class:`QueryScore`, :class:`TrackScore`), reduced by the metrics'
 own reduce halves; a missing prediction (lax mode) is scored as "no output" and counted in
-``num_missing_predictions``, exactly as :func:`perckit.r4d_bench.metrics.mask_temporal` / ``track_id`` do.
+``num_missing_predictions``, exactly as :func:`perckit.r4d_bench.metric.mask_temporal` / ``track_id`` do.
 
 A record read from a state is checked against its declared schema (:data:`QUERY_RECORD` / :data:`TRACK_RECORD`
 and their invariants, by :func:`perckit.accumulate.check_records`) before it is converted: every rate in
@@ -18,9 +18,9 @@ from typing import Any, Mapping
 from ..accumulate import COUNT, FLAG, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, check_options
 from ..feature_check import Positional, Scalar
-from . import metrics as m
+from . import metric as m
 
-#: A :class:`~perckit.r4d_bench.metrics.QueryScore` as a state holds it (``asdict``): every rate in [0, 1] (the
+#: A :class:`~perckit.r4d_bench.metric.QueryScore` as a state holds it (``asdict``): every rate in [0, 1] (the
 #: empty-union IoU is an option in [0, 1] too), the pixel and frame counts, the per-frame IoUs.
 QUERY_RECORD = {
     "query_id": TEXT, "scene": TEXT, "query_type": TEXT, "is_negative": FLAG,
@@ -30,7 +30,7 @@ QUERY_RECORD = {
     "frame_ious": [Positional({"frame_id": Scalar("int64"), "iou": UNIT})],
 }
 
-#: A :class:`~perckit.r4d_bench.metrics.TrackScore` as a state holds it.
+#: A :class:`~perckit.r4d_bench.metric.TrackScore` as a state holds it.
 TRACK_RECORD = {
     "query_id": TEXT, "scene": TEXT, "is_negative": FLAG,
     **{k: UNIT for k in m.TRACK_KEYS},
@@ -66,7 +66,7 @@ def _no_config(name: str, config: str | None) -> None:
 
 
 def _query_score_from_state(state: Mapping[str, Any]) -> m.QueryScore:
-    """A checked :data:`QUERY_RECORD` as a :class:`~perckit.r4d_bench.metrics.QueryScore`."""
+    """A checked :data:`QUERY_RECORD` as a :class:`~perckit.r4d_bench.metric.QueryScore`."""
     fields = dict(state)
     fields["frame_ious"] = [(f, v) for f, v in fields["frame_ious"]]
     return m.QueryScore(**fields)
