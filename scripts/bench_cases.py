@@ -93,7 +93,7 @@ def case_mask_temporal(quick: bool = False) -> list[dict]:
         metric = evaluate.load(str(REPO / "metrics" / "mask_temporal"))
         t_eval, result = best_of(lambda: metric.compute(predictions=preds, references=refs))
         null_dir = _null_metric_dir(
-            tmp, "{'predictions': feats.mask_temporal_prediction_schema(), 'references': feats.mask_temporal_reference_schema()}",
+            tmp, "{'predictions': feats.prediction_schema(), 'references': feats.reference_schema()}",
             "from perckit.r4d_bench import features as feats",
         )
         null = evaluate.load(str(null_dir))

@@ -38,10 +38,10 @@ def test_v1_through_evaluate_equals_core(mask_metric):
 
 def test_to_metric_reference_projects_exactly_the_declared_keys(r4d_queries):
     ref = feats.to_metric_reference(r4d_queries[0])
-    assert set(ref) == set(feats.mask_temporal_reference_schema())
+    assert set(ref) == set(feats.reference_schema())
     assert set(ref["frames"][0]) == {"frame_id", "mask"}
     with pytest.raises(ValueError, match="missing the key"):
-        project({"query_id": "x"}, feats.mask_temporal_reference_schema())
+        project({"query_id": "x"}, feats.reference_schema())
 
 
 def _perturbed(rows):

@@ -54,5 +54,5 @@ vIoU as in TubeDETR (Yang et al., CVPR 2022).
 
 class MaskTemporal(evaluate_base.PerckitMetric):
     CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/LiYacheng/r4d-bench-qa",))
-    SCHEMAS = (feats.mask_temporal_prediction_schema, feats.mask_temporal_reference_schema)
+    SCHEMAS = (feats.prediction_schema, feats.reference_schema)
     ACCUMULATOR = "mask_temporal"

@@ -72,13 +72,13 @@ def _query_score_from_state(state: Mapping[str, Any]) -> m.QueryScore:
     return m.QueryScore(**fields)
 
 
-def _features(prediction: str, reference: str):
-    """The declared input features of a metric module (``perckit.r4d_bench.features``, imported when needed)."""
+def _features(metric: str):
+    """The declared input features of ``metric`` (:mod:`perckit.r4d_bench.features`, imported when needed)."""
 
     def features() -> tuple:
-        from . import features as feats
+        from .features import prediction_schema, reference_schema
 
-        return getattr(feats, prediction)(), getattr(feats, reference)()
+        return prediction_schema(metric), reference_schema(metric)
 
     return features
 
@@ -105,7 +105,7 @@ def mask_temporal_core(config: str | None = None) -> MetricCore:
         name="mask_temporal", config=None, id_key="query_id", prepare=_mask_options,
         score=lambda p, r, opts: m.score_query(p, r, opts), reduce=_counting_missing(m.reduce_mask_temporal),
         record_to_state=asdict, record_from_state=_query_score_from_state, record_schema=lambda opts: QUERY_SCHEMA,
-        features=_features("mask_temporal_prediction_schema", "mask_temporal_reference_schema"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
+        features=_features("mask_temporal"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
         empty_hint=m.MASK_EMPTY_HINT, lax_option="strict=False",
     )
 
@@ -122,6 +122,6 @@ def track_id_core(config: str | None = None) -> MetricCore:
         name="track_id", config=None, id_key="query_id", prepare=_track_options,
         score=lambda p, r, opts: m.score_track_query(p, r), reduce=_counting_missing(m.reduce_track_id),
         record_to_state=asdict, record_from_state=lambda state: m.TrackScore(**state), record_schema=lambda opts: TRACK_SCHEMA,
-        features=_features("track_id_prediction_schema", "track_id_reference_schema"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
+        features=_features("track_id"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
         empty_hint=m.TRACK_EMPTY_HINT, lax_option="strict=False",
     )
