@@ -93,7 +93,7 @@ def case_mask_temporal(quick: bool = False) -> list[dict]:
         metric = evaluate.load(str(REPO / "metrics" / "mask_temporal"))
         t_eval, result = best_of(lambda: metric.compute(predictions=preds, references=refs))
         null_dir = _null_metric_dir(
-            tmp, "{'predictions': feats.mask_temporal_prediction_schema(), 'references': feats.mask_temporal_reference_schema()}",
+            tmp, "{'predictions': feats.prediction_schema(), 'references': feats.reference_schema()}",
             "from perckit.r4d_bench import features as feats",
         )
         null = evaluate.load(str(null_dir))
@@ -357,7 +357,6 @@ def case_r4d_build(quick: bool = False, repeat: int | None = None) -> list[dict]
     read once / combined build >= 0.5. When it is missed, the row says whether the floors alone reach 0.5
     ("floor-bound" only when they do not, and no build beats its floor, which would make it no lower bound)."""
     from perckit.samples import write_release
-    from perckit.r4d_bench import release
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-r4d-"))
     try:
@@ -445,7 +444,7 @@ def _r4d_floor(root: Path, out: Path) -> dict[str, dict[str, float]]:
     import pyarrow as pa
 
     from perckit.io.prefetch import gc_paused
-    from perckit.r4d_bench import release
+    from perckit.r4d_bench import layout as r4d_layout
 
     advise = getattr(os, "posix_fadvise", None)
 
@@ -481,7 +480,7 @@ def _r4d_floor(root: Path, out: Path) -> dict[str, dict[str, float]]:
                 out.append(rle_of([s], h, w))
         return out
 
-    cocos = sorted((root / release.SCENES_DIR).glob("*/_annotations*.coco.json"))
+    cocos = sorted((root / r4d_layout.SCENES_DIR).glob("*/_annotations*.coco.json"))
     result: dict[str, dict[str, float]] = {}
     for config in ("frames", "all_queries"):
         parts = dict.fromkeys(["json", "pycocotools", "image reads", "Arrow write"] if config == "frames" else ["json", "pycocotools", "Arrow write"], 0.0)
@@ -500,7 +499,7 @@ def _r4d_floor(root: Path, out: Path) -> dict[str, dict[str, float]]:
         with gc_paused():  # as the builders parse (the collector would otherwise add about a third)
             t0 = time.perf_counter()
             parsed = [orjson.loads(p.read_bytes()) for p in cocos]
-            gt = orjson.loads((root / release.dense_gt_file("all_queries", "segmentation")).read_bytes()) if config == "all_queries" else []
+            gt = orjson.loads((root / r4d_layout.dense_gt_file("all_queries", "segmentation")).read_bytes()) if config == "all_queries" else []
             parts["json"] += time.perf_counter() - t0
             if config == "frames":
                 work = []

@@ -480,7 +480,7 @@ MASK_TEMPORAL_CASES = [
 
 @pytest.mark.parametrize("via_evaluate, preds, error, patterns", [pytest.param(*c[1:], id=c[0]) for c in MASK_TEMPORAL_CASES])
 def test_mask_temporal_metric(mask_metric, via_evaluate, preds, error, patterns):
-    from perckit.r4d_bench import metrics as core
+    from perckit.r4d_bench import metric as core
 
     fn = (lambda: mask_metric.compute(predictions=preds, references=[MT_REF])) if via_evaluate else (lambda: core.mask_temporal(preds, [MT_REF]))
     expect(fn, error, *patterns)
@@ -505,7 +505,7 @@ TID_REFS = [TID_REF, {**TID_REF, "query_id": "r", "target_track_ids": []}]
 
 @pytest.mark.parametrize("via_evaluate, preds, error, patterns", [pytest.param(*c[1:], id=c[0]) for c in TRACK_ID_CASES])
 def test_track_id_metric(track_metric, via_evaluate, preds, error, patterns):
-    from perckit.r4d_bench import metrics as core
+    from perckit.r4d_bench import metric as core
 
     refs = TID_REFS[: len(preds)]
     fn = (lambda: track_metric.compute(predictions=preds, references=refs)) if via_evaluate else (lambda: core.track_id(preds, refs))
@@ -788,7 +788,7 @@ FILE_CASES = [
 
 
 def _r4d_io():
-    from perckit.r4d_bench import io as m
+    from perckit.r4d_bench import read as m
 
     return m
 
@@ -839,7 +839,7 @@ def test_unknown_option_name(name, mask_metric, track_metric, syn4d_tracking_met
 
 
 def test_mask_temporal_missing_id_strict_by_default_lax_scores_empty_and_counts():
-    from perckit.r4d_bench import metrics as core
+    from perckit.r4d_bench import metric as core
 
     refs = [MT_REF, {**MT_REF, "query_id": "r"}]
     preds = [mt_pred(MT_REF["frames"][0]["mask"])]
@@ -852,7 +852,7 @@ def test_mask_temporal_missing_id_strict_by_default_lax_scores_empty_and_counts(
 
 
 def test_track_id_missing_id_lax_by_default_scores_empty_and_counts_strict_raises():
-    from perckit.r4d_bench import metrics as core
+    from perckit.r4d_bench import metric as core
 
     refs = [TID_REF, {**TID_REF, "query_id": "r"}]
     preds = [{"query_id": "q", "target_track_ids": ["1"]}]

@@ -175,7 +175,7 @@ valid_r4d_mask_files = st.dictionaries(
 @example(content='{"q1": {"frames": {"0": "m.png", "2": "m.png"}}}', png=b"")
 @example(content='{"q1": {"frames": {"0": "missing.png"}}}', png=b"")
 def test_r4d_mask_prediction_files(content, png):
-    from perckit.r4d_bench.io import load_mask_predictions
+    from perckit.r4d_bench.read import load_mask_predictions
 
     with folder() as d:
         (d / "p.json").write_bytes(content.encode() if isinstance(content, str) else content)
@@ -196,7 +196,7 @@ valid_track_files = st.dictionaries(st.text(min_size=1, max_size=5), track_ids |
 @example(content='{"q1": [1, "2"], "q2": {"target_track_ids": []}}')
 @example(content='{"q1": "1"}')
 def test_r4d_track_prediction_files(content):
-    from perckit.r4d_bench.io import load_track_predictions
+    from perckit.r4d_bench.read import load_track_predictions
 
     with folder() as d:
         (d / "t.json").write_bytes(content.encode() if isinstance(content, str) else content)
@@ -395,7 +395,7 @@ def test_cli_row_files(case):
 def test_missing_files_are_input_not_found(tmp_path):
     from perckit.__main__ import _read_rows
     from perckit.errors import InputNotFoundError
-    from perckit.r4d_bench.io import load_mask_predictions, load_track_predictions
+    from perckit.r4d_bench.read import load_mask_predictions, load_track_predictions
     from perckit.reason_av_edit.io import load_predictions_dir
     from perckit.refcoco_m.io import load_predictions_jsonl
     from perckit.syn4d.io import read_npz

@@ -386,7 +386,7 @@ def _option_fields(name: str) -> dict[str, str]:
         return {f.name: str(f.type) for f in dataclasses.fields(EditQualityOptions)}
     if name in ("mask_temporal", "refer_iou", "m4seg", "av_reasoning", "syn4d"):
         from perckit.m4seg.metrics import M4SegOptions
-        from perckit.r4d_bench.metrics import MaskTemporalOptions
+        from perckit.r4d_bench.metric import MaskTemporalOptions
         from perckit.reason_av_edit.metrics import AVReasoningOptions
         from perckit.refcoco_m.metrics import ReferIoUOptions
         from perckit.syn4d.metrics import Syn4DOptions
@@ -394,7 +394,7 @@ def _option_fields(name: str) -> dict[str, str]:
         cls = {"mask_temporal": MaskTemporalOptions, "refer_iou": ReferIoUOptions, "m4seg": M4SegOptions,
                "av_reasoning": AVReasoningOptions, "syn4d": Syn4DOptions}[name]
         return {f.name: str(f.type) for f in dataclasses.fields(cls)}
-    from perckit.r4d_bench.metrics import track_id
+    from perckit.r4d_bench.metric import track_id
 
     params = list(inspect.signature(track_id).parameters.values())[2:]
     return {p.name: str(p.annotation) for p in params if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD}

@@ -1,7 +1,7 @@
 """perckit.core.matching (the one id matcher and its one set of messages) and perckit.core.stats.fmean (the one mean).
 
 Golden messages: every metric pairs by id through :func:`perckit.core.matching.pair_by_id`, so the wrappers the
-metric modules keep (``r4d_bench.metrics.match_by_query_id``, ``m4seg.metrics.match_by_example_id``,
+metric modules keep (``r4d_bench.metric.match_by_query_id``, ``m4seg.metrics.match_by_example_id``,
 ``segmentation.match_by_id``) must give exactly these texts.
 """
 
@@ -17,7 +17,7 @@ from perckit.core import segmentation as seg
 from perckit.errors import PredictionError
 from perckit.m4seg import metrics as m4
 from perckit.core.matching import QUOTED_IDS, index_by_id, missing_ids_message, pair_by_id, unknown_ids_message
-from perckit.r4d_bench import metrics as r4
+from perckit.r4d_bench import metric as r4
 from perckit.core.stats import fmean
 
 REFS = [{"k": "a", "v": 1}, {"k": "b", "v": 2}, {"k": "c", "v": 3}]

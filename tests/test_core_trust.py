@@ -234,7 +234,7 @@ def test_mask_rule_counts_every_channel_alpha_included():
 def test_every_mask_png_reader_uses_the_one_rule(tmp_path):
     """R4D-Bench's mask PNG reader and ReasonAVEdit's anchor-mask reader agree on an RGBA mask."""
     from perckit import rle
-    from perckit.r4d_bench.release import png_mask
+    from perckit.r4d_bench.read import png_mask
     from perckit.reason_av_edit.release import anchor_mask_from_png
 
     rgba = np.zeros((4, 5, 4), np.uint8)

@@ -20,7 +20,7 @@ from perckit.hf.accumulate import accumulator, load_state, merge_files
 from perckit.demo import perturb_r4d
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError, short_repr
 from perckit.r4d_bench import features as feats
-from perckit.r4d_bench import metrics as core
+from perckit.r4d_bench import metric as core
 
 CASES = [("mask_temporal", {}), ("mask_temporal", {"strict": False}),
          ("mask_temporal", {"strict": False, "iou_threshold": 0.7, "evaluated_frames": "annotated"}),

@@ -10,7 +10,9 @@ from pycocotools import mask as mask_utils
 from perckit import rle
 from perckit.hf.entrypoints import build_split
 from perckit.r4d_bench import features as feats
-from perckit.r4d_bench import release
+from perckit.r4d_bench import layout as r4d_layout
+from perckit.r4d_bench import read as r4d_read
+from perckit.r4d_bench import rows as r4d_rows
 
 
 def test_query_rows_and_features(r4d_release, r4d_queries):
@@ -21,7 +23,7 @@ def test_query_rows_and_features(r4d_release, r4d_queries):
     cook = rows["cook-spinach_q1"]
     assert cook["scene"] == "cook_spinach"  # hyphen id prefix, underscore folder
     assert rows["split_cookie_q1"]["scene"] == "split_cookie"
-    assert set(r4d_queries["scene"]) == set(release.SCENES)
+    assert set(r4d_queries["scene"]) == set(r4d_layout.SCENES)
     for qid in r4d_release.negative_ids:
         assert rows[qid]["is_negative"] and rows[qid]["target_track_ids"] == []
         assert rows[qid]["distractor"] == "true"  # non-str metadata stored as JSON text
@@ -142,12 +144,12 @@ def test_both_lines_give_the_same_rows(r4d_release, r4d_queries, tmp_path):
 
 
 def test_scene_naming_helpers():
-    assert release.scene_from_query_id("cook-spinach_q1") == "cook_spinach"
-    assert release.scene_from_query_id("split_cookie_q12") == "split_cookie"
-    assert release.scene_from_query_id("torchocolate_q2") == "torchchocolate"
-    assert release.scene_from_query_id("cut-lemon1_q1") == "cut_lemon"
-    assert release.frame_id_of({"file_name": "000012_png.rf.abc123.jpg"}) == 12
-    assert release.frame_id_of({"file_name": "x.jpg", "extra": {"name": "frame_000031.png"}}) == 31
+    assert r4d_layout.scene_from_query_id("cook-spinach_q1") == "cook_spinach"
+    assert r4d_layout.scene_from_query_id("split_cookie_q12") == "split_cookie"
+    assert r4d_layout.scene_from_query_id("torchocolate_q2") == "torchchocolate"
+    assert r4d_layout.scene_from_query_id("cut-lemon1_q1") == "cut_lemon"
+    assert r4d_read.frame_id_of({"file_name": "000012_png.rf.abc123.jpg"}) == 12
+    assert r4d_read.frame_id_of({"file_name": "x.jpg", "extra": {"name": "frame_000031.png"}}) == 31
 
 
 def test_consistency_mismatch_is_a_warning(r4d_release, tmp_path, caplog):
@@ -155,16 +157,16 @@ def test_consistency_mismatch_is_a_warning(r4d_release, tmp_path, caplog):
 
     root = tmp_path / "rel"
     shutil.copytree(r4d_release.root, root)
-    track = json.loads((root / release.TRACK_GT).read_text())
+    track = json.loads((root / r4d_layout.TRACK_GT).read_text())
     track["americano_q1"] = [99]
-    (root / release.TRACK_GT).write_text(json.dumps(track))
-    rel = release.open_query_release(root)
+    (root / r4d_layout.TRACK_GT).write_text(json.dumps(track))
+    rel = r4d_read.open_query_release(root)
     with caplog.at_level(logging.WARNING):
-        rows = dict(release.query_rows(rel))
+        rows = dict(r4d_rows.query_rows(rel))
     assert rows["americano_q1"]["target_track_ids"] == ["1"]  # the queries file wins
     assert "americano_q1" in caplog.text and "99" in caplog.text
 
 
 def test_bool_like_metadata_strings():
-    assert release._as_bool("false") is False and release._as_bool("True") is True
-    assert release._as_bool(None) is None and release._as_bool(1) is True
+    assert r4d_rows._as_bool("false") is False and r4d_rows._as_bool("True") is True
+    assert r4d_rows._as_bool(None) is None and r4d_rows._as_bool(1) is True

@@ -13,7 +13,7 @@ from perckit.errors import InputNotFoundError, PredictionError
 from perckit.r4d_bench import evaluate_mask_temporal as cli_mask
 from perckit.r4d_bench import evaluate_track_id as cli_track
 from perckit.r4d_bench import features as feats
-from perckit.r4d_bench import io
+from perckit.r4d_bench import read as r4d_read
 
 GT = "scripts/new_predictions_ground_truth_all_queries.json"
 META = "evaluation/R4D-Bench_queries.json"
@@ -52,7 +52,7 @@ def test_cli_equals_python_api(r4d_release, r4d_queries, mask_metric, tmp_path, 
     ])
     assert code == 0
     report = json.loads(report_path.read_text())
-    preds = io.load_mask_predictions(pred_path, tmp_path)
+    preds = r4d_read.load_mask_predictions(pred_path, tmp_path)
     api = mask_metric.compute(predictions=preds, references=[feats.to_metric_reference(r) for r in r4d_queries])
     assert report == json.loads(json.dumps(api))
     assert 0.0 < report["miou"] < 1.0
@@ -89,7 +89,7 @@ def test_track_cli(r4d_release, r4d_queries, track_metric, tmp_path):
     report_path = tmp_path / "t.json"
     assert cli_track.main(["--queries", str(root / META), "--predictions", str(path), "--output", str(report_path)]) == 0
     report = json.loads(report_path.read_text())
-    api = track_metric.compute(predictions=io.load_track_predictions(path), references=[feats.to_track_reference(r) for r in r4d_queries])
+    api = track_metric.compute(predictions=r4d_read.load_track_predictions(path), references=[feats.to_track_reference(r) for r in r4d_queries])
     assert report == json.loads(json.dumps(api))
     assert report["exact_match"] < 1.0 and report["recall"] == 1.0
     assert cli_track.main(["--queries", str(root / META), "--self-check"]) == 0
@@ -99,22 +99,22 @@ def test_prediction_file_errors(tmp_path, r4d_release):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(PredictionError, match="bad.json.*valid JSON"):
-        io.load_mask_predictions(bad, tmp_path)
+        r4d_read.load_mask_predictions(bad, tmp_path)
     bad.write_text(json.dumps({"q": {"frames": {"one": "x.png"}}}))
     with pytest.raises(PredictionError, match="frame key.*'one'"):
-        io.load_mask_predictions(bad, tmp_path)
+        r4d_read.load_mask_predictions(bad, tmp_path)
     bad.write_text('{"q": {"frames": {}}, "q": {"frames": {}}}')
     with pytest.raises(PredictionError, match="duplicate key 'q'"):
-        io.load_mask_predictions(bad, tmp_path)
+        r4d_read.load_mask_predictions(bad, tmp_path)
     bad.write_text(json.dumps({"q": {"frames": {"1": "missing.png"}}}))
     with pytest.raises(InputNotFoundError, match="missing.png"):
-        io.load_mask_predictions(bad, tmp_path)
+        r4d_read.load_mask_predictions(bad, tmp_path)
     (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\nbroken")
     bad.write_text(json.dumps({"q": {"frames": {"1": "broken.png"}}}))
     with pytest.raises(PredictionError, match="broken.png"):
-        io.load_mask_predictions(bad, tmp_path)
+        r4d_read.load_mask_predictions(bad, tmp_path)
     with pytest.raises(InputNotFoundError, match="nope.json"):
-        io.load_mask_predictions(tmp_path / "nope.json")
+        r4d_read.load_mask_predictions(tmp_path / "nope.json")
     bad.write_text(json.dumps({"unknown_q": {"frames": {}}}))
     code = cli_mask.main(["--predictions", str(bad), "--ground-truth", str(r4d_release.root / GT), "--queries-meta", str(r4d_release.root / META), "--repo-root", str(tmp_path)])
     assert code == 2

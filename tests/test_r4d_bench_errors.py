@@ -10,8 +10,9 @@ from perckit.hf import hub
 from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError, RLEError
 from perckit.r4d_bench import builder as r4d_builder
-from perckit.r4d_bench import release
-from perckit.r4d_bench import scenes as r4d_scenes
+from perckit.r4d_bench import layout as r4d_layout
+from perckit.r4d_bench import read as r4d_read
+from perckit.r4d_bench import rows as r4d_rows
 
 GT = "scripts/new_predictions_ground_truth_all_queries.json"
 
@@ -46,7 +47,7 @@ def test_missing_required_folder_and_file(rel, tmp_path):
 def test_malformed_json(rel, tmp_path):
     (rel / GT).write_text('[{"query_id": "x", ')
     with pytest.raises(ReleaseFormatError, match="new_predictions_ground_truth_all_queries.json.*valid JSON"):
-        release.open_query_release(rel)
+        r4d_read.open_query_release(rel)
 
 
 @pytest.mark.parametrize(
@@ -62,20 +63,20 @@ def test_malformed_json(rel, tmp_path):
 def test_bad_dense_gt_entries(rel, edit, match):
     _edit_gt(rel, edit)
     with pytest.raises(ReleaseFormatError, match=match):
-        release.open_query_release(rel)
+        r4d_read.open_query_release(rel)
 
 
 def test_string_frame_ids_of_digits_are_accepted(rel):
     _edit_gt(rel, lambda d: d[0]["ground_truth"]["frames"][0].update(frame_id=str(d[0]["ground_truth"]["frames"][0]["frame_id"])))
-    assert release.open_query_release(rel).entries[0]["ground_truth"]["frames"][0]["frame_id"] == 0
+    assert r4d_read.open_query_release(rel).entries[0]["ground_truth"]["frames"][0]["frame_id"] == 0
 
 
 def test_object_containers_are_accepted(rel):
-    meta = json.loads((rel / release.QUERIES_META).read_text())
-    (rel / release.QUERIES_META).write_text(json.dumps({"queries": meta}))
+    meta = json.loads((rel / r4d_layout.QUERIES_META).read_text())
+    (rel / r4d_layout.QUERIES_META).write_text(json.dumps({"queries": meta}))
     gt = json.loads((rel / GT).read_text())
     (rel / GT).write_text(json.dumps({e["query_id"]: {k: v for k, v in e.items() if k != "query_id"} for e in gt}))
-    r = release.open_query_release(rel)
+    r = r4d_read.open_query_release(rel)
     assert [e["query_id"] for e in r.entries][:2] == ["americano_q1", "americano_q2"]
     assert len(r.meta) == 89
 
@@ -85,14 +86,14 @@ def test_bad_rle_in_gt_names_query_and_frame(rel):
         d[1]["ground_truth"]["frames"][-1]["masks"][1]["segmentation"] = {"size": [24, 32], "counts": "5"}
 
     _edit_gt(rel, edit)
-    r = release.open_query_release(rel)
+    r = r4d_read.open_query_release(rel)
     with pytest.raises(RLEError, match=r"americano_q2.*frame 3.*masks\[1\].*sum to 5"):
-        dict(release.query_rows(r))
+        dict(r4d_rows.query_rows(r))
 
 
 def test_polygon_without_frame_size():
     with pytest.raises(ReleaseFormatError, match="polygon and the frame size is unknown"):
-        release.frame_mask_from_segmentations([{"segmentation": [[0, 0, 2, 0, 2, 2, 0, 2]]}], None, "q frame 3")
+        r4d_read.frame_mask_from_segmentations([{"segmentation": [[0, 0, 2, 0, 2, 2, 0, 2]]}], None, "q frame 3")
 
 
 def test_unreadable_png_in_mask_image_mode(rel, tmp_path):
@@ -100,16 +101,16 @@ def test_unreadable_png_in_mask_image_mode(rel, tmp_path):
     entry = json.loads((rel / name).read_text())[0]
     png = rel / entry["ground_truth"]["frames"][0]["masks"][0]["mask_image"]
     png.write_bytes(b"not a png")
-    r = release.open_query_release(rel, mask_source="mask_image")
+    r = r4d_read.open_query_release(rel, mask_source="mask_image")
     with pytest.raises(ReleaseFormatError, match="cannot open mask PNG.*" + png.name):
-        dict(release.query_rows(r, "mask_image"))
+        dict(r4d_rows.query_rows(r, "mask_image"))
 
 
 def test_ambiguous_coco_json(rel):
     shutil.copy(rel / "data/scenes/americano/_annotations.coco.json", rel / "data/scenes/americano/_annotations.valid.coco.json")
     with pytest.raises(ReleaseNotFoundError, match="exactly one.*coco_json_name"):
-        release.open_query_release(rel)
-    assert release.open_query_release(rel, coco_json_name="_annotations.coco.json").scenes["americano"]
+        r4d_read.open_query_release(rel)
+    assert r4d_read.open_query_release(rel, coco_json_name="_annotations.coco.json").scenes["americano"]
 
 
 def test_unknown_option_value(rel, tmp_path):
@@ -154,7 +155,7 @@ def test_hub_offline_error_says_how_to_pass_data_dir(tmp_path):
 
 def test_hub_patterns_follow_config():
     cfg = r4d_builder.R4DBenchConfig(name="all_queries")
-    assert release.dense_gt_file("all_queries", "segmentation") in r4d_builder.hub_patterns(cfg)
+    assert r4d_layout.dense_gt_file("all_queries", "segmentation") in r4d_builder.hub_patterns(cfg)
 
 
 def test_unreadable_frame_image_names_the_file(r4d_release, monkeypatch):
@@ -166,7 +167,7 @@ def test_unreadable_frame_image_names_the_file(r4d_release, monkeypatch):
         for p in paths:
             yield p, OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(r4d_scenes, "read_ahead", failing)  # where frame_tables looks it up
-    scene = release.read_scene(r4d_release.root, release.scene_names(r4d_release.root)[0])
+    monkeypatch.setattr(r4d_read, "read_ahead", failing)  # where frame_tables looks it up
+    scene = r4d_read.read_scene(r4d_release.root, r4d_layout.scene_names(r4d_release.root)[0])
     with pytest.raises(ReleaseFormatError, match=r"image \d+ \(frame \d+\): image file '.*' cannot be read: \[Errno 5\] Input/output error"):
-        next(release.frame_tables(scene))
+        next(r4d_rows.frame_tables(scene))

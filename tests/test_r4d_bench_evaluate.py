@@ -7,7 +7,7 @@ from helpers.distributed import batch_sizes, compute_in_batches, run_distributed
 from helpers.r4d import V1_PREDS, V1_REFS
 
 from perckit.r4d_bench import features as feats
-from perckit.r4d_bench import metrics as core
+from perckit.r4d_bench import metric as core
 from perckit.core.schema import project
 
 
@@ -38,10 +38,10 @@ def test_v1_through_evaluate_equals_core(mask_metric):
 
 def test_to_metric_reference_projects_exactly_the_declared_keys(r4d_queries):
     ref = feats.to_metric_reference(r4d_queries[0])
-    assert set(ref) == set(feats.mask_temporal_reference_schema())
+    assert set(ref) == set(feats.reference_schema())
     assert set(ref["frames"][0]) == {"frame_id", "mask"}
     with pytest.raises(ValueError, match="missing the key"):
-        project({"query_id": "x"}, feats.mask_temporal_reference_schema())
+        project({"query_id": "x"}, feats.reference_schema())
 
 
 def _perturbed(rows):

@@ -31,8 +31,10 @@ from perckit.r4d_bench import evaluate_mask_temporal as cli_mask
 from perckit.r4d_bench import evaluate_r4dgs
 from perckit.r4d_bench import evaluate_track_id
 from perckit.r4d_bench import features as feats
-from perckit.r4d_bench import metrics as core
-from perckit.r4d_bench import release
+from perckit.r4d_bench import layout as r4d_layout
+from perckit.r4d_bench import metric as core
+from perckit.r4d_bench import read as r4d_read
+from perckit.r4d_bench import rows as r4d_rows
 
 GT = "scripts/new_predictions_ground_truth_all_queries.json"
 META = "evaluation/R4D-Bench_queries.json"
@@ -271,8 +273,8 @@ def root(small, tmp_path):
 
 
 def _track_file(root: Path, scene: str) -> Path:
-    folder = root / release.SCENES_DIR / scene
-    (path,) = [folder / n for n in release.scene_track_json_names(scene) if (folder / n).exists()]
+    folder = root / r4d_layout.SCENES_DIR / scene
+    (path,) = [folder / n for n in r4d_read.scene_track_json_names(scene) if (folder / n).exists()]
     return path
 
 
@@ -283,8 +285,8 @@ def _edit(path: Path, fn) -> None:
 
 
 def _rows(root: Path, scene: str, precedence: str = "coco") -> list[dict]:
-    info = release.read_scene(root, scene, read_tracks=True)
-    return [row for _, table in release.frame_tables(info, precedence) for row in table.to_pylist()]
+    info = r4d_read.read_scene(root, scene, read_tracks=True)
+    return [row for _, table in r4d_rows.frame_tables(info, precedence) for row in table.to_pylist()]
 
 
 def _links(root: Path, scene: str) -> dict[int, str]:
@@ -294,7 +296,7 @@ def _links(root: Path, scene: str) -> dict[int, str]:
 
 def test_scene_json_links_annotations_that_carry_no_track_id(small):
     coco = json.loads((small / "data/scenes/cut_lemon/_annotations.coco.json").read_text())
-    assert coco["annotations"] and all(release.coco_track_id(a) is None for a in coco["annotations"])
+    assert coco["annotations"] and all(r4d_read.coco_track_id(a) is None for a in coco["annotations"])
     links = _links(small, "cut_lemon")
     rows = _rows(small, "cut_lemon")
     anns = [a for r in rows for a in r["annotations"]]
@@ -326,7 +328,7 @@ def test_coco_attribute_wins_by_default_and_the_option_switches(root, caplog):
     path = _track_file(root, "americano")
     _edit(path, lambda d: d["tracks"][0]["annotation_ids"].remove(1) or d["tracks"][-1]["annotation_ids"].append(1))
     coco = json.loads((root / "data/scenes/americano/_annotations.coco.json").read_text())
-    own = release.coco_track_id(next(a for a in coco["annotations"] if a["id"] == 1))
+    own = r4d_read.coco_track_id(next(a for a in coco["annotations"] if a["id"] == 1))
     linked = _links(root, "americano")[1]
     assert own != linked
     with caplog.at_level(logging.WARNING, logger="perckit.r4d_bench.release"):
@@ -376,7 +378,7 @@ def test_bad_scene_json_is_refused(root, case, edit, pattern):
     path = _track_file(root, "cut_lemon")
     _edit(path, edit)
     with pytest.raises(ReleaseFormatError, match=pattern) as info:
-        release.read_scene(root, "cut_lemon", read_tracks=True)
+        r4d_read.read_scene(root, "cut_lemon", read_tracks=True)
     assert "cut_lemon.json" in str(info.value)
 
 
@@ -385,19 +387,19 @@ def test_scene_json_repeated_key_bom_symlink_and_fifo(root, tmp_path):
     text = path.read_text()
     path.write_text(text.rstrip()[:-1] + ', "tracks": []}')
     with pytest.raises(ReleaseFormatError, match="duplicate key 'tracks'"):
-        release.read_scene(root, "cut_lemon", read_tracks=True)
+        r4d_read.read_scene(root, "cut_lemon", read_tracks=True)
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
-    assert release.read_scene(root, "cut_lemon", read_tracks=True).track_links == _links_from(text)
+    assert r4d_read.read_scene(root, "cut_lemon", read_tracks=True).track_links == _links_from(text)
     outside = tmp_path / "outside.json"
     outside.write_text(text)
     path.unlink()
     path.symlink_to(outside)
     with pytest.raises(ReleaseFormatError, match="symbolic link leaves the root"):
-        release.read_scene(root, "cut_lemon", read_tracks=True)
+        r4d_read.read_scene(root, "cut_lemon", read_tracks=True)
     path.unlink()
     os.mkfifo(path)
     with pytest.raises(ReleaseFormatError, match="expected a regular file, got a FIFO"):
-        release.read_scene(root, "cut_lemon", read_tracks=True)
+        r4d_read.read_scene(root, "cut_lemon", read_tracks=True)
 
 
 def _links_from(text: str) -> dict[int, str]:
@@ -408,27 +410,27 @@ def test_two_scene_json_candidates_are_ambiguous(root):
     folder = root / "data/scenes/cook_spinach"
     shutil.copy(folder / "cook-spinach.json", folder / "cook_spinach.json")
     with pytest.raises(ReleaseFormatError, match=r"scene track JSON: expected at most one of \['cook_spinach.json', 'cook-spinach.json'\]"):
-        release.read_scene(root, "cook_spinach", read_tracks=True)
+        r4d_read.read_scene(root, "cook_spinach", read_tracks=True)
 
 
 def test_query_configs_do_not_read_the_scene_json(root):
     _track_file(root, "cut_lemon").write_text("{broken")
-    rel = release.open_query_release(root)
+    rel = r4d_read.open_query_release(root)
     assert rel.scenes["cut_lemon"].track_json_path is None and rel.scenes["cut_lemon"].track_links == {}
 
 
 def test_scene_json_names_and_hub_patterns():
-    assert release.scene_track_json_names("americano") == ["americano.json"]
-    assert release.scene_track_json_names("cook_spinach")[:2] == ["cook_spinach.json", "cook-spinach.json"]
-    assert "torchocolate.json" in release.scene_track_json_names("torchchocolate")
+    assert r4d_read.scene_track_json_names("americano") == ["americano.json"]
+    assert r4d_read.scene_track_json_names("cook_spinach")[:2] == ["cook_spinach.json", "cook-spinach.json"]
+    assert "torchocolate.json" in r4d_read.scene_track_json_names("torchchocolate")
     pats = r4d_builder.hub_patterns(r4d_builder.R4DBenchConfig(name="frames"))
     assert "data/scenes/cook_spinach/cook-spinach.json" in pats and "data/scenes/americano/americano.json" in pats
     assert not any("cook-spinach.json" in p for p in r4d_builder.hub_patterns(r4d_builder.R4DBenchConfig(name="all_queries")))
 
 
 def test_track_id_precedence_option_is_checked(small):
-    info = release.read_scene(small, "cut_lemon", read_tracks=True)
+    info = r4d_read.read_scene(small, "cut_lemon", read_tracks=True)
     with pytest.raises(OptionError, match=r"track_id_precedence.*\['coco', 'scene_json'\].*'json'"):
-        next(release.frame_tables(info, "json"))
+        next(r4d_rows.frame_tables(info, "json"))
     with pytest.raises(OptionError, match="track_id_precedence"):
-        release.resolve_track_id({"track_id": 1}, {}, "first")
+        r4d_read.resolve_track_id({"track_id": 1}, {}, "first")

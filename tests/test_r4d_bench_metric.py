@@ -10,7 +10,7 @@ from helpers.r4d import E, G, P1, P34, V1_PREDS, V1_REFS, pred, ref
 
 from perckit import rle
 from perckit.errors import OptionError, PredictionError
-from perckit.r4d_bench import metrics as core
+from perckit.r4d_bench import metric as core
 
 
 def test_v1_per_query():

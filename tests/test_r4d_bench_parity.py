@@ -1,12 +1,12 @@
 """Issue 29: R4D-Bench's one path per rule against the plain references of ``tests/oracles/r4d.py``.
 
-- ``masks.frame_mask_from_segmentations`` (a frame's polygons rasterised in one call, RLEs the scene's scan
+- ``r4d_read.frame_mask_from_segmentations`` (a frame's polygons rasterised in one call, RLEs the scene's scan
   accepted taken as they are) against ``oracles.r4d.frame_mask`` (every mask through ``rle.to_rle``, then
   ``rle.union``): the same RLE on every dense-GT frame of the sample releases and on hand-made frames, or the
   same error;
-- ``scenes._image_name`` (one ``lstat`` per component, ``resolve_under`` where a component is a link) against
+- ``r4d_read._image_name`` (one ``lstat`` per component, ``resolve_under`` where a component is a link) against
   ``oracles.r4d.image_name`` (``resolve_under`` twice): the same name or the same error;
-- ``scenes.frame_tables`` (a batch of frames column by column) against ``pa.Table.from_pylist`` of
+- ``r4d_rows.frame_tables`` (a batch of frames column by column) against ``pa.Table.from_pylist`` of
   ``oracles.r4d.frame_rows``: the same tables, or the same error, on the sample releases and hand-made quirks
   (alone and two at a time, so the first error in row order is the one raised).
 
@@ -27,9 +27,9 @@ from oracles import r4d as oracle
 from perckit import rle
 from perckit.errors import ReleaseFormatError, RLEError
 from perckit.r4d_bench import features as feats
-from perckit.r4d_bench import masks
-from perckit.r4d_bench import release
-from perckit.r4d_bench import scenes
+from perckit.r4d_bench import layout as r4d_layout
+from perckit.r4d_bench import read as r4d_read
+from perckit.r4d_bench import rows as r4d_rows
 from perckit.samples import write_release
 
 H, W = 24, 32
@@ -57,8 +57,8 @@ def converters(monkeypatch):
         return wrapped
 
     monkeypatch.setattr(rle, "to_rle", counting("to_rle", rle.to_rle))
-    monkeypatch.setattr(scenes, "_annotation_int", counting("int", scenes._annotation_int))
-    monkeypatch.setattr(scenes, "_annotation_numbers", counting("numbers", scenes._annotation_numbers))
+    monkeypatch.setattr(r4d_rows, "_annotation_int", counting("int", r4d_rows._annotation_int))
+    monkeypatch.setattr(r4d_rows, "_annotation_numbers", counting("numbers", r4d_rows._annotation_numbers))
     return calls
 
 
@@ -73,7 +73,7 @@ def _poly(rng, h=H, w=W, n=8):
 
 
 def _same_mask(frame, size=(H, W), where="q: frame 1", checked=frozenset()):
-    got = _outcome(masks.frame_mask_from_segmentations, frame, size, where, checked)
+    got = _outcome(r4d_read.frame_mask_from_segmentations, frame, size, where, checked)
     assert got == _outcome(oracle.frame_mask, frame, size, where)
     return got
 
@@ -87,17 +87,17 @@ def sample_root(tmp_path_factory):
 @pytest.mark.parametrize("which", ["default", "6x54x96"])
 def test_every_sample_frame_same_mask(r4d_release, sample_root, which, converters):
     root = r4d_release.root if which == "default" else sample_root
-    rel = release.open_query_release(root)
+    rel = r4d_read.open_query_release(root)
     frames = checked_seen = polygons = unchecked = to_rle = 0
     for entry in rel.entries:
-        info = rel.scenes.get(release.entry_scene(entry, rel.meta))
-        checked = masks.checked_rles(entry["ground_truth"]["frames"])
+        info = rel.scenes.get(r4d_read.entry_scene(entry, rel.meta))
+        checked = r4d_read.checked_rles(entry["ground_truth"]["frames"])
         checked_seen += len(checked)
         for fr in entry["ground_truth"]["frames"]:
             size = info.frame_size(fr["frame_id"]) if info else None
             where = f"q {entry['query_id']}: frame {fr['frame_id']}"
             before = converters["to_rle"]
-            got = masks.frame_mask_from_segmentations(fr["masks"], size, where, checked)
+            got = r4d_read.frame_mask_from_segmentations(fr["masks"], size, where, checked)
             to_rle += converters["to_rle"] - before
             assert got == oracle.frame_mask(fr["masks"], size, where)
             segs = [m["segmentation"] for m in fr["masks"] if m.get("segmentation")]
@@ -124,7 +124,7 @@ def test_hand_made_frames_same_mask(converters):
             else:
                 frame.append({"other": 1})
         assert isinstance(_same_mask(frame), dict)
-        assert isinstance(_same_mask(frame, checked=masks.checked_rles([{"masks": frame}])), dict)
+        assert isinstance(_same_mask(frame, checked=r4d_read.checked_rles([{"masks": frame}])), dict)
     assert converters["to_rle"] > 0  # the unchecked RLEs (rle.validate through rle.to_rle)
 
 
@@ -136,9 +136,9 @@ def test_checked_rles_takes_only_what_validate_accepts():
     corrupt = {"size": [H, W], "counts": good["counts"][:-1]}
     frames = [{"masks": [{"segmentation": good}, {"segmentation": wrong_size}]}, {"masks": [{"segmentation": corrupt}]},
               {"masks": None}, "odd", {"masks": ["odd", {"segmentation": None}]}]
-    checked = masks.checked_rles(frames)
+    checked = r4d_read.checked_rles(frames)
     assert checked == {id(good), id(wrong_size)}  # its own size is consistent: the frame path compares it to the frame's
-    assert masks.checked_rles("not a list") == set()
+    assert r4d_read.checked_rles("not a list") == set()
     for frame in ([{"segmentation": good}, {"segmentation": wrong_size}], [{"segmentation": corrupt}]):
         assert isinstance(_same_mask(frame, checked=checked), tuple)  # the reference's error
 
@@ -199,7 +199,7 @@ def test_odd_frames_same_mask_or_error(frame, size):
 
 def _same_name(folder, name):
     real = (os.path.realpath(folder), os.path.realpath(folder / "images"))
-    got = _outcome(scenes._image_name, folder, real, name, "COCO image file_name")
+    got = _outcome(r4d_read._image_name, folder, real, name, "COCO image file_name")
     assert got == _outcome(oracle.image_name, folder, name, "COCO image file_name"), name
     return got
 
@@ -231,15 +231,15 @@ def test_image_names_same_as_the_reference(tmp_path):
     with pytest.raises(OSError):
         oracle.image_name(folder, "x" * 300)
     real = (os.path.realpath(folder), os.path.realpath(folder / "images"))
-    assert scenes._image_name(folder, real, "x" * 300) == "x" * 300
+    assert r4d_read._image_name(folder, real, "x" * 300) == "x" * 300
 
 
 def test_an_image_name_too_long_for_the_file_system_is_refused_naming_the_frame(sample_root):
-    info = release.read_scene(sample_root, "americano")
+    info = r4d_read.read_scene(sample_root, "americano")
     fr = info.frames[0]
-    info.frames[0] = scenes.FrameInfo(0, fr.coco_image_id, "x" * 300, fr.height, fr.width)
+    info.frames[0] = r4d_read.FrameInfo(0, fr.coco_image_id, "x" * 300, fr.height, fr.width)
     with pytest.raises(ReleaseFormatError, match=r"\(frame 0\): image file: file '.*' cannot be read: \[Errno 36\] File name too long"):
-        list(scenes.frame_tables(info))
+        list(r4d_rows.frame_tables(info))
 
 
 def test_image_folder_link_or_file(tmp_path):
@@ -266,10 +266,10 @@ def test_read_scene_names_every_sample_frame_without_resolving(sample_root, monk
     """On the sample release no image name needs ``resolve_under`` (no link in it): one lstat per component."""
     root = sample_root
     resolved = []
-    real_resolve = scenes.resolve_under
-    monkeypatch.setattr(scenes, "resolve_under", lambda root, rel, where, *a: resolved.append(where) or real_resolve(root, rel, where, *a))
-    for scene in release.scene_names(root):
-        info = release.read_scene(root, scene)
+    real_resolve = r4d_read.resolve_under
+    monkeypatch.setattr(r4d_read, "resolve_under", lambda root, rel, where, *a: resolved.append(where) or real_resolve(root, rel, where, *a))
+    for scene in r4d_layout.scene_names(root):
+        info = r4d_read.read_scene(root, scene)
         assert len(info.frames) == 6 and not [w for w in resolved if "file_name" in w]
         for fr in info.frames.values():
             assert fr.file_name == _same_name(info.folder, fr.file_name.removeprefix("images/"))
@@ -279,11 +279,11 @@ def test_read_scene_names_every_sample_frame_without_resolving(sample_root, monk
 
 
 def _tables_and_rows(info, precedence="coco", rows_per_table=2):
-    """(production, reference) outcomes for a scene: the rows of ``scenes.frame_tables`` and of
+    """(production, reference) outcomes for a scene: the rows of ``r4d_rows.frame_tables`` and of
     ``oracles.r4d.frame_rows`` (through ``pa.Table.from_pylist``, so both are Arrow's values), or the error."""
 
     def tables():
-        out = list(scenes.frame_tables(info, precedence, SCHEMA, rows_per_table))
+        out = list(r4d_rows.frame_tables(info, precedence, SCHEMA, rows_per_table))
         assert all(t.schema == SCHEMA for _, t in out)
         return [r for _, t in out for r in t.to_pylist()], [k for k, _ in out]
 
@@ -298,13 +298,13 @@ def _tables_and_rows(info, precedence="coco", rows_per_table=2):
 def test_every_sample_frame_same_annotations(sample_root, precedence, converters):
     root = sample_root
     annotations = 0
-    for scene in release.scene_names(root):
-        info = release.read_scene(root, scene, read_tracks=True)
+    for scene in r4d_layout.scene_names(root):
+        info = r4d_read.read_scene(root, scene, read_tracks=True)
         for n in (1, 4, 64):
             calls = dict(converters)
-            got = list(scenes.frame_tables(info, precedence, SCHEMA, n))
+            got = list(r4d_rows.frame_tables(info, precedence, SCHEMA, n))
             # the bulk checks took every value of the sample release (an RLE the scene's scan left undecided is validated)
-            checked = scenes.scene_annotations(info, precedence).checked
+            checked = r4d_rows.scene_annotations(info, precedence).checked
             unchecked = sum(type(a.get("segmentation")) is dict and a["segmentation"] and id(a["segmentation"]) not in checked
                             for a in info.coco["annotations"])
             assert converters == {**calls, "to_rle": calls["to_rle"] + unchecked}
@@ -339,7 +339,7 @@ _BULK = [
 def _quirky_scene(root, quirks):
     """The first sample scene with ``quirks`` applied to its annotations (``{annotation index: fields}``) and one
     more annotation without a mask on its first frame."""
-    info = release.read_scene(root, "americano", read_tracks=True)
+    info = r4d_read.read_scene(root, "americano", read_tracks=True)
     anns = [a for a in info.coco["annotations"] if isinstance(a, dict)]
     for k, quirk in quirks.items():
         anns[k].update(quirk)
@@ -353,7 +353,7 @@ def test_hand_made_annotations_same_rows_or_error(sample_root, quirk, converters
     for precedence in ("coco", "scene_json"):
         for n in (1, 64):  # the quirk's frame alone, and in a batch with the rest of the scene
             before = sum(converters.values())
-            _outcome(lambda: list(scenes.frame_tables(info, precedence, SCHEMA, n)))  # the production path alone
+            _outcome(lambda: list(r4d_rows.frame_tables(info, precedence, SCHEMA, n)))  # the production path alone
             took_converter = sum(converters.values()) > before
             assert took_converter == (quirk in _QUIRKS), quirk  # a quirk reaches a converter, a plain value does not
             fast, ref = _tables_and_rows(info, precedence, n)
@@ -382,13 +382,13 @@ def test_two_quirks_raise_the_first_in_row_order(sample_root):
 
 def test_frames_without_annotations_and_odd_sizes(sample_root):
     root = sample_root
-    info = release.read_scene(root, "americano", read_tracks=True)
+    info = r4d_read.read_scene(root, "americano", read_tracks=True)
     info.coco["annotations"] = [a for a in info.coco["annotations"] if a["image_id"] != info.frames[0].coco_image_id]
     fast, ref = _tables_and_rows(info)
     assert fast == ref and fast[0][0]["annotations"] == []  # an empty list, not a null
     for h, w in [(0, 96), (-1, 96), (rle.MAX_PIXELS, 2)]:
-        odd = release.read_scene(root, "americano", read_tracks=True)
-        odd.frames[1] = scenes.FrameInfo(1, odd.frames[1].coco_image_id, odd.frames[1].file_name, h, w)
+        odd = r4d_read.read_scene(root, "americano", read_tracks=True)
+        odd.frames[1] = r4d_read.FrameInfo(1, odd.frames[1].coco_image_id, odd.frames[1].file_name, h, w)
         fast, ref = _tables_and_rows(odd, "coco", 64)
         assert fast == ref
 
@@ -397,25 +397,25 @@ def test_scenes_frame_tables_read_across_scenes(tmp_path):
     """One read-ahead across every scene (what the builder runs) gives each scene's rows in turn, and an
     unreadable image of a later scene is still reported with its own scene's COCO file."""
     root = write_release("r4d_bench", tmp_path / "rel", frames_per_scene=5, height=27, width=48).root
-    infos = [release.read_scene(root, s, read_tracks=True) for s in release.scene_names(root)]
+    infos = [r4d_read.read_scene(root, s, read_tracks=True) for s in r4d_layout.scene_names(root)]
     expected = [item for info in infos for item in oracle.frame_rows(info)]
     assert len(expected) == 5 * len(infos)
-    tables = list(scenes.scenes_frame_tables(infos, "coco", SCHEMA, 3))
+    tables = list(r4d_rows.scenes_frame_tables(infos, "coco", SCHEMA, 3))
     assert [k for k, _ in tables] == [k for k, _ in expected if int(k.split("/")[1]) in (0, 3)] or len(tables) == 2 * len(infos)
     assert pa.concat_tables([t for _, t in tables]).equals(pa.Table.from_pylist([r for _, r in expected], schema=SCHEMA))
-    victim = scenes.frame_image_paths(infos[3])[2]
+    victim = r4d_read.frame_image_paths(infos[3])[2]
     victim.write_bytes(b"not an image")
     with pytest.raises(ReleaseFormatError, match=rf"{infos[3].coco_path.name}.*frame"):
-        list(scenes.scenes_frame_tables(infos, "coco", SCHEMA, 3))
+        list(r4d_rows.scenes_frame_tables(infos, "coco", SCHEMA, 3))
 
 
 def test_images_beyond_one_binary_array_go_to_a_chunked_column(sample_root, monkeypatch):
     """More than 2 GiB of image bytes in one table (``media_column`` says None): the column is built image by
     image, chunked, with the same values."""
-    info = release.read_scene(sample_root, "americano", read_tracks=True)
-    expected = pa.concat_tables([t for _, t in scenes.frame_tables(info, rows_per_table=4)])
-    monkeypatch.setattr(scenes, "media_column", lambda values: None)
-    tables = [t for _, t in scenes.frame_tables(info, rows_per_table=4)]
+    info = r4d_read.read_scene(sample_root, "americano", read_tracks=True)
+    expected = pa.concat_tables([t for _, t in r4d_rows.frame_tables(info, rows_per_table=4)])
+    monkeypatch.setattr(r4d_rows, "media_column", lambda values: None)
+    tables = [t for _, t in r4d_rows.frame_tables(info, rows_per_table=4)]
     assert tables[0].column("image").num_chunks == 4
     assert pa.concat_tables(tables).equals(expected) and expected.num_rows == 6
 

@@ -24,8 +24,8 @@ from perckit.hf.entrypoints import build_split
 from perckit.errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from perckit.samples import write_release
 from perckit.r4d_bench import evaluate_mask_temporal as cli_mask
-from perckit.r4d_bench import io as r4d_io
-from perckit.r4d_bench import release
+from perckit.r4d_bench import read as r4d_read
+from perckit.r4d_bench import rows as r4d_rows
 
 GT = "scripts/new_predictions_ground_truth_all_queries.json"
 GTP = "scripts/new_predictions_ground_truth_all_queries_with_paths.json"
@@ -96,10 +96,10 @@ def test_query_configs_read_no_image_so_resolve_no_image_name(root, tmp_path, se
     _set_file_name(root, str(secret))
     ds = build_split("r4d_bench", "all_queries", root, tmp_path / "cache_q")
     assert len(ds) > 0 and str(secret) not in json.dumps(ds[:], default=str)
-    info = release.read_scene(root, "americano", image_names=False)
+    info = r4d_read.read_scene(root, "americano", image_names=False)
     assert {fr.file_name for fr in info.frames.values()} == {None}
     with pytest.raises(ValueError, match="image_names=False"):
-        release.frame_tables(info).__next__()
+        r4d_rows.frame_tables(info).__next__()
     expect(lambda: _frames(root, tmp_path), ReleaseFormatError, r"images\[0\]\.file_name")
 
 
@@ -125,11 +125,11 @@ def test_frame_image_fifo_is_refused_at_once(root, tmp_path):
 
 
 def test_frame_image_over_the_cap_is_refused_before_it_is_read(root, monkeypatch):
-    from perckit.r4d_bench import files
+    from perckit.r4d_bench import layout as r4d_layout
 
-    monkeypatch.setattr(files, "MAX_IMAGE_BYTES", 100)
-    scene = release.read_scene(root, "americano")
-    expect(lambda: list(release.frame_tables(scene)), ReleaseFormatError, r"image 0 \(frame 0\)", "more than the limit of 100 bytes")
+    monkeypatch.setattr(r4d_layout, "MAX_IMAGE_BYTES", 100)
+    scene = r4d_read.read_scene(root, "americano")
+    expect(lambda: list(r4d_rows.frame_tables(scene)), ReleaseFormatError, r"image 0 \(frame 0\)", "more than the limit of 100 bytes")
 
 
 def test_frames_of_a_clean_release_still_build(root, tmp_path):
@@ -193,32 +193,32 @@ def test_scene_name_leaving_data_scenes_is_refused(root, tmp_path):
     shutil.copytree(root / SCENE, outside)  # a folder with a COCO file the build would read
     rel = os.path.relpath(outside, root / "data" / "scenes")
     _edit_json(root / META, lambda d: d[0].update(scene=rel))
-    expect(lambda: release.open_query_release(root), ReleaseFormatError, r"query 'americano_q1': scene", "'..' component")
+    expect(lambda: r4d_read.open_query_release(root), ReleaseFormatError, r"query 'americano_q1': scene", "'..' component")
 
 
 def test_scene_folder_symlinked_out_of_the_release_is_refused(root, tmp_path):
     outside = tmp_path / "elsewhere"
     link_out(root / SCENE, outside)
     expect(lambda: _frames(root, tmp_path), ReleaseFormatError, r"data/scenes/americano", "symbolic link leaves the root")
-    expect(lambda: release.open_query_release(root), ReleaseFormatError, "americano", "symbolic link leaves the root")
+    expect(lambda: r4d_read.open_query_release(root), ReleaseFormatError, "americano", "symbolic link leaves the root")
 
 
 @pytest.mark.parametrize("rel", [COCO, META, GT])
 def test_release_json_symlinked_out_of_the_release_is_refused(root, tmp_path, rel):
     outside = tmp_path / "outside.json"
     link_out(root / rel, outside)
-    expect(lambda: release.open_query_release(root), ReleaseFormatError, "symbolic link leaves the root")
+    expect(lambda: r4d_read.open_query_release(root), ReleaseFormatError, "symbolic link leaves the root")
 
 
 def test_release_json_fifo_is_refused_at_once(root):
     (root / COCO).unlink()
     os.mkfifo(root / COCO)  # found by the scene's '_annotations*.coco.json' glob
     with deadline():
-        expect(lambda: release.open_query_release(root), ReleaseFormatError, r"_annotations\.coco\.json", "got a FIFO")
+        expect(lambda: r4d_read.open_query_release(root), ReleaseFormatError, r"_annotations\.coco\.json", "got a FIFO")
     (root / META).unlink()
     os.mkfifo(root / META)  # a fixed name: not a file, so not found
     with deadline():
-        expect(lambda: release.open_query_release(root), ReleaseNotFoundError, r"R4D-Bench_queries\.json", "not found")
+        expect(lambda: r4d_read.open_query_release(root), ReleaseNotFoundError, r"R4D-Bench_queries\.json", "not found")
 
 
 # ---------------------------------------------------------------- repeated JSON keys, BOM
@@ -229,20 +229,20 @@ def test_dense_gt_keyed_by_query_id_with_a_repeated_id_is_refused(root):
     a, b = entries[0], entries[1]
     body = ", ".join(f"{json.dumps(e['query_id'])}: {json.dumps({k: v for k, v in e.items() if k != 'query_id'})}" for e in (a, b, a))
     (root / GT).write_text("{" + body + "}")
-    expect(lambda: release.open_query_release(root), ReleaseFormatError, r"new_predictions_ground_truth_all_queries\.json",
+    expect(lambda: r4d_read.open_query_release(root), ReleaseFormatError, r"new_predictions_ground_truth_all_queries\.json",
            "duplicate key 'americano_q1'")
 
 
 def test_coco_json_with_a_repeated_key_is_refused(root):
     text = (root / COCO).read_text()
     (root / COCO).write_text(text.replace('"images":', '"images": [], "images":', 1))
-    expect(lambda: release.read_scene(root, "americano"), ReleaseFormatError, r"_annotations\.coco\.json", "duplicate key 'images'")
+    expect(lambda: r4d_read.read_scene(root, "americano"), ReleaseFormatError, r"_annotations\.coco\.json", "duplicate key 'images'")
 
 
 def test_json_files_with_a_bom_are_read(root, tmp_path):
     for rel in (GT, META, COCO):
         (root / rel).write_bytes(b"\xef\xbb\xbf" + (root / rel).read_bytes())
-    rel = release.open_query_release(root)
+    rel = r4d_read.open_query_release(root)
     assert len(rel.entries) == 2 and "americano" in rel.scenes
 
 
@@ -273,9 +273,9 @@ def test_prediction_mask_path_absolute_needs_the_option(tmp_path, png):
     repo = tmp_path / "repo"
     repo.mkdir()
     pred = _prediction(tmp_path, str(png))
-    expect(lambda: r4d_io.load_mask_predictions(pred, repo), PredictionError, r"query 'q': frame 1: mask path", "absolute path",
+    expect(lambda: r4d_read.load_mask_predictions(pred, repo), PredictionError, r"query 'q': frame 1: mask path", "absolute path",
            "allow_absolute_paths")
-    [row] = r4d_io.load_mask_predictions(pred, repo, allow_absolute_paths=True)
+    [row] = r4d_read.load_mask_predictions(pred, repo, allow_absolute_paths=True)
     assert row["frames"][0]["mask"]["size"] == [4, 4]
 
 
@@ -284,35 +284,35 @@ def test_prediction_mask_path_leaving_the_repo_root_is_refused(tmp_path, png, va
     repo = tmp_path / "repo"
     repo.mkdir()
     pred = _prediction(tmp_path, value)
-    expect(lambda: r4d_io.load_mask_predictions(pred, repo), PredictionError, r"query 'q': frame 1: mask path")
-    expect(lambda: r4d_io.load_mask_predictions(pred, repo, allow_absolute_paths=True), PredictionError, r"query 'q': frame 1: mask path")
+    expect(lambda: r4d_read.load_mask_predictions(pred, repo), PredictionError, r"query 'q': frame 1: mask path")
+    expect(lambda: r4d_read.load_mask_predictions(pred, repo, allow_absolute_paths=True), PredictionError, r"query 'q': frame 1: mask path")
 
 
 def test_prediction_mask_symlink_out_of_the_repo_root_is_refused(tmp_path, png):
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "m.png").symlink_to(png)
-    expect(lambda: r4d_io.load_mask_predictions(_prediction(tmp_path, "m.png"), repo), PredictionError, "symbolic link leaves the root")
+    expect(lambda: r4d_read.load_mask_predictions(_prediction(tmp_path, "m.png"), repo), PredictionError, "symbolic link leaves the root")
 
 
 def test_prediction_mask_fifo_is_refused_at_once(tmp_path):
     os.mkfifo(tmp_path / "m.png")
     with deadline():
-        expect(lambda: r4d_io.load_mask_predictions(_prediction(tmp_path, "m.png"), tmp_path), PredictionError, "got a FIFO")
+        expect(lambda: r4d_read.load_mask_predictions(_prediction(tmp_path, "m.png"), tmp_path), PredictionError, "got a FIFO")
 
 
 def test_prediction_mask_relative_path_inside_the_root_still_works(tmp_path, png):
-    [row] = r4d_io.load_mask_predictions(_prediction(tmp_path, "masks/m.png"), tmp_path)
+    [row] = r4d_read.load_mask_predictions(_prediction(tmp_path, "masks/m.png"), tmp_path)
     assert row["query_id"] == "q" and row["frames"][0]["frame_id"] == 1
 
 
 def test_prediction_file_with_a_repeated_key_is_refused(tmp_path, png):
     pred = tmp_path / "preds.json"
     pred.write_text('{"q": {"frames": {"1": "masks/m.png"}}, "q": {"frames": {}}}')
-    expect(lambda: r4d_io.load_mask_predictions(pred, tmp_path), PredictionError, "duplicate key 'q'")
+    expect(lambda: r4d_read.load_mask_predictions(pred, tmp_path), PredictionError, "duplicate key 'q'")
     track = tmp_path / "tracks.json"
     track.write_text('{"q": [1], "q": [2]}')
-    expect(lambda: r4d_io.load_track_predictions(track), PredictionError, "duplicate key 'q'")
+    expect(lambda: r4d_read.load_track_predictions(track), PredictionError, "duplicate key 'q'")
 
 
 def test_cli_allow_absolute_paths_flag(small, tmp_path, capsys):
@@ -339,4 +339,4 @@ def test_cli_allow_absolute_paths_flag(small, tmp_path, capsys):
 
 
 def test_missing_prediction_png_is_still_input_not_found(tmp_path):
-    expect(lambda: r4d_io.load_mask_predictions(_prediction(tmp_path, "nope.png"), tmp_path), InputNotFoundError, "nope.png", "not found")
+    expect(lambda: r4d_read.load_mask_predictions(_prediction(tmp_path, "nope.png"), tmp_path), InputNotFoundError, "nope.png", "not found")

@@ -1,6 +1,6 @@
 """mask_temporal: R4D-Bench (referring segmentation in dynamic 4D scenes) mask metrics as an evaluate module.
 
-All logic lives in ``perckit.r4d_bench.metrics``; see README.md beside this file.
+All logic lives in ``perckit.r4d_bench.metric``; see README.md beside this file.
 """
 
 from perckit.hf import metric as evaluate_base
@@ -54,5 +54,5 @@ vIoU as in TubeDETR (Yang et al., CVPR 2022).
 
 class MaskTemporal(evaluate_base.PerckitMetric):
     CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/LiYacheng/r4d-bench-qa",))
-    SCHEMAS = (feats.mask_temporal_prediction_schema, feats.mask_temporal_reference_schema)
+    SCHEMAS = (feats.prediction_schema, feats.reference_schema)
     ACCUMULATOR = "mask_temporal"

@@ -1,7 +1,9 @@
 """track_id: R4D-Bench (referring segmentation in dynamic 4D scenes) track-ID set metrics as an evaluate module.
 
-All logic lives in ``perckit.r4d_bench.metrics``; see README.md beside this file.
+All logic lives in ``perckit.r4d_bench.metric``; see README.md beside this file.
 """
+
+from functools import partial
 
 from perckit.hf import metric as evaluate_base
 from perckit.r4d_bench import features as feats
@@ -37,5 +39,5 @@ R4D-Bench dataset repository: https://huggingface.co/datasets/LiYacheng/r4d-benc
 
 class TrackId(evaluate_base.PerckitMetric):
     CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/LiYacheng/r4d-bench-qa",))
-    SCHEMAS = (feats.track_id_prediction_schema, feats.track_id_reference_schema)
+    SCHEMAS = (partial(feats.prediction_schema, "track_id"), partial(feats.reference_schema, "track_id"))
     ACCUMULATOR = "track_id"

@@ -16,7 +16,8 @@ from pathlib import Path
 from perckit import rle as rle_ops
 from perckit.errors import ReleaseFormatError
 from perckit.io.paths import resolve_under
-from perckit.r4d_bench import scenes
+from perckit.r4d_bench import read as r4d_read
+from perckit.r4d_bench import rows as r4d_rows
 
 
 def image_name(folder: Path, file_name: object, where: str = "COCO image file_name") -> str:
@@ -27,11 +28,11 @@ def image_name(folder: Path, file_name: object, where: str = "COCO image file_na
     return str(file_name)
 
 
-def frame_rows(info: scenes.SceneInfo, track_id_precedence: str = "coco", images=None) -> Iterator[tuple[str, dict]]:
+def frame_rows(info: r4d_read.SceneInfo, track_id_precedence: str = "coco", images=None) -> Iterator[tuple[str, dict]]:
     """``("<scene>/<frame_id:06d>", row)`` for every COCO image of a scene, by frame id, a frame's annotations
     checked before the next frame's image is read."""
-    scene = scenes.scene_annotations(info, track_id_precedence)
-    for fid, fr, _path, data, where in scenes.frame_images(info, images):
+    scene = r4d_rows.scene_annotations(info, track_id_precedence)
+    for fid, fr, _path, data, where in r4d_read.frame_images(info, images):
         anns = annotations(info, scene, fr, track_id_precedence, where)
         yield f"{info.name}/{fid:06d}", {
             "scene": info.name,
@@ -45,24 +46,24 @@ def frame_rows(info: scenes.SceneInfo, track_id_precedence: str = "coco", images
         }
 
 
-def annotations(info: scenes.SceneInfo, scene: scenes.SceneAnnotations, fr: scenes.FrameInfo, track_id_precedence: str,
+def annotations(info: r4d_read.SceneInfo, scene: r4d_rows.SceneAnnotations, fr: r4d_read.FrameInfo, track_id_precedence: str,
                 where: str) -> list[dict]:
     """The ``annotations`` of one frame row, by annotation id, every value checked (errors name ``where``)."""
     hashable = (int, str)
     out = []
-    for a in sorted(scene.by_image.get(fr.coco_image_id, []), key=lambda a: scenes._annotation_int(a, "id", where)):
+    for a in sorted(scene.by_image.get(fr.coco_image_id, []), key=lambda a: r4d_rows._annotation_int(a, "id", where)):
         awhere = f"{where}: annotation {a.get('id')}"
         seg = a.get("segmentation")
         mask = None
         if seg not in (None, [], {}):
             mask = rle_ops.to_rle(seg, size=(fr.height, fr.width), where=f"{awhere}.segmentation")
         out.append({
-            "annotation_id": scenes._annotation_int(a, "id", where),
-            "category_id": scenes._annotation_int(a, "category_id", where),
-            "category_name": scenes._json_text(scene.cats.get(a.get("category_id")) if isinstance(a.get("category_id"), hashable) else None),
-            "track_id": scenes.resolve_track_id(a, info.track_links, track_id_precedence, scenes._annotation_int(a, "id", where)),
-            "bbox_xywh": scenes._annotation_numbers(a.get("bbox") or [], f"{awhere}.bbox"),
-            "area": scenes._annotation_numbers([a["area"]], f"{awhere}.area")[0] if a.get("area") is not None else None,
+            "annotation_id": r4d_rows._annotation_int(a, "id", where),
+            "category_id": r4d_rows._annotation_int(a, "category_id", where),
+            "category_name": r4d_rows._json_text(scene.cats.get(a.get("category_id")) if isinstance(a.get("category_id"), hashable) else None),
+            "track_id": r4d_read.resolve_track_id(a, info.track_links, track_id_precedence, r4d_rows._annotation_int(a, "id", where)),
+            "bbox_xywh": r4d_rows._annotation_numbers(a.get("bbox") or [], f"{awhere}.bbox"),
+            "area": r4d_rows._annotation_numbers([a["area"]], f"{awhere}.area")[0] if a.get("area") is not None else None,
             "iscrowd": bool(a.get("iscrowd", 0)),
             "mask": mask,
         })

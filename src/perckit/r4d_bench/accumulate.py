@@ -2,7 +2,7 @@
 
 The per-query records are the metrics' own (:class:`QueryScore`, :class:`TrackScore`), reduced by the metrics'
 own reduce halves; a missing prediction (lax mode) is scored as "no output" and counted in
-``num_missing_predictions``, exactly as :func:`perckit.r4d_bench.metrics.mask_temporal` / ``track_id`` do.
+``num_missing_predictions``, exactly as :func:`perckit.r4d_bench.metric.mask_temporal` / ``track_id`` do.
 
 A record read from a state is checked against its declared schema (:data:`QUERY_RECORD` / :data:`TRACK_RECORD`
 and their invariants, by :func:`perckit.hf.contract.check_records`) before it is converted: every rate in
@@ -18,9 +18,9 @@ from typing import Any, Mapping
 from ..hf.contract import COUNT, FLAG, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, check_options
 from ..hf.feature_check import Positional, Scalar
-from . import metrics as m
+from . import metric as m
 
-#: A :class:`~perckit.r4d_bench.metrics.QueryScore` as a state holds it (``asdict``): every rate in [0, 1] (the
+#: A :class:`~perckit.r4d_bench.metric.QueryScore` as a state holds it (``asdict``): every rate in [0, 1] (the
 #: empty-union IoU is an option in [0, 1] too), the pixel and frame counts, the per-frame IoUs.
 QUERY_RECORD = {
     "query_id": TEXT, "scene": TEXT, "query_type": TEXT, "is_negative": FLAG,
@@ -30,7 +30,7 @@ QUERY_RECORD = {
     "frame_ious": [Positional({"frame_id": Scalar("int64"), "iou": UNIT})],
 }
 
-#: A :class:`~perckit.r4d_bench.metrics.TrackScore` as a state holds it.
+#: A :class:`~perckit.r4d_bench.metric.TrackScore` as a state holds it.
 TRACK_RECORD = {
     "query_id": TEXT, "scene": TEXT, "is_negative": FLAG,
     **{k: UNIT for k in m.TRACK_KEYS},
@@ -66,19 +66,19 @@ def _no_config(name: str, config: str | None) -> None:
 
 
 def _query_score_from_state(state: Mapping[str, Any]) -> m.QueryScore:
-    """A checked :data:`QUERY_RECORD` as a :class:`~perckit.r4d_bench.metrics.QueryScore`."""
+    """A checked :data:`QUERY_RECORD` as a :class:`~perckit.r4d_bench.metric.QueryScore`."""
     fields = dict(state)
     fields["frame_ious"] = [(f, v) for f, v in fields["frame_ious"]]
     return m.QueryScore(**fields)
 
 
-def _features(prediction: str, reference: str):
-    """The declared input features of a metric module (``perckit.r4d_bench.features``, imported when needed)."""
+def _features(metric: str):
+    """The declared input features of ``metric`` (:mod:`perckit.r4d_bench.features`, imported when needed)."""
 
     def features() -> tuple:
-        from . import features as feats
+        from .features import prediction_schema, reference_schema
 
-        return getattr(feats, prediction)(), getattr(feats, reference)()
+        return prediction_schema(metric), reference_schema(metric)
 
     return features
 
@@ -105,7 +105,7 @@ def mask_temporal_core(config: str | None = None) -> MetricCore:
         name="mask_temporal", config=None, id_key="query_id", prepare=_mask_options,
         score=lambda p, r, opts: m.score_query(p, r, opts), reduce=_counting_missing(m.reduce_mask_temporal),
         record_to_state=asdict, record_from_state=_query_score_from_state, record_schema=lambda opts: QUERY_SCHEMA,
-        features=_features("mask_temporal_prediction_schema", "mask_temporal_reference_schema"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
+        features=_features("mask_temporal"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
         empty_hint=m.MASK_EMPTY_HINT, lax_option="strict=False",
     )
 
@@ -122,6 +122,6 @@ def track_id_core(config: str | None = None) -> MetricCore:
         name="track_id", config=None, id_key="query_id", prepare=_track_options,
         score=lambda p, r, opts: m.score_track_query(p, r), reduce=_counting_missing(m.reduce_track_id),
         record_to_state=asdict, record_from_state=lambda state: m.TrackScore(**state), record_schema=lambda opts: TRACK_SCHEMA,
-        features=_features("track_id_prediction_schema", "track_id_reference_schema"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
+        features=_features("track_id"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
         empty_hint=m.TRACK_EMPTY_HINT, lax_option="strict=False",
     )

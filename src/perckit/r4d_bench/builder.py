@@ -12,8 +12,9 @@ from ..errors import check_choice
 from ..hf.builder import PerckitConfig, PerckitTableBuilder
 from . import benchmark
 from . import features as feats
-from . import release
-from . import scenes as scene_files
+from . import layout
+from . import read
+from . import rows
 
 _DESCRIPTION = (
     "R4D-Bench (referring segmentation in dynamic 4D scenes): spatio-temporal referring segmentation on 12 "
@@ -41,24 +42,24 @@ class R4DBenchConfig(PerckitConfig):
     mask_source: str = "segmentation"
     coco_json_name: str | None = None
     frame_id_pattern: str = r"(\d+)"
-    scene_aliases: dict = dataclasses.field(default_factory=lambda: dict(release.SCENE_ALIASES))
+    scene_aliases: dict = dataclasses.field(default_factory=lambda: dict(layout.SCENE_ALIASES))
     #: ``frames``: which source names an annotation's track when both do (``"coco"`` or ``"scene_json"``).
     track_id_precedence: str = "coco"
 
 
 def hub_patterns(config: R4DBenchConfig) -> list[str]:
     """The release files a config needs (what the Hub download fetches)."""
-    patterns = [release.QUERIES_META, release.TRACK_GT, f"{release.SCENES_DIR}/*/_annotations*.coco.json"]
+    patterns = [layout.QUERIES_META, layout.TRACK_GT, f"{layout.SCENES_DIR}/*/_annotations*.coco.json"]
     if config.name == "frames":
         # fnmatch's "*" crosses "/", so no "<scene>/*.png" pattern: it would pull every query mask too.
-        patterns.append(f"{release.SCENES_DIR}/*/images/*")
+        patterns.append(f"{layout.SCENES_DIR}/*/images/*")
         # The scene track JSON, by its candidate names (a "*/*.json" pattern would cross folders as well).
-        patterns += [f"{release.SCENES_DIR}/{s}/{n}" for s in release.SCENES for n in release.scene_track_json_names(s, config.scene_aliases)]
+        patterns += [f"{layout.SCENES_DIR}/{s}/{n}" for s in layout.SCENES for n in read.scene_track_json_names(s, config.scene_aliases)]
     else:
-        patterns.append(release.dense_gt_file(config.name, config.mask_source))
+        patterns.append(layout.dense_gt_file(config.name, config.mask_source))
         if config.mask_source == "mask_image":
             masks_dir = "query_masks" if config.name == "all_queries" else "query_masks_36"
-            patterns.append(f"{release.SCENES_DIR}/*/{masks_dir}/**")
+            patterns.append(f"{layout.SCENES_DIR}/*/{masks_dir}/**")
     return patterns
 
 
@@ -79,8 +80,8 @@ class R4DBenchBuilder(PerckitTableBuilder):
     ROWS_PER_TABLE = 64
 
     def _info(self) -> datasets.DatasetInfo:
-        check_choice("mask_source", self.config.mask_source, release.MASK_SOURCES)
-        check_choice("track_id_precedence", self.config.track_id_precedence, release.TRACK_ID_PRECEDENCES)
+        check_choice("mask_source", self.config.mask_source, layout.MASK_SOURCES)
+        check_choice("track_id_precedence", self.config.track_id_precedence, read.TRACK_ID_PRECEDENCES)
         features = feats.frame_features() if self.config.name == "frames" else feats.query_features()
         return datasets.DatasetInfo(
             description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=features
@@ -88,7 +89,7 @@ class R4DBenchBuilder(PerckitTableBuilder):
 
     def _release_root(self) -> Path:
         needs = ("data/scenes",) if self.config.name == "frames" else ("evaluation", "scripts")
-        return release.check_release_root(super()._release_root(), needs)
+        return layout.check_release_root(super()._release_root(), needs)
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         root = self._release_root()
@@ -96,27 +97,27 @@ class R4DBenchBuilder(PerckitTableBuilder):
         # (parsing the JSON files builds millions of small containers: PerckitTableBuilder pauses the collector)
         if cfg.name == "frames":
             scenes = [
-                scene_files.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern, read_tracks=True, aliases=cfg.scene_aliases)
-                for s in release.scene_names(root)
+                read.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern, read_tracks=True, aliases=cfg.scene_aliases)
+                for s in layout.scene_names(root)
             ]
             kwargs: dict = {"scenes": scenes}
         else:
-            rel = release.open_query_release(
+            rel = read.open_query_release(
                 root, cfg.name, cfg.mask_source, cfg.coco_json_name, cfg.frame_id_pattern, cfg.scene_aliases
             )
             kwargs = {"release_data": rel}
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs=kwargs)]
 
-    def _generate_tables(self, release_data: release.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, Any]]:
+    def _generate_tables(self, release_data: read.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, Any]]:
         if scenes is not None:  # frames: tables built column by column
-            yield from scene_files.scenes_frame_tables(scenes, self.config.track_id_precedence, self.info.features.arrow_schema, self.ROWS_PER_TABLE)
+            yield from rows.scenes_frame_tables(scenes, self.config.track_id_precedence, self.info.features.arrow_schema, self.ROWS_PER_TABLE)
         else:
             yield from super()._generate_tables(release_data=release_data)
 
-    def _generate_rows(self, release_data: release.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, dict]]:
+    def _generate_rows(self, release_data: read.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, dict]]:
         """The rows (for ``frames``: those of the tables :meth:`_generate_tables` writes, read back)."""
         if scenes is not None:
             for _, table in self._generate_tables(scenes=scenes):
                 yield from ((f"{row['scene']}/{row['frame_id']:06d}", row) for row in table.to_pylist())
         else:
-            yield from release.query_rows(release_data, self.config.mask_source, self.config.scene_aliases)
+            yield from rows.query_rows(release_data, self.config.mask_source, self.config.scene_aliases)

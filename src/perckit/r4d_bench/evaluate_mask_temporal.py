@@ -11,11 +11,11 @@ import argparse
 from typing import Sequence
 
 from ..hf import cli
-from ..hf.cli import finish, format_summary  # noqa: F401  (re-exported: they lived here before perckit.hf.cli)
 from ..errors import OptionError
 from . import features as feats
-from . import io
-from . import metrics as core
+from . import metric as core
+from .read import load_mask_predictions
+from .rows import ground_truth_rows
 
 SUMMARY_KEYS = core.GROUP_KEYS + ("num_ignored_prediction_frames", "num_existence_frames_without_mask", "num_missing_predictions")
 
@@ -47,9 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> dict:
-    rows = io.ground_truth_rows(args.ground_truth, args.queries_meta, args.repo_root, args.mask_source)
+    rows = ground_truth_rows(args.ground_truth, args.queries_meta, args.repo_root, args.mask_source)
     predictions = cli.predictions_or_self_check(
-        args, lambda: io.gt_as_predictions(rows), lambda path: io.load_mask_predictions(path, args.repo_root, args.allow_absolute_paths)
+        args, lambda: [feats.to_metric_prediction(r) for r in rows],
+        lambda path: load_mask_predictions(path, args.repo_root, args.allow_absolute_paths),
     )
     references = [feats.to_metric_reference(r) for r in rows]
     known = {r["query_id"] for r in references}

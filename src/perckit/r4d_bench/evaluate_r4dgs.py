@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .evaluate_track_id import build_parser, run  # noqa: F401  (re-exported: the one implementation)
+from .evaluate_track_id import build_parser, run
 from .evaluate_track_id import main as _main
 
+__all__ = ["PROG", "build_parser", "main", "run"]  # build_parser and run: evaluate_track_id's, the one implementation
 PROG = "python -m perckit.r4d_bench.evaluate_r4dgs"
 
 

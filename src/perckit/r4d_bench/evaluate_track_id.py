@@ -12,8 +12,9 @@ import argparse
 from typing import Sequence
 
 from ..hf import cli
-from . import io
-from . import metrics as core
+from . import metric as core
+from .read import load_track_predictions
+from .rows import track_ground_truth_rows
 
 SUMMARY_KEYS = core.TRACK_KEYS + ("micro_precision", "micro_recall", "micro_f1", "num_queries")
 
@@ -36,10 +37,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> dict:
-    references = io.track_ground_truth_rows(args.queries)
+    references = track_ground_truth_rows(args.queries)
     predictions = cli.predictions_or_self_check(
         args, lambda: [{"query_id": r["query_id"], "target_track_ids": r["target_track_ids"]} for r in references],
-        io.load_track_predictions,
+        load_track_predictions,
     )
     return core.track_id(
         predictions, references, only_query_prefix=args.only_query_prefix, only_queries=cli.split_list(args.only_queries) or None

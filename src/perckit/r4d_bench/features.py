@@ -1,4 +1,5 @@
-"""Features of the R4D-Bench builder and the input schemas of its two metrics."""
+"""Features of the R4D-Bench builder, the input schemas of its two metrics and the projections of a builder row
+onto them (:func:`to_metric_reference` and the other ``to_*`` helpers)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Mapping
 
 import datasets
 
+from ..errors import check_choice
 from ..core.schema import project, rle_feature
 
 Value = datasets.Value
@@ -56,11 +58,22 @@ def frame_features() -> datasets.Features:
     })
 
 
-def mask_temporal_prediction_schema() -> dict:
+METRICS = ("mask_temporal", "track_id")
+
+
+def prediction_schema(metric: str = "mask_temporal") -> dict:
+    """The declared prediction features of ``metric`` (``"mask_temporal"`` or ``"track_id"``)."""
+    check_choice("metric", metric, METRICS)
+    if metric == "track_id":
+        return {"query_id": Value("string"), "target_track_ids": [Value("string")]}
     return {"query_id": Value("string"), "frames": [{"frame_id": Value("int32"), "mask": rle_feature()}]}
 
 
-def mask_temporal_reference_schema() -> dict:
+def reference_schema(metric: str = "mask_temporal") -> dict:
+    """The declared reference features of ``metric`` (``"mask_temporal"`` or ``"track_id"``)."""
+    check_choice("metric", metric, METRICS)
+    if metric == "track_id":
+        return {"query_id": Value("string"), "scene": Value("string"), "target_track_ids": [Value("string")]}
     return {
         "query_id": Value("string"),
         "scene": Value("string"),
@@ -72,28 +85,20 @@ def mask_temporal_reference_schema() -> dict:
     }
 
 
-def track_id_prediction_schema() -> dict:
-    return {"query_id": Value("string"), "target_track_ids": [Value("string")]}
-
-
-def track_id_reference_schema() -> dict:
-    return {"query_id": Value("string"), "scene": Value("string"), "target_track_ids": [Value("string")]}
-
-
 def to_metric_reference(row: Mapping) -> dict:
     """A builder query row projected onto the ``mask_temporal`` reference keys."""
-    return project(row, mask_temporal_reference_schema())
+    return project(row, reference_schema("mask_temporal"))
 
 
 def to_metric_prediction(row: Mapping) -> dict:
     """A builder query row (or any dict with ``query_id`` and ``frames``) as a ``mask_temporal`` prediction."""
-    return project(row, mask_temporal_prediction_schema())
+    return project(row, prediction_schema("mask_temporal"))
 
 
 def to_track_reference(row: Mapping) -> dict:
     """A builder query row projected onto the ``track_id`` reference keys."""
-    return project(row, track_id_reference_schema())
+    return project(row, reference_schema("track_id"))
 
 
 def to_track_prediction(row: Mapping) -> dict:
-    return project(row, track_id_prediction_schema())
+    return project(row, prediction_schema("track_id"))

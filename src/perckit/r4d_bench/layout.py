@@ -1,8 +1,12 @@
-"""Where the R4D-Bench release keeps its files, and the names of its scenes.
+"""Where the R4D-Bench release keeps its files, the names of its scenes, and the byte limits of its reads.
 
-Paths and names only (no file is parsed here): the scene list and its [inferred] upstream aliases, the
+Paths, names and limits only (no file is parsed here): the scene list and its [inferred] upstream aliases, the
 evaluation files, the dense ground truth a config reads, the release-root check and the one guarded way
-from a scene name to its folder. :mod:`perckit.r4d_bench.release` re-exports every name.
+from a scene name to its folder. The readers (:mod:`perckit.r4d_bench.read`) resolve every path the release
+(or a prediction file) names through :func:`perckit.io.paths.resolve_under` and read every file as a regular file
+under one of the limits below: a COCO ``file_name``, a ``mask_image`` / ``combined_mask_image`` of the
+``_with_paths`` ground truth, a scene name, a planted symbolic link could otherwise copy an arbitrary local
+file into the rows, and a FIFO or ``/dev/zero`` planted as a frame image would hang the build.
 """
 
 from __future__ import annotations
@@ -29,6 +33,14 @@ DENSE_GT_STEM = {
 }
 SCENES_DIR = "data/scenes"
 MASK_SOURCES = ("segmentation", "mask_image")
+
+#: Largest JSON file of a release read (dense GT, query metadata, track GT, COCO files). The real
+#: ``all_queries`` dense GT is tens of MB.
+MAX_JSON_BYTES = 1 << 30
+#: Largest frame image file (``frames`` config). Real frames are JPEGs of a few hundred KB.
+MAX_IMAGE_BYTES = 64 << 20
+#: Largest mask PNG file (``mask_source="mask_image"`` and prediction files). Real masks are a few KB.
+MAX_MASK_PNG_BYTES = 64 << 20
 
 
 # ---------------------------------------------------------------- naming

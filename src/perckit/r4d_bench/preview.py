@@ -3,7 +3,7 @@
 ``all_queries`` / ``subset_36``: the query's referred mask over its first annotated frame (the first entry of
 ``frames``; a negative query with no frame shows its scene's first frame with a note). The frame image is read from
 the release (the builder's release root, ``data/scenes/<scene>/``) through the scene reader
-(:func:`perckit.r4d_bench.scenes.read_scene`, each scene's COCO file read once) and
+(:func:`perckit.r4d_bench.read.read_scene`, each scene's COCO file read once) and
 :func:`perckit.io.paths.read_regular_file`, so a missing or unreadable frame raises the perckit error naming it.
 ``frames``: every annotation's mask over the row's own image, one colour per track.
 """
@@ -17,8 +17,8 @@ from PIL import Image
 
 import perckit.export.previews as previews
 from ..io.paths import read_regular_file
-from . import release
-from .files import MAX_IMAGE_BYTES
+from .layout import MAX_IMAGE_BYTES
+from .read import read_scene
 
 
 class _Frames:
@@ -34,7 +34,7 @@ class _Frames:
         if self.root is None:
             self.root = Path(previews_root(self.builder))
         if scene not in self.scenes:
-            self.scenes[scene] = release.read_scene(self.root, scene, cfg.coco_json_name, cfg.frame_id_pattern, aliases=cfg.scene_aliases)
+            self.scenes[scene] = read_scene(self.root, scene, cfg.coco_json_name, cfg.frame_id_pattern, aliases=cfg.scene_aliases)
         info = self.scenes[scene]
         if frame_id is None:
             frame_id = min(info.frames) if info.frames else None

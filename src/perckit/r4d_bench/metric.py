@@ -1,14 +1,56 @@
-"""Metric math of R4D-Bench: ``mask_temporal`` and ``track_id``, as accumulate / reduce halves.
+"""The metrics of R4D-Bench: ``mask_temporal`` (masks over the frames of a query) and ``track_id`` (sets of
+target track ids). Every formula below is written once, here; the accumulator (and through it the evaluate
+modules) and the drop-in command lines reach it through :func:`score_query` / :func:`score_track_query` (the
+per-query record) and :func:`reduce_mask_temporal` / :func:`reduce_track_id` (the reduce);
+:func:`mask_temporal` / :func:`track_id` pair and run both.
 
-Accumulate: :func:`score_query` / :func:`score_track_query` turn one
-(prediction, reference) pair into a small per-query record. Reduce:
-:func:`reduce_mask_temporal` / :func:`reduce_track_id` aggregate records
-(macro means, pooled counts, groups). :func:`mask_temporal` and
-:func:`track_id` match predictions to references by ``query_id`` and run both.
+``mask_temporal``, for a query q (masks: compressed COCO RLE):
 
-All pixel comparisons are exact integer counts in the RLE domain, from the one mask-pair core
-:mod:`perckit.core.segmentation` (counts, the resize rule, the empty-union rule); the means are
-:func:`perckit.core.stats.fmean` and the id matching :func:`perckit.core.matching.pair_by_id`.
+- F_q, the evaluated frames (option ``evaluated_frames``, [inferred]): ``"annotated_and_existence"`` the
+  reference's mask frames ∪ its ``evaluated_frame_ids``; ``"annotated"`` the mask frames; ``"all_scene_frames"``
+  its ``scene_frame_ids`` (:func:`evaluated_frame_ids`). n = |F_q|. A predicted frame outside F_q is ignored
+  (counted in ``num_ignored_prediction_frames``).
+- G_t, P_t: the reference / predicted mask of frame t, the empty mask when that side has no entry. A predicted
+  mask of another size raises, or is resized (``resize_predictions="nearest"``): :func:`perckit.core.segmentation.fit_prediction`.
+- IoU_t = |P_t ∩ G_t| / |P_t ∪ G_t|, exact integer counts in the RLE domain
+  (:func:`perckit.core.segmentation.rle_pair_counts`); ``empty_union_iou`` (default 1.0) when |P_t ∪ G_t| = 0.
+- p_t = [P_t ≠ ∅], g_t = [G_t ≠ ∅]; S_p = {t: p_t}, S_g = {t: g_t}, S_i = {t: p_t ∧ g_t}, S_u = {t: p_t ∨ g_t}.
+
+Per query (:func:`score_query`)::
+
+    acc = existence_acc = |{t ∈ F_q: p_t = g_t}| / n            (the R4D-Bench-QA protocol's Acc)
+    viou               = Σ_{t ∈ S_i} IoU_t / |S_u|,  1.0 if S_u = ∅  (the protocol's vIoU)
+    miou               = Σ_{t ∈ F_q} IoU_t / n
+    temporal_acc       = |{t ∈ F_q: IoU_t ≥ τ}| / n              (τ = iou_threshold, default 0.5)
+    macc (class_mean)  = mean of TP/(TP+FN) and TN/(TN+FP) over those with a denominator > 0, else 1.0;
+                         TP, FP, FN, TN pooled over F_q, TN = Σ (H·W − |P_t ∪ G_t|)   (:func:`query_macc`)
+    macc (frame_success) = temporal_acc
+    tiou               = |S_i| / |S_u|,  1.0 if S_u = ∅
+    temporal_precision = |S_i| / |S_p|,  if S_p = ∅: 1.0 when S_g = ∅ else 0.0
+    temporal_recall    = |S_i| / |S_g|,  if S_g = ∅: 1.0 when S_p = ∅ else 0.0
+    intersection, union = Σ_{t ∈ F_q} |P_t ∩ G_t|, Σ_{t ∈ F_q} |P_t ∪ G_t|
+
+An empty F_q gives every per-query value 1.0 when no predicted frame has foreground, else 0.0.
+
+Reduce (:func:`reduce_mask_temporal`), over all queries and per scene, per query type, positive, negative::
+
+    every per-query key: the mean over the queries (:func:`perckit.core.stats.fmean`)
+    viou@R      = |{q: viou_q > R}| / |Q|,  R ∈ {0.3, 0.5}
+    overall_iou = Σ_q intersection_q / Σ_q union_q,  1.0 if the union is 0
+
+``track_id``, for a query q with Pred, GT the sets of ``str(id)`` of the predicted and the reference ids and
+TP = |Pred ∩ GT| (:func:`score_track_query`)::
+
+    precision = TP / |Pred|,  recall = TP / |GT|,  f1 = 2·P·R / (P + R) (0 when P + R = 0)
+    exact_match = [Pred = GT]
+    Pred = GT = ∅: P = R = F1 = 1;  exactly one of them empty: P = R = F1 = 0
+
+Reduce (:func:`reduce_track_id`): the mean of each key over the queries (macro), and micro precision /
+recall / F1 from the pooled TP, |Pred|, |GT| with the same empty rules; over all queries, per scene,
+positive and negative.
+
+Predictions are paired with references by ``query_id`` (:func:`perckit.core.matching.pair_by_id`); a reference
+without a prediction raises (``strict``) or is scored as "no output" (empty masks, the empty id set).
 """
 
 from __future__ import annotations

@@ -1,0 +1,749 @@
+"""Reading the R4D-Bench release (JSON + PNG folders) and the user's prediction files, through the checked
+readers: every path the release (or a prediction file) names goes through :func:`perckit.io.paths.resolve_under`,
+every file is read by :func:`perckit.io.jsonio.read_json` / :func:`perckit.io.paths.read_regular_file` /
+:func:`perckit.io.prefetch.read_ahead` under a byte limit of :mod:`perckit.r4d_bench.layout`.
+
+R4D-Bench here is the referring-segmentation benchmark on dynamic 4D scenes (Hub: ``LiYacheng/r4d-bench-qa``),
+not NVIDIA's region-prompted VQA benchmark of the same name. Every [inferred] decision about the files lives
+here in one named function: the frame id of a COCO image (:func:`frame_id_of`), the track of an annotation
+(:func:`resolve_track_id`, where the COCO attribute and the scene track JSON meet), the names and the shape of
+the scene track JSON (:func:`scene_track_json_names`, :func:`scene_track_links`), the COCO file of a scene
+(:func:`find_coco_json`) and the folder of an image (:func:`_image_name`).
+
+Sections: a scene (its COCO file and frames, its scene track JSON, its frame images), the query configs'
+files (query metadata, track-ID and dense ground truth: :func:`open_query_release`), masks (a mask PNG under
+the one foreground rule, the frame mask of a dense-GT frame) and the official prediction files. The rows are
+made from what these return by :mod:`perckit.r4d_bench.rows`.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import operator
+import os
+import re
+import stat
+from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from ..io import prefetch
+from .. import rle as rle_ops
+from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice
+from ..errors import short_repr as _short
+from ..io.images import check_encoded_image, mask_foreground
+from ..io.jsonio import parse_int, read_json, require_file
+from ..io.paths import check_relative, read_regular_file, resolve_under
+from . import layout
+from .layout import MAX_JSON_BYTES
+from .layout import MAX_MASK_PNG_BYTES
+from .layout import QUERIES_META
+from .layout import SCENE_ALIASES
+from .layout import SCENES_DIR
+from .layout import TRACK_GT
+from .layout import check_release_root
+from .layout import dense_gt_file
+from .layout import normalise_scene
+from .layout import scene_folder
+from .layout import scene_from_query_id
+
+logger = logging.getLogger("perckit.r4d_bench.release")  # the release readers' one logger (its name is public)
+
+
+# ---------------------------------------------------------------- COCO names [inferred]
+
+
+def frame_id_of(image: Mapping[str, Any], pattern: str = r"(\d+)", where: str = "COCO image") -> int:
+    """[inferred] frame id of a COCO image: first digit run of ``extra.name``, else of the file name's basename."""
+    extra = image.get("extra") if isinstance(image.get("extra"), Mapping) else {}
+    name = extra.get("name") or Path(str(image.get("file_name", ""))).name
+    m = re.search(pattern, str(name))
+    if not m:
+        raise ReleaseFormatError(f"{where}: no frame id matching {pattern!r} in image name {name!r}")
+    return int(m.group(1) if m.groups() else m.group(0))
+
+
+#: [inferred] which source names the track of a COCO annotation when both do (option ``track_id_precedence``):
+#: ``"coco"`` (default) the annotation's own attribute, ``"scene_json"`` the scene track JSON's link.
+TRACK_ID_PRECEDENCES = ("coco", "scene_json")
+
+
+def coco_track_id(annotation: Mapping[str, Any]) -> str | None:
+    """[inferred] track id carried by a COCO annotation: ``track_id``, ``attributes.track_id``, ``instance_id``, else None."""
+    if annotation.get("track_id") is not None:
+        return str(annotation["track_id"])
+    attrs = annotation.get("attributes")
+    if isinstance(attrs, Mapping) and attrs.get("track_id") is not None:
+        return str(attrs["track_id"])
+    if annotation.get("instance_id") is not None:
+        return str(annotation["instance_id"])
+    return None
+
+
+def resolve_track_id(
+    annotation: Mapping[str, Any], scene_links: Mapping[int, str] | None = None, precedence: str = "coco",
+    annotation_id: int | None = None,
+) -> str | None:
+    """[inferred] track id of a COCO annotation: the one place both sources meet.
+
+    ``scene_links`` is the annotation id -> track id map of the scene track JSON (:func:`scene_track_links`).
+    With ``precedence="coco"`` (default) the annotation's own attribute (:func:`coco_track_id`) wins and the
+    scene track JSON fills the annotations that carry none; ``"scene_json"`` is the other way round. None when
+    neither names a track.
+    """
+    return resolve_track_ids([annotation], [annotation_id], scene_links, precedence)[0]
+
+
+def resolve_track_ids(
+    annotations: Sequence[Mapping[str, Any]], annotation_ids: Sequence[int | None], scene_links: Mapping[int, str] | None = None,
+    precedence: str = "coco",
+) -> list[str | None]:
+    """:func:`resolve_track_id` of each annotation (with its id), the precedence checked once for them all."""
+    check_choice("track_id_precedence", precedence, TRACK_ID_PRECEDENCES)
+    owns = list(map(coco_track_id, annotations))
+    if not scene_links:
+        return owns
+    linked = [scene_links.get(i) if i is not None else None for i in annotation_ids]
+    if precedence == "scene_json":
+        return [lk if lk is not None else own for own, lk in zip(owns, linked)]
+    return [own if own is not None else lk for own, lk in zip(owns, linked)]
+
+
+# ---------------------------------------------------------------- scene track JSON
+
+
+def scene_track_json_names(scene: str, aliases: Mapping[str, str] = SCENE_ALIASES) -> list[str]:
+    """[inferred] the names the scene track JSON may have in ``data/scenes/<scene>/``: the folder name, its
+    hyphen spelling (the card: ``americano.json``, ``cook-spinach.json``) and those of the upstream aliases
+    of the scene (``torchocolate.json``)."""
+    stems = [scene, scene.replace("_", "-")]
+    stems += [a for a, target in aliases.items() if normalise_scene(target, aliases) == scene]
+    stems += [a.replace("_", "-") for a in stems]
+    names: list[str] = []
+    for stem in stems:
+        if f"{stem}.json" not in names:
+            names.append(f"{stem}.json")
+    return names
+
+
+def find_scene_track_json(folder: Path, scene: str, aliases: Mapping[str, str] = SCENE_ALIASES) -> Path | None:
+    """The scene track JSON of a scene folder, or None when the scene has none; more than one candidate is
+    ambiguous and raises. The path goes through :func:`perckit.io.paths.resolve_under` (a symbolic link out of
+    the scene folder is refused)."""
+    where = f"scene folder {str(folder)!r}: scene track JSON"
+    found = [n for n in scene_track_json_names(scene, aliases) if (folder / n).exists() or (folder / n).is_symlink()]
+    if len(found) > 1:
+        raise ReleaseFormatError(f"{where}: expected at most one of {scene_track_json_names(scene, aliases)}, got {found}")
+    return resolve_under(folder, found[0], where) if found else None
+
+
+def scene_track_links(data: Any, where: str) -> dict[int, str] | None:
+    """[inferred] COCO annotation id -> track id, from a parsed scene track JSON.
+
+    Neither the spec nor the card documents the fields of this file; this reads ``{"tracks": [...]}`` (or a
+    bare list of tracks) where a track is an object with ``track_id`` (an int or a string) and
+    ``annotation_ids`` (the COCO annotation ``id``s of its instance masks). A track without
+    ``annotation_ids`` links nothing (other keys such as ``category`` are not read). A file of another
+    shape returns None (the caller warns and keeps the COCO attributes); a ``tracks`` list that breaks these
+    rules, or an annotation id claimed by two tracks, raises :class:`ReleaseFormatError` naming ``where``.
+    """
+    if isinstance(data, Mapping):
+        if "tracks" not in data:
+            return None
+        data = data["tracks"]
+        if not isinstance(data, list):
+            raise ReleaseFormatError(f"{where}: tracks: expected a list of tracks, got {_short(data)}")
+    elif not isinstance(data, list):
+        return None
+    links: dict[int, str] = {}
+    for i, track in enumerate(data):
+        twhere = f"{where}: tracks[{i}]"
+        if not isinstance(track, Mapping):
+            raise ReleaseFormatError(f"{twhere}: expected an object {{track_id, annotation_ids}}, got {_short(track)}")
+        if "annotation_ids" not in track:
+            continue
+        tid = track.get("track_id")
+        if isinstance(tid, bool) or not isinstance(tid, (int, str)) or tid == "":
+            raise ReleaseFormatError(f"{twhere}.track_id: expected an int or a non-empty string, got {_short(tid)}")
+        ids = track["annotation_ids"]
+        if not isinstance(ids, list):
+            raise ReleaseFormatError(f"{twhere}.annotation_ids: expected a list of COCO annotation ids, got {_short(ids)}")
+        for j, aid in enumerate(ids):
+            aid = parse_int(aid, f"{twhere}.annotation_ids[{j}]")
+            if aid in links and links[aid] != str(tid):
+                raise ReleaseFormatError(
+                    f"{twhere}.annotation_ids[{j}]: expected each annotation in one track, got annotation {aid} "
+                    f"in track {links[aid]!r} and in track {str(tid)!r}"
+                )
+            links[aid] = str(tid)
+    return links
+
+
+def read_scene_tracks(folder: Path, scene: str, aliases: Mapping[str, str] = SCENE_ALIASES) -> tuple[Path | None, dict[int, str]]:
+    """The scene track JSON of a scene (path, annotation id -> track id); ``(None, {})`` when there is none.
+    Read with :func:`perckit.io.jsonio.read_json` (repeated keys refused, a BOM skipped, capped)."""
+    path = find_scene_track_json(folder, scene, aliases)
+    if path is None:
+        return None, {}
+    links = scene_track_links(read_json(path, limit=MAX_JSON_BYTES), repr(str(path)))
+    if links is None:
+        logger.warning("R4D-Bench: %s: not a {'tracks': [...]} scene track JSON; track ids come from the COCO annotations only", path)
+        return path, {}
+    return path, links
+
+
+# ---------------------------------------------------------------- scenes
+
+
+@dataclass
+class FrameInfo:
+    frame_id: int
+    coco_image_id: int
+    #: Relative to the scene folder, resolved under it; None when :func:`read_scene` ran with ``image_names=False``.
+    file_name: str | None
+    height: int
+    width: int
+
+
+@dataclass
+class SceneInfo:
+    name: str
+    folder: Path
+    coco_path: Path
+    coco: dict
+    frames: dict[int, FrameInfo] = field(default_factory=dict)
+    #: The scene track JSON read (``read_tracks=True``) and its annotation id -> track id links.
+    track_json_path: Path | None = None
+    track_links: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def common_size(self) -> tuple[int, int] | None:
+        sizes = {(f.height, f.width) for f in self.frames.values()}
+        return next(iter(sizes)) if len(sizes) == 1 else None
+
+    def frame_size(self, frame_id: int) -> tuple[int, int] | None:
+        fr = self.frames.get(frame_id)
+        return (fr.height, fr.width) if fr else self.common_size
+
+
+def find_coco_json(scene_dir: Path, coco_json_name: str | None = None) -> Path:
+    """[inferred] The scene's COCO file: ``coco_json_name`` where the scene has it, else the single ``_annotations*.coco.json``."""
+    if coco_json_name and (scene_dir / coco_json_name).is_file():
+        return resolve_under(scene_dir, coco_json_name, f"scene folder {str(scene_dir)!r}: option coco_json_name")
+    matches = sorted(scene_dir.glob("_annotations*.coco.json"))
+    if len(matches) != 1:
+        if coco_json_name:
+            raise ReleaseNotFoundError(
+                f"scene folder {str(scene_dir)!r}: no {coco_json_name!r} (coco_json_name) and not exactly one "
+                f"'_annotations*.coco.json' to fall back on: found {[m.name for m in matches]}"
+            )
+        found = [m.name for m in matches]
+        raise ReleaseNotFoundError(
+            f"scene folder {str(scene_dir)!r}: expected exactly one '_annotations*.coco.json', found {found}; "
+            "pick one with the config option coco_json_name"
+        )
+    return resolve_under(scene_dir, matches[0].name, f"scene folder {str(scene_dir)!r}: COCO file")
+
+
+def read_scene(
+    root: Path, scene: str, coco_json_name: str | None = None, frame_id_pattern: str = r"(\d+)",
+    read_tracks: bool = False, aliases: Mapping[str, str] = SCENE_ALIASES, image_names: bool = True,
+) -> SceneInfo:
+    """A scene's COCO file and frames; with ``read_tracks`` also its scene track JSON (the ``frames`` config).
+
+    ``image_names=False`` (the query configs, which read no image) leaves every frame's ``file_name`` None
+    instead of resolving it under the scene folder (two ``lstat`` calls per frame)."""
+    folder = scene_folder(root, scene, f"R4D-Bench release {str(root)!r}: scene {scene!r}")
+    if not folder.is_dir():
+        raise ReleaseNotFoundError(f"scene folder {SCENES_DIR + '/' + scene!r} not found under {str(root)!r}")
+    coco_path = find_coco_json(folder, coco_json_name)
+    coco = read_json(coco_path, limit=MAX_JSON_BYTES)
+    if not isinstance(coco, Mapping) or not isinstance(coco.get("images"), list):
+        raise ReleaseFormatError(f"{str(coco_path)!r}: expected a COCO object with an 'images' list")
+    info = SceneInfo(scene, folder, coco_path, coco)
+    # (the scene folder and its images/ folder resolved once: each name then costs one lstat per component)
+    real = (os.path.realpath(folder), os.path.realpath(folder / "images")) if image_names else None
+    for i, img in enumerate(coco["images"]):
+        where = f"{str(coco_path)!r}: images[{i}]"
+        if not isinstance(img, Mapping):
+            raise ReleaseFormatError(f"{where}: expected an object, got {_short(img)}")
+        fid = frame_id_of(img, frame_id_pattern, where)
+        if fid in info.frames:
+            raise ReleaseFormatError(f"{where}: frame id {fid} appears twice in the scene {scene!r}")
+        try:
+            h, w, iid = int(img["height"]), int(img["width"]), int(img["id"])
+        except (KeyError, TypeError, ValueError):
+            raise ReleaseFormatError(f"{where}: expected int 'id', 'height' and 'width'") from None
+        name = _image_name(folder, real, img.get("file_name"), f"{where}.file_name") if real else None
+        info.frames[fid] = FrameInfo(fid, iid, name, h, w)
+    if read_tracks:
+        info.track_json_path, info.track_links = read_scene_tracks(folder, scene, aliases)
+    return info
+
+
+def _image_name(folder: Path, real: tuple[str, str], file_name: object, where: str = "COCO image file_name") -> str:
+    """[inferred] ``file_name`` resolves under ``images/`` first, then under the scene folder; either way it
+    must stay inside the scene folder, and ``images/<file_name>`` inside ``images/`` (the rule of
+    :func:`perckit.io.paths.resolve_under`: no absolute path, no ``..``, no symbolic link out of it), else
+    :class:`ReleaseFormatError` naming ``where``. ``real``: the resolved scene folder and ``images/`` folder.
+
+    A joined path resolves to its resolved folder plus its own components unless one of them is a symbolic
+    link, so each candidate costs one ``lstat`` per component of ``file_name``; where one is a link,
+    :func:`perckit.io.paths.resolve_under` resolves it (and accepts a Hub cache blob, or raises)."""
+    parts = check_relative(file_name, where).parts
+    linked, _ = _walk(real[0], parts)
+    if linked:
+        resolve_under(folder, file_name, where)
+    linked, exists = _walk(real[1], parts)
+    if linked:
+        exists = resolve_under(folder / "images", file_name, where).exists()  # a FIFO there is refused by the reader
+    return f"images/{file_name}" if exists else str(file_name)
+
+
+def _walk(real_root: str, parts: Sequence[str]) -> tuple[bool, bool]:
+    """(some component of ``real_root/parts`` is a symbolic link, the path exists), by one ``lstat`` per
+    component up to the first link (a component that cannot be read counts as no link, as ``realpath`` reads it)."""
+    if not parts:
+        return False, os.path.exists(real_root)
+    path, exists = real_root, True
+    for part in parts:
+        path = os.path.join(path, part)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            exists = False
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            return True, True
+    return False, exists
+
+
+# ---------------------------------------------------------------- frame images
+
+
+def read_ahead(paths: Sequence[str | Path]) -> Iterator[tuple[Path, bytes | Exception]]:
+    """:func:`perckit.io.prefetch.read_ahead` of the frame images, each a regular file under
+    :data:`layout.MAX_IMAGE_BYTES`."""
+    return prefetch.read_ahead(paths, limit=layout.MAX_IMAGE_BYTES, what="image file")
+
+
+def frame_image_paths(info: SceneInfo) -> list[Path]:
+    """The scene's frame image files in the order :func:`perckit.r4d_bench.rows.frame_tables` reads them (by frame id)."""
+    names = [info.frames[fid].file_name for fid in sorted(info.frames)]
+    if None in names:
+        raise ValueError(f"scene {info.name!r} was read with image_names=False: its frame images cannot be read")
+    return [info.folder / name for name in names]
+
+
+def frame_images(
+    info: SceneInfo, images: Iterator[tuple[Path, bytes | Exception]] | None = None
+) -> Iterator[tuple[int, FrameInfo, Path, bytes, str]]:
+    """``(frame id, frame, image path, image bytes, where)`` of every COCO image of a scene, by frame id, each
+    image checked (:func:`perckit.io.images.check_encoded_image`: its header opens, a JPEG / PNG is not cut
+    short; the image is not decoded); an image that cannot be read raises naming its COCO image.
+    ``images``: the ``(path, bytes or error)`` of :func:`frame_image_paths`, in order (default: read here by
+    :func:`read_ahead`)."""
+    fids = sorted(info.frames)
+    if images is None:
+        images = read_ahead(frame_image_paths(info))
+    for fid, (path, data) in zip(fids, images):
+        fr = info.frames[fid]
+        where = f"{str(info.coco_path)!r}: image {fr.coco_image_id} (frame {fid})"
+        if isinstance(data, (FileNotFoundError, IsADirectoryError, NotADirectoryError, ReleaseNotFoundError)):
+            raise ReleaseNotFoundError(f"{where}: image file {str(path)!r} not found")
+        if isinstance(data, OSError):
+            raise ReleaseFormatError(f"{where}: image file {str(path)!r} cannot be read: {data}")
+        if isinstance(data, Exception):  # not a regular file, or over layout.MAX_IMAGE_BYTES
+            raise ReleaseFormatError(f"{where}: {data}")
+        check_encoded_image(data, f"{where}: image file {str(path)!r}")
+        yield fid, fr, path, data, where
+
+
+# ---------------------------------------------------------------- the query configs' files
+
+
+def load_queries_meta(path: str | Path) -> dict[str, dict]:
+    """``R4D-Bench_queries.json``: an array of entries or ``{"queries": [...]}``; keyed by ``query_id``."""
+    data = read_json(path, limit=MAX_JSON_BYTES)
+    if isinstance(data, Mapping) and isinstance(data.get("queries"), list):
+        data = data["queries"]
+    if not isinstance(data, list):
+        raise ReleaseFormatError(f"{str(path)!r}: expected a JSON array of queries (or an object with 'queries'), got {type(data).__name__}")
+    out: dict[str, dict] = {}
+    for i, entry in enumerate(data):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("query_id"), str):
+            raise ReleaseFormatError(f"{str(path)!r}: entry {i}: expected an object with a string 'query_id', got {_short(entry)}")
+        qid = entry["query_id"]
+        if qid in out:
+            raise ReleaseFormatError(f"{str(path)!r}: duplicate query_id {qid!r}")
+        out[qid] = dict(entry)
+    return out
+
+
+def load_track_gt(path: str | Path) -> dict[str, list[str]]:
+    """``R4D-Bench_predictions.json``: ``{query_id: [ids]}`` or ``{query_id: {"target_track_ids": [...]}}``."""
+    data = read_json(path, limit=MAX_JSON_BYTES)
+    if not isinstance(data, Mapping):
+        raise ReleaseFormatError(f"{str(path)!r}: expected a JSON object query_id -> target_track_ids, got {type(data).__name__}")
+    return {str(k): track_id_list(v, f"{path}: {k!r}") for k, v in data.items()}
+
+
+def track_id_list(value: Any, where: str, error: type[Exception] = ReleaseFormatError) -> list[str]:
+    """A list of track ids (or ``{"target_track_ids": [...]}``) as sorted, deduplicated strings."""
+    if isinstance(value, Mapping):
+        value = value.get("target_track_ids", value.get("track_ids"))
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set)):
+        raise error(f"{where}: expected a list of track ids, got {_short(value)}")
+    out = set()
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            raise error(f"{where}: expected track ids to be ints or strings, got {_short(v)}")
+        out.add(str(v))
+    return sorted(out)
+
+
+_BY_FRAME_ID = operator.itemgetter("frame_id")
+
+
+def load_dense_gt(path: str | Path) -> list[dict]:
+    """Dense GT: an array of entries or an object keyed by ``query_id``. Checks ids, ``ground_truth`` and frame ids."""
+    data = read_json(path, limit=MAX_JSON_BYTES)
+    if isinstance(data, Mapping):
+        entries = []
+        for qid, entry in data.items():
+            if not isinstance(entry, Mapping):
+                raise ReleaseFormatError(f"{str(path)!r}: {qid!r}: expected an object, got {_short(entry)}")
+            entries.append({"query_id": qid, **entry})
+    elif isinstance(data, list):
+        entries = list(data)
+    else:
+        raise ReleaseFormatError(f"{str(path)!r}: expected a JSON array of queries or an object keyed by query_id, got {type(data).__name__}")
+    seen: set[str] = set()
+    out = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("query_id"), str):
+            raise ReleaseFormatError(f"{str(path)!r}: entry {i}: expected an object with a string 'query_id', got {_short(entry)}")
+        qid = entry["query_id"]
+        where = f"{str(path)!r}: query {qid!r}"
+        if qid in seen:
+            raise ReleaseFormatError(f"{str(path)!r}: duplicate query_id {qid!r}")
+        seen.add(qid)
+        gt = entry.get("ground_truth")
+        if not isinstance(gt, Mapping):
+            raise ReleaseFormatError(f"{where}: expected a 'ground_truth' object, got {_short(gt)}")
+        frames = gt.get("frames") or []
+        if not isinstance(frames, list):
+            raise ReleaseFormatError(f"{where}: expected 'ground_truth.frames' to be a list, got {_short(frames)}")
+        fids: set[int] = set()
+        norm_frames = []
+        for j, fr in enumerate(frames):
+            # already in normal form (an int frame id, a masks list): kept as it is; else normalised into a copy
+            plain = type(fr) is dict and type(fid := fr.get("frame_id")) is int and type(fr.get("masks")) is list
+            if not plain:
+                if not isinstance(fr, Mapping):
+                    raise ReleaseFormatError(f"{where}: frames[{j}]: expected an object, got {_short(fr)}")
+                fid = parse_int(fr.get("frame_id"), f"{where}: frames[{j}].frame_id")
+            if fid in fids:
+                raise ReleaseFormatError(f"{where}: duplicate frame_id {fid} in ground_truth.frames")
+            fids.add(fid)
+            if not plain:
+                masks = fr.get("masks") or []
+                if not isinstance(masks, list):
+                    raise ReleaseFormatError(f"{where}: frame {fid}: expected 'masks' to be a list, got {_short(masks)}")
+                fr = {**fr, "frame_id": fid, "masks": masks}
+            norm_frames.append(fr)
+        existence = gt.get("existence_frames") or []
+        if type(existence) is not list or not set(map(type, existence)) <= {int}:  # else each parsed (or refused)
+            existence = [parse_int(f, f"{where}: ground_truth.existence_frames") for f in existence]
+        else:
+            existence = list(existence)
+        out.append({**entry, "ground_truth": {**gt, "frames": sorted(norm_frames, key=_BY_FRAME_ID), "existence_frames": existence}})
+    return out
+
+
+@dataclass
+class QueryRelease:
+    """Everything a query config reads, parsed and checked (done in ``_split_generators``)."""
+
+    root: Path
+    gt_path: Path
+    entries: list[dict]
+    meta: dict[str, dict]
+    track_gt: dict[str, list[str]]
+    scenes: dict[str, SceneInfo]
+
+
+def _release_file(root: Path, name: str, override: str | Path | None, what: str) -> Path:
+    """``name`` under the release ``root`` (a regular file that stays under it), or the ``override`` path the
+    command line gave (which must exist)."""
+    if override is None:
+        path = require_file(root, name, f"R4D-Bench {what}")
+        resolve_under(root, name, f"R4D-Bench release {str(root)!r}: {what}")
+        return path
+    path = Path(override)
+    if not path.is_file():
+        raise ReleaseNotFoundError(f"{what} {str(path)!r} not found")
+    return path
+
+
+def open_query_release(
+    root: str | Path,
+    config_name: str = "all_queries",
+    mask_source: str = "segmentation",
+    coco_json_name: str | None = None,
+    frame_id_pattern: str = r"(\d+)",
+    aliases: Mapping[str, str] = SCENE_ALIASES,
+    gt_file: str | Path | None = None,
+    queries_file: str | Path | None = None,
+) -> QueryRelease:
+    """Read and check the files of a query config. ``gt_file``/``queries_file`` override the default paths (CLI)."""
+    root = Path(root)
+    if gt_file is None:
+        root = check_release_root(root)
+    gt_path = _release_file(root, dense_gt_file(config_name, mask_source), gt_file, "dense ground truth")
+    meta_path = _release_file(root, QUERIES_META, queries_file, "query metadata")
+    if gt_file is not None and not (root / SCENES_DIR).is_dir():
+        # The official layout keeps the GT under <root>/scripts/: find the scenes from there.
+        candidate = gt_path.resolve().parent.parent
+        if (candidate / SCENES_DIR).is_dir():
+            root = candidate
+    meta = load_queries_meta(meta_path)
+    track_path = resolve_under(root, TRACK_GT, f"R4D-Bench release {str(root)!r}: track-ID ground truth")
+    track_gt = load_track_gt(track_path) if track_path.is_file() else {}
+    entries = load_dense_gt(gt_path)
+    scenes: dict[str, SceneInfo] = {}
+    for entry in entries:
+        scene = entry_scene(entry, meta, aliases)
+        where = f"{gt_path.name}: query {entry['query_id']!r}: scene {scene!r} (from {QUERIES_META} or the query id)"
+        if scene not in scenes and scene_folder(root, scene, where).is_dir():
+            scenes[scene] = read_scene(root, scene, coco_json_name, frame_id_pattern, image_names=False)  # no image is read
+    return QueryRelease(root, gt_path, entries, meta, track_gt, scenes)
+
+
+def entry_scene(entry: Mapping, meta: Mapping[str, Mapping], aliases: Mapping[str, str] = SCENE_ALIASES) -> str:
+    m = meta.get(entry["query_id"])
+    if m and isinstance(m.get("scene"), str) and m["scene"]:
+        return normalise_scene(m["scene"], aliases)
+    return scene_from_query_id(entry["query_id"], aliases)
+
+
+# ---------------------------------------------------------------- masks
+
+
+def png_mask(path: Path, where: str) -> rle_ops.RLE:
+    """A PNG mask as RLE; foreground by :func:`perckit.io.images.mask_foreground` (any channel > 0).
+
+    The file is read by :func:`perckit.io.paths.read_regular_file` under :data:`layout.MAX_MASK_PNG_BYTES`:
+    a FIFO, a device or a folder is refused at once, an oversize file before it is read."""
+    data = read_regular_file(path, f"{where}: mask PNG", MAX_MASK_PNG_BYTES, ReleaseFormatError, ReleaseNotFoundError)
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            im.load()
+            mode = im.mode
+            arr = np.asarray(im)
+    except FileNotFoundError:
+        raise ReleaseNotFoundError(f"{where}: mask PNG {str(path)!r} not found") from None
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
+        raise ReleaseFormatError(f"{where}: cannot open mask PNG {str(path)!r}: {e}") from None
+    return rle_ops.encode(mask_foreground(arr, mode, 0))
+
+
+def frame_mask_from_segmentations(
+    masks: Sequence[Mapping], size: tuple[int, int] | None, where: str, checked: AbstractSet[int] = frozenset()
+) -> rle_ops.RLE:
+    """OR of the ``segmentation`` of every mask of one frame; RLE sizes win, polygons use ``size``.
+
+    Every mask goes through :func:`perckit.rle.to_rle` (``size`` checked, errors naming ``where: masks[k]``),
+    then :func:`perckit.rle.union`, except that the polygons of the frame's masks are rasterised by one
+    :func:`perckit.rle.polygon_unions` call (each mask's lists of polygons; its guard decides, and when it
+    refuses, :func:`perckit.rle.to_rle` names the first refused mask) and an RLE whose ``id()`` is in
+    ``checked`` (accepted by :func:`perckit.rle.valid_many`, see :func:`checked_rles`) is not validated again.
+    The first bad mask (in order) raises."""
+    segs = [m.get("segmentation") if isinstance(m, Mapping) else None for m in masks]
+    # Only well-formed sizes (two ints) vote here; anything else is reported by rle.to_rle below.
+    rle_sizes = set()
+    for s in segs:
+        if isinstance(s, Mapping):
+            sz = s.get("size")
+            if isinstance(sz, (list, tuple)) and len(sz) == 2 and type(sz[0]) is int and type(sz[1]) is int:
+                rle_sizes.add((sz[0], sz[1]))
+    if len(rle_sizes) > 1:
+        raise ReleaseFormatError(f"{where}: masks of one frame have different sizes {sorted(rle_sizes)}")
+    if rle_sizes:
+        rsize = next(iter(rle_sizes))
+        if size is not None and tuple(size) != rsize:
+            raise ReleaseFormatError(f"{where}: RLE size {list(rsize)} differs from the frame size {list(size)} of the COCO image")
+        size = rsize
+    plain = size is not None and all(type(v) is int and v > 0 for v in size) and size[0] * size[1] <= rle_ops.MAX_PIXELS
+    parts: list = []
+    polygons: list[tuple[int, int, list]] = []  # (index in parts, k, the mask's polygons) rasterised together below
+    for k, seg in enumerate(segs):
+        if seg is None or (isinstance(seg, (list, dict)) and len(seg) == 0):
+            continue
+        if isinstance(seg, list) and size is None:
+            _name_refused_polygons(polygons, size, where)
+            raise ReleaseFormatError(f"{where}: masks[{k}] is a polygon and the frame size is unknown (no COCO image, no RLE)")
+        if plain and type(seg) is list and all(type(p) is list for p in seg):
+            polygons.append((len(parts), k, seg))
+            parts.append(None)
+        elif plain and id(seg) in checked and seg["size"] == [size[0], size[1]]:  # what rle.validate returns for it
+            parts.append({"size": [size[0], size[1]], "counts": seg["counts"]})
+        else:
+            try:
+                parts.append(rle_ops.to_rle(seg, size=size, where=f"{where}: masks[{k}].segmentation"))
+            except (RLEError, ReleaseFormatError):
+                _name_refused_polygons(polygons, size, where)  # a polygon before it was refused first
+                raise
+    if size is None:
+        raise ReleaseFormatError(f"{where}: cannot build the frame mask: frame size unknown (no COCO image and no RLE)")
+    if polygons:
+        h, w = size
+        try:
+            unions = rle_ops.polygon_unions([seg for _, _, seg in polygons], h, w)
+        except RLEError:
+            _name_refused_polygons(polygons, size, where)
+            raise
+        for (i, _, _), one in zip(polygons, unions):
+            parts[i] = one  # (pycocotools form, bytes counts: what rle.union merges)
+        if len(parts) == 1:
+            return {"size": [h, w], "counts": parts[0]["counts"].decode("ascii")}
+    return rle_ops.union(parts, size=size, where=where)
+
+
+def _name_refused_polygons(polygons: Sequence[tuple[int, int, list]], size: tuple[int, int] | None, where: str) -> None:
+    """Raise the :func:`perckit.rle.to_rle` error of the first mask of ``polygons`` the polygon guard refuses, if any."""
+    for _, k, seg in polygons:
+        rle_ops.to_rle(seg, size=size, where=f"{where}: masks[{k}].segmentation")
+
+
+def checked_rles(frames: Any) -> AbstractSet[int]:
+    """The ``id()`` of every compressed RLE segmentation in dense-GT ``frames`` (``[{"masks": [{"segmentation":
+    ...}]}]``) that :func:`perckit.rle.valid_many` accepts, decided in one compiled scan for a whole query.
+    Anything odd is skipped, not refused: the frame-by-frame path checks it and raises the precise error.
+    The ids are valid while ``frames`` is alive (the caller's entry)."""
+    segs = []
+    for fr in frames if type(frames) is list else ():
+        for m in (fr.get("masks") if type(fr) is dict else None) or ():
+            seg = m.get("segmentation") if type(m) is dict else None
+            if type(seg) is dict:
+                segs.append(seg)
+    return {id(seg) for seg, ok in zip(segs, rle_ops.valid_many(segs)) if ok}
+
+
+def frame_mask_from_pngs(root: Path, frame: Mapping, size: tuple[int, int] | None, where: str) -> rle_ops.RLE:
+    """OR of the per-mask ``mask_image`` PNGs, else the frame's ``combined_mask_image``."""
+    masks = frame.get("masks") or []
+    paths = [m.get("mask_image") for m in masks if isinstance(m, Mapping)]
+    if masks and all(isinstance(p, str) for p in paths):
+        parts = []
+        for k, p in enumerate(paths):
+            kwhere = f"{where}: masks[{k}].mask_image"
+            parts.append(png_mask(resolve_under(root, p, kwhere), kwhere))
+    elif isinstance(frame.get("combined_mask_image"), str):
+        cwhere = f"{where}: combined_mask_image"
+        parts = [png_mask(resolve_under(root, frame["combined_mask_image"], cwhere), cwhere)]
+    elif not masks:
+        parts = []
+    else:
+        raise ReleaseFormatError(f"{where}: mask_source='mask_image' needs 'mask_image' on every mask or a 'combined_mask_image'")
+    if parts:
+        psize = tuple(parts[0]["size"])
+        if size is not None and psize != tuple(size):
+            raise ReleaseFormatError(f"{where}: mask PNG size {list(psize)} differs from the frame size {list(size)}")
+        size = psize
+    if size is None:
+        raise ReleaseFormatError(f"{where}: cannot build the frame mask: frame size unknown")
+    return rle_ops.union(parts, size=size, where=where)
+
+
+# ---------------------------------------------------------------- prediction files
+
+
+def _read_predictions(path: str | Path) -> Any:
+    return read_json(path, error=PredictionError, not_found=InputNotFoundError, limit=MAX_JSON_BYTES)
+
+
+def mask_file(repo_root: str | Path, mask_path: Any, where: str, allow_absolute_paths: bool = False) -> Path:
+    """The PNG a prediction file names: a relative path must stay under ``repo_root``
+    (:func:`perckit.io.paths.resolve_under`: no ``..`` component, no symbolic link out of it); an absolute path
+    is refused unless ``allow_absolute_paths`` (the ``--allow-absolute-paths`` flag: for a file you wrote
+    yourself; a prediction file from someone else could otherwise name any file of this machine)."""
+    if allow_absolute_paths and isinstance(mask_path, str) and Path(mask_path).is_absolute() and "\x00" not in mask_path:
+        return Path(mask_path)
+    if isinstance(mask_path, str) and Path(mask_path).is_absolute():
+        raise PredictionError(
+            f"{where}: expected a mask path relative to the repo root {str(repo_root)!r}, got the absolute path "
+            f"{mask_path[:200]!r} (pass allow_absolute_paths=True / --allow-absolute-paths for a file you wrote yourself)"
+        )
+    return resolve_under(repo_root, mask_path, where, PredictionError)
+
+
+def _frame_items(value: Any, where: str) -> list[tuple[Any, Any]]:
+    """``(frame key, mask path)`` pairs of one query, from either official shape."""
+    if isinstance(value, Mapping) and "frames" in value:
+        value = value["frames"]
+    if isinstance(value, Mapping):
+        return list(value.items())
+    if isinstance(value, list):
+        items = []
+        for i, item in enumerate(value):
+            if not isinstance(item, Mapping) or "frame_id" not in item or "mask_path" not in item:
+                raise PredictionError(f"{where}: item {i}: expected {{'frame_id', 'mask_path'}}, got {item!r}"[:300])
+            items.append((item["frame_id"], item["mask_path"]))
+        return items
+    raise PredictionError(
+        f"{where}: expected {{'frames': {{'<frame_id>': 'mask.png'}}}} or a list of {{'frame_id', 'mask_path'}}, "
+        f"got {type(value).__name__}"
+    )
+
+
+def load_mask_predictions(path: str | Path, repo_root: str | Path = ".", allow_absolute_paths: bool = False) -> list[dict]:
+    """Read an official mask-prediction JSON into ``mask_temporal`` prediction rows.
+
+    Shapes: ``{query_id: {"frames": {"1": "mask.png"}}}`` or
+    ``{query_id: [{"frame_id": 1, "mask_path": "..."}]}``. Relative paths
+    resolve against ``repo_root`` and must stay under it; absolute paths only with
+    ``allow_absolute_paths=True`` (see :func:`mask_file`); foreground is any pixel value > 0.
+    """
+    data = _read_predictions(path)
+    if not isinstance(data, Mapping):
+        raise PredictionError(f"{str(path)!r}: expected a JSON object query_id -> frames, got {type(data).__name__}")
+    root = Path(repo_root)
+    rows = []
+    for qid, value in data.items():
+        where = f"{str(path)!r}: query {qid!r}"
+        frames: dict[int, dict] = {}
+        for key, mask_path in _frame_items(value, where):
+            fid = parse_int(key, f"{where}: frame key", PredictionError)
+            if fid in frames:
+                raise PredictionError(f"{where}: duplicate frame_id {fid}")
+            if not isinstance(mask_path, str) or not mask_path:
+                raise PredictionError(f"{where}: frame {fid}: expected a mask path string, got {mask_path!r}")
+            p = mask_file(root, mask_path, f"{where}: frame {fid}: mask path", allow_absolute_paths)
+            try:
+                mask = png_mask(p, f"{where}: frame {fid}")
+            except (ReleaseNotFoundError, ReleaseFormatError) as e:
+                cls = InputNotFoundError if isinstance(e, ReleaseNotFoundError) else PredictionError
+                raise cls(str(e)) from None
+            frames[fid] = {"frame_id": fid, "mask": mask}
+        rows.append({"query_id": str(qid), "frames": [frames[k] for k in sorted(frames)]})
+    return rows
+
+
+def load_track_predictions(path: str | Path) -> list[dict]:
+    """Read ``{query_id: [ids]}`` or ``{query_id: {"target_track_ids": [...]}}`` into ``track_id`` prediction rows (ids as str)."""
+    data = _read_predictions(path)
+    if not isinstance(data, Mapping):
+        raise PredictionError(f"{str(path)!r}: expected a JSON object query_id -> track ids, got {type(data).__name__}")
+    return [
+        {"query_id": str(qid), "target_track_ids": track_id_list(v, f"{str(path)!r}: query {qid!r}", PredictionError)}
+        for qid, v in data.items()
+    ]
