@@ -794,7 +794,7 @@ def _r4d_io():
 
 
 def _s4_io():
-    from perckit.syn4d import io as m
+    from perckit.syn4d import read as m
 
     return m
 

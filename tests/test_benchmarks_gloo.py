@@ -75,14 +75,14 @@ def refcoco_inputs(base, cache):
 def syn4d_inputs(base, cache):
     from perckit.sample_releases import write_release
     from perckit.sample_releases.syn4d_predictions import write_predictions
-    from perckit.syn4d import io
+    from perckit.syn4d.read import load_prediction_rows
     from perckit.syn4d import metrics as core
     from perckit.syn4d.features import to_metric_reference
 
     fx = write_release("syn4d", base / "syn4d")
     rows = _split("syn4d", "challenge", base / "syn4d", cache).remove_columns(["video"]).to_list()
     ids = [r["sequence_id"] for r in rows]
-    preds = io.load_prediction_rows(write_predictions(fx, base / "syn4d_predictions", noise=0.05), ids)
+    preds = load_prediction_rows(write_predictions(fx, base / "syn4d_predictions", noise=0.05), ids)
     preds[2] = {**preds[2], "tracking_xyz": None, "depth": None, "camera_c2w": None}  # a failure in lax mode
     preds = preds[:5] + preds[6:]  # a missing prediction: another failure
 

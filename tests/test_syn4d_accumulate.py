@@ -27,7 +27,7 @@ from hypothesis import example, given
 
 from perckit.accumulate import Accumulator, accumulator, load_state, merge_files
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
-from perckit.syn4d import io
+from perckit.syn4d.read import load_prediction_rows
 from perckit.syn4d import metrics as core
 from perckit.syn4d.accumulate import syn4d_core
 from perckit.syn4d.coverage import LowCoverageWarning
@@ -99,7 +99,7 @@ def sample_inputs(syn4d_release, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("syn4d_acc")
     rows = build_split("syn4d", "challenge", syn4d_release.root, tmp / "cache").to_list()
     ids = [r["sequence_id"] for r in rows]
-    preds = io.load_prediction_rows(write_predictions(syn4d_release, tmp / "pred", noise=0.05), ids, as_lists=False)
+    preds = load_prediction_rows(write_predictions(syn4d_release, tmp / "pred", noise=0.05), ids, as_lists=False)
     return {task: (preds, [to_metric_reference(r, task) for r in rows]) for task in core.TASKS}
 
 

@@ -20,7 +20,7 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions: list of {"sequence_id": str, "tracking_xyz": [T][Q][3] or None, "depth": [T][h][w] or None,
         "camera_c2w": [T][4][4] or None, "frame_indices": [T] or None} (the official NPZ content;
-        perckit.syn4d.io.load_prediction_row(npz_path, sequence_id) reads one).
+        perckit.syn4d.read.load_prediction_row(npz_path, sequence_id) reads one).
     references: builder rows projected with perckit.syn4d.features.to_metric_reference(row, task)
         (tracking: the `tracking` or `challenge` config; depth and pose: the `challenge` config).
     strict (bool, default True): a missing prediction or a failing task raises; False records failures and

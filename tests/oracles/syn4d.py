@@ -2,7 +2,7 @@
 the official evaluator): whole arrays in float64, boolean masks, ``np.median`` / ``np.mean`` /
 ``np.linalg.lstsq``; and the builder's tables by ``datasets``' own per-example encoding.
 
-They are what ``perckit.syn4d.metrics`` ran without numba and what ``perckit.syn4d.tables`` fell back to
+They are what ``perckit.syn4d.metrics`` ran without numba and what ``perckit.syn4d.rows`` fell back to
 before issue 29 made the compiled kernels and the direct Arrow tables the one production path: the tests
 compare the production code with these (tracking bit for bit, depth within 1e-12 relative with the exact
 decisions, tables value for value). Slow and memory-hungry on purpose; small inputs only.

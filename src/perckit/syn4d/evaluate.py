@@ -26,17 +26,18 @@ from .. import cli
 from ..errors import OptionError, check_choice
 from . import baselines as published
 from . import coverage as cov
-from . import io
 from . import metrics as core
 from . import protocol as proto
-from . import release as rel
 from .failures import FailurePolicy
+from .layout import prediction_path, release_files, ReleasePaths, resolve_release, select_records, SequenceRecord
+from .read import checksum_verifier, load_records, read_npz
+from .rows import read_sequence_gt
 
 
-def reference_for_task(task: str, record: rel.SequenceRecord, paths: rel.ReleasePaths) -> dict:
+def reference_for_task(task: str, record: SequenceRecord, paths: ReleasePaths) -> dict:
     """The metric reference of one task of one sequence (:data:`perckit.syn4d.metrics.REFERENCE_KEYS`), read from
-    the release by :func:`perckit.syn4d.release.read_sequence_gt` (raises when the ground truth is missing)."""
-    gt = rel.read_sequence_gt(record, paths, task, required=True)
+    the release by :func:`perckit.syn4d.rows.read_sequence_gt` (raises when the ground truth is missing)."""
+    gt = read_sequence_gt(record, paths, task, required=True)
     return {
         "sequence_id": record.sequence_id, "variant": record.variant, "scene": record.scene,
         "frame_indices": list(record.frame_indices), **{k: gt[k] for k in core.REFERENCE_KEYS[task]},
@@ -44,7 +45,7 @@ def reference_for_task(task: str, record: rel.SequenceRecord, paths: rel.Release
 
 
 def _score_from_release(
-    task: str, record: rel.SequenceRecord, paths: rel.ReleasePaths, prediction: dict, options: core.Syn4DOptions
+    task: str, record: SequenceRecord, paths: ReleasePaths, prediction: dict, options: core.Syn4DOptions
 ) -> tuple[dict, dict | None]:
     """One task of one record: its ground truth read inside the task's error handling (as the official loop, so
     a missing ground-truth file is a task failure in lax mode), then scored as the metric scores it."""
@@ -100,12 +101,12 @@ def evaluate_release(
     if verify_checksums not in (None, True, False):
         raise OptionError(f"option 'verify_checksums': expected None, True or False, got {verify_checksums!r}")
     options = core.Syn4DOptions(strict=strict, depth_align=depth_align, min_coverage=min_coverage)
-    paths = rel.resolve_release(data_dir, tracking_gt, challenge_dir, manifest)
-    verifier = rel.checksum_verifier(paths, verify_checksums, " (pass --no-verify-checksums to skip)")
-    records = rel.select_records(rel.load_records(paths), variants, scenes, cameras, limit)
+    paths = resolve_release(data_dir, tracking_gt, challenge_dir, manifest)
+    verifier = checksum_verifier(paths, verify_checksums, " (pass --no-verify-checksums to skip)")
+    records = select_records(load_records(paths), variants, scenes, cameras, limit)
     protocol_file = proto.find_protocol(paths) if check_protocol else None
     if verifier is not None:
-        files = rel.release_files(paths, records, tracking="tracking" in tasks, depth="depth" in tasks, camera="pose" in tasks)
+        files = release_files(paths, records, tracking="tracking" in tasks, depth="depth" in tasks, camera="pose" in tasks)
         verifier.check_all(itertools.chain([protocol_file], files))
     if protocol_file is not None:
         proto.check_protocol(proto.read_protocol(protocol_file), repr(str(protocol_file)))
@@ -113,11 +114,11 @@ def evaluate_release(
     entries: dict[str, list[dict]] = {t: [] for t in tasks if t in cov.TASKS}
     policy = FailurePolicy(options.strict)
     for number, record in enumerate(records, 1):
-        npz = io.prediction_path(predictions_dir, record.sequence_id)
+        npz = prediction_path(predictions_dir, record.sequence_id)
         if not npz.is_file():
             policy.missing(record.sequence_id, npz)
             continue
-        prediction = io.read_npz(npz)
+        prediction = read_npz(npz)
         for task in tasks:
             scored = policy.attempt(record.sequence_id, task, _score_from_release, task, record, paths, prediction, options)
             if scored is not None:

@@ -17,7 +17,7 @@ from .. import figures
 from .. import previews
 from ..errors import ReleaseFormatError
 from ..paths import open_media
-from .release import MAX_VIDEO_BYTES
+from .layout import MAX_VIDEO_BYTES
 
 DYNAMIC_COLOUR = figures.ORANGE
 STATIC_COLOUR = figures.SKY_BLUE

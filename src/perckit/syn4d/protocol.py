@@ -3,7 +3,7 @@
 The Syn4D release ships ``benchmark/protocol.json``: the frames, variants, scenes and cameras of the
 benchmark, the tracking thresholds, the depth valid range, and each task's alignment rule and the
 aggregation, the last ones as short sentences. perckit's scoring does not read it (the numbers are
-constants in :mod:`perckit.syn4d.metrics` and :mod:`perckit.syn4d.release`, as in the official
+constants in :mod:`perckit.syn4d.metrics` and :mod:`perckit.syn4d.layout`, as in the official
 evaluator); the file runner reads it and refuses to score when the two disagree, so that a release with
 another protocol is never scored by the wrong rules without a word.
 
@@ -22,7 +22,7 @@ from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from ..jsonio import read_json
 from ..paths import resolve_under
 from . import metrics as core
-from . import release as rel
+from .layout import FRAME_INDICES, ReleasePaths, SCENES, VARIANTS
 
 PROTOCOL_FILE = "protocol.json"
 #: ``protocol.json`` is a few KB; a larger file is refused before it is read.
@@ -35,9 +35,9 @@ DYNAMIC_THRESHOLD_M = 0.01
 #: the hard-coded one, order included), ``"set"`` (same members, any order), ``"text"`` (the rule sentence,
 #: compared after trimming spaces and ignoring case).
 EXPECTED: tuple[tuple[str, Any, str], ...] = (
-    ("input.frames", list(rel.FRAME_INDICES), "equal"),
-    ("input.variants", list(rel.VARIANTS), "set"),
-    ("input.scenes", list(rel.SCENES), "set"),
+    ("input.frames", list(FRAME_INDICES), "equal"),
+    ("input.variants", list(VARIANTS), "set"),
+    ("input.scenes", list(SCENES), "set"),
     ("input.cameras", [0, 1], "set"),
     ("tracking.query_frame", 0, "equal"),
     ("tracking.coordinate_system", "OpenCV frame-0 camera coordinates", "text"),
@@ -60,7 +60,7 @@ EXPECTED: tuple[tuple[str, Any, str], ...] = (
 _MISSING = object()
 
 
-def find_protocol(paths: rel.ReleasePaths) -> Path | None:
+def find_protocol(paths: ReleasePaths) -> Path | None:
     """``B/protocol.json`` when the release has one (a symbolic link out of ``B`` is refused), else None."""
     candidate = paths.benchmark / PROTOCOL_FILE
     if not candidate.is_file():
@@ -117,7 +117,7 @@ def check_protocol(protocol: Mapping[str, Any], where: str) -> None:
             )
 
 
-def check_release_protocol(paths: rel.ReleasePaths) -> Path | None:
+def check_release_protocol(paths: ReleasePaths) -> Path | None:
     """Check ``B/protocol.json`` when the release has one; returns its path (None when there is none)."""
     path = find_protocol(paths)
     if path is not None:
