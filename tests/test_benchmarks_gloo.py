@@ -76,7 +76,7 @@ def syn4d_inputs(base, cache):
     from perckit.sample_releases import write_release
     from perckit.sample_releases.syn4d_predictions import write_predictions
     from perckit.syn4d.read import load_prediction_rows
-    from perckit.syn4d import metrics as core
+    from perckit.syn4d import metric as core
     from perckit.syn4d.features import to_metric_reference
 
     fx = write_release("syn4d", base / "syn4d")

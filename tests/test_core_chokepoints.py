@@ -89,7 +89,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "opens only to hint the kernel (posix_fadvise WILLNEED); nothing is read there, the read is read_regular_file",
     ("perckit/syn4d/read.py", "z.zip.open", "member"):
         "a member of the NPZ that open_regular_file opened and np.load holds; its NPY header is checked first",
-    ("perckit/syn4d/baselines.py", "resources.files(__package__).joinpath(DATA_FILE).read_bytes", ""):
+    ("perckit/syn4d/metric/baselines.py", "resources.files(__package__).joinpath(DATA_FILE).read_bytes", ""):
         "perckit's own packaged data file (importlib.resources: it may live in a zip), never a user's file",
     ("perckit/reason_av_edit/inputs.py", "tempfile.mkstemp", ""):
         "a private scratch copy (mode 0600, removed in finally) of an already checked mask video for OpenCV, which reads only paths",

@@ -9,7 +9,7 @@ from helpers.syn4d import assert_official_equal
 
 from perckit.syn4d import evaluate as runner
 from perckit.syn4d.read import load_prediction_rows
-from perckit.syn4d import metrics as core
+from perckit.syn4d import metric as core
 from perckit.syn4d.features import to_metric_reference
 
 OFFICIAL = {True: "summary_strict.json", False: "summary_lax.json"}

@@ -1,4 +1,4 @@
-"""Syn4D: the one failure policy (perckit.syn4d.failures), the one pairing by sequence_id, and the one reader of a
+"""Syn4D: the one failure policy (perckit.syn4d.metric.FailurePolicy), the one pairing by sequence_id, and the one reader of a
 sequence's ground truth, shared by the metric, the builder and the file runner."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pytest
 from perckit.errors import InputNotFoundError, PerckitError, PredictionError, ReleaseNotFoundError
 from perckit.matching import unknown_ids_message
 from perckit.syn4d import evaluate as runner
-from perckit.syn4d import metrics as core
+from perckit.syn4d import metric as core
 from perckit.syn4d.layout import resolve_release
 from perckit.syn4d.read import load_records
 from perckit.syn4d.rows import read_sequence_gt
-from perckit.syn4d.failures import FailurePolicy, TaskFailedError
+from perckit.syn4d.metric import FailurePolicy, TaskFailedError
 from perckit.syn4d.features import to_metric_reference
 
 PARITY = Path(__file__).resolve().parent / "data" / "syn4d_seed0"

@@ -12,9 +12,9 @@ from helpers.syn4d import assert_official_equal
 
 from perckit.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError
-from perckit.syn4d import baselines as published
+from perckit.syn4d.metric import baselines as published
 from perckit.syn4d import evaluate as runner
-from perckit.syn4d import protocol as proto
+from perckit.syn4d.metric import protocol as proto
 from perckit.syn4d.read import read_depth_exr
 
 STRICT = json.loads((SYN4D_PARITY / "summary_strict.json").read_text())

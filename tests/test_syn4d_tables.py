@@ -17,7 +17,7 @@ from perckit.errors import ReleaseFormatError
 from perckit.paths import check_relative
 from perckit.paths import resolve_under
 from perckit.syn4d import features as feats
-from perckit.syn4d.layout import PathResolver, PLAIN_RELATIVE, real_path, resolve_release
+from perckit.syn4d.layout import PLAIN_RELATIVE, PathResolver, real_path, resolve_release
 from perckit.syn4d.read import _read_npy_data, check_npy_header, load_records, read_checksums, read_tracking_npy
 from perckit.syn4d.rows import arrow_table
 from perckit.syn4d.builder import Syn4DBuilder

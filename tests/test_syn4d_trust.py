@@ -22,7 +22,7 @@ from perckit.entrypoints import build_split
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
 from perckit.fixtures.base import write_release
 from perckit.syn4d import evaluate as runner
-from perckit.syn4d import metrics as core
+from perckit.syn4d import metric as core
 from perckit.syn4d.layout import prediction_path, resolve_release
 from perckit.syn4d.read import load_records, read_camera_csv, read_checksums, read_npz, read_text, read_tracking_npy
 
@@ -204,13 +204,13 @@ def test_coverage_reports_a_mostly_nan_prediction_and_warns_once():
     cov = out["coverage"]
     assert cov["sequences"] == [{"sequence_id": "og/dream/a", "scored": 2, "gt_valid": 1000, "coverage": 0.002}]
     assert cov["overall"]["coverage"] == 0.002 and cov["overall"]["num_sequences_below_min_coverage"] == 1
-    low = [w for w in caught if issubclass(w.category, core.cov.LowCoverageWarning)]
+    low = [w for w in caught if issubclass(w.category, core.LowCoverageWarning)]
     assert len(low) == 1 and "2 of 1000 GT-valid points scored" in str(low[0].message)
 
 
 def test_coverage_is_one_and_silent_for_a_full_prediction():
     with warnings.catch_warnings():
-        warnings.simplefilter("error", core.cov.LowCoverageWarning)
+        warnings.simplefilter("error", core.LowCoverageWarning)
         out = core.compute_task([_pred(GT * 2)], [REF], "tracking", core.Syn4DOptions(), coverage=True)
     assert out["coverage"]["overall"]["coverage"] == 1.0
     # without coverage=True the result keeps its shape (the official keys only)
@@ -240,7 +240,7 @@ def test_min_coverage_option_is_checked(value):
 
 def test_min_coverage_zero_never_warns():
     with warnings.catch_warnings():
-        warnings.simplefilter("error", core.cov.LowCoverageWarning)
+        warnings.simplefilter("error", core.LowCoverageWarning)
         out = core.compute_task([_pred(_mostly_nan())], [REF], "tracking", core.Syn4DOptions(min_coverage=0.0), coverage=True)
     assert out["coverage"]["overall"]["num_sequences_below_min_coverage"] == 0
 
@@ -255,7 +255,7 @@ def test_metric_module_reports_coverage():
         warnings.simplefilter("always")
         out = metric.compute(predictions=[_pred(_mostly_nan().tolist())], references=[ref], min_coverage=0.5)
     assert out["coverage"]["overall"]["coverage"] == 0.002 and out["coverage"]["overall"]["min_coverage"] == 0.5
-    assert sum(issubclass(w.category, core.cov.LowCoverageWarning) for w in caught) == 1
+    assert sum(issubclass(w.category, core.LowCoverageWarning) for w in caught) == 1
 
 
 def test_runner_reports_coverage_and_warns_once_per_run(tmp_path, capsys):
@@ -263,7 +263,7 @@ def test_runner_reports_coverage_and_warns_once_per_run(tmp_path, capsys):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = runner.evaluate_release(SYN4D_PARITY / "predictions", SYN4D_PARITY, tasks=["tracking", "depth"], min_coverage=0.999, coverage=True)
-    assert sum(issubclass(w.category, core.cov.LowCoverageWarning) for w in caught) == 1
+    assert sum(issubclass(w.category, core.LowCoverageWarning) for w in caught) == 1
     t = out["coverage"]["tracking"]
     assert 0.9 < t["overall"]["coverage"] < 1.0 and len(t["sequences"]) == out["tasks"]["tracking"]["overall"]["num_sequences"]
     assert t["sequences"][0]["scored"] == out["tasks"]["tracking"]["sequences"][0]["count"] == 3936

@@ -1,12 +1,12 @@
 """syn4d: the Syn4D metrics (configs tracking, depth, pose) as an evaluate module, matching the official evaluator.
 
-All logic lives in ``perckit.syn4d.metrics``; see README.md beside this file.
+All logic lives in ``perckit.syn4d.metric``; see README.md beside this file.
 """
 
 from perckit import evaluate_base
 from perckit.errors import OptionError
 from perckit.syn4d import features as feats
-from perckit.syn4d import metrics as core
+from perckit.syn4d import metric as core
 
 _DESCRIPTION = """\
 Syn4D metrics, as the official Syn4D evaluator computes them. Config `tracking`: 3D point tracking after one
@@ -32,7 +32,7 @@ Args:
 Returns:
     {"protocol", "task", "requested_sequences", "overall", "by_variant", "by_scene", "sequences", "failures",
     "coverage"} ("coverage" for tracking and depth: {"overall": {scored, gt_valid, coverage, ...}, "sequences"});
-    perckit.syn4d.metrics.to_official_summary({task: result, ...}) merges tasks into the official report shape.
+    perckit.syn4d.metric.to_official_summary({task: result, ...}) merges tasks into the official report shape.
 """
 
 _CITATION = """\

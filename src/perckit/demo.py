@@ -193,7 +193,7 @@ def run_syn4d(out: Path, log: Log) -> dict:
     from .syn4d import evaluate as runner
     from .syn4d.layout import prediction_path
     from .syn4d.read import load_prediction_rows, read_npz
-    from .syn4d import metrics as core
+    from .syn4d import metric as core
     from .syn4d.features import to_metric_reference, to_numpy_row
 
     base, fx, splits = build_sample("syn4d", out, log, lambda fx: f"Syn4D: wrote the sample release ({len(fx.files)} files, {len(fx.sequence_ids)} sequences)")

@@ -13,7 +13,7 @@ from ..builder_base import PerckitConfig
 from ..builder_base import PerckitTableBuilder
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from . import features as feats
-from .layout import depth_frame_paths, PathResolver, release_files, ReleasePaths, resolve_release, select_records, SequenceRecord
+from .layout import PathResolver, ReleasePaths, SequenceRecord, depth_frame_paths, release_files, resolve_release, select_records
 from .read import checksum_verifier, exr_size, load_records, read_tracking_npy
 from .rows import arrow_table, read_sequence_gt
 

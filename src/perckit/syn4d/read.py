@@ -361,12 +361,8 @@ class ChecksumVerifier:
         self.bases = [paths.benchmark, paths.root]
         self.source = paths.checksums
 
-    def key(self, path: Path, real_bases: Sequence[Path] | None = None) -> str | None:
-        """The listed name of ``path``: its real path relative to a real base (``real_bases``: the bases
-        already resolved, for a pass over many files)."""
-        return self._key_of_real(path.resolve(), real_bases or [b.resolve() for b in self.bases])
-
     def _key_of_real(self, real: Path, real_bases: Sequence[Path]) -> str | None:
+        """The listed name of the real path ``real``: relative to one of the real bases."""
         for base in real_bases:
             try:
                 rel = real.relative_to(base).as_posix()
@@ -377,7 +373,7 @@ class ChecksumVerifier:
         return None
 
     def check_all(self, paths: Iterable[Path]) -> int:
-        """:meth:`check` every existing file of ``paths`` (before anything is scored or generated, so that a
+        """Verify every existing file of ``paths`` (before anything is scored or generated, so that a
         mismatch reaches the user as its own error); returns how many were listed and verified."""
         n = 0
         if not self.sums:
@@ -391,13 +387,6 @@ class ChecksumVerifier:
                     self._check(path, rel)
                     n += 1
         return n
-
-    def check(self, path: Path) -> None:
-        if not self.sums:
-            return
-        rel = self.key(path)
-        if rel is not None:
-            self._check(path, rel)
 
     def _check(self, path: Path, rel: str) -> None:
         actual = sha256_file(path)
