@@ -29,8 +29,8 @@ from ..paths import check_relative, open_regular_file, read_regular_file
 from .layout import (
     CSV_COLUMNS, EXR_CHANNELS, FRAME_INDICES, MAX_ARRAY_BYTES, MAX_CHECKSUM_FILE_BYTES, MAX_DEPTH_PIXELS, MAX_EXR_BYTES,
     MAX_NPY_HEADER_BYTES, MAX_NPZ_BYTES, MAX_TEXT_BYTES, NPY_FIELDS, PLAIN_RELATIVE, PREDICTION_KEYS, SCHEMA,
-    PathResolver, ReleasePaths, SequenceRecord, camera_of, challenge_file, check_sequence_id, index_path,
-    depth_frame_paths, prediction_path, real_path, records_from_tracking_gt,
+    PathResolver, ReleasePaths, SequenceRecord, camera_of, challenge_file, check_sequence_id, depth_frame_paths,
+    index_path, prediction_path, real_path, records_from_tracking_gt,
 )
 
 
