@@ -16,5 +16,5 @@ setup(
     packages=find_packages("src") + ["perckit.builders", "perckit.metrics"],
     package_dir={"": "src", "perckit.builders": "builders", "perckit.metrics": "metrics"},
     package_data={"perckit.builders": SCRIPTS, "perckit.metrics": SCRIPTS,
-                  "perckit": ["syn4d/*.json", "lmms_eval/*/*.yaml"]},
+                  "perckit": ["syn4d/metric/*.json", "lmms_eval/*/*.yaml"]},
 )

@@ -203,7 +203,7 @@ def _official_depth(gt: np.ndarray, pred: np.ndarray) -> dict:
 
 
 def case_syn4d(quick: bool = False) -> list[dict]:
-    from perckit.syn4d import metrics as core
+    from perckit.syn4d import metric as core
 
     rng = np.random.default_rng(2)
     t_len, q = 32, 512

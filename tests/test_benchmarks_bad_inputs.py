@@ -544,7 +544,7 @@ def syn4d_tracking_metric():
 def test_syn4d_metric(syn4d_tracking_metric, via_evaluate, tracking, cause, reason):
     """Strict mode (the default, the official ``--strict``) raises the official ``RuntimeError("<id> <task> failed")``
     whose ``__cause__`` names the field and the problem; lax mode records that text as the failure reason."""
-    from perckit.syn4d import metrics as core
+    from perckit.syn4d import metric as core
 
     def run(strict):
         if via_evaluate:
@@ -565,7 +565,7 @@ def test_syn4d_metric_non_finite_points_are_left_out(syn4d_tracking_metric):
     pred = (_GT * 2).copy()
     pred[0, 0] = np.inf
     pred[1, 2, 1] = NAN
-    from perckit.syn4d.coverage import LowCoverageWarning
+    from perckit.syn4d.metric import LowCoverageWarning
 
     with pytest.warns(LowCoverageWarning, match=r"10 of 12 GT-valid points scored"):  # left out, and said so
         out = syn4d_tracking_metric.compute(predictions=[s4_pred(pred.tolist())], references=[S4_REF])
@@ -794,7 +794,7 @@ def _r4d_io():
 
 
 def _s4_io():
-    from perckit.syn4d import io as m
+    from perckit.syn4d import read as m
 
     return m
 
@@ -864,7 +864,7 @@ def test_track_id_missing_id_lax_by_default_scores_empty_and_counts_strict_raise
 
 
 def test_syn4d_missing_id_strict_by_default_lax_records_a_failure():
-    from perckit.syn4d import metrics as core
+    from perckit.syn4d import metric as core
 
     refs = [S4_REF, {**S4_REF, "sequence_id": "og/dream/b"}]
     preds = [s4_pred((_GT * 2).tolist())]

@@ -252,7 +252,8 @@ def _npz_bytes(**arrays) -> bytes:
 @example(content=_npz_bytes(tracking_xyz=np.zeros((2, 3, 3), np.float32), frame_indices=np.arange(2)))
 @example(content=b"PK\x03\x04 not a zip")
 def test_syn4d_npz_prediction_files(content):
-    from perckit.syn4d.io import PREDICTION_KEYS, load_prediction_row, read_npz
+    from perckit.syn4d.layout import PREDICTION_KEYS
+    from perckit.syn4d.read import load_prediction_row, read_npz
 
     with folder() as d:
         p = d / "seq.npz"
@@ -398,7 +399,7 @@ def test_missing_files_are_input_not_found(tmp_path):
     from perckit.r4d_bench.read import load_mask_predictions, load_track_predictions
     from perckit.reason_av_edit.io import load_predictions_dir
     from perckit.refcoco_m.io import load_predictions_jsonl
-    from perckit.syn4d.io import read_npz
+    from perckit.syn4d.read import read_npz
 
     for fn, arg in [(load_mask_predictions, "a.json"), (load_track_predictions, "a.json"), (read_npz, "a.npz"), (load_predictions_jsonl, "a.jsonl"),
                     (load_predictions_dir, "nodir"), (_read_rows, "a.jsonl"), (_read_rows, "a.json")]:

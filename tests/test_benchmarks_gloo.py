@@ -46,7 +46,7 @@ def _split(benchmark: str, config: str, root, cache):
 def r4d_inputs(base, cache):
     from perckit.demo import perturb_r4d
     from perckit.r4d_bench import features as feats
-    from perckit.r4d_bench import metric as m
+    from perckit.r4d_bench import metrics as m
     from perckit.samples import write_release
 
     write_release("r4d_bench", base / "r4d_bench")
@@ -77,14 +77,14 @@ def refcoco_inputs(base, cache):
 def syn4d_inputs(base, cache):
     from perckit.samples import write_release
     from perckit.samples.syn4d_predictions import write_predictions
-    from perckit.syn4d import io
-    from perckit.syn4d import metrics as core
+    from perckit.syn4d.read import load_prediction_rows
+    from perckit.syn4d import metric as core
     from perckit.syn4d.features import to_metric_reference
 
     fx = write_release("syn4d", base / "syn4d")
     rows = _split("syn4d", "challenge", base / "syn4d", cache).remove_columns(["video"]).to_list()
     ids = [r["sequence_id"] for r in rows]
-    preds = io.load_prediction_rows(write_predictions(fx, base / "syn4d_predictions", noise=0.05), ids)
+    preds = load_prediction_rows(write_predictions(fx, base / "syn4d_predictions", noise=0.05), ids)
     preds[2] = {**preds[2], "tracking_xyz": None, "depth": None, "camera_c2w": None}  # a failure in lax mode
     preds = preds[:5] + preds[6:]  # a missing prediction: another failure
 

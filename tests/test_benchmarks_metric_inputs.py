@@ -389,7 +389,7 @@ def _option_fields(name: str) -> dict[str, str]:
         from perckit.r4d_bench.metric import MaskTemporalOptions
         from perckit.reason_av_edit.metrics import AVReasoningOptions
         from perckit.refcoco_m.metrics import ReferIoUOptions
-        from perckit.syn4d.metrics import Syn4DOptions
+        from perckit.syn4d.metric import Syn4DOptions
 
         cls = {"mask_temporal": MaskTemporalOptions, "refer_iou": ReferIoUOptions, "m4seg": M4SegOptions,
                "av_reasoning": AVReasoningOptions, "syn4d": Syn4DOptions}[name]

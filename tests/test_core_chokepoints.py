@@ -87,9 +87,9 @@ FILE_ANNOTATIONS = ("IO", "BinaryIO", "BufferedReader", "TextIO")
 ALLOWED: dict[tuple[str, str, str], str] = {
     ("perckit/io/prefetch.py", "os.open", "paths[len(sizes)]"):
         "opens only to hint the kernel (posix_fadvise WILLNEED); nothing is read there, the read is read_regular_file",
-    ("perckit/syn4d/io.py", "z.zip.open", "member"):
+    ("perckit/syn4d/read.py", "z.zip.open", "member"):
         "a member of the NPZ that open_regular_file opened and np.load holds; its NPY header is checked first",
-    ("perckit/syn4d/baselines.py", "resources.files(__package__).joinpath(DATA_FILE).read_bytes", ""):
+    ("perckit/syn4d/metric/baselines.py", "resources.files(__package__).joinpath(DATA_FILE).read_bytes", ""):
         "perckit's own packaged data file (importlib.resources: it may live in a zip), never a user's file",
     ("perckit/reason_av_edit/inputs.py", "tempfile.mkstemp", ""):
         "a private scratch copy (mode 0600, removed in finally) of an already checked mask video for OpenCV, which reads only paths",
@@ -440,8 +440,7 @@ def test_release_readers_refuse_what_is_not_a_regular_file(tmp_path, make):
     from perckit.reason_av_edit.archives import iter_tar_file
     from perckit.reason_av_edit.extract import extract_archives
     from perckit.refcoco_m.release import all_expression_rows
-    from perckit.syn4d.io import read_npz
-    from perckit.syn4d.release import exr_size, read_depth_exr, sha256_file
+    from perckit.syn4d.read import exr_size, read_depth_exr, read_npz, sha256_file
 
     kind = "FIFO" if make is _fifo else "device or socket"
     with deadline(60):

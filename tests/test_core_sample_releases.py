@@ -49,7 +49,7 @@ def test_the_import_scan_sees_relative_and_function_level_imports():
     """The scan itself: Syn4D's predictions writer reads a release with the Syn4D readers (it is a consumer of
     the release, not a writer, and lives apart for that reason); the scan must see those imports."""
     found = benchmark_imports("perckit.samples.syn4d_predictions")
-    assert any(f.endswith(": perckit.syn4d.release") for f in found) and any(f.endswith(": perckit.syn4d.geometry") for f in found)
+    assert any(f.endswith(": perckit.syn4d.read") for f in found) and any(f.endswith(": perckit.syn4d.rows") for f in found)
 
 
 @pytest.mark.parametrize("name", benchmarks.NAMES)

@@ -117,7 +117,7 @@ def _object_array(marker: Path) -> np.ndarray:
 
 
 def test_pickled_npy_is_refused_by_the_tracking_reader(tmp_path):
-    from perckit.syn4d.release import read_tracking_npy
+    from perckit.syn4d.read import read_tracking_npy
 
     marker = tmp_path / "unpickled"
     npy = tmp_path / "seq_000000_0.npy"
@@ -132,7 +132,7 @@ def test_pickled_npy_is_refused_by_the_tracking_reader(tmp_path):
 
 @pytest.mark.parametrize("kind", ["object-member", "object-member-without-suffix", "bare-pickle"])
 def test_pickled_npz_is_refused_by_the_prediction_reader(tmp_path, kind):
-    from perckit.syn4d.io import load_prediction_row, read_npz
+    from perckit.syn4d.read import load_prediction_row, read_npz
 
     marker = tmp_path / "unpickled"
     npz = tmp_path / "seq.npz"

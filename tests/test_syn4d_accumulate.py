@@ -2,7 +2,7 @@
 its official NPZ predictions, and synthetic rows with lax-mode failures, in random batch sizes and random order
 (both sides interleaved, predictions before their references), two accumulators merged, state_dict /
 load_state_dict, save / merge_files (pending prediction arrays included); every number equal to
-perckit.syn4d.metrics.compute_task(..., coverage=True) (what the evaluate module runs) bit for bit, the row lists
+perckit.syn4d.metric.compute_task(..., coverage=True) (what the evaluate module runs) bit for bit, the row lists
 compared sorted. Strict and lax missing predictions and task failures keep today's messages; duplicates across
 batches, options that differ, a missing or unknown config and bad states are refused: a tampered record (issue 28:
 a row's ``apd`` of 50, a coverage entry that disagrees with its row) names the file, the record and the field, and
@@ -27,11 +27,11 @@ from hypothesis import example, given
 
 from perckit.hf.accumulate import Accumulator, accumulator, load_state, merge_files
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
-from perckit.syn4d import io
-from perckit.syn4d import metrics as core
+from perckit.syn4d.read import load_prediction_rows
+from perckit.syn4d import metric as core
 from perckit.syn4d.accumulate import syn4d_core
-from perckit.syn4d.coverage import LowCoverageWarning
-from perckit.syn4d.failures import TaskFailedError
+from perckit.syn4d.metric import LowCoverageWarning
+from perckit.syn4d.metric import TaskFailedError
 from perckit.syn4d.features import to_metric_reference
 
 def expected(preds, refs, task, **options) -> str:
@@ -99,7 +99,7 @@ def sample_inputs(syn4d_release, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("syn4d_acc")
     rows = build_split("syn4d", "challenge", syn4d_release.root, tmp / "cache").to_list()
     ids = [r["sequence_id"] for r in rows]
-    preds = io.load_prediction_rows(write_predictions(syn4d_release, tmp / "pred", noise=0.05), ids, as_lists=False)
+    preds = load_prediction_rows(write_predictions(syn4d_release, tmp / "pred", noise=0.05), ids, as_lists=False)
     return {task: (preds, [to_metric_reference(r, task) for r in rows]) for task in core.TASKS}
 
 

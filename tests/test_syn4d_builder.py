@@ -11,8 +11,9 @@ from helpers.harness import messages as _messages
 
 from perckit.hf.entrypoints import build_split
 from perckit.errors import ReleaseFormatError, ReleaseNotFoundError
-from perckit.syn4d import release as rel
-from perckit.syn4d.geometry import unreal_rows_to_c2w
+from perckit.syn4d.layout import resolve_release
+from perckit.syn4d.read import load_records, read_camera_csv, read_depth_exr, read_depth_sequence, read_tracking_npy
+from perckit.syn4d.rows import unreal_rows_to_c2w
 
 NPY = "benchmark/data/tracking_gt/{}.npy"
 
@@ -140,7 +141,7 @@ def _build(small, tmp_path, config="tracking", **kw):
 def test_pickled_object_npy_is_refused(small, tmp_path):
     np.save(_npy(small), np.array({"schema": "syn4d-tracking-gt-v1"}, dtype=object), allow_pickle=True)
     with pytest.raises(ReleaseFormatError, match=r"seq_000000_0.npy.*non-pickled"):
-        rel.read_tracking_npy(_npy(small))
+        read_tracking_npy(_npy(small))
 
 
 def test_wrong_schema_string(small):
@@ -150,7 +151,7 @@ def test_wrong_schema_string(small):
 
     _rewrite(_npy(small), mutate)
     with pytest.raises(ReleaseFormatError, match=r"seq_000000_0.npy.*expected schema 'syn4d-tracking-gt-v1', got 'syn4d-tracking-gt-v0'"):
-        rel.read_tracking_npy(_npy(small))
+        read_tracking_npy(_npy(small))
 
 
 def test_wrong_field_shape(small):
@@ -165,13 +166,13 @@ def test_wrong_field_shape(small):
     np.save(_npy(small), bad)
     assert npy_dtype(32, 32) == rec.dtype
     with pytest.raises(ReleaseFormatError, match=r"expected dynamic of shape \(32,\), got \(31,\)"):
-        rel.read_tracking_npy(_npy(small))
+        read_tracking_npy(_npy(small))
 
 
 def test_not_zero_d(small):
     np.save(_npy(small), np.zeros((2,), dtype=np.load(_npy(small), allow_pickle=False).dtype))
     with pytest.raises(ReleaseFormatError, match=r"shape \(\)\), got shape \(2,\)"):
-        rel.read_tracking_npy(_npy(small))
+        read_tracking_npy(_npy(small))
 
 
 def test_sequence_id_disagreeing_with_path(small, tmp_path):
@@ -209,14 +210,14 @@ def test_missing_release_and_challenge(small, tmp_path):
 def test_partial_exr_set_and_missing_csv_row(small, tmp_path):
     depth = small.root / "challenge_eval/og/dream/exr_layers/depth/seq_000000_0"
     (depth / "seq_000000_0_0090_depth.exr").unlink()
-    rec = rel.load_records(rel.resolve_release(small.root))[0]
+    rec = load_records(resolve_release(small.root))[0]
     with pytest.raises(ReleaseFormatError, match=r"expected 32 depth EXRs, 1 missing.*0090"):
-        rel.read_depth_sequence(rec)
+        read_depth_sequence(rec)
     csv_path = small.root / "challenge_eval/og/dream/ground_truth/meta_exr_csv/seq_000000_0_camera.csv"
     lines = [l for l in csv_path.read_text().splitlines() if not l.startswith("seq_000000_0_0012.png")]
     csv_path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ReleaseFormatError, match=r"camera.csv.*'seq_000000_0_0012.png'"):
-        rel.read_camera_csv(rec)
+        read_camera_csv(rec)
 
 
 def test_exr_without_a_depth_channel_and_wrong_size(small, tmp_path):
@@ -230,12 +231,12 @@ def test_exr_without_a_depth_channel_and_wrong_size(small, tmp_path):
     out.writePixels({"G": np.zeros((18, 32), np.float32).tobytes()})
     out.close()
     with pytest.raises(ReleaseFormatError, match=r"_0000_depth.exr.*one of the channels \['Depth', 'Z', 'R', 'Y'\].*\['G'\]"):
-        rel.read_depth_exr(path)
+        read_depth_exr(path)
     with pytest.raises(ReleaseFormatError, match=r"expected depth size \(H, W\) = \(20, 32\), got \(18, 32\); set the option depth_hw"):
-        rel.read_depth_exr(path, (20, 32))
+        read_depth_exr(path, (20, 32))
     path.write_bytes(b"not an exr")
     with pytest.raises(ReleaseFormatError, match="readable OpenEXR"):
-        rel.read_depth_exr(path)
+        read_depth_exr(path)
 
 
 def test_bad_index_lines(small, tmp_path):
@@ -243,15 +244,15 @@ def test_bad_index_lines(small, tmp_path):
     good = idx.read_text().splitlines()[0]
     idx.write_text(good + "\n{broken\n")
     with pytest.raises(ReleaseFormatError, match=r"sequences.jsonl' line 2: expected a JSON object"):
-        rel.load_records(rel.resolve_release(small.root))
+        load_records(resolve_release(small.root))
     idx.write_text(good + "\n" + good + "\n")
     with pytest.raises(ReleaseFormatError, match="duplicate sequence_id"):
-        rel.load_records(rel.resolve_release(small.root))
+        load_records(resolve_release(small.root))
     obj = json.loads(good)
     obj["frame_indices"] = list(range(32))
     idx.write_text(json.dumps(obj) + "\n")
     with pytest.raises(ReleaseFormatError, match=r"range\(0, 192, 6\)"):
-        rel.load_records(rel.resolve_release(small.root))
+        load_records(resolve_release(small.root))
 
 
 def test_q_differs_from_the_build(small, tmp_path):

@@ -8,8 +8,8 @@ from helpers.distributed import run_distributed
 from helpers.syn4d import assert_official_equal
 
 from perckit.syn4d import evaluate as runner
-from perckit.syn4d import io
-from perckit.syn4d import metrics as core
+from perckit.syn4d.read import load_prediction_rows
+from perckit.syn4d import metric as core
 from perckit.syn4d.features import to_metric_reference
 
 OFFICIAL = {True: "summary_strict.json", False: "summary_lax.json"}
@@ -26,7 +26,7 @@ def syn4d_metrics():
 @pytest.mark.parametrize("strict", [True, False])
 def test_metric_module_reproduces_the_official_summary(syn4d_parity_rows, syn4d_metrics, strict):
     ids = [r["sequence_id"] for r in syn4d_parity_rows]
-    preds = io.load_prediction_rows(SYN4D_PARITY / PRED_DIR[strict], ids)
+    preds = load_prediction_rows(SYN4D_PARITY / PRED_DIR[strict], ids)
     if not strict:
         assert all(preds[0][k] is None for k in ("tracking_xyz", "depth", "camera_c2w"))  # no NPZ
         assert preds[1]["depth"] is None and isinstance(preds[1]["tracking_xyz"], list)  # NPZ without the depth key
@@ -101,7 +101,7 @@ def test_distributed_two_processes_match_one(syn4d_release, tmp_path, syn4d_metr
 
     rows = build_split("syn4d", "challenge", syn4d_release.root, tmp_path / "c").to_list()
     refs = [to_metric_reference(r, task) for r in rows]
-    preds = io.load_prediction_rows(write_predictions(syn4d_release, tmp_path / "p", noise=0.05), [r["sequence_id"] for r in rows])
+    preds = load_prediction_rows(write_predictions(syn4d_release, tmp_path / "p", noise=0.05), [r["sequence_id"] for r in rows])
     single = syn4d_metrics[task].compute(predictions=preds, references=refs)
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps({"predictions": preds, "references": refs}))

@@ -1,4 +1,4 @@
-"""Syn4D: the one failure policy (perckit.syn4d.failures), the one pairing by sequence_id, and the one reader of a
+"""Syn4D: the one failure policy (perckit.syn4d.metric.FailurePolicy), the one pairing by sequence_id, and the one reader of a
 sequence's ground truth, shared by the metric, the builder and the file runner."""
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ import pytest
 from perckit.errors import InputNotFoundError, PerckitError, PredictionError, ReleaseNotFoundError
 from perckit.core.matching import unknown_ids_message
 from perckit.syn4d import evaluate as runner
-from perckit.syn4d import metrics as core
-from perckit.syn4d import release as rel
-from perckit.syn4d.failures import FailurePolicy, TaskFailedError
+from perckit.syn4d import metric as core
+from perckit.syn4d.layout import resolve_release
+from perckit.syn4d.read import load_records
+from perckit.syn4d.rows import read_sequence_gt
+from perckit.syn4d.metric import FailurePolicy, TaskFailedError
 from perckit.syn4d.features import to_metric_reference
 
 PARITY = Path(__file__).resolve().parent / "data" / "syn4d_seed0"
@@ -84,8 +86,8 @@ def test_metric_and_runner_score_one_sequence_the_same_way():
 
 def test_builder_rows_and_runner_references_are_one_reading(syn4d_parity_rows):
     """The builder's row fields and the file runner's references come from release.read_sequence_gt: equal arrays."""
-    paths = rel.resolve_release(PARITY)
-    records = {r.sequence_id: r for r in rel.load_records(paths)}
+    paths = resolve_release(PARITY)
+    records = {r.sequence_id: r for r in load_records(paths)}
     assert len(records) == len(syn4d_parity_rows)
     for row in syn4d_parity_rows:
         record = records[row["sequence_id"]]
@@ -101,18 +103,18 @@ def test_builder_rows_and_runner_references_are_one_reading(syn4d_parity_rows):
 
 
 def test_absent_ground_truth_is_none_or_raises_when_required(tmp_path):
-    paths = rel.resolve_release(PARITY)
-    record = dataclasses.replace(rel.load_records(paths)[0], depth_dir=tmp_path / "depth", camera_csv=tmp_path / "c.csv")
-    assert rel.read_sequence_gt(record, paths, "depth") == {"depth_m": None}
-    assert rel.read_sequence_gt(record, paths, "pose") == {"camera_unreal": None, "camera_c2w": None}
+    paths = resolve_release(PARITY)
+    record = dataclasses.replace(load_records(paths)[0], depth_dir=tmp_path / "depth", camera_csv=tmp_path / "c.csv")
+    assert read_sequence_gt(record, paths, "depth") == {"depth_m": None}
+    assert read_sequence_gt(record, paths, "pose") == {"camera_unreal": None, "camera_c2w": None}
     with pytest.raises(ReleaseNotFoundError, match=r"^depth folder '.*depth' not found$"):
-        rel.read_sequence_gt(record, paths, "depth", required=True)
+        read_sequence_gt(record, paths, "depth", required=True)
     with pytest.raises(ReleaseNotFoundError, match=r"^camera CSV '.*c\.csv' not found$"):
-        rel.read_sequence_gt(record, paths, "pose", required=True)
+        read_sequence_gt(record, paths, "pose", required=True)
     elsewhere = dataclasses.replace(paths, tracking_gt=paths.tracking_gt.parent / "nowhere")
-    assert set(rel.read_sequence_gt(record, elsewhere, "tracking").values()) == {None}
+    assert set(read_sequence_gt(record, elsewhere, "tracking").values()) == {None}
     with pytest.raises(ReleaseNotFoundError, match="not found"):
-        rel.read_sequence_gt(record, elsewhere, "tracking", required=True)
+        read_sequence_gt(record, elsewhere, "tracking", required=True)
 
 
 def test_runner_records_missing_ground_truth_as_a_task_failure_in_lax_mode(tmp_path):

@@ -12,10 +12,10 @@ from helpers.syn4d import assert_official_equal
 
 from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError
-from perckit.syn4d import baselines as published
+from perckit.syn4d.metric import baselines as published
 from perckit.syn4d import evaluate as runner
-from perckit.syn4d import protocol as proto
-from perckit.syn4d import release as rel
+from perckit.syn4d.metric import protocol as proto
+from perckit.syn4d.read import read_depth_exr
 
 STRICT = json.loads((SYN4D_PARITY / "summary_strict.json").read_text())
 LAX = json.loads((SYN4D_PARITY / "summary_lax.json").read_text())
@@ -156,7 +156,7 @@ def _tamper(root, rel_path):
     elif rel_path.endswith(".exr"):
         from perckit.samples.syn4d import write_exr
 
-        write_exr(path, rel.read_depth_exr(path) * 100 + 1)
+        write_exr(path, read_depth_exr(path) * 100 + 1)
     else:
         path.write_text(path.read_text() + "\n")  # still a valid CSV, other bytes
     return path
@@ -388,11 +388,11 @@ def _jsonl(path, rows):
 
 def test_perckit_evaluate_syn4d_compare_baselines(syn4d_parity_rows, tmp_path, capsys):
     from perckit.__main__ import main
-    from perckit.syn4d import io
+    from perckit.syn4d.read import load_prediction_rows
     from perckit.syn4d.features import to_metric_reference
 
     ids = [r["sequence_id"] for r in syn4d_parity_rows]
-    preds = _jsonl(tmp_path / "p.jsonl", io.load_prediction_rows(SYN4D_PARITY / "predictions", ids))
+    preds = _jsonl(tmp_path / "p.jsonl", load_prediction_rows(SYN4D_PARITY / "predictions", ids))
     refs = _jsonl(tmp_path / "r.jsonl", [to_metric_reference(r, "tracking") for r in syn4d_parity_rows])
     argv = ["evaluate", "syn4d", "--config", "tracking", "--predictions", str(preds), "--references", str(refs)]
     assert main(argv + ["--compare-baselines"]) == 0

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from perckit.errors import OptionError, PredictionError
-from perckit.syn4d import metrics as core
-from perckit.syn4d.geometry import umeyama_sim3, unreal_rows_to_c2w, unreal_to_c2w
+from perckit.syn4d import metric as core
+from perckit.syn4d.metric import umeyama_sim3
+from perckit.syn4d.rows import unreal_rows_to_c2w, unreal_to_c2w
 from helpers.syn4d import assert_official_equal, reason_prefix
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "syn4d_seed0"

@@ -1,4 +1,4 @@
-"""The Syn4D builder's Arrow tables (``perckit.syn4d.tables.arrow_table``, built from the rows' numpy
+"""The Syn4D builder's Arrow tables (``perckit.syn4d.rows.arrow_table``, built from the rows' numpy
 buffers) against the reference, ``datasets``' per-example encoding (``Features.encode_example`` and
 ``ArrowWriter``, ``tests/oracles/syn4d.py``), on the sample releases (every config) and on hand-made rows."""
 
@@ -17,9 +17,9 @@ from perckit.errors import ReleaseFormatError
 from perckit.io.paths import check_relative
 from perckit.io.paths import resolve_under
 from perckit.syn4d import features as feats
-from perckit.syn4d import release as rel
-from perckit.syn4d import resolve
-from perckit.syn4d import tables
+from perckit.syn4d.layout import PLAIN_RELATIVE, PathResolver, real_path, resolve_release
+from perckit.syn4d.read import _read_npy_data, check_npy_header, load_records, read_checksums, read_tracking_npy
+from perckit.syn4d.rows import arrow_table
 from perckit.syn4d.builder import Syn4DBuilder
 
 
@@ -65,7 +65,7 @@ def test_tables_equal_the_per_example_encoding_on_the_sample_releases(syn4d_rele
     ref = reference_table(rows, b.info.features)
     assert ref.num_rows == len(rows) > 0
     assert _equal(pa.concat_tables(built), ref)
-    assert _equal(tables.arrow_table(rows, b.info.features), ref)
+    assert _equal(arrow_table(rows, b.info.features), ref)
     # and the prepared dataset holds that table
     b.download_and_prepare()
     ds = b.as_dataset(split="test")
@@ -128,10 +128,10 @@ def test_hand_made_rows_equal_the_reference(case):
         rows = rows[:1]
     ref = reference_table(rows, f)
     assert ref.num_rows == len(rows)
-    assert _equal(tables.arrow_table(rows, f), ref)
+    assert _equal(arrow_table(rows, f), ref)
     tracking = [{k: r[k] for k in _TRACKING} for r in rows]
     ft = _features(challenge=False)
-    assert _equal(tables.arrow_table(tracking, ft), reference_table(tracking, ft))
+    assert _equal(arrow_table(tracking, ft), reference_table(tracking, ft))
 
 
 @pytest.mark.parametrize("field, value, shape", [
@@ -140,7 +140,7 @@ def test_hand_made_rows_equal_the_reference(case):
 def test_a_value_of_the_wrong_shape_is_refused_naming_row_and_field(field, value, shape):
     rows = [_row(), _row(**{field: value})]
     with pytest.raises(ReleaseFormatError) as info:
-        tables.arrow_table(rows, _features())
+        arrow_table(rows, _features())
     assert str(info.value) == (
         f"Syn4D row 'og/dream/seq_000000_0': field {field!r}: expected an array of shape {shape}, got {value.shape}"
     )
@@ -169,7 +169,7 @@ def test_plain_relative_names_are_a_subset_of_check_relative():
     rng = np.random.default_rng(0)
     alphabet = list("ab./\\:-_ \x00é")
     names = _NAMES + ["".join(rng.choice(alphabet, size=int(rng.integers(0, 9)))) for _ in range(3000)]
-    plain = [name for name in names if resolve.PLAIN_RELATIVE.fullmatch(name)]
+    plain = [name for name in names if PLAIN_RELATIVE.fullmatch(name)]
     assert len(plain) > 100  # the random names reach the fast path often enough to test it
     refused = []
     for name in plain:
@@ -189,7 +189,7 @@ def test_path_resolver_answers_as_resolve_under(tmp_path):
     os.symlink(base / "dir", base / "inlink")
     os.symlink(tmp_path / "outside" / "o", base / "dir" / "outfile")
     os.symlink(base / "loop", base / "loop")
-    resolver = resolve.PathResolver(base)
+    resolver = PathResolver(base)
     for name in _NAMES * 2:  # twice: the second pass answers from the folder cache
         assert _verdict(resolver, name, "w") == _verdict(resolve_under, base, name, "w"), name
 
@@ -198,12 +198,12 @@ def test_read_checksums_names(tmp_path):
     h = "0" * 64
     good = tmp_path / "ok"
     good.write_text("".join(f"{h}  {n}\n" for n in ("a/b.npy", "./c", "*d", "x/./y", "é")), encoding="utf-8")
-    assert rel.read_checksums(good) == {"a/b.npy": h, "c": h, "d": h, "x/./y": h, "é": h}
+    assert read_checksums(good) == {"a/b.npy": h, "c": h, "d": h, "x/./y": h, "é": h}
     for bad in ("../x", "/etc/passwd", "a/../../b", "C:x", "a\\..\\b"):
         p = tmp_path / "bad"
         p.write_text(f"{h}  ok\n{h}  {bad}\n", encoding="utf-8")
         with pytest.raises(ReleaseFormatError) as info:
-            rel.read_checksums(p)
+            read_checksums(p)
         with pytest.raises(ReleaseFormatError) as ref:
             check_relative(bad, f"{str(p)!r} line 2: path")
         assert str(info.value) == str(ref.value)
@@ -225,7 +225,7 @@ def test_real_path_equals_resolve(tmp_path, monkeypatch):
     for _ in range(2):
         for n in names:
             for p in (base / n, Path("base") / n):
-                assert resolve.real_path(p, cache) == p.resolve(), p
+                assert real_path(p, cache) == p.resolve(), p
 
 
 @pytest.mark.parametrize("kind", ["c", "fortran", "empty", "scalar", "structured", "big_endian", "v2"])
@@ -243,8 +243,8 @@ def test_npy_data_read_once_equals_np_load(tmp_path, kind):
         np.save(p, a)
     ref = np.load(p, allow_pickle=False)
     with open(p, "rb") as f:
-        shape, fortran, dtype, version = rel.check_npy_header(f, os.path.getsize(p), "w")
-        got = rel._read_npy_data(f, shape, fortran, dtype)
+        shape, fortran, dtype, version = check_npy_header(f, os.path.getsize(p), "w")
+        got = _read_npy_data(f, shape, fortran, dtype)
     assert (version == (2, 0)) == (kind == "v2")
     assert got.dtype == ref.dtype and got.shape == ref.shape and got.flags.writeable
     assert got.flags.f_contiguous == ref.flags.f_contiguous and got.tobytes() == ref.tobytes()
@@ -252,10 +252,10 @@ def test_npy_data_read_once_equals_np_load(tmp_path, kind):
 
 def test_tracking_npy_rows_equal_np_load(syn4d_release):
     """read_tracking_npy's arrays (the header read once) equal those of np.load on every sample NPY."""
-    paths = rel.resolve_release(syn4d_release.root)
-    for r in rel.load_records(paths):
+    paths = resolve_release(syn4d_release.root)
+    for r in load_records(paths):
         npy = r.tracking_npy(paths.tracking_gt)
-        got = rel.read_tracking_npy(npy, r.sequence_id)
+        got = read_tracking_npy(npy, r.sequence_id)
         ref = np.load(npy, allow_pickle=False)[()]
         for field, key in (("tracks_ref0", "tracks_ref0"), ("visibility", "visibility"), ("query_uv", "query_uv")):
             assert np.array_equal(got[key], np.asarray(ref[field]), equal_nan=True)

@@ -22,9 +22,9 @@ from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
 from perckit.samples import write_release
 from perckit.syn4d import evaluate as runner
-from perckit.syn4d import io as s4io
-from perckit.syn4d import metrics as core
-from perckit.syn4d import release as s4rel
+from perckit.syn4d import metric as core
+from perckit.syn4d.layout import prediction_path, resolve_release
+from perckit.syn4d.read import load_records, read_camera_csv, read_checksums, read_npz, read_text, read_tracking_npy
 
 INDEX = "benchmark/sequences.jsonl"
 SUMS = "benchmark/SHA256SUMS"
@@ -71,13 +71,13 @@ def test_index_path_leaving_the_challenge_folder_is_refused(s4, tmp_path, key, k
     value = {"absolute": str(outside / real), "dotdot": os.path.relpath(outside / real, s4 / "challenge_eval"),
              "backslash-dotdot": "..\\..\\" + real.replace("/", "\\")}[kind]
     _index(s4, **{key: value})
-    expect(lambda: s4rel.load_records(s4rel.resolve_release(s4)), ReleaseFormatError, rf"sequences\.jsonl' line 1: '{key}'")
+    expect(lambda: load_records(resolve_release(s4)), ReleaseFormatError, rf"sequences\.jsonl' line 1: '{key}'")
 
 
 def test_index_camera_csv_symlinked_out_of_the_release_is_refused(s4, tmp_path):
     outside = tmp_path / "outside.csv"
     link_out(s4 / CSV, outside)
-    expect(lambda: s4rel.load_records(s4rel.resolve_release(s4)), ReleaseFormatError, r"'camera_csv'", "symbolic link leaves the root")
+    expect(lambda: load_records(resolve_release(s4)), ReleaseFormatError, r"'camera_csv'", "symbolic link leaves the root")
 
 
 @pytest.mark.parametrize("sid", ["og/../seq_000000_0", "og/./seq_000000_0", "og/dream/..", "og/dream\\x/seq"])
@@ -86,7 +86,7 @@ def test_sequence_id_parts_must_be_folder_names(s4, sid):
     p = s4 / INDEX
     obj = {k: v for k, v in json.loads(p.read_text()).items() if v is not None}
     p.write_text(json.dumps(obj) + "\n")
-    expect(lambda: s4rel.load_records(s4rel.resolve_release(s4)), ReleaseFormatError, r"line 1: expected 'sequence_id'", "three folder names")
+    expect(lambda: load_records(resolve_release(s4)), ReleaseFormatError, r"line 1: expected 'sequence_id'", "three folder names")
 
 
 def test_tracking_npy_symlinked_out_of_the_release_is_refused(s4, tmp_path):
@@ -106,7 +106,7 @@ def test_video_symlinked_out_of_the_release_is_refused(s4, tmp_path):
     outside.write_bytes(b"not yours")
     (s4 / MP4).parent.mkdir(parents=True, exist_ok=True)
     (s4 / MP4).symlink_to(outside)
-    expect(lambda: s4rel.load_records(s4rel.resolve_release(s4)), ReleaseFormatError, "video", "symbolic link leaves the root")
+    expect(lambda: load_records(resolve_release(s4)), ReleaseFormatError, "video", "symbolic link leaves the root")
 
 
 @pytest.mark.parametrize("name", ["/etc/passwd", "../../etc/passwd", "data\\..\\..\\x"])
@@ -114,7 +114,7 @@ def test_checksum_entry_leaving_the_release_is_refused(s4, tmp_path, name):
     with open(s4 / SUMS, "a") as f:
         f.write(f"{'0' * 64}  {name}\n")
     n = len((s4 / SUMS).read_text().splitlines())
-    expect(lambda: s4rel.read_checksums(s4 / SUMS), ReleaseFormatError, rf"SHA256SUMS' line {n}: path")
+    expect(lambda: read_checksums(s4 / SUMS), ReleaseFormatError, rf"SHA256SUMS' line {n}: path")
     expect(lambda: _build(s4, tmp_path, "tracking", verify_checksums=True), ReleaseFormatError, rf"SHA256SUMS' line {n}: path")
 
 
@@ -122,44 +122,44 @@ def test_checksum_entry_leaving_the_release_is_refused(s4, tmp_path, name):
 def test_index_and_checksums_symlinked_out_of_the_release_are_refused(s4, tmp_path, rel):
     outside = tmp_path / "outside.txt"
     link_out(s4 / rel, outside)
-    expect(lambda: s4rel.resolve_release(s4), ReleaseFormatError, "symbolic link leaves the root")
+    expect(lambda: resolve_release(s4), ReleaseFormatError, "symbolic link leaves the root")
 
 
 def test_index_line_with_a_repeated_key_is_refused(s4):
     p = s4 / INDEX
     line = p.read_text().splitlines()[0]
     p.write_text(line[:-1] + ', "camera": 1}\n')
-    expect(lambda: s4rel.load_records(s4rel.resolve_release(s4)), ReleaseFormatError, r"sequences\.jsonl' line 1", "duplicate key 'camera'")
+    expect(lambda: load_records(resolve_release(s4)), ReleaseFormatError, r"sequences\.jsonl' line 1", "duplicate key 'camera'")
 
 
 def test_text_files_with_a_bom_are_read(s4, tmp_path):
     for rel in (INDEX, SUMS, CSV):
         (s4 / rel).write_bytes(BOM + (s4 / rel).read_bytes())
-    paths = s4rel.resolve_release(s4)
-    [record] = s4rel.load_records(paths)
+    paths = resolve_release(s4)
+    [record] = load_records(paths)
     assert record.sequence_id == "og/dream/seq_000000_0"
-    assert "data/tracking_gt/og/dream/seq_000000_0.npy" in s4rel.read_checksums(paths.checksums)
-    assert s4rel.read_camera_csv(record).shape == (32, 6)
+    assert "data/tracking_gt/og/dream/seq_000000_0.npy" in read_checksums(paths.checksums)
+    assert read_camera_csv(record).shape == (32, 6)
 
 
 def test_a_bom_elsewhere_is_not_skipped(s4):
     p = s4 / INDEX
     p.write_bytes(b"\n" + BOM + p.read_bytes())
-    expect(lambda: s4rel.load_records(s4rel.resolve_release(s4)), ReleaseFormatError, r"line 2: expected a JSON object, got a byte-order mark")
+    expect(lambda: load_records(resolve_release(s4)), ReleaseFormatError, r"line 2: expected a JSON object, got a byte-order mark")
 
 
 def test_tracking_npy_fifo_is_refused_at_once(s4):
     (s4 / NPY).unlink()
     os.mkfifo(s4 / NPY)
     with deadline():
-        expect(lambda: s4rel.read_tracking_npy(s4 / NPY), ReleaseFormatError, "expected a regular .npy file", "FIFO")
+        expect(lambda: read_tracking_npy(s4 / NPY), ReleaseFormatError, "expected a regular .npy file", "FIFO")
 
 
 def test_camera_csv_over_the_cap_is_refused(s4):
-    [record] = s4rel.load_records(s4rel.resolve_release(s4))
+    [record] = load_records(resolve_release(s4))
     size = record.camera_csv.stat().st_size
-    expect(lambda: s4rel.read_text(record.camera_csv, "a UTF-8 CSV", size - 1), ReleaseFormatError, rf"more than the limit of {size - 1} bytes")
-    assert s4rel.read_text(record.camera_csv, "a UTF-8 CSV", size).startswith("name,")
+    expect(lambda: read_text(record.camera_csv, "a UTF-8 CSV", size - 1), ReleaseFormatError, rf"more than the limit of {size - 1} bytes")
+    assert read_text(record.camera_csv, "a UTF-8 CSV", size).startswith("name,")
 
 
 def test_prediction_npz_fifo_and_symlink_out(tmp_path):
@@ -167,14 +167,14 @@ def test_prediction_npz_fifo_and_symlink_out(tmp_path):
     (preds / "og" / "dream").mkdir(parents=True)
     os.mkfifo(preds / "og" / "dream" / "a.npz")
     with deadline():
-        expect(lambda: s4io.read_npz(preds / "og" / "dream" / "a.npz"), PredictionError, "expected a regular .npz file", "FIFO")
+        expect(lambda: read_npz(preds / "og" / "dream" / "a.npz"), PredictionError, "expected a regular .npz file", "FIFO")
     outside = tmp_path / "outside.npz"
     np.savez(outside, tracking_xyz=np.zeros((1, 1, 3)))
     (preds / "og" / "dream" / "b.npz").symlink_to(outside)
-    expect(lambda: s4io.prediction_path(preds, "og/dream/b"), PredictionError, "symbolic link leaves the root")
+    expect(lambda: prediction_path(preds, "og/dream/b"), PredictionError, "symbolic link leaves the root")
     for sid in ("og/../b", "og/dream/..", "../dream/b"):
-        expect(lambda: s4io.prediction_path(preds, sid), PredictionError, "three folder names")
-    assert s4io.prediction_path(preds, "og/dream/c") == preds / "og" / "dream" / "c.npz"
+        expect(lambda: prediction_path(preds, sid), PredictionError, "three folder names")
+    assert prediction_path(preds, "og/dream/c") == preds / "og" / "dream" / "c.npz"
 
 
 # ---------------------------------------------------------------- Syn4D coverage
@@ -204,13 +204,13 @@ def test_coverage_reports_a_mostly_nan_prediction_and_warns_once():
     cov = out["coverage"]
     assert cov["sequences"] == [{"sequence_id": "og/dream/a", "scored": 2, "gt_valid": 1000, "coverage": 0.002}]
     assert cov["overall"]["coverage"] == 0.002 and cov["overall"]["num_sequences_below_min_coverage"] == 1
-    low = [w for w in caught if issubclass(w.category, core.cov.LowCoverageWarning)]
+    low = [w for w in caught if issubclass(w.category, core.LowCoverageWarning)]
     assert len(low) == 1 and "2 of 1000 GT-valid points scored" in str(low[0].message)
 
 
 def test_coverage_is_one_and_silent_for_a_full_prediction():
     with warnings.catch_warnings():
-        warnings.simplefilter("error", core.cov.LowCoverageWarning)
+        warnings.simplefilter("error", core.LowCoverageWarning)
         out = core.compute_task([_pred(GT * 2)], [REF], "tracking", core.Syn4DOptions(), coverage=True)
     assert out["coverage"]["overall"]["coverage"] == 1.0
     # without coverage=True the result keeps its shape (the official keys only)
@@ -240,7 +240,7 @@ def test_min_coverage_option_is_checked(value):
 
 def test_min_coverage_zero_never_warns():
     with warnings.catch_warnings():
-        warnings.simplefilter("error", core.cov.LowCoverageWarning)
+        warnings.simplefilter("error", core.LowCoverageWarning)
         out = core.compute_task([_pred(_mostly_nan())], [REF], "tracking", core.Syn4DOptions(min_coverage=0.0), coverage=True)
     assert out["coverage"]["overall"]["num_sequences_below_min_coverage"] == 0
 
@@ -255,7 +255,7 @@ def test_metric_module_reports_coverage():
         warnings.simplefilter("always")
         out = metric.compute(predictions=[_pred(_mostly_nan().tolist())], references=[ref], min_coverage=0.5)
     assert out["coverage"]["overall"]["coverage"] == 0.002 and out["coverage"]["overall"]["min_coverage"] == 0.5
-    assert sum(issubclass(w.category, core.cov.LowCoverageWarning) for w in caught) == 1
+    assert sum(issubclass(w.category, core.LowCoverageWarning) for w in caught) == 1
 
 
 def test_runner_reports_coverage_and_warns_once_per_run(tmp_path, capsys):
@@ -263,7 +263,7 @@ def test_runner_reports_coverage_and_warns_once_per_run(tmp_path, capsys):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = runner.evaluate_release(SYN4D_PARITY / "predictions", SYN4D_PARITY, tasks=["tracking", "depth"], min_coverage=0.999, coverage=True)
-    assert sum(issubclass(w.category, core.cov.LowCoverageWarning) for w in caught) == 1
+    assert sum(issubclass(w.category, core.LowCoverageWarning) for w in caught) == 1
     t = out["coverage"]["tracking"]
     assert 0.9 < t["overall"]["coverage"] < 1.0 and len(t["sequences"]) == out["tasks"]["tracking"]["overall"]["num_sequences"]
     assert t["sequences"][0]["scored"] == out["tasks"]["tracking"]["sequences"][0]["count"] == 3936

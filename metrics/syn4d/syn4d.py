@@ -1,12 +1,12 @@
 """syn4d: the Syn4D metrics (configs tracking, depth, pose) as an evaluate module, matching the official evaluator.
 
-All logic lives in ``perckit.syn4d.metrics``; see README.md beside this file.
+All logic lives in ``perckit.syn4d.metric``; see README.md beside this file.
 """
 
 from perckit.hf import metric as evaluate_base
 from perckit.errors import OptionError
 from perckit.syn4d import features as feats
-from perckit.syn4d import metrics as core
+from perckit.syn4d import metric as core
 
 _DESCRIPTION = """\
 Syn4D metrics, as the official Syn4D evaluator computes them. Config `tracking`: 3D point tracking after one
@@ -20,7 +20,7 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions: list of {"sequence_id": str, "tracking_xyz": [T][Q][3] or None, "depth": [T][h][w] or None,
         "camera_c2w": [T][4][4] or None, "frame_indices": [T] or None} (the official NPZ content;
-        perckit.syn4d.io.load_prediction_row(npz_path, sequence_id) reads one).
+        perckit.syn4d.read.load_prediction_row(npz_path, sequence_id) reads one).
     references: builder rows projected with perckit.syn4d.features.to_metric_reference(row, task)
         (tracking: the `tracking` or `challenge` config; depth and pose: the `challenge` config).
     strict (bool, default True): a missing prediction or a failing task raises; False records failures and
@@ -32,7 +32,7 @@ Args:
 Returns:
     {"protocol", "task", "requested_sequences", "overall", "by_variant", "by_scene", "sequences", "failures",
     "coverage"} ("coverage" for tracking and depth: {"overall": {scored, gt_valid, coverage, ...}, "sequences"});
-    perckit.syn4d.metrics.to_official_summary({task: result, ...}) merges tasks into the official report shape.
+    perckit.syn4d.metric.to_official_summary({task: result, ...}) merges tasks into the official report shape.
 """
 
 _CITATION = """\

@@ -188,7 +188,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for k, v in (scalars or result.get("overall", {})).items():
         print(f"{k:>32s}  {v}")
     if args.compare_baselines:  # Syn4D: the card's published baselines with this run as one more row
-        from .syn4d.baselines import format_comparison
+        from .syn4d.metric.baselines import format_comparison
         print(format_comparison(result))
     if output is not None:
         record = {**result, RUN_KEY: run_record(args, options, fingerprint, split)}

@@ -191,8 +191,9 @@ def run_r4d(out: Path, log: Log) -> dict:
 def run_syn4d(out: Path, log: Log) -> dict:
     from .samples.syn4d_predictions import write_predictions
     from .syn4d import evaluate as runner
-    from .syn4d import io
-    from .syn4d import metrics as core
+    from .syn4d.layout import prediction_path
+    from .syn4d.read import load_prediction_rows, read_npz
+    from .syn4d import metric as core
     from .syn4d.features import to_metric_reference, to_numpy_row
 
     base, fx, splits = build_sample("syn4d", out, log, lambda fx: f"Syn4D: wrote the sample release ({len(fx.files)} files, {len(fx.sequence_ids)} sequences)")
@@ -208,7 +209,7 @@ def run_syn4d(out: Path, log: Log) -> dict:
         refs = [to_metric_reference(r, task) for r in rows]
         scored = {}
         for name, pdir in (("gt_as_prediction", gt_dir), ("perturbed", noisy_dir)):
-            res = metrics[task].compute(predictions=io.load_prediction_rows(pdir, ids), references=refs)
+            res = metrics[task].compute(predictions=load_prediction_rows(pdir, ids), references=refs)
             scored[name] = {k: res["overall"][k] for k in keys[task]} | {"num_sequences": res["overall"]["num_sequences"]}
         results[f"syn4d ({task})"] = scored
     _check_perfect("Syn4D", results, {"syn4d (tracking)": ("score",), "syn4d (depth)": ("delta1",)})
@@ -218,7 +219,7 @@ def run_syn4d(out: Path, log: Log) -> dict:
     write_atomic(base / "summary_perturbed.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     log("Syn4D: scored ground-truth and perturbed NPZ predictions; the official-format file runner agrees")
     row = to_numpy_row(rows[0])
-    pred = io.read_npz(io.prediction_path(noisy_dir, row["sequence_id"]))["tracking_xyz"].astype(np.float64) * 2.0
+    pred = read_npz(prediction_path(noisy_dir, row["sequence_id"]))["tracking_xyz"].astype(np.float64) * 2.0
     caption = f"Syn4D {row['sequence_id']}: 24 query tracks projected into frame 0; prediction = ground truth with 5% noise (the noisy NPZ), rescaled x2"
     fig = figures.save(figures.annotated(figures.tracks_plot(row["tracks_ref0_m"], pred, row["intrinsics_fx_fy_cx_cy"], row["image_size_hw"], valid=row["visibility"]),
                                          caption, figures.TRACKS_LEGEND), out / "figures" / "syn4d_tracks.png")

@@ -25,7 +25,7 @@ from helpers.common import REPO
 PRELOAD = (
     "numpy", "pyarrow", "datasets", "evaluate", "torch", "torch.distributed", "torch.multiprocessing",
     "perckit", "perckit.rle", "perckit.hf.metric", "perckit.hf.accumulate", "perckit.torch",
-    "perckit.r4d_bench.features", "perckit.syn4d.features", "perckit.syn4d.metrics", "perckit.refcoco_m.features",
+    "perckit.r4d_bench.features", "perckit.syn4d.features", "perckit.syn4d.metric", "perckit.refcoco_m.features",
     "perckit.reason_av_edit.features", "perckit.reason_av_edit.quality.metric", "perckit.reason_av_edit.quality.references",
     "perckit.reason_av_edit.quality.predictions", "perckit.m4seg.features",
 )

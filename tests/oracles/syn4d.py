@@ -2,8 +2,8 @@
 the official evaluator): whole arrays in float64, boolean masks, ``np.median`` / ``np.mean`` /
 ``np.linalg.lstsq``; and the builder's tables by ``datasets``' own per-example encoding.
 
-They are what ``perckit.syn4d.metrics`` ran without numba and what ``perckit.syn4d.tables`` fell back to
-before issue 29 made the compiled kernels and the direct Arrow tables the one production path: the tests
+They are what ``perckit.syn4d.metric`` ran without numba and what the builder's tables (``perckit.syn4d.rows``)
+fell back to before issue 29 made the compiled kernels and the direct Arrow tables the one production path: the tests
 compare the production code with these (tracking bit for bit, depth within 1e-12 relative with the exact
 decisions, tables value for value). Slow and memory-hungry on purpose; small inputs only.
 """
@@ -14,11 +14,11 @@ import datasets
 import numpy as np
 import pyarrow as pa
 
-from perckit.syn4d.metrics import DEPTH_MAX_M, DEPTH_MIN_M, DYNAMIC_WEIGHT, TRACKING_THRESHOLDS_M, resize_depth
+from perckit.syn4d.metric import DEPTH_MAX_M, DEPTH_MIN_M, DYNAMIC_WEIGHT, TRACKING_THRESHOLDS_M, resize_depth
 
 
 def tracking_metrics(gt, pred, valid, dynamic, thresholds=TRACKING_THRESHOLDS_M, dynamic_weight=DYNAMIC_WEIGHT) -> dict:
-    """``perckit.syn4d.metrics.tracking_metrics`` by numpy formulas: scored set, median scale, distances."""
+    """``perckit.syn4d.metric.tracking_metrics`` by numpy formulas: scored set, median scale, distances."""
     gt, pred = np.asarray(gt, np.float64), np.asarray(pred, np.float64)
     valid, dynamic = np.asarray(valid, bool), np.asarray(dynamic, bool).reshape(-1)
     finite = valid & np.isfinite(gt).all(axis=-1) & np.isfinite(pred).all(axis=-1)
@@ -45,7 +45,7 @@ def tracking_metrics(gt, pred, valid, dynamic, thresholds=TRACKING_THRESHOLDS_M,
 
 
 def depth_metrics(gt, pred, align="scale", min_depth=DEPTH_MIN_M, max_depth=DEPTH_MAX_M) -> dict:
-    """``perckit.syn4d.metrics.depth_metrics`` by numpy formulas, every alignment."""
+    """``perckit.syn4d.metric.depth_metrics`` by numpy formulas, every alignment."""
     gt = np.asarray(gt)
     if gt.dtype not in (np.float32, np.float64):
         gt = gt.astype(np.float64)
@@ -73,6 +73,13 @@ def depth_metrics(gt, pred, align="scale", min_depth=DEPTH_MIN_M, max_depth=DEPT
         "delta1": float(np.mean(ratio < 1.25)), "delta2": float(np.mean(ratio < 1.25**2)), "delta3": float(np.mean(ratio < 1.25**3)),
         "scale": float(scale), "shift": float(shift), "valid_pixels": int(n),
     }
+
+
+def relative_to_first(c2w):
+    """``inv(X[0]) @ X`` for a ``[T, 4, 4]`` stack (full 4x4 inverse), in float64: the official pose normalisation,
+    one inverse per call (``perckit.syn4d.metric.pose_metrics`` batches the two trajectories' inverses)."""
+    poses = np.asarray(c2w, dtype=np.float64)
+    return np.linalg.inv(poses[0])[None] @ poses
 
 
 def reference_table(rows, features: datasets.Features) -> pa.Table:

@@ -12,8 +12,9 @@ from typing import Sequence
 import numpy as np
 
 from ..io.paths import atomic_file
-from ..syn4d import release as rel
-from ..syn4d.geometry import unreal_rows_to_c2w
+from ..syn4d.layout import resolve_release
+from ..syn4d.read import load_records, read_camera_csv, read_depth_sequence, read_tracking_npy
+from ..syn4d.rows import unreal_rows_to_c2w
 from .syn4d import Syn4DSampleRelease
 
 
@@ -27,19 +28,19 @@ def write_predictions(fixture: Syn4DSampleRelease, out: str | Path, seed: int = 
     """
     rng = np.random.default_rng(seed)
     out = Path(out)
-    paths = rel.resolve_release(fixture.root)
-    for r in rel.load_records(paths):
+    paths = resolve_release(fixture.root)
+    for r in load_records(paths):
         if r.sequence_id in skip:
             continue
-        gt = rel.read_tracking_npy(r.tracking_npy(paths.tracking_gt))
+        gt = read_tracking_npy(r.tracking_npy(paths.tracking_gt))
         tracks = np.nan_to_num(gt["tracks_ref0"], nan=0.0) * 0.5
         tracks = tracks + rng.normal(0, noise, tracks.shape) * 0.5
-        depth = rel.read_depth_sequence(r)
+        depth = read_depth_sequence(r)
         # Another scale (recovered by the median alignment) and, with noise, multiplicative noise.
         # Full resolution: at half resolution the bilinear resize mixes the 655 m sky into its border
         # pixels, which is what the official metric then scores, but would swamp a demo's numbers.
         pred_depth = depth * 0.37 * (1 + rng.normal(0, noise, depth.shape)) if noise else depth * 0.37
-        c2w = unreal_rows_to_c2w(rel.read_camera_csv(r))
+        c2w = unreal_rows_to_c2w(read_camera_csv(r))
         c2w = np.linalg.inv(c2w[0]) @ c2w  # any world frame: relative to frame 0
         c2w[:, :3, 3] = c2w[:, :3, 3] * 2.0 + rng.normal(0, noise, (len(c2w), 3))
         arrays = {

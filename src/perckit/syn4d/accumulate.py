@@ -1,19 +1,19 @@
 """Syn4D's metric (configs ``tracking``, ``depth``, ``pose``) as a :class:`perckit.hf.contract.MetricCore`.
 
 The config is the task, as in ``evaluate.load("metrics/syn4d", task)``; the options are those of
-:class:`perckit.syn4d.metrics.Syn4DOptions`. One record per reference sequence, made by the metric's own
-accumulate half (:func:`perckit.syn4d.metrics.score_sequence` under a
-:class:`~perckit.syn4d.failures.FailurePolicy`): the scored row and its coverage entry, or the lax-mode failure
-records. The reduce is the metric's own (:func:`perckit.syn4d.metrics.aggregate`, fsum macro means;
-:func:`perckit.syn4d.coverage.summarize`, integer sums and a minimum), so
+:class:`perckit.syn4d.metric.Syn4DOptions`. One record per reference sequence, made by the metric's own
+accumulate half (:func:`perckit.syn4d.metric.score_sequence` under a
+:class:`~perckit.syn4d.metric.FailurePolicy`): the scored row and its coverage entry, or the lax-mode failure
+records. The reduce is the metric's own (:func:`perckit.syn4d.metric.aggregate`, fsum macro means;
+:func:`perckit.syn4d.metric.summarize_coverage`, integer sums and a minimum), so
 :meth:`~perckit.hf.accumulate.Accumulator.compute` gives the numbers of
-:func:`perckit.syn4d.metrics.compute_task` (``coverage=True``, what the evaluate module runs) in any batch sizes
+:func:`perckit.syn4d.metric.compute_task` (``coverage=True``, what the evaluate module runs) in any batch sizes
 and order; only the lists ``sequences``, ``failures`` and ``coverage.sequences`` follow the order the pairs were
 completed in.
 
 The failure policy is today's, with today's messages:
 
-- strict (the default): a failing task raises :class:`~perckit.syn4d.failures.TaskFailedError` in the
+- strict (the default): a failing task raises :class:`~perckit.syn4d.metric.TaskFailedError` in the
   ``update`` that completes the pair; a prediction whose three arrays are all ``None`` raises
   ``"<sequence_id>: missing prediction"`` there too, and a reference still without a prediction raises that
   same message at ``compute``;
@@ -23,7 +23,7 @@ A record read from a state is checked against its declared schema before it load
 :func:`perckit.hf.contract.check_records`): a scored row with exactly the keys of its task under the options
 (the ``acc_<t>m`` keys of ``tracking_thresholds_m``, the ``dynamic_*`` keys all or none), each value in its
 documented range (accuracies, APD, AUCs, deltas, the score and coverage in [0, 1]; errors >= 0, or infinite or
-NaN where an overflow in the metric's float math made them so (:func:`perckit.syn4d.metrics.mean_rows` leaves
+NaN where an overflow in the metric's float math made them so (:func:`perckit.syn4d.metric.mean_rows` leaves
 those out); angles in [0, 180] or NaN; alignment scales any number; counts integers), its coverage entry (tracking
 and depth) consistent with the row (same sequence, ``scored`` the row's count, ``scored <= gt_valid``,
 ``coverage = scored / gt_valid``); or, in lax mode only, the one failure record of the sequence (this task).
@@ -45,9 +45,7 @@ import numpy as np
 from ..hf.contract import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError
 from ..hf.feature_check import Nullable, OptionalKey, Scalar
-from . import coverage as cov
-from . import metrics as m
-from .failures import FailurePolicy
+from . import metric as m
 
 NAME = "syn4d"
 
@@ -80,9 +78,9 @@ def _plain(value: Any) -> Any:
 
 def _make_score(task: str):
     def score(prediction: Mapping | None, reference: Mapping, opts: m.Syn4DOptions) -> SequenceRecord:
-        """One sequence as :func:`perckit.syn4d.metrics.score_sequences` scores it (same policy, same messages)."""
+        """One sequence as :func:`perckit.syn4d.metric.score_sequences` scores it (same policy, same messages)."""
         sid = reference["sequence_id"]
-        policy = FailurePolicy(opts.strict)
+        policy = m.FailurePolicy(opts.strict)
         if m.is_missing_prediction(prediction):
             policy.missing(sid)  # strict: raises "<sid>: missing prediction"
             return SequenceRecord(None, None, tuple(policy.failures))
@@ -96,14 +94,14 @@ def _make_score(task: str):
 
 def _make_reduce(task: str):
     def reduce(items: list[Item], opts: m.Syn4DOptions) -> dict:
-        """:func:`perckit.syn4d.metrics.compute_task`'s result (with ``coverage``) from the records."""
+        """:func:`perckit.syn4d.metric.compute_task`'s result (with ``coverage``) from the records."""
         records = [item.record for item in items]
         rows = [r.row for r in records if r.row is not None]
         failures = [dict(f) for r in records for f in r.failures]
         out = {"protocol": m.PROTOCOL, "task": task, "requested_sequences": len(records), **m.aggregate(rows), "failures": failures}
-        if task in cov.TASKS:
-            out["coverage"] = cov.summarize([r.coverage for r in records if r.coverage is not None], opts.min_coverage)
-            cov.warn_if_low({task: out["coverage"]}, opts.min_coverage)
+        if task in m.COVERAGE_TASKS:
+            out["coverage"] = m.summarize_coverage([r.coverage for r in records if r.coverage is not None], opts.min_coverage)
+            m.warn_if_low({task: out["coverage"]}, opts.min_coverage)
         return out
 
     return reduce
@@ -114,7 +112,7 @@ def _to_state(record: SequenceRecord) -> dict:
 
 
 #: An error (a distance, a depth error): >= 0; infinite or NaN only where the metric's float math overflowed
-#: (:func:`perckit.syn4d.metrics.mean_rows` leaves non-finite values out of the means).
+#: (:func:`perckit.syn4d.metric.mean_rows` leaves non-finite values out of the means).
 ERROR = Scalar("float64", 0, math.inf, nan=True)
 #: An angle in degrees (an arccos); NaN where it is undefined (a zero translation) or the math overflowed.
 DEGREES = Scalar("float64", 0, 180, nan=True)
@@ -123,7 +121,7 @@ ANY = Scalar("float64", -math.inf, math.inf, nan=True)
 
 
 def row_feature(task: str, opts: m.Syn4DOptions) -> dict:
-    """The declared row of ``task`` under ``opts`` (:func:`perckit.syn4d.metrics.score_sequence`'s keys)."""
+    """The declared row of ``task`` under ``opts`` (:func:`perckit.syn4d.metric.score_sequence`'s keys)."""
     ident = {"sequence_id": TEXT, "variant": TEXT, "scene": TEXT}
     if task == "tracking":
         subset = lambda prefix, wrap: {  # noqa: E731
@@ -140,9 +138,9 @@ def row_feature(task: str, opts: m.Syn4DOptions) -> dict:
             **{k: UNIT for k in ("auc_5deg", "auc_10deg", "auc_20deg")}, "alignment_scale": ANY, "num_frames": Scalar("int64", 3)}
 
 
-#: A coverage entry (:func:`perckit.syn4d.coverage.sequence_entry`).
+#: A coverage entry (:func:`perckit.syn4d.metric.coverage_entry`).
 COVERAGE_ENTRY = {"sequence_id": TEXT, "scored": COUNT, "gt_valid": COUNT, "coverage": Nullable(UNIT)}
-#: A lax-mode failure record (:class:`perckit.syn4d.failures.FailurePolicy`): ``task`` absent for a missing prediction.
+#: A lax-mode failure record (:class:`perckit.syn4d.metric.FailurePolicy`): ``task`` absent for a missing prediction.
 FAILURE = {"sequence_id": TEXT, "task": OptionalKey(TEXT), "reason": TEXT}
 
 
@@ -174,7 +172,7 @@ def record_schema(task: str, opts: m.Syn4DOptions) -> RecordSchema:
             raise refuse(".row", f"all of {dynamic} or none", given)
         if given and row["dynamic_count"] > row["count"]:
             raise refuse(".row.dynamic_count", f"at most count ({row['count']})", row["dynamic_count"])
-        if task not in cov.TASKS:
+        if task not in m.COVERAGE_TASKS:
             if entry is not None:
                 raise refuse(".coverage", f"null (no coverage for {task})", entry)
             return

@@ -14,8 +14,9 @@ from ..hf.builder import PerckitTableBuilder
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from . import benchmark
 from . import features as feats
-from . import release as rel
-from . import tables
+from .layout import PathResolver, ReleasePaths, SequenceRecord, depth_frame_paths, release_files, resolve_release, select_records
+from .read import checksum_verifier, exr_size, load_records, read_tracking_npy
+from .rows import arrow_table, read_sequence_gt
 
 _DESCRIPTION = (
     "Syn4D: 4D reconstruction on synthetic Unreal-rendered dynamic scenes, 512 sequences (4 variants x 8 scenes x "
@@ -75,7 +76,7 @@ class Syn4DBuilder(PerckitTableBuilder):
     """Syn4D: configs ``tracking`` (default) and ``challenge``; one ``test`` split keyed by ``sequence_id``.
 
     Rows are read as before (:meth:`_row`) and go to Arrow in tables of ``writer_batch_size`` rows built from
-    their numpy arrays (:func:`perckit.syn4d.tables.arrow_table`, equal to the per-example encoding).
+    their numpy arrays (:func:`perckit.syn4d.rows.arrow_table`, equal to the per-example encoding).
     """
 
     hub_patterns = staticmethod(hub_patterns)
@@ -101,11 +102,11 @@ class Syn4DBuilder(PerckitTableBuilder):
         may be the class's shared ``BUILDER_CONFIGS`` entry, which later builds must find unchanged)."""
         return self.config.data_dir or getattr(self, "_snapshot", None)
 
-    def _paths(self) -> rel.ReleasePaths:
+    def _paths(self) -> ReleasePaths:
         c = self.config
-        return rel.resolve_release(self._data_root(), c.tracking_gt_dir, c.challenge_dir, c.index_file)
+        return resolve_release(self._data_root(), c.tracking_gt_dir, c.challenge_dir, c.index_file)
 
-    def _records(self, paths: rel.ReleasePaths) -> list[rel.SequenceRecord]:
+    def _records(self, paths: ReleasePaths) -> list[SequenceRecord]:
         """The selected records. The index is read once per builder while it is unchanged (the same paths, the
         same file: size, modification time and inode), e.g. by ``_shapes`` at construction and again by
         ``_split_generators``; any change reads it again."""
@@ -114,7 +115,7 @@ class Syn4DBuilder(PerckitTableBuilder):
         cached = getattr(self, "_records_cache", None)
         if cached is not None and cached[0] == key and key[-1] is not None:
             return list(cached[1])
-        records = rel.select_records(rel.load_records(paths), c.variants, c.scenes, c.cameras, c.limit)
+        records = select_records(load_records(paths), c.variants, c.scenes, c.cameras, c.limit)
         self._records_cache = (key, tuple(records))
         return records
 
@@ -129,13 +130,13 @@ class Syn4DBuilder(PerckitTableBuilder):
             if q is None:
                 npy = next((r.tracking_npy(paths.tracking_gt) for r in records if r.tracking_npy(paths.tracking_gt).is_file()), None)
                 if npy is not None:
-                    q = rel.read_tracking_npy(npy)["tracks_ref0"].shape[1]
+                    q = read_tracking_npy(npy)["tracks_ref0"].shape[1]
             if hw is None:
                 for r in records:
                     if r.depth_dir is not None and r.depth_dir.is_dir():
-                        first = rel.depth_frame_paths(r.depth_dir, r.sequence, r.frame_indices)[0]
+                        first = depth_frame_paths(r.depth_dir, r.sequence, r.frame_indices)[0]
                         if first.is_file():
-                            hw = rel.exr_size(first)
+                            hw = exr_size(first)
                             break
         return int(q or DEFAULT_NUM_QUERIES), tuple(hw or DEFAULT_DEPTH_HW)
 
@@ -158,7 +159,7 @@ class Syn4DBuilder(PerckitTableBuilder):
             # Q and (H, W) can only be read now that the files are here (as packaged builders infer features).
             self.info.features = self._features()
         paths = self._paths()
-        verifier = rel.checksum_verifier(paths, c.verify_checksums)
+        verifier = checksum_verifier(paths, c.verify_checksums)
         records = self._records(paths)
         if not records:
             raise ReleaseFormatError(f"Syn4D: no sequence selected from {str(paths.index or paths.tracking_gt)!r} (check variants/scenes/cameras)")
@@ -168,7 +169,7 @@ class Syn4DBuilder(PerckitTableBuilder):
                 "(pass challenge_dir=...)"
             )
         if c.name == "tracking":
-            resolver = rel.PathResolver(paths.tracking_gt)
+            resolver = PathResolver(paths.tracking_gt)
             missing = [r.sequence_id for r in records if not r.tracking_npy(paths.tracking_gt, resolver).is_file()]
             if missing:
                 raise ReleaseNotFoundError(
@@ -178,16 +179,16 @@ class Syn4DBuilder(PerckitTableBuilder):
             # Before generation, so that a mismatch reaches the user as its own ReleaseFormatError and not
             # wrapped in datasets' DatasetGenerationError: every listed file this config reads.
             challenge = c.name == "challenge"
-            verifier.check_all(rel.release_files(paths, records, tracking=True, depth=challenge, camera=challenge))
+            verifier.check_all(release_files(paths, records, tracking=True, depth=challenge, camera=challenge))
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={"records": records, "paths": paths})]
 
-    def _generate_examples(self, records: list, paths: rel.ReleasePaths) -> Iterator[tuple[str, dict]]:
+    def _generate_examples(self, records: list, paths: ReleasePaths) -> Iterator[tuple[str, dict]]:
         """The rows in order, keyed by ``sequence_id`` (what the tables are made of)."""
-        resolver = rel.PathResolver(paths.tracking_gt)
+        resolver = PathResolver(paths.tracking_gt)
         for record in records:
             yield record.sequence_id, self._row(record, paths, resolver)
 
-    def _generate_tables(self, records: list, paths: rel.ReleasePaths) -> Iterator[tuple[str, Any]]:
+    def _generate_tables(self, records: list, paths: ReleasePaths) -> Iterator[tuple[str, Any]]:
         """Tables of ``writer_batch_size`` rows (one row for ``challenge``: a full-size row is about 118 MB)."""
         size = max(1, int(self._writer_batch_size or self.DEFAULT_WRITER_BATCH_SIZE))
         batch: list[dict] = []
@@ -197,17 +198,17 @@ class Syn4DBuilder(PerckitTableBuilder):
                 first = key
             batch.append(row)
             if len(batch) >= size:
-                yield first, tables.arrow_table(batch, self.info.features)
+                yield first, arrow_table(batch, self.info.features)
                 batch = []
         if batch:
-            yield first, tables.arrow_table(batch, self.info.features)
+            yield first, arrow_table(batch, self.info.features)
 
-    def _row(self, r: rel.SequenceRecord, paths: rel.ReleasePaths, resolver: rel.PathResolver | None = None) -> dict:
+    def _row(self, r: SequenceRecord, paths: ReleasePaths, resolver: PathResolver | None = None) -> dict:
         row: dict[str, Any] = {
             "sequence_id": r.sequence_id, "variant": r.variant, "scene": r.scene, "sequence": r.sequence,
             "camera": r.camera, "frame_indices": list(r.frame_indices),
         }
-        row.update(rel.read_sequence_gt(r, paths, "tracking", resolver=resolver))  # every field None when the NPY is absent
+        row.update(read_sequence_gt(r, paths, "tracking", resolver=resolver))  # every field None when the NPY is absent
         if row["tracks_ref0_m"] is not None and row["tracks_ref0_m"].shape[1] != self._q:
             raise ReleaseFormatError(
                 f"{str(r.tracking_npy(paths.tracking_gt))!r}: has Q = {row['tracks_ref0_m'].shape[1]} queries, this build "
@@ -215,6 +216,6 @@ class Syn4DBuilder(PerckitTableBuilder):
             )
         if self.config.name == "challenge":
             row["video"] = {"path": str(r.video), "bytes": None} if r.video is not None and r.video.is_file() else None
-            row.update(rel.read_sequence_gt(r, paths, "depth", self._hw))
-            row.update(rel.read_sequence_gt(r, paths, "pose"))
+            row.update(read_sequence_gt(r, paths, "depth", self._hw))
+            row.update(read_sequence_gt(r, paths, "pose"))
         return row

@@ -24,19 +24,18 @@ from typing import Callable, Iterable, Sequence
 
 from ..hf import cli
 from ..errors import OptionError, check_choice
-from . import baselines as published
-from . import coverage as cov
-from . import io
-from . import metrics as core
-from . import protocol as proto
-from . import release as rel
-from .failures import FailurePolicy
+from . import metric as core
+from .layout import ReleasePaths, SequenceRecord, prediction_path, release_files, resolve_release, select_records
+from .metric import baselines as published
+from .metric import protocol as proto
+from .read import checksum_verifier, load_records, read_npz
+from .rows import read_sequence_gt
 
 
-def reference_for_task(task: str, record: rel.SequenceRecord, paths: rel.ReleasePaths) -> dict:
-    """The metric reference of one task of one sequence (:data:`perckit.syn4d.metrics.REFERENCE_KEYS`), read from
-    the release by :func:`perckit.syn4d.release.read_sequence_gt` (raises when the ground truth is missing)."""
-    gt = rel.read_sequence_gt(record, paths, task, required=True)
+def reference_for_task(task: str, record: SequenceRecord, paths: ReleasePaths) -> dict:
+    """The metric reference of one task of one sequence (:data:`perckit.syn4d.metric.REFERENCE_KEYS`), read from
+    the release by :func:`perckit.syn4d.rows.read_sequence_gt` (raises when the ground truth is missing)."""
+    gt = read_sequence_gt(record, paths, task, required=True)
     return {
         "sequence_id": record.sequence_id, "variant": record.variant, "scene": record.scene,
         "frame_indices": list(record.frame_indices), **{k: gt[k] for k in core.REFERENCE_KEYS[task]},
@@ -44,7 +43,7 @@ def reference_for_task(task: str, record: rel.SequenceRecord, paths: rel.Release
 
 
 def _score_from_release(
-    task: str, record: rel.SequenceRecord, paths: rel.ReleasePaths, prediction: dict, options: core.Syn4DOptions
+    task: str, record: SequenceRecord, paths: ReleasePaths, prediction: dict, options: core.Syn4DOptions
 ) -> tuple[dict, dict | None]:
     """One task of one record: its ground truth read inside the task's error handling (as the official loop, so
     a missing ground-truth file is a task failure in lax mode), then scored as the metric scores it."""
@@ -64,7 +63,7 @@ def evaluate_release(
     manifest: str | Path | None = None,
     tracking_gt: str | Path | None = None,
     challenge_dir: str | Path | None = None,
-    min_coverage: float = cov.DEFAULT_MIN_COVERAGE,
+    min_coverage: float = core.DEFAULT_MIN_COVERAGE,
     coverage: bool = False,
     verify_checksums: bool | None = None,
     check_protocol: bool = True,
@@ -78,14 +77,14 @@ def evaluate_release(
     NPYs, depth EXRs and camera CSVs of the selected sequences and tasks, and protocol.json); a mismatch raises
     :class:`~perckit.errors.ReleaseFormatError` naming the file, in lax mode too (it is the release that is
     wrong, not a prediction). ``check_protocol`` checks the release's ``protocol.json`` (when it has one)
-    against the implemented rules (:mod:`perckit.syn4d.protocol`).
+    against the implemented rules (:mod:`perckit.syn4d.metric.protocol`).
 
     ``progress(i, n, sequence_id)`` is called after each record whose prediction was read, as the official
     loop prints ``[i/N] <sequence_id>``. ``compare_baselines=True`` adds ``"baselines"``: the card's published
-    table with this run's overall as one more row (:func:`perckit.syn4d.baselines.comparison`).
+    table with this run's overall as one more row (:func:`perckit.syn4d.metric.baselines.comparison`).
 
-    The coverage of every scored tracking / depth sequence (:mod:`perckit.syn4d.coverage`) is computed
-    on the way: one :class:`~perckit.syn4d.coverage.LowCoverageWarning` for the run when a sequence is
+    The coverage of every scored tracking / depth sequence (:mod:`perckit.syn4d.metric`) is computed
+    on the way: one :class:`~perckit.syn4d.metric.LowCoverageWarning` for the run when a sequence is
     below ``min_coverage``; ``coverage=True`` adds the blocks as ``"coverage": {task: {"overall",
     "sequences"}}`` (off by default: the report keeps the official shape)."""
     # A string is the official comma-separated form ("tracking,depth"), never a sequence of letters.
@@ -100,24 +99,24 @@ def evaluate_release(
     if verify_checksums not in (None, True, False):
         raise OptionError(f"option 'verify_checksums': expected None, True or False, got {verify_checksums!r}")
     options = core.Syn4DOptions(strict=strict, depth_align=depth_align, min_coverage=min_coverage)
-    paths = rel.resolve_release(data_dir, tracking_gt, challenge_dir, manifest)
-    verifier = rel.checksum_verifier(paths, verify_checksums, " (pass --no-verify-checksums to skip)")
-    records = rel.select_records(rel.load_records(paths), variants, scenes, cameras, limit)
+    paths = resolve_release(data_dir, tracking_gt, challenge_dir, manifest)
+    verifier = checksum_verifier(paths, verify_checksums, " (pass --no-verify-checksums to skip)")
+    records = select_records(load_records(paths), variants, scenes, cameras, limit)
     protocol_file = proto.find_protocol(paths) if check_protocol else None
     if verifier is not None:
-        files = rel.release_files(paths, records, tracking="tracking" in tasks, depth="depth" in tasks, camera="pose" in tasks)
+        files = release_files(paths, records, tracking="tracking" in tasks, depth="depth" in tasks, camera="pose" in tasks)
         verifier.check_all(itertools.chain([protocol_file], files))
     if protocol_file is not None:
         proto.check_protocol(proto.read_protocol(protocol_file), repr(str(protocol_file)))
     rows: dict[str, list[dict]] = {}  # filled as rows come: tasks in the order of their first row, as the official
-    entries: dict[str, list[dict]] = {t: [] for t in tasks if t in cov.TASKS}
-    policy = FailurePolicy(options.strict)
+    entries: dict[str, list[dict]] = {t: [] for t in tasks if t in core.COVERAGE_TASKS}
+    policy = core.FailurePolicy(options.strict)
     for number, record in enumerate(records, 1):
-        npz = io.prediction_path(predictions_dir, record.sequence_id)
+        npz = prediction_path(predictions_dir, record.sequence_id)
         if not npz.is_file():
             policy.missing(record.sequence_id, npz)
             continue
-        prediction = io.read_npz(npz)
+        prediction = read_npz(npz)
         for task in tasks:
             scored = policy.attempt(record.sequence_id, task, _score_from_release, task, record, paths, prediction, options)
             if scored is not None:
@@ -132,8 +131,8 @@ def evaluate_release(
         "tasks": {t: core.aggregate(r) for t, r in rows.items()},
         "failures": policy.failures,
     }
-    blocks = {t: cov.summarize(e, options.min_coverage) for t, e in entries.items() if e}
-    cov.warn_if_low(blocks, options.min_coverage)
+    blocks = {t: core.summarize_coverage(e, options.min_coverage) for t, e in entries.items() if e}
+    core.warn_if_low(blocks, options.min_coverage)
     if coverage:
         report["coverage"] = blocks
     if compare_baselines:
@@ -192,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compare-baselines", action="store_true",
                    help="print the card's published baseline table with this run's overall as one more row, and add it to "
                    "the report JSON as 'baselines'")
-    p.add_argument("--min-coverage", type=float, default=cov.DEFAULT_MIN_COVERAGE,
+    p.add_argument("--min-coverage", type=float, default=core.DEFAULT_MIN_COVERAGE,
                    help="warn when a sequence was scored on fewer than this fraction of its GT-valid tracking points / depth pixels (default 0.9)")
     p.add_argument("--with-coverage", action="store_true",
                    help="add the coverage blocks to the report JSON as 'coverage' (default: the official report shape; coverage is printed either way)")

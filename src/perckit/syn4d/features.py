@@ -9,7 +9,7 @@ import datasets
 import numpy as np
 
 from ..errors import OptionError, PredictionError
-from .metrics import REFERENCE_KEYS as TASK_REFERENCE_KEYS  # the keys task_metrics reads, written there once
+from .metric import REFERENCE_KEYS as TASK_REFERENCE_KEYS  # the keys task_metrics reads, written there once
 
 Value = datasets.Value
 

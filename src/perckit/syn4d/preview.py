@@ -17,7 +17,7 @@ import perckit.export.figures as figures
 import perckit.export.previews as previews
 from ..errors import ReleaseFormatError
 from ..io.paths import open_media
-from .release import MAX_VIDEO_BYTES
+from .layout import MAX_VIDEO_BYTES
 
 DYNAMIC_COLOUR = figures.ORANGE
 STATIC_COLOUR = figures.SKY_BLUE

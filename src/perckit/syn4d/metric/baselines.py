@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-from ..errors import OptionError
-from ..io.jsonio import loads
-from . import metrics as core
+from ...errors import OptionError
+from ...io.jsonio import loads
+from . import TASKS
 
 DATA_FILE = "published_baselines.json"
 RUN_LABEL = "this run"
@@ -38,7 +38,7 @@ def published_baselines() -> Mapping[str, Any]:
 
 
 def run_overall(result: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """``{task: overall}`` of a run: the file runner's report / :func:`~perckit.syn4d.metrics.to_official_summary`
+    """``{task: overall}`` of a run: the file runner's report / :func:`~perckit.syn4d.metric.to_official_summary`
     (``{"tasks": {task: {"overall", ...}}}``), one ``metrics/syn4d`` result (``{"task", "overall", ...}``), or
     a mapping ``{task: result}`` of several."""
     if not isinstance(result, Mapping):
@@ -47,7 +47,7 @@ def run_overall(result: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
         return {t: b["overall"] for t, b in result["tasks"].items() if isinstance(b, Mapping) and "overall" in b}
     if isinstance(result.get("task"), str) and isinstance(result.get("overall"), Mapping):
         return {result["task"]: result["overall"]}
-    if result and all(t in core.TASKS and isinstance(v, Mapping) and "overall" in v for t, v in result.items()):
+    if result and all(t in TASKS and isinstance(v, Mapping) and "overall" in v for t, v in result.items()):
         return {t: v["overall"] for t, v in result.items()}
     raise OptionError(
         "Syn4D baseline comparison: expected a report with 'tasks', a metric result with 'task' and 'overall', "

@@ -1,14 +1,7 @@
-"""Readers of the Syn4D benchmark release: tracking NPYs, the sequence index, depth EXRs, camera CSVs.
-
-Layout (Hub folder ``benchmark/``; ``challenge_eval/`` either inside it or beside it)::
-
-    benchmark/data/tracking_gt/<variant>/<scene>/<sequence>.npy   syn4d-tracking-gt-v1, 0-d structured
-    benchmark/sequences.jsonl, protocol.json, baselines.json, SHA256SUMS
-    challenge_eval/<variant>/<scene>/mp4/<sequence>.mp4
-    challenge_eval/<variant>/<scene>/exr_layers/depth/<sequence>/<sequence>_<FFFF>_depth.exr   (cm)
-    challenge_eval/<variant>/<scene>/ground_truth/meta_exr_csv/<sequence>_camera.csv         (Unreal cm, deg)
-
-NPYs are read with ``allow_pickle=False`` only; object dtypes are refused.
+"""Readers of a Syn4D release (the sequence index, tracking NPYs, depth EXRs, camera CSVs, ``SHA256SUMS``) and of
+the official prediction NPZs, through the checked readers: regular files under the caps of
+:mod:`perckit.syn4d.layout`, NPYs and NPZ members read with ``allow_pickle=False`` only (object dtypes refused,
+every NPY header checked before NumPy allocates).
 """
 
 from __future__ import annotations
@@ -16,156 +9,32 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import lzma
 import math
 import os
 import re
 import struct
-from dataclasses import dataclass
+import zipfile
+import zlib
 from pathlib import Path
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
+from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from ..io.jsonio import decode_text, parse_int
 from ..io.jsonio import iter_json_lines
-from ..io.paths import check_relative, open_regular_file, read_regular_file, resolve_under
-from .geometry import unreal_rows_to_c2w
-from .resolve import PLAIN_RELATIVE
-from .resolve import PathResolver
-from .resolve import real_path
-
-SCHEMA = "syn4d-tracking-gt-v1"
-VARIANTS = ("mixed", "mixed_no_bedlam", "og", "sim")
-SCENES = ("antiquity", "dream", "gothic", "office", "outpost", "space", "street", "triplex")
-FRAME_INDICES = tuple(range(0, 192, 6))
-NPY_FIELDS = ("schema", "sequence_id", "tracks_ref0", "visibility", "dynamic", "query_uv", "frame_indices", "intrinsics", "image_size")
-EXR_CHANNELS = ("Depth", "Z", "R", "Y")
-CSV_COLUMNS = ("x", "y", "z", "yaw", "pitch", "roll")
-INDEX_NAMES = ("sequences.jsonl", "manifest.jsonl")
-#: Largest text file of a release read (the sequence index, ``SHA256SUMS``, a camera CSV); the real index
-#: of 512 sequences is under 1 MB, a camera CSV a few KB. Larger files are refused before they are read.
-MAX_TEXT_BYTES = 256 << 20
-#: the largest sequence video read (a preview's first frame; the file is opened as a regular file under this cap)
-MAX_VIDEO_BYTES = 1 << 31
-
-
-@dataclass(frozen=True)
-class ReleasePaths:
-    """Resolved folders of a release (spec: ``resolve_release``)."""
-
-    root: Path
-    benchmark: Path
-    tracking_gt: Path
-    challenge: Path | None
-    index: Path | None
-    checksums: Path | None
-
-
-def resolve_release(
-    data_dir: str | Path,
-    tracking_gt_dir: str | Path | None = None,
-    challenge_dir: str | Path | None = None,
-    index_file: str | Path | None = None,
-) -> ReleasePaths:
-    """B = ``data_dir`` if it holds ``data/tracking_gt/`` else ``data_dir/benchmark``; C = ``B/challenge_eval``
-    or ``data_dir/challenge_eval``; index = ``B/sequences.jsonl``, ``data_dir/sequences.jsonl``,
-    ``data_dir/manifest.jsonl`` or ``B/manifest.jsonl``. The three options override."""
-    root = Path(data_dir)
-    if not root.is_dir():
-        raise ReleaseNotFoundError(
-            f"Syn4D release folder {str(root)!r} does not exist; pass data_dir=<the folder that holds benchmark/ "
-            "(or data/tracking_gt/) and challenge_eval/>"
-        )
-    bench = root if (root / "data" / "tracking_gt").is_dir() else root / "benchmark"
-    if not bench.is_dir() and not challenge_dir and is_challenge_tree(root):
-        # The official evaluator's data root (SYN4D_DATA_ROOT) is the challenge tree itself,
-        # e.g. benchmark/challenge_eval: the benchmark folder is then its parent.
-        challenge_dir = root
-        bench = root.parent if (root.parent / "data" / "tracking_gt").is_dir() else root
-    tracking = Path(tracking_gt_dir) if tracking_gt_dir else bench / "data" / "tracking_gt"
-    if challenge_dir:
-        challenge: Path | None = Path(challenge_dir)
-        if not challenge.is_dir():
-            raise ReleaseNotFoundError(f"Syn4D challenge folder {str(challenge)!r} (challenge_dir) does not exist")
-    else:
-        challenge = next((c for c in (bench / "challenge_eval", root / "challenge_eval") if c.is_dir()), None)
-    if index_file:
-        index: Path | None = Path(index_file)
-        if not index.is_file():
-            raise ReleaseNotFoundError(f"Syn4D sequence index {str(index)!r} (index_file) not found")
-    else:
-        candidates = (bench / "sequences.jsonl", root / "sequences.jsonl", root / "manifest.jsonl", bench / "manifest.jsonl")
-        index = next((c for c in candidates if c.is_file()), None)
-        if index is not None:  # found in the release: a symbolic link planted there must not leave it
-            resolve_under(index.parent, index.name, f"Syn4D release {str(root)!r}: sequence index")
-    sums = bench / "SHA256SUMS"
-    if sums.is_file():
-        resolve_under(bench, sums.name, f"Syn4D release {str(root)!r}: checksums")
-    return ReleasePaths(root, bench, tracking, challenge, index, sums if sums.is_file() else None)
-
-
-def is_challenge_tree(path: Path) -> bool:
-    """``<variant>/<scene>/{exr_layers,ground_truth,mp4}`` below ``path``."""
-    return any(
-        (path / v).is_dir() and any((s / sub).is_dir() for s in (path / v).iterdir() if s.is_dir() for sub in ("exr_layers", "ground_truth", "mp4"))
-        for v in VARIANTS
-    )
+from ..io.paths import check_relative, open_regular_file, read_regular_file
+from .layout import (
+    CSV_COLUMNS, EXR_CHANNELS, FRAME_INDICES, MAX_ARRAY_BYTES, MAX_CHECKSUM_FILE_BYTES, MAX_DEPTH_PIXELS, MAX_EXR_BYTES,
+    MAX_NPY_HEADER_BYTES, MAX_NPZ_BYTES, MAX_TEXT_BYTES, NPY_FIELDS, PLAIN_RELATIVE, PREDICTION_KEYS, SCHEMA,
+    PathResolver, ReleasePaths, SequenceRecord, camera_of, challenge_file, check_sequence_id, depth_frame_paths,
+    index_path, prediction_path, real_path, records_from_tracking_gt,
+)
 
 
 # ---------------------------------------------------------------- index
-
-
-@dataclass(frozen=True)
-class SequenceRecord:
-    sequence_id: str
-    variant: str
-    scene: str
-    sequence: str
-    camera: int
-    frame_indices: tuple[int, ...]
-    depth_dir: Path | None
-    camera_csv: Path | None
-    video: Path | None
-    width: int = 1280
-    height: int = 720
-
-    def tracking_npy(self, tracking_gt: Path, resolver: PathResolver | None = None) -> Path:
-        """``<tracking_gt>/<variant>/<scene>/<sequence>.npy``, refused when a symbolic link leads out of
-        ``tracking_gt`` (``resolver``: a :class:`PathResolver` of ``tracking_gt`` for a pass over many records)."""
-        rel = f"{self.variant}/{self.scene}/{self.sequence}.npy"
-        where = f"Syn4D sequence {self.sequence_id!r}: tracking NPY {rel!r}"
-        if resolver is not None and resolver.base == Path(tracking_gt):
-            return resolver(rel, where)
-        return resolve_under(tracking_gt, rel, where)
-
-
-def _resolve(path: str | None, base: Path | None, where: str, resolver: PathResolver | None = None) -> Path | None:
-    """A path of the index (``depth_dir``, ``camera_csv``), relative to the challenge folder and inside it
-    (:func:`perckit.io.paths.resolve_under`): an absolute path, a ``..`` component or a symbolic link out of
-    it raises naming ``where``. Without a challenge folder nothing is read from it: ``None``."""
-    if not path:
-        return None
-    if base is None:
-        check_relative(path, where)
-        return None
-    return resolver(path, where) if resolver is not None and resolver.base == base else resolve_under(base, path, where)
-
-
-def check_sequence_id(sid: object, where: str, error: type[Exception] = ReleaseFormatError) -> tuple[str, str, str]:
-    """``(variant, scene, sequence)`` of ``'<variant>/<scene>/<sequence>'``; each part names one folder or
-    file, so an empty part, ``.``, ``..`` or a backslash is refused (the ids build the NPY, video and NPZ paths)."""
-    parts = sid.split("/") if isinstance(sid, str) else []
-    if len(parts) != 3 or any(p in ("", ".", "..") or "\\" in p or "\x00" in p for p in parts):
-        raise error(f"{where}: expected 'sequence_id' = '<variant>/<scene>/<sequence>' (three folder names), got {sid!r}"[:400])
-    return parts[0], parts[1], parts[2]
-
-
-def _challenge_file(challenge: Path | None, rel: str, where: str, resolver: PathResolver | None = None) -> Path | None:
-    if challenge is None:
-        return None
-    return resolver(rel, where) if resolver is not None and resolver.base == challenge else resolve_under(challenge, rel, where)
 
 
 def read_text(path: Path, what: str, limit: int = MAX_TEXT_BYTES) -> str:
@@ -173,13 +42,6 @@ def read_text(path: Path, what: str, limit: int = MAX_TEXT_BYTES) -> str:
     bytes (:func:`perckit.io.paths.read_regular_file`), decoded by :func:`perckit.io.jsonio.decode_text`."""
     where = repr(str(path))
     return decode_text(read_regular_file(path, where, limit), where, ReleaseFormatError, what)
-
-
-def _camera_of(sequence: str) -> int:
-    try:
-        return int(sequence.rsplit("_", 1)[1])
-    except (IndexError, ValueError):
-        return 0
 
 
 def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
@@ -202,7 +64,7 @@ def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
             raise ReleaseFormatError(f"{where}: expected 'frame_indices' to be a list of ints, got {frames!r}"[:300])
         if tuple(frames) != FRAME_INDICES:
             raise ReleaseFormatError(f"{where}: expected frame_indices range(0, 192, 6), got {frames[:6]}...")
-        camera = parse_int(obj.get("camera", _camera_of(sequence)), f"{where}: 'camera'")
+        camera = parse_int(obj.get("camera", camera_of(sequence)), f"{where}: 'camera'")
         width = parse_int(obj.get("width", 1280), f"{where}: 'width'")
         height = parse_int(obj.get("height", 720), f"{where}: 'height'")
         for key in ("depth_dir", "camera_csv"):
@@ -211,55 +73,12 @@ def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
         records.append(SequenceRecord(
             sequence_id=sid, variant=variant, scene=scene, sequence=sequence,
             camera=camera, frame_indices=tuple(frames),
-            depth_dir=_resolve(obj.get("depth_dir"), challenge, f"{where}: 'depth_dir'", resolver),
-            camera_csv=_resolve(obj.get("camera_csv"), challenge, f"{where}: 'camera_csv'", resolver),
-            video=_challenge_file(challenge, f"{variant}/{scene}/mp4/{sequence}.mp4", f"{where}: video of {sid!r}", resolver),
+            depth_dir=index_path(obj.get("depth_dir"), challenge, f"{where}: 'depth_dir'", resolver),
+            camera_csv=index_path(obj.get("camera_csv"), challenge, f"{where}: 'camera_csv'", resolver),
+            video=challenge_file(challenge, f"{variant}/{scene}/mp4/{sequence}.mp4", f"{where}: video of {sid!r}", resolver),
             width=width, height=height,
         ))
     return records
-
-
-def records_from_tracking_gt(tracking_gt: Path, challenge: Path | None) -> list[SequenceRecord]:
-    """No index file: one record per tracking NPY (sorted), with the default challenge paths."""
-    if not tracking_gt.is_dir():
-        raise ReleaseNotFoundError(f"Syn4D: no sequence index and no tracking folder {str(tracking_gt)!r}")
-    records = []
-    for p in sorted(tracking_gt.glob("*/*/*.npy")):
-        variant, scene, sequence = p.parent.parent.name, p.parent.name, p.stem
-        records.append(default_record(variant, scene, sequence, challenge))
-    if not records:
-        raise ReleaseNotFoundError(f"Syn4D: no '<variant>/<scene>/<sequence>.npy' under {str(tracking_gt)!r}")
-    return records
-
-
-def default_record(variant: str, scene: str, sequence: str, challenge: Path | None) -> SequenceRecord:
-    sid = f"{variant}/{scene}/{sequence}"
-    where = f"Syn4D sequence {sid!r}"
-    check_sequence_id(sid, where)
-    c = f"{variant}/{scene}"
-    return SequenceRecord(
-        sequence_id=sid, variant=variant, scene=scene, sequence=sequence,
-        camera=_camera_of(sequence), frame_indices=FRAME_INDICES,
-        depth_dir=_challenge_file(challenge, f"{c}/exr_layers/depth/{sequence}", f"{where}: depth folder"),
-        camera_csv=_challenge_file(challenge, f"{c}/ground_truth/meta_exr_csv/{sequence}_camera.csv", f"{where}: camera CSV"),
-        video=_challenge_file(challenge, f"{c}/mp4/{sequence}.mp4", f"{where}: video"),
-    )
-
-
-def select_records(
-    records: Sequence[SequenceRecord],
-    variants: Iterable[str] | None = None,
-    scenes: Iterable[str] | None = None,
-    cameras: Iterable[int] | None = None,
-    limit: int | None = None,
-) -> list[SequenceRecord]:
-    """The official filters: variants, scenes, cameras, then the first ``limit`` (0, a negative number or
-    None = all, as the official ``if args.limit > 0``)."""
-    v = set(variants) if variants else None
-    s = set(scenes) if scenes else None
-    c = {int(x) for x in cameras} if cameras else None
-    out = [r for r in records if (v is None or r.variant in v) and (s is None or r.scene in s) and (c is None or r.camera in c)]
-    return out[:limit] if limit and limit > 0 else out
 
 
 def load_records(paths: ReleasePaths) -> list[SequenceRecord]:
@@ -267,12 +86,6 @@ def load_records(paths: ReleasePaths) -> list[SequenceRecord]:
 
 
 # ---------------------------------------------------------------- tracking NPY
-
-#: Largest array an NPY file (or an NPZ member) may declare, in bytes. A full-size Syn4D depth
-#: prediction is 118 MB; the limit keeps a corrupt or hostile header from allocating without bound.
-MAX_ARRAY_BYTES = 1 << 31
-#: room for an NPY file's magic and header beyond its data (NumPy caps the header at 10,000 bytes)
-MAX_NPY_HEADER_BYTES = 1 << 16
 
 
 def check_npy_header(
@@ -390,14 +203,6 @@ def read_tracking_npy(path: Path, expected_sequence_id: str | None = None) -> di
 
 # ---------------------------------------------------------------- depth EXR
 
-#: Largest depth frame (H * W pixels) read from an EXR: 256 MiB as float32. Syn4D frames are
-#: 720 x 1280 = 0.9 M pixels; a corrupt dataWindow would otherwise make OpenEXR allocate gigabytes.
-MAX_DEPTH_PIXELS = 1 << 26
-#: the largest depth EXR file read (a frame at MAX_DEPTH_PIXELS of uncompressed float32 with room for its header
-#: and tiles); checked on the open file before OpenEXR reads a byte
-MAX_EXR_BYTES = 4 * MAX_DEPTH_PIXELS + (64 << 20)
-
-
 def _exr_hw(header: Mapping, where: str) -> tuple[int, int]:
     """(H, W) of an EXR header's dataWindow, checked to be positive and at most :data:`MAX_DEPTH_PIXELS`."""
     dw = header["dataWindow"]
@@ -463,14 +268,6 @@ def _read_depth(f: Any, where: str, expected_hw: tuple[int, int] | None) -> np.n
     return data.reshape(h, w) / np.float32(100.0)
 
 
-def depth_frame_paths(depth_dir: Path, sequence: str, frame_indices: Sequence[int]) -> list[Path]:
-    """The EXR of every frame; one that is a symbolic link out of ``depth_dir`` is refused."""
-    return [
-        resolve_under(depth_dir, f"{sequence}_{int(t):04d}_depth.exr", f"depth folder {str(depth_dir)!r}: frame {t}")
-        for t in frame_indices
-    ]
-
-
 def read_depth_sequence(record: SequenceRecord, hw: tuple[int, int] | None = None) -> np.ndarray | None:
     """[T, H, W] metres, or None when the sequence's depth folder is absent; a partial set raises."""
     if record.depth_dir is None or not record.depth_dir.is_dir():
@@ -521,55 +318,6 @@ def read_camera_csv(record: SequenceRecord) -> np.ndarray | None:
     return arr
 
 
-# ---------------------------------------------------------------- one sequence's ground truth
-
-#: The builder-row fields of the ground truth of each task (tracking: the fields of the NPY).
-GT_FIELDS = {
-    "tracking": ("schema", "image_size_hw", "intrinsics_fx_fy_cx_cy", "query_uv_px", "tracks_ref0_m", "visibility", "dynamic"),
-    "depth": ("depth_m",),
-    "pose": ("camera_unreal", "camera_c2w"),
-}
-
-
-def read_sequence_gt(
-    record: SequenceRecord, paths: ReleasePaths, task: str, hw: tuple[int, int] | None = None, required: bool = False,
-    resolver: PathResolver | None = None,
-) -> dict[str, Any]:
-    """The ground truth of one task of one sequence, read from the release, as the builder's row fields
-    (:data:`GT_FIELDS`); the one reader of it, for the builder and the file runner.
-
-    ``tracking``: the NPY (:func:`read_tracking_npy`, its ``sequence_id`` checked against the record's):
-    ``tracks_ref0_m``, ``visibility``, ``query_uv_px`` as arrays, ``dynamic``, ``image_size_hw`` and
-    ``intrinsics_fx_fy_cx_cy`` as lists, and ``schema``. ``depth``: ``depth_m`` [T, H, W] in metres
-    (:func:`read_depth_sequence`; every frame of size ``hw`` when given). ``pose``: ``camera_unreal`` [T, 6]
-    (:func:`read_camera_csv`) and ``camera_c2w`` [T, 4, 4].
-
-    ``resolver``: a :class:`PathResolver` of ``paths.tracking_gt`` for a pass over many records.
-
-    An absent NPY, depth folder or camera CSV gives every field ``None`` or, with ``required``, raises
-    :class:`~perckit.errors.ReleaseNotFoundError` naming it; a partial or malformed one always raises."""
-    check_choice("task", task, tuple(GT_FIELDS))
-    if task == "tracking":
-        npy = record.tracking_npy(paths.tracking_gt, resolver)
-        if not required and not npy.is_file():
-            return dict.fromkeys(GT_FIELDS[task])
-        gt = read_tracking_npy(npy, record.sequence_id)  # a missing file: ReleaseNotFoundError naming it
-        return {
-            "schema": gt["schema"], "image_size_hw": gt["image_size"].tolist(),
-            "intrinsics_fx_fy_cx_cy": gt["intrinsics"].tolist(), "query_uv_px": gt["query_uv"],
-            "tracks_ref0_m": gt["tracks_ref0"], "visibility": gt["visibility"], "dynamic": gt["dynamic"].tolist(),
-        }
-    if task == "depth":
-        depth = read_depth_sequence(record, hw)
-        if depth is None and required:
-            raise ReleaseNotFoundError(f"depth folder {str(record.depth_dir)!r} not found")
-        return {"depth_m": depth}
-    unreal = read_camera_csv(record)
-    if unreal is None and required:
-        raise ReleaseNotFoundError(f"camera CSV {str(record.camera_csv)!r} not found")
-    return {"camera_unreal": unreal, "camera_c2w": unreal_rows_to_c2w(unreal) if unreal is not None else None}
-
-
 # ---------------------------------------------------------------- checksums
 
 
@@ -596,10 +344,6 @@ def read_checksums(path: Path) -> dict[str, str]:
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
 
-#: the largest release file hashed against ``SHA256SUMS`` (read in 1 MiB blocks: memory stays flat)
-MAX_CHECKSUM_FILE_BYTES = 1 << 36
-
-
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     """The hex SHA-256 of ``path``, a regular file of at most :data:`MAX_CHECKSUM_FILE_BYTES`."""
     h = hashlib.sha256()
@@ -617,12 +361,8 @@ class ChecksumVerifier:
         self.bases = [paths.benchmark, paths.root]
         self.source = paths.checksums
 
-    def key(self, path: Path, real_bases: Sequence[Path] | None = None) -> str | None:
-        """The listed name of ``path``: its real path relative to a real base (``real_bases``: the bases
-        already resolved, for a pass over many files)."""
-        return self._key_of_real(path.resolve(), real_bases or [b.resolve() for b in self.bases])
-
     def _key_of_real(self, real: Path, real_bases: Sequence[Path]) -> str | None:
+        """The listed name of the real path ``real``: relative to one of the real bases."""
         for base in real_bases:
             try:
                 rel = real.relative_to(base).as_posix()
@@ -633,7 +373,7 @@ class ChecksumVerifier:
         return None
 
     def check_all(self, paths: Iterable[Path]) -> int:
-        """:meth:`check` every existing file of ``paths`` (before anything is scored or generated, so that a
+        """Verify every existing file of ``paths`` (before anything is scored or generated, so that a
         mismatch reaches the user as its own error); returns how many were listed and verified."""
         n = 0
         if not self.sums:
@@ -647,13 +387,6 @@ class ChecksumVerifier:
                     self._check(path, rel)
                     n += 1
         return n
-
-    def check(self, path: Path) -> None:
-        if not self.sums:
-            return
-        rel = self.key(path)
-        if rel is not None:
-            self._check(path, rel)
 
     def _check(self, path: Path, rel: str) -> None:
         actual = sha256_file(path)
@@ -673,19 +406,67 @@ def checksum_verifier(paths: ReleasePaths, verify: bool | None, hint: str = "") 
     return ChecksumVerifier(paths) if verify is not False and paths.checksums is not None else None
 
 
-def release_files(
-    paths: ReleasePaths, records: Iterable[SequenceRecord], tracking: bool = True, depth: bool = False, camera: bool = False
-) -> Iterator[Path]:
-    """The release files a run reads for ``records``: the sequence index, then per record its tracking NPY,
-    its 32 depth EXRs and its camera CSV (each only when asked for). Absent files are yielded too; callers
-    skip them (a missing file is reported where it is read)."""
-    if paths.index is not None:
-        yield paths.index
-    resolver = PathResolver(paths.tracking_gt)
-    for r in records:
-        if tracking:
-            yield r.tracking_npy(paths.tracking_gt, resolver)
-        if depth and r.depth_dir is not None and r.depth_dir.is_dir():
-            yield from depth_frame_paths(r.depth_dir, r.sequence, r.frame_indices)
-        if camera and r.camera_csv is not None:
-            yield r.camera_csv
+# ---------------------------------------------------------------- prediction NPZs
+
+
+#: What reading a corrupt NPZ can raise (zipfile, zlib, bz2 / lzma members, NumPy's parser).
+_READ_ERRORS = (
+    ValueError, OSError, EOFError, KeyError, RuntimeError, NotImplementedError, struct.error,
+    zipfile.BadZipFile, zlib.error, lzma.LZMAError,
+)
+
+
+def read_npz(path: str | Path) -> dict[str, np.ndarray | None]:
+    """The prediction arrays of one NPZ (``allow_pickle=False``); an absent key is None, extra keys are ignored.
+
+    Every member that is read has its NPY header checked first (:func:`check_npy_header`):
+    object dtypes, arrays declaring more than ``MAX_ARRAY_BYTES`` and members shorter than their header
+    declares raise :class:`PredictionError` before NumPy allocates anything.
+    """
+    path = Path(path)
+    where = repr(str(path))
+    # opened without blocking and checked on the descriptor (a FIFO would block np.load, /dev/zero would never
+    # end, an oversize file is refused before a byte is read); NumPy reads the same open file
+    with open_regular_file(path, where, MAX_NPZ_BYTES, PredictionError, InputNotFoundError, what=".npz file") as fh:
+        try:
+            loaded = np.load(fh, allow_pickle=False)
+            if not isinstance(loaded, np.lib.npyio.NpzFile):  # np.load reads a plain .npy too
+                raise PredictionError(f"{where}: expected an .npz archive, got a single array")
+            with loaded as z:
+                out = {}
+                for k in PREDICTION_KEYS:
+                    if k not in z.files:
+                        out[k] = None
+                        continue
+                    names = z.zip.namelist()
+                    member = f"{k}.npy" if f"{k}.npy" in names else k
+                    info = z.zip.getinfo(member)
+                    with z.zip.open(member) as f:
+                        check_npy_header(f, info.file_size, f"{where}: member {member!r}", PredictionError)
+                    out[k] = np.asarray(z[k])
+        except PredictionError:
+            raise
+        except _READ_ERRORS as e:
+            raise PredictionError(f"{where}: expected a readable .npz of numeric arrays (no pickles), got: {type(e).__name__}: {e}") from None
+    for k, v in out.items():
+        if v is not None and not (np.issubdtype(v.dtype, np.number) or v.dtype == bool):
+            raise PredictionError(f"{where}: {k!r} must be numeric, got dtype {v.dtype}")
+    return out
+
+
+def load_prediction_row(npz_path: str | Path, sequence_id: str, as_lists: bool = True) -> dict:
+    """A ``syn4d`` metric prediction row from an official NPZ; every array is None when the file is missing.
+
+    ``as_lists`` (default) gives nested lists: datasets 5.x's Arrow writer (which evaluate uses) cannot
+    convert a multi-dimensional numpy array in a batch whose first value is None. The values are exact
+    (float32 -> Python float is lossless). The core functions accept numpy arrays as they are.
+    """
+    path = Path(npz_path)
+    arrays = read_npz(path) if path.is_file() else dict.fromkeys(PREDICTION_KEYS)
+    if as_lists:
+        arrays = {k: (v.tolist() if v is not None else None) for k, v in arrays.items()}
+    return {"sequence_id": sequence_id, **arrays}
+
+
+def load_prediction_rows(predictions_dir: str | Path, sequence_ids: list[str], as_lists: bool = True) -> list[dict]:
+    return [load_prediction_row(prediction_path(predictions_dir, sid), sid, as_lists) for sid in sequence_ids]

@@ -1,8 +1,8 @@
 """Compiled (numba) kernels of the Syn4D depth and tracking metrics: the one implementation of the
-per-pixel / per-sample passes of :func:`perckit.syn4d.metrics.depth_metrics` and
-:func:`perckit.syn4d.metrics.tracking_metrics` (numba is a dependency).
+per-pixel / per-sample passes of :func:`perckit.syn4d.metric.depth_metrics` and
+:func:`perckit.syn4d.metric.tracking_metrics` (numba is a dependency).
 
-:mod:`perckit.syn4d.metrics` imports this module on first use (so importing the metrics does not
+:mod:`perckit.syn4d.metric` imports this module on first use (so importing the metrics does not
 import numba); the kernels compile on their first call (``cache=True``: later processes load the
 machine code from disk). They are module-level functions, not closures, so that a kernel calling
 another one still hits the cache. The tests compare them with the straightforward numpy formulas

@@ -3,7 +3,7 @@
 The Syn4D release ships ``benchmark/protocol.json``: the frames, variants, scenes and cameras of the
 benchmark, the tracking thresholds, the depth valid range, and each task's alignment rule and the
 aggregation, the last ones as short sentences. perckit's scoring does not read it (the numbers are
-constants in :mod:`perckit.syn4d.metrics` and :mod:`perckit.syn4d.release`, as in the official
+constants in :mod:`perckit.syn4d.metric` and :mod:`perckit.syn4d.layout`, as in the official
 evaluator); the file runner reads it and refuses to score when the two disagree, so that a release with
 another protocol is never scored by the wrong rules without a word.
 
@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import ReleaseFormatError, ReleaseNotFoundError
-from ..io.jsonio import read_json
-from ..io.paths import resolve_under
-from . import metrics as core
-from . import release as rel
+from ...errors import ReleaseFormatError, ReleaseNotFoundError
+from ...io.jsonio import read_json
+from ...io.paths import resolve_under
+from ..layout import FRAME_INDICES, SCENES, VARIANTS, ReleasePaths
+from . import DEPTH_MAX_M, DEPTH_MIN_M, DYNAMIC_WEIGHT, TRACKING_THRESHOLDS_M
 
 PROTOCOL_FILE = "protocol.json"
 #: ``protocol.json`` is a few KB; a larger file is refused before it is read.
@@ -35,23 +35,23 @@ DYNAMIC_THRESHOLD_M = 0.01
 #: the hard-coded one, order included), ``"set"`` (same members, any order), ``"text"`` (the rule sentence,
 #: compared after trimming spaces and ignoring case).
 EXPECTED: tuple[tuple[str, Any, str], ...] = (
-    ("input.frames", list(rel.FRAME_INDICES), "equal"),
-    ("input.variants", list(rel.VARIANTS), "set"),
-    ("input.scenes", list(rel.SCENES), "set"),
+    ("input.frames", list(FRAME_INDICES), "equal"),
+    ("input.variants", list(VARIANTS), "set"),
+    ("input.scenes", list(SCENES), "set"),
     ("input.cameras", [0, 1], "set"),
     ("tracking.query_frame", 0, "equal"),
     ("tracking.coordinate_system", "OpenCV frame-0 camera coordinates", "text"),
     ("tracking.alignment", MEDIAN_SCALE, "text"),
-    ("tracking.thresholds_m", list(core.TRACKING_THRESHOLDS_M), "equal"),
+    ("tracking.thresholds_m", list(TRACKING_THRESHOLDS_M), "equal"),
     ("tracking.dynamic_threshold_m", DYNAMIC_THRESHOLD_M, "equal"),
     (
         "tracking.score",
-        f"{core.DYNAMIC_WEIGHT:g} * APD(all valid) + {1 - core.DYNAMIC_WEIGHT:g} * APD(dynamic valid)",
+        f"{DYNAMIC_WEIGHT:g} * APD(all valid) + {1 - DYNAMIC_WEIGHT:g} * APD(dynamic valid)",
         "text",
     ),
     ("depth.units", "meters", "text"),
     ("depth.alignment", MEDIAN_SCALE, "text"),
-    ("depth.valid_range_m", [core.DEPTH_MIN_M, core.DEPTH_MAX_M], "equal"),
+    ("depth.valid_range_m", [DEPTH_MIN_M, DEPTH_MAX_M], "equal"),
     ("pose.representation", "camera-to-world 4x4 matrices", "text"),
     ("pose.alignment", "normalize to frame 0, then one Sim(3) per sequence", "text"),
     ("aggregation", "macro average over sequences; also report by variant and scene", "text"),
@@ -60,7 +60,7 @@ EXPECTED: tuple[tuple[str, Any, str], ...] = (
 _MISSING = object()
 
 
-def find_protocol(paths: rel.ReleasePaths) -> Path | None:
+def find_protocol(paths: ReleasePaths) -> Path | None:
     """``B/protocol.json`` when the release has one (a symbolic link out of ``B`` is refused), else None."""
     candidate = paths.benchmark / PROTOCOL_FILE
     if not candidate.is_file():
@@ -115,11 +115,3 @@ def check_protocol(protocol: Mapping[str, Any], where: str) -> None:
                 "this release follows another protocol than the one perckit scores; pass check_protocol=False "
                 "(--no-check-protocol) to score with perckit's rules anyway"
             )
-
-
-def check_release_protocol(paths: rel.ReleasePaths) -> Path | None:
-    """Check ``B/protocol.json`` when the release has one; returns its path (None when there is none)."""
-    path = find_protocol(paths)
-    if path is not None:
-        check_protocol(read_protocol(path), repr(str(path)))
-    return path

@@ -1,39 +1,43 @@
-"""Metric math of Syn4D: ``tracking``, ``depth`` and ``pose``, as accumulate / reduce halves.
+"""The Syn4D metric: ``tracking``, ``depth`` and ``pose``, as per-sequence scores and their reduce.
 
 Formulas (spec §4.1, one sequence; every one is written once, here or in the kernel it names):
 
-* tracking (:func:`tracking_metrics`; the per-sample pass is :func:`perckit.syn4d._kernels.tracking`):
+* tracking (:func:`tracking_metrics`; the per-sample pass is :func:`perckit.syn4d.metric._kernels.tracking`):
   ``F = valid ∧ finite(gt) ∧ finite(pred)``; ``s = median‖gt[F]‖ / median‖pred[F]‖`` (0 when the denominator
   is ≤ 1e-12); ``d = ‖gt − s·pred‖``; ``acc_τ = mean(d ≤ τ)``, ``apd = mean_τ acc_τ``, ``epe = mean d``, over
   ``F`` and (``dynamic_`` keys) ``F ∧ dynamic``; ``score = (1−w)·apd + w·dynamic_apd`` (``apd`` without dynamic
   samples).
-* depth (:func:`depth_metrics`; the per-pixel passes are :func:`perckit.syn4d._kernels.depth_medians` and
-  :func:`perckit.syn4d._kernels.depth_sums`): the prediction resized to the GT (OpenCV bilinear); valid pixels
-  ``finite(g) ∧ finite(p) ∧ min < g ≤ max ∧ p > 0``; ``p' = clip(s·p + t)``, ``g' = clip(g)`` to ``[min, max]``
-  with ``(s, t)`` = (median g / median p, 0) for ``scale``, least squares for ``scale_shift``, (1, 0) for
-  ``metric``; ``abs_rel = mean|p'−g'|/g'``, ``sq_rel = mean (p'−g')²/g'``, ``rmse = √mean (p'−g')²``,
+* depth (:func:`depth_metrics`; the per-pixel passes are :func:`perckit.syn4d.metric._kernels.depth_medians` and
+  :func:`perckit.syn4d.metric._kernels.depth_sums`): the prediction resized to the GT (OpenCV bilinear); valid
+  pixels ``finite(g) ∧ finite(p) ∧ min < g ≤ max ∧ p > 0``; ``p' = clip(s·p + t)``, ``g' = clip(g)`` to
+  ``[min, max]`` with ``(s, t)`` = (median g / median p, 0) for ``scale``, least squares for ``scale_shift``,
+  (1, 0) for ``metric``; ``abs_rel = mean|p'−g'|/g'``, ``sq_rel = mean (p'−g')²/g'``, ``rmse = √mean (p'−g')²``,
   ``ℓ = log p' − log g'``, ``rmse_log = √mean ℓ²``, ``silog = 100·√(mean ℓ² − (mean ℓ)²)``,
   ``δk = mean(max(g'/p', p'/g') < 1.25^k)``.
-* pose (:func:`pose_metrics`): both trajectories relative to their first frame, Sim(3) (Umeyama) of the
-  predicted centres onto the GT; ATE and rotation errors per frame, RPE over consecutive pairs,
-  ``auc_θ = mean(max(rpe_rot, trans_angle) ≤ θ)`` with an undefined angle counting as 180°.
+* pose (:func:`pose_metrics`): both trajectories relative to their first frame, Sim(3) (:func:`umeyama_sim3`:
+  ``Σ = (P−μP)ᵀ(G−μG)/N = U S Vᵀ``, ``D = diag(1, 1, −1)`` if ``det(V Uᵀ) < 0``, ``R = V D Uᵀ``,
+  ``c = Σ(S·diag D) / mean‖P−μP‖²``, ``t = μG − c R μP``) of the predicted centres onto the GT; ATE and rotation
+  errors per frame (``arccos(clip((tr(Rpᵀ Rg) − 1)/2, −1, 1))``, :func:`rotation_error_deg`), RPE over
+  consecutive pairs, ``auc_θ = mean(max(rpe_rot, trans_angle) ≤ θ)`` with an undefined angle counting as 180°.
+* coverage (tracking, depth; :func:`coverage_entry`): ``scored / GT-valid``, the scored count of the formula
+  above over the GT-valid points (visible, finite GT) or pixels (finite GT in ``(min, max]``); a run warns once
+  (:class:`LowCoverageWarning`) when a sequence is below ``min_coverage``.
+* the means (:func:`mean_rows`, spec §4.2): the macro mean over sequences of every numeric key, its non-finite
+  values left out (:func:`perckit.core.stats.fmean`).
 
-Accumulate: :func:`tracking_metrics`, :func:`depth_metrics` and
-:func:`pose_metrics` score one sequence; :func:`task_metrics` does it from a
-(reference, prediction) pair of builder-style rows, and
-:func:`score_sequences` matches predictions to references by ``sequence_id``
-(:func:`perckit.core.matching.pair_by_id`) and applies the strict / lax failure policy
-(spec §4.3, :class:`perckit.syn4d.failures.FailurePolicy`, which the file runner
-uses too). Reduce:
-:func:`mean_rows` and :func:`aggregate` make the macro means and the
-per-variant / per-scene blocks (spec §4.2); :func:`compute_task` runs both and
-:func:`to_official_summary` merges the per-task results into the official
+Per sequence: :func:`tracking_metrics`, :func:`depth_metrics` and :func:`pose_metrics` score one sequence;
+:func:`task_metrics` does it from a (reference, prediction) pair of builder-style rows, :func:`score_sequence`
+adds the ids and the coverage entry, and :func:`score_sequences` matches predictions to references by
+``sequence_id`` (:func:`perckit.core.matching.pair_by_id`) and applies the strict / lax failure policy (spec §4.3,
+:class:`FailurePolicy`, which the file runner uses too). Reduce: :func:`mean_rows` and :func:`aggregate` make the
+macro means and the per-variant / per-scene blocks (spec §4.2), :func:`summarize_coverage` the coverage block;
+:func:`compute_task` runs both and :func:`to_official_summary` merges the per-task results into the official
 ``evaluate.py`` JSON shape.
 
 Nothing here is reconstructed: every per-sequence formula reproduces the official
 Syn4D evaluator operation for operation (float64 NumPy, ``np.mean`` /
 ``np.median``, OpenCV bilinear resize), because the parity target is 1e-9
-relative. The compiled kernels of depth and tracking (:mod:`perckit.syn4d._kernels`, numba, the one
+relative. The compiled kernels of depth and tracking (:mod:`perckit.syn4d.metric._kernels`, numba, the one
 implementation of those passes) keep every per-element operation, decision and exact median; tracking and
 pose give the numbers of the straightforward numpy formulas (``tests/oracles/syn4d.py``) bit for bit, depth
 differs from them only in its summation order (~1e-16 relative). The other
@@ -46,19 +50,18 @@ from __future__ import annotations
 
 import heapq
 import math
+import warnings
 from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from collections.abc import Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
-from ..errors import OptionError, check_choice, check_options
-from ..core.matching import pair_by_id
-from ..core.stats import fmean
-from . import coverage as cov
-from .failures import MISSING_PREDICTION, FailurePolicy, failure_reason  # noqa: F401  (re-exported: they lived here)
-from .geometry import rotation_error_deg, umeyama_sim3
+from ...errors import InputNotFoundError, OptionError, PerckitError, PredictionError, check_choice, check_options
+from ...core.matching import pair_by_id
+from ...core.stats import fmean
 
 TASKS = ("depth", "pose", "tracking")
 PROTOCOL = "syn4d-multitask-v1"
@@ -73,10 +76,14 @@ PREDICTION_KEYS = {"tracking": "tracking_xyz", "depth": "depth", "pose": "camera
 #: ``sequence_id``, ``variant``, ``scene`` and ``frame_indices``.
 REFERENCE_KEYS = {"tracking": ("tracks_ref0_m", "visibility", "dynamic"), "depth": ("depth_m",), "pose": ("camera_c2w",)}
 BLOCK_KEYS = ("overall", "by_variant", "by_scene", "sequences")
+#: Below this fraction of GT-valid points scored, a run warns.
+DEFAULT_MIN_COVERAGE = 0.9
+#: The tasks that leave predicted values out, hence have a coverage (pose needs every pose finite, or the sequence fails).
+COVERAGE_TASKS = ("depth", "tracking")
 
 
-def _kernels():
-    """:mod:`perckit.syn4d._kernels`, imported on first use (it imports numba, which is slow to import)."""
+def _compiled():
+    """:mod:`perckit.syn4d.metric._kernels`, imported on first use (it imports numba, which is slow to import)."""
     from . import _kernels
 
     return _kernels
@@ -84,6 +91,13 @@ def _kernels():
 
 def _finite_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value))
+
+
+def check_min_coverage(value: object) -> float:
+    """The option ``min_coverage``: a number in [0, 1] (0 never warns)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(float(value)) or not 0.0 <= float(value) <= 1.0:
+        raise OptionError(f"option 'min_coverage': expected a number in [0, 1], got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -98,9 +112,9 @@ class Syn4DOptions:
     depth_max_m: float = DEPTH_MAX_M
     tracking_thresholds_m: tuple = TRACKING_THRESHOLDS_M
     dynamic_weight: float = DYNAMIC_WEIGHT
-    #: Warn (:class:`perckit.syn4d.coverage.LowCoverageWarning`, once per run) when a sequence was scored on
-    #: fewer than this fraction of its GT-valid points / pixels (see :mod:`perckit.syn4d.coverage`).
-    min_coverage: float = cov.DEFAULT_MIN_COVERAGE
+    #: Warn (:class:`LowCoverageWarning`, once per run) when a sequence was scored on
+    #: fewer than this fraction of its GT-valid points / pixels (see :func:`coverage_entry`).
+    min_coverage: float = DEFAULT_MIN_COVERAGE
 
     @classmethod
     def from_kwargs(cls, **options: Any) -> "Syn4DOptions":
@@ -130,23 +144,73 @@ class Syn4DOptions:
         w = self.dynamic_weight
         if not _finite_number(w) or not 0.0 <= float(w) <= 1.0:
             raise OptionError(f"option 'dynamic_weight': expected a number in [0, 1], got {w!r}")
-        object.__setattr__(self, "min_coverage", cov.check_min_coverage(self.min_coverage))
+        object.__setattr__(self, "min_coverage", check_min_coverage(self.min_coverage))
+
+
+# ---------------------------------------------------------------------------------------------
+# The failure policy (spec §4.3), written once: the metric (:func:`score_sequences`) and the file runner
+# (:func:`perckit.syn4d.evaluate.evaluate_release`) both go through :class:`FailurePolicy`. Strict
+# (``strict=True``, the official ``--strict``, leaderboard mode): the first missing prediction or failing task
+# raises. Lax: each becomes a failure record and the run goes on; a missing prediction leaves the sequence out of
+# every task's means, a task error leaves it out of that task's.
+# ---------------------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+#: The official failure reason of a sequence without a prediction (the file runner adds the NPZ path).
+MISSING_PREDICTION = "missing prediction"
+
+
+class TaskFailedError(PerckitError, RuntimeError):
+    """A task of a sequence failed in strict mode: the official ``RuntimeError("<sequence_id> <task> failed")``,
+    whose ``__cause__`` is the error naming the field and the problem."""
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The official failure text: ``"<ExceptionType>: <message>"``."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+class FailurePolicy:
+    """The strict / lax policy of one run; ``failures`` collects the lax records in the order they happened."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = bool(strict)
+        self.failures: list[dict] = []
+
+    def missing(self, sequence_id: str, path: str | Path | None = None) -> None:
+        """``sequence_id`` has no prediction: no row (or a row whose arrays are all ``None``) or, given ``path``,
+        no NPZ file there.
+
+        Strict: raises :class:`~perckit.errors.PredictionError` ``"<sequence_id>: missing prediction"``, or for
+        a file :class:`~perckit.errors.InputNotFoundError` (a ``FileNotFoundError``) ``"missing prediction
+        <path>"``, the official texts. Lax: records the task-less failure ``{"sequence_id", "reason"}``, the
+        reason ``"missing prediction"`` (``"missing prediction <path>"`` for a file)."""
+        reason = MISSING_PREDICTION if path is None else f"{MISSING_PREDICTION} {path}"
+        if self.strict:
+            if path is None:
+                raise PredictionError(f"{sequence_id}: {reason}")
+            raise InputNotFoundError(reason)
+        self.failures.append({"sequence_id": sequence_id, "reason": reason})
+
+    def attempt(self, sequence_id: str, task: str, score: Callable[..., T], *args: Any) -> T | None:
+        """``score(*args)`` for one task of one sequence, or ``None`` when it failed in lax mode.
+
+        As the official loop, any exception is a task failure: strict raises :class:`TaskFailedError`
+        ``"<sequence_id> <task> failed"`` from it; lax records ``{"sequence_id", "task", "reason":
+        "<ExceptionType>: <message>"}`` (:func:`failure_reason`)."""
+        try:
+            return score(*args)
+        except Exception as exc:  # the official loop records any task error in lax mode
+            if self.strict:
+                raise TaskFailedError(f"{sequence_id} {task} failed") from exc
+            self.failures.append({"sequence_id": sequence_id, "task": task, "reason": failure_reason(exc)})
+            return None
 
 
 # ---------------------------------------------------------------------------------------------
 # Accumulate: one sequence
 # ---------------------------------------------------------------------------------------------
-
-
-def _norm3(a: np.ndarray) -> np.ndarray:
-    """``np.linalg.norm(a, axis=-1)`` for a last axis of 3, bit for bit (numpy sums 3 terms left to right),
-    without numpy's slow strided reduction over a length-3 axis."""
-    x, y, z = a[..., 0], a[..., 1], a[..., 2]
-    return np.sqrt(x * x + y * y + z * z)
-
-
-def _finite3(a: np.ndarray) -> np.ndarray:
-    return np.isfinite(a[..., 0]) & np.isfinite(a[..., 1]) & np.isfinite(a[..., 2])
 
 
 def _accuracy_keys(prefix: str, counts: Sequence[int], distances: np.ndarray, thresholds: Sequence[float]) -> dict:
@@ -187,11 +251,11 @@ def tracking_metrics(
         raise ValueError(
             f"tracking validity/dynamic shapes do not match tracks {gt.shape}: visibility {valid_mask.shape}, dynamic {dynamic_q.shape}"
         )
-    # One compiled pass (see perckit.syn4d._kernels.tracking): the scored samples compacted in (t, q) order,
+    # One compiled pass (see perckit.syn4d.metric._kernels.tracking): the scored samples compacted in (t, q) order,
     # the exact median scale, the distances of both subsets and their threshold counts.
     limits = np.asarray(thresholds, dtype=np.float64)
     counts = np.zeros((2, limits.size), dtype=np.int64)
-    scale, distances, dynamic_distances = _kernels().tracking(
+    scale, distances, dynamic_distances = _compiled().tracking(
         np.ascontiguousarray(gt, dtype=np.float64), np.ascontiguousarray(pred, dtype=np.float64),
         np.ascontiguousarray(valid_mask), np.ascontiguousarray(dynamic_q), limits, counts,
     )
@@ -256,13 +320,13 @@ def _depth_alignment(gt: np.ndarray, pred: np.ndarray, align: str, lo: np.float6
     """``(scale, shift)`` of ``align`` over the valid pixels; raises when there are none.
 
     ``scale`` on a float32 GT with ``lo >= 0`` (every release and :func:`task_metrics` call): the exact
-    medians by two streaming radix passes over the arrays (:func:`perckit.syn4d._kernels.depth_medians`,
+    medians by two streaming radix passes over the arrays (:func:`perckit.syn4d.metric._kernels.depth_medians`,
     no copy). The medians of any other GT dtype, and the least squares of ``scale_shift``, need the valid
     values themselves: :func:`_valid_values`, then :func:`_exact_median` / ``np.linalg.lstsq``."""
     if align == "metric":
         return 1.0, 0.0
     if align == "scale" and gt.dtype == np.dtype(np.float32) and lo >= 0:
-        n, median_g, median_p = _kernels().depth_medians(gt.reshape(-1), pred.reshape(-1), float(lo), float(hi))
+        n, median_g, median_p = _compiled().depth_medians(gt.reshape(-1), pred.reshape(-1), float(lo), float(hi))
         if n == 0:
             raise ValueError("sequence has no valid depth pixels")
         return float(median_g / max(median_p, 1e-12)), 0.0
@@ -293,7 +357,7 @@ def depth_metrics(
 
     Same numbers as the official code (which casts both whole arrays to float64 first), without its
     whole-array copies: the alignment (:func:`_depth_alignment`), then one compiled streaming pass for
-    the clipped values and the sums (:func:`perckit.syn4d._kernels.depth_sums`). Every per-pixel value
+    the clipped values and the sums (:func:`perckit.syn4d.metric._kernels.depth_sums`). Every per-pixel value
     and decision is the official one; only the summation order differs, so a mean can differ from
     the official ``np.mean`` in the last bits (~1e-16 relative).
     """
@@ -309,7 +373,7 @@ def depth_metrics(
     lo, hi = np.float64(min_depth), np.float64(max_depth)
     gt, pred = np.ascontiguousarray(gt), np.ascontiguousarray(pred)
     scale, shift = _depth_alignment(gt, pred, align, lo, hi)
-    n, sums, below = _kernels().depth_sums(gt.reshape(-1), pred.reshape(-1), float(lo), float(hi), scale, shift)
+    n, sums, below = _compiled().depth_sums(gt.reshape(-1), pred.reshape(-1), float(lo), float(hi), scale, shift)
     if n == 0:
         raise ValueError("sequence has no valid depth pixels")
     sums = np.asarray(sums, dtype=np.float64)
@@ -327,6 +391,43 @@ def depth_metrics(
         "shift": float(shift),
         "valid_pixels": int(n),
     }
+
+
+def umeyama_sim3(src: np.ndarray, dst: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """Least-squares similarity ``dst ≈ c · R · src + t`` for row-vector points (spec §4.1).
+
+    ``Σ = (P−μP)ᵀ(G−μG)/N``; ``Σ = U S Vᵀ``; ``D = diag(1, 1, −1)`` if
+    ``det(V Uᵀ) < 0``; ``R = V D Uᵀ``; ``c = Σ(S·diag D) / var`` with
+    ``var = mean‖P−μP‖²``; ``t = μG − c R μP``.
+
+    Raises ``ValueError`` for mismatched or non-``[N, 3]`` inputs, N < 3, and
+    ``ValueError("Degenerate source trajectory")`` when ``var <= 1e-12``.
+    """
+    src = np.asarray(src, dtype=np.float64)
+    dst = np.asarray(dst, dtype=np.float64)
+    if src.shape != dst.shape or src.ndim != 2 or src.shape[1] != 3 or src.shape[0] < 3:
+        raise ValueError(f"Umeyama alignment needs matching [N,3] arrays with N >= 3, got {src.shape} and {dst.shape}")
+    mu_src, mu_dst = src.mean(0), dst.mean(0)
+    src0, dst0 = src - mu_src, dst - mu_dst
+    covariance = (src0.T @ dst0) / src.shape[0]
+    u, singular, vt = np.linalg.svd(covariance)
+    sign = np.ones(3, dtype=np.float64)
+    if np.linalg.det(vt.T @ u.T) < 0:
+        sign[-1] = -1
+    rotation = vt.T @ np.diag(sign) @ u.T
+    variance = float(np.mean(np.sum(src0 * src0, axis=1)))
+    if variance <= 1e-12:
+        raise ValueError("Degenerate source trajectory")
+    scale = float(np.sum(singular * sign) / variance)
+    translation = mu_dst - scale * (rotation @ mu_src)
+    return scale, rotation, translation
+
+
+def rotation_error_deg(pred: np.ndarray, gt: np.ndarray) -> np.ndarray:
+    """Geodesic angle in degrees between rotation stacks: ``arccos(clip((tr(Rpᵀ Rg) − 1)/2, −1, 1))``."""
+    relative = np.swapaxes(np.asarray(pred, dtype=np.float64), -1, -2) @ np.asarray(gt, dtype=np.float64)
+    cosine = np.clip((np.trace(relative, axis1=-2, axis2=-1) - 1.0) * 0.5, -1.0, 1.0)
+    return np.degrees(np.arccos(cosine))
 
 
 def _translation_angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -462,12 +563,12 @@ def score_sequence(
 ) -> tuple[dict, dict | None]:
     """One task of one sequence, as the metric and the file runner both record it: the row (``sequence_id``,
     ``variant``, ``scene`` and :func:`task_metrics`) and, with ``coverage``, its coverage entry
-    (:func:`perckit.syn4d.coverage.entry_of`; None for pose). Raises on any problem (the caller applies the
+    (:func:`coverage_entry`; None for pose). Raises on any problem (the caller applies the
     failure policy)."""
     metrics = task_metrics(task, reference, prediction, options)
     sid = str(reference.get("sequence_id"))
     row = {"sequence_id": sid, "variant": str(reference.get("variant")), "scene": str(reference.get("scene")), **metrics}
-    return row, cov.entry_of(task, sid, reference, metrics, options) if coverage else None
+    return row, coverage_entry(task, sid, reference, metrics, options) if coverage else None
 
 
 def score_sequences(
@@ -479,9 +580,9 @@ def score_sequences(
     Predictions are paired with references by ``sequence_id`` (:func:`perckit.core.matching.pair_by_id`: a
     duplicate id on either side or a prediction id unknown to the references raises
     :class:`~perckit.errors.PredictionError`); a reference without a prediction, or with one whose arrays are
-    all ``None``, and a failing task go through the failure policy (:class:`~perckit.syn4d.failures.FailurePolicy`).
+    all ``None``, and a failing task go through the failure policy (:class:`FailurePolicy`).
     ``coverage``: a list that receives the coverage entry of every scored sequence
-    (:func:`perckit.syn4d.coverage.sequence_entry`; tracking and depth).
+    (:func:`coverage_entry`; tracking and depth).
     """
     check_choice("task", task, TASKS)
     policy = FailurePolicy(options.strict)
@@ -497,6 +598,86 @@ def score_sequences(
             if coverage is not None and scored[1] is not None:
                 coverage.append(scored[1])
     return rows, policy.failures
+
+
+# ---------------------------------------------------------------------------------------------
+# Coverage: how much of the ground truth a prediction was scored on. The official rule leaves a non-finite
+# predicted point (or a non-finite / non-positive predicted depth pixel) out of the scored set without penalty,
+# so a prediction that is 99.9% NaN can score perfectly on the 0.1% it kept; the metric keeps that rule (parity)
+# and reports beside it the coverage, from the scored set it already built (``count`` / ``valid_pixels``) and
+# one extra pass over the reference arrays. No metric value changes.
+# ---------------------------------------------------------------------------------------------
+
+
+class LowCoverageWarning(UserWarning):
+    """A Syn4D prediction was scored on fewer GT-valid points / pixels than ``min_coverage`` of them."""
+
+
+def gt_valid_count(task: str, reference: Mapping, min_depth: float, max_depth: float) -> int:
+    """GT-valid points (tracking: visible with a finite GT point) or pixels (depth: finite, in ``(min, max]``)."""
+    if task == "tracking":
+        gt = np.asarray(reference["tracks_ref0_m"])
+        visible = np.asarray(reference["visibility"], dtype=bool)
+        finite = np.isfinite(gt[..., 0]) & np.isfinite(gt[..., 1]) & np.isfinite(gt[..., 2])
+        return int(np.count_nonzero(visible & finite))
+    gt = np.asarray(reference["depth_m"])
+    lo, hi = np.float64(min_depth), np.float64(max_depth)
+    return int(sum(np.count_nonzero(np.isfinite(g) & (g > lo) & (g <= hi)) for g in gt))
+
+
+def summarize_coverage(entries: Sequence[Mapping], min_coverage: float) -> dict:
+    """``{"overall": {...}, "sequences": entries}``. ``overall``: the summed counts and their ratio (so it
+    does not depend on the order of the sequences), the lowest per-sequence coverage, and how many
+    sequences fall below ``min_coverage``."""
+    scored = sum(int(e["scored"]) for e in entries)
+    valid = sum(int(e["gt_valid"]) for e in entries)
+    per = [e["coverage"] for e in entries if e["coverage"] is not None]
+    return {
+        "overall": {
+            "scored": scored,
+            "gt_valid": valid,
+            "coverage": scored / valid if valid else None,
+            "min_sequence_coverage": min(per) if per else None,
+            "num_sequences_below_min_coverage": sum(1 for c in per if c < min_coverage),
+            "min_coverage": float(min_coverage),
+        },
+        "sequences": [dict(e) for e in entries],
+    }
+
+
+def warn_if_low(blocks: Mapping[str, Mapping], min_coverage: float) -> str | None:
+    """One :class:`LowCoverageWarning` for a run whose coverage blocks (task -> :func:`summarize` output) have
+    a sequence below ``min_coverage``; returns its text (None when nothing is low)."""
+    parts = []
+    for task in sorted(blocks):
+        overall = blocks[task]["overall"]
+        low = overall["num_sequences_below_min_coverage"]
+        if low:
+            worst = min((e for e in blocks[task]["sequences"] if e["coverage"] is not None), key=lambda e: e["coverage"])
+            parts.append(
+                f"{task}: {low} sequence(s) below, overall {overall['coverage']:.4f}, lowest {worst['coverage']:.4f} "
+                f"({worst['sequence_id']!r}: {worst['scored']} of {worst['gt_valid']} GT-valid "
+                f"{'points' if task == 'tracking' else 'pixels'} scored)"
+            )
+    if not parts:
+        return None
+    text = (
+        f"Syn4D: predictions cover less than min_coverage={min_coverage:g} of the ground truth; non-finite "
+        f"predicted values are left out of the score (the official rule), so these scores rest on part of the "
+        f"points only: " + "; ".join(parts)
+    )
+    warnings.warn(text, LowCoverageWarning, stacklevel=3)
+    return text
+
+
+def coverage_entry(task: str, sequence_id: str, reference: Mapping, metrics: Mapping, options: Any) -> dict | None:
+    """``{"sequence_id", "scored", "gt_valid", "coverage"}`` of one scored sequence (``coverage`` None when the
+    GT has no valid point), for the tasks with a coverage (None for ``pose``)."""
+    if task not in COVERAGE_TASKS:
+        return None
+    scored = int(metrics["count"] if task == "tracking" else metrics["valid_pixels"])
+    valid = gt_valid_count(task, reference, options.depth_min_m, options.depth_max_m)
+    return {"sequence_id": sequence_id, "scored": scored, "gt_valid": valid, "coverage": scored / valid if valid else None}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -552,14 +733,14 @@ def compute_task(
     """One config's result: ``{"protocol", "task", "requested_sequences", overall, by_variant, by_scene, sequences, failures}``.
 
     ``coverage=True`` (what the metric module passes) adds ``"coverage": {"overall", "sequences"}`` for
-    tracking and depth (:func:`perckit.syn4d.coverage.summarize`) and warns once when a sequence is below
+    tracking and depth (:func:`summarize_coverage`) and warns once when a sequence is below
     ``options.min_coverage``; no other value changes."""
-    entries: list | None = [] if coverage and task in cov.TASKS else None
+    entries: list | None = [] if coverage and task in COVERAGE_TASKS else None
     rows, failures = score_sequences(predictions, references, task, options, entries)
     out = {"protocol": PROTOCOL, "task": task, "requested_sequences": len(references), **aggregate(rows), "failures": failures}
     if entries is not None:
-        out["coverage"] = cov.summarize(entries, options.min_coverage)
-        cov.warn_if_low({task: out["coverage"]}, options.min_coverage)
+        out["coverage"] = summarize_coverage(entries, options.min_coverage)
+        warn_if_low({task: out["coverage"]}, options.min_coverage)
     return out
 
 
