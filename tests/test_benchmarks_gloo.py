@@ -46,7 +46,7 @@ def _split(benchmark: str, config: str, root, cache):
 def r4d_inputs(base, cache):
     from perckit.demo import perturb_r4d
     from perckit.r4d_bench import features as feats
-    from perckit.r4d_bench import metrics as m
+    from perckit.r4d_bench import metric as m
     from perckit.samples import write_release
 
     write_release("r4d_bench", base / "r4d_bench")
