@@ -15,7 +15,7 @@ import pytest
 
 from perckit import segmentation as seg
 from perckit.errors import PredictionError
-from perckit.m4seg import metrics as m4
+from perckit.m4seg import metric as m4
 from perckit.matching import QUOTED_IDS, index_by_id, missing_ids_message, pair_by_id, unknown_ids_message
 from perckit.r4d_bench import metrics as r4
 from perckit.stats import fmean
