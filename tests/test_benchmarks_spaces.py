@@ -158,7 +158,7 @@ def test_widget_scores_one_typed_example(metric, monkeypatch):
     pd = pytest.importorskip("pandas")
     if metric == "m4seg":
         pytest.importorskip("sentence_transformers", reason="the m4seg Space's default encoder needs perckit's text extra")
-        from perckit.m4seg import text
+        from perckit.m4seg.metric import text
 
         if not text.java_available():
             pytest.skip("the m4seg Space's METEOR needs Java (the Space's packages.txt installs it)")

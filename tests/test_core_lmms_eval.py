@@ -29,8 +29,8 @@ from perckit.lmms_eval import __main__ as le_main
 from perckit.lmms_eval.m4seg import utils as m4u
 from perckit.lmms_eval.refcoco_m import utils as rcu
 from perckit.m4seg import to_metric_reference as m4_reference
-from perckit.m4seg.io import parse_grounded_answer
-from perckit.m4seg.metrics import compute as m4seg_compute
+from perckit.m4seg.read.predictions import parse_grounded_answer
+from perckit.m4seg.metric import compute as m4seg_compute
 from perckit.refcoco_m import to_metric_reference as rc_reference
 from perckit.refcoco_m.metrics import refer_iou
 
@@ -339,7 +339,7 @@ def _m4_answers(docs):
 
 
 def test_m4seg_perturbed_answers_equal_the_metric(m4_docs, m4_options):
-    """Every answer form, parsed and scored through the accumulator items, gives perckit.m4seg.metrics.compute's
+    """Every answer form, parsed and scored through the accumulator items, gives perckit.m4seg.metric.compute's
     numbers on the same predictions exactly, in any item order."""
     answers = _m4_answers(m4_docs)
     items = [m4u.m4seg_process_results(d, [text])["ss"] for d, (text, _, _) in zip(m4_docs, answers)]

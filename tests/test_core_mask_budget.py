@@ -38,7 +38,7 @@ from pycocotools import mask as _coco
 from perckit.export import figures, previews
 from perckit import rle
 from perckit.errors import OptionError, PredictionError, RLEError
-from perckit.m4seg import metrics as m4seg_metrics
+from perckit.m4seg import metric as m4seg_metrics
 from perckit.r4d_bench import metric as r4d_metrics
 from perckit.refcoco_m import preview as refcoco_preview
 from perckit.refcoco_m.metrics import refer_iou

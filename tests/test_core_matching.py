@@ -15,7 +15,7 @@ import pytest
 
 from perckit.core import segmentation as seg
 from perckit.errors import PredictionError
-from perckit.m4seg import metrics as m4
+from perckit.m4seg import metric as m4
 from perckit.core.matching import QUOTED_IDS, index_by_id, missing_ids_message, pair_by_id, unknown_ids_message
 from perckit.r4d_bench import metric as r4
 from perckit.core.stats import fmean

@@ -108,7 +108,7 @@ _CHILD = textwrap.dedent("""
                 return int(line.split()[1]) * 1024
     from perckit import parquetio
     from perckit.errors import ReleaseFormatError
-    from perckit.m4seg import release
+    from perckit.m4seg.read import parquet as m4parquet
     from perckit.refcoco_m import release as refcoco
     import pyarrow.parquet as pq
     parquetio.MAX_COLUMN_CHUNK_BYTES = int(sys.argv[3])
@@ -116,8 +116,8 @@ _CHILD = textwrap.dedent("""
     before = hwm()
     try:
         if reader == "m4seg":
-            release.parquet_shards(open, [path], split="test")
-            for _ in release.iter_parquet(open, [release.ParquetShard(path)], "test"):
+            m4parquet.parquet_shards(open, [path], split="test")
+            for _ in m4parquet.iter_parquet(open, [m4parquet.ParquetShard(path)], "test"):
                 pass
         else:
             with open(path, "rb") as f:

@@ -1,4 +1,4 @@
-"""perckit.m4seg.accumulate: the ``m4seg`` accumulator gives perckit.m4seg.metrics.compute's numbers exactly, on the
+"""perckit.m4seg.accumulate: the ``m4seg`` accumulator gives perckit.m4seg.metric.compute's numbers exactly, on the
 sample release and the spec's vectors, in random batch sizes and orders (seeded), merged, through state_dict /
 load_state_dict, through save / merge_files; duplicates refused; strict and lax; records are JSON data. A tampered
 state (issue 28: inter > union, a matrix of the wrong shape, a pair outside its matrix) is refused naming the file,
@@ -20,10 +20,12 @@ from perckit import rle
 from perckit.hf.accumulate import Accumulator, accumulator, load_state, merge_files
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
 from perckit.m4seg import features as feats
-from perckit.m4seg import metrics as core
-from perckit.m4seg import text as textmod
+from perckit.m4seg import metric as core
+from perckit.m4seg.metric import text as textmod
 from perckit.m4seg.accumulate import geometry_from_state, geometry_to_state, m4seg_core
-from perckit.m4seg.text import stub_embed
+from perckit.m4seg.metric.geometry import sample_geometry
+from perckit.m4seg.metric.options import M4SegOptions
+from perckit.m4seg.metric.text import stub_embed
 
 WITHOUT_METEOR = ["miou", "recall", "i_ss", "i_siou", "ss", "siou"]
 #: JSON-safe options (the stub encoder by name): these states save to files
@@ -185,9 +187,9 @@ def test_state_round_trip_midway(release):
 
 def test_record_round_trip_is_exact(release):
     preds, refs = release
-    opts = core.M4SegOptions()
+    opts = M4SegOptions()
     for p, r in zip(preds, refs):
-        geom = core.sample_geometry(p, r, opts)
+        geom = sample_geometry(p, r, opts)
         back = geometry_from_state(json.loads(json.dumps(geometry_to_state(geom))))
         assert geometry_to_state(back) == geometry_to_state(geom)
         for a, b in zip(back.images, geom.images):

@@ -32,13 +32,12 @@ from helpers.m4seg import NATIVE, SHARD, S1_PRED, S1_REF, R, build_test_split, s
 
 from perckit.hf.entrypoints import build_split
 from perckit.errors import InputNotFoundError, OptionError, PerckitError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, RLEError
-from perckit.m4seg import io as m4io
-from perckit.m4seg import metrics as core
-from perckit.m4seg import release
+from perckit.m4seg.read import predictions as m4io
+from perckit.m4seg import metric as core
 
 NATIVE_NAME = r"m4seg_test\.json\.gz"
 SHARD_NAME = r"test-00000-of-00001\.parquet"
-MIB_70 = 70 << 20  # more than release.MAX_EXAMPLE_BYTES
+MIB_70 = 70 << 20  # more than perckit.m4seg.read.native.MAX_EXAMPLE_BYTES
 
 
 # ================================================================ the release

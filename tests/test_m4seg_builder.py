@@ -18,7 +18,8 @@ from perckit import rle
 from perckit.hf.entrypoints import build_split
 from perckit.errors import ReleaseFormatError, ReleaseNotFoundError
 from perckit.m4seg import features as feats
-from perckit.m4seg import release
+from perckit.m4seg import layout as m4layout
+from perckit.m4seg.read import native as m4native
 
 
 def test_native_and_parquet_give_identical_rows(m4_native, m4_parquet, m4_release):
@@ -98,13 +99,13 @@ def test_num_proc_2_same_rows(m4_release, m4_parquet, tmp_path):
 
 
 def test_native_shards_are_contiguous_ranges(m4_release):
-    path = str(release.native_path(m4_release.root, "train"))
-    scan = release.scan_native(open, path, "train", need_count=True)
+    path = str(m4layout.native_path(m4_release.root, "train"))
+    scan = m4native.scan_native(open, path, "train", need_count=True)
     assert scan.count == 48 and scan.occurrence is not None and (scan.occurrence >= 0).any()
-    shards = release.native_shards(path, scan, 3)
+    shards = m4native.native_shards(path, scan, 3)
     assert shards[0].start == 0 and shards[-1].stop is None  # the last range is open-ended
     assert all(a.stop == b.start for a, b in zip(shards, shards[1:])) and len(shards[-1].occurrence) == 48 - shards[-1].start
-    rows = [r["example_id"] for s in shards for r in release.iter_native(open, [s], "train")]
+    rows = [r["example_id"] for s in shards for r in m4native.iter_native(open, [s], "train")]
     assert rows == m4_release.train_ids
 
 
@@ -117,38 +118,38 @@ def test_prepass_reads_awkward_pair_ids_and_shards_read_them(tmp_path):
     path = tmp_path / "m4seg_train.json.gz"
     with gzip.open(path, "wt", encoding="utf-8") as f:
         json.dump(exs, f, indent=1, ensure_ascii=False)
-    scan = release.scan_native(open, str(path), "train", need_count=True)
+    scan = m4native.scan_native(open, str(path), "train", need_count=True)
     assert scan.count == 7 and scan.occurrence.tolist() == [0, -1, 0, 1, -1, 1, -1]
     expected = ["a#0", 'q"uote', "7#0", "a#1", "ünï", "7#1", "b"]
     for n in (1, 2, 3, 7):
-        shards = release.native_shards(str(path), scan, n)
+        shards = m4native.native_shards(str(path), scan, n)
         assert len(shards) == n
-        rows = [r for s in shards for r in release.iter_native(open, [s], "train")]
+        rows = [r for s in shards for r in m4native.iter_native(open, [s], "train")]
         assert [r["example_id"] for r in rows] == expected and [r["answer"] for r in rows] == texts
     exs[2]["pair_id"] = 7.5  # a float pair id: its own id
     with gzip.open(path, "wt", encoding="utf-8") as f:
         json.dump(exs, f)
-    scan = release.scan_native(open, str(path), "train", need_count=True)
+    scan = m4native.scan_native(open, str(path), "train", need_count=True)
     assert scan.occurrence.tolist() == [0, -1, -1, 1, -1, -1, -1]
 
 
 def test_prepass_mismatch_is_detected(m4_release):
-    path = str(release.native_path(m4_release.root, "train"))
-    scan = release.scan_native(open, path, "train", need_count=True)
+    path = str(m4layout.native_path(m4_release.root, "train"))
+    scan = m4native.scan_native(open, path, "train", need_count=True)
     scan.id_hashes = scan.id_hashes.copy()
     scan.id_hashes[30] += 1
-    shards = release.native_shards(path, scan, 2)
+    shards = m4native.native_shards(path, scan, 2)
     with pytest.raises(ReleaseFormatError, match="example 30 does not have the pair_id the prepass read"):
-        list(release.iter_native(open, shards[1:], "train"))
+        list(m4native.iter_native(open, shards[1:], "train"))
 
 
 def test_shard_bounds_balance_the_work():
-    assert release.shard_bounds(10, 1) == [0, 10]
-    b = release.shard_bounds(200_000, 2, 0.08)
+    assert m4native.shard_bounds(10, 1) == [0, 10]
+    b = m4native.shard_bounds(200_000, 2, 0.08)
     assert b[0] == 0 and b[-1] == 200_000 and 100_000 < b[1] < 106_000  # the first range skips nothing
     work = [(b[j] * 0.08 + (b[j + 1] - b[j])) for j in range(2)]
     assert abs(work[0] - work[1]) < 2
-    assert release.shard_bounds(9, 3, 0.0) == [0, 3, 6, 9]
+    assert m4native.shard_bounds(9, 3, 0.0) == [0, 3, 6, 9]
 
 
 def test_streaming_plain_class(m4_release, m4_parquet):
@@ -325,7 +326,7 @@ def test_a_release_folder_with_glob_characters_lists_only_its_own_shards(m4_rele
         decoy = tmp_path / name.replace("[1]", "1").replace("*", "z")
         shutil.copytree(m4_release.root / "data", decoy / "data")
         (decoy / "data" / "test-00000-of-00001.parquet").rename(decoy / "data" / "test-decoy.parquet")
-        found = release.parquet_paths(root, "test")
+        found = m4layout.parquet_paths(root, "test")
         assert found and all(p.startswith(str(root) + "/") for p in found), found
     built = build_split("m4seg", "default", tmp_path / "m4seg[1]", tmp_path / "out", split="test")
     assert built.to_list() == m4_parquet["test"].to_list()

@@ -7,9 +7,9 @@ import pytest
 from helpers.m4seg import S1_REF
 
 from perckit.errors import ReleaseFormatError
-from perckit.m4seg import codes
-from perckit.m4seg import parquet_tables
-from perckit.m4seg import release
+from perckit.m4seg.metric import codes
+from perckit.m4seg.read import parquet as m4parquet
+from perckit.m4seg import rows as m4rows
 
 
 def test_s5_code_grammar():
@@ -40,7 +40,7 @@ def test_s5_native_img10_after_img9():
         "groundings": {f"img_{k + 1}": [{"name": f"o{k}", "segmentation": {"size": [1, 2], "counts": "02"}, "answer_span": [0, 1]}]
                        for k in reversed(range(n))},
     }
-    row = release.native_to_row(ex, release.ConvertState("test", "x.json.gz"))
+    row = m4rows.native_to_row(ex, m4rows.ConvertState("test", "x.json.gz"))
     assert [g["image_index"] for g in row["groundings"]] == list(range(1, 11))
     assert row["groundings"][-1]["name"] == "o9"
 
@@ -69,12 +69,12 @@ def test_span_code_problems_are_warnings(caplog):
     gs = [{"image_index": 2, "answer_span": [0, 9]}, {"image_index": 1, "answer_span": [10, 14]}]
     problems = codes.span_code_problems("chair_101 near x", gs)
     assert len(problems) == 2 and "names image 1, but image_index is 2" in problems[0] and "not an entity code" in problems[1]
-    state = release.ConvertState("test", "f.parquet")
+    state = m4rows.ConvertState("test", "f.parquet")
     rec = {"example_id": "e", "a": "chair_101 near x", "images": [{"image_id": "i", "path": "p", "height": 1, "width": 2}] * 2,
            "groundings": [{"image_index": 2, "name": "chair", "answer_span": [0, 9], "segmentation": {"size": [1, 2], "counts": "02"}}]}
     with caplog.at_level(logging.WARNING, logger="perckit.m4seg"):
         batch = pa.Table.from_pylist([rec]).to_batches()[0]
-        row = parquet_tables.batch_to_table(batch, state, parquet_tables.row_schema()).to_pylist()[0]
+        row = m4parquet.batch_to_table(batch, state, m4parquet.row_schema()).to_pylist()[0]
     assert row["groundings"][0]["image_index"] == 2  # kept as released
     assert "example 'e'" in caplog.text and "names image 1" in caplog.text
 

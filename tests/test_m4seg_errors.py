@@ -13,11 +13,15 @@ from helpers.m4seg import NO_METEOR, R, S1_PRED, S1_REF
 
 from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
-from perckit.m4seg import metrics as core
-from perckit.m4seg import release
+from perckit.m4seg import metric as core
+from perckit.m4seg.read import ids as m4ids
+from perckit.m4seg import layout as m4layout
+from perckit.m4seg.read import native as m4native
+from perckit.m4seg.read import parquet as m4parquet
+from perckit.m4seg import rows as m4rows
 
-STATE = release.ConvertState("test", "test-00000-of-00001.parquet")
-NSTATE = release.ConvertState("test", "m4seg_test.json.gz")
+STATE = m4rows.ConvertState("test", "test-00000-of-00001.parquet")
+NSTATE = m4rows.ConvertState("test", "m4seg_test.json.gz")
 
 
 def _rec():
@@ -36,10 +40,10 @@ def _rec():
 
 def _parquet_row(rec):
     """The record converted by the column path (a batch of one)."""
-    from perckit.m4seg import parquet_tables
+    from perckit.m4seg.read import parquet as m4parquet
 
     batch = pa.Table.from_pylist([rec]).to_batches()[0]
-    return parquet_tables.batch_to_table(batch, STATE, parquet_tables.row_schema()).to_pylist()[0]
+    return m4parquet.batch_to_table(batch, STATE, m4parquet.row_schema()).to_pylist()[0]
 
 
 def _native():
@@ -79,7 +83,7 @@ def test_parquet_bad_fields(field, edit, expect):
 
 
 def test_native_record_is_valid():
-    row = release.native_to_row(_native(), NSTATE, example_id="7")
+    row = m4rows.native_to_row(_native(), NSTATE, example_id="7")
     assert row["example_id"] == "7" and row["groundings"][1]["answer_span"] == [14, 21]
     assert row["images"][0]["image_id"] == "a"
 
@@ -96,7 +100,7 @@ def test_native_bad_fields(edit, expect):
     ex = _native()
     edit(ex)
     with pytest.raises(ValueError) as info:
-        release.native_to_row(ex, NSTATE, example_id="e1")
+        m4rows.native_to_row(ex, NSTATE, example_id="e1")
     msg = str(info.value)
     assert expect in msg and "m4seg_test.json.gz" in msg and "'e1'" in msg, msg
 
@@ -106,14 +110,14 @@ def test_native_forms_polygon_uncompressed_and_wh_sizes():
     ex["image_sizes"] = [[4, 1], [2, 1]]  # [W, H]
     ex["groundings"]["img_1"][0]["segmentation"] = [[0, 0, 2, 0, 2, 1, 0, 1]]
     ex["groundings"]["img_2"][0]["segmentation"] = {"size": [1, 2], "counts": [0, 1, 1]}
-    row = release.native_to_row(ex, release.ConvertState("test", "f", "auto"), example_id="e1")
+    row = m4rows.native_to_row(ex, m4rows.ConvertState("test", "f", "auto"), example_id="e1")
     assert [im["height"] for im in row["images"]] == [1, 1]
     assert row["groundings"][0]["mask"] == R("022", (1, 4)) and row["groundings"][1]["mask"] == R("011", (1, 2))
     assert row["groundings"][0]["bbox_xywh"] == [0.0, 0.0, 2.0, 1.0]
-    forced = release.native_to_row(ex, release.ConvertState("test", "f", "wh"), example_id="e1")
+    forced = m4rows.native_to_row(ex, m4rows.ConvertState("test", "f", "wh"), example_id="e1")
     assert forced["images"] == row["images"]
     with pytest.raises(ValueError, match="native_image_size_order"):
-        release.ConvertState("test", "f", "xy")
+        m4rows.ConvertState("test", "f", "xy")
 
 
 def test_missing_files_name_both_paths(tmp_path):
@@ -123,7 +127,7 @@ def test_missing_files_name_both_paths(tmp_path):
     msg = str(info.value)
     assert "annotations/m4seg_train.json.gz" in msg and "data/train-*.parquet" in msg and "train split" in msg
     with pytest.raises(ReleaseNotFoundError, match="source='native'.*m4seg_test.json.gz"):
-        release.resolve_source(tmp_path / "rel", "test", "native")
+        m4layout.resolve_source(tmp_path / "rel", "test", "native")
     with pytest.raises(ReleaseNotFoundError, match="does not exist"):
         build_split("m4seg", "default", tmp_path / "nowhere", tmp_path / "c", split="test")
 
@@ -172,14 +176,14 @@ def test_native_prepass_rejects_duplicate_example_ids(tmp_path):
     with gzip.open(path, "wt") as f:
         json.dump([{**_native(), "example_id": "x"}, {**_native(), "example_id": "x"}], f)
     with pytest.raises(ReleaseFormatError, match="duplicate example_id 'x'"):
-        release.scan_native(open, str(path), "test", need_count=True)
-    scan = release.scan_native(open, str(path), "test", need_count=False)
+        m4native.scan_native(open, str(path), "test", need_count=True)
+    scan = m4native.scan_native(open, str(path), "test", need_count=False)
     with pytest.raises(ReleaseFormatError, match="duplicate example_id 'x'"):
-        list(_guarded(release.iter_native(open, release.native_shards(str(path), scan, 1), "test")))
+        list(_guarded(m4native.iter_native(open, m4native.native_shards(str(path), scan, 1), "test")))
 
 
 def _guarded(rows):
-    guard = release.IdGuard("test split")
+    guard = m4ids.IdGuard("test split")
     for r in rows:
         guard.add(r["example_id"])
         yield r
@@ -187,16 +191,16 @@ def _guarded(rows):
 
 
 def test_id_guard_and_occurrences():
-    g = release.IdGuard("w")
+    g = m4ids.IdGuard("w")
     g.BLOCK = 3
     for i in range(10):
         g.add(str(i))
     with pytest.raises(ReleaseFormatError, match="duplicate example_id '4'"):
         g.add("4")
         g.flush()
-    occ = release.occurrence_index(["a", "b", "a", "c", "a", "b"])
+    occ = m4ids.occurrence_index(["a", "b", "a", "c", "a", "b"])
     assert occ.tolist() == [0, 0, 1, -1, 2, 1]
-    assert release.derived_example_id("a", -1) == "a" and release.derived_example_id("a", 2) == "a#2"
+    assert m4ids.derived_example_id("a", -1) == "a" and m4ids.derived_example_id("a", 2) == "a#2"
 
 
 # ---------------------------------------------------------------- metric side
@@ -251,7 +255,7 @@ def test_scan_parquet_ids_counts_in_arrow_and_names_the_first_repeat(m4_release,
     makes, an int 7 in one shard and "7" in another, and two nulls, read as 'None'), across shards."""
     files = sorted(str(p) for p in (m4_release.root / "data").glob("train-*.parquet"))
     total = sum(pq.read_metadata(p).num_rows for p in files)
-    assert release.scan_parquet_ids(open, files, "train") == total == 48
+    assert m4parquet.scan_parquet_ids(open, files, "train") == total == 48
 
     def shard(name, ids):
         path = tmp_path / name
@@ -270,7 +274,7 @@ def test_scan_parquet_ids_counts_in_arrow_and_names_the_first_repeat(m4_release,
     ]
     for paths, error in cases:
         if error is None:
-            assert release.scan_parquet_ids(open, paths, "train") == 2
+            assert m4parquet.scan_parquet_ids(open, paths, "train") == 2
             continue
         with pytest.raises(ReleaseFormatError, match=error):
-            release.scan_parquet_ids(open, paths, "train")
+            m4parquet.scan_parquet_ids(open, paths, "train")

@@ -10,7 +10,9 @@ from helpers.common import DS_MAJOR, REPO
 from helpers.m4seg import NO_METEOR, R, g_pred, g_ref, ref_row
 
 from perckit.hf.entrypoints import build_split
-from perckit.m4seg import metrics as core
+from perckit.m4seg import metric as core
+from perckit.m4seg.metric import geometry as m4geom
+from perckit.core import segmentation as seg
 from perckit.core.segmentation import reduce_iou
 
 # ---------------------------------------------------------------- gIoU / cIoU (metric card, "Extras")
@@ -67,7 +69,7 @@ def test_giou_and_ciou_of_an_empty_union_are_1_as_refer_iou():
     out = _score([D_PRED], [D_REF])
     assert (out["per_sample"][0]["inter"], out["per_sample"][0]["union"]) == (0, 0)
     assert out["giou"] == 1.0 and out["ciou"] == 1.0  # cIoU was 0.0 before issue 14
-    assert reduce_iou([core.seg.PairScore(0, 0, 1.0)], ())["ciou"] == out["ciou"]  # the rule refer_iou reduces with
+    assert reduce_iou([seg.PairScore(0, 0, 1.0)], ())["ciou"] == out["ciou"]  # the rule refer_iou reduces with
     assert out["miou"] == 0.0 and out["miou_strict"] == 0.0  # nothing paired: mIoU's own rule is unchanged
 
 
@@ -89,10 +91,10 @@ def test_giou_groups_pool_the_same_way():
 
 def test_union_mask_counts_directly():
     full, left = R("04", (1, 4)), R("022", (1, 4))
-    assert core.union_mask_counts([full], [], [1, 4], "x") == (0, 4)
-    assert core.union_mask_counts([], [left], [1, 4], "x") == (0, 2)
-    assert core.union_mask_counts([], [], [1, 4], "x") == (0, 0)
-    assert core.union_mask_counts([left, R("211", (1, 4))], [full], [1, 4], "x") == (3, 4)
+    assert m4geom.union_mask_counts([full], [], [1, 4], "x") == (0, 4)
+    assert m4geom.union_mask_counts([], [left], [1, 4], "x") == (0, 2)
+    assert m4geom.union_mask_counts([], [], [1, 4], "x") == (0, 0)
+    assert m4geom.union_mask_counts([left, R("211", (1, 4))], [full], [1, 4], "x") == (3, 4)
 
 
 # ---------------------------------------------------------------- source="auto" and the Hub Parquet's ids
@@ -225,7 +227,8 @@ def test_unclosed_streaming_iterator_exits_quietly(m4_release, tmp_path, how, so
 def test_iter_native_leaves_consumer_exceptions_alone(m4_release):
     """Only reading errors become ReleaseFormatError: an exception thrown in at the yield (as GeneratorExit is
     at close) passes through unchanged, and closing releases the file."""
-    from perckit.m4seg import release
+    from perckit.m4seg import layout as m4layout
+    from perckit.m4seg.read import native as m4native
 
     opened = []
 
@@ -234,14 +237,14 @@ def test_iter_native_leaves_consumer_exceptions_alone(m4_release):
         opened.append(f)
         return f
 
-    path = str(release.native_path(m4_release.root, "test"))
-    shards = release.native_shards(path, release.scan_native(open, path, "test"), 1)
-    rows = release.iter_native(opener, shards, "test")
+    path = str(m4layout.native_path(m4_release.root, "test"))
+    shards = m4native.native_shards(path, m4native.scan_native(open, path, "test"), 1)
+    rows = m4native.iter_native(opener, shards, "test")
     assert next(rows)["example_id"] == m4_release.test_ids[0]
     with pytest.raises(OSError, match="the consumer's own"):
         rows.throw(OSError("the consumer's own"))  # an OSError is a gzip reading error inside the reader
     assert opened and opened[0].closed
-    rows = release.iter_native(opener, shards, "test")
+    rows = m4native.iter_native(opener, shards, "test")
     next(rows)
     rows.close()
     assert opened[1].closed
@@ -250,15 +253,16 @@ def test_iter_native_leaves_consumer_exceptions_alone(m4_release):
 @pytest.mark.parametrize("source", ["native", "parquet"])
 def test_iter_image_paths_leaves_consumer_exceptions_alone(m4_release, source):
     """The image-path reader (image_root) follows the same rule as the row readers."""
-    from perckit.m4seg import images, release
+    from perckit.m4seg import layout as m4layout
+    from perckit.m4seg.read import images as m4images
 
-    files = ([str(release.native_path(m4_release.root, "test"))] if source == "native"
-             else release.parquet_paths(m4_release.root, "test"))
-    paths = images.iter_image_paths(open, source, files, "list", "test")
+    files = ([str(m4layout.native_path(m4_release.root, "test"))] if source == "native"
+             else m4layout.parquet_paths(m4_release.root, "test"))
+    paths = m4images.iter_image_paths(open, source, files, "list", "test")
     where, first = next(paths)
     assert "test split" in where and isinstance(first, str)
     with pytest.raises(OSError, match="the consumer's own"):
         paths.throw(OSError("the consumer's own"))
-    paths = images.iter_image_paths(open, source, files, "list", "test")
+    paths = m4images.iter_image_paths(open, source, files, "list", "test")
     next(paths)
     paths.close()  # no error

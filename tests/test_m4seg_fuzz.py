@@ -29,12 +29,14 @@ from oracles.m4seg_parquet import parquet_to_row
 
 from perckit.hf.builder import rows_to_table
 from perckit.errors import PerckitError
-from perckit.m4seg import io as m4io
-from perckit.m4seg import metrics as core
-from perckit.m4seg import parquet_tables
-from perckit.m4seg import release
+from perckit.m4seg.read import predictions as m4io
+from perckit.m4seg import metric as core
+from perckit.m4seg.metric import codes as m4codes
+from perckit.m4seg.read import native as m4native
+from perckit.m4seg.read import parquet as m4parquet
+from perckit.m4seg import rows as m4rows
 
-ROW_SCHEMA = parquet_tables.row_schema()
+ROW_SCHEMA = m4parquet.row_schema()
 
 # ---------------------------------------------------------------- strategies
 
@@ -182,7 +184,7 @@ def test_m4seg_parse_grounded_answer_random_text(text, masks, example_id):
         assert row["answer"] == (text or "")
         _check_prediction_row(row)
         with deadline():
-            assert isinstance(m4io.clean_prediction_text(row["answer"]), str)
+            assert isinstance(m4codes.clean_prediction_text(row["answer"]), str)
 
 
 def _paired_with_s1(prediction):
@@ -235,21 +237,21 @@ def test_m4seg_native_file_random_bytes(case, cut):
     with folder() as d:
         p = d / "m4seg_test.json.gz"
         p.write_bytes(data)
-        scan = documented_only(release.scan_native, open, str(p), "test", need_count=True)
+        scan = documented_only(m4native.scan_native, open, str(p), "test", need_count=True)
         if scan is not None:
             def read_every_row():
-                return list(release.iter_native(open, release.native_shards(str(p), scan, 2), "test"))
+                return list(m4native.iter_native(open, m4native.native_shards(str(p), scan, 2), "test"))
 
             documented_only(read_every_row)
 
 
 @reaches("native_to_row")
 @FUZZ
-@given(example=native_examples | mutated(st.sampled_from(EXAMPLES)), order=st.sampled_from(release.SIZE_ORDERS))
+@given(example=native_examples | mutated(st.sampled_from(EXAMPLES)), order=st.sampled_from(m4rows.SIZE_ORDERS))
 @example(example=EXAMPLES[0], order="auto")
 @example(example={**EXAMPLES[0], "image_sizes": [[1, 4]]}, order="auto")
 def test_m4seg_native_to_row_random_examples(example, order):
-    row = documented_only(release.native_to_row, example, release.ConvertState("test", "f", order, quiet=True), "e")
+    row = documented_only(m4rows.native_to_row, example, m4rows.ConvertState("test", "f", order, quiet=True), "e")
     if row is not None:
         assert isinstance(row["example_id"], str) and isinstance(row["answer"], str)
         for g in row["groundings"]:
@@ -262,7 +264,7 @@ def _one_batch(record) -> pa.RecordBatch | None:
     ``check_parquet_schema`` refuses its columns (a shard like that is refused before any row is read)."""
     try:
         batch = pa.Table.from_pylist([record]).to_batches()[0]
-        release.check_parquet_schema(batch.schema, "f")
+        m4parquet.check_parquet_schema(batch.schema, "f")
     except (pa.ArrowException, TypeError, ValueError, OverflowError, AttributeError, KeyError, IndexError):
         return None
     return batch
@@ -270,7 +272,7 @@ def _one_batch(record) -> pa.RecordBatch | None:
 
 def parquet_column_row(batch: pa.RecordBatch) -> dict:
     """The column path on a one-row batch (its name is what ``reaches`` counts)."""
-    return parquet_tables.batch_to_table(batch, release.ConvertState("test", "f", quiet=True), ROW_SCHEMA).to_pylist()[0]
+    return m4parquet.batch_to_table(batch, m4rows.ConvertState("test", "f", quiet=True), ROW_SCHEMA).to_pylist()[0]
 
 
 def _outcome(fn, *args):
@@ -294,7 +296,7 @@ def test_m4seg_parquet_column_path_equals_the_oracle_on_random_records(record):
     if batch is None:
         return
     row = documented_only(parquet_column_row, batch)
-    oracle = _outcome(parquet_to_row, batch.to_pylist()[0], release.ConvertState("test", "f", quiet=True))
+    oracle = _outcome(parquet_to_row, batch.to_pylist()[0], m4rows.ConvertState("test", "f", quiet=True))
     assert _outcome(parquet_column_row, batch) == oracle
     if row is not None:
         for g in row["groundings"]:

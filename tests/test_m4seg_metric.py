@@ -14,10 +14,12 @@ from helpers.m4seg import NO_METEOR, R, S1_EXPECTED, S1_PRED, S1_REF, S2_PRED, S
 from perckit import rle
 from perckit.errors import PredictionError
 from perckit.m4seg import features as feats
-from perckit.m4seg import io as m4io
-from perckit.m4seg import metrics as core
-from perckit.m4seg import text as textmod
-from perckit.m4seg.text import stub_embed
+from perckit.m4seg.read import predictions as m4io
+from perckit.m4seg import metric as core
+from perckit.m4seg.metric import codes as m4codes
+from perckit.m4seg.metric import geometry as m4geom
+from perckit.m4seg.metric import text as textmod
+from perckit.m4seg.metric.text import stub_embed
 
 SEVEN_BUT_METEOR = ("miou", "recall", "i_ss", "i_siou", "ss", "siou")
 
@@ -138,10 +140,10 @@ def test_resolved_name_style_changes_the_reference_text():
 
 def test_greedy_and_hungarian_pairing():
     iou = np.array([[0.9, 0.8], [0.85, 0.0]])
-    assert core.greedy_pairs(iou) == [(0, 0, 0.9)]
-    assert sorted(core.hungarian_pairs(iou)) == [(0, 1, 0.8), (1, 0, 0.85)]
-    assert core.greedy_pairs(np.array([[0.5, 0.5], [0.5, 0.5]])) == [(0, 0, 0.5), (1, 1, 0.5)]  # row-major ties
-    assert core.greedy_pairs(np.zeros((2, 3))) == [] and core.hungarian_pairs(np.zeros((0, 3))) == []
+    assert m4geom.greedy_pairs(iou) == [(0, 0, 0.9)]
+    assert sorted(m4geom.hungarian_pairs(iou)) == [(0, 1, 0.8), (1, 0, 0.85)]
+    assert m4geom.greedy_pairs(np.array([[0.5, 0.5], [0.5, 0.5]])) == [(0, 0, 0.5), (1, 1, 0.5)]  # row-major ties
+    assert m4geom.greedy_pairs(np.zeros((2, 3))) == [] and m4geom.hungarian_pairs(np.zeros((0, 3))) == []
 
 
 def test_linear_assignment_is_optimal():
@@ -149,7 +151,7 @@ def test_linear_assignment_is_optimal():
     for shape in [(1, 1), (2, 3), (3, 2), (4, 4), (3, 5), (5, 3)]:
         for _ in range(20):
             c = rng.random(shape).round(2)
-            pairs = core.linear_assignment(c)
+            pairs = m4geom.linear_assignment(c)
             assert len(pairs) == min(shape) and len({i for i, _ in pairs}) == len({j for _, j in pairs}) == min(shape)
             n, m = shape
             if n <= m:
@@ -277,7 +279,7 @@ def test_parse_grounded_answer():
     row = m4io.parse_grounded_answer(text, [a, {"size": [1, 2], "counts": b"011"}], example_id="s1")
     assert [(g["image_index"], g["name"]) for g in row["groundings"]] == [(1, "red chair"), (2, "the cup")]
     assert row["groundings"][0]["mask"] == R("022", (1, 4)) and row["groundings"][1]["mask"] == R("011", (1, 2))
-    assert m4io.clean_prediction_text(text) == "The red chair is near the cup ."
+    assert m4codes.clean_prediction_text(text) == "The red chair is near the cup ."
     with pytest.raises(PredictionError, match="'s1'.*no \\(IMAGEk\\) tag"):
         m4io.parse_grounded_answer("<p>x</p> [SEG] here", [a], example_id="s1")
     with pytest.raises(PredictionError, match="2 \\[SEG\\] token\\(s\\) but only 1 mask"):

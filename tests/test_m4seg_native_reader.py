@@ -12,7 +12,8 @@ import logging
 import pytest
 
 from perckit.errors import ReleaseFormatError
-from perckit.m4seg import release
+from perckit.m4seg import layout as m4layout
+from perckit.m4seg.read import native as m4native
 from perckit.samples import write_release
 
 
@@ -20,9 +21,9 @@ def _rows(path, split="train", nproc=1, size_order="auto"):
     """(rows, error message) of reading ``path``, in shards as the builder makes them."""
     out = []
     try:
-        scan = release.scan_native(open, str(path), split, need_count=nproc > 1, size_order=size_order)
-        for shard in release.native_shards(str(path), scan, nproc):
-            out.extend(release.iter_native(open, [shard], split, size_order))
+        scan = m4native.scan_native(open, str(path), split, need_count=nproc > 1, size_order=size_order)
+        for shard in m4native.native_shards(str(path), scan, nproc):
+            out.extend(m4native.iter_native(open, [shard], split, size_order))
     except ReleaseFormatError as e:
         return out, str(e)
     return out, None
@@ -37,7 +38,7 @@ def sample(tmp_path_factory):
 
 @pytest.mark.parametrize("split, count", [("train", 300), ("test", 10)])
 def test_sample_rows_are_the_same_in_shards(sample, split, count):
-    path = release.native_path(sample, split)
+    path = m4layout.native_path(sample, split)
     one, err = _rows(path, split, 1)
     assert err is None and len(one) == count
     assert len({r["example_id"] for r in one}) == count
@@ -221,17 +222,17 @@ def test_batched_bboxes_equal_rle_to_bbox(sample):
     from perckit import rle
     from perckit.m4seg import rows
 
-    masks = [g["mask"] for row in _rows(release.native_path(sample, "train"))[0] for g in row["groundings"]]
+    masks = [g["mask"] for row in _rows(m4layout.native_path(sample, "train"))[0] for g in row["groundings"]]
     assert len(masks) > 255
     assert rows._bboxes(masks) == [rle.to_bbox(m) for m in masks]
     assert rows._bboxes([]) == []
 
 
 def test_spans_are_codes_only_when_span_code_problems_is_silent(sample):
-    from perckit.m4seg import codes
+    from perckit.m4seg.metric import codes
     from perckit.m4seg import rows
 
-    cases = [(row["answer"], row["groundings"]) for row in _rows(release.native_path(sample, "train"))[0]]
+    cases = [(row["answer"], row["groundings"]) for row in _rows(m4layout.native_path(sample, "train"))[0]]
     answer = "The cat_101 and leg_20103, dog_1x, ٣at_٣01 and img_1002."
     for span, k in (([4, 11], 1), ([16, 25], 2), ([16, 25], 1), ([27, 33], 1), ([0, 3], 1), ([35, 42], 3), ([47, 55], 10), ([4, 4], 1)):
         cases.append((answer, [{"answer_span": span, "image_index": k}]))
@@ -263,7 +264,7 @@ def test_image_stem_equals_os_path():
 
 
 def test_img_index_equals_img_key_index():
-    from perckit.m4seg import codes
+    from perckit.m4seg.metric import codes
     from perckit.m4seg import rows
 
     for key, k in rows._IMG_INDEX.items():

@@ -1,4 +1,4 @@
-"""The M4Seg Parquet column path (``perckit.m4seg.parquet_tables``, the only Parquet converter) against the
+"""The M4Seg Parquet column path (``perckit.m4seg.read.parquet``, the only Parquet converter) against the
 record-by-record oracle (``tests/oracles/m4seg_parquet.parquet_to_row`` + ``features.encode_example``, the
 builder's behaviour before issue 29): the same tables, warnings and errors, on the sample release and on
 hand-made quirks and failures."""
@@ -20,8 +20,12 @@ import pytest  # noqa: E402
 from perckit.errors import ReleaseFormatError  # noqa: E402
 from perckit.errors import RLEError  # noqa: E402
 from perckit.m4seg import features as feats  # noqa: E402
-from perckit.m4seg import parquet_tables as pt  # noqa: E402
-from perckit.m4seg import release  # noqa: E402
+from perckit.m4seg.read import parquet as pt  # noqa: E402
+from perckit.m4seg.read import ids as m4ids  # noqa: E402
+from perckit.m4seg.read import images as m4images  # noqa: E402
+from perckit.m4seg import layout as m4layout  # noqa: E402
+from perckit.m4seg.read import native as m4native  # noqa: E402
+from perckit.m4seg import rows as m4rows  # noqa: E402
 from perckit.m4seg.builder import M4SegBuilder  # noqa: E402
 from oracles.m4seg_parquet import parquet_to_row  # noqa: E402
 
@@ -61,7 +65,7 @@ def _both(batch: pa.RecordBatch, caplog=None):
     """(column table, its warning count, its messages) and (oracle table, ...); an error as ("error", type, text)."""
     out = []
     for fn in (_column, _oracle):
-        state = release.ConvertState("test", "t.parquet")
+        state = m4rows.ConvertState("test", "t.parquet")
         if caplog is not None:
             caplog.clear()
         try:
@@ -97,18 +101,18 @@ def _shard_rows(root, split: str) -> list[dict]:
     """The oracle rows of a split's Parquet shards."""
     import pyarrow.parquet as pq
 
-    state = release.ConvertState(split, "f", quiet=True)
-    return [parquet_to_row(r, state) for p in release.parquet_paths(root, split) for r in pq.read_table(p).to_pylist()]
+    state = m4rows.ConvertState(split, "f", quiet=True)
+    return [parquet_to_row(r, state) for p in m4layout.parquet_paths(root, split) for r in pq.read_table(p).to_pylist()]
 
 
 def test_sample_release_batches_equal_the_oracle(m4_release):
     import pyarrow.parquet as pq
 
     n = 0
-    for path in release.parquet_paths(m4_release.root, "train") + release.parquet_paths(m4_release.root, "test"):
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=release.BATCH_SIZE):
-            table = pt.batch_to_table(batch, release.ConvertState("t", "f", quiet=True), SCHEMA)  # a refusal fails here
-            rows = [parquet_to_row(r, release.ConvertState("t", "f", quiet=True)) for r in batch.to_pylist()]
+    for path in m4layout.parquet_paths(m4_release.root, "train") + m4layout.parquet_paths(m4_release.root, "test"):
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=pt.BATCH_SIZE):
+            table = pt.batch_to_table(batch, m4rows.ConvertState("t", "f", quiet=True), SCHEMA)  # a refusal fails here
+            rows = [parquet_to_row(r, m4rows.ConvertState("t", "f", quiet=True)) for r in batch.to_pylist()]
             assert table.equals(_encoded(rows))
             n += table.num_rows
     assert n == 72
@@ -230,8 +234,8 @@ def test_rows_before_a_refused_row_are_converted_first(caplog):
                             ([warned, _record(1), _record(1), bad], "duplicate example_id 'e1'")]:
         got = []
         for fn in (_column, _oracle):
-            state = release.ConvertState("test", "t.parquet")
-            guard = release.IdGuard("w")
+            state = m4rows.ConvertState("test", "t.parquet")
+            guard = m4ids.IdGuard("w")
             caplog.clear()
             with caplog.at_level(logging.WARNING, logger="perckit.m4seg.release"), pytest.raises(ReleaseFormatError) as e:
                 fn(_batch(records), state, guard.add_many)
@@ -243,7 +247,7 @@ def test_warning_count_and_first_five_messages(caplog):
     records = [{**_record(i), "groundings": [_grounding(answer_span=[0, 3])] * 3} for i in range(4)]
     got = []
     for fn in (_column, _oracle):
-        state = release.ConvertState("test", "t.parquet")
+        state = m4rows.ConvertState("test", "t.parquet")
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="perckit.m4seg.release"):
             fn(_batch(records), state)
@@ -253,7 +257,7 @@ def test_warning_count_and_first_five_messages(caplog):
 
 
 def test_id_guard_add_many_equals_add(monkeypatch):
-    monkeypatch.setattr(release.IdGuard, "BLOCK", 7)
+    monkeypatch.setattr(m4ids.IdGuard, "BLOCK", 7)
     ids = [f"x{i}" for i in range(40)]
     for dup_at, dup_of in [(None, None), (3, 1), (12, 2), (39, 38), (20, 19)]:
         seq = list(ids)
@@ -261,7 +265,7 @@ def test_id_guard_add_many_equals_add(monkeypatch):
             seq[dup_at] = seq[dup_of]
         errors = []
         for many in (True, False):
-            g = release.IdGuard("w")
+            g = m4ids.IdGuard("w")
             try:
                 if many:
                     for lo in range(0, len(seq), 5):
@@ -285,8 +289,8 @@ def test_built_tables_equal_per_example_encoding(m4_release, tmp_path, source):
         if source == "parquet":
             rows = _shard_rows(m4_release.root, split)
         else:
-            path = str(release.native_path(m4_release.root, split))
-            rows = list(release.iter_native(open, release.native_shards(path, release.scan_native(open, path, split), 1), split))
+            path = str(m4layout.native_path(m4_release.root, split))
+            rows = list(m4native.iter_native(open, m4native.native_shards(path, m4native.scan_native(open, path, split), 1), split))
         assert built.data.table.equals(_encoded(rows))
 
 
@@ -299,8 +303,8 @@ def test_built_tables_with_image_root_equal_per_example_encoding(m4_release, tmp
     if source == "parquet":
         rows = _shard_rows(m4_release.root, "test")
     else:
-        path = str(release.native_path(m4_release.root, "test"))
-        rows = list(release.iter_native(open, release.native_shards(path, release.scan_native(open, path, "test"), 1), "test"))
+        path = str(m4layout.native_path(m4_release.root, "test"))
+        rows = list(m4native.iter_native(open, m4native.native_shards(path, m4native.scan_native(open, path, "test"), 1), "test"))
     for row in rows:
-        row[feats.IMAGE_FILES] = [release.read_image_bytes(open, image_root, im["path"], "w") for im in row["images"]]
+        row[feats.IMAGE_FILES] = [m4images.read_image_bytes(open, image_root, im["path"], "w") for im in row["images"]]
     assert built.data.table.equals(_encoded(rows, feats.row_features(with_images=True)))

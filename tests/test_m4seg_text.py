@@ -8,8 +8,8 @@ import shutil
 import pytest
 from helpers.m4seg import S1_REF, S2_PRED
 
-from perckit.m4seg import metrics as core
-from perckit.m4seg import text as textmod
+from perckit.m4seg import metric as core
+from perckit.m4seg.metric import text as textmod
 
 
 def _need_text_extra():

@@ -22,9 +22,9 @@ from helpers.harness import check, documented_error
 from helpers.m4seg import NATIVE, SHARD, build_test_split, parquet_records, small_examples, write_parquet
 
 from perckit.errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
-from perckit.m4seg import images as m4images
-from perckit.m4seg import io as m4io
-from perckit.m4seg import release
+from perckit.m4seg.read import images as m4images
+from perckit.m4seg.read import predictions as m4io
+from perckit.m4seg.read import native as m4native
 
 PRE, GEN = "before generation", "during generation"
 EX0 = r"M4Seg test split, m4seg_test\.json\.gz: example '7'"
@@ -227,14 +227,14 @@ def test_release_files_stay_inside_data_dir(rel, tmp_path, source, edit, pattern
 
 _PREPASS_CHILD = textwrap.dedent("""
     import gzip, json, sys, tracemalloc
-    from perckit.m4seg import release
+    from perckit.m4seg.read import native as m4native
     # warm up (lazy imports: ijson, pycocotools) on a one-example copy, then trace the real prepass
     small = sys.argv[1] + ".small.gz"
     with gzip.open(small, "wb") as f:
         f.write(json.dumps([json.loads(sys.argv[2])]).encode())
-    release.scan_native(open, small, "test", need_count=True)
+    m4native.scan_native(open, small, "test", need_count=True)
     tracemalloc.start()
-    scan = release.scan_native(open, sys.argv[1], "test", need_count=True)
+    scan = m4native.scan_native(open, sys.argv[1], "test", need_count=True)
     print(tracemalloc.get_traced_memory()[1], scan.count)
 """)
 
@@ -302,7 +302,7 @@ def test_native_repeated_keys(rel, tmp_path, example, key_json, after, where, st
     else:
         # raised in a worker process (datasets keeps only its traceback text); the prepass saw two examples
         assert "DatasetGenerationError" in type(info.value).__name__ or isinstance(info.value, ReleaseFormatError)
-        scan = release.scan_native(open, str(rel / NATIVE), "test", need_count=True)
+        scan = m4native.scan_native(open, str(rel / NATIVE), "test", need_count=True)
         assert scan.count == 2
 
 
@@ -319,7 +319,7 @@ def test_prediction_jsonl_repeated_key(tmp_path):
 def test_native_with_a_leading_bom_builds_the_same_rows(rel, m4_small, tmp_path):
     write_native(rel, [], raw=b"\xef\xbb\xbf" + json.dumps(small_examples()).encode())
     assert build_test_split(rel, tmp_path / "bom", "native").to_list() == build_test_split(m4_small, tmp_path / "plain", "native").to_list()
-    scan = release.scan_native(open, str(rel / NATIVE), "test", need_count=True)  # the prepass skips the BOM too
+    scan = m4native.scan_native(open, str(rel / NATIVE), "test", need_count=True)  # the prepass skips the BOM too
     assert scan.count == 2 and scan.occurrence is not None
 
 

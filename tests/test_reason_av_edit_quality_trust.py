@@ -478,16 +478,16 @@ def _calls(path: Path) -> list[tuple[str, int]]:
 
 
 def test_no_model_module_reads_a_file_itself_or_loads_code():
-    """The model modules, m4seg/text.py and perckit.io.model_files read files only through the checked readers;
+    """The model modules, m4seg/metric/text.py and perckit.io.model_files read files only through the checked readers;
     ``torch.load`` appears once (perckit.io.model_files, on the checked file object, ``weights_only=True``) and
     ``zipfile.ZipFile`` once (on that file object); nothing touches ``torch.jit``."""
-    files = sorted((SRC / "reason_av_edit" / "quality").rglob("*.py")) + [SRC / "m4seg" / "text.py", SRC / "model_files.py"]
+    files = sorted((SRC / "reason_av_edit" / "quality").rglob("*.py")) + [SRC / "m4seg" / "metric" / "text.py", SRC / "io" / "model_files.py"]
     seen = {str(p.relative_to(SRC)): _calls(p) for p in files}
-    allowed = {"model_files.py": [("ZipFile", 0), ("torch.load", 0)]}
+    allowed = {"io/model_files.py": [("ZipFile", 0), ("torch.load", 0)]}
     for rel, calls in seen.items():
         kinds = sorted(k for k, _ in calls)
         assert kinds == sorted(k for k, _ in allowed.get(rel, [])), f"{rel}: {calls}"
-    source = (SRC / "model_files.py").read_text(encoding="utf-8")
+    source = (SRC / "io" / "model_files.py").read_text(encoding="utf-8")
     assert source.count("torch.load(f, map_location=\"cpu\", weights_only=True, mmap=False)") == 1
 
 
@@ -508,7 +508,7 @@ def test_the_source_scan_bites(tmp_path):
 
 
 def test_minilm_hash_goes_through_the_checked_reader(tmp_path):
-    from perckit.m4seg import text as textmod
+    from perckit.m4seg.metric import text as textmod
 
     fifo = _fifo(tmp_path / "model.safetensors")
     with deadline(10), pytest.raises(textmod.TextToolUnavailable, match="expected a regular file, got a FIFO"):
@@ -529,7 +529,7 @@ def _minilm_like(folder: Path, module_type: str) -> Path:
 def test_minilm_folder_whose_modules_json_names_other_code_is_refused(tmp_path, monkeypatch):
     pytest.importorskip("sentence_transformers", reason="needs sentence-transformers (pip install 'perckit[text]')")
     _torch()
-    from perckit.m4seg import text as textmod
+    from perckit.m4seg.metric import text as textmod
 
     marker = tmp_path / "imported"
     code = tmp_path / "code"

@@ -1,6 +1,6 @@
 """m4seg: the seven M4Seg metrics of PRIMA's table (mIoU, Recall, I-SS, I-SIoU, SS, SIoU, METEOR) plus gIoU / cIoU.
 
-All logic lives in ``perckit.m4seg.metrics``; see README.md beside this file.
+All logic lives in ``perckit.m4seg.metric``; see README.md beside this file.
 """
 
 from perckit.hf import metric as evaluate_base

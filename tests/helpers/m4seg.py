@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 
 from perckit.hf.entrypoints import build_split
 from perckit.samples import write_release
-from perckit.m4seg import release
-from perckit.m4seg.text import stub_embed
+from perckit.m4seg import rows as m4rows
+from perckit.m4seg.metric.text import stub_embed
 
 #: The small release's test split: its native file and its Parquet shard (paths in the release root).
 NATIVE = "annotations/m4seg_test.json.gz"
@@ -113,10 +113,10 @@ def small_examples() -> list[dict]:
 
 def parquet_records(examples: list[dict]) -> list[dict]:
     """The same examples as Parquet records (card field names), converted by the native reader itself."""
-    state = release.ConvertState("test", "m4seg_test.json.gz", quiet=True)
+    state = m4rows.ConvertState("test", "m4seg_test.json.gz", quiet=True)
     out = []
     for ex in examples:
-        row = release.native_to_row(ex, state)
+        row = m4rows.native_to_row(ex, state)
         out.append({
             "example_id": row["example_id"], "pair_id": row["pair_id"], "dataset_name": row["dataset_name"],
             "type": row["question_type"], "granularity": row["granularity"], "q": row["question"], "a": row["answer"],

@@ -1,5 +1,5 @@
 """The M4Seg Parquet record converter of before issue 29, record by record: the reference the column path
-(``perckit.m4seg.parquet_tables``) is tested against, row for row and message for message.
+(``perckit.m4seg.read.parquet``) is tested against, row for row and message for message.
 
 ``parquet_to_row`` takes one record as ``to_pylist`` gives it and returns the builder row (ids as str, card
 names mapped to ours, every list checked) or raises the precise error. It uses the field rules of
@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from perckit import rle as rle_ops
 from perckit.errors import ReleaseFormatError
 from perckit.errors import short_repr as _short
-from perckit.m4seg import codes
+from perckit.m4seg.metric import codes
 from perckit.m4seg.rows import PARQUET_ALIASES, PARQUET_GROUNDING_ALIASES, ConvertState
 from perckit.m4seg.rows import _alias, _check_image_index, _check_image_size, _check_span, _id_list, _int, _str_or_none
 from perckit.io.paths import check_relative

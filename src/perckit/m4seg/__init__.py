@@ -21,11 +21,11 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """The public helpers, imported on first use (``import perckit.m4seg`` stays free of ``datasets``)."""
     if name in ("resolve_answer",):
-        from . import codes as module
+        from .metric import codes as module
     elif name in ("gt_as_prediction", "to_metric_prediction", "to_metric_reference"):
         from . import features as module
     elif name in ("load_predictions_jsonl", "parse_grounded_answer"):
-        from . import io as module
+        from .read import predictions as module
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(module, name)

@@ -1,11 +1,11 @@
 """M⁴Seg's metric as a :class:`perckit.hf.contract.MetricCore`: ``m4seg``.
 
-The per-sample record is the sample's geometry (:class:`perckit.m4seg.geometry.SampleGeom`, from
-:func:`perckit.m4seg.metrics.sample_geometry`): the checked pair's per-image IoU matrices, mask pairings and
+The per-sample record is the sample's geometry (:class:`perckit.m4seg.metric.geometry.SampleGeom`, from
+:func:`perckit.m4seg.metric.geometry.sample_geometry`): the checked pair's per-image IoU matrices, mask pairings and
 gIoU / cIoU pixel counts, with the texts the reduce needs (the cleaned predicted answer, the resolved GT answer,
 the grounding names) and the group keys. Nothing text-dependent is scored per batch: the text metrics need one
 embedding call over the distinct texts of all samples and METEOR is corpus-level, so the reduce is
-:func:`perckit.m4seg.metrics.reduce_geometries`, the very reduce half of :func:`perckit.m4seg.metrics.compute`,
+:func:`perckit.m4seg.metric.reduce_geometries`, the very reduce half of :func:`perckit.m4seg.metric.compute`,
 and an accumulator's numbers equal ``compute``'s exactly, whatever the batches, their order and the merges.
 
 A missing prediction (``strict=False``) is scored as an empty one and counted in ``num_missing_predictions``.
@@ -24,26 +24,27 @@ import numpy as np
 from ..hf.contract import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, check_options
 from ..hf.feature_check import Positional, Scalar
-from . import metrics as m
-from .geometry import ImageGeom, SampleGeom
+from .metric import EMPTY_PREDICTION_HINT, reduce_geometries
+from .metric.geometry import ImageGeom, SampleGeom, sample_geometry
+from .metric.options import M4SegOptions
 
 _TEXT_FIELDS = ("example_id", "question_type", "dataset_name", "granularity", "pred_text", "gt_text")
 
 
-def _options(options: Mapping[str, Any]) -> m.M4SegOptions:
-    """The checked options (those of :func:`perckit.m4seg.metrics.compute`)."""
-    check_options("m4seg", options, m.M4SegOptions.__dataclass_fields__)
-    return m.M4SegOptions(**options)
+def _options(options: Mapping[str, Any]) -> M4SegOptions:
+    """The checked options (those of :func:`perckit.m4seg.metric.compute`)."""
+    check_options("m4seg", options, M4SegOptions.__dataclass_fields__)
+    return M4SegOptions(**options)
 
 
-def _score(prediction: Mapping | None, reference: Mapping, opts: m.M4SegOptions) -> SampleGeom:
+def _score(prediction: Mapping | None, reference: Mapping, opts: M4SegOptions) -> SampleGeom:
     """One sample's record: its checked geometry (``prediction`` None: an empty prediction)."""
-    return m.sample_geometry(prediction, reference, opts)
+    return sample_geometry(prediction, reference, opts)
 
 
-def _reduce(items: list[Item], opts: m.M4SegOptions) -> dict:
-    """The metric over the records: :func:`perckit.m4seg.metrics.reduce_geometries`."""
-    return m.reduce_geometries([item.record for item in items], opts, sum(1 for item in items if not item.predicted))
+def _reduce(items: list[Item], opts: M4SegOptions) -> dict:
+    """The metric over the records: :func:`perckit.m4seg.metric.reduce_geometries`."""
+    return reduce_geometries([item.record for item in items], opts, sum(1 for item in items if not item.predicted))
 
 
 def geometry_to_state(geom: SampleGeom) -> dict:
@@ -63,7 +64,7 @@ def geometry_to_state(geom: SampleGeom) -> dict:
 
 #: An index into a sample's predicted (or ground-truth) groundings.
 INDEX = Scalar("int64", 0)
-#: One image of a sample's geometry (:class:`~perckit.m4seg.geometry.ImageGeom`): its 1-based number, the indices of
+#: One image of a sample's geometry (:class:`~perckit.m4seg.metric.geometry.ImageGeom`): its 1-based number, the indices of
 #: its predicted and ground-truth groundings, their IoU matrix, the mask pairing and the gIoU / cIoU pixel counts.
 IMAGE = {
     "k": Scalar("int64", 1), "pred": [INDEX], "gt": [INDEX], "iou": [[UNIT]],
@@ -139,5 +140,5 @@ def m4seg_core(config: str | None = None) -> MetricCore:
         name="m4seg", config=None, id_key="example_id", prepare=_options, score=_score, reduce=_reduce,
         record_to_state=geometry_to_state, record_from_state=geometry_from_state, record_schema=lambda opts: SCHEMA,
         features=_features,
-        strict=lambda opts: opts.strict, empty_hint=m.EMPTY_PREDICTION_HINT, lax_option="strict=False",
+        strict=lambda opts: opts.strict, empty_hint=EMPTY_PREDICTION_HINT, lax_option="strict=False",
     )

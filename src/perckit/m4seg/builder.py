@@ -1,7 +1,7 @@
 """The M⁴Seg ``datasets`` builder. ``builders/m4seg/m4seg.py`` is a thin entry point over it.
 
 ``open`` and ``glob.glob`` are called from this module so that streaming mode (which patches the builder
-modules) can read remote files; the readers in :mod:`perckit.m4seg.release` receive them as arguments, ``open``
+modules) can read remote files; the readers in :mod:`perckit.m4seg.read` receive them as arguments, ``open``
 behind :func:`perckit.io.paths.checked_opener` (a local file is opened as a checked regular file).
 """
 
@@ -22,8 +22,12 @@ from ..errors import OptionError, ReleaseNotFoundError, check_choice
 from ..io.paths import checked_opener
 from . import benchmark
 from . import features as feats
-from . import release
-from .parquet_tables import iter_parquet_tables
+from .layout import NATIVE_FILE, PARQUET_GLOB, SOURCES, SPLITS, confine_files, native_path, parquet_paths, resolve_source
+from .read.ids import IdGuard
+from .read.images import iter_image_paths, missing_images, read_image_bytes
+from .read.native import iter_native, native_shards, scan_native
+from .read.parquet import iter_parquet_tables, parquet_shards, scan_parquet_ids
+from .rows import SIZE_ORDERS
 
 _DESCRIPTION = (
     "M4Seg: multi-image pixel-grounded reasoning (PRIMA, WACV 2027). Each example pairs two or three ordered "
@@ -62,22 +66,22 @@ class M4SegConfig(PerckitConfig):
     #: Root of the source images (PRIMA's data/ layout); when set, the images are embedded as ``image_files``.
     image_root: str | None = None
     #: The splits to build (and to download from the Hub).
-    splits: tuple = release.SPLITS
+    splits: tuple = SPLITS
 
 
 def hub_patterns(config: M4SegConfig, source: str | None = None, splits: Sequence[str] | None = None) -> list[str]:
     """The release files the config's ``splits`` (or these ``splits``) need from one source: ``source``, else the
     one the Hub download tries first (the native file for ``source="native"``, else the Parquet shards:
-    ``"auto"`` prefers them, see ``release.resolve_source``)."""
+    ``"auto"`` prefers them, see ``resolve_source``)."""
     source = source or ("native" if config.source == "native" else "parquet")
-    pattern = release.NATIVE_FILE if source == "native" else release.PARQUET_GLOB
+    pattern = NATIVE_FILE if source == "native" else PARQUET_GLOB
     return [pattern.format(split=s) for s in (config.splits if splits is None else splits)]
 
 
 class M4SegBuilder(PerckitTableBuilder):
     """M4Seg: one config ``default``; splits ``train`` and ``test``; key ``example_id``; rows in file order.
 
-    Arrow-based: the Parquet source becomes one table per record batch (:mod:`perckit.m4seg.parquet_tables`,
+    Arrow-based: the Parquet source becomes one table per record batch (:mod:`perckit.m4seg.read.parquet`,
     rows never materialised), the native rows go to Arrow in tables of ``ROWS_PER_TABLE``
     (:func:`perckit.hf.builder.rows_to_table`); both are exactly the tables ``datasets``' per-example
     encoding would give (``tests/test_m4seg_tables.py``).
@@ -94,15 +98,15 @@ class M4SegBuilder(PerckitTableBuilder):
 
     def _check_options(self) -> None:
         c = self.config
-        check_choice("source", c.source, release.SOURCES)
-        check_choice("native_image_size_order", c.native_image_size_order, release.SIZE_ORDERS)
+        check_choice("source", c.source, SOURCES)
+        check_choice("native_image_size_order", c.native_image_size_order, SIZE_ORDERS)
         if isinstance(c.splits, str):
             c.splits = (c.splits,)
         c.splits = tuple(c.splits)
         if not c.splits:
-            raise OptionError(f"option 'splits': expected a non-empty subset of {list(release.SPLITS)}, got {c.splits!r}")
+            raise OptionError(f"option 'splits': expected a non-empty subset of {list(SPLITS)}, got {c.splits!r}")
         for s in c.splits:
-            check_choice("splits", s, release.SPLITS)
+            check_choice("splits", s, SPLITS)
 
     def _info(self) -> datasets.DatasetInfo:
         self._check_options()
@@ -136,7 +140,7 @@ class M4SegBuilder(PerckitTableBuilder):
         roots: dict[str, Path] = {}
         root = self._download(hub_patterns(c))
         for s in c.splits:
-            if c.source != "auto" or release.parquet_paths(root, s, glob.glob):
+            if c.source != "auto" or parquet_paths(root, s, glob.glob):
                 roots[s] = root
         rest = [s for s in c.splits if s not in roots]
         if rest:  # source="auto" and the repository has no Parquet shard for these splits
@@ -150,23 +154,23 @@ class M4SegBuilder(PerckitTableBuilder):
         nproc = int(getattr(self, "_m4seg_num_proc", 1) or 1)
         gens = []
         for split, root in self._roots().items():
-            source = release.resolve_source(root, split, c.source, glob.glob)
+            source = resolve_source(root, split, c.source, glob.glob)
             if source == "native":
-                files = [str(release.native_path(root, split))]
+                files = [str(native_path(root, split))]
             else:
-                files = release.parquet_paths(root, split, glob.glob)
+                files = parquet_paths(root, split, glob.glob)
             # before any read: a shard or the native file that is a FIFO, or (data_dir) linked out of the folder
-            release.confine_files(root, files, split, links=bool(c.data_dir))
+            confine_files(root, files, split, links=bool(c.data_dir))
             if source == "native":
                 path = files[0]
-                scan = release.scan_native(_opener(), path, split, need_count=nproc > 1, size_order=c.native_image_size_order)
-                shards: list = release.native_shards(path, scan, nproc)
+                scan = scan_native(_opener(), path, split, need_count=nproc > 1, size_order=c.native_image_size_order)
+                shards: list = native_shards(path, scan, nproc)
                 kind = scan.kind
             else:
                 kind = "list"
                 if nproc > 1:  # each process checks only its own ids: check the whole split here
-                    release.scan_parquet_ids(_opener(), files, split)
-                shards = release.parquet_shards(_opener(), files, split=split)
+                    scan_parquet_ids(_opener(), files, split)
+                shards = parquet_shards(_opener(), files, split=split)
             if c.image_root is not None:
                 self._check_images(split, source, files, kind)
             gens.append(datasets.SplitGenerator(name=split, gen_kwargs={"split": split, "source": source, "shards": shards}))
@@ -176,7 +180,7 @@ class M4SegBuilder(PerckitTableBuilder):
         root = Path(self.config.image_root)
         if not root.is_dir():
             raise ReleaseNotFoundError(f"M4Seg: image_root {str(root)!r} is not a folder (expected PRIMA's image layout, e.g. coco_2017/train2017/...)")
-        first, missing, checked = release.missing_images(root, release.iter_image_paths(_opener(), source, files, kind, split))
+        first, missing, checked = missing_images(root, iter_image_paths(_opener(), source, files, kind, split))
         if missing:
             listing = "\n  ".join(first)
             raise ReleaseNotFoundError(
@@ -194,7 +198,7 @@ class M4SegBuilder(PerckitTableBuilder):
         batch's all at once); with ``image_root`` each row's images are read after its id check."""
         c = self.config
         schema = self.info.features.arrow_schema
-        guard = release.IdGuard(f"M4Seg {split} split ({source})")
+        guard = IdGuard(f"M4Seg {split} split ({source})")
         with_images = c.image_root is not None
         if source == "native":
             tables = self._native_tables(split, shards, schema, guard)
@@ -209,12 +213,12 @@ class M4SegBuilder(PerckitTableBuilder):
                 yield ids[0], table
         guard.flush()
 
-    def _native_tables(self, split: str, shards: list, schema: pa.Schema, guard: release.IdGuard) -> Iterator[pa.Table]:
-        """The rows of ``release.iter_native`` (with their ``image_files`` under ``image_root``) in tables of
+    def _native_tables(self, split: str, shards: list, schema: pa.Schema, guard: IdGuard) -> Iterator[pa.Table]:
+        """The rows of ``iter_native`` (with their ``image_files`` under ``image_root``) in tables of
         ``ROWS_PER_TABLE``."""
         c = self.config
         batch: list[dict] = []
-        for row in release.iter_native(_opener(), shards, split, c.native_image_size_order):
+        for row in iter_native(_opener(), shards, split, c.native_image_size_order):
             guard.add(row["example_id"])
             if c.image_root is not None:
                 row[feats.IMAGE_FILES] = self._image_files(split, row["example_id"], [im["path"] for im in row["images"]])
@@ -228,9 +232,9 @@ class M4SegBuilder(PerckitTableBuilder):
     def _image_files(self, split: str, example_id: str, paths: list) -> list[dict]:
         where = f"M4Seg {split} split: example {example_id!r}"
         root = self.config.image_root
-        return [release.read_image_bytes(_opener(), root, p, f"{where}: images[{k}].path") for k, p in enumerate(paths)]
+        return [read_image_bytes(_opener(), root, p, f"{where}: images[{k}].path") for k, p in enumerate(paths)]
 
-    def _with_image_files(self, table: pa.Table, split: str, ids: list, schema: pa.Schema, guard: release.IdGuard) -> pa.Table:
+    def _with_image_files(self, table: pa.Table, split: str, ids: list, schema: pa.Schema, guard: IdGuard) -> pa.Table:
         """``table`` with its ``image_files`` column (the bytes of every image, in ``images`` order), each
         row's id checked before its images are read."""
         paths = [[im["path"] for im in images] for images in table.column("images").to_pylist()]

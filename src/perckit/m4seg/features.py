@@ -22,7 +22,6 @@ SOURCE_GRANULARITY = {
     "coco_objects": "object",
     "pascal_objects": "object",
 }
-QUESTION_TYPES = ("functional", "spatial", "open-ended", "counting")
 #: The builder column of the embedded source images (only with the option ``image_root``).
 IMAGE_FILES = "image_files"
 
@@ -98,7 +97,7 @@ def to_metric_prediction(row: Mapping) -> dict:
 
 def gt_as_prediction(row: Mapping, style: str = "name") -> dict:
     """The ground truth as a prediction: the resolved answer text and the GT groundings (a perfect model)."""
-    from .codes import resolve_answer
+    from .metric.codes import resolve_answer
 
     pred = to_metric_prediction(row)
     pred["answer"] = resolve_answer(row.get("answer") or "", row.get("groundings") or [], style)

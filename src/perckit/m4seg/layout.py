@@ -1,8 +1,8 @@
 """Where the M⁴Seg release keeps each split: the native file, the Parquet shards, and which one a build reads.
 
 Paths only: nothing here opens a file except to check it is a regular file inside the release
-(:func:`confine_files`). The readers are :mod:`perckit.m4seg.native_reader` and
-:mod:`perckit.m4seg.parquet_reader`; :mod:`perckit.m4seg.release` re-exports every name.
+(:func:`confine_files`). The readers are :mod:`perckit.m4seg.read.native` and
+:mod:`perckit.m4seg.read.parquet`.
 """
 
 from __future__ import annotations

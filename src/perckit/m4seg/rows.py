@@ -2,10 +2,10 @@
 
 :func:`native_to_row` is the only place the native format is interpreted (its [inferred] alias tables are
 below); the Parquet records are converted a record batch at a time by
-:mod:`perckit.m4seg.parquet_tables`, which uses the field rules here (``_check_span``, ``_check_image_size``,
+:mod:`perckit.m4seg.read.parquet`, which uses the field rules here (``_check_span``, ``_check_image_size``,
 ``_check_image_index``, ``_id_list``) to name a refused value. Each takes a :class:`ConvertState`, which names
 the split and file in every message and counts the warnings of a split. No I/O here: the readers
-(:mod:`perckit.m4seg.native_reader`, :mod:`perckit.m4seg.parquet_reader`) hand the examples in.
+(:mod:`perckit.m4seg.read.native`, :mod:`perckit.m4seg.read.parquet`) hand the examples in.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from ..errors import short_repr as _short
 from ..io.jsonio import parse_int
 from ..io.paths import MAX_PATH_CHARS
 from ..io.paths import check_relative
-from . import codes
+from .metric import codes
 from .features import SOURCE_GRANULARITY
 
-logger = logging.getLogger("perckit.m4seg.release")  # the release readers' one logger (its name is public)
+logger = logging.getLogger("perckit.m4seg.release")  # the release readers' one logger (its name is public: kept as it was)
 
 SIZE_ORDERS = ("auto", "hw", "wh")
 #: Warnings of one kind shown per split before they are only counted.

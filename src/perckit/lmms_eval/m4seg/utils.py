@@ -33,9 +33,9 @@ from typing import Any, Mapping, Sequence
 
 from perckit import lmms_eval as common
 from perckit.errors import InputNotFoundError, PerckitError, PredictionError
-from perckit.m4seg.codes import resolve_answer
+from perckit.m4seg.metric.codes import resolve_answer
 from perckit.m4seg.features import IMAGE_FILES, to_metric_reference
-from perckit.m4seg.io import parse_grounded_answer, prediction_row
+from perckit.m4seg.read.predictions import parse_grounded_answer, prediction_row
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def m4seg_doc_to_visual(doc: Mapping) -> list:
         raise InputNotFoundError(
             f"M4Seg example {doc.get('example_id')!r}: no images: the export has no {IMAGE_FILES!r} column (convert with "
             f"perckit.export.convert(..., image_root=...) to embed them) and the environment variable {IMAGE_ROOT_ENV} names no image root")
-    from perckit.m4seg.images import read_image_bytes
+    from perckit.m4seg.read.images import read_image_bytes
 
     out = []
     for k, im in enumerate(doc["images"]):

@@ -1,4 +1,5 @@
-"""M⁴Seg entity codes: the grammar, GT answer resolution and ``answer_span`` derivation.
+"""M⁴Seg entity codes: the grammar, GT answer resolution, ``answer_span`` derivation and the model-output tokens
+dropped from a predicted answer (:func:`clean_prediction_text`).
 
 An answer links phrases to groundings with codes [loader]:
 
@@ -14,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..errors import ReleaseFormatError, check_choice
+from ...errors import ReleaseFormatError, check_choice
 
 #: One regex for both code kinds; a 3-digit and a 5-digit match can never overlap because of the ``\b``.
 CODE_RE = re.compile(r"\b(\w+)_(\d{5}|\d{3})\b")
@@ -22,6 +23,9 @@ CODE_RE = re.compile(r"\b(\w+)_(\d{5}|\d{3})\b")
 IMG_KEY_RE = re.compile(r"^img_(\d+)$")
 NAME_STYLES = ("name", "name_instance")
 _WS = re.compile(r"\s+")
+#: ``(IMAGE<k>)`` tags of GLaMM/PRIMA-style output.
+IMAGE_TAG = r"\(\s*IMAGE\s*(\d+)\s*\)"
+_TOKENS = re.compile(r"<p>|</p>|\[SEG\]|" + IMAGE_TAG)
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,11 @@ def find_codes(answer: str) -> list[EntityCode]:
 
 def collapse_ws(text: str) -> str:
     return _WS.sub(" ", text).strip()
+
+
+def clean_prediction_text(text: str) -> str:
+    """A model's answer as plain text: ``<p>``, ``</p>``, ``[SEG]`` and ``(IMAGE<k>)`` tokens dropped, whitespace collapsed."""
+    return collapse_ws(_TOKENS.sub(" ", text or ""))
 
 
 def display_name(name: str) -> str:

@@ -12,38 +12,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from ..errors import ReleaseFormatError, ReleaseNotFoundError
-from ..io.paths import check_relative, read_regular_file, resolve_under
+import pyarrow as pa
+
+from ...errors import ReleaseFormatError, ReleaseNotFoundError
+from ...io.paths import read_regular_file, resolve_under
+from .native import gunzip, ijson_module, iter_items, pull_translating, reading_error
+from .parquet import BATCH_SIZE, PARQUET_ERRORS, open_parquet
 
 #: Largest source image embedded in a row (COCO, ADE20K and PASCAL images are well under 10 MB). Checked with
 #: ``fstat`` before the read, so a FIFO, ``/dev/zero`` or a huge file planted as an image is refused at once.
 MAX_IMAGE_BYTES = 64 << 20
 
 
-def check_image_path(path: Any, where: str) -> str | None:
-    """An image path from release data as str, checked lexically (relative, no ``..``, no NUL); None stays None.
-
-    Used by the row converters, so a path that could leave ``image_root`` never reaches a row even when the
-    build embeds no image."""
-    if path is None:
-        return None
-    check_relative(path if isinstance(path, str) else str(path), where)
-    return path if isinstance(path, str) else str(path)
-
-
 def iter_image_paths(opener: Callable, source: str, files: Sequence[str], kind: str = "list", split: str = "") -> Iterator[tuple[str, Any]]:
     """``(where, path)`` of every image path of a split in order; ``where`` names the file, the example
     (index and id when known) and the field. Malformed entries other than the path are left to the row checks."""
-    from . import native, release
-
     if source == "parquet":
-        import pyarrow as pa
-
         for p in files:
             name = Path(p).name
             where = f"M4Seg {split} split, {name}"
             with opener(p, "rb") as f:
-                pf = release.open_parquet(f, where)
+                pf = open_parquet(f, where)
 
                 def unreadable(e: BaseException, where: str = where) -> Exception:
                     return ReleaseFormatError(
@@ -52,24 +41,24 @@ def iter_image_paths(opener: Callable, source: str, files: Sequence[str], kind: 
 
                 columns = (
                     (b.column(0).to_pylist(), b.column(1).to_pylist())
-                    for b in pf.iter_batches(batch_size=release.BATCH_SIZE, columns=["example_id", "images"])
+                    for b in pf.iter_batches(batch_size=BATCH_SIZE, columns=["example_id", "images"])
                 )
                 i = 0
                 # batches are read and decoded under the error translation; the yields stay outside any try
-                for ids, images_col in native.pull_translating(columns, (pa.ArrowException, *release.PARQUET_ERRORS), unreadable):
+                for ids, images_col in pull_translating(columns, (pa.ArrowException, *PARQUET_ERRORS), unreadable):
                     for eid, images in zip(ids, images_col):
                         for k, im in enumerate(images if isinstance(images, list) else ()):
                             if isinstance(im, Mapping) and im.get("path") is not None:
                                 yield f"{where}: row {i} (example {eid!r}): images[{k}].path", im["path"]
                         i += 1
         return
-    ijson = native.ijson_module()
+    ijson = ijson_module()
     for p in files:
         where = f"M4Seg {split} split, {Path(p).name}"
-        errors, convert = native.reading_error(ijson, where)
+        errors, convert = reading_error(ijson, where)
         with opener(p, "rb") as f:
-            items = native.iter_items(ijson, native.gunzip(f, where), kind, where)
-            for i, (key, ex) in enumerate(native.pull_translating(items, errors, convert)):
+            items = iter_items(ijson, gunzip(f, where), kind, where)
+            for i, (key, ex) in enumerate(pull_translating(items, errors, convert)):
                 paths = ex.get("image_paths") if isinstance(ex, Mapping) else None
                 eid = key if key is not None else (_example_label(ex))
                 for k, v in enumerate(paths if isinstance(paths, list) else ()):

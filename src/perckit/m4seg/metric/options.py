@@ -6,16 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..core import segmentation as seg
-from ..errors import OptionError, check_choice, check_option_type
-from ..errors import short_repr as _short
+from ...core import segmentation as seg
+from ...errors import OptionError, check_choice, check_option_type
+from ...errors import short_repr as _short
 from . import text as textmod
 from .codes import NAME_STYLES
 
 SEVEN = ("miou", "recall", "i_ss", "i_siou", "ss", "siou", "meteor")
 EXTRA_RATES = ("giou", "ciou", "miou_strict")
 RATE_KEYS = SEVEN + EXTRA_RATES
-TEXT_METRICS = ("recall", "ss", "siou", "i_ss", "i_siou")
 MIOU_UNITS = ("sample", "image")
 MATCHINGS = ("greedy", "hungarian")
 RECALL_ENCODERS = ("minilm", "bert-base-uncased-meanpool")

@@ -33,9 +33,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import OptionError, PerckitError
-from ..io.model_files import check_model_folder, sha256_file
-from ..io.paths import read_regular_file
+from ...errors import OptionError, PerckitError
+from ...io.model_files import check_model_folder, sha256_file
+from ...io.paths import read_regular_file
 
 logger = logging.getLogger(__name__)
 
@@ -195,15 +195,14 @@ _LOCK = threading.Lock()
 
 def _sentence_transformers():
     try:
-        import sentence_transformers  # noqa: F401
-        import torch  # noqa: F401
+        import sentence_transformers
+        import torch
     except ImportError as e:
         raise TextToolUnavailable(
             f"the semantic encoder needs sentence-transformers and torch ({type(e).__name__}: {e}); install the text extra: "
             f"{EXTRA_TEXT}, or pass embed_fn=<callable> / embed_fn='stub'"
         ) from None
-    import sentence_transformers
-
+    del torch  # imported only to check that it is there
     return sentence_transformers
 
 
@@ -365,12 +364,13 @@ class MeteorScorer:
             self._ref = {i: references[i] for i in ids}
             return
         try:
-            from pycocoevalcap.meteor.meteor import Meteor  # noqa: F401
+            from pycocoevalcap.meteor.meteor import Meteor
             from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
         except ImportError as e:
             raise TextToolUnavailable(
                 f"METEOR needs pycocoevalcap ({type(e).__name__}: {e}) and Java: install the meteor extra: {EXTRA_METEOR}"
             ) from None
+        del Meteor  # imported only to check that it is there (the scorer imports it when it starts)
         if not java_available():
             raise TextToolUnavailable(
                 f"METEOR needs Java (the METEOR 1.5 jar and the PTB tokenizer run on a JRE): no 'java' on PATH; install a "

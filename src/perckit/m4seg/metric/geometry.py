@@ -6,6 +6,10 @@ Every pixel count comes from the one mask-pair core :mod:`perckit.core.segmentat
 prediction of another size than its image goes through :func:`~perckit.core.segmentation.fit_prediction`
 (option ``resize_predictions``), and the per-image union counts through
 :func:`~perckit.core.segmentation.rle_pair_counts`.
+
+The mask pairing of an image (option ``matching``) is GLaMM's greedy pairing (:func:`greedy_pairs`) or the
+Hungarian alternative (:func:`hungarian_pairs`); both are deterministic, ties going to the first cell in
+row-major order.
 """
 
 from __future__ import annotations
@@ -15,15 +19,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .. import rle as rle_ops
-from ..core import segmentation as seg
-from ..errors import PredictionError, RLEError
-from ..errors import short_repr as _short
-from ..io.jsonio import parse_int
-from .codes import display_name, resolve_answer
-from .io import clean_prediction_text
+from ... import rle as rle_ops
+from ...core import segmentation as seg
+from ...errors import PredictionError, RLEError
+from ...errors import short_repr as _short
+from ...io.jsonio import parse_int
+from .codes import clean_prediction_text, display_name, resolve_answer
 from .options import M4SegOptions
-from .pairing import pair_masks
 
 #: IoU of a (prediction, GT) cell of the P×G matrix whose union is empty: 0, GLaMM's rule (such a pair has no
 #: common pixel and is never paired). Not ``empty_union_iou``: the pairing keeps only pairs with IoU > 0.
@@ -56,6 +58,83 @@ class SampleGeom:
     gt_names: list[str]
     images: list[ImageGeom]
 
+
+
+# ---------------------------------------------------------------- mask pairing (option ``matching``)
+
+
+def greedy_pairs(iou: np.ndarray) -> list[tuple[int, int, float]]:
+    """GLaMM's mIoU pairing: repeatedly take the global maximum while it is > 0 (first in row-major order on
+    ties), record it and delete its row and column. Returns (row, col, IoU)."""
+    m = np.array(iou, dtype=np.float64)
+    out = []
+    while m.size and m.max() > 0:
+        i, j = np.unravel_index(int(np.argmax(m)), m.shape)
+        out.append((int(i), int(j), float(iou[i, j])))
+        m[i, :] = -1.0
+        m[:, j] = -1.0
+    return out
+
+
+def linear_assignment(cost: np.ndarray) -> list[tuple[int, int]]:
+    """Minimum-cost one-to-one assignment of a rectangular matrix (Hungarian algorithm with potentials).
+
+    Assigns min(rows, cols) pairs; returns (row, col) sorted by row. Pure numpy: scipy is not a dependency.
+    """
+    c = np.asarray(cost, dtype=np.float64)
+    if c.size == 0:
+        return []
+    transposed = c.shape[0] > c.shape[1]
+    a = c.T if transposed else c
+    n, m = a.shape
+    u = np.zeros(n + 1)
+    v = np.zeros(m + 1)
+    p = np.zeros(m + 1, dtype=np.int64)  # p[j]: row (1-based) assigned to column j
+    way = np.zeros(m + 1, dtype=np.int64)
+    for i in range(1, n + 1):
+        p[0] = i
+        j0 = 0
+        minv = np.full(m + 1, np.inf)
+        used = np.zeros(m + 1, dtype=bool)
+        while True:
+            used[j0] = True
+            i0 = p[j0]
+            free = ~used[1:]
+            cur = a[i0 - 1] - u[i0] - v[1:]
+            better = free & (cur < minv[1:])
+            minv[1:][better] = cur[better]
+            way[1:][better] = j0
+            cand = np.where(free, minv[1:], np.inf)
+            j1 = int(np.argmin(cand)) + 1
+            delta = cand[j1 - 1]
+            u[p[used]] += delta
+            v[used] -= delta
+            minv[~used] -= delta
+            j0 = j1
+            if p[j0] == 0:
+                break
+        while j0:
+            j1 = way[j0]
+            p[j0] = p[j1]
+            j0 = j1
+    pairs = [(int(p[j]) - 1, j - 1) for j in range(1, m + 1) if p[j]]
+    if transposed:
+        pairs = [(b, a_) for a_, b in pairs]
+    return sorted(pairs)
+
+
+def hungarian_pairs(iou: np.ndarray) -> list[tuple[int, int, float]]:
+    """Linear assignment on -IoU, keeping the pairs with IoU > 0 (option ``matching="hungarian"``)."""
+    iou = np.asarray(iou, dtype=np.float64)
+    return [(i, j, float(iou[i, j])) for i, j in linear_assignment(-iou) if iou[i, j] > 0]
+
+
+def pair_masks(iou: np.ndarray, matching: str = "greedy") -> list[tuple[int, int, float]]:
+    """The mask pairing of one image (prediction row, GT column, IoU)."""
+    return hungarian_pairs(iou) if matching == "hungarian" else greedy_pairs(iou)
+
+
+# ---------------------------------------------------------------- one sample's geometry
 
 
 def _mask(obj: Any, size: list[int], where: str, error: type[Exception] = PredictionError) -> rle_ops.RLE:

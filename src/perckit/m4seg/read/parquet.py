@@ -1,6 +1,6 @@
-"""The Parquet shards of an M⁴Seg split as Arrow tables of the builder's schema, one per record batch: the
-columns renamed, the lists rebuilt and every field checked by pyarrow compute over whole columns (rows never
-become Python dicts). This is the only Parquet converter: the builder's tables (:func:`iter_parquet_tables`),
+"""The Parquet shards of an M⁴Seg split (``data/{split}-*.parquet``) as Arrow tables of the builder's schema,
+one per record batch: the columns renamed, the lists rebuilt and every field checked by pyarrow compute over
+whole columns (rows never become Python dicts). This is the only Parquet converter: the builder's tables (:func:`iter_parquet_tables`),
 the rows (:func:`iter_parquet`) and the first row of each shard, converted while the splits are planned
 (:func:`parquet_shards`).
 
@@ -14,44 +14,187 @@ the error. A batch raises the error of its first refused row, in the order the f
 (``example_id``, ``a``, ``images`` and each image's height, width, size and path, then each grounding's
 image_index, segmentation, bbox, answer_span), after the rows before it have been converted (their
 entity-code warnings given, their ids checked).
+
+Before the rows: each shard is opened by :func:`open_parquet` (its column chunks checked), its schema by
+:func:`check_parquet_schema`, and the ``example_id`` uniqueness pass over the split is
+:func:`scan_parquet_ids`.
 """
 
 from __future__ import annotations
 
 import math
+import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from ..core import counts as _kernels
-from .. import rle as rle_ops
-from ..errors import PerckitError, ReleaseFormatError
-from ..errors import short_repr as _short
-from ..io.paths import MAX_PATH_CHARS
-from ..io.paths import check_relative
-from . import codes
-from .parquet_reader import BATCH_SIZE
-from .parquet_reader import PARQUET_ERRORS
-from .parquet_reader import ParquetShard
-from .parquet_reader import check_parquet_schema
-from .features import row_features
-from .parquet_reader import open_parquet
-from .parquet_reader import str_column
-from .rows import PARQUET_ALIASES
-from .rows import PARQUET_GROUNDING_ALIASES
-from .rows import ConvertState
-from .rows import _check_image_index
-from .rows import _check_image_size
-from .rows import _check_span
-from .rows import _id_list
-from .rows import _int
+from ...core import counts as _kernels
+from ... import rle as rle_ops
+from ...errors import PerckitError, ReleaseFormatError
+from ...errors import short_repr as _short
+from ...io.parquetio import check_column_chunk_sizes
+from ...io.paths import MAX_PATH_CHARS
+from ...io.paths import check_relative
+from ..features import row_features
+from ..layout import PARQUET_GLOB
+from ..metric.codes import span_code_problems
+from ..rows import PARQUET_ALIASES
+from ..rows import PARQUET_GROUNDING_ALIASES
+from ..rows import ConvertState
+from ..rows import _check_image_index
+from ..rows import _check_image_size
+from ..rows import _check_span
+from ..rows import _id_list
+from ..rows import _int
+
+BATCH_SIZE = 1000
+
+
+@dataclass
+class ParquetShard:
+    """Row groups ``[rg_start, rg_stop)`` of one Parquet file (``rg_stop=None``: every row group)."""
+
+    path: str
+    rg_start: int = 0
+    rg_stop: int | None = None
+
+
+#: Columns (one of the names) and nested fields every M4Seg Parquet shard must have [card].
+PARQUET_COLUMNS: dict[str, tuple[str, ...]] = {
+    "example_id": ("example_id",),
+    "a": ("a", "answer"),
+    "images": ("images",),
+    "groundings": ("groundings",),
+}
+PARQUET_IMAGE_FIELDS = ("height", "width")
+PARQUET_GROUNDING_FIELDS: dict[str, tuple[str, ...]] = {
+    "image_index": ("image_index",),
+    "answer_span": ("answer_span",),
+    "segmentation": PARQUET_GROUNDING_ALIASES["mask"],
+}
+#: What pyarrow raises on a corrupt or truncated file (a bad footer, a bad data page).
+PARQUET_ERRORS = (OSError, EOFError, ValueError)
+
+
+#: The local files whose column chunks this process has checked, by identity (device, inode, size, mtime).
+_CHECKED: set[tuple] = set()
+
+
+def _identity(f: BinaryIO) -> tuple | None:
+    """The open local file's identity (``fstat`` of the file read, so it cannot be swapped), or None."""
+    try:
+        st = os.fstat(f.fileno())
+    except (AttributeError, OSError, ValueError):  # not a local file (a streaming opener)
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def open_parquet(f: BinaryIO, where: str) -> Any:
+    """``pyarrow.parquet.ParquetFile(f)``; an unreadable file raises :class:`ReleaseFormatError` naming it.
+
+    The column-chunk check reads every page header; a local file it passed in this process (the same device,
+    inode, size and modification time: ``parquet_shards`` then the generation open it twice) is not re-read."""
+    try:
+        pf = pq.ParquetFile(f)
+    except (pa.ArrowException, *PARQUET_ERRORS) as e:  # ArrowInvalid on a bad footer, OSError on a cut file
+        raise ReleaseFormatError(f"{where}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+    ident = _identity(f)
+    if ident is None or ident not in _CHECKED:
+        check_column_chunk_sizes(pf, where, source=f)  # the footer and the page headers (a footer can lie)
+        if ident is not None:
+            _CHECKED.add(ident)
+    return pf
+
+
+def _list_of_struct_fields(arrow_type: Any) -> list[str] | None:
+    if not (pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)):
+        return None
+    item = arrow_type.value_type
+    return [item.field(i).name for i in range(item.num_fields)] if pa.types.is_struct(item) else None
+
+
+def check_parquet_schema(schema: Any, where: str) -> None:
+    """Every column and nested field the conversion needs is there (extra ones are fine; the values are checked per row)."""
+    names = list(schema.names)
+    missing = [" or ".join(repr(a) for a in aliases) for aliases in PARQUET_COLUMNS.values() if not any(a in names for a in aliases)]
+    if missing:
+        raise ReleaseFormatError(
+            f"{where}: missing column(s) {', '.join(missing)}; expected the M4Seg columns example_id, pair_id, "
+            f"dataset_name, type, granularity, q, a, images, groundings (found {names})"
+        )
+    for column, required in (("images", {f: (f,) for f in PARQUET_IMAGE_FIELDS}), ("groundings", PARQUET_GROUNDING_FIELDS)):
+        arrow_type = schema.field(column).type
+        fields = _list_of_struct_fields(arrow_type)
+        if fields is None:
+            raise ReleaseFormatError(f"{where}: column {column!r}: expected a list of structs, found {arrow_type}")
+        lacking = [name for name, aliases in required.items() if not any(a in fields for a in aliases)]
+        if lacking:
+            raise ReleaseFormatError(
+                f"{where}: column {column!r}: its items lack the field(s) {lacking}; expected {sorted(required)} (found {fields})"
+            )
+
+
+def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
+    """Check example_id uniqueness over every shard of a split (the ``example_id`` column only); returns the count.
+
+    The ids are taken as ``str()`` of each value (:func:`str_column`; a null as ``'None'``), so an int 7 in one
+    shard and "7" in another repeat. pyarrow's dictionary encoding numbers the distinct ids (exact, in C++;
+    this runs before the ``num_proc`` workers start); the first id whose number was seen before is the first
+    repeat in order, and raises naming it."""
+    columns = _example_id_columns(opener, paths, split)
+    chunks = [pc.fill_null(str_column(chunk), "None").cast(pa.large_string()) for c in columns for chunk in c.chunks]
+    ids = pa.chunked_array(chunks, pa.large_string()).combine_chunks() if chunks else pa.array([], pa.large_string())
+    if len(ids):
+        codes = ids.dictionary_encode().indices.to_numpy(zero_copy_only=False)
+        _, first = np.unique(codes, return_index=True)  # the codes are 0..d-1: first[c] is where id c first occurs
+        repeats = np.flatnonzero(first[codes] != np.arange(codes.size))
+        if repeats.size:
+            eid = ids[int(repeats[0])].as_py()
+            raise ReleaseFormatError(
+                f"M4Seg {split} split, {PARQUET_GLOB.format(split=split)}: duplicate example_id {eid!r} (example ids must be unique within a split)"
+            )
+    return len(ids)
+
+
+def str_column(arr: Any) -> Any:
+    """``str()`` of each value of an Arrow array as a string array, nulls kept (ids are stored as ``str(...)``
+    whatever their type): a string or integer column is cast (the same text), any other goes value by value."""
+    t = arr.type
+    if pa.types.is_string(t):
+        return arr
+    if pa.types.is_large_string(t) or (pa.types.is_integer(t)):
+        return arr.cast(pa.string())
+    if pa.types.is_null(t):
+        return pa.nulls(len(arr), pa.string())
+    return pa.array([None if x is None else str(x) for x in arr.to_pylist()], pa.string())
+
+
+def _example_id_columns(opener: Callable, paths: Sequence[str], split: str) -> list:
+    """The ``example_id`` column of every shard, each file's footer and schema checked first; a column that
+    cannot be read raises naming its file."""
+    columns = []
+    for p in paths:
+        where = f"M4Seg {split} split, {Path(p).name}"
+        with opener(p, "rb") as f:
+            pf = open_parquet(f, where)
+            check_parquet_schema(pf.schema_arrow, where)
+            try:
+                columns.append(pf.read(columns=["example_id"]).column(0))
+            except (pa.ArrowException, *PARQUET_ERRORS) as e:
+                raise ReleaseFormatError(
+                    f"{where}: the example_id column cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
+                ) from None
+    return columns
+
 
 #: A path ``check_relative`` may refuse (it decides): absolute, a drive, a ``..`` component.
 _BAD_PATH = r"^[/\\]|^[A-Za-z]:|(^|[\\/])\.\.([\\/]|$)"
-#: An ASCII entity code (``codes.CODE_RE`` fully matched) with its image digit: the digits after the last '_'.
+#: An ASCII entity code (``metric.codes.CODE_RE`` fully matched) with its image digit: the digits after the last '_'.
 _CODE = r"^[A-Za-z0-9_]+_(?P<d>[0-9])(?:[0-9]{4}|[0-9]{2})$"
 #: Where in a row a check looks, in the order the fields of a row are read (the second item of a key).
 _ID, _ANSWER, _IMAGES, _IMAGE, _GROUNDING = range(5)
@@ -166,10 +309,10 @@ def batch_to_table(batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema
 
 
 def _warn(table: pa.Table, flagged: list[int], state: ConvertState) -> None:
-    """The entity-code warnings of the rows that may have some (``codes.span_code_problems`` decides)."""
+    """The entity-code warnings of the rows that may have some (:func:`span_code_problems` decides)."""
     sub = table.select(["example_id", "answer", "groundings"]).take(pa.array(flagged, pa.int64())).to_pylist()
     for row in sub:
-        problems = codes.span_code_problems(row["answer"], row["groundings"])
+        problems = span_code_problems(row["answer"], row["groundings"])
         if problems:
             state.warn_spans(row["example_id"], problems)
 

@@ -1,48 +1,186 @@
-"""The seven M⁴Seg metrics (PRIMA's table) plus gIoU / cIoU, as accumulate / reduce halves.
+"""The seven M⁴Seg metrics (PRIMA's table) plus gIoU / cIoU: their formulas, the per-sample score and the reduce.
 
-Accumulate: :func:`sample_geometry` (:mod:`perckit.m4seg.geometry`) checks one (prediction, reference) pair and
-computes its per-image IoU matrices and mask pairing (exact integer pixel counts from the one mask-pair core
-:mod:`perckit.core.segmentation`); :func:`score_sample` adds the text-dependent values from precomputed embeddings.
-Reduce: :func:`reduce_scores` averages with :func:`perckit.core.stats.fmean` over samples sorted by ``example_id``, so
-evaluate's distributed mode (which gathers shards in process order) gives identical numbers.
+Notation, per sample: P / G its predicted / ground-truth groundings (P_k / G_k: those of image k), IoU(p, g)
+the exact pixel IoU of two masks of one image (0 when their union is empty), pairs_k the mask pairing of image
+k (:func:`~perckit.m4seg.metric.geometry.pair_masks`: GLaMM's greedy pairing, repeatedly the largest IoU > 0 in
+row-major order, its row and column removed; option ``matching="hungarian"``: the assignment maximising the
+sum of IoU, pairs with IoU > 0 kept), cos(a, b) the dot product of two L2-normalised text embeddings, and
+mean() the order-independent :func:`perckit.core.stats.fmean`.
 
-Provenance: ``miou`` and ``recall`` follow GLaMM's GCG evaluator, applied per image; METEOR is GLaMM's
-pipeline. ``ss``, ``siou``, ``i_ss`` and ``i_siou`` are **reconstructed** (the PRIMA evaluator was not
-available): each lives in one function (:func:`semantic_similarity`, :func:`semantic_iou`,
-:func:`image_semantic_similarity`, :func:`image_semantic_iou`, in :mod:`perckit.m4seg.semantic`) behind its option.
+- **mIoU** [GLaMM, per image] ``miou_unit="sample"``: per sample, mean of IoU over the pairs of all its
+  images (0 without pairs); the dataset value is the mean over samples with |G| > 0. ``miou_unit="image"``:
+  per image with G_k, the mean of IoU over pairs_k (0 without pairs), averaged over those images.
+  **mIoU strict**: sum of the paired IoU / |G|, averaged over samples with |G| > 0.
+- **Recall** [GLaMM's loop, per image] (:func:`recall_true_positives`): in image k, take the largest IoU(g, p);
+  stop when it is below ``recall_iou_threshold`` **or** cos(name g, name p) is below
+  ``recall_text_threshold``, else count a true positive and remove its row and column.
+  Recall = sum of the true positives / sum of |G| (micro).
+- **SS** [recon] (:func:`semantic_similarity`): ``ss_level="answer"``: cos(cleaned predicted answer, resolved
+  GT answer); ``"phrase"``: mean over g of max_p cos(name p, name g) (0 without predictions; 1 when P and G
+  are both empty, else 0 when G is). Mean over samples.
+- **SIoU** [recon] (:func:`semantic_iou`): M = the number of greedy one-to-one matches of P and G on cos
+  >= ``siou_threshold`` (:func:`greedy_text_matches`; ``siou_soft``: the sum of the matched cosines);
+  SIoU = M / (|P| + |G| - M), 1 when both are empty, 0 when one is. Mean over samples.
+- **I-SS** [recon] (:func:`image_semantic_similarity`): for each g of image k, max over p in P_k of
+  cos(name p, name g) (0 when P_k is empty); ``i_mode="mask"``: cos with the p paired to g in pairs_k (0 when
+  unpaired). Mean over G per sample, then over samples with |G| > 0.
+- **I-SIoU** [recon] (:func:`image_semantic_iou`): sum_k M_k / sum_k (|P_k| + |G_k| - M_k), M_k the SIoU
+  matching inside image k (``i_mode="mask"``: only mask-paired (p, g)); 1 when the denominator is 0. Mean over
+  samples.
+- **METEOR** [GLaMM]: pycocoevalcap's PTB tokenizer and METEOR 1.5, corpus-level over the cleaned predicted
+  answers against the resolved GT answers (:mod:`perckit.m4seg.metric.text`).
+- **gIoU** / **cIoU**: per sample I / U summed over its images, where per image I and U are the pixels of the
+  union of its predicted masks against the union of its GT masks
+  (:func:`~perckit.m4seg.metric.geometry.union_mask_counts`); gIoU = mean over samples of I / U, cIoU = sum I /
+  sum U (an empty union counts 1.0, ``EMPTY_UNION_IOU``), over samples with |G| > 0.
 
-The pieces live by responsibility: :mod:`perckit.m4seg.options` (options and names),
-:mod:`perckit.m4seg.pairing` (greedy / Hungarian pairing, the recall loop, text matching),
-:mod:`perckit.m4seg.semantic` (the reconstructed definitions), :mod:`perckit.m4seg.geometry` (input checks and
-P×G geometry); this module scores, reduces and matches, and re-exports their public names.
+The rates are in [0, 1] (x 100 with ``as_percent``). Provenance: ``miou`` and ``recall`` follow GLaMM's GCG
+evaluator, applied per image; METEOR is GLaMM's pipeline. The four text metrics marked [recon] are
+**reconstructed** (the PRIMA evaluator was not available): each lives in one function here, behind its option.
+
+Per sample: :func:`~perckit.m4seg.metric.geometry.sample_geometry` checks one (prediction, reference) pair and
+computes its per-image IoU matrices, mask pairings and union counts (exact integer pixel counts from the one
+mask-pair core :mod:`perckit.core.segmentation`); :func:`score_sample` adds the text-dependent values from the
+embeddings. Reduce: :func:`reduce_geometries` embeds every distinct text once and :func:`reduce_scores`
+averages over samples sorted by ``example_id``, so any order of the samples (evaluate's distributed mode, an
+accumulator's batches) gives identical numbers. :func:`compute` is both halves.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..core import segmentation as seg
-from ..errors import check_options
-from ..core.matching import pair_by_id
-from ..core.stats import fmean
+from ...core import segmentation as seg
+from ...errors import check_options
+from ...core.matching import pair_by_id
+from ...core.stats import fmean
 from . import text as textmod
-# Re-exported (noqa: F401): every name this module had before the split stays importable from it.
-from .geometry import PAIRING_EMPTY_UNION_IOU, ImageGeom, SampleGeom, sample_geometry, union_mask_counts
-from .options import (
-    EMPTY_UNION_IOU, EXTRA_RATES, GROUPS, I_MODES, MATCHINGS, MIOU_UNITS, RATE_KEYS, RECALL_ENCODERS, RESIZE_MODES,
-    SEVEN, SS_LEVELS, TEXT_METRICS, M4SegOptions,
-)
-from .pairing import greedy_pairs, greedy_text_matches, hungarian_pairs, linear_assignment, pair_masks, recall_true_positives
-from .semantic import ImageText, image_semantic_iou, image_semantic_similarity, semantic_iou, semantic_similarity
+from .geometry import SampleGeom, sample_geometry
+from .options import EMPTY_UNION_IOU, GROUPS, RATE_KEYS, SEVEN, M4SegOptions
 
 #: The empty-prediction hint of a missing ``example_id`` (see :func:`perckit.core.matching.missing_ids_message`).
 EMPTY_PREDICTION_HINT = "answer='' and groundings=[] mean no output"
 
 
-# ---------------------------------------------------------------- accumulate
+# ---------------------------------------------------------------- the recall loop and the reconstructed text metrics
+
+
+def recall_true_positives(iou_gp: np.ndarray, text_gp: np.ndarray, iou_threshold: float = 0.5, text_threshold: float = 0.5) -> int:
+    """GLaMM's recall loop on one image (G x P matrices): take the global max IoU; if it is below the IoU
+    threshold **or** its text similarity is below the text threshold, stop (lower pairs are never tried);
+    otherwise count a TP and zero that row and column."""
+    ious = np.array(iou_gp, dtype=np.float64)
+    sims = np.array(text_gp, dtype=np.float64)
+    tp = 0
+    while ious.size > 0:
+        i, j = np.unravel_index(int(np.argmax(ious)), ious.shape)
+        if ious[i, j] < iou_threshold or sims[i, j] < text_threshold:
+            break
+        tp += 1
+        ious[i, :] = 0
+        ious[:, j] = 0
+        sims[i, :] = 0
+        sims[:, j] = 0
+    return tp
+
+
+def greedy_text_matches(cos: np.ndarray, threshold: float) -> list[tuple[int, int, float]]:
+    """Greedy one-to-one matching on cosine: take the global max while it is >= threshold (row-major ties)."""
+    m = np.array(cos, dtype=np.float64)
+    out = []
+    while m.size:
+        i, j = np.unravel_index(int(np.argmax(m)), m.shape)
+        if not m[i, j] >= threshold:
+            break
+        out.append((int(i), int(j), float(m[i, j])))
+        m[i, :] = -np.inf
+        m[:, j] = -np.inf
+    return out
+
+
+@dataclass
+class ImageText:
+    """The text side of one image: cosine matrix P x G of its names and its mIoU pairing (prediction, GT, IoU)."""
+
+    cos_pg: np.ndarray
+    pairs: list[tuple[int, int, float]]
+
+
+def semantic_similarity(pred_answer: np.ndarray, gt_answer: np.ndarray, cos_pg: np.ndarray, n_gt: int, level: str = "answer") -> float:
+    """[recon] SS of one sample. ``level="answer"``: cos(clean predicted answer, resolved GT answer).
+    ``level="phrase"``: mean over GT groundings of the best cos against any predicted name (0 without
+    predictions; a sample with no GT grounding scores 1 when it has no prediction either, else 0)."""
+    if level == "answer":
+        return float(np.dot(pred_answer, gt_answer))
+    if n_gt == 0:
+        return 1.0 if cos_pg.shape[0] == 0 else 0.0
+    if cos_pg.shape[0] == 0:
+        return 0.0
+    return fmean((float(x) for x in cos_pg.max(axis=0)), n_gt)
+
+
+def semantic_iou(cos_pg: np.ndarray, threshold: float = 0.5, soft: bool = False) -> float:
+    """[recon] SIoU of one sample over its name lists P and G (images ignored): greedy one-to-one matching on
+    cos (global max while >= threshold); M = number of matches (``soft``: sum of matched cosines);
+    SIoU = M / (|P| + |G| - M). Both empty gives 1, exactly one empty gives 0."""
+    n_p, n_g = cos_pg.shape
+    if n_p == 0 and n_g == 0:
+        return 1.0
+    if n_p == 0 or n_g == 0:
+        return 0.0
+    matches = greedy_text_matches(cos_pg, threshold)
+    m = math.fsum(c for _, _, c in matches) if soft else float(len(matches))
+    den = n_p + n_g - m
+    return m / den if den > 0 else 1.0
+
+
+def image_semantic_similarity(per_image: Sequence[ImageText], n_gt: int, mode: str = "image") -> float | None:
+    """[recon] I-SS of one sample: for each GT grounding g of image k, the best cos(name g, name p) over the
+    predictions p of image k (0 when there is none); ``mode="mask"``: the cos with the prediction paired to g
+    by the mIoU pairing (0 when g is unpaired). Mean over the sample's GT groundings; None without any."""
+    if n_gt == 0:
+        return None
+    vals: list[float] = []
+    for im in per_image:
+        n_p, n_g = im.cos_pg.shape
+        if n_g == 0:
+            continue
+        if mode == "mask":
+            paired = {g: p for p, g, _ in im.pairs}
+            vals.extend(float(im.cos_pg[paired[g], g]) if g in paired else 0.0 for g in range(n_g))
+        elif n_p == 0:
+            vals.extend([0.0] * n_g)
+        else:
+            vals.extend(float(x) for x in im.cos_pg.max(axis=0))
+    return fmean(vals, n_gt)
+
+
+def image_semantic_iou(per_image: Sequence[ImageText], threshold: float = 0.5, soft: bool = False, mode: str = "image") -> float:
+    """[recon] I-SIoU of one sample: sum_k M_k / sum_k (|P_k| + |G_k| - M_k), M_k the SIoU matching inside
+    image k (``soft``: sum of matched cosines); 1 when the denominator is 0. ``mode="mask"``: a match also
+    requires the pair to be mask-paired by the mIoU pairing."""
+    num, den = [], []
+    for im in per_image:
+        n_p, n_g = im.cos_pg.shape
+        cos = im.cos_pg
+        if mode == "mask":
+            allowed = np.full(cos.shape, -np.inf)
+            for p, g, _ in im.pairs:
+                allowed[p, g] = cos[p, g]
+            cos = allowed
+        matches = greedy_text_matches(cos, threshold) if n_p and n_g else []
+        m = math.fsum(c for _, _, c in matches) if soft else float(len(matches))
+        num.append(m)
+        den.append(n_p + n_g - m)
+    d = math.fsum(den)
+    return math.fsum(num) / d if d > 0 else 1.0
+
+
+# ---------------------------------------------------------------- one sample's score
 
 
 @dataclass
@@ -264,11 +402,3 @@ def reduce_geometries(geoms: Sequence[SampleGeom], opts: M4SegOptions, num_missi
     finally:
         if meteor is not None:
             meteor.close()
-
-
-
-__all__ = [
-    "M4SegOptions", "SampleScore", "compute", "greedy_pairs", "hungarian_pairs", "image_semantic_iou",
-    "image_semantic_similarity", "linear_assignment", "recall_true_positives", "reduce_geometries", "reduce_scores", "sample_geometry",
-    "score_sample", "semantic_iou", "semantic_similarity",
-]

@@ -1,4 +1,5 @@
-"""Model outputs to ``metrics/m4seg`` prediction rows: GLaMM/PRIMA-style text + masks, and JSON Lines files."""
+"""The user's predictions as ``metrics/m4seg`` prediction rows: GLaMM/PRIMA-style model output (text + masks),
+and JSON Lines files read through the checked reader."""
 
 from __future__ import annotations
 
@@ -10,26 +11,17 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .. import rle as rle_ops
-from ..errors import InputNotFoundError, PredictionError, RLEError
-from ..errors import short_repr as _short
-from ..io.jsonio import iter_json_lines
-from ..io.jsonio import parse_int
-from .codes import collapse_ws
+from ... import rle as rle_ops
+from ...errors import InputNotFoundError, PredictionError, RLEError
+from ...errors import short_repr as _short
+from ...io.jsonio import iter_json_lines
+from ...io.jsonio import parse_int
+from ..metric.codes import IMAGE_TAG, collapse_ws
 
 logger = logging.getLogger(__name__)
 
-#: ``(IMAGE<k>)`` tags of GLaMM/PRIMA-style output.
-IMAGE_TAG = r"\(\s*IMAGE\s*(\d+)\s*\)"
-_TOKENS = re.compile(r"<p>|</p>|\[SEG\]|" + IMAGE_TAG)
 _SEG = re.compile(r"\[SEG\](\s*" + IMAGE_TAG + r")?")
 _PHRASE = re.compile(r"<p>(.*?)</p>", re.S)
-
-
-def clean_prediction_text(text: str) -> str:
-    """Drop ``<p>``, ``</p>``, ``[SEG]`` and ``(IMAGE<k>)`` tokens, then collapse whitespace."""
-    return collapse_ws(_TOKENS.sub(" ", text or ""))
-
 
 #: Most digits accepted in an ``(IMAGE<k>)`` tag (an image index; Python refuses int() of 4300+ digits).
 MAX_IMAGE_TAG_DIGITS = 9

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ReleaseFormatError
+from ...errors import ReleaseFormatError
 
 
 class IdGuard:
