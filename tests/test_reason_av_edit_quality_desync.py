@@ -386,7 +386,7 @@ def test_peavs_bad_results_csv_is_refused_naming_the_line(tmp_path, text, match)
 
 def test_av_edit_quality_reports_desync_from_a_given_metric():
     pytest.importorskip("av", reason="needs PyAV to encode the test clips")
-    from perckit.reason_av_edit.audio import encode_wav
+    from perckit.reason_av_edit.features import encode_wav
     from perckit.reason_av_edit.quality.metric import av_edit_quality
     from perckit.reason_av_edit.quality.models.synchformer import DeSyncMetric
     from perckit.reason_av_edit.quality.predictions import make_quality_prediction

@@ -541,7 +541,8 @@ def test_av_edit_quality_runs_the_four_metrics_on_tiny_networks(tiny_clip, tiny_
     from helpers.edit_quality import box_region, edit_box, reference, rgb_mp4
 
     from perckit.reason_av_edit import make_quality_prediction
-    from perckit.reason_av_edit.audio import decode_wav, encode_wav
+    from perckit.reason_av_edit.features import encode_wav
+    from perckit.reason_av_edit.metric import decode_wav
     from perckit.reason_av_edit.quality import metric as core
 
     box = (8, 8, 20, 20)

@@ -9,9 +9,9 @@ import pytest
 from helpers.edit_quality import MeanMetric, box_region, clip, reference, rgb_mp4
 
 from perckit.errors import InputNotFoundError, PredictionError
-from perckit.reason_av_edit import limits
+from perckit.reason_av_edit import layout
 from perckit.reason_av_edit import load_quality_predictions_dir, make_quality_prediction, to_quality_reference
-from perckit.reason_av_edit.audio import encode_wav
+from perckit.reason_av_edit.features import encode_wav
 from perckit.reason_av_edit.quality import decode
 from perckit.reason_av_edit.quality import metric as core
 from perckit.reason_av_edit.quality import predictions as qp
@@ -76,11 +76,11 @@ def test_undecodable_reference_image(ref):
 
 def test_media_past_the_caps(ref, tmp_path, monkeypatch):
     video = ref["video"]["bytes"]
-    monkeypatch.setattr(limits, "MAX_VIDEO_FRAMES", 2)
+    monkeypatch.setattr(layout, "MAX_VIDEO_FRAMES", 2)
     with pytest.raises(PredictionError, match=r"edited_video: the video '<bytes>' (declares 3 frames|has more than 2 frames), more than the limit|has more than 2 frames"):
         run(make_quality_prediction("s", video), ref)
     monkeypatch.undo()
-    monkeypatch.setattr(limits, "MAX_VIDEO_PIXELS", 100)
+    monkeypatch.setattr(layout, "MAX_VIDEO_PIXELS", 100)
     with pytest.raises(PredictionError, match=r"declares 16 x 16 frames, more than the limit of 100 pixels"):
         run(make_quality_prediction("s", video), ref)
     monkeypatch.undo()
@@ -90,7 +90,7 @@ def test_media_past_the_caps(ref, tmp_path, monkeypatch):
     monkeypatch.undo()
     # a path over the file cap: refused before reading, by the metric and by the folder loader
     (tmp_path / "s.mp4").write_bytes(video)
-    monkeypatch.setattr(limits, "MAX_MEDIA_FILE_BYTES", 100)
+    monkeypatch.setattr(layout, "MAX_MEDIA_FILE_BYTES", 100)
     with pytest.raises(PredictionError, match=r"holds \d+ bytes, more than the limit of 100"):
         run(make_quality_prediction("s", str(tmp_path / "s.mp4")), ref)
     monkeypatch.setattr(qp, "MAX_MEDIA_FILE_BYTES", 100)

@@ -443,7 +443,7 @@ def test_fvd_and_fad_through_av_edit_quality(tiny_i3d, tiny_vggish):
     from helpers.edit_quality import clip, reference, rgb_mp4
 
     from perckit.reason_av_edit import make_quality_prediction
-    from perckit.reason_av_edit.audio import encode_wav
+    from perckit.reason_av_edit.features import encode_wav
     from perckit.reason_av_edit.quality.metric import av_edit_quality
     from perckit.reason_av_edit.quality.models.i3d import FVDMetric
     from perckit.reason_av_edit.quality.models.vggish import FADMetric

@@ -16,7 +16,7 @@ The builder gives every clip as ``{bytes, path}`` with ``path`` relative to the 
 so :func:`load_back` gives back exactly the builder's rows (``path`` included) and no local folder name reaches
 the Hub. A value that names its file by ``path`` alone (a row not made by the builder) is read under
 ``release_root`` (:func:`perckit.paths.resolve_under`: relative, inside the root, no link out of it; a regular
-file of at most :data:`~.limits.MAX_MEDIA_FILE_BYTES`); an absolute ``path`` is reduced to its base name. ``None``
+file of at most :data:`~.layout.MAX_MEDIA_FILE_BYTES`); an absolute ``path`` is reduced to its base name. ``None``
 and the "not provided" marker ``{bytes: None, path: ""}`` stay as they are. Sample ids are the join key: an
 empty, missing or repeated one is refused.
 
@@ -27,7 +27,7 @@ decompressed: at most
 :data:`perckit.parquetio.MAX_COLUMN_CHUNK_BYTES` per column chunk, as the footer and the page headers declare it),
 indexed by ``sample_id`` (a repeated id is refused naming both files), and ``video`` / ``mask_video`` are joined
 back one row group at a time (a sample the shards lack is refused naming them; a clip over
-:data:`~.limits.MAX_MEDIA_FILE_BYTES` too). The audio columns get the builder's media feature back and the columns
+:data:`~.layout.MAX_MEDIA_FILE_BYTES` too). The audio columns get the builder's media feature back and the columns
 the builder's order (extra columns such as ``preview`` after).
 """
 
@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 from ..errors import InputNotFoundError, ReleaseFormatError
 from ..export_hooks import ChildConfig, ExportParts
 from . import features as feats
-from .limits import MAX_MEDIA_FILE_BYTES
+from .layout import MAX_MEDIA_FILE_BYTES
 
 #: the child config that holds the clips
 CHILD_CONFIG = "videos"

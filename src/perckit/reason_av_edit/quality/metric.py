@@ -28,7 +28,7 @@ from typing import Any
 
 from ...errors import OptionError, PredictionError, check_choice, check_option_type, short_repr
 from ...matching import missing_ids_message, pair_by_id
-from ..metadata import CATEGORIES
+from ..read.metadata import CATEGORIES
 from . import models as registry
 from .decode import decode_sample
 from .pixel import FRAME_MISMATCH, PIXEL_KEYS, RESIZE_EDITED, SSIM_IMPLS, clip_scores, mean_table

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .models.base import mean_of
-from ..audio import resample
+from ..metric import resample
 
 #: SpecVQGAN's spectrogram parameters
 MEL_SR = 22050

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError
-from ...audio import resample
+from ...metric import resample
 from ..similarity import cosine
 from .base import ModelOptions, QualitySample, require
 from .base import mean_of

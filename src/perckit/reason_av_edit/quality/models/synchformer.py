@@ -30,7 +30,7 @@ import numpy as np
 
 from ....errors import OptionError, PredictionError
 from ....model_files import folder_file
-from ...audio import resample
+from ...metric import resample
 from .. import desync as ds
 from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict, read_checkpoint, require
 

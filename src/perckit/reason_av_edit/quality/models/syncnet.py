@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError
-from ...audio import resample
+from ...metric import resample
 from .. import sync
 from .base import ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
 
