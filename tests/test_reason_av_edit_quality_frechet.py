@@ -1,4 +1,4 @@
-"""ReasonAVEdit edit quality: the Fréchet distance (quality/frechet.py) and its two metrics, FVD (I3D,
+"""ReasonAVEdit edit quality: the Fréchet distance (quality/formulas.py) and its two metrics, FVD (I3D,
 models/i3d.py) and FAD (VGGish, models/vggish.py).
 
 The math has golden values worked out by hand. The model glue runs end to end on small networks: for FAD
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from perckit.errors import InputNotFoundError, OptionError
-from perckit.reason_av_edit.quality import frechet as F
+from perckit.reason_av_edit.quality import formulas as F
 from perckit.reason_av_edit.quality.models import BY_KEY
 from perckit.reason_av_edit.quality.models.base import Clip, ModelOptions, ModelUnavailable, QualitySample
 

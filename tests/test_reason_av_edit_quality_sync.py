@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from perckit.errors import InputNotFoundError, OptionError
-from perckit.reason_av_edit.quality import perceptual as P
-from perckit.reason_av_edit.quality import sync
+from perckit.reason_av_edit.quality import formulas as P
+from perckit.reason_av_edit.quality import formulas as sync
 from perckit.reason_av_edit.quality.models import BY_KEY, ModelMetric, ModelOptions, ModelUnavailable
 from perckit.reason_av_edit.quality.models import lpaps as lp
 from perckit.reason_av_edit.quality.models import syncnet as sn
