@@ -358,6 +358,7 @@ class Waveform:
 
 # ---------------------------------------------------------------- inputs, decoded and checked
 
+
 def optional_rle(value: Any, where: str) -> dict | None:
     """A validated RLE, or ``None`` for the "not provided" marker (``size: []``, ``counts: ""``) or ``None``.
 
@@ -523,7 +524,6 @@ def instance_index(value: Any, where: str) -> int | None:
 
 
 # ---------------------------------------------------------------- options and the per-sample record
-
 
 #: The audio constants are :class:`AudioOptions` (the one place their defaults are written).
 _AUDIO_DEFAULTS = AudioOptions()
