@@ -15,7 +15,7 @@ from perckit.reason_av_edit.features import encode_wav
 from perckit.reason_av_edit.quality import decode
 from perckit.reason_av_edit.quality import metric as core
 from perckit.reason_av_edit.quality import predictions as qp
-from perckit.reason_av_edit.quality.references import quality_reference_schema
+from perckit.reason_av_edit.quality.references import reference_schema
 
 PIXEL = ["ssim", "psnr", "bg_psnr", "bg_ssim"]
 
@@ -160,11 +160,11 @@ def test_make_quality_prediction():
 def test_to_quality_reference():
     from PIL import Image
 
-    row = {k: None for k in quality_reference_schema()}
+    row = {k: None for k in reference_schema()}
     row.update(sample_id="s", category="combined", sub_track="C4_spatial_add", instruction="Add a dog.", video={"bytes": b"v", "path": ""},
                edit_window_s=[], fps=25.0, num_frames=17, ref_image=Image.new("RGB", (4, 2), (10, 20, 30)), extra="ignored")
     r = to_quality_reference(row)
-    assert set(r) == set(quality_reference_schema()) and r["edit_window_s"] is None
+    assert set(r) == set(reference_schema()) and r["edit_window_s"] is None
     assert r["audio"] == {"bytes": None, "path": ""} and r["mask_video"] == {"bytes": None, "path": ""}
     img = decode.reference_image(r["ref_image"], "x")
     assert img.shape == (2, 4, 3) and (img == (10, 20, 30)).all()

@@ -61,5 +61,5 @@ FAD: Kilgour et al., 2019. CLIP score: Hessel et al., 2021. DeSync: MMAudio's av
 
 class AVEditQuality(evaluate_base.PerckitMetric):
     CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench",))
-    SCHEMAS = (preds.quality_prediction_schema, refs.quality_reference_schema)
+    SCHEMAS = (preds.prediction_schema, refs.reference_schema)
     COMPUTE = core.av_edit_quality

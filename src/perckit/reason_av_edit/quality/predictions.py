@@ -32,7 +32,7 @@ Value = datasets.Value
 SUFFIXES = {"edited_video": ".mp4", "edited_audio": ".wav"}
 
 
-def quality_prediction_schema() -> dict:
+def prediction_schema() -> dict:
     """``av_edit_quality`` predictions: the edited video and (optionally) the edited audio."""
     return {"sample_id": Value("string"), "edited_video": media_feature(), "edited_audio": media_feature()}
 
@@ -110,4 +110,4 @@ def load_quality_predictions_dir(root: str | os.PathLike, sample_ids: Iterable[s
     return [r for r in rows if r is not None]
 
 
-__all__ = ["load_quality_prediction", "load_quality_predictions_dir", "make_quality_prediction", "quality_prediction_schema"]
+__all__ = ["load_quality_prediction", "load_quality_predictions_dir", "make_quality_prediction", "prediction_schema"]
