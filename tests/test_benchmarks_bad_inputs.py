@@ -434,7 +434,7 @@ def test_reason_av_edit_builder(rav_small, tmp_path, edit, error, patterns):
 
 
 def test_reason_av_edit_extract_archives_truncated_tar(rav_small, tmp_path):
-    from perckit.reason_av_edit.release import extract_archives
+    from perckit.reason_av_edit.read.archives import extract_archives
 
     root = copy_release(rav_small, tmp_path)
     truncate("archives/videos.tar", 0.3)(root)
@@ -605,7 +605,7 @@ def test_refer_iou_metric(refer_metric, via_evaluate, mask, error, patterns):
 
 
 def _wav(x, sr=16000, subtype="FLOAT") -> bytes:
-    from perckit.reason_av_edit.audio import encode_wav
+    from perckit.reason_av_edit.features import encode_wav
 
     return encode_wav(np.asarray(x, dtype=np.float64), sr, subtype=subtype)
 
@@ -677,7 +677,7 @@ def av_metric():
 
 @pytest.mark.parametrize("via_evaluate, pred, reference, error, patterns", [pytest.param(*c[1:], id=c[0]) for c in AV_CASES])
 def test_av_reasoning_metric(av_metric, via_evaluate, pred, reference, error, patterns):
-    from perckit.reason_av_edit import metrics as core
+    from perckit.reason_av_edit import metric as core
 
     preds, refs = [pred()], [reference()]
     fn = (lambda: av_metric.compute(predictions=preds, references=refs)) if via_evaluate else (lambda: core.av_reasoning(preds, refs))
@@ -806,7 +806,7 @@ def _rcm_io():
 
 
 def _rav_io():
-    from perckit.reason_av_edit import io as m
+    from perckit.reason_av_edit.read import predictions as m
 
     return m
 
@@ -875,7 +875,7 @@ def test_syn4d_missing_id_strict_by_default_lax_records_a_failure():
 
 
 def test_refer_iou_and_av_reasoning_have_no_lax_mode():
-    from perckit.reason_av_edit import metrics as av_core
+    from perckit.reason_av_edit import metric as av_core
     from perckit.refcoco_m import metrics as ri_core
 
     preds, refs = [{"expression_id": "e1", "mask": RI_REF["mask"]}], [RI_REF, {**RI_REF, "expression_id": "e2"}]

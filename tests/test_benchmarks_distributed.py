@@ -102,7 +102,7 @@ def refer_iou_inputs():
 
 def av_reasoning_inputs(media: Path):
     from perckit.reason_av_edit import features as feats
-    from perckit.reason_av_edit.audio import encode_wav
+    from perckit.reason_av_edit.features import encode_wav
 
     rng = np.random.default_rng(5)
     media.mkdir(parents=True, exist_ok=True)

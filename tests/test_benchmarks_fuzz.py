@@ -351,7 +351,7 @@ def rav_folders(draw) -> dict[str, bytes]:
 @example(files={"s.json": b'{"edit_window_s": [0.5, 1.5], "selected_instance_index": 0}'}, ids=None)
 @example(files={"s.json": b'{"unknown": 1}'}, ids=None)
 def test_reason_av_edit_prediction_folders(files, ids):
-    from perckit.reason_av_edit.io import load_predictions_dir
+    from perckit.reason_av_edit.read.predictions import load_predictions_dir
 
     with folder() as d:
         for name, body in files.items():
@@ -397,7 +397,7 @@ def test_missing_files_are_input_not_found(tmp_path):
     from perckit.__main__ import _read_rows
     from perckit.errors import InputNotFoundError
     from perckit.r4d_bench.read import load_mask_predictions, load_track_predictions
-    from perckit.reason_av_edit.io import load_predictions_dir
+    from perckit.reason_av_edit.read.predictions import load_predictions_dir
     from perckit.refcoco_m.io import load_predictions_jsonl
     from perckit.syn4d.read import read_npz
 

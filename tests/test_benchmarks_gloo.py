@@ -119,7 +119,7 @@ def m4seg_inputs(base, cache):
 
 def av_inputs(base, cache):
     from perckit.reason_av_edit import features as feats
-    from perckit.reason_av_edit import metrics as m
+    from perckit.reason_av_edit import metric as m
     from perckit.samples import write_release
 
     write_release("reason_av_edit", base / "reason_av_edit")

@@ -387,7 +387,7 @@ def _option_fields(name: str) -> dict[str, str]:
     if name in ("mask_temporal", "refer_iou", "m4seg", "av_reasoning", "syn4d"):
         from perckit.m4seg.metric.options import M4SegOptions
         from perckit.r4d_bench.metric import MaskTemporalOptions
-        from perckit.reason_av_edit.metrics import AVReasoningOptions
+        from perckit.reason_av_edit.metric import AVReasoningOptions
         from perckit.refcoco_m.metrics import ReferIoUOptions
         from perckit.syn4d.metric import Syn4DOptions
 

@@ -91,11 +91,11 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "a member of the NPZ that open_regular_file opened and np.load holds; its NPY header is checked first",
     ("perckit/syn4d/metric/baselines.py", "resources.files(__package__).joinpath(DATA_FILE).read_bytes", ""):
         "perckit's own packaged data file (importlib.resources: it may live in a zip), never a user's file",
-    ("perckit/reason_av_edit/inputs.py", "tempfile.mkstemp", ""):
+    ("perckit/reason_av_edit/metric.py", "tempfile.mkstemp", ""):
         "a private scratch copy (mode 0600, removed in finally) of an already checked mask video for OpenCV, which reads only paths",
-    ("perckit/reason_av_edit/inputs.py", "os.fdopen", "fd"):
+    ("perckit/reason_av_edit/metric.py", "os.fdopen", "fd"):
         "writes that private scratch copy (see tempfile.mkstemp above)",
-    ("perckit/reason_av_edit/inputs.py", "cv2.VideoCapture", "tmp"):
+    ("perckit/reason_av_edit/metric.py", "cv2.VideoCapture", "tmp"):
         "OpenCV reads only paths: the private scratch copy of checked bytes",
     ("perckit/samples/syn4d.py", "tempfile.TemporaryDirectory", ""):
         "OpenEXR writes only to a path: a private scratch folder, whose file is read back and written by write_atomic",
@@ -437,8 +437,7 @@ def test_release_readers_refuse_what_is_not_a_regular_file(tmp_path, make):
     from helpers.harness import deadline
 
     from perckit.hf.entrypoints import build_split
-    from perckit.reason_av_edit.archives import iter_tar_file
-    from perckit.reason_av_edit.extract import extract_archives
+    from perckit.reason_av_edit.read.archives import extract_archives, iter_tar_file
     from perckit.refcoco_m.release import all_expression_rows
     from perckit.syn4d.read import exr_size, read_depth_exr, read_npz, sha256_file
 

@@ -72,7 +72,7 @@ def violations(path: Path) -> list[str]:
         if name == "torch.load" and not _is_const(_keyword(call, "weights_only"), True):
             out.append(f"{where} without weights_only=True")
         if isinstance(call.func, ast.Attribute) and call.func.attr in ("extractall", "extract"):
-            out.append(f"{where}: archives are unpacked only by the checked reason_av_edit.release.extract_archives")
+            out.append(f"{where}: archives are unpacked only by the checked reason_av_edit.read.archives.extract_archives")
     return out
 
 
@@ -191,7 +191,7 @@ def _written(dest: Path) -> list[str]:
 
 
 def test_extract_archives_writes_a_safe_archive(tmp_path):
-    from perckit.reason_av_edit.release import extract_archives
+    from perckit.reason_av_edit.read.archives import extract_archives
 
     root = _release_with(tmp_path, [_file("videos/a.mp4"), _link("videos/alias.mp4", "a.mp4"), _file("videos/sub/b.mp4")], {"videos/a.mp4": b"abc"})
     dest = tmp_path / "out"
@@ -217,7 +217,7 @@ UNSAFE = [
 
 @pytest.mark.parametrize("members, message", [pytest.param(m, msg, id=i) for i, m, msg in UNSAFE])
 def test_extract_archives_refuses_unsafe_members(tmp_path, members, message):
-    from perckit.reason_av_edit.release import extract_archives
+    from perckit.reason_av_edit.read.archives import extract_archives
 
     root = _release_with(tmp_path, members)
     dest = tmp_path / "out"
@@ -229,7 +229,7 @@ def test_extract_archives_refuses_unsafe_members(tmp_path, members, message):
 
 
 def test_extract_archives_does_not_write_through_a_symlink_in_the_target(tmp_path):
-    from perckit.reason_av_edit.release import extract_archives
+    from perckit.reason_av_edit.read.archives import extract_archives
 
     outside = tmp_path / "outside"
     outside.mkdir()

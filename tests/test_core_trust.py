@@ -235,7 +235,7 @@ def test_every_mask_png_reader_uses_the_one_rule(tmp_path):
     """R4D-Bench's mask PNG reader and ReasonAVEdit's anchor-mask reader agree on an RGBA mask."""
     from perckit import rle
     from perckit.r4d_bench.read import png_mask
-    from perckit.reason_av_edit.release import anchor_mask_from_png
+    from perckit.reason_av_edit.rows import anchor_mask_from_png
 
     rgba = np.zeros((4, 5, 4), np.uint8)
     rgba[1, 1, 3] = 200

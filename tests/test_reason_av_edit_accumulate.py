@@ -1,5 +1,5 @@
 """av_reasoning as an accumulator (issue 19): the sample release's builder rows in random batch sizes and random order,
-merged, through a state round trip and through state files, always equal to perckit.reason_av_edit.metrics.av_reasoning;
+merged, through a state round trip and through state files, always equal to perckit.reason_av_edit.metric.av_reasoning;
 unpaired rows holding media bytes make save refuse; duplicates and bad states are refused: a tampered record (issue
 28) names the file, the record and the field, and random hostile edits of valid states load cleanly with numbers in
 range or are refused."""
@@ -21,7 +21,7 @@ from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
 from perckit.samples.reason_av_edit import encode_mp4
 from perckit.reason_av_edit import features as feats
-from perckit.reason_av_edit import metrics as core
+from perckit.reason_av_edit import metric as core
 from perckit.reason_av_edit.accumulate import RECORD_FIELDS, av_reasoning_core
 
 NOT = feats.NOT_PROVIDED_MEDIA

@@ -17,7 +17,10 @@ from helpers.harness import messages as _messages
 from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError
 from perckit.reason_av_edit import features as feats
-from perckit.reason_av_edit import release as rel
+from perckit.reason_av_edit.layout import MEDIA_FOLDERS
+from perckit.reason_av_edit.read.archives import extract_archives, iter_tar_file, iter_tar_members
+from perckit.reason_av_edit.read.metadata import ANNOTATION_FIELDS, DOCUMENTED_COLUMNS, extract_annotation_fields, parse_metadata, read_metadata
+from perckit.reason_av_edit.rows import anchor_mask_from_png
 
 NAME, CONFIG = "reason_av_edit", "default"
 MEDIA_COLUMNS = ("video", "audio", "mask_video", "reason_visual", "reason_visual_mask", "reason_audio", "ref_image")
@@ -74,14 +77,14 @@ def _rewrite_tar(path, keep=lambda name: True):
 
 def test_release_layout(release):
     root = release.root
-    assert sorted(p.name for p in (root / "archives").iterdir()) == sorted(f"{f}.tar" for f in rel.MEDIA_FOLDERS)
+    assert sorted(p.name for p in (root / "archives").iterdir()) == sorted(f"{f}.tar" for f in MEDIA_FOLDERS)
     with tarfile.open(root / "archives/videos.tar") as tar:
         names = tar.getnames()
     assert names == [f"videos/{sid}.mp4" for sid in release.sample_ids]
     assert len(release.sample_ids) == 16 and len({release.sub_track[s] for s in release.sample_ids}) == 16
     assert (root / "annotations" / f"{release.sample_ids[0]}.json").is_file()
     header = (root / "metadata.csv").read_text().splitlines()[0].split(",")
-    assert set(rel.DOCUMENTED_COLUMNS) <= set(header)
+    assert set(DOCUMENTED_COLUMNS) <= set(header)
     assert release.visual_null == ["h3_0000"] and release.audio_null == ["c4_0000", "r3_0000"]
     assert sorted(release.ref_image) == ["c4_0000", "r1_0000", "r2_0000", "r3_0000"]
 
@@ -152,7 +155,7 @@ def test_b1_three_samples_and_no_extract(tmp_path, monkeypatch):
     from perckit import rle
 
     fx = write_release("reason_av_edit", tmp_path / "rel", sub_tracks=("W1", "H3", "C4"))
-    assert sorted(p.name for p in (fx.root / "archives").iterdir()) == sorted(f"{f}.tar" for f in rel.MEDIA_FOLDERS)
+    assert sorted(p.name for p in (fx.root / "archives").iterdir()) == sorted(f"{f}.tar" for f in MEDIA_FOLDERS)
 
     def boom(*a, **k):
         raise AssertionError("extract() must not be called")
@@ -169,7 +172,7 @@ def test_b1_three_samples_and_no_extract(tmp_path, monkeypatch):
 
 def test_extracting_the_archives_gives_the_same_rows(release, archive_ds, tmp_path):
     root = _archives_only(release, tmp_path / "rel")
-    written = rel.extract_archives(root)
+    written = extract_archives(root)
     assert len(written) == 16 * 6 + 4
     ds = build_split(NAME, CONFIG, root, tmp_path / "c")  # source="auto" picks the extracted folders
     assert _raw(ds) == _raw(archive_ds)
@@ -181,7 +184,7 @@ def test_auto_source_and_option_errors(release, tmp_path):
 
     B = builder_class(NAME)
     b = B(config_name=CONFIG, data_dir=str(root), cache_dir=str(tmp_path / "c"))
-    assert b._source(root, rel.read_metadata(root)) == "archives"
+    assert b._source(root, read_metadata(root)) == "archives"
     with pytest.raises(ReleaseNotFoundError, match=r"source='extracted'.*videos"):
         build_split(NAME, CONFIG, root, tmp_path / "c2", source="extracted")
     with pytest.raises(OptionError, match=r"option 'source'"):
@@ -369,24 +372,24 @@ def test_column_aliases_and_defaults(small, tmp_path):
 def test_id_defaults_to_video_stem_and_empty_ref_is_null():
     csv = ("sub_track,instruction,video,audio,reason_visual,reason_visual_mask,reason_audio\n"
            "R1_person_identity,do it,./videos/abc.mp4,audios/abc.wav,reason_visual/abc.png,reason_visual_mask/abc.png,reason_audio/abc.wav\n")
-    s = rel.parse_metadata(csv.encode())[0]
+    s = parse_metadata(csv.encode())[0]
     assert s.sample_id == "abc" and s.category == "reference" and s.video == "videos/abc.mp4"
     assert s.ref_image is None and s.mask_video is None and s.language is None
     with pytest.raises(ReleaseFormatError, match=r"'\.\.' component"):
-        rel.parse_metadata(csv.replace("audios/abc.wav", "../abc.wav").encode())
+        parse_metadata(csv.replace("audios/abc.wav", "../abc.wav").encode())
     with pytest.raises(ReleaseFormatError, match="relative to the release root"):
-        rel.parse_metadata(csv.replace("audios/abc.wav", "/etc/abc.wav").encode())
+        parse_metadata(csv.replace("audios/abc.wav", "/etc/abc.wav").encode())
 
 
 def test_extract_annotation_fields_keys():
-    f = rel.extract_annotation_fields({"t0": 1, "t1": 2.5, "f0": 25, "f1": 62, "anchor_frame_idx": None, "target_instance": 1}, "a.json")
+    f = extract_annotation_fields({"t0": 1, "t1": 2.5, "f0": 25, "f1": 62, "anchor_frame_idx": None, "target_instance": 1}, "a.json")
     assert f == {"edit_window_s": [1.0, 2.5], "edit_window_frames": [25, 62], "anchor_frame": None,
                  "selected_instance_index": 1, "fps": None, "num_frames": None, "duration_s": None}
-    assert rel.extract_annotation_fields({}, "a.json") == dict.fromkeys(rel.ANNOTATION_FIELDS)
+    assert extract_annotation_fields({}, "a.json") == dict.fromkeys(ANNOTATION_FIELDS)
     with pytest.raises(ReleaseFormatError, match=r"a.json: key 'window_frames': expected a \[start, end\) pair"):
-        rel.extract_annotation_fields({"window_frames": [1, 2, 3]}, "a.json")
+        extract_annotation_fields({"window_frames": [1, 2, 3]}, "a.json")
     with pytest.raises(ReleaseFormatError, match=r"'edit_start_frame/edit_end_frame' has end < start"):
-        rel.extract_annotation_fields({"edit_start_frame": 9, "edit_end_frame": 3}, "a.json")
+        extract_annotation_fields({"edit_start_frame": 9, "edit_end_frame": 3}, "a.json")
 
 
 def test_png_mask_threshold():
@@ -399,10 +402,10 @@ def test_png_mask_threshold():
     arr[0, 0] = 200
     buf = io.BytesIO()
     Image.fromarray(arr).save(buf, format="PNG")
-    assert rle.area(rel.anchor_mask_from_png(buf.getvalue(), 0, "m.png")) == 7
-    assert rle.area(rel.anchor_mask_from_png(buf.getvalue(), 127, "m.png")) == 1
+    assert rle.area(anchor_mask_from_png(buf.getvalue(), 0, "m.png")) == 7
+    assert rle.area(anchor_mask_from_png(buf.getvalue(), 127, "m.png")) == 1
     with pytest.raises(ReleaseFormatError, match="m.png: expected a readable mask image"):
-        rel.anchor_mask_from_png(b"not a png", 0, "m.png")
+        anchor_mask_from_png(b"not a png", 0, "m.png")
 
 
 def test_png_mask_with_a_broken_chunk_is_a_release_error():
@@ -414,7 +417,7 @@ def test_png_mask_with_a_broken_chunk_is_a_release_error():
     data = bytearray(buf.getvalue())
     data[36] = 2  # the low byte of the IDAT chunk's length (after the 8-byte signature and the 25-byte IHDR)
     with pytest.raises(ReleaseFormatError, match="m.png: expected a readable mask image.*broken PNG file"):
-        rel.anchor_mask_from_png(bytes(data), 0, "m.png")
+        anchor_mask_from_png(bytes(data), 0, "m.png")
 
 
 def test_extract_archives_rejects_unsafe_members(tmp_path):
@@ -430,12 +433,12 @@ def test_extract_archives_rejects_unsafe_members(tmp_path):
         m.size = 1
         tar_with(m)
         with pytest.raises(ReleaseFormatError, match=r"archives/x.tar.*refusing to extract"):
-            rel.extract_archives(root)
+            extract_archives(root)
     link = tarfile.TarInfo("videos/link")
     link.type, link.linkname = tarfile.SYMTYPE, "../../outside"
     tar_with(link)
     with pytest.raises(ReleaseFormatError, match=r"link to '../../outside'.*refusing"):
-        rel.extract_archives(root)
+        extract_archives(root)
     assert not (tmp_path / "escape.txt").exists() and not (root / "videos").exists()
 
 
@@ -457,7 +460,7 @@ def test_hub_download_fetches_only_needed_files(release, archive_ds, tmp_path, m
     snap = tmp_path / "snapshot_1"
     fetched = sorted(p.relative_to(snap).as_posix() for p in snap.rglob("*") if p.is_file())
     assert fetched == sorted(["metadata.csv"] + [f"annotations/{s}.json" for s in release.sample_ids]
-                             + [f"archives/{f}.tar" for f in rel.MEDIA_FOLDERS])
+                             + [f"archives/{f}.tar" for f in MEDIA_FOLDERS])
 
 
 def test_hub_offline_error_names_data_dir(tmp_path):
@@ -474,8 +477,8 @@ def test_hub_offline_error_names_data_dir(tmp_path):
 def _read_both(path, label):
     """Items and error (type, archive named) of the local reader and of iter_archive's iterator."""
     out = []
-    for reader in (lambda: rel.iter_tar_file(path, label),
-                   lambda: rel.iter_tar_members(datasets.DownloadManager(dataset_name=NAME).iter_archive(str(path)), label)):
+    for reader in (lambda: iter_tar_file(path, label),
+                   lambda: iter_tar_members(datasets.DownloadManager(dataset_name=NAME).iter_archive(str(path)), label)):
         items, error = [], None
         try:
             for name, data in reader():

@@ -23,7 +23,7 @@ from perckit.export.state import STATE_FILE, dump_state, export_layout, read_sta
 from perckit.reason_av_edit import export as rx
 from perckit.reason_av_edit import features as feats
 from perckit.reason_av_edit import make_quality_prediction, to_quality_reference
-from perckit.reason_av_edit import metrics as av_reasoning
+from perckit.reason_av_edit import metric as av_reasoning
 from perckit.reason_av_edit.quality import metric as av_edit_quality
 
 PIXEL = ["ssim", "psnr", "bg_psnr", "bg_ssim"]

@@ -18,7 +18,11 @@ from helpers.harness import messages as _messages
 from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError
 from perckit.samples import reason_av_edit as fixture
-from perckit.reason_av_edit import release as rel
+from perckit.reason_av_edit import builder as rav_builder
+from perckit.reason_av_edit.layout import MEDIA_FOLDERS
+from perckit.reason_av_edit.read.archives import iter_tar_file, iter_tar_members
+from perckit.reason_av_edit.read.media import lookup_candidates
+from perckit.reason_av_edit.read.metadata import DOCUMENTED_COLUMNS
 
 NAME, CONFIG = "reason_av_edit", "default"
 SUBS = ("W1", "H3", "T1", "C4", "R1", "R3")
@@ -72,7 +76,7 @@ def _copy(release, dest, extracted=False):
     shutil.copytree(release.root / "annotations", dest / "annotations")
     shutil.copytree(release.root / "archives", dest / "archives")
     if extracted:
-        for folder in rel.MEDIA_FOLDERS:
+        for folder in MEDIA_FOLDERS:
             shutil.copytree(release.root / folder, dest / folder)
     return dest
 
@@ -108,7 +112,7 @@ def _rewrite_csv(path, edit):
 def test_documented_fixture_has_only_the_documented_columns_and_the_same_files(documented, full):
     header = (documented.root / "metadata.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
     assert tuple(header) == fixture.DOCUMENTED_HEADER
-    assert set(header) == set(rel.DOCUMENTED_COLUMNS) | {"id"}
+    assert set(header) == set(DOCUMENTED_COLUMNS) | {"id"}
     assert documented.files == full.files and documented.sample_ids == IDS and sorted(documented.ref_image) == WITH_REF
     for f in full.files:
         if f != "metadata.csv":
@@ -259,7 +263,7 @@ def test_the_lookup_reads_only_the_members_it_names(documented, tmp_path, monkey
     _rewrite_tar(root / "archives/masks.tar", add=[("masks/zz_unreferenced.mp4", b"x" * 100)])
     _rewrite_tar(root / "archives/ref_images.tar", add=[("ref_images/w1_0000.gif", b"GIF89a")])
     seen: dict[str, tuple] = {}
-    real_file, real_members = rel.iter_tar_file, rel.iter_tar_members
+    real_file, real_members = iter_tar_file, iter_tar_members
 
     def spy(real):
         def reader(path_or_members, label, wanted=None, skipped=None):
@@ -270,8 +274,8 @@ def test_the_lookup_reads_only_the_members_it_names(documented, tmp_path, monkey
                 yield name, data
         return reader
 
-    monkeypatch.setattr(rel, "iter_tar_file", spy(real_file))
-    monkeypatch.setattr(rel, "iter_tar_members", spy(real_members))
+    monkeypatch.setattr(rav_builder, "iter_tar_file", spy(real_file))
+    monkeypatch.setattr(rav_builder, "iter_tar_members", spy(real_members))
     from perckit.hf.entrypoints import builder_class
 
     expected = {f"masks/{s}.mp4" for s in IDS} | {f"ref_images/{s}{e}" for s in IDS for e in (".png", ".jpg", ".jpeg")}
@@ -290,10 +294,10 @@ def test_the_lookup_reads_only_the_members_it_names(documented, tmp_path, monkey
 
 
 def test_lookup_candidates_go_through_check_relative():
-    assert rel.lookup_candidates("r1_0000", "ref_image") == ["ref_images/r1_0000.png", "ref_images/r1_0000.jpg", "ref_images/r1_0000.jpeg"]
-    assert rel.lookup_candidates("w1_0000", "mask_video") == ["masks/w1_0000.mp4"]
+    assert lookup_candidates("r1_0000", "ref_image") == ["ref_images/r1_0000.png", "ref_images/r1_0000.jpg", "ref_images/r1_0000.jpeg"]
+    assert lookup_candidates("w1_0000", "mask_video") == ["masks/w1_0000.mp4"]
     with pytest.raises(ReleaseFormatError, match=r"sample 'x\\x00'.*'mask_video' member looked up by sample id: expected a relative path, got one with a NUL byte"):
-        rel.lookup_candidates("x\x00", "mask_video")
+        lookup_candidates("x\x00", "mask_video")
 
 
 def test_a_looked_up_member_linking_out_of_the_release_is_refused(documented, tmp_path):

@@ -13,10 +13,9 @@ from perckit import rle
 from perckit.hf.entrypoints import build_split
 from perckit.errors import InputNotFoundError, OptionError, PredictionError, RLEError
 from perckit.samples.reason_av_edit import encode_mp4
-from perckit.reason_av_edit import audio as au
 from perckit.reason_av_edit import features as feats
-from perckit.reason_av_edit import metrics as core
-from perckit.reason_av_edit.io import gt_as_predictions, load_predictions_dir
+from perckit.reason_av_edit import metric as core
+from perckit.reason_av_edit.read.predictions import gt_as_predictions, load_predictions_dir
 
 SR = 16000
 NOT = feats.NOT_PROVIDED_MEDIA
@@ -50,7 +49,7 @@ def sine_wav(start, end, seconds=3.0, amp=0.5, freq=440.0):
     x = np.zeros(int(seconds * SR))
     n = np.arange(int(start * SR), int(end * SR))
     x[n] = amp * np.sin(2 * np.pi * freq * n / SR)
-    return au.encode_wav(x, SR, subtype="FLOAT")
+    return feats.encode_wav(x, SR, subtype="FLOAT")
 
 
 def mask_video(active_frames, total=75, hw=(32, 32)):
@@ -111,13 +110,13 @@ def test_a1_windows():
     assert s.audio_tiou == 31 / 94
     out = core.reduce_scores([s])
     assert out["audio_tiou_r@0.5"] == 0.0 and out["audio_tiou_r@0.7"] == 0.0 and out["n_audio_tiou_r@0.5"] == 1
-    g = au.window_vector((1.0, 2.0), 188)
+    g = core.window_vector((1.0, 2.0), 188)
     assert np.flatnonzero(g)[[0, -1]].tolist() == [63, 124]
 
 
 def test_a2_waveforms():
     gt = sine_wav(1.0, 2.0)
-    w = au.Waveform(au.decode_wav(gt, "gt"), au.AudioOptions())
+    w = core.Waveform(core.decode_wav(gt, "gt"), core.AudioOptions())
     assert len(w.active) == 188 and np.flatnonzero(w.active)[[0, -1]].tolist() == [61, 126] and w.active.sum() == 66
     r = ref(category="when_only", sub_track="T1_word_phrase_swap", reason_audio=gt)  # edit_window_s null
     same = score(feats.make_prediction("s", reason_audio=gt), r)
@@ -128,7 +127,7 @@ def test_a2_waveforms():
     r2 = ref(reason_audio=gt, edit_window_s=[0.0, 3.0])
     assert score(feats.make_prediction("s", reason_audio=gt), r2, gt_temporal_source="reason_audio").audio_tiou == 1.0
     # all-zero GT: audio-null; a silent prediction is correct and the sample has no tIoU
-    null = score(feats.make_prediction("s", reason_audio=np.zeros(3 * SR)), ref(reason_audio=au.encode_wav(np.zeros(3 * SR))))
+    null = score(feats.make_prediction("s", reason_audio=np.zeros(3 * SR)), ref(reason_audio=feats.encode_wav(np.zeros(3 * SR))))
     assert null.audio_null is True and null.audio_null_correct is True and null.audio_tiou is None and null.audio_tf_iou is None
 
 
@@ -186,7 +185,7 @@ def test_audio_shifted_by_half_a_second():
 def test_fixture_sample_shifted_by_frames(rows):
     """A builder row's mask video shifted by d frames: the GT is active on [f0, f1), the prediction on
     [f0 + d, min(f1 + d, n)), so I = L - d and U = min(f1 + d, n) - f0 (L = f1 - f0)."""
-    from perckit.reason_av_edit.metrics import decode_mask_video
+    from perckit.reason_av_edit.metric import decode_mask_video
 
     row = next(r for r in rows if r["category"] == "when_only")
     f0, f1 = row["edit_window_frames"]
@@ -210,7 +209,7 @@ def test_fixture_sample_shifted_by_frames(rows):
 
 
 def test_audio_null_rules():
-    r = ref(category="combined", sub_track="C4_spatial_add", reason_audio=au.encode_wav(np.zeros(3 * SR)))
+    r = ref(category="combined", sub_track="C4_spatial_add", reason_audio=feats.encode_wav(np.zeros(3 * SR)))
     assert score(feats.make_prediction("s", edit_window_s=[1.0, 1.0]), r).audio_null_correct is True  # empty window
     assert score(feats.make_prediction("s", edit_window_s=[2.0, 1.0]), r).audio_null_correct is True  # b <= a
     assert score(feats.make_prediction("s", edit_window_s=[1.0, 2.0]), r).audio_null_correct is False
@@ -297,9 +296,9 @@ def test_options_are_named_with_spec_defaults():
 
 def test_gap_closing_and_min_run():
     a = np.array([0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0], bool)
-    closed = au.close_gaps(a, 6)
+    closed = core.close_gaps(a, 6)
     assert closed[1:12].all() and not closed[12:19].any()  # gap of 6 closed, gap of 7 kept
-    assert not au.drop_short_runs(closed, 3)[19]  # the run of 1 is dropped
+    assert not core.drop_short_runs(closed, 3)[19]  # the run of 1 is dropped
 
 
 # ---------------------------------------------------------------- bad input (spec section 6)
@@ -309,13 +308,13 @@ def test_bad_wav_and_rate():
     r = ref(reason_audio=sine_wav(1, 2))
     with pytest.raises(PredictionError, match=r"prediction sample 's': reason_audio.*expected a decodable WAV"):
         score(feats.make_prediction("s", reason_audio=b"RIFFnope"), r)
-    wav8k = au.encode_wav(np.zeros(8000 * 3), 8000)
+    wav8k = feats.encode_wav(np.zeros(8000 * 3), 8000)
     with pytest.raises(PredictionError, match=r"sample rate is 8000 Hz, expected 16000 Hz"):
         score(feats.make_prediction("s", reason_audio=wav8k), r, resample=False)
     x = np.zeros(8000 * 3)
     n = np.arange(8000, 16000)
     x[n] = 0.5 * np.sin(2 * np.pi * 440 * n / 8000)
-    s = score(feats.make_prediction("s", reason_audio=au.encode_wav(x, 8000, subtype="FLOAT")), r)
+    s = score(feats.make_prediction("s", reason_audio=feats.encode_wav(x, 8000, subtype="FLOAT")), r)
     assert s.audio_tiou > 0.9  # resampled to 16 kHz
     with pytest.raises(InputNotFoundError, match="nope.wav"):
         score(feats.make_prediction("s", reason_audio="/nonexistent/nope.wav"), r)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from perckit.errors import InputNotFoundError, OptionError, PredictionError
-from perckit.reason_av_edit.quality import desync as ds
+from perckit.reason_av_edit.quality import formulas as ds
 from perckit.reason_av_edit.quality.models import BY_KEY, ModelMetric, ModelOptions, ModelUnavailable
 from perckit.reason_av_edit.quality.models.base import Clip, QualitySample
 from perckit.reason_av_edit.quality.models import peavs as pv
@@ -44,8 +44,8 @@ def test_frame_count_floors_whole_frames_at_25_fps():
 
 
 def test_window_constants_are_4_8_s_of_14_segments():
-    assert ds.WINDOW_FRAMES == 120 and ds.WINDOW_SAMPLES == 76800
-    assert math.isclose(ds.WINDOW_S, 4.8)
+    assert ds.DESYNC_WINDOW_FRAMES == 120 and ds.DESYNC_WINDOW_SAMPLES == 76800
+    assert math.isclose(ds.DESYNC_WINDOW_S, 4.8)
     assert ds.SEGMENT_SAMPLES == 10240 and ds.STEP_SAMPLES == 5120
 
 
@@ -121,11 +121,11 @@ def test_fit_short_clip_pads_or_skips_and_cuts_to_the_common_length():
 
 
 def test_resample_indices_nearest_frame_at_25_fps():
-    np.testing.assert_array_equal(ds.resample_indices(50, 25.0), np.arange(50))
-    idx = ds.resample_indices(90, 30.0)  # 3 s -> 75 frames; frame k at k * 1.2 source frames
+    np.testing.assert_array_equal(ds.desync_frame_indices(50, 25.0), np.arange(50))
+    idx = ds.desync_frame_indices(90, 30.0)  # 3 s -> 75 frames; frame k at k * 1.2 source frames
     assert idx.shape == (75,)
     np.testing.assert_array_equal(idx[:6], [0, 1, 2, 4, 5, 6])  # 0, 1.2, 2.4, 3.6, 4.8, 6.0 rounded
-    idx = ds.resample_indices(24, 24.0)  # 1 s -> 25 frames; the last clipped to frame 23
+    idx = ds.desync_frame_indices(24, 24.0)  # 1 s -> 25 frames; the last clipped to frame 23
     assert idx.shape == (25,) and idx[-1] == 23
 
 
@@ -386,7 +386,7 @@ def test_peavs_bad_results_csv_is_refused_naming_the_line(tmp_path, text, match)
 
 def test_av_edit_quality_reports_desync_from_a_given_metric():
     pytest.importorskip("av", reason="needs PyAV to encode the test clips")
-    from perckit.reason_av_edit.audio import encode_wav
+    from perckit.reason_av_edit.features import encode_wav
     from perckit.reason_av_edit.quality.metric import av_edit_quality
     from perckit.reason_av_edit.quality.models.synchformer import DeSyncMetric
     from perckit.reason_av_edit.quality.predictions import make_quality_prediction

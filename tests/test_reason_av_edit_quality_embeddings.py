@@ -1,7 +1,7 @@
 """ReasonAVEdit edit quality, the embedding metrics: TV-A / TC (CLIP), TA-A (CLAP), AV-A (ImageBind), PQ
 (Audiobox Aesthetics).
 
-The cosine math (``quality/similarity.py``) has golden values on hand-made vectors. The model glue runs end to
+The cosine math (``quality/formulas.py``) has golden values on hand-made vectors. The model glue runs end to
 end on tiny randomly initialised networks of the real architectures, built here (nothing is downloaded; the
 test environment's Hugging Face cache is an empty temp folder, so every default factory reports
 ``ModelUnavailable``):
@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from perckit.errors import InputNotFoundError, OptionError
-from perckit.reason_av_edit.quality import similarity as sim
+from perckit.reason_av_edit.quality import formulas as sim
 from perckit.reason_av_edit.quality.models import BY_KEY, Clip, ModelOptions, ModelUnavailable, QualitySample
 from perckit.reason_av_edit.quality.models import audiobox, clap, clip, imagebind
 
@@ -541,7 +541,8 @@ def test_av_edit_quality_runs_the_four_metrics_on_tiny_networks(tiny_clip, tiny_
     from helpers.edit_quality import box_region, edit_box, reference, rgb_mp4
 
     from perckit.reason_av_edit import make_quality_prediction
-    from perckit.reason_av_edit.audio import decode_wav, encode_wav
+    from perckit.reason_av_edit.features import encode_wav
+    from perckit.reason_av_edit.metric import decode_wav
     from perckit.reason_av_edit.quality import metric as core
 
     box = (8, 8, 20, 20)

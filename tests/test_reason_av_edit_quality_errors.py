@@ -9,13 +9,13 @@ import pytest
 from helpers.edit_quality import MeanMetric, box_region, clip, reference, rgb_mp4
 
 from perckit.errors import InputNotFoundError, PredictionError
-from perckit.reason_av_edit import limits
+from perckit.reason_av_edit import layout
 from perckit.reason_av_edit import load_quality_predictions_dir, make_quality_prediction, to_quality_reference
-from perckit.reason_av_edit.audio import encode_wav
+from perckit.reason_av_edit.features import encode_wav
 from perckit.reason_av_edit.quality import decode
 from perckit.reason_av_edit.quality import metric as core
 from perckit.reason_av_edit.quality import predictions as qp
-from perckit.reason_av_edit.quality.references import quality_reference_schema
+from perckit.reason_av_edit.quality.references import reference_schema
 
 PIXEL = ["ssim", "psnr", "bg_psnr", "bg_ssim"]
 
@@ -76,11 +76,11 @@ def test_undecodable_reference_image(ref):
 
 def test_media_past_the_caps(ref, tmp_path, monkeypatch):
     video = ref["video"]["bytes"]
-    monkeypatch.setattr(limits, "MAX_VIDEO_FRAMES", 2)
+    monkeypatch.setattr(layout, "MAX_VIDEO_FRAMES", 2)
     with pytest.raises(PredictionError, match=r"edited_video: the video '<bytes>' (declares 3 frames|has more than 2 frames), more than the limit|has more than 2 frames"):
         run(make_quality_prediction("s", video), ref)
     monkeypatch.undo()
-    monkeypatch.setattr(limits, "MAX_VIDEO_PIXELS", 100)
+    monkeypatch.setattr(layout, "MAX_VIDEO_PIXELS", 100)
     with pytest.raises(PredictionError, match=r"declares 16 x 16 frames, more than the limit of 100 pixels"):
         run(make_quality_prediction("s", video), ref)
     monkeypatch.undo()
@@ -90,7 +90,7 @@ def test_media_past_the_caps(ref, tmp_path, monkeypatch):
     monkeypatch.undo()
     # a path over the file cap: refused before reading, by the metric and by the folder loader
     (tmp_path / "s.mp4").write_bytes(video)
-    monkeypatch.setattr(limits, "MAX_MEDIA_FILE_BYTES", 100)
+    monkeypatch.setattr(layout, "MAX_MEDIA_FILE_BYTES", 100)
     with pytest.raises(PredictionError, match=r"holds \d+ bytes, more than the limit of 100"):
         run(make_quality_prediction("s", str(tmp_path / "s.mp4")), ref)
     monkeypatch.setattr(qp, "MAX_MEDIA_FILE_BYTES", 100)
@@ -160,11 +160,11 @@ def test_make_quality_prediction():
 def test_to_quality_reference():
     from PIL import Image
 
-    row = {k: None for k in quality_reference_schema()}
+    row = {k: None for k in reference_schema()}
     row.update(sample_id="s", category="combined", sub_track="C4_spatial_add", instruction="Add a dog.", video={"bytes": b"v", "path": ""},
                edit_window_s=[], fps=25.0, num_frames=17, ref_image=Image.new("RGB", (4, 2), (10, 20, 30)), extra="ignored")
     r = to_quality_reference(row)
-    assert set(r) == set(quality_reference_schema()) and r["edit_window_s"] is None
+    assert set(r) == set(reference_schema()) and r["edit_window_s"] is None
     assert r["audio"] == {"bytes": None, "path": ""} and r["mask_video"] == {"bytes": None, "path": ""}
     img = decode.reference_image(r["ref_image"], "x")
     assert img.shape == (2, 4, 3) and (img == (10, 20, 30)).all()

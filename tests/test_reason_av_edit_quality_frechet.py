@@ -1,4 +1,4 @@
-"""ReasonAVEdit edit quality: the Fréchet distance (quality/frechet.py) and its two metrics, FVD (I3D,
+"""ReasonAVEdit edit quality: the Fréchet distance (quality/formulas.py) and its two metrics, FVD (I3D,
 models/i3d.py) and FAD (VGGish, models/vggish.py).
 
 The math has golden values worked out by hand. The model glue runs end to end on small networks: for FAD
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from perckit.errors import InputNotFoundError, OptionError
-from perckit.reason_av_edit.quality import frechet as F
+from perckit.reason_av_edit.quality import formulas as F
 from perckit.reason_av_edit.quality.models import BY_KEY
 from perckit.reason_av_edit.quality.models.base import Clip, ModelOptions, ModelUnavailable, QualitySample
 
@@ -443,7 +443,7 @@ def test_fvd_and_fad_through_av_edit_quality(tiny_i3d, tiny_vggish):
     from helpers.edit_quality import clip, reference, rgb_mp4
 
     from perckit.reason_av_edit import make_quality_prediction
-    from perckit.reason_av_edit.audio import encode_wav
+    from perckit.reason_av_edit.features import encode_wav
     from perckit.reason_av_edit.quality.metric import av_edit_quality
     from perckit.reason_av_edit.quality.models.i3d import FVDMetric
     from perckit.reason_av_edit.quality.models.vggish import FADMetric

@@ -17,7 +17,7 @@ from helpers.edit_quality import MeanMetric, SetMetric, box_region, clip, edit_b
 from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, PredictionError
 from perckit.reason_av_edit import make_quality_prediction, to_quality_reference
-from perckit.reason_av_edit.audio import encode_wav
+from perckit.reason_av_edit.features import encode_wav
 from perckit.reason_av_edit.quality import metric as core
 from perckit.reason_av_edit.quality import models as registry
 from perckit.core.stats import fmean

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from perckit.errors import InputNotFoundError, OptionError
-from perckit.reason_av_edit.quality import perceptual as P
-from perckit.reason_av_edit.quality import sync
+from perckit.reason_av_edit.quality import formulas as P
+from perckit.reason_av_edit.quality import formulas as sync
 from perckit.reason_av_edit.quality.models import BY_KEY, ModelMetric, ModelOptions, ModelUnavailable
 from perckit.reason_av_edit.quality.models import lpaps as lp
 from perckit.reason_av_edit.quality.models import syncnet as sn
@@ -417,7 +417,7 @@ def test_sync_and_lpaps_through_av_edit_quality(tiny_syncnet, tiny_lpaps, torch)
     from helpers.edit_quality import clip, reference
 
     from perckit.reason_av_edit import make_quality_prediction
-    from perckit.reason_av_edit.audio import encode_wav
+    from perckit.reason_av_edit.features import encode_wav
     from perckit.reason_av_edit.quality import metric as core
 
     video = clip(t=10, h=32, w=32)

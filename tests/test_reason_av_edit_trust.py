@@ -15,7 +15,8 @@ from helpers.harness import messages as _messages
 
 from perckit.hf.entrypoints import build_split
 from perckit.errors import PredictionError, ReleaseFormatError
-from perckit.reason_av_edit import release as rel
+from perckit.reason_av_edit.read.archives import extract_archives, iter_tar_file, iter_tar_members
+from perckit.reason_av_edit.read.metadata import parse_metadata, read_metadata
 
 NAME, CONFIG = "reason_av_edit", "default"
 
@@ -130,13 +131,13 @@ def test_a_folder_symlinked_out_of_the_release_is_refused(root, tmp_path):
 def test_csv_media_paths_are_checked_lexically(value, says):
     csv = ("sub_track,instruction,video,audio,reason_visual,reason_visual_mask,reason_audio\n"
            f"W1_same_class_pair,do it,videos/a.mp4,{value},reason_visual/a.png,reason_visual_mask/a.png,reason_audio/a.wav\n")
-    _fails(lambda: rel.parse_metadata(csv.encode()), "metadata.csv line 2, column 'audio'", says)
+    _fails(lambda: parse_metadata(csv.encode()), "metadata.csv line 2, column 'audio'", says)
 
 
 def test_metadata_csv_that_is_a_fifo_is_refused(root, tmp_path):
     (root / "metadata.csv").unlink()
     os.mkfifo(root / "metadata.csv")
-    _fails(lambda: _bounded(lambda: rel.read_metadata(root)), "metadata.csv", "a FIFO")
+    _fails(lambda: _bounded(lambda: read_metadata(root)), "metadata.csv", "a FIFO")
 
 
 def test_annotation_that_is_a_fifo_or_a_folder_is_refused(root, tmp_path):
@@ -243,11 +244,11 @@ HOSTILE_TARS = [
 
 
 def _local(path, label):
-    return list(rel.iter_tar_file(path, label))
+    return list(iter_tar_file(path, label))
 
 
 def _stream(path, label):
-    return list(rel.iter_tar_members(datasets.DownloadManager(dataset_name=NAME).iter_archive(str(path)), label))
+    return list(iter_tar_members(datasets.DownloadManager(dataset_name=NAME).iter_archive(str(path)), label))
 
 
 @pytest.mark.parametrize("reader", ["local", "streaming", "extract"])
@@ -260,7 +261,7 @@ def test_hostile_tars_give_the_documented_error(tmp_path, reader, data, patterns
     dest = tmp_path / "out"
     dest.mkdir()
     fn = {"local": lambda: _local(path, "archives/audios.tar"), "streaming": lambda: _stream(path, "archives/audios.tar"),
-          "extract": lambda: rel.extract_archives(root, dest)}[reader]
+          "extract": lambda: extract_archives(root, dest)}[reader]
     with pytest.raises(ReleaseFormatError) as info:
         _bounded(fn)
     msg = str(info.value)
@@ -285,7 +286,7 @@ def test_hostile_tar_through_the_builder_and_streaming(root, tmp_path):
 
 
 def test_member_cap_applies_before_reading(tmp_path, monkeypatch):
-    from perckit.reason_av_edit import archives
+    from perckit.reason_av_edit.read import archives
 
     path = tmp_path / "a.tar"
     path.write_bytes(_tar_bytes([("audios/a.wav", b"x" * 5000)]))
@@ -300,7 +301,7 @@ def test_unwanted_members_are_skipped_without_reading(tmp_path, monkeypatch):
     opened = []
     real = tarfile.TarFile.extractfile
     monkeypatch.setattr(tarfile.TarFile, "extractfile", lambda self, m: (opened.append(m.name), real(self, m))[1])
-    for reader in (rel.iter_tar_file, lambda p, lab, w, s: rel.iter_tar_members(datasets.DownloadManager(dataset_name=NAME).iter_archive(str(p)), lab, w, s)):
+    for reader in (iter_tar_file, lambda p, lab, w, s: iter_tar_members(datasets.DownloadManager(dataset_name=NAME).iter_archive(str(p)), lab, w, s)):
         skipped = []
         assert list(reader(path, "a.tar", {"audios/b.wav"}, skipped)) == [("audios/b.wav", b"b" * 900)]
         assert skipped == ["audios/a.wav", "audios/c.wav"]
@@ -313,12 +314,12 @@ def test_extract_never_replaces_a_user_file(base, tmp_path):
     shutil.copy(base.root / "archives/audios.tar", root / "archives/audios.tar")
     (root / "audios").mkdir()
     (root / "audios/w1_0000.wav").write_bytes(b"my own recording")
-    _fails(lambda: rel.extract_archives(root), "audios/w1_0000.wav", "already exists with other content", "refusing to extract")
+    _fails(lambda: extract_archives(root), "audios/w1_0000.wav", "already exists with other content", "refusing to extract")
     assert (root / "audios/w1_0000.wav").read_bytes() == b"my own recording"
     # the same bytes already there: accepted (extracting twice is harmless)
     (root / "audios/w1_0000.wav").unlink()
-    first = rel.extract_archives(root)
-    assert rel.extract_archives(root) == first == ["audios/w1_0000.wav"]
+    first = extract_archives(root)
+    assert extract_archives(root) == first == ["audios/w1_0000.wav"]
     assert not [p for p in (root / "audios").iterdir() if p.name.startswith(".perckit")]
 
 
@@ -329,7 +330,7 @@ def test_extract_writes_nothing_when_a_later_archive_is_refused(tmp_path):
     (root / "archives/b.tar").write_bytes(_tar_bytes([("videos/../../x.mp4", b"abc")]))
     dest = tmp_path / "out"
     dest.mkdir()
-    _fails(lambda: rel.extract_archives(root, dest), "archives/b.tar", "'..' component", "refusing to extract")
+    _fails(lambda: extract_archives(root, dest), "archives/b.tar", "'..' component", "refusing to extract")
     assert list(dest.iterdir()) == []
 
 
@@ -340,7 +341,7 @@ def test_extract_refuses_names_colliding_across_archives(tmp_path):
     (root / "archives/b.tar").write_bytes(_tar_bytes([("audios/a.wav", b"xyz")]))
     dest = tmp_path / "out"
     dest.mkdir()
-    _fails(lambda: rel.extract_archives(root, dest), "archives/b.tar", "audios/a.wav", "appears twice (also in archive 'archives/a.tar')")
+    _fails(lambda: extract_archives(root, dest), "archives/b.tar", "audios/a.wav", "appears twice (also in archive 'archives/a.tar')")
     assert list(dest.iterdir()) == []
 
 
@@ -357,7 +358,7 @@ def _wav(x, sr=16000, channels=1, fmt="WAV"):
 
 
 def test_tiny_flac_declaring_hours_is_refused_before_decoding():
-    from perckit.reason_av_edit.audio import decode_wav
+    from perckit.reason_av_edit.metric import decode_wav
 
     flac = _wav(np.zeros(8000 * 3 * 3600), sr=8000, fmt="FLAC")  # 3 hours of silence in a few hundred KB
     assert len(flac) < 1_000_000
@@ -372,7 +373,7 @@ def test_tiny_flac_declaring_hours_is_refused_before_decoding():
 
 
 def test_flac_of_unknown_length_stops_at_the_limit():
-    from perckit.reason_av_edit.audio import decode_wav
+    from perckit.reason_av_edit.metric import decode_wav
 
     d = bytearray(_wav(np.zeros(8000 * 700), sr=8000, fmt="FLAC"))
     d[8 + 13] &= 0xF0  # STREAMINFO total samples = 0 ("unknown")
@@ -382,14 +383,14 @@ def test_flac_of_unknown_length_stops_at_the_limit():
 
 
 def test_wav_declaring_too_many_channels_is_refused():
-    from perckit.reason_av_edit.audio import decode_wav
+    from perckit.reason_av_edit.metric import decode_wav
 
     with pytest.raises(PredictionError, match=r"declares 64 channels; expected 1 to 16"):
         decode_wav(_wav(np.zeros(100), channels=64), "w.wav")
 
 
 def test_reference_media_bounded_too():
-    from perckit.reason_av_edit import metrics as core
+    from perckit.reason_av_edit import metric as core
     from perckit.reason_av_edit import features as feats
 
     ref = {"sample_id": "s", "category": "when_only", "sub_track": "T1_word_phrase_swap", "anchor_mask": dict(feats.NOT_PROVIDED_RLE),
@@ -413,11 +414,11 @@ def test_media_path_that_is_not_a_regular_file_is_refused(tmp_path, kind):
 
 
 def test_media_path_over_the_cap_is_refused(tmp_path, monkeypatch):
-    from perckit.reason_av_edit import limits
+    from perckit.reason_av_edit import layout
     from perckit.reason_av_edit.features import media_bytes
 
     (tmp_path / "a.wav").write_bytes(b"x" * 2000)
-    monkeypatch.setattr(limits, "MAX_MEDIA_FILE_BYTES", 1000)
+    monkeypatch.setattr(layout, "MAX_MEDIA_FILE_BYTES", 1000)
     _fails(lambda: media_bytes({"bytes": None, "path": str(tmp_path / "a.wav")}, "w"), "holds 2000 bytes, more than the limit of 1000")
 
 
@@ -446,11 +447,11 @@ def _mask_mp4(frames=10, h=32, w=32):
 def test_mask_video_header_checked_before_decoding(monkeypatch, cap, value, says):
     import cv2
 
-    from perckit.reason_av_edit import limits
-    from perckit.reason_av_edit import metrics as core
+    from perckit.reason_av_edit import layout
+    from perckit.reason_av_edit import metric as core
 
     data = _mask_mp4()
-    monkeypatch.setattr(limits, cap, value)
+    monkeypatch.setattr(layout, cap, value)
     reads = []
     real = cv2.VideoCapture
 
@@ -473,11 +474,11 @@ def test_mask_video_header_checked_before_decoding(monkeypatch, cap, value, says
 
 def test_mask_video_decoding_stops_past_the_frame_cap(monkeypatch):
     """A header that understates its frames: the decoding loop enforces the cap as well."""
-    from perckit.reason_av_edit import inputs as core
-    from perckit.reason_av_edit import limits
+    from perckit.reason_av_edit import metric as core
+    from perckit.reason_av_edit import layout
 
     monkeypatch.setattr(core, "probe_video", lambda *a: None)
-    monkeypatch.setattr(limits, "MAX_VIDEO_FRAMES", 4)
+    monkeypatch.setattr(layout, "MAX_VIDEO_FRAMES", 4)
     with pytest.raises(PredictionError, match="has more than 4 frames"):
         core.decode_mask_video(_mask_mp4(), "", "w", 127, 0.001)
 
@@ -494,7 +495,7 @@ def _pred_dir(tmp_path, files):
 
 
 def test_prediction_ids_cannot_leave_the_folder(tmp_path):
-    from perckit.reason_av_edit.io import load_predictions_dir
+    from perckit.reason_av_edit.read.predictions import load_predictions_dir
 
     (tmp_path / "outside.json").write_text('{"edit_window_s": [0, 1]}')
     d = _pred_dir(tmp_path, {})
@@ -504,7 +505,7 @@ def test_prediction_ids_cannot_leave_the_folder(tmp_path):
 
 @pytest.mark.parametrize("name", ["s.json", "s_anchor_mask.png", "s_reason_audio.wav", "s_mask.mp4"])
 def test_prediction_file_symlinked_out_is_refused(tmp_path, name):
-    from perckit.reason_av_edit.io import load_predictions_dir
+    from perckit.reason_av_edit.read.predictions import load_predictions_dir
 
     (tmp_path / "secret").write_bytes(SECRET)
     d = _pred_dir(tmp_path, {})
@@ -514,7 +515,7 @@ def test_prediction_file_symlinked_out_is_refused(tmp_path, name):
 
 @pytest.mark.parametrize("name", ["s.json", "s_reason_audio.wav", "s_mask.mp4", "s_anchor_mask.png"])
 def test_prediction_fifo_is_refused_not_ignored(tmp_path, name):
-    from perckit.reason_av_edit.io import load_predictions_dir
+    from perckit.reason_av_edit.read.predictions import load_predictions_dir
 
     d = _pred_dir(tmp_path, {})
     os.mkfifo(d / name)
@@ -523,7 +524,7 @@ def test_prediction_fifo_is_refused_not_ignored(tmp_path, name):
 
 
 def test_prediction_files_over_their_cap_are_refused(tmp_path, monkeypatch):
-    from perckit.reason_av_edit import io as rio
+    from perckit.reason_av_edit.read import predictions as rio
 
     d = _pred_dir(tmp_path, {"s.json": '{"edit_window_s": [0, 1]}' + " " * 2000})
     monkeypatch.setitem(rio.LIMITS, "json", 1000)
@@ -543,22 +544,22 @@ def test_metadata_csv_repeating_a_column_is_refused(root, tmp_path):
     lines[0] += ",video"
     lines[1] += ",videos/other.mp4"
     (root / "metadata.csv").write_text("\n".join(lines) + "\n")
-    _fails(lambda: rel.read_metadata(root), "metadata.csv line 1: column 'video' appears twice")
+    _fails(lambda: read_metadata(root), "metadata.csv line 1: column 'video' appears twice")
     lines[0] = lines[0][: -len(",video")] + ", video "
     (root / "metadata.csv").write_text("\n".join(lines) + "\n")
-    _fails(lambda: rel.read_metadata(root), "column 'video' appears twice")
+    _fails(lambda: read_metadata(root), "column 'video' appears twice")
 
 
 def test_metadata_csv_alias_columns_that_disagree_are_refused(root):
     lines = (root / "metadata.csv").read_text().splitlines()
     (root / "metadata.csv").write_text("\n".join([lines[0] + ",sample_id", lines[1] + ",other"]) + "\n")
-    _fails(lambda: rel.read_metadata(root), "line 2: columns 'id' and 'sample_id' both give the field 'sample_id' but differ")
+    _fails(lambda: read_metadata(root), "line 2: columns 'id' and 'sample_id' both give the field 'sample_id' but differ")
     (root / "metadata.csv").write_text("\n".join([lines[0] + ",sample_id", lines[1] + ",w1_0000"]) + "\n")
-    assert [s.sample_id for s in rel.read_metadata(root)] == ["w1_0000"]  # the same value twice is not ambiguous
+    assert [s.sample_id for s in read_metadata(root)] == ["w1_0000"]  # the same value twice is not ambiguous
 
 
 def test_prediction_json_repeating_a_key_is_refused(tmp_path):
-    from perckit.reason_av_edit.io import load_predictions_dir
+    from perckit.reason_av_edit.read.predictions import load_predictions_dir
 
     d = _pred_dir(tmp_path, {"s.json": '{"selected_instance_index": 1, "selected_instance_index": 2}'})
     _fails(lambda: load_predictions_dir(d), "s.json", "duplicate key 'selected_instance_index'")
@@ -568,7 +569,7 @@ def test_prediction_json_repeating_a_key_is_refused(tmp_path):
 
 
 def test_a_leading_bom_is_skipped_in_every_text_reader(root, tmp_path):
-    from perckit.reason_av_edit.io import load_predictions_dir
+    from perckit.reason_av_edit.read.predictions import load_predictions_dir
 
     for p in (root / "metadata.csv", root / "annotations/w1_0000.json"):
         p.write_bytes(b"\xef\xbb\xbf" + p.read_bytes())
@@ -597,7 +598,7 @@ def _rgba_png(alpha_only: bool) -> bytes:
 def test_rgba_anchor_masks_through_the_builder_and_the_prediction_folder(root, tmp_path, alpha_only):
     """Any stored channel, alpha included, > threshold (perckit.io.images.mask_foreground)."""
     from perckit import rle
-    from perckit.reason_av_edit.io import load_predictions_dir
+    from perckit.reason_av_edit.read.predictions import load_predictions_dir
 
     png = _rgba_png(alpha_only)
     (root / "reason_visual_mask/w1_0000.png").write_bytes(png)

@@ -1,7 +1,8 @@
 """av_edit_quality: ReasonAVEdit-Bench final edit quality of edited clips as an evaluate module.
 
 All logic lives in ``perckit.reason_av_edit.quality`` (``metric.py`` the tables, ``pixel.py`` the model-free metrics,
-``decode.py`` the inputs, ``models/`` the model-based metrics); see README.md beside this file.
+``formulas.py`` the model-based metrics' math, ``decode.py`` the inputs, ``models/`` the networks); see README.md
+beside this file.
 Helpers: perckit.reason_av_edit.to_quality_reference, make_quality_prediction, load_quality_predictions_dir.
 """
 
@@ -60,5 +61,5 @@ FAD: Kilgour et al., 2019. CLIP score: Hessel et al., 2021. DeSync: MMAudio's av
 
 class AVEditQuality(evaluate_base.PerckitMetric):
     CARD = evaluate_base.Card(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION, ("https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench",))
-    SCHEMAS = (preds.quality_prediction_schema, refs.quality_reference_schema)
+    SCHEMAS = (preds.prediction_schema, refs.reference_schema)
     COMPUTE = core.av_edit_quality

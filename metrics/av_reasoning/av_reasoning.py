@@ -1,6 +1,6 @@
 """av_reasoning: ReasonAVEdit-Bench reasoning diagnostics [proposal] as an evaluate module.
 
-All logic lives in ``perckit.reason_av_edit.metrics`` (scoring) and ``.inputs`` (input decoding); see README.md
+All logic lives in ``perckit.reason_av_edit.metric`` (the formulas, input decoding, scoring); see README.md
 beside this file.
 Helpers: perckit.reason_av_edit.to_metric_reference, make_prediction, load_predictions_dir.
 """

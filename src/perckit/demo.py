@@ -266,9 +266,9 @@ def run_refcoco_m(out: Path, log: Log) -> dict:
 
 
 def run_reason_av_edit(out: Path, log: Log) -> dict:
-    from .reason_av_edit import audio
     from .reason_av_edit import features as feats
-    from .reason_av_edit.io import gt_as_predictions
+    from .reason_av_edit.metric import decode_wav
+    from .reason_av_edit.read.predictions import gt_as_predictions
 
     base, fx, splits = build_sample("reason_av_edit", out, log, lambda fx: f"ReasonAVEdit-Bench: wrote the sample release ({len(fx.sample_ids)} samples in 16 sub-tracks; media as 7 tars under archives/)")
     ds = splits["default"]
@@ -293,7 +293,7 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
     shifted = {p["sample_id"]: p["edit_window_s"] for p, ref in zip(noisy, refs) if ref["edit_window_s"] and p["edit_window_s"] != ref["edit_window_s"]}
     row = next((r for r in rows if r["sample_id"] in shifted and r["category"] == "when_only"), None) or next(r for r in rows if r["sample_id"] in shifted)
     pred_window = shifted[row["sample_id"]]
-    wave = audio.decode_wav(row["reason_audio"]["bytes"], where=row["sample_id"])
+    wave = decode_wav(row["reason_audio"]["bytes"], where=row["sample_id"])
     caption = (f"ReasonAVEdit-Bench {row['sample_id']} ({row['sub_track']}): acoustic reasoning waveform; ground-truth window "
                f"{row['edit_window_s'][0]:.2f}-{row['edit_window_s'][1]:.2f} s, predicted window shifted by {pred_window[0] - row['edit_window_s'][0]:+.2f} s")
     fig = figures.save(figures.annotated(figures.waveform_plot(wave, 16000, tuple(row["edit_window_s"]), tuple(pred_window)), caption, figures.WINDOW_LEGEND),
@@ -310,6 +310,7 @@ def edit_quality_predictions(refs: list[dict]) -> dict[str, list[dict]]:
     the region), both written RGB-lossless so that only the edit differs from the decoded source."""
     from .reason_av_edit.quality import decode as qd
     from .reason_av_edit.quality.predictions import make_quality_prediction
+    from .samples.reason_av_edit import encode_rgb_mp4
 
     out: dict[str, list[dict]] = {"source as the edit": [], "region-only edit": [], "background edit": []}
     for r in refs:
@@ -324,8 +325,8 @@ def edit_quality_predictions(refs: list[dict]) -> dict[str, list[dict]]:
         corner[:, :8, :8] = True
         outside[corner & ~region] = 0
         out["source as the edit"].append(make_quality_prediction(sid, r["video"], r["audio"]))
-        out["region-only edit"].append(make_quality_prediction(sid, qd.encode_rgb_mp4(inside, int(round(fps))), r["audio"]))
-        out["background edit"].append(make_quality_prediction(sid, qd.encode_rgb_mp4(outside, int(round(fps))), r["audio"]))
+        out["region-only edit"].append(make_quality_prediction(sid, encode_rgb_mp4(inside, int(round(fps))), r["audio"]))
+        out["background edit"].append(make_quality_prediction(sid, encode_rgb_mp4(outside, int(round(fps))), r["audio"]))
     return out
 
 

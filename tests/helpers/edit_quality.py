@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from perckit.reason_av_edit import features as feats
-from perckit.reason_av_edit.quality.decode import encode_rgb_mp4
+from perckit.samples.reason_av_edit import encode_rgb_mp4
 from perckit.reason_av_edit.quality.models import ModelUnavailable
 from perckit.samples.base import encode_mp4
 
@@ -19,7 +19,7 @@ SR = 16000
 
 
 def rgb_mp4(frames: np.ndarray, fps: int = 25, audio: np.ndarray | None = None, sample_rate: int = SR) -> bytes:
-    """``frames`` as an RGB-lossless mp4 (:func:`perckit.reason_av_edit.quality.decode.encode_rgb_mp4`)."""
+    """``frames`` as an RGB-lossless mp4 (:func:`perckit.samples.reason_av_edit.encode_rgb_mp4`)."""
     return encode_rgb_mp4(frames, fps, audio, sample_rate)
 
 

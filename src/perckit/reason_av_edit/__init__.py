@@ -1,10 +1,11 @@
 """ReasonAVEdit-Bench (instruction-guided joint audio-video editing, with reasoning ground truth).
 
-``builder.py`` turns the release (``metadata.csv``, ``annotations/``, and the media tars under
-``archives/`` or their extracted folders) into typed Arrow rows with the readers that ``release.py``
-gathers (``metadata.py``, ``archives.py``, ``media.py``, ``rows.py``; ``extract.py`` unpacks for users);
-``metrics.py`` is the ``av_reasoning`` metric [proposal] over ``inputs.py`` (input decoding) and
-``audio.py``; ``io.py`` reads predictions from a folder. ``quality/`` is the ``av_edit_quality`` metric (the final
+``builder.py`` turns the release (``metadata.csv``, ``annotations/``, and the media tars under ``archives/`` or
+their extracted folders; where they are and the size caps: ``layout.py``) into typed Arrow rows with the readers of
+``read/`` (``metadata.py``, ``archives.py`` with the safe extractor, ``media.py``) and ``rows.py``; ``features.py``
+is the Features contract and the prediction helpers; ``metric.py`` is the ``av_reasoning`` metric [proposal] (its
+formulas, the audio conventions, the input decoding, the score and the reduce), ``accumulate.py`` its accumulator;
+``read/predictions.py`` reads predictions from a folder. ``quality/`` is the ``av_edit_quality`` metric (the final
 edit quality of edited clips: ``to_quality_reference``, ``make_quality_prediction``, ``load_quality_predictions_dir``).
 """
 
@@ -29,7 +30,7 @@ def __getattr__(name: str) -> Any:
     if name in ("gt_as_prediction", "make_prediction", "to_metric_reference"):
         from . import features as module
     elif name in ("gt_as_predictions", "load_predictions_dir"):
-        from . import io as module
+        from .read import predictions as module
     elif name in ("load_quality_predictions_dir", "make_quality_prediction", "to_quality_reference"):
         from . import quality as module
     else:

@@ -1,14 +1,14 @@
 """ReasonAVEdit-Bench's ``av_reasoning`` metric as a :class:`perckit.hf.contract.MetricCore`.
 
-The per-sample record is the metric's own :class:`~.metrics.SampleScore` (exact integer pixel counts, per-sample
-tIoUs and offsets, the Which-Acc rule, what each side provided), made by :func:`~.metrics.score_sample` as soon as a
+The per-sample record is the metric's own :class:`~.metric.SampleScore` (exact integer pixel counts, per-sample
+tIoUs and offsets, the Which-Acc rule, what each side provided), made by :func:`~.metric.score_sample` as soon as a
 prediction meets its reference; the media (mask videos, reasoning audio, as bytes or paths) are decoded then and
 never kept in the record (read from a state, a record is checked against :data:`RECORD` and its invariants first).
-The reduce is :func:`~.metrics.reduce_scores` (``fmean`` on ``math.fsum`` and integer
+The reduce is :func:`~.metric.reduce_scores` (``fmean`` on ``math.fsum`` and integer
 counts: any order of the samples gives the same numbers), so :meth:`~perckit.hf.accumulate.Accumulator.compute` equals
-:func:`~.metrics.av_reasoning` exactly.
+:func:`~.metric.av_reasoning` exactly.
 
-The metric is always strict (as :func:`~.metrics.av_reasoning`): a reference without a prediction is an error at
+The metric is always strict (as :func:`~.metric.av_reasoning`): a reference without a prediction is an error at
 ``compute``, whose message says what an empty prediction is (``make_prediction(sample_id)``). A row still waiting
 for its other half keeps its media; when that media is bytes, ``save`` refuses (the base's message: pass paths, or
 keep the state in memory), while ``state_dict`` works.
@@ -25,12 +25,12 @@ import numpy as np
 from ..hf.contract import COUNT, FLAG, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, check_options
 from ..hf.feature_check import Nullable, Scalar
-from . import metrics as m
+from . import metric as m
 
-#: the fields of a :class:`~.metrics.SampleScore` record, in declaration order
+#: the fields of a :class:`~.metric.SampleScore` record, in declaration order
 RECORD_FIELDS = tuple(f.name for f in fields(m.SampleScore))
 
-#: A :class:`~.metrics.SampleScore` as a state holds it: ``None`` where the sample has no such value; the IoUs,
+#: A :class:`~.metric.SampleScore` as a state holds it: ``None`` where the sample has no such value; the IoUs,
 #: tIoUs, background leak and the pixel counts in their ranges, the A/V offsets in seconds >= 0.
 RECORD = {
     "sample_id": TEXT, "category": TEXT, "sub_track": TEXT,
@@ -47,7 +47,7 @@ RECORD = {
 
 
 def _invariants(key: str, r: Mapping[str, Any]) -> None:
-    """The rules :func:`~.metrics.score_sample` keeps: the visual counts with their IoU, the Which-Acc rule."""
+    """The rules :func:`~.metric.score_sample` keeps: the visual counts with their IoU, the Which-Acc rule."""
     same_id(".sample_id", r["sample_id"], key)
     inter, union, iou = r["visual_intersection"], r["visual_union"], r["visual_iou"]
     if (inter is None) != (iou is None) or (union is None) != (iou is None):
@@ -67,7 +67,7 @@ SCHEMA = RecordSchema(RECORD, (_invariants,))
 
 
 def _options(options: Mapping[str, Any]) -> m.AVReasoningOptions:
-    """The checked options: :func:`~.metrics.av_reasoning`'s message for an unknown one, the dataclass's checks."""
+    """The checked options: :func:`~.metric.av_reasoning`'s message for an unknown one, the dataclass's checks."""
     check_options("av_reasoning", options, m.AVReasoningOptions.__dataclass_fields__)
     return m.AVReasoningOptions(**options)
 
@@ -78,12 +78,12 @@ def _plain(value: Any) -> Any:
 
 
 def _record_to_state(record: m.SampleScore) -> dict:
-    """A :class:`~.metrics.SampleScore` as a JSON-safe dict (every field, plain scalars)."""
+    """A :class:`~.metric.SampleScore` as a JSON-safe dict (every field, plain scalars)."""
     return {k: _plain(v) for k, v in asdict(record).items()}
 
 
 def _record_from_state(state: Any) -> m.SampleScore:
-    """A checked :data:`RECORD` (:data:`SCHEMA`) as a :class:`~.metrics.SampleScore`."""
+    """A checked :data:`RECORD` (:data:`SCHEMA`) as a :class:`~.metric.SampleScore`."""
     return m.SampleScore(**state)
 
 

@@ -16,7 +16,7 @@ The builder gives every clip as ``{bytes, path}`` with ``path`` relative to the 
 so :func:`load_back` gives back exactly the builder's rows (``path`` included) and no local folder name reaches
 the Hub. A value that names its file by ``path`` alone (a row not made by the builder) is read under
 ``release_root`` (:func:`perckit.io.paths.resolve_under`: relative, inside the root, no link out of it; a regular
-file of at most :data:`~.limits.MAX_MEDIA_FILE_BYTES`); an absolute ``path`` is reduced to its base name. ``None``
+file of at most :data:`~.layout.MAX_MEDIA_FILE_BYTES`); an absolute ``path`` is reduced to its base name. ``None``
 and the "not provided" marker ``{bytes: None, path: ""}`` stay as they are. Sample ids are the join key: an
 empty, missing or repeated one is refused.
 
@@ -27,7 +27,7 @@ decompressed: at most
 :data:`perckit.io.parquetio.MAX_COLUMN_CHUNK_BYTES` per column chunk, as the footer and the page headers declare it),
 indexed by ``sample_id`` (a repeated id is refused naming both files), and ``video`` / ``mask_video`` are joined
 back one row group at a time (a sample the shards lack is refused naming them; a clip over
-:data:`~.limits.MAX_MEDIA_FILE_BYTES` too). The audio columns get the builder's media feature back and the columns
+:data:`~.layout.MAX_MEDIA_FILE_BYTES` too). The audio columns get the builder's media feature back and the columns
 the builder's order (extra columns such as ``preview`` after).
 """
 
@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 from ..errors import InputNotFoundError, ReleaseFormatError
 from ..export.hooks import ChildConfig, ExportParts
 from . import features as feats
-from .limits import MAX_MEDIA_FILE_BYTES
+from .layout import MAX_MEDIA_FILE_BYTES
 
 #: the child config that holds the clips
 CHILD_CONFIG = "videos"
@@ -165,8 +165,7 @@ def _child_files(layout: Any, ds: datasets.Dataset) -> list[str]:
     """The ``videos`` shards of the rows' split (relative to the export root), as the one lister of an export's
     files gives them (:func:`perckit.export.state.export_layout`: the record's list, or in a copy downloaded from the
     Hub, which has no record, the card's ``data_files``; every shard inside the export and past the Parquet guard):
-    the split named like the rows', else the only one. ``layout``: the export's checked
-    :class:`~perckit.export.state.ExportLayout`."""
+    the split named like the rows', else the only one."""
     from ..io.paths import relative_label
 
     export_root = layout.root
@@ -273,9 +272,8 @@ def load_back(ds: datasets.Dataset, layout: Any) -> datasets.Dataset:
     """Rows of the export (read with plain ``datasets.load_dataset``) as the builder's rows (module docstring):
     ``video`` / ``mask_video`` joined from the ``videos`` config when the rows lack them, every media column with
     the builder's feature, the builder's column order. Errors: :class:`ReleaseFormatError` /
-    :class:`InputNotFoundError` naming the export, the shard and the sample. ``layout``: the export's checked
-    :class:`~perckit.export.state.ExportLayout` (its files, as the record or the card lists them)."""
-    export_root = Path(layout.root)
+    :class:`InputNotFoundError` naming the export, the shard and the sample."""
+    export_root = Path(layout.root)  # the export's checked ExportLayout (perckit.export.state.export_layout)
     builder = feats.builder_features()
     missing = [c for c in VIDEO_COLUMNS if c not in ds.column_names] if "sample_id" in ds.column_names else []
     media = (*VIDEO_COLUMNS, *AUDIO_COLUMNS)  # Video() / Audio() in the export, the same {bytes, path} storage

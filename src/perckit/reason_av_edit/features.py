@@ -6,11 +6,13 @@
 - media ``{"bytes": None, "path": ""}``;
 - ``None`` for the window and the instance index.
 
-:func:`make_prediction` fills them; :func:`to_metric_reference` projects a builder row.
+:func:`make_prediction` fills them (:func:`encode_wav` writes a waveform as WAV bytes); :func:`to_metric_reference`
+projects a builder row.
 """
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from collections.abc import Mapping, Sequence
@@ -135,6 +137,15 @@ def _window_value(value: Any, where: str) -> list[float] | None:
         raise PredictionError(f"{where}: expected two numbers, got {value!r}") from None
 
 
+def encode_wav(x: Any, sample_rate: int = 16000, subtype: str = "PCM_16") -> bytes:
+    """A mono waveform (floats in [-1, 1]) as WAV bytes."""
+    import soundfile as sf
+
+    buf = io.BytesIO()
+    sf.write(buf, np.asarray(x, dtype=np.float64), int(sample_rate), format="WAV", subtype=subtype)
+    return buf.getvalue()
+
+
 def make_prediction(
     sample_id: str,
     *,
@@ -157,8 +168,6 @@ def make_prediction(
     if not isinstance(sample_id, str) or not sample_id:
         raise PredictionError(f"make_prediction: sample_id must be a non-empty str, got {sample_id!r}")
     if isinstance(reason_audio, np.ndarray):
-        from .audio import encode_wav
-
         reason_audio = encode_wav(reason_audio, sample_rate)
     if selected_instance_index is not None and (isinstance(selected_instance_index, bool) or not isinstance(selected_instance_index, (int, np.integer))):
         raise PredictionError(f"{where}: selected_instance_index must be an int or None, got {selected_instance_index!r}")
@@ -208,14 +217,14 @@ def media_bytes(value: Mapping | None, where: str, base: str | os.PathLike | Non
     """The bytes of a media value; ``None`` for the "not provided" marker.
 
     ``bytes`` wins; otherwise ``path`` is read, as a regular file of at most
-    ``limits.MAX_MEDIA_FILE_BYTES`` (a FIFO, a device or a folder is refused before reading). With ``base``,
+    ``layout.MAX_MEDIA_FILE_BYTES`` (a FIFO, a device or a folder is refused before reading). With ``base``,
     the path must be relative and stay inside ``base`` (:func:`perckit.io.paths.resolve_under`); without it,
     it is taken as given (a row built in Python). A path that does not exist raises
     :class:`~perckit.errors.InputNotFoundError` naming ``where`` and the path.
     """
     from ..errors import InputNotFoundError
     from ..io.paths import read_regular_file, resolve_under
-    from .limits import MAX_MEDIA_FILE_BYTES
+    from .layout import MAX_MEDIA_FILE_BYTES
 
     if value is None:
         return None

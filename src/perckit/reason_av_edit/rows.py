@@ -1,4 +1,4 @@
-"""One builder row of ReasonAVEdit-Bench: a :class:`~.metadata.Sample`, its annotation and its media bytes.
+"""One builder row of ReasonAVEdit-Bench: a :class:`~.read.metadata.Sample`, its annotation and its media bytes.
 
 :func:`build_row` is the same for both source modes (the builder passes a reader of the tars or of the
 extracted folders), so archive and extracted builds give identical rows. :func:`anchor_mask_from_png`
@@ -17,7 +17,7 @@ import numpy as np
 from .. import rle as rle_ops
 from ..errors import ReleaseFormatError
 from ..io.images import mask_foreground
-from .metadata import MEDIA_FIELDS, Sample
+from .read.metadata import MEDIA_FIELDS, Sample
 
 
 def anchor_mask_from_png(data: bytes, threshold: int, where: str) -> dict:

@@ -4,6 +4,8 @@
   ``load_quality_predictions_dir``): the metric's inputs;
 - :mod:`.decode`: one sample decoded (PyAV video and audio, the target region from the mask video);
 - :mod:`.pixel`: the exact model-free metrics (``ssim``, ``psnr``, ``bg_psnr``, ``bg_ssim``);
+- :mod:`.formulas`: the numpy half of the model-based metrics (Fréchet distance, cosine scores, Sync-C / Sync-D,
+  DeSync, LPAPS);
 - :mod:`.models`: the model-based metrics (one protocol, one list of entries; no model library is imported
   until one runs);
 - :mod:`.metric`: ``av_edit_quality`` (pairing, accumulate, the tables).

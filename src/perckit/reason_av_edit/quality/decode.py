@@ -1,12 +1,12 @@
 """Decoding one ``av_edit_quality`` sample: the edited and source clips, the target region, the reference image.
 
 - **Video** (edited and source): PyAV, every frame as 8-bit RGB (``rgb24``), ``fps`` from the stream's average
-  rate. The container header is checked first against :mod:`..limits` (``MAX_VIDEO_PIXELS`` per frame,
+  rate. The container header is checked first against :mod:`..layout` (``MAX_VIDEO_PIXELS`` per frame,
   ``MAX_VIDEO_FRAMES`` frames, ``MAX_VIDEO_DURATION_S`` seconds), then decoding stops past those caps or past
   :data:`MAX_DECODED_BYTES` of decoded frames (a header may lie). Media are read by
   :func:`..features.media_bytes` (``bytes`` wins, else a capped read of ``path``).
 - **Audio**, mono float32 at 16 kHz (:data:`SAMPLE_RATE`): the edited side from ``edited_audio`` (WAV, decoded
-  and resampled by :func:`..audio.decode_wav`), else the edited video's own audio track (PyAV, resampled to mono
+  and resampled by :func:`..metric.decode_wav`), else the edited video's own audio track (PyAV, resampled to mono
   16 kHz by libswresample); the source side from the reference ``audio`` (WAV), else the source video's track.
   A side with neither has ``audio=None``.
 - **Target region**: the reference ``mask_video`` decoded the same way, gray
@@ -28,7 +28,8 @@ import numpy as np
 
 from ...errors import PredictionError
 from ..features import is_media_provided, media_bytes
-from ..inputs import check_video_header
+from .. import layout
+from ..layout import check_video_header
 from .models.base import Clip, QualitySample
 
 #: The analysis rate of every audio side.
@@ -48,8 +49,6 @@ def decode_video(data: bytes, label: str, where: str) -> tuple[np.ndarray, float
     cannot open or decode, or one with no frame, raises :class:`PredictionError` naming ``where`` and ``label``."""
     import av
 
-    from ..limits import MAX_VIDEO_FRAMES, MAX_VIDEO_PIXELS
-
     def bad(e: BaseException) -> PredictionError:
         return PredictionError(f"{where}: the video {label!r} cannot be decoded (expected an mp4 or another container "
                                f"PyAV reads): {type(e).__name__}: {e}")
@@ -66,12 +65,12 @@ def decode_video(data: bytes, label: str, where: str) -> tuple[np.ndarray, float
         total = 0
         try:
             for frame in container.decode(stream):
-                if len(frames) >= MAX_VIDEO_FRAMES:
-                    raise PredictionError(f"{where}: the video {label!r} has more than {MAX_VIDEO_FRAMES} frames "
-                                          "(perckit.reason_av_edit.limits.MAX_VIDEO_FRAMES)")
-                if frame.width * frame.height > MAX_VIDEO_PIXELS:
+                if len(frames) >= layout.MAX_VIDEO_FRAMES:
+                    raise PredictionError(f"{where}: the video {label!r} has more than {layout.MAX_VIDEO_FRAMES} frames "
+                                          "(perckit.reason_av_edit.layout.MAX_VIDEO_FRAMES)")
+                if frame.width * frame.height > layout.MAX_VIDEO_PIXELS:
                     raise PredictionError(f"{where}: the video {label!r} has a frame of {frame.width} x {frame.height}, more "
-                                          f"than the limit of {MAX_VIDEO_PIXELS} pixels")
+                                          f"than the limit of {layout.MAX_VIDEO_PIXELS} pixels")
                 total += frame.width * frame.height * 3
                 if total > MAX_DECODED_BYTES:
                     raise PredictionError(f"{where}: the video {label!r} decodes to more than {MAX_DECODED_BYTES} bytes of RGB "
@@ -90,17 +89,15 @@ def decode_video(data: bytes, label: str, where: str) -> tuple[np.ndarray, float
 
 def decode_track_audio(data: bytes, label: str, where: str, sample_rate: int = SAMPLE_RATE) -> np.ndarray | None:
     """The first audio track of a video as mono float32 at ``sample_rate`` (libswresample); ``None`` when the
-    container has no audio stream. Past ``audio.MAX_DURATION_S`` seconds it raises."""
+    container has no audio stream. Past ``layout.MAX_DURATION_S`` seconds it raises."""
     import av
-
-    from ..audio import MAX_DURATION_S
 
     try:
         container = av.open(io.BytesIO(data), mode="r")
     except Exception as e:
         raise PredictionError(f"{where}: the video {label!r} cannot be opened for its audio track: {type(e).__name__}: {e}") from None
     chunks: list[np.ndarray] = []
-    limit = int(MAX_DURATION_S * sample_rate)
+    limit = int(layout.MAX_DURATION_S * sample_rate)
     with container:
         if not container.streams.audio:
             return None
@@ -113,8 +110,8 @@ def decode_track_audio(data: bytes, label: str, where: str, sample_rate: int = S
                     chunks.append(out.to_ndarray().reshape(-1))
                     n += chunks[-1].shape[0]
                 if n > limit:
-                    raise PredictionError(f"{where}: the audio track of {label!r} lasts more than the limit of {MAX_DURATION_S:g} s "
-                                          "(perckit.reason_av_edit.audio.MAX_DURATION_S)")
+                    raise PredictionError(f"{where}: the audio track of {label!r} lasts more than the limit of {layout.MAX_DURATION_S:g} s "
+                                          "(perckit.reason_av_edit.layout.MAX_DURATION_S)")
             for out in resampler.resample(None):
                 chunks.append(out.to_ndarray().reshape(-1))
         except PredictionError:
@@ -127,15 +124,6 @@ def decode_track_audio(data: bytes, label: str, where: str, sample_rate: int = S
     if not np.isfinite(x).all():
         raise PredictionError(f"{where}: the audio track of {label!r} decodes to NaN or infinite samples")
     return np.ascontiguousarray(np.clip(x, -1.0, 1.0))
-
-
-def encode_rgb_mp4(frames: np.ndarray, fps: int = 25, audio: np.ndarray | None = None, sample_rate: int = SAMPLE_RATE) -> bytes:
-    """``frames`` (T, H, W, 3 uint8) as an RGB-lossless H.264 mp4 (libx264rgb, qp 0: :func:`decode_video` gives back the
-    very same pixels, unlike a yuv420p encode), with a mono AAC track of ``audio`` (floats in [-1, 1]) when given.
-    For edited clips made in Python (the demo, the tests)."""
-    from ...samples.base import encode_mp4
-
-    return encode_mp4(frames, fps, audio, sample_rate, lossless=True, rgb=True)
 
 
 def has_audio_stream(data: bytes) -> bool:
@@ -152,7 +140,7 @@ def has_audio_stream(data: bytes) -> bool:
 def decode_wav_value(value: Mapping, where: str, sample_rate: int = SAMPLE_RATE) -> np.ndarray | None:
     """A WAV media value (``edited_audio``, the reference ``audio``) as mono float32 at ``sample_rate``; ``None``
     when not provided."""
-    from ..audio import AudioOptions, decode_wav
+    from ..metric import AudioOptions, decode_wav
 
     data = media_bytes(value, where)
     if data is None:
@@ -271,5 +259,5 @@ def decode_sample(prediction: Mapping, reference: Mapping, *, mask_threshold: in
     return Decoded(sample, has_e, has_s)
 
 
-__all__ = ["ADDITION_CODES", "Decoded", "MAX_DECODED_BYTES", "SAMPLE_RATE", "bounding_boxes", "decode_sample", "encode_rgb_mp4",
+__all__ = ["ADDITION_CODES", "Decoded", "MAX_DECODED_BYTES", "SAMPLE_RATE", "bounding_boxes", "decode_sample",
            "decode_track_audio", "decode_video", "decode_wav_value", "gray", "is_addition", "reference_image", "target_region"]

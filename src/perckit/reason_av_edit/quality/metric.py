@@ -1,5 +1,20 @@
 """``av_edit_quality``: the ReasonAVEdit-Bench final edit quality of edited clips, as accumulate / reduce halves.
 
+The formulas (E the edited clip, S its source, R the target region; each is written once: the model-free ones in
+:mod:`.pixel`, the numpy half of the model metrics in :mod:`.formulas`, with their exact conventions)::
+
+    psnr     = mean over frames of 10 log10(255^2 / MSE(E_t, S_t))             (capped at psnr_cap)
+    ssim     = mean over frames of SSIM(E_t, S_t)                               (scikit-image's definition)
+    bg_psnr  = the same PSNR on the pixels outside R
+    bg_ssim  = the SSIM map of E_t with R pasted back from S_t, against S_t, averaged outside R
+    fvd, fad = |mu_E - mu_S|^2 + Tr(C_E + C_S - 2 (C_E C_S)^(1/2))              (I3D / VGGish features of the set)
+    tv_a     = mean over frames of w max(cos(image_t, text), 0);  tc = mean of cos(image_t, image_t+1)   (CLIP)
+    ta_a     = cos(text, audio) (CLAP);  av_a = cos(video, audio) (ImageBind)
+    sync_d   = min over offsets of the mean window distance;  sync_c = its median - that minimum   (SyncNet)
+    desync   = mean |offset| of the first and last 4.8 s windows, offsets on linspace(-2, 2, 21) s   (Synchformer)
+    lpaps    = sum over layers l of the mean over (f, t) of sum_c w_lc (n0_lc - n1_lc)^2   (SpecVQGAN)
+    pq, peavs: the score of Audiobox Aesthetics' PQ axis / of the official PEAVS pipeline
+
 Accumulate: :func:`av_edit_quality` pairs predictions with references by ``sample_id``
 (:func:`perckit.core.matching.pair_by_id`), decodes one sample at a time (:func:`.decode.decode_sample`), scores the
 exact model-free metrics (:func:`.pixel.clip_scores`: ``ssim``, ``psnr``, ``bg_psnr``, ``bg_ssim``) and runs the
@@ -28,7 +43,7 @@ from typing import Any
 
 from ...errors import OptionError, PredictionError, check_choice, check_option_type, short_repr
 from ...core.matching import missing_ids_message, pair_by_id
-from ..metadata import CATEGORIES
+from ..read.metadata import CATEGORIES
 from . import models as registry
 from .decode import decode_sample
 from .pixel import FRAME_MISMATCH, PIXEL_KEYS, RESIZE_EDITED, SSIM_IMPLS, clip_scores, mean_table

@@ -5,7 +5,7 @@ is optional (the "not provided" marker ``{"bytes": None, "path": ""}``) when the
 
 :func:`load_quality_predictions_dir` reads a folder of method outputs named by sample id: ``<id>.mp4`` (required)
 and ``<id>.wav`` (optional). Each file name is built from a checked sample id (a plain file-name stem,
-:func:`..metadata.check_sample_id`), resolved inside the folder (:func:`perckit.io.paths.resolve_under`: a symbolic
+:func:`..read.metadata.check_sample_id`), resolved inside the folder (:func:`perckit.io.paths.resolve_under`: a symbolic
 link out of it is refused) and checked to be a regular file of at most ``limits.MAX_MEDIA_FILE_BYTES`` (a FIFO, a
 device or a folder in its place is refused, never waited on). The rows keep the paths, not the bytes (the folder
 of a full run is gigabytes); the metric reads each file, capped again, when it scores that sample.
@@ -23,16 +23,16 @@ import numpy as np
 
 from ...errors import InputNotFoundError, PredictionError
 from ...io.paths import open_regular_file, resolve_under
-from ..features import NOT_PROVIDED_MEDIA, _media_value, media_feature
-from ..limits import MAX_MEDIA_FILE_BYTES
-from ..metadata import check_sample_id
+from ..features import NOT_PROVIDED_MEDIA, _media_value, encode_wav, media_feature
+from ..layout import MAX_MEDIA_FILE_BYTES
+from ..read.metadata import check_sample_id
 
 Value = datasets.Value
 #: The file of each media field in a predictions folder, after the sample id.
 SUFFIXES = {"edited_video": ".mp4", "edited_audio": ".wav"}
 
 
-def quality_prediction_schema() -> dict:
+def prediction_schema() -> dict:
     """``av_edit_quality`` predictions: the edited video and (optionally) the edited audio."""
     return {"sample_id": Value("string"), "edited_video": media_feature(), "edited_audio": media_feature()}
 
@@ -52,8 +52,6 @@ def make_quality_prediction(sample_id: str, edited_video: Any, edited_audio: Any
     if video["bytes"] is None and not video["path"]:
         raise PredictionError(f"{where}: edited_video is required (video bytes, a path or {{'bytes', 'path'}}), got {edited_video!r}")
     if isinstance(edited_audio, np.ndarray):
-        from ..audio import encode_wav
-
         edited_audio = encode_wav(edited_audio, sample_rate, subtype="FLOAT")
     return {"sample_id": sample_id, "edited_video": video, "edited_audio": _media_value(edited_audio, f"{where}: edited_audio")}
 
@@ -112,4 +110,4 @@ def load_quality_predictions_dir(root: str | os.PathLike, sample_ids: Iterable[s
     return [r for r in rows if r is not None]
 
 
-__all__ = ["load_quality_prediction", "load_quality_predictions_dir", "make_quality_prediction", "quality_prediction_schema"]
+__all__ = ["load_quality_prediction", "load_quality_predictions_dir", "make_quality_prediction", "prediction_schema"]

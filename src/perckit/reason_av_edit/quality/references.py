@@ -24,7 +24,7 @@ Value = datasets.Value
 MEDIA_KEYS = ("video", "audio", "mask_video", "ref_image")
 
 
-def quality_reference_schema() -> dict:
+def reference_schema() -> dict:
     """``av_edit_quality`` references: builder rows projected with :func:`to_quality_reference`."""
     return {
         "sample_id": Value("string"),
@@ -63,7 +63,7 @@ def to_quality_reference(row: Mapping) -> dict:
     Absent media become the "not provided" marker, an empty ``edit_window_s`` becomes ``None``; a row without
     one of the keys raises :class:`PredictionError` naming them.
     """
-    schema = quality_reference_schema()
+    schema = reference_schema()
     missing = [k for k in schema if k not in row]
     if missing:
         raise PredictionError(f"row is missing the key(s) {missing} needed by the av_edit_quality references")
@@ -78,4 +78,4 @@ def to_quality_reference(row: Mapping) -> dict:
     return {k: out[k] for k in schema}
 
 
-__all__ = ["quality_reference_schema", "to_quality_reference"]
+__all__ = ["reference_schema", "to_quality_reference"]

@@ -12,7 +12,7 @@ samples, unscaled):
   (``repeatpad``: repeated, then zero-padded, to 10 s). The unfused model gets single-channel
   ``rand_trunc`` features, a fused one ``fusion`` features (its ``enable_fusion`` decides);
 - the target text is tokenised by the model's tokenizer, cut to what the text model's positions allow;
-- ``ta_a`` of a sample = :func:`..similarity.cosine` of the two projected, L2-normalised embeddings, in
+- ``ta_a`` of a sample = :func:`..formulas.cosine` of the two projected, L2-normalised embeddings, in
   [-1, 1]; ``None`` when the edited side has no audio or the target text is empty. A table's value is
   the mean over its samples that have one.
 
@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError
-from ...audio import resample
-from ..similarity import cosine
+from ...metric import resample
+from ..formulas import cosine
 from .base import ModelOptions, QualitySample, require
 from .base import mean_of
 from .clip import HF_MODEL, HF_NO_CODE, INSTALL, hf_folder, load_pretrained, pooled, positive_int, text_features, to_numpy

@@ -9,9 +9,9 @@ CLIP (Radford et al., 2021) through transformers (``CLIPModel`` + ``CLIPProcesso
 - the sample's ``target_text`` tokenised by the model's tokenizer, cut to the text model's
   ``max_position_embeddings`` tokens (77 for OpenAI CLIP; longer instructions are truncated, as
   torchmetrics does), embedded by ``get_text_features``;
-- ``tv_a`` of a sample = :func:`..similarity.clip_score`: the mean over frames of
+- ``tv_a`` of a sample = :func:`..formulas.clip_score`: the mean over frames of
   ``100 * max(cos(frame, text), 0)`` (torchmetrics' CLIPScore scale, in [0, 100]); ``tc`` of a sample =
-  :func:`..similarity.temporal_consistency`: the mean cosine of consecutive sampled frames' features
+  :func:`..formulas.temporal_consistency`: the mean cosine of consecutive sampled frames' features
   (with a stride ``k`` the pairs are ``k`` frames apart), in [-1, 1], ``None`` for a one-frame clip;
 - a table's value is the mean over its samples (samples with an empty target text have no ``tv_a``).
 
@@ -37,7 +37,7 @@ import numpy as np
 
 from ....errors import InputNotFoundError, OptionError, check_option_type
 from ....io.model_files import check_model_folder
-from ..similarity import check_weight, clip_score, temporal_consistency
+from ..formulas import check_weight, clip_score, temporal_consistency
 from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, require, mean_of
 
 #: the CLIP torchmetrics' CLIPScore defaults to

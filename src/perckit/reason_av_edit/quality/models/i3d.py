@@ -41,7 +41,7 @@ The clips are chosen and fed as StyleGAN-V does:
   contributes no rows on either side.
 
 ``measure`` runs the network on the edited and on the source video of one sample; ``reduce`` pools the
-rows of the records it is given and returns the Fréchet distance (:mod:`..frechet`) of the edited rows
+rows of the records it is given and returns the Fréchet distance (:mod:`..formulas`) of the edited rows
 against the source rows (the reference set is the source videos of the same samples), or ``None`` when
 either side has fewer than 2 rows: a Fréchet distance needs a covariance, so FVD is undefined for a single
 clip and meaningful only over many (published FVDs use hundreds to thousands of clips; over a small subset
@@ -58,7 +58,7 @@ import numpy as np
 
 from ....errors import OptionError, check_choice, check_option_type
 from ....io.model_files import folder_file, is_torchscript, open_weights, zip_records
-from ..frechet import pooled_fd
+from ..formulas import pooled_fd
 from . import i3d_net
 from .base import ModelOptions, ModelUnavailable, QualitySample, load_strict, local_weights, read_checkpoint, require
 

@@ -24,7 +24,7 @@ read files; here the decoded clip is transformed in memory the same way):
   with mean -4.268 / std 9.138: ``(1, 3, 1, 128, 204)``. ``waveform2melspec`` subtracts each clip's mean
   in place and ImageBind's loader hands it views of one waveform, so overlapping clips see the earlier
   clips' mean removal; the clips are passed the same way here, to give the same inputs;
-- ``av_a`` of a sample = :func:`..similarity.cosine` of the audio and the vision embedding, in [-1, 1];
+- ``av_a`` of a sample = :func:`..formulas.cosine` of the audio and the vision embedding, in [-1, 1];
   ``None`` when the edited side has no audio or no frames. A table's value is the mean over its samples.
 
 ImageBind is not on PyPI: ``pip install git+https://github.com/facebookresearch/ImageBind`` (which brings
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError
-from ..similarity import cosine
+from ..formulas import cosine
 from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, require, load_strict, read_checkpoint
 from .clap import has_audio, resampled
 from .base import mean_of

@@ -1,5 +1,5 @@
 """LPAPS with SpecVQGAN's VGGish-ish network: the network half (the formula and the spectrogram are
-:mod:`..perceptual`).
+:mod:`..formulas`).
 
 :func:`lpaps_module` builds our own torch module with the state-dict layout of SpecVQGAN's ``LPAPS``
 (``specvqgan/modules/losses/lpaps.py``): ``scaling_layer.shift`` / ``scaling_layer.scale`` (the per-mel-band
@@ -18,8 +18,8 @@ network's distance; perckit refuses that and needs ``lpaps.pt``. ``vggishish16.p
 
 :class:`LPAPSMetric` scores each sample's **edited audio against its source audio**: both resampled to
 22050 Hz, cut to the shorter of the two (SpecVQGAN pads / trims to 10 s; the ReasonAVEdit clips are shorter
-and are not padded, so silence added to both does not dilute the distance), the :func:`..perceptual.specvqgan_mel`
-spectrogram (at most 860 frames = 10 s), ``2 x - 1``, the network, :func:`..perceptual.lpaps_distance`.
+and are not padded, so silence added to both does not dilute the distance), the :func:`..formulas.specvqgan_mel`
+spectrogram (at most 860 frames = 10 s), ``2 x - 1``, the network, :func:`..formulas.lpaps_distance`.
 A sample without audio on either side, or shorter than 16 spectrogram frames (0.17 s), gets ``None``.
 LPAPS is a distance: 0 for identical audio, lower is closer to the source.
 """
@@ -36,7 +36,7 @@ import numpy as np
 
 from ....errors import OptionError
 from ....io.model_files import folder_file
-from .. import perceptual
+from .. import formulas as perceptual
 from .base import ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
 
 _INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"

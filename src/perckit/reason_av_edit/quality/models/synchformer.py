@@ -1,5 +1,5 @@
 """DeSync with Synchformer, through av-benchmark's model class (the torch half; the math is in
-:mod:`..desync`).
+:mod:`..formulas`).
 
 Synchformer (Iashin et al., 2024) is not on PyPI; av-benchmark (hkchengrex/av-benchmark, installable from
 git only) ships its model class ``av_bench.synchformer.synchformer.Synchformer`` and loads MMAudio's
@@ -12,7 +12,7 @@ never downloaded.
 
 - ``extract_vfeats(x)``: ``x`` float ``(B, 14, 16, 3, 224, 224)`` in [-1, 1] -> ``(B, 14, tv, D)``;
 - ``extract_afeats(x)``: ``x`` float ``(B, 14, 1, 128, 66)`` (the normalised log mels) -> ``(B, 14, ta, D)``;
-- ``compare_v_a(v, a)`` -> logits ``(B, 21)`` over :func:`..desync.offset_grid`.
+- ``compare_v_a(v, a)`` -> logits ``(B, 21)`` over :func:`..formulas.offset_grid`.
 
 The clip scored is the **edited** one (its frames and its audio track); a clip without audio has no
 DeSync (record ``None``).
@@ -30,8 +30,8 @@ import numpy as np
 
 from ....errors import OptionError, PredictionError
 from ....io.model_files import folder_file
-from ...audio import resample
-from .. import desync as ds
+from ...metric import resample
+from .. import formulas as ds
 from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict, read_checkpoint, require
 
 #: where the model class lives and how to get it
@@ -46,9 +46,9 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 class DeSyncMetric:
-    """DeSync of the edited clips (see :mod:`..desync` for the definition) with a ready Synchformer-like
+    """DeSync of the edited clips (see :mod:`..formulas` for the definition) with a ready Synchformer-like
     ``model`` (see the module docstring for the three calls). ``short_clip`` is ``"pad"`` (default) or
-    ``"skip"`` (:func:`..desync.fit_short_clip`)."""
+    ``"skip"`` (:func:`..formulas.fit_short_clip`)."""
 
     keys: tuple[str, ...] = ("desync",)
 
@@ -70,11 +70,11 @@ class DeSyncMetric:
         clip = sample.edited
         if clip.audio is None:
             return {"desync": None, "offsets": np.zeros(0), "padded": False, "reason": "no audio"}
-        frames = clip.frames[ds.resample_indices(clip.frames.shape[0], clip.fps)]
+        frames = clip.frames[ds.desync_frame_indices(clip.frames.shape[0], clip.fps)]
         audio = _audio_16k(np.asarray(clip.audio, dtype=np.float32), clip.sample_rate, sample.sample_id)
         fitted = ds.fit_short_clip(frames, audio, self.short_clip)
         if fitted is None:
-            return {"desync": None, "offsets": np.zeros(0), "padded": False, "reason": f"shorter than {ds.WINDOW_S} s"}
+            return {"desync": None, "offsets": np.zeros(0), "padded": False, "reason": f"shorter than {ds.DESYNC_WINDOW_S} s"}
         frames, audio, padded = fitted
         starts = ds.window_starts(frames.shape[0] / ds.VIDEO_FPS)
         logits = self._logits(frames, audio, starts)
@@ -82,7 +82,7 @@ class DeSyncMetric:
         return {"desync": ds.sample_desync(offsets), "offsets": offsets, "padded": padded}
 
     def reduce(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-        """``{"desync": mean over the records with a value}`` (:func:`..desync.reduce_desync`)."""
+        """``{"desync": mean over the records with a value}`` (:func:`..formulas.reduce_desync`)."""
         return ds.reduce_desync(records)
 
     def _logits(self, frames: np.ndarray, audio: np.ndarray, starts: tuple[float, ...]) -> np.ndarray:

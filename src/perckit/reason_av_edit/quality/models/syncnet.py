@@ -1,4 +1,4 @@
-"""Sync-C / Sync-D with SyncNet: the network half (the math is :mod:`..sync`).
+"""Sync-C / Sync-D with SyncNet: the network half (the math is :mod:`..formulas`).
 
 :func:`syncnet_module` builds our own torch module with the layer layout of ``S`` in
 joonson/syncnet_python's ``SyncNetModel.py``, so that the published ``syncnet_v2.model`` (a state dict with
@@ -16,9 +16,9 @@ On ReasonAVEdit's scenes a face usually fills a small part of the frame, so Sync
 well SyncNet's lip features of the whole frame follow the audio; the numbers are not comparable with
 lip-sync papers' tables and are meaningful mostly for talking-face samples. The other differences: frames
 are not JPEG-compressed on the way (the pipeline extracts JPEGs with ffmpeg), the 25 fps conversion takes
-the nearest frame (:func:`..sync.resample_indices`), the bilinear resize is torch's (cv2's INTER_LINEAR
+the nearest frame (:func:`..formulas.resample_indices`), the bilinear resize is torch's (cv2's INTER_LINEAR
 rule, up to its fixed-point rounding), and the MFCC is our numpy transcription of
-``python_speech_features.mfcc`` (:func:`..sync.speech_mfcc`, equal to it to 1e-12 on the test signals).
+``python_speech_features.mfcc`` (:func:`..formulas.speech_mfcc`, equal to it to 1e-12 on the test signals).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError
-from ...audio import resample
-from .. import sync
+from ...metric import resample
+from .. import formulas as sync
 from .base import ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
 
 _INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
@@ -144,7 +144,7 @@ def crop_box(height: int, width: int, crop: Any) -> tuple[int, int, int, int]:
 
 def lip_frames(frames: np.ndarray, fps: float, crop: Any = "full", device: str = "cpu") -> Any:
     """The lip-tower input frames of a clip, a ``(T', 3, 224, 224)`` uint8 torch tensor of BGR values
-    (the network reads them as floats in 0..255): read at 25 fps (:func:`..sync.resample_indices`), cropped (:func:`crop_box`), resized
+    (the network reads them as floats in 0..255): read at 25 fps (:func:`..formulas.resample_indices`), cropped (:func:`crop_box`), resized
     bilinearly to 224 x 224 (half-pixel centres, no antialiasing, as ``cv2.resize``'s default), rounded
     to integers as cv2's uint8 output, RGB -> BGR (cv2 reads BGR)."""
     import torch
@@ -171,7 +171,7 @@ def audio_at_16k(audio: np.ndarray, sample_rate: int) -> np.ndarray:
 
 class SyncNetMetric:
     """Sync-C / Sync-D of the edited clips with a ready SyncNet (:func:`syncnet_module` layout, loaded or
-    random). ``measure`` embeds the clip's windows and returns its :func:`..sync.sync_record`; a clip
+    random). ``measure`` embeds the clip's windows and returns its :func:`..formulas.sync_record`; a clip
     without audio, or shorter than 6 frames at 25 fps, gets ``None`` values (not counted)."""
 
     keys = ("sync_c", "sync_d")

@@ -37,7 +37,7 @@ import numpy as np
 
 from ....errors import OptionError, check_option_type
 from ....io.model_files import folder_file
-from ..frechet import pooled_fd
+from ..formulas import pooled_fd
 from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, require, load_strict, read_checkpoint
 
 #: the sample rate VGGish expects

@@ -19,12 +19,12 @@ from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import ReleaseFormatError, ReleaseNotFoundError
-from ..errors import short_repr as _short
-from ..io.jsonio import decode_text, parse_json
-from ..io.paths import read_regular_file, resolve_under
+from ...errors import ReleaseFormatError, ReleaseNotFoundError
+from ...errors import short_repr as _short
+from ...io.jsonio import decode_text, parse_json
+from ...io.paths import read_regular_file, resolve_under
 from .archives import check_name
-from .layout import ANNOTATIONS_DIR, METADATA
+from ..layout import ANNOTATIONS_DIR, METADATA
 
 logger = logging.getLogger(__name__)
 

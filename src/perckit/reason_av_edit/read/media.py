@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable, Iterable, Sequence
 
-from ..errors import ReleaseFormatError, ReleaseNotFoundError
-from ..io.paths import read_regular_file, resolve_under
+from ...errors import ReleaseFormatError, ReleaseNotFoundError
+from ...io.paths import read_regular_file, resolve_under
 from .archives import MAX_MEMBER_BYTES, check_name
-from .layout import ARCHIVES_DIR, METADATA
+from ..layout import ARCHIVES_DIR, METADATA
 from .metadata import Sample
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Predictions on disk [inferred convention] and the GT-as-prediction helper.
+"""Prediction files on disk [inferred convention] and the GT-as-prediction helper.
 
 ``load_predictions_dir(dir)`` builds ``av_reasoning`` prediction rows from, per sample:
 
@@ -10,7 +10,7 @@
 
 A missing file means "not provided". Every file name is built from a sample id that must be a plain file-name
 stem (:func:`.metadata.check_sample_id`) and resolved inside the folder (:func:`perckit.io.paths.resolve_under`: a
-symbolic link out of it is refused); each file must be a regular file under a size cap of :mod:`.limits`
+symbolic link out of it is refused); each file must be a regular file under a size cap of :mod:`..layout`
 (a FIFO, a device or a folder in its place is refused, never waited on). A JSON object that repeats a key is
 refused, and a leading UTF-8 BOM is skipped.
 """
@@ -21,13 +21,13 @@ import os
 from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError
-from ..io.jsonio import decode_text, parse_json
-from ..io.paths import read_regular_file, resolve_under
-from .features import gt_as_prediction, make_prediction
-from .limits import MAX_MASK_PNG_BYTES, MAX_MEDIA_FILE_BYTES, MAX_PREDICTION_JSON_BYTES
+from ...errors import InputNotFoundError, PredictionError, ReleaseFormatError
+from ...io.jsonio import decode_text, parse_json
+from ...io.paths import read_regular_file, resolve_under
+from ..features import gt_as_prediction, make_prediction
+from ..layout import MAX_MASK_PNG_BYTES, MAX_MEDIA_FILE_BYTES, MAX_PREDICTION_JSON_BYTES
 from .metadata import check_sample_id
-from .rows import anchor_mask_from_png
+from ..rows import anchor_mask_from_png
 
 SUFFIXES = {"anchor_mask": "_anchor_mask.png", "reason_audio": "_reason_audio.wav", "mask_video": "_mask.mp4", "json": ".json"}
 LIMITS = {"anchor_mask": MAX_MASK_PNG_BYTES, "reason_audio": MAX_MEDIA_FILE_BYTES, "mask_video": MAX_MEDIA_FILE_BYTES,
