@@ -48,7 +48,7 @@ def test_every_previewer_on_its_sample_release(releases, benchmark, config):
     assert {k: v for k, v in out.features.items() if k != previews.PREVIEW_COLUMN} == ds.features
     assert type(out.features[previews.PREVIEW_COLUMN]).__name__ == "Image"
     cells = out.with_format("arrow")[previews.PREVIEW_COLUMN].to_pylist()
-    again = previews.add_preview(ds.select(range(min(3, ds.num_rows))), benchmark, bl, config)
+    again = previews.add_preview(ds.select(range(min(3, ds.num_rows))), benchmarks.get(benchmark), bl, config)
     assert [c["bytes"] for c in again.with_format("arrow")[previews.PREVIEW_COLUMN].to_pylist()] == [c["bytes"] for c in cells[:3]]
     for c in cells:
         assert 0 < len(c["bytes"]) <= CAP

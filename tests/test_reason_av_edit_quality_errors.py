@@ -9,6 +9,7 @@ import pytest
 from helpers.edit_quality import MeanMetric, box_region, clip, reference, rgb_mp4
 
 from perckit.errors import InputNotFoundError, PredictionError
+from perckit.io import media as video_caps
 from perckit.reason_av_edit import layout
 from perckit.reason_av_edit import load_quality_predictions_dir, make_quality_prediction, to_quality_reference
 from perckit.reason_av_edit.features import encode_wav
@@ -76,11 +77,11 @@ def test_undecodable_reference_image(ref):
 
 def test_media_past_the_caps(ref, tmp_path, monkeypatch):
     video = ref["video"]["bytes"]
-    monkeypatch.setattr(layout, "MAX_VIDEO_FRAMES", 2)
+    monkeypatch.setattr(video_caps, "MAX_VIDEO_FRAMES", 2)
     with pytest.raises(PredictionError, match=r"edited_video: the video '<bytes>' (declares 3 frames|has more than 2 frames), more than the limit|has more than 2 frames"):
         run(make_quality_prediction("s", video), ref)
     monkeypatch.undo()
-    monkeypatch.setattr(layout, "MAX_VIDEO_PIXELS", 100)
+    monkeypatch.setattr(video_caps, "MAX_VIDEO_PIXELS", 100)
     with pytest.raises(PredictionError, match=r"declares 16 x 16 frames, more than the limit of 100 pixels"):
         run(make_quality_prediction("s", video), ref)
     monkeypatch.undo()

@@ -447,11 +447,11 @@ def _mask_mp4(frames=10, h=32, w=32):
 def test_mask_video_header_checked_before_decoding(monkeypatch, cap, value, says):
     import cv2
 
-    from perckit.reason_av_edit import layout
+    from perckit.io import media as video_caps
     from perckit.reason_av_edit import metric as core
 
     data = _mask_mp4()
-    monkeypatch.setattr(layout, cap, value)
+    monkeypatch.setattr(video_caps, cap, value)
     reads = []
     real = cv2.VideoCapture
 
@@ -475,10 +475,10 @@ def test_mask_video_header_checked_before_decoding(monkeypatch, cap, value, says
 def test_mask_video_decoding_stops_past_the_frame_cap(monkeypatch):
     """A header that understates its frames: the decoding loop enforces the cap as well."""
     from perckit.reason_av_edit import metric as core
-    from perckit.reason_av_edit import layout
+    from perckit.io import media as video_caps
 
     monkeypatch.setattr(core, "probe_video", lambda *a: None)
-    monkeypatch.setattr(layout, "MAX_VIDEO_FRAMES", 4)
+    monkeypatch.setattr(video_caps, "MAX_VIDEO_FRAMES", 4)
     with pytest.raises(PredictionError, match="has more than 4 frames"):
         core.decode_mask_video(_mask_mp4(), "", "w", 127, 0.001)
 

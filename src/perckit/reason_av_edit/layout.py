@@ -7,15 +7,12 @@ media folders as one tar each under ``archives/`` (members carry the folder pref
 The caps on every prediction or reference file and media stream ReasonAVEdit reads are here too (one place,
 documented in ``docs/errors.md``). Sizes are checked before reading, durations, channels and frame counts on the
 header (``soundfile.info`` / the container's stream metadata) before decoding, and the decoding itself stops past
-them (a header may lie). :func:`check_video_header` checks a video's header against them. The release-side caps
+them (a header may lie). A video's header is checked by :func:`perckit.io.media.check_video_header`, whose caps
+(``MAX_VIDEO_FRAMES``, ``MAX_VIDEO_PIXELS``, ``MAX_VIDEO_DURATION_S``) every benchmark's video reader shares. The release-side caps
 live in :mod:`.read.archives` (``MAX_MEMBER_BYTES``) and :mod:`.read.metadata`.
 """
 
 from __future__ import annotations
-
-from typing import Any
-
-from ..errors import PredictionError
 
 METADATA = "metadata.csv"
 ANNOTATIONS_DIR = "annotations"
@@ -39,33 +36,3 @@ MAX_DURATION_S = 600.0
 #: float64).
 MAX_AUDIO_CHANNELS = 16
 MAX_AUDIO_SAMPLES = 1 << 26
-#: Mask videos: most frames (10 min at 25 fps), pixels per frame (4K UHD) and seconds, from the header, then
-#: enforced while decoding.
-MAX_VIDEO_FRAMES = 15_000
-MAX_VIDEO_PIXELS = 3840 * 2160
-MAX_VIDEO_DURATION_S = 600.0
-
-
-def check_video_header(container: Any, label: str, where: str, kind: str = "video") -> Any:
-    """The first video stream of an open PyAV container, after its declared size, length and duration are checked
-    against the caps above (``MAX_VIDEO_PIXELS`` per frame, ``MAX_VIDEO_FRAMES`` frames, ``MAX_VIDEO_DURATION_S``
-    seconds); ``kind`` names the file in the messages ("video", "mask video")."""
-    import av
-
-    if not container.streams.video:
-        raise PredictionError(f"{where}: the {kind} {label!r} has no video stream (expected an mp4 with one)")
-    s = container.streams.video[0]
-    w, h = int(s.codec_context.width or 0), int(s.codec_context.height or 0)
-    frames = int(s.frames or 0)
-    duration = float(s.duration * s.time_base) if s.duration and s.time_base else (
-        container.duration / av.time_base if container.duration else None)
-    if w * h > MAX_VIDEO_PIXELS:
-        raise PredictionError(f"{where}: the {kind} {label!r} declares {w} x {h} frames, more than the limit of "
-                              f"{MAX_VIDEO_PIXELS} pixels (perckit.reason_av_edit.layout.MAX_VIDEO_PIXELS)")
-    if frames > MAX_VIDEO_FRAMES:
-        raise PredictionError(f"{where}: the {kind} {label!r} declares {frames} frames, more than the limit of "
-                              f"{MAX_VIDEO_FRAMES} (perckit.reason_av_edit.layout.MAX_VIDEO_FRAMES)")
-    if duration is not None and duration > MAX_VIDEO_DURATION_S:
-        raise PredictionError(f"{where}: the {kind} {label!r} declares {duration:.6g} s, more than the limit of "
-                              f"{MAX_VIDEO_DURATION_S:g} s (perckit.reason_av_edit.layout.MAX_VIDEO_DURATION_S)")
-    return s

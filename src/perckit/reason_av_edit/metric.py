@@ -77,7 +77,8 @@ from ..io.paths import read_regular_file
 from ..core.stats import fmean
 from .features import is_media_provided, is_not_provided_rle, media_bytes
 from . import layout
-from .layout import check_video_header
+from ..io import media as video_caps
+from ..io.media import check_video_header
 from .read.metadata import CARD_AUDIO_NULL, CARD_VISUAL_NULL, CATEGORIES
 
 logger = logging.getLogger(__name__)
@@ -453,13 +454,13 @@ def decode_mask_video(data: bytes | None, path: str, where: str, threshold: int,
                 ok, frame = cap.read()
                 if not ok:
                     break
-                if len(active) >= layout.MAX_VIDEO_FRAMES:
-                    raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} has more than {layout.MAX_VIDEO_FRAMES} frames "
-                                          "(perckit.reason_av_edit.layout.MAX_VIDEO_FRAMES)")
+                if len(active) >= video_caps.MAX_VIDEO_FRAMES:
+                    raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} has more than {video_caps.MAX_VIDEO_FRAMES} frames "
+                                          "(perckit.io.media.MAX_VIDEO_FRAMES)")
                 gray = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY) if frame.ndim == 3 else frame
-                if gray.size > layout.MAX_VIDEO_PIXELS:
+                if gray.size > video_caps.MAX_VIDEO_PIXELS:
                     raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} has a frame of {gray.shape[1]} x {gray.shape[0]}, "
-                                          f"more than the limit of {layout.MAX_VIDEO_PIXELS} pixels")
+                                          f"more than the limit of {video_caps.MAX_VIDEO_PIXELS} pixels")
                 fg = int(np.count_nonzero(gray > threshold))
                 active.append(fg >= null_area_frac * gray.size and fg > 0)
         finally:

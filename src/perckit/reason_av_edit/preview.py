@@ -2,7 +2,7 @@
 (``anchor_frame``, else the first frame) with the edited region (``anchor_mask``: light fill + outline). A row with
 no anchor mask (a "not provided" marker, an empty size, null) shows the frame alone with a caption saying so;
 a row with no video shows a neutral canvas with a caption. The video is decoded with PyAV after
-:func:`perckit.reason_av_edit.layout.check_video_header` checked its declared size, length and duration.
+:func:`perckit.io.media.check_video_header` checked its declared size, length and duration.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from PIL import Image
 import perckit.export.previews as previews
 from ..errors import ReleaseFormatError
 from ..io.paths import open_media
-from .layout import MAX_MEDIA_FILE_BYTES, check_video_header
+from ..io.media import check_video_header
+from .layout import MAX_MEDIA_FILE_BYTES
 
 
 def video_frame(video: Any, index: int, where: str) -> Image.Image | None:

@@ -1,7 +1,7 @@
 """The export preview of Syn4D (:mod:`perckit.export.previews`): the query tracks, projected into frame 0 with the
 row's intrinsics (``u = fx·x/z + cx``, ``v = fy·y/z + cy``; the tracks are in the frame-0 camera), drawn over the
 first frame: the challenge row's video first frame when the row has its video (decoded with PyAV after
-:func:`perckit.reason_av_edit.layout.check_video_header` checked its declared size), else a neutral canvas of
+:func:`perckit.io.media.check_video_header` checked its declared size), else a neutral canvas of
 ``image_size_hw``. Dynamic queries are orange, static ones sky blue; a dot marks each track's first visible point;
 only samples marked visible are drawn.
 """
@@ -29,7 +29,7 @@ def first_frame(video: Any, where: str) -> Image.Image | None:
     """The first frame of a ``{bytes, path}`` video value (bytes first, else the file), None when there is none."""
     import av
 
-    from ..reason_av_edit.layout import check_video_header
+    from ..io.media import check_video_header
 
     if not isinstance(video, Mapping):
         return None

@@ -29,7 +29,8 @@ import numpy as np
 from ...errors import PredictionError
 from ..features import is_media_provided, media_bytes
 from .. import layout
-from ..layout import check_video_header
+from ...io import media as video_caps
+from ...io.media import check_video_header
 from .models.base import Clip, QualitySample
 
 #: The analysis rate of every audio side.
@@ -65,12 +66,12 @@ def decode_video(data: bytes, label: str, where: str) -> tuple[np.ndarray, float
         total = 0
         try:
             for frame in container.decode(stream):
-                if len(frames) >= layout.MAX_VIDEO_FRAMES:
-                    raise PredictionError(f"{where}: the video {label!r} has more than {layout.MAX_VIDEO_FRAMES} frames "
-                                          "(perckit.reason_av_edit.layout.MAX_VIDEO_FRAMES)")
-                if frame.width * frame.height > layout.MAX_VIDEO_PIXELS:
+                if len(frames) >= video_caps.MAX_VIDEO_FRAMES:
+                    raise PredictionError(f"{where}: the video {label!r} has more than {video_caps.MAX_VIDEO_FRAMES} frames "
+                                          "(perckit.io.media.MAX_VIDEO_FRAMES)")
+                if frame.width * frame.height > video_caps.MAX_VIDEO_PIXELS:
                     raise PredictionError(f"{where}: the video {label!r} has a frame of {frame.width} x {frame.height}, more "
-                                          f"than the limit of {layout.MAX_VIDEO_PIXELS} pixels")
+                                          f"than the limit of {video_caps.MAX_VIDEO_PIXELS} pixels")
                 total += frame.width * frame.height * 3
                 if total > MAX_DECODED_BYTES:
                     raise PredictionError(f"{where}: the video {label!r} decodes to more than {MAX_DECODED_BYTES} bytes of RGB "
