@@ -722,7 +722,7 @@ _ANY_COUNTS = st.one_of(
     ("P0~P", "W: 'counts' has a character outside the COCO alphabet ('0'..'o') at offset 2"),  # the first rule broken
     ("PPPPPPPP0P", "W: 'counts' is truncated (its last character continues a number)"),
     ("PPPPPP20PPPPPPP0", "W: 'counts' has a run encoded in more than 7 characters"),
-], ids=repr)
+], ids=lambda v: f"memoryview({bytes(v)!r})" if isinstance(v, memoryview) else repr(v))  # stable ids: xdist workers compare them
 def test_golden_counts_messages(counts, message):
     """Each rule of the counts grammar has its message, built from the scan's status; a string that breaks
     several gets the first rule's (alphabet, truncation, length, the 7th character, negative run)."""

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
-
-import datasets
 
 from ..errors import PredictionError
 
 
 def rle_feature() -> dict:
     """The shared RLE struct: ``size`` = [H, W] (checked to have length 2 in code), ``counts`` a compressed COCO RLE str."""
-    return {"size": [datasets.Value("int32")], "counts": datasets.Value("string")}
+    from datasets import Value
+
+    return {"size": [Value("int32")], "counts": Value("string")}
 
 
 def project(row: Any, schema: Any) -> Any:
@@ -33,6 +34,7 @@ def project(row: Any, schema: Any) -> Any:
         if row is None:
             return []
         return [project(item, schema[0]) for item in row]
-    if isinstance(schema, datasets.Value) and schema.dtype == "string" and row is None:
+    ds = sys.modules.get("datasets")  # a schema holding a datasets.Value means datasets is imported
+    if row is None and ds is not None and isinstance(schema, ds.Value) and schema.dtype == "string":
         return ""
     return row

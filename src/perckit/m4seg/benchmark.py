@@ -1,30 +1,14 @@
-"""The descriptor of M4Seg (:class:`perckit.hf.descriptor.Benchmark`): the one record the core reads. Each
-function below imports its module directly when it is first called, so that listing the benchmarks (and an
-accumulator of one metric) imports neither ``datasets`` nor the other benchmarks' code."""
+"""The descriptor of M4Seg (:class:`perckit.hf.descriptor.Benchmark`): the one record the core reads. Its
+functions are imported directly (none of these modules imports ``datasets`` until a function builds features);
+the previewer, which draws with Pillow, when a preview is made."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..hf.descriptor import Benchmark, MetricSpec
-
-
-def m4seg_core(config: str | None = None) -> Any:
-    from .accumulate import m4seg_core
-
-    return m4seg_core(config)
-
-
-def gt_as_prediction(row: Any) -> Any:
-    from .features import gt_as_prediction
-
-    return gt_as_prediction(row)
-
-
-def to_metric_reference(row: Any) -> Any:
-    from .features import to_metric_reference
-
-    return to_metric_reference(row)
+from .accumulate import m4seg_core
+from .features import gt_as_prediction, to_metric_reference
 
 
 def _previewer(builder: Any, config: str) -> Any:

@@ -5,13 +5,13 @@ List literals throughout: ``Sequence({...})`` of a struct would become a dict of
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-import datasets
 
 from ..core.schema import project, rle_feature
 
-Value = datasets.Value
+if TYPE_CHECKING:  # the functions that build features import datasets; importing this module does not
+    import datasets
 
 #: The release's source names and the annotation family of each (``granularity``) [card].
 SOURCE_GRANULARITY = {
@@ -27,10 +27,14 @@ IMAGE_FILES = "image_files"
 
 
 def image_features() -> dict:
+    from datasets import Value
+
     return {"image_id": Value("string"), "path": Value("string"), "height": Value("int32"), "width": Value("int32")}
 
 
 def grounding_features() -> dict:
+    from datasets import Value
+
     return {
         "image_index": Value("int32"),  # 1-based index into ``images``
         "name": Value("string"),
@@ -44,6 +48,9 @@ def grounding_features() -> dict:
 
 def row_features(with_images: bool = False) -> datasets.Features:
     """The builder's features; ``with_images`` adds ``image_files`` (one ``Image`` per entry of ``images``)."""
+    import datasets
+    from datasets import Value
+
     f = {
         "example_id": Value("string"),
         "pair_id": Value("string"),
@@ -61,6 +68,8 @@ def row_features(with_images: bool = False) -> datasets.Features:
 
 
 def prediction_schema() -> dict:
+    from datasets import Value
+
     return {
         "example_id": Value("string"),
         "answer": Value("string"),
@@ -69,6 +78,8 @@ def prediction_schema() -> dict:
 
 
 def reference_schema() -> dict:
+    from datasets import Value
+
     return {
         "example_id": Value("string"),
         "answer": Value("string"),

@@ -1,48 +1,14 @@
-"""The descriptor of R4D-Bench (:class:`perckit.hf.descriptor.Benchmark`): the one record the core reads. Each
-function below imports its module directly when it is first called, so that listing the benchmarks (and an
-accumulator of one metric) imports neither ``datasets`` nor the other benchmarks' code."""
+"""The descriptor of R4D-Bench (:class:`perckit.hf.descriptor.Benchmark`): the one record the core reads. Its
+functions are imported directly (none of these modules imports ``datasets`` until a function builds features);
+the previewer, which draws with Pillow, when a preview is made."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..hf.descriptor import Benchmark, MetricSpec
-
-
-def mask_temporal_core(config: str | None = None) -> Any:
-    from .accumulate import mask_temporal_core
-
-    return mask_temporal_core(config)
-
-
-def track_id_core(config: str | None = None) -> Any:
-    from .accumulate import track_id_core
-
-    return track_id_core(config)
-
-
-def to_metric_prediction(row: Any) -> Any:
-    from .features import to_metric_prediction
-
-    return to_metric_prediction(row)
-
-
-def to_metric_reference(row: Any) -> Any:
-    from .features import to_metric_reference
-
-    return to_metric_reference(row)
-
-
-def to_track_prediction(row: Any) -> Any:
-    from .features import to_track_prediction
-
-    return to_track_prediction(row)
-
-
-def to_track_reference(row: Any) -> Any:
-    from .features import to_track_reference
-
-    return to_track_reference(row)
+from .accumulate import mask_temporal_core, track_id_core
+from .features import to_metric_prediction, to_metric_reference, to_track_prediction, to_track_reference
 
 
 def _previewer(builder: Any, config: str) -> Any:

@@ -4,16 +4,20 @@ onto them (:func:`to_metric_reference` and the other ``to_*`` helpers)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import datasets
 
 from ..errors import check_choice
 from ..core.schema import project, rle_feature
 
-Value = datasets.Value
+if TYPE_CHECKING:  # the functions that build features import datasets; importing this module does not
+    import datasets
 
 
 def query_features() -> datasets.Features:
+    import datasets
+    from datasets import Value
+
     return datasets.Features({
         "query_id": Value("string"),
         "scene": Value("string"),
@@ -37,6 +41,9 @@ def query_features() -> datasets.Features:
 
 
 def frame_features() -> datasets.Features:
+    import datasets
+    from datasets import Value
+
     return datasets.Features({
         "scene": Value("string"),
         "frame_id": Value("int32"),
@@ -63,6 +70,8 @@ METRICS = ("mask_temporal", "track_id")
 
 def prediction_schema(metric: str = "mask_temporal") -> dict:
     """The declared prediction features of ``metric`` (``"mask_temporal"`` or ``"track_id"``)."""
+    from datasets import Value
+
     check_choice("metric", metric, METRICS)
     if metric == "track_id":
         return {"query_id": Value("string"), "target_track_ids": [Value("string")]}
@@ -71,6 +80,8 @@ def prediction_schema(metric: str = "mask_temporal") -> dict:
 
 def reference_schema(metric: str = "mask_temporal") -> dict:
     """The declared reference features of ``metric`` (``"mask_temporal"`` or ``"track_id"``)."""
+    from datasets import Value
+
     check_choice("metric", metric, METRICS)
     if metric == "track_id":
         return {"query_id": Value("string"), "scene": Value("string"), "target_track_ids": [Value("string")]}

@@ -16,16 +16,16 @@ import io
 import os
 from pathlib import Path
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import datasets
 import numpy as np
 
 from .. import rle as rle_ops
 from ..errors import PredictionError
 from ..core.schema import project, rle_feature
 
-Value = datasets.Value
+if TYPE_CHECKING:  # the functions that build features import datasets; importing this module does not
+    import datasets
 
 NOT_PROVIDED_RLE = {"size": [], "counts": ""}
 NOT_PROVIDED_MEDIA = {"bytes": None, "path": ""}
@@ -33,11 +33,16 @@ NOT_PROVIDED_MEDIA = {"bytes": None, "path": ""}
 
 def media_feature() -> dict:
     """``{bytes, path}``: the same Arrow storage as ``Audio`` / ``Video(decode=False)`` / ``Image``."""
+    from datasets import Value
+
     return {"bytes": Value("binary"), "path": Value("string")}
 
 
 def builder_features() -> datasets.Features:
     """The ``test`` split's features (spec section 3). Media are never decoded by the builder."""
+    import datasets
+    from datasets import Value
+
     return datasets.Features({
         "sample_id": Value("string"),
         "category": Value("string"),
@@ -65,6 +70,9 @@ def builder_features() -> datasets.Features:
 
 def prediction_schema() -> dict:
     """``av_reasoning`` predictions: the reasoning fields of a row."""
+    import datasets
+    from datasets import Value
+
     return {
         "sample_id": Value("string"),
         "anchor_mask": rle_feature(),
@@ -77,6 +85,9 @@ def prediction_schema() -> dict:
 
 def reference_schema() -> dict:
     """``av_reasoning`` references: builder rows projected with :func:`to_metric_reference`."""
+    import datasets
+    from datasets import Value
+
     return {
         "sample_id": Value("string"),
         "category": Value("string"),

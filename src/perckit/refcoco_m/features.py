@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import datasets
 
 from ..core.schema import project, rle_feature
 
-Value = datasets.Value
+if TYPE_CHECKING:  # the functions that build features import datasets; importing this module does not
+    import datasets
 
 
 def images_features() -> datasets.Features:
     """The ``images`` config: the release row as published (one row per image)."""
+    import datasets
+    from datasets import Value
+
     return datasets.Features({
         "image": datasets.Image(),
         "image_id": Value("int64"),
@@ -32,6 +36,9 @@ def images_features() -> datasets.Features:
 
 def expression_features(with_images: bool = True) -> datasets.Features:
     """The ``expressions`` config: one row per (image, sample, sentence); ``image`` only ``with_images``."""
+    import datasets
+    from datasets import Value
+
     features: dict = {"expression_id": Value("string")}
     if with_images:
         features["image"] = datasets.Image()
@@ -55,11 +62,15 @@ def expression_features(with_images: bool = True) -> datasets.Features:
 
 def prediction_schema() -> dict:
     """``refer_iou`` predictions: one mask per expression."""
+    from datasets import Value
+
     return {"expression_id": Value("string"), "mask": rle_feature()}
 
 
 def reference_schema() -> dict:
     """``refer_iou`` references: the ``expressions`` row restricted to what scoring needs."""
+    from datasets import Value
+
     return {
         "expression_id": Value("string"),
         "mask": rle_feature(),

@@ -1,24 +1,14 @@
-"""The descriptor of Syn4D (:class:`perckit.hf.descriptor.Benchmark`): the one record the core reads. Each
-function below imports its module directly when it is first called, so that listing the benchmarks (and an
-accumulator of one metric) imports neither ``datasets`` nor the other benchmarks' code."""
+"""The descriptor of Syn4D (:class:`perckit.hf.descriptor.Benchmark`): the one record the core reads. Its
+functions are imported directly (none of these modules imports ``datasets`` until a function builds features);
+the previewer, which draws with Pillow, when a preview is made."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..hf.descriptor import Benchmark, MetricSpec
-
-
-def syn4d_core(config: str | None = None) -> Any:
-    from .accumulate import syn4d_core
-
-    return syn4d_core(config)
-
-
-def to_metric_reference(row: Any, task: str) -> Any:
-    from .features import to_metric_reference
-
-    return to_metric_reference(row, task)
+from .accumulate import syn4d_core
+from .features import to_metric_reference
 
 
 def _previewer(builder: Any, config: str) -> Any:

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import datasets
 import numpy as np
 
 from ..errors import OptionError, PredictionError
 from .metric import REFERENCE_KEYS as TASK_REFERENCE_KEYS  # the keys task_metrics reads, written there once
 
-Value = datasets.Value
-
 
 def tracking_features(num_queries: int) -> dict:
+    import datasets
+    from datasets import Value
+
     q = int(num_queries)
     return {
         "sequence_id": Value("string"),
@@ -34,6 +34,8 @@ def tracking_features(num_queries: int) -> dict:
 
 
 def challenge_features(num_queries: int, depth_hw: tuple[int, int]) -> dict:
+    import datasets
+
     h, w = (int(v) for v in depth_hw)
     return {
         **tracking_features(num_queries),
@@ -45,10 +47,16 @@ def challenge_features(num_queries: int, depth_hw: tuple[int, int]) -> dict:
 
 
 def _a3(dtype: str):
+    import datasets
+    from datasets import Value
+
     return datasets.Sequence(datasets.Sequence(datasets.Sequence(Value(dtype))))
 
 
 def prediction_schema() -> dict:
+    import datasets
+    from datasets import Value
+
     return {
         "sequence_id": Value("string"),
         "tracking_xyz": _a3("float64"),
@@ -59,6 +67,9 @@ def prediction_schema() -> dict:
 
 
 def reference_schema(task: str) -> dict:
+    import datasets
+    from datasets import Value
+
     ident = {
         "sequence_id": Value("string"), "variant": Value("string"), "scene": Value("string"),
         "frame_indices": datasets.Sequence(Value("int32")),

@@ -18,7 +18,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import datasets
 import numpy as np
 
 from ...errors import InputNotFoundError, PredictionError
@@ -27,13 +26,14 @@ from ..features import NOT_PROVIDED_MEDIA, _media_value, encode_wav, media_featu
 from ..layout import MAX_MEDIA_FILE_BYTES
 from ..read.metadata import check_sample_id
 
-Value = datasets.Value
 #: The file of each media field in a predictions folder, after the sample id.
 SUFFIXES = {"edited_video": ".mp4", "edited_audio": ".wav"}
 
 
 def prediction_schema() -> dict:
     """``av_edit_quality`` predictions: the edited video and (optionally) the edited audio."""
+    from datasets import Value
+
     return {"sample_id": Value("string"), "edited_video": media_feature(), "edited_audio": media_feature()}
 
 

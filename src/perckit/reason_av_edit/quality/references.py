@@ -13,19 +13,20 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-import datasets
 import numpy as np
 
 from ...errors import PredictionError
 from ...core.schema import project
 from ..features import NOT_PROVIDED_MEDIA, _media_value, media_feature
 
-Value = datasets.Value
 MEDIA_KEYS = ("video", "audio", "mask_video", "ref_image")
 
 
 def reference_schema() -> dict:
     """``av_edit_quality`` references: builder rows projected with :func:`to_quality_reference`."""
+    import datasets
+    from datasets import Value
+
     return {
         "sample_id": Value("string"),
         "category": Value("string"),
