@@ -146,7 +146,7 @@ def case_refer_iou(quick: bool = False) -> list[dict]:
     import evaluate
 
     from perckit import rle
-    from perckit.refcoco_m.metrics import refer_iou
+    from perckit.refcoco_m.metric import refer_iou
 
     n, h, w = (1000 if quick else 5598), 480, 640
     rng = np.random.default_rng(1)

@@ -594,7 +594,7 @@ def refer_metric():
 
 @pytest.mark.parametrize("via_evaluate, mask, error, patterns", [pytest.param(*c[1:], id=c[0]) for c in REFER_IOU_CASES])
 def test_refer_iou_metric(refer_metric, via_evaluate, mask, error, patterns):
-    from perckit.refcoco_m import metrics as core
+    from perckit.refcoco_m import metric as core
 
     preds = [{"expression_id": "e1", "mask": mask}]
     fn = (lambda: refer_metric.compute(predictions=preds, references=[RI_REF])) if via_evaluate else (lambda: core.refer_iou(preds, [RI_REF]))
@@ -800,7 +800,7 @@ def _s4_io():
 
 
 def _rcm_io():
-    from perckit.refcoco_m import io as m
+    from perckit.refcoco_m import read as m
 
     return m
 
@@ -876,7 +876,7 @@ def test_syn4d_missing_id_strict_by_default_lax_records_a_failure():
 
 def test_refer_iou_and_av_reasoning_have_no_lax_mode():
     from perckit.reason_av_edit import metric as av_core
-    from perckit.refcoco_m import metrics as ri_core
+    from perckit.refcoco_m import metric as ri_core
 
     preds, refs = [{"expression_id": "e1", "mask": RI_REF["mask"]}], [RI_REF, {**RI_REF, "expression_id": "e2"}]
     expect(lambda: ri_core.refer_iou(preds, refs), PredictionError, r"no prediction for 1 reference expression_id.*'e2'")

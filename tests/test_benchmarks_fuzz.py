@@ -289,7 +289,7 @@ valid_refcoco_rows = st.lists(
 @example(content=_lines([{"expression_id": "1:0", "mask": GOOD_RLE}, {"sample_id": 2, "sentence_index": 0, "mask": uncompressed(GOOD_RLE)}]))
 @example(content=_lines([{"expression_id": "1:0", "mask": BAD_RLE}]))
 def test_refcoco_jsonl_prediction_files(content):
-    from perckit.refcoco_m.io import load_predictions_jsonl
+    from perckit.refcoco_m.read import load_predictions_jsonl
 
     with folder() as d:
         p = d / "p.jsonl"
@@ -317,7 +317,7 @@ valid_image_rows = st.lists(
 @example(rows=[{"image_id": 1, "samples": [{"id": 3, "masks": [GOOD_RLE, np.zeros((1, 4), dtype=bool)]}]}])
 @example(rows=[{"image_id": 1, "samples": [{"id": 3, "masks": [BAD_RLE]}]}])
 def test_refcoco_flatten_image_predictions(rows):
-    from perckit.refcoco_m.io import flatten_image_predictions
+    from perckit.refcoco_m.read import flatten_image_predictions
 
     out = documented_only(flatten_image_predictions, rows)
     assert out is None or all(isinstance(r["expression_id"], str) for r in out)
@@ -398,7 +398,7 @@ def test_missing_files_are_input_not_found(tmp_path):
     from perckit.errors import InputNotFoundError
     from perckit.r4d_bench.read import load_mask_predictions, load_track_predictions
     from perckit.reason_av_edit.read.predictions import load_predictions_dir
-    from perckit.refcoco_m.io import load_predictions_jsonl
+    from perckit.refcoco_m.read import load_predictions_jsonl
     from perckit.syn4d.read import read_npz
 
     for fn, arg in [(load_mask_predictions, "a.json"), (load_track_predictions, "a.json"), (read_npz, "a.npz"), (load_predictions_jsonl, "a.jsonl"),

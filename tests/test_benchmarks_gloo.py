@@ -65,7 +65,7 @@ def r4d_inputs(base, cache):
 def refcoco_inputs(base, cache):
     from perckit.demo import perturb_masks
     from perckit.refcoco_m import features as feats
-    from perckit.refcoco_m import metrics as m
+    from perckit.refcoco_m import metric as m
     from perckit.samples import write_release
 
     write_release("refcoco_m", base / "refcoco_m")

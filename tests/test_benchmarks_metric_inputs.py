@@ -388,7 +388,7 @@ def _option_fields(name: str) -> dict[str, str]:
         from perckit.m4seg.metric.options import M4SegOptions
         from perckit.r4d_bench.metric import MaskTemporalOptions
         from perckit.reason_av_edit.metric import AVReasoningOptions
-        from perckit.refcoco_m.metrics import ReferIoUOptions
+        from perckit.refcoco_m.metric import ReferIoUOptions
         from perckit.syn4d.metric import Syn4DOptions
 
         cls = {"mask_temporal": MaskTemporalOptions, "refer_iou": ReferIoUOptions, "m4seg": M4SegOptions,

@@ -32,7 +32,7 @@ from perckit.m4seg import to_metric_reference as m4_reference
 from perckit.m4seg.read.predictions import parse_grounded_answer
 from perckit.m4seg.metric import compute as m4seg_compute
 from perckit.refcoco_m import to_metric_reference as rc_reference
-from perckit.refcoco_m.metrics import refer_iou
+from perckit.refcoco_m.metric import refer_iou
 
 #: M4Seg's text metrics with the stub encoder (bag of words), METEOR left out (its jar needs seconds of Java)
 M4_TEST_OPTIONS = dict(m4u.OPTIONS, embed_fn="stub", metrics=["miou", "recall", "ss", "siou", "i_ss", "i_siou"])

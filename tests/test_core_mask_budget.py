@@ -41,7 +41,7 @@ from perckit.errors import OptionError, PredictionError, RLEError
 from perckit.m4seg import metric as m4seg_metrics
 from perckit.r4d_bench import metric as r4d_metrics
 from perckit.refcoco_m import preview as refcoco_preview
-from perckit.refcoco_m.metrics import refer_iou
+from perckit.refcoco_m.metric import refer_iou
 
 pt = lazy_import("perckit.torch")  # torch is imported when a test first uses it, not while the suite is collected
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -265,7 +265,7 @@ def test_the_huge_refcoco_answer_is_resized_from_its_runs_in_bounded_memory():
     result = run_capped(f"""
 import time
 from perckit import lmms_eval, rle
-from perckit.refcoco_m.metrics import refer_iou
+from perckit.refcoco_m.metric import refer_iou
 import numpy as np
 gt = np.zeros((480, 640), dtype=bool)
 gt[100:340, 200:520] = True  # 240 x 320 = 76,800 pixels

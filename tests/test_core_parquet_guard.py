@@ -106,10 +106,10 @@ _CHILD = textwrap.dedent("""
         for line in open("/proc/self/status"):
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) * 1024
-    from perckit import parquetio
+    from perckit.io import parquetio
     from perckit.errors import ReleaseFormatError
     from perckit.m4seg.read import parquet as m4parquet
-    from perckit.refcoco_m import release as refcoco
+    from perckit.refcoco_m import read as refcoco
     import pyarrow.parquet as pq
     parquetio.MAX_COLUMN_CHUNK_BYTES = int(sys.argv[3])
     reader, path = sys.argv[1], sys.argv[2]

@@ -1,6 +1,6 @@
 """refer_iou as an accumulator (issue 19): the sample release's expressions and the synthetic rows in random batch
 sizes and random order (both sides interleaved, predictions before their references), two accumulators merged,
-state_dict / load_state_dict, save / merge_files; every number equal to perckit.refcoco_m.metrics.refer_iou bit
+state_dict / load_state_dict, save / merge_files; every number equal to perckit.refcoco_m.metric.refer_iou bit
 for bit (per_example compared sorted). Duplicates across batches, missing and unknown predictions, options that
 differ and bad states are refused; random hostile edits of valid states (issue 28) load cleanly with numbers in
 range or are refused naming the file."""
@@ -21,7 +21,7 @@ from helpers.refcoco_m import PRED, REF
 from perckit import rle
 from perckit.hf.accumulate import accumulator, load_state, merge_files
 from perckit.errors import OptionError, PredictionError, ReleaseFormatError
-from perckit.refcoco_m import metrics as core
+from perckit.refcoco_m import metric as core
 from perckit.refcoco_m import to_metric_reference
 from perckit.refcoco_m.accumulate import refer_iou_core
 

@@ -19,7 +19,7 @@ from perckit.hf.entrypoints import build_split, builder_class
 from perckit.errors import ReleaseNotFoundError
 from perckit.samples import refcoco_m as fixture
 from perckit.refcoco_m import features as feats
-from perckit.refcoco_m import release
+from perckit.refcoco_m import read as release
 
 
 # ---------------------------------------------------------------- the synthetic release

@@ -13,7 +13,7 @@ from perckit import rle
 from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, ReleaseFormatError, ReleaseNotFoundError, RLEError
 from perckit.samples import refcoco_m as fixture
-from perckit.refcoco_m import release
+from perckit.refcoco_m import read as release
 
 
 # ---------------------------------------------------------------- bad release input (spec section 6)
@@ -150,7 +150,7 @@ def test_empty_gt_mask(rcm_release, tmp_path):
 
 
 def test_empty_sentence_list_is_a_warning(rcm_release, caplog):
-    with caplog.at_level(logging.WARNING, logger="perckit.refcoco_m.release"):
+    with caplog.at_level(logging.WARNING, logger="perckit.refcoco_m.read"):
         rows = release.all_expression_rows(rcm_release.root)
     (sid,) = rcm_release.empty_sentence_sample_ids
     assert f"sample id {sid} has no sentence" in caplog.text

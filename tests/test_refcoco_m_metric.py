@@ -13,7 +13,7 @@ from perckit import rle
 from perckit.errors import OptionError, PredictionError, RLEError
 from perckit.refcoco_m import features as feats
 from perckit.refcoco_m import to_metric_reference
-from perckit.refcoco_m import metrics as core
+from perckit.refcoco_m import metric as core
 
 
 # ---------------------------------------------------------------- metric: test vectors
@@ -180,7 +180,7 @@ def test_compute_and_add_batch_pause_the_collector_and_restore_it(refer_metric, 
     and took half of compute's time) and leave it as they found it, also when they raise."""
     import gc
 
-    from perckit.refcoco_m import metrics
+    from perckit.refcoco_m import metric as metrics
 
     ref, pred = REF("1:0", "033"), PRED("1:0", "021O1")
     score = metrics.score_expression

@@ -10,7 +10,7 @@ from helpers.refcoco_m import R, REF
 
 from perckit.errors import PredictionError
 from perckit.refcoco_m import flatten_image_predictions, load_predictions_jsonl, to_metric_reference
-from perckit.refcoco_m import metrics as core
+from perckit.refcoco_m import metric as core
 
 
 # ---------------------------------------------------------------- prediction adapters

@@ -64,7 +64,7 @@ def test_bbox_is_checked(rcm, bbox, pattern):
     ([1e39, 0.0, 1.0, 1.0], r"expected a finite number"),
 ])
 def test_bbox_values_of_the_wrong_type(bbox, pattern):
-    from perckit.refcoco_m import release
+    from perckit.refcoco_m import read as release
 
     with pytest.raises(ReleaseFormatError, match=pattern):
         release.check_bbox(bbox, "shard: row 0 (image_id 1): sample 0 (id 2)")

@@ -1,6 +1,6 @@
 """refer_iou: referring-segmentation mask IoU (RefCOCO-M) as an evaluate module.
 
-All logic lives in ``perckit.refcoco_m.metrics`` over ``perckit.core.segmentation``; see README.md beside this file.
+All logic lives in ``perckit.refcoco_m.metric`` over ``perckit.core.segmentation``; see README.md beside this file.
 """
 
 from perckit.hf import metric as evaluate_base

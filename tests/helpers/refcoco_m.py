@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from perckit.refcoco_m import release
+from perckit.refcoco_m import read as release
 from perckit.samples import refcoco_m as sample
 
 SPLIT = "validation"

@@ -16,7 +16,7 @@ is an :class:`~perckit.errors.OptionError`.
 :class:`PerckitMetric` also builds the module's ``MetricInfo`` from three class attributes (``CARD``,
 ``SCHEMAS``, ``COMPUTE``), so each metric script stays a thin entry point.
 
-The metric scripts import this module (``from perckit import evaluate_base``), never the class
+The metric scripts import this module (``from perckit.hf import metric as evaluate_base``), never the class
 itself: ``evaluate.load`` takes the first ``EvaluationModule`` subclass it finds in the script's
 namespace as the metric.
 """

@@ -1,7 +1,7 @@
 """RefCOCO-M (referring expression segmentation on the cleaned RefCOCO validation split).
 
-The builder (``builder.py``) reads the Parquet release; ``metrics.py`` is the ``refer_iou``
-metric over :mod:`perckit.core.segmentation`; ``io.py`` adapts other tools' prediction formats.
+The builder (``builder.py``) reads the Parquet release through ``read.py``, which also adapts other tools'
+prediction formats; ``metric.py`` is the ``refer_iou`` metric over :mod:`perckit.core.segmentation`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def __getattr__(name: str) -> Any:
     if name in ("to_metric_prediction", "to_metric_reference"):
         from . import features as module
     elif name in ("flatten_image_predictions", "gt_as_predictions", "load_predictions_jsonl"):
-        from . import io as module
+        from . import read as module
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(module, name)

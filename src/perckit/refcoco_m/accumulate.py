@@ -2,8 +2,8 @@
 
 One record per expression: its id, its category and supercategory (the group labels the reduce needs) and its
 exact :class:`perckit.core.segmentation.PairScore` (intersection, union, IoU). The reduce is the metric's own
-:func:`perckit.refcoco_m.metrics.reduce_refer_iou` (fsum means, integer sums: the same numbers in any order),
-so :meth:`~perckit.hf.accumulate.Accumulator.compute` equals :func:`perckit.refcoco_m.metrics.refer_iou` on the
+:func:`perckit.refcoco_m.metric.reduce_refer_iou` (fsum means, integer sums: the same numbers in any order),
+so :meth:`~perckit.hf.accumulate.Accumulator.compute` equals :func:`perckit.refcoco_m.metric.refer_iou` on the
 same rows; only ``per_example`` follows the order the pairs were completed in. The metric is always strict: a
 reference without a prediction is a :class:`~perckit.errors.PredictionError` at ``compute`` (an empty mask is
 the "no object" answer).
@@ -29,14 +29,14 @@ from ..core import segmentation as seg
 from ..hf.contract import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, PredictionError, check_options
 from ..hf.feature_check import Positional
-from . import metrics as m
+from . import metric as m
 
 NAME = "refer_iou"
 
 
 @dataclass(frozen=True)
 class ExpressionRecord:
-    """One scored expression: what :func:`perckit.refcoco_m.metrics.reduce_refer_iou` reads of it."""
+    """One scored expression: what :func:`perckit.refcoco_m.metric.reduce_refer_iou` reads of it."""
 
     expression_id: str
     category: str
@@ -50,7 +50,7 @@ def _options(options: Mapping[str, Any]) -> m.ReferIoUOptions:
 
 
 def _score(prediction: Mapping | None, reference: Mapping, opts: m.ReferIoUOptions) -> ExpressionRecord:
-    """The record of one (prediction, reference) pair (:func:`perckit.refcoco_m.metrics.score_expression`)."""
+    """The record of one (prediction, reference) pair (:func:`perckit.refcoco_m.metric.score_expression`)."""
     if prediction is None:  # unreachable: the metric is strict, compute refuses missing predictions first
         raise PredictionError(f"expression {reference.get('expression_id')!r}: no prediction ({seg.EMPTY_MASK_HINT})")
     return ExpressionRecord(

@@ -12,7 +12,7 @@ from ..errors import OptionError
 from ..io.paths import checked_opener
 from . import benchmark
 from . import features as feats
-from . import release
+from . import read as release
 
 _DESCRIPTION = (
     "RefCOCO-M: the RefCOCO (UNC) validation split for referring expression segmentation with re-segmented, "

@@ -1,10 +1,15 @@
-"""``refer_iou``: the RefCOCO-M metric (mIoU, cIoU, precision@t) over :mod:`perckit.core.segmentation`, the one
-mask-pair core (counts, the resize rule, the empty-union rule, the id matcher) of every perckit mask metric.
+"""``refer_iou``: the RefCOCO-M metric. One predicted mask P_i per expression i (matched by ``expression_id``) and
+its ground-truth instance mask G_i, both compressed COCO RLE compared in the RLE domain:
 
-Accumulate: :func:`score_expression` scores one (prediction, reference) pair. Reduce:
-:func:`reduce_refer_iou` aggregates the pair scores (overall, per supercategory, per
-category). :func:`refer_iou` matches predictions to references by ``expression_id`` and
-runs both halves.
+- I_i = |P_i ∩ G_i|, U_i = |P_i ∪ G_i| (exact pixel counts, :func:`perckit.rle.rle_pair_counts`);
+  IoU_i = I_i / U_i, and ``empty_union_iou`` (1.0) when U_i = 0 (:func:`perckit.rle.pair_iou`); a prediction of
+  another size raises, or with ``resize_predictions="nearest"`` is resized to G_i first;
+- mIoU = (1/N) Σ_i IoU_i (the card's primary metric); cIoU = Σ_i I_i / Σ_i U_i (1.0 when Σ U = 0);
+  precision@t = |{i : IoU_i ≥ t}| / N for t in ``thresholds`` (0.5 .. 0.9, inclusive);
+- the same mIoU, cIoU and N per supercategory and per category.
+
+Accumulate: :func:`score_expression` scores one pair; reduce: :func:`reduce_refer_iou` (over
+:func:`perckit.core.segmentation.reduce_iou` and ``reduce_groups``); :func:`refer_iou` pairs and runs both.
 """
 
 from __future__ import annotations
