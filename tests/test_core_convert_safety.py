@@ -808,7 +808,7 @@ def test_every_error_here_is_a_perckit_error():
     import importlib
 
     checked = 0
-    for name in ("export", "export_state", "export_swap", "push"):
+    for name in ("export", "export.state", "export.swap", "export.push"):
         module = importlib.import_module(f"perckit.{name}")
         tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
         assert not [n for n in ast.walk(tree) if isinstance(n, ast.Assert)], f"perckit.{name} validates with assert"
