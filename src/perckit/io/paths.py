@@ -97,7 +97,6 @@ def writable_folder(path: str | os.PathLike) -> bool:
     return os.access(path, os.W_OK | os.X_OK) and bool(st.st_mode & stat.S_IWUSR)
 
 
-
 def _inside_hub_blobs(base: Path, real: str) -> bool:
     """``True`` when ``base`` lies in a Hugging Face cache snapshot (``<repo>/snapshots/<revision>/...`` beside
     ``<repo>/blobs/``) and ``real`` is one of that repository's blobs: ``huggingface_hub`` stores every file
