@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .hf.cli import exit_code, run_guarded, write_json
+from .hf.cli import EXIT_DATA, EXIT_USAGE, exit_code, run_guarded, write_json  # noqa: F401  (EXIT_*, exit_code: they lived here)
 
 
 def _kv(items: Sequence[str] | None) -> dict[str, Any]:
