@@ -461,12 +461,7 @@ class _Dict:
         self.null = null
 
     def fast(self, col: list) -> bool:
-        types = set(map(type, col))
-        if _NONE in types:
-            if not self.null:
-                return False
-            types.discard(_NONE)
-            col = [x for x in col if x is not None]
+        types, col = _present(col, self.null)  # a None left in (null False) fails the dict-only test
         if not types <= {dict} or self.required != self.keys:
             return False
         if sum(map(len, col)) != len(self.keys) * len(col):  # with every declared key present: no other key
