@@ -63,29 +63,29 @@ def _read_rows(path: str) -> list[dict]:
     return data
 
 
-def cmd_convert(args: argparse.Namespace) -> int:
+def _convert_all(args: argparse.Namespace, output: str) -> None:
     from .export import check_options, convert
 
     configs = args.config or [None]
-    check_options(args.benchmark, args.data_dir, configs, args.output, args.max_shard_size, args.cache_dir)  # before any build
+    check_options(args.benchmark, args.data_dir, configs, output, args.max_shard_size, args.cache_dir)  # before any build
     for config in configs:
-        convert(args.benchmark, args.data_dir, config, args.output, max_shard_size=args.max_shard_size, cache_dir=args.cache_dir,
+        convert(args.benchmark, args.data_dir, config, output, max_shard_size=args.max_shard_size, cache_dir=args.cache_dir,
                 preview=args.preview)
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    _convert_all(args, args.output)
     print(f"export ready in {args.output} (README.md has the configs and dataset_info); load it with "
           f"datasets.load_dataset({str(args.output)!r}, <config>)")
     return 0
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    from .export import check_options, convert
     from .export.push import push_export
 
     output = args.output or f"build/export/{args.benchmark}"
     if not args.skip_convert:
-        check_options(args.benchmark, args.data_dir, args.config or [None], output, args.max_shard_size, args.cache_dir)
-        for config in args.config or [None]:
-            convert(args.benchmark, args.data_dir, config, output, max_shard_size=args.max_shard_size, cache_dir=args.cache_dir,
-                    preview=args.preview)
+        _convert_all(args, output)
     summary = push_export(output, args.repo_id, configs=args.config, token=args.token, revision=args.revision,
                           private=args.private, large=args.large)
     print(f"pushed {args.benchmark} to {args.repo_id}: {len(summary.files)} data file(s) and {summary.card} sent with "
@@ -124,19 +124,22 @@ def check_results_path(path: str, kind: str = "results") -> Path:
     return out
 
 
+def _dist_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
 def run_record(args: argparse.Namespace, options: dict, fingerprint: str | None, split: str | None) -> dict:
     """What a results file says beside the numbers: versions, inputs, options, the dataset's fingerprint, the time."""
     import datetime
-    from importlib.metadata import PackageNotFoundError, version
 
     from . import __version__
 
-    def v(name: str) -> str | None:
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return None
-
+    v = _dist_version
     return {
         "perckit": __version__, "datasets": v("datasets"), "evaluate": v("evaluate"), "python": sys.version.split()[0],
         "metric": args.metric, "config": args.config, "options": options,
@@ -268,16 +271,9 @@ def cmd_write_sample(args: argparse.Namespace) -> int:
 
 
 def _version_text() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     from . import __version__
 
-    parts = []
-    for name in ("datasets", "evaluate"):
-        try:
-            parts.append(f"{name} {version(name)}")
-        except PackageNotFoundError:
-            parts.append(f"{name} not installed")
+    parts = [f"{name} {_dist_version(name) or 'not installed'}" for name in ("datasets", "evaluate")]
     return f"perckit {__version__} ({', '.join(parts)}; Python {sys.version.split()[0]})"
 
 

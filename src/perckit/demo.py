@@ -126,6 +126,17 @@ def build_sample(benchmark: str, out: Path, log: Log, describe: Callable[[Any], 
     return base, summary, splits
 
 
+def _scored(metric: Any, gt: list, perturbed: list, refs: list, **kw: Any) -> dict:
+    """``{"gt_as_prediction": ..., "perturbed": ...}``: the scalar results of ``metric`` on both prediction sets."""
+    return {"gt_as_prediction": _scalars(metric.compute(predictions=gt, references=refs, **kw)),
+            "perturbed": _scalars(metric.compute(predictions=perturbed, references=refs, **kw))}
+
+
+def _report(label: str, splits: dict, results: dict, fig: Path, caption: str, **more: Any) -> dict:
+    return {"benchmark": label, "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results,
+            "figures": [(fig, caption)], **more}
+
+
 def _check_perfect(benchmark: str, results: dict, keys: dict[str, tuple]) -> None:
     bad = [f"{m}.{k}" for m, ks in keys.items() for k in ks if results[m]["gt_as_prediction"].get(k) != 1.0]
     if bad:
@@ -157,18 +168,10 @@ def run_r4d(out: Path, log: Log) -> dict:
     rows = splits["all_queries"].to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
     track_refs = [feats.to_track_reference(r) for r in rows]
-    mask_metric = load_metric("mask_temporal")
-    track_metric = load_metric("track_id")
     pm, pt = perturb_r4d(rows)
     results = {
-        "mask_temporal": {
-            "gt_as_prediction": _scalars(mask_metric.compute(predictions=[feats.to_metric_prediction(r) for r in rows], references=refs)),
-            "perturbed": _scalars(mask_metric.compute(predictions=pm, references=refs)),
-        },
-        "track_id": {
-            "gt_as_prediction": _scalars(track_metric.compute(predictions=[feats.to_track_prediction(r) for r in rows], references=track_refs)),
-            "perturbed": _scalars(track_metric.compute(predictions=pt, references=track_refs)),
-        },
+        "mask_temporal": _scored(load_metric("mask_temporal"), [feats.to_metric_prediction(r) for r in rows], pm, refs),
+        "track_id": _scored(load_metric("track_id"), [feats.to_track_prediction(r) for r in rows], pt, track_refs),
     }
     _check_perfect("R4D-Bench", results, {"mask_temporal": ("miou", "viou", "overall_iou"), "track_id": ("f1", "exact_match")})
     log("R4D-Bench: ground truth as prediction scores 1.0 on every metric; perturbed prediction scored")
@@ -182,7 +185,7 @@ def run_r4d(out: Path, log: Log) -> dict:
     caption = (f"R4D-Bench query {row['query_id']} ({row['text_en']!r}), frames {shown}: prediction = ground-truth masks shifted 2 px right"
                + (f", frame(s) {dropped} dropped (no predicted mask)" if dropped else ""))
     fig = figures.save(figures.annotated(figures.side_by_side(tiles), caption), out / "figures" / "r4d_bench_overlay.png")
-    return {"benchmark": "R4D-Bench", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": [(fig, caption)]}
+    return _report("R4D-Bench", splits, results, fig, caption)
 
 
 # ---------------------------------------------------------------- Syn4D
@@ -223,7 +226,7 @@ def run_syn4d(out: Path, log: Log) -> dict:
     caption = f"Syn4D {row['sequence_id']}: 24 query tracks projected into frame 0; prediction = ground truth with 5% noise (the noisy NPZ), rescaled x2"
     fig = figures.save(figures.annotated(figures.tracks_plot(row["tracks_ref0_m"], pred, row["intrinsics_fx_fy_cx_cy"], row["image_size_hw"], valid=row["visibility"]),
                                          caption, figures.TRACKS_LEGEND), out / "figures" / "syn4d_tracks.png")
-    return {"benchmark": "Syn4D", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": [(fig, caption)]}
+    return _report("Syn4D", splits, results, fig, caption)
 
 
 # ---------------------------------------------------------------- RefCOCO-M
@@ -249,17 +252,16 @@ def run_refcoco_m(out: Path, log: Log) -> dict:
     base, _, splits = build_sample("refcoco_m", out, log, lambda fx: "RefCOCO-M: wrote the sample release (Parquet shards with embedded images and COCO RLE masks)")
     rows = splits["expressions"].to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
-    metric = load_metric("refer_iou")
-    gt = metric.compute(predictions=[feats.to_metric_prediction(r) for r in rows], references=refs)
     noisy_masks = perturb_masks([r["mask"] for r in rows])
-    noisy = metric.compute(predictions=[{"expression_id": r["expression_id"], "mask": m} for r, m in zip(rows, noisy_masks)], references=refs)
-    results = {"refer_iou": {"gt_as_prediction": _scalars(gt), "perturbed": _scalars(noisy)}}
+    noisy = [{"expression_id": r["expression_id"], "mask": m} for r, m in zip(rows, noisy_masks)]
+    gt = [feats.to_metric_prediction(r) for r in rows]
+    results = {"refer_iou": _scored(load_metric("refer_iou"), gt, noisy, refs)}
     _check_perfect("RefCOCO-M", results, {"refer_iou": ("miou", "ciou", "precision@0.9")})
     log("RefCOCO-M: ground truth as prediction scores mIoU = cIoU = 1.0; perturbed prediction scored")
     tiles = [figures.mask_overlay(r["image"], r["mask"], m, scale=4) for r, m in list(zip(rows, noisy_masks))[:3]]
     caption = "RefCOCO-M: " + "; ".join(f"{r['expression_id']} {r['sentence']!r}" for r in rows[:3]) + " (prediction = ground truth shifted 0-2 px right and down)"
     fig = figures.save(figures.annotated(figures.side_by_side(tiles), caption), out / "figures" / "refcoco_m_overlay.png")
-    return {"benchmark": "RefCOCO-M", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": [(fig, caption)]}
+    return _report("RefCOCO-M", splits, results, fig, caption)
 
 
 # ---------------------------------------------------------------- ReasonAVEdit-Bench
@@ -274,8 +276,6 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
     ds = splits["default"]
     rows = ds.remove_columns(["video", "audio", "reason_visual", "reason_visual_mask", "ref_image"]).to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
-    metric = load_metric("av_reasoning")
-    gt = metric.compute(predictions=gt_as_predictions(rows), references=refs)
     noisy = []
     for i, r in enumerate(refs):
         p = feats.gt_as_prediction(r)
@@ -287,7 +287,7 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
         if i % 4 == 1 and r["anchor_mask"]["size"]:
             p["anchor_mask"] = rle.empty(*r["anchor_mask"]["size"])
         noisy.append(p)
-    results = {"av_reasoning": {"gt_as_prediction": _scalars(gt), "perturbed": _scalars(metric.compute(predictions=noisy, references=refs))}}
+    results = {"av_reasoning": _scored(load_metric("av_reasoning"), gt_as_predictions(rows), noisy, refs)}
     _check_perfect("ReasonAVEdit-Bench", results, {"av_reasoning": ("visual_iou", "audio_tiou", "audio_tf_iou", "video_tiou", "av_support_tiou")})
     log("ReasonAVEdit-Bench: ground truth as prediction scores every IoU 1.0 and A/V offset 0; perturbed prediction scored")
     shifted = {p["sample_id"]: p["edit_window_s"] for p, ref in zip(noisy, refs) if ref["edit_window_s"] and p["edit_window_s"] != ref["edit_window_s"]}
@@ -298,10 +298,7 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
                f"{row['edit_window_s'][0]:.2f}-{row['edit_window_s'][1]:.2f} s, predicted window shifted by {pred_window[0] - row['edit_window_s'][0]:+.2f} s")
     fig = figures.save(figures.annotated(figures.waveform_plot(wave, 16000, tuple(row["edit_window_s"]), tuple(pred_window)), caption, figures.WINDOW_LEGEND),
                        out / "figures" / "reason_av_edit_waveform.png")
-    figs = [(fig, caption)]
-    tables = [edit_quality_table(ds, log)]
-    return {"benchmark": "ReasonAVEdit-Bench", "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results, "figures": figs,
-            "tables": tables}
+    return _report("ReasonAVEdit-Bench", splits, results, fig, caption, tables=[edit_quality_table(ds, log)])
 
 
 def edit_quality_predictions(refs: list[dict]) -> dict[str, list[dict]]:
@@ -373,10 +370,7 @@ def run_m4seg(out: Path, log: Log) -> dict:
             if (i + j) % 5 == 4:
                 g["name"] = "object"
         noisy.append(q)
-    metric = load_metric("m4seg")
-    kw = {"skip_unavailable": True}
-    results = {"m4seg": {"gt_as_prediction": _scalars(metric.compute(predictions=gt_preds, references=refs, **kw)),
-                         "perturbed": _scalars(metric.compute(predictions=noisy, references=refs, **kw))}}
+    results = {"m4seg": _scored(load_metric("m4seg"), gt_preds, noisy, refs, skip_unavailable=True)}
     _check_perfect("M4Seg", results, {"m4seg": ("miou", "recall", "siou", "i_siou")})
     log("M4Seg: ground truth as prediction scores 1.0 on mIoU, Recall, SIoU and I-SIoU; perturbed prediction scored")
     row = next(r for r in rows if len(r["images"]) >= 2 and r["groundings"])

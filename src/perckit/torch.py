@@ -106,11 +106,7 @@ def collate(rows: Sequence[Mapping], max_pixels: int | None = None) -> dict[str,
     """A ``torch.utils.data.DataLoader`` ``collate_fn`` for the rows of any perckit builder config: a dict mapping
     each column to the list of its values in row order, with :func:`decode_masks` applied (RLE values become
     ``torch.bool`` tensors, "not provided" markers ``None``). Nothing is stacked, scalars included: rows differ in
-    image size, mask size and list lengths. Every row must have the same columns.
-
-    The batch's masks may declare ``max_pixels`` pixels in all (default :data:`perckit.rle.PIXEL_BUDGET`, 2^30),
-    summed before any is decoded; past it an :class:`~perckit.errors.RLEError` names the mask (``row 2:
-    frames[40].mask``). For larger batches: ``collate_fn=functools.partial(perckit.torch.collate, max_pixels=N)``."""
+    image size, mask size and list lengths. Every row must have the same columns (``max_pixels``: module docstring)."""
     budget = _budget(max_pixels, "collate")
     rows = list(rows)
     if not rows:
@@ -172,9 +168,7 @@ def masks_transform(columns: Sequence[str] | None = None, max_pixels: int | None
     COCO RLE values decoded to ``torch.bool`` tensors ``[H, W]`` ("not provided" markers to ``None``), in
     ``columns`` (default: every column; a name not in the batch is an :class:`~perckit.errors.OptionError`). Lazy:
     ``with_transform`` runs it on the rows accessed only, each time they are accessed. Use it with
-    ``collate_fn=perckit.torch.collate`` (the decoded tensors pass through it unchanged). Each batch it is called
-    with may decode ``max_pixels`` mask pixels in all (default :data:`perckit.rle.PIXEL_BUDGET`), checked on the
-    declared sizes before anything is decoded."""
+    ``collate_fn=perckit.torch.collate`` (the decoded tensors pass through it unchanged); ``max_pixels``: per batch."""
     return MasksTransform(columns, max_pixels)
 
 

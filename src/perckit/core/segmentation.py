@@ -71,11 +71,7 @@ class PairScore:
 
 
 def as_rle(mask: Any, where: str = "mask") -> rle_ops.RLE:
-    """Any accepted mask form as a validated compressed RLE with str counts.
-
-    Accepted: a compressed RLE dict (``counts`` str or pycocotools' bytes), an uncompressed
-    RLE dict (``counts`` a list of ints), or a 2-D binary array (any value > 0 is foreground).
-    """
+    """Any mask form :func:`perckit.rle.to_rle` accepts as a validated compressed RLE with str counts."""
     return rle_ops.to_rle(mask, where=where)
 
 

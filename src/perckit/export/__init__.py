@@ -42,12 +42,9 @@ from ..errors import InputNotFoundError, OptionError, PerckitError, ReleaseForma
 from .card import write_card
 from .parquet import SplitExport, viewer_verdict, write_split
 from ..io.paths import write_atomic
-from .state import STATE_FILE, drop_config, dump_state, has_state, new_state, owned_files, read_state
+from .state import MAX_TEXT_CHARS, STATE_FILE, drop_config, dump_state, has_state, new_state, owned_files, read_state
 
 DEFAULT_MAX_SHARD_SIZE = "500MB"
-
-#: the longest config description kept in the record (and so on the card)
-MAX_DESCRIPTION_CHARS = 2000
 
 
 @dataclass
@@ -183,7 +180,7 @@ def _entry(features: datasets.Features, default: bool, folder: str, splits: list
         "kind": "parquet",
         "preview": PREVIEW_COLUMN if PREVIEW_COLUMN in features else None,
         "viewer": {"viewable": bool(viewable), "reason": reason},
-        "description": (description or "")[:MAX_DESCRIPTION_CHARS],
+        "description": (description or "")[:MAX_TEXT_CHARS]  # the record's limit,
     }
     if parent is not None:
         entry["parent"] = parent

@@ -86,8 +86,8 @@ def _fixed_size(t: pa.DataType) -> float | None:
     if pa.types.is_struct(t):
         sizes = [_fixed_size(f.type) for f in t]
         return None if any(x is None for x in sizes) else float(sum(sizes))
-    if pa.types.is_dictionary(t) or pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t) \
-            or pa.types.is_large_string(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+    if pa.types.is_dictionary(t) or _is_bytes_or_text(t) or pa.types.is_list(t) or pa.types.is_large_list(t) \
+            or pa.types.is_map(t):
         return None
     try:
         return t.bit_width / 8
@@ -110,7 +110,7 @@ def value_sizes(arr: pa.Array) -> np.ndarray:
         return np.full(n, fixed)
     if pa.types.is_dictionary(t):
         return value_sizes(arr.indices)
-    if pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t) or pa.types.is_large_string(t):
+    if _is_bytes_or_text(t):
         lengths = pc.fill_null(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False).astype(np.float64)
         return lengths + (8 if pa.types.is_large_binary(t) or pa.types.is_large_string(t) else 4)
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):

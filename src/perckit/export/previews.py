@@ -207,13 +207,6 @@ def with_note(image: Image.Image, text: str) -> Image.Image:
 # ---------------------------------------------------------------- the column
 
 
-def make_previewer(benchmark: Benchmark, builder: Any, config: str) -> Previewer | None:
-    """The previewer of ``config`` of the benchmark whose descriptor is ``benchmark`` (None when the config has
-    none or the benchmark declares no previewer); ``builder`` is the prepared perckit builder (its config,
-    data_dir and options)."""
-    return benchmark.preview(builder, config) if benchmark.preview is not None else None
-
-
 #: a split of at least this many rows draws its previews in several processes (M4Seg's 743k-row train split)
 PARALLEL_ROWS = 20_000
 #: at most this many processes draw previews
@@ -245,7 +238,7 @@ def add_preview(ds: Any, benchmark: Benchmark, builder: Any, config: str) -> Any
     import datasets
     import pyarrow as pa
 
-    previewer = make_previewer(benchmark, builder, config)
+    previewer = benchmark.preview(builder, config) if benchmark.preview is not None else None
     if previewer is None:
         return ds
     if PREVIEW_COLUMN in ds.column_names:

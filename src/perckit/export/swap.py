@@ -227,8 +227,6 @@ def _build_is_dead(path: Path) -> bool:
 # --- checks before the build ------------------------------------------------------------------------------
 
 
-
-
 def check_output(output: str | os.PathLike, data_dir: str | os.PathLike | None, cache_dir: str | os.PathLike | None = None) -> Path:
     """The export folder ``output`` as a real path, checked before any build (see the module docstring).
 

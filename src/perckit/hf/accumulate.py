@@ -47,14 +47,20 @@ STATE_VERSION = 1
 #: the largest accumulator state file read (records of a full benchmark are a few MB)
 MAX_STATE_BYTES = 1 << 30
 
-def _json_safe(value: Any, where: str) -> Any:
-    """``value`` as JSON data (numpy arrays and scalars as lists and numbers; NaN kept as float)."""
+def _json_safe(value: Any, where: str, callables: bool = False) -> Any:
+    """``value`` as JSON data (numpy arrays and scalars as lists and numbers; NaN kept as float). ``callables``
+    (options compared for merging): a callable option (an encoder object, a scoring function) becomes its qualified
+    name (a function's, or an object's type's), so in-memory states holding one (``state_dict``,
+    ``perckit.torch.gather``) load and merge; only ``save`` refuses them."""
     import numpy as np
 
     if isinstance(value, Mapping):
-        return {str(k): _json_safe(v, where) for k, v in value.items()}
+        return {str(k): _json_safe(v, where, callables) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v, where) for v in value]
+        return [_json_safe(v, where, callables) for v in value]
+    if callables and callable(value):
+        owner = value if hasattr(value, "__qualname__") else type(value)
+        return f"<callable {getattr(owner, '__module__', '?')}.{owner.__qualname__}>"
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
@@ -65,20 +71,6 @@ def _json_safe(value: Any, where: str) -> Any:
         raise OptionError(f"{where}: bytes cannot be saved in a JSON state file; pass the media as paths, or keep the "
                           "state in memory (state_dict, perckit.torch.gather)")
     raise OptionError(f"{where}: a {type(value).__name__} cannot be saved in a JSON state file")
-
-
-def _options_key(value: Any, where: str) -> Any:
-    """``value`` as comparable data for merging: :func:`_json_safe`, except that a callable option (an encoder
-    object, a scoring function) compares by its qualified name (a function's, or an object's type's), so in-memory
-    states holding one (``state_dict``, ``perckit.torch.gather``) load and merge; only ``save`` refuses them."""
-    if isinstance(value, Mapping):
-        return {str(k): _options_key(v, where) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_options_key(v, where) for v in value]
-    if callable(value):
-        owner = value if hasattr(value, "__qualname__") else type(value)
-        return f"<callable {getattr(owner, '__module__', '?')}.{owner.__qualname__}>"
-    return _json_safe(value, where)
 
 
 def _too_large(options: Mapping[str, Any]) -> str | None:
@@ -174,7 +166,7 @@ class Accumulator:
         if (name, config) != (self.core.name, self.core.config):
             raise OptionError(f"{where}: expected an accumulator of {self.core.name!r} (config {self.core.config!r}), "
                               f"got {name!r} (config {config!r})")
-        if _options_key(options, where) != _options_key(self.options, where):
+        if _json_safe(options, where, True) != _json_safe(self.options, where, True):
             raise OptionError(f"{where}: expected the options {self.options!r}, got {options!r}; accumulators merge only "
                               "when they score with the same options")
 

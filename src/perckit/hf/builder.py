@@ -118,12 +118,8 @@ class PerckitTableBuilder(_PerckitOptions, datasets.ArrowBasedBuilder):
         raise NotImplementedError
 
     def _download_and_prepare(self, *args: Any, **kwargs: Any) -> Any:
-        # The cyclic collector is paused for the whole build (split generation and the writing of every split),
-        # not per step: the release metadata _split_generators parses (millions of small containers for a big
-        # JSON) stays alive until the splits are written, and every collection pass would traverse it, the
-        # first one as soon as a step re-enabled the collector (0.04-0.16 s a pass for R4D-Bench's dense GT).
-        # Rows and tables hold no reference cycles and are freed by reference counting as before; the collector
-        # is re-enabled (if it was on) when the build ends, by then over little more than what it returns.
+        # The cyclic collector is paused for the whole build, not per step: the release metadata (millions of small
+        # containers) stays alive until the splits are written, and every pass would traverse it (rows hold no cycles).
         with gc_paused():
             return super()._download_and_prepare(*args, **kwargs)
 
@@ -163,18 +159,17 @@ def rows_to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     ``from_pylist``; the same table (tests compare). Otherwise ``pa.Table.from_pylist``.
     """
     media = [f.name for f in schema if f.type == MEDIA_STORAGE]
+    columns = None
     if len(rows) > 1 and media:
         columns = {name: media_column([row.get(name) for row in rows]) for name in media}
-        if all(c is not None for c in columns.values()):
-            rest = pa.schema([f for f in schema if f.name not in media])
-            base = pa.Table.from_pylist([{k: v for k, v in row.items() if k not in columns} for row in rows], schema=rest)
-            return pa.Table.from_arrays([columns[f.name] if f.name in columns else base.column(f.name) for f in schema], schema=schema)
-    if len(rows) != 1 or not media:
+        columns = columns if all(c is not None for c in columns.values()) else None
+    elif len(rows) == 1 and media:
+        columns = {name: _media_array(rows[0][name]) for name in media}
+    if columns is None:
         return pa.Table.from_pylist(rows, schema=schema)
-    row = rows[0]
     rest = pa.schema([f for f in schema if f.name not in media])
-    base = pa.Table.from_pylist([{k: v for k, v in row.items() if k not in media}], schema=rest)
-    return pa.Table.from_arrays([_media_array(row[f.name]) if f.name in media else base.column(f.name) for f in schema], schema=schema)
+    base = pa.Table.from_pylist([{k: v for k, v in row.items() if k not in columns} for row in rows], schema=rest)
+    return pa.Table.from_arrays([columns[f.name] if f.name in columns else base.column(f.name) for f in schema], schema=schema)
 
 
 def media_column(values: list) -> pa.Array | None:

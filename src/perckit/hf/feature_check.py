@@ -140,12 +140,7 @@ class _Leaf:
             raise Refused(self.expected, v)
 
     def check_list(self, items: list | tuple) -> None:
-        for i, x in enumerate(items):
-            try:
-                self(x)
-            except Refused as r:
-                r.path.append(f"[{i}]")
-                raise
+        _walk((i, self, x) for i, x in enumerate(items))
 
     def fast(self, col: list) -> bool:
         """True when every value of ``col`` (one field across many rows) is certainly accepted; False means
@@ -154,12 +149,7 @@ class _Leaf:
 
     def check_array(self, arr: np.ndarray) -> None:
         """A numpy array whose every element is one value of this leaf (the dtype decides, vectorised)."""
-        for idx in np.ndindex(arr.shape):
-            try:
-                self(arr[idx])
-            except Refused as r:
-                r.path.append(_index(idx))
-                raise
+        _walk(((idx, self, arr[idx]) for idx in np.ndindex(arr.shape)), _index)
 
 
 def _present(col: list, null: bool = True) -> tuple[set, list]:
@@ -172,22 +162,28 @@ def _present(col: list, null: bool = True) -> tuple[set, list]:
     return types, col
 
 
-def _first_bad(arr: np.ndarray, bad: np.ndarray) -> tuple:
-    return tuple(int(i) for i in np.argwhere(bad)[0])
-
-
 def _index(idx: tuple) -> str:
     return "".join(f"[{i}]" for i in idx)
 
 
+_item, _attr = "[{}]".format, ".{}".format
+
+
+def _walk(steps: Any, step_name: Any = _item) -> None:
+    """``check(value)`` for each ``(key, check, value)`` of ``steps``; a refusal gets ``step_name(key)`` on its path."""
+    key = None
+    try:
+        for key, check, value in steps:
+            check(value)
+    except Refused as r:
+        r.path.append(step_name(key))
+        raise
+
+
 def _raise_at(leaf: Any, arr: np.ndarray, bad: np.ndarray) -> None:
     """Refuse the first element of ``arr`` where ``bad`` holds, with the leaf's own wording and its index."""
-    idx = _first_bad(arr, bad)
-    try:
-        leaf(arr[idx].item())
-    except Refused as r:
-        r.path.append(_index(idx))
-        raise
+    idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    _walk([(idx, leaf, arr[idx].item())], _index)
 
 
 def _bound(x: float) -> str:
@@ -465,12 +461,7 @@ class _Dict:
         self.null = null
 
     def fast(self, col: list) -> bool:
-        types = set(map(type, col))
-        if _NONE in types:
-            if not self.null:
-                return False
-            types.discard(_NONE)
-            col = [x for x in col if x is not None]
+        types, col = _present(col, self.null)  # a None left in (null False) fails the dict-only test
         if not types <= {dict} or self.required != self.keys:
             return False
         if sum(map(len, col)) != len(self.keys) * len(col):  # with every declared key present: no other key
@@ -492,14 +483,7 @@ class _Dict:
                 f"the keys {sorted(self.required)} and some of {sorted(self.keys - self.required)}"
             raise Refused(want, v, f"{sorted(v, key=repr)} (missing {missing}, unexpected {extra})")
         optional = self.required != self.keys
-        for k, check in self.fields:
-            if optional and k not in v:
-                continue
-            try:
-                check(v[k])
-            except Refused as r:
-                r.path.append(f".{k}")
-                raise
+        _walk(((k, check, v[k]) for k, check in self.fields if not optional or k in v), _attr)
 
 
 class _MaybeAbsent:
@@ -528,12 +512,7 @@ class _Positional:
             return
         if type(v) not in (list, tuple) or len(v) != len(self.fields):
             raise self._shape_refused(v)
-        for (name, check), x in zip(self.fields, v):
-            try:
-                check(x)
-            except Refused as r:
-                r.path.append(f".{name}")
-                raise
+        _walk(((name, check, x) for (name, check), x in zip(self.fields, v)), _attr)
 
     def fast(self, col: list) -> bool:
         types = set(map(type, col))
@@ -601,12 +580,7 @@ class _Seq:
         item = self.item
         if isinstance(item, _Leaf):
             return item.check_list(v)
-        for i, x in enumerate(v):
-            try:
-                item(x)
-            except Refused as r:
-                r.path.append(f"[{i}]")
-                raise
+        _walk((i, item, x) for i, x in enumerate(v))
 
     def check_array(self, arr: np.ndarray) -> None:
         if self.leaf_depth is None or arr.dtype.kind == "O":
@@ -614,13 +588,7 @@ class _Seq:
                 raise Refused("a list", arr, _array_got(arr))
             if self.length >= 0 and len(arr) != self.length:
                 raise Refused(f"a list of {self.length}", arr, _array_got(arr))
-            for i in range(len(arr)):
-                try:
-                    self.item(arr[i])
-                except Refused as r:
-                    r.path.append(f"[{i}]")
-                    raise
-            return
+            return _walk((i, self.item, arr[i]) for i in range(len(arr)))
         shape = self._shape()
         if arr.ndim != self.leaf_depth or any(n >= 0 and n != m for n, m in zip(shape, arr.shape)):
             want = "x".join("N" if n < 0 else str(n) for n in shape)
@@ -631,6 +599,19 @@ class _Seq:
 # ---------------------------------------------------------------- compile
 
 
+def _value(dtype: str) -> _Leaf | _Any:
+    """The leaf of a ``Value(dtype)`` (:class:`_Any`: one left to ``datasets``)."""
+    if dtype in _INT_RANGES:
+        return _Int(dtype)
+    if dtype in _FLOAT_MAX:
+        return _Float(dtype)
+    if dtype == "bool":
+        return _Bool()
+    if dtype in ("string", "large_string"):
+        return _String()
+    return _Binary() if dtype in ("binary", "large_binary") else _Any()
+
+
 def _scalar(s: Scalar) -> _Leaf:
     """The leaf of a :class:`Scalar` declaration."""
     if s.dtype in _INT_RANGES:
@@ -639,10 +620,8 @@ def _scalar(s: Scalar) -> _Leaf:
         return _Float(s.dtype, s.lo, s.hi, nan=s.nan, bounded=True)
     if s.lo is not None or s.hi is not None or s.nan:
         raise TypeError(f"Scalar({s.dtype!r}): a range or NaN is declared for numbers only")
-    if s.dtype == "bool":
-        return _Bool()
-    if s.dtype in ("string", "large_string"):
-        return _String()
+    if s.dtype == "bool" or s.dtype in ("string", "large_string"):
+        return _value(s.dtype)
     raise TypeError(f"Scalar: expected a number, bool or string dtype, got {s.dtype!r}")
 
 
@@ -673,28 +652,16 @@ def _compile(feature: Any, nulls: bool) -> Any:
         return _Seq(sub(feature[0]))
     name = type(feature).__name__
     if name == "Value":
-        dtype = feature.dtype
-        if dtype in _INT_RANGES:
-            return _Int(dtype)
-        if dtype in _FLOAT_MAX:
-            return _Float(dtype)
-        if dtype == "bool":
-            return _Bool()
-        if dtype in ("string", "large_string"):
-            return _String()
-        if dtype in ("binary", "large_binary"):
-            return _Binary()
-        return _Any()
+        return _value(feature.dtype)
     if name in _SEQUENCE_CLASSES:
         inner = feature.feature
         if isinstance(inner, Mapping) and name == "Sequence":  # datasets 3.x: a dict of lists (or a list of dicts)
             return _SeqOfDict(sub(inner), {k: sub(type(feature)(v)) for k, v in inner.items()})
         return _Seq(sub(inner), getattr(feature, "length", -1))
     if name in _ARRAY_CLASSES:
-        check: Any = _Int(feature.dtype) if feature.dtype in _INT_RANGES else _Float(feature.dtype) if feature.dtype in _FLOAT_MAX \
-            else _Bool() if feature.dtype == "bool" else _Any()
-        if isinstance(check, _Any):
-            return check
+        check: Any = _value(feature.dtype)
+        if isinstance(check, (_Any, _String, _Binary)):  # arrays of numbers and bools only
+            return _Any()
         for n in reversed(feature.shape):
             check = _Seq(check, -1 if n is None else n)
         return check

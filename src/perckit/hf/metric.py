@@ -261,32 +261,29 @@ class PerckitMetric(evaluate.Metric):
         :class:`~perckit.errors.PredictionError` naming the side, the row and the field. The collector is
         paused as in :meth:`compute`.
         """
-        with gc_paused():
-            return self._add_batch(predictions=predictions, references=references, **kwargs)
-
-    def _add_batch(self, *, predictions=None, references=None, **kwargs):
         batch = {"predictions": predictions, "references": references, **kwargs}
-        self._refuse(batch)
-        try:
-            return super().add_batch(predictions=predictions, references=references, **kwargs)
-        except PredictionError:
-            raise
-        except Exception as e:
-            import pyarrow as pa
-
-            if not isinstance(e, (ValueError, TypeError, KeyError, pa.ArrowException)):
+        with gc_paused():
+            self._refuse(batch)
+            try:
+                return super().add_batch(predictions=predictions, references=references, **kwargs)
+            except PredictionError:
                 raise
-            features = self._declared()
-            detail = None
-            if features is not None:
-                try:
-                    detail = _encoder_diagnosis(self, batch, features)
-                except Exception:  # the diagnosis must never hide the original error
-                    detail = None
-            raise PredictionError(
-                f"{self.metric_name}: the inputs do not match the metric's declared features: "
-                + (detail or f"{type(e).__name__}: {e}")
-            ) from e
+            except Exception as e:
+                import pyarrow as pa
+
+                if not isinstance(e, (ValueError, TypeError, KeyError, pa.ArrowException)):
+                    raise
+                features = self._declared()
+                detail = None
+                if features is not None:
+                    try:
+                        detail = _encoder_diagnosis(self, batch, features)
+                    except Exception:  # the diagnosis must never hide the original error
+                        detail = None
+                raise PredictionError(
+                    f"{self.metric_name}: the inputs do not match the metric's declared features: "
+                    + (detail or f"{type(e).__name__}: {e}")
+                ) from e
 
     def add(self, *, prediction=None, reference=None, **kwargs):
         """Add one prediction and reference (see ``evaluate.EvaluationModule.add``); bad inputs raise PredictionError

@@ -69,7 +69,8 @@ def loads(text: str | bytes) -> Any:
     return json.loads(text, object_pairs_hook=_unique_object)
 
 
-def parse_json(text: str | bytes, where: str, error: type[Exception] = ReleaseFormatError) -> Any:
+def parse_json(text: str | bytes, where: str, error: type[Exception] = ReleaseFormatError,
+               expected: str = "valid JSON") -> Any:
     """:func:`loads` with every parse failure as ``error`` naming ``where``: a repeated key (the
     :class:`DuplicateKeyError` message), invalid JSON, undecodable bytes, an integer literal past Python's
     digit limit (``ValueError``) and nesting thousands of levels deep (``RecursionError``)."""
@@ -78,7 +79,7 @@ def parse_json(text: str | bytes, where: str, error: type[Exception] = ReleaseFo
     except DuplicateKeyError as e:
         raise error(f"{where}: {e}") from None
     except (ValueError, RecursionError) as e:
-        raise error(f"{where}: expected valid JSON, got a parse error: {type(e).__name__}: {e}") from None
+        raise error(f"{where}: expected {expected}, got a parse error: {type(e).__name__}: {e}") from None
 
 
 def read_json(
@@ -173,12 +174,7 @@ def iter_json_lines(
                 f"{line_where}: expected a JSON object, got a byte-order mark (U+FEFF) at the start of the line "
                 "(one is skipped only at the start of the file)"
             )
-        try:
-            obj = loads(line)
-        except DuplicateKeyError as e:
-            raise error(f"{line_where}: {e}") from None
-        except (ValueError, RecursionError) as e:
-            raise error(f"{line_where}: expected a JSON object, got a parse error: {type(e).__name__}: {e}") from None
+        obj = parse_json(line, line_where, error, "a JSON object")
         if not isinstance(obj, dict):
             raise error(f"{line_where}: expected a JSON object, got {type(obj).__name__}: {short_repr(obj)}")
         yield n, line_where, obj

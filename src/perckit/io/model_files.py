@@ -33,8 +33,7 @@ import os
 import stat
 import struct
 import zipfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -61,13 +60,11 @@ _ZIP64_LOCATOR = b"PK\x06\x07"
 _ZIP64_EOCD = b"PK\x06\x06"
 
 
-@contextmanager
 def open_weights(path: str | os.PathLike, where: str, error: type[Exception] = OptionError,
-                 not_found: type[Exception] = InputNotFoundError) -> Iterator[BinaryIO]:
+                 not_found: type[Exception] = InputNotFoundError) -> BinaryIO:
     """``path`` open for reading once it is known to be a regular file of at most :data:`MAX_WEIGHTS_BYTES`
     (:func:`perckit.io.paths.open_regular_file`); ``where`` names the option in messages (``models['fvd']``)."""
-    with open_regular_file(path, where, MAX_WEIGHTS_BYTES, error, not_found, "weights file") as f:
-        yield f
+    return open_regular_file(path, where, MAX_WEIGHTS_BYTES, error, not_found, "weights file")
 
 
 def _index_extent(f: BinaryIO, size: int) -> tuple[int, int] | None:

@@ -245,23 +245,27 @@ def _type_lengths(pf: Any) -> list[int | None]:
     return [getattr(schema.column(i), "length", None) for i in range(len(schema))]
 
 
+def _column_chunks(md: Any) -> Iterator[tuple[int, int, Any]]:
+    """``(row group, column, column chunk metadata)`` of every column chunk of a Parquet footer ``md``."""
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        for c in range(rg.num_columns):
+            yield g, c, rg.column(c)
+
+
 def check_column_chunk_sizes(pf: Any, where: str, limit: int | None = None, source: Any = None) -> None:
     """Refuse a Parquet file (``pyarrow.parquet.ParquetFile``) with a column chunk that decompresses to more than
     ``limit`` bytes (default :data:`MAX_COLUMN_CHUNK_BYTES`), naming the row group and column: as its footer
     declares it and, when ``source`` (the open binary file ``pf`` reads, seekable) is given, as its page
     headers add up (the footer may lie). Every reader passes ``source``."""
     limit = MAX_COLUMN_CHUNK_BYTES if limit is None else limit
-    md = pf.metadata
-    for g in range(md.num_row_groups):
-        rg = md.row_group(g)
-        for c in range(rg.num_columns):
-            col = rg.column(c)
-            size = col.total_uncompressed_size
-            if size > limit:
-                raise ReleaseFormatError(
-                    f"{where}: row group {g}, column {col.path_in_schema!r}: expected at most {limit} bytes "
-                    f"uncompressed per column chunk, the footer declares {size} ({col.total_compressed_size} compressed)"
-                )
+    for g, _, col in _column_chunks(pf.metadata):
+        size = col.total_uncompressed_size
+        if size > limit:
+            raise ReleaseFormatError(
+                f"{where}: row group {g}, column {col.path_in_schema!r}: expected at most {limit} bytes "
+                f"uncompressed per column chunk, the footer declares {size} ({col.total_compressed_size} compressed)"
+            )
     if source is not None:
         check_page_sizes(pf, source, where, limit)
 
@@ -269,29 +273,25 @@ def check_column_chunk_sizes(pf: Any, where: str, limit: int | None = None, sour
 def check_page_sizes(pf: Any, f: Any, where: str, limit: int | None = None) -> None:
     """The page-header half of :func:`check_column_chunk_sizes` (``f``: the open binary file of ``pf``)."""
     limit = MAX_COLUMN_CHUNK_BYTES if limit is None else limit
-    md = pf.metadata
     saved = f.tell()
     try:
         f.seek(0, os.SEEK_END)
         file_size = f.tell()
         lengths = _type_lengths(pf)
-        for g in range(md.num_row_groups):
-            rg = md.row_group(g)
-            for c in range(rg.num_columns):
-                col = rg.column(c)
-                try:
-                    total = _chunk_pages_bytes(f, col, file_size, limit, lengths[c] if c < len(lengths) else None)
-                except (ValueError, OSError, EOFError, RecursionError) as e:
-                    raise ReleaseFormatError(
-                        f"{where}: row group {g}, column {col.path_in_schema!r}: expected readable Parquet page headers, "
-                        f"got {e}"
-                    ) from None
-                if total > limit:
-                    raise ReleaseFormatError(
-                        f"{where}: row group {g}, column {col.path_in_schema!r}: expected at most {limit} bytes "
-                        f"uncompressed per column chunk, its page headers add up to at least {total} decompressed and decoded "
-                        f"(the footer declares {col.total_uncompressed_size})"
-                    )
+        for g, c, col in _column_chunks(pf.metadata):
+            try:
+                total = _chunk_pages_bytes(f, col, file_size, limit, lengths[c] if c < len(lengths) else None)
+            except (ValueError, OSError, EOFError, RecursionError) as e:
+                raise ReleaseFormatError(
+                    f"{where}: row group {g}, column {col.path_in_schema!r}: expected readable Parquet page headers, "
+                    f"got {e}"
+                ) from None
+            if total > limit:
+                raise ReleaseFormatError(
+                    f"{where}: row group {g}, column {col.path_in_schema!r}: expected at most {limit} bytes "
+                    f"uncompressed per column chunk, its page headers add up to at least {total} decompressed and decoded "
+                    f"(the footer declares {col.total_uncompressed_size})"
+                )
     finally:
         f.seek(saved)
 

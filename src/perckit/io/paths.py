@@ -97,7 +97,6 @@ def writable_folder(path: str | os.PathLike) -> bool:
     return os.access(path, os.W_OK | os.X_OK) and bool(st.st_mode & stat.S_IWUSR)
 
 
-
 def _inside_hub_blobs(base: Path, real: str) -> bool:
     """``True`` when ``base`` lies in a Hugging Face cache snapshot (``<repo>/snapshots/<revision>/...`` beside
     ``<repo>/blobs/``) and ``real`` is one of that repository's blobs: ``huggingface_hub`` stores every file
@@ -148,8 +147,14 @@ def open_checked(
     not_found: type[Exception] | None = None,
     what: str = "file",
 ) -> BinaryIO:
-    """``path`` opened for binary reading once it is known to be a regular file (of at most ``limit`` bytes):
-    the checks of :func:`open_regular_file`, returning the open file (the caller closes it; ``with`` works)."""
+    """``path`` opened for binary reading, once it is known to be a regular file (of at most ``limit`` bytes);
+    the caller closes it (``with`` works).
+
+    The file is opened without blocking and checked with ``fstat`` on the open descriptor (no race with a
+    swapped path): a FIFO, a device, a socket or a folder is refused at once (reading ``/dev/zero`` would
+    never end, opening a FIFO would block), and so is a file larger than ``limit``, before anything is read.
+    A missing file raises ``not_found`` (default: :class:`ReleaseNotFoundError` for release errors, else
+    ``error``) naming ``where``; ``what`` names the kind of file in the messages ("a regular .npy file")."""
     fd, _ = _open_checked(path, where, limit, error, not_found, what)
     try:
         return os.fdopen(fd, "rb")
@@ -158,24 +163,8 @@ def open_checked(
         raise
 
 
-@contextmanager
-def open_regular_file(
-    path: str | os.PathLike,
-    where: str,
-    limit: int | None = None,
-    error: type[Exception] = ReleaseFormatError,
-    not_found: type[Exception] | None = None,
-    what: str = "file",
-) -> Iterator[BinaryIO]:
-    """``path`` opened for binary reading, once it is known to be a regular file (of at most ``limit`` bytes).
-
-    The file is opened without blocking and checked with ``fstat`` on the open descriptor (no race with a
-    swapped path): a FIFO, a device, a socket or a folder is refused at once (reading ``/dev/zero`` would
-    never end, opening a FIFO would block), and so is a file larger than ``limit``, before anything is read.
-    A missing file raises ``not_found`` (default: :class:`ReleaseNotFoundError` for release errors, else
-    ``error``) naming ``where``; ``what`` names the kind of file in the messages ("a regular .npy file")."""
-    with open_checked(path, where, limit, error, not_found, what) as f:
-        yield f
+#: the same, for ``with open_regular_file(...) as f`` (an open file is its own context manager)
+open_regular_file = open_checked
 
 
 #: the largest release file a builder opens through :func:`checked_opener` (readers bound what they read of it:
