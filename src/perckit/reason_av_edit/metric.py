@@ -100,8 +100,6 @@ SUGGESTED = {
 RULES = ("discrete", "visual", "audio", "unscored")
 #: What a missing prediction's message suggests instead: a row that provides nothing.
 EMPTY_PREDICTION = "a sample without output is make_prediction(sample_id), every field 'not provided'"
-#: Output keys this module never emits: the card's learned / edited-video quality metrics.
-OUT_OF_SCOPE = ("FVD", "TV-A", "TC", "SSIM", "FAD", "TA-A", "LPAPS", "AV-A", "PEAVS", "Sync-C", "Sync-D", "PQ", "BG", "DeSync", "CLAP")
 
 
 def recall_key(t: float) -> str:
@@ -289,10 +287,6 @@ def activity_from_rms(r: np.ndarray, options: AudioOptions = AudioOptions()) -> 
     active = (r >= options.rms_floor) & (_db(r, 1e-300) >= _db(np.array(peak), 1e-300) - options.rel_db)
     active = close_gaps(active, options.frames_of(options.gap_close_s))
     return drop_short_runs(active, options.frames_of(options.min_run_s))
-
-
-def activity(x: np.ndarray, options: AudioOptions = AudioOptions()) -> np.ndarray:
-    return activity_from_rms(frame_rms(x, options), options)
 
 
 def window_vector(window: tuple[float, float] | None, n: int, options: AudioOptions = AudioOptions()) -> np.ndarray:
