@@ -82,11 +82,6 @@ def _record_to_state(record: m.SampleScore) -> dict:
     return {k: _plain(v) for k, v in asdict(record).items()}
 
 
-def _record_from_state(state: Any) -> m.SampleScore:
-    """A checked :data:`RECORD` (:data:`SCHEMA`) as a :class:`~.metric.SampleScore`."""
-    return m.SampleScore(**state)
-
-
 def _features() -> tuple:
     from . import features as feats
 
@@ -103,8 +98,9 @@ def av_reasoning_core(config: str | None = None) -> MetricCore:
         raise OptionError(f"metric 'av_reasoning' has no configs, got config {config!r}")
     return MetricCore(
         name="av_reasoning", config=None, id_key="sample_id", prepare=_options,
-        score=lambda p, r, opts: m.score_sample(p, r, opts), reduce=_reduce,
-        record_to_state=_record_to_state, record_from_state=_record_from_state, record_schema=lambda opts: SCHEMA,
+        score=m.score_sample, reduce=_reduce,
+        record_to_state=_record_to_state, record_from_state=lambda state: m.SampleScore(**state),
+        record_schema=lambda opts: SCHEMA,
         features=_features,
         strict=lambda opts: True, empty_hint=m.EMPTY_PREDICTION, lax_option=None,
     )
