@@ -67,7 +67,7 @@ SCHEMA = RecordSchema(RECORD, (_invariants,))
 
 
 def _options(options: Mapping[str, Any]) -> m.AVReasoningOptions:
-    """The checked options: :func:`~.metric.av_reasoning`'s message for an unknown one, the dataclass's checks."""
+    """The checked options, as :func:`~.metric.av_reasoning` checks them."""
     check_options("av_reasoning", options, m.AVReasoningOptions.__dataclass_fields__)
     return m.AVReasoningOptions(**options)
 
