@@ -43,8 +43,8 @@ def build_row(sample: Sample, fields: Mapping, annotation_text: str | None, medi
     Every media value is ``{"bytes": <file bytes>, "path": <release-relative path>}`` in both
     source modes, so archive and extracted builds are identical.
     """
-    row: dict[str, Any] = {k: getattr(sample, k) for k in ("sample_id", "category", "sub_track", "instruction", "language",
-                                                           "orientation")}
+    text = ("sample_id", "category", "sub_track", "instruction", "language", "orientation")
+    row: dict[str, Any] = {k: getattr(sample, k) for k in text}
     for fld in MEDIA_FIELDS:
         path = getattr(sample, fld)
         row[fld] = {"bytes": media(fld, path), "path": path} if path else None
