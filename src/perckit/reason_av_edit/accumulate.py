@@ -67,7 +67,7 @@ SCHEMA = RecordSchema(RECORD, (_invariants,))
 
 
 def _options(options: Mapping[str, Any]) -> m.AVReasoningOptions:
-    """The checked options: :func:`~.metric.av_reasoning`'s message for an unknown one, the dataclass's checks."""
+    """The checked options, as :func:`~.metric.av_reasoning` checks them."""
     check_options("av_reasoning", options, m.AVReasoningOptions.__dataclass_fields__)
     return m.AVReasoningOptions(**options)
 
@@ -80,11 +80,6 @@ def _plain(value: Any) -> Any:
 def _record_to_state(record: m.SampleScore) -> dict:
     """A :class:`~.metric.SampleScore` as a JSON-safe dict (every field, plain scalars)."""
     return {k: _plain(v) for k, v in asdict(record).items()}
-
-
-def _record_from_state(state: Any) -> m.SampleScore:
-    """A checked :data:`RECORD` (:data:`SCHEMA`) as a :class:`~.metric.SampleScore`."""
-    return m.SampleScore(**state)
 
 
 def _features() -> tuple:
@@ -103,8 +98,9 @@ def av_reasoning_core(config: str | None = None) -> MetricCore:
         raise OptionError(f"metric 'av_reasoning' has no configs, got config {config!r}")
     return MetricCore(
         name="av_reasoning", config=None, id_key="sample_id", prepare=_options,
-        score=lambda p, r, opts: m.score_sample(p, r, opts), reduce=_reduce,
-        record_to_state=_record_to_state, record_from_state=_record_from_state, record_schema=lambda opts: SCHEMA,
+        score=m.score_sample, reduce=_reduce,
+        record_to_state=_record_to_state, record_from_state=lambda state: m.SampleScore(**state),
+        record_schema=lambda opts: SCHEMA,
         features=_features,
         strict=lambda opts: True, empty_hint=m.EMPTY_PREDICTION, lax_option=None,
     )

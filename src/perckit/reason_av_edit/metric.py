@@ -71,7 +71,7 @@ import numpy as np
 
 from .. import rle as rle_ops
 from ..core import segmentation as seg
-from ..errors import InputNotFoundError, OptionError, PredictionError, RLEError, check_choice
+from ..errors import InputNotFoundError, OptionError, PredictionError, RLEError, check_choice, check_options
 from ..core.matching import pair_by_id
 from ..io.paths import read_regular_file
 from ..core.stats import fmean
@@ -100,8 +100,6 @@ SUGGESTED = {
 RULES = ("discrete", "visual", "audio", "unscored")
 #: What a missing prediction's message suggests instead: a row that provides nothing.
 EMPTY_PREDICTION = "a sample without output is make_prediction(sample_id), every field 'not provided'"
-#: Output keys this module never emits: the card's learned / edited-video quality metrics.
-OUT_OF_SCOPE = ("FVD", "TV-A", "TC", "SSIM", "FAD", "TA-A", "LPAPS", "AV-A", "PEAVS", "Sync-C", "Sync-D", "PQ", "BG", "DeSync", "CLAP")
 
 
 def recall_key(t: float) -> str:
@@ -946,9 +944,7 @@ def av_reasoning(predictions: Sequence[Mapping], references: Sequence[Mapping], 
     id on either side, an unknown prediction id, or a reference without a prediction raises
     :class:`PredictionError`.
     """
-    unknown = sorted(set(options) - set(AVReasoningOptions.__dataclass_fields__))
-    if unknown:
-        raise OptionError(f"av_reasoning: unknown option(s) {unknown}; expected some of {sorted(AVReasoningOptions.__dataclass_fields__)}")
+    check_options("av_reasoning", options, AVReasoningOptions.__dataclass_fields__)
     opts = AVReasoningOptions(**options)
     pairs = pair_by_id(predictions, references, "sample_id", empty_hint=EMPTY_PREDICTION)
     return reduce_scores([score_sample(p, r, opts) for p, r in pairs], opts)

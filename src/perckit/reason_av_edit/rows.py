@@ -43,24 +43,16 @@ def build_row(sample: Sample, fields: Mapping, annotation_text: str | None, medi
     Every media value is ``{"bytes": <file bytes>, "path": <release-relative path>}`` in both
     source modes, so archive and extracted builds are identical.
     """
-    row: dict[str, Any] = {
-        "sample_id": sample.sample_id,
-        "category": sample.category,
-        "sub_track": sample.sub_track,
-        "instruction": sample.instruction,
-        "language": sample.language,
-        "orientation": sample.orientation,
-    }
+    text = ("sample_id", "category", "sub_track", "instruction", "language", "orientation")
+    row: dict[str, Any] = {k: getattr(sample, k) for k in text}
     for fld in MEDIA_FIELDS:
         path = getattr(sample, fld)
         row[fld] = {"bytes": media(fld, path), "path": path} if path else None
     mask_where = f"{sample.reason_visual_mask!r} (sample {sample.sample_id!r}, column 'reason_visual_mask')"
     row["anchor_mask"] = anchor_mask_from_png(row["reason_visual_mask"]["bytes"], threshold, mask_where)
-    row["edit_window_s"] = fields.get("edit_window_s")
-    row["edit_window_frames"] = fields.get("edit_window_frames")
-    row["anchor_frame"] = fields.get("anchor_frame")
-    row["selected_instance_index"] = fields.get("selected_instance_index")
-    row["fps"] = fields.get("fps") if fields.get("fps") is not None else sample.fps
-    row["num_frames"] = fields.get("num_frames") if fields.get("num_frames") is not None else sample.num_frames
+    for k in ("edit_window_s", "edit_window_frames", "anchor_frame", "selected_instance_index"):
+        row[k] = fields.get(k)
+    for k in ("fps", "num_frames"):  # the annotation's, else the CSV's
+        row[k] = fields.get(k) if fields.get(k) is not None else getattr(sample, k)
     row["annotation_json"] = annotation_text
     return row

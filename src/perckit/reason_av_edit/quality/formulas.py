@@ -5,8 +5,6 @@ definition and the reference implementation it follows. The networks that give t
 Fréchet distance (FVD, FAD)
 ---------------------------
 
-The Fréchet distance between two Gaussians fitted to feature sets: the math of FVD and FAD.
-
 Each set of feature rows (``(n, d)``: I3D features of video clips for FVD, VGGish frame embeddings for
 FAD) is summarised by its mean and covariance; the distance of the two Gaussians is (Dowson & Landau, 1982)
 
@@ -43,8 +41,6 @@ covariance at all: :func:`fd_of_features` returns ``None`` for it.
 Cosine scores (TV-A, TC, TA-A, AV-A)
 ------------------------------------
 
-The cosine scores of the embedding-based edit-quality metrics (TV-A, TC, TA-A, AV-A), in numpy.
-
 Every score here compares L2-normalised embeddings by their dot product (the cosine similarity). A row
 of zeros has no direction: it is left as zeros by :func:`l2_normalize`, so its cosine with anything is
 0 (as ``torch.nn.functional.cosine_similarity`` with its ``eps``), never ``nan``.
@@ -64,8 +60,6 @@ of zeros has no direction: it is left as zeros by :func:`l2_normalize`, so its c
 
 Sync-C / Sync-D (SyncNet)
 -------------------------
-
-Sync-C / Sync-D: the numpy half of the SyncNet lip-sync metric (LSE-C / LSE-D).
 
 The definition follows joonson/syncnet_python (``SyncNetInstance.evaluate``, ``calc_pdist``) as Wav2Lip's
 evaluation runs it (Rudrabha/Wav2Lip, ``evaluation/scores_LSE/SyncNetInstance_calc_scores.py`` and
@@ -95,8 +89,6 @@ column mean is the mean norm of the video features, whatever the audio, and it m
 
 DeSync (Synchformer)
 --------------------
-
-DeSync: the numpy half of the Synchformer audio-visual offset metric, as MMAudio's av-benchmark.
 
 The definition (hkchengrex/av-benchmark, ``av_bench/evaluate.py``, ``extract_video.py``,
 ``av_bench/extract.py``; Synchformer by Iashin et al., 2024):
@@ -129,8 +121,6 @@ When the video and the audio differ in length, the shorter of the two sets the w
 
 LPAPS (SpecVQGAN)
 -----------------
-
-LPAPS: the numpy half of SpecVQGAN's learned perceptual audio patch similarity.
 
 LPAPS (Iashin & Rahtu, "Taming Visually Guided Sound Generation", BMVC 2021; v-iashin/SpecVQGAN,
 ``specvqgan/modules/losses/lpaps.py``) is LPIPS (Zhang et al., 2018) on mel spectrograms, with a VGG16-like
@@ -165,7 +155,6 @@ import numpy as np
 
 from ...errors import OptionError, PredictionError
 from ...core.stats import fmean
-from ..metric import resample
 from .models.base import mean_of
 
 
@@ -403,10 +392,9 @@ def temporal_consistency(frame_feats: object) -> float | None:
 
 # ================================================================ Sync-C / Sync-D (SyncNet)
 
-#: SyncNet's input rates: video frames per second, audio samples per second, MFCC frames per second
+#: SyncNet's input rates: video frames per second, audio samples per second
 VIDEO_FPS = 25.0
 AUDIO_SR = 16000
-MFCC_RATE = 100
 #: audio samples per video frame (16000 / 25) and MFCC frames per video frame (100 / 25)
 SAMPLES_PER_FRAME = 640
 MFCC_PER_FRAME = 4
@@ -417,8 +405,6 @@ CROP_SIZE = 224
 VSHIFT = 15
 #: ``torch.nn.functional.pairwise_distance``'s default ``eps``
 PAIRWISE_EPS = 1e-6
-#: keys of one :func:`sync_record`
-RECORD_KEYS = ("sync_c", "sync_d", "offset", "windows")
 
 
 # ---------------------------------------------------------------- the MFCC input
@@ -597,10 +583,7 @@ def sync_record(video_feats: Any, audio_feats: Any, vshift: int = VSHIFT) -> dic
 def reduce_sync(records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     """``sync_c`` / ``sync_d``: the mean over the clips that have a value (``None`` when none has), as
     Wav2Lip's averages over the videos."""
-    return {
-        "sync_c": mean_of(records, "sync_c"),
-        "sync_d": mean_of(records, "sync_d"),
-    }
+    return {"sync_c": mean_of(records, "sync_c"), "sync_d": mean_of(records, "sync_d")}
 
 
 # ================================================================ DeSync (Synchformer)
@@ -878,13 +861,6 @@ def specvqgan_mel(y: Any, max_frames: int | None = MEL_MAX_FRAMES) -> np.ndarray
     mel = slaney_mel_filters() @ stft_magnitude(y)
     spec = np.clip((20.0 * np.log10(np.maximum(mel, 1e-5)) - 20.0 + 100.0) / 100.0, 0.0, 1.0)
     return spec if max_frames is None else spec[:, :max_frames]
-
-
-def resample_to_mel_rate(audio: Any, sample_rate: int) -> np.ndarray:
-    """Mono samples at ``sample_rate`` resampled to 22050 Hz with ``scipy.signal.resample_poly`` (the
-    project's resampler; SpecVQGAN's data was resampled by ffmpeg). Audio decoded at 16 kHz has no content
-    above 8 kHz, which the 7600 Hz mel ceiling does not use anyway."""
-    return resample(audio, sample_rate, MEL_SR)
 
 
 # ---------------------------------------------------------------- the distance

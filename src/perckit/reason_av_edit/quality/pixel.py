@@ -145,14 +145,6 @@ def ssim_frame(a: np.ndarray, b: np.ndarray, win_size: int = 7, impl: str = "box
     return float(np.mean([m[..., c].mean() for c in range(m.shape[-1])])), m.mean(axis=-1)
 
 
-def interior(shape: tuple[int, int], win_size: int) -> np.ndarray:
-    """The pixels scikit-image's SSIM mean uses: all but a border of ``(win_size - 1) // 2``."""
-    pad = (win_size - 1) // 2
-    keep = np.zeros(shape, dtype=bool)
-    keep[pad : shape[0] - pad, pad : shape[1] - pad] = True
-    return keep
-
-
 def frame_scores(a: np.ndarray, b: np.ndarray, region: np.ndarray | None, psnr_cap: float = 100.0,
                  win_size: int = 7, ssim_impl: str = "boxsum") -> dict[str, float | None]:
     """``{psnr, ssim, bg_psnr, bg_ssim}`` of one edited frame ``a`` against its source frame ``b``; ``region`` is the
@@ -275,4 +267,4 @@ def mean_table(records: list[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 __all__ = ["FRAME_MISMATCH", "PIXEL_KEYS", "RESIZE_EDITED", "SSIM_IMPLS", "clip_scores", "ssim_map", "window_sums", "conform", "frame_mse", "frame_scores",
-           "interior", "mean_table", "psnr_from_mse", "resample_index", "ssim_frame"]
+           "mean_table", "psnr_from_mse", "resample_index", "ssim_frame"]

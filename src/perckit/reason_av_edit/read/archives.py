@@ -395,15 +395,11 @@ def _check_target(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, dest
 
 
 def extract_archives(root: str | os.PathLike, dest: str | os.PathLike | None = None) -> list[str]:
-    """Unpack every ``archives/*.tar`` into ``dest`` (default: the root), as the card's shell loop does.
-
-    Every member of every archive is checked first, by :class:`MemberGuard` (names, collisions within and
-    across the archives, sizes) and for its place in ``dest``: links that leave ``dest`` (links are never
-    created), device and FIFO members, members that would be written through a symbolic link, and members
-    whose place already holds something other than the same bytes (no existing file is ever replaced).
-    Any refusal raises :class:`ReleaseFormatError` naming the archive and the member before anything is
-    written. Files are written through a temporary name in their folder and renamed into place. Returns the
-    member paths of the regular files now in ``dest`` (written, or already there with the same bytes)."""
+    """Unpack every ``archives/*.tar`` into ``dest`` (default: the root), as the card's shell loop does, once every
+    member of every archive has passed the checks of the module docstring (a refusal raises
+    :class:`ReleaseFormatError` naming the archive and the member before anything is written). Files are written
+    through a temporary name in their folder and renamed into place. Returns the member paths of the regular files
+    now in ``dest`` (written, or already there with the same bytes)."""
     root = Path(root)
     dest = Path(dest or root).resolve()
     guard = MemberGuard("", suffix="; refusing to extract")

@@ -268,10 +268,7 @@ def parse_metadata(data: bytes, label: str = METADATA) -> list[Sample]:
         orientation = (cell("orientation") or "").strip().lower() or None
         samples.append(Sample(
             sample_id=sample_id, line=line, sub_track=sub_track, category=category,
-            instruction=cell("instruction") or "", language=language, orientation=orientation,
-            video=media["video"], audio=media["audio"], mask_video=media["mask_video"],
-            reason_visual=media["reason_visual"], reason_visual_mask=media["reason_visual_mask"],
-            reason_audio=media["reason_audio"], ref_image=media["ref_image"],
+            instruction=cell("instruction") or "", language=language, orientation=orientation, **media,
             fps=_optional_number(cell("fps"), where("fps"), float),
             num_frames=_optional_number(cell("num_frames"), where("num_frames"), int),
             columns={fld: cols.get(fld) for fld in MEDIA_FIELDS},

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,7 @@ from ....errors import OptionError
 from ....io.model_files import folder_file
 from .base import ModelOptions, ModelUnavailable, QualitySample, require, load_strict, read_checkpoint
 from .clap import has_audio, resampled
-from .base import mean_of
+from .base import MeanOfKeys
 from .clip import hf_folder, load_pretrained, positive_int
 
 INSTALL = ("pip install --no-deps audiobox_aesthetics (its torchaudio requirement would replace the CPU torch; "
@@ -81,7 +81,7 @@ def weighted_rating(preds: np.ndarray, weights: np.ndarray, mean: float, std: fl
     return float(np.sum(p * w) / np.sum(w))
 
 
-class PQMetric:
+class PQMetric(MeanOfKeys):
     """PQ with a ready Audiobox Aesthetics model: ``model`` an ``AesMultiOutput`` (its forward maps
     ``{"wav": (B, 1, T), "mask": (B, 1, T) bool}`` to ``{axis: (B,)}``; its ``target_transform`` gives the
     PQ mean / std)."""
@@ -121,10 +121,6 @@ class PQMetric:
         if not has_audio(sample.edited):
             return {"pq": None}
         return {"pq": self.rating(sample.edited.audio, sample.edited.sample_rate)}
-
-    def reduce(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-        """``{"pq": mean over the samples that have a value}`` (``None`` when none has)."""
-        return {"pq": mean_of(records, "pq")}
 
 
 def load_checkpoint(aes: Any, path: str) -> Any:

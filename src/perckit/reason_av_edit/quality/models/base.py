@@ -97,6 +97,15 @@ def mean_of(records: Sequence[Mapping[str, Any]], key: str) -> float | None:
     return fmean(float(r[key]) for r in records if r.get(key) is not None)
 
 
+class MeanOfKeys:
+    """The reduce of a per-sample model metric: :func:`mean_of` each of its ``keys``."""
+
+    keys: tuple[str, ...] = ()
+
+    def reduce(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+        return {k: mean_of(records, k) for k in self.keys}
+
+
 def count_records(records: Sequence[Mapping[str, Any]], key: str) -> int:
     """How many of ``records`` entered ``key`` (the table's ``n_<key>``): a metric may say so itself with a
     ``counts(records) -> {key: int}`` method; otherwise a per-sample record that carries ``key`` counts when

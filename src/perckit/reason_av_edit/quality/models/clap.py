@@ -23,7 +23,6 @@ cache; a string is a local model folder or a cached repo id; a :class:`CLAPMetri
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +31,7 @@ from ....errors import OptionError
 from ...metric import resample
 from ..formulas import cosine
 from .base import ModelOptions, QualitySample, require
-from .base import mean_of
+from .base import MeanOfKeys
 from .clip import HF_MODEL, HF_NO_CODE, INSTALL, hf_folder, load_pretrained, pooled, positive_int, text_features, to_numpy
 
 #: LAION's unfused CLAP on the Hub
@@ -50,7 +49,7 @@ def has_audio(clip: Any) -> bool:
     return clip.audio is not None and np.size(clip.audio) > 0
 
 
-class CLAPMetric:
+class CLAPMetric(MeanOfKeys):
     """TA-A with a ready CLAP: ``model`` a transformers ``ClapModel`` (or any module with its
     ``get_audio_features`` / ``get_text_features``), ``processor`` a ``ClapProcessor`` (anything with a
     ``feature_extractor`` and a ``tokenizer``)."""
@@ -101,10 +100,6 @@ class CLAPMetric:
         if not text or not has_audio(sample.edited):
             return {"ta_a": None}
         return {"ta_a": cosine(self.text_features(text), self.audio_features(sample.edited.audio, sample.edited.sample_rate), "ta_a")}
-
-    def reduce(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-        """``{"ta_a": mean over the samples that have a value}`` (``None`` when none has)."""
-        return {"ta_a": mean_of(records, "ta_a")}
 
 
 def build_clap(weights: Any, options: ModelOptions) -> CLAPMetric:

@@ -22,14 +22,13 @@ file before ``from_pretrained`` reads it, which runs no code from it and reads t
 built from any ``CLIPModel`` (the tests use a tiny randomly initialised one) can be passed instead.
 
 The Hugging Face glue the CLAP and Audiobox modules share lives here too: :func:`hf_folder` (a local
-folder, a cached repo id, never a download), :func:`load_pretrained`, :func:`pooled`, :func:`mean_of`.
+folder, a cached repo id, never a download), :func:`load_pretrained`, :func:`pooled`.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ import numpy as np
 from ....errors import InputNotFoundError, OptionError, check_option_type
 from ....io.model_files import check_model_folder
 from ..formulas import check_weight, clip_score, temporal_consistency
-from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, require, mean_of
+from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, require, MeanOfKeys
 
 #: the CLIP torchmetrics' CLIPScore defaults to
 DEFAULT_REPO = "openai/clip-vit-large-patch14"
@@ -101,7 +100,7 @@ def positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
-class CLIPMetric:
+class CLIPMetric(MeanOfKeys):
     """TV-A and TC with a ready CLIP: ``model`` a transformers ``CLIPModel`` (or any module with its
     ``get_image_features`` / ``get_text_features``), ``processor`` a ``CLIPProcessor`` (anything with an
     ``image_processor`` and a ``tokenizer``)."""
@@ -151,11 +150,6 @@ class CLIPMetric:
         text = sample.target_text.strip() if isinstance(sample.target_text, str) else ""
         tv_a = clip_score(feats, self.text_features(text), self.w) if text else None
         return {"tv_a": tv_a, "tc": temporal_consistency(feats), "frames": int(frames.shape[0])}
-
-    def reduce(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-        """``{"tv_a": mean over samples, "tc": mean over samples}`` (samples without a value left out;
-        ``None`` when no sample has one)."""
-        return {"tv_a": mean_of(records, "tv_a"), "tc": mean_of(records, "tc")}
 
 
 #: what every ``transformers`` ``from_pretrained`` call here passes: no code from the folder runs

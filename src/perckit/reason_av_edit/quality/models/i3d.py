@@ -62,8 +62,6 @@ from ..formulas import pooled_fd
 from . import i3d_net
 from .base import ModelOptions, ModelUnavailable, QualitySample, load_strict, local_weights, read_checkpoint, require
 
-#: where StyleGAN-V's TorchScript archive comes from (its README / src/metrics/frechet_video_distance.py): refused
-I3D_URL = "https://www.dropbox.com/s/ge9e5ujwgetktms/i3d_torchscript.pt?dl=1"
 #: how StyleGAN-V calls its detector, and so the FVD detector: rescale uint8 to [-1, 1], resize to 224, the features
 DETECTOR_KWARGS: dict[str, bool] = {"rescale": True, "resize": True, "return_features": True}
 #: frames per clip (FVD16)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,7 @@ from ....errors import OptionError
 from ..formulas import cosine
 from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, require, load_strict, read_checkpoint
 from .clap import has_audio, resampled
-from .base import mean_of
+from .base import MeanOfKeys
 
 INSTALL = ("pip install git+https://github.com/facebookresearch/ImageBind (not on PyPI; it needs torchaudio, "
            "torchvision and pytorchvideo)")
@@ -145,7 +145,7 @@ def _package_melspec() -> Callable[..., Any]:
     return data.waveform2melspec
 
 
-class ImageBindMetric:
+class ImageBindMetric(MeanOfKeys):
     """AV-A with a ready ImageBind: ``model`` maps ``{modality: input}`` to ``{modality: embeddings}`` as
     ``imagebind_model.ImageBindModel`` does (the tests use a small stand-in with that API);
     ``melspec`` is ``imagebind.data.waveform2melspec`` unless given."""
@@ -181,10 +181,6 @@ class ImageBindMetric:
         vision = self._embed(self.vision_key, vision_input(frames, e.fps))
         audio = self._embed(self.audio_key, audio_input(e.audio, e.sample_rate, self.melspec))
         return {"av_a": cosine(audio, vision, "av_a")}
-
-    def reduce(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-        """``{"av_a": mean over the samples that have a value}`` (``None`` when none has)."""
-        return {"av_a": mean_of(records, "av_a")}
 
 
 def build_imagebind(weights: Any, options: ModelOptions) -> ImageBindMetric:

@@ -36,6 +36,7 @@ import numpy as np
 
 from ....errors import OptionError
 from ....io.model_files import folder_file
+from ...metric import resample
 from .. import formulas as perceptual
 from .base import ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
 
@@ -161,8 +162,8 @@ class LPAPSMetric:
         16 spectrogram frames."""
         import torch
 
-        a = perceptual.resample_to_mel_rate(edited, edited_sr)
-        b = perceptual.resample_to_mel_rate(source, source_sr)
+        a = resample(edited, edited_sr, perceptual.MEL_SR)
+        b = resample(source, source_sr, perceptual.MEL_SR)
         n = min(a.size, b.size)
         if 1 + n // perceptual.MEL_HOP < perceptual.MIN_FRAMES:
             return None

@@ -21,14 +21,14 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ....errors import InputNotFoundError, OptionError, PredictionError
 from ....io.model_files import folder_file
 from ....io.paths import read_regular_file
-from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, mean_of
+from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, MeanOfKeys
 
 #: where the official implementation lives and what was found there
 REPO = "amazon-science/avgen-eval-toolkit"
@@ -111,7 +111,7 @@ def load_peavs_csv(path: str | Path) -> dict[str, float]:
     return scores
 
 
-class PEAVSMetric:
+class PEAVSMetric(MeanOfKeys):
     """PEAVS from precomputed official scores ``{sample_id: score in [1, 5]}`` (see the module docstring);
     ``where`` names their file in messages. A sample without a score is a
     :class:`~perckit.errors.PredictionError`."""
@@ -129,10 +129,6 @@ class PEAVSMetric:
         if sample.sample_id not in self.scores:
             raise PredictionError(f"sample {sample.sample_id!r} has no PEAVS score in {self.where} (expected a row named {sample.sample_id!r})")
         return {"peavs": self.scores[sample.sample_id]}
-
-    def reduce(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-        """``{"peavs": mean score}`` (``None`` for no records)."""
-        return {"peavs": mean_of(records, "peavs")}
 
 
 def build_peavs(weights: Any, options: ModelOptions) -> PEAVSMetric:

@@ -164,11 +164,6 @@ def lip_frames(frames: np.ndarray, fps: float, crop: Any = "full", device: str =
     return torch.cat(out)
 
 
-def audio_at_16k(audio: np.ndarray, sample_rate: int) -> np.ndarray:
-    """Mono samples resampled to 16 kHz (``scipy.signal.resample_poly``) when they are at another rate."""
-    return resample(audio, sample_rate, sync.AUDIO_SR)
-
-
 class SyncNetMetric:
     """Sync-C / Sync-D of the edited clips with a ready SyncNet (:func:`syncnet_module` layout, loaded or
     random). ``measure`` embeds the clip's windows and returns its :func:`..formulas.sync_record`; a clip
@@ -190,7 +185,7 @@ class SyncNetMetric:
         import torch
 
         video = lip_frames(frames, fps, self.crop, self.device)
-        pcm = sync.to_int16_scale(audio_at_16k(audio, sample_rate))
+        pcm = sync.to_int16_scale(resample(audio, sample_rate, sync.AUDIO_SR))  # 16 kHz
         n = sync.window_count(video.shape[0], pcm.size)
         if n == 0:
             return np.zeros((0, 0), np.float32), np.zeros((0, 0), np.float32)

@@ -48,8 +48,6 @@ MIN_SAMPLES = 400 + 95 * 160
 WEIGHTS_FILE = "vggish-10086976.pth"
 #: where it comes from
 WEIGHTS_URL = "https://github.com/harritaylor/torchvggish/releases/download/v0.1/vggish-10086976.pth"
-#: the embedding size
-EMBEDDING_SIZE = 128
 
 _INSTALL = "pip install 'perckit[quality]' (torchvggish and resampy; a CPU torch first: pip install torch==2.13.0)"
 _WHERE = f" (torchvggish's VGGish state dict {WEIGHTS_FILE}, from {WEIGHTS_URL}; download it once and pass its local path)"
