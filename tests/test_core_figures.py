@@ -1,8 +1,8 @@
-"""perckit.export.figures: outlines, palette, legend, captions, time axis, on hand-made masks (golden pixels)."""
+"""perckit.draw.figures: outlines, palette, legend, captions, time axis, on hand-made masks (golden pixels)."""
 
 import numpy as np
 
-from perckit.export import figures
+from perckit.draw import figures
 from perckit import rle
 
 

@@ -35,7 +35,7 @@ from hypothesis.extra import numpy as hnp
 from oracles import masks as oracle
 from pycocotools import mask as _coco
 
-from perckit.export import figures, previews
+from perckit.draw import figures, previews
 from perckit import rle
 from perckit.errors import OptionError, PredictionError, RLEError
 from perckit.m4seg import metric as m4seg_metrics

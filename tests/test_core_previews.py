@@ -1,4 +1,4 @@
-"""perckit.export.previews: every benchmark's previewer on its sample release (deterministic, small, <= 512 px), the
+"""perckit.draw.previews: every benchmark's previewer on its sample release (deterministic, small, <= 512 px), the
 column add_preview appends, the masks sampled from RLE runs, and rows with missing fields."""
 
 import io
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from perckit.export import previews
+from perckit.draw import previews
 from perckit.hf import benchmark as benchmarks
 from perckit import rle
 from perckit.hf.entrypoints import builder_class

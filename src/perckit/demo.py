@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .export import figures
+from .draw import figures
 from . import rle
 from .io.paths import write_atomic
 from .hf.api import load_metric
@@ -90,7 +90,7 @@ def preview_path(benchmark: str, out: Path, data: bytes = b"") -> Path:
 def save_preview(benchmark: str, ds: Any, out: Path) -> Path | None:
     """The ``preview`` picture of the first row of the default config's export (what the Hub's Dataset Viewer shows
     in that row), saved for the report; None when the export has no preview column."""
-    from .export.previews import PREVIEW_COLUMN
+    from .draw.previews import PREVIEW_COLUMN
 
     if PREVIEW_COLUMN not in ds.features or ds.num_rows == 0:
         return None

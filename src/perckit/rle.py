@@ -62,7 +62,7 @@ of every mask decoded or resized for it, before the work: :data:`PIXEL_BUDGET` (
 pixels in all unless the caller passes ``max_pixels``. Its users: ``perckit.torch.collate`` / ``masks_transform``
 (per batch) and ``decode_masks`` (per call), summed from the declared sizes before anything is decoded;
 :func:`perckit.core.segmentation.fit_prediction` (the resize targets of one prediction row, so of one lmms-eval
-answer); the previews (each mask's tile) and ``perckit.export.figures.mask_overlay`` (its canvas). The charge that
+answer); the previews (each mask's tile) and ``perckit.draw.figures.mask_overlay`` (its canvas). The charge that
 would pass it raises the caller's error type (:class:`RLEError` or :class:`~perckit.errors.PredictionError`)
 naming the field, the running total and the budget. Legitimate rows stay far inside it (an R4D-Bench query with
 a mask on each of 300 frames of 536 x 960: 0.14 of it); a batch of eight such rows (1.2 G pixels) passes
@@ -603,7 +603,7 @@ def nearest_index(src: int, dst: int) -> np.ndarray:
 
 def centre_index(src: int, dst: int) -> np.ndarray:
     """The pixel-centre index rule: the source row (or column) under the centre of each of ``dst`` target rows,
-    ``min(floor((i + 0.5) * src / dst), src - 1)`` (the previews, :func:`perckit.export.previews.small_mask`)."""
+    ``min(floor((i + 0.5) * src / dst), src - 1)`` (the previews, :func:`perckit.draw.previews.small_mask`)."""
     return np.minimum(((np.arange(int(dst)) + 0.5) * int(src) / int(dst)).astype(np.int64), int(src) - 1)
 
 

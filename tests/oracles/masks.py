@@ -1,6 +1,6 @@
 """Reference implementations of perckit's mask samplers, the dense way: decode the whole mask, index it, encode.
 
-They are what ``perckit.rle.resize_nearest``, ``perckit.export.previews.small_mask`` and
+They are what ``perckit.rle.resize_nearest``, ``perckit.draw.previews.small_mask`` and
 ``perckit.lmms_eval.box_mask`` computed before issue 28 made them work from the runs (no full-size decode): the
 tests compare the new code with these on random masks, bit for bit. Slow and memory-hungry on purpose; small
 inputs only.

@@ -10,7 +10,7 @@ Layout of an export folder::
 The shards (:mod:`perckit.export.parquet`) carry datasets' ``huggingface`` schema metadata, a page index and
 row groups of at most 100 MB; a config whose rows are too large for the Viewer's page budget is marked not
 viewable in the record and the card. Each config with a previewer gets a last ``preview`` ``Image`` column
-(:mod:`perckit.export.previews`).
+(:mod:`perckit.draw.previews`).
 
 Converting another config into the same folder adds it to the card and keeps the others, and every
 file the user added inside the export. ``.perckit_export.json`` (:mod:`perckit.export.state`) marks the
@@ -130,7 +130,7 @@ def convert(
     """Build ``config`` of ``benchmark`` and write it into the export folder ``output`` (atomically).
 
     Before the build, :func:`check_options` refuses anything but a new or empty folder or an export of this
-    benchmark. Each split gets the ``preview`` picture column (:mod:`perckit.export.previews`; ``preview=False`` leaves it
+    benchmark. Each split gets the ``preview`` picture column (:mod:`perckit.draw.previews`; ``preview=False`` leaves it
     out), goes through the benchmark's export hook (:mod:`perckit.export.hooks`: ReasonAVEdit's ``Audio`` columns and
     its ``videos`` config) and is written as Parquet the Dataset Viewer can page (:mod:`perckit.export.parquet`)
     into a staging folder beside ``output``; then, holding the export's lock, the record is re-read, merged, and the
@@ -169,7 +169,7 @@ def convert(
 def _entry(features: datasets.Features, default: bool, folder: str, splits: list[SplitExport], description: str,
            parent: str | None = None) -> dict:
     """The record entry (version 2) of one written config."""
-    from .previews import PREVIEW_COLUMN
+    from ..draw.previews import PREVIEW_COLUMN
 
     viewable, reason = viewer_verdict(splits, len(splits))
     entry = {
@@ -192,7 +192,7 @@ def _write_config(benchmark: str, builder, config: str, default: bool, root: Pat
     """Write every split of the built ``config`` (and the child configs its export hook makes) under ``root``;
     ``{config name: (record entry, splits written)}``, ``config`` first."""
     from . import hooks as export_hooks
-    from .previews import add_preview
+    from ..draw.previews import add_preview
 
     folder = config_dir(config, default)
     splits: list[SplitExport] = []

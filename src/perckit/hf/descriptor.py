@@ -73,7 +73,7 @@ class Benchmark:
     #: the Hub dataset repository of the release (the builders' default ``repo_id``)
     hub_repo: str
     metrics: tuple[MetricSpec, ...] = field(default_factory=tuple)
-    #: ``fn(builder, config)``, the previewer factory (:mod:`perckit.export.previews`): the picture of each row
+    #: ``fn(builder, config)``, the previewer factory (:mod:`perckit.draw.previews`): the picture of each row
     #: in the export's ``preview`` column (None for none)
     preview: Callable[[Any, Any], Any] | None = None
     #: ``fn() -> module``, the export hook (:mod:`perckit.export.hooks`): a module defining ``export_split(ds,

@@ -1,21 +1,12 @@
-"""The descriptor of M4Seg (:class:`perckit.hf.descriptor.Benchmark`): the one record the core reads. Its
-functions are imported directly (none of these modules imports ``datasets`` until a function builds features);
-the previewer, which draws with Pillow, when a preview is made."""
+"""M4Seg's descriptor: the seven-metric m4seg scorer, its projections and the previewer. The core reads it
+(:class:`perckit.hf.descriptor.Benchmark`)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from ..hf.descriptor import Benchmark, MetricSpec
 from .accumulate import m4seg_core
 from .features import gt_as_prediction, to_metric_reference
-
-
-def _previewer(builder: Any, config: str) -> Any:
-    from .preview import make_previewer
-
-    return make_previewer(builder, config)
-
+from .preview import make_previewer
 
 BENCHMARK = Benchmark(
     name="m4seg",
@@ -23,6 +14,6 @@ BENCHMARK = Benchmark(
     label="M4Seg",
     splits=("train", "test"),
     hub_repo="kanguyen-vn/M4Seg",
-    preview=_previewer,
+    preview=make_previewer,
     metrics=(MetricSpec("m4seg", to_metric_reference, m4seg_core, scores="default (test split)", gt_prediction=gt_as_prediction),),
 )

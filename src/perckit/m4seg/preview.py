@@ -1,4 +1,4 @@
-"""The export preview of M⁴Seg (:mod:`perckit.export.previews`): the groundings' masks drawn on their image canvases,
+"""The export preview of M⁴Seg (:mod:`perckit.draw.previews`): the groundings' masks drawn on their image canvases,
 one tile per image, side by side.
 
 A tile is the source photo when the row carries it (the ``image_files`` column of a build with ``image_root``),
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import perckit.export.previews as previews
+from ..draw import previews
 from .features import IMAGE_FILES
 
 #: The long side of one image's tile (before the row of tiles is shrunk to the preview's long side).
@@ -27,7 +27,7 @@ def _size(im: Any) -> list[int] | None:
 
 
 def row_preview(row: Mapping[str, Any]) -> bytes:
-    """The row's tiles side by side (at most :data:`perckit.export.previews.MAX_SIDE` wide)."""
+    """The row's tiles side by side (at most :data:`perckit.draw.previews.MAX_SIDE` wide)."""
     where = f"M4Seg example {row.get('example_id')!r}"
     images = row.get("images") if isinstance(row.get("images"), list) else []
     photos = row.get(IMAGE_FILES) if isinstance(row.get(IMAGE_FILES), list) else []

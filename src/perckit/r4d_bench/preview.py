@@ -1,4 +1,4 @@
-"""The export preview of R4D-Bench (:mod:`perckit.export.previews`).
+"""The export preview of R4D-Bench (:mod:`perckit.draw.previews`).
 
 ``all_queries`` / ``subset_36``: the query's referred mask over its first annotated frame (the first entry of
 ``frames``; a negative query with no frame shows its scene's first frame with a note). The frame image is read from
@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from PIL import Image
 
-import perckit.export.previews as previews
+from ..draw import previews
 from ..io.paths import read_regular_file
 from .layout import MAX_IMAGE_BYTES
 from .read import read_scene

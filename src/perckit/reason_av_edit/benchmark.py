@@ -1,6 +1,5 @@
-"""The descriptor of ReasonAVEdit-Bench (:class:`perckit.hf.descriptor.Benchmark`): the one record the core reads. Its
-functions are imported directly (none of these modules imports ``datasets`` until a function builds features);
-the previewer, which draws with Pillow, when a preview is made."""
+"""ReasonAVEdit-Bench's descriptor: av_reasoning and av_edit_quality, the previewer and the export hook. The core
+reads it (:class:`perckit.hf.descriptor.Benchmark`)."""
 
 from __future__ import annotations
 
@@ -9,13 +8,8 @@ from typing import Any
 from ..hf.descriptor import Benchmark, MetricSpec
 from .accumulate import av_reasoning_core
 from .features import to_metric_reference
+from .preview import make_previewer
 from .quality.references import to_quality_reference
-
-
-def _previewer(builder: Any, config: str) -> Any:
-    from .preview import make_previewer
-
-    return make_previewer(builder, config)
 
 
 def _export_hook() -> Any:
@@ -30,7 +24,7 @@ BENCHMARK = Benchmark(
     label="ReasonAVEdit-Bench",
     splits=("test",),
     hub_repo="bigfacing/ReasonAVEdit-Bench",
-    preview=_previewer,
+    preview=make_previewer,
     export_hook=_export_hook,
     metrics=(
         MetricSpec("av_reasoning", to_metric_reference, av_reasoning_core, scores="default",

@@ -1,4 +1,4 @@
-"""The export preview of ReasonAVEdit-Bench (:mod:`perckit.export.previews`): the source video's anchor frame
+"""The export preview of ReasonAVEdit-Bench (:mod:`perckit.draw.previews`): the source video's anchor frame
 (``anchor_frame``, else the first frame) with the edited region (``anchor_mask``: light fill + outline). A row with
 no anchor mask (a "not provided" marker, an empty size, null) shows the frame alone with a caption saying so;
 a row with no video shows a neutral canvas with a caption. The video is decoded with PyAV after
@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from PIL import Image
 
-import perckit.export.previews as previews
+from ..draw import previews
 from ..errors import ReleaseFormatError
 from ..io.paths import open_media
 from ..io.media import check_video_header

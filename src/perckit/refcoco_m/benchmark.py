@@ -1,21 +1,12 @@
-"""The descriptor of RefCOCO-M (:class:`perckit.hf.descriptor.Benchmark`): the one record the core reads. Its
-functions are imported directly (none of these modules imports ``datasets`` until a function builds features);
-the previewer, which draws with Pillow, when a preview is made."""
+"""RefCOCO-M's descriptor: the refer_iou metric, its reference and ground-truth projections, the previewer. The
+core reads it (:class:`perckit.hf.descriptor.Benchmark`)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from ..hf.descriptor import Benchmark, MetricSpec
 from .accumulate import refer_iou_core
 from .features import to_metric_prediction, to_metric_reference
-
-
-def _previewer(builder: Any, config: str) -> Any:
-    from .preview import make_previewer
-
-    return make_previewer(builder, config)
-
+from .preview import make_previewer
 
 BENCHMARK = Benchmark(
     name="refcoco_m",
@@ -23,6 +14,6 @@ BENCHMARK = Benchmark(
     label="RefCOCO-M",
     splits=("validation",),
     hub_repo="moondream/refcoco-m",
-    preview=_previewer,
+    preview=make_previewer,
     metrics=(MetricSpec("refer_iou", to_metric_reference, refer_iou_core, scores="expressions", gt_prediction=to_metric_prediction),),
 )

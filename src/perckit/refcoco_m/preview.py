@@ -1,4 +1,4 @@
-"""The export preview of RefCOCO-M (:mod:`perckit.export.previews`): the referred mask(s) over the image the row carries.
+"""The export preview of RefCOCO-M (:mod:`perckit.draw.previews`): the referred mask(s) over the image the row carries.
 
 ``expressions``: the expression's mask; ``images``: every sample's mask, one Okabe–Ito colour each.
 """
@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from PIL import Image
 
-import perckit.export.previews as previews
+from ..draw import previews
 
 
 def _size(row: Mapping[str, Any]) -> list[int] | None:

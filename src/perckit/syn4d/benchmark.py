@@ -1,21 +1,12 @@
-"""The descriptor of Syn4D (:class:`perckit.hf.descriptor.Benchmark`): the one record the core reads. Its
-functions are imported directly (none of these modules imports ``datasets`` until a function builds features);
-the previewer, which draws with Pillow, when a preview is made."""
+"""Syn4D's descriptor: the tracking / depth / pose metric (configs), its reference projection, the previewer. The
+core reads it (:class:`perckit.hf.descriptor.Benchmark`)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from ..hf.descriptor import Benchmark, MetricSpec
 from .accumulate import syn4d_core
 from .features import to_metric_reference
-
-
-def _previewer(builder: Any, config: str) -> Any:
-    from .preview import make_previewer
-
-    return make_previewer(builder, config)
-
+from .preview import make_previewer
 
 BENCHMARK = Benchmark(
     name="syn4d",
@@ -23,7 +14,7 @@ BENCHMARK = Benchmark(
     label="Syn4D",
     splits=("test",),
     hub_repo="Syn4D/Syn4D_Benchmark",
-    preview=_previewer,
+    preview=make_previewer,
     metrics=(
         MetricSpec("syn4d", to_metric_reference, syn4d_core, ("tracking", "depth", "pose"),
                    scores="tracking (config tracking); depth and pose (config challenge)",

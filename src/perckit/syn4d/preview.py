@@ -1,4 +1,4 @@
-"""The export preview of Syn4D (:mod:`perckit.export.previews`): the query tracks, projected into frame 0 with the
+"""The export preview of Syn4D (:mod:`perckit.draw.previews`): the query tracks, projected into frame 0 with the
 row's intrinsics (``u = fx·x/z + cx``, ``v = fy·y/z + cy``; the tracks are in the frame-0 camera), drawn over the
 first frame: the challenge row's video first frame when the row has its video (decoded with PyAV after
 :func:`perckit.io.media.check_video_header` checked its declared size), else a neutral canvas of
@@ -13,8 +13,8 @@ from typing import Any, Mapping
 import numpy as np
 from PIL import Image, ImageDraw
 
-import perckit.export.figures as figures
-import perckit.export.previews as previews
+from ..draw import figures
+from ..draw import previews
 from ..errors import ReleaseFormatError
 from ..io.paths import open_media
 from .layout import MAX_VIDEO_BYTES

@@ -114,7 +114,7 @@ def open_canvas(image: Any, out_h: int, out_w: int, where: str = "image") -> Ima
 def tile(canvas: Image.Image | None, masks: Sequence[tuple[np.ndarray, Colour]], out_h: int, out_w: int,
          alpha: float = figures.FILL_ALPHA) -> np.ndarray:
     """An ``out_h`` × ``out_w`` RGB array: ``canvas`` (neutral grey when None) with every ``(small mask, colour)``
-    filled and outlined (:func:`perckit.export.figures.paint_masks`)."""
+    filled and outlined (:func:`perckit.draw.figures.paint_masks`)."""
     if canvas is None:
         base = np.empty((out_h, out_w, 3), dtype=np.uint8)
         base[:] = figures.NEUTRAL
