@@ -27,7 +27,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -291,6 +291,18 @@ def reduce_items(metric: str, options: Mapping[str, Any], items: Sequence[Mappin
     return out
 
 
+def aggregation(name: str, key: str, result: Callable[[Sequence[Mapping]], Mapping], doc: str) -> Callable:
+    """The aggregation ``name`` of a task's ``utils.py`` (``!function utils.<name>`` in its YAML):
+    ``result(items)[key]``."""
+
+    def aggregate(items: Sequence[Mapping]) -> float | None:
+        return result(items)[key]
+
+    aggregate.__name__ = aggregate.__qualname__ = name
+    aggregate.__module__, aggregate.__doc__ = result.__module__, doc
+    return aggregate
+
+
 # ---------------------------------------------------------------- pointing a task at an export
 
 
@@ -359,6 +371,7 @@ def write_task(benchmark: str, dataset: str | os.PathLike, output: str | os.Path
 
 
 __all__ = [
-    "MAX_ANSWER_CHARS", "MAX_JSON_STARTS", "TASKS", "TASKS_DIR", "box_mask", "first_text", "item", "json_values",
-    "mask_from_text", "mask_from_value", "merged", "reduce_items", "task_dir", "task_yaml", "write_task",
+    "MAX_ANSWER_CHARS", "MAX_JSON_STARTS", "TASKS", "TASKS_DIR", "aggregation", "box_mask", "first_text", "item",
+    "json_values", "mask_from_text", "mask_from_value", "merged", "reduce_items", "task_dir", "task_yaml",
+    "write_task",
 ]

@@ -17,11 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .. import rle as rle_ops
-from ..errors import ReleaseFormatError, check_choice
-from ..errors import short_repr as _short
+from ..errors import ReleaseFormatError, check_choice, short_repr as _short
 from ..io.jsonio import parse_int
-from ..io.paths import MAX_PATH_CHARS
-from ..io.paths import check_relative
+from ..io.paths import MAX_PATH_CHARS, check_relative
 from .metric import codes
 from .features import SOURCE_GRANULARITY
 

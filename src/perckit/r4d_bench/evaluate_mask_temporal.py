@@ -12,8 +12,7 @@ from typing import Sequence
 
 from ..hf import cli
 from ..errors import OptionError
-from . import features as feats
-from . import metric as core
+from . import features as feats, metric as core
 from .read import load_mask_predictions
 from .rows import ground_truth_rows
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .evaluate_track_id import build_parser, run
-from .evaluate_track_id import main as _main
+from .evaluate_track_id import build_parser, run, main as _main
 
 __all__ = ["PROG", "build_parser", "main", "run"]  # build_parser and run: evaluate_track_id's, the one implementation
 PROG = "python -m perckit.r4d_bench.evaluate_r4dgs"

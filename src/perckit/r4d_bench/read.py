@@ -24,8 +24,7 @@ import operator
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterator, Mapping, Sequence, Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,23 +34,18 @@ from PIL import Image
 
 from ..io import prefetch
 from .. import rle as rle_ops
-from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice
-from ..errors import short_repr as _short
+from ..errors import (
+    InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice,
+    short_repr as _short,
+)
 from ..io.images import check_encoded_image, mask_foreground
 from ..io.jsonio import parse_int, read_json, require_file
 from ..io.paths import check_relative, read_regular_file, resolve_under
 from . import layout
-from .layout import MAX_JSON_BYTES
-from .layout import MAX_MASK_PNG_BYTES
-from .layout import QUERIES_META
-from .layout import SCENE_ALIASES
-from .layout import SCENES_DIR
-from .layout import TRACK_GT
-from .layout import check_release_root
-from .layout import dense_gt_file
-from .layout import normalise_scene
-from .layout import scene_folder
-from .layout import scene_from_query_id
+from .layout import (
+    MAX_JSON_BYTES, MAX_MASK_PNG_BYTES, QUERIES_META, SCENE_ALIASES, SCENES_DIR, TRACK_GT, check_release_root,
+    dense_gt_file, normalise_scene, scene_folder, scene_from_query_id,
+)
 
 logger = logging.getLogger("perckit.r4d_bench.release")  # the release readers' one logger (its name is public)
 

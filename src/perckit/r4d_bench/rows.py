@@ -11,8 +11,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterator, Mapping, Sequence, Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,31 +21,15 @@ import pyarrow as pa
 
 from .. import rle as rle_ops
 from ..hf.builder import MEDIA_STORAGE, media_column
-from ..errors import ReleaseFormatError, RLEError, check_choice
-from ..errors import short_repr as _short
+from ..errors import ReleaseFormatError, RLEError, check_choice, short_repr as _short
 from ..io.jsonio import parse_int
 from .features import frame_features
-from .layout import QUERIES_META
-from .layout import SCENE_ALIASES
-from .layout import TRACK_GT
-from .layout import normalise_scene
-from .layout import scene_from_query_id
-from .read import TRACK_ID_PRECEDENCES
-from .read import FrameInfo
-from .read import QueryRelease
-from .read import SceneInfo
-from .read import checked_rles
-from .read import coco_track_id
-from .read import entry_scene
-from .read import frame_image_paths
-from .read import frame_images
-from .read import frame_mask_from_pngs
-from .read import frame_mask_from_segmentations
-from .read import load_queries_meta
-from .read import open_query_release
-from .read import read_ahead
-from .read import resolve_track_ids
-from .read import track_id_list
+from .layout import QUERIES_META, SCENE_ALIASES, TRACK_GT, normalise_scene, scene_from_query_id
+from .read import (
+    TRACK_ID_PRECEDENCES, FrameInfo, QueryRelease, SceneInfo, checked_rles, coco_track_id, entry_scene,
+    frame_image_paths, frame_images, frame_mask_from_pngs, frame_mask_from_segmentations, load_queries_meta,
+    open_query_release, read_ahead, resolve_track_ids, track_id_list,
+)
 
 logger = logging.getLogger("perckit.r4d_bench.release")  # the release readers' one logger (its name is public)
 

@@ -26,8 +26,7 @@ from ..hf import cli
 from ..errors import OptionError, check_choice
 from . import metric as core
 from .layout import ReleasePaths, SequenceRecord, prediction_path, release_files, resolve_release, select_records
-from .metric import baselines as published
-from .metric import protocol as proto
+from .metric import baselines as published, protocol as proto
 from .read import checksum_verifier, load_records, read_npz
 from .rows import read_sequence_gt
 

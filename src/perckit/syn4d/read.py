@@ -23,8 +23,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
-from ..io.jsonio import decode_text, parse_int
-from ..io.jsonio import iter_json_lines
+from ..io.jsonio import decode_text, parse_int, iter_json_lines
 from ..io.paths import check_relative, open_regular_file, read_regular_file
 from .layout import (
     CSV_COLUMNS, EXR_CHANNELS, FRAME_INDICES, MAX_ARRAY_BYTES, MAX_CHECKSUM_FILE_BYTES, MAX_DEPTH_PIXELS, MAX_EXR_BYTES,

@@ -21,8 +21,7 @@ import numpy as np
 
 from ... import rle as rle_ops
 from ...core import segmentation as seg
-from ...errors import PredictionError, RLEError
-from ...errors import short_repr as _short
+from ...errors import PredictionError, RLEError, short_repr as _short
 from ...io.jsonio import parse_int
 from .codes import clean_prediction_text, display_name, resolve_answer
 from .options import M4SegOptions

@@ -28,19 +28,10 @@ from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ...errors import ReleaseFormatError
-from ...errors import short_repr as _short
+from ...errors import ReleaseFormatError, short_repr as _short
 from ...io.jsonio import UTF8_BOM
-from ..rows import EXAMPLE_ALIASES
-from ..rows import ConvertState
-from ..rows import _alias
-from ..rows import _MAPS
-from ..rows import native_to_row
-from .ids import IdGuard
-from .ids import Int64Buffer
-from .ids import derived_example_id
-from .ids import occurrence_index
-from .ids import stable_hash
+from ..rows import EXAMPLE_ALIASES, ConvertState, _alias, _MAPS, native_to_row
+from .ids import IdGuard, Int64Buffer, derived_example_id, occurrence_index, stable_hash
 
 #: Deepest JSON nesting accepted in a native file (an example is about 7 levels deep). ijson keeps one
 #: prefix string per level, each as long as the path to it: 100,000 levels would need tens of gigabytes.

@@ -35,22 +35,16 @@ import pyarrow.parquet as pq
 
 from ...core import counts as _kernels
 from ... import rle as rle_ops
-from ...errors import PerckitError, ReleaseFormatError
-from ...errors import short_repr as _short
+from ...errors import PerckitError, ReleaseFormatError, short_repr as _short
 from ...io.parquetio import check_column_chunk_sizes
-from ...io.paths import MAX_PATH_CHARS
-from ...io.paths import check_relative
+from ...io.paths import MAX_PATH_CHARS, check_relative
 from ..features import row_features
 from ..layout import PARQUET_GLOB
 from ..metric.codes import span_code_problems
-from ..rows import PARQUET_ALIASES
-from ..rows import PARQUET_GROUNDING_ALIASES
-from ..rows import ConvertState
-from ..rows import _check_image_index
-from ..rows import _check_image_size
-from ..rows import _check_span
-from ..rows import _id_list
-from ..rows import _int
+from ..rows import (
+    PARQUET_ALIASES, PARQUET_GROUNDING_ALIASES, ConvertState, _check_image_index, _check_image_size, _check_span,
+    _id_list, _int,
+)
 
 BATCH_SIZE = 1000
 

@@ -12,10 +12,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ... import rle as rle_ops
-from ...errors import InputNotFoundError, PredictionError, RLEError
-from ...errors import short_repr as _short
-from ...io.jsonio import iter_json_lines
-from ...io.jsonio import parse_int
+from ...errors import InputNotFoundError, PredictionError, RLEError, short_repr as _short
+from ...io.jsonio import iter_json_lines, parse_int
 from ..metric.codes import IMAGE_TAG, collapse_ws
 
 logger = logging.getLogger(__name__)
