@@ -266,11 +266,7 @@ def _spans_are_codes(answer: str, groundings: list[dict]) -> bool:
     return True
 
 
-def native_to_row(
-    example: Mapping[str, Any],
-    state: ConvertState,
-    example_id: str | None = None,
-) -> dict:
+def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: str | None = None) -> dict:
     """One native example as a builder row (the only place the native format is interpreted).
 
     ``example_id``: the id to use when the example has none (the builder derives it from ``pair_id``).

@@ -352,13 +352,9 @@ def reduce_mask_temporal(scores: Sequence[QueryScore]) -> dict:
     return out
 
 
-def match_by_query_id(
-    predictions: Sequence[Mapping],
-    references: Sequence[Mapping],
-    selects: Callable[[str], bool] | None = None,
-    strict: bool = False,
-    empty_hint: str = MASK_EMPTY_HINT,
-) -> list[tuple[Mapping | None, Mapping]]:
+def match_by_query_id(predictions: Sequence[Mapping], references: Sequence[Mapping],
+                      selects: Callable[[str], bool] | None = None, strict: bool = False,
+                      empty_hint: str = MASK_EMPTY_HINT) -> list[tuple[Mapping | None, Mapping]]:
     """Pair predictions with references by ``query_id`` (reference order): :func:`perckit.core.matching.pair_by_id`.
 
     Duplicate ids on either side and a prediction whose id is unknown to the references raise
@@ -466,14 +462,8 @@ def reduce_track_id(scores: Sequence[TrackScore]) -> dict:
     return out
 
 
-def track_id(
-    predictions: Sequence[Mapping],
-    references: Sequence[Mapping],
-    only_query_prefix: str | None = None,
-    only_queries: Sequence[str] | str | None = None,
-    strict: bool = False,
-    **unknown: Any,
-) -> dict:
+def track_id(predictions: Sequence[Mapping], references: Sequence[Mapping], only_query_prefix: str | None = None,
+             only_queries: Sequence[str] | str | None = None, strict: bool = False, **unknown: Any) -> dict:
     """Score track-id set predictions against reference rows (see the ``track_id`` metric card).
 
     A missing query is an empty predicted set (the official evaluator's rule) unless ``strict``.

@@ -80,10 +80,8 @@ def coco_track_id(annotation: Mapping[str, Any]) -> str | None:
     return None
 
 
-def resolve_track_id(
-    annotation: Mapping[str, Any], scene_links: Mapping[int, str] | None = None, precedence: str = "coco",
-    annotation_id: int | None = None,
-) -> str | None:
+def resolve_track_id(annotation: Mapping[str, Any], scene_links: Mapping[int, str] | None = None,
+                     precedence: str = "coco", annotation_id: int | None = None) -> str | None:
     """[inferred] track id of a COCO annotation: the one place both sources meet.
 
     ``scene_links`` is the annotation id -> track id map of the scene track JSON (:func:`scene_track_links`).
@@ -94,10 +92,8 @@ def resolve_track_id(
     return resolve_track_ids([annotation], [annotation_id], scene_links, precedence)[0]
 
 
-def resolve_track_ids(
-    annotations: Sequence[Mapping[str, Any]], annotation_ids: Sequence[int | None], scene_links: Mapping[int, str] | None = None,
-    precedence: str = "coco",
-) -> list[str | None]:
+def resolve_track_ids(annotations: Sequence[Mapping[str, Any]], annotation_ids: Sequence[int | None],
+                      scene_links: Mapping[int, str] | None = None, precedence: str = "coco") -> list[str | None]:
     """:func:`resolve_track_id` of each annotation (with its id), the precedence checked once for them all."""
     check_choice("track_id_precedence", precedence, TRACK_ID_PRECEDENCES)
     owns = list(map(coco_track_id, annotations))
@@ -245,10 +241,9 @@ def find_coco_json(scene_dir: Path, coco_json_name: str | None = None) -> Path:
     return resolve_under(scene_dir, matches[0].name, f"scene folder {str(scene_dir)!r}: COCO file")
 
 
-def read_scene(
-    root: Path, scene: str, coco_json_name: str | None = None, frame_id_pattern: str = r"(\d+)",
-    read_tracks: bool = False, aliases: Mapping[str, str] = SCENE_ALIASES, image_names: bool = True,
-) -> SceneInfo:
+def read_scene(root: Path, scene: str, coco_json_name: str | None = None, frame_id_pattern: str = r"(\d+)",
+               read_tracks: bool = False, aliases: Mapping[str, str] = SCENE_ALIASES,
+               image_names: bool = True) -> SceneInfo:
     """A scene's COCO file and frames; with ``read_tracks`` also its scene track JSON (the ``frames`` config).
 
     ``image_names=False`` (the query configs, which read no image) leaves every frame's ``file_name`` None
@@ -488,16 +483,10 @@ def _release_file(root: Path, name: str, override: str | Path | None, what: str)
     return path
 
 
-def open_query_release(
-    root: str | Path,
-    config_name: str = "all_queries",
-    mask_source: str = "segmentation",
-    coco_json_name: str | None = None,
-    frame_id_pattern: str = r"(\d+)",
-    aliases: Mapping[str, str] = SCENE_ALIASES,
-    gt_file: str | Path | None = None,
-    queries_file: str | Path | None = None,
-) -> QueryRelease:
+def open_query_release(root: str | Path, config_name: str = "all_queries", mask_source: str = "segmentation",
+                       coco_json_name: str | None = None, frame_id_pattern: str = r"(\d+)",
+                       aliases: Mapping[str, str] = SCENE_ALIASES, gt_file: str | Path | None = None,
+                       queries_file: str | Path | None = None) -> QueryRelease:
     """Read and check the files of a query config. ``gt_file``/``queries_file`` override the default paths (CLI)."""
     root = Path(root)
     if gt_file is None:

@@ -248,10 +248,9 @@ def scenes_frame_tables(
         yield from frame_tables(info, track_id_precedence, schema, rows_per_table, itertools.islice(images, len(paths)))
 
 
-def frame_tables(
-    info: SceneInfo, track_id_precedence: str = "coco", schema: pa.Schema | None = None, rows_per_table: int = 64,
-    images: Iterator[tuple[Path, bytes | Exception]] | None = None,
-) -> Iterator[tuple[str, pa.Table]]:
+def frame_tables(info: SceneInfo, track_id_precedence: str = "coco", schema: pa.Schema | None = None,
+                 rows_per_table: int = 64,
+                 images: Iterator[tuple[Path, bytes | Exception]] | None = None) -> Iterator[tuple[str, pa.Table]]:
     """The ``frames`` rows of a scene (one per COCO image, by frame id) as tables of ``schema`` (the ``frames``
     features' Arrow schema), up to ``rows_per_table`` frames each, keyed ``"<scene>/<frame_id:06d>"`` by their
     first row. Each table is made column by column (no Python dict per row or per annotation): see
@@ -311,10 +310,9 @@ class _FirstError:
         return self.key is not None and self.key[0] < index
 
 
-def _annotation_column(
-    frames: Sequence[tuple[FrameInfo, Sequence[Mapping], str]], cat_names: dict, links: Mapping[int, str], precedence: str,
-    checked: AbstractSet[int], list_type: pa.ListType,
-) -> pa.Array:
+def _annotation_column(frames: Sequence[tuple[FrameInfo, Sequence[Mapping], str]], cat_names: dict,
+                       links: Mapping[int, str], precedence: str, checked: AbstractSet[int],
+                       list_type: pa.ListType) -> pa.Array:
     """The ``annotations`` column of a batch of frames (``(frame, its COCO annotations, where)``): per frame a
     list of ``{annotation_id, category_id, category_name, track_id, bbox_xywh, area, iscrowd, mask}`` by
     annotation id (a missing ``id`` / ``category_id`` is 0).
@@ -428,10 +426,9 @@ def _number_lists(
     return out, lengths
 
 
-def _mask_column(
-    frames: Sequence[FrameInfo], flat: Sequence[Mapping], offsets: Sequence[int], checked: AbstractSet[int], where_of,
-    first: _FirstError, mask_type: pa.StructType,
-) -> pa.StructArray | None:
+def _mask_column(frames: Sequence[FrameInfo], flat: Sequence[Mapping], offsets: Sequence[int],
+                 checked: AbstractSet[int], where_of, first: _FirstError,
+                 mask_type: pa.StructType) -> pa.StructArray | None:
     """Each annotation's ``segmentation`` as ``{size, counts}`` of ``mask_type`` (null when absent or empty): an
     RLE dict that the scene's scan accepted (``checked``) of the frame's size as it is; the lists of polygons
     of every frame of one size rasterised by one :func:`perckit.rle.polygon_unions` call (its guard decides;

@@ -456,16 +456,9 @@ def _write_images(root: Path, images: dict[str, tuple[int, int]]) -> None:
             Image.new("RGB", (w, h), color=((i * 37) % 256, (i * 91) % 256, 128)).save(f, format="JPEG", quality=80)
 
 
-def write_release(
-    root: str | Path,
-    seed: int = 0,
-    train_rows: int = 48,
-    test_rows: int = 24,
-    shards: int = 3,
-    image_root: str | Path | None = None,
-    write_manifest: bool = True,
-    tile_block: int | None = None,
-) -> M4SegSampleRelease:
+def write_release(root: str | Path, seed: int = 0, train_rows: int = 48, test_rows: int = 24, shards: int = 3,
+                  image_root: str | Path | None = None, write_manifest: bool = True,
+                  tile_block: int | None = None) -> M4SegSampleRelease:
     """Write the release under ``root``: ``train_rows`` / ``test_rows`` examples, train Parquet in ``shards`` files.
 
     Everything is streamed to disk in chunks, so ``train_rows=200_000`` takes seconds of memory-flat work.

@@ -74,16 +74,9 @@ def _track_box(track: int, k: int, n: int, h: int, w: int) -> list[int]:
     return [x0, y0, x0 + bw, y0 + bh]
 
 
-def write_release(
-    root: str | Path,
-    seed: int = 0,
-    frames_per_scene: int = 4,
-    height: int = 24,
-    width: int = 32,
-    queries_per_scene: dict[str, int] | None = None,
-    write_query_masks: bool = True,
-    write_images: bool = True,
-) -> R4DSampleRelease:
+def write_release(root: str | Path, seed: int = 0, frames_per_scene: int = 4, height: int = 24, width: int = 32,
+                  queries_per_scene: dict[str, int] | None = None, write_query_masks: bool = True,
+                  write_images: bool = True) -> R4DSampleRelease:
     """Write the release under ``root``. Defaults give 12 scenes x 4 frames x 89 queries at 32x24."""
     wr = ReleaseWriter(root, seed)
     rng = wr.rng

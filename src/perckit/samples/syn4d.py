@@ -131,19 +131,11 @@ def protocol_json() -> dict:
     }
 
 
-def write_release(
-    root: str | Path,
-    seed: int = 0,
-    variants: Sequence[str] = VARIANTS,
-    scenes: Sequence[str] = ("antiquity", "office"),
-    base_sequences: int = 1,
-    cameras: Sequence[int] = (0, 1),
-    num_queries: int = 32,
-    depth_hw: tuple[int, int] = (18, 32),
-    video_hw: tuple[int, int] = (36, 64),
-    challenge_inside: bool = False,
-    write_video: bool = True,
-) -> Syn4DSampleRelease:
+def write_release(root: str | Path, seed: int = 0, variants: Sequence[str] = VARIANTS,
+                  scenes: Sequence[str] = ("antiquity", "office"), base_sequences: int = 1,
+                  cameras: Sequence[int] = (0, 1), num_queries: int = 32, depth_hw: tuple[int, int] = (18, 32),
+                  video_hw: tuple[int, int] = (36, 64), challenge_inside: bool = False,
+                  write_video: bool = True) -> Syn4DSampleRelease:
     """Write the release under ``root``. Defaults: 4 variants x 2 scenes x 1 sequence x 2 cameras = 16 sequences."""
     wr = ReleaseWriter(root, seed)
     rng = wr.rng

@@ -49,26 +49,13 @@ def _score_from_release(
     return core.score_sequence(task, reference_for_task(task, record, paths), prediction, options)
 
 
-def evaluate_release(
-    predictions_dir: str | Path,
-    data_dir: str | Path,
-    tasks: Iterable[str] = core.TASKS,
-    strict: bool = True,
-    depth_align: str = "scale",
-    variants: Iterable[str] | None = None,
-    scenes: Iterable[str] | None = None,
-    cameras: Iterable[int] | None = None,
-    limit: int = 0,
-    manifest: str | Path | None = None,
-    tracking_gt: str | Path | None = None,
-    challenge_dir: str | Path | None = None,
-    min_coverage: float = core.DEFAULT_MIN_COVERAGE,
-    coverage: bool = False,
-    verify_checksums: bool | None = None,
-    check_protocol: bool = True,
-    compare_baselines: bool = False,
-    progress: Callable[[int, int, str], None] | None = None,
-) -> dict:
+def evaluate_release(predictions_dir: str | Path, data_dir: str | Path, tasks: Iterable[str] = core.TASKS,
+                     strict: bool = True, depth_align: str = "scale", variants: Iterable[str] | None = None,
+                     scenes: Iterable[str] | None = None, cameras: Iterable[int] | None = None, limit: int = 0,
+                     manifest: str | Path | None = None, tracking_gt: str | Path | None = None,
+                     challenge_dir: str | Path | None = None, min_coverage: float = core.DEFAULT_MIN_COVERAGE,
+                     coverage: bool = False, verify_checksums: bool | None = None, check_protocol: bool = True,
+                     compare_baselines: bool = False, progress: Callable[[int, int, str], None] | None = None) -> dict:
     """The official evaluation loop over a release; returns the official summary shape.
 
     Before anything is scored: ``verify_checksums`` (``None``: when the release has ``SHA256SUMS``; ``True``:

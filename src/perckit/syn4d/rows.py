@@ -73,10 +73,8 @@ GT_FIELDS = {
 }
 
 
-def read_sequence_gt(
-    record: SequenceRecord, paths: ReleasePaths, task: str, hw: tuple[int, int] | None = None, required: bool = False,
-    resolver: PathResolver | None = None,
-) -> dict[str, Any]:
+def read_sequence_gt(record: SequenceRecord, paths: ReleasePaths, task: str, hw: tuple[int, int] | None = None,
+                     required: bool = False, resolver: PathResolver | None = None) -> dict[str, Any]:
     """The ground truth of one task of one sequence, read from the release, as the builder's row fields
     (:data:`GT_FIELDS`); the one reader of it, for the builder and the file runner.
 

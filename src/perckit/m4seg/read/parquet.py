@@ -564,10 +564,8 @@ def _images(
     return _list(lengths, values, type_), off, h, w
 
 
-def _groundings(
-    col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray, widths: np.ndarray, answer: pa.Array,
-    type_: pa.DataType, v: _Verdict, where: Callable[[int], str],
-) -> tuple[pa.Array | None, list[int]]:
+def _groundings(col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray, widths: np.ndarray, answer: pa.Array,
+                type_: pa.DataType, v: _Verdict, where: Callable[[int], str]) -> tuple[pa.Array | None, list[int]]:
     lengths, off, g = _list_parts(col)  # a null list of groundings is empty
     parent, index = _owners(lengths, off)
     item_type = type_.value_type
@@ -619,10 +617,8 @@ def _is_counts(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t)
 
 
-def _masks(
-    g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: pa.DataType, v: _Verdict,
-    gw: Callable[[int], str], key: Callable[[int], Callable[[int], tuple]],
-) -> pa.Array:
+def _masks(g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: pa.DataType, v: _Verdict,
+           gw: Callable[[int], str], key: Callable[[int], Callable[[int], tuple]]) -> pa.Array:
     """The masks as ``{size: [H, W], counts}``: a compressed RLE whose size is its image's, whose counts the
     compiled scan reads and whose runs sum to H*W is taken as it is; any other goes to ``rle.to_rle``, which
     gives the mask or the precise error."""
@@ -708,10 +704,8 @@ def _annotation_ids(g: pa.Array, type_: pa.DataType) -> pa.Array:
     return pa.array([_id_list(x) for x in col.to_pylist()], type=type_)
 
 
-def _spans(
-    g: pa.Array, answer: pa.Array, parent: np.ndarray, type_: pa.DataType, v: _Verdict,
-    gw: Callable[[int], str], key: Callable[[int], Callable[[int], tuple]],
-) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+def _spans(g: pa.Array, answer: pa.Array, parent: np.ndarray, type_: pa.DataType, v: _Verdict, gw: Callable[[int], str],
+           key: Callable[[int], Callable[[int], tuple]]) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """``[start, end)`` with ``0 <= start <= end <= len(answer)`` (code points), as int32 lists; any other
     span goes to ``rows._check_span``, which gives it or the precise error."""
     m = len(g)

@@ -529,10 +529,9 @@ def score_sequence(
     return row, coverage_entry(task, sid, reference, metrics, options) if coverage else None
 
 
-def score_sequences(
-    predictions: Sequence[Mapping], references: Sequence[Mapping], task: str, options: Syn4DOptions = Syn4DOptions(),
-    coverage: list | None = None,
-) -> tuple[list[dict], list[dict]]:
+def score_sequences(predictions: Sequence[Mapping], references: Sequence[Mapping], task: str,
+                    options: Syn4DOptions = Syn4DOptions(),
+                    coverage: list | None = None) -> tuple[list[dict], list[dict]]:
     """Accumulate half of one task: ``(rows, failures)``, both in reference order.
 
     Predictions are paired with references by ``sequence_id`` (:func:`perckit.core.matching.pair_by_id`: a
@@ -673,10 +672,8 @@ def aggregate(rows: Sequence[Mapping]) -> dict:
     }
 
 
-def compute_task(
-    predictions: Sequence[Mapping], references: Sequence[Mapping], task: str, options: Syn4DOptions = Syn4DOptions(),
-    coverage: bool = False,
-) -> dict:
+def compute_task(predictions: Sequence[Mapping], references: Sequence[Mapping], task: str,
+                 options: Syn4DOptions = Syn4DOptions(), coverage: bool = False) -> dict:
     """One config's result: ``{"protocol", "task", "requested_sequences", overall, by_variant, by_scene, sequences, failures}``.
 
     ``coverage=True`` (what the metric module passes) adds ``"coverage": {"overall", "sequences"}`` for
