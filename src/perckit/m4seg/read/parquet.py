@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
@@ -105,6 +106,16 @@ def open_parquet(f: BinaryIO, where: str) -> Any:
     return pf
 
 
+@contextmanager
+def open_shard(opener: Callable, path: str, split: str) -> Iterator[tuple[Any, str]]:
+    """``(ParquetFile, where)`` of one shard of a split: opened by :func:`open_parquet`, its schema checked."""
+    where = f"M4Seg {split} split, {Path(path).name}"
+    with opener(path, "rb") as f:
+        pf = open_parquet(f, where)
+        check_parquet_schema(pf.schema_arrow, where)
+        yield pf, where
+
+
 def _list_of_struct_fields(arrow_type: Any) -> list[str] | None:
     if not (pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)):
         return None
@@ -173,10 +184,7 @@ def _example_id_columns(opener: Callable, paths: Sequence[str], split: str) -> l
     cannot be read raises naming its file."""
     columns = []
     for p in paths:
-        where = f"M4Seg {split} split, {Path(p).name}"
-        with opener(p, "rb") as f:
-            pf = open_parquet(f, where)
-            check_parquet_schema(pf.schema_arrow, where)
+        with open_shard(opener, p, split) as (pf, where):
             try:
                 columns.append(pf.read(columns=["example_id"]).column(0))
             except (pa.ArrowException, *PARQUET_ERRORS) as e:
@@ -220,10 +228,7 @@ def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int =
     """
     out = []
     for p in paths:
-        where = f"M4Seg {split} split, {Path(p).name}"
-        with opener(p, "rb") as f:
-            pf = open_parquet(f, where)
-            check_parquet_schema(pf.schema_arrow, where)
+        with open_shard(opener, p, split) as (pf, where):
             md = pf.metadata
             first_row(pf, where, ConvertState(split, Path(p).name, quiet=True))
         acc, start = 0, 0
@@ -252,12 +257,8 @@ def iter_parquet_tables(
     converted; a batch with a refused row hands it the ids of the rows before that row first, so that a
     duplicate id before a bad row raises first."""
     for shard in shards:
-        name = Path(shard.path).name
-        where = f"M4Seg {split} split, {name}"
-        state = ConvertState(split, name)
-        with opener(shard.path, "rb") as f:
-            pf = open_parquet(f, where)
-            check_parquet_schema(pf.schema_arrow, where)
+        state = ConvertState(split, Path(shard.path).name)
+        with open_shard(opener, shard.path, split) as (pf, where):
             stop = pf.metadata.num_row_groups if shard.rg_stop is None else shard.rg_stop
             groups = list(range(shard.rg_start, stop))
             if not groups:
