@@ -372,6 +372,5 @@ def write_task(benchmark: str, dataset: str | os.PathLike, output: str | os.Path
 
 __all__ = [
     "MAX_ANSWER_CHARS", "MAX_JSON_STARTS", "TASKS", "TASKS_DIR", "aggregation", "box_mask", "first_text", "item",
-    "json_values", "mask_from_text", "mask_from_value", "merged", "reduce_items", "task_dir", "task_yaml",
-    "write_task",
+    "json_values", "mask_from_text", "mask_from_value", "merged", "reduce_items", "task_dir", "task_yaml", "write_task",
 ]

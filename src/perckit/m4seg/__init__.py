@@ -9,11 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "gt_as_prediction",
-    "load_predictions_jsonl",
-    "parse_grounded_answer",
-    "resolve_answer",
-    "to_metric_prediction",
+    "gt_as_prediction", "load_predictions_jsonl", "parse_grounded_answer", "resolve_answer", "to_metric_prediction",
     "to_metric_reference",
 ]
 

@@ -109,8 +109,7 @@ class _MaskPool:
                     x1, y1 = x0 + 1, y0 + 1
                 r = rle_ops.encode(m)
                 items.append({
-                    "rle": r,
-                    "bbox": rle_ops.to_bbox(r),
+                    "rle": r, "bbox": rle_ops.to_bbox(r),
                     "uncompressed": {"size": [h, w], "counts": [int(c) for c in rle_ops.decode_counts(r["counts"])]},
                     "polygon": [rect_polygon([x0, y0, x1, y1])] if rect else None,
                 })
@@ -199,13 +198,9 @@ def _example(rng: np.random.Generator, pool: _MaskPool, split: str, source: str,
     for k in sorted(per_image):
         for e in per_image[k]:
             groundings.append({
-                "image_index": k,
-                "name": e["name"],
-                "annotation_ids": [str(a) for a in e["ann_ids"]],
+                "image_index": k, "name": e["name"], "annotation_ids": [str(a) for a in e["ann_ids"]],
                 "object_annotation_id": None if source == "ade20k_objects" else str(e["parent"]),
-                "answer_span": first_span[e["code"]],
-                "bbox": e["mask"]["bbox"],
-                "segmentation": e["mask"]["rle"],
+                "answer_span": first_span[e["code"]], "bbox": e["mask"]["bbox"], "segmentation": e["mask"]["rle"],
             })
     row = {
         "pair_id": str(pair_id), "dataset_name": source, "type": qtype, "granularity": gran,

@@ -40,10 +40,8 @@ COCO_NAME = {"keyboard": "_annotations.test.coco.json"}
 TRACKS_ONLY_IN_SCENE_JSON = ("cut_lemon",)
 CATEGORIES = ["person", "cup", "knife", "hand", "plate", "bottle"]
 TEXTS_EN = [
-    "the cup on the left side of the picture",
-    "the hand that picks up the knife after the pour",
-    "the objects the person touches while cooking",
-    "the bottle that moves to the right",
+    "the cup on the left side of the picture", "the hand that picks up the knife after the pour",
+    "the objects the person touches while cooking", "the bottle that moves to the right",
     "the plate before it is lifted",
 ]
 TEXTS_ZH = ["画面左侧的杯子", "倒完之后拿起刀的那只手", "做饭时人接触的物体", "向右移动的瓶子", "被拿起之前的盘子"]
@@ -150,9 +148,7 @@ def write_release(root: str | Path, seed: int = 0, frames_per_scene: int = 4, he
             if write_images:
                 wr.jpeg(f"{folder}/images/{fname}", img)
         wr.json(f"{folder}/{COCO_NAME.get(scene, '_annotations.coco.json')}", {
-            "info": {"description": f"{scene} (synthetic)"},
-            "images": images,
-            "annotations": anns,
+            "info": {"description": f"{scene} (synthetic)"}, "images": images, "annotations": anns,
             "categories": [{"id": i + 1, "name": c, "supercategory": "object"} for i, c in enumerate(CATEGORIES)],
         })
         wr.json(f"{folder}/{TRACK_JSON.get(scene, scene + '.json')}", {

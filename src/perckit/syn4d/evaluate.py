@@ -112,10 +112,8 @@ def evaluate_release(predictions_dir: str | Path, data_dir: str | Path, tasks: I
         if progress is not None:
             progress(number, len(records), record.sequence_id)
     report = {
-        "protocol": core.PROTOCOL,
-        "requested_sequences": len(records),
-        "tasks": {t: core.aggregate(r) for t, r in rows.items()},
-        "failures": policy.failures,
+        "protocol": core.PROTOCOL, "requested_sequences": len(records),
+        "tasks": {t: core.aggregate(r) for t, r in rows.items()}, "failures": policy.failures,
     }
     blocks = {t: core.summarize_coverage(e, options.min_coverage) for t, e in entries.items() if e}
     core.warn_if_low(blocks, options.min_coverage)

@@ -61,16 +61,11 @@ class ParquetShard:
 
 #: Columns (one of the names) and nested fields every M4Seg Parquet shard must have [card].
 PARQUET_COLUMNS: dict[str, tuple[str, ...]] = {
-    "example_id": ("example_id",),
-    "a": ("a", "answer"),
-    "images": ("images",),
-    "groundings": ("groundings",),
+    "example_id": ("example_id",), "a": ("a", "answer"), "images": ("images",), "groundings": ("groundings",),
 }
 PARQUET_IMAGE_FIELDS = ("height", "width")
 PARQUET_GROUNDING_FIELDS: dict[str, tuple[str, ...]] = {
-    "image_index": ("image_index",),
-    "answer_span": ("answer_span",),
-    "segmentation": PARQUET_GROUNDING_ALIASES["mask"],
+    "image_index": ("image_index",), "answer_span": ("answer_span",), "segmentation": PARQUET_GROUNDING_ALIASES["mask"],
 }
 #: What pyarrow raises on a corrupt or truncated file (a bad footer, a bad data page).
 PARQUET_ERRORS = (OSError, EOFError, ValueError)
