@@ -87,9 +87,6 @@ class M4SegSampleRelease:
     files: list[str] = field(default_factory=list)
 
 
-#: The former name.
-M4SegFixture = M4SegSampleRelease
-
 
 class _MaskPool:
     """Pre-encoded masks per image size (RLE, bbox, uncompressed counts, polygon of rectangles)."""

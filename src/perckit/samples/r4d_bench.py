@@ -60,9 +60,6 @@ class R4DSampleRelease:
     files: list[str] = field(default_factory=list)
 
 
-#: The former name.
-R4DFixture = R4DSampleRelease
-
 
 def _track_box(track: int, k: int, n: int, h: int, w: int) -> list[int]:
     """A box that moves across the frames; pixel aligned."""

@@ -46,9 +46,6 @@ class Syn4DSampleRelease:
     files: list[str] = field(default_factory=list)
 
 
-#: The former name.
-Syn4DFixture = Syn4DSampleRelease
-
 
 def npy_dtype(t: int, q: int) -> np.dtype:
     """The exact structured dtype of the official writer."""
