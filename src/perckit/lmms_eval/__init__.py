@@ -18,8 +18,7 @@ How a score is made (the same for both tasks):
   runs once per task, not once per key.
 
 A model output the parser cannot read is scored as "no output" (an empty mask; M⁴Seg: the answer text without
-groundings) and counted by the ``unparsed`` key, so one bad answer never stops an evaluation.
-"""
+groundings) and counted by the ``unparsed`` key, so one bad answer never stops an evaluation."""
 
 from __future__ import annotations
 

@@ -3,9 +3,8 @@
     python -m perckit.r4d_bench.evaluate_r4dgs \\
         --queries evaluation/R4D-Bench_queries.json --predictions my_tracks.json --output report.json
 
-A thin alias of :mod:`perckit.r4d_bench.evaluate_track_id`: the same flags, the same printed summary, the
-same report JSON and exit codes. Nothing is implemented here.
-"""
+A thin alias of :mod:`perckit.r4d_bench.evaluate_track_id`: the same flags, the same printed summary, the same
+report JSON and exit codes. Nothing is implemented here."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
     python -m perckit.r4d_bench.evaluate_track_id \\
         --queries evaluation/R4D-Bench_queries.json --predictions my_tracks.json --output report.json
 
-``python -m perckit.r4d_bench.evaluate_r4dgs`` (the official script's name) runs this same module.
-"""
+``python -m perckit.r4d_bench.evaluate_r4dgs`` (the official script's name) runs this same module."""
 
 from __future__ import annotations
 

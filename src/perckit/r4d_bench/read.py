@@ -10,11 +10,10 @@ here in one named function: the frame id of a COCO image (:func:`frame_id_of`), 
 the scene track JSON (:func:`scene_track_json_names`, :func:`scene_track_links`), the COCO file of a scene
 (:func:`find_coco_json`) and the folder of an image (:func:`_image_name`).
 
-Sections: a scene (its COCO file and frames, its scene track JSON, its frame images), the query configs'
-files (query metadata, track-ID and dense ground truth: :func:`open_query_release`), masks (a mask PNG under
-the one foreground rule, the frame mask of a dense-GT frame) and the official prediction files. The rows are
-made from what these return by :mod:`perckit.r4d_bench.rows`.
-"""
+Sections: a scene (its COCO file and frames, its scene track JSON, its frame images), the query configs' files
+(query metadata, track-ID and dense ground truth: :func:`open_query_release`), masks (a mask PNG under the one
+foreground rule, the frame mask of a dense-GT frame) and the official prediction files. The rows are made from what
+these return by :mod:`perckit.r4d_bench.rows`."""
 
 from __future__ import annotations
 
@@ -84,11 +83,10 @@ def resolve_track_id(annotation: Mapping[str, Any], scene_links: Mapping[int, st
                      precedence: str = "coco", annotation_id: int | None = None) -> str | None:
     """[inferred] track id of a COCO annotation: the one place both sources meet.
 
-    ``scene_links`` is the annotation id -> track id map of the scene track JSON (:func:`scene_track_links`).
-    With ``precedence="coco"`` (default) the annotation's own attribute (:func:`coco_track_id`) wins and the
-    scene track JSON fills the annotations that carry none; ``"scene_json"`` is the other way round. None when
-    neither names a track.
-    """
+    ``scene_links`` is the annotation id -> track id map of the scene track JSON (:func:`scene_track_links`). With
+    ``precedence="coco"`` (default) the annotation's own attribute (:func:`coco_track_id`) wins and the scene track
+    JSON fills the annotations that carry none; ``"scene_json"`` is the other way round. None when neither names a
+    track."""
     return resolve_track_ids([annotation], [annotation_id], scene_links, precedence)[0]
 
 
@@ -136,13 +134,12 @@ def find_scene_track_json(folder: Path, scene: str, aliases: Mapping[str, str] =
 def scene_track_links(data: Any, where: str) -> dict[int, str] | None:
     """[inferred] COCO annotation id -> track id, from a parsed scene track JSON.
 
-    Neither the spec nor the card documents the fields of this file; this reads ``{"tracks": [...]}`` (or a
-    bare list of tracks) where a track is an object with ``track_id`` (an int or a string) and
-    ``annotation_ids`` (the COCO annotation ``id``s of its instance masks). A track without
-    ``annotation_ids`` links nothing (other keys such as ``category`` are not read). A file of another
-    shape returns None (the caller warns and keeps the COCO attributes); a ``tracks`` list that breaks these
-    rules, or an annotation id claimed by two tracks, raises :class:`ReleaseFormatError` naming ``where``.
-    """
+    Neither the spec nor the card documents the fields of this file; this reads ``{"tracks": [...]}`` (or a bare
+    list of tracks) where a track is an object with ``track_id`` (an int or a string) and ``annotation_ids`` (the
+    COCO annotation ``id``s of its instance masks). A track without ``annotation_ids`` links nothing (other keys
+    such as ``category`` are not read). A file of another shape returns None (the caller warns and keeps the COCO
+    attributes); a ``tracks`` list that breaks these rules, or an annotation id claimed by two tracks, raises
+    :class:`ReleaseFormatError` naming ``where``."""
     if isinstance(data, Mapping):
         if "tracks" not in data:
             return None
@@ -333,11 +330,10 @@ def frame_image_paths(info: SceneInfo) -> list[Path]:
 def frame_images(
     info: SceneInfo, images: Iterator[tuple[Path, bytes | Exception]] | None = None
 ) -> Iterator[tuple[int, FrameInfo, Path, bytes, str]]:
-    """``(frame id, frame, image path, image bytes, where)`` of every COCO image of a scene, by frame id, each
-    image checked (:func:`perckit.io.images.check_encoded_image`: its header opens, a JPEG / PNG is not cut
-    short; the image is not decoded); an image that cannot be read raises naming its COCO image.
-    ``images``: the ``(path, bytes or error)`` of :func:`frame_image_paths`, in order (default: read here by
-    :func:`read_ahead`)."""
+    """``(frame id, frame, image path, image bytes, where)`` of every COCO image of a scene, by frame id, each image
+    checked (:func:`perckit.io.images.check_encoded_image`: its header opens, a JPEG / PNG is not cut short; the
+    image is not decoded); an image that cannot be read raises naming its COCO image. ``images``: the ``(path, bytes
+    or error)`` of :func:`frame_image_paths`, in order (default: read here by :func:`read_ahead`)."""
     fids = sorted(info.frames)
     if images is None:
         images = read_ahead(frame_image_paths(info))
@@ -691,11 +687,9 @@ def _frame_items(value: Any, where: str) -> list[tuple[Any, Any]]:
 def load_mask_predictions(path: str | Path, repo_root: str | Path = ".", allow_absolute_paths: bool = False) -> list[dict]:
     """Read an official mask-prediction JSON into ``mask_temporal`` prediction rows.
 
-    Shapes: ``{query_id: {"frames": {"1": "mask.png"}}}`` or
-    ``{query_id: [{"frame_id": 1, "mask_path": "..."}]}``. Relative paths
-    resolve against ``repo_root`` and must stay under it; absolute paths only with
-    ``allow_absolute_paths=True`` (see :func:`mask_file`); foreground is any pixel value > 0.
-    """
+    Shapes: ``{query_id: {"frames": {"1": "mask.png"}}}`` or ``{query_id: [{"frame_id": 1, "mask_path": "..."}]}``.
+    Relative paths resolve against ``repo_root`` and must stay under it; absolute paths only with
+    ``allow_absolute_paths=True`` (see :func:`mask_file`); foreground is any pixel value > 0."""
     data = _read_predictions(path)
     if not isinstance(data, Mapping):
         raise PredictionError(f"{str(path)!r}: expected a JSON object query_id -> frames, got {type(data).__name__}")

@@ -1,8 +1,7 @@
-"""The rows of the R4D-Bench builder, made from what :mod:`perckit.r4d_bench.read` returns, with their field
-checks: one row per query for the query configs (``all_queries``, ``subset_36``: :func:`query_rows`), and the
-``frames`` config's Arrow tables (a frame goes from :func:`perckit.r4d_bench.read.read_scene` to Arrow in
-:func:`frame_tables`, column by column). Also the ground-truth rows the drop-in command lines score against.
-"""
+"""The rows of the R4D-Bench builder, made from what :mod:`perckit.r4d_bench.read` returns, with their field checks:
+one row per query for the query configs (``all_queries``, ``subset_36``: :func:`query_rows`), and the ``frames``
+config's Arrow tables (a frame goes from :func:`perckit.r4d_bench.read.read_scene` to Arrow in :func:`frame_tables`,
+column by column). Also the ground-truth rows the drop-in command lines score against."""
 
 from __future__ import annotations
 
@@ -317,13 +316,12 @@ def _annotation_column(frames: Sequence[tuple[FrameInfo, Sequence[Mapping], str]
     list of ``{annotation_id, category_id, category_name, track_id, bbox_xywh, area, iscrowd, mask}`` by
     annotation id (a missing ``id`` / ``category_id`` is 0).
 
-    Each field of every annotation of the batch is one list, checked at once by its values' types (``int``
-    ids, lists of finite ``float`` / ``int`` numbers): what a release holds. Anything else in a field (a digit
-    string, a tuple, a bool, NaN...) goes value by value through the field's converter (:func:`parse_int`,
+    Each field of every annotation of the batch is one list, checked at once by its values' types (``int`` ids,
+    lists of finite ``float`` / ``int`` numbers): what a release holds. Anything else in a field (a digit string, a
+    tuple, a bool, NaN...) goes value by value through the field's converter (:func:`parse_int`,
     :func:`_annotation_numbers`, :func:`perckit.rle.to_rle`), which converts it or raises naming the frame
-    (``where``), the annotation and the field; the error raised is the first in row order
-    (:class:`_FirstError`). ``cat_names``: the scene's category names as row text; ``links``: the scene
-    track JSON's."""
+    (``where``), the annotation and the field; the error raised is the first in row order (:class:`_FirstError`).
+    ``cat_names``: the scene's category names as row text; ``links``: the scene track JSON's."""
     first = _FirstError()
     flat: list[Mapping] = []
     ids: list[int] = []

@@ -8,15 +8,14 @@ Written under ``root``:
 - ``dataset_summary.json``, ``metadata/image_manifest.jsonl.gz``, ``metadata/ade20k_part234_classes.json``,
   ``metadata/source_catalogs/*/*.json.gz``, ``prepare_images.py``, ``PREPARATION.md``, ``LICENSE.md`` (not read).
 
-Quirks reproduced: entity-code answers with 3-digit object and 5-digit part codes (first digit = image),
-repeated mentions of a code, codes with underscores in the name part (``dining_table_101``); repeated
-``pair_id`` values in train (``example_id`` = ``pair_id`` or ``pair_id#k``); object and part granularity by
-source; ADE20K object and ADE20KPart234 images with the same file names under different roots; the native
-file's per-source spellings (``q``/``question``, ``label``/``category``, ``ann_id``/``annotation_id``/``id``,
-``segmentation``/``mask``), int pair and annotation ids, ``answer_span`` missing for some sources (the
-builder derives it), PASCAL ``image_sizes`` given as ``[W, H]``, COCO rectangle masks as polygons and
-PASCAL masks as uncompressed RLE; combined groundings with two annotation ids; images without groundings.
-"""
+Quirks reproduced: entity-code answers with 3-digit object and 5-digit part codes (first digit = image), repeated
+mentions of a code, codes with underscores in the name part (``dining_table_101``); repeated ``pair_id`` values in
+train (``example_id`` = ``pair_id`` or ``pair_id#k``); object and part granularity by source; ADE20K object and
+ADE20KPart234 images with the same file names under different roots; the native file's per-source spellings
+(``q``/``question``, ``label``/``category``, ``ann_id``/``annotation_id``/``id``, ``segmentation``/``mask``), int
+pair and annotation ids, ``answer_span`` missing for some sources (the builder derives it), PASCAL ``image_sizes``
+given as ``[W, H]``, COCO rectangle masks as polygons and PASCAL masks as uncompressed RLE; combined groundings with
+two annotation ids; images without groundings."""
 
 from __future__ import annotations
 
@@ -455,10 +454,9 @@ def write_release(root: str | Path, seed: int = 0, train_rows: int = 48, test_ro
 
     Everything is streamed to disk in chunks, so ``train_rows=200_000`` takes seconds of memory-flat work.
     ``image_root``: also write a small JPEG for every image the test split references, under that folder.
-    ``tile_block``: when ``train_rows`` exceeds it, the train split is ``tile_block`` generated examples tiled
-    to ``train_rows`` with fresh unique pair ids (:func:`_write_tiled_split`; no repeated pair ids): the real
-    743,463-row size in seconds, for benchmarks. None (the default) writes every example as generated.
-    """
+    ``tile_block``: when ``train_rows`` exceeds it, the train split is ``tile_block`` generated examples tiled to
+    ``train_rows`` with fresh unique pair ids (:func:`_write_tiled_split`; no repeated pair ids): the real
+    743,463-row size in seconds, for benchmarks. None (the default) writes every example as generated."""
     wr = ReleaseWriter(root, seed)
     pool = _MaskPool(wr.rng)
     if tile_block is not None and not (isinstance(tile_block, int) and tile_block >= 16):

@@ -1,18 +1,13 @@
 """Synthetic R4D-Bench release mirroring the real layout and its quirks.
 
-Quirks reproduced: ``cook_spinach`` folder with ``cook-spinach`` query ids,
-scene JSON and meta ``scene``; ``split_cookie`` folder with ``split-cookie.json``
-but ``split_cookie_q*`` ids; frame ids that start at 0, 1 or later with gaps;
-Roboflow file names (``000012_png.rf.<hash>.jpg`` with ``extra.name``); one
-scene whose COCO file is ``_annotations.test.coco.json``; track ids in
-``track_id`` or ``attributes.track_id``, and one scene (``cut_lemon``) whose COCO
-annotations carry none, so only its scene track JSON (``tracks[].annotation_ids``,
-the [inferred] layout) links them; GT masks as polygons, compressed RLE
-and uncompressed (list-counts) RLE; multi-target and negative queries with
-sentinel existence frames; one positive existence frame without a mask entry;
-non-string optional metadata (``distractor: true``, an int anchor) and an
-unknown metadata key.
-"""
+Quirks reproduced: ``cook_spinach`` folder with ``cook-spinach`` query ids, scene JSON and meta ``scene``;
+``split_cookie`` folder with ``split-cookie.json`` but ``split_cookie_q*`` ids; frame ids that start at 0, 1 or
+later with gaps; Roboflow file names (``000012_png.rf.<hash>.jpg`` with ``extra.name``); one scene whose COCO file
+is ``_annotations.test.coco.json``; track ids in ``track_id`` or ``attributes.track_id``, and one scene
+(``cut_lemon``) whose COCO annotations carry none, so only its scene track JSON (``tracks[].annotation_ids``, the
+[inferred] layout) links them; GT masks as polygons, compressed RLE and uncompressed (list-counts) RLE; multi-target
+and negative queries with sentinel existence frames; one positive existence frame without a mask entry; non-string
+optional metadata (``distractor: true``, an int anchor) and an unknown metadata key."""
 
 from __future__ import annotations
 

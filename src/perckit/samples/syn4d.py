@@ -1,13 +1,11 @@
 """Synthetic Syn4D release mirroring the real layout.
 
-Writes ``benchmark/`` (``data/tracking_gt/<variant>/<scene>/<sequence>.npy`` in the exact
-``syn4d-tracking-gt-v1`` structured dtype, ``sequences.jsonl``, ``protocol.json``, ``baselines.json``,
-``SHA256SUMS`` in ``sha256sum`` format, ``README.md``) and ``challenge_eval/`` beside it (or inside it
-with ``challenge_inside=True``): H.264 mp4 inputs, 32 depth EXRs per sequence (one ``Depth`` FLOAT
-channel, ZIP, centimetres, with sky, zero and NaN pixels) and 192-row Unreal camera CSVs.
-:func:`perckit.samples.syn4d_predictions.write_predictions` writes official per-sequence NPZ
-predictions for it.
-"""
+Writes ``benchmark/`` (``data/tracking_gt/<variant>/<scene>/<sequence>.npy`` in the exact ``syn4d-tracking-gt-v1``
+structured dtype, ``sequences.jsonl``, ``protocol.json``, ``baselines.json``, ``SHA256SUMS`` in ``sha256sum``
+format, ``README.md``) and ``challenge_eval/`` beside it (or inside it with ``challenge_inside=True``): H.264 mp4
+inputs, 32 depth EXRs per sequence (one ``Depth`` FLOAT channel, ZIP, centimetres, with sky, zero and NaN pixels)
+and 192-row Unreal camera CSVs. :func:`perckit.samples.syn4d_predictions.write_predictions` writes official
+per-sequence NPZ predictions for it."""
 
 from __future__ import annotations
 

@@ -1,14 +1,13 @@
 """Syn4D's metric (configs ``tracking``, ``depth``, ``pose``) as a :class:`perckit.hf.contract.MetricCore`.
 
 The config is the task, as in ``evaluate.load("metrics/syn4d", task)``; the options are those of
-:class:`perckit.syn4d.metric.Syn4DOptions`. One record per reference sequence, made by the metric's own
-accumulate half (:func:`perckit.syn4d.metric.score_sequence` under a
-:class:`~perckit.syn4d.metric.FailurePolicy`): the scored row and its coverage entry, or the lax-mode failure
-records. The reduce is the metric's own (:func:`perckit.syn4d.metric.aggregate`, fsum macro means;
-:func:`perckit.syn4d.metric.summarize_coverage`, integer sums and a minimum), so
-:meth:`~perckit.hf.accumulate.Accumulator.compute` gives the numbers of
-:func:`perckit.syn4d.metric.compute_task` (``coverage=True``, what the evaluate module runs) in any batch sizes
-and order; only the lists ``sequences``, ``failures`` and ``coverage.sequences`` follow the order the pairs were
+:class:`perckit.syn4d.metric.Syn4DOptions`. One record per reference sequence, made by the metric's own accumulate
+half (:func:`perckit.syn4d.metric.score_sequence` under a :class:`~perckit.syn4d.metric.FailurePolicy`): the scored
+row and its coverage entry, or the lax-mode failure records. The reduce is the metric's own
+(:func:`perckit.syn4d.metric.aggregate`, fsum macro means; :func:`perckit.syn4d.metric.summarize_coverage`, integer
+sums and a minimum), so :meth:`~perckit.hf.accumulate.Accumulator.compute` gives the numbers of
+:func:`perckit.syn4d.metric.compute_task` (``coverage=True``, what the evaluate module runs) in any batch sizes and
+order; only the lists ``sequences``, ``failures`` and ``coverage.sequences`` follow the order the pairs were
 completed in.
 
 The failure policy is today's, with today's messages:
@@ -30,8 +29,7 @@ and depth) consistent with the row (same sequence, ``scored`` the row's count, `
 
 Pending rows (one side not in yet) hold the raw arrays: :meth:`~perckit.hf.accumulate.Accumulator.save` writes them
 as JSON lists (exact for float32 / float64 values, NaN kept), which is large for depth maps; save after the pairs
-are complete where possible.
-"""
+are complete where possible."""
 
 from __future__ import annotations
 

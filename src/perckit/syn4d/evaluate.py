@@ -10,8 +10,7 @@ failures=<n>``. Before scoring, the files the run reads are verified against ``S
 ``protocol.json`` is checked against the rules implemented here.
 
 Reads one sequence at a time (full-size depth never goes through ``evaluate``'s Arrow cache) and shares the
-per-sequence functions and the aggregation with ``metrics/syn4d``, so both give identical numbers.
-"""
+per-sequence functions and the aggregation with ``metrics/syn4d``, so both give identical numbers."""
 
 from __future__ import annotations
 

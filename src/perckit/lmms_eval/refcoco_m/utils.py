@@ -7,8 +7,7 @@ prompt asks for it), polygons in pixels ``{"polygons": [[x0, y0, x1, y1, ...]]}`
 ``{"bbox_2d": [x1, y1, x2, y2]}`` (filled: a box-only model gets a box-as-mask IoU), in prose or a code fence.
 An answer none of these reads scores as the empty mask (IoU 0) and counts in ``unparsed``.
 
-lmms-eval imports this file by its path (``!function utils.x`` in the YAML beside it): imports are absolute.
-"""
+lmms-eval imports this file by its path (``!function utils.x`` in the YAML beside it): imports are absolute."""
 
 from __future__ import annotations
 

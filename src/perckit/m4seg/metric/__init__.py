@@ -41,10 +41,9 @@ evaluator, applied per image; METEOR is GLaMM's pipeline. The four text metrics 
 Per sample: :func:`~perckit.m4seg.metric.geometry.sample_geometry` checks one (prediction, reference) pair and
 computes its per-image IoU matrices, mask pairings and union counts (exact integer pixel counts from the one
 mask-pair core :mod:`perckit.core.segmentation`); :func:`score_sample` adds the text-dependent values from the
-embeddings. Reduce: :func:`reduce_geometries` embeds every distinct text once and :func:`reduce_scores`
-averages over samples sorted by ``example_id``, so any order of the samples (evaluate's distributed mode, an
-accumulator's batches) gives identical numbers. :func:`compute` is both halves.
-"""
+embeddings. Reduce: :func:`reduce_geometries` embeds every distinct text once and :func:`reduce_scores` averages
+over samples sorted by ``example_id``, so any order of the samples (evaluate's distributed mode, an accumulator's
+batches) gives identical numbers. :func:`compute` is both halves."""
 
 from __future__ import annotations
 
@@ -323,9 +322,8 @@ def reduce_scores(scores: Sequence[SampleScore], options: M4SegOptions = M4SegOp
 def match_by_example_id(predictions: Sequence[Mapping], references: Sequence[Mapping], strict: bool = True) -> list[tuple[Mapping | None, Mapping]]:
     """Pair predictions with references by ``example_id`` (reference order): :func:`perckit.core.matching.pair_by_id`.
 
-    Duplicate ids on either side and a prediction whose id is unknown to the references raise. A reference
-    without a prediction raises when ``strict``, else it is paired with ``None`` (scored as an empty prediction).
-    """
+    Duplicate ids on either side and a prediction whose id is unknown to the references raise. A reference without a
+    prediction raises when ``strict``, else it is paired with ``None`` (scored as an empty prediction)."""
     return pair_by_id(predictions, references, "example_id", strict=strict, empty_hint=EMPTY_PREDICTION_HINT, lax_option="strict=False")
 
 

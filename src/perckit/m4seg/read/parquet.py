@@ -4,21 +4,18 @@ whole columns (rows never become Python dicts). This is the only Parquet convert
 the rows (:func:`iter_parquet`) and the first row of each shard, converted while the splits are planned
 (:func:`parquet_shards`).
 
-Every check runs over a whole column and, when it refuses values, names the first refused one itself: the
-row (its ``example_id``), the field and the index inside it, what was expected and what was found, with the
-same error types and messages as the field rules in :mod:`perckit.m4seg.rows` (``_check_span``,
-``_check_image_size``, ``_check_image_index``, ``parse_int``, ``rle.to_rle``, ``paths.check_relative``). A
-column check that is stricter than its rule (a path the regex flags, a mask the counts scan does not take,
-a value of an unusual Arrow type) hands the flagged values one by one to that rule, which gives the value or
-the error. A batch raises the error of its first refused row, in the order the fields of a row are read
-(``example_id``, ``a``, ``images`` and each image's height, width, size and path, then each grounding's
-image_index, segmentation, bbox, answer_span), after the rows before it have been converted (their
-entity-code warnings given, their ids checked).
+Every check runs over a whole column and, when it refuses values, names the first refused one itself: the row (its
+``example_id``), the field and the index inside it, what was expected and what was found, with the same error types
+and messages as the field rules in :mod:`perckit.m4seg.rows` (``_check_span``, ``_check_image_size``,
+``_check_image_index``, ``parse_int``, ``rle.to_rle``, ``paths.check_relative``). A column check that is stricter
+than its rule (a path the regex flags, a mask the counts scan does not take, a value of an unusual Arrow type) hands
+the flagged values one by one to that rule, which gives the value or the error. A batch raises the error of its
+first refused row, in the order the fields of a row are read (``example_id``, ``a``, ``images`` and each image's
+height, width, size and path, then each grounding's image_index, segmentation, bbox, answer_span), after the rows
+before it have been converted (their entity-code warnings given, their ids checked).
 
 Before the rows: each shard is opened by :func:`open_parquet` (its column chunks checked), its schema by
-:func:`check_parquet_schema`, and the ``example_id`` uniqueness pass over the split is
-:func:`scan_parquet_ids`.
-"""
+:func:`check_parquet_schema`, and the ``example_id`` uniqueness pass over the split is :func:`scan_parquet_ids`."""
 
 from __future__ import annotations
 
@@ -218,9 +215,8 @@ def row_schema() -> Any:
 def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int = 20_000, split: str = "") -> list[ParquetShard]:
     """One shard per file, or per run of row groups of about ``rows_per_shard`` rows (finer ``num_proc`` shards).
 
-    Reads every file's footer and converts its first row: an unreadable file, a missing column or a file of
-    another format raises here, before generation.
-    """
+    Reads every file's footer and converts its first row: an unreadable file, a missing column or a file of another
+    format raises here, before generation."""
     out = []
     for p in paths:
         with open_shard(opener, p, split) as (pf, where):

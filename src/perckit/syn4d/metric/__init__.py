@@ -34,17 +34,14 @@ macro means and the per-variant / per-scene blocks (spec §4.2), :func:`summariz
 :func:`compute_task` runs both and :func:`to_official_summary` merges the per-task results into the official
 ``evaluate.py`` JSON shape.
 
-Nothing here is reconstructed: every per-sequence formula reproduces the official
-Syn4D evaluator operation for operation (float64 NumPy, ``np.mean`` /
-``np.median``, OpenCV bilinear resize), because the parity target is 1e-9
+Nothing here is reconstructed: every per-sequence formula reproduces the official Syn4D evaluator operation for
+operation (float64 NumPy, ``np.mean`` / ``np.median``, OpenCV bilinear resize), because the parity target is 1e-9
 relative. The compiled kernels of depth and tracking (:mod:`perckit.syn4d.metric._kernels`, numba, the one
-implementation of those passes) keep every per-element operation, decision and exact median; tracking and
-pose give the numbers of the straightforward numpy formulas (``tests/oracles/syn4d.py``) bit for bit, depth
-differs from them only in its summation order (~1e-16 relative). The other
-deliberate difference is in :func:`mean_rows`, which averages with
-:func:`perckit.core.stats.fmean` (an ``fsum``, order-independent, for evaluate's distributed mode): it differs
-from the official ``np.mean`` by an ulp at most (2.2e-16 relative on the fixture).
-"""
+implementation of those passes) keep every per-element operation, decision and exact median; tracking and pose give
+the numbers of the straightforward numpy formulas (``tests/oracles/syn4d.py``) bit for bit, depth differs from them
+only in its summation order (~1e-16 relative). The other deliberate difference is in :func:`mean_rows`, which
+averages with :func:`perckit.core.stats.fmean` (an ``fsum``, order-independent, for evaluate's distributed mode): it
+differs from the official ``np.mean`` by an ulp at most (2.2e-16 relative on the fixture)."""
 
 from __future__ import annotations
 
@@ -521,8 +518,7 @@ def score_sequence(
 ) -> tuple[dict, dict | None]:
     """One task of one sequence, as the metric and the file runner both record it: the row (``sequence_id``,
     ``variant``, ``scene`` and :func:`task_metrics`) and, with ``coverage``, its coverage entry
-    (:func:`coverage_entry`; None for pose). Raises on any problem (the caller applies the
-    failure policy)."""
+    (:func:`coverage_entry`; None for pose). Raises on any problem (the caller applies the failure policy)."""
     metrics = task_metrics(task, reference, prediction, options)
     sid = str(reference.get("sequence_id"))
     row = {"sequence_id": sid, "variant": str(reference.get("variant")), "scene": str(reference.get("scene")), **metrics}
@@ -534,13 +530,11 @@ def score_sequences(predictions: Sequence[Mapping], references: Sequence[Mapping
                     coverage: list | None = None) -> tuple[list[dict], list[dict]]:
     """Accumulate half of one task: ``(rows, failures)``, both in reference order.
 
-    Predictions are paired with references by ``sequence_id`` (:func:`perckit.core.matching.pair_by_id`: a
-    duplicate id on either side or a prediction id unknown to the references raises
-    :class:`~perckit.errors.PredictionError`); a reference without a prediction, or with one whose arrays are
-    all ``None``, and a failing task go through the failure policy (:class:`FailurePolicy`).
-    ``coverage``: a list that receives the coverage entry of every scored sequence
-    (:func:`coverage_entry`; tracking and depth).
-    """
+    Predictions are paired with references by ``sequence_id`` (:func:`perckit.core.matching.pair_by_id`: a duplicate
+    id on either side or a prediction id unknown to the references raises :class:`~perckit.errors.PredictionError`);
+    a reference without a prediction, or with one whose arrays are all ``None``, and a failing task go through the
+    failure policy (:class:`FailurePolicy`). ``coverage``: a list that receives the coverage entry of every scored
+    sequence (:func:`coverage_entry`; tracking and depth)."""
     check_choice("task", task, TASKS)
     policy = FailurePolicy(options.strict)
     rows: list[dict] = []
