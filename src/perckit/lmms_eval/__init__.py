@@ -234,16 +234,11 @@ def first_text(results: Sequence[Any]) -> str:
 # ---------------------------------------------------------------- the accumulator items
 
 
-def accumulator(metric: str, options: Mapping[str, Any]):
-    """An empty accumulator of ``metric`` with ``options`` (:func:`perckit.hf.accumulate.accumulator`)."""
-    from ..hf.accumulate import accumulator as make
-
-    return make(metric, **dict(options))
-
-
 def item(metric: str, options: Mapping[str, Any], prediction: Mapping, reference: Mapping, parsed: bool, form: str) -> dict:
     """One ``process_results`` value: the one-pair accumulator's state (scored at once) and the parse verdict."""
-    acc = accumulator(metric, options).update(predictions=[prediction], references=[reference])
+    from ..hf.accumulate import accumulator
+
+    acc = accumulator(metric, **dict(options)).update(predictions=[prediction], references=[reference])
     return {"state": acc.state_dict(), "parsed": bool(parsed), "form": str(form)}
 
 
@@ -257,10 +252,12 @@ def _check_item(x: Any, k: int) -> Mapping:
 def merged(metric: str, options: Mapping[str, Any], items: Sequence[Mapping]):
     """One accumulator holding every item's state (:meth:`~perckit.hf.accumulate.Accumulator.merge`: an item scored
     twice, or with other options, is refused)."""
-    total = accumulator(metric, options)
+    from ..hf.accumulate import accumulator
+
+    total = accumulator(metric, **dict(options))
     for k, x in enumerate(items):
-        one = accumulator(metric, options).load_state_dict(_check_item(x, k)["state"], where=f"aggregation item {k}")
-        total.merge(one)
+        state = _check_item(x, k)["state"]
+        total.merge(accumulator(metric, **dict(options)).load_state_dict(state, where=f"aggregation item {k}"))
     return total
 
 

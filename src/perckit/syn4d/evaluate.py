@@ -40,14 +40,6 @@ def reference_for_task(task: str, record: SequenceRecord, paths: ReleasePaths) -
     }
 
 
-def _score_from_release(
-    task: str, record: SequenceRecord, paths: ReleasePaths, prediction: dict, options: core.Syn4DOptions
-) -> tuple[dict, dict | None]:
-    """One task of one record: its ground truth read inside the task's error handling (as the official loop, so
-    a missing ground-truth file is a task failure in lax mode), then scored as the metric scores it."""
-    return core.score_sequence(task, reference_for_task(task, record, paths), prediction, options)
-
-
 def evaluate_release(predictions_dir: str | Path, data_dir: str | Path, tasks: Iterable[str] = core.TASKS,
                      strict: bool = True, depth_align: str = "scale", variants: Iterable[str] | None = None,
                      scenes: Iterable[str] | None = None, cameras: Iterable[int] | None = None, limit: int = 0,
@@ -103,7 +95,10 @@ def evaluate_release(predictions_dir: str | Path, data_dir: str | Path, tasks: I
             continue
         prediction = read_npz(npz)
         for task in tasks:
-            scored = policy.attempt(record.sequence_id, task, _score_from_release, task, record, paths, prediction, options)
+            # the ground truth is read inside the task's error handling (as the official loop: a missing GT file
+            # is a task failure in lax mode), then scored as the metric scores it
+            scored = policy.attempt(record.sequence_id, task, lambda: core.score_sequence(
+                task, reference_for_task(task, record, paths), prediction, options))
             if scored is not None:
                 rows.setdefault(task, []).append(scored[0])
                 if scored[1] is not None:
