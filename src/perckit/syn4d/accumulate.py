@@ -12,20 +12,15 @@ completed in.
 
 The failure policy is today's, with today's messages:
 
-- strict (the default): a failing task raises :class:`~perckit.syn4d.metric.TaskFailedError` in the
-  ``update`` that completes the pair; a prediction whose three arrays are all ``None`` raises
-  ``"<sequence_id>: missing prediction"`` there too, and a reference still without a prediction raises that
-  same message at ``compute``;
+- strict (the default): a failing task raises :class:`~perckit.syn4d.metric.TaskFailedError` in the ``update`` that
+  completes the pair; a prediction whose three arrays are all ``None`` raises ``"<sequence_id>: missing prediction"``
+  there too, and a reference still without a prediction raises that same message at ``compute``;
 - lax (``strict=False``): each becomes a failure record and the sequence is left out of the means.
 
 A record read from a state is checked against its declared schema before it loads (:func:`record_schema`, by
-:func:`perckit.hf.contract.check_records`): a scored row with exactly the keys of its task under the options
-(the ``acc_<t>m`` keys of ``tracking_thresholds_m``, the ``dynamic_*`` keys all or none), each value in its
-documented range (accuracies, APD, AUCs, deltas, the score and coverage in [0, 1]; errors >= 0, or infinite or
-NaN where an overflow in the metric's float math made them so (:func:`perckit.syn4d.metric.mean_rows` leaves
-those out); angles in [0, 180] or NaN; alignment scales any number; counts integers), its coverage entry (tracking
-and depth) consistent with the row (same sequence, ``scored`` the row's count, ``scored <= gt_valid``,
-``coverage = scored / gt_valid``); or, in lax mode only, the one failure record of the sequence (this task).
+:func:`perckit.hf.contract.check_records`): a scored row with exactly the keys of its task under the options, each
+value in its range (declared below), and its coverage entry consistent with the row; or, in lax mode only, the one
+failure record of the sequence (this task).
 
 Pending rows (one side not in yet) hold the raw arrays: :meth:`~perckit.hf.accumulate.Accumulator.save` writes them
 as JSON lists (exact for float32 / float64 values, NaN kept), which is large for depth maps; save after the pairs
