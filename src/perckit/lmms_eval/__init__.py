@@ -242,13 +242,6 @@ def item(metric: str, options: Mapping[str, Any], prediction: Mapping, reference
     return {"state": acc.state_dict(), "parsed": bool(parsed), "form": str(form)}
 
 
-def _check_item(x: Any, k: int) -> Mapping:
-    if not isinstance(x, Mapping) or set(x) != set(ITEM_KEYS):
-        raise OptionError(f"aggregation item {k}: expected a perckit process_results item with the keys {list(ITEM_KEYS)}, "
-                          f"got {type(x).__name__ if not isinstance(x, Mapping) else sorted(x)}")
-    return x
-
-
 def merged(metric: str, options: Mapping[str, Any], items: Sequence[Mapping]):
     """One accumulator holding every item's state (:meth:`~perckit.hf.accumulate.Accumulator.merge`: an item scored
     twice, or with other options, is refused)."""
@@ -256,8 +249,10 @@ def merged(metric: str, options: Mapping[str, Any], items: Sequence[Mapping]):
 
     total = accumulator(metric, **dict(options))
     for k, x in enumerate(items):
-        state = _check_item(x, k)["state"]
-        total.merge(accumulator(metric, **dict(options)).load_state_dict(state, where=f"aggregation item {k}"))
+        if not isinstance(x, Mapping) or set(x) != set(ITEM_KEYS):
+            raise OptionError(f"aggregation item {k}: expected a perckit process_results item with the keys "
+                              f"{list(ITEM_KEYS)}, got {type(x).__name__ if not isinstance(x, Mapping) else sorted(x)}")
+        total.merge(accumulator(metric, **dict(options)).load_state_dict(x["state"], where=f"aggregation item {k}"))
     return total
 
 

@@ -16,8 +16,6 @@ from .read import load_track_predictions
 from .rows import track_ground_truth_rows
 
 SUMMARY_KEYS = core.TRACK_KEYS + ("micro_precision", "micro_recall", "micro_f1", "num_queries")
-
-
 PROG = "python -m perckit.r4d_bench.evaluate_track_id"
 
 
@@ -47,11 +45,8 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
-    return cli.run_guarded(_score, build_parser(prog).parse_args(argv))
-
-
-def _score(args: argparse.Namespace) -> int:
-    return cli.finish(run(args), args.output, args.self_check, SUMMARY_KEYS, SUMMARY_KEYS[:-1])
+    return cli.run_guarded(lambda a: cli.finish(run(a), a.output, a.self_check, SUMMARY_KEYS, SUMMARY_KEYS[:-1]),
+                           build_parser(prog).parse_args(argv))
 
 
 if __name__ == "__main__":
