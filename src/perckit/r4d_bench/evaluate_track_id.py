@@ -20,11 +20,9 @@ PROG = "python -m perckit.r4d_bench.evaluate_track_id"
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=prog,
-        description="R4D-Bench (referring segmentation in dynamic 4D scenes): precision / recall / F1 and exact "
-        "match of predicted target track-id sets, macro and micro.",
-    )
+    p = argparse.ArgumentParser(prog=prog, description="R4D-Bench (referring segmentation in dynamic 4D scenes): "
+                                "precision / recall / F1 and exact match of predicted target track-id sets, "
+                                "macro and micro.")
     p.add_argument("--queries", required=True, help="evaluation/R4D-Bench_queries.json (the ground truth)")
     p.add_argument("--predictions", help="{query_id: [track ids]} or {query_id: {'target_track_ids': [...]}}")
     p.add_argument("--output", help="write the report JSON here")
