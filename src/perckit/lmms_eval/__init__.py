@@ -18,8 +18,7 @@ How a score is made (the same for both tasks):
   runs once per task, not once per key.
 
 A model output the parser cannot read is scored as "no output" (an empty mask; M⁴Seg: the answer text without
-groundings) and counted by the ``unparsed`` key, so one bad answer never stops an evaluation.
-"""
+groundings) and counted by the ``unparsed`` key, so one bad answer never stops an evaluation."""
 
 from __future__ import annotations
 
@@ -27,7 +26,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -235,33 +234,25 @@ def first_text(results: Sequence[Any]) -> str:
 # ---------------------------------------------------------------- the accumulator items
 
 
-def accumulator(metric: str, options: Mapping[str, Any]):
-    """An empty accumulator of ``metric`` with ``options`` (:func:`perckit.hf.accumulate.accumulator`)."""
-    from ..hf.accumulate import accumulator as make
-
-    return make(metric, **dict(options))
-
-
 def item(metric: str, options: Mapping[str, Any], prediction: Mapping, reference: Mapping, parsed: bool, form: str) -> dict:
     """One ``process_results`` value: the one-pair accumulator's state (scored at once) and the parse verdict."""
-    acc = accumulator(metric, options).update(predictions=[prediction], references=[reference])
+    from ..hf.accumulate import accumulator
+
+    acc = accumulator(metric, **dict(options)).update(predictions=[prediction], references=[reference])
     return {"state": acc.state_dict(), "parsed": bool(parsed), "form": str(form)}
-
-
-def _check_item(x: Any, k: int) -> Mapping:
-    if not isinstance(x, Mapping) or set(x) != set(ITEM_KEYS):
-        raise OptionError(f"aggregation item {k}: expected a perckit process_results item with the keys {list(ITEM_KEYS)}, "
-                          f"got {type(x).__name__ if not isinstance(x, Mapping) else sorted(x)}")
-    return x
 
 
 def merged(metric: str, options: Mapping[str, Any], items: Sequence[Mapping]):
     """One accumulator holding every item's state (:meth:`~perckit.hf.accumulate.Accumulator.merge`: an item scored
     twice, or with other options, is refused)."""
-    total = accumulator(metric, options)
+    from ..hf.accumulate import accumulator
+
+    total = accumulator(metric, **dict(options))
     for k, x in enumerate(items):
-        one = accumulator(metric, options).load_state_dict(_check_item(x, k)["state"], where=f"aggregation item {k}")
-        total.merge(one)
+        if not isinstance(x, Mapping) or set(x) != set(ITEM_KEYS):
+            raise OptionError(f"aggregation item {k}: expected a perckit process_results item with the keys "
+                              f"{list(ITEM_KEYS)}, got {type(x).__name__ if not isinstance(x, Mapping) else sorted(x)}")
+        total.merge(accumulator(metric, **dict(options)).load_state_dict(x["state"], where=f"aggregation item {k}"))
     return total
 
 
@@ -289,6 +280,18 @@ def reduce_items(metric: str, options: Mapping[str, Any], items: Sequence[Mappin
     out["unparsed"] = (sum(1 for x in items if not x["parsed"]) / len(items)) if items else None
     _CACHE[metric] = (key, out)
     return out
+
+
+def aggregation(name: str, key: str, result: Callable[[Sequence[Mapping]], Mapping], doc: str) -> Callable:
+    """The aggregation ``name`` of a task's ``utils.py`` (``!function utils.<name>`` in its YAML):
+    ``result(items)[key]``."""
+
+    def aggregate(items: Sequence[Mapping]) -> float | None:
+        return result(items)[key]
+
+    aggregate.__name__ = aggregate.__qualname__ = name
+    aggregate.__module__, aggregate.__doc__ = result.__module__, doc
+    return aggregate
 
 
 # ---------------------------------------------------------------- pointing a task at an export
@@ -359,6 +362,6 @@ def write_task(benchmark: str, dataset: str | os.PathLike, output: str | os.Path
 
 
 __all__ = [
-    "MAX_ANSWER_CHARS", "MAX_JSON_STARTS", "TASKS", "TASKS_DIR", "box_mask", "first_text", "item", "json_values",
-    "mask_from_text", "mask_from_value", "merged", "reduce_items", "task_dir", "task_yaml", "write_task",
+    "MAX_ANSWER_CHARS", "MAX_JSON_STARTS", "TASKS", "TASKS_DIR", "aggregation", "box_mask", "first_text", "item",
+    "json_values", "mask_from_text", "mask_from_value", "merged", "reduce_items", "task_dir", "task_yaml", "write_task",
 ]

@@ -8,12 +8,11 @@ embedding call over the distinct texts of all samples and METEOR is corpus-level
 :func:`perckit.m4seg.metric.reduce_geometries`, the very reduce half of :func:`perckit.m4seg.metric.compute`,
 and an accumulator's numbers equal ``compute``'s exactly, whatever the batches, their order and the merges.
 
-A missing prediction (``strict=False``) is scored as an empty one and counted in ``num_missing_predictions``.
-A record is JSON-safe: IoU values are stored as Python floats, which JSON writes and reads back bit for bit. Read
-from a state, it is checked against :data:`RECORD` and its invariants first (the images numbered in order, each
-IoU matrix ``len(pred) x len(gt)`` with values in [0, 1], every pair inside its matrix with the matrix's IoU,
-``inter <= union``, every grounding in exactly one image).
-"""
+A missing prediction (``strict=False``) is scored as an empty one and counted in ``num_missing_predictions``. A
+record is JSON-safe: IoU values are stored as Python floats, which JSON writes and reads back bit for bit. Read from
+a state, it is checked against :data:`RECORD` and its invariants first (the images numbered in order, each IoU
+matrix ``len(pred) x len(gt)`` with values in [0, 1], every pair inside its matrix with the matrix's IoU, ``inter <=
+union``, every grounding in exactly one image)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Features of the M⁴Seg builder and the input schemas of ``metrics/m4seg``.
 
-List literals throughout: ``Sequence({...})`` of a struct would become a dict of lists in datasets 3.6 and 5.x.
-"""
+List literals throughout: ``Sequence({...})`` of a struct would become a dict of lists in datasets 3.6 and 5.x."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Where the M⁴Seg release keeps each split: the native file, the Parquet shards, and which one a build reads.
 
 Paths only: nothing here opens a file except to check it is a regular file inside the release
-(:func:`confine_files`). The readers are :mod:`perckit.m4seg.read.native` and
-:mod:`perckit.m4seg.read.parquet`.
-"""
+(:func:`confine_files`). The readers are :mod:`perckit.m4seg.read.native` and :mod:`perckit.m4seg.read.parquet`."""
 
 from __future__ import annotations
 
@@ -66,8 +64,7 @@ def resolve_source(root: str | Path, split: str, source: str, glob_fn: Callable 
     the Hub's. So ``"auto"`` prefers the Parquet wherever both exist (issue 14) and reads the native file only
     for a split that has no Parquet shard.
 
-    Raises :class:`ReleaseNotFoundError` naming both expected paths when the split has neither file.
-    """
+    Raises :class:`ReleaseNotFoundError` naming both expected paths when the split has neither file."""
     check_choice("source", source, SOURCES)
     has_native = native_path(root, split).is_file()
     has_parquet = bool(parquet_paths(root, split, glob_fn))

@@ -1,12 +1,11 @@
 """The export preview of M⁴Seg (:mod:`perckit.draw.previews`): the groundings' masks drawn on their image canvases,
 one tile per image, side by side.
 
-A tile is the source photo when the row carries it (the ``image_files`` column of a build with ``image_root``),
-else a neutral canvas of the image's size (``images[k].height`` × ``width``, else the RLE size). Each grounding's
-mask goes on the tile of its 1-based ``image_index``, one Okabe–Ito colour per object name of the row (the same
-object keeps its colour across images). Tiles are small (:data:`TILE_SIDE`) and masks are sampled from their runs,
-so a row costs about a millisecond: usable on the 743k-row train split.
-"""
+A tile is the source photo when the row carries it (the ``image_files`` column of a build with ``image_root``), else
+a neutral canvas of the image's size (``images[k].height`` × ``width``, else the RLE size). Each grounding's mask
+goes on the tile of its 1-based ``image_index``, one Okabe–Ito colour per object name of the row (the same object
+keeps its colour across images). Tiles are small (:data:`TILE_SIDE`) and masks are sampled from their runs, so a row
+costs about a millisecond: usable on the 743k-row train split."""
 
 from __future__ import annotations
 

@@ -1,12 +1,11 @@
 """One M⁴Seg example to one typed builder row, from either source, with every check of its fields.
 
-:func:`native_to_row` is the only place the native format is interpreted (its [inferred] alias tables are
-below); the Parquet records are converted a record batch at a time by
-:mod:`perckit.m4seg.read.parquet`, which uses the field rules here (``_check_span``, ``_check_image_size``,
-``_check_image_index``, ``_id_list``) to name a refused value. Each takes a :class:`ConvertState`, which names
-the split and file in every message and counts the warnings of a split. No I/O here: the readers
-(:mod:`perckit.m4seg.read.native`, :mod:`perckit.m4seg.read.parquet`) hand the examples in.
-"""
+:func:`native_to_row` is the only place the native format is interpreted (its [inferred] alias tables are below);
+the Parquet records are converted a record batch at a time by :mod:`perckit.m4seg.read.parquet`, which uses the
+field rules here (``_check_span``, ``_check_image_size``, ``_check_image_index``, ``_id_list``) to name a refused
+value. Each takes a :class:`ConvertState`, which names the split and file in every message and counts the warnings
+of a split. No I/O here: the readers (:mod:`perckit.m4seg.read.native`, :mod:`perckit.m4seg.read.parquet`) hand the
+examples in."""
 
 from __future__ import annotations
 
@@ -17,11 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .. import rle as rle_ops
-from ..errors import ReleaseFormatError, check_choice
-from ..errors import short_repr as _short
+from ..errors import ReleaseFormatError, check_choice, short_repr as _short
 from ..io.jsonio import parse_int
-from ..io.paths import MAX_PATH_CHARS
-from ..io.paths import check_relative
+from ..io.paths import MAX_PATH_CHARS, check_relative
 from .metric import codes
 from .features import SOURCE_GRANULARITY
 
@@ -194,10 +191,9 @@ def _size_orders(sizes: Sequence[Any], mask_sizes: Sequence[set], where: str) ->
 def resolve_image_sizes(sizes: Sequence[Any], mask_sizes: Sequence[set], state: ConvertState, where: str) -> list[list[int]]:
     """[H, W] of every image from ``image_sizes`` under ``native_image_size_order``.
 
-    "auto" takes each size as [H, W] and compares it with the size of that image's RLE masks: when it matches
-    only reversed it is swapped (one warning per file); when it matches neither it raises. An image without a
-    decisive mask (none, polygons only, or square) follows the other images of the same example, else [H, W].
-    """
+    "auto" takes each size as [H, W] and compares it with the size of that image's RLE masks: when it matches only
+    reversed it is swapped (one warning per file); when it matches neither it raises. An image without a decisive
+    mask (none, polygons only, or square) follows the other images of the same example, else [H, W]."""
     orders = _size_orders(sizes, mask_sizes, where)
     if state.size_order == "hw":
         return [[a, b] for a, b, _ in orders]
@@ -268,17 +264,12 @@ def _spans_are_codes(answer: str, groundings: list[dict]) -> bool:
     return True
 
 
-def native_to_row(
-    example: Mapping[str, Any],
-    state: ConvertState,
-    example_id: str | None = None,
-) -> dict:
+def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: str | None = None) -> dict:
     """One native example as a builder row (the only place the native format is interpreted).
 
-    ``example_id``: the id to use when the example has none (the builder derives it from ``pair_id``).
-    Masks may be compressed RLE (str or bytes counts), uncompressed RLE or polygons; the bbox is always
-    recomputed from the mask; missing ``answer_span`` values are derived from the entity codes.
-    """
+    ``example_id``: the id to use when the example has none (the builder derives it from ``pair_id``). Masks may be
+    compressed RLE (str or bytes counts), uncompressed RLE or polygons; the bbox is always recomputed from the mask;
+    missing ``answer_span`` values are derived from the entity codes."""
     if not isinstance(example, _MAPS):
         raise ReleaseFormatError(f"M4Seg {state.split} split, {state.file}: expected each example to be an object, found {_short(example)}")
     eid = _alias(example, EXAMPLE_ALIASES["example_id"])

@@ -4,11 +4,10 @@ The per-query records are the metrics' own (:class:`QueryScore`, :class:`TrackSc
 own reduce halves; a missing prediction (lax mode) is scored as "no output" and counted in
 ``num_missing_predictions``, exactly as :func:`perckit.r4d_bench.metric.mask_temporal` / ``track_id`` do.
 
-A record read from a state is checked against its declared schema (:data:`QUERY_RECORD` / :data:`TRACK_RECORD`
-and their invariants, by :func:`perckit.hf.contract.check_records`) before it is converted: every rate in
-[0, 1], counts as integers >= 0 with ``intersection <= union``, one IoU per evaluated frame and no frame twice;
-``tp <= num_pred`` and ``tp <= num_gt``, ``is_negative`` exactly when the ground truth is empty.
-"""
+A record read from a state is checked against its declared schema (:data:`QUERY_RECORD` / :data:`TRACK_RECORD` and
+their invariants, by :func:`perckit.hf.contract.check_records`) before it is converted: every rate in [0, 1], counts
+as integers >= 0 with ``intersection <= union``, one IoU per evaluated frame and no frame twice; ``tp <= num_pred``
+and ``tp <= num_gt``, ``is_negative`` exactly when the ground truth is empty."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ from typing import Sequence
 
 from ..hf import cli
 from ..errors import OptionError
-from . import features as feats
-from . import metric as core
+from . import features as feats, metric as core
 from .read import load_mask_predictions
 from .rows import ground_truth_rows
 
@@ -77,11 +76,9 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return cli.run_guarded(_score, build_parser().parse_args(argv))
-
-
-def _score(args: argparse.Namespace) -> int:
-    return cli.finish(run(args), args.output, args.self_check, SUMMARY_KEYS, core.GROUP_KEYS[:-1], core.PAPER_KEYS)
+    return cli.run_guarded(
+        lambda a: cli.finish(run(a), a.output, a.self_check, SUMMARY_KEYS, core.GROUP_KEYS[:-1], core.PAPER_KEYS),
+        build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

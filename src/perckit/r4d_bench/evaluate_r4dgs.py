@@ -3,16 +3,14 @@
     python -m perckit.r4d_bench.evaluate_r4dgs \\
         --queries evaluation/R4D-Bench_queries.json --predictions my_tracks.json --output report.json
 
-A thin alias of :mod:`perckit.r4d_bench.evaluate_track_id`: the same flags, the same printed summary, the
-same report JSON and exit codes. Nothing is implemented here.
-"""
+A thin alias of :mod:`perckit.r4d_bench.evaluate_track_id`: the same flags, the same printed summary, the same
+report JSON and exit codes. Nothing is implemented here."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from .evaluate_track_id import build_parser, run
-from .evaluate_track_id import main as _main
+from .evaluate_track_id import build_parser, run, main as _main
 
 __all__ = ["PROG", "build_parser", "main", "run"]  # build_parser and run: evaluate_track_id's, the one implementation
 PROG = "python -m perckit.r4d_bench.evaluate_r4dgs"

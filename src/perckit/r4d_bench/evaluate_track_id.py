@@ -3,8 +3,7 @@
     python -m perckit.r4d_bench.evaluate_track_id \\
         --queries evaluation/R4D-Bench_queries.json --predictions my_tracks.json --output report.json
 
-``python -m perckit.r4d_bench.evaluate_r4dgs`` (the official script's name) runs this same module.
-"""
+``python -m perckit.r4d_bench.evaluate_r4dgs`` (the official script's name) runs this same module."""
 
 from __future__ import annotations
 
@@ -17,17 +16,13 @@ from .read import load_track_predictions
 from .rows import track_ground_truth_rows
 
 SUMMARY_KEYS = core.TRACK_KEYS + ("micro_precision", "micro_recall", "micro_f1", "num_queries")
-
-
 PROG = "python -m perckit.r4d_bench.evaluate_track_id"
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=prog,
-        description="R4D-Bench (referring segmentation in dynamic 4D scenes): precision / recall / F1 and exact "
-        "match of predicted target track-id sets, macro and micro.",
-    )
+    p = argparse.ArgumentParser(prog=prog, description="R4D-Bench (referring segmentation in dynamic 4D scenes): "
+                                "precision / recall / F1 and exact match of predicted target track-id sets, "
+                                "macro and micro.")
     p.add_argument("--queries", required=True, help="evaluation/R4D-Bench_queries.json (the ground truth)")
     p.add_argument("--predictions", help="{query_id: [track ids]} or {query_id: {'target_track_ids': [...]}}")
     p.add_argument("--output", help="write the report JSON here")
@@ -48,11 +43,8 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
-    return cli.run_guarded(_score, build_parser(prog).parse_args(argv))
-
-
-def _score(args: argparse.Namespace) -> int:
-    return cli.finish(run(args), args.output, args.self_check, SUMMARY_KEYS, SUMMARY_KEYS[:-1])
+    return cli.run_guarded(lambda a: cli.finish(run(a), a.output, a.self_check, SUMMARY_KEYS, SUMMARY_KEYS[:-1]),
+                           build_parser(prog).parse_args(argv))
 
 
 if __name__ == "__main__":

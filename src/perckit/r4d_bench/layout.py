@@ -1,13 +1,12 @@
 """Where the R4D-Bench release keeps its files, the names of its scenes, and the byte limits of its reads.
 
 Paths, names and limits only (no file is parsed here): the scene list and its [inferred] upstream aliases, the
-evaluation files, the dense ground truth a config reads, the release-root check and the one guarded way
-from a scene name to its folder. The readers (:mod:`perckit.r4d_bench.read`) resolve every path the release
-(or a prediction file) names through :func:`perckit.io.paths.resolve_under` and read every file as a regular file
-under one of the limits below: a COCO ``file_name``, a ``mask_image`` / ``combined_mask_image`` of the
-``_with_paths`` ground truth, a scene name, a planted symbolic link could otherwise copy an arbitrary local
-file into the rows, and a FIFO or ``/dev/zero`` planted as a frame image would hang the build.
-"""
+evaluation files, the dense ground truth a config reads, the release-root check and the one guarded way from a scene
+name to its folder. The readers (:mod:`perckit.r4d_bench.read`) resolve every path the release (or a prediction
+file) names through :func:`perckit.io.paths.resolve_under` and read every file as a regular file under one of the
+limits below: a COCO ``file_name``, a ``mask_image`` / ``combined_mask_image`` of the ``_with_paths`` ground truth,
+a scene name, a planted symbolic link could otherwise copy an arbitrary local file into the rows, and a FIFO or
+``/dev/zero`` planted as a frame image would hang the build."""
 
 from __future__ import annotations
 

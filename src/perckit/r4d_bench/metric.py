@@ -45,13 +45,11 @@ TP = |Pred ∩ GT| (:func:`score_track_query`)::
     exact_match = [Pred = GT]
     Pred = GT = ∅: P = R = F1 = 1;  exactly one of them empty: P = R = F1 = 0
 
-Reduce (:func:`reduce_track_id`): the mean of each key over the queries (macro), and micro precision /
-recall / F1 from the pooled TP, |Pred|, |GT| with the same empty rules; over all queries, per scene,
-positive and negative.
+Reduce (:func:`reduce_track_id`): the mean of each key over the queries (macro), and micro precision / recall / F1
+from the pooled TP, |Pred|, |GT| with the same empty rules; over all queries, per scene, positive and negative.
 
 Predictions are paired with references by ``query_id`` (:func:`perckit.core.matching.pair_by_id`); a reference
-without a prediction raises (``strict``) or is scored as "no output" (empty masks, the empty id set).
-"""
+without a prediction raises (``strict``) or is scored as "no output" (empty masks, the empty id set)."""
 
 from __future__ import annotations
 
@@ -352,20 +350,15 @@ def reduce_mask_temporal(scores: Sequence[QueryScore]) -> dict:
     return out
 
 
-def match_by_query_id(
-    predictions: Sequence[Mapping],
-    references: Sequence[Mapping],
-    selects: Callable[[str], bool] | None = None,
-    strict: bool = False,
-    empty_hint: str = MASK_EMPTY_HINT,
-) -> list[tuple[Mapping | None, Mapping]]:
+def match_by_query_id(predictions: Sequence[Mapping], references: Sequence[Mapping],
+                      selects: Callable[[str], bool] | None = None, strict: bool = False,
+                      empty_hint: str = MASK_EMPTY_HINT) -> list[tuple[Mapping | None, Mapping]]:
     """Pair predictions with references by ``query_id`` (reference order): :func:`perckit.core.matching.pair_by_id`.
 
     Duplicate ids on either side and a prediction whose id is unknown to the references raise
-    :class:`PredictionError`. A reference without a prediction raises when ``strict`` (the message
-    gives ``empty_hint`` and ``strict=False``), else it is paired with ``None`` (scored as "no output").
-    ``selects(query_id)`` keeps a subset of the references.
-    """
+    :class:`PredictionError`. A reference without a prediction raises when ``strict`` (the message gives
+    ``empty_hint`` and ``strict=False``), else it is paired with ``None`` (scored as "no output").
+    ``selects(query_id)`` keeps a subset of the references."""
     return pair_by_id(predictions, references, "query_id", strict=strict, empty_hint=empty_hint, lax_option="strict=False", selects=selects)
 
 
@@ -405,9 +398,8 @@ def _f1(p: float, r: float) -> float:
 def track_id_set(value: Any, where: str) -> set[str]:
     """A list of track ids (strings or ints) as a set of strings; ``None`` is the empty set.
 
-    A string (which would be read character by character), a float (NaN included), a bool or a
-    nested value raises :class:`PredictionError` naming ``where``.
-    """
+    A string (which would be read character by character), a float (NaN included), a bool or a nested value raises
+    :class:`PredictionError` naming ``where``."""
     if value is None:
         return set()
     if not isinstance(value, (list, tuple)):
@@ -466,18 +458,11 @@ def reduce_track_id(scores: Sequence[TrackScore]) -> dict:
     return out
 
 
-def track_id(
-    predictions: Sequence[Mapping],
-    references: Sequence[Mapping],
-    only_query_prefix: str | None = None,
-    only_queries: Sequence[str] | str | None = None,
-    strict: bool = False,
-    **unknown: Any,
-) -> dict:
+def track_id(predictions: Sequence[Mapping], references: Sequence[Mapping], only_query_prefix: str | None = None,
+             only_queries: Sequence[str] | str | None = None, strict: bool = False, **unknown: Any) -> dict:
     """Score track-id set predictions against reference rows (see the ``track_id`` metric card).
 
-    A missing query is an empty predicted set (the official evaluator's rule) unless ``strict``.
-    """
+    A missing query is an empty predicted set (the official evaluator's rule) unless ``strict``."""
     check_options("track_id", unknown, ())
     opts = MaskTemporalOptions(only_query_prefix=only_query_prefix, only_queries=only_queries, strict=strict)
     pairs = match_by_query_id(predictions, references, opts.selects, opts.strict, TRACK_EMPTY_HINT)

@@ -5,8 +5,7 @@
 the release (the builder's release root, ``data/scenes/<scene>/``) through the scene reader
 (:func:`perckit.r4d_bench.read.read_scene`, each scene's COCO file read once) and
 :func:`perckit.io.paths.read_regular_file`, so a missing or unreadable frame raises the perckit error naming it.
-``frames``: every annotation's mask over the row's own image, one colour per track.
-"""
+``frames``: every annotation's mask over the row's own image, one colour per track."""
 
 from __future__ import annotations
 

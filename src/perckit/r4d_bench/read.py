@@ -10,11 +10,10 @@ here in one named function: the frame id of a COCO image (:func:`frame_id_of`), 
 the scene track JSON (:func:`scene_track_json_names`, :func:`scene_track_links`), the COCO file of a scene
 (:func:`find_coco_json`) and the folder of an image (:func:`_image_name`).
 
-Sections: a scene (its COCO file and frames, its scene track JSON, its frame images), the query configs'
-files (query metadata, track-ID and dense ground truth: :func:`open_query_release`), masks (a mask PNG under
-the one foreground rule, the frame mask of a dense-GT frame) and the official prediction files. The rows are
-made from what these return by :mod:`perckit.r4d_bench.rows`.
-"""
+Sections: a scene (its COCO file and frames, its scene track JSON, its frame images), the query configs' files
+(query metadata, track-ID and dense ground truth: :func:`open_query_release`), masks (a mask PNG under the one
+foreground rule, the frame mask of a dense-GT frame) and the official prediction files. The rows are made from what
+these return by :mod:`perckit.r4d_bench.rows`."""
 
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ import operator
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterator, Mapping, Sequence, Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,23 +33,18 @@ from PIL import Image
 
 from ..io import prefetch
 from .. import rle as rle_ops
-from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice
-from ..errors import short_repr as _short
+from ..errors import (
+    InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice,
+    short_repr as _short,
+)
 from ..io.images import check_encoded_image, mask_foreground
 from ..io.jsonio import parse_int, read_json, require_file
 from ..io.paths import check_relative, read_regular_file, resolve_under
 from . import layout
-from .layout import MAX_JSON_BYTES
-from .layout import MAX_MASK_PNG_BYTES
-from .layout import QUERIES_META
-from .layout import SCENE_ALIASES
-from .layout import SCENES_DIR
-from .layout import TRACK_GT
-from .layout import check_release_root
-from .layout import dense_gt_file
-from .layout import normalise_scene
-from .layout import scene_folder
-from .layout import scene_from_query_id
+from .layout import (
+    MAX_JSON_BYTES, MAX_MASK_PNG_BYTES, QUERIES_META, SCENE_ALIASES, SCENES_DIR, TRACK_GT, check_release_root,
+    dense_gt_file, normalise_scene, scene_folder, scene_from_query_id,
+)
 
 logger = logging.getLogger("perckit.r4d_bench.release")  # the release readers' one logger (its name is public)
 
@@ -86,24 +79,19 @@ def coco_track_id(annotation: Mapping[str, Any]) -> str | None:
     return None
 
 
-def resolve_track_id(
-    annotation: Mapping[str, Any], scene_links: Mapping[int, str] | None = None, precedence: str = "coco",
-    annotation_id: int | None = None,
-) -> str | None:
+def resolve_track_id(annotation: Mapping[str, Any], scene_links: Mapping[int, str] | None = None,
+                     precedence: str = "coco", annotation_id: int | None = None) -> str | None:
     """[inferred] track id of a COCO annotation: the one place both sources meet.
 
-    ``scene_links`` is the annotation id -> track id map of the scene track JSON (:func:`scene_track_links`).
-    With ``precedence="coco"`` (default) the annotation's own attribute (:func:`coco_track_id`) wins and the
-    scene track JSON fills the annotations that carry none; ``"scene_json"`` is the other way round. None when
-    neither names a track.
-    """
+    ``scene_links`` is the annotation id -> track id map of the scene track JSON (:func:`scene_track_links`). With
+    ``precedence="coco"`` (default) the annotation's own attribute (:func:`coco_track_id`) wins and the scene track
+    JSON fills the annotations that carry none; ``"scene_json"`` is the other way round. None when neither names a
+    track."""
     return resolve_track_ids([annotation], [annotation_id], scene_links, precedence)[0]
 
 
-def resolve_track_ids(
-    annotations: Sequence[Mapping[str, Any]], annotation_ids: Sequence[int | None], scene_links: Mapping[int, str] | None = None,
-    precedence: str = "coco",
-) -> list[str | None]:
+def resolve_track_ids(annotations: Sequence[Mapping[str, Any]], annotation_ids: Sequence[int | None],
+                      scene_links: Mapping[int, str] | None = None, precedence: str = "coco") -> list[str | None]:
     """:func:`resolve_track_id` of each annotation (with its id), the precedence checked once for them all."""
     check_choice("track_id_precedence", precedence, TRACK_ID_PRECEDENCES)
     owns = list(map(coco_track_id, annotations))
@@ -146,13 +134,12 @@ def find_scene_track_json(folder: Path, scene: str, aliases: Mapping[str, str] =
 def scene_track_links(data: Any, where: str) -> dict[int, str] | None:
     """[inferred] COCO annotation id -> track id, from a parsed scene track JSON.
 
-    Neither the spec nor the card documents the fields of this file; this reads ``{"tracks": [...]}`` (or a
-    bare list of tracks) where a track is an object with ``track_id`` (an int or a string) and
-    ``annotation_ids`` (the COCO annotation ``id``s of its instance masks). A track without
-    ``annotation_ids`` links nothing (other keys such as ``category`` are not read). A file of another
-    shape returns None (the caller warns and keeps the COCO attributes); a ``tracks`` list that breaks these
-    rules, or an annotation id claimed by two tracks, raises :class:`ReleaseFormatError` naming ``where``.
-    """
+    Neither the spec nor the card documents the fields of this file; this reads ``{"tracks": [...]}`` (or a bare
+    list of tracks) where a track is an object with ``track_id`` (an int or a string) and ``annotation_ids`` (the
+    COCO annotation ``id``s of its instance masks). A track without ``annotation_ids`` links nothing (other keys
+    such as ``category`` are not read). A file of another shape returns None (the caller warns and keeps the COCO
+    attributes); a ``tracks`` list that breaks these rules, or an annotation id claimed by two tracks, raises
+    :class:`ReleaseFormatError` naming ``where``."""
     if isinstance(data, Mapping):
         if "tracks" not in data:
             return None
@@ -251,10 +238,9 @@ def find_coco_json(scene_dir: Path, coco_json_name: str | None = None) -> Path:
     return resolve_under(scene_dir, matches[0].name, f"scene folder {str(scene_dir)!r}: COCO file")
 
 
-def read_scene(
-    root: Path, scene: str, coco_json_name: str | None = None, frame_id_pattern: str = r"(\d+)",
-    read_tracks: bool = False, aliases: Mapping[str, str] = SCENE_ALIASES, image_names: bool = True,
-) -> SceneInfo:
+def read_scene(root: Path, scene: str, coco_json_name: str | None = None, frame_id_pattern: str = r"(\d+)",
+               read_tracks: bool = False, aliases: Mapping[str, str] = SCENE_ALIASES,
+               image_names: bool = True) -> SceneInfo:
     """A scene's COCO file and frames; with ``read_tracks`` also its scene track JSON (the ``frames`` config).
 
     ``image_names=False`` (the query configs, which read no image) leaves every frame's ``file_name`` None
@@ -344,11 +330,10 @@ def frame_image_paths(info: SceneInfo) -> list[Path]:
 def frame_images(
     info: SceneInfo, images: Iterator[tuple[Path, bytes | Exception]] | None = None
 ) -> Iterator[tuple[int, FrameInfo, Path, bytes, str]]:
-    """``(frame id, frame, image path, image bytes, where)`` of every COCO image of a scene, by frame id, each
-    image checked (:func:`perckit.io.images.check_encoded_image`: its header opens, a JPEG / PNG is not cut
-    short; the image is not decoded); an image that cannot be read raises naming its COCO image.
-    ``images``: the ``(path, bytes or error)`` of :func:`frame_image_paths`, in order (default: read here by
-    :func:`read_ahead`)."""
+    """``(frame id, frame, image path, image bytes, where)`` of every COCO image of a scene, by frame id, each image
+    checked (:func:`perckit.io.images.check_encoded_image`: its header opens, a JPEG / PNG is not cut short; the
+    image is not decoded); an image that cannot be read raises naming its COCO image. ``images``: the ``(path, bytes
+    or error)`` of :func:`frame_image_paths`, in order (default: read here by :func:`read_ahead`)."""
     fids = sorted(info.frames)
     if images is None:
         images = read_ahead(frame_image_paths(info))
@@ -494,16 +479,10 @@ def _release_file(root: Path, name: str, override: str | Path | None, what: str)
     return path
 
 
-def open_query_release(
-    root: str | Path,
-    config_name: str = "all_queries",
-    mask_source: str = "segmentation",
-    coco_json_name: str | None = None,
-    frame_id_pattern: str = r"(\d+)",
-    aliases: Mapping[str, str] = SCENE_ALIASES,
-    gt_file: str | Path | None = None,
-    queries_file: str | Path | None = None,
-) -> QueryRelease:
+def open_query_release(root: str | Path, config_name: str = "all_queries", mask_source: str = "segmentation",
+                       coco_json_name: str | None = None, frame_id_pattern: str = r"(\d+)",
+                       aliases: Mapping[str, str] = SCENE_ALIASES, gt_file: str | Path | None = None,
+                       queries_file: str | Path | None = None) -> QueryRelease:
     """Read and check the files of a query config. ``gt_file``/``queries_file`` override the default paths (CLI)."""
     root = Path(root)
     if gt_file is None:
@@ -708,11 +687,9 @@ def _frame_items(value: Any, where: str) -> list[tuple[Any, Any]]:
 def load_mask_predictions(path: str | Path, repo_root: str | Path = ".", allow_absolute_paths: bool = False) -> list[dict]:
     """Read an official mask-prediction JSON into ``mask_temporal`` prediction rows.
 
-    Shapes: ``{query_id: {"frames": {"1": "mask.png"}}}`` or
-    ``{query_id: [{"frame_id": 1, "mask_path": "..."}]}``. Relative paths
-    resolve against ``repo_root`` and must stay under it; absolute paths only with
-    ``allow_absolute_paths=True`` (see :func:`mask_file`); foreground is any pixel value > 0.
-    """
+    Shapes: ``{query_id: {"frames": {"1": "mask.png"}}}`` or ``{query_id: [{"frame_id": 1, "mask_path": "..."}]}``.
+    Relative paths resolve against ``repo_root`` and must stay under it; absolute paths only with
+    ``allow_absolute_paths=True`` (see :func:`mask_file`); foreground is any pixel value > 0."""
     data = _read_predictions(path)
     if not isinstance(data, Mapping):
         raise PredictionError(f"{str(path)!r}: expected a JSON object query_id -> frames, got {type(data).__name__}")

@@ -1,8 +1,7 @@
-"""The rows of the R4D-Bench builder, made from what :mod:`perckit.r4d_bench.read` returns, with their field
-checks: one row per query for the query configs (``all_queries``, ``subset_36``: :func:`query_rows`), and the
-``frames`` config's Arrow tables (a frame goes from :func:`perckit.r4d_bench.read.read_scene` to Arrow in
-:func:`frame_tables`, column by column). Also the ground-truth rows the drop-in command lines score against.
-"""
+"""The rows of the R4D-Bench builder, made from what :mod:`perckit.r4d_bench.read` returns, with their field checks:
+one row per query for the query configs (``all_queries``, ``subset_36``: :func:`query_rows`), and the ``frames``
+config's Arrow tables (a frame goes from :func:`perckit.r4d_bench.read.read_scene` to Arrow in :func:`frame_tables`,
+column by column). Also the ground-truth rows the drop-in command lines score against."""
 
 from __future__ import annotations
 
@@ -11,8 +10,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterator, Mapping, Sequence, Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,31 +20,15 @@ import pyarrow as pa
 
 from .. import rle as rle_ops
 from ..hf.builder import MEDIA_STORAGE, media_column
-from ..errors import ReleaseFormatError, RLEError, check_choice
-from ..errors import short_repr as _short
+from ..errors import ReleaseFormatError, RLEError, check_choice, short_repr as _short
 from ..io.jsonio import parse_int
 from .features import frame_features
-from .layout import QUERIES_META
-from .layout import SCENE_ALIASES
-from .layout import TRACK_GT
-from .layout import normalise_scene
-from .layout import scene_from_query_id
-from .read import TRACK_ID_PRECEDENCES
-from .read import FrameInfo
-from .read import QueryRelease
-from .read import SceneInfo
-from .read import checked_rles
-from .read import coco_track_id
-from .read import entry_scene
-from .read import frame_image_paths
-from .read import frame_images
-from .read import frame_mask_from_pngs
-from .read import frame_mask_from_segmentations
-from .read import load_queries_meta
-from .read import open_query_release
-from .read import read_ahead
-from .read import resolve_track_ids
-from .read import track_id_list
+from .layout import QUERIES_META, SCENE_ALIASES, TRACK_GT, normalise_scene, scene_from_query_id
+from .read import (
+    TRACK_ID_PRECEDENCES, FrameInfo, QueryRelease, SceneInfo, checked_rles, coco_track_id, entry_scene,
+    frame_image_paths, frame_images, frame_mask_from_pngs, frame_mask_from_segmentations, load_queries_meta,
+    open_query_release, read_ahead, resolve_track_ids, track_id_list,
+)
 
 logger = logging.getLogger("perckit.r4d_bench.release")  # the release readers' one logger (its name is public)
 
@@ -265,10 +247,9 @@ def scenes_frame_tables(
         yield from frame_tables(info, track_id_precedence, schema, rows_per_table, itertools.islice(images, len(paths)))
 
 
-def frame_tables(
-    info: SceneInfo, track_id_precedence: str = "coco", schema: pa.Schema | None = None, rows_per_table: int = 64,
-    images: Iterator[tuple[Path, bytes | Exception]] | None = None,
-) -> Iterator[tuple[str, pa.Table]]:
+def frame_tables(info: SceneInfo, track_id_precedence: str = "coco", schema: pa.Schema | None = None,
+                 rows_per_table: int = 64,
+                 images: Iterator[tuple[Path, bytes | Exception]] | None = None) -> Iterator[tuple[str, pa.Table]]:
     """The ``frames`` rows of a scene (one per COCO image, by frame id) as tables of ``schema`` (the ``frames``
     features' Arrow schema), up to ``rows_per_table`` frames each, keyed ``"<scene>/<frame_id:06d>"`` by their
     first row. Each table is made column by column (no Python dict per row or per annotation): see
@@ -328,21 +309,19 @@ class _FirstError:
         return self.key is not None and self.key[0] < index
 
 
-def _annotation_column(
-    frames: Sequence[tuple[FrameInfo, Sequence[Mapping], str]], cat_names: dict, links: Mapping[int, str], precedence: str,
-    checked: AbstractSet[int], list_type: pa.ListType,
-) -> pa.Array:
+def _annotation_column(frames: Sequence[tuple[FrameInfo, Sequence[Mapping], str]], cat_names: dict,
+                       links: Mapping[int, str], precedence: str, checked: AbstractSet[int],
+                       list_type: pa.ListType) -> pa.Array:
     """The ``annotations`` column of a batch of frames (``(frame, its COCO annotations, where)``): per frame a
     list of ``{annotation_id, category_id, category_name, track_id, bbox_xywh, area, iscrowd, mask}`` by
     annotation id (a missing ``id`` / ``category_id`` is 0).
 
-    Each field of every annotation of the batch is one list, checked at once by its values' types (``int``
-    ids, lists of finite ``float`` / ``int`` numbers): what a release holds. Anything else in a field (a digit
-    string, a tuple, a bool, NaN...) goes value by value through the field's converter (:func:`parse_int`,
+    Each field of every annotation of the batch is one list, checked at once by its values' types (``int`` ids,
+    lists of finite ``float`` / ``int`` numbers): what a release holds. Anything else in a field (a digit string, a
+    tuple, a bool, NaN...) goes value by value through the field's converter (:func:`parse_int`,
     :func:`_annotation_numbers`, :func:`perckit.rle.to_rle`), which converts it or raises naming the frame
-    (``where``), the annotation and the field; the error raised is the first in row order
-    (:class:`_FirstError`). ``cat_names``: the scene's category names as row text; ``links``: the scene
-    track JSON's."""
+    (``where``), the annotation and the field; the error raised is the first in row order (:class:`_FirstError`).
+    ``cat_names``: the scene's category names as row text; ``links``: the scene track JSON's."""
     first = _FirstError()
     flat: list[Mapping] = []
     ids: list[int] = []
@@ -445,10 +424,9 @@ def _number_lists(
     return out, lengths
 
 
-def _mask_column(
-    frames: Sequence[FrameInfo], flat: Sequence[Mapping], offsets: Sequence[int], checked: AbstractSet[int], where_of,
-    first: _FirstError, mask_type: pa.StructType,
-) -> pa.StructArray | None:
+def _mask_column(frames: Sequence[FrameInfo], flat: Sequence[Mapping], offsets: Sequence[int],
+                 checked: AbstractSet[int], where_of, first: _FirstError,
+                 mask_type: pa.StructType) -> pa.StructArray | None:
     """Each annotation's ``segmentation`` as ``{size, counts}`` of ``mask_type`` (null when absent or empty): an
     RLE dict that the scene's scan accepted (``checked``) of the frame's size as it is; the lists of polygons
     of every frame of one size rasterised by one :func:`perckit.rle.polygon_unions` call (its guard decides;

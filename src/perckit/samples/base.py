@@ -3,8 +3,7 @@ names), the :class:`ReleaseWriter` that records every file it writes, the mask s
 encoders (JPEG, PNG, H.264 mp4) more than one benchmark's release needs.
 
 A writer is deterministic for a seed: listings are sorted and all randomness comes from the one seeded
-``numpy.random.Generator`` of its :class:`ReleaseWriter`.
-"""
+``numpy.random.Generator`` of its :class:`ReleaseWriter`."""
 
 from __future__ import annotations
 

@@ -8,15 +8,14 @@ Written under ``root``:
 - ``dataset_summary.json``, ``metadata/image_manifest.jsonl.gz``, ``metadata/ade20k_part234_classes.json``,
   ``metadata/source_catalogs/*/*.json.gz``, ``prepare_images.py``, ``PREPARATION.md``, ``LICENSE.md`` (not read).
 
-Quirks reproduced: entity-code answers with 3-digit object and 5-digit part codes (first digit = image),
-repeated mentions of a code, codes with underscores in the name part (``dining_table_101``); repeated
-``pair_id`` values in train (``example_id`` = ``pair_id`` or ``pair_id#k``); object and part granularity by
-source; ADE20K object and ADE20KPart234 images with the same file names under different roots; the native
-file's per-source spellings (``q``/``question``, ``label``/``category``, ``ann_id``/``annotation_id``/``id``,
-``segmentation``/``mask``), int pair and annotation ids, ``answer_span`` missing for some sources (the
-builder derives it), PASCAL ``image_sizes`` given as ``[W, H]``, COCO rectangle masks as polygons and
-PASCAL masks as uncompressed RLE; combined groundings with two annotation ids; images without groundings.
-"""
+Quirks reproduced: entity-code answers with 3-digit object and 5-digit part codes (first digit = image), repeated
+mentions of a code, codes with underscores in the name part (``dining_table_101``); repeated ``pair_id`` values in
+train (``example_id`` = ``pair_id`` or ``pair_id#k``); object and part granularity by source; ADE20K object and
+ADE20KPart234 images with the same file names under different roots; the native file's per-source spellings
+(``q``/``question``, ``label``/``category``, ``ann_id``/``annotation_id``/``id``, ``segmentation``/``mask``), int
+pair and annotation ids, ``answer_span`` missing for some sources (the builder derives it), PASCAL ``image_sizes``
+given as ``[W, H]``, COCO rectangle masks as polygons and PASCAL masks as uncompressed RLE; combined groundings with
+two annotation ids; images without groundings."""
 
 from __future__ import annotations
 
@@ -87,9 +86,6 @@ class M4SegSampleRelease:
     files: list[str] = field(default_factory=list)
 
 
-#: The former name.
-M4SegFixture = M4SegSampleRelease
-
 
 class _MaskPool:
     """Pre-encoded masks per image size (RLE, bbox, uncompressed counts, polygon of rectangles)."""
@@ -109,8 +105,7 @@ class _MaskPool:
                     x1, y1 = x0 + 1, y0 + 1
                 r = rle_ops.encode(m)
                 items.append({
-                    "rle": r,
-                    "bbox": rle_ops.to_bbox(r),
+                    "rle": r, "bbox": rle_ops.to_bbox(r),
                     "uncompressed": {"size": [h, w], "counts": [int(c) for c in rle_ops.decode_counts(r["counts"])]},
                     "polygon": [rect_polygon([x0, y0, x1, y1])] if rect else None,
                 })
@@ -199,13 +194,9 @@ def _example(rng: np.random.Generator, pool: _MaskPool, split: str, source: str,
     for k in sorted(per_image):
         for e in per_image[k]:
             groundings.append({
-                "image_index": k,
-                "name": e["name"],
-                "annotation_ids": [str(a) for a in e["ann_ids"]],
+                "image_index": k, "name": e["name"], "annotation_ids": [str(a) for a in e["ann_ids"]],
                 "object_annotation_id": None if source == "ade20k_objects" else str(e["parent"]),
-                "answer_span": first_span[e["code"]],
-                "bbox": e["mask"]["bbox"],
-                "segmentation": e["mask"]["rle"],
+                "answer_span": first_span[e["code"]], "bbox": e["mask"]["bbox"], "segmentation": e["mask"]["rle"],
             })
     row = {
         "pair_id": str(pair_id), "dataset_name": source, "type": qtype, "granularity": gran,
@@ -456,24 +447,16 @@ def _write_images(root: Path, images: dict[str, tuple[int, int]]) -> None:
             Image.new("RGB", (w, h), color=((i * 37) % 256, (i * 91) % 256, 128)).save(f, format="JPEG", quality=80)
 
 
-def write_release(
-    root: str | Path,
-    seed: int = 0,
-    train_rows: int = 48,
-    test_rows: int = 24,
-    shards: int = 3,
-    image_root: str | Path | None = None,
-    write_manifest: bool = True,
-    tile_block: int | None = None,
-) -> M4SegSampleRelease:
+def write_release(root: str | Path, seed: int = 0, train_rows: int = 48, test_rows: int = 24, shards: int = 3,
+                  image_root: str | Path | None = None, write_manifest: bool = True,
+                  tile_block: int | None = None) -> M4SegSampleRelease:
     """Write the release under ``root``: ``train_rows`` / ``test_rows`` examples, train Parquet in ``shards`` files.
 
     Everything is streamed to disk in chunks, so ``train_rows=200_000`` takes seconds of memory-flat work.
     ``image_root``: also write a small JPEG for every image the test split references, under that folder.
-    ``tile_block``: when ``train_rows`` exceeds it, the train split is ``tile_block`` generated examples tiled
-    to ``train_rows`` with fresh unique pair ids (:func:`_write_tiled_split`; no repeated pair ids): the real
-    743,463-row size in seconds, for benchmarks. None (the default) writes every example as generated.
-    """
+    ``tile_block``: when ``train_rows`` exceeds it, the train split is ``tile_block`` generated examples tiled to
+    ``train_rows`` with fresh unique pair ids (:func:`_write_tiled_split`; no repeated pair ids): the real
+    743,463-row size in seconds, for benchmarks. None (the default) writes every example as generated."""
     wr = ReleaseWriter(root, seed)
     pool = _MaskPool(wr.rng)
     if tile_block is not None and not (isinstance(tile_block, int) and tile_block >= 16):

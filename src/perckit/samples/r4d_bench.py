@@ -1,18 +1,13 @@
 """Synthetic R4D-Bench release mirroring the real layout and its quirks.
 
-Quirks reproduced: ``cook_spinach`` folder with ``cook-spinach`` query ids,
-scene JSON and meta ``scene``; ``split_cookie`` folder with ``split-cookie.json``
-but ``split_cookie_q*`` ids; frame ids that start at 0, 1 or later with gaps;
-Roboflow file names (``000012_png.rf.<hash>.jpg`` with ``extra.name``); one
-scene whose COCO file is ``_annotations.test.coco.json``; track ids in
-``track_id`` or ``attributes.track_id``, and one scene (``cut_lemon``) whose COCO
-annotations carry none, so only its scene track JSON (``tracks[].annotation_ids``,
-the [inferred] layout) links them; GT masks as polygons, compressed RLE
-and uncompressed (list-counts) RLE; multi-target and negative queries with
-sentinel existence frames; one positive existence frame without a mask entry;
-non-string optional metadata (``distractor: true``, an int anchor) and an
-unknown metadata key.
-"""
+Quirks reproduced: ``cook_spinach`` folder with ``cook-spinach`` query ids, scene JSON and meta ``scene``;
+``split_cookie`` folder with ``split-cookie.json`` but ``split_cookie_q*`` ids; frame ids that start at 0, 1 or
+later with gaps; Roboflow file names (``000012_png.rf.<hash>.jpg`` with ``extra.name``); one scene whose COCO file
+is ``_annotations.test.coco.json``; track ids in ``track_id`` or ``attributes.track_id``, and one scene
+(``cut_lemon``) whose COCO annotations carry none, so only its scene track JSON (``tracks[].annotation_ids``, the
+[inferred] layout) links them; GT masks as polygons, compressed RLE and uncompressed (list-counts) RLE; multi-target
+and negative queries with sentinel existence frames; one positive existence frame without a mask entry; non-string
+optional metadata (``distractor: true``, an int anchor) and an unknown metadata key."""
 
 from __future__ import annotations
 
@@ -40,10 +35,8 @@ COCO_NAME = {"keyboard": "_annotations.test.coco.json"}
 TRACKS_ONLY_IN_SCENE_JSON = ("cut_lemon",)
 CATEGORIES = ["person", "cup", "knife", "hand", "plate", "bottle"]
 TEXTS_EN = [
-    "the cup on the left side of the picture",
-    "the hand that picks up the knife after the pour",
-    "the objects the person touches while cooking",
-    "the bottle that moves to the right",
+    "the cup on the left side of the picture", "the hand that picks up the knife after the pour",
+    "the objects the person touches while cooking", "the bottle that moves to the right",
     "the plate before it is lifted",
 ]
 TEXTS_ZH = ["画面左侧的杯子", "倒完之后拿起刀的那只手", "做饭时人接触的物体", "向右移动的瓶子", "被拿起之前的盘子"]
@@ -62,9 +55,6 @@ class R4DSampleRelease:
     files: list[str] = field(default_factory=list)
 
 
-#: The former name.
-R4DFixture = R4DSampleRelease
-
 
 def _track_box(track: int, k: int, n: int, h: int, w: int) -> list[int]:
     """A box that moves across the frames; pixel aligned."""
@@ -74,16 +64,9 @@ def _track_box(track: int, k: int, n: int, h: int, w: int) -> list[int]:
     return [x0, y0, x0 + bw, y0 + bh]
 
 
-def write_release(
-    root: str | Path,
-    seed: int = 0,
-    frames_per_scene: int = 4,
-    height: int = 24,
-    width: int = 32,
-    queries_per_scene: dict[str, int] | None = None,
-    write_query_masks: bool = True,
-    write_images: bool = True,
-) -> R4DSampleRelease:
+def write_release(root: str | Path, seed: int = 0, frames_per_scene: int = 4, height: int = 24, width: int = 32,
+                  queries_per_scene: dict[str, int] | None = None, write_query_masks: bool = True,
+                  write_images: bool = True) -> R4DSampleRelease:
     """Write the release under ``root``. Defaults give 12 scenes x 4 frames x 89 queries at 32x24."""
     wr = ReleaseWriter(root, seed)
     rng = wr.rng
@@ -157,9 +140,7 @@ def write_release(
             if write_images:
                 wr.jpeg(f"{folder}/images/{fname}", img)
         wr.json(f"{folder}/{COCO_NAME.get(scene, '_annotations.coco.json')}", {
-            "info": {"description": f"{scene} (synthetic)"},
-            "images": images,
-            "annotations": anns,
+            "info": {"description": f"{scene} (synthetic)"}, "images": images, "annotations": anns,
             "categories": [{"id": i + 1, "name": c, "supercategory": "object"} for i, c in enumerate(CATEGORIES)],
         })
         wr.json(f"{folder}/{TRACK_JSON.get(scene, scene + '.json')}", {

@@ -1,13 +1,11 @@
 """Synthetic Syn4D release mirroring the real layout.
 
-Writes ``benchmark/`` (``data/tracking_gt/<variant>/<scene>/<sequence>.npy`` in the exact
-``syn4d-tracking-gt-v1`` structured dtype, ``sequences.jsonl``, ``protocol.json``, ``baselines.json``,
-``SHA256SUMS`` in ``sha256sum`` format, ``README.md``) and ``challenge_eval/`` beside it (or inside it
-with ``challenge_inside=True``): H.264 mp4 inputs, 32 depth EXRs per sequence (one ``Depth`` FLOAT
-channel, ZIP, centimetres, with sky, zero and NaN pixels) and 192-row Unreal camera CSVs.
-:func:`perckit.samples.syn4d_predictions.write_predictions` writes official per-sequence NPZ
-predictions for it.
-"""
+Writes ``benchmark/`` (``data/tracking_gt/<variant>/<scene>/<sequence>.npy`` in the exact ``syn4d-tracking-gt-v1``
+structured dtype, ``sequences.jsonl``, ``protocol.json``, ``baselines.json``, ``SHA256SUMS`` in ``sha256sum``
+format, ``README.md``) and ``challenge_eval/`` beside it (or inside it with ``challenge_inside=True``): H.264 mp4
+inputs, 32 depth EXRs per sequence (one ``Depth`` FLOAT channel, ZIP, centimetres, with sky, zero and NaN pixels)
+and 192-row Unreal camera CSVs. :func:`perckit.samples.syn4d_predictions.write_predictions` writes official
+per-sequence NPZ predictions for it."""
 
 from __future__ import annotations
 
@@ -45,9 +43,6 @@ class Syn4DSampleRelease:
     depth_hw: tuple[int, int]
     files: list[str] = field(default_factory=list)
 
-
-#: The former name.
-Syn4DFixture = Syn4DSampleRelease
 
 
 def npy_dtype(t: int, q: int) -> np.dtype:
@@ -97,27 +92,18 @@ def protocol_json() -> dict:
         "name": "Syn4D Multi-Task Benchmark",
         "version": "1.0",
         "input": {
-            "root": "challenge_eval",
-            "frames": list(FRAME_INDICES),
-            "variants": ["og", "sim", "mixed", "mixed_no_bedlam"],
-            "scenes": list(SCENES),
-            "cameras": [0, 1],
+            "root": "challenge_eval", "frames": list(FRAME_INDICES),
+            "variants": ["og", "sim", "mixed", "mixed_no_bedlam"], "scenes": list(SCENES), "cameras": [0, 1],
         },
         "tracking": {
             "ground_truth": "data/tracking_gt/<variant>/<scene>/<sequence>.npy",
-            "ground_truth_schema": f"{SCHEMA} (structured NPY, allow_pickle=False)",
-            "queries_per_sequence": 512,
-            "query_frame": 0,
-            "coordinate_system": "OpenCV frame-0 camera coordinates",
-            "alignment": "one median scale per sequence",
-            "thresholds_m": [0.1, 0.3, 0.5, 1.0],
-            "dynamic_threshold_m": 0.01,
-            "score": "0.5 * APD(all valid) + 0.5 * APD(dynamic valid)",
+            "ground_truth_schema": f"{SCHEMA} (structured NPY, allow_pickle=False)", "queries_per_sequence": 512,
+            "query_frame": 0, "coordinate_system": "OpenCV frame-0 camera coordinates",
+            "alignment": "one median scale per sequence", "thresholds_m": [0.1, 0.3, 0.5, 1.0],
+            "dynamic_threshold_m": 0.01, "score": "0.5 * APD(all valid) + 0.5 * APD(dynamic valid)",
         },
         "depth": {
-            "units": "meters",
-            "alignment": "one median scale per sequence",
-            "valid_range_m": [0.001, 300.0],
+            "units": "meters", "alignment": "one median scale per sequence", "valid_range_m": [0.001, 300.0],
             "primary": "AbsRel",
             "reported": ["AbsRel", "SqRel", "RMSE", "RMSE-log", "SILog", "delta1", "delta2", "delta3"],
         },
@@ -131,19 +117,11 @@ def protocol_json() -> dict:
     }
 
 
-def write_release(
-    root: str | Path,
-    seed: int = 0,
-    variants: Sequence[str] = VARIANTS,
-    scenes: Sequence[str] = ("antiquity", "office"),
-    base_sequences: int = 1,
-    cameras: Sequence[int] = (0, 1),
-    num_queries: int = 32,
-    depth_hw: tuple[int, int] = (18, 32),
-    video_hw: tuple[int, int] = (36, 64),
-    challenge_inside: bool = False,
-    write_video: bool = True,
-) -> Syn4DSampleRelease:
+def write_release(root: str | Path, seed: int = 0, variants: Sequence[str] = VARIANTS,
+                  scenes: Sequence[str] = ("antiquity", "office"), base_sequences: int = 1,
+                  cameras: Sequence[int] = (0, 1), num_queries: int = 32, depth_hw: tuple[int, int] = (18, 32),
+                  video_hw: tuple[int, int] = (36, 64), challenge_inside: bool = False,
+                  write_video: bool = True) -> Syn4DSampleRelease:
     """Write the release under ``root``. Defaults: 4 variants x 2 scenes x 1 sequence x 2 cameras = 16 sequences."""
     wr = ReleaseWriter(root, seed)
     rng = wr.rng

@@ -1,8 +1,7 @@
 """Official per-sequence NPZ predictions for a Syn4D sample release, as a model would write them.
 
-Unlike the release writer (:mod:`perckit.samples.syn4d`), which spells the layout itself, this reads
-the written release back with the Syn4D readers: it is a consumer of the release, like the metric.
-"""
+Unlike the release writer (:mod:`perckit.samples.syn4d`), which spells the layout itself, this reads the written
+release back with the Syn4D readers: it is a consumer of the release, like the metric."""
 
 from __future__ import annotations
 
@@ -22,10 +21,9 @@ def write_predictions(fixture: Syn4DSampleRelease, out: str | Path, seed: int = 
     """Official NPZ predictions for a sample release (``fixture``, what :func:`perckit.samples.syn4d.write_release` returned): the GT
     (``noise=0``) or a perturbed version of it, read back from the release with the Syn4D readers.
 
-    Tracks are given at half scale, depth at another scale, poses in another world frame, so that the
-    metric's alignment steps are exercised (the parity fixture exercises the depth resize). ``skip`` leaves sequences out;
-    ``drop_keys`` maps a sequence id to keys to omit.
-    """
+    Tracks are given at half scale, depth at another scale, poses in another world frame, so that the metric's
+    alignment steps are exercised (the parity fixture exercises the depth resize). ``skip`` leaves sequences out;
+    ``drop_keys`` maps a sequence id to keys to omit."""
     rng = np.random.default_rng(seed)
     out = Path(out)
     paths = resolve_release(fixture.root)

@@ -1,37 +1,30 @@
 """Syn4D's metric (configs ``tracking``, ``depth``, ``pose``) as a :class:`perckit.hf.contract.MetricCore`.
 
 The config is the task, as in ``evaluate.load("metrics/syn4d", task)``; the options are those of
-:class:`perckit.syn4d.metric.Syn4DOptions`. One record per reference sequence, made by the metric's own
-accumulate half (:func:`perckit.syn4d.metric.score_sequence` under a
-:class:`~perckit.syn4d.metric.FailurePolicy`): the scored row and its coverage entry, or the lax-mode failure
-records. The reduce is the metric's own (:func:`perckit.syn4d.metric.aggregate`, fsum macro means;
-:func:`perckit.syn4d.metric.summarize_coverage`, integer sums and a minimum), so
-:meth:`~perckit.hf.accumulate.Accumulator.compute` gives the numbers of
-:func:`perckit.syn4d.metric.compute_task` (``coverage=True``, what the evaluate module runs) in any batch sizes
-and order; only the lists ``sequences``, ``failures`` and ``coverage.sequences`` follow the order the pairs were
+:class:`perckit.syn4d.metric.Syn4DOptions`. One record per reference sequence, made by the metric's own accumulate
+half (:func:`perckit.syn4d.metric.score_sequence` under a :class:`~perckit.syn4d.metric.FailurePolicy`): the scored
+row and its coverage entry, or the lax-mode failure records. The reduce is the metric's own
+(:func:`perckit.syn4d.metric.aggregate`, fsum macro means; :func:`perckit.syn4d.metric.summarize_coverage`, integer
+sums and a minimum), so :meth:`~perckit.hf.accumulate.Accumulator.compute` gives the numbers of
+:func:`perckit.syn4d.metric.compute_task` (``coverage=True``, what the evaluate module runs) in any batch sizes and
+order; only the lists ``sequences``, ``failures`` and ``coverage.sequences`` follow the order the pairs were
 completed in.
 
 The failure policy is today's, with today's messages:
 
-- strict (the default): a failing task raises :class:`~perckit.syn4d.metric.TaskFailedError` in the
-  ``update`` that completes the pair; a prediction whose three arrays are all ``None`` raises
-  ``"<sequence_id>: missing prediction"`` there too, and a reference still without a prediction raises that
-  same message at ``compute``;
+- strict (the default): a failing task raises :class:`~perckit.syn4d.metric.TaskFailedError` in the ``update`` that
+  completes the pair; a prediction whose three arrays are all ``None`` raises ``"<sequence_id>: missing prediction"``
+  there too, and a reference still without a prediction raises that same message at ``compute``;
 - lax (``strict=False``): each becomes a failure record and the sequence is left out of the means.
 
 A record read from a state is checked against its declared schema before it loads (:func:`record_schema`, by
-:func:`perckit.hf.contract.check_records`): a scored row with exactly the keys of its task under the options
-(the ``acc_<t>m`` keys of ``tracking_thresholds_m``, the ``dynamic_*`` keys all or none), each value in its
-documented range (accuracies, APD, AUCs, deltas, the score and coverage in [0, 1]; errors >= 0, or infinite or
-NaN where an overflow in the metric's float math made them so (:func:`perckit.syn4d.metric.mean_rows` leaves
-those out); angles in [0, 180] or NaN; alignment scales any number; counts integers), its coverage entry (tracking
-and depth) consistent with the row (same sequence, ``scored`` the row's count, ``scored <= gt_valid``,
-``coverage = scored / gt_valid``); or, in lax mode only, the one failure record of the sequence (this task).
+:func:`perckit.hf.contract.check_records`): a scored row with exactly the keys of its task under the options, each
+value in its range (declared below), and its coverage entry consistent with the row; or, in lax mode only, the one
+failure record of the sequence (this task).
 
 Pending rows (one side not in yet) hold the raw arrays: :meth:`~perckit.hf.accumulate.Accumulator.save` writes them
 as JSON lists (exact for float32 / float64 values, NaN kept), which is large for depth maps; save after the pairs
-are complete where possible.
-"""
+are complete where possible."""
 
 from __future__ import annotations
 

@@ -10,8 +10,7 @@ failures=<n>``. Before scoring, the files the run reads are verified against ``S
 ``protocol.json`` is checked against the rules implemented here.
 
 Reads one sequence at a time (full-size depth never goes through ``evaluate``'s Arrow cache) and shares the
-per-sequence functions and the aggregation with ``metrics/syn4d``, so both give identical numbers.
-"""
+per-sequence functions and the aggregation with ``metrics/syn4d``, so both give identical numbers."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ from ..hf import cli
 from ..errors import OptionError, check_choice
 from . import metric as core
 from .layout import ReleasePaths, SequenceRecord, prediction_path, release_files, resolve_release, select_records
-from .metric import baselines as published
-from .metric import protocol as proto
+from .metric import baselines as published, protocol as proto
 from .read import checksum_verifier, load_records, read_npz
 from .rows import read_sequence_gt
 
@@ -42,34 +40,13 @@ def reference_for_task(task: str, record: SequenceRecord, paths: ReleasePaths) -
     }
 
 
-def _score_from_release(
-    task: str, record: SequenceRecord, paths: ReleasePaths, prediction: dict, options: core.Syn4DOptions
-) -> tuple[dict, dict | None]:
-    """One task of one record: its ground truth read inside the task's error handling (as the official loop, so
-    a missing ground-truth file is a task failure in lax mode), then scored as the metric scores it."""
-    return core.score_sequence(task, reference_for_task(task, record, paths), prediction, options)
-
-
-def evaluate_release(
-    predictions_dir: str | Path,
-    data_dir: str | Path,
-    tasks: Iterable[str] = core.TASKS,
-    strict: bool = True,
-    depth_align: str = "scale",
-    variants: Iterable[str] | None = None,
-    scenes: Iterable[str] | None = None,
-    cameras: Iterable[int] | None = None,
-    limit: int = 0,
-    manifest: str | Path | None = None,
-    tracking_gt: str | Path | None = None,
-    challenge_dir: str | Path | None = None,
-    min_coverage: float = core.DEFAULT_MIN_COVERAGE,
-    coverage: bool = False,
-    verify_checksums: bool | None = None,
-    check_protocol: bool = True,
-    compare_baselines: bool = False,
-    progress: Callable[[int, int, str], None] | None = None,
-) -> dict:
+def evaluate_release(predictions_dir: str | Path, data_dir: str | Path, tasks: Iterable[str] = core.TASKS,
+                     strict: bool = True, depth_align: str = "scale", variants: Iterable[str] | None = None,
+                     scenes: Iterable[str] | None = None, cameras: Iterable[int] | None = None, limit: int = 0,
+                     manifest: str | Path | None = None, tracking_gt: str | Path | None = None,
+                     challenge_dir: str | Path | None = None, min_coverage: float = core.DEFAULT_MIN_COVERAGE,
+                     coverage: bool = False, verify_checksums: bool | None = None, check_protocol: bool = True,
+                     compare_baselines: bool = False, progress: Callable[[int, int, str], None] | None = None) -> dict:
     """The official evaluation loop over a release; returns the official summary shape.
 
     Before anything is scored: ``verify_checksums`` (``None``: when the release has ``SHA256SUMS``; ``True``:
@@ -118,7 +95,10 @@ def evaluate_release(
             continue
         prediction = read_npz(npz)
         for task in tasks:
-            scored = policy.attempt(record.sequence_id, task, _score_from_release, task, record, paths, prediction, options)
+            # the ground truth is read inside the task's error handling (as the official loop: a missing GT file
+            # is a task failure in lax mode), then scored as the metric scores it
+            scored = policy.attempt(record.sequence_id, task, lambda: core.score_sequence(
+                task, reference_for_task(task, record, paths), prediction, options))
             if scored is not None:
                 rows.setdefault(task, []).append(scored[0])
                 if scored[1] is not None:
@@ -126,10 +106,8 @@ def evaluate_release(
         if progress is not None:
             progress(number, len(records), record.sequence_id)
     report = {
-        "protocol": core.PROTOCOL,
-        "requested_sequences": len(records),
-        "tasks": {t: core.aggregate(r) for t, r in rows.items()},
-        "failures": policy.failures,
+        "protocol": core.PROTOCOL, "requested_sequences": len(records),
+        "tasks": {t: core.aggregate(r) for t, r in rows.items()}, "failures": policy.failures,
     }
     blocks = {t: core.summarize_coverage(e, options.min_coverage) for t, e in entries.items() if e}
     core.warn_if_low(blocks, options.min_coverage)

@@ -110,7 +110,6 @@ ARRAY_DTYPES = {
 def to_numpy_row(row: Mapping) -> dict:
     """A builder row with every array field as a numpy array of its stored dtype.
 
-    ``Dataset.with_format("numpy")`` casts every float to float32 by default, which would truncate the
-    float64 poses; this keeps each field's own dtype (or pass ``with_format("numpy", dtype=...)`` yourself).
-    """
+    ``Dataset.with_format("numpy")`` casts every float to float32 by default, which would truncate the float64
+    poses; this keeps each field's own dtype (or pass ``with_format("numpy", dtype=...)`` yourself)."""
     return {k: (np.asarray(v, dtype=ARRAY_DTYPES[k]) if k in ARRAY_DTYPES and v is not None else v) for k, v in row.items()}

@@ -118,12 +118,8 @@ class ReleasePaths:
     checksums: Path | None
 
 
-def resolve_release(
-    data_dir: str | Path,
-    tracking_gt_dir: str | Path | None = None,
-    challenge_dir: str | Path | None = None,
-    index_file: str | Path | None = None,
-) -> ReleasePaths:
+def resolve_release(data_dir: str | Path, tracking_gt_dir: str | Path | None = None,
+                    challenge_dir: str | Path | None = None, index_file: str | Path | None = None) -> ReleasePaths:
     """B = ``data_dir`` if it holds ``data/tracking_gt/`` else ``data_dir/benchmark``; C = ``B/challenge_eval``
     or ``data_dir/challenge_eval``; index = ``B/sequences.jsonl``, ``data_dir/sequences.jsonl``,
     ``data_dir/manifest.jsonl`` or ``B/manifest.jsonl``. The three options override."""
@@ -258,13 +254,9 @@ def default_record(variant: str, scene: str, sequence: str, challenge: Path | No
     )
 
 
-def select_records(
-    records: Sequence[SequenceRecord],
-    variants: Iterable[str] | None = None,
-    scenes: Iterable[str] | None = None,
-    cameras: Iterable[int] | None = None,
-    limit: int | None = None,
-) -> list[SequenceRecord]:
+def select_records(records: Sequence[SequenceRecord], variants: Iterable[str] | None = None,
+                   scenes: Iterable[str] | None = None, cameras: Iterable[int] | None = None,
+                   limit: int | None = None) -> list[SequenceRecord]:
     """The official filters: variants, scenes, cameras, then the first ``limit`` (0, a negative number or
     None = all, as the official ``if args.limit > 0``)."""
     v = set(variants) if variants else None

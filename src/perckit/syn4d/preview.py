@@ -1,10 +1,9 @@
 """The export preview of Syn4D (:mod:`perckit.draw.previews`): the query tracks, projected into frame 0 with the
 row's intrinsics (``u = fx·x/z + cx``, ``v = fy·y/z + cy``; the tracks are in the frame-0 camera), drawn over the
 first frame: the challenge row's video first frame when the row has its video (decoded with PyAV after
-:func:`perckit.io.media.check_video_header` checked its declared size), else a neutral canvas of
-``image_size_hw``. Dynamic queries are orange, static ones sky blue; a dot marks each track's first visible point;
-only samples marked visible are drawn.
-"""
+:func:`perckit.io.media.check_video_header` checked its declared size), else a neutral canvas of ``image_size_hw``.
+Dynamic queries are orange, static ones sky blue; a dot marks each track's first visible point; only samples marked
+visible are drawn."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Readers of a Syn4D release (the sequence index, tracking NPYs, depth EXRs, camera CSVs, ``SHA256SUMS``) and of
 the official prediction NPZs, through the checked readers: regular files under the caps of
 :mod:`perckit.syn4d.layout`, NPYs and NPZ members read with ``allow_pickle=False`` only (object dtypes refused,
-every NPY header checked before NumPy allocates).
-"""
+every NPY header checked before NumPy allocates)."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
-from ..io.jsonio import decode_text, parse_int
-from ..io.jsonio import iter_json_lines
+from ..io.jsonio import decode_text, parse_int, iter_json_lines
 from ..io.paths import check_relative, open_regular_file, read_regular_file
 from .layout import (
     CSV_COLUMNS, EXR_CHANNELS, FRAME_INDICES, MAX_ARRAY_BYTES, MAX_CHECKSUM_FILE_BYTES, MAX_DEPTH_PIXELS, MAX_EXR_BYTES,
@@ -93,11 +91,10 @@ def check_npy_header(
 ) -> tuple[tuple[int, ...], bool, np.dtype, tuple[int, int]]:
     """Read the magic and header of the NPY stream ``f`` (``size`` bytes long) and check it before NumPy allocates.
 
-    Raises ``error`` naming ``where`` for a stream that is not NPY, an object dtype (pickled data is never
-    loaded), a declared array larger than ``max_bytes``, or fewer data bytes than the header declares
-    (a truncated file). NumPy itself caps the header at 10,000 bytes. Returns the header's shape, Fortran
-    order, dtype and format version (``f`` is left at the first data byte).
-    """
+    Raises ``error`` naming ``where`` for a stream that is not NPY, an object dtype (pickled data is never loaded),
+    a declared array larger than ``max_bytes``, or fewer data bytes than the header declares (a truncated file).
+    NumPy itself caps the header at 10,000 bytes. Returns the header's shape, Fortran order, dtype and format
+    version (``f`` is left at the first data byte)."""
     from numpy.lib import format as npf
 
     try:
@@ -419,10 +416,9 @@ _READ_ERRORS = (
 def read_npz(path: str | Path) -> dict[str, np.ndarray | None]:
     """The prediction arrays of one NPZ (``allow_pickle=False``); an absent key is None, extra keys are ignored.
 
-    Every member that is read has its NPY header checked first (:func:`check_npy_header`):
-    object dtypes, arrays declaring more than ``MAX_ARRAY_BYTES`` and members shorter than their header
-    declares raise :class:`PredictionError` before NumPy allocates anything.
-    """
+    Every member that is read has its NPY header checked first (:func:`check_npy_header`): object dtypes, arrays
+    declaring more than ``MAX_ARRAY_BYTES`` and members shorter than their header declares raise
+    :class:`PredictionError` before NumPy allocates anything."""
     path = Path(path)
     where = repr(str(path))
     # opened without blocking and checked on the descriptor (a FIFO would block np.load, /dev/zero would never
@@ -457,10 +453,9 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray | None]:
 def load_prediction_row(npz_path: str | Path, sequence_id: str, as_lists: bool = True) -> dict:
     """A ``syn4d`` metric prediction row from an official NPZ; every array is None when the file is missing.
 
-    ``as_lists`` (default) gives nested lists: datasets 5.x's Arrow writer (which evaluate uses) cannot
-    convert a multi-dimensional numpy array in a batch whose first value is None. The values are exact
-    (float32 -> Python float is lossless). The core functions accept numpy arrays as they are.
-    """
+    ``as_lists`` (default) gives nested lists: datasets 5.x's Arrow writer (which evaluate uses) cannot convert a
+    multi-dimensional numpy array in a batch whose first value is None. The values are exact (float32 -> Python
+    float is lossless). The core functions accept numpy arrays as they are."""
     path = Path(npz_path)
     arrays = read_npz(path) if path.is_file() else dict.fromkeys(PREDICTION_KEYS)
     if as_lists:

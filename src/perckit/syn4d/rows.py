@@ -4,12 +4,11 @@ to Arrow tables (:func:`arrow_table`).
 
 The tables: the numpy arrays of the rows become Arrow list arrays over their own flat buffers, instead of
 ``datasets`` encoding each nested array element by element (7-12x faster on the builder's batches).
-:func:`arrow_table` is the one path; the tests compare its tables value for value with ``datasets``'
-per-example encoding (``Features.encode_example`` and ``ArrowWriter``, ``tests/oracles/syn4d.py``) on the
-sample releases and on hand-made rows. A value of the wrong shape is refused with a
-:class:`~perckit.errors.ReleaseFormatError` naming the row and the field. (The other builders' rows are already in
-Arrow storage form and go through :func:`perckit.hf.builder.rows_to_table`; Syn4D's hold numpy arrays.)
-"""
+:func:`arrow_table` is the one path; the tests compare its tables value for value with ``datasets``' per-example
+encoding (``Features.encode_example`` and ``ArrowWriter``, ``tests/oracles/syn4d.py``) on the sample releases and on
+hand-made rows. A value of the wrong shape is refused with a :class:`~perckit.errors.ReleaseFormatError` naming the
+row and the field. (The other builders' rows are already in Arrow storage form and go through
+:func:`perckit.hf.builder.rows_to_table`; Syn4D's hold numpy arrays.)"""
 
 from __future__ import annotations
 
@@ -34,10 +33,9 @@ OPENCV_TO_UNREAL = np.array([[0, 0, 1], [1, 0, 0], [0, -1, 0]], dtype=np.float64
 def unreal_to_c2w(x_cm: float, y_cm: float, z_cm: float, yaw_deg: float, pitch_deg: float, roll_deg: float) -> np.ndarray:
     """One camera CSV row to a 4x4 float64 camera-to-world matrix (spec §2.4).
 
-    ``c2w[:3, :3] = Rz(yaw) · Ry'(pitch) · Rx'(roll) · M`` and ``c2w[:3, 3] = [x, y, z] / 100``
-    (centimetres to metres). The rotation block has determinant -1 because the
-    Unreal world is left-handed; do not treat it as an SO(3) element.
-    """
+    ``c2w[:3, :3] = Rz(yaw) · Ry'(pitch) · Rx'(roll) · M`` and ``c2w[:3, 3] = [x, y, z] / 100`` (centimetres to
+    metres). The rotation block has determinant -1 because the Unreal world is left-handed; do not treat it as an
+    SO(3) element."""
     yaw, pitch, roll = np.radians([float(yaw_deg), float(pitch_deg), float(roll_deg)])
     r_yaw = np.array([[np.cos(yaw), -np.sin(yaw), 0], [np.sin(yaw), np.cos(yaw), 0], [0, 0, 1]], dtype=np.float64)
     r_pitch = np.array([[np.cos(pitch), 0, -np.sin(pitch)], [0, 1, 0], [np.sin(pitch), 0, np.cos(pitch)]], dtype=np.float64)
@@ -51,10 +49,8 @@ def unreal_to_c2w(x_cm: float, y_cm: float, z_cm: float, yaw_deg: float, pitch_d
 def unreal_rows_to_c2w(rows: np.ndarray) -> np.ndarray:
     """``[T, 6]`` rows ``(x_cm, y_cm, z_cm, yaw_deg, pitch_deg, roll_deg)`` to ``[T, 4, 4]`` float64.
 
-    Applies :func:`unreal_to_c2w` row by row (rather than batched matrix
-    products) so every matrix is bit-identical to the scalar conversion, which
-    is the official one.
-    """
+    Applies :func:`unreal_to_c2w` row by row (rather than batched matrix products) so every matrix is bit-identical
+    to the scalar conversion, which is the official one."""
     arr = np.asarray(rows, dtype=np.float64)
     if arr.ndim != 2 or arr.shape[1] != 6:
         raise ValueError(f"camera rows: expected shape [T, 6] (x, y, z, yaw, pitch, roll), got {arr.shape}")
@@ -73,10 +69,8 @@ GT_FIELDS = {
 }
 
 
-def read_sequence_gt(
-    record: SequenceRecord, paths: ReleasePaths, task: str, hw: tuple[int, int] | None = None, required: bool = False,
-    resolver: PathResolver | None = None,
-) -> dict[str, Any]:
+def read_sequence_gt(record: SequenceRecord, paths: ReleasePaths, task: str, hw: tuple[int, int] | None = None,
+                     required: bool = False, resolver: PathResolver | None = None) -> dict[str, Any]:
     """The ground truth of one task of one sequence, read from the release, as the builder's row fields
     (:data:`GT_FIELDS`); the one reader of it, for the builder and the file runner.
 

@@ -176,54 +176,22 @@ def _result(items: Sequence[Mapping]) -> dict:
     return out
 
 
-def m4seg_miou(items: Sequence[Mapping]) -> float | None:
-    """mIoU (GLaMM's, per image: greedy mask pairing), mean over samples with groundings."""
-    return _result(items)["miou"]
-
-
-def m4seg_recall(items: Sequence[Mapping]) -> float | None:
-    """Recall: mask IoU >= 0.5 and name similarity >= 0.5 (GLaMM's loop with its early break), micro."""
-    return _result(items)["recall"]
-
-
-def m4seg_ss(items: Sequence[Mapping]) -> float | None:
-    """SS (reconstructed): answer-text similarity."""
-    return _result(items)["ss"]
-
-
-def m4seg_siou(items: Sequence[Mapping]) -> float | None:
-    """SIoU (reconstructed): name-set IoU by text similarity."""
-    return _result(items)["siou"]
-
-
-def m4seg_i_ss(items: Sequence[Mapping]) -> float | None:
-    """I-SS (reconstructed): per-image name similarity."""
-    return _result(items)["i_ss"]
-
-
-def m4seg_i_siou(items: Sequence[Mapping]) -> float | None:
-    """I-SIoU (reconstructed): per-image name-set IoU."""
-    return _result(items)["i_siou"]
-
-
-def m4seg_meteor(items: Sequence[Mapping]) -> float | None:
-    """METEOR (corpus level, GLaMM's pipeline; needs Java)."""
-    return _result(items)["meteor"]
-
-
-def m4seg_giou(items: Sequence[Mapping]) -> float | None:
-    """gIoU: the mean per-sample IoU of the union masks."""
-    return _result(items)["giou"]
-
-
-def m4seg_ciou(items: Sequence[Mapping]) -> float | None:
-    """cIoU: pooled intersections over pooled unions."""
-    return _result(items)["ciou"]
-
-
-def m4seg_unparsed(items: Sequence[Mapping]) -> float | None:
-    """The fraction of answers whose groundings did not read (scored as text only)."""
-    return _result(items)["unparsed"]
+m4seg_miou = common.aggregation(
+    "m4seg_miou", "miou", _result, "mIoU (GLaMM's, per image: greedy mask pairing), mean over samples with groundings.")
+m4seg_recall = common.aggregation(
+    "m4seg_recall", "recall", _result,
+    "Recall: mask IoU >= 0.5 and name similarity >= 0.5 (GLaMM's loop with its early break), micro.")
+m4seg_ss = common.aggregation("m4seg_ss", "ss", _result, "SS (reconstructed): answer-text similarity.")
+m4seg_siou = common.aggregation("m4seg_siou", "siou", _result, "SIoU (reconstructed): name-set IoU by text similarity.")
+m4seg_i_ss = common.aggregation("m4seg_i_ss", "i_ss", _result, "I-SS (reconstructed): per-image name similarity.")
+m4seg_i_siou = common.aggregation("m4seg_i_siou", "i_siou", _result, "I-SIoU (reconstructed): per-image name-set IoU.")
+m4seg_meteor = common.aggregation(
+    "m4seg_meteor", "meteor", _result, "METEOR (corpus level, GLaMM's pipeline; needs Java).")
+m4seg_giou = common.aggregation("m4seg_giou", "giou", _result, "gIoU: the mean per-sample IoU of the union masks.")
+m4seg_ciou = common.aggregation("m4seg_ciou", "ciou", _result, "cIoU: pooled intersections over pooled unions.")
+m4seg_unparsed = common.aggregation(
+    "m4seg_unparsed", "unparsed", _result,
+    "The fraction of answers whose groundings did not read (scored as text only).")
 
 
 #: reported key -> its aggregation (the YAML's metric_list names the same functions)

@@ -7,16 +7,14 @@ prompt asks for it), polygons in pixels ``{"polygons": [[x0, y0, x1, y1, ...]]}`
 ``{"bbox_2d": [x1, y1, x2, y2]}`` (filled: a box-only model gets a box-as-mask IoU), in prose or a code fence.
 An answer none of these reads scores as the empty mask (IoU 0) and counts in ``unparsed``.
 
-lmms-eval imports this file by its path (``!function utils.x`` in the YAML beside it): imports are absolute.
-"""
+lmms-eval imports this file by its path (``!function utils.x`` in the YAML beside it): imports are absolute."""
 
 from __future__ import annotations
 
 import json
 from typing import Any, Mapping, Sequence
 
-from perckit import lmms_eval as common
-from perckit import rle as rle_ops
+from perckit import lmms_eval as common, rle as rle_ops
 from perckit.refcoco_m.features import to_metric_reference
 
 METRIC = "refer_iou"
@@ -69,35 +67,16 @@ def _result(items: Sequence[Mapping]) -> dict:
     return common.reduce_items(METRIC, OPTIONS, items)
 
 
-def refcoco_m_miou(items: Sequence[Mapping]) -> float | None:
-    """mIoU: the mean IoU over expressions (the RefCOCO-M card's metric; LISA's gIoU without its epsilon)."""
-    return _result(items)["miou"]
-
-
-def refcoco_m_ciou(items: Sequence[Mapping]) -> float | None:
-    """cIoU: summed intersections over summed unions."""
-    return _result(items)["ciou"]
-
-
-def refcoco_m_precision_50(items: Sequence[Mapping]) -> float | None:
-    """precision@0.5: the fraction of expressions with IoU >= 0.5."""
-    return _result(items)["precision@0.5"]
-
-
-def refcoco_m_precision_70(items: Sequence[Mapping]) -> float | None:
-    """precision@0.7."""
-    return _result(items)["precision@0.7"]
-
-
-def refcoco_m_precision_90(items: Sequence[Mapping]) -> float | None:
-    """precision@0.9."""
-    return _result(items)["precision@0.9"]
-
-
-def refcoco_m_unparsed(items: Sequence[Mapping]) -> float | None:
-    """The fraction of answers no form read (scored as empty masks)."""
-    return _result(items)["unparsed"]
-
+refcoco_m_miou = common.aggregation(
+    "refcoco_m_miou", "miou", _result,
+    "mIoU: the mean IoU over expressions (the RefCOCO-M card's metric; LISA's gIoU without its epsilon).")
+refcoco_m_ciou = common.aggregation("refcoco_m_ciou", "ciou", _result, "cIoU: summed intersections over summed unions.")
+refcoco_m_precision_50 = common.aggregation(
+    "refcoco_m_precision_50", "precision@0.5", _result, "precision@0.5: the fraction of expressions with IoU >= 0.5.")
+refcoco_m_precision_70 = common.aggregation("refcoco_m_precision_70", "precision@0.7", _result, "precision@0.7.")
+refcoco_m_precision_90 = common.aggregation("refcoco_m_precision_90", "precision@0.9", _result, "precision@0.9.")
+refcoco_m_unparsed = common.aggregation(
+    "refcoco_m_unparsed", "unparsed", _result, "The fraction of answers no form read (scored as empty masks).")
 
 #: reported key -> its aggregation (the YAML's metric_list names the same functions)
 AGGREGATIONS = {

@@ -11,10 +11,9 @@ mean() the order-independent :func:`perckit.core.stats.fmean`.
   images (0 without pairs); the dataset value is the mean over samples with |G| > 0. ``miou_unit="image"``:
   per image with G_k, the mean of IoU over pairs_k (0 without pairs), averaged over those images.
   **mIoU strict**: sum of the paired IoU / |G|, averaged over samples with |G| > 0.
-- **Recall** [GLaMM's loop, per image] (:func:`recall_true_positives`): in image k, take the largest IoU(g, p);
-  stop when it is below ``recall_iou_threshold`` **or** cos(name g, name p) is below
-  ``recall_text_threshold``, else count a true positive and remove its row and column.
-  Recall = sum of the true positives / sum of |G| (micro).
+- **Recall** [GLaMM's loop, per image] (:func:`recall_true_positives`): in image k, take the largest IoU(g, p); stop
+  when it is below ``recall_iou_threshold`` **or** cos(name g, name p) is below ``recall_text_threshold``, else count
+  a true positive and remove its row and column. Recall = sum of the true positives / sum of |G| (micro).
 - **SS** [recon] (:func:`semantic_similarity`): ``ss_level="answer"``: cos(cleaned predicted answer, resolved
   GT answer); ``"phrase"``: mean over g of max_p cos(name p, name g) (0 without predictions; 1 when P and G
   are both empty, else 0 when G is). Mean over samples.
@@ -24,9 +23,8 @@ mean() the order-independent :func:`perckit.core.stats.fmean`.
 - **I-SS** [recon] (:func:`image_semantic_similarity`): for each g of image k, max over p in P_k of
   cos(name p, name g) (0 when P_k is empty); ``i_mode="mask"``: cos with the p paired to g in pairs_k (0 when
   unpaired). Mean over G per sample, then over samples with |G| > 0.
-- **I-SIoU** [recon] (:func:`image_semantic_iou`): sum_k M_k / sum_k (|P_k| + |G_k| - M_k), M_k the SIoU
-  matching inside image k (``i_mode="mask"``: only mask-paired (p, g)); 1 when the denominator is 0. Mean over
-  samples.
+- **I-SIoU** [recon] (:func:`image_semantic_iou`): sum_k M_k / sum_k (|P_k| + |G_k| - M_k), M_k the SIoU matching
+  inside image k (``i_mode="mask"``: only mask-paired (p, g)); 1 when the denominator is 0. Mean over samples.
 - **METEOR** [GLaMM]: pycocoevalcap's PTB tokenizer and METEOR 1.5, corpus-level over the cleaned predicted
   answers against the resolved GT answers (:mod:`perckit.m4seg.metric.text`).
 - **gIoU** / **cIoU**: per sample I / U summed over its images, where per image I and U are the pixels of the
@@ -41,10 +39,9 @@ evaluator, applied per image; METEOR is GLaMM's pipeline. The four text metrics 
 Per sample: :func:`~perckit.m4seg.metric.geometry.sample_geometry` checks one (prediction, reference) pair and
 computes its per-image IoU matrices, mask pairings and union counts (exact integer pixel counts from the one
 mask-pair core :mod:`perckit.core.segmentation`); :func:`score_sample` adds the text-dependent values from the
-embeddings. Reduce: :func:`reduce_geometries` embeds every distinct text once and :func:`reduce_scores`
-averages over samples sorted by ``example_id``, so any order of the samples (evaluate's distributed mode, an
-accumulator's batches) gives identical numbers. :func:`compute` is both halves.
-"""
+embeddings. Reduce: :func:`reduce_geometries` embeds every distinct text once and :func:`reduce_scores` averages
+over samples sorted by ``example_id``, so any order of the samples (evaluate's distributed mode, an accumulator's
+batches) gives identical numbers. :func:`compute` is both halves."""
 
 from __future__ import annotations
 
@@ -323,9 +320,8 @@ def reduce_scores(scores: Sequence[SampleScore], options: M4SegOptions = M4SegOp
 def match_by_example_id(predictions: Sequence[Mapping], references: Sequence[Mapping], strict: bool = True) -> list[tuple[Mapping | None, Mapping]]:
     """Pair predictions with references by ``example_id`` (reference order): :func:`perckit.core.matching.pair_by_id`.
 
-    Duplicate ids on either side and a prediction whose id is unknown to the references raise. A reference
-    without a prediction raises when ``strict``, else it is paired with ``None`` (scored as an empty prediction).
-    """
+    Duplicate ids on either side and a prediction whose id is unknown to the references raise. A reference without a
+    prediction raises when ``strict``, else it is paired with ``None`` (scored as an empty prediction)."""
     return pair_by_id(predictions, references, "example_id", strict=strict, empty_hint=EMPTY_PREDICTION_HINT, lax_option="strict=False")
 
 

@@ -6,8 +6,7 @@ An answer links phrases to groundings with codes [loader]:
 - object code ``<name>_<3 digits>``: image index (1st digit, 1-based), object instance (2nd-3rd);
 - part code ``<name>_<5 digits>``: image index, parent object instance (2nd-3rd), part number (4th-5th).
 
-``\\w+`` is greedy, so ``dining_table_101`` has the name part ``dining_table``.
-"""
+``\\w+`` is greedy, so ``dining_table_101`` has the name part ``dining_table``."""
 
 from __future__ import annotations
 
@@ -106,10 +105,9 @@ def sorted_img_keys(keys: Iterable[str], where: str = "groundings") -> list[str]
 def resolve_answer(answer: str, groundings: Sequence[Mapping[str, Any]] = (), style: str = "name") -> str:
     """The GT answer as plain text (what a prediction's text is compared with).
 
-    Each grounding's ``answer[start:end]`` becomes its ``name``; any other code becomes its name part;
-    underscores become spaces and whitespace is collapsed. ``style="name_instance"`` appends the code's
-    instance number (``chair_102`` -> ``chair 2``; a part code shows its part number).
-    """
+    Each grounding's ``answer[start:end]`` becomes its ``name``; any other code becomes its name part; underscores
+    become spaces and whitespace is collapsed. ``style="name_instance"`` appends the code's instance number
+    (``chair_102`` -> ``chair 2``; a part code shows its part number)."""
     check_choice("resolved_name_style", style, NAME_STYLES)
     answer = answer or ""
     repl: list[tuple[int, int, str]] = []
@@ -164,10 +162,9 @@ def distinct_codes_by_image(answer: str) -> dict[int, list[EntityCode]]:
 def derive_spans(answer: str, counts: Mapping[int, int], where: str = "example") -> dict[int, list[list[int]]]:
     """``answer_span`` of every grounding when the release omits it.
 
-    ``counts`` maps an image index k to the number of groundings of ``img_k``. The i-th distinct code of image
-    k (first-mention order) is the i-th grounding of ``img_k``; its span is that first mention. Unequal code and
-    grounding counts raise, naming the example and the image.
-    """
+    ``counts`` maps an image index k to the number of groundings of ``img_k``. The i-th distinct code of image k
+    (first-mention order) is the i-th grounding of ``img_k``; its span is that first mention. Unequal code and
+    grounding counts raise, naming the example and the image."""
     codes = distinct_codes_by_image(answer)
     out: dict[int, list[list[int]]] = {}
     for k, n in counts.items():

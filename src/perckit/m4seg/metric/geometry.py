@@ -3,14 +3,11 @@ computing each image's P×G IoU matrix, its mask pairing and its gIoU / cIoU cou
 
 Every pixel count comes from the one mask-pair core :mod:`perckit.core.segmentation`: the P×G matrix is
 :func:`~perckit.core.segmentation.rle_count_matrix` (IoU by :func:`~perckit.core.segmentation.iou_matrix`), a
-prediction of another size than its image goes through :func:`~perckit.core.segmentation.fit_prediction`
-(option ``resize_predictions``), and the per-image union counts through
-:func:`~perckit.core.segmentation.rle_pair_counts`.
+prediction of another size than its image goes through :func:`~perckit.core.segmentation.fit_prediction` (option
+``resize_predictions``), and the per-image union counts through :func:`~perckit.core.segmentation.rle_pair_counts`.
 
-The mask pairing of an image (option ``matching``) is GLaMM's greedy pairing (:func:`greedy_pairs`) or the
-Hungarian alternative (:func:`hungarian_pairs`); both are deterministic, ties going to the first cell in
-row-major order.
-"""
+The mask pairing of an image (option ``matching``) is GLaMM's greedy pairing (:func:`greedy_pairs`) or the Hungarian
+alternative (:func:`hungarian_pairs`); both are deterministic, ties going to the first cell in row-major order."""
 
 from __future__ import annotations
 
@@ -21,8 +18,7 @@ import numpy as np
 
 from ... import rle as rle_ops
 from ...core import segmentation as seg
-from ...errors import PredictionError, RLEError
-from ...errors import short_repr as _short
+from ...errors import PredictionError, RLEError, short_repr as _short
 from ...io.jsonio import parse_int
 from .codes import clean_prediction_text, display_name, resolve_answer
 from .options import M4SegOptions
@@ -79,8 +75,7 @@ def greedy_pairs(iou: np.ndarray) -> list[tuple[int, int, float]]:
 def linear_assignment(cost: np.ndarray) -> list[tuple[int, int]]:
     """Minimum-cost one-to-one assignment of a rectangular matrix (Hungarian algorithm with potentials).
 
-    Assigns min(rows, cols) pairs; returns (row, col) sorted by row. Pure numpy: scipy is not a dependency.
-    """
+    Assigns min(rows, cols) pairs; returns (row, col) sorted by row. Pure numpy: scipy is not a dependency."""
     c = np.asarray(cost, dtype=np.float64)
     if c.size == 0:
         return []
@@ -165,11 +160,10 @@ def _text(value: Any, where: str) -> str:
 def union_mask_counts(pred_masks: Sequence[rle_ops.RLE], gt_masks: Sequence[rle_ops.RLE], size: Sequence[int], where: str) -> tuple[int, int]:
     """gIoU / cIoU counts of one image: ``(|∪P_k ∩ ∪G_k|, |∪P_k ∪ ∪G_k|)`` as Python ints.
 
-    Every image of a sample counts, whichever side is empty: an image with predictions only adds their union
-    to the union (a false mask in an image without GT is penalised), one with GT only adds the GT union, one
-    with neither adds (0, 0). The pair counts are :func:`perckit.core.segmentation.rle_pair_counts` (the union masks
-    are pycocotools' output, already valid), the mask-pair code every metric uses.
-    """
+    Every image of a sample counts, whichever side is empty: an image with predictions only adds their union to the
+    union (a false mask in an image without GT is penalised), one with GT only adds the GT union, one with neither
+    adds (0, 0). The pair counts are :func:`perckit.core.segmentation.rle_pair_counts` (the union masks are
+    pycocotools' output, already valid), the mask-pair code every metric uses."""
     if not pred_masks and not gt_masks:
         return 0, 0
     up = rle_ops.union(list(pred_masks), size=size, where=f"{where}: predicted masks")

@@ -7,8 +7,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ...core import segmentation as seg
-from ...errors import OptionError, check_choice, check_option_type
-from ...errors import short_repr as _short
+from ...errors import OptionError, check_choice, check_option_type, short_repr as _short
 from . import text as textmod
 from .codes import NAME_STYLES
 

@@ -64,8 +64,7 @@ _WORD = re.compile(r"[a-z]+")
 def stub_embed(texts: Sequence[str]) -> np.ndarray:
     """Bag-of-words counts of the lowercase runs ``[a-z]+``, L2-normalised; the empty text gives the zero vector.
 
-    The vocabulary is that of the call, so vectors of one call are comparable with each other only.
-    """
+    The vocabulary is that of the call, so vectors of one call are comparable with each other only."""
     tokens = [_WORD.findall(str(t).lower()) for t in texts]
     vocab = {w: i for i, w in enumerate(sorted({w for ts in tokens for w in ts}))}
     out = np.zeros((len(texts), max(len(vocab), 1)), dtype=np.float64)
@@ -290,8 +289,7 @@ def embed_texts(embed_fn: EmbedFn, texts: Iterable[str], option: str = "embed_fn
     """Embed the distinct texts in sorted order with one call; returns text -> normalised vector.
 
     An encoder that returns something else than a finite ``[n, d]`` array raises :class:`OptionError` naming
-    ``option`` (the option that gave the encoder).
-    """
+    ``option`` (the option that gave the encoder)."""
     uniq = sorted(set(texts))
     if not uniq:
         return {}
@@ -353,8 +351,7 @@ def close_meteor() -> None:
 class MeteorScorer:
     """GLaMM's METEOR pipeline: PTB-tokenise every text once, then corpus scores of any subset.
 
-    ``meteor_fn`` (optional): a callable ``(candidates, references) -> corpus score`` used instead (tests).
-    """
+    ``meteor_fn`` (optional): a callable ``(candidates, references) -> corpus score`` used instead (tests)."""
 
     def __init__(self, candidates: Mapping[str, str], references: Mapping[str, str], meteor_fn: Callable | None = None) -> None:
         self._fn = meteor_fn

@@ -9,5 +9,4 @@
 - :mod:`~perckit.m4seg.read.predictions`: the user's prediction files and model output.
 
 Where the files are is :mod:`perckit.m4seg.layout`; one example to one row, with every field check, is
-:mod:`perckit.m4seg.rows`.
-"""
+:mod:`perckit.m4seg.rows`."""

@@ -1,8 +1,7 @@
 """Example ids of a split in flat memory: the duplicate check, the occurrence of repeated pair ids, and the
 derived id of a native example without one.
 
-A split holds up to 743k examples; these keep 8 bytes per id (int64 hashes), never the strings.
-"""
+A split holds up to 743k examples; these keep 8 bytes per id (int64 hashes), never the strings."""
 
 from __future__ import annotations
 
@@ -17,10 +16,9 @@ from ...errors import ReleaseFormatError
 class IdGuard:
     """Raises on a repeated example id, keeping 8 bytes per id (a sorted int64 array of hashes).
 
-    Ids are checked in blocks of 10,000 against the sorted array, so memory stays flat-ish (6 MB for the
-    743k train ids) and the cost is linear. A 64-bit hash collision would be reported as a duplicate
-    (probability about 1e-8 for the whole train split).
-    """
+    Ids are checked in blocks of 10,000 against the sorted array, so memory stays flat-ish (6 MB for the 743k train
+    ids) and the cost is linear. A 64-bit hash collision would be reported as a duplicate (probability about 1e-8
+    for the whole train split)."""
 
     BLOCK = 10_000
 

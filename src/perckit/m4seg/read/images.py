@@ -3,9 +3,8 @@ string of the release is resolved under ``image_root`` with :func:`perckit.io.pa
 path, no ``..``, no symbolic link out of the root) and read with :func:`perckit.io.paths.read_regular_file`
 (regular files only, at most :data:`MAX_IMAGE_BYTES`).
 
-A release is a download from a stranger: without these checks an ``image_paths`` entry such as
-``/etc/passwd`` or ``../../.ssh/id_rsa`` would copy the bytes of an arbitrary local file into the rows.
-"""
+A release is a download from a stranger: without these checks an ``image_paths`` entry such as ``/etc/passwd`` or
+``../../.ssh/id_rsa`` would copy the bytes of an arbitrary local file into the rows."""
 
 from __future__ import annotations
 

@@ -28,19 +28,10 @@ from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ...errors import ReleaseFormatError
-from ...errors import short_repr as _short
+from ...errors import ReleaseFormatError, short_repr as _short
 from ...io.jsonio import UTF8_BOM
-from ..rows import EXAMPLE_ALIASES
-from ..rows import ConvertState
-from ..rows import _alias
-from ..rows import _MAPS
-from ..rows import native_to_row
-from .ids import IdGuard
-from .ids import Int64Buffer
-from .ids import derived_example_id
-from .ids import occurrence_index
-from .ids import stable_hash
+from ..rows import EXAMPLE_ALIASES, ConvertState, _alias, _MAPS, native_to_row
+from .ids import IdGuard, Int64Buffer, derived_example_id, occurrence_index, stable_hash
 
 #: Deepest JSON nesting accepted in a native file (an example is about 7 levels deep). ijson keeps one
 #: prefix string per level, each as long as the path to it: 100,000 levels would need tens of gigabytes.
@@ -76,12 +67,11 @@ def json_error(e: Exception) -> str:
 
 def pull_translating(items: Iterator, errors: tuple, convert: Callable[[BaseException], Exception]) -> Iterator:
     """The items of ``items``; an exception of ``errors`` raised while *pulling* the next item is raised as
-    ``convert(e)``. The ``yield`` sits outside the ``try``: an exception the consumer throws in (GeneratorExit
-    when it closes the iterator) is never matched against ``errors``, so it passes through unchanged, and a
-    reader left suspended until interpreter exit (a streaming ``next(iter(ds))``) closes quietly. (A
-    ``yield`` inside ``try ... except ijson.JSONError`` evaluates that clause at finalisation, when module
-    globals are already None: "Exception ignored ... TypeError: catching classes that do not inherit from
-    BaseException".)"""
+    ``convert(e)``. The ``yield`` sits outside the ``try``: an exception the consumer throws in (GeneratorExit when
+    it closes the iterator) is never matched against ``errors``, so it passes through unchanged, and a reader left
+    suspended until interpreter exit (a streaming ``next(iter(ds))``) closes quietly. (A ``yield`` inside ``try ...
+    except ijson.JSONError`` evaluates that clause at finalisation, when module globals are already None: "Exception
+    ignored ... TypeError: catching classes that do not inherit from BaseException".)"""
     while True:
         try:
             item = next(items)
@@ -124,9 +114,8 @@ class JsonGuard:
     naming its offset in the decompressed stream (inside a string it is the character U+FEFF).
 
     Each read is scanned at C speed: escapes are removed by a regex, everything but quotes and brackets by
-    ``bytes.translate``, and NumPy counts the brackets outside strings. The state (depth, inside a string, a
-    pending escape) carries across reads. Invalid JSON is left to the parser.
-    """
+    ``bytes.translate``, and NumPy counts the brackets outside strings. The state (depth, inside a string, a pending
+    escape) carries across reads. Invalid JSON is left to the parser."""
 
     def __init__(self, raw: BinaryIO, where: str) -> None:
         self._raw, self._where = raw, where
@@ -326,12 +315,10 @@ def first_example(opener: Callable, path: str, where: str) -> tuple[str, Mapping
 def scan_native(opener: Callable, path: str, split: str, need_count: bool = False, size_order: str = "auto") -> NativeScan:
     """The prepass over a native file, run only when it is needed.
 
-    It reads the first example. When the examples have an ``example_id`` and no count is needed
-    (``num_proc`` <= 1), that is all. Otherwise it reads one field per example with ijson's prefix filter,
-    keeping 8 bytes per example: the ``example_id`` (checked unique over the whole split) or, without ids,
-    the pair id, from which the occurrence of every repeated pair_id is derived. The reader verifies every
-    example against the prepass (``id_hashes``).
-    """
+    It reads the first example. When the examples have an ``example_id`` and no count is needed (``num_proc`` <= 1),
+    that is all. Otherwise it reads one field per example with ijson's prefix filter, keeping 8 bytes per example:
+    the ``example_id`` (checked unique over the whole split) or, without ids, the pair id, from which the occurrence
+    of every repeated pair_id is derived. The reader verifies every example against the prepass (``id_hashes``)."""
     ijson = ijson_module()
     where = f"M4Seg {split} split, {Path(path).name}"
     kind, first, first_key = first_example(opener, path, where)
@@ -464,9 +451,8 @@ SKIP_COST_PARSE = 0.08
 def shard_bounds(n: int, num_shards: int, skip_cost: float = SKIP_COST_PARSE) -> list[int]:
     """Boundaries of ``num_shards`` contiguous ranges over ``n`` examples with equal expected work.
 
-    Shard j skips its ``b_j`` predecessors (cost ``skip_cost`` each) and converts its own: equal work T
-    gives len_j = T - skip_cost * b_j, so b_{j+1} = (1 - r) b_j + T and T = n r / (1 - (1 - r)^num_shards).
-    """
+    Shard j skips its ``b_j`` predecessors (cost ``skip_cost`` each) and converts its own: equal work T gives len_j
+    = T - skip_cost * b_j, so b_{j+1} = (1 - r) b_j + T and T = n r / (1 - (1 - r)^num_shards)."""
     r = float(skip_cost)
     t = n / num_shards if r <= 0 else n * r / (1 - (1 - r) ** num_shards)
     bounds, b = [0], 0.0
@@ -480,8 +466,7 @@ def shard_bounds(n: int, num_shards: int, skip_cost: float = SKIP_COST_PARSE) ->
 def native_shards(path: str, scan: NativeScan | None, num_shards: int) -> list[NativeShard]:
     """Split a native file into ``num_shards`` contiguous example ranges (one shard when the count is unknown).
 
-    The last range is open-ended, so every example is read even if the count were off.
-    """
+    The last range is open-ended, so every example is read even if the count were off."""
     kind = scan.kind if scan else "list"
     occ = scan.occurrence if scan else None
     hashes = scan.id_hashes if scan else None

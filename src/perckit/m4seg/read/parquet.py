@@ -4,26 +4,24 @@ whole columns (rows never become Python dicts). This is the only Parquet convert
 the rows (:func:`iter_parquet`) and the first row of each shard, converted while the splits are planned
 (:func:`parquet_shards`).
 
-Every check runs over a whole column and, when it refuses values, names the first refused one itself: the
-row (its ``example_id``), the field and the index inside it, what was expected and what was found, with the
-same error types and messages as the field rules in :mod:`perckit.m4seg.rows` (``_check_span``,
-``_check_image_size``, ``_check_image_index``, ``parse_int``, ``rle.to_rle``, ``paths.check_relative``). A
-column check that is stricter than its rule (a path the regex flags, a mask the counts scan does not take,
-a value of an unusual Arrow type) hands the flagged values one by one to that rule, which gives the value or
-the error. A batch raises the error of its first refused row, in the order the fields of a row are read
-(``example_id``, ``a``, ``images`` and each image's height, width, size and path, then each grounding's
-image_index, segmentation, bbox, answer_span), after the rows before it have been converted (their
-entity-code warnings given, their ids checked).
+Every check runs over a whole column and, when it refuses values, names the first refused one itself: the row (its
+``example_id``), the field and the index inside it, what was expected and what was found, with the same error types
+and messages as the field rules in :mod:`perckit.m4seg.rows` (``_check_span``, ``_check_image_size``,
+``_check_image_index``, ``parse_int``, ``rle.to_rle``, ``paths.check_relative``). A column check that is stricter
+than its rule (a path the regex flags, a mask the counts scan does not take, a value of an unusual Arrow type) hands
+the flagged values one by one to that rule, which gives the value or the error. A batch raises the error of its
+first refused row, in the order the fields of a row are read (``example_id``, ``a``, ``images`` and each image's
+height, width, size and path, then each grounding's image_index, segmentation, bbox, answer_span), after the rows
+before it have been converted (their entity-code warnings given, their ids checked).
 
 Before the rows: each shard is opened by :func:`open_parquet` (its column chunks checked), its schema by
-:func:`check_parquet_schema`, and the ``example_id`` uniqueness pass over the split is
-:func:`scan_parquet_ids`.
-"""
+:func:`check_parquet_schema`, and the ``example_id`` uniqueness pass over the split is :func:`scan_parquet_ids`."""
 
 from __future__ import annotations
 
 import math
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
@@ -35,22 +33,16 @@ import pyarrow.parquet as pq
 
 from ...core import counts as _kernels
 from ... import rle as rle_ops
-from ...errors import PerckitError, ReleaseFormatError
-from ...errors import short_repr as _short
+from ...errors import PerckitError, ReleaseFormatError, short_repr as _short
 from ...io.parquetio import check_column_chunk_sizes
-from ...io.paths import MAX_PATH_CHARS
-from ...io.paths import check_relative
+from ...io.paths import MAX_PATH_CHARS, check_relative
 from ..features import row_features
 from ..layout import PARQUET_GLOB
 from ..metric.codes import span_code_problems
-from ..rows import PARQUET_ALIASES
-from ..rows import PARQUET_GROUNDING_ALIASES
-from ..rows import ConvertState
-from ..rows import _check_image_index
-from ..rows import _check_image_size
-from ..rows import _check_span
-from ..rows import _id_list
-from ..rows import _int
+from ..rows import (
+    PARQUET_ALIASES, PARQUET_GROUNDING_ALIASES, ConvertState, _check_image_index, _check_image_size, _check_span,
+    _id_list, _int,
+)
 
 BATCH_SIZE = 1000
 
@@ -66,16 +58,11 @@ class ParquetShard:
 
 #: Columns (one of the names) and nested fields every M4Seg Parquet shard must have [card].
 PARQUET_COLUMNS: dict[str, tuple[str, ...]] = {
-    "example_id": ("example_id",),
-    "a": ("a", "answer"),
-    "images": ("images",),
-    "groundings": ("groundings",),
+    "example_id": ("example_id",), "a": ("a", "answer"), "images": ("images",), "groundings": ("groundings",),
 }
 PARQUET_IMAGE_FIELDS = ("height", "width")
 PARQUET_GROUNDING_FIELDS: dict[str, tuple[str, ...]] = {
-    "image_index": ("image_index",),
-    "answer_span": ("answer_span",),
-    "segmentation": PARQUET_GROUNDING_ALIASES["mask"],
+    "image_index": ("image_index",), "answer_span": ("answer_span",), "segmentation": PARQUET_GROUNDING_ALIASES["mask"],
 }
 #: What pyarrow raises on a corrupt or truncated file (a bad footer, a bad data page).
 PARQUET_ERRORS = (OSError, EOFError, ValueError)
@@ -109,6 +96,16 @@ def open_parquet(f: BinaryIO, where: str) -> Any:
         if ident is not None:
             _CHECKED.add(ident)
     return pf
+
+
+@contextmanager
+def open_shard(opener: Callable, path: str, split: str) -> Iterator[tuple[Any, str]]:
+    """``(ParquetFile, where)`` of one shard of a split: opened by :func:`open_parquet`, its schema checked."""
+    where = f"M4Seg {split} split, {Path(path).name}"
+    with opener(path, "rb") as f:
+        pf = open_parquet(f, where)
+        check_parquet_schema(pf.schema_arrow, where)
+        yield pf, where
 
 
 def _list_of_struct_fields(arrow_type: Any) -> list[str] | None:
@@ -179,10 +176,7 @@ def _example_id_columns(opener: Callable, paths: Sequence[str], split: str) -> l
     cannot be read raises naming its file."""
     columns = []
     for p in paths:
-        where = f"M4Seg {split} split, {Path(p).name}"
-        with opener(p, "rb") as f:
-            pf = open_parquet(f, where)
-            check_parquet_schema(pf.schema_arrow, where)
+        with open_shard(opener, p, split) as (pf, where):
             try:
                 columns.append(pf.read(columns=["example_id"]).column(0))
             except (pa.ArrowException, *PARQUET_ERRORS) as e:
@@ -221,15 +215,11 @@ def row_schema() -> Any:
 def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int = 20_000, split: str = "") -> list[ParquetShard]:
     """One shard per file, or per run of row groups of about ``rows_per_shard`` rows (finer ``num_proc`` shards).
 
-    Reads every file's footer and converts its first row: an unreadable file, a missing column or a file of
-    another format raises here, before generation.
-    """
+    Reads every file's footer and converts its first row: an unreadable file, a missing column or a file of another
+    format raises here, before generation."""
     out = []
     for p in paths:
-        where = f"M4Seg {split} split, {Path(p).name}"
-        with opener(p, "rb") as f:
-            pf = open_parquet(f, where)
-            check_parquet_schema(pf.schema_arrow, where)
+        with open_shard(opener, p, split) as (pf, where):
             md = pf.metadata
             first_row(pf, where, ConvertState(split, Path(p).name, quiet=True))
         acc, start = 0, 0
@@ -258,12 +248,8 @@ def iter_parquet_tables(
     converted; a batch with a refused row hands it the ids of the rows before that row first, so that a
     duplicate id before a bad row raises first."""
     for shard in shards:
-        name = Path(shard.path).name
-        where = f"M4Seg {split} split, {name}"
-        state = ConvertState(split, name)
-        with opener(shard.path, "rb") as f:
-            pf = open_parquet(f, where)
-            check_parquet_schema(pf.schema_arrow, where)
+        state = ConvertState(split, Path(shard.path).name)
+        with open_shard(opener, shard.path, split) as (pf, where):
             stop = pf.metadata.num_row_groups if shard.rg_stop is None else shard.rg_stop
             groups = list(range(shard.rg_start, stop))
             if not groups:
@@ -570,10 +556,8 @@ def _images(
     return _list(lengths, values, type_), off, h, w
 
 
-def _groundings(
-    col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray, widths: np.ndarray, answer: pa.Array,
-    type_: pa.DataType, v: _Verdict, where: Callable[[int], str],
-) -> tuple[pa.Array | None, list[int]]:
+def _groundings(col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray, widths: np.ndarray, answer: pa.Array,
+                type_: pa.DataType, v: _Verdict, where: Callable[[int], str]) -> tuple[pa.Array | None, list[int]]:
     lengths, off, g = _list_parts(col)  # a null list of groundings is empty
     parent, index = _owners(lengths, off)
     item_type = type_.value_type
@@ -625,10 +609,8 @@ def _is_counts(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t)
 
 
-def _masks(
-    g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: pa.DataType, v: _Verdict,
-    gw: Callable[[int], str], key: Callable[[int], Callable[[int], tuple]],
-) -> pa.Array:
+def _masks(g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: pa.DataType, v: _Verdict,
+           gw: Callable[[int], str], key: Callable[[int], Callable[[int], tuple]]) -> pa.Array:
     """The masks as ``{size: [H, W], counts}``: a compressed RLE whose size is its image's, whose counts the
     compiled scan reads and whose runs sum to H*W is taken as it is; any other goes to ``rle.to_rle``, which
     gives the mask or the precise error."""
@@ -714,10 +696,8 @@ def _annotation_ids(g: pa.Array, type_: pa.DataType) -> pa.Array:
     return pa.array([_id_list(x) for x in col.to_pylist()], type=type_)
 
 
-def _spans(
-    g: pa.Array, answer: pa.Array, parent: np.ndarray, type_: pa.DataType, v: _Verdict,
-    gw: Callable[[int], str], key: Callable[[int], Callable[[int], tuple]],
-) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+def _spans(g: pa.Array, answer: pa.Array, parent: np.ndarray, type_: pa.DataType, v: _Verdict, gw: Callable[[int], str],
+           key: Callable[[int], Callable[[int], tuple]]) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """``[start, end)`` with ``0 <= start <= end <= len(answer)`` (code points), as int32 lists; any other
     span goes to ``rows._check_span``, which gives it or the precise error."""
     m = len(g)

@@ -12,10 +12,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ... import rle as rle_ops
-from ...errors import InputNotFoundError, PredictionError, RLEError
-from ...errors import short_repr as _short
-from ...io.jsonio import iter_json_lines
-from ...io.jsonio import parse_int
+from ...errors import InputNotFoundError, PredictionError, RLEError, short_repr as _short
+from ...io.jsonio import iter_json_lines, parse_int
 from ..metric.codes import IMAGE_TAG, collapse_ws
 
 logger = logging.getLogger(__name__)
@@ -45,11 +43,9 @@ def _mask_list(masks: Any, where: str) -> list:
 def parse_grounded_answer(text: str, masks: Sequence[Any], example_id: str = "") -> dict:
     """A prediction row from ``… <p> phrase </p> [SEG] (IMAGEk) …`` output and its masks.
 
-    The i-th ``[SEG]`` takes the i-th mask; the phrase of the ``<p>…</p>`` before it becomes the ``name`` and
-    k the ``image_index``. Masks may be binary arrays (a list, or one ``[N, H, W]`` array), RLEs with bytes or
-    str counts, or uncompressed RLEs. A ``[SEG]`` without an ``(IMAGEk)`` tag, or more ``[SEG]`` tokens than
-    masks, raises.
-    """
+    The i-th ``[SEG]`` takes the i-th mask; the phrase of the ``<p>…</p>`` before it becomes the ``name`` and k the
+    ``image_index``. Masks may be binary arrays (a list, or one ``[N, H, W]`` array), RLEs with bytes or str counts,
+    or uncompressed RLEs. A ``[SEG]`` without an ``(IMAGEk)`` tag, or more ``[SEG]`` tokens than masks, raises."""
     where = f"prediction {example_id!r}"
     if text is None:
         text = ""

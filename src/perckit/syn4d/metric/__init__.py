@@ -34,17 +34,14 @@ macro means and the per-variant / per-scene blocks (spec §4.2), :func:`summariz
 :func:`compute_task` runs both and :func:`to_official_summary` merges the per-task results into the official
 ``evaluate.py`` JSON shape.
 
-Nothing here is reconstructed: every per-sequence formula reproduces the official
-Syn4D evaluator operation for operation (float64 NumPy, ``np.mean`` /
-``np.median``, OpenCV bilinear resize), because the parity target is 1e-9
+Nothing here is reconstructed: every per-sequence formula reproduces the official Syn4D evaluator operation for
+operation (float64 NumPy, ``np.mean`` / ``np.median``, OpenCV bilinear resize), because the parity target is 1e-9
 relative. The compiled kernels of depth and tracking (:mod:`perckit.syn4d.metric._kernels`, numba, the one
-implementation of those passes) keep every per-element operation, decision and exact median; tracking and
-pose give the numbers of the straightforward numpy formulas (``tests/oracles/syn4d.py``) bit for bit, depth
-differs from them only in its summation order (~1e-16 relative). The other
-deliberate difference is in :func:`mean_rows`, which averages with
-:func:`perckit.core.stats.fmean` (an ``fsum``, order-independent, for evaluate's distributed mode): it differs
-from the official ``np.mean`` by an ulp at most (2.2e-16 relative on the fixture).
-"""
+implementation of those passes) keep every per-element operation, decision and exact median; tracking and pose give
+the numbers of the straightforward numpy formulas (``tests/oracles/syn4d.py``) bit for bit, depth differs from them
+only in its summation order (~1e-16 relative). The other deliberate difference is in :func:`mean_rows`, which
+averages with :func:`perckit.core.stats.fmean` (an ``fsum``, order-independent, for evaluate's distributed mode): it
+differs from the official ``np.mean`` by an ulp at most (2.2e-16 relative on the fixture)."""
 
 from __future__ import annotations
 
@@ -147,13 +144,10 @@ class Syn4DOptions:
         object.__setattr__(self, "min_coverage", check_min_coverage(self.min_coverage))
 
 
-# ---------------------------------------------------------------------------------------------
-# The failure policy (spec §4.3), written once: the metric (:func:`score_sequences`) and the file runner
-# (:func:`perckit.syn4d.evaluate.evaluate_release`) both go through :class:`FailurePolicy`. Strict
-# (``strict=True``, the official ``--strict``, leaderboard mode): the first missing prediction or failing task
-# raises. Lax: each becomes a failure record and the run goes on; a missing prediction leaves the sequence out of
-# every task's means, a task error leaves it out of that task's.
-# ---------------------------------------------------------------------------------------------
+# ---- The failure policy (spec §4.3), written once: the metric (:func:`score_sequences`) and the file runner
+# (:func:`perckit.syn4d.evaluate.evaluate_release`) both go through :class:`FailurePolicy`. Strict: the first
+# missing prediction or failing task raises. Lax: each becomes a failure record; a missing prediction leaves the
+# sequence out of every task's means, a task error leaves it out of that task's.
 
 T = TypeVar("T")
 
@@ -208,9 +202,7 @@ class FailurePolicy:
             return None
 
 
-# ---------------------------------------------------------------------------------------------
-# Accumulate: one sequence
-# ---------------------------------------------------------------------------------------------
+# ---- Accumulate: one sequence
 
 
 def _accuracy_keys(prefix: str, counts: Sequence[int], distances: np.ndarray, thresholds: Sequence[float]) -> dict:
@@ -224,23 +216,13 @@ def _accuracy_keys(prefix: str, counts: Sequence[int], distances: np.ndarray, th
     return out
 
 
-def tracking_metrics(
-    gt: np.ndarray,
-    pred: np.ndarray,
-    valid: np.ndarray,
-    dynamic: np.ndarray,
-    thresholds: Sequence[float] = TRACKING_THRESHOLDS_M,
-    dynamic_weight: float = DYNAMIC_WEIGHT,
-) -> dict:
-    """3D point tracking of one sequence (spec §4.1), with one global median scale for all subsets.
+def tracking_metrics(gt: np.ndarray, pred: np.ndarray, valid: np.ndarray, dynamic: np.ndarray,
+                     thresholds: Sequence[float] = TRACKING_THRESHOLDS_M,
+                     dynamic_weight: float = DYNAMIC_WEIGHT) -> dict:
+    """3D point tracking of one sequence (module docstring), one global median scale for all subsets.
 
-    ``gt``/``pred`` are ``[T, Q, 3]``, ``valid`` ``[T, Q]`` and ``dynamic`` ``[Q]``.
-    Scored set ``F = valid ∧ finite(gt) ∧ finite(pred)``; ``s = median‖gt[F]‖ /
-    median‖pred[F]‖`` (0 when the denominator is ≤ 1e-12); ``d = ‖gt − s·pred‖``.
-    Unprefixed keys score ``F``, ``dynamic_`` keys ``F ∧ dynamic`` (absent when
-    empty); thresholds are inclusive. ``score = (1−w)·apd + w·dynamic_apd``,
-    or ``apd`` without dynamic samples.
-    """
+    ``gt``/``pred`` are ``[T, Q, 3]``, ``valid`` ``[T, Q]`` and ``dynamic`` ``[Q]``; ``dynamic_`` keys are
+    absent when that subset is empty; thresholds are inclusive."""
     gt = np.asarray(gt)
     pred = np.asarray(pred)
     valid_mask = np.asarray(valid, dtype=bool)
@@ -276,9 +258,7 @@ def tracking_metrics(
 def resize_depth(pred: np.ndarray, hw: Sequence[int]) -> np.ndarray:
     """Predicted depth ``[T, h, w]`` to float32 ``[T, H, W]``: per-frame ``cv2.resize`` (INTER_LINEAR), as the official code.
 
-    The cast to float32 comes first; a prediction already at ``(H, W)`` is
-    returned unresized. A prediction that is not 3-D raises ``ValueError``.
-    """
+    The cast to float32 comes first; a prediction already at ``(H, W)`` is returned unresized."""
     arr = np.asarray(pred, dtype=np.float32)
     if arr.ndim != 3:
         raise ValueError(f"predicted depth must be [T,H,W], got {arr.shape}")
@@ -340,27 +320,13 @@ def _depth_alignment(gt: np.ndarray, pred: np.ndarray, align: str, lo: np.float6
     return scale, shift
 
 
-def depth_metrics(
-    gt: np.ndarray,
-    pred: np.ndarray,
-    align: str = "scale",
-    min_depth: float = DEPTH_MIN_M,
-    max_depth: float = DEPTH_MAX_M,
-) -> dict:
-    """Video depth of one sequence (spec §4.1), one alignment shared by every frame and pixel.
+def depth_metrics(gt: np.ndarray, pred: np.ndarray, align: str = "scale", min_depth: float = DEPTH_MIN_M,
+                  max_depth: float = DEPTH_MAX_M) -> dict:
+    """Video depth of one sequence (module docstring), one alignment shared by every frame and pixel.
 
-    The prediction is cast to float32 and resized to the GT ``[H, W]`` by
-    :func:`resize_depth`. Valid pixels ``finite(g) ∧ finite(p) ∧ min < g ≤ max
-    ∧ p > 0``; ``scale``: median ratio, ``scale_shift``: least squares,
-    ``metric``: none. Both sides are clipped to ``[min, max]`` after alignment;
-    ``delta*`` thresholds are strict.
-
-    Same numbers as the official code (which casts both whole arrays to float64 first), without its
-    whole-array copies: the alignment (:func:`_depth_alignment`), then one compiled streaming pass for
-    the clipped values and the sums (:func:`perckit.syn4d.metric._kernels.depth_sums`). Every per-pixel value
-    and decision is the official one; only the summation order differs, so a mean can differ from
-    the official ``np.mean`` in the last bits (~1e-16 relative).
-    """
+    Same numbers as the official code (which casts both whole arrays to float64 first), without its whole-array
+    copies: the alignment (:func:`_depth_alignment`), then one compiled streaming pass for the clipped values and
+    the sums (:func:`perckit.syn4d.metric._kernels.depth_sums`); only the summation order differs (~1e-16)."""
     check_choice("align", align, DEPTH_ALIGNS)
     gt = np.asarray(gt)
     if gt.dtype not in (np.float32, np.float64):
@@ -394,15 +360,10 @@ def depth_metrics(
 
 
 def umeyama_sim3(src: np.ndarray, dst: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """Least-squares similarity ``dst ≈ c · R · src + t`` for row-vector points (spec §4.1).
-
-    ``Σ = (P−μP)ᵀ(G−μG)/N``; ``Σ = U S Vᵀ``; ``D = diag(1, 1, −1)`` if
-    ``det(V Uᵀ) < 0``; ``R = V D Uᵀ``; ``c = Σ(S·diag D) / var`` with
-    ``var = mean‖P−μP‖²``; ``t = μG − c R μP``.
+    """Least-squares similarity ``dst ≈ c · R · src + t`` for row-vector points (module docstring).
 
     Raises ``ValueError`` for mismatched or non-``[N, 3]`` inputs, N < 3, and
-    ``ValueError("Degenerate source trajectory")`` when ``var <= 1e-12``.
-    """
+    ``ValueError("Degenerate source trajectory")`` when ``mean‖P−μP‖² <= 1e-12``."""
     src = np.asarray(src, dtype=np.float64)
     dst = np.asarray(dst, dtype=np.float64)
     if src.shape != dst.shape or src.ndim != 2 or src.shape[1] != 3 or src.shape[0] < 3:
@@ -440,11 +401,7 @@ def _translation_angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def pose_metrics(gt_c2w: np.ndarray, pred_c2w: np.ndarray) -> dict:
-    """Camera trajectory of one sequence (spec §4.1): frame-0 normalisation, then Sim(3) on the centres.
-
-    ``auc_*deg`` are thresholded accuracies of ``max(rpe_rot, trans_angle)``
-    over consecutive pairs, a NaN translation angle counting as 180°.
-    """
+    """Camera trajectory of one sequence (module docstring): frame-0 normalisation, then Sim(3) on the centres."""
     gt = np.asarray(gt_c2w, dtype=np.float64)
     pred = np.asarray(pred_c2w, dtype=np.float64)
     if gt.shape != pred.shape or gt.ndim != 3 or gt.shape[1:] != (4, 4):
@@ -516,12 +473,10 @@ def _prediction_array(value: Any, key: str, dtype: type) -> np.ndarray:
 def task_metrics(task: str, reference: Mapping, prediction: Mapping, options: Syn4DOptions = Syn4DOptions()) -> dict:
     """Score one (reference, prediction) pair for ``task``; raise on any problem (the caller applies the policy).
 
-    As the official loop: the prediction's ``frame_indices`` (if given) must
-    equal the reference's, then the reference arrays are read, then the
-    prediction array; a ``None`` prediction array raises
-    ``KeyError("<key> is not a file in the archive")`` (NumPy's NPZ message).
-    Tracks and poses are read as float64, depth as float32 (the official dtypes).
-    """
+    As the official loop: the prediction's ``frame_indices`` (if given) must equal the reference's, then the
+    reference arrays are read, then the prediction array; a ``None`` prediction array raises
+    ``KeyError("<key> is not a file in the archive")`` (NumPy's NPZ message). Tracks and poses are read as
+    float64, depth as float32 (the official dtypes)."""
     check_choice("task", task, TASKS)
     pred_frames = prediction.get("frame_indices")
     ref_frames = reference.get("frame_indices")
@@ -563,27 +518,23 @@ def score_sequence(
 ) -> tuple[dict, dict | None]:
     """One task of one sequence, as the metric and the file runner both record it: the row (``sequence_id``,
     ``variant``, ``scene`` and :func:`task_metrics`) and, with ``coverage``, its coverage entry
-    (:func:`coverage_entry`; None for pose). Raises on any problem (the caller applies the
-    failure policy)."""
+    (:func:`coverage_entry`; None for pose). Raises on any problem (the caller applies the failure policy)."""
     metrics = task_metrics(task, reference, prediction, options)
     sid = str(reference.get("sequence_id"))
     row = {"sequence_id": sid, "variant": str(reference.get("variant")), "scene": str(reference.get("scene")), **metrics}
     return row, coverage_entry(task, sid, reference, metrics, options) if coverage else None
 
 
-def score_sequences(
-    predictions: Sequence[Mapping], references: Sequence[Mapping], task: str, options: Syn4DOptions = Syn4DOptions(),
-    coverage: list | None = None,
-) -> tuple[list[dict], list[dict]]:
+def score_sequences(predictions: Sequence[Mapping], references: Sequence[Mapping], task: str,
+                    options: Syn4DOptions = Syn4DOptions(),
+                    coverage: list | None = None) -> tuple[list[dict], list[dict]]:
     """Accumulate half of one task: ``(rows, failures)``, both in reference order.
 
-    Predictions are paired with references by ``sequence_id`` (:func:`perckit.core.matching.pair_by_id`: a
-    duplicate id on either side or a prediction id unknown to the references raises
-    :class:`~perckit.errors.PredictionError`); a reference without a prediction, or with one whose arrays are
-    all ``None``, and a failing task go through the failure policy (:class:`FailurePolicy`).
-    ``coverage``: a list that receives the coverage entry of every scored sequence
-    (:func:`coverage_entry`; tracking and depth).
-    """
+    Predictions are paired with references by ``sequence_id`` (:func:`perckit.core.matching.pair_by_id`: a duplicate
+    id on either side or a prediction id unknown to the references raises :class:`~perckit.errors.PredictionError`);
+    a reference without a prediction, or with one whose arrays are all ``None``, and a failing task go through the
+    failure policy (:class:`FailurePolicy`). ``coverage``: a list that receives the coverage entry of every scored
+    sequence (:func:`coverage_entry`; tracking and depth)."""
     check_choice("task", task, TASKS)
     policy = FailurePolicy(options.strict)
     rows: list[dict] = []
@@ -600,13 +551,10 @@ def score_sequences(
     return rows, policy.failures
 
 
-# ---------------------------------------------------------------------------------------------
-# Coverage: how much of the ground truth a prediction was scored on. The official rule leaves a non-finite
+# ---- Coverage: how much of the ground truth a prediction was scored on. The official rule leaves a non-finite
 # predicted point (or a non-finite / non-positive predicted depth pixel) out of the scored set without penalty,
 # so a prediction that is 99.9% NaN can score perfectly on the 0.1% it kept; the metric keeps that rule (parity)
-# and reports beside it the coverage, from the scored set it already built (``count`` / ``valid_pixels``) and
-# one extra pass over the reference arrays. No metric value changes.
-# ---------------------------------------------------------------------------------------------
+# and reports the coverage beside it. No metric value changes.
 
 
 class LowCoverageWarning(UserWarning):
@@ -680,9 +628,7 @@ def coverage_entry(task: str, sequence_id: str, reference: Mapping, metrics: Map
     return {"sequence_id": sequence_id, "scored": scored, "gt_valid": valid, "coverage": scored / valid if valid else None}
 
 
-# ---------------------------------------------------------------------------------------------
-# Reduce
-# ---------------------------------------------------------------------------------------------
+# ---- Reduce
 
 
 def _is_number(value: object) -> bool:
@@ -690,22 +636,16 @@ def _is_number(value: object) -> bool:
 
 
 def mean_rows(rows: Sequence[Mapping]) -> dict:
-    """Macro mean over sequences (spec §4.2), as the official ``_mean_metrics``.
-
-    Every key with a numeric (non-bool) value in some row is averaged in
-    float64 (an exactly rounded sum) over the rows that have it, after dropping non-finite values; a key
-    with nothing left is omitted. Ints become floats. ``num_sequences`` is
-    ``len(rows)``.
-    """
+    """Macro mean over sequences (spec §4.2), as the official ``_mean_metrics``: every key with a numeric
+    (non-bool) value in some row, averaged over the rows that have it after dropping non-finite values (a key with
+    nothing left is omitted); ``num_sequences`` is ``len(rows)``."""
     keys = sorted({k for row in rows for k, v in row.items() if _is_number(v)})
     result: dict[str, Any] = {}
     for key in keys:
         values = np.asarray([float(row[key]) for row in rows if key in row and _is_number(row[key])], dtype=np.float64)
         values = values[np.isfinite(values)]
         if values.size:
-            # Exactly rounded sum: the mean does not depend on the order of the rows, so evaluate's
-            # distributed mode (shards gathered in process order) agrees with one process bit for bit.
-            # It differs from the official np.mean by at most an ulp or two (parity is checked to 1e-9).
+            # exactly rounded, order-independent sum (module docstring): distributed runs agree bit for bit
             result[key] = fmean(values.tolist())
     result["num_sequences"] = len(rows)
     return result
@@ -726,10 +666,8 @@ def aggregate(rows: Sequence[Mapping]) -> dict:
     }
 
 
-def compute_task(
-    predictions: Sequence[Mapping], references: Sequence[Mapping], task: str, options: Syn4DOptions = Syn4DOptions(),
-    coverage: bool = False,
-) -> dict:
+def compute_task(predictions: Sequence[Mapping], references: Sequence[Mapping], task: str,
+                 options: Syn4DOptions = Syn4DOptions(), coverage: bool = False) -> dict:
     """One config's result: ``{"protocol", "task", "requested_sequences", overall, by_variant, by_scene, sequences, failures}``.
 
     ``coverage=True`` (what the metric module passes) adds ``"coverage": {"overall", "sequences"}`` for
@@ -745,13 +683,9 @@ def compute_task(
 
 
 def _sequence_order(results: Mapping[str, Mapping]) -> list[str]:
-    """Reference order recovered from the per-task lists (each of which is in reference order).
-
-    Topological merge of the ``sequences`` and ``failures`` id lists of every
-    task; pairs the lists do not order go by ``sequence_id`` string order, which
-    is the index order of the release ((variant, scene, sequence), spec §2.2).
-    Pass ``sequence_order`` to :func:`to_official_summary` for any other order.
-    """
+    """Reference order recovered from the per-task lists (each in reference order): a topological merge of the
+    ``sequences`` and ``failures`` id lists of every task; pairs the lists do not order go by ``sequence_id``
+    string order, the index order of the release ((variant, scene, sequence), spec §2.2)."""
     lists: list[list[str]] = []
     for task in sorted(results):
         result = results[task]
@@ -788,22 +722,16 @@ def to_official_summary(results: Mapping[str, Mapping], sequence_order: Sequence
     """Merge per-task :func:`compute_task` results into the official ``evaluate.py`` JSON shape.
 
     ``{"protocol", "requested_sequences", "tasks": {task: {overall, by_variant, by_scene, sequences}},
-    "failures"}``. Tasks without rows are dropped. Failures are merged in
-    reference order: per sequence the task-less "missing prediction" failure
-    once, then the task failures in sorted task order. The reference order is
-    ``sequence_order`` when given, else recovered from the results (see
-    :func:`_sequence_order`).
-    """
+    "failures"}``. Tasks without rows are dropped. Failures are merged in reference order (``sequence_order``
+    when given, else :func:`_sequence_order`): per sequence the task-less "missing prediction" failure once,
+    then the task failures in sorted task order."""
     for task in results:
         check_choice("task", task, TASKS)
     requested = {int(r["requested_sequences"]) for r in results.values()}
     if len(requested) > 1:
         raise ValueError(f"to_official_summary: the task results disagree on requested_sequences: {sorted(requested)}")
-    tasks = {
-        task: {k: results[task][k] for k in BLOCK_KEYS}
-        for task in sorted(results)
-        if results[task].get("sequences")
-    }
+    tasks = {task: {k: results[task][k] for k in BLOCK_KEYS}
+             for task in sorted(results) if results[task].get("sequences")}
     missing: dict[str, dict] = {}
     task_failures: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for task in sorted(results):
@@ -823,9 +751,5 @@ def to_official_summary(results: Mapping[str, Mapping], sequence_order: Sequence
             failures.append(missing[sid])
         for task in sorted(task_failures.get(sid, {})):
             failures.extend(task_failures[sid][task])
-    return {
-        "protocol": PROTOCOL,
-        "requested_sequences": requested.pop() if requested else 0,
-        "tasks": tasks,
-        "failures": failures,
-    }
+    return {"protocol": PROTOCOL, "requested_sequences": requested.pop() if requested else 0, "tasks": tasks,
+            "failures": failures}

@@ -2,12 +2,11 @@
 per-pixel / per-sample passes of :func:`perckit.syn4d.metric.depth_metrics` and
 :func:`perckit.syn4d.metric.tracking_metrics` (numba is a dependency).
 
-:mod:`perckit.syn4d.metric` imports this module on first use (so importing the metrics does not
-import numba); the kernels compile on their first call (``cache=True``: later processes load the
-machine code from disk). They are module-level functions, not closures, so that a kernel calling
-another one still hits the cache. The tests compare them with the straightforward numpy formulas
-(``tests/oracles/syn4d.py``): tracking bit for bit; depth differs only in the order of the float sums
-(fixed, so every result is deterministic run to run; ~1e-16 relative).
+:mod:`perckit.syn4d.metric` imports this module on first use (so importing the metrics does not import numba); the
+kernels compile on their first call (``cache=True``: later processes load the machine code from disk). They are
+module-level functions, not closures, so that a kernel calling another one still hits the cache. The tests compare
+them with the straightforward numpy formulas (``tests/oracles/syn4d.py``): tracking bit for bit; depth differs only
+in the order of the float sums (fixed, so every result is deterministic run to run; ~1e-16 relative).
 
 Exactness rules the kernels follow (no ``fastmath``, so LLVM neither reassociates nor contracts into
 FMAs; ``error_model="numpy"`` only drops the Python zero-division checks, which is what lets LLVM
@@ -87,10 +86,9 @@ def block_terms(g, p, start, lo, hi, scale, shift, gbuf, pbuf, t_abs, t_sqrel, t
     """Pixels ``start .. start+len(gbuf)`` (clamped): clipped ``g'``, ``p'`` (1.0 where invalid) into
     ``gbuf``/``pbuf``, the per-pixel ``|d|/g'``, ``d²/g'``, ``d²`` (0 where invalid) into ``t_*``.
 
-    Returns (pixels written, valid pixels, then the counts of ``max(g'/p', p'/g') < 1.25**k``).
-    Branch-free, so LLVM vectorises it. ``max(g/p, p/g)`` is computed as ``max(g,p)/min(g,p)``: for
-    positive g, p the larger quotient is the one at least 1, so the rounded values are the same.
-    """
+    Returns (pixels written, valid pixels, then the counts of ``max(g'/p', p'/g') < 1.25**k``). Branch-free, so LLVM
+    vectorises it. ``max(g/p, p/g)`` is computed as ``max(g,p)/min(g,p)``: for positive g, p the larger quotient is
+    the one at least 1, so the rounded values are the same."""
     m = min(gbuf.size, g.size - start)
     n_valid = 0
     c1 = 0
@@ -184,12 +182,11 @@ def median_nonnegative(values):
 def tracking(gt, pred, valid, dynamic, thresholds, counts):
     """gt/pred float64 [T,Q,3] (C order), valid bool [T,Q], dynamic bool [Q], thresholds float64 [K].
 
-    Fills ``counts[0, k]`` / ``counts[1, k]`` with the number of scored (resp. scored dynamic)
-    samples at distance <= thresholds[k]; returns (scale, distances of the scored samples, those of
-    the scored dynamic samples), in (t, q) order like numpy's boolean indexing, so that the caller's
-    ``np.add.reduce`` gives ``np.mean``'s sums. The scored samples are compacted once; norms and
-    distances are numpy's ``sqrt(x*x + y*y + z*z)`` (same operations, same order).
-    """
+    Fills ``counts[0, k]`` / ``counts[1, k]`` with the number of scored (resp. scored dynamic) samples at distance
+    <= thresholds[k]; returns (scale, distances of the scored samples, those of the scored dynamic samples), in (t,
+    q) order like numpy's boolean indexing, so that the caller's ``np.add.reduce`` gives ``np.mean``'s sums. The
+    scored samples are compacted once; norms and distances are numpy's ``sqrt(x*x + y*y + z*z)`` (same operations,
+    same order)."""
     n_t, n_q = valid.shape
     size = n_t * n_q
     g = gt.reshape(size, 3)
@@ -269,10 +266,9 @@ def _radix_median(low: np.ndarray, bins: list[int], inside: list[int], odd: bool
 def depth_medians(g: np.ndarray, p: np.ndarray, lo: float, hi: float) -> tuple[int, float, float]:
     """``(valid pixels, median g, median p)`` over the valid pixels of flat float32 ``g``/``p``, exactly.
 
-    Valid values are positive (``lo >= 0`` is the caller's condition), so their float32 bit patterns
-    sort like the values: pass 1 histograms the high 16 bits, pass 2 the low 16 bits of the values in
-    the bins holding the middle ranks. Two sequential passes, no copy of the values, no sort.
-    """
+    Valid values are positive (``lo >= 0`` is the caller's condition), so their float32 bit patterns sort like the
+    values: pass 1 histograms the high 16 bits, pass 2 the low 16 bits of the values in the bins holding the middle
+    ranks. Two sequential passes, no copy of the values, no sort."""
     hist_g = np.zeros(_HALF, np.int64)
     hist_p = np.zeros(_HALF, np.int64)
     n = int(histogram_high(g, p, lo, hi, hist_g, hist_p))
@@ -293,10 +289,9 @@ def depth_sums(
 ) -> tuple[int, list[float], list[int]]:
     """``(valid pixels, [Σ|d|/g', Σd²/g', Σd², Σℓ², Σℓ], [#ratio < 1.25**k for k = 1, 2, 3])``.
 
-    Per block of :data:`DEPTH_BLOCK` pixels: the compiled kernel writes ``g'``, ``p'`` and the three
-    ratio terms; numpy takes the logarithms (``ℓ = log p' − log g'``, 0 for invalid pixels, whose
-    ``g' = p' = 1``) and the pairwise block sums, which ``math.fsum`` adds up.
-    """
+    Per block of :data:`DEPTH_BLOCK` pixels: the compiled kernel writes ``g'``, ``p'`` and the three ratio terms;
+    numpy takes the logarithms (``ℓ = log p' − log g'``, 0 for invalid pixels, whose ``g' = p' = 1``) and the
+    pairwise block sums, which ``math.fsum`` adds up."""
     size = g.size
     block = min(DEPTH_BLOCK, max(size, 1))
     gbuf, pbuf, t_abs, t_sqrel, t_sq = (np.empty(block) for _ in range(5))

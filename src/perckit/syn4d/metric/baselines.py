@@ -6,9 +6,8 @@ V-DPM, Any4D, TraceAnything, St4RTrack and SpaTrackerV2, with the numbers as the
 more row; :func:`format_comparison` prints it as a Markdown table. Used by the file runner
 (``--compare-baselines``) and by ``perckit evaluate syn4d``.
 
-The card's numbers are macro averages over all 512 sequences: a run on a subset is not comparable
-number for number, and the table says how many sequences the run scored.
-"""
+The card's numbers are macro averages over all 512 sequences: a run on a subset is not comparable number for number,
+and the table says how many sequences the run scored."""
 
 from __future__ import annotations
 

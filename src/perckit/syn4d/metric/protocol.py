@@ -1,16 +1,14 @@
 """The release's ``protocol.json`` checked against the rules perckit hard-codes.
 
-The Syn4D release ships ``benchmark/protocol.json``: the frames, variants, scenes and cameras of the
-benchmark, the tracking thresholds, the depth valid range, and each task's alignment rule and the
-aggregation, the last ones as short sentences. perckit's scoring does not read it (the numbers are
-constants in :mod:`perckit.syn4d.metric` and :mod:`perckit.syn4d.layout`, as in the official
-evaluator); the file runner reads it and refuses to score when the two disagree, so that a release with
-another protocol is never scored by the wrong rules without a word.
+The Syn4D release ships ``benchmark/protocol.json``: the frames, variants, scenes and cameras of the benchmark, the
+tracking thresholds, the depth valid range, and each task's alignment rule and the aggregation, the last ones as
+short sentences. perckit's scoring does not read it (the numbers are constants in :mod:`perckit.syn4d.metric` and
+:mod:`perckit.syn4d.layout`, as in the official evaluator); the file runner reads it and refuses to score when the
+two disagree, so that a release with another protocol is never scored by the wrong rules without a word.
 
-Which sentence of the file corresponds to which implemented rule is our reading of it [inferred]: it is
-kept in this one module, in :data:`EXPECTED`, and the check can be turned off (``check_protocol=False``,
-``--no-check-protocol``).
-"""
+Which sentence of the file corresponds to which implemented rule is our reading of it [inferred]: it is kept in this
+one module, in :data:`EXPECTED`, and the check can be turned off (``check_protocol=False``,
+``--no-check-protocol``)."""
 
 from __future__ import annotations
 
