@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from helpers.common import REPO
 from helpers.distributed import batch_sizes, compute_in_batches, run_distributed
-from helpers.edit_quality import MeanMetric, SetMetric, box_region, clip, edit_box, mask_mp4, reference, rgb_mp4
+from helpers.edit_quality import MeanMetric, SetMetric, box_region, clip, edit_box, reference, rgb_mp4
 
 from perckit.hf.entrypoints import build_split
 from perckit.errors import OptionError, PredictionError
