@@ -68,17 +68,17 @@ def test_load_metric_gives_the_checkout_module_numbers():
     assert ours == theirs and ours["miou"] == 0.5
 
 
-def test_code_hash_changes_with_the_code(monkeypatch, tmp_path):
-    from perckit.hf import api
+def test_the_cache_key_changes_with_the_code(monkeypatch, tmp_path):
+    from perckit.hf import versioning
 
-    first = api.code_hash()
-    assert len(first) == 16 and first == api.code_hash()
-    api.code_hash.cache_clear()
+    first = versioning.core_fingerprint()
+    assert len(first) == 16 and first == versioning.core_fingerprint() != versioning.core_fingerprint("a script")
+    versioning._package_digest.cache_clear()
     monkeypatch.setattr(perckit, "__version__", "0.0.0-test")
     try:
-        assert api.code_hash() != first
+        assert versioning.core_fingerprint() != first
     finally:
-        api.code_hash.cache_clear()
+        versioning._package_digest.cache_clear()
 
 
 OTHER_VENV = REPO / (".venv" if DS_MAJOR >= 4 else ".venv-ds5")

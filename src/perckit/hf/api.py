@@ -9,9 +9,7 @@ script folders installed with the package, for ``datasets.load_dataset`` / ``eva
 
 from __future__ import annotations
 
-import hashlib
 import os
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -27,22 +25,6 @@ def builder_path(name: str) -> Path:
 def metric_path(name: str) -> Path:
     """The folder of the ``name`` metric module installed with perckit (``evaluate.load(str(metric_path(name)))``)."""
     return script_path("metrics", name).parent
-
-
-@lru_cache(maxsize=None)
-def code_hash() -> str:
-    """SHA-256 (first 16 hex digits) of perckit's version and every source file of the package and its scripts,
-    in sorted order: the cache key of every build, so changed code means a new cache entry."""
-    from .. import __version__
-    from .entrypoints import scripts_root
-    from ..io.paths import read_regular_file
-    from .versioning import MAX_SOURCE_BYTES
-
-    h = hashlib.sha256(__version__.encode())
-    for root in (Path(__file__).resolve().parents[1], scripts_root("builders").resolve()):
-        for p in sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts):
-            h.update(p.relative_to(root).as_posix().encode() + b"\0" + read_regular_file(p, "perckit's sources", MAX_SOURCE_BYTES) + b"\0")
-    return h.hexdigest()[:16]
 
 
 def load_dataset(
@@ -72,7 +54,6 @@ def load_dataset(
         config_name=config,
         data_dir=None if data_dir is None else str(data_dir),
         cache_dir=None if cache_dir is None else str(cache_dir),
-        hash=code_hash(),
         **options,
     )
     if streaming:

@@ -1,4 +1,5 @@
-"""A fingerprint of the core package's sources, folded into builder cache keys."""
+"""A fingerprint of the core package's sources, folded into every builder's cache key (``perckit.load_dataset``
+and the builder scripts alike), so changed code means a new cache entry."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import hashlib
 from functools import lru_cache
 from pathlib import Path
 
-from .. import __version__
 from ..io.paths import read_regular_file
 
 #: the largest source file hashed (perckit's own modules are a few tens of KB)
@@ -15,6 +15,9 @@ MAX_SOURCE_BYTES = 16 << 20
 
 @lru_cache(maxsize=1)
 def _package_digest() -> str:
+    """SHA-256 of perckit's version and every source file of the package, in sorted order."""
+    from .. import __version__
+
     h = hashlib.sha256(__version__.encode())
     root = Path(__file__).resolve().parents[1]  # the perckit package
     for path in sorted(root.rglob("*.py")):
@@ -24,5 +27,6 @@ def _package_digest() -> str:
 
 
 def core_fingerprint(script_hash: str | None = None) -> str:
-    """``script_hash`` (what ``datasets`` computed for the builder script) combined with the core sources."""
+    """``script_hash`` (what ``datasets`` computed for a builder script; None for the package's own class) combined
+    with the core sources (first 16 hex digits)."""
     return hashlib.sha256(f"{script_hash or ''}:{_package_digest()}".encode()).hexdigest()[:16]
