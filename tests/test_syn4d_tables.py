@@ -30,7 +30,7 @@ def _builder(root, config, cache):
 def _rows_and_tables(root, config, cache):
     b = _builder(root, config, cache)
     (gen,) = b._split_generators(None)
-    rows = [row for _, row in b._generate_examples(**gen.gen_kwargs)]
+    rows = [b._row(r, gen.gen_kwargs["paths"]) for r in gen.gen_kwargs["records"]]
     return b, rows, [t for _, t in b._generate_tables(**gen.gen_kwargs)]
 
 

@@ -1,11 +1,13 @@
 """What every perckit builder shares: the config fields and the Hub download that come from the benchmark's
-descriptor (:mod:`perckit.hf.benchmark`), the cache fingerprint, the builder's name, and for the media-heavy
-builders a writer that skips ``datasets``' per-example encoding."""
+descriptor (:mod:`perckit.hf.benchmark`), the cache fingerprint, the builder's name, the ``DatasetInfo`` (the texts
+and option checks each builder declares, its ``_features``), and for the media-heavy builders a writer that skips
+``datasets``' per-example encoding."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,6 +17,7 @@ import pyarrow as pa
 
 from . import hub
 from .descriptor import Benchmark
+from ..errors import OptionError, check_choice
 from ..io.prefetch import gc_paused
 from .versioning import core_fingerprint
 
@@ -37,6 +40,8 @@ class PerckitConfig(datasets.BuilderConfig):
     hub_repo_id: str | None = None
     #: A branch, tag or commit of that repository (None: its default branch).
     revision: str | None = None
+    #: Every perckit config is version 1.0.0 (``BuilderConfig``'s default is 0.0.0).
+    version: datasets.Version | str | None = datasets.Version("1.0.0")
 
     #: The descriptor of the benchmark these configs are of (a class attribute, not an option).
     BENCHMARK: ClassVar[Benchmark | None] = None
@@ -60,6 +65,12 @@ class _PerckitOptions:
     BUILDER_CONFIG_CLASS: type[PerckitConfig]
     #: ``fn(config) -> [pattern]``: the release files a config needs from the Hub (each builder sets it)
     hub_patterns: Callable[[PerckitConfig], Sequence[str]]
+    VERSION = datasets.Version("1.0.0")
+    #: The texts of the ``DatasetInfo`` (the same for every config).
+    DESCRIPTION = CITATION = HOMEPAGE = LICENSE = ""
+    #: The options :meth:`_info` checks before the features, in order: ``{name: check}``, a check being the allowed
+    #: values (:func:`~perckit.errors.check_choice`), ``bool`` (True or False) or ``fn(name, value)`` that raises.
+    OPTION_CHECKS: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["hash"] = core_fingerprint(kwargs.get("hash"))
@@ -82,6 +93,29 @@ class _PerckitOptions:
         """:data:`BUILDER_NAME` for the descriptor's own builder class, None for any subclass of it."""
         b = self.benchmark()
         return BUILDER_NAME.format(b.name) if type(self).__module__ == f"perckit.{b.name}.builder" else None
+
+    def _info(self) -> datasets.DatasetInfo:
+        self._check_options()
+        return datasets.DatasetInfo(
+            description=self.DESCRIPTION, citation=self.CITATION, homepage=self.HOMEPAGE, license=self.LICENSE,
+            features=self._features(),
+        )
+
+    def _check_options(self) -> None:
+        """Raise an :class:`~perckit.errors.OptionError` for the first option refused by :attr:`OPTION_CHECKS`."""
+        for name, check in self.OPTION_CHECKS.items():
+            value = getattr(self.config, name)
+            if check is bool:
+                if not isinstance(value, bool):
+                    raise OptionError(f"option {name!r}: expected True or False, got {value!r}")
+            elif callable(check):
+                check(name, value)
+            else:
+                check_choice(name, value, check)
+
+    def _features(self) -> datasets.Features:
+        """The features of the config (its options checked)."""
+        raise NotImplementedError
 
     def _release_root(self) -> Path:
         """The release root: ``data_dir`` when given, else a Hub snapshot of the files this config needs (the
@@ -126,22 +160,25 @@ class PerckitTableBuilder(_PerckitOptions, datasets.ArrowBasedBuilder):
     def _generate_tables(self, **kwargs: Any) -> Iterator[tuple[str, pa.Table]]:
         schema = self.info.features.arrow_schema
         names = set(schema.names)
-        batch: list[dict] = []
-        first = ""
-        for key, row in self._generate_rows(**kwargs):
-            if row.keys() != names:  # a programming error, never user input: say which keys differ
-                raise ValueError(
-                    f"row {key!r}: expected the keys of the features {sorted(names)}, got {sorted(row)} "
-                    f"(missing {sorted(names - row.keys())}, extra {sorted(row.keys() - names)})"
-                )
-            if not batch:
-                first = str(key)
-            batch.append(row)
-            if len(batch) >= self.ROWS_PER_TABLE:
-                yield first, rows_to_table(batch, schema)
-                batch = []
-        if batch:
-            yield first, rows_to_table(batch, schema)
+
+        def checked() -> Iterator[tuple[str, dict]]:
+            for key, row in self._generate_rows(**kwargs):
+                if row.keys() != names:  # a programming error, never user input: say which keys differ
+                    raise ValueError(
+                        f"row {key!r}: expected the keys of the features {sorted(names)}, got {sorted(row)} "
+                        f"(missing {sorted(names - row.keys())}, extra {sorted(row.keys() - names)})"
+                    )
+                yield key, row
+
+        for batch in batched(checked(), self.ROWS_PER_TABLE):
+            yield str(batch[0][0]), rows_to_table([row for _, row in batch], schema)
+
+
+def batched(items: Iterable, size: int) -> Iterator[list]:
+    """``items`` in lists of ``size`` (the last one shorter), each taken when the previous one has been used."""
+    it = iter(items)
+    while batch := list(itertools.islice(it, size)):
+        yield batch
 
 
 _MAX_BINARY = 2**31 - 2

@@ -15,9 +15,7 @@ from typing import Any, Iterator, Sequence
 import datasets
 import pyarrow as pa
 
-from ..hf.builder import PerckitConfig
-from ..hf.builder import PerckitTableBuilder
-from ..hf.builder import rows_to_table
+from ..hf.builder import PerckitConfig, PerckitTableBuilder, batched, rows_to_table
 from ..errors import OptionError, ReleaseNotFoundError, check_choice
 from ..io.paths import checked_opener
 from . import benchmark
@@ -28,23 +26,6 @@ from .read.images import iter_image_paths, missing_images, read_image_bytes
 from .read.native import iter_native, native_shards, scan_native
 from .read.parquet import iter_parquet_tables, parquet_shards, scan_parquet_ids
 from .rows import SIZE_ORDERS
-
-_DESCRIPTION = (
-    "M4Seg: multi-image pixel-grounded reasoning (PRIMA, WACV 2027). Each example pairs two or three ordered "
-    "images with a question and an answer whose entity codes (chair_102, leg_20103) link phrases to object or "
-    "part groundings, each with a 1-based image_index, an answer_span, a bbox and a compressed COCO RLE mask "
-    "{size: [H, W], counts: str}. Splits: train (743,463 examples) and test (1,000). Images are not shipped."
-)
-_CITATION = """\
-@inproceedings{nguyen2027prima,
-  title     = {PRIMA: Multi-Image Vision-Language Models for Reasoning Segmentation},
-  author    = {Nguyen, Kiet A. and Wahed, Muntasir and Juvekar, Adheesh Sunil and Li, Xinzhuo and Zhou, Xiaona and
-               Shah, Vedant and Yu, Tianjiao and Yanardag, Pinar and Lourentzou, Ismini},
-  booktitle = {Proceedings of the IEEE/CVF Winter Conference on Applications of Computer Vision},
-  year      = {2027}
-}"""
-_HOMEPAGE = "https://huggingface.co/datasets/kanguyen-vn/M4Seg"
-_LICENSE = "cc-by-4.0 (new annotations); inherited masks and images keep their upstream terms"
 
 
 def _opener() -> Any:
@@ -69,15 +50,6 @@ class M4SegConfig(PerckitConfig):
     splits: tuple = SPLITS
 
 
-def hub_patterns(config: M4SegConfig, source: str | None = None, splits: Sequence[str] | None = None) -> list[str]:
-    """The release files the config's ``splits`` (or these ``splits``) need from one source: ``source``, else the
-    one the Hub download tries first (the native file for ``source="native"``, else the Parquet shards:
-    ``"auto"`` prefers them, see ``resolve_source``)."""
-    source = source or ("native" if config.source == "native" else "parquet")
-    pattern = NATIVE_FILE if source == "native" else PARQUET_GLOB
-    return [pattern.format(split=s) for s in (config.splits if splits is None else splits)]
-
-
 class M4SegBuilder(PerckitTableBuilder):
     """M4Seg: one config ``default``; splits ``train`` and ``test``; key ``example_id``; rows in file order.
 
@@ -87,19 +59,41 @@ class M4SegBuilder(PerckitTableBuilder):
     encoding would give (``tests/test_m4seg_tables.py``).
     """
 
-    hub_patterns = staticmethod(hub_patterns)
-
-    VERSION = datasets.Version("1.0.0")
+    DESCRIPTION = (
+        "M4Seg: multi-image pixel-grounded reasoning (PRIMA, WACV 2027). Each example pairs two or three ordered "
+        "images with a question and an answer whose entity codes (chair_102, leg_20103) link phrases to object or "
+        "part groundings, each with a 1-based image_index, an answer_span, a bbox and a compressed COCO RLE mask "
+        "{size: [H, W], counts: str}. Splits: train (743,463 examples) and test (1,000). Images are not shipped."
+    )
+    CITATION = """\
+@inproceedings{nguyen2027prima,
+  title     = {PRIMA: Multi-Image Vision-Language Models for Reasoning Segmentation},
+  author    = {Nguyen, Kiet A. and Wahed, Muntasir and Juvekar, Adheesh Sunil and Li, Xinzhuo and Zhou, Xiaona and
+               Shah, Vedant and Yu, Tianjiao and Yanardag, Pinar and Lourentzou, Ismini},
+  booktitle = {Proceedings of the IEEE/CVF Winter Conference on Applications of Computer Vision},
+  year      = {2027}
+}"""
+    HOMEPAGE = "https://huggingface.co/datasets/kanguyen-vn/M4Seg"
+    LICENSE = "cc-by-4.0 (new annotations); inherited masks and images keep their upstream terms"
     BUILDER_CONFIG_CLASS = M4SegConfig
-    BUILDER_CONFIGS = [M4SegConfig(name="default", version=VERSION, description="every example with its groundings")]
+    BUILDER_CONFIGS = [M4SegConfig(name="default", description="every example with its groundings")]
     DEFAULT_CONFIG_NAME = "default"
     DEFAULT_WRITER_BATCH_SIZE = 1000
     ROWS_PER_TABLE = 1000
+    OPTION_CHECKS = {"source": SOURCES, "native_image_size_order": SIZE_ORDERS}
+
+    @staticmethod
+    def hub_patterns(config: M4SegConfig, source: str | None = None, splits: Sequence[str] | None = None) -> list[str]:
+        """The release files the config's ``splits`` (or these ``splits``) need from one source: ``source``, else
+        the one the Hub download tries first (the native file for ``source="native"``, else the Parquet shards:
+        ``"auto"`` prefers them, see ``resolve_source``)."""
+        source = source or ("native" if config.source == "native" else "parquet")
+        pattern = NATIVE_FILE if source == "native" else PARQUET_GLOB
+        return [pattern.format(split=s) for s in (config.splits if splits is None else splits)]
 
     def _check_options(self) -> None:
+        super()._check_options()
         c = self.config
-        check_choice("source", c.source, SOURCES)
-        check_choice("native_image_size_order", c.native_image_size_order, SIZE_ORDERS)
         if isinstance(c.splits, str):
             c.splits = (c.splits,)
         c.splits = tuple(c.splits)
@@ -108,15 +102,8 @@ class M4SegBuilder(PerckitTableBuilder):
         for s in c.splits:
             check_choice("splits", s, SPLITS)
 
-    def _info(self) -> datasets.DatasetInfo:
-        self._check_options()
-        return datasets.DatasetInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            homepage=_HOMEPAGE,
-            license=_LICENSE,
-            features=feats.row_features(with_images=self.config.image_root is not None),
-        )
+    def _features(self) -> datasets.Features:
+        return feats.row_features(with_images=self.config.image_root is not None)
 
     def _download_and_prepare(self, dl_manager: Any, verification_mode: Any, **prepare_split_kwargs: Any) -> None:
         # _split_generators shards the native file only when several processes will read it.
@@ -138,13 +125,13 @@ class M4SegBuilder(PerckitTableBuilder):
             return {s: root for s in c.splits}
 
         roots: dict[str, Path] = {}
-        root = self._download(hub_patterns(c))
+        root = self._download(self.hub_patterns(c))
         for s in c.splits:
             if c.source != "auto" or parquet_paths(root, s, glob.glob):
                 roots[s] = root
         rest = [s for s in c.splits if s not in roots]
         if rest:  # source="auto" and the repository has no Parquet shard for these splits
-            root = self._download(hub_patterns(c, "native", rest))
+            root = self._download(self.hub_patterns(c, "native", rest))
             roots.update({s: root for s in rest})
         return roots
 
@@ -201,7 +188,8 @@ class M4SegBuilder(PerckitTableBuilder):
         guard = IdGuard(f"M4Seg {split} split ({source})")
         with_images = c.image_root is not None
         if source == "native":
-            tables = self._native_tables(split, shards, schema, guard)
+            rows = batched(self._native_rows(split, shards, guard), self.ROWS_PER_TABLE)
+            tables = (rows_to_table(batch, schema) for batch in rows)
         else:
             row_schema = pa.schema([f for f in schema if f.name != feats.IMAGE_FILES])
             tables = iter_parquet_tables(_opener(), shards, split, row_schema, None if with_images else guard.add_many)
@@ -213,21 +201,14 @@ class M4SegBuilder(PerckitTableBuilder):
                 yield ids[0], table
         guard.flush()
 
-    def _native_tables(self, split: str, shards: list, schema: pa.Schema, guard: IdGuard) -> Iterator[pa.Table]:
-        """The rows of ``iter_native`` (with their ``image_files`` under ``image_root``) in tables of
-        ``ROWS_PER_TABLE``."""
+    def _native_rows(self, split: str, shards: list, guard: IdGuard) -> Iterator[dict]:
+        """The rows of ``iter_native``, each id checked, with their ``image_files`` under ``image_root``."""
         c = self.config
-        batch: list[dict] = []
         for row in iter_native(_opener(), shards, split, c.native_image_size_order):
             guard.add(row["example_id"])
             if c.image_root is not None:
                 row[feats.IMAGE_FILES] = self._image_files(split, row["example_id"], [im["path"] for im in row["images"]])
-            batch.append(row)
-            if len(batch) >= self.ROWS_PER_TABLE:
-                yield rows_to_table(batch, schema)
-                batch = []
-        if batch:
-            yield rows_to_table(batch, schema)
+            yield row
 
     def _image_files(self, split: str, example_id: str, paths: list) -> list[dict]:
         where = f"M4Seg {split} split: example {example_id!r}"

@@ -8,29 +8,12 @@ from typing import Any, Iterator
 
 import datasets
 
-from ..errors import check_choice
 from ..hf.builder import PerckitConfig, PerckitTableBuilder
 from . import benchmark
 from . import features as feats
 from . import layout
 from . import read
 from . import rows
-
-_DESCRIPTION = (
-    "R4D-Bench (referring segmentation in dynamic 4D scenes): spatio-temporal referring segmentation on 12 "
-    "HyperNeRF / Neu3D scenes, 89 bilingual (English / Chinese) queries with dense per-frame mask ground truth, "
-    "an optional 36-query subset, and the COCO-annotated scene frames. Not NVIDIA's region-prompted VQA "
-    "benchmark of the same name. Masks are compressed COCO RLE {size: [H, W], counts: str}."
-)
-_CITATION = (
-    "Cite the R4D-Bench dataset repository (https://huggingface.co/datasets/LiYacheng/r4d-bench-qa) and the "
-    "original scene datasets (HyperNeRF, Neu3D / DyNeRF, Roboflow sources)."
-)
-_HOMEPAGE = "https://huggingface.co/datasets/LiYacheng/r4d-bench-qa"
-_LICENSE = (
-    "other: annotations and code as released (no top-level licence yet); scene imagery stays under the "
-    "Neu3D / HyperNeRF / Roboflow terms."
-)
 
 
 @dataclasses.dataclass
@@ -66,26 +49,35 @@ def hub_patterns(config: R4DBenchConfig) -> list[str]:
 class R4DBenchBuilder(PerckitTableBuilder):
     """R4D-Bench: configs ``all_queries`` (default), ``subset_36`` and ``frames``; one ``test`` split."""
 
+    DESCRIPTION = (
+        "R4D-Bench (referring segmentation in dynamic 4D scenes): spatio-temporal referring segmentation on 12 "
+        "HyperNeRF / Neu3D scenes, 89 bilingual (English / Chinese) queries with dense per-frame mask ground truth, "
+        "an optional 36-query subset, and the COCO-annotated scene frames. Not NVIDIA's region-prompted VQA "
+        "benchmark of the same name. Masks are compressed COCO RLE {size: [H, W], counts: str}."
+    )
+    CITATION = (
+        "Cite the R4D-Bench dataset repository (https://huggingface.co/datasets/LiYacheng/r4d-bench-qa) and the "
+        "original scene datasets (HyperNeRF, Neu3D / DyNeRF, Roboflow sources)."
+    )
+    HOMEPAGE = "https://huggingface.co/datasets/LiYacheng/r4d-bench-qa"
+    LICENSE = (
+        "other: annotations and code as released (no top-level licence yet); scene imagery stays under the "
+        "Neu3D / HyperNeRF / Roboflow terms."
+    )
     hub_patterns = staticmethod(hub_patterns)
-
-    VERSION = datasets.Version("1.0.0")
     BUILDER_CONFIG_CLASS = R4DBenchConfig
     BUILDER_CONFIGS = [
-        R4DBenchConfig(name="all_queries", version=VERSION, description="89 queries with dense per-frame masks"),
-        R4DBenchConfig(name="subset_36", version=VERSION, description="the optional 36-query subset (3 per scene)"),
-        R4DBenchConfig(name="frames", version=VERSION, description="every COCO-annotated scene frame with its instances"),
+        R4DBenchConfig(name="all_queries", description="89 queries with dense per-frame masks"),
+        R4DBenchConfig(name="subset_36", description="the optional 36-query subset (3 per scene)"),
+        R4DBenchConfig(name="frames", description="every COCO-annotated scene frame with its instances"),
     ]
     DEFAULT_CONFIG_NAME = "all_queries"
     #: ``frames`` rows carry an encoded image each; 64 of them make tables of a few MB.
     ROWS_PER_TABLE = 64
+    OPTION_CHECKS = {"mask_source": layout.MASK_SOURCES, "track_id_precedence": read.TRACK_ID_PRECEDENCES}
 
-    def _info(self) -> datasets.DatasetInfo:
-        check_choice("mask_source", self.config.mask_source, layout.MASK_SOURCES)
-        check_choice("track_id_precedence", self.config.track_id_precedence, read.TRACK_ID_PRECEDENCES)
-        features = feats.frame_features() if self.config.name == "frames" else feats.query_features()
-        return datasets.DatasetInfo(
-            description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=features
-        )
+    def _features(self) -> datasets.Features:
+        return feats.frame_features() if self.config.name == "frames" else feats.query_features()
 
     def _release_root(self) -> Path:
         needs = ("data/scenes",) if self.config.name == "frames" else ("evaluation", "scripts")

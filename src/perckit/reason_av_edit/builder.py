@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import datasets
 
 from ..hf.builder import PerckitConfig, PerckitTableBuilder
-from ..errors import OptionError, ReleaseNotFoundError, check_choice
+from ..errors import OptionError, ReleaseNotFoundError
 from ..io.prefetch import in_background
 from . import benchmark
 from . import features as feats
@@ -33,19 +33,7 @@ from .rows import build_row
 
 logger = logging.getLogger(__name__)
 
-_DESCRIPTION = (
-    "ReasonAVEdit-Bench: 1,200 samples for instruction-guided joint audio-video editing in 16 sub-tracks over 5 "
-    "categories (where / which / when / combined / reference). Each sample has a source clip (25 fps, H.264 + 16 kHz "
-    "AAC), its 16 kHz mono audio, an instruction (zh or en), a full-timeline target mask video, single-frame visual "
-    "reasoning GT (anchor frame with the target at gray 127, plus its binary mask) and full-timeline acoustic "
-    "reasoning GT (a waveform silent outside the edit window). No edited target is provided."
-)
-_CITATION = "Cite the ReasonAVEdit-Bench dataset card (https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench)."
-_HOMEPAGE = "https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench"
-_LICENSE = "other: research-only (see the release's LICENSE); source material may restrict redistribution"
 SOURCES = ("auto", "archives", "extracted")
-#: The only release files the builder needs from the Hub.
-HUB_PATTERNS = [METADATA, f"{ANNOTATIONS_DIR}/*.json", ARCHIVE_PATTERN]
 
 
 @dataclasses.dataclass
@@ -65,36 +53,40 @@ class ReasonAVEditConfig(PerckitConfig):
     media_lookup: bool = True
 
 
-def hub_patterns(config: ReasonAVEditConfig) -> list[str]:
-    """The release files the one config needs: the CSV, the annotations and the tars (:data:`HUB_PATTERNS`)."""
-    return list(HUB_PATTERNS)
+def _check_threshold(name: str, t: object) -> None:
+    if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < 255:
+        raise OptionError(f"option {name!r}: expected an int in [0, 254], got {t!r}")
 
 
 class ReasonAVEditBuilder(PerckitTableBuilder):
     """ReasonAVEdit-Bench: one config (``default``), one ``test`` split keyed by ``sample_id``."""
 
-    hub_patterns = staticmethod(hub_patterns)
-
-    VERSION = datasets.Version("1.0.0")
+    DESCRIPTION = (
+        "ReasonAVEdit-Bench: 1,200 samples for instruction-guided joint audio-video editing in 16 sub-tracks over 5 "
+        "categories (where / which / when / combined / reference). Each sample has a source clip (25 fps, H.264 + 16 "
+        "kHz AAC), its 16 kHz mono audio, an instruction (zh or en), a full-timeline target mask video, single-frame "
+        "visual reasoning GT (anchor frame with the target at gray 127, plus its binary mask) and full-timeline "
+        "acoustic reasoning GT (a waveform silent outside the edit window). No edited target is provided."
+    )
+    HOMEPAGE = "https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench"
+    CITATION = f"Cite the ReasonAVEdit-Bench dataset card ({HOMEPAGE})."
+    LICENSE = "other: research-only (see the release's LICENSE); source material may restrict redistribution"
     BUILDER_CONFIG_CLASS = ReasonAVEditConfig
-    BUILDER_CONFIGS = [ReasonAVEditConfig(name="default", version=VERSION, description="one row per sample (1,200 in the release)")]
+    BUILDER_CONFIGS = [ReasonAVEditConfig(name="default", description="one row per sample (1,200 in the release)")]
     DEFAULT_CONFIG_NAME = "default"
     #: Rows carry the media bytes of a sample (a few MB each on the real data).
     DEFAULT_WRITER_BATCH_SIZE = 16
     #: One row per table: its media bytes then go to the Arrow file without a copy (see ``rows_to_table``).
     ROWS_PER_TABLE = 1
+    OPTION_CHECKS = {"source": SOURCES, "png_mask_threshold": _check_threshold, "media_lookup": bool}
 
-    def _info(self) -> datasets.DatasetInfo:
-        c = self.config
-        check_choice("source", c.source, SOURCES)
-        t = c.png_mask_threshold
-        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < 255:
-            raise OptionError(f"option 'png_mask_threshold': expected an int in [0, 254], got {t!r}")
-        if not isinstance(c.media_lookup, bool):
-            raise OptionError(f"option 'media_lookup': expected True or False, got {c.media_lookup!r}")
-        return datasets.DatasetInfo(
-            description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=feats.builder_features()
-        )
+    @staticmethod
+    def hub_patterns(config: ReasonAVEditConfig) -> list[str]:
+        """The only release files the one config needs: the CSV, the annotations and the tars."""
+        return [METADATA, f"{ANNOTATIONS_DIR}/*.json", ARCHIVE_PATTERN]
+
+    def _features(self) -> datasets.Features:
+        return feats.builder_features()
 
     def _source(self, root: Path, samples: list[Sample]) -> str:
         folder = top_folder(samples[0].video) or "videos"

@@ -8,21 +8,11 @@ from typing import Any, Iterator
 import datasets
 
 from ..hf.builder import PerckitBuilder, PerckitConfig
-from ..errors import OptionError
 from ..io.paths import checked_opener
 from . import benchmark
 from . import features as feats
 from . import read as release
 
-_DESCRIPTION = (
-    "RefCOCO-M: the RefCOCO (UNC) validation split for referring expression segmentation with re-segmented, "
-    "pixel-accurate instance masks and harmful expressions removed (1,190 images, 2,080 instance masks, 5,598 "
-    "referring expressions). Masks are compressed COCO RLE {size: [H, W], counts: str}."
-)
-_CITATION = "Cite the RefCOCO-M dataset card (https://huggingface.co/datasets/moondream/refcoco-m) and RefCOCO (Yu et al., ECCV 2016)."
-_HOMEPAGE = "https://huggingface.co/datasets/moondream/refcoco-m"
-_LICENSE = "mit"
-CONFIG_NAMES = ("expressions", "images")
 
 
 @dataclasses.dataclass
@@ -46,35 +36,35 @@ class RefCocoMConfig(PerckitConfig):
         )
 
 
-def hub_patterns(config: RefCocoMConfig) -> list[str]:
-    """The release files every config needs: the Parquet shards of the one split."""
-    return [release.SHARD_PATTERN]
-
-
 class RefCocoMBuilder(PerckitBuilder):
     """RefCOCO-M: configs ``expressions`` (default) and ``images``; one ``validation`` split."""
 
-    hub_patterns = staticmethod(hub_patterns)
-
-    VERSION = datasets.Version("1.0.0")
+    DESCRIPTION = (
+        "RefCOCO-M: the RefCOCO (UNC) validation split for referring expression segmentation with re-segmented, "
+        "pixel-accurate instance masks and harmful expressions removed (1,190 images, 2,080 instance masks, 5,598 "
+        "referring expressions). Masks are compressed COCO RLE {size: [H, W], counts: str}."
+    )
+    HOMEPAGE = "https://huggingface.co/datasets/moondream/refcoco-m"
+    CITATION = f"Cite the RefCOCO-M dataset card ({HOMEPAGE}) and RefCOCO (Yu et al., ECCV 2016)."
+    LICENSE = "mit"
     BUILDER_CONFIG_CLASS = RefCocoMConfig
     BUILDER_CONFIGS = [
-        RefCocoMConfig(name="expressions", version=VERSION, description="one row per (image, sample, sentence), keyed by expression_id"),
-        RefCocoMConfig(name="images", version=VERSION, description="one row per image, as released"),
+        RefCocoMConfig(name="expressions", description="one row per (image, sample, sentence), keyed by expression_id"),
+        RefCocoMConfig(name="images", description="one row per image, as released"),
     ]
     DEFAULT_CONFIG_NAME = "expressions"
     #: Rows carry image bytes (about 0.5 MB each on the real data): keep the writer's buffer small.
     DEFAULT_WRITER_BATCH_SIZE = 64
+    OPTION_CHECKS = dict.fromkeys(("with_images", "allow_empty_masks", "check_image_size"), bool)
 
-    def _info(self) -> datasets.DatasetInfo:
+    @staticmethod
+    def hub_patterns(config: RefCocoMConfig) -> list[str]:
+        """The release files every config needs: the Parquet shards of the one split."""
+        return [release.SHARD_PATTERN]
+
+    def _features(self) -> datasets.Features:
         c = self.config
-        for name in ("with_images", "allow_empty_masks", "check_image_size"):
-            if not isinstance(getattr(c, name), bool):
-                raise OptionError(f"option {name!r}: expected True or False, got {getattr(c, name)!r}")
-        features = feats.images_features() if c.name == "images" else feats.expression_features(c.with_images)
-        return datasets.DatasetInfo(
-            description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=features
-        )
+        return feats.images_features() if c.name == "images" else feats.expression_features(c.with_images)
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         root = self._release_root()

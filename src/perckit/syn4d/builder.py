@@ -9,8 +9,7 @@ from typing import Any, Iterator
 
 import datasets
 
-from ..hf.builder import PerckitConfig
-from ..hf.builder import PerckitTableBuilder
+from ..hf.builder import PerckitConfig, PerckitTableBuilder, batched
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
 from . import benchmark
 from . import features as feats
@@ -18,14 +17,6 @@ from .layout import PathResolver, ReleasePaths, SequenceRecord, depth_frame_path
 from .read import checksum_verifier, exr_size, load_records, read_tracking_npy
 from .rows import arrow_table, read_sequence_gt
 
-_DESCRIPTION = (
-    "Syn4D: 4D reconstruction on synthetic Unreal-rendered dynamic scenes, 512 sequences (4 variants x 8 scenes x "
-    "8 base sequences x 2 cameras), scored on 32 source frames (0, 6, ..., 186): 3D point tracking of 512 frame-0 "
-    "queries in frame-0 OpenCV camera coordinates, video depth, and camera pose."
-)
-_CITATION = "Cite the Syn4D benchmark (https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark) and its evaluator (jzr99/Syn4D_benchmark)."
-_HOMEPAGE = "https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark"
-_LICENSE = "See the Syn4D dataset card."
 DEFAULT_NUM_QUERIES = 512
 DEFAULT_DEPTH_HW = (720, 1280)
 
@@ -58,20 +49,6 @@ def _stat_key(path: Path) -> tuple | None:
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
 
 
-def hub_patterns(config: Syn4DConfig) -> list[str]:
-    """The release files a config needs, narrowed by the variant / scene filters."""
-    variants = list(config.variants or ["*"])
-    scenes = list(config.scenes or ["*"])
-    pats = ["benchmark/sequences.jsonl", "benchmark/SHA256SUMS"]
-    for v in variants:
-        for s in scenes:
-            pats.append(f"benchmark/data/tracking_gt/{v}/{s}/*.npy")
-            if config.name == "challenge":
-                for base in ("challenge_eval", "benchmark/challenge_eval"):
-                    pats += [f"{base}/{v}/{s}/mp4/*", f"{base}/{v}/{s}/exr_layers/depth/*", f"{base}/{v}/{s}/ground_truth/meta_exr_csv/*"]
-    return pats
-
-
 class Syn4DBuilder(PerckitTableBuilder):
     """Syn4D: configs ``tracking`` (default) and ``challenge``; one ``test`` split keyed by ``sequence_id``.
 
@@ -79,13 +56,18 @@ class Syn4DBuilder(PerckitTableBuilder):
     their numpy arrays (:func:`perckit.syn4d.rows.arrow_table`, equal to the per-example encoding).
     """
 
-    hub_patterns = staticmethod(hub_patterns)
-
-    VERSION = datasets.Version("1.0.0")
+    DESCRIPTION = (
+        "Syn4D: 4D reconstruction on synthetic Unreal-rendered dynamic scenes, 512 sequences (4 variants x 8 scenes "
+        "x 8 base sequences x 2 cameras), scored on 32 source frames (0, 6, ..., 186): 3D point tracking of 512 "
+        "frame-0 queries in frame-0 OpenCV camera coordinates, video depth, and camera pose."
+    )
+    HOMEPAGE = "https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark"
+    CITATION = f"Cite the Syn4D benchmark ({HOMEPAGE}) and its evaluator (jzr99/Syn4D_benchmark)."
+    LICENSE = "See the Syn4D dataset card."
     BUILDER_CONFIG_CLASS = Syn4DConfig
     BUILDER_CONFIGS = [
-        Syn4DConfig(name="tracking", version=VERSION, description="tracking ground truth of every sequence (from the NPYs)"),
-        Syn4DConfig(name="challenge", version=VERSION, description="tracking + video + depth (m) + camera poses"),
+        Syn4DConfig(name="tracking", description="tracking ground truth of every sequence (from the NPYs)"),
+        Syn4DConfig(name="challenge", description="tracking + video + depth (m) + camera poses"),
     ]
     DEFAULT_CONFIG_NAME = "tracking"
     DEFAULT_WRITER_BATCH_SIZE = 64
@@ -94,6 +76,19 @@ class Syn4DBuilder(PerckitTableBuilder):
         super().__init__(*args, **kwargs)
         if self.config.name == "challenge" and kwargs.get("writer_batch_size") is None:
             self._writer_batch_size = 1  # a full-size challenge row is about 118 MB
+
+    @staticmethod
+    def hub_patterns(config: Syn4DConfig) -> list[str]:
+        """The release files a config needs, narrowed by the variant / scene filters."""
+        pats = ["benchmark/sequences.jsonl", "benchmark/SHA256SUMS"]
+        for v in config.variants or ["*"]:
+            for s in config.scenes or ["*"]:
+                pats.append(f"benchmark/data/tracking_gt/{v}/{s}/*.npy")
+                if config.name == "challenge":
+                    for base in ("challenge_eval", "benchmark/challenge_eval"):
+                        folders = ("mp4", "exr_layers/depth", "ground_truth/meta_exr_csv")
+                        pats += [f"{base}/{v}/{s}/{d}/*" for d in folders]
+        return pats
 
     # ------------------------------------------------------------ shapes fixed per build
 
@@ -145,11 +140,6 @@ class Syn4DBuilder(PerckitTableBuilder):
         f = feats.challenge_features(self._q, self._hw) if self.config.name == "challenge" else feats.tracking_features(self._q)
         return datasets.Features(f)
 
-    def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(
-            description=_DESCRIPTION, citation=_CITATION, homepage=_HOMEPAGE, license=_LICENSE, features=self._features()
-        )
-
     # ------------------------------------------------------------ generation
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
@@ -182,26 +172,12 @@ class Syn4DBuilder(PerckitTableBuilder):
             verifier.check_all(release_files(paths, records, tracking=True, depth=challenge, camera=challenge))
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={"records": records, "paths": paths})]
 
-    def _generate_examples(self, records: list, paths: ReleasePaths) -> Iterator[tuple[str, dict]]:
-        """The rows in order, keyed by ``sequence_id`` (what the tables are made of)."""
-        resolver = PathResolver(paths.tracking_gt)
-        for record in records:
-            yield record.sequence_id, self._row(record, paths, resolver)
-
     def _generate_tables(self, records: list, paths: ReleasePaths) -> Iterator[tuple[str, Any]]:
-        """Tables of ``writer_batch_size`` rows (one row for ``challenge``: a full-size row is about 118 MB)."""
-        size = max(1, int(self._writer_batch_size or self.DEFAULT_WRITER_BATCH_SIZE))
-        batch: list[dict] = []
-        first = ""
-        for key, row in self._generate_examples(records, paths):
-            if not batch:
-                first = key
-            batch.append(row)
-            if len(batch) >= size:
-                yield first, arrow_table(batch, self.info.features)
-                batch = []
-        if batch:
-            yield first, arrow_table(batch, self.info.features)
+        """Tables of ``writer_batch_size`` rows in order, keyed by the first ``sequence_id`` (one row for
+        ``challenge``: a full-size row is about 118 MB)."""
+        resolver = PathResolver(paths.tracking_gt)
+        for batch in batched(records, max(1, int(self._writer_batch_size or self.DEFAULT_WRITER_BATCH_SIZE))):
+            yield batch[0].sequence_id, arrow_table([self._row(r, paths, resolver) for r in batch], self.info.features)
 
     def _row(self, r: SequenceRecord, paths: ReleasePaths, resolver: PathResolver | None = None) -> dict:
         row: dict[str, Any] = {
