@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Iterable, Sequence
 import numpy as np
 from PIL import Image
 
+from .. import rle as rle_ops
 from ..io.paths import atomic_file, write_atomic
 
 
@@ -147,3 +148,8 @@ def rect_polygon(box: Sequence[int]) -> list[float]:
     """The COCO polygon of a pixel-aligned box; pycocotools rasterises it to exactly ``m[y0:y1, x0:x1]``."""
     x0, y0, x1, y1 = box
     return [float(v) for v in (x0, y0, x1, y0, x1, y1, x0, y1)]
+
+
+def uncompressed_rle(rle: dict) -> dict:
+    """A compressed COCO RLE as uncompressed RLE (``counts`` a list of run lengths, background first)."""
+    return {"size": list(rle["size"]), "counts": [int(c) for c in rle_ops.decode_counts(rle["counts"])]}
