@@ -12,6 +12,7 @@ import io
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Sequence
@@ -21,6 +22,15 @@ from PIL import Image
 
 from .. import rle as rle_ops
 from ..io.paths import atomic_file, write_atomic
+
+
+@dataclass
+class SampleRelease:
+    """What a writer's ``write_release`` wrote: the root, every file (``files``, release-relative) and, in the
+    benchmark's subclass, the content facts tests check."""
+
+    root: Path
+    files: list[str] = field(default_factory=list, kw_only=True)
 
 
 class ReleaseWriter:

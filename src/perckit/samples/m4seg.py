@@ -22,7 +22,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import rle as rle_ops
 from ..io.paths import write_atomic
-from .base import ReleaseWriter, ellipse_mask, jpeg_bytes, rect_mask, rect_polygon, uncompressed_rle
+from .base import ReleaseWriter, SampleRelease, ellipse_mask, jpeg_bytes, rect_mask, rect_polygon, uncompressed_rle
 
 #: source -> (granularity, image folder per split, file-name pattern)
 SOURCES = {
@@ -75,15 +75,11 @@ def _family(source: str) -> str:
 
 
 @dataclass
-class M4SegSampleRelease:
-    """What :func:`write_release` wrote: the root, every file (``files``, release-relative) and the content facts tests check."""
-
-    root: Path
+class M4SegSampleRelease(SampleRelease):
     train_ids: list[str]
     test_ids: list[str]
     num_groundings: dict[str, int]
     image_root: Path | None = None
-    files: list[str] = field(default_factory=list)
 
 
 
@@ -259,6 +255,17 @@ def _parquet_schema():
 ROW_GROUP_SIZE = 1000
 
 
+def _parquet_shards(wr: ReleaseWriter, split: str, rows: int, shards: int, schema: Any) -> Iterator[tuple[int, int, Any]]:
+    """The split's Parquet shards, one after the other: ``(lo, hi, writer)`` for rows ``[lo, hi)`` of each."""
+    import pyarrow.parquet as pq
+
+    shards = max(1, min(shards, rows)) if rows else 1
+    per_shard = math.ceil(rows / shards) if rows else 0
+    for s in range(shards):
+        with wr.open(f"data/{split}-{s:05d}-of-{shards:05d}.parquet") as raw, pq.ParquetWriter(raw, schema) as pw:
+            yield s * per_shard, min(rows, (s + 1) * per_shard), pw
+
+
 def _pair_plan(rng: np.random.Generator, split: str, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pair numbers, sources and example-id occurrences (-1: unique) for a split; train repeats some pair ids."""
     offset = 0 if split == "test" else 5_000_000
@@ -291,40 +298,35 @@ def _write_split(wr: ReleaseWriter, split: str, rows: int, shards: int, pool: di
                  sizes: dict[str, tuple[int, int]] | None = None) -> tuple[list[str], int, dict]:
     """A split as generated; ``sizes``: filled with ``{image path: (H, W)}`` of every image it references."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     rng = wr.rng
     nums, src, occ = _pair_plan(rng, split, rows)
     types = rng.integers(0, len(TYPES), size=rows)
     n_pool = image_pool_size(rows)
     schema = _parquet_schema()
-    shards = max(1, min(shards, rows)) if rows else 1
-    per_shard = math.ceil(rows / shards) if rows else 0
     ids: list[str] = []
     n_groundings = 0
     by_source: dict[str, int] = {}
     with wr.open(f"annotations/m4seg_{split}.json.gz") as raw, gzip.open(raw, "wt", encoding="utf-8", compresslevel=1) as nat:
         nat.write("[")
-        for s in range(shards):
-            lo, hi = s * per_shard, min(rows, (s + 1) * per_shard)
-            with wr.open(f"data/{split}-{s:05d}-of-{shards:05d}.parquet") as raw, pq.ParquetWriter(raw, schema) as pw:
-                for c0 in range(lo, hi, chunk):
-                    batch = []
-                    for i in range(c0, min(hi, c0 + chunk)):
-                        source = SOURCE_NAMES[int(src[i])]
-                        row, native = _example(rng, pool, split, source, int(nums[i]), TYPES[int(types[i])], n_pool)
-                        eid = row["pair_id"] if occ[i] < 0 else f"{row['pair_id']}#{int(occ[i])}"
-                        batch.append({"example_id": eid, **row})
-                        ids.append(eid)
-                        n_groundings += len(row["groundings"])
-                        by_source[source] = by_source.get(source, 0) + 1
-                        if sizes is not None:
-                            sizes.update({im["path"]: (im["height"], im["width"]) for im in row["images"]})
-                        if i:
-                            nat.write(",\n")
-                        nat.write(json.dumps(native, separators=(",", ":")))
-                    if batch:
-                        pw.write_table(pa.Table.from_pylist(batch, schema=schema), row_group_size=ROW_GROUP_SIZE)
+        for lo, hi, pw in _parquet_shards(wr, split, rows, shards, schema):
+            for c0 in range(lo, hi, chunk):
+                batch = []
+                for i in range(c0, min(hi, c0 + chunk)):
+                    source = SOURCE_NAMES[int(src[i])]
+                    row, native = _example(rng, pool, split, source, int(nums[i]), TYPES[int(types[i])], n_pool)
+                    eid = row["pair_id"] if occ[i] < 0 else f"{row['pair_id']}#{int(occ[i])}"
+                    batch.append({"example_id": eid, **row})
+                    ids.append(eid)
+                    n_groundings += len(row["groundings"])
+                    by_source[source] = by_source.get(source, 0) + 1
+                    if sizes is not None:
+                        sizes.update({im["path"]: (im["height"], im["width"]) for im in row["images"]})
+                    if i:
+                        nat.write(",\n")
+                    nat.write(json.dumps(native, separators=(",", ":")))
+                if batch:
+                    pw.write_table(pa.Table.from_pylist(batch, schema=schema), row_group_size=ROW_GROUP_SIZE)
         nat.write("]\n")
     return ids, n_groundings, by_source
 
@@ -344,7 +346,6 @@ def _write_tiled_split(wr: ReleaseWriter, split: str, rows: int, shards: int, po
     from concurrent.futures import ThreadPoolExecutor
 
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     rng = wr.rng
     offset = 10_000_000 if split == "train" else 20_000_000  # past every number _pair_plan uses
@@ -375,8 +376,6 @@ def _write_tiled_split(wr: ReleaseWriter, split: str, rows: int, shards: int, po
     n_groundings = int(np.asarray(n_ground, dtype=np.int64)[order].sum())
     values, counts = np.unique(src[order], return_counts=True)
     by_source = {SOURCE_NAMES[int(v)]: int(c) for v, c in zip(values, counts)}
-    shards = max(1, min(shards, rows)) if rows else 1
-    per_shard = math.ceil(rows / shards) if rows else 0
     chunk = ROW_GROUP_SIZE * 10
 
     def slices(lo: int, hi: int) -> Iterator[tuple[int, int]]:
@@ -387,15 +386,13 @@ def _write_tiled_split(wr: ReleaseWriter, split: str, rows: int, shards: int, po
             lo = end
 
     def write_parquet() -> None:
-        for s in range(shards):
-            lo, hi = s * per_shard, min(rows, (s + 1) * per_shard)
-            with wr.open(f"data/{split}-{s:05d}-of-{shards:05d}.parquet") as raw, pq.ParquetWriter(raw, schema) as pw:
-                for c0 in range(lo, hi, chunk):
-                    c1 = min(hi, c0 + chunk)
-                    parts = [tables[(a // block) % len(tables)].slice(a % block, b - a) for a, b in slices(c0, c1)]
-                    part = pa.concat_tables(parts)
-                    pid = pa.array(ids[c0:c1], type=pa.string())
-                    pw.write_table(part.set_column(0, "example_id", pid).set_column(1, "pair_id", pid), row_group_size=ROW_GROUP_SIZE)
+        for lo, hi, pw in _parquet_shards(wr, split, rows, shards, schema):
+            for c0 in range(lo, hi, chunk):
+                c1 = min(hi, c0 + chunk)
+                parts = [tables[(a // block) % len(tables)].slice(a % block, b - a) for a, b in slices(c0, c1)]
+                part = pa.concat_tables(parts)
+                pid = pa.array(ids[c0:c1], type=pa.string())
+                pw.write_table(part.set_column(0, "example_id", pid).set_column(1, "pair_id", pid), row_group_size=ROW_GROUP_SIZE)
 
     with ThreadPoolExecutor(1, thread_name_prefix="m4seg-tiled-parquet") as executor:
         parquet = executor.submit(write_parquet)
@@ -464,4 +461,5 @@ def write_release(root: str | Path, seed: int = 0, train_rows: int = 48, test_ro
         for i, (rel, (h, w)) in enumerate(sorted(test_sizes.items())):
             (img_root / rel).parent.mkdir(parents=True, exist_ok=True)
             write_atomic(img_root / rel, jpeg_bytes(np.full((h, w, 3), ((i * 37) % 256, (i * 91) % 256, 128)), 80))
-    return M4SegSampleRelease(Path(root), train_ids, test_ids, {"train": n_train, "test": n_test}, img_root, sorted(wr.files))
+    return M4SegSampleRelease(Path(root), train_ids, test_ids, {"train": n_train, "test": n_test}, img_root,
+                              files=sorted(wr.files))

@@ -12,14 +12,14 @@ optional metadata (``distractor: true``, an int anchor) and an unknown metadata 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import rle as rle_ops
-from .base import ReleaseWriter, ellipse_mask, rect_mask, rect_polygon, uncompressed_rle
+from .base import ReleaseWriter, SampleRelease, ellipse_mask, rect_mask, rect_polygon, uncompressed_rle
 
 #: [3rd] queries per scene in the real 89-query set, by scene folder ([card]: underscores only), in the card's order.
 REAL_QUERIES_PER_SCENE = {
@@ -43,16 +43,12 @@ TEXTS_ZH = ["画面左侧的杯子", "倒完之后拿起刀的那只手", "做�
 
 
 @dataclass
-class R4DSampleRelease:
-    """What :func:`write_release` wrote: the root, every file (``files``, release-relative) and the content facts tests check."""
-
-    root: Path
+class R4DSampleRelease(SampleRelease):
     query_ids: list[str]
     subset_ids: list[str]
     negative_ids: list[str]
     frame_ids: dict[str, list[int]]
     size: tuple[int, int]
-    files: list[str] = field(default_factory=list)
 
 
 

@@ -14,7 +14,7 @@ per sample, one sentence text repeated under two samples of one image, one sampl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import rle as rle_ops
 from ..io.paths import MAX_RELEASE_FILE_BYTES, atomic_file, open_regular_file
-from .base import ReleaseWriter, ellipse_mask, jpeg_bytes, rect_mask
+from .base import ReleaseWriter, SampleRelease, ellipse_mask, jpeg_bytes, rect_mask
 
 #: (category, supercategory) pairs of COCO.
 CATEGORIES = [
@@ -43,10 +43,7 @@ FIRST_SAMPLE_ID = 1_700_000
 
 
 @dataclass
-class RefCocoMSampleRelease:
-    """What :func:`write_release` wrote: the root, every file (``files``, release-relative) and the content facts tests check."""
-
-    root: Path
+class RefCocoMSampleRelease(SampleRelease):
     image_ids: list[int]
     sample_ids: list[int]
     expression_ids: list[str]
@@ -56,7 +53,6 @@ class RefCocoMSampleRelease:
     #: (sample id, sample id) of the two samples that share :data:`SHARED_SENTENCE`.
     shared_sentence_sample_ids: tuple[int, int]
     sizes_hw: dict[int, tuple[int, int]]
-    files: list[str] = field(default_factory=list)
 
 
 def arrow_schema():
