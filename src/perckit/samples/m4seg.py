@@ -255,7 +255,8 @@ def _parquet_schema():
 ROW_GROUP_SIZE = 1000
 
 
-def _parquet_shards(wr: ReleaseWriter, split: str, rows: int, shards: int, schema: Any) -> Iterator[tuple[int, int, Any]]:
+def _parquet_shards(wr: ReleaseWriter, split: str, rows: int, shards: int,
+                    schema: Any) -> Iterator[tuple[int, int, Any]]:
     """The split's Parquet shards, one after the other: ``(lo, hi, writer)`` for rows ``[lo, hi)`` of each."""
     import pyarrow.parquet as pq
 
