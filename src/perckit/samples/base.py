@@ -12,6 +12,7 @@ import io
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Sequence
@@ -19,7 +20,17 @@ from typing import Any, BinaryIO, Iterable, Sequence
 import numpy as np
 from PIL import Image
 
+from .. import rle as rle_ops
 from ..io.paths import atomic_file, write_atomic
+
+
+@dataclass
+class SampleRelease:
+    """What a writer's ``write_release`` wrote: the root, every file (``files``, release-relative) and, in the
+    benchmark's subclass, the content facts tests check."""
+
+    root: Path
+    files: list[str] = field(default_factory=list, kw_only=True)
 
 
 class ReleaseWriter:
@@ -147,3 +158,8 @@ def rect_polygon(box: Sequence[int]) -> list[float]:
     """The COCO polygon of a pixel-aligned box; pycocotools rasterises it to exactly ``m[y0:y1, x0:x1]``."""
     x0, y0, x1, y1 = box
     return [float(v) for v in (x0, y0, x1, y0, x1, y1, x0, y1)]
+
+
+def uncompressed_rle(rle: dict) -> dict:
+    """A compressed COCO RLE as uncompressed RLE (``counts`` a list of run lengths, background first)."""
+    return {"size": list(rle["size"]), "counts": [int(c) for c in rle_ops.decode_counts(rle["counts"])]}

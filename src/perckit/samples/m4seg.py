@@ -22,15 +22,15 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 
 from .. import rle as rle_ops
-from ..io.paths import MAX_RELEASE_FILE_BYTES, atomic_file, open_regular_file
-from .base import ReleaseWriter, ellipse_mask, rect_mask, rect_polygon
+from ..io.paths import write_atomic
+from .base import ReleaseWriter, SampleRelease, ellipse_mask, jpeg_bytes, rect_mask, rect_polygon, uncompressed_rle
 
 #: source -> (granularity, image folder per split, file-name pattern)
 SOURCES = {
@@ -75,41 +75,34 @@ def _family(source: str) -> str:
 
 
 @dataclass
-class M4SegSampleRelease:
-    """What :func:`write_release` wrote: the root, every file (``files``, release-relative) and the content facts tests check."""
-
-    root: Path
+class M4SegSampleRelease(SampleRelease):
     train_ids: list[str]
     test_ids: list[str]
     num_groundings: dict[str, int]
     image_root: Path | None = None
-    files: list[str] = field(default_factory=list)
 
 
 
-class _MaskPool:
+def _mask_pool(rng: np.random.Generator, per_size: int = 48) -> dict[tuple[int, int], list[dict]]:
     """Pre-encoded masks per image size (RLE, bbox, uncompressed counts, polygon of rectangles)."""
-
-    def __init__(self, rng: np.random.Generator, per_size: int = 48) -> None:
-        self.masks: dict[tuple[int, int], list[dict]] = {}
-        for h, w in SIZES:
-            items = []
-            for i in range(per_size):
-                x0, y0 = int(rng.integers(0, w - 2)), int(rng.integers(0, h - 2))
-                x1, y1 = int(rng.integers(x0 + 1, w + 1)), int(rng.integers(y0 + 1, h + 1))
-                rect = i % 3 != 2
-                m = rect_mask(h, w, [x0, y0, x1, y1]) if rect else ellipse_mask(h, w, [x0, y0, max(x1, x0 + 2), max(y1, y0 + 2)])
-                if not m.any():
-                    m = rect_mask(h, w, [x0, y0, x0 + 1, y0 + 1])
-                    rect = True
-                    x1, y1 = x0 + 1, y0 + 1
-                r = rle_ops.encode(m)
-                items.append({
-                    "rle": r, "bbox": rle_ops.to_bbox(r),
-                    "uncompressed": {"size": [h, w], "counts": [int(c) for c in rle_ops.decode_counts(r["counts"])]},
-                    "polygon": [rect_polygon([x0, y0, x1, y1])] if rect else None,
-                })
-            self.masks[(h, w)] = items
+    pool: dict[tuple[int, int], list[dict]] = {}
+    for h, w in SIZES:
+        items = pool[(h, w)] = []
+        for i in range(per_size):
+            x0, y0 = int(rng.integers(0, w - 2)), int(rng.integers(0, h - 2))
+            x1, y1 = int(rng.integers(x0 + 1, w + 1)), int(rng.integers(y0 + 1, h + 1))
+            rect = i % 3 != 2
+            m = rect_mask(h, w, [x0, y0, x1, y1]) if rect else ellipse_mask(h, w, [x0, y0, max(x1, x0 + 2), max(y1, y0 + 2)])
+            if not m.any():
+                m = rect_mask(h, w, [x0, y0, x0 + 1, y0 + 1])
+                rect = True
+                x1, y1 = x0 + 1, y0 + 1
+            r = rle_ops.encode(m)
+            items.append({
+                "rle": r, "bbox": rle_ops.to_bbox(r), "uncompressed": uncompressed_rle(r),
+                "polygon": [rect_polygon([x0, y0, x1, y1])] if rect else None,
+            })
+    return pool
 
 
 def _image(source: str, split: str, n: int) -> dict:
@@ -126,7 +119,7 @@ def image_pool_size(rows: int) -> int:
     return int(min(max(16, rows // 2), 20_000))
 
 
-def _example(rng: np.random.Generator, pool: _MaskPool, split: str, source: str, pair_num: int, qtype: str, n_pool: int) -> tuple[dict, dict]:
+def _example(rng: np.random.Generator, pool: dict, split: str, source: str, pair_num: int, qtype: str, n_pool: int) -> tuple[dict, dict]:
     """One example as (Parquet row without example_id, native example without example_id)."""
     gran = SOURCES[source][0]
     n_images = 2 if rng.random() < 0.6 else 3
@@ -161,7 +154,7 @@ def _example(rng: np.random.Generator, pool: _MaskPool, split: str, source: str,
                 code = f"{name.replace(' ', '_')}_{k}{obj_counter:02d}"
                 ann_ids = [ann] if rng.random() < 0.9 else [ann, ann + 50]  # a combined grounding
                 parent = ann
-            item = pool.masks[(h, w)][int(rng.integers(len(pool.masks[(h, w)])))]
+            item = pool[(h, w)][int(rng.integers(len(pool[(h, w)])))]
             ents.append({"code": code, "name": name, "mask": item, "ann_ids": ann_ids, "parent": parent})
             mentions.append((k, code))
         per_image[k] = ents
@@ -260,10 +253,18 @@ def _parquet_schema():
 
 #: Rows per Parquet row group (the writer's ``row_group_size``), for the generated and the tiled splits alike.
 ROW_GROUP_SIZE = 1000
-#: Train rows per Parquet shard of a tiled split (``shards`` default: ``ceil(rows / SHARD_ROWS)``, at least 2).
-SHARD_ROWS = 50_000
-#: The real train split's size (the dataset card): what ``write_release(..., train_rows=REAL_TRAIN_ROWS, tile_block=...)`` writes.
-REAL_TRAIN_ROWS = 743_463
+
+
+def _parquet_shards(wr: ReleaseWriter, split: str, rows: int, shards: int,
+                    schema: Any) -> Iterator[tuple[int, int, Any]]:
+    """The split's Parquet shards, one after the other: ``(lo, hi, writer)`` for rows ``[lo, hi)`` of each."""
+    import pyarrow.parquet as pq
+
+    shards = max(1, min(shards, rows)) if rows else 1
+    per_shard = math.ceil(rows / shards) if rows else 0
+    for s in range(shards):
+        with wr.open(f"data/{split}-{s:05d}-of-{shards:05d}.parquet") as raw, pq.ParquetWriter(raw, schema) as pw:
+            yield s * per_shard, min(rows, (s + 1) * per_shard), pw
 
 
 def _pair_plan(rng: np.random.Generator, split: str, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -294,40 +295,39 @@ def _pair_plan(rng: np.random.Generator, split: str, rows: int) -> tuple[np.ndar
     return nums, src, occ
 
 
-def _write_split(wr: ReleaseWriter, split: str, rows: int, shards: int, pool: _MaskPool, chunk: int = 2000) -> tuple[list[str], int, dict]:
+def _write_split(wr: ReleaseWriter, split: str, rows: int, shards: int, pool: dict, chunk: int = 2000,
+                 sizes: dict[str, tuple[int, int]] | None = None) -> tuple[list[str], int, dict]:
+    """A split as generated; ``sizes``: filled with ``{image path: (H, W)}`` of every image it references."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     rng = wr.rng
     nums, src, occ = _pair_plan(rng, split, rows)
     types = rng.integers(0, len(TYPES), size=rows)
     n_pool = image_pool_size(rows)
     schema = _parquet_schema()
-    shards = max(1, min(shards, rows)) if rows else 1
-    per_shard = math.ceil(rows / shards) if rows else 0
     ids: list[str] = []
     n_groundings = 0
     by_source: dict[str, int] = {}
     with wr.open(f"annotations/m4seg_{split}.json.gz") as raw, gzip.open(raw, "wt", encoding="utf-8", compresslevel=1) as nat:
         nat.write("[")
-        for s in range(shards):
-            lo, hi = s * per_shard, min(rows, (s + 1) * per_shard)
-            with wr.open(f"data/{split}-{s:05d}-of-{shards:05d}.parquet") as raw, pq.ParquetWriter(raw, schema) as pw:
-                for c0 in range(lo, hi, chunk):
-                    batch = []
-                    for i in range(c0, min(hi, c0 + chunk)):
-                        source = SOURCE_NAMES[int(src[i])]
-                        row, native = _example(rng, pool, split, source, int(nums[i]), TYPES[int(types[i])], n_pool)
-                        eid = row["pair_id"] if occ[i] < 0 else f"{row['pair_id']}#{int(occ[i])}"
-                        batch.append({"example_id": eid, **row})
-                        ids.append(eid)
-                        n_groundings += len(row["groundings"])
-                        by_source[source] = by_source.get(source, 0) + 1
-                        if i:
-                            nat.write(",\n")
-                        nat.write(json.dumps(native, separators=(",", ":")))
-                    if batch:
-                        pw.write_table(pa.Table.from_pylist(batch, schema=schema), row_group_size=ROW_GROUP_SIZE)
+        for lo, hi, pw in _parquet_shards(wr, split, rows, shards, schema):
+            for c0 in range(lo, hi, chunk):
+                batch = []
+                for i in range(c0, min(hi, c0 + chunk)):
+                    source = SOURCE_NAMES[int(src[i])]
+                    row, native = _example(rng, pool, split, source, int(nums[i]), TYPES[int(types[i])], n_pool)
+                    eid = row["pair_id"] if occ[i] < 0 else f"{row['pair_id']}#{int(occ[i])}"
+                    batch.append({"example_id": eid, **row})
+                    ids.append(eid)
+                    n_groundings += len(row["groundings"])
+                    by_source[source] = by_source.get(source, 0) + 1
+                    if sizes is not None:
+                        sizes.update({im["path"]: (im["height"], im["width"]) for im in row["images"]})
+                    if i:
+                        nat.write(",\n")
+                    nat.write(json.dumps(native, separators=(",", ":")))
+                if batch:
+                    pw.write_table(pa.Table.from_pylist(batch, schema=schema), row_group_size=ROW_GROUP_SIZE)
         nat.write("]\n")
     return ids, n_groundings, by_source
 
@@ -336,7 +336,7 @@ def _write_split(wr: ReleaseWriter, split: str, rows: int, shards: int, pool: _M
 TILE_PERMUTATIONS = 4
 
 
-def _write_tiled_split(wr: ReleaseWriter, split: str, rows: int, shards: int, pool: _MaskPool, block: int) -> tuple[list[str], int, dict]:
+def _write_tiled_split(wr: ReleaseWriter, split: str, rows: int, shards: int, pool: dict, block: int) -> tuple[list[str], int, dict]:
     """A large split written fast: ``block`` examples generated once (as :func:`_write_split` does), then row
     ``i`` is row ``i % block`` of permutation ``(i // block) % TILE_PERMUTATIONS`` of the block (so masks,
     texts and groundings are drawn from the block) with a fresh, unique pair id (``example_id`` = ``pair_id``;
@@ -344,10 +344,9 @@ def _write_tiled_split(wr: ReleaseWriter, split: str, rows: int, shards: int, po
     splicing the new pair id in front of the block example's serialised JSON (``pair_id`` is its first key);
     the two files are written by two threads (Parquet encoding and zlib release the GIL), so 743k rows take
     seconds. Shards of ``ROW_GROUP_SIZE``-row groups, as :func:`_write_split`."""
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     rng = wr.rng
     offset = 10_000_000 if split == "train" else 20_000_000  # past every number _pair_plan uses
@@ -378,8 +377,6 @@ def _write_tiled_split(wr: ReleaseWriter, split: str, rows: int, shards: int, po
     n_groundings = int(np.asarray(n_ground, dtype=np.int64)[order].sum())
     values, counts = np.unique(src[order], return_counts=True)
     by_source = {SOURCE_NAMES[int(v)]: int(c) for v, c in zip(values, counts)}
-    shards = max(1, min(shards, rows)) if rows else 1
-    per_shard = math.ceil(rows / shards) if rows else 0
     chunk = ROW_GROUP_SIZE * 10
 
     def slices(lo: int, hi: int) -> Iterator[tuple[int, int]]:
@@ -390,27 +387,16 @@ def _write_tiled_split(wr: ReleaseWriter, split: str, rows: int, shards: int, po
             lo = end
 
     def write_parquet() -> None:
-        for s in range(shards):
-            lo, hi = s * per_shard, min(rows, (s + 1) * per_shard)
-            with wr.open(f"data/{split}-{s:05d}-of-{shards:05d}.parquet") as raw, pq.ParquetWriter(raw, schema) as pw:
-                for c0 in range(lo, hi, chunk):
-                    c1 = min(hi, c0 + chunk)
-                    parts = [tables[(a // block) % len(tables)].slice(a % block, b - a) for a, b in slices(c0, c1)]
-                    part = pa.concat_tables(parts)
-                    pid = pa.array(ids[c0:c1], type=pa.string())
-                    pw.write_table(part.set_column(0, "example_id", pid).set_column(1, "pair_id", pid), row_group_size=ROW_GROUP_SIZE)
+        for lo, hi, pw in _parquet_shards(wr, split, rows, shards, schema):
+            for c0 in range(lo, hi, chunk):
+                c1 = min(hi, c0 + chunk)
+                parts = [tables[(a // block) % len(tables)].slice(a % block, b - a) for a, b in slices(c0, c1)]
+                part = pa.concat_tables(parts)
+                pid = pa.array(ids[c0:c1], type=pa.string())
+                pw.write_table(part.set_column(0, "example_id", pid).set_column(1, "pair_id", pid), row_group_size=ROW_GROUP_SIZE)
 
-    errors: list[BaseException] = []
-
-    def guarded() -> None:
-        try:
-            write_parquet()
-        except BaseException as e:  # re-raised in the calling thread below
-            errors.append(e)
-
-    worker = threading.Thread(target=guarded, name="m4seg-tiled-parquet")
-    worker.start()
-    try:
+    with ThreadPoolExecutor(1, thread_name_prefix="m4seg-tiled-parquet") as executor:
+        parquet = executor.submit(write_parquet)
         with wr.open(f"annotations/m4seg_{split}.json.gz") as raw, gzip.open(raw, "wb", compresslevel=1) as nat:
             nat.write(b"[")
             for c0 in range(0, rows, chunk):
@@ -421,10 +407,7 @@ def _write_tiled_split(wr: ReleaseWriter, split: str, rows: int, shards: int, po
                 )
                 nat.write(((",\n" if c0 else "") + text).encode("utf-8"))
             nat.write(b"]\n")
-    finally:
-        worker.join()
-    if errors:
-        raise errors[0]
+    parquet.result()  # the Parquet thread's error, if any, raised here
     return ids, n_groundings, by_source
 
 
@@ -435,16 +418,6 @@ def _manifest_lines(rows: dict[str, int]) -> Iterator[str]:
             for n in range(image_pool_size(rows[split])):
                 im = _image(source, split, n)
                 yield json.dumps({**im, "dataset_name": source, "split": split}, separators=(",", ":"))
-
-
-def _write_images(root: Path, images: dict[str, tuple[int, int]]) -> None:
-    from PIL import Image
-
-    for i, (rel, (h, w)) in enumerate(sorted(images.items())):
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_file(p) as f:
-            Image.new("RGB", (w, h), color=((i * 37) % 256, (i * 91) % 256, 128)).save(f, format="JPEG", quality=80)
 
 
 def write_release(root: str | Path, seed: int = 0, train_rows: int = 48, test_rows: int = 24, shards: int = 3,
@@ -458,14 +431,15 @@ def write_release(root: str | Path, seed: int = 0, train_rows: int = 48, test_ro
     ``train_rows`` with fresh unique pair ids (:func:`_write_tiled_split`; no repeated pair ids): the real
     743,463-row size in seconds, for benchmarks. None (the default) writes every example as generated."""
     wr = ReleaseWriter(root, seed)
-    pool = _MaskPool(wr.rng)
+    pool = _mask_pool(wr.rng)
     if tile_block is not None and not (isinstance(tile_block, int) and tile_block >= 16):
         raise ValueError(f"tile_block: expected None or an int >= 16, got {tile_block!r}")
     if tile_block is not None and train_rows > tile_block:
         train_ids, n_train, src_train = _write_tiled_split(wr, "train", train_rows, shards, pool, tile_block)
     else:
         train_ids, n_train, src_train = _write_split(wr, "train", train_rows, shards, pool)
-    test_ids, n_test, src_test = _write_split(wr, "test", test_rows, 1, pool)
+    test_sizes: dict[str, tuple[int, int]] = {}
+    test_ids, n_test, src_test = _write_split(wr, "test", test_rows, 1, pool, sizes=test_sizes)
     wr.json("dataset_summary.json", {
         "dataset": "M4Seg (synthetic sample release)",
         "splits": {
@@ -483,16 +457,10 @@ def write_release(root: str | Path, seed: int = 0, train_rows: int = 48, test_ro
     wr.text("prepare_images.py", "# Image preparation script of the release (not read by the builder).\n")
     wr.text("PREPARATION.md", "# Preparation\n\nSynthetic sample release: see the M4Seg dataset card for the real guide.\n")
     wr.text("LICENSE.md", "New annotations: CC BY 4.0. Inherited masks keep their upstream terms. Code: MIT.\n")
-    img_root = None
-    if image_root is not None:
-        img_root = Path(image_root)
-        import pyarrow.parquet as pq
-
-        sizes: dict[str, tuple[int, int]] = {}
-        for f in sorted((Path(root) / "data").glob("test-*.parquet")):
-            with open_regular_file(f, "sample release shard", MAX_RELEASE_FILE_BYTES) as fh:
-                column = pq.read_table(fh, columns=["images"]).column(0).to_pylist()
-            for images in column:
-                sizes.update({im["path"]: (im["height"], im["width"]) for im in images})
-        _write_images(img_root, sizes)
-    return M4SegSampleRelease(Path(root), train_ids, test_ids, {"train": n_train, "test": n_test}, img_root, sorted(wr.files))
+    img_root = None if image_root is None else Path(image_root)
+    if img_root is not None:  # a small JPEG for every image the test split references
+        for i, (rel, (h, w)) in enumerate(sorted(test_sizes.items())):
+            (img_root / rel).parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(img_root / rel, jpeg_bytes(np.full((h, w, 3), ((i * 37) % 256, (i * 91) % 256, 128)), 80))
+    return M4SegSampleRelease(Path(root), train_ids, test_ids, {"train": n_train, "test": n_test}, img_root,
+                              files=sorted(wr.files))

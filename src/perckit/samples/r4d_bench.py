@@ -12,14 +12,14 @@ optional metadata (``distractor: true``, an int anchor) and an unknown metadata 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import rle as rle_ops
-from .base import ReleaseWriter, ellipse_mask, rect_mask, rect_polygon
+from .base import ReleaseWriter, SampleRelease, ellipse_mask, rect_mask, rect_polygon, uncompressed_rle
 
 #: [3rd] queries per scene in the real 89-query set, by scene folder ([card]: underscores only), in the card's order.
 REAL_QUERIES_PER_SCENE = {
@@ -43,16 +43,12 @@ TEXTS_ZH = ["画面左侧的杯子", "倒完之后拿起刀的那只手", "做�
 
 
 @dataclass
-class R4DSampleRelease:
-    """What :func:`write_release` wrote: the root, every file (``files``, release-relative) and the content facts tests check."""
-
-    root: Path
+class R4DSampleRelease(SampleRelease):
     query_ids: list[str]
     subset_ids: list[str]
     negative_ids: list[str]
     frame_ids: dict[str, list[int]]
     size: tuple[int, int]
-    files: list[str] = field(default_factory=list)
 
 
 
@@ -72,10 +68,8 @@ def write_release(root: str | Path, seed: int = 0, frames_per_scene: int = 4, he
     rng = wr.rng
     qps = dict(REAL_QUERIES_PER_SCENE if queries_per_scene is None else queries_per_scene)
     all_meta: list[dict] = []
-    dense: list[dict] = []
-    dense_paths: list[dict] = []
-    subset: list[dict] = []
-    subset_paths: list[dict] = []
+    dense: tuple[list[dict], list[dict]] = ([], [])  # (entries, entries with mask paths)
+    subset: tuple[list[dict], list[dict]] = ([], [])
     track_rows: list[list[Any]] = []
     frame_ids_by_scene: dict[str, list[int]] = {}
     negatives: list[str] = []
@@ -112,10 +106,7 @@ def write_release(root: str | Path, seed: int = 0, frames_per_scene: int = 4, he
                 else:  # even tracks: ellipses given as RLE
                     m = ellipse_mask(height, width, box)
                     r = rle_ops.encode(m)
-                    if scene == "espresso":  # uncompressed RLE (list counts)
-                        seg = {"size": [height, width], "counts": _uncompressed_counts(m)}
-                    else:
-                        seg = r
+                    seg = uncompressed_rle(r) if scene == "espresso" else r  # espresso: list-counts RLE
                 img[m] = (40 * t) % 255
                 seg_of[(t, k)] = seg
                 mask_of[(t, k)] = m
@@ -182,7 +173,7 @@ def write_release(root: str | Path, seed: int = 0, frames_per_scene: int = 4, he
                 meta["difficulty"] = "hard"
             scene_meta.append(meta)
             all_meta.append(meta)
-            gt_frames, gt_frames_paths = [], []
+            gt_frames = []
             if negative:
                 existence = fids[:2]
                 frame_keys = [] if q == 7 else list(range(2))  # q7: sentinel frames with no frame entries
@@ -196,8 +187,13 @@ def write_release(root: str | Path, seed: int = 0, frames_per_scene: int = 4, he
                 for k in frame_keys:
                     masks = [{"segmentation": seg_of[(t, k)], "entity_id": f"{prefix}_e{t:03d}", "track_id": t} for t in targets if k in visible[t]]
                     gt_frames.append({"frame_id": fids[k], "masks": masks})
-            for masks_dir, in_subset in (("query_masks", True), ("query_masks_36", q <= 3)):
-                if not in_subset:
+            entry = {
+                "query_id": qid, "question": meta["text_zh"], "scene": prefix,
+                "ground_truth": {"target_tracks": targets, "existence_frames": existence, "frames": gt_frames},
+            }
+            # the dense set (all queries) under query_masks/, the subset (q1-q3) under query_masks_36/
+            for masks_dir, (plain, with_paths) in (("query_masks", dense), ("query_masks_36", subset)):
+                if masks_dir == "query_masks_36" and q > 3:
                     continue
                 frames_paths = []
                 for fr in gt_frames:
@@ -215,43 +211,21 @@ def write_release(root: str | Path, seed: int = 0, frames_per_scene: int = 4, he
                     if write_query_masks:
                         wr.png(f"{base}/combined_mask.png", union)
                     frames_paths.append({**fr, "masks": masks_p, "combined_mask_image": f"{base}/combined_mask.png"})
-                if masks_dir == "query_masks":
-                    gt_frames_paths = frames_paths
-                else:
-                    subset_frames_paths = frames_paths
-            entry = {
-                "query_id": qid, "question": meta["text_zh"], "scene": prefix,
-                "ground_truth": {"target_tracks": targets, "existence_frames": existence, "frames": gt_frames},
-            }
-            dense.append(entry)
-            dense_paths.append({**entry, "ground_truth": {**entry["ground_truth"], "frames": gt_frames_paths}})
-            if q <= 3:
-                subset.append(entry)
-                subset_paths.append({**entry, "ground_truth": {**entry["ground_truth"], "frames": subset_frames_paths}})
+                plain.append(entry)
+                with_paths.append({**entry, "ground_truth": {**entry["ground_truth"], "frames": frames_paths}})
         wr.json(f"{folder}/{prefix}_queries.json", scene_meta)
     wr.json("evaluation/R4D-Bench_queries.json", all_meta)
     wr.json("evaluation/R4D-Bench_predictions.json", {m["query_id"]: m["target_track_ids"] for m in all_meta})
-    wr.json("scripts/new_predictions_ground_truth_all_queries.json", dense)
-    wr.json("scripts/new_predictions_ground_truth_all_queries_with_paths.json", dense_paths)
-    wr.json("scripts/new_predictions_ground_truth_final.json", subset)
-    wr.json("scripts/new_predictions_ground_truth_final_with_paths.json", subset_paths)
+    for name, (plain, with_paths) in (("all_queries", dense), ("final", subset)):
+        wr.json(f"scripts/new_predictions_ground_truth_{name}.json", plain)
+        wr.json(f"scripts/new_predictions_ground_truth_{name}_with_paths.json", with_paths)
     wr.csv("data/track_metadata.csv", ["scene", "track_id", "category"], track_rows)
     for rel in ("evaluation/evaluate_mask_temporal.py", "evaluation/evaluate_r4dgs.py", "scripts/predictions_ground_truth.py"):
         wr.text(rel, "# Placeholder: the official script is not part of this synthetic release.\n")
     wr.text("README.md", "# R4D-Bench (synthetic sample release)\n\nWritten by perckit.samples.r4d_bench; mirrors the release layout.\n")
     wr.text("DATASET_LAYOUT.md", "evaluation/, scripts/, data/scenes/<scene>/ (see the R4D-Bench card).\n")
     return R4DSampleRelease(
-        root=Path(root), query_ids=[e["query_id"] for e in dense], subset_ids=[e["query_id"] for e in subset],
+        root=Path(root), query_ids=[e["query_id"] for e in dense[0]], subset_ids=[e["query_id"] for e in subset[0]],
         negative_ids=negatives, frame_ids=frame_ids_by_scene, size=(height, width), files=sorted(wr.files),
     )
 
-
-def _uncompressed_counts(mask: np.ndarray) -> list[int]:
-    """Column-major run lengths starting with a background run (COCO uncompressed RLE)."""
-    flat = np.asarray(mask, dtype=np.uint8).T.ravel()
-    edges = np.flatnonzero(np.diff(flat)) + 1
-    bounds = np.concatenate(([0], edges, [flat.size]))
-    runs = np.diff(bounds).tolist()
-    if flat[0]:
-        runs = [0] + runs
-    return [int(r) for r in runs]

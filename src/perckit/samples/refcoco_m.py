@@ -14,7 +14,7 @@ per sample, one sentence text repeated under two samples of one image, one sampl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import rle as rle_ops
 from ..io.paths import MAX_RELEASE_FILE_BYTES, atomic_file, open_regular_file
-from .base import ReleaseWriter, ellipse_mask, jpeg_bytes, rect_mask
+from .base import ReleaseWriter, SampleRelease, ellipse_mask, jpeg_bytes, rect_mask
 
 #: (category, supercategory) pairs of COCO.
 CATEGORIES = [
@@ -43,10 +43,7 @@ FIRST_SAMPLE_ID = 1_700_000
 
 
 @dataclass
-class RefCocoMSampleRelease:
-    """What :func:`write_release` wrote: the root, every file (``files``, release-relative) and the content facts tests check."""
-
-    root: Path
+class RefCocoMSampleRelease(SampleRelease):
     image_ids: list[int]
     sample_ids: list[int]
     expression_ids: list[str]
@@ -56,11 +53,6 @@ class RefCocoMSampleRelease:
     #: (sample id, sample id) of the two samples that share :data:`SHARED_SENTENCE`.
     shared_sentence_sample_ids: tuple[int, int]
     sizes_hw: dict[int, tuple[int, int]]
-    files: list[str] = field(default_factory=list)
-
-
-#: The former name.
-RefCocoMFixture = RefCocoMSampleRelease
 
 
 def arrow_schema():
@@ -128,58 +120,6 @@ def _mask(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
     return m
 
 
-def make_rows(
-    seed: int = 0,
-    num_images: int = 12,
-    min_size: tuple[int, int] = (24, 32),
-    max_size: tuple[int, int] = (48, 64),
-    max_samples: int = 3,
-    max_sentences: int = 4,
-) -> list[dict]:
-    """The release rows (image bytes included), deterministic for a seed."""
-    rng = np.random.default_rng(seed)
-    rows: list[dict] = []
-    sample_id = FIRST_SAMPLE_ID
-    for i in range(num_images):
-        image_id = FIRST_IMAGE_ID + 37 * i + int(rng.integers(0, 30))
-        h = int(rng.integers(min_size[0], max_size[0] + 1))
-        w = int(rng.integers(min_size[1], max_size[1] + 1))
-        file_name = f"COCO_train2014_{image_id:012d}.jpg"
-        img = rng.integers(0, 255, size=(h, w, 3), dtype=np.uint8)
-        n_samples = 2 if i == 0 else int(rng.integers(1, max_samples + 1))
-        samples, used = [], set()
-        for j in range(n_samples):
-            category, supercategory = CATEGORIES[int(rng.integers(len(CATEGORIES)))]
-            m = _mask(rng, h, w)
-            img[m] = (img[m] // 4 + 60 * (j + 1)) % 255
-            mask = rle_ops.encode(m)
-            n_sent = int(rng.integers(1, max_sentences + 1))
-            sentences = [_sentence(rng, category, used) for _ in range(n_sent)]
-            used.update(sentences)
-            if i == 0:
-                sentences.insert(1 if j == 0 else 0, SHARED_SENTENCE)
-            if i == 2 and j == n_samples - 1:
-                sentences = []
-            samples.append({
-                "id": sample_id + int(rng.integers(1, 50)),
-                "image_id": image_id,
-                "category": category,
-                "supercategory": supercategory,
-                "label": category,
-                "sentences": sentences,
-                "bbox": rle_ops.to_bbox(mask),
-                "mask": {"counts": mask["counts"], "size": mask["size"]},
-            })
-            sample_id = samples[-1]["id"]
-        rows.append({
-            "image": {"bytes": jpeg_bytes(img), "path": f"images/{file_name}"},
-            "image_id": image_id,
-            "file_name": file_name,
-            "samples": samples,
-        })
-    return rows
-
-
 def card_yaml(num_examples: int, num_bytes: int) -> str:
     """The YAML header of the release card (``dataset_info`` features and the ``default`` config)."""
     return f"""---
@@ -234,16 +174,9 @@ size_categories:
 """
 
 
-def write_release(
-    root: str | Path,
-    seed: int = 0,
-    num_images: int = 12,
-    shards: int = 2,
-    min_size: tuple[int, int] = (24, 32),
-    max_size: tuple[int, int] = (48, 64),
-    max_samples: int = 3,
-    max_sentences: int = 4,
-) -> RefCocoMSampleRelease:
+def write_release(root: str | Path, seed: int = 0, num_images: int = 12, shards: int = 2,
+                  min_size: tuple[int, int] = (24, 32), max_size: tuple[int, int] = (48, 64), max_samples: int = 3,
+                  max_sentences: int = 4) -> RefCocoMSampleRelease:
     """Write the release under ``root``: ``num_images`` rows split into ``shards`` contiguous Parquet shards.
 
     Image sizes ([H, W]) are drawn between ``min_size`` and ``max_size``; each image has 1 to
@@ -255,13 +188,50 @@ def write_release(
     if not 1 <= shards <= num_images:
         raise ValueError(f"shards: expected 1 <= shards <= num_images ({num_images}), got {shards}")
     wr = ReleaseWriter(root, seed)
-    rows = make_rows(seed, num_images, min_size, max_size, max_samples, max_sentences)
-    names = []
+    rng = wr.rng
+    rows: list[dict] = []
+    sample_id = FIRST_SAMPLE_ID
+    for i in range(num_images):
+        image_id = FIRST_IMAGE_ID + 37 * i + int(rng.integers(0, 30))
+        h = int(rng.integers(min_size[0], max_size[0] + 1))
+        w = int(rng.integers(min_size[1], max_size[1] + 1))
+        file_name = f"COCO_train2014_{image_id:012d}.jpg"
+        img = rng.integers(0, 255, size=(h, w, 3), dtype=np.uint8)
+        n_samples = 2 if i == 0 else int(rng.integers(1, max_samples + 1))
+        samples, used = [], set()
+        for j in range(n_samples):
+            category, supercategory = CATEGORIES[int(rng.integers(len(CATEGORIES)))]
+            m = _mask(rng, h, w)
+            img[m] = (img[m] // 4 + 60 * (j + 1)) % 255
+            mask = rle_ops.encode(m)
+            n_sent = int(rng.integers(1, max_sentences + 1))
+            sentences = [_sentence(rng, category, used) for _ in range(n_sent)]
+            used.update(sentences)
+            if i == 0:
+                sentences.insert(1 if j == 0 else 0, SHARED_SENTENCE)
+            if i == 2 and j == n_samples - 1:
+                sentences = []
+            samples.append({
+                "id": sample_id + int(rng.integers(1, 50)),
+                "image_id": image_id,
+                "category": category,
+                "supercategory": supercategory,
+                "label": category,
+                "sentences": sentences,
+                "bbox": rle_ops.to_bbox(mask),
+                "mask": {"counts": mask["counts"], "size": mask["size"]},
+            })
+            sample_id = samples[-1]["id"]
+        rows.append({
+            "image": {"bytes": jpeg_bytes(img), "path": f"images/{file_name}"},
+            "image_id": image_id,
+            "file_name": file_name,
+            "samples": samples,
+        })
+    names = [shard_name(k, shards) for k in range(shards)]
     bounds = np.linspace(0, num_images, shards + 1).round().astype(int)
-    for k in range(shards):
-        name = shard_name(k, shards)
+    for k, name in enumerate(names):
         write_shard(wr.path(name), rows[bounds[k] : bounds[k + 1]])
-        names.append(name)
     num_bytes = sum((wr.root / n).stat().st_size for n in names)
     wr.text("README.md", card_yaml(num_images, num_bytes) + (
         "\n# RefCOCO-M (synthetic sample release)\n\nA small synthetic stand-in for moondream/refcoco-m written by "

@@ -13,14 +13,14 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from ..io.paths import read_regular_file, write_atomic
-from .base import ReleaseWriter, encode_mp4
+from .base import ReleaseWriter, SampleRelease, encode_mp4
 
 #: [card + code] the ``schema`` value of every tracking NPY.
 SCHEMA = "syn4d-tracking-gt-v1"
@@ -34,14 +34,10 @@ NOMINAL_HW = (720, 1280)
 
 
 @dataclass
-class Syn4DSampleRelease:
-    """What :func:`write_release` wrote: the root, every file (``files``, release-relative) and the content facts tests check."""
-
-    root: Path
+class Syn4DSampleRelease(SampleRelease):
     sequence_ids: list[str]
     num_queries: int
     depth_hw: tuple[int, int]
-    files: list[str] = field(default_factory=list)
 
 
 
@@ -202,5 +198,5 @@ def write_release(root: str | Path, seed: int = 0, variants: Sequence[str] = VAR
         name = rel[len(bench) + 1:] if rel.startswith(bench + "/") else rel
         lines.append(f"{digest}  {name}")
     wr.text(f"{bench}/SHA256SUMS", "\n".join(lines) + "\n")
-    return Syn4DSampleRelease(Path(root), ids, q, (h, w), sorted(wr.files))
+    return Syn4DSampleRelease(Path(root), ids, q, (h, w), files=sorted(wr.files))
 
