@@ -172,6 +172,19 @@ def local_weights(weights: Any, what: str, default: str | None = None, pass_as: 
     raise ModelUnavailable(f"no weights for {what}: pass models={{{what!r}: <path>}}{pass_as}")
 
 
+def weights_in(path: str, what: str, names: Sequence[str], missing: str, error: type[Exception] = ModelUnavailable,
+               link_error: type[Exception] = OptionError) -> str:
+    """``path`` itself when it is not a folder; for a folder, the first of ``names`` it holds (resolved inside it:
+    :func:`perckit.io.model_files.folder_file`, a link out of it refused with ``link_error``), else ``error(missing)``."""
+    if not os.path.isdir(path):
+        return path
+    for name in names:
+        found = folder_file(path, name, f"models[{what!r}]: the folder {str(path)!r}", link_error)
+        if found is not None:
+            return str(found)
+    raise error(missing)
+
+
 def cached_repo(repo_id: str, what: str, filename: str | None = None) -> str:
     """The local snapshot folder (or ``filename`` in it) of ``repo_id`` in the user's Hugging Face cache,
     never downloading; :class:`ModelUnavailable` when it is not cached."""
