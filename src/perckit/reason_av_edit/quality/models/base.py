@@ -31,7 +31,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from ....errors import InputNotFoundError, OptionError
+from ....errors import InputNotFoundError, OptionError, check_option_type
 from ....io.model_files import folder_file, load_torch_checkpoint
 from ....core.stats import fmean
 
@@ -146,6 +146,14 @@ class ModelEntry:
         module, _, attr = self.factory.partition(":")
         fn: Callable[[Any, ModelOptions], ModelMetric] = getattr(importlib.import_module(module, __name__.rsplit('.', 1)[0]), attr)
         return fn(weights, options)
+
+
+def positive_int(name: str, value: Any) -> int:
+    """``value`` as a positive integer, else :class:`OptionError` naming ``name``."""
+    check_option_type(name, value, "int")
+    if value < 1:
+        raise OptionError(f"option {name!r}: expected a positive integer, got {value!r}")
+    return int(value)
 
 
 def require(module: str, install: str) -> Any:

@@ -55,11 +55,11 @@ from typing import Any
 
 import numpy as np
 
-from ....errors import OptionError, check_choice, check_option_type
+from ....errors import OptionError, check_choice
 from ....io.model_files import is_torchscript, open_weights, zip_records
 from ..formulas import pooled_fd
 from . import i3d_net
-from .base import ModelOptions, QualitySample, load_strict, local_weights, read_checkpoint, require, weights_in
+from .base import ModelOptions, QualitySample, load_strict, local_weights, positive_int, read_checkpoint, require, weights_in
 
 #: how StyleGAN-V calls its detector, and so the FVD detector: rescale uint8 to [-1, 1], resize to 224, the features
 DETECTOR_KWARGS: dict[str, bool] = {"rescale": True, "resize": True, "return_features": True}
@@ -116,13 +116,9 @@ class FVDMetric:
     keys: tuple[str, ...] = ("fvd",)
 
     def __init__(self, detector: Any, num_frames: int = NUM_FRAMES, sampling: str = "first", device: str = "cpu", batch_size: int = 16) -> None:
-        check_option_type("fvd num_frames", num_frames, "int")
-        if num_frames < 1:
-            raise OptionError(f"option 'fvd num_frames': expected a positive integer, got {num_frames!r}")
+        positive_int("fvd num_frames", num_frames)
         check_choice("fvd sampling", sampling, SAMPLINGS)
-        check_option_type("batch_size", batch_size, "int")
-        if batch_size < 1:
-            raise OptionError(f"option 'batch_size': expected a positive integer, got {batch_size!r}")
+        positive_int("batch_size", batch_size)
         self.detector = detector.eval() if hasattr(detector, "eval") else detector
         self.num_frames = num_frames
         self.sampling = sampling

@@ -37,7 +37,7 @@ import numpy as np
 
 from ....errors import OptionError, check_option_type
 from ..formulas import pooled_fd
-from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, require, load_strict, read_checkpoint, weights_in
+from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, positive_int, require, load_strict, read_checkpoint, weights_in
 
 #: the sample rate VGGish expects
 SAMPLE_RATE = 16000
@@ -83,9 +83,7 @@ class FADMetric:
             raise OptionError(
                 f"models['fad']: expected a torchvggish VGGish module (with .features and .embeddings), got {type(model).__name__}"
             )
-        check_option_type("batch_size", batch_size, "int")
-        if batch_size < 1:
-            raise OptionError(f"option 'batch_size': expected a positive integer, got {batch_size!r}")
+        positive_int("batch_size", batch_size)
         check_option_type("fad activation", activation, "bool")
         self.model = model.eval().to(device)
         self.device = device
