@@ -702,25 +702,20 @@ def check_rows_type(rows: Any, side: str) -> str | None:
     return None
 
 
-def check_side(check: Any, rows: Any, side: str) -> str | None:
-    """The first refusal in ``rows`` (one side of a batch) as a message naming ``side[i]`` and the field."""
-    bad = check_rows_type(rows, side)
-    if bad:
-        return bad
-    if type(rows) in (list, tuple) and check.fast(rows):  # the common case: one pass per field, C-speed
-        return None
+def check_side(check: Any, rows: Any, side: str, one: bool = False) -> str | None:
+    """The first refusal in ``rows`` (one side of a batch) as a message naming ``side[i]`` and the field;
+    ``one``: ``rows`` is one row (``evaluate``'s ``add``), named ``side`` (``prediction``)."""
+    if one:
+        rows = [rows]
+    else:
+        bad = check_rows_type(rows, side)
+        if bad:
+            return bad
+        if type(rows) in (list, tuple) and check.fast(rows):  # the common case: one pass per field, C-speed
+            return None
     for i, row in enumerate(rows):
         try:
             check(row)
         except Refused as r:
-            return r.message(f"{side}[{i}]")
-    return None
-
-
-def check_one(check: Any, row: Any, label: str) -> str | None:
-    """:func:`check_side` for one row (``evaluate``'s ``add``), named ``label`` (``prediction``)."""
-    try:
-        check(row)
-    except Refused as r:
-        return r.message(label)
+            return r.message(side if one else f"{side}[{i}]")
     return None

@@ -94,9 +94,7 @@ def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], featur
     holds one example (``add``), each side named by its singular (``prediction``).
     """
     sides = [k for k in features if k in batch]
-    if one:
-        batch = {k: [batch[k]] for k in sides}
-    else:
+    if not one:
         for side in sides:
             bad = feature_check.check_rows_type(batch[side], side)
             if bad:
@@ -108,16 +106,12 @@ def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], featur
                 + " and ".join(f"{n} {k}" for k, n in lengths.items())
             )
     checkers = _checkers(metric, features)
-    detail = None
-    for side in sides:
-        if one:
-            detail = feature_check.check_one(checkers[side], batch[side][0], _singular(side))
-        else:
-            detail = feature_check.check_side(checkers[side], batch[side], side)
-        if detail:
-            break
+    checked = (feature_check.check_side(checkers[k], batch[k], _singular(k) if one else k, one) for k in sides)
+    detail = next(filter(None, checked), None)
     if detail is None:
         return None
+    if one:
+        batch = {k: [batch[k]] for k in sides}
     try:
         encoder = _encoder_diagnosis(metric, batch, features, one)
     except Exception:  # the diagnosis must never hide the first one

@@ -155,7 +155,6 @@ import numpy as np
 
 from ...errors import OptionError, PredictionError
 from ...core.stats import fmean
-from .models.base import mean_of
 
 
 # ================================================================ Fréchet distance (FVD, FAD)
@@ -580,12 +579,6 @@ def sync_record(video_feats: Any, audio_feats: Any, vshift: int = VSHIFT) -> dic
     return {"sync_c": conf, "sync_d": dist, "offset": offset, "windows": int(v.shape[0])}
 
 
-def reduce_sync(records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-    """``sync_c`` / ``sync_d``: the mean over the clips that have a value (``None`` when none has), as
-    Wav2Lip's averages over the videos."""
-    return {"sync_c": mean_of(records, "sync_c"), "sync_d": mean_of(records, "sync_d")}
-
-
 # ================================================================ DeSync (Synchformer)
 
 #: crop size of Synchformer's input (its video rate, audio rate and samples per video frame are SyncNet's:
@@ -673,12 +666,6 @@ def desync_seconds(per_sample: Sequence[Any]) -> float | None:
     """DeSync over samples: the mean of :func:`sample_desync` of each sample's window offsets; ``None``
     for no samples. Every sample having two windows, this is av-benchmark's mean over all windows."""
     return fmean(sample_desync(o) for o in per_sample)
-
-
-def reduce_desync(records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-    """``{"desync": mean}`` over the records of :class:`~.models.synchformer.DeSyncMetric` whose
-    ``"desync"`` is not ``None`` (a skipped short clip or a clip without audio has ``None``)."""
-    return {"desync": mean_of(records, "desync")}
 
 
 def fit_short_clip(frames: np.ndarray, audio: np.ndarray, short_clip: str = "pad") -> tuple[np.ndarray, np.ndarray, bool] | None:
@@ -889,8 +876,3 @@ def lpaps_distance(feats0: Sequence[Any], feats1: Sequence[Any], lin_weights: Se
                              f"{list(a.shape)}, {list(b.shape)} and {wv.size} weights")
         parts.append(float(np.tensordot(wv, (a - b) ** 2, axes=1).mean()))
     return math.fsum(parts)
-
-
-def reduce_lpaps(records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-    """``lpaps``: the mean over the samples that have a value (``None`` when none has)."""
-    return {"lpaps": mean_of(records, "lpaps")}

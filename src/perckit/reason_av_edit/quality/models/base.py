@@ -31,7 +31,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from ....errors import InputNotFoundError, OptionError
+from ....errors import InputNotFoundError, OptionError, check_option_type
 from ....io.model_files import folder_file, load_torch_checkpoint
 from ....core.stats import fmean
 
@@ -148,6 +148,14 @@ class ModelEntry:
         return fn(weights, options)
 
 
+def positive_int(name: str, value: Any) -> int:
+    """``value`` as a positive integer, else :class:`OptionError` naming ``name``."""
+    check_option_type(name, value, "int")
+    if value < 1:
+        raise OptionError(f"option {name!r}: expected a positive integer, got {value!r}")
+    return int(value)
+
+
 def require(module: str, install: str) -> Any:
     """Import ``module`` or raise :class:`ModelUnavailable` saying what to install."""
     try:
@@ -170,6 +178,20 @@ def local_weights(weights: Any, what: str, default: str | None = None, pass_as: 
     if default is not None and Path(default).expanduser().exists():
         return str(Path(default).expanduser())
     raise ModelUnavailable(f"no weights for {what}: pass models={{{what!r}: <path>}}{pass_as}")
+
+
+def weights_in(path: str, what: str, names: Sequence[str], missing: str, error: type[Exception] = ModelUnavailable,
+               link_error: type[Exception] = OptionError) -> str:
+    """``path`` itself when it is not a folder; for a folder, the first of ``names`` it holds (resolved inside it:
+    :func:`perckit.io.model_files.folder_file`, a link out of it refused with ``link_error``), else
+    ``error(missing)``."""
+    if not os.path.isdir(path):
+        return path
+    for name in names:
+        found = folder_file(path, name, f"models[{what!r}]: the folder {str(path)!r}", link_error)
+        if found is not None:
+            return str(found)
+    raise error(missing)
 
 
 def cached_repo(repo_id: str, what: str, filename: str | None = None) -> str:

@@ -30,9 +30,9 @@ import numpy as np
 from ....errors import OptionError
 from ...metric import resample
 from ..formulas import cosine
-from .base import ModelOptions, QualitySample, require
+from .base import ModelOptions, QualitySample, positive_int, require
 from .base import MeanOfKeys
-from .clip import HF_MODEL, HF_NO_CODE, INSTALL, hf_folder, load_pretrained, pooled, positive_int, text_features, to_numpy
+from .clip import HF_MODEL, HF_NO_CODE, INSTALL, hf_folder, load_pretrained, pooled, text_features, to_numpy
 
 #: LAION's unfused CLAP on the Hub
 DEFAULT_REPO = "laion/clap-htsat-unfused"

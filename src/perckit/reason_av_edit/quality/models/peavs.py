@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ....errors import InputNotFoundError, OptionError, PredictionError
-from ....io.model_files import folder_file
 from ....io.paths import read_regular_file
-from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, MeanOfKeys
+from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, MeanOfKeys, weights_in
 
 #: where the official implementation lives and what was found there
 REPO = "amazon-science/avgen-eval-toolkit"
@@ -136,12 +135,8 @@ def build_peavs(weights: Any, options: ModelOptions) -> PEAVSMetric:
     :data:`REASON` when none is given (perckit cannot run PEAVS itself)."""
     if weights is None:
         raise ModelUnavailable(REASON)
-    path = Path(local_weights(weights, "peavs"))
-    if path.is_dir():
-        found = folder_file(path, "results.csv", f"models['peavs']: the folder {str(path)!r}", PredictionError)
-        if found is None:
-            raise ModelUnavailable(f"models['peavs']: folder has no results.csv; {REASON}")
-        path = found
+    path = weights_in(local_weights(weights, "peavs"), "peavs", ["results.csv"],
+                      f"models['peavs']: folder has no results.csv; {REASON}", link_error=PredictionError)
     return PEAVSMetric(load_peavs_csv(path), where=repr(str(path)))
 
 

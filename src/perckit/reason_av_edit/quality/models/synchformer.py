@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ....errors import OptionError, PredictionError
-from ....io.model_files import folder_file
 from ...metric import resample
 from .. import formulas as ds
-from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict, read_checkpoint, require
+from .base import (MeanOfKeys, ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict,
+                   read_checkpoint, require, weights_in)
 
 #: where the model class lives and how to get it
 MODULE = "av_bench.synchformer.synchformer"
@@ -45,7 +44,7 @@ WEIGHTS_NAME = "synchformer_state_dict.pth"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
-class DeSyncMetric:
+class DeSyncMetric(MeanOfKeys):
     """DeSync of the edited clips (see :mod:`..formulas` for the definition) with a ready Synchformer-like
     ``model`` (see the module docstring for the three calls). ``short_clip`` is ``"pad"`` (default) or
     ``"skip"`` (:func:`..formulas.fit_short_clip`)."""
@@ -80,10 +79,6 @@ class DeSyncMetric:
         logits = self._logits(frames, audio, starts)
         offsets = ds.offsets_from_logits(logits, self.grid)
         return {"desync": ds.sample_desync(offsets), "offsets": offsets, "padded": padded}
-
-    def reduce(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-        """``{"desync": mean over the records with a value}`` (:func:`..formulas.reduce_desync`)."""
-        return ds.reduce_desync(records)
 
     def _logits(self, frames: np.ndarray, audio: np.ndarray, starts: tuple[float, ...]) -> np.ndarray:
         """Logits ``(len(starts), 21)``; a window shared by both starts runs once."""
@@ -140,14 +135,9 @@ def weights_file(weights: Any) -> str:
         return cached_repo(HF_REPO, "desync", HF_FILE)
     if isinstance(weights, str) and not Path(weights).expanduser().exists() and _REPO_ID.match(weights) and not weights.startswith("."):
         return cached_repo(weights, "desync", HF_FILE)
-    path = Path(local_weights(weights, "desync"))
-    if path.is_dir():
-        for name in (WEIGHTS_NAME, HF_FILE):
-            cand = folder_file(path, name, f"models['desync']: the folder {str(path)!r}")
-            if cand is not None:
-                return str(cand)
-        raise ModelUnavailable(f"models['desync']: folder {str(path)!r} has no {WEIGHTS_NAME} (nor {HF_FILE})")
-    return str(path)
+    path = local_weights(weights, "desync")
+    return weights_in(path, "desync", (WEIGHTS_NAME, HF_FILE),
+                      f"models['desync']: folder {path!r} has no {WEIGHTS_NAME} (nor {HF_FILE})")
 
 
 def build_desync(weights: Any, options: ModelOptions) -> DeSyncMetric:

@@ -32,7 +32,7 @@ import numpy as np
 from ....errors import OptionError
 from ...metric import resample
 from .. import formulas as sync
-from .base import ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
+from .base import MeanOfKeys, ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
 
 _INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
 WEIGHTS_HELP = (" (syncnet_v2.model from joonson/syncnet_python's download_model.sh: "
@@ -164,7 +164,7 @@ def lip_frames(frames: np.ndarray, fps: float, crop: Any = "full", device: str =
     return torch.cat(out)
 
 
-class SyncNetMetric:
+class SyncNetMetric(MeanOfKeys):
     """Sync-C / Sync-D of the edited clips with a ready SyncNet (:func:`syncnet_module` layout, loaded or
     random). ``measure`` embeds the clip's windows and returns its :func:`..formulas.sync_record`; a clip
     without audio, or shorter than 6 frames at 25 fps, gets ``None`` values (not counted)."""
@@ -206,9 +206,6 @@ class SyncNetMetric:
             return {"sync_c": None, "sync_d": None, "offset": None, "windows": 0}
         vf, af = self.features(clip.frames, clip.fps, clip.audio, clip.sample_rate)
         return sync.sync_record(vf, af, self.vshift)
-
-    def reduce(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-        return sync.reduce_sync(records)
 
 
 def load_syncnet(path: str, device: str = "cpu") -> Any:

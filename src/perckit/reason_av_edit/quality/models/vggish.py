@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError, check_option_type
-from ....io.model_files import folder_file
 from ..formulas import pooled_fd
-from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, require, load_strict, read_checkpoint
+from .base import (ModelOptions, ModelUnavailable, QualitySample, local_weights, positive_int, require, load_strict,
+                   read_checkpoint, weights_in)
 
 #: the sample rate VGGish expects
 SAMPLE_RATE = 16000
@@ -84,9 +84,7 @@ class FADMetric:
             raise OptionError(
                 f"models['fad']: expected a torchvggish VGGish module (with .features and .embeddings), got {type(model).__name__}"
             )
-        check_option_type("batch_size", batch_size, "int")
-        if batch_size < 1:
-            raise OptionError(f"option 'batch_size': expected a positive integer, got {batch_size!r}")
+        positive_int("batch_size", batch_size)
         check_option_type("fad activation", activation, "bool")
         self.model = model.eval().to(device)
         self.device = device
@@ -152,11 +150,7 @@ def build_fad(weights: Any, options: ModelOptions) -> FADMetric:
     if not hasattr(tv, "VGG") or not hasattr(tv, "make_layers"):
         raise ModelUnavailable(f"this torchvggish has no VGG / make_layers (expected the PyPI torchvggish 0.2); {_INSTALL}")
     path = local_weights(weights, "fad", default=default_weights_path(), pass_as=_WHERE)
-    if os.path.isdir(path):
-        candidate = folder_file(path, WEIGHTS_FILE, f"models['fad']: the folder {path!r}")
-        if candidate is None:
-            raise ModelUnavailable(f"models['fad']: the folder {path!r} has no {WEIGHTS_FILE}{_WHERE}")
-        path = str(candidate)
+    path = weights_in(path, "fad", [WEIGHTS_FILE], f"models['fad']: the folder {path!r} has no {WEIGHTS_FILE}{_WHERE}")
     state = read_checkpoint(path, "fad", "VGGish's state dict", _WHERE)
     model = load_strict(tv.VGG(tv.make_layers(), postprocess=False), state, path, "fad", "VGGish's state dict", _WHERE)
     return FADMetric(model, device=options.device, batch_size=options.batch_size, activation=activation)
