@@ -5,11 +5,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import datasets
 import pytest
+
+from helpers.common import REPO
 
 from perckit.hf import benchmark as benchmarks
 from perckit.hf.entrypoints import builder_class, script_path
@@ -124,3 +127,19 @@ def test_perckit_list_shows_every_benchmark_config_split_and_metric(capsys):
     assert main(["list"]) == 0
     text = capsys.readouterr().out
     assert "configs: all_queries (default), subset_36, frames" in text and "metric:  refer_iou: scores expressions" in text
+
+
+def test_each_benchmark_package_exports_its_helpers_lazily():
+    """perckit.<benchmark> names its public helpers in __all__ and dir(); each resolves to a function of the
+    package; importing the package alone imports no datasets (the helpers load their module on first use)."""
+    import importlib
+
+    for name in benchmarks.NAMES:
+        package = importlib.import_module(f"perckit.{name}")
+        assert package.__all__ and set(package.__all__) <= set(dir(package)), name
+        for attr in package.__all__:
+            fn = getattr(package, attr)
+            assert callable(fn) and fn.__module__.startswith(f"perckit.{name}."), (name, attr)
+    code = "import sys, perckit.r4d_bench, perckit.syn4d, perckit.refcoco_m, perckit.m4seg, perckit.reason_av_edit; print('datasets' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert out.stdout.strip() == "False", out.stderr[-2000:]
