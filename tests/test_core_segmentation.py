@@ -190,7 +190,7 @@ def test_reduction_equals_dense_numpy(pairs, empty_iou):
 @FAST
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), min_size=1, max_size=30), st.randoms())
 def test_reduction_does_not_depend_on_order(counts, rnd):
-    scores = [seg.PairScore(min(i, u), u, seg.pair_iou(min(i, u), u)) for i, u in counts]
+    scores = [seg.PairScore(min(i, u), u, rle.pair_iou(min(i, u), u)) for i, u in counts]
     shuffled = list(scores)
     rnd.shuffle(shuffled)
     assert seg.reduce_iou(shuffled) == seg.reduce_iou(scores)
@@ -232,18 +232,18 @@ def test_fit_prediction_is_the_one_resize_rule(caplog):
 
 
 def test_rle_pair_counts_fast_path():
-    c = seg.rle_pair_counts(R("021O1"), R("033"))
+    c = rle.rle_pair_counts(R("021O1"), R("033"))
     assert c == (2, 4, 3, 3) and (c.intersection, c.union, c.pred_area, c.gt_area) == (2, 4, 3, 3)
     assert all(type(v) is int for v in c)
-    assert seg.rle_pair_counts(None, R("033")) == (0, 3, 0, 3)  # None is the empty mask
-    assert seg.rle_pair_counts(R("06"), None) == (0, 6, 6, 0)
-    assert seg.rle_pair_counts(None, None) == (0, 0, 0, 0)
-    assert seg.rle_pair_counts({"size": (2, 3), "counts": "033"}, R("033")) == (3, 3, 3, 3)  # a tuple size is the same size
+    assert rle.rle_pair_counts(None, R("033")) == (0, 3, 0, 3)  # None is the empty mask
+    assert rle.rle_pair_counts(R("06"), None) == (0, 6, 6, 0)
+    assert rle.rle_pair_counts(None, None) == (0, 0, 0, 0)
+    assert rle.rle_pair_counts({"size": (2, 3), "counts": "033"}, R("033")) == (3, 3, 3, 3)  # a tuple size is the same size
     with pytest.raises(RLEError, match="where: mask 1 has size"):
-        seg.rle_pair_counts(R("6"), R("6", (3, 2)), "where")  # never pycocotools' silent empty merge, even for empty masks
+        rle.rle_pair_counts(R("6"), R("6", (3, 2)), "where")  # never pycocotools' silent empty merge, even for empty masks
     # rle.intersection_union / rle.iou are thin aliases of it
     assert rle.intersection_union(R("021O1"), R("033")) == (2, 4)
-    assert rle.iou(R("6"), R("6"), empty_iou=0.25) == seg.pair_iou(0, 0, 0.25) == 0.25
+    assert rle.iou(R("6"), R("6"), empty_iou=0.25) == rle.pair_iou(0, 0, 0.25) == 0.25
 
 
 def test_iou_matrix_is_the_scalar_rule_cell_by_cell():
@@ -252,7 +252,7 @@ def test_iou_matrix_is_the_scalar_rule_cell_by_cell():
     for empty in (1.0, 0.0, 0.25):
         m = seg.iou_matrix(inter, union, empty)
         assert m.dtype == np.float64
-        assert m.tolist() == [[seg.pair_iou(int(i), int(u), empty) for i, u in zip(ri, ru)] for ri, ru in zip(inter, union)]
+        assert m.tolist() == [[rle.pair_iou(int(i), int(u), empty) for i, u in zip(ri, ru)] for ri, ru in zip(inter, union)]
     assert seg.iou_matrix(np.zeros((0, 3), int), np.zeros((0, 3), int)).shape == (0, 3)
 
 
@@ -283,7 +283,7 @@ def test_dense_pair_counts_agree_with_the_rle_counts():
         p = rng.random(shape) < p_on
         g = rng.random(shape) < g_on
         dense = seg.dense_pair_counts(p, g)
-        assert dense == seg.rle_pair_counts(rle.encode(p.astype(np.uint8)), rle.encode(g.astype(np.uint8)))
+        assert dense == rle.rle_pair_counts(rle.encode(p.astype(np.uint8)), rle.encode(g.astype(np.uint8)))
         assert dense.intersection == int((p & g).sum()) and dense.union == int((p | g).sum())
     with pytest.raises(ValueError, match=r"tf: the two masks differ in shape, \[2, 3\] vs \[3, 2\]"):
         seg.dense_pair_counts(np.zeros((2, 3), bool), np.zeros((3, 2), bool), "tf")

@@ -34,7 +34,8 @@ def project(row: Any, schema: Any) -> Any:
         if row is None:
             return []
         return [project(item, schema[0]) for item in row]
-    ds = sys.modules.get("datasets")  # a schema holding a datasets.Value means datasets is imported
-    if row is None and ds is not None and isinstance(schema, ds.Value) and schema.dtype == "string":
-        return ""
+    if row is None:
+        ds = sys.modules.get("datasets")  # a schema holding a datasets.Value means datasets is imported
+        if ds is not None and isinstance(schema, ds.Value) and schema.dtype == "string":
+            return ""
     return row

@@ -13,7 +13,7 @@ per-query record) and :func:`reduce_mask_temporal` / :func:`reduce_track_id` (th
 - G_t, P_t: the reference / predicted mask of frame t, the empty mask when that side has no entry. A predicted
   mask of another size raises, or is resized (``resize_predictions="nearest"``): :func:`perckit.core.segmentation.fit_prediction`.
 - IoU_t = |P_t ∩ G_t| / |P_t ∪ G_t|, exact integer counts in the RLE domain
-  (:func:`perckit.core.segmentation.rle_pair_counts`); ``empty_union_iou`` (default 1.0) when |P_t ∪ G_t| = 0.
+  (:func:`perckit.rle.rle_pair_counts`); ``empty_union_iou`` (default 1.0) when |P_t ∪ G_t| = 0.
 - p_t = [P_t ≠ ∅], g_t = [G_t ≠ ∅]; S_p = {t: p_t}, S_g = {t: g_t}, S_i = {t: p_t ∧ g_t}, S_u = {t: p_t ∨ g_t}.
 
 Per query (:func:`score_query`)::
@@ -269,8 +269,8 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
             P = seg.fit_prediction(P, G["size"], resize=options.resize_predictions, where=f"prediction {where}: frame {t}",
                                    warn=not warned, budget=budget)
             warned = True
-        inter, uni, a_p, a_g = seg.rle_pair_counts(P, G, where)  # the masks were validated once, by frame_masks
-        iou = seg.pair_iou(inter, uni, options.empty_union_iou)
+        inter, uni, a_p, a_g = rle_ops.rle_pair_counts(P, G, where)  # the masks were validated once, by frame_masks
+        iou = rle_ops.pair_iou(inter, uni, options.empty_union_iou)
         ious.append((t, iou))
         ref_mask = G if G is not None else P
         npix = ref_mask["size"][0] * ref_mask["size"][1] if ref_mask is not None else fallback_pixels

@@ -330,7 +330,7 @@ def mask_iou(a: np.ndarray, b: np.ndarray) -> float:
     """|A ∩ B| / |A ∪ B| of two boolean arrays of one shape; 1 when both are empty (the counts and the
     empty-union rule of :mod:`perckit.core.segmentation`, the one mask-pair core)."""
     counts = seg.dense_pair_counts(a, b, "audio masks")
-    return seg.pair_iou(counts.intersection, counts.union)
+    return rle_ops.pair_iou(counts.intersection, counts.union)
 
 
 @dataclass

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .. import rle as rle_ops
 from ..core import segmentation as seg
 from ..hf.contract import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, PredictionError, check_options
@@ -85,7 +86,7 @@ def _schema(opts: m.ReferIoUOptions) -> RecordSchema:
         same_id(".expression_id", eid, key)
         if inter > union:
             raise refuse(".intersection", f"at most the union ({union})", inter)
-        want = seg.pair_iou(inter, union, opts.empty_union_iou)
+        want = rle_ops.pair_iou(inter, union, opts.empty_union_iou)
         if iou != want:
             raise refuse(".iou", f"intersection / union = {want!r}" if union else f"empty_union_iou = {want!r} (an empty union)", iou)
 

@@ -51,6 +51,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ... import rle as rle_ops
 from ...core import segmentation as seg
 from ...errors import check_options
 from ...core.matching import pair_by_id
@@ -238,7 +239,7 @@ def score_sample(geom: SampleGeom, options: M4SegOptions, vecs: Mapping[str, np.
     union = sum(im.union for im in geom.images)
     s.inter, s.union = inter, union
     if n_gt:
-        s.giou = seg.pair_iou(inter, union, EMPTY_UNION_IOU)
+        s.giou = rle_ops.pair_iou(inter, union, EMPTY_UNION_IOU)
     if recall_vecs is not None and n_gt:
         tp = 0
         for im in geom.images:

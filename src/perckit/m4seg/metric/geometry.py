@@ -4,7 +4,7 @@ computing each image's P×G IoU matrix, its mask pairing and its gIoU / cIoU cou
 Every pixel count comes from the one mask-pair core :mod:`perckit.core.segmentation`: the P×G matrix is
 :func:`~perckit.core.segmentation.rle_count_matrix` (IoU by :func:`~perckit.core.segmentation.iou_matrix`), a
 prediction of another size than its image goes through :func:`~perckit.core.segmentation.fit_prediction` (option
-``resize_predictions``), and the per-image union counts through :func:`~perckit.core.segmentation.rle_pair_counts`.
+``resize_predictions``), and the per-image union counts through :func:`~perckit.rle.rle_pair_counts`.
 
 The mask pairing of an image (option ``matching``) is GLaMM's greedy pairing (:func:`greedy_pairs`) or the Hungarian
 alternative (:func:`hungarian_pairs`); both are deterministic, ties going to the first cell in row-major order."""
@@ -162,13 +162,13 @@ def union_mask_counts(pred_masks: Sequence[rle_ops.RLE], gt_masks: Sequence[rle_
 
     Every image of a sample counts, whichever side is empty: an image with predictions only adds their union to the
     union (a false mask in an image without GT is penalised), one with GT only adds the GT union, one with neither
-    adds (0, 0). The pair counts are :func:`perckit.core.segmentation.rle_pair_counts` (the union masks are
+    adds (0, 0). The pair counts are :func:`perckit.rle.rle_pair_counts` (the union masks are
     pycocotools' output, already valid), the mask-pair code every metric uses."""
     if not pred_masks and not gt_masks:
         return 0, 0
     up = rle_ops.union(list(pred_masks), size=size, where=f"{where}: predicted masks")
     ug = rle_ops.union(list(gt_masks), size=size, where=f"{where}: ground-truth masks")
-    counts = seg.rle_pair_counts(up, ug, where)
+    counts = rle_ops.rle_pair_counts(up, ug, where)
     return counts.intersection, counts.union
 
 

@@ -21,7 +21,7 @@ SS_LEVELS = ("answer", "phrase")
 I_MODES = ("image", "mask")
 RESIZE_MODES = seg.RESIZE_MODES
 #: gIoU of a sample, and cIoU of a set, whose pooled union is empty (GT masks all empty, no predicted pixel):
-#: 1.0, the rule of ``refer_iou`` (``perckit.core.segmentation.pair_iou`` / ``reduce_iou``): nothing to find, nothing found.
+#: 1.0, the rule of ``refer_iou`` (``perckit.rle.pair_iou`` / ``perckit.core.segmentation.reduce_iou``): nothing to find, nothing found.
 EMPTY_UNION_IOU = 1.0
 GROUPS = {"per_question_type": "question_type", "per_dataset_name": "dataset_name", "per_granularity": "granularity"}
 
