@@ -15,7 +15,7 @@ import pytest
 from helpers.common import REPO
 
 from perckit.hf import benchmark as benchmarks
-from perckit.hf.entrypoints import builder_class, script_path
+from perckit.hf.entrypoints import builder_class, configs, script_path
 from perckit.samples import write_release
 from perckit.errors import InputNotFoundError, OptionError
 
@@ -28,7 +28,7 @@ def test_descriptor_matches_the_builder_and_the_metric_scripts(name):
     b = benchmarks.get(name)
     cls = builder_class(name)
     assert cls.BUILDER_CONFIG_CLASS().hub_repo_id == b.hub_repo
-    assert benchmarks.configs(name)[0] == cls.DEFAULT_CONFIG_NAME and set(benchmarks.configs(name)) == {c.name for c in cls.BUILDER_CONFIGS}
+    assert configs(name)[0] == cls.DEFAULT_CONFIG_NAME and set(configs(name)) == {c.name for c in cls.BUILDER_CONFIGS}
     assert b.metrics, f"{name} has no metric"
     for m in b.metrics:
         assert script_path("metrics", m.name).is_file()
@@ -41,8 +41,8 @@ def test_the_descriptor_builder_is_the_class_the_script_subclasses(name, tmp_pat
     subclasses it; the core class keeps the builder name (cache folder, info.builder_name) datasets gave the
     script class perckit imported before, and its config holds its benchmark's descriptor."""
     b = benchmarks.get(name)
-    cls = benchmarks.builder_class(name)
-    assert builder_class(name) is cls and cls.__module__ == f"perckit.{name}.builder"
+    cls = builder_class(name)
+    assert cls.__module__ == f"perckit.{name}.builder"
     assert cls.BUILDER_CONFIG_CLASS.BENCHMARK is b and cls.benchmark() is b
     # A copy of the script: instantiating a builder whose module was loaded by path makes datasets lock the
     # script's grandparent folder (``builders.lock`` beside ``builders/``), which must not land in the checkout.
@@ -87,8 +87,8 @@ def test_sample_release_builds_and_the_hub_patterns_fetch_what_the_builder_reads
     assert fx.files and all((release / f).is_file() for f in fx.files)
     calls: list = []
     monkeypatch.setattr(hub, "snapshot_download", fake_snapshot_download(release, calls))
-    cls = benchmarks.builder_class(name)
-    for config in benchmarks.configs(name):
+    cls = builder_class(name)
+    for config in configs(name):
         local = cls(config_name=config, data_dir=str(release), cache_dir=str(tmp_path / "local"))
         local.download_and_prepare()
         before = len(calls)

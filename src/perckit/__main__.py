@@ -231,7 +231,7 @@ def cmd_gt_predictions(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from .hf.benchmark import listing
+    from .hf.entrypoints import listing
 
     rows = listing()
     if args.json:

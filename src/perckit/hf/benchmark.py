@@ -1,22 +1,78 @@
-"""The benchmarks perckit knows: their descriptors (:mod:`perckit.hf.descriptor`), imported directly, and their
-builder classes. ``perckit list``, ``perckit convert``, ``perckit evaluate``, ``perckit.load_dataset``, the
-accumulators and the sample releases read them from here; nothing else keeps a list of benchmarks or metrics.
+"""The benchmarks perckit knows: one descriptor each (:class:`perckit.hf.descriptor.Benchmark`), declared here
+with the functions it names imported directly from the benchmark's package. ``perckit list``, ``perckit
+convert``, ``perckit evaluate``, ``perckit.load_dataset``, the accumulators, the builders and the sample
+releases read them from here; nothing else keeps a list of benchmarks or metrics. The builder classes, which
+import ``datasets``, are found by name in :func:`perckit.hf.entrypoints.builder_class`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
 
 from ..errors import OptionError
-from ..m4seg.benchmark import BENCHMARK as M4SEG
-from ..r4d_bench.benchmark import BENCHMARK as R4D_BENCH
-from ..reason_av_edit.benchmark import BENCHMARK as REASON_AV_EDIT
-from ..refcoco_m.benchmark import BENCHMARK as REFCOCO_M
-from ..syn4d.benchmark import BENCHMARK as SYN4D
+from ..m4seg import accumulate as m4seg, features as m4seg_features, preview as m4seg_preview
+from ..r4d_bench import accumulate as r4d, features as r4d_features, preview as r4d_preview
+from ..reason_av_edit import accumulate as rave, features as rave_features, preview as rave_preview
+from ..reason_av_edit.quality.references import to_quality_reference
+from ..refcoco_m import accumulate as refcoco, features as refcoco_features, preview as refcoco_preview
+from ..syn4d import accumulate as syn4d, features as syn4d_features, preview as syn4d_preview
 from .descriptor import Benchmark, MetricSpec
 
+
+def _reason_av_edit_export() -> ModuleType:
+    from ..reason_av_edit import export  # imports datasets: only when an export is written or read back
+
+    return export
+
+
+_R4D_SCORES = "all_queries / subset_36"
+
 #: Every benchmark, in the order they are shown.
-BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (R4D_BENCH, SYN4D, REFCOCO_M, M4SEG, REASON_AV_EDIT)}
+BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
+    Benchmark(
+        "r4d_bench", "R4D-Bench (referring segmentation in dynamic 4D scenes)", "R4D-Bench", ("test",),
+        "LiYacheng/r4d-bench-qa", preview=r4d_preview.make_previewer,
+        metrics=(
+            MetricSpec("mask_temporal", r4d_features.to_metric_reference, r4d.mask_temporal_core, scores=_R4D_SCORES,
+                       gt_prediction=r4d_features.to_metric_prediction),
+            MetricSpec("track_id", r4d_features.to_track_reference, r4d.track_id_core, scores=_R4D_SCORES,
+                       gt_prediction=r4d_features.to_track_prediction),
+        ),
+    ),
+    Benchmark(
+        "syn4d", "Syn4D (3D point tracking, video depth and camera pose on synthetic dynamic scenes)", "Syn4D",
+        ("test",), "Syn4D/Syn4D_Benchmark", preview=syn4d_preview.make_previewer,
+        metrics=(MetricSpec(
+            "syn4d", syn4d_features.to_metric_reference, syn4d.syn4d_core, ("tracking", "depth", "pose"),
+            scores="tracking (config tracking); depth and pose (config challenge)",
+            file_format="the official per-sequence NPZ files, one <variant>/<scene>/<sequence_id>.npz each "
+                        "(python -m perckit.syn4d.evaluate)"),),
+    ),
+    Benchmark(
+        "refcoco_m", "RefCOCO-M (referring expression segmentation)", "RefCOCO-M", ("validation",),
+        "moondream/refcoco-m", preview=refcoco_preview.make_previewer,
+        metrics=(MetricSpec("refer_iou", refcoco_features.to_metric_reference, refcoco.refer_iou_core,
+                            scores="expressions", gt_prediction=refcoco_features.to_metric_prediction),),
+    ),
+    Benchmark(
+        "m4seg", "M⁴Seg (multi-image pixel-grounded reasoning segmentation)", "M4Seg", ("train", "test"),
+        "kanguyen-vn/M4Seg", preview=m4seg_preview.make_previewer,
+        metrics=(MetricSpec("m4seg", m4seg_features.to_metric_reference, m4seg.m4seg_core,
+                            scores="default (test split)", gt_prediction=m4seg_features.gt_as_prediction),),
+    ),
+    Benchmark(
+        "reason_av_edit", "ReasonAVEdit-Bench (audio-video edit reasoning)", "ReasonAVEdit-Bench", ("test",),
+        "bigfacing/ReasonAVEdit-Bench", preview=rave_preview.make_previewer, export_hook=_reason_av_edit_export,
+        metrics=(
+            MetricSpec("av_reasoning", rave_features.to_metric_reference, rave.av_reasoning_core, scores="default",
+                       file_format="a folder of <sample_id>.json, <sample_id>_anchor_mask.png, _reason_audio.wav and "
+                       "_mask.mp4 files (perckit.reason_av_edit.load_predictions_dir)"),
+            MetricSpec("av_edit_quality", to_quality_reference, scores="default",
+                       file_format="a folder of edited clips <sample_id>.mp4 with optional <sample_id>.wav "
+                       "(perckit.reason_av_edit.load_quality_predictions_dir)"),
+        ),
+    ),
+)}
 NAMES = tuple(BENCHMARKS)
 
 
@@ -25,29 +81,6 @@ def get(name: str) -> Benchmark:
     if name not in BENCHMARKS:
         raise OptionError(f"unknown benchmark {name!r}: expected one of {sorted(NAMES)}")
     return BENCHMARKS[name]
-
-
-def builder_class(name: str) -> type:
-    """The builder class of benchmark ``name`` (a :mod:`perckit.hf.builder` builder; imports ``datasets``).
-    ``builders/<name>/<name>.py`` subclasses it."""
-    get(name)
-    if name == "r4d_bench":
-        from ..r4d_bench.builder import R4DBenchBuilder as cls
-    elif name == "syn4d":
-        from ..syn4d.builder import Syn4DBuilder as cls
-    elif name == "refcoco_m":
-        from ..refcoco_m.builder import RefCocoMBuilder as cls
-    elif name == "m4seg":
-        from ..m4seg.builder import M4SegBuilder as cls
-    else:
-        from ..reason_av_edit.builder import ReasonAVEditBuilder as cls
-    return cls
-
-
-def configs(name: str) -> list[str]:
-    """The config names of benchmark ``name``'s builder, default first."""
-    cls = builder_class(name)
-    return sorted((c.name for c in cls.BUILDER_CONFIGS), key=lambda n: n != cls.DEFAULT_CONFIG_NAME)
 
 
 def metrics() -> dict[str, tuple[Benchmark, MetricSpec]]:
@@ -61,11 +94,3 @@ def metric(name: str) -> tuple[Benchmark, MetricSpec]:
         raise OptionError(f"unknown metric {name!r}: expected one of {sorted(table)}")
     return table[name]
 
-
-def listing() -> list[dict[str, Any]]:
-    """What ``perckit list`` prints: every benchmark with its configs, splits and metrics (with their configs)."""
-    return [
-        {"benchmark": b.name, "name": b.pretty_name, "configs": configs(b.name), "splits": list(b.splits), "hub_repo": b.hub_repo,
-         "metrics": [{"metric": m.name, "configs": list(m.configs or []), "scores": m.scores} for m in b.metrics]}
-        for b in BENCHMARKS.values()
-    ]

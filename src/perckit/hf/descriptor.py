@@ -1,13 +1,11 @@
-"""The benchmark descriptor: one record per benchmark, declared by its own subpackage (``perckit.<name>.benchmark``).
+"""The benchmark descriptor: one record per benchmark, all declared in :mod:`perckit.hf.benchmark`.
 
 A :class:`Benchmark` says what the core needs to know about a benchmark: its name, splits and Hub repository,
 its metrics (:class:`MetricSpec`: the metric's :class:`~perckit.hf.contract.MetricCore` factory and the function
 projecting a builder row onto its references), its previewer and its export hook. Every field holding code is
-the function itself, imported directly by the benchmark's ``benchmark`` module (inside a small function where the
-import is heavy: ``datasets`` for the features, Pillow for the previews), so a reader follows each one.
-:mod:`perckit.hf.benchmark` lists the benchmarks; the builder class names its descriptor (``BENCHMARK``), never
-the other way round, so a descriptor stays free of ``datasets``.
-"""
+the function itself, imported directly from the benchmark's package (inside the function where the import is
+heavy: ``datasets`` for the features and the export hook), so a reader follows each one. The builder class
+names its descriptor (``BENCHMARK``), never the other way round, so a descriptor stays free of ``datasets``."""
 
 from __future__ import annotations
 

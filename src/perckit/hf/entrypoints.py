@@ -1,8 +1,8 @@
 """Where the builder and metric scripts are, and the builder class of each benchmark (the datasets 5.x path).
 
 The scripts (``builders/<name>/<name>.py``, ``metrics/<name>/<name>.py``) are for ``datasets.load_dataset`` on
-datasets 3.6 and ``evaluate.load``; the core never imports them: :func:`builder_class` comes from the benchmark's
-descriptor.
+datasets 3.6 and ``evaluate.load``; the core never imports them: :func:`builder_class` imports the benchmark's
+builder class from the package.
 """
 
 from __future__ import annotations
@@ -47,15 +47,42 @@ def script_path(kind: str, name: str) -> Path:
 
 
 def builder_class(name: str) -> type:
-    """The builder class of benchmark ``name`` (e.g. ``builder_class("r4d_bench")``, :func:`perckit.hf.benchmark.builder_class`),
-    the class ``builders/<name>/<name>.py`` subclasses, imported from the package (no source checkout needed).
+    """The builder class of benchmark ``name`` (e.g. ``builder_class("r4d_bench")``; imports ``datasets``), the
+    class ``builders/<name>/<name>.py`` subclasses, imported from the package (no source checkout needed).
     An unknown name is an :class:`~perckit.errors.InputNotFoundError` listing the known ones."""
-    from . import benchmark
     from ..errors import InputNotFoundError
+    from .benchmark import NAMES
 
-    if name not in benchmark.NAMES:
-        raise InputNotFoundError(f"no builder for benchmark {name!r}: expected one of {sorted(benchmark.NAMES)}")
-    return benchmark.builder_class(name)
+    if name not in NAMES:
+        raise InputNotFoundError(f"no builder for benchmark {name!r}: expected one of {sorted(NAMES)}")
+    if name == "r4d_bench":
+        from ..r4d_bench.builder import R4DBenchBuilder as cls
+    elif name == "syn4d":
+        from ..syn4d.builder import Syn4DBuilder as cls
+    elif name == "refcoco_m":
+        from ..refcoco_m.builder import RefCocoMBuilder as cls
+    elif name == "m4seg":
+        from ..m4seg.builder import M4SegBuilder as cls
+    else:
+        from ..reason_av_edit.builder import ReasonAVEditBuilder as cls
+    return cls
+
+
+def configs(name: str) -> list[str]:
+    """The config names of benchmark ``name``'s builder, default first."""
+    cls = builder_class(name)
+    return sorted((c.name for c in cls.BUILDER_CONFIGS), key=lambda n: n != cls.DEFAULT_CONFIG_NAME)
+
+
+def listing() -> list[dict]:
+    """What ``perckit list`` prints: every benchmark with its configs, splits and metrics (with their configs)."""
+    from .benchmark import BENCHMARKS
+
+    return [
+        {"benchmark": b.name, "name": b.pretty_name, "configs": configs(b.name), "splits": list(b.splits), "hub_repo": b.hub_repo,
+         "metrics": [{"metric": m.name, "configs": list(m.configs or []), "scores": m.scores} for m in b.metrics]}
+        for b in BENCHMARKS.values()
+    ]
 
 
 def build_split(name: str, config: str, data_dir, cache_dir=None, split: str = "test", **kwargs):

@@ -18,7 +18,7 @@ import pyarrow as pa
 from ..hf.builder import PerckitConfig, PerckitTableBuilder, batched, rows_to_table
 from ..errors import OptionError, ReleaseNotFoundError, check_choice
 from ..io.paths import checked_opener
-from . import benchmark
+from ..hf.benchmark import BENCHMARKS
 from . import features as feats
 from .layout import NATIVE_FILE, PARQUET_GLOB, SOURCES, SPLITS, confine_files, native_path, parquet_paths, resolve_source
 from .read.ids import IdGuard
@@ -38,7 +38,7 @@ def _opener() -> Any:
 class M4SegConfig(PerckitConfig):
     """Options of the M4Seg builder (all defaulted; see the dataset card; ``repo_id`` / ``revision``: PerckitConfig)."""
 
-    BENCHMARK = benchmark.BENCHMARK
+    BENCHMARK = BENCHMARKS["m4seg"]
 
     #: "auto" (the Parquet data/{split}-*.parquet when it exists, else the native JSON), "native" or "parquet".
     source: str = "auto"

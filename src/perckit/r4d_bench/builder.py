@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import datasets
 
 from ..hf.builder import PerckitConfig, PerckitTableBuilder
-from . import benchmark
+from ..hf.benchmark import BENCHMARKS
 from . import features as feats
 from . import layout
 from . import read
@@ -20,7 +20,7 @@ from . import rows
 class R4DBenchConfig(PerckitConfig):
     """Options of every R4D-Bench config (all defaulted; see the dataset card; ``repo_id`` / ``revision``: PerckitConfig)."""
 
-    BENCHMARK = benchmark.BENCHMARK
+    BENCHMARK = BENCHMARKS["r4d_bench"]
 
     mask_source: str = "segmentation"
     coco_json_name: str | None = None

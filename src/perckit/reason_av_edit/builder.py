@@ -23,7 +23,7 @@ import datasets
 from ..hf.builder import PerckitConfig, PerckitTableBuilder
 from ..errors import OptionError, ReleaseNotFoundError
 from ..io.prefetch import in_background
-from . import benchmark
+from ..hf.benchmark import BENCHMARKS
 from . import features as feats
 from .layout import ANNOTATIONS_DIR, ARCHIVE_PATTERN, METADATA
 from .read.archives import archive_label, find_archives, iter_tar_file, iter_tar_members
@@ -41,7 +41,7 @@ class ReasonAVEditConfig(PerckitConfig):
     """Options of the one ReasonAVEdit-Bench config (all defaulted; see the dataset card; ``repo_id`` / ``revision``:
     PerckitConfig)."""
 
-    BENCHMARK = benchmark.BENCHMARK
+    BENCHMARK = BENCHMARKS["reason_av_edit"]
 
     #: "auto": "extracted" when the folder of the CSV's video paths (``videos/``) exists, else "archives".
     source: str = "auto"

@@ -9,7 +9,7 @@ import datasets
 
 from ..hf.builder import PerckitBuilder, PerckitConfig
 from ..io.paths import checked_opener
-from . import benchmark
+from ..hf.benchmark import BENCHMARKS
 from . import features as feats
 from . import read as release
 
@@ -19,7 +19,7 @@ from . import read as release
 class RefCocoMConfig(PerckitConfig):
     """Options of both RefCOCO-M configs (all defaulted; see the dataset card; ``repo_id`` / ``revision``: PerckitConfig)."""
 
-    BENCHMARK = benchmark.BENCHMARK
+    BENCHMARK = BENCHMARKS["refcoco_m"]
 
     #: ``expressions`` only: carry the image in every row (False drops the column; join ``images`` on image_id).
     with_images: bool = True

@@ -11,7 +11,7 @@ import datasets
 
 from ..hf.builder import PerckitConfig, PerckitTableBuilder, batched
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
-from . import benchmark
+from ..hf.benchmark import BENCHMARKS
 from . import features as feats
 from .layout import PathResolver, ReleasePaths, SequenceRecord, depth_frame_paths, release_files, resolve_release, select_records
 from .read import checksum_verifier, exr_size, load_records, read_tracking_npy
@@ -25,7 +25,7 @@ DEFAULT_DEPTH_HW = (720, 1280)
 class Syn4DConfig(PerckitConfig):
     """Options of both Syn4D configs (all defaulted; see the dataset card; ``repo_id`` / ``revision``: PerckitConfig)."""
 
-    BENCHMARK = benchmark.BENCHMARK
+    BENCHMARK = BENCHMARKS["syn4d"]
 
     tracking_gt_dir: str | None = None
     challenge_dir: str | None = None
