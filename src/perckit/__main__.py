@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .hf.cli import EXIT_DATA, EXIT_USAGE, exit_code, run_guarded, write_json  # noqa: F401  (EXIT_*, exit_code: they lived here)
+from .hf.cli import exit_code, run_guarded, write_json
 
 
 def _kv(items: Sequence[str] | None) -> dict[str, Any]:
@@ -277,6 +277,25 @@ def _version_text() -> str:
     return f"perckit {__version__} ({', '.join(parts)}; Python {sys.version.split()[0]})"
 
 
+def _build_options(p: argparse.ArgumentParser, verb: str, benchmarks: list[str], output_help: str, **output: Any) -> None:
+    """The options ``convert`` and ``push`` share: what to build, from where, into which export folder."""
+    p.add_argument("benchmark", choices=benchmarks, help=f"the benchmark to {verb} (perckit list shows them)")
+    p.add_argument("--data-dir", help="release root (default: download from the benchmark's Hub repository)")
+    p.add_argument("--config", action="append", help="config to convert (repeatable; default: the builder's default config)")
+    p.add_argument("--output", help=output_help, **output)
+    p.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard (default 500MB)")
+    p.add_argument("--cache-dir", help="datasets cache folder")
+    p.add_argument("--no-preview", dest="preview", action="store_false", help="leave out the 'preview' picture column")
+
+
+def _dataset_options(p: argparse.ArgumentParser, metrics: str, references_help: str) -> None:
+    """The options ``evaluate`` and ``gt-predictions`` share: the metric and the dataset folder it reads."""
+    p.add_argument("metric", help=metrics)
+    p.add_argument("--references", required=True, help=references_help)
+    p.add_argument("--dataset-config", help="config of the dataset folder given as --references")
+    p.add_argument("--split", help="split of the dataset folder (default: its only split, else test)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .hf.benchmark import NAMES
 
@@ -296,13 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "picture column) and a README.md card for a Hub reader listing every converted config. Converting "
                        "another config into the same folder keeps the first. Without --data-dir the release is fetched "
                        "from the Hub.")
-    c.add_argument("benchmark", choices=benchmarks, help="the benchmark to build (perckit list shows them)")
-    c.add_argument("--data-dir", help="release root (default: download from the benchmark's Hub repository)")
-    c.add_argument("--config", action="append", help="config to convert (repeatable; default: the builder's default config)")
-    c.add_argument("--output", required=True, help="export folder")
-    c.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard (default 500MB)")
-    c.add_argument("--cache-dir", help="datasets cache folder")
-    c.add_argument("--no-preview", dest="preview", action="store_false", help="leave out the 'preview' picture column")
+    _build_options(c, "build", benchmarks, "export folder", required=True)
     c.set_defaults(fn=cmd_convert)
 
     pu = sub.add_parser("push", help="convert, then upload to a Hub dataset repository (only what changed)",
@@ -310,15 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "folder upload (resumable, batched commits, unchanged files skipped): the files its record lists, "
                         "then the card in its own commit. Re-running after an interruption resumes; nothing on the Hub is "
                         "ever deleted.")
-    pu.add_argument("benchmark", choices=benchmarks, help="the benchmark to convert and push")
+    _build_options(pu, "convert and push", benchmarks, "export folder (default build/export/<benchmark>)")
     pu.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repository (created if absent)")
-    pu.add_argument("--data-dir", help="release root (default: download from the benchmark's Hub repository)")
-    pu.add_argument("--config", action="append", help="config(s) to convert and push (default: the default config)")
-    pu.add_argument("--output", help="export folder (default build/export/<benchmark>)")
     pu.add_argument("--skip-convert", action="store_true", help="push an existing export as it is")
-    pu.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard (default 500MB)")
-    pu.add_argument("--cache-dir", help="datasets cache folder")
-    pu.add_argument("--no-preview", dest="preview", action="store_false", help="convert without the 'preview' picture column")
     pu.add_argument("--token", help="Hub token (default: the one huggingface_hub finds)")
     pu.add_argument("--revision", help="branch to push to")
     pu.add_argument("--private", action="store_true", default=None, help="create the repository as private")
@@ -331,12 +338,10 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Score prediction rows (.jsonl or a JSON array) against reference rows (.jsonl / JSON array "
                        "already in the metric's reference schema) or against a dataset folder such as a perckit export, "
                        "whose rows are projected onto the metric's keys.")
-    e.add_argument("metric", help="mask_temporal, track_id, syn4d, ...")
+    _dataset_options(e, "mask_temporal, track_id, syn4d, ...",
+                     "reference rows file, or an export folder (perckit convert, or a copy of a pushed export)")
     e.add_argument("--predictions", required=True, help="prediction rows: .jsonl (one object a line) or a JSON array (perckit gt-predictions writes an example)")
-    e.add_argument("--references", required=True, help="reference rows file, or an export folder (perckit convert, or a copy of a pushed export)")
     e.add_argument("--config", help="metric config (syn4d: tracking, depth or pose)")
-    e.add_argument("--dataset-config", help="config of the dataset folder given as --references")
-    e.add_argument("--split", help="split of the dataset folder (default: its only split, else test)")
     e.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option, e.g. iou_threshold=0.7 (repeatable)")
     e.add_argument("--output", help="write the full results JSON here, with the perckit / datasets / evaluate versions, the "
                    "options, the dataset fingerprint and the time under 'perckit_run' (checked before scoring; an existing "
@@ -349,10 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Write one prediction a line that copies the ground truth of each row of --references (a "
                        "perckit export): the prediction file format of METRIC by example, and a run that must score as perfect. "
                        "For mask_temporal, track_id, refer_iou and m4seg (Syn4D and ReasonAVEdit predictions are folders of files).")
-    g.add_argument("metric", help="mask_temporal, track_id, refer_iou or m4seg")
-    g.add_argument("--references", required=True, help="an export folder (perckit convert, or a copy of a pushed export)")
-    g.add_argument("--dataset-config", help="config of the dataset folder")
-    g.add_argument("--split", help="split of the dataset folder (default: its only split, else test)")
+    _dataset_options(g, "mask_temporal, track_id, refer_iou or m4seg",
+                     "an export folder (perckit convert, or a copy of a pushed export)")
     g.add_argument("--output", required=True, help="the predictions file to write (.jsonl; must not exist)")
     g.set_defaults(fn=cmd_gt_predictions)
 

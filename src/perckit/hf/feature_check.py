@@ -190,7 +190,27 @@ def _bound(x: float) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
-class _Int(_Leaf):
+class _Number(_Leaf):
+    """A numeric leaf: its native Python type first (:meth:`_native`), then ``None`` (:meth:`_none`), then any
+    integer (:meth:`_integer`) or float (:meth:`_floating`); a boolean or anything else is refused."""
+
+    native: type = int
+
+    def __call__(self, v: Any) -> None:
+        if type(v) is self.native:
+            return self._native(v)
+        if v is None:
+            return self._none(v)
+        if isinstance(v, (bool, np.bool_)):
+            raise Refused(self.expected, v)
+        if isinstance(v, (int, np.integer)):
+            return self._integer(v)
+        if isinstance(v, (float, np.floating)):
+            return self._floating(v)
+        raise Refused(self.expected, v)
+
+
+class _Int(_Number):
     kind = "int"
 
     def __init__(self, dtype: str, lo: int | None = None, hi: int | None = None, exact: bool = False) -> None:
@@ -210,21 +230,17 @@ class _Int(_Leaf):
         if not self.lo <= n <= self.hi:
             raise Refused(self.expected if self.narrowed else f"an integer in the {self.dtype} range [{self.lo}, {self.hi}]", v)
 
-    def __call__(self, v: Any) -> None:
-        t = type(v)
-        if t is int:
-            if not self.lo <= v <= self.hi:
-                self._range(v, v)
-            return
-        if v is None:
-            return self._none(v)
-        if t is bool or isinstance(v, (bool, np.bool_)):
+    def _native(self, v: int) -> None:
+        if not self.lo <= v <= self.hi:
+            self._range(v, v)
+
+    def _integer(self, v: Any) -> None:
+        self._range(v, int(v))
+
+    def _floating(self, v: Any) -> None:
+        if self.exact or not math.isfinite(v) or not float(v).is_integer():
             raise Refused(self.expected, v)
-        if isinstance(v, (int, np.integer)):
-            return self._range(v, int(v))
-        if not self.exact and isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
-            return self._range(v, int(v))
-        raise Refused(self.expected, v)
+        self._range(v, int(v))
 
     def check_list(self, items: list | tuple) -> None:
         if items and set(map(type, items)) <= {int} and self.lo <= min(items) and max(items) <= self.hi:
@@ -256,8 +272,9 @@ class _Int(_Leaf):
         raise Refused(f"integers ({self.dtype})", arr, _array_got(arr))
 
 
-class _Float(_Leaf):
+class _Float(_Number):
     kind = "float"
+    native = float
 
     def __init__(self, dtype: str, lo: float | None = None, hi: float | None = None, nan: bool = True,
                  bounded: bool = False) -> None:
@@ -288,25 +305,19 @@ class _Float(_Leaf):
         if self.bounded and not self.lo <= f <= self.hi and not (self.nan and f != f):
             raise Refused(self.expected, v)
 
-    def __call__(self, v: Any) -> None:
-        t = type(v)
-        if t is float:
-            if self.max != math.inf or self.bounded:
-                self._fits(v, v)
-            return
-        if v is None:
-            return self._none(v)
-        if t is bool or isinstance(v, (bool, np.bool_)):
-            raise Refused(self.expected, v)
-        if isinstance(v, (int, np.integer)):
-            try:
-                f = float(v)
-            except OverflowError:
-                raise Refused(self.expected if self.bounded else f"a number that fits in {self.dtype}", v) from None
-            return self._fits(v, f)
-        if isinstance(v, (float, np.floating)):
-            return self._fits(v, float(v))
-        raise Refused(self.expected, v)
+    def _native(self, v: float) -> None:
+        if self.max != math.inf or self.bounded:
+            self._fits(v, v)
+
+    def _integer(self, v: Any) -> None:
+        try:
+            f = float(v)
+        except OverflowError:
+            raise Refused(self.expected if self.bounded else f"a number that fits in {self.dtype}", v) from None
+        self._fits(v, f)
+
+    def _floating(self, v: Any) -> None:
+        self._fits(v, float(v))
 
     def _within(self, col: list) -> bool:
         """Every value of ``col`` (floats only) certainly in ``[lo, hi]``: no NaN (which ``min`` / ``max`` skip)."""
