@@ -292,9 +292,10 @@ def _rcm_rows(fn, schema_free: bool = False):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        from helpers.refcoco_m import read_shard
         from perckit.samples import refcoco_m as fx
 
-        rows = fx.read_shard(root / RCM_SHARD)
+        rows = read_shard(root / RCM_SHARD)
         fn(rows)
         if schema_free:
             pq.write_table(pa.Table.from_pylist(rows), root / RCM_SHARD)

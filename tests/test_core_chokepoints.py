@@ -435,10 +435,10 @@ def test_release_readers_refuse_what_is_not_a_regular_file(tmp_path, make):
     """RefCOCO-M shards (the builder's opener), ReasonAVEdit archives (reader and extractor) and Syn4D depth EXRs,
     prediction NPZs and checksummed files: a FIFO used to block the build, /dev/zero never ended."""
     from helpers.harness import deadline
+    from helpers.refcoco_m import all_expression_rows
 
     from perckit.hf.entrypoints import build_split
     from perckit.reason_av_edit.read.archives import extract_archives, iter_tar_file
-    from perckit.refcoco_m.read import all_expression_rows
     from perckit.syn4d.read import exr_size, read_depth_exr, read_npz, sha256_file
 
     kind = "FIFO" if make is _fifo else "device or socket"

@@ -15,7 +15,7 @@ from pycocotools import mask as _coco
 
 from perckit import rle
 from perckit.core import segmentation as seg
-from perckit.errors import OptionError, PredictionError, RLEError
+from perckit.errors import OptionError, PredictionError, RLEError, check_choice
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -33,6 +33,28 @@ def R(counts, size=(2, 3)):
 
 def dense_counts(p: np.ndarray, g: np.ndarray) -> tuple[int, int]:
     return int((p & g).sum()), int((p | g).sum())
+
+
+def count_matrix(preds, gts, *, resize=None, where="masks"):
+    """``(I, U)`` of every (prediction, ground truth) pair, row i = prediction i: :func:`seg.rle_count_matrix` when
+    all masks have one size, else each pair through :func:`seg.fit_prediction` (one row budget for the call) and
+    :func:`rle.rle_pair_counts` (the former ``perckit.core.segmentation.count_matrix``, used by these tests only)."""
+    check_choice("resize", resize, seg.RESIZE_MODES)
+    ps = [seg.as_rle(p, f"{where}: prediction {i}") for i, p in enumerate(preds)]
+    gs = [seg.as_rle(g, f"{where}: ground truth {j}") for j, g in enumerate(gts)]
+    if len({tuple(m["size"]) for m in ps + gs}) <= 1:
+        inter, union = seg.rle_count_matrix(ps, gs, where)
+        return [[(int(inter[i, j]), int(union[i, j])) for j in range(len(gs))] for i in range(len(ps))]
+    budget = seg.row_budget()
+    out = []
+    for i, p in enumerate(ps):
+        row = []
+        for j, g in enumerate(gs):
+            pair = f"{where}: prediction {i} vs ground truth {j}"
+            counts = rle.rle_pair_counts(seg.fit_prediction(p, g["size"], resize=resize, where=pair, budget=budget), g, pair)
+            row.append((counts.intersection, counts.union))
+        out.append(row)
+    return out
 
 
 @pytest.mark.parametrize("mask, counts", TABLE)
@@ -134,7 +156,7 @@ def test_groups():
 
 
 def test_count_matrix():
-    m = seg.count_matrix([R("021O1"), R("6")], [R("033"), R("06")])
+    m = count_matrix([R("021O1"), R("6")], [R("033"), R("06")])
     assert m == [[(2, 4), (3, 6)], [(0, 3), (0, 6)]]
 
 
@@ -266,14 +288,14 @@ def test_rle_count_matrix_equals_dense_numpy(masks):
     for i, p in enumerate(ps):
         for j, g in enumerate(gs):
             assert (int(inter[i, j]), int(union[i, j])) == dense_counts(p, g)
-    assert seg.count_matrix(ps, gs) == [[dense_counts(p, g) for g in gs] for p in ps]
+    assert count_matrix(ps, gs) == [[dense_counts(p, g) for g in gs] for p in ps]
 
 
 def test_count_matrix_with_masks_of_several_sizes():
     big = rle.encode(np.repeat(np.repeat(A, 2, axis=0), 2, axis=1))
-    assert seg.count_matrix([big], [R("033"), rle.encode(np.repeat(np.repeat(GT, 2, 0), 2, 1))], resize="nearest") == [[(2, 4), (8, 16)]]
+    assert count_matrix([big], [R("033"), rle.encode(np.repeat(np.repeat(GT, 2, 0), 2, 1))], resize="nearest") == [[(2, 4), (8, 16)]]
     with pytest.raises(PredictionError, match=r"masks: prediction 0 vs ground truth 0: predicted mask size \[4, 6\]"):
-        seg.count_matrix([big], [R("033")])
+        count_matrix([big], [R("033")])
 
 
 def test_dense_pair_counts_agree_with_the_rle_counts():

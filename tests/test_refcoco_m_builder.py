@@ -10,7 +10,7 @@ import pytest
 import yaml
 from helpers.common import REPO, needs_scripts
 from helpers.fake_hub import fake_snapshot_download
-from helpers.refcoco_m import SPLIT
+from helpers.refcoco_m import SPLIT, all_expression_rows, read_shard
 from PIL import Image
 
 from perckit.hf import hub
@@ -19,7 +19,6 @@ from perckit.hf.entrypoints import build_split, builder_class
 from perckit.errors import ReleaseNotFoundError
 from perckit.samples import refcoco_m as fixture
 from perckit.refcoco_m import features as feats
-from perckit.refcoco_m import read as release
 
 
 # ---------------------------------------------------------------- the synthetic release
@@ -39,7 +38,7 @@ def test_fixture_matches_the_card_schema(rcm_release):
         assert schema.remove_metadata() == expected
         assert schema.field("samples").type.value_type.field("mask").type.names == ["counts", "size"]
     assert card["dataset_info"]["splits"][0]["num_examples"] == 12
-    rows = [r for s in rcm_release.shards for r in fixture.read_shard(rcm_release.root / s)]
+    rows = [r for s in rcm_release.shards for r in read_shard(rcm_release.root / s)]
     sizes = {Image.open(io.BytesIO(r["image"]["bytes"])).size for r in rows}
     assert len(sizes) > 3 and all(Image.open(io.BytesIO(r["image"]["bytes"])).format == "JPEG" for r in rows)
     assert all(r["image"]["path"] == f"images/{r['file_name']}" for r in rows)
@@ -52,7 +51,7 @@ def test_fixture_is_deterministic_and_scales(tmp_path):
     assert (a.root / a.shards[0]).read_bytes() == (b.root / b.shards[0]).read_bytes()
     big = fixture.write_release(tmp_path / "big", num_images=40, shards=3)
     assert len(big.image_ids) == 40 and len(big.shards) == 3
-    assert len(release.all_expression_rows(big.root)) == len(big.expression_ids)
+    assert len(all_expression_rows(big.root)) == len(big.expression_ids)
     with pytest.raises(ValueError, match="shards"):
         fixture.write_release(tmp_path / "c", num_images=3, shards=4)
 
@@ -100,7 +99,7 @@ def test_b1_keys_and_images_row_equals_input(tmp_path):
 def test_images_config(rcm_release, rcm_expressions, tmp_path):
     ds = build_split("refcoco_m", "images", rcm_release.root, tmp_path, split=SPLIT)
     assert ds["image_id"] == rcm_release.image_ids
-    released = [r for s in rcm_release.shards for r in fixture.read_shard(rcm_release.root / s)]
+    released = [r for s in rcm_release.shards for r in read_shard(rcm_release.root / s)]
     assert ds.to_list() == released
     empty = [s for r in ds for s in r["samples"] if not s["sentences"]]
     assert [s["id"] for s in empty] == rcm_release.empty_sentence_sample_ids  # kept in the images config
@@ -118,7 +117,7 @@ def test_both_lines_give_the_same_rows(rcm_release, rcm_expressions, tmp_path):
     b.download_and_prepare()
     assert b.as_dataset(SPLIT).to_list() == rcm_expressions.to_list()
     # and the rows equal the release read without datasets
-    assert rcm_expressions.remove_columns("image").to_list() == release.all_expression_rows(rcm_release.root)
+    assert rcm_expressions.remove_columns("image").to_list() == all_expression_rows(rcm_release.root)
 
 
 def test_streaming_plain_class(rcm_release, rcm_expressions):

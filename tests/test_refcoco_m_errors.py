@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pytest
 from helpers.harness import cause as root_cause
-from helpers.refcoco_m import SPLIT, copy_release, edit_first_shard, read_all
+from helpers.refcoco_m import SPLIT, all_expression_rows, copy_release, edit_first_shard, read_all, read_shard
 
 from perckit import rle
 from perckit.hf.entrypoints import build_split
@@ -32,7 +32,7 @@ def test_missing_column_is_raised_unwrapped(rcm_release, tmp_path):
 
     root = copy_release(rcm_release, tmp_path)
     path = root / fixture.shard_name(1, 2)
-    rows = fixture.read_shard(path)
+    rows = read_shard(path)
     schema = fixture.arrow_schema()
     schema = schema.remove(schema.get_field_index("file_name"))
     fixture.write_shard(path, [{k: v for k, v in r.items() if k != "file_name"} for r in rows], schema)
@@ -66,7 +66,7 @@ BAD_ROWS = [
 @pytest.mark.parametrize("edit, error, pattern", BAD_ROWS)
 def test_bad_sample_names_shard_image_and_sample(rcm_release, tmp_path, edit, error, pattern):
     root = copy_release(rcm_release, tmp_path)
-    rows = fixture.read_shard(root / fixture.shard_name(0, 2))
+    rows = read_shard(root / fixture.shard_name(0, 2))
     img, sid = rows[1]["image_id"], _sample_id(rows, 1, 0)
     edit_first_shard(root, edit)
     msg = pattern.format(shard=r"data/validation-00000-of-00002\.parquet", img=img, sid=sid)
@@ -85,7 +85,7 @@ def test_row_errors_reach_the_caller_through_the_builder(rcm_release, tmp_path):
 
 def test_mask_sizes_differ_within_an_image(rcm_release, tmp_path):
     root = copy_release(rcm_release, tmp_path)
-    rows = fixture.read_shard(root / fixture.shard_name(0, 2))
+    rows = read_shard(root / fixture.shard_name(0, 2))
     row = next(i for i, r in enumerate(rows) if len(r["samples"]) > 1)
     a, b = rows[row]["samples"][:2]
     h, w = a["mask"]["size"]
@@ -96,7 +96,7 @@ def test_mask_sizes_differ_within_an_image(rcm_release, tmp_path):
 
 def test_mask_size_differs_from_image_size(rcm_release, tmp_path):
     root = copy_release(rcm_release, tmp_path)
-    rows = fixture.read_shard(root / fixture.shard_name(0, 2))
+    rows = read_shard(root / fixture.shard_name(0, 2))
     h, w = rows[0]["samples"][0]["mask"]["size"]
     big = fixture.jpeg_bytes(np.zeros((h + 1, w, 3), dtype=np.uint8))
     edit_first_shard(root, lambda rs: rs[0].update(image={"bytes": big, "path": rs[0]["image"]["path"]}))
@@ -107,7 +107,7 @@ def test_mask_size_differs_from_image_size(rcm_release, tmp_path):
 
 def test_unreadable_image_and_shard(rcm_release, tmp_path):
     root = copy_release(rcm_release, tmp_path)
-    rows = fixture.read_shard(root / fixture.shard_name(0, 2))
+    rows = read_shard(root / fixture.shard_name(0, 2))
     edit_first_shard(root, lambda rs: rs[2].update(image={"bytes": b"not an image", "path": "images/x.jpg"}))
     with pytest.raises(ReleaseFormatError, match=rf"row 2 \(image_id {rows[2]['image_id']}\): cannot open the embedded image"):
         read_all(root)
@@ -118,7 +118,7 @@ def test_unreadable_image_and_shard(rcm_release, tmp_path):
 
 def test_duplicate_sample_id(rcm_release, tmp_path):
     root = copy_release(rcm_release, tmp_path)
-    rows = fixture.read_shard(root / fixture.shard_name(0, 2))
+    rows = read_shard(root / fixture.shard_name(0, 2))
     first = rows[0]["samples"][0]["id"]
     edit_first_shard(root, lambda rs: rs[3]["samples"][0].update(id=first))
     with pytest.raises(ReleaseFormatError, match=rf"row 3 \(image_id {rows[3]['image_id']}\): duplicate sample id {first} \(already used under image_id {rows[0]['image_id']}\)"):
@@ -127,8 +127,8 @@ def test_duplicate_sample_id(rcm_release, tmp_path):
 
 def test_duplicate_image_id(rcm_release, tmp_path):
     root = copy_release(rcm_release, tmp_path)
-    rows = fixture.read_shard(root / fixture.shard_name(1, 2))
-    dup = fixture.read_shard(root / fixture.shard_name(0, 2))[0]["image_id"]
+    rows = read_shard(root / fixture.shard_name(1, 2))
+    dup = read_shard(root / fixture.shard_name(0, 2))[0]["image_id"]
     for s in rows[0]["samples"]:
         s["image_id"] = dup
     rows[0]["image_id"] = dup
@@ -139,19 +139,19 @@ def test_duplicate_image_id(rcm_release, tmp_path):
 
 def test_empty_gt_mask(rcm_release, tmp_path):
     root = copy_release(rcm_release, tmp_path)
-    rows = fixture.read_shard(root / fixture.shard_name(0, 2))
+    rows = read_shard(root / fixture.shard_name(0, 2))
     h, w = rows[1]["samples"][0]["mask"]["size"]
     sid = rows[1]["samples"][0]["id"]
     edit_first_shard(root, lambda rs: _set_mask(rs, 1, 0, counts=rle.empty(h, w)["counts"]))
     with pytest.raises(ReleaseFormatError, match=rf"id {sid}\): the mask has zero area.*allow_empty_masks=True"):
         read_all(root)
-    rows = release.all_expression_rows(root, options=release.ReadOptions(allow_empty_masks=True, read_images=False))
+    rows = all_expression_rows(root, options=release.ReadOptions(allow_empty_masks=True, read_images=False))
     assert rle.area(next(r for r in rows if r["sample_id"] == sid)["mask"]) == 0
 
 
 def test_empty_sentence_list_is_a_warning(rcm_release, caplog):
     with caplog.at_level(logging.WARNING, logger="perckit.refcoco_m.read"):
-        rows = release.all_expression_rows(rcm_release.root)
+        rows = all_expression_rows(rcm_release.root)
     (sid,) = rcm_release.empty_sentence_sample_ids
     assert f"sample id {sid} has no sentence" in caplog.text
     assert not any(r["sample_id"] == sid for r in rows)
@@ -162,12 +162,12 @@ def test_image_meta_column_is_ignored(rcm_release, tmp_path):
 
     root = copy_release(rcm_release, tmp_path)
     path = root / fixture.shard_name(0, 2)
-    rows = fixture.read_shard(path)
+    rows = read_shard(path)
     schema = fixture.arrow_schema().append(pa.field("image_meta", pa.struct([("width", pa.int64()), ("height", pa.int64()), ("image_id", pa.int64())])))
     for r in rows:
         r["image_meta"] = {"width": 1, "height": 1, "image_id": r["image_id"]}
     fixture.write_shard(path, rows, schema)
-    assert release.all_expression_rows(root) == release.all_expression_rows(rcm_release.root)
+    assert all_expression_rows(root) == all_expression_rows(rcm_release.root)
 
 
 def test_bad_option_value(rcm_release, tmp_path):

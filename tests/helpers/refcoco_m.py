@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import shutil
 
+import pyarrow.parquet as pq
+
+from perckit.io.paths import MAX_RELEASE_FILE_BYTES, open_regular_file
 from perckit.refcoco_m import read as release
 from perckit.samples import refcoco_m as sample
 
@@ -32,10 +35,23 @@ def copy_release(rcm_release, tmp_path):
 def edit_first_shard(root, fn):
     """Apply ``fn`` to the rows of the first Parquet shard and write it back."""
     path = root / sample.shard_name(0, 2)
-    rows = sample.read_shard(path)
+    rows = read_shard(path)
     fn(rows)
     sample.write_shard(path, rows)
 
 
 def read_all(root, **options):
     return list(release.iter_release_rows(root, release.ReadOptions(**options)))
+
+
+def read_shard(path):
+    """The rows of one shard as dicts (for tests that edit a release), read through the checked opener."""
+    with open_regular_file(path, "sample release shard", MAX_RELEASE_FILE_BYTES) as f:
+        return pq.read_table(f).to_pylist()
+
+
+def all_expression_rows(root, with_images=False, options=None):
+    """Every ``expressions`` row of a local release, without ``datasets``: the validated image rows
+    (:func:`perckit.refcoco_m.read.iter_release_rows`) through :func:`perckit.refcoco_m.read.expression_rows`."""
+    opts = options or release.ReadOptions(read_images=with_images)
+    return [r for row in release.iter_release_rows(root, opts) for _, r in release.expression_rows(row, with_images)]

@@ -12,7 +12,7 @@ The pair rules themselves, I and U of two validated RLEs and the empty-union IoU
 The rules that live here and nowhere else:
 
 - **counts**: :func:`rle_count_matrix` (every prediction against every ground truth of one image);
-  :func:`pair_counts` / :func:`count_matrix` validate first;
+  :func:`pair_counts` validates first;
 - **resize on mismatch** (option ``resize_predictions``, :data:`RESIZE_OPTION`): a prediction whose
   size differs from the ground truth's raises, or with ``"nearest"`` is resized and a warning
   logged (:func:`fit_prediction`, one message for every metric). The resize samples the prediction's
@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import rle as rle_ops
 from ..rle import MaskCounts, pair_iou, rle_pair_counts
-from ..errors import OptionError, PredictionError, check_choice
+from ..errors import OptionError, PredictionError, RLEError, check_choice
 from .matching import pair_by_id
 from .stats import fmean
 
@@ -73,6 +73,15 @@ class PairScore:
 def as_rle(mask: Any, where: str = "mask") -> rle_ops.RLE:
     """Any mask form :func:`perckit.rle.to_rle` accepts as a validated compressed RLE with str counts."""
     return rle_ops.to_rle(mask, where=where)
+
+
+def prediction_rle(mask: Any, where: str, size: Sequence[int] | None = None, error: type[Exception] = PredictionError) -> rle_ops.RLE:
+    """:func:`perckit.rle.to_rle` of a predicted mask (``size`` checked when given), its :class:`RLEError` raised as
+    ``error`` with the same message (a bad prediction is the user's input, not a bad release)."""
+    try:
+        return rle_ops.to_rle(mask, size=size, where=where)
+    except RLEError as e:
+        raise error(str(e)) from None
 
 
 def check_threshold(name: str, value: Any) -> float:
@@ -197,31 +206,6 @@ def rle_count_matrix(preds: Sequence[rle_ops.RLE], gts: Sequence[rle_ops.RLE], w
                 inter[i, j] = rle_ops.intersection_area(p, g, f"{where}: prediction {i} vs ground truth {j}")
     union = np.add.outer(np.asarray(a_p, dtype=np.int64), np.asarray(a_g, dtype=np.int64)) - inter
     return inter, union
-
-
-def count_matrix(preds: Sequence[Any], gts: Sequence[Any], *, resize: str | None = None, where: str = "masks") -> list[list[tuple[int, int]]]:
-    """``(I, U)`` of every (prediction, ground truth) pair: row i = prediction i (for one-to-one pairings).
-
-    Every mask is validated once; predictions go through :func:`fit_prediction` against each ground
-    truth of another size (one :func:`row_budget` for the call). When all masks have one size this is
-    :func:`rle_count_matrix`.
-    """
-    check_choice("resize", resize, RESIZE_MODES)
-    ps = [as_rle(p, f"{where}: prediction {i}") for i, p in enumerate(preds)]
-    gs = [as_rle(g, f"{where}: ground truth {j}") for j, g in enumerate(gts)]
-    if len({tuple(m["size"]) for m in ps + gs}) <= 1:
-        inter, union = rle_count_matrix(ps, gs, where)
-        return [[(int(inter[i, j]), int(union[i, j])) for j in range(len(gs))] for i in range(len(ps))]
-    out = []
-    budget = row_budget()
-    for i, p in enumerate(ps):
-        row = []
-        for j, g in enumerate(gs):
-            pair = f"{where}: prediction {i} vs ground truth {j}"
-            counts = rle_pair_counts(fit_prediction(p, g["size"], resize=resize, where=pair, budget=budget), g, pair)
-            row.append((counts.intersection, counts.union))
-        out.append(row)
-    return out
 
 
 # ---------------------------------------------------------------- reduce

@@ -60,7 +60,7 @@ from typing import Any
 
 from .. import rle as rle_ops
 from ..core import segmentation as seg
-from ..errors import OptionError, PredictionError, RLEError, check_choice, check_option_type, check_options
+from ..errors import OptionError, PredictionError, check_choice, check_option_type, check_options
 from ..io.jsonio import parse_int
 from ..core.matching import pair_by_id
 from ..core.stats import fmean
@@ -203,10 +203,7 @@ def frame_masks(frames: Iterable[Mapping], where: str, error: type[Exception] = 
         mask = fr.get("mask")
         if mask is None:
             continue
-        try:
-            out[fid] = rle_ops.to_rle(mask, where=f"{where}: frame {fid} mask")
-        except RLEError as e:
-            raise error(str(e)) from None
+        out[fid] = seg.prediction_rle(mask, f"{where}: frame {fid} mask", error=error)
     return out
 
 

@@ -14,21 +14,18 @@ import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any
-from collections.abc import Iterable
 
 import pyarrow.parquet as pq
 
 from .. import rle as rle_ops
 from ..core import segmentation as seg
-from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, RLEError
+from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, short_repr as _short
 from ..io.parquetio import check_column_chunk_sizes
-from ..io.paths import MAX_RELEASE_FILE_BYTES, open_regular_file, resolve_under
+from ..io.paths import MAX_RELEASE_FILE_BYTES, open_regular_file, relative_label, resolve_under
 from ..io.jsonio import iter_json_lines, parse_int
-from ..io.paths import relative_label
 from ..io.images import check_encoded_image
-from ..errors import short_repr as _short
 from .features import to_metric_prediction
 
 logger = logging.getLogger(__name__)
@@ -360,20 +357,7 @@ def iter_release_rows(root: str | Path, options: ReadOptions = ReadOptions()) ->
             yield from read_rows(f, shard_label(path, root), options, state)
 
 
-def all_expression_rows(root: str | Path, with_images: bool = False, options: ReadOptions | None = None) -> list[dict]:
-    """Every ``expressions`` row of a local release, without ``datasets`` (for scripts and tests)."""
-    opts = options or ReadOptions(read_images=with_images)
-    return [r for row in iter_release_rows(root, opts) for _, r in expression_rows(row, with_images)]
-
-
 # ---------------------------------------------------------------- prediction files of other tools
-
-def _mask(value: Any, where: str) -> dict:
-    try:
-        return seg.as_rle(value, where)
-    except RLEError as e:
-        raise PredictionError(str(e)) from None
-
 
 def _expression_id(obj: Mapping, where: str) -> str:
     """``expression_id``, or ``"<sample_id>:<sentence_index>"``; the two must agree when both are given."""
@@ -431,7 +415,7 @@ def load_predictions_jsonl(path: str | Path) -> list[dict]:
         eid = _expression_id(obj, where)
         if not isinstance(obj.get("mask"), Mapping):
             raise PredictionError(f"{where}: expected 'mask' as a COCO RLE dict {{'size': [H, W], 'counts': ...}}, got {_short(obj.get('mask'))}")
-        rows.append({"expression_id": eid, "mask": _mask(obj["mask"], f"{where}: mask")})
+        rows.append({"expression_id": eid, "mask": seg.prediction_rle(obj["mask"], f"{where}: mask")})
         wheres.append(where)
     _check_unique(rows, wheres)
     return rows
@@ -464,7 +448,7 @@ def flatten_image_predictions(rows: Iterable[Mapping]) -> list[dict]:
                 raise PredictionError(f"{where}: sample id {sid}: expected 'masks' as a list (one mask per sentence), got {_short(masks)}")
             for k, m in enumerate(masks):
                 swhere = f"{where}: sample id {sid}: masks[{k}]"
-                out.append({"expression_id": expression_id(sid, k), "mask": _mask(m, swhere)})
+                out.append({"expression_id": expression_id(sid, k), "mask": seg.prediction_rle(m, swhere)})
                 wheres.append(swhere)
     _check_unique(out, wheres)
     return out

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import rle as rle_ops
-from ..io.paths import MAX_RELEASE_FILE_BYTES, atomic_file, open_regular_file
+from ..io.paths import atomic_file
 from .base import ReleaseWriter, SampleRelease, ellipse_mask, jpeg_bytes, rect_mask
 
 #: (category, supercategory) pairs of COCO.
@@ -88,14 +88,6 @@ def write_shard(path: str | Path, rows: Sequence[dict], schema: Any = None) -> P
     with atomic_file(path) as f:
         pq.write_table(table, f, row_group_size=100)
     return path
-
-
-def read_shard(path: str | Path) -> list[dict]:
-    """The rows of one shard as dicts (for tests that edit a release)."""
-    import pyarrow.parquet as pq
-
-    with open_regular_file(path, "sample release shard", MAX_RELEASE_FILE_BYTES) as f:
-        return pq.read_table(f).to_pylist()
 
 
 def shard_name(k: int, n: int) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ... import rle as rle_ops
 from ...core import segmentation as seg
-from ...errors import PredictionError, RLEError, short_repr as _short
+from ...errors import PredictionError, short_repr as _short
 from ...io.jsonio import parse_int
 from .codes import clean_prediction_text, display_name, resolve_answer
 from .options import M4SegOptions
@@ -132,13 +132,6 @@ def pair_masks(iou: np.ndarray, matching: str = "greedy") -> list[tuple[int, int
 # ---------------------------------------------------------------- one sample's geometry
 
 
-def _mask(obj: Any, size: list[int], where: str, error: type[Exception] = PredictionError) -> rle_ops.RLE:
-    try:
-        return rle_ops.to_rle(obj, where=where)
-    except RLEError as e:
-        raise error(str(e)) from None
-
-
 def _list(value: Any, where: str, what: str) -> list:
     """``value`` as a list (None: empty); anything else raises naming ``where``."""
     if value is None:
@@ -223,7 +216,7 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
             if not 0 <= s <= e <= len(answer):
                 raise PredictionError(f"{gw}.answer_span: expected 0 <= start <= end <= {len(answer)} (the answer's length), found {[s, e]}")
         name = _text(g.get("name"), f"{gw}.name")
-        mask = _mask(g.get("mask"), sizes[k - 1], f"{gw}.mask")
+        mask = seg.prediction_rle(g.get("mask"), f"{gw}.mask")
         if mask["size"] != sizes[k - 1]:
             raise PredictionError(f"{gw}.mask: expected the size of image {k}, [H, W] = {sizes[k - 1]}, found {mask['size']}")
         gts.append((k, name, mask))
@@ -235,7 +228,7 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
         gw = f"{pw}: groundings[{j}]"
         k = _grounding_image(g, gw, n, "{image_index, name, mask}", f"the reference has {n} image(s)")
         name = _text(g.get("name"), f"{gw}.name")
-        mask = _mask(g.get("mask"), sizes[k - 1], f"{gw}.mask")
+        mask = seg.prediction_rle(g.get("mask"), f"{gw}.mask")
         if mask["size"] != sizes[k - 1]:
             # the resize rule (one warning per sample)
             mask = seg.fit_prediction(mask, sizes[k - 1], resize=options.resize_predictions, where=f"{gw}.mask",

@@ -11,8 +11,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ... import rle as rle_ops
-from ...errors import InputNotFoundError, PredictionError, RLEError, short_repr as _short
+from ...core.segmentation import prediction_rle
+from ...errors import InputNotFoundError, PredictionError, short_repr as _short
 from ...io.jsonio import iter_json_lines, parse_int
 from ..metric.codes import IMAGE_TAG, collapse_ws
 
@@ -72,10 +72,7 @@ def parse_grounded_answer(text: str, masks: Sequence[Any], example_id: str = "")
             )
         j = bisect.bisect_right(phrase_ends, m.start())
         name = collapse_ws(phrases[j - 1].group(1)) if j else ""
-        try:
-            mask = rle_ops.to_rle(masks[i], where=f"{where}: mask {i}")
-        except RLEError as e:
-            raise PredictionError(str(e)) from None
+        mask = prediction_rle(masks[i], f"{where}: mask {i}")
         groundings.append({"image_index": int(digits), "name": name, "mask": mask})
     return {"example_id": str(example_id), "answer": text, "groundings": groundings}
 
@@ -106,11 +103,7 @@ def prediction_row(obj: Any, where: str) -> dict:
         name = g.get("name")
         if name is not None and not isinstance(name, str):
             raise PredictionError(f"{gw}.name: expected a string, found {_short(name)}")
-        try:
-            mask = rle_ops.to_rle(g.get("mask"), where=f"{gw}.mask")
-        except RLEError as e:
-            raise PredictionError(str(e)) from None
-        out.append({"image_index": k, "name": name or "", "mask": mask})
+        out.append({"image_index": k, "name": name or "", "mask": prediction_rle(g.get("mask"), f"{gw}.mask")})
     return {"example_id": str(eid), "answer": answer, "groundings": out}
 
 
