@@ -117,7 +117,7 @@ _CHILD = textwrap.dedent("""
     try:
         if reader == "m4seg":
             m4parquet.parquet_shards(open, [path], split="test")
-            for _ in m4parquet.iter_parquet(open, [m4parquet.ParquetShard(path)], "test"):
+            for _ in m4parquet.iter_parquet_tables(open, [m4parquet.ParquetShard(path)], "test", m4parquet.row_schema()):
                 pass
         else:
             with open(path, "rb") as f:

@@ -1,8 +1,7 @@
 """The Parquet shards of an M⁴Seg split (``data/{split}-*.parquet``) as Arrow tables of the builder's schema,
 one per record batch: the columns renamed, the lists rebuilt and every field checked by pyarrow compute over
-whole columns (rows never become Python dicts). This is the only Parquet converter: the builder's tables (:func:`iter_parquet_tables`),
-the rows (:func:`iter_parquet`) and the first row of each shard, converted while the splits are planned
-(:func:`parquet_shards`).
+whole columns (rows never become Python dicts). This is the only Parquet converter: the builder's tables (:func:`iter_parquet_tables`)
+and the first row of each shard, converted while the splits are planned (:func:`parquet_shards`).
 
 Every check runs over a whole column and, when it refuses values, names the first refused one itself: the row (its
 ``example_id``), the field and the index inside it, what was expected and what was found, with the same error types
@@ -230,12 +229,6 @@ def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int =
                 start, acc = rg + 1, 0
         out.append(ParquetShard(p, start, None if start == 0 else md.num_row_groups))
     return out
-
-
-def iter_parquet(opener: Callable, shards: Sequence[ParquetShard], split: str) -> Iterator[dict]:
-    """Rows of Parquet shards in order: the tables of :func:`iter_parquet_tables` (the builder's), as rows."""
-    for table in iter_parquet_tables(opener, shards, split, row_schema()):
-        yield from table.to_pylist()
 
 
 def iter_parquet_tables(
