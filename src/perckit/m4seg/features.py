@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
-
 from ..core.schema import project, rle_feature
 
 if TYPE_CHECKING:  # the functions that build features import datasets; importing this module does not

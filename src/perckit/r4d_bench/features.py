@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-
 from ..errors import check_choice
 from ..core.schema import project, rle_feature
 

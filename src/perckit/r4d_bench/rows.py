@@ -48,7 +48,6 @@ def _json_text(value: Any) -> str | None:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-
 def _as_bool(value: Any) -> bool | None:
     """JSON bools as they are; "true"/"false"/"yes"/"no"/"1"/"0" strings read as such; null stays null."""
     if value is None or isinstance(value, bool):
@@ -179,7 +178,6 @@ def _annotation_numbers(values: Any, where: str) -> list[float]:
     return out
 
 
-
 def _check_track_links(info: SceneInfo, annotations: Sequence[Mapping], precedence: str) -> None:
     """Warn (once per scene) about scene track JSON links to unknown annotations and about annotations whose
     COCO attribute and scene track JSON name different tracks (``precedence`` says which one is kept)."""
@@ -233,7 +231,6 @@ def scene_annotations(info: SceneInfo, track_id_precedence: str = "coco") -> Sce
     rles = [seg for a in coco.get("annotations", []) if type(a) is dict and type(seg := a.get("segmentation")) is dict]
     checked = {id(seg) for seg, ok in zip(rles, rle_ops.valid_many(rles)) if ok}
     return SceneAnnotations(cats, by_image, checked)
-
 
 
 def scenes_frame_tables(

@@ -14,7 +14,6 @@ from . import features as feats
 from . import read as release
 
 
-
 @dataclasses.dataclass
 class RefCocoMConfig(PerckitConfig):
     """Options of both RefCOCO-M configs (all defaulted; see the dataset card; ``repo_id`` / ``revision``: PerckitConfig)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-
 from ..core.schema import project, rle_feature
 
 if TYPE_CHECKING:  # the functions that build features import datasets; importing this module does not

@@ -82,7 +82,6 @@ class M4SegSampleRelease(SampleRelease):
     image_root: Path | None = None
 
 
-
 def _mask_pool(rng: np.random.Generator, per_size: int = 48) -> dict[tuple[int, int], list[dict]]:
     """Pre-encoded masks per image size (RLE, bbox, uncompressed counts, polygon of rectangles)."""
     pool: dict[tuple[int, int], list[dict]] = {}

@@ -51,7 +51,6 @@ class R4DSampleRelease(SampleRelease):
     size: tuple[int, int]
 
 
-
 def _track_box(track: int, k: int, n: int, h: int, w: int) -> list[int]:
     """A box that moves across the frames; pixel aligned."""
     bw, bh = max(w // 4, 2), max(h // 3, 2)

@@ -40,7 +40,6 @@ class Syn4DSampleRelease(SampleRelease):
     depth_hw: tuple[int, int]
 
 
-
 def npy_dtype(t: int, q: int) -> np.dtype:
     """The exact structured dtype of the official writer."""
     return np.dtype([

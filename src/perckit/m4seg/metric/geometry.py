@@ -41,7 +41,6 @@ class ImageGeom:
     union: int = 0
 
 
-
 @dataclass
 class SampleGeom:
     example_id: str
@@ -53,7 +52,6 @@ class SampleGeom:
     pred_names: list[str]
     gt_names: list[str]
     images: list[ImageGeom]
-
 
 
 # ---------------------------------------------------------------- mask pairing (option ``matching``)
