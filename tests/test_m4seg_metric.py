@@ -219,9 +219,9 @@ def test_missing_model_names_option_and_env(monkeypatch, tmp_path):
     monkeypatch.setattr(textmod, "packaged_minilm_path", lambda: None)
     monkeypatch.delenv(textmod.ENV_TEXT_MODEL, raising=False)
     with pytest.raises(textmod.TextToolUnavailable, match="text_model_path.*M4SEG_TEXT_MODEL"):
-        textmod.minilm_path()
+        textmod.minilm_source()[0]
     with pytest.raises(textmod.TextToolUnavailable, match="not a folder"):
-        textmod.minilm_path(tmp_path / "nope")
+        textmod.minilm_source(tmp_path / "nope")
     with pytest.raises(textmod.TextToolUnavailable, match="bert_model_path.*M4SEG_BERT_MODEL"):
         textmod.bert_meanpool_embed_fn(None)
 

