@@ -205,7 +205,7 @@ def m4seg_inputs(options=None):
             k, name = g["image_index"], g["name"]
             if i % 4 == 1 and n == len(gts) - 1:
                 k = 1 if k != 1 else 2  # the wrong image, resized to its size
-                m = rle.decode(rle.resize_nearest(rle.encode(m), list(sizes[k - 1])))
+                m = rle.decode(rle.resize_nearest(rle.encode(m), list(sizes[k - 1]), rule="opencv"))
             if i % 5 == 2 and n == 0:
                 name = "sofa"
             pg.append({"image_index": k, "name": name, "mask": rle.encode(m)})

@@ -21,6 +21,7 @@ from helpers.fuzz import reaches, record
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from oracles import masks as oracle
 from oracles.counts import fr_string
 from pycocotools import mask as _coco
 
@@ -317,21 +318,20 @@ def test_to_rle_accepts_every_form(m):
 def test_resize_nearest_identity_and_double(m):
     h, w = m.shape
     rle = R.encode(m)
-    assert R.resize_nearest(rle, [h, w]) == rle
-    np.testing.assert_array_equal(R.decode(R.resize_nearest(rle, (h, w))), m)
-    doubled = R.resize_nearest(rle, [2 * h, 2 * w])
+    for rule in R.RESIZE_RULES:
+        assert R.resize_nearest(rle, [h, w], rule=rule) == rle
+        np.testing.assert_array_equal(R.decode(R.resize_nearest(rle, (h, w), rule=rule)), m)
+    doubled = R.resize_nearest(rle, [2 * h, 2 * w], rule="pil")
+    assert doubled == R.resize_nearest(rle, [2 * h, 2 * w], rule="opencv")
     assert doubled["size"] == [2 * h, 2 * w]
     np.testing.assert_array_equal(R.decode(doubled), np.repeat(np.repeat(m, 2, 0), 2, 1))
 
 
 @FAST
 @given(masks, st.integers(1, 25), st.integers(1, 25))
-def test_resize_nearest_any_size_matches_floor_rule(m, h2, w2):
-    h, w = m.shape
-    rows = [(i * h) // h2 for i in range(h2)]
-    cols = [(j * w) // w2 for j in range(w2)]
-    expected = m[np.ix_(rows, cols)]
-    np.testing.assert_array_equal(R.decode(R.resize_nearest(R.encode(m), [h2, w2])), expected)
+def test_resize_nearest_any_size_matches_opencv(m, h2, w2):
+    expected = oracle.library_resize(m, (h2, w2), "opencv")
+    np.testing.assert_array_equal(R.decode(R.resize_nearest(R.encode(m), [h2, w2], rule="opencv")), expected)
 
 
 @FAST
@@ -415,7 +415,7 @@ def test_size_over_max_pixels_raises_without_allocating(size):
         with pytest.raises(RLEError):
             R.empty(h, w)
         with pytest.raises(RLEError):
-            R.resize_nearest(R.encode(G(1, 0)), size)
+            R.resize_nearest(R.encode(G(1, 0)), size, rule="opencv")
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

@@ -17,6 +17,8 @@ from perckit import rle
 from perckit.core import segmentation as seg
 from perckit.errors import OptionError, PredictionError, RLEError, check_choice
 
+from oracles import masks as oracle
+
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # The spec's 2x3 masks (rows as written; RLE runs are column-major).
@@ -102,7 +104,7 @@ def test_size_mismatch_raises_or_resizes(caplog):
         seg.pair_counts(R("6", (3, 2)), R("033"), where="expression 'e1'")
     big = np.repeat(np.repeat(A, 2, axis=0), 2, axis=1)  # 4x6 nearest upsampling of A
     with caplog.at_level(logging.WARNING, logger="perckit.core.segmentation"):
-        assert seg.score_pair(rle.encode(big), R("033"), resize="nearest", where="e1").iou == 0.5
+        assert seg.score_pair(rle.encode(big), R("033"), resize="opencv", where="e1").iou == 0.5
     assert "e1" in caplog.text and "[4, 6]" in caplog.text and "[2, 3]" in caplog.text
     with pytest.raises(OptionError, match="resize"):
         seg.pair_counts(R("033"), R("033"), resize="bilinear")
@@ -225,10 +227,9 @@ def test_resize_nearest_matches_dense_indexing():
         h, w, H, W = (rng.randint(1, 9) for _ in range(4))
         p = np.array([[rng.random() < 0.5 for _ in range(w)] for _ in range(h)])
         g = np.array([[rng.random() < 0.5 for _ in range(W)] for _ in range(H)])
-        rows = np.minimum((np.arange(H) * h) // H, h - 1)
-        cols = np.minimum((np.arange(W) * w) // W, w - 1)
-        expected = dense_counts(p[np.ix_(rows, cols)], g)
-        assert seg.pair_counts(p, g, resize="nearest") == expected
+        for rule in rle.RESIZE_RULES:
+            expected = dense_counts(oracle.library_resize(p, (H, W), rule), g)
+            assert seg.pair_counts(p, g, resize=rule) == expected
 
 
 # ---------------------------------------------------------------- the one mask-pair core: fast paths and rules
@@ -247,9 +248,14 @@ def test_fit_prediction_is_the_one_resize_rule(caplog):
         seg.fit_prediction(R("6", (3, 2)), [2, 3], resize=None, where="g.mask", target="the size of image 2")
     big = rle.encode(np.repeat(np.repeat(A, 2, axis=0), 2, axis=1))
     with caplog.at_level(logging.WARNING, logger="perckit.core.segmentation"):
-        assert seg.fit_prediction(big, [2, 3], resize="nearest", where="w1") == R("021O1")
-        assert seg.fit_prediction(big, (2, 3), resize="nearest", where="w2", warn=False) == R("021O1")
-    assert "w1: resizing the predicted mask from [4, 6] to [2, 3] (nearest)" in caplog.text and "w2" not in caplog.text
+        assert seg.fit_prediction(big, [2, 3], resize="pil", where="w1") == R("021O1")
+        assert seg.fit_prediction(big, (2, 3), resize="opencv", where="w2", warn=False) == R("021O1")
+    assert "w1: resizing the predicted mask from [4, 6] to [2, 3] (nearest neighbour, pil rule)" in caplog.text
+    assert "w2" not in caplog.text
+    with pytest.raises(OptionError, match=r"option 'resize': expected one of \[None, 'pil', 'opencv'\], got 'nearest'"):
+        seg.pair_counts(big, R("033"), resize="nearest")  # the core takes a rule; "nearest" is a metric's option
+    assert seg.resize_rule("nearest", "pil") == "pil" and seg.resize_rule("opencv", "pil") == "opencv"
+    assert seg.resize_rule(None, "pil") is None
     assert seg.RESIZE_OPTION == "resize_predictions" and seg.EMPTY_UNION_OPTION == "empty_union_iou"
 
 
@@ -293,7 +299,7 @@ def test_rle_count_matrix_equals_dense_numpy(masks):
 
 def test_count_matrix_with_masks_of_several_sizes():
     big = rle.encode(np.repeat(np.repeat(A, 2, axis=0), 2, axis=1))
-    assert count_matrix([big], [R("033"), rle.encode(np.repeat(np.repeat(GT, 2, 0), 2, 1))], resize="nearest") == [[(2, 4), (8, 16)]]
+    assert count_matrix([big], [R("033"), rle.encode(np.repeat(np.repeat(GT, 2, 0), 2, 1))], resize="opencv") == [[(2, 4), (8, 16)]]
     with pytest.raises(PredictionError, match=r"masks: prediction 0 vs ground truth 0: predicted mask size \[4, 6\]"):
         count_matrix([big], [R("033")])
 

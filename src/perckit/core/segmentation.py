@@ -14,8 +14,10 @@ The rules that live here and nowhere else:
 - **counts**: :func:`rle_count_matrix` (every prediction against every ground truth of one image);
   :func:`pair_counts` validates first;
 - **resize on mismatch** (option ``resize_predictions``, :data:`RESIZE_OPTION`): a prediction whose
-  size differs from the ground truth's raises, or with ``"nearest"`` is resized and a warning
-  logged (:func:`fit_prediction`, one message for every metric). The resize samples the prediction's
+  size differs from the ground truth's raises, or with a rule name (``"pil"`` or ``"opencv"``,
+  :data:`perckit.rle.RESIZE_RULES`) is resized under that rule and a warning logged
+  (:func:`fit_prediction`, one message for every metric). A metric's options also take ``"nearest"``:
+  the rule that metric names in its card (:func:`resize_rule`). The resize samples the prediction's
   runs at the target grid (:func:`perckit.rle.resize_nearest`: memory the target's, never the
   prediction's declared size) and charges the prediction row's :class:`perckit.rle.PixelBudget` with
   the target's pixels first (:func:`row_budget`: 2^30 resized pixels per prediction row);
@@ -49,8 +51,9 @@ logger = logging.getLogger(__name__)
 
 #: The LAVT precision@t thresholds.
 DEFAULT_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
-#: The values of the resize option: None raises on a size mismatch, "nearest" resizes the prediction.
-RESIZE_MODES = (None, "nearest")
+#: The values of the resize option: None raises on a size mismatch; a rule name resizes the prediction under that
+#: rule (:data:`perckit.rle.RESIZE_RULES`); "nearest" is the metric's own rule (:func:`resize_rule`).
+RESIZE_MODES = (None, "nearest", *rle_ops.RESIZE_RULES)
 #: The one name of the resize option, in every metric that has it.
 RESIZE_OPTION = "resize_predictions"
 #: The one name of the option giving the IoU of a pair whose union is empty, in every metric that has it.
@@ -119,6 +122,13 @@ def row_budget() -> rle_ops.PixelBudget:
                                hint="predict the masks at the reference size, or resize them before scoring")
 
 
+def resize_rule(value: str | None, nearest: str) -> str | None:
+    """The metric option ``resize_predictions`` checked (:data:`RESIZE_MODES`) and resolved: None, or the rule to
+    resize with, where ``"nearest"`` is ``nearest``, the rule the metric's card names."""
+    check_choice(RESIZE_OPTION, value, RESIZE_MODES)
+    return nearest if value == "nearest" else value
+
+
 def fit_prediction(
     pred: rle_ops.RLE, size: Sequence[int], *, resize: str | None, where: str,
     target: str = "the ground-truth size", warn: bool = True, budget: rle_ops.PixelBudget | None = None,
@@ -127,7 +137,8 @@ def fit_prediction(
 
     Same size: ``pred`` itself. Another size: with ``resize=None`` a :class:`PredictionError` naming
     ``where``, both sizes (``target`` says what the expected size is) and the option; with
-    ``resize="nearest"`` the prediction resized with nearest neighbour, and a warning logged when
+    ``resize`` a rule (``"pil"`` or ``"opencv"``: :func:`perckit.rle.resize_nearest`) the prediction resized
+    under it, and a warning logged when
     ``warn`` (a metric that warns once per query passes ``warn=False`` after the first). The resize
     charges ``budget`` (the prediction row's :func:`row_budget`, shared by every mask of the row; None: a
     budget of its own) with the target's H * W first: past it a :class:`PredictionError` naming ``where``.
@@ -142,8 +153,9 @@ def fit_prediction(
         )
     (budget if budget is not None else row_budget()).charge(want[0] * want[1], where)
     if warn:
-        logger.warning("%s: resizing the predicted mask from %s to %s (nearest)", where, pred["size"], want)
-    return rle_ops.resize_nearest(pred, want)
+        logger.warning("%s: resizing the predicted mask from %s to %s (nearest neighbour, %s rule)", where, pred["size"],
+                       want, resize)
+    return rle_ops.resize_nearest(pred, want, rule=resize)
 
 
 def dense_pair_counts(pred: np.ndarray, gt: np.ndarray, where: str = "masks") -> MaskCounts:
@@ -168,7 +180,7 @@ def pair_counts(pred: Any, gt: Any, *, resize: str | None = None, where: str = "
     counts); the prediction then goes through :func:`fit_prediction` (the resize rule, charging
     ``budget``: None for a row of one mask) and the pair through :func:`rle_pair_counts`.
     """
-    check_choice("resize", resize, RESIZE_MODES)
+    check_choice("resize", resize, (None, *rle_ops.RESIZE_RULES))
     p = as_rle(pred, f"{where}: predicted mask")
     g = as_rle(gt, f"{where}: ground-truth mask")
     p = fit_prediction(p, g["size"], resize=resize, where=where, budget=budget)

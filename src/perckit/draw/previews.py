@@ -81,13 +81,11 @@ def is_rle(value: Any) -> bool:
 
 
 def small_mask(mask: Mapping[str, Any], out_h: int, out_w: int, where: str = "mask") -> np.ndarray:
-    """The RLE ``mask`` sampled at an ``out_h`` × ``out_w`` grid of pixel centres (nearest-neighbour), read from its
-    run lengths without decoding the full-size mask: :func:`perckit.rle.sample_nearest` with the pixel-centre index
-    rule :func:`perckit.rle.centre_index`."""
-    from ..rle import centre_index, sample_nearest
+    """The RLE ``mask`` at ``out_h`` × ``out_w``, resized as PIL's ``Image.NEAREST`` resizes the picture beside it
+    (pixel centres), read from its run lengths without decoding the full-size mask: :func:`perckit.rle.resized_mask`."""
+    from ..rle import resized_mask
 
-    h, w = int(mask["size"][0]), int(mask["size"][1])
-    return sample_nearest(mask, centre_index(h, out_h), centre_index(w, out_w), where)
+    return resized_mask(mask, (out_h, out_w), "pil", where)
 
 
 def open_canvas(image: Any, out_h: int, out_w: int, where: str = "image") -> Image.Image | None:

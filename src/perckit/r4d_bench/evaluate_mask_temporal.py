@@ -39,8 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--self-check", action="store_true", help="score the ground truth against itself; every key must be 1.0")
     p.add_argument("--evaluated-frames", default="annotated_and_existence", choices=core.EVALUATED_FRAMES)
     p.add_argument("--macc-mode", default="class_mean", choices=core.MACC_MODES)
-    p.add_argument("--resize-predictions", default=None, choices=["nearest"], help="resize predictions of another size (default: error)")
-    p.add_argument("--resize-mismatched", default=None, choices=["nearest"], help="deprecated alias of --resize-predictions (warns)")
+    p.add_argument("--resize-predictions", default=None, choices=["nearest", "pil", "opencv"],
+                   help="resize predictions of another size with nearest neighbour: PIL's rule (pil, also nearest: "
+                   "ReferGaussian's) or OpenCV's INTER_NEAREST (opencv); default: an error")
+    p.add_argument("--resize-mismatched", default=None, choices=["nearest", "pil", "opencv"],
+                   help="deprecated alias of --resize-predictions (warns)")
     p.add_argument("--mask-source", default="segmentation", choices=["segmentation", "mask_image"], help="GT geometry: segmentation (default) or the PNG paths of a *_with_paths file")
     return p
 

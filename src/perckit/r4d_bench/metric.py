@@ -68,6 +68,9 @@ from ..core.stats import fmean
 EVALUATED_FRAMES = ("annotated_and_existence", "annotated", "all_scene_frames")
 MACC_MODES = ("class_mean", "frame_success")
 RESIZE_MODES = seg.RESIZE_MODES
+#: The rule ``resize_predictions="nearest"`` resizes with: PIL's ``Image.NEAREST``, as ReferGaussian's evaluator,
+#: which the R4D-Bench evaluation follows, resizes a mask of another size (``"opencv"`` on request).
+NEAREST_RULE = "pil"
 #: The deprecated option names of ``mask_temporal`` and their one name across the metrics (they warn).
 DEPRECATED_OPTIONS = {"resize_mismatched": seg.RESIZE_OPTION, "empty_iou": seg.EMPTY_UNION_OPTION}
 VIOU_THRESHOLDS = (0.3, 0.5)
@@ -99,7 +102,8 @@ class MaskTemporalOptions:
     iou_threshold: float = 0.5
     evaluated_frames: str = "annotated_and_existence"
     macc_mode: str = "class_mean"
-    #: None: a predicted mask of another size than the reference raises; "nearest": it is resized.
+    #: None: a predicted mask of another size than the reference raises; "pil" or "opencv": it is resized under that
+    #: nearest-neighbour rule (``perckit.rle.resize_nearest``); "nearest": :data:`NEAREST_RULE`.
     resize_predictions: str | None = None
     #: IoU of a frame where both masks are empty.
     empty_union_iou: float = 1.0
@@ -117,7 +121,7 @@ class MaskTemporalOptions:
         self._take_alias("empty_iou", empty_iou, 1.0)
         check_choice("evaluated_frames", self.evaluated_frames, EVALUATED_FRAMES)
         check_choice("macc_mode", self.macc_mode, MACC_MODES)
-        check_choice(seg.RESIZE_OPTION, self.resize_predictions, RESIZE_MODES)
+        object.__setattr__(self, "resize_predictions", seg.resize_rule(self.resize_predictions, NEAREST_RULE))
         for name in ("iou_threshold", seg.EMPTY_UNION_OPTION):
             value = check_option_type(name, getattr(self, name), "number")
             if not 0.0 <= float(value) <= 1.0:

@@ -85,6 +85,9 @@ logger = logging.getLogger(__name__)
 
 GT_TEMPORAL_SOURCES = ("annotation", "reason_audio")
 RESIZE_MODES = seg.RESIZE_MODES
+#: The rule ``resize_predictions="nearest"`` resizes an anchor mask with: OpenCV's ``INTER_NEAREST`` (no official
+#: evaluator is public; ``"pil"`` on request).
+NEAREST_RULE = "opencv"
 
 VISUAL_KEYS = ("visual_iou", "visual_ciou", "visual_null_acc", "visual_iou_with_null", "bg_leak")
 AUDIO_TEMPORAL_KEYS = ("audio_tiou", "audio_tiou_hull")  # + audio_tiou_r@<t> + audio_null_acc
@@ -553,7 +556,7 @@ class AVReasoningOptions:
 
     def __post_init__(self) -> None:
         check_choice("gt_temporal_source", self.gt_temporal_source, GT_TEMPORAL_SOURCES)
-        check_choice("resize_predictions", self.resize_predictions, RESIZE_MODES)
+        object.__setattr__(self, "resize_predictions", seg.resize_rule(self.resize_predictions, NEAREST_RULE))
         for name in ("restrict_to_suggested", "return_per_sample"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"option {name!r}: expected True or False, got {getattr(self, name)!r}")

@@ -19,7 +19,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core import segmentation as seg
-from ..errors import OptionError, check_choice, check_options
+from ..errors import OptionError, check_options
+
+
+#: The rule ``resize_predictions="nearest"`` resizes with: OpenCV's ``INTER_NEAREST``. The RefCOCO-M card and the
+#: LISA / LAVT evaluators score masks at the image size and resize none; OpenCV's ``cv2.resize`` is the common way
+#: mask pipelines resize, so a resized run says it (``"pil"`` on request).
+NEAREST_RULE = "opencv"
 
 
 @dataclass(frozen=True)
@@ -28,14 +34,15 @@ class ReferIoUOptions:
     thresholds: tuple = seg.DEFAULT_THRESHOLDS
     #: [inferred] IoU when both masks are empty (LISA / ReLA: 1.0; LAVT: 0.0).
     empty_union_iou: float = 1.0
-    #: None: a prediction of another size raises; "nearest": it is resized to the GT size.
+    #: None: a prediction of another size raises; "pil" or "opencv": it is resized to the GT size under that
+    #: nearest-neighbour rule; "nearest": :data:`NEAREST_RULE`.
     resize_predictions: str | None = None
     return_per_example: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "thresholds", seg.check_thresholds(self.thresholds))
         object.__setattr__(self, "empty_union_iou", seg.check_threshold(seg.EMPTY_UNION_OPTION, self.empty_union_iou))
-        check_choice(seg.RESIZE_OPTION, self.resize_predictions, seg.RESIZE_MODES)
+        object.__setattr__(self, "resize_predictions", seg.resize_rule(self.resize_predictions, NEAREST_RULE))
         if not isinstance(self.return_per_example, bool):
             raise OptionError(f"option 'return_per_example': expected True or False, got {self.return_per_example!r}")
 

@@ -15,7 +15,8 @@ mentions is written ``<p>name</p> [SEG] (IMAGEk)``, and the i-th ``[SEG]`` takes
 
 An answer whose groundings do not read (more ``[SEG]`` than masks, a ``[SEG]`` without ``(IMAGEk)``, a bad
 RLE, an image index out of range) keeps its text with no groundings and counts in ``unparsed`` (form
-``text-only``). A mask at another size than its image is resized (option ``resize_predictions="nearest"``).
+``text-only``). A mask at another size than its image is resized with OpenCV's ``INTER_NEAREST`` (option
+``resize_predictions="opencv"``, ``m4seg``'s rule: PRIMA's evaluation resizes none).
 
 The images: the export's ``image_files`` column when it was built with ``image_root`` (``perckit.export.convert("m4seg", ...,
 image_root=...)``: the pixels travel in the Parquet), else the files under the folder named by the environment
@@ -42,8 +43,9 @@ logger = logging.getLogger(__name__)
 METRIC = "m4seg"
 #: ``m4seg`` options of the task: the metric's defaults (MiniLM for the text metrics, METEOR through Java), except
 #: that a missing encoder or Java leaves those metrics None with the reason logged (``skipped``) instead of failing
-#: the run, masks at another size are resized, and no per-sample table is built. Edit to change.
-OPTIONS: dict[str, Any] = {"skip_unavailable": True, "resize_predictions": "nearest", "per_sample": False}
+#: the run, masks at another size are resized (OpenCV's rule, see the module header), and no per-sample table is
+#: built. Edit to change.
+OPTIONS: dict[str, Any] = {"skip_unavailable": True, "resize_predictions": "opencv", "per_sample": False}
 #: The environment variable naming the image root when the export holds no pixels.
 IMAGE_ROOT_ENV = "PERCKIT_M4SEG_IMAGE_ROOT"
 

@@ -18,9 +18,11 @@ from perckit import lmms_eval as common, rle as rle_ops
 from perckit.refcoco_m.features import to_metric_reference
 
 METRIC = "refer_iou"
-#: ``refer_iou`` options of the task: a mask at another size than the image is resized (nearest neighbour, one
-#: warning per example) rather than failing the run; edit to score strictly.
-OPTIONS: dict[str, Any] = {"resize_predictions": "nearest"}
+#: ``refer_iou`` options of the task: a mask at another size than the image is resized rather than failing the
+#: run (one warning per example), with OpenCV's ``INTER_NEAREST`` (``refer_iou``'s rule: the RefCOCO-M evaluators
+#: resize none, and a model's mask at its own resolution is usually resized with ``cv2.resize``); edit to score
+#: strictly (None) or with PIL's rule ("pil").
+OPTIONS: dict[str, Any] = {"resize_predictions": "opencv"}
 
 PROMPT = ("Segment the object that this expression refers to: \"{sentence}\". The image is {width} pixels wide and "
           "{height} pixels high. Answer with the object's mask as COCO run-length encoding in JSON, "

@@ -20,6 +20,9 @@ RECALL_ENCODERS = ("minilm", "bert-base-uncased-meanpool")
 SS_LEVELS = ("answer", "phrase")
 I_MODES = ("image", "mask")
 RESIZE_MODES = seg.RESIZE_MODES
+#: The rule ``resize_predictions="nearest"`` resizes with: OpenCV's ``INTER_NEAREST``. PRIMA / GLaMM's evaluation
+#: scores masks at the image size and resizes none (``"pil"`` on request).
+NEAREST_RULE = "opencv"
 #: gIoU of a sample, and cIoU of a set, whose pooled union is empty (GT masks all empty, no predicted pixel):
 #: 1.0, the rule of ``refer_iou`` (``perckit.rle.pair_iou`` / ``perckit.core.segmentation.reduce_iou``): nothing to find, nothing found.
 EMPTY_UNION_IOU = 1.0
@@ -65,7 +68,7 @@ class M4SegOptions:
         check_choice("ss_level", self.ss_level, SS_LEVELS)
         check_choice("i_mode", self.i_mode, I_MODES)
         check_choice("resolved_name_style", self.resolved_name_style, NAME_STYLES)
-        check_choice(seg.RESIZE_OPTION, self.resize_predictions, RESIZE_MODES)
+        object.__setattr__(self, "resize_predictions", seg.resize_rule(self.resize_predictions, NEAREST_RULE))
         for name in ("recall_iou_threshold", "recall_text_threshold", "siou_threshold"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not -1.0 <= float(v) <= 1.0:
