@@ -17,7 +17,7 @@ keep the state in memory), while ``state_dict`` works.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from typing import Any, Mapping
 
 import numpy as np
@@ -26,9 +26,6 @@ from ..hf.contract import COUNT, FLAG, TEXT, UNIT, Item, MetricCore, RecordSchem
 from ..errors import OptionError, check_options
 from ..hf.feature_check import Nullable, Scalar
 from . import metric as m
-
-#: the fields of a :class:`~.metric.SampleScore` record, in declaration order
-RECORD_FIELDS = tuple(f.name for f in fields(m.SampleScore))
 
 #: A :class:`~.metric.SampleScore` as a state holds it: ``None`` where the sample has no such value; the IoUs,
 #: tIoUs, background leak and the pixel counts in their ranges, the A/V offsets in seconds >= 0.
@@ -72,14 +69,10 @@ def _options(options: Mapping[str, Any]) -> m.AVReasoningOptions:
     return m.AVReasoningOptions(**options)
 
 
-def _plain(value: Any) -> Any:
-    """A record value as a plain Python scalar (numpy scalars from the pixel and audio counts become int / float / bool)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def _record_to_state(record: m.SampleScore) -> dict:
-    """A :class:`~.metric.SampleScore` as a JSON-safe dict (every field, plain scalars)."""
-    return {k: _plain(v) for k, v in asdict(record).items()}
+    """A :class:`~.metric.SampleScore` as a JSON-safe dict: every field, as a plain Python scalar (numpy scalars from the
+    pixel and audio counts become int / float / bool)."""
+    return {k: v.item() if isinstance(v, np.generic) else v for k, v in asdict(record).items()}
 
 
 def _features() -> tuple:

@@ -662,12 +662,6 @@ def sample_desync(offsets: Any) -> float:
     return float(math.fsum(abs(float(v)) for v in o) / o.size)
 
 
-def desync_seconds(per_sample: Sequence[Any]) -> float | None:
-    """DeSync over samples: the mean of :func:`sample_desync` of each sample's window offsets; ``None``
-    for no samples. Every sample having two windows, this is av-benchmark's mean over all windows."""
-    return fmean(sample_desync(o) for o in per_sample)
-
-
 def fit_short_clip(frames: np.ndarray, audio: np.ndarray, short_clip: str = "pad") -> tuple[np.ndarray, np.ndarray, bool] | None:
     """Frames at 25 fps ``(T, ...)`` and 16 kHz audio cut to a common length, and extended to one 4.8 s
     window when shorter: ``(frames, audio, padded)``, or ``None`` for a short clip under ``"skip"``.

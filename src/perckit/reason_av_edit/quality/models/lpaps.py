@@ -52,8 +52,8 @@ CHECKPOINT = "lpaps.pt"
 
 
 @functools.lru_cache(maxsize=1)
-def _module_classes() -> tuple[type, type]:
-    """The torch classes, defined on first use (importing this module does not import torch)."""
+def _module_class() -> type:
+    """The torch class, defined on first use (importing this module does not import torch)."""
     import torch
     from torch import nn
 
@@ -95,18 +95,13 @@ def _module_classes() -> tuple[type, type]:
                 lin.model = nn.Sequential(nn.Dropout(), nn.Conv2d(c, 1, kernel_size=1, bias=False))
                 setattr(self, f"lin{k}", lin)
 
-    return VGGishishSlices, LPAPSNet
+    return LPAPSNet
 
 
 def lpaps_module() -> Any:
     """A randomly initialised torch module with the keys and shapes of SpecVQGAN's ``LPAPS`` (shift 0,
     scale 1, random features and ``lin`` weights)."""
-    return _module_classes()[1]()
-
-
-def vggishish_slices() -> Any:
-    """A randomly initialised ``VGGishish`` feature network cut into the five slices."""
-    return _module_classes()[0]()
+    return _module_class()()
 
 
 def _lin_vector(lin: Any) -> np.ndarray:
@@ -124,7 +119,7 @@ def _lin_vector(lin: Any) -> np.ndarray:
 
 class LPAPSMetric(MeanOfKeys):
     """LPAPS of the edited against the source audio with a ready network: ``net`` maps ``(B, 1, 80, T)``
-    scaled spectrograms to the five feature maps (:func:`vggishish_slices` layout), ``lins`` are the five
+    scaled spectrograms to the five feature maps (as an :func:`lpaps_module`'s ``net``), ``lins`` are the five
     layers' 1 x 1 weights (modules or arrays), ``shift`` / ``scale`` the per-band scaling (``(80,)`` or the
     ``(1, 1, 80, 1)`` buffers; default 0 / 1)."""
 
