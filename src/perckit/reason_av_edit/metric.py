@@ -299,10 +299,7 @@ def window_vector(window: tuple[float, float] | None, n: int, options: AudioOpti
 
 def activity_hull(active: np.ndarray, options: AudioOptions = AudioOptions()) -> tuple[float, float] | None:
     """``[t_first, t_last + hop / sample_rate)`` of an activity vector; ``None`` when nothing is active."""
-    idx = np.flatnonzero(active)
-    if idx.size == 0:
-        return None
-    return (int(idx[0]) * options.hop / options.sample_rate, (int(idx[-1]) + 1) * options.hop / options.sample_rate)
+    return video_hull(active, options.sample_rate, options.hop)
 
 
 def tf_mask(x: np.ndarray, options: AudioOptions = AudioOptions(), rms: np.ndarray | None = None) -> np.ndarray:
@@ -636,12 +633,13 @@ def vector_tiou(a: np.ndarray, b: np.ndarray) -> float:
     return mask_iou(np.asarray(a, dtype=bool), np.asarray(b, dtype=bool))
 
 
-def video_hull(active: np.ndarray, fps: float) -> tuple[float, float] | None:
-    """``[j_first / fps, (j_last + 1) / fps)`` of a video activity vector; ``None`` when nothing is active."""
+def video_hull(active: np.ndarray, fps: float, step: int = 1) -> tuple[float, float] | None:
+    """``[j_first * step / fps, (j_last + 1) * step / fps)`` of an activity vector whose frames are ``step`` samples of
+    ``fps`` per second apart (a video's: ``step`` 1); ``None`` when nothing is active."""
     idx = np.flatnonzero(active)
     if idx.size == 0:
         return None
-    return int(idx[0]) / fps, (int(idx[-1]) + 1) / fps
+    return int(idx[0]) * step / fps, (int(idx[-1]) + 1) * step / fps
 
 
 def which_correct(pred_index: int | None, ref_index: int | None, visual_null: bool | None, visual_iou: float | None,

@@ -37,9 +37,8 @@ import numpy as np
 
 from ....errors import OptionError
 from ....io.model_files import folder_file
-from .base import ModelOptions, ModelUnavailable, QualitySample, require, load_strict, positive_int, read_checkpoint
+from .base import MeanOfKeys, ModelOptions, ModelUnavailable, QualitySample, require, load_strict, positive_int, read_checkpoint
 from .clap import has_audio, resampled
-from .base import MeanOfKeys
 from .clip import hf_folder, load_pretrained
 
 INSTALL = ("pip install --no-deps audiobox_aesthetics (its torchaudio requirement would replace the CPU torch; "

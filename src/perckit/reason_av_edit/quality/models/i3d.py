@@ -58,7 +58,7 @@ import numpy as np
 from ....errors import OptionError, check_choice
 from ..formulas import pooled_fd
 from . import i3d_net
-from .base import (ModelOptions, QualitySample, load_strict, local_weights, positive_int, read_checkpoint, require,
+from .base import (QUALITY_EXTRA, ModelOptions, QualitySample, load_strict, local_weights, positive_int, read_checkpoint, require,
                    weights_in)
 
 #: how StyleGAN-V calls its detector, and so the FVD detector: rescale uint8 to [-1, 1], resize to 224, the features
@@ -71,7 +71,6 @@ SAMPLINGS = ("first", "windows", "uniform")
 #: resizes): fewer clips than ``batch_size`` per call for large frames, at least one
 MAX_BATCH_BYTES = 256 * 2**20
 
-_INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
 #: VideoGPT's InceptionI3d state dict i3d_pretrained_400.pt as MCVD's and JunyaoHu's READMEs link it (VideoGPT's
 #: own download is the Google Drive file id 1mQK8KD8G6UWRa5t87SRMm5PVXtlpneJT)
 I3D_STATE_URL = "https://onedrive.live.com/download?cid=78EEF3EB6AE7DBCB&resid=78EEF3EB6AE7DBCB%21199&authkey=AApKdFHPXzWLNyI"
@@ -199,7 +198,7 @@ def build_fvd(weights: Any, options: ModelOptions) -> FVDMetric:
     ``InputNotFoundError``; a TorchScript archive (StyleGAN-V's ``i3d_torchscript.pt``: never loaded, its code
     would run), a file that is no torch checkpoint, or a state dict of another layout (checked with
     ``strict=True``) an ``OptionError``. With an ``InceptionI3d``, ``fvd_num_frames`` below 9 is an ``OptionError``."""
-    torch = require("torch", _INSTALL)
+    torch = require("torch", QUALITY_EXTRA)
     if isinstance(weights, torch.nn.Module):
         if i3d_net.is_inception_i3d(weights):
             return _inception_metric(weights, options)

@@ -44,9 +44,8 @@ import numpy as np
 
 from ....errors import OptionError
 from ..formulas import cosine
-from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, require, load_strict, read_checkpoint
+from .base import MeanOfKeys, ModelOptions, ModelUnavailable, QualitySample, local_weights, require, load_strict, read_checkpoint
 from .clap import has_audio, resampled
-from .base import MeanOfKeys
 
 INSTALL = ("pip install git+https://github.com/facebookresearch/ImageBind (not on PyPI; it needs torchaudio, "
            "torchvision and pytorchvideo)")

@@ -36,10 +36,9 @@ import numpy as np
 from ....errors import OptionError
 from ...metric import resample
 from .. import formulas as perceptual
-from .base import (MeanOfKeys, ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint,
+from .base import (QUALITY_EXTRA, MeanOfKeys, ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint,
                    weights_in)
 
-_INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
 WEIGHTS_HELP = (" (SpecVQGAN's lpaps.pt, the trained LPAPS of commit 3894458: https://a3s.fi/swift/v1/"
                 "AUTH_a235c0f452d648828f745589cde1219a/specvqgan_public/lpaps.pt; a folder holding it also works)")
 #: the VGGishish feature layers: output channels per 3 x 3 convolution, ``"MP"`` a 2 x 2 max-pool
@@ -189,7 +188,7 @@ def load_lpaps(path: str, device: str = "cpu") -> Any:
 def build_lpaps(weights: Any, options: ModelOptions) -> LPAPSMetric:
     """The ``lpaps`` entry's factory: ``weights`` is the path of ``lpaps.pt`` or of a folder holding it (no
     default location: :class:`~.base.ModelUnavailable` saying where it comes from)."""
-    require("torch", _INSTALL)
+    require("torch", QUALITY_EXTRA)
     require("scipy", "pip install scipy")
     path = local_weights(weights, "lpaps", pass_as=WEIGHTS_HELP)
     path = weights_in(path, "lpaps", [CHECKPOINT], f"models['lpaps']: the folder {path!r} has no {CHECKPOINT}; "
