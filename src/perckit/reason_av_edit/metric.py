@@ -171,12 +171,6 @@ def decode_wav(data: bytes, where: str, options: AudioOptions = AudioOptions(), 
     """
     import soundfile as sf
 
-    def too_long(frames: int, sr: int) -> Exception:
-        return error(
-            f"{where}: {frames} samples at {sr} Hz last {frames / sr:.6g} s, more than the limit of "
-            f"{layout.MAX_DURATION_S:g} s (perckit.reason_av_edit.layout.MAX_DURATION_S)"
-        )
-
     try:
         f = sf.SoundFile(io.BytesIO(data))
     except Exception as e:  # soundfile raises LibsndfileError / RuntimeError / TypeError on bad input
@@ -191,7 +185,8 @@ def decode_wav(data: bytes, where: str, options: AudioOptions = AudioOptions(), 
         limit = min(int(layout.MAX_DURATION_S * sr), layout.MAX_AUDIO_SAMPLES // channels)
         unknown = frames >= 1 << 62  # libsndfile's "unknown length" (a FLAC whose STREAMINFO says 0 samples): read up to the limit
         if not unknown and frames > layout.MAX_DURATION_S * sr:
-            raise too_long(frames, sr)
+            raise error(f"{where}: {frames} samples at {sr} Hz last {frames / sr:.6g} s, more than the limit of "
+                        f"{layout.MAX_DURATION_S:g} s (perckit.reason_av_edit.layout.MAX_DURATION_S)")
         if not unknown and frames > limit:
             raise error(f"{where}: the header declares {frames} x {channels} samples, more than the limit of "
                         f"{layout.MAX_AUDIO_SAMPLES} (perckit.reason_av_edit.layout.MAX_AUDIO_SAMPLES)")
@@ -287,6 +282,10 @@ def activity_from_rms(r: np.ndarray, options: AudioOptions = AudioOptions()) -> 
     active = (r >= options.rms_floor) & (_db(r, 1e-300) >= _db(np.array(peak), 1e-300) - options.rel_db)
     active = close_gaps(active, options.frames_of(options.gap_close_s))
     return drop_short_runs(active, options.frames_of(options.min_run_s))
+
+
+def activity(x: np.ndarray, options: AudioOptions = AudioOptions()) -> np.ndarray:
+    return activity_from_rms(frame_rms(x, options), options)
 
 
 def window_vector(window: tuple[float, float] | None, n: int, options: AudioOptions = AudioOptions()) -> np.ndarray:

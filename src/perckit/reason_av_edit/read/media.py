@@ -79,14 +79,9 @@ class MediaStore:
             if path in wanted:
                 self.data[path] = data
 
-    def expected_archive(self, path: str) -> str:
-        folder = top_folder(path)
-        if folder in self.folder_archive:
-            return self.folder_archive[folder]
-        return archive_stems(self.labels).get(folder, f"{ARCHIVES_DIR}/{folder}.tar")
-
     def missing(self, path: str, sample: Sample, fld: str) -> ReleaseNotFoundError:
-        label = self.expected_archive(path)
+        folder = top_folder(path)  # the archive that held the folder, else the one named after it
+        label = self.folder_archive.get(folder, archive_stems(self.labels).get(folder, f"{ARCHIVES_DIR}/{folder}.tar"))
         state = "has no member" if label in self.labels else "does not exist; it should hold member"
         return ReleaseNotFoundError(
             f"archive {label!r} {state} {path!r}, named in {METADATA} line {sample.line} ({_origin(sample, fld)}, "

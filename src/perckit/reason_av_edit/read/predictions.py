@@ -60,11 +60,6 @@ def _read(root: Path, sample_id: str, key: str) -> tuple[Path, bytes | None]:
     return path, read_regular_file(path, repr(str(path)), LIMITS[key], PredictionError, InputNotFoundError)
 
 
-def _parse_json(data: bytes, path: Path) -> object:
-    where = repr(str(path))
-    return parse_json(decode_text(data, where, PredictionError, "UTF-8 JSON"), where, PredictionError)
-
-
 def load_prediction(root: str | os.PathLike, sample_id: str) -> dict:
     """One prediction row from the files of ``sample_id`` under ``root``."""
     root = Path(root)
@@ -72,7 +67,8 @@ def load_prediction(root: str | os.PathLike, sample_id: str) -> dict:
     kwargs: dict = {}
     meta, data = _read(root, sample_id, "json")
     if data is not None:
-        obj = _parse_json(data, meta)
+        where = repr(str(meta))
+        obj = parse_json(decode_text(data, where, PredictionError, "UTF-8 JSON"), where, PredictionError)
         if not isinstance(obj, Mapping):
             raise PredictionError(f"{str(meta)!r}: expected a JSON object with edit_window_s and/or selected_instance_index, got {type(obj).__name__}")
         unknown = sorted(set(obj) - {"edit_window_s", "selected_instance_index", "sample_id"})
