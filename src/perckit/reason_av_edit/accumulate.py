@@ -22,10 +22,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..hf.contract import COUNT, FLAG, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
+from ..hf.contract import COUNT, FLAG, TEXT, UNIT, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, check_options
 from ..hf.feature_check import Nullable, Scalar
-from . import metric as m
+from . import features as feats, metric as m
 
 #: A :class:`~.metric.SampleScore` as a state holds it: ``None`` where the sample has no such value; the IoUs,
 #: tIoUs, background leak and the pixel counts in their ranges, the A/V offsets in seconds >= 0.
@@ -75,25 +75,15 @@ def _record_to_state(record: m.SampleScore) -> dict:
     return {k: v.item() if isinstance(v, np.generic) else v for k, v in asdict(record).items()}
 
 
-def _features() -> tuple:
-    from . import features as feats
-
-    return feats.prediction_schema(), feats.reference_schema()
-
-
-def _reduce(items: list[Item], opts: m.AVReasoningOptions) -> dict:
-    return m.reduce_scores([item.record for item in items], opts)
-
-
 def av_reasoning_core(config: str | None = None) -> MetricCore:
     """The ``av_reasoning`` core (no configs): records by ``sample_id``, always strict."""
     if config is not None:
         raise OptionError(f"metric 'av_reasoning' has no configs, got config {config!r}")
     return MetricCore(
         name="av_reasoning", config=None, id_key="sample_id", prepare=_options,
-        score=m.score_sample, reduce=_reduce,
+        score=m.score_sample, reduce=lambda items, opts: m.reduce_scores([item.record for item in items], opts),
         record_to_state=_record_to_state, record_from_state=lambda state: m.SampleScore(**state),
         record_schema=lambda opts: SCHEMA,
-        features=_features,
+        features=lambda: (feats.prediction_schema(), feats.reference_schema()),
         strict=lambda opts: True, empty_hint=m.EMPTY_PREDICTION, lax_option=None,
     )

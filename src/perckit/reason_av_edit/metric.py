@@ -57,6 +57,7 @@ Learned-model metrics (FVD, FAD, CLAP, Synchformer DeSync, LPAPS, ...) are out o
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import math
@@ -456,10 +457,8 @@ def decode_mask_video(data: bytes | None, path: str, where: str, threshold: int,
         finally:
             cap.release()
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
     if not active:
         raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} cannot be opened or has no decodable frame")
     return np.asarray(active, dtype=bool), fps

@@ -126,11 +126,6 @@ def ssim_map(a: np.ndarray, b: np.ndarray, win_size: int = 7, b_sums: tuple[np.n
     return num
 
 
-def _own_sums(b: np.ndarray, win_size: int) -> tuple[np.ndarray, np.ndarray]:
-    y = b.astype(_sum_dtype(win_size))
-    return window_sums(y, win_size), window_sums(y * y, win_size)
-
-
 def ssim_frame(a: np.ndarray, b: np.ndarray, win_size: int = 7, impl: str = "boxsum",
                b_sums: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, np.ndarray]:
     """``(mssim, map)``: the SSIM of two RGB uint8 frames (the mean over channels of each channel's interior mean,
@@ -156,7 +151,8 @@ def frame_scores(a: np.ndarray, b: np.ndarray, region: np.ndarray | None, psnr_c
     bg = None if region is None or not region.any() else ~region
     bg_mse = mse if bg is None else frame_mse(a, b, bg, se)
     pasted = None if bg is None else np.where(region[..., None], b, a)  # only background changes count
-    own = None if ssim_impl == "skimage" else _own_sums(b, win_size)  # the source's sums serve both maps
+    y = None if ssim_impl == "skimage" else b.astype(_sum_dtype(win_size))
+    own = None if y is None else (window_sums(y, win_size), window_sums(y * y, win_size))  # serve both maps
     mssim, smap = ssim_frame(a, b, win_size, ssim_impl, own)
     if pasted is not None:
         smap = ssim_frame(pasted, b, win_size, ssim_impl, own)[1]

@@ -15,6 +15,7 @@ import dataclasses
 import logging
 import os
 import posixpath
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable, Iterable, Sequence
@@ -44,9 +45,7 @@ def pick_video_archive(labels: Sequence[str], samples: Sequence[Sample]) -> str:
     Tar names are not documented [inferred]: they are used only here. The folder is the most
     common first path component of the ``video`` column (``videos`` in the release).
     """
-    folders: dict[str, int] = {}
-    for s in samples:
-        folders[top_folder(s.video)] = folders.get(top_folder(s.video), 0) + 1
+    folders = Counter(top_folder(s.video) for s in samples)
     folder = max(sorted(folders), key=lambda k: folders[k]) if folders else "videos"
     stems = archive_stems(labels)
     for name in (folder, "videos", "video"):

@@ -19,8 +19,7 @@ from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import ReleaseFormatError, ReleaseNotFoundError
-from ...errors import short_repr as _short
+from ...errors import ReleaseFormatError, ReleaseNotFoundError, short_repr as _short
 from ...io.jsonio import decode_text, parse_json
 from ...io.paths import read_regular_file, resolve_under
 from .archives import check_name
@@ -360,12 +359,6 @@ def extract_annotation_fields(obj: Any, where: str) -> dict:
     return out
 
 
-def parse_annotation(data: bytes, where: str) -> tuple[dict, str]:
-    """``(fields, verbatim text)`` of one annotation file's bytes; invalid JSON raises naming ``where``."""
-    text = decode_text(data, where, ReleaseFormatError, "UTF-8 JSON")
-    return extract_annotation_fields(parse_json(text, where, ReleaseFormatError), where), text
-
-
 def read_annotation(path: str | os.PathLike) -> tuple[dict, str | None]:
     """The annotation of one sample; a missing file gives null fields, ``None`` text and a warning.
 
@@ -374,5 +367,7 @@ def read_annotation(path: str | os.PathLike) -> tuple[dict, str | None]:
     if not os.path.lexists(path):
         logger.warning("annotation file %r not found: its fields are null", str(path))
         return dict.fromkeys(ANNOTATION_FIELDS), None
-    return parse_annotation(read_regular_file(path, str(path), MAX_ANNOTATION_BYTES), str(path))
+    where = str(path)  # invalid JSON raises naming the file
+    text = decode_text(read_regular_file(path, where, MAX_ANNOTATION_BYTES), where, ReleaseFormatError, "UTF-8 JSON")
+    return extract_annotation_fields(parse_json(text, where, ReleaseFormatError), where), text
 

@@ -157,7 +157,5 @@ def build_pq(weights: Any, options: ModelOptions) -> PQMetric:
         model = load_checkpoint(aes, str(checkpoint))
     else:
         msg = f"{label} has neither config.json + model.safetensors nor checkpoint.pt{_WHERE}"
-        if explicit:
-            raise OptionError(msg)
-        raise ModelUnavailable(msg)
+        raise (OptionError if explicit else ModelUnavailable)(msg)
     return PQMetric(model, device=options.device, batch_size=options.batch_size)
