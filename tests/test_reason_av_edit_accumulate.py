@@ -4,6 +4,7 @@ unpaired rows holding media bytes make save refuse; duplicates and bad states ar
 28) names the file, the record and the field, and random hostile edits of valid states load cleanly with numbers in
 range or are refused."""
 
+import dataclasses
 import json
 import pickle
 import random
@@ -22,7 +23,7 @@ from perckit.errors import OptionError, PredictionError, ReleaseFormatError
 from perckit.samples.reason_av_edit import encode_mp4
 from perckit.reason_av_edit import features as feats
 from perckit.reason_av_edit import metric as core
-from perckit.reason_av_edit.accumulate import RECORD_FIELDS, av_reasoning_core
+from perckit.reason_av_edit.accumulate import av_reasoning_core
 
 NOT = feats.NOT_PROVIDED_MEDIA
 FPS = 25.0
@@ -175,7 +176,7 @@ def test_state_dict_round_trip_with_pending_media_bytes(preds, refs):
     assert_same(loaded.compute(), expected)
     # the records are small and JSON-safe: exactly the SampleScore fields, plain scalars
     for _, record, predicted in state["records"]:
-        assert predicted is True and set(record) == set(RECORD_FIELDS)
+        assert predicted is True and set(record) == {f.name for f in dataclasses.fields(core.SampleScore)}
         assert json.loads(json.dumps(record)) == record
         assert all(v is None or type(v) in (bool, int, float, str) for v in record.values())
 

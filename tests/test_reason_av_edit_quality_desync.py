@@ -19,7 +19,7 @@ import pytest
 from perckit.errors import InputNotFoundError, OptionError, PredictionError
 from perckit.reason_av_edit.quality import formulas as ds
 from perckit.reason_av_edit.quality.models import BY_KEY, ModelMetric, ModelOptions, ModelUnavailable
-from perckit.reason_av_edit.quality.models.base import Clip, QualitySample
+from perckit.reason_av_edit.quality.models.base import Clip, QualitySample, mean_of
 from perckit.reason_av_edit.quality.models import peavs as pv
 
 # ---------------------------------------------------------------------------------------------- math
@@ -95,9 +95,11 @@ def test_offsets_from_logits_argmax_on_the_grid_first_on_ties():
 
 def test_sample_and_set_desync_are_means_of_absolute_offsets():
     assert ds.sample_desync([-0.4, 0.2]) == pytest.approx(0.3)
-    # (0.3 + 0 + 2.0) / 3; equal to the mean over all six windows, as av-benchmark averages
-    assert ds.desync_seconds([[-0.4, 0.2], [0.0, 0.0], [2.0, -2.0]]) == pytest.approx(2.3 / 3)
-    assert ds.desync_seconds([]) is None
+    # the set's DeSync is the reduce of the per-sample values (base.mean_of): (0.3 + 0 + 2.0) / 3; equal to the mean
+    # over all six windows, as av-benchmark averages
+    records = [{"desync": ds.sample_desync(o)} for o in ([-0.4, 0.2], [0.0, 0.0], [2.0, -2.0])]
+    assert mean_of(records, "desync") == pytest.approx(2.3 / 3)
+    assert mean_of([], "desync") is None
     with pytest.raises(PredictionError):
         ds.sample_desync([])
     from perckit.reason_av_edit.quality.models.synchformer import DeSyncMetric

@@ -117,15 +117,30 @@ def test_the_state_dict_has_the_inception_i3d_layout(torch):
 # ---------------------------------------------------------------- the forward pass, by hand
 
 
+def output_size(size: int, kernel: int, stride: int) -> int:
+    """The length of an axis of ``size`` after a "SAME"-padded layer (``ceil(size / stride)`` when padded)."""
+    front, back = i3d_net.same_padding(size, kernel, stride)
+    return (size + front + back - kernel) // stride + 1
+
+
+def final_size(size: int, axis: int) -> int:
+    """The length of ``axis`` (0 time, 1 height, 2 width) of a ``size``-long input after ``Mixed_5c``."""
+    for _, spec in i3d_net.LAYERS:
+        if spec[0] in ("unit", "pool"):
+            kernel, stride = (spec[3], spec[4]) if spec[0] == "unit" else (spec[1], spec[2])
+            size = output_size(size, kernel[axis], stride[axis])
+    return size
+
+
 def test_same_padding_and_sizes_by_hand():
     assert i3d_net.same_padding(224, 7, 2) == (2, 3)  # a multiple of the stride: 7 - 2 = 5, the smaller half in front
     assert i3d_net.same_padding(7, 3, 2) == (1, 1)  # 7 % 2 = 1: 3 - 1 = 2
     assert i3d_net.same_padding(8, 3, 2) == (0, 1)
     assert i3d_net.same_padding(5, 1, 1) == (0, 0)
-    assert i3d_net.output_size(7, 3, 2) == 4 and i3d_net.output_size(224, 7, 2) == 112
+    assert output_size(7, 3, 2) == 4 and output_size(224, 7, 2) == 112
     # time: 16 -> 8 (Conv3d_1a) -> 4 (MaxPool3d_4a) -> 2 (MaxPool3d_5a); the (2, 7, 7) pool needs 2 steps and 7 x 7
-    assert [i3d_net.final_size(t, 0) for t in (8, 9, 10, 16, 32)] == [1, 2, 2, 2, 4]
-    assert (i3d_net.final_size(224, 1), i3d_net.final_size(193, 2), i3d_net.final_size(192, 1)) == (7, 7, 6)
+    assert [final_size(t, 0) for t in (8, 9, 10, 16, 32)] == [1, 2, 2, 2, 4]
+    assert (final_size(224, 1), final_size(193, 2), final_size(192, 1)) == (7, 7, 6)
     assert (i3d_net.MIN_FRAMES, i3d_net.MIN_SIZE) == (9, 193)
 
 
@@ -186,8 +201,18 @@ def test_preprocess_resizes_the_shorter_side_centre_crops_and_scales_to_plus_min
 # ---------------------------------------------------------------- loading through build_fvd
 
 
+def weights_kind(path: str) -> str:
+    """``"torchscript"`` when ``path`` is a TorchScript archive (:func:`perckit.io.model_files.is_torchscript` of its
+    zip records, read through the checked reader), else ``"state_dict"``."""
+    from perckit.io.model_files import is_torchscript, open_weights, zip_records
+
+    with open_weights(path, "models['fvd']") as f:
+        records = zip_records(f, f"models['fvd']: {str(path)!r}")
+    return "torchscript" if records is not None and is_torchscript(records) else "state_dict"
+
+
 def test_build_fvd_loads_an_inception_i3d_state_dict_strictly(tmp_path, torch, net, state_file):
-    from perckit.reason_av_edit.quality.models.i3d import FVDMetric, build_fvd, weights_kind
+    from perckit.reason_av_edit.quality.models.i3d import FVDMetric, build_fvd
 
     built = BY_KEY["fvd"].build(str(state_file), ModelOptions(batch_size=4))
     assert isinstance(built, FVDMetric) and built.batch_size == 4 and built.num_frames == 16

@@ -17,18 +17,15 @@ keep the state in memory), while ``state_dict`` works.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from typing import Any, Mapping
 
 import numpy as np
 
-from ..hf.contract import COUNT, FLAG, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
+from ..hf.contract import COUNT, FLAG, TEXT, UNIT, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, check_options
 from ..hf.feature_check import Nullable, Scalar
-from . import metric as m
-
-#: the fields of a :class:`~.metric.SampleScore` record, in declaration order
-RECORD_FIELDS = tuple(f.name for f in fields(m.SampleScore))
+from . import features as feats, metric as m
 
 #: A :class:`~.metric.SampleScore` as a state holds it: ``None`` where the sample has no such value; the IoUs,
 #: tIoUs, background leak and the pixel counts in their ranges, the A/V offsets in seconds >= 0.
@@ -72,24 +69,10 @@ def _options(options: Mapping[str, Any]) -> m.AVReasoningOptions:
     return m.AVReasoningOptions(**options)
 
 
-def _plain(value: Any) -> Any:
-    """A record value as a plain Python scalar (numpy scalars from the pixel and audio counts become int / float / bool)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def _record_to_state(record: m.SampleScore) -> dict:
-    """A :class:`~.metric.SampleScore` as a JSON-safe dict (every field, plain scalars)."""
-    return {k: _plain(v) for k, v in asdict(record).items()}
-
-
-def _features() -> tuple:
-    from . import features as feats
-
-    return feats.prediction_schema(), feats.reference_schema()
-
-
-def _reduce(items: list[Item], opts: m.AVReasoningOptions) -> dict:
-    return m.reduce_scores([item.record for item in items], opts)
+    """A :class:`~.metric.SampleScore` as a JSON-safe dict: every field, as a plain Python scalar (numpy scalars from the
+    pixel and audio counts become int / float / bool)."""
+    return {k: v.item() if isinstance(v, np.generic) else v for k, v in asdict(record).items()}
 
 
 def av_reasoning_core(config: str | None = None) -> MetricCore:
@@ -98,9 +81,9 @@ def av_reasoning_core(config: str | None = None) -> MetricCore:
         raise OptionError(f"metric 'av_reasoning' has no configs, got config {config!r}")
     return MetricCore(
         name="av_reasoning", config=None, id_key="sample_id", prepare=_options,
-        score=m.score_sample, reduce=_reduce,
+        score=m.score_sample, reduce=lambda items, opts: m.reduce_scores([item.record for item in items], opts),
         record_to_state=_record_to_state, record_from_state=lambda state: m.SampleScore(**state),
         record_schema=lambda opts: SCHEMA,
-        features=_features,
+        features=lambda: (feats.prediction_schema(), feats.reference_schema()),
         strict=lambda opts: True, empty_hint=m.EMPTY_PREDICTION, lax_option=None,
     )

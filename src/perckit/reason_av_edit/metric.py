@@ -57,6 +57,7 @@ Learned-model metrics (FVD, FAD, CLAP, Synchformer DeSync, LPAPS, ...) are out o
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import math
@@ -174,12 +175,6 @@ def decode_wav(data: bytes, where: str, options: AudioOptions = AudioOptions(), 
     """
     import soundfile as sf
 
-    def too_long(frames: int, sr: int) -> Exception:
-        return error(
-            f"{where}: {frames} samples at {sr} Hz last {frames / sr:.6g} s, more than the limit of "
-            f"{layout.MAX_DURATION_S:g} s (perckit.reason_av_edit.layout.MAX_DURATION_S)"
-        )
-
     try:
         f = sf.SoundFile(io.BytesIO(data))
     except Exception as e:  # soundfile raises LibsndfileError / RuntimeError / TypeError on bad input
@@ -194,7 +189,8 @@ def decode_wav(data: bytes, where: str, options: AudioOptions = AudioOptions(), 
         limit = min(int(layout.MAX_DURATION_S * sr), layout.MAX_AUDIO_SAMPLES // channels)
         unknown = frames >= 1 << 62  # libsndfile's "unknown length" (a FLAC whose STREAMINFO says 0 samples): read up to the limit
         if not unknown and frames > layout.MAX_DURATION_S * sr:
-            raise too_long(frames, sr)
+            raise error(f"{where}: {frames} samples at {sr} Hz last {frames / sr:.6g} s, more than the limit of "
+                        f"{layout.MAX_DURATION_S:g} s (perckit.reason_av_edit.layout.MAX_DURATION_S)")
         if not unknown and frames > limit:
             raise error(f"{where}: the header declares {frames} x {channels} samples, more than the limit of "
                         f"{layout.MAX_AUDIO_SAMPLES} (perckit.reason_av_edit.layout.MAX_AUDIO_SAMPLES)")
@@ -306,10 +302,7 @@ def window_vector(window: tuple[float, float] | None, n: int, options: AudioOpti
 
 def activity_hull(active: np.ndarray, options: AudioOptions = AudioOptions()) -> tuple[float, float] | None:
     """``[t_first, t_last + hop / sample_rate)`` of an activity vector; ``None`` when nothing is active."""
-    idx = np.flatnonzero(active)
-    if idx.size == 0:
-        return None
-    return (int(idx[0]) * options.hop / options.sample_rate, (int(idx[-1]) + 1) * options.hop / options.sample_rate)
+    return video_hull(active, options.sample_rate, options.hop)
 
 
 def tf_mask(x: np.ndarray, options: AudioOptions = AudioOptions(), rms: np.ndarray | None = None) -> np.ndarray:
@@ -467,10 +460,8 @@ def decode_mask_video(data: bytes | None, path: str, where: str, threshold: int,
         finally:
             cap.release()
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
     if not active:
         raise PredictionError(f"{where}: the mask video {path or '<bytes>'!r} cannot be opened or has no decodable frame")
     return np.asarray(active, dtype=bool), fps
@@ -643,12 +634,13 @@ def vector_tiou(a: np.ndarray, b: np.ndarray) -> float:
     return mask_iou(np.asarray(a, dtype=bool), np.asarray(b, dtype=bool))
 
 
-def video_hull(active: np.ndarray, fps: float) -> tuple[float, float] | None:
-    """``[j_first / fps, (j_last + 1) / fps)`` of a video activity vector; ``None`` when nothing is active."""
+def video_hull(active: np.ndarray, fps: float, step: int = 1) -> tuple[float, float] | None:
+    """``[j_first * step / fps, (j_last + 1) * step / fps)`` of an activity vector whose frames are ``step`` samples of
+    ``fps`` per second apart (a video's: ``step`` 1); ``None`` when nothing is active."""
     idx = np.flatnonzero(active)
     if idx.size == 0:
         return None
-    return int(idx[0]) / fps, (int(idx[-1]) + 1) / fps
+    return int(idx[0]) * step / fps, (int(idx[-1]) + 1) * step / fps
 
 
 def which_correct(pred_index: int | None, ref_index: int | None, visual_null: bool | None, visual_iou: float | None,

@@ -11,8 +11,7 @@
 - :mod:`.metric`: ``av_edit_quality`` (pairing, accumulate, the tables).
 """
 
-from .predictions import load_quality_predictions_dir
-from .predictions import make_quality_prediction
+from .predictions import load_quality_predictions_dir, make_quality_prediction
 from .references import to_quality_reference
 
 __all__ = ["load_quality_predictions_dir", "make_quality_prediction", "to_quality_reference"]

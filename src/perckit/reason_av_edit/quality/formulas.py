@@ -177,13 +177,6 @@ def _rows(x: np.ndarray, name: str) -> np.ndarray:
     return a
 
 
-def _sorted_rows(a: np.ndarray) -> np.ndarray:
-    """The rows of ``a`` in lexicographic order (the statistics then do not depend on the row order)."""
-    if a.shape[0] < 2 or a.shape[1] == 0:
-        return a
-    return a[np.lexsort(a.T[::-1])]
-
-
 def feature_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean ``(d,)`` and unbiased covariance ``(d, d)`` (``ddof=1``) of the feature rows ``x`` ``(n, d)``.
 
@@ -191,7 +184,8 @@ def feature_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     a = _rows(x, "feature_stats")
     if a.shape[0] < 2:
         raise ValueError(f"feature_stats: a covariance needs at least 2 feature rows, got {a.shape[0]}")
-    a = _sorted_rows(a)
+    if a.shape[1]:  # the rows in lexicographic order: the statistics then do not depend on the row order
+        a = a[np.lexsort(a.T[::-1])]
     mu = a.mean(axis=0)
     sigma = np.atleast_2d(np.cov(a, rowvar=False, ddof=1))
     return mu, sigma
@@ -660,12 +654,6 @@ def sample_desync(offsets: Any) -> float:
     if o.size == 0:
         raise PredictionError("DeSync: expected at least one window offset, got none")
     return float(math.fsum(abs(float(v)) for v in o) / o.size)
-
-
-def desync_seconds(per_sample: Sequence[Any]) -> float | None:
-    """DeSync over samples: the mean of :func:`sample_desync` of each sample's window offsets; ``None``
-    for no samples. Every sample having two windows, this is av-benchmark's mean over all windows."""
-    return fmean(sample_desync(o) for o in per_sample)
 
 
 def fit_short_clip(frames: np.ndarray, audio: np.ndarray, short_clip: str = "pad") -> tuple[np.ndarray, np.ndarray, bool] | None:

@@ -171,10 +171,6 @@ class SampleRecord:
     has_edited_audio: bool = False
 
 
-def _is_model_metric(value: Any) -> bool:
-    return callable(getattr(value, "measure", None)) and callable(getattr(value, "reduce", None)) and hasattr(value, "keys")
-
-
 def build_models(options: EditQualityOptions) -> tuple[list[ActiveModel], dict[str, str]]:
     """The model metrics that run (selected, and built or given) and ``{key: reason}`` for every model key that
     will be ``None`` whatever the data (not selected, library or weights absent, no public implementation)."""
@@ -194,7 +190,7 @@ def build_models(options: EditQualityOptions) -> tuple[list[ActiveModel], dict[s
         if len(names) > 1:
             raise OptionError(f"option 'models': {names} name the same model {entry.name!r}; give it once")
         value = given[names[0]] if names else None
-        if _is_model_metric(value):
+        if callable(getattr(value, "measure", None)) and callable(getattr(value, "reduce", None)) and hasattr(value, "keys"):
             metric = value
         elif entry.unavailable is not None:
             skipped.update({k: entry.unavailable for k in keys})

@@ -126,14 +126,11 @@ def ssim_map(a: np.ndarray, b: np.ndarray, win_size: int = 7, b_sums: tuple[np.n
     return num
 
 
-def _own_sums(b: np.ndarray, win_size: int) -> tuple[np.ndarray, np.ndarray]:
-    y = b.astype(_sum_dtype(win_size))
-    return window_sums(y, win_size), window_sums(y * y, win_size)
-
-
-def ssim_frame(a: np.ndarray, b: np.ndarray, win_size: int = 7, impl: str = "boxsum") -> tuple[float, np.ndarray]:
+def ssim_frame(a: np.ndarray, b: np.ndarray, win_size: int = 7, impl: str = "boxsum",
+               b_sums: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, np.ndarray]:
     """``(mssim, map)``: the SSIM of two RGB uint8 frames (the mean over channels of each channel's interior mean,
-    as scikit-image) and its interior map averaged over the channels (float64 ``(H - 2p, W - 2p)``)."""
+    as scikit-image) and its interior map averaged over the channels (float64 ``(H - 2p, W - 2p)``); ``b_sums``:
+    :func:`ssim_map`'s, for ``"boxsum"``."""
     if impl == "skimage":
         from skimage.metrics import structural_similarity
 
@@ -141,7 +138,7 @@ def ssim_frame(a: np.ndarray, b: np.ndarray, win_size: int = 7, impl: str = "box
         p = (win_size - 1) // 2
         inner = np.asarray(full, dtype=np.float64)[p : a.shape[0] - p, p : a.shape[1] - p]
         return float(mssim), inner.mean(axis=-1)
-    m = ssim_map(a, b, win_size)
+    m = ssim_map(a, b, win_size, b_sums)
     return float(np.mean([m[..., c].mean() for c in range(m.shape[-1])])), m.mean(axis=-1)
 
 
@@ -154,15 +151,11 @@ def frame_scores(a: np.ndarray, b: np.ndarray, region: np.ndarray | None, psnr_c
     bg = None if region is None or not region.any() else ~region
     bg_mse = mse if bg is None else frame_mse(a, b, bg, se)
     pasted = None if bg is None else np.where(region[..., None], b, a)  # only background changes count
-    if ssim_impl == "skimage":
-        mssim, smap = ssim_frame(a, b, win_size, "skimage")
-        if pasted is not None:
-            smap = ssim_frame(pasted, b, win_size, "skimage")[1]
-    else:
-        own = _own_sums(b, win_size)  # the source's sums serve both maps
-        m = ssim_map(a, b, win_size, own)
-        mssim = float(np.mean([m[..., c].mean() for c in range(m.shape[-1])]))
-        smap = (m if pasted is None else ssim_map(pasted, b, win_size, own)).mean(axis=-1)
+    y = None if ssim_impl == "skimage" else b.astype(_sum_dtype(win_size))
+    own = None if y is None else (window_sums(y, win_size), window_sums(y * y, win_size))  # serve both maps
+    mssim, smap = ssim_frame(a, b, win_size, ssim_impl, own)
+    if pasted is not None:
+        smap = ssim_frame(pasted, b, win_size, ssim_impl, own)[1]
     p = (win_size - 1) // 2
     keep = np.ones(smap.shape, dtype=bool) if bg is None else bg[p : bg.shape[0] - p, p : bg.shape[1] - p]
     n = int(np.count_nonzero(keep))

@@ -25,6 +25,7 @@ from ...io.paths import open_regular_file, resolve_under
 from ..features import NOT_PROVIDED_MEDIA, _media_value, encode_wav, media_feature
 from ..layout import MAX_MEDIA_FILE_BYTES
 from ..read.metadata import check_sample_id
+from ..read.predictions import folder_ids
 
 #: The file of each media field in a predictions folder, after the sample id.
 SUFFIXES = {"edited_video": ".mp4", "edited_audio": ".wav"}
@@ -68,18 +69,6 @@ def _checked_path(root: Path, sample_id: str, key: str) -> Path | None:
     return path
 
 
-def _discover(root: Path) -> list[str]:
-    """The ids named by the ``.mp4`` / ``.wav`` entries of ``root`` (folders aside; a FIFO is found, then refused)."""
-    ids: set[str] = set()
-    for p in root.iterdir():
-        if p.is_dir() and not p.is_symlink():
-            continue
-        for suffix in SUFFIXES.values():
-            if p.name.endswith(suffix) and len(p.name) > len(suffix):
-                ids.add(p.name[: -len(suffix)])
-    return sorted(ids)
-
-
 def load_quality_prediction(root: str | os.PathLike, sample_id: str) -> dict | None:
     """The prediction of ``sample_id`` from ``root`` (``<id>.mp4`` and optional ``<id>.wav``); ``None`` when the
     folder has neither. A ``.wav`` without its ``.mp4`` raises: a prediction needs the edited video."""
@@ -102,11 +91,9 @@ def load_quality_predictions_dir(root: str | os.PathLike, sample_ids: Iterable[s
     (the metric then reports them missing: an error, or counted with ``missing="skip"``). Without it, the ids
     come from the file names (sorted).
     """
-    root = Path(root)
-    if not root.is_dir():
-        raise InputNotFoundError(f"predictions folder {str(root)!r} does not exist")
-    ids = list(sample_ids) if sample_ids is not None else _discover(root)
-    rows = [load_quality_prediction(root, sid) for sid in ids]
+    root, ids = folder_ids(root, sample_ids, SUFFIXES.values())
+    # a discovered id is never empty here (an entry named just ".mp4" is not a prediction); a given one is checked
+    rows = [load_quality_prediction(root, sid) for sid in ids if sid or sample_ids is not None]
     return [r for r in rows if r is not None]
 
 

@@ -133,10 +133,6 @@ class MemberGuard:
     def error(self, name: str, what: str) -> ReleaseFormatError:
         return ReleaseFormatError(f"archive {self.label!r}: member {_short(name)!r} {what}{self.suffix}")
 
-    def name_of(self, name: str) -> str:
-        """The normalised POSIX name of a member (:func:`check_name`)."""
-        return check_name(name, f"archive {self.label!r}: member {_short(name)!r}", self.suffix)
-
     def check(self, member: tarfile.TarInfo, next_offset: int | None = None) -> str | None:
         """The normalised name of ``member`` (``None`` for the archive root folder ``.``), or an error.
 
@@ -156,7 +152,7 @@ class MemberGuard:
             stored = next_offset - member.offset_data
             if stored < 0 or stored > MAX_MEMBER_BYTES + tarfile.BLOCKSIZE:
                 raise self.error(name, f"has a header whose data would span {stored} bytes; expected 0 to {MAX_MEMBER_BYTES} (a corrupt or hostile header)")
-        norm = self.name_of(name)
+        norm = check_name(name, f"archive {self.label!r}: member {_short(name)!r}", self.suffix)
         if norm == ".":
             if member.isdir():
                 return None

@@ -15,6 +15,7 @@ import dataclasses
 import logging
 import os
 import posixpath
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable, Iterable, Sequence
@@ -44,9 +45,7 @@ def pick_video_archive(labels: Sequence[str], samples: Sequence[Sample]) -> str:
     Tar names are not documented [inferred]: they are used only here. The folder is the most
     common first path component of the ``video`` column (``videos`` in the release).
     """
-    folders: dict[str, int] = {}
-    for s in samples:
-        folders[top_folder(s.video)] = folders.get(top_folder(s.video), 0) + 1
+    folders = Counter(top_folder(s.video) for s in samples)
     folder = max(sorted(folders), key=lambda k: folders[k]) if folders else "videos"
     stems = archive_stems(labels)
     for name in (folder, "videos", "video"):
@@ -79,14 +78,9 @@ class MediaStore:
             if path in wanted:
                 self.data[path] = data
 
-    def expected_archive(self, path: str) -> str:
-        folder = top_folder(path)
-        if folder in self.folder_archive:
-            return self.folder_archive[folder]
-        return archive_stems(self.labels).get(folder, f"{ARCHIVES_DIR}/{folder}.tar")
-
     def missing(self, path: str, sample: Sample, fld: str) -> ReleaseNotFoundError:
-        label = self.expected_archive(path)
+        folder = top_folder(path)  # the archive that held the folder, else the one named after it
+        label = self.folder_archive.get(folder, archive_stems(self.labels).get(folder, f"{ARCHIVES_DIR}/{folder}.tar"))
         state = "has no member" if label in self.labels else "does not exist; it should hold member"
         return ReleaseNotFoundError(
             f"archive {label!r} {state} {path!r}, named in {METADATA} line {sample.line} ({_origin(sample, fld)}, "

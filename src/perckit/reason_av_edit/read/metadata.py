@@ -19,8 +19,7 @@ from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import ReleaseFormatError, ReleaseNotFoundError
-from ...errors import short_repr as _short
+from ...errors import ReleaseFormatError, ReleaseNotFoundError, short_repr as _short
 from ...io.jsonio import decode_text, parse_json
 from ...io.paths import read_regular_file, resolve_under
 from .archives import check_name
@@ -37,15 +36,6 @@ MAX_ANNOTATION_BYTES = 16 << 20
 #: [card] the sub-track code prefix decides the category (note: Which is H, When is T).
 CATEGORY_BY_PREFIX = {"W": "where_only", "H": "which_only", "T": "when_only", "C": "combined", "R": "reference"}
 CATEGORIES = tuple(CATEGORY_BY_PREFIX.values())
-#: [card] the 16 sub-tracks with their sizes in the real release (1,200 samples).
-SUB_TRACKS = {
-    "W1_same_class_pair": 100, "W2_spatial_reference": 80, "W3_small_or_occluded": 70,
-    "H1_overlapping_voices": 120, "H2_speech_vs_ambient": 100, "H3_offscreen_source": 80,
-    "T1_word_phrase_swap": 200, "T2_sentence_rewrite": 100,
-    "C1_overlap_local_speech": 100, "C2_ambient_local_speech": 50, "C3_animal_local": 40, "C4_spatial_add": 50,
-    "C5_complex_remove": 10,
-    "R1_person_identity": 50, "R2_animal_object_look": 30, "R3_ref_guided_add": 20,
-}
 #: [card] sub-tracks whose visual GT is a null anchor (off-screen source) ...
 CARD_VISUAL_NULL = ("H3",)
 #: ... and whose acoustic GT is a silent null anchor (instance addition).
@@ -172,10 +162,6 @@ def category_of(sub_track: str, where: str) -> str:
     return CATEGORY_BY_PREFIX[prefix]
 
 
-def _normalise_category(value: str) -> str:
-    return value.strip().lower().replace("-", "_").replace(" ", "_")
-
-
 def _optional_number(value: str | None, where: str, kind: type) -> Any:
     if value is None or not value.strip():
         return None
@@ -256,7 +242,7 @@ def parse_metadata(data: bytes, label: str = METADATA) -> list[Sample]:
         category = category_of(sub_track, where("sub_track"))
         csv_category = cell("category")
         if csv_category is not None and csv_category.strip():
-            value = _normalise_category(csv_category)
+            value = csv_category.strip().lower().replace("-", "_").replace(" ", "_")
             if value not in CATEGORIES:
                 logger.warning("%s: category %r is not one of %s; using %r from the sub_track prefix", where("category"), csv_category, list(CATEGORIES), category)
             elif value != category:
@@ -373,12 +359,6 @@ def extract_annotation_fields(obj: Any, where: str) -> dict:
     return out
 
 
-def parse_annotation(data: bytes, where: str) -> tuple[dict, str]:
-    """``(fields, verbatim text)`` of one annotation file's bytes; invalid JSON raises naming ``where``."""
-    text = decode_text(data, where, ReleaseFormatError, "UTF-8 JSON")
-    return extract_annotation_fields(parse_json(text, where, ReleaseFormatError), where), text
-
-
 def read_annotation(path: str | os.PathLike) -> tuple[dict, str | None]:
     """The annotation of one sample; a missing file gives null fields, ``None`` text and a warning.
 
@@ -387,5 +367,7 @@ def read_annotation(path: str | os.PathLike) -> tuple[dict, str | None]:
     if not os.path.lexists(path):
         logger.warning("annotation file %r not found: its fields are null", str(path))
         return dict.fromkeys(ANNOTATION_FIELDS), None
-    return parse_annotation(read_regular_file(path, str(path), MAX_ANNOTATION_BYTES), str(path))
+    where = str(path)  # invalid JSON raises naming the file
+    text = decode_text(read_regular_file(path, where, MAX_ANNOTATION_BYTES), where, ReleaseFormatError, "UTF-8 JSON")
+    return extract_annotation_fields(parse_json(text, where, ReleaseFormatError), where), text
 

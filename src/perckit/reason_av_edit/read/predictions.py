@@ -34,21 +34,21 @@ LIMITS = {"anchor_mask": MAX_MASK_PNG_BYTES, "reason_audio": MAX_MEDIA_FILE_BYTE
           "json": MAX_PREDICTION_JSON_BYTES}
 
 
-def _discover(root: Path) -> list[str]:
-    """The ids named by the files of ``root`` (every entry but folders: a FIFO or a device is found, then refused)."""
+def folder_ids(root: str | os.PathLike, sample_ids: Iterable[str] | None, suffixes: Iterable[str]) -> tuple[Path, list[str]]:
+    """``(root, ids)`` of a predictions folder (a missing folder raises): ``sample_ids`` as given, else the ids that the
+    names of its entries carry before the first of ``suffixes`` they end with, sorted (every entry but folders: a FIFO
+    or a device is found, then refused)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputNotFoundError(f"predictions folder {str(root)!r} does not exist")
+    if sample_ids is not None:
+        return root, list(sample_ids)
     ids: set[str] = set()
     for p in root.iterdir():
-        if p.is_dir() and not p.is_symlink():
-            continue
-        name = p.name
-        for key in ("anchor_mask", "reason_audio", "mask_video"):
-            if name.endswith(SUFFIXES[key]):
-                ids.add(name[: -len(SUFFIXES[key])])
-                break
-        else:
-            if name.endswith(".json"):
-                ids.add(name[:-5])
-    return sorted(ids)
+        suffix = next((x for x in suffixes if p.name.endswith(x)), None)
+        if suffix is not None and not (p.is_dir() and not p.is_symlink()):
+            ids.add(p.name[: -len(suffix)])
+    return root, sorted(ids)
 
 
 def _read(root: Path, sample_id: str, key: str) -> tuple[Path, bytes | None]:
@@ -60,11 +60,6 @@ def _read(root: Path, sample_id: str, key: str) -> tuple[Path, bytes | None]:
     return path, read_regular_file(path, repr(str(path)), LIMITS[key], PredictionError, InputNotFoundError)
 
 
-def _parse_json(data: bytes, path: Path) -> object:
-    where = repr(str(path))
-    return parse_json(decode_text(data, where, PredictionError, "UTF-8 JSON"), where, PredictionError)
-
-
 def load_prediction(root: str | os.PathLike, sample_id: str) -> dict:
     """One prediction row from the files of ``sample_id`` under ``root``."""
     root = Path(root)
@@ -72,7 +67,8 @@ def load_prediction(root: str | os.PathLike, sample_id: str) -> dict:
     kwargs: dict = {}
     meta, data = _read(root, sample_id, "json")
     if data is not None:
-        obj = _parse_json(data, meta)
+        where = repr(str(meta))
+        obj = parse_json(decode_text(data, where, PredictionError, "UTF-8 JSON"), where, PredictionError)
         if not isinstance(obj, Mapping):
             raise PredictionError(f"{str(meta)!r}: expected a JSON object with edit_window_s and/or selected_instance_index, got {type(obj).__name__}")
         unknown = sorted(set(obj) - {"edit_window_s", "selected_instance_index", "sample_id"})
@@ -107,10 +103,7 @@ def load_predictions_dir(root: str | os.PathLike, sample_ids: Iterable[str] | No
     ``sample_ids`` (e.g. the reference ids) gives one row per id, with "not provided" for every
     missing file; without it, the ids are read from the file names (sorted).
     """
-    root = Path(root)
-    if not root.is_dir():
-        raise InputNotFoundError(f"predictions folder {str(root)!r} does not exist")
-    ids = list(sample_ids) if sample_ids is not None else _discover(root)
+    root, ids = folder_ids(root, sample_ids, SUFFIXES.values())
     return [load_prediction(root, sid) for sid in ids]
 
 

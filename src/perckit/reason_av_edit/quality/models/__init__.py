@@ -7,9 +7,8 @@ Importing this package imports no model library.
 
 from __future__ import annotations
 
+from .base import QUALITY_EXTRA as _EXTRA
 from .base import Clip, ModelEntry, ModelMetric, ModelOptions, ModelUnavailable, QualitySample, count_records
-
-_EXTRA = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
 
 ENTRIES: tuple[ModelEntry, ...] = (
     ModelEntry(

@@ -37,9 +37,8 @@ import numpy as np
 
 from ....errors import OptionError
 from ....io.model_files import folder_file
-from .base import ModelOptions, ModelUnavailable, QualitySample, require, load_strict, positive_int, read_checkpoint
+from .base import MeanOfKeys, ModelOptions, ModelUnavailable, QualitySample, require, load_strict, positive_int, read_checkpoint
 from .clap import has_audio, resampled
-from .base import MeanOfKeys
 from .clip import hf_folder, load_pretrained
 
 INSTALL = ("pip install --no-deps audiobox_aesthetics (its torchaudio requirement would replace the CPU torch; "
@@ -158,7 +157,5 @@ def build_pq(weights: Any, options: ModelOptions) -> PQMetric:
         model = load_checkpoint(aes, str(checkpoint))
     else:
         msg = f"{label} has neither config.json + model.safetensors nor checkpoint.pt{_WHERE}"
-        if explicit:
-            raise OptionError(msg)
-        raise ModelUnavailable(msg)
+        raise (OptionError if explicit else ModelUnavailable)(msg)
     return PQMetric(model, device=options.device, batch_size=options.batch_size)

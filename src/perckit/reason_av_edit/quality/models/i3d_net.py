@@ -95,21 +95,6 @@ def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
     return total // 2, total - total // 2
 
 
-def output_size(size: int, kernel: int, stride: int) -> int:
-    """The length of an axis of ``size`` after a "SAME"-padded layer (``ceil(size / stride)`` when padded)."""
-    front, back = same_padding(size, kernel, stride)
-    return (size + front + back - kernel) // stride + 1
-
-
-def final_size(size: int, axis: int) -> int:
-    """The length of ``axis`` (0 time, 1 height, 2 width) of a ``size``-long input after ``Mixed_5c``."""
-    for _, spec in LAYERS:
-        if spec[0] in ("unit", "pool"):
-            kernel, stride = (spec[3], spec[4]) if spec[0] == "unit" else (spec[1], spec[2])
-            size = output_size(size, kernel[axis], stride[axis])
-    return size
-
-
 @functools.lru_cache(maxsize=1)
 def _classes() -> tuple[type, type]:
     """The torch classes, defined on first use (importing this module does not import torch)."""

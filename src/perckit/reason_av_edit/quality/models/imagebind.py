@@ -44,9 +44,8 @@ import numpy as np
 
 from ....errors import OptionError
 from ..formulas import cosine
-from .base import ModelOptions, ModelUnavailable, QualitySample, local_weights, require, load_strict, read_checkpoint
+from .base import MeanOfKeys, ModelOptions, ModelUnavailable, QualitySample, local_weights, require, load_strict, read_checkpoint
 from .clap import has_audio, resampled
-from .base import MeanOfKeys
 
 INSTALL = ("pip install git+https://github.com/facebookresearch/ImageBind (not on PyPI; it needs torchaudio, "
            "torchvision and pytorchvideo)")
@@ -108,10 +107,7 @@ def vision_input(frames: np.ndarray, fps: float) -> Any:
     import torch.nn.functional as F
 
     t, h, w = frames.shape[:3]
-    if h < w:
-        size = (CROP, int(math.floor(w / h * CROP)))
-    else:
-        size = (int(math.floor(h / w * CROP)), CROP)
+    size = (CROP, int(math.floor(w / h * CROP))) if h < w else (int(math.floor(h / w * CROP)), CROP)
     mean = torch.tensor(VISION_MEAN, dtype=torch.float32)[:, None, None, None]
     std = torch.tensor(VISION_STD, dtype=torch.float32)[:, None, None, None]
     crops = []

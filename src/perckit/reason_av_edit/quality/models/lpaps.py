@@ -36,10 +36,9 @@ import numpy as np
 from ....errors import OptionError
 from ...metric import resample
 from .. import formulas as perceptual
-from .base import (MeanOfKeys, ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint,
+from .base import (QUALITY_EXTRA, MeanOfKeys, ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint,
                    weights_in)
 
-_INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
 WEIGHTS_HELP = (" (SpecVQGAN's lpaps.pt, the trained LPAPS of commit 3894458: https://a3s.fi/swift/v1/"
                 "AUTH_a235c0f452d648828f745589cde1219a/specvqgan_public/lpaps.pt; a folder holding it also works)")
 #: the VGGishish feature layers: output channels per 3 x 3 convolution, ``"MP"`` a 2 x 2 max-pool
@@ -52,8 +51,8 @@ CHECKPOINT = "lpaps.pt"
 
 
 @functools.lru_cache(maxsize=1)
-def _module_classes() -> tuple[type, type]:
-    """The torch classes, defined on first use (importing this module does not import torch)."""
+def _module_class() -> type:
+    """The torch class, defined on first use (importing this module does not import torch)."""
     import torch
     from torch import nn
 
@@ -95,18 +94,13 @@ def _module_classes() -> tuple[type, type]:
                 lin.model = nn.Sequential(nn.Dropout(), nn.Conv2d(c, 1, kernel_size=1, bias=False))
                 setattr(self, f"lin{k}", lin)
 
-    return VGGishishSlices, LPAPSNet
+    return LPAPSNet
 
 
 def lpaps_module() -> Any:
     """A randomly initialised torch module with the keys and shapes of SpecVQGAN's ``LPAPS`` (shift 0,
     scale 1, random features and ``lin`` weights)."""
-    return _module_classes()[1]()
-
-
-def vggishish_slices() -> Any:
-    """A randomly initialised ``VGGishish`` feature network cut into the five slices."""
-    return _module_classes()[0]()
+    return _module_class()()
 
 
 def _lin_vector(lin: Any) -> np.ndarray:
@@ -124,7 +118,7 @@ def _lin_vector(lin: Any) -> np.ndarray:
 
 class LPAPSMetric(MeanOfKeys):
     """LPAPS of the edited against the source audio with a ready network: ``net`` maps ``(B, 1, 80, T)``
-    scaled spectrograms to the five feature maps (:func:`vggishish_slices` layout), ``lins`` are the five
+    scaled spectrograms to the five feature maps (as an :func:`lpaps_module`'s ``net``), ``lins`` are the five
     layers' 1 x 1 weights (modules or arrays), ``shift`` / ``scale`` the per-band scaling (``(80,)`` or the
     ``(1, 1, 80, 1)`` buffers; default 0 / 1)."""
 
@@ -194,7 +188,7 @@ def load_lpaps(path: str, device: str = "cpu") -> Any:
 def build_lpaps(weights: Any, options: ModelOptions) -> LPAPSMetric:
     """The ``lpaps`` entry's factory: ``weights`` is the path of ``lpaps.pt`` or of a folder holding it (no
     default location: :class:`~.base.ModelUnavailable` saying where it comes from)."""
-    require("torch", _INSTALL)
+    require("torch", QUALITY_EXTRA)
     require("scipy", "pip install scipy")
     path = local_weights(weights, "lpaps", pass_as=WEIGHTS_HELP)
     path = weights_in(path, "lpaps", [CHECKPOINT], f"models['lpaps']: the folder {path!r} has no {CHECKPOINT}; "

@@ -32,9 +32,8 @@ import numpy as np
 from ....errors import OptionError
 from ...metric import resample
 from .. import formulas as sync
-from .base import MeanOfKeys, ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
+from .base import QUALITY_EXTRA, MeanOfKeys, ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
 
-_INSTALL = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
 WEIGHTS_HELP = (" (syncnet_v2.model from joonson/syncnet_python's download_model.sh: "
                 "http://www.robots.ox.ac.uk/~vgg/software/lipsync/data/syncnet_v2.model)")
 CROPS = ("full", "center_square")
@@ -221,7 +220,7 @@ def build_syncnet(weights: Any, options: ModelOptions) -> SyncNetMetric:
     """The ``sync`` entry's factory: ``weights`` is the path of ``syncnet_v2.model`` (no default location:
     :class:`~.base.ModelUnavailable` saying where it comes from). ``options.extra`` may set ``sync_vshift``
     (default 15) and ``sync_crop`` (default ``"full"``, see :func:`check_crop`)."""
-    require("torch", _INSTALL)
+    require("torch", QUALITY_EXTRA)
     path = local_weights(weights, "sync", pass_as=WEIGHTS_HELP)
     extra = options.extra or {}
     vshift = extra.get("sync_vshift", sync.VSHIFT)

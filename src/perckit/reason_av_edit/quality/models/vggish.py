@@ -53,14 +53,6 @@ _INSTALL = "pip install 'perckit[quality]' (torchvggish and resampy; a CPU torch
 _WHERE = f" (torchvggish's VGGish state dict {WEIGHTS_FILE}, from {WEIGHTS_URL}; download it once and pass its local path)"
 
 
-def default_weights_path() -> str:
-    """Where torch.hub would have saved torchvggish's weights: ``<torch.hub.get_dir()>/checkpoints/``
-    ``vggish-10086976.pth`` (``$TORCH_HOME/hub`` or ``~/.cache/torch/hub``)."""
-    import torch
-
-    return os.path.join(torch.hub.get_dir(), "checkpoints", WEIGHTS_FILE)
-
-
 def padded(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     """``audio`` (mono float) padded at the end with zeros to at least one VGGish example
     (:data:`MIN_SAMPLES` at 16 kHz, proportionally more or fewer at ``sample_rate``, plus one sample of
@@ -138,9 +130,10 @@ class FADMetric:
 
 def build_fad(weights: Any, options: ModelOptions) -> FADMetric:
     """The FAD metric from ``weights``: the local path of torchvggish's state dict (or of a folder holding
-    ``vggish-10086976.pth``), a ready torchvggish module, or ``None`` for the torch.hub cache
-    (:func:`default_weights_path`). Absent weights or package raise :class:`ModelUnavailable`; a path that
-    does not exist is an ``InputNotFoundError``; a file that is not a VGGish state dict an ``OptionError``."""
+    ``vggish-10086976.pth``), a ready torchvggish module, or ``None`` for where torch.hub would have saved it
+    (``<torch.hub.get_dir()>/checkpoints/vggish-10086976.pth``, the hub dir ``$TORCH_HOME/hub`` or ``~/.cache/torch/hub``).
+    Absent weights or package raise :class:`ModelUnavailable`; a path that does not exist is an ``InputNotFoundError``;
+    a file that is not a VGGish state dict an ``OptionError``."""
     torch = require("torch", _INSTALL)
     tv = require("torchvggish", _INSTALL)
     extra = options.extra or {}
@@ -149,7 +142,7 @@ def build_fad(weights: Any, options: ModelOptions) -> FADMetric:
         return FADMetric(weights, device=options.device, batch_size=options.batch_size, activation=activation)
     if not hasattr(tv, "VGG") or not hasattr(tv, "make_layers"):
         raise ModelUnavailable(f"this torchvggish has no VGG / make_layers (expected the PyPI torchvggish 0.2); {_INSTALL}")
-    path = local_weights(weights, "fad", default=default_weights_path(), pass_as=_WHERE)
+    path = local_weights(weights, "fad", default=os.path.join(torch.hub.get_dir(), "checkpoints", WEIGHTS_FILE), pass_as=_WHERE)
     path = weights_in(path, "fad", [WEIGHTS_FILE], f"models['fad']: the folder {path!r} has no {WEIGHTS_FILE}{_WHERE}")
     state = read_checkpoint(path, "fad", "VGGish's state dict", _WHERE)
     model = load_strict(tv.VGG(tv.make_layers(), postprocess=False), state, path, "fad", "VGGish's state dict", _WHERE)
