@@ -19,6 +19,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from .. import rle
+from ..io.paths import atomic_file
 
 #: Okabe–Ito colours (RGB).
 BLUE = (0, 114, 178)
@@ -303,8 +304,6 @@ def waveform_plot(samples: np.ndarray, sample_rate: int, window_s: tuple[float, 
 
 def save(image: Image.Image, path: str | Path) -> Path:
     """``image`` as a PNG file at ``path`` (its folder created), written by the one atomic writer."""
-    from ..io.paths import atomic_file
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_file(path) as f:

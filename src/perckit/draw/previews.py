@@ -18,13 +18,16 @@ unreadable release file, a row past its budget), a perckit error naming it.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from PIL import Image
 
+from ..errors import OptionError, ReleaseFormatError
 from ..hf.descriptor import Benchmark
+from ..rle import PixelBudget, centre_index, sample_nearest
 from . import figures
 
 #: The column :func:`add_preview` appends.
@@ -49,7 +52,6 @@ class Previewer:
     draw: Callable[[Mapping[str, Any]], bytes]
     columns: Sequence[str] | None = None
     name: str = ""
-    extra: dict = field(default_factory=dict)
 
     def __call__(self, row: Mapping[str, Any]) -> bytes:
         return self.draw(row)
@@ -58,7 +60,7 @@ class Previewer:
 # ---------------------------------------------------------------- drawing primitives
 
 
-def fit_size(h: int, w: int, max_side: int = MAX_SIDE, min_side: int = 0) -> tuple[int, int]:
+def fit_size(h: int, w: int, max_side: int = MAX_SIDE) -> tuple[int, int]:
     """``(h, w)`` scaled to at most ``max_side`` on the long side (small frames are enlarged to it, by an integer
     factor when that fits, so synthetic frames stay crisp); never below 1."""
     h, w = max(int(h), 1), max(int(w), 1)
@@ -84,8 +86,6 @@ def small_mask(mask: Mapping[str, Any], out_h: int, out_w: int, where: str = "ma
     """The RLE ``mask`` sampled at an ``out_h`` × ``out_w`` grid of pixel centres (nearest-neighbour), read from its
     run lengths without decoding the full-size mask: :func:`perckit.rle.sample_nearest` with the pixel-centre index
     rule :func:`perckit.rle.centre_index`."""
-    from ..rle import centre_index, sample_nearest
-
     h, w = int(mask["size"][0]), int(mask["size"][1])
     return sample_nearest(mask, centre_index(h, out_h), centre_index(w, out_w), where)
 
@@ -94,8 +94,6 @@ def open_canvas(image: Any, out_h: int, out_w: int, where: str = "image") -> Ima
     """An encoded image (bytes, ``{bytes, path}`` with bytes, or a PIL image) as RGB at ``out_h`` × ``out_w``
     (JPEG decoded at a reduced scale where it can be); None when there are no bytes. Bytes that do not decode
     raise :class:`~perckit.errors.ReleaseFormatError` naming ``where``."""
-    from ..errors import ReleaseFormatError
-
     if isinstance(image, Mapping):
         image = image.get("bytes")
     if image is None or (isinstance(image, (bytes, bytearray)) and not image):
@@ -127,8 +125,6 @@ def tile(canvas: Image.Image | None, masks: Sequence[tuple[np.ndarray, Colour]],
 def row_budget() -> Any:
     """The pixel budget of one row's preview (:class:`perckit.rle.PixelBudget`): each mask drawn costs its tile's
     pixels."""
-    from ..rle import PixelBudget
-
     return PixelBudget(unit="preview row")
 
 
@@ -217,8 +213,6 @@ def preview_processes(num_rows: int, fn: Callable) -> int | None:
     """How many processes ``datasets.map`` draws the previews of a split with: one (None) below
     :data:`PARALLEL_ROWS` rows, else the machine's cores (at most :data:`MAX_PROCESSES`), when the drawing function
     can be sent to another process (a previewer holding an open file cannot: it then runs in this one)."""
-    import os
-
     cores = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1), MAX_PROCESSES)
     if num_rows < PARALLEL_ROWS or cores < 2:
         return None
@@ -242,8 +236,6 @@ def add_preview(ds: Any, benchmark: Benchmark, builder: Any, config: str) -> Any
     if previewer is None:
         return ds
     if PREVIEW_COLUMN in ds.column_names:
-        from ..errors import OptionError
-
         raise OptionError(f"{benchmark}/{config}: the rows already have a column {PREVIEW_COLUMN!r}; a preview cannot be added")
     columns = [c for c in (previewer.columns or ds.column_names) if c in ds.column_names]
     features = datasets.Features({**ds.features, PREVIEW_COLUMN: datasets.Image()})

@@ -35,7 +35,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..io.paths import atomic_file, open_regular_file
+from ..errors import ReleaseFormatError
+from ..io.paths import atomic_file, open_regular_file, read_regular_file
 
 #: Uncompressed bytes per row group (datasets' ``MAX_ROW_GROUP_SIZE`` of 100MB since 4.1; the Viewer used to
 #: copy a Parquet file as is only when its row groups were under this size).
@@ -196,8 +197,6 @@ MAX_MEDIA_DEPTH = 64
 def _first_path_only(arr: pa.Array, depth: int = 0) -> tuple[int, str | None]:
     """(how many, the first) media values of ``arr`` that name a file by ``path`` and carry no ``bytes``, at any
     depth (structs and lists walked; an empty path, the "not provided" marker, does not count)."""
-    from ..errors import ReleaseFormatError
-
     if depth > MAX_MEDIA_DEPTH:
         raise ReleaseFormatError(f"expected columns nested at most {MAX_MEDIA_DEPTH} levels deep, got deeper ones")
     t = arr.type
@@ -230,8 +229,6 @@ def check_media_table(table, where: str) -> None:
     read any local file. An export perckit wrote embeds every file's bytes (:func:`write_split`), so its rows pass.
     On a memory-mapped table this reads the validity bitmaps and the path offsets, not the bytes.
     ``ReleaseFormatError`` naming ``where``, the column, how many values and the first path."""
-    from ..errors import ReleaseFormatError
-
     for name in table.column_names:
         count, first = 0, None
         for chunk in table.column(name).chunks:
@@ -252,8 +249,6 @@ def check_media_bytes(pf, where: str) -> None:
     :func:`perckit.io.parquetio.open_parquet`) that is not loaded here (``write_task`` hands the files to lmms-eval):
     every struct of exactly the fields ``bytes`` and ``path`` is read, only those leaves, one row group at a time.
     The message names ``where`` and the row group."""
-    from ..errors import ReleaseFormatError
-
     prefixes = _media_prefixes(pf)
     if not prefixes:
         return
@@ -271,8 +266,6 @@ def _embed_top_level_media(columns: list[str]) -> Callable[[pa.Table], pa.Table]
     its basename, as ``push_to_hub`` does); the other values are unchanged. Works for every media type, on both
     datasets lines (datasets 3.6 does not embed ``Video``). Each file is read with the checked reader: a regular
     file of at most :data:`MAX_EMBED_FILE_BYTES` (an Arrow binary value holds at most 2 GiB)."""
-    from ..errors import ReleaseFormatError
-    from ..io.paths import read_regular_file
 
     def embed(table: pa.Table) -> pa.Table:
         for name in columns:

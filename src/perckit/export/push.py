@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..errors import InputNotFoundError
+from ..errors import InputNotFoundError, ReleaseFormatError
+from ..io.paths import resolve_under
+from .state import children, read_state
 
 CARD = "README.md"
 #: above this many bytes of data files an export counts as large (see :func:`choose_method`)
@@ -74,12 +77,6 @@ def files_to_push(export_dir: Path, configs: Iterable[str] | None = None) -> lis
 
 def _select(export_dir: Path, configs: Iterable[str] | None) -> tuple[dict, list[str], list[str]]:
     """(the record, the config names pushed, their files then README.md): see :func:`files_to_push`."""
-    import stat
-
-    from ..errors import ReleaseFormatError
-    from .state import children, read_state
-    from ..io.paths import resolve_under
-
     if not export_dir.is_dir():
         what = "a file, not a folder" if export_dir.exists() else "no such folder"
         raise InputNotFoundError(f"{str(export_dir)!r} is not a perckit export ({what}); run `perckit convert` first")

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ReleaseFormatError
+from .paths import open_regular_file
 
 #: Largest uncompressed column chunk (one column of one row group) a reader accepts, as the footer declares it
 #: and as its pages add up (decoded). pyarrow decompresses and decodes a column's pages while it iterates
@@ -307,8 +308,6 @@ def open_parquet(path: str | os.PathLike, where: str, not_found: type[Exception]
     (and the row group and column). The file stays open while the block runs."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from .paths import open_regular_file
 
     with open_regular_file(path, where, None, ReleaseFormatError, not_found) as f:
         try:
