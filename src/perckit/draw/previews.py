@@ -165,17 +165,11 @@ def object_colour(i: int) -> Colour:
 
 
 def row_of_tiles(tiles: Sequence[np.ndarray], gap: int = 4, max_side: int = MAX_SIDE) -> Image.Image:
-    """Tiles side by side on white, top-aligned, shrunk to at most ``max_side`` wide."""
-    h = max(t.shape[0] for t in tiles)
-    w = sum(t.shape[1] for t in tiles) + gap * (len(tiles) - 1)
-    out = np.full((h, w, 3), 255, dtype=np.uint8)
-    x = 0
-    for t in tiles:
-        out[: t.shape[0], x: x + t.shape[1]] = t
-        x += t.shape[1] + gap
-    im = Image.fromarray(out)
-    if w > max_side:
-        im = im.resize((max_side, max(int(round(h * max_side / w)), 1)), Image.BILINEAR)
+    """Tiles (RGB arrays) side by side on white, top-aligned (:func:`perckit.draw.figures.side_by_side`), shrunk to
+    at most ``max_side`` wide."""
+    im = figures.side_by_side([Image.fromarray(t) for t in tiles], gap)
+    if im.width > max_side:
+        im = im.resize((max_side, max(int(round(im.height * max_side / im.width)), 1)), Image.BILINEAR)
     return im
 
 

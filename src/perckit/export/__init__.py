@@ -310,7 +310,7 @@ def load_export(export_dir: str | Path, config: str | None = None, split: Any = 
                           f"{STATE_FILE} says is {layout.benchmark!r}")
     benchmarks.get(benchmark)  # an OptionError naming the known ones
     ds = load_files(layout, config, split, cache_dir)
+    hook = hook_module(benchmark)
     if isinstance(ds, datasets.DatasetDict):
-        hook = hook_module(benchmark)
         return datasets.DatasetDict({k: export_hooks.load_back(hook, v, layout) for k, v in ds.items()})
-    return export_hooks.load_back(hook_module(benchmark), ds, layout)
+    return export_hooks.load_back(hook, ds, layout)

@@ -86,7 +86,8 @@ def builder_card_path(benchmark: str) -> Path:
     return scripts_root("builders") / benchmark / "README.md"
 
 
-def _read_builder_card(benchmark: str) -> tuple[Path, dict, str]:
+def _read_builder_card(benchmark: str) -> tuple[str, dict, str]:
+    """(how messages name the packaged builder card, its front matter, its body)."""
     path = builder_card_path(benchmark)
     if not path.is_file():
         raise InputNotFoundError(f"builder card {str(path)!r} not found: expected the {benchmark} dataset card "
@@ -96,7 +97,7 @@ def _read_builder_card(benchmark: str) -> tuple[Path, dict, str]:
     m = _FRONT_MATTER.match(text)
     if not m:
         raise ReleaseFormatError(f"{where}: expected YAML front matter between '---' lines at the top, got none")
-    return path, _front_matter(m.group(1), where), text[m.end():]
+    return where, _front_matter(m.group(1), where), text[m.end():]
 
 
 def _read_text(path: Path, where: str) -> str:
@@ -124,8 +125,7 @@ def builder_card_metadata(benchmark: str) -> dict:
     :class:`~perckit.errors.ReleaseFormatError` naming it when the front matter is missing, not YAML, lacks a
     key of :data:`REQUIRED_KEYS`, or has ``license: other`` without ``license_name`` and an absolute
     ``license_link`` (an export is pushed to another repository, where a relative link would be broken)."""
-    path, meta, _ = _read_builder_card(benchmark)
-    where = f"builder card {str(path)!r}"
+    where, meta, _ = _read_builder_card(benchmark)
     missing = [k for k in REQUIRED_KEYS if not meta.get(k)]
     if missing:
         raise ReleaseFormatError(f"{where}: expected the front matter keys {list(REQUIRED_KEYS)}, missing {missing}")

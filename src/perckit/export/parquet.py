@@ -505,7 +505,8 @@ def _finish(out: _ShardWriter, folder: Path, split: str, num_rows: int, max_row:
                        max_row_group_bytes=max((b for _, b in groups), default=0), max_page_bytes=max_page_bytes(groups))
 
 
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
+    """``n`` bytes for a reader: ``512 B``, ``1.5 KB``, ``2.0 MB``, ``3.1 GB`` (powers of 1000)."""
     for unit, scale in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
@@ -521,11 +522,11 @@ def viewer_verdict(splits: list[SplitExport], n_splits: int) -> tuple[bool, str]
         reasons.append(f"it has {n_splits} splits, more than the {VIEWER_MAX_SPLITS} the Dataset Viewer shows per config")
     for s in splits:
         if s.max_row_bytes > MAX_ROW_GROUP_BYTES:
-            reasons.append(f"one row of split `{s.name}` holds {_size(s.max_row_bytes)}, more than the "
-                           f"{_size(MAX_ROW_GROUP_BYTES)} row group the Dataset Viewer reads at once")
+            reasons.append(f"one row of split `{s.name}` holds {size_text(s.max_row_bytes)}, more than the "
+                           f"{size_text(MAX_ROW_GROUP_BYTES)} row group the Dataset Viewer reads at once")
         if s.max_page_bytes > VIEWER_MAX_PAGE_BYTES:
-            reasons.append(f"a page of {VIEWER_PAGE_ROWS} rows of split `{s.name}` reads {_size(s.max_page_bytes)}, "
-                           f"more than the {_size(VIEWER_MAX_PAGE_BYTES)} the Dataset Viewer reads for one page")
+            reasons.append(f"a page of {VIEWER_PAGE_ROWS} rows of split `{s.name}` reads {size_text(s.max_page_bytes)}, "
+                           f"more than the {size_text(VIEWER_MAX_PAGE_BYTES)} the Dataset Viewer reads for one page")
     if reasons:
         return False, "; ".join(reasons) + " (load it with `datasets` instead)"
     return True, ""
