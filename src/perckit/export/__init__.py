@@ -60,10 +60,6 @@ class ConfigExport:
     children: list[str] = field(default_factory=list)
 
 
-def config_dir(config: str, default: bool) -> str:
-    return "data" if default else config
-
-
 def parse_shard_size(value: int | str) -> int:
     """``--max-shard-size`` as a positive number of bytes (``500MB``, ``1GB``, ``10KiB`` or a plain integer of
     bytes), else :class:`~perckit.errors.OptionError`."""
@@ -191,7 +187,7 @@ def _write_config(benchmark: str, builder, config: str, default: bool, root: Pat
     ``{config name: (record entry, splits written)}``, ``config`` first."""
     from ..draw.previews import add_preview
 
-    folder = config_dir(config, default)
+    folder = "data" if default else config  # the folder the record expects (perckit.export.state)
     splits: list[SplitExport] = []
     features = None
     children: dict[str, tuple[list[SplitExport], datasets.Features, str]] = {}

@@ -68,10 +68,6 @@ class SplitExport:
 
 # ----------------------------------------------------------------------------------------------- byte measure
 
-def _offsets(arr: pa.Array) -> np.ndarray:
-    return np.asarray(arr.offsets, dtype=np.int64)
-
-
 def _fixed_size(t: pa.DataType) -> float | None:
     """Bytes of every value of type ``t`` when they all have the same size (fixed-width values, fixed-size lists
     and structs of them), else None."""
@@ -115,7 +111,7 @@ def value_sizes(arr: pa.Array) -> np.ndarray:
         lengths = pc.fill_null(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False).astype(np.float64)
         return lengths + (8 if pa.types.is_large_binary(t) or pa.types.is_large_string(t) else 4)
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
-        offs = _offsets(arr)
+        offs = np.asarray(arr.offsets, dtype=np.int64)
         width = 8 if pa.types.is_large_list(t) else 4
         child_fixed = _fixed_size(t.value_type)
         if child_fixed is not None:

@@ -232,13 +232,9 @@ def check_features(state: dict, where: str) -> None:
         config_features(name, c, where)
 
 
-def state_path(export_dir: str | os.PathLike) -> Path:
-    return Path(export_dir) / STATE_FILE
-
-
 def has_state(export_dir: str | os.PathLike) -> bool:
     """True when ``export_dir`` holds a ``.perckit_export.json`` entry of any kind (even a broken one)."""
-    return os.path.lexists(state_path(export_dir))
+    return os.path.lexists(Path(export_dir) / STATE_FILE)
 
 
 def read_state(export_dir: str | os.PathLike, features: bool = True) -> dict:
@@ -249,7 +245,7 @@ def read_state(export_dir: str | os.PathLike, features: bool = True) -> dict:
     :data:`MAX_STATE_BYTES`, is not JSON (or repeats a key), leaves the export through a symbolic link, or does
     not have the structure above. ``features=False`` skips rebuilding the features (``push`` needs only paths)."""
     export_dir = Path(export_dir)
-    path = state_path(export_dir)
+    path = export_dir / STATE_FILE
     where = repr(str(path))
     if not os.path.lexists(path):
         raise InputNotFoundError(f"{str(export_dir)!r} is not a perckit export (no {STATE_FILE}); run `perckit convert` first")

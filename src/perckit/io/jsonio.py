@@ -91,10 +91,8 @@ def read_json(
     """Parse a JSON file; a missing or malformed file raises an error naming it.
 
     The file is read through :func:`perckit.io.paths.read_regular_file` under ``limit`` bytes (required: a FIFO,
-    a device or a larger file raises ``error`` before anything is read).
-
-    An object with a repeated key (which ``json`` would silently collapse to the last value) raises
-    ``error`` naming the key. A leading UTF-8 BOM is skipped (:data:`UTF8_BOM`).
+    a device or a larger file raises ``error`` before anything is read), then parsed by :func:`parse_json` (the
+    rules of :func:`loads`: a repeated key raises ``error`` naming the key, a leading UTF-8 BOM is skipped).
     """
     path = Path(path)
     if not path.exists():
