@@ -711,7 +711,7 @@ CORRUPT = ["not-json", "truncated", "a-list", "duplicate-key", "nested-deep", "n
 
 @pytest.mark.parametrize("case", CORRUPT)
 def test_a_corrupt_state_file_is_a_documented_error(case, tmp_path, release, cache, template, no_build):
-    from perckit.export.push import files_to_push
+    from perckit.export.push import push_export  # checks the whole record before any Hub call
 
     out = copy_export(template, tmp_path / "export")
     victim = tmp_path / "victim"
@@ -724,7 +724,7 @@ def test_a_corrupt_state_file_is_a_documented_error(case, tmp_path, release, cac
         convert("refcoco_m", release, None, out, cache_dir=cache, **QUIET)
     assert str(out / STATE) in str(info.value) and "expected" in str(info.value)
     with pytest.raises(ReleaseFormatError) as info:
-        files_to_push(out)
+        push_export(out, "org/x")
     assert str(out / STATE) in str(info.value)
     assert snapshot(tmp_path) == before
 
@@ -763,7 +763,7 @@ def test_cli_corrupt_state_is_one_line(tmp_path, release, cache, template, no_bu
 
 
 def test_push_refuses_a_shard_that_links_out_of_the_export(tmp_path, template):
-    from perckit.export.push import files_to_push
+    from perckit.export.push import push_export  # checks the whole record before any Hub call
 
     out = copy_export(template, tmp_path / "export")
     (tmp_path / "private.bin").write_bytes(b"ssh key")
@@ -771,14 +771,14 @@ def test_push_refuses_a_shard_that_links_out_of_the_export(tmp_path, template):
     shard.unlink()
     os.symlink(tmp_path / "private.bin", shard)
     with pytest.raises(ReleaseFormatError, match="symbolic link leaves the root"):
-        files_to_push(out)
+        push_export(out, "org/x")
     shard.unlink()
     os.mkfifo(shard)
     with pytest.raises(ReleaseFormatError, match="expected a regular file"):
-        files_to_push(out)
+        push_export(out, "org/x")
     shard.unlink()
     with pytest.raises(InputNotFoundError, match="the export is incomplete"):
-        files_to_push(out)
+        push_export(out, "org/x")
 
 
 def test_an_export_written_before_the_format_key_is_still_read(tmp_path, release, cache, template):

@@ -82,20 +82,16 @@ def convert_all(benchmark: str, release: Path, out: Path, log: Log) -> tuple[Pat
     return export_dir, splits
 
 
-def preview_path(benchmark: str, out: Path, data: bytes = b"") -> Path:
-    """``figures/<benchmark>_preview.png`` (``.jpg`` for a JPEG preview)."""
-    return out / "figures" / f"{benchmark}_preview.{'jpg' if data[:3] == bytes((0xFF, 0xD8, 0xFF)) else 'png'}"
-
-
 def save_preview(benchmark: str, ds: Any, out: Path) -> Path | None:
     """The ``preview`` picture of the first row of the default config's export (what the Hub's Dataset Viewer shows
-    in that row), saved for the report; None when the export has no preview column."""
+    in that row), saved for the report as ``figures/<benchmark>_preview.png`` (``.jpg`` for a JPEG preview); None
+    when the export has no preview column."""
     from .draw.previews import PREVIEW_COLUMN
 
     if PREVIEW_COLUMN not in ds.features or ds.num_rows == 0:
         return None
     cell = ds.with_format("arrow")[0:1].column(PREVIEW_COLUMN)[0].as_py()
-    path = preview_path(benchmark, out, cell["bytes"])
+    path = out / "figures" / f"{benchmark}_preview.{'jpg' if cell['bytes'][:3] == bytes((0xFF, 0xD8, 0xFF)) else 'png'}"
     path.parent.mkdir(parents=True, exist_ok=True)
     for old in path.parent.glob(f"{benchmark}_preview.*"):  # an earlier run's (the demo owns its figures folder)
         old.unlink()
@@ -384,7 +380,7 @@ def run_m4seg(out: Path, log: Log) -> dict:
         tiles.append(figures.mask_overlay(None, rle.union(gts, size=size), rle.union(prs, size=size), scale=6))
     caption = f"M4Seg {row['example_id']}: {row['question']!r} - groundings per image; prediction = ground truth with every third mask shifted 2 px right"
     fig = figures.save(figures.annotated(figures.side_by_side(tiles), caption), out / "figures" / "m4seg_overlay.png")
-    return {"benchmark": "M4Seg", "rows": {"default (test)": splits["default"].num_rows}, "metrics": results, "figures": [(fig, caption)]}
+    return _report("M4Seg", splits, results, fig, caption, rows={"default (test)": splits["default"].num_rows})
 
 
 # ---------------------------------------------------------------- report

@@ -19,6 +19,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from .. import rle
+from ..io.paths import atomic_file
 
 #: Okabe–Ito colours (RGB).
 BLUE = (0, 114, 178)
@@ -130,14 +131,16 @@ def mask_overlay(image: bytes | dict | Image.Image | None, gt: dict | None, pred
     return Image.fromarray(out.clip(0, 255).astype(np.uint8))
 
 
-def side_by_side(images: Sequence[Image.Image], gap: int = 4) -> Image.Image:
-    h = max(i.height for i in images)
-    w = sum(i.width for i in images) + gap * (len(images) - 1)
-    out = Image.new("RGB", (w, h), (255, 255, 255))
-    x = 0
+def side_by_side(images: Sequence[Image.Image], gap: int = 4, vertical: bool = False) -> Image.Image:
+    """Images side by side on white, top-aligned, ``gap`` pixels apart (``vertical``: one under the other,
+    left-aligned)."""
+    across = max(i.width if vertical else i.height for i in images)
+    along = sum(i.height if vertical else i.width for i in images) + gap * (len(images) - 1)
+    out = Image.new("RGB", (across, along) if vertical else (along, across), (255, 255, 255))
+    pos = 0
     for i in images:
-        out.paste(i, (x, 0))
-        x += i.width + gap
+        out.paste(i, (0, pos) if vertical else (pos, 0))
+        pos += (i.height if vertical else i.width) + gap
     return out
 
 
@@ -181,14 +184,8 @@ def upscale_to(image: Image.Image, min_width: int = MIN_WIDTH) -> Image.Image:
 
 
 def stack(images: Sequence[Image.Image]) -> Image.Image:
-    """Images one under the other on white, left-aligned."""
-    w = max(i.width for i in images)
-    out = Image.new("RGB", (w, sum(i.height for i in images)), (255, 255, 255))
-    y = 0
-    for i in images:
-        out.paste(i, (0, y))
-        y += i.height
-    return out
+    """Images one under the other on white, left-aligned (:func:`side_by_side` without a gap)."""
+    return side_by_side(images, 0, vertical=True)
 
 
 def annotated(figure: Image.Image, caption: str | None = None,
@@ -303,8 +300,6 @@ def waveform_plot(samples: np.ndarray, sample_rate: int, window_s: tuple[float, 
 
 def save(image: Image.Image, path: str | Path) -> Path:
     """``image`` as a PNG file at ``path`` (its folder created), written by the one atomic writer."""
-    from ..io.paths import atomic_file
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_file(path) as f:

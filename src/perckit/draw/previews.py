@@ -18,13 +18,16 @@ unreadable release file, a row past its budget), a perckit error naming it.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from PIL import Image
 
+from ..errors import OptionError, ReleaseFormatError
 from ..hf.descriptor import Benchmark
+from ..rle import PixelBudget, resized_mask
 from . import figures
 
 #: The column :func:`add_preview` appends.
@@ -49,7 +52,6 @@ class Previewer:
     draw: Callable[[Mapping[str, Any]], bytes]
     columns: Sequence[str] | None = None
     name: str = ""
-    extra: dict = field(default_factory=dict)
 
     def __call__(self, row: Mapping[str, Any]) -> bytes:
         return self.draw(row)
@@ -58,7 +60,7 @@ class Previewer:
 # ---------------------------------------------------------------- drawing primitives
 
 
-def fit_size(h: int, w: int, max_side: int = MAX_SIDE, min_side: int = 0) -> tuple[int, int]:
+def fit_size(h: int, w: int, max_side: int = MAX_SIDE) -> tuple[int, int]:
     """``(h, w)`` scaled to at most ``max_side`` on the long side (small frames are enlarged to it, by an integer
     factor when that fits, so synthetic frames stay crisp); never below 1."""
     h, w = max(int(h), 1), max(int(w), 1)
@@ -83,8 +85,6 @@ def is_rle(value: Any) -> bool:
 def small_mask(mask: Mapping[str, Any], out_h: int, out_w: int, where: str = "mask") -> np.ndarray:
     """The RLE ``mask`` at ``out_h`` × ``out_w``, resized as PIL's ``Image.NEAREST`` resizes the picture beside it
     (pixel centres), read from its run lengths without decoding the full-size mask: :func:`perckit.rle.resized_mask`."""
-    from ..rle import resized_mask
-
     return resized_mask(mask, (out_h, out_w), "pil", where)
 
 
@@ -92,8 +92,6 @@ def open_canvas(image: Any, out_h: int, out_w: int, where: str = "image") -> Ima
     """An encoded image (bytes, ``{bytes, path}`` with bytes, or a PIL image) as RGB at ``out_h`` × ``out_w``
     (JPEG decoded at a reduced scale where it can be); None when there are no bytes. Bytes that do not decode
     raise :class:`~perckit.errors.ReleaseFormatError` naming ``where``."""
-    from ..errors import ReleaseFormatError
-
     if isinstance(image, Mapping):
         image = image.get("bytes")
     if image is None or (isinstance(image, (bytes, bytearray)) and not image):
@@ -125,8 +123,6 @@ def tile(canvas: Image.Image | None, masks: Sequence[tuple[np.ndarray, Colour]],
 def row_budget() -> Any:
     """The pixel budget of one row's preview (:class:`perckit.rle.PixelBudget`): each mask drawn costs its tile's
     pixels."""
-    from ..rle import PixelBudget
-
     return PixelBudget(unit="preview row")
 
 
@@ -167,17 +163,11 @@ def object_colour(i: int) -> Colour:
 
 
 def row_of_tiles(tiles: Sequence[np.ndarray], gap: int = 4, max_side: int = MAX_SIDE) -> Image.Image:
-    """Tiles side by side on white, top-aligned, shrunk to at most ``max_side`` wide."""
-    h = max(t.shape[0] for t in tiles)
-    w = sum(t.shape[1] for t in tiles) + gap * (len(tiles) - 1)
-    out = np.full((h, w, 3), 255, dtype=np.uint8)
-    x = 0
-    for t in tiles:
-        out[: t.shape[0], x: x + t.shape[1]] = t
-        x += t.shape[1] + gap
-    im = Image.fromarray(out)
-    if w > max_side:
-        im = im.resize((max_side, max(int(round(h * max_side / w)), 1)), Image.BILINEAR)
+    """Tiles (RGB arrays) side by side on white, top-aligned (:func:`perckit.draw.figures.side_by_side`), shrunk to
+    at most ``max_side`` wide."""
+    im = figures.side_by_side([Image.fromarray(t) for t in tiles], gap)
+    if im.width > max_side:
+        im = im.resize((max_side, max(int(round(im.height * max_side / im.width)), 1)), Image.BILINEAR)
     return im
 
 
@@ -215,8 +205,6 @@ def preview_processes(num_rows: int, fn: Callable) -> int | None:
     """How many processes ``datasets.map`` draws the previews of a split with: one (None) below
     :data:`PARALLEL_ROWS` rows, else the machine's cores (at most :data:`MAX_PROCESSES`), when the drawing function
     can be sent to another process (a previewer holding an open file cannot: it then runs in this one)."""
-    import os
-
     cores = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1), MAX_PROCESSES)
     if num_rows < PARALLEL_ROWS or cores < 2:
         return None
@@ -240,8 +228,6 @@ def add_preview(ds: Any, benchmark: Benchmark, builder: Any, config: str) -> Any
     if previewer is None:
         return ds
     if PREVIEW_COLUMN in ds.column_names:
-        from ..errors import OptionError
-
         raise OptionError(f"{benchmark}/{config}: the rows already have a column {PREVIEW_COLUMN!r}; a preview cannot be added")
     columns = [c for c in (previewer.columns or ds.column_names) if c in ds.column_names]
     features = datasets.Features({**ds.features, PREVIEW_COLUMN: datasets.Image()})

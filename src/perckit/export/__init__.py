@@ -40,9 +40,11 @@ from ..hf import benchmark as benchmarks
 from ..hf.entrypoints import builder_class
 from ..errors import InputNotFoundError, OptionError, PerckitError, ReleaseFormatError
 from .card import write_card
-from .parquet import SplitExport, viewer_verdict, write_split
+from . import hooks as export_hooks, swap as sw
+from .parquet import SplitExport, check_media_table, viewer_verdict, write_split
 from ..io.paths import write_atomic
-from .state import MAX_TEXT_CHARS, STATE_FILE, drop_config, dump_state, has_state, new_state, owned_files, read_state
+from .state import (MAX_TEXT_CHARS, STATE_FILE, drop_config, dump_state, export_layout, has_state, literal_data_files,
+                    new_state, owned_files, read_state)
 
 DEFAULT_MAX_SHARD_SIZE = "500MB"
 
@@ -56,10 +58,6 @@ class ConfigExport:
     output: Path
     #: the configs this conversion wrote beside ``config`` (ReasonAVEdit's ``videos``)
     children: list[str] = field(default_factory=list)
-
-
-def config_dir(config: str, default: bool) -> str:
-    return "data" if default else config
 
 
 def parse_shard_size(value: int | str) -> int:
@@ -88,8 +86,6 @@ def check_options(benchmark: str, data_dir: str | Path | None, configs: list[str
     first build): the benchmark, the config names, the shard size, the release folder and ``output`` (see
     :func:`perckit.export.swap.check_output`, which also reads an existing export's record). Returns the
     builder class, the config names, the shard size in bytes and the real export path."""
-    from .swap import check_output
-
     benchmarks.get(benchmark)  # an OptionError naming the known benchmarks
     limit = parse_shard_size(max_shard_size)
     if data_dir is not None:
@@ -103,7 +99,7 @@ def check_options(benchmark: str, data_dir: str | Path | None, configs: list[str
     for config in chosen:
         if config not in names:
             raise OptionError(f"unknown config {config!r} of {benchmark}: expected one of {names}")
-    real = check_output(output, data_dir, cache_dir)
+    real = sw.check_output(output, data_dir, cache_dir)
     if has_state(real):
         _check_benchmark(read_state(real), benchmark, real)
     return cls, chosen, limit, real
@@ -136,8 +132,6 @@ def convert(
     into a staging folder beside ``output``; then, holding the export's lock, the record is re-read, merged, and the
     staging folder (holding links to the other configs and to every file the user added) trades places with the
     export (see :mod:`perckit.export.swap`)."""
-    from . import swap as sw
-
     cls, (config,), limit, real = check_options(benchmark, data_dir, [config], output, max_shard_size, cache_dir)
     sw.create_parent(real, str(output))
     with sw.export_lock(real):
@@ -191,10 +185,9 @@ def _write_config(benchmark: str, builder, config: str, default: bool, root: Pat
                   preview: bool) -> dict[str, tuple[dict, list[SplitExport]]]:
     """Write every split of the built ``config`` (and the child configs its export hook makes) under ``root``;
     ``{config name: (record entry, splits written)}``, ``config`` first."""
-    from . import hooks as export_hooks
     from ..draw.previews import add_preview
 
-    folder = config_dir(config, default)
+    folder = "data" if default else config  # the folder the record expects (perckit.export.state)
     splits: list[SplitExport] = []
     features = None
     children: dict[str, tuple[list[SplitExport], datasets.Features, str]] = {}
@@ -219,8 +212,6 @@ def _write_config(benchmark: str, builder, config: str, default: bool, root: Pat
 
 def _commit(staging, real: Path, given: str, benchmark: str, config: str, entries: dict, builder, log) -> None:
     """Under the export lock: merge the record, link what the new export keeps, write card and record, swap."""
-    from . import swap as sw
-
     old_owned = None
     if real.is_dir():
         if has_state(real):
@@ -272,9 +263,6 @@ def load_files(layout, config: str | None = None, split: Any = None,
     schema metadata (the features perckit wrote). Before the rows are given back, no media value may name a file by
     path alone (:func:`perckit.export.parquet.check_media_table`, on the loaded table: datasets would read that file
     from this machine on decode)."""
-    from .parquet import check_media_table
-    from .state import literal_data_files
-
     name = layout.config_name(config)
     files = layout.files(name, None if split is None else split_names(split), media=False)
     data_files = literal_data_files(files)  # escaped: datasets takes every entry as a glob pattern
@@ -307,9 +295,6 @@ def load_export(export_dir: str | Path, config: str | None = None, split: Any = 
     as the builder's media storage), ready for the metrics' reference projectors. The ``preview`` column, when
     present, stays as the last column. ``export_dir`` is a local export (its record names the benchmark) or a local
     copy of a pushed one (``huggingface_hub.snapshot_download``: pass ``benchmark``)."""
-    from . import hooks as export_hooks
-    from .state import export_layout
-
     export_dir = Path(export_dir)
     if benchmark is None and not has_state(export_dir):
         read_state(export_dir)  # its InputNotFoundError: no record names the benchmark (pass it for a Hub copy)
@@ -321,7 +306,7 @@ def load_export(export_dir: str | Path, config: str | None = None, split: Any = 
                           f"{STATE_FILE} says is {layout.benchmark!r}")
     benchmarks.get(benchmark)  # an OptionError naming the known ones
     ds = load_files(layout, config, split, cache_dir)
+    hook = hook_module(benchmark)
     if isinstance(ds, datasets.DatasetDict):
-        hook = hook_module(benchmark)
         return datasets.DatasetDict({k: export_hooks.load_back(hook, v, layout) for k, v in ds.items()})
-    return export_hooks.load_back(hook_module(benchmark), ds, layout)
+    return export_hooks.load_back(hook, ds, layout)

@@ -33,7 +33,10 @@ from typing import Any
 import datasets
 
 from ..hf import benchmark as benchmarks
+from ..hf.entrypoints import builder_class, scripts_root
 from ..errors import InputNotFoundError, ReleaseFormatError
+from ..io.jsonio import decode_text
+from ..io.paths import check_relative, read_regular_file, resolve_under, write_atomic
 
 #: A config name and a split name as the export record and the card's front matter may hold them.
 CONFIG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -79,13 +82,12 @@ PREVIEW_TEXT = {
 
 def builder_card_path(benchmark: str) -> Path:
     """``builders/<benchmark>/README.md`` as packaged (the wheel's ``perckit.builders``, else the checkout)."""
-    from ..hf.entrypoints import scripts_root
-
     benchmarks.get(benchmark)  # an OptionError naming the known benchmarks
     return scripts_root("builders") / benchmark / "README.md"
 
 
-def _read_builder_card(benchmark: str) -> tuple[Path, dict, str]:
+def _read_builder_card(benchmark: str) -> tuple[str, dict, str]:
+    """(how messages name the packaged builder card, its front matter, its body)."""
     path = builder_card_path(benchmark)
     if not path.is_file():
         raise InputNotFoundError(f"builder card {str(path)!r} not found: expected the {benchmark} dataset card "
@@ -95,14 +97,11 @@ def _read_builder_card(benchmark: str) -> tuple[Path, dict, str]:
     m = _FRONT_MATTER.match(text)
     if not m:
         raise ReleaseFormatError(f"{where}: expected YAML front matter between '---' lines at the top, got none")
-    return path, _front_matter(m.group(1), where), text[m.end():]
+    return where, _front_matter(m.group(1), where), text[m.end():]
 
 
 def _read_text(path: Path, where: str) -> str:
     """A card's text: a regular file of at most :data:`MAX_CARD_BYTES`, UTF-8 (the checked reader)."""
-    from ..io.jsonio import decode_text
-    from ..io.paths import read_regular_file
-
     return decode_text(read_regular_file(path, where, MAX_CARD_BYTES, ReleaseFormatError), where)
 
 
@@ -126,8 +125,7 @@ def builder_card_metadata(benchmark: str) -> dict:
     :class:`~perckit.errors.ReleaseFormatError` naming it when the front matter is missing, not YAML, lacks a
     key of :data:`REQUIRED_KEYS`, or has ``license: other`` without ``license_name`` and an absolute
     ``license_link`` (an export is pushed to another repository, where a relative link would be broken)."""
-    path, meta, _ = _read_builder_card(benchmark)
-    where = f"builder card {str(path)!r}"
+    where, meta, _ = _read_builder_card(benchmark)
     missing = [k for k in REQUIRED_KEYS if not meta.get(k)]
     if missing:
         raise ReleaseFormatError(f"{where}: expected the front matter keys {list(REQUIRED_KEYS)}, missing {missing}")
@@ -203,11 +201,13 @@ def _int(value: Any) -> int:
     return int(round(value))
 
 
-def _features(name: str, c: dict) -> datasets.Features:
+def config_features(name: str, c: dict, where: str = "export record") -> datasets.Features:
+    """The ``features`` of the record's config ``name`` as ``datasets.Features``, else ``ReleaseFormatError`` naming
+    ``where`` (the record file, :func:`perckit.export.state.check_features`)."""
     try:
         return datasets.Features.from_dict(c["features"])
     except Exception as e:  # a hostile record: KeyError, TypeError, RecursionError, ...
-        raise ReleaseFormatError(f"export record: configs[{name!r}]: 'features': expected datasets.Features.to_dict() "
+        raise ReleaseFormatError(f"{where}: configs[{name!r}]: 'features': expected datasets.Features.to_dict() "
                                  f"output, got a dict that does not load ({type(e).__name__}: {str(e)[:200]})") from None
 
 
@@ -268,14 +268,9 @@ def rle_columns(features: datasets.Features) -> list[str]:
 # ---------------------------------------------------------------------------------------------------- YAML
 
 
-def card_metadata(benchmark: str, state: dict) -> dict:
-    """The YAML front matter of the export's card as a dict (builder metadata, ``configs``, ``dataset_info``)."""
-    return _card_data(benchmark, state).to_dict()
-
-
 def _card_data(benchmark: str, state: dict) -> Any:
-    """The ``huggingface_hub.DatasetCardData`` of :func:`card_metadata` (``configs`` and ``dataset_info`` written by
-    datasets' own ``MetadataConfigs`` / ``DatasetInfosDict``)."""
+    """The YAML front matter of the export's card as a ``huggingface_hub.DatasetCardData`` (builder metadata,
+    ``configs`` and ``dataset_info`` written by datasets' own ``MetadataConfigs`` / ``DatasetInfosDict``)."""
     from datasets.info import DatasetInfosDict
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCardData
@@ -291,7 +286,7 @@ def _card_data(benchmark: str, state: dict) -> Any:
         split_dict = datasets.SplitDict()
         for s in c["splits"]:
             split_dict.add(datasets.SplitInfo(name=s["name"], num_bytes=_int(s["num_bytes"]), num_examples=int(s["num_examples"])))
-        infos[name] = datasets.DatasetInfo(features=_features(name, c), splits=split_dict, config_name=name,
+        infos[name] = datasets.DatasetInfo(features=config_features(name, c), splits=split_dict, config_name=name,
                                            dataset_size=sum(_int(s["num_bytes"]) for s in c["splits"]))
     MetadataConfigs(configs).to_dataset_card_data(card_data)
     if infos:
@@ -303,8 +298,6 @@ def _card_data(benchmark: str, state: dict) -> Any:
 
 
 def _config_table(benchmark: str, state: dict) -> list[str]:
-    from ..hf.entrypoints import builder_class
-
     own = {c.name: c.description or "" for c in builder_class(benchmark).BUILDER_CONFIGS}
     lines = ["| config | what a row is | splits (rows) | folder |", "|---|---|---|---|"]
     for name, c in _ordered(state["configs"]):
@@ -315,7 +308,7 @@ def _config_table(benchmark: str, state: dict) -> list[str]:
         lines.append(f"| {label} | {cell(what)} | {splits} | {folder} |")
     lines.append("")
     for name, c in _ordered(state["configs"]):
-        features = _features(name, c)
+        features = config_features(name, c)
         shown = list(features.items())[:MAX_COLUMNS]
         columns = ", ".join(f"{_code(k)} ({cell(_type_name(v), MAX_NAME_CHARS)})" for k, v in shown)
         more = f", and {len(features) - len(shown)} more" if len(features) > len(shown) else ""
@@ -362,7 +355,7 @@ def _access(path: str) -> str:
 
 
 def _rle_section(state: dict) -> list[str]:
-    where = [(n, rle_columns(_features(n, c))) for n, c in _ordered(state["configs"])]
+    where = [(n, rle_columns(config_features(n, c))) for n, c in _ordered(state["configs"])]
     where = [(n, cols) for n, cols in where if cols]
     if not where:
         return []
@@ -499,8 +492,6 @@ def _card_fail(where: str, expected: str, got: Any) -> ReleaseFormatError:
 
 def _card_pattern(value: Any, where: str) -> tuple[str, str]:
     """A ``data_files`` path or pattern, checked lexically: a relative path inside the export folder."""
-    from ..io.paths import check_relative
-
     if isinstance(value, str) and "://" in value:
         raise _card_fail(where, "a path inside the export folder", value)  # a URL: never fetched
     check_relative(value, where, ReleaseFormatError, "the export folder")
@@ -556,8 +547,6 @@ def read_card_configs(export_dir: str | os.PathLike) -> dict[str, CardConfig] | 
     (:meth:`perckit.export.state.ExportLayout.files`). Errors: :class:`~perckit.errors.ReleaseFormatError`
     naming the card and the field, e.g. ``'<export>/README.md' configs[0].data_files[1].path: expected a path
     inside the export folder, got '../elsewhere/private.parquet' (a '..' component leaves it)``."""
-    from ..io.paths import resolve_under
-
     root = Path(export_dir)
     path = root / "README.md"
     where = repr(str(path))
@@ -599,8 +588,6 @@ def read_card_configs(export_dir: str | os.PathLike) -> dict[str, CardConfig] | 
 def write_card(folder: Path, benchmark: str, info: datasets.DatasetInfo, state: dict) -> None:
     """``folder/README.md``: the card of the export whose record is ``state`` (:func:`card_text`)."""
     from huggingface_hub import DatasetCard
-
-    from ..io.paths import write_atomic
 
     card = DatasetCard(card_text(benchmark, info, state))
     write_atomic(Path(folder) / "README.md", str(card))

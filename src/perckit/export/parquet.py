@@ -35,7 +35,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..io.paths import atomic_file, open_regular_file
+from ..errors import ReleaseFormatError
+from ..io.paths import atomic_file, open_regular_file, read_regular_file
 
 #: Uncompressed bytes per row group (datasets' ``MAX_ROW_GROUP_SIZE`` of 100MB since 4.1; the Viewer used to
 #: copy a Parquet file as is only when its row groups were under this size).
@@ -66,10 +67,6 @@ class SplitExport:
 
 
 # ----------------------------------------------------------------------------------------------- byte measure
-
-def _offsets(arr: pa.Array) -> np.ndarray:
-    return np.asarray(arr.offsets, dtype=np.int64)
-
 
 def _fixed_size(t: pa.DataType) -> float | None:
     """Bytes of every value of type ``t`` when they all have the same size (fixed-width values, fixed-size lists
@@ -114,7 +111,7 @@ def value_sizes(arr: pa.Array) -> np.ndarray:
         lengths = pc.fill_null(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False).astype(np.float64)
         return lengths + (8 if pa.types.is_large_binary(t) or pa.types.is_large_string(t) else 4)
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
-        offs = _offsets(arr)
+        offs = np.asarray(arr.offsets, dtype=np.int64)
         width = 8 if pa.types.is_large_list(t) else 4
         child_fixed = _fixed_size(t.value_type)
         if child_fixed is not None:
@@ -196,8 +193,6 @@ MAX_MEDIA_DEPTH = 64
 def _first_path_only(arr: pa.Array, depth: int = 0) -> tuple[int, str | None]:
     """(how many, the first) media values of ``arr`` that name a file by ``path`` and carry no ``bytes``, at any
     depth (structs and lists walked; an empty path, the "not provided" marker, does not count)."""
-    from ..errors import ReleaseFormatError
-
     if depth > MAX_MEDIA_DEPTH:
         raise ReleaseFormatError(f"expected columns nested at most {MAX_MEDIA_DEPTH} levels deep, got deeper ones")
     t = arr.type
@@ -230,8 +225,6 @@ def check_media_table(table, where: str) -> None:
     read any local file. An export perckit wrote embeds every file's bytes (:func:`write_split`), so its rows pass.
     On a memory-mapped table this reads the validity bitmaps and the path offsets, not the bytes.
     ``ReleaseFormatError`` naming ``where``, the column, how many values and the first path."""
-    from ..errors import ReleaseFormatError
-
     for name in table.column_names:
         count, first = 0, None
         for chunk in table.column(name).chunks:
@@ -252,8 +245,6 @@ def check_media_bytes(pf, where: str) -> None:
     :func:`perckit.io.parquetio.open_parquet`) that is not loaded here (``write_task`` hands the files to lmms-eval):
     every struct of exactly the fields ``bytes`` and ``path`` is read, only those leaves, one row group at a time.
     The message names ``where`` and the row group."""
-    from ..errors import ReleaseFormatError
-
     prefixes = _media_prefixes(pf)
     if not prefixes:
         return
@@ -271,8 +262,6 @@ def _embed_top_level_media(columns: list[str]) -> Callable[[pa.Table], pa.Table]
     its basename, as ``push_to_hub`` does); the other values are unchanged. Works for every media type, on both
     datasets lines (datasets 3.6 does not embed ``Video``). Each file is read with the checked reader: a regular
     file of at most :data:`MAX_EMBED_FILE_BYTES` (an Arrow binary value holds at most 2 GiB)."""
-    from ..errors import ReleaseFormatError
-    from ..io.paths import read_regular_file
 
     def embed(table: pa.Table) -> pa.Table:
         for name in columns:
@@ -512,7 +501,8 @@ def _finish(out: _ShardWriter, folder: Path, split: str, num_rows: int, max_row:
                        max_row_group_bytes=max((b for _, b in groups), default=0), max_page_bytes=max_page_bytes(groups))
 
 
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
+    """``n`` bytes for a reader: ``512 B``, ``1.5 KB``, ``2.0 MB``, ``3.1 GB`` (powers of 1000)."""
     for unit, scale in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
@@ -528,11 +518,11 @@ def viewer_verdict(splits: list[SplitExport], n_splits: int) -> tuple[bool, str]
         reasons.append(f"it has {n_splits} splits, more than the {VIEWER_MAX_SPLITS} the Dataset Viewer shows per config")
     for s in splits:
         if s.max_row_bytes > MAX_ROW_GROUP_BYTES:
-            reasons.append(f"one row of split `{s.name}` holds {_size(s.max_row_bytes)}, more than the "
-                           f"{_size(MAX_ROW_GROUP_BYTES)} row group the Dataset Viewer reads at once")
+            reasons.append(f"one row of split `{s.name}` holds {size_text(s.max_row_bytes)}, more than the "
+                           f"{size_text(MAX_ROW_GROUP_BYTES)} row group the Dataset Viewer reads at once")
         if s.max_page_bytes > VIEWER_MAX_PAGE_BYTES:
-            reasons.append(f"a page of {VIEWER_PAGE_ROWS} rows of split `{s.name}` reads {_size(s.max_page_bytes)}, "
-                           f"more than the {_size(VIEWER_MAX_PAGE_BYTES)} the Dataset Viewer reads for one page")
+            reasons.append(f"a page of {VIEWER_PAGE_ROWS} rows of split `{s.name}` reads {size_text(s.max_page_bytes)}, "
+                           f"more than the {size_text(VIEWER_MAX_PAGE_BYTES)} the Dataset Viewer reads for one page")
     if reasons:
         return False, "; ".join(reasons) + " (load it with `datasets` instead)"
     return True, ""

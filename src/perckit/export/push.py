@@ -2,7 +2,7 @@
 
 Rules:
 
-- **Only the record's files.** :func:`files_to_push` lists the files of the chosen configs from the export's
+- **Only the record's files.** :func:`push_export` lists the files of the chosen configs from the export's
   record (``.perckit_export.json``, read and checked by :func:`perckit.export.state.read_state`): the Parquet
   shards (a config's child configs, such as ReasonAVEdit's ``videos``, come with it: one conversion wrote
   them), then ``README.md``. The record itself is perckit's local bookkeeping and is never uploaded, nor
@@ -25,11 +25,15 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..errors import InputNotFoundError
+from ..errors import InputNotFoundError, ReleaseFormatError
+from ..io.paths import resolve_under
+from .parquet import size_text
+from .state import children, read_state
 
 CARD = "README.md"
 #: above this many bytes of data files an export counts as large (see :func:`choose_method`)
@@ -62,24 +66,14 @@ def literal_pattern(path: str) -> str:
     return re.sub(r"([*?\[])", r"[\1]", path)
 
 
-def files_to_push(export_dir: Path, configs: Iterable[str] | None = None) -> list[str]:
-    """The files of ``configs`` (default all) of the export, then README.md, as repository paths.
+def _select(export_dir: Path, configs: Iterable[str] | None) -> tuple[dict, list[str], list[str]]:
+    """(the record, the config names pushed, their files then README.md as repository paths) for ``configs``
+    (default all) of the export.
 
     The list comes from the export's record, read and checked by :func:`perckit.export.state.read_state` (the
     reader ``convert`` uses): every path stays inside the export (no ``..``, no absolute path, no symbolic link
     out of it) and names a regular file, so a planted record cannot upload a file from elsewhere. A chosen
     config brings the child configs its conversion wrote (:func:`perckit.export.state.children`)."""
-    return _select(Path(export_dir), configs)[2]
-
-
-def _select(export_dir: Path, configs: Iterable[str] | None) -> tuple[dict, list[str], list[str]]:
-    """(the record, the config names pushed, their files then README.md): see :func:`files_to_push`."""
-    import stat
-
-    from ..errors import ReleaseFormatError
-    from .state import children, read_state
-    from ..io.paths import resolve_under
-
     if not export_dir.is_dir():
         what = "a file, not a folder" if export_dir.exists() else "no such folder"
         raise InputNotFoundError(f"{str(export_dir)!r} is not a perckit export ({what}); run `perckit convert` first")
@@ -134,14 +128,6 @@ def choose_method(num_bytes: int, num_files: int, large: bool | None = None) -> 
     return "upload_folder"
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n} B"  # pragma: no cover
-
-
 def push_export(
     export_dir: str | Path,
     repo_id: str,
@@ -175,15 +161,16 @@ def push_export(
     where = f"{repo_id}" + (f"@{revision}" if revision else "")
     patterns = [literal_pattern(p) for p in data]
     if method == "upload_large_folder":
-        log(f"{where}: uploading {len(data)} data file(s) ({_size(num_bytes)}) of {', '.join(names)} with "
-            "HfApi.upload_large_folder (resumable: re-run the same command after an interruption)")
+        how = "resumable: re-run the same command after an interruption"
+    elif folder_upload_resumes():
+        how = "resumable, batched commits, unchanged files skipped"
+    else:
+        how = "one commit; install hf_xet for huggingface_hub's resumable, batched upload"
+    log(f"{where}: uploading {len(data)} data file(s) ({size_text(num_bytes)}) of {', '.join(names)} with HfApi.{method} ({how})")
+    if method == "upload_large_folder":
         api.upload_large_folder(repo_id=repo_id, folder_path=str(export_dir), repo_type="dataset", revision=revision,
                                 private=private, allow_patterns=patterns)
     else:
-        how = ("resumable, batched commits, unchanged files skipped" if folder_upload_resumes()
-               else "one commit; install hf_xet for huggingface_hub's resumable, batched upload")
-        log(f"{where}: uploading {len(data)} data file(s) ({_size(num_bytes)}) of {', '.join(names)} with "
-            f"HfApi.upload_folder ({how})")
         info = api.upload_folder(repo_id=repo_id, folder_path=str(export_dir), repo_type="dataset", revision=revision,
                                  allow_patterns=patterns,
                                  commit_message=f"perckit: {benchmark} data files of {', '.join(names)}")

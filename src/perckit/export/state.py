@@ -58,7 +58,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputNotFoundError, OptionError, ReleaseFormatError, ReleaseNotFoundError
-from .card import CONFIG_NAME, SPLIT_NAME, read_card_configs
+from ..io.jsonio import read_json
+from ..io.parquetio import open_parquet
+from ..io.paths import glob_under, relative_label, resolve_under
+from .card import CONFIG_NAME, SPLIT_NAME, config_features, read_card_configs
+from .parquet import check_media_bytes
 
 STATE_FILE = ".perckit_export.json"
 FORMAT = "perckit-export"
@@ -86,16 +90,10 @@ def _fail(where: str, expected: str, got: Any) -> ReleaseFormatError:
     return ReleaseFormatError(f"{where}: expected {expected}, got {text if len(text) <= 120 else text[:117] + '...'}")
 
 
-def _count(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
-        raise _fail(where, "a non-negative integer", value)
-    return value
-
-
-def _size(value: Any, where: str) -> float:
-    """A byte count as the builder estimates it (an int or a float), finite and non-negative."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_COUNT:  # NaN fails too
-        raise _fail(where, "a non-negative number of bytes", value)
+def _count(value: Any, where: str, estimate: bool = False) -> float:
+    """A non-negative integer; ``estimate``: a byte count as the builder estimates it (an int or a float), finite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float) if estimate else int) or not 0 <= value <= MAX_COUNT:
+        raise _fail(where, "a non-negative number of bytes" if estimate else "a non-negative integer", value)  # NaN fails too
     return value
 
 
@@ -148,7 +146,7 @@ def _check_v2_keys(c: dict, at: str, version: int) -> None:
         raise _fail(f"{at}: 'default'", "false (a child config, with a 'parent', is never the default)", True)
 
 
-def _check_split(s: Any, sat: str, folder: str, version: int, seen: set, export_dir, resolve_under) -> None:
+def _check_split(s: Any, sat: str, folder: str, version: int, seen: set, export_dir) -> None:
     allowed = _SPLIT_KEYS | (_SPLIT_KEYS_V2 if version >= 2 else set())
     if not isinstance(s, dict) or not _SPLIT_KEYS <= set(s) <= allowed:
         extra = " (optional: max_row_bytes, max_row_group_bytes, max_page_bytes)" if allowed != _SPLIT_KEYS else ""
@@ -157,10 +155,7 @@ def _check_split(s: Any, sat: str, folder: str, version: int, seen: set, export_
         raise _fail(f"{sat}: 'name'", "a split name (letters, digits, '_'), once per config", s["name"])
     seen.add(s["name"])
     _count(s["num_examples"], f"{sat}: 'num_examples'")
-    if version >= 2:
-        _count(s["num_bytes"], f"{sat}: 'num_bytes'")
-    else:
-        _size(s["num_bytes"], f"{sat}: 'num_bytes'")
+    _count(s["num_bytes"], f"{sat}: 'num_bytes'", estimate=version < 2)  # version 2 writes an int
     for key in sorted(_SPLIT_KEYS_V2 & set(s)):
         _count(s[key], f"{sat}: {key!r}")
     files = s["files"]
@@ -176,7 +171,6 @@ def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dic
     """``state`` when it has the structure above (paths checked to stay inside ``export_dir``), else
     :class:`~perckit.errors.ReleaseFormatError` naming ``where`` (the file), the field and what was found."""
     from ..hf.benchmark import NAMES as BENCHMARKS
-    from ..io.paths import resolve_under
 
     if not isinstance(state, dict):
         raise _fail(where, "a JSON object {format, version, benchmark, configs}", type(state).__name__)
@@ -220,7 +214,7 @@ def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dic
             raise _fail(f"{at}: 'splits'", "a non-empty list of splits", splits)
         seen: set[str] = set()
         for i, s in enumerate(splits):
-            _check_split(s, f"{at}: splits[{i}]", folder, version, seen, export_dir, resolve_under)
+            _check_split(s, f"{at}: splits[{i}]", folder, version, seen, export_dir)
     for name, c in configs.items():
         if "parent" in c:
             parent = c["parent"]
@@ -234,23 +228,13 @@ def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dic
 
 def check_features(state: dict, where: str) -> None:
     """Every config's ``features`` must rebuild as ``datasets.Features`` (the card is generated from them)."""
-    import datasets
-
     for name, c in state["configs"].items():
-        try:
-            datasets.Features.from_dict(c["features"])
-        except Exception as e:  # any failure of a hostile dict: KeyError, TypeError, RecursionError, ...
-            raise ReleaseFormatError(f"{where}: configs[{name!r}]: 'features': expected datasets.Features.to_dict() "
-                                     f"output, got a dict that does not load ({type(e).__name__}: {str(e)[:200]})") from None
-
-
-def state_path(export_dir: str | os.PathLike) -> Path:
-    return Path(export_dir) / STATE_FILE
+        config_features(name, c, where)
 
 
 def has_state(export_dir: str | os.PathLike) -> bool:
     """True when ``export_dir`` holds a ``.perckit_export.json`` entry of any kind (even a broken one)."""
-    return os.path.lexists(state_path(export_dir))
+    return os.path.lexists(Path(export_dir) / STATE_FILE)
 
 
 def read_state(export_dir: str | os.PathLike, features: bool = True) -> dict:
@@ -260,11 +244,8 @@ def read_state(export_dir: str | os.PathLike, features: bool = True) -> dict:
     :class:`~perckit.errors.ReleaseFormatError` naming the file for one that is not a regular file, is over
     :data:`MAX_STATE_BYTES`, is not JSON (or repeats a key), leaves the export through a symbolic link, or does
     not have the structure above. ``features=False`` skips rebuilding the features (``push`` needs only paths)."""
-    from ..io.jsonio import read_json
-    from ..io.paths import resolve_under
-
     export_dir = Path(export_dir)
-    path = state_path(export_dir)
+    path = export_dir / STATE_FILE
     where = repr(str(path))
     if not os.path.lexists(path):
         raise InputNotFoundError(f"{str(export_dir)!r} is not a perckit export (no {STATE_FILE}); run `perckit convert` first")
@@ -384,8 +365,8 @@ class ExportLayout:
         from_card = _card_files(self.root, card, self.record is None) if card is not None else {}
         if self.record is not None:
             where = f"{str(self.root / STATE_FILE)!r}: configs[{name!r}]"
-            listed = {s["name"]: [_record_file(self.root, rel, f"{where}: splits[{i}]: files[{j}]") for j, rel in enumerate(s["files"])]
-                      for i, s in enumerate(self.record["configs"][name]["splits"])}
+            listed = {s["name"]: [resolve_under(self.root, rel, f"{where}: splits[{i}]: files[{j}]", ReleaseFormatError, INSIDE)
+                                  for j, rel in enumerate(s["files"])] for i, s in enumerate(self.record["configs"][name]["splits"])}
         else:
             listed = from_card
         out: dict[str, list[Path]] = {}
@@ -439,23 +420,13 @@ def _columns_text(schema: Any) -> str:
 
 def _rel(root: Path, path: Path) -> str:
     """``path`` relative to the export root, as messages name it (POSIX; the full path when it is not under it)."""
-    from ..io.paths import relative_label
-
     return relative_label(path, root) or str(path)
-
-
-def _record_file(root: Path, rel: str, where: str) -> Path:
-    from ..io.paths import resolve_under
-
-    return resolve_under(root, rel, where, ReleaseFormatError, INSIDE)
 
 
 def _card_files(root: Path, card, require: bool = True) -> dict[str, list[Path]]:
     """The files the card's ``data_files`` of one config match (:func:`perckit.io.paths.glob_under`: inside the export
     folder, sorted per pattern, each file once per split); with ``require``, a pattern matching nothing is an error
     naming its field."""
-    from ..io.paths import glob_under
-
     out: dict[str, list[Path]] = {}
     for split, patterns in card.data_files.items():
         seen: dict[str, Path] = {}
@@ -484,9 +455,6 @@ def check_shard(root: Path, path: Path, media: bool = True) -> Any:
     from it), and (``media``) whose media values carry their bytes (:func:`perckit.export.parquet.check_media_bytes`).
     Returns its Arrow schema without the metadata."""
     import datasets
-
-    from .parquet import check_media_bytes
-    from ..io.parquetio import open_parquet
 
     where = shard_label(root, path)
     with open_parquet(path, where) as pf:

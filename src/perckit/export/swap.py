@@ -426,7 +426,8 @@ def install(staging: Staging, output: Path, old_owned: set[str] | None, new_owne
 # --- recovery ---------------------------------------------------------------------------------------------
 
 
-def _leftover_state(path: Path) -> dict | None:
+def _state_or_none(path: Path) -> dict | None:
+    """The record of the export ``path`` (paths only), or None when it has none or a broken one."""
     try:
         return read_state(path, features=False)
     except (InputNotFoundError, ReleaseFormatError):
@@ -443,7 +444,7 @@ def recover(output: Path, log: Log) -> None:
             if _build_is_dead(path):
                 _remove_build(path)
             continue
-        state = _leftover_state(path)
+        state = _state_or_none(path)
         if state is not None:
             exports.append((path, state))
         elif not any(path.iterdir()):
@@ -456,9 +457,8 @@ def recover(output: Path, log: Log) -> None:
         path, _ = exports.pop()
         _do("restore export", _rename_noreplace, path, output)
         log(f"perckit: restored the export {str(output)!r} from {path.name} (a convert was interrupted)")
-    try:
-        protected = owned_files(read_state(output, features=False))
-    except (InputNotFoundError, ReleaseFormatError):
+    current = _state_or_none(output)
+    if current is None:
         return  # the caller reports the export's own record
     for path, state in exports:
-        merge_back(path, output, owned_files(state), protected, prefer_old=False, log=log)
+        merge_back(path, output, owned_files(state), owned_files(current), prefer_old=False, log=log)

@@ -38,7 +38,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.matching import index_by_id, missing_ids_message, unknown_ids_message
 from ..errors import InputNotFoundError, OptionError, PerckitError, PredictionError, ReleaseFormatError
+from ..io.jsonio import read_json
+from ..io.paths import open_regular_file, write_atomic
+from ..io.prefetch import gc_paused
 from .contract import Item, MetricCore, check_records
 from .feature_check import Scalar, check_side, compile_feature, compile_rows, describe
 
@@ -114,8 +118,6 @@ class Accumulator:
     def update(self, predictions: Sequence[Mapping] | None = None, references: Sequence[Mapping] | None = None) -> "Accumulator":
         """Add a batch (either side may be empty or None; the sides need not be aligned). Each pair is scored as
         soon as both halves are in. Returns the accumulator."""
-        from ..core.matching import index_by_id
-
         key = self.core.id_key
         preds = list(predictions) if isinstance(predictions, (list, tuple)) else predictions if predictions is not None else []
         refs = list(references) if isinstance(references, (list, tuple)) else references if references is not None else []
@@ -144,8 +146,6 @@ class Accumulator:
 
     def compute(self) -> dict:
         """The metric's result over everything added so far (the state is unchanged: more updates may follow)."""
-        from ..core.matching import missing_ids_message, unknown_ids_message
-
         key = self.core.id_key
         unknown = [k for k in self._predictions if k not in self._dropped]
         if unknown:
@@ -203,8 +203,6 @@ class Accumulator:
         its declared features, ``dropped``; see the module docstring): a bad state is a
         :class:`~perckit.errors.ReleaseFormatError` naming ``where`` and leaves this accumulator as it was.
         Returns this accumulator."""
-        from ..io.prefetch import gc_paused
-
         with gc_paused():  # a state of many records builds many containers and holds no cycles
             return self._load_state_dict(state, where)
 
@@ -274,8 +272,6 @@ class Accumulator:
             if not path.is_file() or not _is_state_file(path):
                 raise OptionError(f"save {str(path)!r}: expected a new file or an earlier accumulator state, got a file "
                                   "perckit did not write; choose another path")
-        from ..io.paths import write_atomic
-
         return write_atomic(path, json.dumps(state, allow_nan=True), f"save {str(path)!r}")
 
     def __repr__(self) -> str:
@@ -284,8 +280,6 @@ class Accumulator:
 
 
 def _is_state_file(path: Path) -> bool:
-    from ..io.paths import open_regular_file
-
     try:
         with open_regular_file(path, repr(str(path))) as f:
             head = f.read(200)
@@ -310,8 +304,6 @@ def accumulator(name: str, config: str | None = None, **options: Any) -> Accumul
 
 def load_state(path: str | os.PathLike) -> Accumulator:
     """The accumulator a :meth:`Accumulator.save` file holds (read under :data:`MAX_STATE_BYTES`, checked)."""
-    from ..io.jsonio import read_json
-
     where = repr(str(path))
     state = read_json(Path(path), error=ReleaseFormatError, not_found=InputNotFoundError, limit=MAX_STATE_BYTES)
     if not isinstance(state, Mapping) or not isinstance(state.get("metric"), str):

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import OptionError
 from .entrypoints import builder_class, script_path
 
 
@@ -43,8 +44,6 @@ def load_dataset(
 
     ``options`` are the builder config's options (e.g. ``mask_source="mask_image"``) and ``repo_id`` /
     ``revision`` for the Hub download used when ``data_dir`` is None. Works unchanged on datasets 3.6 and 5.x."""
-    from ..errors import OptionError
-
     cls = builder_class(name)
     names = [c.name for c in cls.BUILDER_CONFIGS]
     config = config or cls.DEFAULT_CONFIG_NAME

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import InputNotFoundError, OptionError, PerckitError, ReleaseNotFoundError
+from ..io.paths import write_atomic
 
 T = TypeVar("T")
 
@@ -87,8 +88,6 @@ def write_json(path: str | os.PathLike, obj: Any, default: Callable[[Any], Any] 
     """Write ``obj`` as JSON (sorted keys, indent 2, a final newline) to ``path``, creating its folder; the text
     goes to a temporary file beside it first and is moved into place in one step (``os.replace``), so an
     interrupted run leaves the previous file or none, never a truncated one. ``default`` as in ``json.dumps``."""
-    from ..io.paths import write_atomic
-
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     return write_atomic(out, json.dumps(obj, indent=2, sort_keys=True, default=default) + "\n")

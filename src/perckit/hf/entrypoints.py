@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from ..errors import InputNotFoundError, OptionError
+
 #: The repository root when perckit runs from a source checkout (builders/ and metrics/ beside src/).
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -20,8 +22,6 @@ def scripts_root(kind: str) -> Path:
     """The folder holding ``<kind>/<name>/<name>.py``: the installed data package ``perckit.<kind>`` (a wheel
     ships the scripts there, see setup.py), else the source checkout's ``<kind>/`` folder (an older editable
     install, or ``src/`` on ``sys.path``)."""
-    from ..errors import OptionError
-
     if kind not in KINDS:
         raise OptionError(f"script kind {kind!r}: expected one of {list(KINDS)}")
     try:
@@ -36,8 +36,6 @@ def scripts_root(kind: str) -> Path:
 
 def script_path(kind: str, name: str) -> Path:
     """``<kind>/<name>/<name>.py`` (``builders`` or ``metrics``), installed with the package or in the checkout."""
-    from ..errors import InputNotFoundError
-
     root = scripts_root(kind)
     path = root / name / f"{name}.py"
     if not path.is_file():
@@ -50,7 +48,6 @@ def builder_class(name: str) -> type:
     """The builder class of benchmark ``name`` (e.g. ``builder_class("r4d_bench")``; imports ``datasets``), the
     class ``builders/<name>/<name>.py`` subclasses, imported from the package (no source checkout needed).
     An unknown name is an :class:`~perckit.errors.InputNotFoundError` listing the known ones."""
-    from ..errors import InputNotFoundError
     from .benchmark import NAMES
 
     if name not in NAMES:

@@ -52,23 +52,27 @@ def _check_value(metric: evaluate.Metric, feature: Any, value: Any) -> None:
 
 
 def _encoder_diagnosis(metric: evaluate.Metric, batch: Mapping[str, Any], features: Mapping[str, Any], one: bool = False) -> str | None:
-    """The first row / key of ``batch`` that ``datasets``' own encoder refuses, as a message (None if none)."""
-    for side in (k for k in features if k in batch):
-        schema = features[side]
-        for i, row in enumerate(batch[side]):
-            where = _singular(side) if one else f"{side}[{i}]"
-            if isinstance(schema, Mapping):
-                if not isinstance(row, Mapping) or set(row) != set(schema):
-                    continue  # reported by the perckit check
-                items = [(f"{where}.{k}", schema[k], row[k]) for k in schema]
-            else:
-                items = [(where, schema, row)]
-            for name, feature, value in items:
-                try:
-                    _check_value(metric, feature, value)
-                except Exception as e:  # whatever datasets' encoder raises on this value
-                    return f"{name}: expected {feature}, got {short_repr(value, 200)} ({type(e).__name__}: {e})"
-    return None
+    """The first row / key of ``batch`` that ``datasets``' own encoder refuses, as a message (None if none, or
+    if the diagnosis itself fails: it must never hide the error it explains)."""
+    try:
+        for side in (k for k in features if k in batch):
+            schema = features[side]
+            for i, row in enumerate(batch[side]):
+                where = _singular(side) if one else f"{side}[{i}]"
+                if isinstance(schema, Mapping):
+                    if not isinstance(row, Mapping) or set(row) != set(schema):
+                        continue  # reported by the perckit check
+                    items = [(f"{where}.{k}", schema[k], row[k]) for k in schema]
+                else:
+                    items = [(where, schema, row)]
+                for name, feature, value in items:
+                    try:
+                        _check_value(metric, feature, value)
+                    except Exception as e:  # whatever datasets' encoder raises on this value
+                        return f"{name}: expected {feature}, got {short_repr(value, 200)} ({type(e).__name__}: {e})"
+        return None
+    except Exception:  # whatever the diagnosis raises
+        return None
 
 
 def _singular(side: str) -> str:
@@ -112,10 +116,7 @@ def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], featur
         return None
     if one:
         batch = {k: [batch[k]] for k in sides}
-    try:
-        encoder = _encoder_diagnosis(metric, batch, features, one)
-    except Exception:  # the diagnosis must never hide the first one
-        encoder = None
+    encoder = _encoder_diagnosis(metric, batch, features, one)
     return detail if encoder is None else f"{detail} (datasets' encoder: {encoder})"
 
 
@@ -268,12 +269,7 @@ class PerckitMetric(evaluate.Metric):
                 if not isinstance(e, (ValueError, TypeError, KeyError, pa.ArrowException)):
                     raise
                 features = self._declared()
-                detail = None
-                if features is not None:
-                    try:
-                        detail = _encoder_diagnosis(self, batch, features)
-                    except Exception:  # the diagnosis must never hide the original error
-                        detail = None
+                detail = _encoder_diagnosis(self, batch, features) if features is not None else None
                 raise PredictionError(
                     f"{self.metric_name}: the inputs do not match the metric's declared features: "
                     + (detail or f"{type(e).__name__}: {e}")

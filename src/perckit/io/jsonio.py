@@ -8,11 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import ReleaseFormatError, ReleaseNotFoundError
+from ..errors import ReleaseFormatError, ReleaseNotFoundError, short_repr
+from .paths import read_regular_file
 # The prefetch / GC / background-thread helpers live in perckit.io.prefetch; these names stay importable here.
-from .prefetch import gc_paused  # noqa: F401
-from .prefetch import in_background  # noqa: F401
-from .prefetch import read_ahead  # noqa: F401
+from .prefetch import gc_paused, in_background, read_ahead  # noqa: F401
 
 
 def require_file(root: str | os.PathLike, rel: str, what: str = "release file") -> Path:
@@ -92,13 +91,9 @@ def read_json(
     """Parse a JSON file; a missing or malformed file raises an error naming it.
 
     The file is read through :func:`perckit.io.paths.read_regular_file` under ``limit`` bytes (required: a FIFO,
-    a device or a larger file raises ``error`` before anything is read).
-
-    An object with a repeated key (which ``json`` would silently collapse to the last value) raises
-    ``error`` naming the key. A leading UTF-8 BOM is skipped (:data:`UTF8_BOM`).
+    a device or a larger file raises ``error`` before anything is read), then parsed by :func:`parse_json` (the
+    rules of :func:`loads`: a repeated key raises ``error`` naming the key, a leading UTF-8 BOM is skipped).
     """
-    from .paths import read_regular_file
-
     path = Path(path)
     if not path.exists():
         raise not_found(f"{str(path)!r}: file not found")
@@ -147,11 +142,7 @@ def iter_json_lines(
             where = repr(str(path))
         if not path.exists():
             raise not_found(f"{where}: file not found")
-        from .paths import read_regular_file
-
         data = read_regular_file(path, where, limit, error, not_found)
-    from ..errors import short_repr
-
     pos = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
     size = len(data)
     n = 0

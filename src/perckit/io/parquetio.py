@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ReleaseFormatError
+from .paths import open_regular_file
 
 #: Largest uncompressed column chunk (one column of one row group) a reader accepts, as the footer declares it
 #: and as its pages add up (decoded). pyarrow decompresses and decodes a column's pages while it iterates
@@ -240,11 +241,6 @@ def _walk_chunk_pages(f: Any, col: Any, file_size: int, limit: int, type_length:
     return total
 
 
-def _type_lengths(pf: Any) -> list[int | None]:
-    schema = pf.schema
-    return [getattr(schema.column(i), "length", None) for i in range(len(schema))]
-
-
 def _column_chunks(md: Any) -> Iterator[tuple[int, int, Any]]:
     """``(row group, column, column chunk metadata)`` of every column chunk of a Parquet footer ``md``."""
     for g in range(md.num_row_groups):
@@ -266,21 +262,16 @@ def check_column_chunk_sizes(pf: Any, where: str, limit: int | None = None, sour
                 f"{where}: row group {g}, column {col.path_in_schema!r}: expected at most {limit} bytes "
                 f"uncompressed per column chunk, the footer declares {size} ({col.total_compressed_size} compressed)"
             )
-    if source is not None:
-        check_page_sizes(pf, source, where, limit)
-
-
-def check_page_sizes(pf: Any, f: Any, where: str, limit: int | None = None) -> None:
-    """The page-header half of :func:`check_column_chunk_sizes` (``f``: the open binary file of ``pf``)."""
-    limit = MAX_COLUMN_CHUNK_BYTES if limit is None else limit
-    saved = f.tell()
+    if source is None:
+        return
+    saved = source.tell()
     try:
-        f.seek(0, os.SEEK_END)
-        file_size = f.tell()
-        lengths = _type_lengths(pf)
+        source.seek(0, os.SEEK_END)
+        file_size = source.tell()
+        lengths = [getattr(pf.schema.column(i), "length", None) for i in range(len(pf.schema))]
         for g, c, col in _column_chunks(pf.metadata):
             try:
-                total = _chunk_pages_bytes(f, col, file_size, limit, lengths[c] if c < len(lengths) else None)
+                total = _chunk_pages_bytes(source, col, file_size, limit, lengths[c] if c < len(lengths) else None)
             except (ValueError, OSError, EOFError, RecursionError) as e:
                 raise ReleaseFormatError(
                     f"{where}: row group {g}, column {col.path_in_schema!r}: expected readable Parquet page headers, "
@@ -293,7 +284,7 @@ def check_page_sizes(pf: Any, f: Any, where: str, limit: int | None = None) -> N
                     f"(the footer declares {col.total_uncompressed_size})"
                 )
     finally:
-        f.seek(saved)
+        source.seek(saved)
 
 
 @contextmanager
@@ -307,8 +298,6 @@ def open_parquet(path: str | os.PathLike, where: str, not_found: type[Exception]
     (and the row group and column). The file stays open while the block runs."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from .paths import open_regular_file
 
     with open_regular_file(path, where, None, ReleaseFormatError, not_found) as f:
         try:

@@ -16,15 +16,18 @@ the temporary file is removed and the target keeps its previous content).
 
 from __future__ import annotations
 
+import fnmatch
+import io
 import os
 import re
 import secrets
+import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
-from ..errors import OutputError, PerckitError, ReleaseFormatError
+from ..errors import OutputError, PerckitError, ReleaseFormatError, ReleaseNotFoundError
 
 #: longest relative path accepted from data (Linux's PATH_MAX); longer strings are refused before any
 #: filesystem call.
@@ -91,8 +94,6 @@ def is_inside(child: str, parent: str) -> bool:
 def writable_folder(path: str | os.PathLike) -> bool:
     """``path`` can be written: ``os.access`` and the owner's write bit (root passes every ``os.access`` check, so
     a folder a user made read-only would otherwise be written by a tool run as root)."""
-    import stat
-
     st = os.stat(path)
     return os.access(path, os.W_OK | os.X_OK) and bool(st.st_mode & stat.S_IWUSR)
 
@@ -115,10 +116,6 @@ def _open_checked(
 ) -> tuple[int, os.stat_result]:
     """The descriptor and ``fstat`` of ``path`` once it is known to be a regular file of at most ``limit`` bytes
     (the checks of :func:`open_regular_file`; the caller closes the descriptor)."""
-    import stat
-
-    from ..errors import ReleaseNotFoundError
-
     missing = not_found or (ReleaseNotFoundError if error is ReleaseFormatError else error)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
@@ -200,8 +197,6 @@ def open_media(value: Any, where: str, limit: int, error: type[Exception] = Rele
     its ``bytes`` as an in-memory file, else its ``path`` through :func:`open_regular_file` (a regular file of at
     most ``limit`` bytes, checked before a byte is read); ``None`` when the value holds neither. Decoders (PyAV,
     Pillow, soundfile) read the file object they are given, never a path."""
-    import io
-
     data = value.get("bytes") if isinstance(value, Mapping) else None
     path = value.get("path") if isinstance(value, Mapping) else None
     if data:
@@ -295,9 +290,6 @@ def glob_under(
     readers. At most :data:`MAX_GLOB_MATCHES` matches, :data:`MAX_GLOB_ENTRIES` listed entries and
     :data:`MAX_GLOB_DEPTH` levels below a ``**``, else ``error``. An empty list when nothing matches: the
     caller says what it expected."""
-    import fnmatch
-    import stat
-
     pure = check_relative(pattern, where, error, inside)
     base = Path(root)
     listed = 0

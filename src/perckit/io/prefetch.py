@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import os
 import queue
+import stat
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError
+from .paths import read_regular_file
 
 
 @contextmanager
@@ -59,10 +61,6 @@ def read_ahead(
     (required), so a FIFO, a device or a folder is refused at once (``ReleaseFormatError``; a missing file
     ``ReleaseNotFoundError``). The hint opens a file only to call ``posix_fadvise`` on it: nothing is read there.
     """
-    import stat
-
-    from .paths import read_regular_file
-
     paths = [p if isinstance(p, Path) else Path(p) for p in paths]  # (re-parsing a Path costs as much as a str)
     advise = getattr(os, "posix_fadvise", None)
     sizes: list[int] = []  # bytes asked for, per file hinted so far (0: not hinted)
