@@ -269,14 +269,34 @@ def png(tmp_path):
     return p
 
 
-def test_prediction_mask_path_absolute_needs_the_option(tmp_path, png):
+def test_prediction_mask_path_absolute_is_accepted(tmp_path, png):
+    """Issue 30: as the card says, mask paths resolve relative to --repo-root unless absolute; the prediction file
+    is the user's own. allow_absolute_paths=False still refuses them (a file from someone else)."""
     repo = tmp_path / "repo"
     repo.mkdir()
     pred = _prediction(tmp_path, str(png))
-    expect(lambda: r4d_read.load_mask_predictions(pred, repo), PredictionError, r"query 'q': frame 1: mask path", "absolute path",
-           "allow_absolute_paths")
-    [row] = r4d_read.load_mask_predictions(pred, repo, allow_absolute_paths=True)
+    [row] = r4d_read.load_mask_predictions(pred, repo)
     assert row["frames"][0]["mask"]["size"] == [4, 4]
+    assert r4d_read.load_mask_predictions(pred, repo, allow_absolute_paths=True) == [row]
+    expect(lambda: r4d_read.load_mask_predictions(pred, repo, allow_absolute_paths=False), PredictionError,
+           r"query 'q': frame 1: mask path", "absolute path", "allow_absolute_paths=False")
+
+
+def test_prediction_mask_path_absolute_is_still_read_through_the_checked_reader(tmp_path, png, monkeypatch):
+    """An absolute path skips only the repo-root rule: a FIFO, a folder, an oversize file, a NUL are refused."""
+    os.mkfifo(tmp_path / "fifo.png")
+    with deadline():
+        expect(lambda: r4d_read.load_mask_predictions(_prediction(tmp_path, str(tmp_path / "fifo.png")), tmp_path / "masks"),
+               PredictionError, r"query 'q': frame 1", "got a FIFO")
+    expect(lambda: r4d_read.load_mask_predictions(_prediction(tmp_path, str(tmp_path)), tmp_path / "masks"),
+           PredictionError, r"query 'q': frame 1", "got a folder")
+    expect(lambda: r4d_read.load_mask_predictions(_prediction(tmp_path, str(png) + "\x00x"), tmp_path / "masks"),
+           PredictionError, r"query 'q': frame 1: mask path", "NUL byte")
+    expect(lambda: r4d_read.load_mask_predictions(_prediction(tmp_path, "/" + "a" * 5000), tmp_path / "masks"),
+           PredictionError, r"query 'q': frame 1: mask path", "at most 4096 characters, got 5001")
+    monkeypatch.setattr(r4d_read, "MAX_MASK_PNG_BYTES", 10)
+    expect(lambda: r4d_read.load_mask_predictions(_prediction(tmp_path, str(png)), tmp_path / "masks"),
+           PredictionError, r"query 'q': frame 1", "more than the limit of 10 bytes")
 
 
 @pytest.mark.parametrize("value", ["../masks/m.png", "sub/../../masks/m.png", "..\\masks\\m.png", "C:\\masks\\m.png", "a\x00b"])
@@ -315,27 +335,71 @@ def test_prediction_file_with_a_repeated_key_is_refused(tmp_path, png):
     expect(lambda: r4d_read.load_track_predictions(track), PredictionError, "duplicate key 'q'")
 
 
-def test_cli_allow_absolute_paths_flag(small, tmp_path, capsys):
-    rows = build_split("r4d_bench", "all_queries", small, tmp_path / "c")
+def _absolute_predictions(rows, folder: Path) -> dict:
+    """Each query's reference masks as PNGs under ``folder``, named by absolute paths."""
     from perckit import rle
 
     preds = {}
     for r in rows:
         frames = {}
         for f in r["frames"]:
-            p = tmp_path / "abs" / r["query_id"] / f"{f['frame_id']}.png"
+            p = folder / r["query_id"] / f"{f['frame_id']}.png"
             p.parent.mkdir(parents=True, exist_ok=True)
             Image.fromarray(rle.decode(f["mask"]).astype(np.uint8) * 255).save(p)
             frames[str(f["frame_id"])] = str(p)
         preds[r["query_id"]] = {"frames": frames}
+    return preds
+
+
+def test_cli_scores_absolute_mask_paths_without_a_flag(small, tmp_path, capsys):
+    """Issue 30: the card's command line as it is, with absolute mask paths outside --repo-root: scored."""
+    rows = build_split("r4d_bench", "all_queries", small, tmp_path / "c")
+    preds = _absolute_predictions(rows, tmp_path / "abs")
+    assert all(Path(p).is_absolute() and not Path(p).is_relative_to(small)
+               for q in preds.values() for p in q["frames"].values())
     pred = tmp_path / "abs.json"
     pred.write_text(json.dumps(preds))
     args = ["--predictions", str(pred), "--ground-truth", str(small / GT), "--queries-meta", str(small / META), "--repo-root", str(small)]
-    assert cli_mask.main(args) == 2
-    assert "absolute path" in capsys.readouterr().err
     out = tmp_path / "report.json"
-    assert cli_mask.main(args + ["--allow-absolute-paths", "--output", str(out)]) == 0
-    assert json.loads(out.read_text())["miou"] == 1.0
+    assert cli_mask.main(args + ["--output", str(out)]) == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    assert report["num_queries"] == len(rows) and report["num_missing_predictions"] == 0
+    assert report["acc"] == report["viou"] == report["miou"] == 1.0
+    # --allow-absolute-paths is still accepted (a no-op): the same report
+    out2 = tmp_path / "report2.json"
+    assert cli_mask.main(args + ["--allow-absolute-paths", "--output", str(out2)]) == 0
+    assert json.loads(out2.read_text()) == report
+    [flag] = [a for a in cli_mask.build_parser()._actions if "--allow-absolute-paths" in a.option_strings]
+    assert "always accepted now" in flag.help
+
+
+def test_cli_still_refuses_a_relative_path_escaping_the_repo_root(small, tmp_path, capsys):
+    rows = build_split("r4d_bench", "all_queries", small, tmp_path / "c")
+    preds = _absolute_predictions(rows, tmp_path / "abs")
+    qid, q = next(iter(preds.items()))
+    fid, absolute = next(iter(q["frames"].items()))
+    q["frames"][fid] = os.path.relpath(absolute, small)  # ../.../abs/<q>/<f>.png: the same file, by a '..' path
+    assert q["frames"][fid].startswith("..")
+    pred = tmp_path / "escape.json"
+    pred.write_text(json.dumps(preds))
+    args = ["--predictions", str(pred), "--ground-truth", str(small / GT), "--queries-meta", str(small / META), "--repo-root", str(small)]
+    for extra in ([], ["--allow-absolute-paths"]):
+        assert cli_mask.main(args + extra) == 2
+        err = capsys.readouterr().err
+        assert f"query {qid!r}: frame {fid}: mask path" in err and "'..' component" in err, err
+
+
+def test_cli_still_refuses_an_absolute_path_from_the_release(root, tmp_path, capsys):
+    """Only the user's own predictions file may name absolute paths: a mask_image of the release may not."""
+    outside = tmp_path / "outside.png"
+    Image.fromarray(np.full((24, 32), 255, np.uint8)).save(outside)
+    _set_mask_image(root, str(outside), "mask_image")
+    args = ["--self-check", "--ground-truth", str(root / GTP), "--queries-meta", str(root / META), "--repo-root", str(root),
+            "--mask-source", "mask_image"]
+    for extra in ([], ["--allow-absolute-paths"]):
+        assert cli_mask.main(args + extra) == 2
+        err = capsys.readouterr().err
+        assert r"masks[0].mask_image" in err and "absolute path" in err, err
 
 
 def test_missing_prediction_png_is_still_input_not_found(tmp_path):

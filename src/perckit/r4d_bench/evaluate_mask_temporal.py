@@ -30,8 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--predictions", help="prediction JSON: {query_id: {'frames': {'1': 'mask.png'}}} or {query_id: [{frame_id, mask_path}]}")
     p.add_argument("--ground-truth", required=True, help="dense GT JSON, e.g. scripts/new_predictions_ground_truth_all_queries.json")
     p.add_argument("--queries-meta", required=True, help="evaluation/R4D-Bench_queries.json")
-    p.add_argument("--repo-root", default=".", help="release root; relative mask paths resolve against it and must stay under it (default: .)")
-    p.add_argument("--allow-absolute-paths", action="store_true", help="accept absolute mask paths in --predictions (only for a file you wrote yourself)")
+    p.add_argument("--repo-root", default=".", help="release root; mask paths in --predictions resolve relative to it "
+                   "unless absolute, and a relative one must stay under it (default: .)")
+    p.add_argument("--allow-absolute-paths", action="store_true",
+                   help="no effect, kept so that existing command lines keep working: absolute mask paths in "
+                   "--predictions are always accepted now")
     p.add_argument("--output", help="write the report JSON here")
     p.add_argument("--iou-threshold", type=float, default=0.5, help="threshold of temporal_acc, inclusive (default 0.5)")
     cli.add_query_filters(p)
@@ -52,7 +55,7 @@ def run(args: argparse.Namespace) -> dict:
     rows = ground_truth_rows(args.ground_truth, args.queries_meta, args.repo_root, args.mask_source)
     predictions = cli.predictions_or_self_check(
         args, lambda: [feats.to_metric_prediction(r) for r in rows],
-        lambda path: load_mask_predictions(path, args.repo_root, args.allow_absolute_paths),
+        lambda path: load_mask_predictions(path, args.repo_root),  # absolute paths: the user's own files
     )
     references = [feats.to_metric_reference(r) for r in rows]
     known = {r["query_id"] for r in references}

@@ -39,7 +39,7 @@ from ..errors import (
 )
 from ..io.images import check_encoded_image, mask_foreground
 from ..io.jsonio import parse_int, read_json, require_file
-from ..io.paths import check_relative, read_regular_file, resolve_under
+from ..io.paths import MAX_PATH_CHARS, check_relative, read_regular_file, resolve_under
 from . import layout
 from .layout import (
     MAX_JSON_BYTES, MAX_MASK_PNG_BYTES, QUERIES_META, SCENE_ALIASES, SCENES_DIR, TRACK_GT, check_release_root,
@@ -650,18 +650,25 @@ def _read_predictions(path: str | Path) -> Any:
     return read_json(path, error=PredictionError, not_found=InputNotFoundError, limit=MAX_JSON_BYTES)
 
 
-def mask_file(repo_root: str | Path, mask_path: Any, where: str, allow_absolute_paths: bool = False) -> Path:
-    """The PNG a prediction file names: a relative path must stay under ``repo_root``
-    (:func:`perckit.io.paths.resolve_under`: no ``..`` component, no symbolic link out of it); an absolute path
-    is refused unless ``allow_absolute_paths`` (the ``--allow-absolute-paths`` flag: for a file you wrote
-    yourself; a prediction file from someone else could otherwise name any file of this machine)."""
-    if allow_absolute_paths and isinstance(mask_path, str) and Path(mask_path).is_absolute() and "\x00" not in mask_path:
-        return Path(mask_path)
+def mask_file(repo_root: str | Path, mask_path: Any, where: str, allow_absolute_paths: bool = True) -> Path:
+    """The PNG a prediction file names, as the card says: "paths resolve relative to ``--repo-root`` unless
+    absolute". A relative path must stay under ``repo_root`` (:func:`perckit.io.paths.resolve_under`: no ``..``
+    component, no drive letter, no symbolic link out of it); an absolute path is taken as it is (the prediction
+    file is the user's own: its absolute paths name the user's files), unless ``allow_absolute_paths=False``,
+    which refuses it (for a file from someone else). Either way the file is then read by :func:`png_mask` (a
+    regular file under :data:`layout.MAX_MASK_PNG_BYTES`). Paths taken from release data never come here:
+    they go through ``resolve_under``, which refuses an absolute path."""
     if isinstance(mask_path, str) and Path(mask_path).is_absolute():
-        raise PredictionError(
-            f"{where}: expected a mask path relative to the repo root {str(repo_root)!r}, got the absolute path "
-            f"{mask_path[:200]!r} (pass allow_absolute_paths=True / --allow-absolute-paths for a file you wrote yourself)"
-        )
+        if "\x00" in mask_path:
+            raise PredictionError(f"{where}: expected a path, got one with a NUL byte: {mask_path[:200]!r}")
+        if len(mask_path) > MAX_PATH_CHARS:
+            raise PredictionError(f"{where}: expected a path of at most {MAX_PATH_CHARS} characters, got {len(mask_path)}")
+        if not allow_absolute_paths:
+            raise PredictionError(
+                f"{where}: expected a mask path relative to the repo root {str(repo_root)!r}, got the absolute path "
+                f"{mask_path[:200]!r} (refused by allow_absolute_paths=False)"
+            )
+        return Path(mask_path)
     return resolve_under(repo_root, mask_path, where, PredictionError)
 
 
@@ -684,12 +691,13 @@ def _frame_items(value: Any, where: str) -> list[tuple[Any, Any]]:
     )
 
 
-def load_mask_predictions(path: str | Path, repo_root: str | Path = ".", allow_absolute_paths: bool = False) -> list[dict]:
+def load_mask_predictions(path: str | Path, repo_root: str | Path = ".", allow_absolute_paths: bool = True) -> list[dict]:
     """Read an official mask-prediction JSON into ``mask_temporal`` prediction rows.
 
     Shapes: ``{query_id: {"frames": {"1": "mask.png"}}}`` or ``{query_id: [{"frame_id": 1, "mask_path": "..."}]}``.
-    Relative paths resolve against ``repo_root`` and must stay under it; absolute paths only with
-    ``allow_absolute_paths=True`` (see :func:`mask_file`); foreground is any pixel value > 0."""
+    Relative paths resolve against ``repo_root`` and must stay under it; absolute paths are taken as they are
+    (``allow_absolute_paths=False`` refuses them; see :func:`mask_file`); every PNG is read as a capped regular
+    file; foreground is any pixel value > 0."""
     data = _read_predictions(path)
     if not isinstance(data, Mapping):
         raise PredictionError(f"{str(path)!r}: expected a JSON object query_id -> frames, got {type(data).__name__}")
