@@ -4,6 +4,7 @@ ships as data and a run can be shown beside it; the builder's checksum errors co
 
 import json
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -199,6 +200,129 @@ def test_runner_verifies_the_index_and_protocol_it_reads(small):
     index.write_text(index.read_text() + "\n")
     with pytest.raises(ReleaseFormatError, match="sequences.jsonl': SHA-256 mismatch"):
         runner.evaluate_release(preds, fx.root)
+
+
+# ------------------------------------------------------------------ issue 30: SHA256SUMS where the card puts it
+
+
+def _apart(fx, preds, tmp_path, *extra):
+    """The official invocation on a release: --data-root the challenge tree beside benchmark/, the tracking GT and
+    the index given apart (no SHA256SUMS under --data-root: only the one beside data/tracking_gt)."""
+    root = fx.root
+    assert not (root / "challenge_eval/SHA256SUMS").exists() and (root / "benchmark/SHA256SUMS").is_file()
+    return ["--predictions", str(preds), "--data-root", str(root / "challenge_eval"),
+            "--tracking-gt", str(root / "benchmark/data/tracking_gt"), "--manifest", str(root / "benchmark/sequences.jsonl"),
+            "--output", str(tmp_path / "s.json"), *extra]
+
+
+def test_runner_apart_is_verified_and_says_nothing(small, tmp_path, capsys):
+    fx, preds = small
+    assert runner.main(_apart(fx, preds, tmp_path)) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out.endswith("failures=0\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", runner.UnverifiedReleaseWarning)
+        runner.evaluate_release(preds, fx.root / "challenge_eval", tracking_gt=fx.root / "benchmark/data/tracking_gt",
+                                manifest=fx.root / "benchmark/sequences.jsonl")
+
+
+@pytest.mark.parametrize("target", [NPY, EXR, CSV, "benchmark/sequences.jsonl"])
+def test_runner_apart_refuses_a_tampered_file(small, tmp_path, capsys, target):
+    """Issue 30: --data-root and --tracking-gt given separately: the SHA256SUMS beside data/tracking_gt verifies
+    the files read (before: none was found under --data-root and the run was not verified, silently)."""
+    fx, preds = small
+    path = _tamper(fx.root, target) if target != "benchmark/sequences.jsonl" else fx.root / target
+    if target == "benchmark/sequences.jsonl":
+        path.write_text(path.read_text() + "\n")
+    assert runner.main(_apart(fx, preds, tmp_path)) == 2
+    err = capsys.readouterr().err
+    sums = fx.root / "benchmark/SHA256SUMS"
+    assert err.startswith("error: ") and f"{str(path)!r}: SHA-256 mismatch with {str(sums)!r}" in err, err
+    assert not (tmp_path / "s.json").exists()
+    with pytest.raises(ReleaseFormatError, match=re.escape(f"{str(path)!r}: SHA-256 mismatch with {str(sums)!r}")):
+        runner.evaluate_release(preds, fx.root / "challenge_eval", tracking_gt=fx.root / "benchmark/data/tracking_gt",
+                                manifest=fx.root / "benchmark/sequences.jsonl", strict=False)
+
+
+def test_runner_verifies_a_tracking_gt_of_another_release_against_its_own_sums(small, tmp_path):
+    """--data-root one release (with its SHA256SUMS), --tracking-gt the data/tracking_gt of another copy: the copy's
+    NPYs are verified against the SHA256SUMS beside them (before: B's list did not name them, so nothing was)."""
+    import shutil
+
+    fx, preds = small
+    copy = tmp_path / "copy"
+    shutil.copytree(fx.root, copy)
+    path = _tamper(copy, NPY)
+    with pytest.raises(ReleaseFormatError) as info:
+        runner.evaluate_release(preds, fx.root, tracking_gt=copy / "benchmark/data/tracking_gt")
+    assert f"{str(path)!r}: SHA-256 mismatch with {str(copy / 'benchmark/SHA256SUMS')!r}" in str(info.value)
+    # the release's own files are still verified against its own list
+    _tamper(fx.root, EXR)
+    with pytest.raises(ReleaseFormatError, match=re.escape(str(fx.root / EXR)) + ".*SHA-256 mismatch"):
+        runner.evaluate_release(preds, fx.root, tasks="depth", tracking_gt=copy / "benchmark/data/tracking_gt")
+
+
+def _unverified_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "not verified" in line]
+
+
+def test_an_unverified_run_prints_exactly_one_line(tmp_path, capsys):
+    """Issue 30: no SHA256SUMS where the card puts it: one line on stderr, naming where it looked."""
+    code, out, err = _run(capsys, "--output", str(tmp_path / "s.json"))
+    assert code == 0
+    looked = SYN4D_PARITY / "benchmark/SHA256SUMS"
+    assert not looked.exists()
+    assert err.splitlines() == [(
+        f"warning: this Syn4D run is not verified against SHA256SUMS: no SHA256SUMS at {str(looked)!r}, beside "
+        "data/tracking_gt where the card puts it"
+    )]
+    assert "not verified" not in out
+    # the official invocation on the parity fixture (challenge tree as --data-root, the GT apart): the same
+    argv = ["--tracking-gt", str(SYN4D_PARITY / "benchmark/data/tracking_gt"), "--manifest", str(SYN4D_PARITY / "manifest.jsonl")]
+    code, _, err = _run(capsys, *argv, data_root=SYN4D_PARITY / "challenge_eval")
+    assert code == 0 and len(err.splitlines()) == 1 and f"no SHA256SUMS at {str(looked)!r}" in err
+
+
+def test_an_unverified_run_says_why(small, tmp_path, capsys):
+    import shutil
+
+    fx, preds = small
+    base = ["--predictions", str(preds), "--data-root", str(fx.root)]
+    # verification turned off
+    assert runner.main(base + ["--no-verify-checksums"]) == 0
+    assert _unverified_lines(capsys.readouterr().err) == [
+        "warning: this Syn4D run is not verified against SHA256SUMS: checksum verification is off"]
+    # a tracking GT folder that is not a data/tracking_gt folder: the card puts no SHA256SUMS beside it
+    gt = tmp_path / "my_gt"
+    shutil.copytree(fx.root / "benchmark/data/tracking_gt", gt)
+    assert runner.main(base + ["--tracking-gt", str(gt)]) == 0
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and _unverified_lines(err) == [(
+        f"warning: this Syn4D run is not verified against SHA256SUMS: the tracking GT folder {str(gt)!r} is not a "
+        f"'data/tracking_gt' folder, beside which the card puts SHA256SUMS (only the files listed in "
+        f"{str(fx.root / 'benchmark/SHA256SUMS')!r} are verified)")]
+    # without tracking, the release's own SHA256SUMS is the run's: verified, silent
+    assert runner.main(base + ["--tracking-gt", str(gt), "--tasks", "depth,pose"]) == 0
+    assert capsys.readouterr().err == ""
+    # a data/tracking_gt folder apart without SHA256SUMS beside it
+    apart = tmp_path / "apart"
+    shutil.copytree(fx.root / "benchmark/data", apart / "data")
+    assert runner.main(base + ["--tracking-gt", str(apart / "data/tracking_gt")]) == 0
+    assert _unverified_lines(capsys.readouterr().err) == [(
+        f"warning: this Syn4D run is not verified against SHA256SUMS: no SHA256SUMS at {str(apart / 'SHA256SUMS')!r}, "
+        f"beside data/tracking_gt where the card puts it (only the files listed in "
+        f"{str(fx.root / 'benchmark/SHA256SUMS')!r} are verified)")]
+    # Python: one UnverifiedReleaseWarning, or the line handed to notice; verify_checksums=True requires the file
+    with pytest.warns(runner.UnverifiedReleaseWarning, match=re.escape(str(apart / "SHA256SUMS"))) as caught:
+        runner.evaluate_release(preds, fx.root, tracking_gt=apart / "data/tracking_gt")
+    assert len([w for w in caught if issubclass(w.category, runner.UnverifiedReleaseWarning)]) == 1
+    lines = []
+    runner.evaluate_release(preds, fx.root, tracking_gt=apart / "data/tracking_gt", notice=lines.append)
+    assert len(lines) == 1 and str(apart / "SHA256SUMS") in lines[0]
+    with pytest.raises(ReleaseNotFoundError, match=re.escape(f"verify_checksums=True but {str(apart / 'SHA256SUMS')!r} does not exist")):
+        runner.evaluate_release(preds, fx.root, tracking_gt=apart / "data/tracking_gt", verify_checksums=True)
+    with pytest.raises(ReleaseNotFoundError, match="is not a 'data/tracking_gt' folder"):
+        runner.evaluate_release(preds, fx.root, tracking_gt=gt, verify_checksums=True)
 
 
 # ------------------------------------------------------------------ protocol.json

@@ -6,8 +6,10 @@
 The official argument syntax is accepted as it is (``--tasks``, ``--variants``, ``--scenes`` and ``--cameras``
 as comma-separated strings; the space-separated form works too), and the run prints what the official script
 prints: ``[i/N] <sequence_id>`` per scored record, the JSON of each task's overall, ``wrote <output>;
-failures=<n>``. Before scoring, the files the run reads are verified against ``SHA256SUMS`` and the release's
-``protocol.json`` is checked against the rules implemented here.
+failures=<n>``. Before scoring, the files the run reads are verified against ``SHA256SUMS`` (where the card puts
+it, beside ``data/tracking_gt``, also when ``--tracking-gt`` is given apart from ``--data-root``; a run that is not
+verified says so in one line on standard error) and the release's ``protocol.json`` is checked against the rules
+implemented here.
 
 Reads one sequence at a time (full-size depth never goes through ``evaluate``'s Arrow cache) and shares the
 per-sequence functions and the aggregation with ``metrics/syn4d``, so both give identical numbers."""
@@ -18,6 +20,8 @@ import argparse
 import itertools
 import json
 import os
+import sys
+import warnings
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -26,8 +30,13 @@ from ..errors import OptionError, check_choice
 from . import metric as core
 from .layout import ReleasePaths, SequenceRecord, prediction_path, release_files, resolve_release, select_records
 from .metric import baselines as published, protocol as proto
-from .read import checksum_verifier, load_records, read_npz
+from .read import checksum_verifier, load_records, read_npz, unverified_reason
 from .rows import read_sequence_gt
+
+
+class UnverifiedReleaseWarning(UserWarning):
+    """A Syn4D run whose release files were not verified against ``SHA256SUMS`` (none where the card puts it, or
+    verification turned off)."""
 
 
 def reference_for_task(task: str, record: SequenceRecord, paths: ReleasePaths) -> dict:
@@ -46,15 +55,21 @@ def evaluate_release(predictions_dir: str | Path, data_dir: str | Path, tasks: I
                      manifest: str | Path | None = None, tracking_gt: str | Path | None = None,
                      challenge_dir: str | Path | None = None, min_coverage: float = core.DEFAULT_MIN_COVERAGE,
                      coverage: bool = False, verify_checksums: bool | None = None, check_protocol: bool = True,
-                     compare_baselines: bool = False, progress: Callable[[int, int, str], None] | None = None) -> dict:
+                     compare_baselines: bool = False, progress: Callable[[int, int, str], None] | None = None,
+                     notice: Callable[[str], None] | None = None) -> dict:
     """The official evaluation loop over a release; returns the official summary shape.
 
-    Before anything is scored: ``verify_checksums`` (``None``: when the release has ``SHA256SUMS``; ``True``:
-    require it; ``False``: skip) verifies every listed file the run will read (the index, and the tracking
-    NPYs, depth EXRs and camera CSVs of the selected sequences and tasks, and protocol.json); a mismatch raises
-    :class:`~perckit.errors.ReleaseFormatError` naming the file, in lax mode too (it is the release that is
-    wrong, not a prediction). ``check_protocol`` checks the release's ``protocol.json`` (when it has one)
-    against the implemented rules (:mod:`perckit.syn4d.metric.protocol`).
+    Before anything is scored: ``verify_checksums`` (``None``: when ``SHA256SUMS`` is found; ``True``: require
+    it; ``False``: skip) verifies every listed file the run will read (the index, and the tracking NPYs, depth
+    EXRs and camera CSVs of the selected sequences and tasks, and protocol.json) with the builder's verifier
+    (:func:`perckit.syn4d.read.checksum_verifier`); a mismatch raises :class:`~perckit.errors.ReleaseFormatError`
+    naming the file, in lax mode too (it is the release that is wrong, not a prediction). ``SHA256SUMS`` is
+    looked for where the card puts it, beside ``data/tracking_gt``: ``B/SHA256SUMS``, and for a ``tracking_gt``
+    given apart the one beside its ``data/`` folder. A run that is not verified (no ``SHA256SUMS`` there, or
+    ``verify_checksums=False``) gives one line saying so and where it looked, to ``notice`` (default: an
+    :class:`UnverifiedReleaseWarning`; the command line prints it on standard error as ``warning: <line>``). ``check_protocol`` checks
+    the release's ``protocol.json`` (when it has one) against the implemented rules
+    (:mod:`perckit.syn4d.metric.protocol`).
 
     ``progress(i, n, sequence_id)`` is called after each record whose prediction was read, as the official
     loop prints ``[i/N] <sequence_id>``. ``compare_baselines=True`` adds ``"baselines"``: the card's published
@@ -77,7 +92,14 @@ def evaluate_release(predictions_dir: str | Path, data_dir: str | Path, tasks: I
         raise OptionError(f"option 'verify_checksums': expected None, True or False, got {verify_checksums!r}")
     options = core.Syn4DOptions(strict=strict, depth_align=depth_align, min_coverage=min_coverage)
     paths = resolve_release(data_dir, tracking_gt, challenge_dir, manifest)
-    verifier = checksum_verifier(paths, verify_checksums, " (pass --no-verify-checksums to skip)")
+    verifier = checksum_verifier(paths, verify_checksums, " (pass --no-verify-checksums to skip)", tracking="tracking" in tasks)
+    reason = unverified_reason(paths, verify_checksums, tracking="tracking" in tasks)
+    if reason is not None:
+        line = f"this Syn4D run is not verified against SHA256SUMS: {reason}"
+        if notice is None:
+            warnings.warn(line, UnverifiedReleaseWarning, stacklevel=2)
+        else:
+            notice(line)
     records = select_records(load_records(paths), variants, scenes, cameras, limit)
     protocol_file = proto.find_protocol(paths) if check_protocol else None
     if verifier is not None:
@@ -163,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="fail on any missing prediction or task (leaderboard mode)")
     p.add_argument("--output", help="write the report JSON here (the official requires it; without it nothing is written)")
     p.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false", default=None,
-                   help="do not verify the files read against the release's SHA256SUMS (default: verify when it exists)")
+                   help="do not verify the files read against SHA256SUMS (default: verify when it exists beside "
+                   "data/tracking_gt, also beside a --tracking-gt given apart; an unverified run says so on stderr)")
     p.add_argument("--no-check-protocol", dest="check_protocol", action="store_false",
                    help="do not check the release's protocol.json against the rules perckit implements")
     p.add_argument("--compare-baselines", action="store_true",
@@ -190,6 +213,7 @@ def _run(args: argparse.Namespace) -> int:
         args.cameras, args.limit, args.manifest, args.tracking_gt, min_coverage=args.min_coverage, coverage=True,
         verify_checksums=args.verify_checksums, check_protocol=args.check_protocol,
         compare_baselines=args.compare_baselines, progress=lambda i, n, sid: print(f"[{i}/{n}] {sid}", flush=True),
+        notice=lambda line: print(f"warning: {line}", file=sys.stderr, flush=True),
     )
     blocks = report.pop("coverage")
     if args.with_coverage:

@@ -108,7 +108,10 @@ def real_path(path: Path, real_dirs: dict[str, str]) -> Path:
 
 @dataclass(frozen=True)
 class ReleasePaths:
-    """Resolved folders of a release (spec: ``resolve_release``)."""
+    """Resolved folders of a release (spec: ``resolve_release``). ``checksums`` is ``B/SHA256SUMS`` when it exists;
+    ``tracking_checksums`` the ``SHA256SUMS`` beside the ``data/`` folder of the tracking GT read
+    (:func:`tracking_checksums_path`) when it exists: the same file as ``checksums`` in the release's own layout,
+    another one for a ``tracking_gt_dir`` given apart."""
 
     root: Path
     benchmark: Path
@@ -116,6 +119,17 @@ class ReleasePaths:
     challenge: Path | None
     index: Path | None
     checksums: Path | None
+    tracking_checksums: Path | None = None
+
+
+def tracking_checksums_path(tracking_gt: Path) -> Path | None:
+    """Where the card puts ``SHA256SUMS`` for a tracking GT folder: beside ``data/tracking_gt``, i.e.
+    ``<benchmark>/SHA256SUMS`` for ``<benchmark>/data/tracking_gt`` (its names relative to ``<benchmark>``).
+    ``None`` when the folder is not a ``data/tracking_gt`` folder: the card then puts no ``SHA256SUMS`` for it."""
+    folder = Path(os.path.abspath(tracking_gt))
+    if folder.name != "tracking_gt" or folder.parent.name != "data":
+        return None
+    return folder.parent.parent / "SHA256SUMS"
 
 
 def resolve_release(data_dir: str | Path, tracking_gt_dir: str | Path | None = None,
@@ -154,7 +168,14 @@ def resolve_release(data_dir: str | Path, tracking_gt_dir: str | Path | None = N
     sums = bench / "SHA256SUMS"
     if sums.is_file():
         resolve_under(bench, sums.name, f"Syn4D release {str(root)!r}: checksums")
-    return ReleasePaths(root, bench, tracking, challenge, index, sums if sums.is_file() else None)
+    # The SHA256SUMS beside data/tracking_gt (the card's place): B's own in the release layout, another one when the
+    # tracking GT is given apart (its benchmark folder's; a symbolic link out of that folder is refused).
+    tracking_sums = tracking_checksums_path(tracking)
+    if tracking_sums is not None and tracking_sums.is_file():
+        resolve_under(tracking_sums.parent, tracking_sums.name, f"Syn4D tracking GT {str(tracking)!r}: checksums")
+    else:
+        tracking_sums = None
+    return ReleasePaths(root, bench, tracking, challenge, index, sums if sums.is_file() else None, tracking_sums)
 
 
 def is_challenge_tree(path: Path) -> bool:

@@ -28,7 +28,7 @@ from .layout import (
     CSV_COLUMNS, EXR_CHANNELS, FRAME_INDICES, MAX_ARRAY_BYTES, MAX_CHECKSUM_FILE_BYTES, MAX_DEPTH_PIXELS, MAX_EXR_BYTES,
     MAX_NPY_HEADER_BYTES, MAX_NPZ_BYTES, MAX_TEXT_BYTES, NPY_FIELDS, PLAIN_RELATIVE, PREDICTION_KEYS, SCHEMA,
     PathResolver, ReleasePaths, SequenceRecord, camera_of, challenge_file, check_sequence_id, depth_frame_paths,
-    index_path, prediction_path, real_path, records_from_tracking_gt,
+    index_path, prediction_path, real_path, records_from_tracking_gt, tracking_checksums_path,
 )
 
 
@@ -351,21 +351,31 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 
 class ChecksumVerifier:
-    """Verifies each file the builder reads against ``SHA256SUMS`` (files it does not list are skipped)."""
+    """Verifies each file the builder or the file runner reads against the ``SHA256SUMS`` found: ``B/SHA256SUMS``
+    and the one beside a tracking GT given apart (:attr:`ReleasePaths.tracking_checksums`; read once when it is
+    the same file). A file is checked against the first list whose folder holds it and names it (its benchmark
+    folder or that folder's parent, where ``challenge_eval/`` may sit); files no list names are skipped."""
 
     def __init__(self, paths: ReleasePaths) -> None:
-        self.sums = read_checksums(paths.checksums) if paths.checksums else {}
-        self.bases = [paths.benchmark, paths.root]
-        self.source = paths.checksums
+        #: (SHA256SUMS file, its entries, the folders its names are relative to)
+        self.lists: list[tuple[Path, dict[str, str], tuple[Path, ...]]] = []
+        seen: set[str] = set()
+        for sums, bases in ((paths.checksums, (paths.benchmark, paths.root)),
+                            (paths.tracking_checksums, (paths.tracking_checksums.parent, paths.tracking_checksums.parent.parent)
+                             if paths.tracking_checksums is not None else ())):
+            if sums is not None and os.path.realpath(sums) not in seen:
+                seen.add(os.path.realpath(sums))
+                self.lists.append((sums, read_checksums(sums), bases))
 
-    def _key_of_real(self, real: Path, real_bases: Sequence[Path]) -> str | None:
+    @staticmethod
+    def _key_of_real(real: Path, real_bases: Sequence[Path], sums: Mapping[str, str]) -> str | None:
         """The listed name of the real path ``real``: relative to one of the real bases."""
         for base in real_bases:
             try:
                 rel = real.relative_to(base).as_posix()
             except ValueError:
                 continue
-            if rel in self.sums:
+            if rel in sums:
                 return rel
         return None
 
@@ -373,34 +383,77 @@ class ChecksumVerifier:
         """Verify every existing file of ``paths`` (before anything is scored or generated, so that a
         mismatch reaches the user as its own error); returns how many were listed and verified."""
         n = 0
-        if not self.sums:
+        lists = [(source, sums, [b.resolve() for b in bases]) for source, sums, bases in self.lists if sums]
+        if not lists:
             return n
-        real_bases = [b.resolve() for b in self.bases]
         real_dirs: dict[str, str] = {}
         for path in paths:
             if path is not None and path.is_file():
-                rel = self._key_of_real(real_path(path, real_dirs), real_bases)
-                if rel is not None:
-                    self._check(path, rel)
-                    n += 1
+                real = real_path(path, real_dirs)
+                for source, sums, real_bases in lists:
+                    rel = self._key_of_real(real, real_bases, sums)
+                    if rel is not None:
+                        self._check(path, rel, source, sums)
+                        n += 1
+                        break
         return n
 
-    def _check(self, path: Path, rel: str) -> None:
+    @staticmethod
+    def _check(path: Path, rel: str, source: Path, sums: Mapping[str, str]) -> None:
         actual = sha256_file(path)
-        if actual != self.sums[rel]:
+        if actual != sums[rel]:
             raise ReleaseFormatError(
-                f"{str(path)!r}: SHA-256 mismatch with {str(self.source)!r}: expected {self.sums[rel]}, got {actual}"
+                f"{str(path)!r}: SHA-256 mismatch with {str(source)!r}: expected {sums[rel]}, got {actual}"
             )
 
 
-def checksum_verifier(paths: ReleasePaths, verify: bool | None, hint: str = "") -> ChecksumVerifier | None:
+def _run_checksums(paths: ReleasePaths, tracking: bool) -> tuple[Path | None, Path | None]:
+    """(where the card puts the run's ``SHA256SUMS``, the file found there): beside the ``data/tracking_gt`` read
+    when ``tracking`` (:func:`~perckit.syn4d.layout.tracking_checksums_path`; ``None`` when the folder is not a
+    ``data/tracking_gt`` folder), else ``B/SHA256SUMS``."""
+    if not tracking:
+        return paths.benchmark / "SHA256SUMS", paths.checksums
+    return tracking_checksums_path(paths.tracking_gt), paths.tracking_checksums
+
+
+def checksum_verifier(paths: ReleasePaths, verify: bool | None, hint: str = "", tracking: bool = True) -> ChecksumVerifier | None:
     """The option ``verify_checksums`` of the builder and the file runner, written once: ``None`` verifies when
-    the release has ``SHA256SUMS``, ``True`` requires it (else :class:`~perckit.errors.ReleaseNotFoundError`
-    naming it, then ``hint``), ``False`` skips. Returns the verifier to run over the files read, or ``None``
-    when there is nothing to verify."""
-    if verify and paths.checksums is None:
-        raise ReleaseNotFoundError(f"verify_checksums=True but {str(paths.benchmark / 'SHA256SUMS')!r} does not exist{hint}")
-    return ChecksumVerifier(paths) if verify is not False and paths.checksums is not None else None
+    ``SHA256SUMS`` is found (``B/SHA256SUMS``, or beside a tracking GT given apart), ``True`` requires the one where
+    the card puts it for the files read (beside the ``data/tracking_gt`` read when ``tracking``, else
+    ``B/SHA256SUMS``; else :class:`~perckit.errors.ReleaseNotFoundError` naming it, then ``hint``), ``False``
+    skips. Returns the verifier to run over the files read, or ``None`` when there is nothing to verify."""
+    if verify:
+        expected, found = _run_checksums(paths, tracking)
+        if expected is None:
+            raise ReleaseNotFoundError(
+                f"verify_checksums=True but the tracking GT folder {str(paths.tracking_gt)!r} is not a "
+                f"'data/tracking_gt' folder, beside which the card puts SHA256SUMS{hint}"
+            )
+        if found is None:
+            raise ReleaseNotFoundError(f"verify_checksums=True but {str(expected)!r} does not exist{hint}")
+    if verify is False or (paths.checksums is None and paths.tracking_checksums is None):
+        return None
+    return ChecksumVerifier(paths)
+
+
+def unverified_reason(paths: ReleasePaths, verify: bool | None, tracking: bool = True) -> str | None:
+    """Why a run reading ``paths`` (its tracking GT when ``tracking``) is not verified, in one sentence naming
+    where ``SHA256SUMS`` was looked for, or ``None`` when it is: ``verify=False``, or no ``SHA256SUMS`` where the
+    card puts it (see :func:`checksum_verifier`). When only ``B/SHA256SUMS`` was found, the sentence says that
+    the files it lists are still verified."""
+    if verify is False:
+        return "checksum verification is off"
+    expected, found = _run_checksums(paths, tracking)
+    if found is not None:
+        return None
+    if expected is None:
+        text = (f"the tracking GT folder {str(paths.tracking_gt)!r} is not a 'data/tracking_gt' folder, beside "
+                "which the card puts SHA256SUMS")
+    else:
+        text = f"no SHA256SUMS at {str(expected)!r}, beside data/tracking_gt where the card puts it"
+    if paths.checksums is not None:
+        text += f" (only the files listed in {str(paths.checksums)!r} are verified)"
+    return text
 
 
 # ---------------------------------------------------------------- prediction NPZs
