@@ -192,27 +192,27 @@ def m4seg_inputs(options=None):
                 code = f"{name}_{k}{j + 1:02d}"
                 answer += " the "
                 gts.append({"image_index": k, "name": name, "answer_span": [len(answer), len(answer) + len(code)],
-                            "mask": rle.encode(rng.random(sizes[k - 1]) < 0.45)})
+                            "segmentation": rle.encode(rng.random(sizes[k - 1]) < 0.45)})
                 answer += code + " is here."
-        refs.append({"example_id": f"e{i:02d}", "answer": answer, "question_type": ("spatial", "counting", "functional", "open-ended")[i % 4],
+        refs.append({"example_id": f"e{i:02d}", "a": answer, "type": ("spatial", "counting", "functional", "open-ended")[i % 4],
                      "dataset_name": ("coco_objects", "paco_lvis", "pascal_part")[i % 3], "granularity": ("object", "part", "part")[i % 3],
                      "images": [{"height": h, "width": w} for h, w in sizes], "groundings": gts})
         pg = []
         for n, g in enumerate(gts):
             if i % 3 == 0 and n == 0:
                 continue  # a missed grounding
-            m = rle.decode(g["mask"]) ^ (rng.random(sizes[g["image_index"] - 1]) < 0.15)
+            m = rle.decode(g["segmentation"]) ^ (rng.random(sizes[g["image_index"] - 1]) < 0.15)
             k, name = g["image_index"], g["name"]
             if i % 4 == 1 and n == len(gts) - 1:
                 k = 1 if k != 1 else 2  # the wrong image, resized to its size
                 m = rle.decode(rle.resize_nearest(rle.encode(m), list(sizes[k - 1]), rule="opencv"))
             if i % 5 == 2 and n == 0:
                 name = "sofa"
-            pg.append({"image_index": k, "name": name, "mask": rle.encode(m)})
+            pg.append({"image_index": k, "name": name, "segmentation": rle.encode(m)})
         if i % 6 == 3:
-            pg.append({"image_index": 1, "name": "cup", "mask": rle.encode(rng.random(sizes[0]) < 0.3)})  # an extra one
+            pg.append({"image_index": 1, "name": "cup", "segmentation": rle.encode(rng.random(sizes[0]) < 0.3)})  # an extra one
         text = resolve_answer(answer, gts) if i % 2 else "Look: something else entirely."
-        preds.append({"example_id": f"e{i:02d}", "answer": text, "groundings": pg} if i != 7 else {"example_id": "e07", "answer": "", "groundings": []})
+        preds.append({"example_id": f"e{i:02d}", "a": text, "groundings": pg} if i != 7 else {"example_id": "e07", "a": "", "groundings": []})
     return preds[::-1], refs, dict(options or {"embed_fn": "stub", "metrics": M4_SIX})
 
 

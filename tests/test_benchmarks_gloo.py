@@ -108,12 +108,12 @@ def m4seg_inputs(base, cache):
         for j, g in enumerate(p["groundings"]):
             g = dict(g)
             if (i + j) % 3 == 0:
-                g["mask"] = rle.encode(np.roll(rle.decode(g["mask"]), 2, axis=1))
+                g["segmentation"] = rle.encode(np.roll(rle.decode(g["segmentation"]), 2, axis=1))
             if (i + j) % 5 == 4:
                 g["name"] = "object"
             if (i + j) % 7 != 6:
                 gs.append(g)
-        preds.append({**p, "groundings": gs, "answer": p["answer"] if i % 4 else "A different answer."})
+        preds.append({**p, "groundings": gs, "a": p["a"] if i % 4 else "A different answer."})
     return {"m4seg": ("m4seg", None, {"embed_fn": "stub", "metrics": M4_SIX}, preds, [feats.to_metric_reference(r) for r in rows], m.compute)}
 
 

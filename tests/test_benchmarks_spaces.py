@@ -53,10 +53,10 @@ WIDGET_EXAMPLES = {
         "miou", 0.5,
     ),
     "m4seg": (
-        {"example_id": "e", "answer": "chair", "groundings": [{"image_index": 1, "name": "chair", "mask": {"size": [1, 4], "counts": "022"}}]},
-        {"example_id": "e", "answer": "chair_101", "question_type": "spatial", "dataset_name": "coco_objects", "granularity": "object",
+        {"example_id": "e", "a": "chair", "groundings": [{"image_index": 1, "name": "chair", "segmentation": {"size": [1, 4], "counts": "022"}}]},
+        {"example_id": "e", "a": "chair_101", "type": "spatial", "dataset_name": "coco_objects", "granularity": "object",
          "images": [{"height": 1, "width": 4}, {"height": 1, "width": 2}],
-         "groundings": [{"image_index": 1, "name": "chair", "answer_span": [0, 9], "mask": {"size": [1, 4], "counts": "022"}}]},
+         "groundings": [{"image_index": 1, "name": "chair", "answer_span": [0, 9], "segmentation": {"size": [1, 4], "counts": "022"}}]},
         "miou", 1.0,
     ),
 }

@@ -275,7 +275,7 @@ def test_m4seg_visual_text_target(exports, m4_docs, m4_release, monkeypatch):
     images = m4u.m4seg_doc_to_visual(doc)
     assert [im.size for im in images] == [(im["width"], im["height"]) for im in doc["images"]]
     text = m4u.m4seg_doc_to_text(doc)
-    assert doc["question"] in text and all(f"(IMAGE{k})" in text for k in range(1, len(doc["images"]) + 1))
+    assert doc["q"] in text and all(f"(IMAGE{k})" in text for k in range(1, len(doc["images"]) + 1))
     target = json.loads(m4u.m4seg_doc_to_target(doc))
     assert len(target["masks"]) == len(doc["groundings"])
     bare = _docs(exports, "m4seg_no_images", "test")[0]
@@ -308,10 +308,10 @@ def _m4_answers(docs):
             answer = answer[:cut] + answer[cut + 5:] if cut >= 0 else answer
             masks = target["masks"][:-1]
             text, pred, ok = json.dumps({"answer": answer, "masks": masks}), parse_grounded_answer(answer, masks, eid), True
-        elif form == 1:  # perckit's prediction schema, every grounding moved to image 1 (masks resized by the metric)
-            gs = [{"image_index": 1, "name": g["name"], "mask": dict(g["mask"])} for g in d["groundings"]]
-            pred = {"example_id": eid, "answer": target["answer"], "groundings": gs}
-            text, ok = "```json\n" + json.dumps({"answer": target["answer"], "groundings": gs}) + "\n```", True
+        elif form == 1:  # m4seg's prediction schema (the rows' names), every grounding moved to image 1 (masks resized)
+            gs = [{"image_index": 1, "name": g["name"], "segmentation": dict(g["segmentation"])} for g in d["groundings"]]
+            pred = {"example_id": eid, "a": target["answer"], "groundings": gs}
+            text, ok = "```json\n" + json.dumps({"a": target["answer"], "groundings": gs}) + "\n```", True
         elif form == 2:  # inline RLE JSON after each [SEG] (IMAGEk)
             answer, masks = target["answer"], list(target["masks"])
             pieces = answer.split("[SEG]")
@@ -325,15 +325,15 @@ def _m4_answers(docs):
             pred = parse_grounded_answer(stripped, masks, eid)
         elif form == 3:  # text only, no [SEG]
             text = "The chair near the table."
-            pred, ok = {"example_id": eid, "answer": text, "groundings": []}, True
+            pred, ok = {"example_id": eid, "a": text, "groundings": []}, True
         elif form == 4:  # [SEG] tokens but no masks: the text counts, the groundings do not
             text = target["answer"]
-            pred, ok = {"example_id": eid, "answer": text, "groundings": []}, False
+            pred, ok = {"example_id": eid, "a": text, "groundings": []}, False
         else:  # an image index out of range: dropped when the accumulator refuses it
             masks = target["masks"][:1]
             answer = f"<p>thing</p> [SEG] (IMAGE{n + 5}) here"
             text = json.dumps({"answer": answer, "masks": masks})
-            pred, ok = {"example_id": eid, "answer": answer, "groundings": []}, False
+            pred, ok = {"example_id": eid, "a": answer, "groundings": []}, False
         out.append((text, pred, ok))
     return out
 
@@ -404,4 +404,4 @@ def test_m4seg_answer_past_the_resize_budget_keeps_its_text(m4_docs, m4_options,
     monkeypatch.setattr(rle, "PIXEL_BUDGET", 1)
     one = m4u.m4seg_process_results(doc, [json.dumps({"answer": target["answer"], "masks": tiny})])["miou"]
     assert not one["parsed"] and one["form"] == "text-only"
-    assert "groundings[0].mask: expected at most 1 mask pixels decoded or resized per prediction row" in caplog.text
+    assert "groundings[0].segmentation: expected at most 1 mask pixels decoded or resized per prediction row" in caplog.text

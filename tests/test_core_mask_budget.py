@@ -372,10 +372,10 @@ def test_a_mask_temporal_prediction_row_has_one_resize_budget(monkeypatch):
 
 def test_an_m4seg_prediction_row_has_one_resize_budget(monkeypatch):
     monkeypatch.setattr(rle, "PIXEL_BUDGET", 8)  # two masks resized to image 1 (1 x 4)
-    few = {**S1_PRED, "groundings": [{"image_index": 1, "name": "chair", "mask": R("02", (1, 2))}] * 2}
+    few = {**S1_PRED, "groundings": [{"image_index": 1, "name": "chair", "segmentation": R("02", (1, 2))}] * 2}
     assert m4seg_metrics.compute([few], [S1_REF], resize_predictions="nearest", **NO_METEOR)["num_pred_groundings"] == 2
     many = {**few, "groundings": few["groundings"] * 2}
-    with pytest.raises(PredictionError, match=r"^prediction 's1': groundings\[2\]\.mask: expected at most 8 mask pixels .* "
+    with pytest.raises(PredictionError, match=r"^prediction 's1': groundings\[2\]\.segmentation: expected at most 8 mask pixels .* "
                                               r"per prediction row, got 12 with this mask's 4"):
         m4seg_metrics.compute([many], [S1_REF], resize_predictions="nearest", **NO_METEOR)
 

@@ -112,7 +112,7 @@ def test_m4seg_wrapper_messages():
     refs = [{"example_id": "s1"}, {"example_id": "s2"}]
     assert message(m4.match_by_example_id, [{"example_id": "s1"}], refs) == (
         "predictions: no prediction for 1 reference example_id(s), e.g. ['s2']; give every reference a prediction "
-        "(answer='' and groundings=[] mean no output) or pass strict=False to score missing predictions as empty"
+        "(a='' and groundings=[] mean no output) or pass strict=False to score missing predictions as empty"
     )
     assert message(m4.match_by_example_id, [{"example_id": "zz"}], refs, strict=False) == unknown_ids_message("example_id", ["zz"])
     assert [p for p, _ in m4.match_by_example_id([{"example_id": "s2"}], refs, strict=False)] == [None, {"example_id": "s2"}]

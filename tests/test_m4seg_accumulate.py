@@ -47,18 +47,18 @@ def _perturbed(rows):
         if i % 3 == 0:
             p["groundings"] = p["groundings"][1:]
         if i % 2 == 0 and p["groundings"]:
-            m = rle.decode(p["groundings"][-1]["mask"])
+            m = rle.decode(p["groundings"][-1]["segmentation"])
             m[:, : m.shape[1] // 2] = False
-            p["groundings"][-1]["mask"] = rle.encode(m)
+            p["groundings"][-1]["segmentation"] = rle.encode(m)
         if i % 4 == 1:
-            p["answer"] = "something else entirely"
+            p["a"] = "something else entirely"
             if p["groundings"]:
                 p["groundings"][0]["name"] = "a different thing"
         if i % 5 == 2 and p["groundings"] and len(r["images"]) > 1:
             g = p["groundings"][0]
             other = 2 if g["image_index"] == 1 else 1
             im = r["images"][other - 1]
-            g["mask"] = rle.resize_nearest(g["mask"], [im["height"], im["width"]], rule="opencv")
+            g["segmentation"] = rle.resize_nearest(g["segmentation"], [im["height"], im["width"]], rule="opencv")
             g["image_index"] = other
         preds.append(p)
     return preds
@@ -74,16 +74,16 @@ def release(m4_parquet):
 def _synthetic():
     """The spec's vectors plus a sample without groundings and a two-image one, with other group keys."""
     s4 = copy.deepcopy(S4_REF)
-    s4["question_type"], s4["dataset_name"], s4["granularity"] = "counting", "paco_lvis", "part"
+    s4["type"], s4["dataset_name"], s4["granularity"] = "counting", "paco_lvis", "part"
     s2_ref = copy.deepcopy(S1_REF) | {"example_id": "s2"}
-    s3_ref = copy.deepcopy(S1_REF) | {"example_id": "s3", "question_type": "counting"}
+    s3_ref = copy.deepcopy(S1_REF) | {"example_id": "s3", "type": "counting"}
     n0 = ref_row("n0", "Nothing to see.", [(1, 2), (1, 2)], [])
     u = ref_row("u", "chair_101 table_102 cup_201", [(1, 4), (1, 2)], [
         g_ref(1, "chair", (0, 9), R("022", (1, 4))), g_ref(1, "table", (10, 19), R("22", (1, 4))),
         g_ref(2, "cup", (20, 27), R("011", (1, 2)))], granularity="part")
     preds = [S1_PRED, S4_PRED, S2_PRED | {"example_id": "s2"}, S3_PRED | {"example_id": "s3"},
-             {"example_id": "n0", "answer": "Nothing to see.", "groundings": []},
-             {"example_id": "u", "answer": "", "groundings": [
+             {"example_id": "n0", "a": "Nothing to see.", "groundings": []},
+             {"example_id": "u", "a": "", "groundings": [
                  g_pred(1, "chair", R("22", (1, 4))), g_pred(1, "table", R("022", (1, 4))), g_pred(2, "cup", R("02", (1, 2)))]}]
     return preds, [S1_REF, s4, s2_ref, s3_ref, n0, u]
 
@@ -237,7 +237,7 @@ def test_duplicates_refused():
 def test_strict_and_lax():
     preds, refs = _synthetic()
     strict = accumulator("m4seg", **STUB).update(preds[1:], refs)
-    with pytest.raises(PredictionError, match="'s1'.*answer='' and groundings=\\[\\] mean no output.*strict=False"):
+    with pytest.raises(PredictionError, match="'s1'.*a='' and groundings=\\[\\] mean no output.*strict=False"):
         strict.compute()
     with pytest.raises(PredictionError, match="'s1'"):
         core.compute(preds[1:], refs, **STUB)

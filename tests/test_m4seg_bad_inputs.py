@@ -369,36 +369,36 @@ METRIC_CASES = [
     ("row-not-a-dict", False, [["s1"]], [S1_REF], {}, PredictionError, [r"predictions\[0\]: expected a dict with a string 'example_id', got list"]),
     ("example-id-an-int", False, [pred(example_id=1)], [S1_REF], {}, PredictionError, [r"predictions\[0\]\.example_id: expected a string, got 1"]),
     ("predictions-not-a-list", False, "s1", [S1_REF], {}, PredictionError, ["predictions: expected a list of rows, got 's1'"]),
-    ("answer-an-int", False, [pred(answer=5)], [S1_REF], {}, PredictionError, ["prediction 's1': answer: expected a string, found 5"]),
-    ("answer-an-int-via-evaluate", True, [pred(answer=5)], [S1_REF], {}, PredictionError, [r"m4seg: .*predictions\[0\]\.answer: expected", "got 5"]),
+    ("answer-an-int", False, [pred(a=5)], [S1_REF], {}, PredictionError, ["prediction 's1': a: expected a string, found 5"]),
+    ("answer-an-int-via-evaluate", True, [pred(a=5)], [S1_REF], {}, PredictionError, [r"m4seg: .*predictions\[0\]\.a: expected", "got 5"]),
     ("groundings-a-dict", False, [pred(groundings={"image_index": 1})], [S1_REF], {}, PredictionError, ["prediction 's1': groundings: expected a list of"]),
-    ("grounding-a-string", False, [pred(groundings=["chair"])], [S1_REF], {}, PredictionError, [P0 + ": expected {image_index, name, mask}, found 'chair'"]),
+    ("grounding-a-string", False, [pred(groundings=["chair"])], [S1_REF], {}, PredictionError, [P0 + ": expected {image_index, name, segmentation}, found 'chair'"]),
     ("image-index-nan", False, [pred_ground(image_index=NAN)], [S1_REF], {}, PredictionError, [P0 + r"\.image_index: expected an integer", "nan"]),
     ("image-index-a-word", True, [pred_ground(image_index="one")], [S1_REF], {}, PredictionError, [r"m4seg: .*predictions\[0\]\.groundings: expected", "'one'"]),
     ("image-index-zero", True, [pred_ground(image_index=0)], [S1_REF], {}, PredictionError, [P0 + r"\.image_index: expected 1\.\.2 \(the reference has 2 image\(s\)\), found 0"]),
     ("image-index-beyond-the-images", True, [pred_ground(image_index=3)], [S1_REF], {}, PredictionError, [P0 + r"\.image_index: expected 1\.\.2", "found 3"]),
     ("name-an-int", False, [pred_ground(name=7)], [S1_REF], {}, PredictionError, [P0 + r"\.name: expected a string, found 7"]),
     ("name-an-int-via-evaluate", True, [pred_ground(name=7)], [S1_REF], {}, PredictionError, [r"predictions\[0\]\.groundings: expected", "Expected type str|7"]),
-    ("mask-counts-outside-the-alphabet", True, [pred_ground(mask=R("0~3", (1, 4)))], [S1_REF], {}, PredictionError, [P0 + r"\.mask", "outside the COCO alphabet"]),
-    ("mask-counts-not-summing", True, [pred_ground(mask=R("9", (1, 4)))], [S1_REF], {}, PredictionError, [P0 + r"\.mask", "sum to 9"]),
-    ("mask-counts-truncated", True, [pred_ground(mask=R("0P", (1, 4)))], [S1_REF], {}, PredictionError, [P0 + r"\.mask", "truncated"]),
-    ("mask-counts-empty", True, [pred_ground(mask=R("", (1, 4)))], [S1_REF], {}, PredictionError, [P0 + r"\.mask", "'counts' is empty"]),
-    ("mask-huge-declared-size", True, [pred_ground(mask=dict(HUGE_RLE))], [S1_REF], {}, PredictionError, [P0 + r"\.mask", "exceeds the limit", "gigabytes"]),
-    ("mask-size-of-three", True, [pred_ground(mask={"size": [1, 4, 1], "counts": "04"})], [S1_REF], {}, PredictionError, [P0 + r"\.mask", r"expected 'size' = \[H, W\]"]),
-    ("mask-size-negative", True, [pred_ground(mask={"size": [-1, 4], "counts": "04"})], [S1_REF], {}, PredictionError, [P0 + r"\.mask", "two positive ints"]),
-    ("mask-size-nan", False, [pred_ground(mask={"size": [NAN, 4], "counts": "04"})], [S1_REF], {}, PredictionError, [P0 + r"\.mask", r"expected 'size' = \[H, W\]"]),
-    ("mask-size-words", True, [pred_ground(mask={"size": ["one", "four"], "counts": "04"})], [S1_REF], {}, PredictionError, [r"m4seg: .*predictions\[0\]\.groundings", "'one'"]),
-    ("mask-size-differs-from-the-image", True, [pred_ground(mask=R("02", (1, 2)))], [S1_REF], {}, PredictionError,
-     [P0 + r"\.mask: predicted mask size \[1, 2\] differs from the size of image 1 \[1, 4\]", "resize_predictions='nearest'"]),
-    ("mask-a-string", False, [pred_ground(mask="022")], [S1_REF], {}, PredictionError, [P0 + r"\.mask", "expected an RLE dict, polygons or a 2-D array, got str"]),
-    ("mask-a-3d-array", False, [pred_ground(mask=np.zeros((1, 4, 1), dtype=bool))], [S1_REF], {}, PredictionError, [P0 + r"\.mask", "expected a 2-D array"]),
-    ("mask-a-polygon", False, [pred_ground(mask=[[0, 0, 1, 0, 1, 1]])], [S1_REF], {}, PredictionError, [P0 + r"\.mask", "polygon segmentation has no size"]),
-    ("reference-mask-malformed", True, [S1_PRED], [ref_ground(mask=R("0!", (1, 4)))], {}, PredictionError, [G0 + r"\.mask", "outside the COCO alphabet"]),
-    ("reference-mask-size-differs", True, [S1_PRED], [ref_ground(mask=R("011", (1, 2)))], {}, PredictionError, [G0 + r"\.mask: expected the size of image 1"]),
+    ("mask-counts-outside-the-alphabet", True, [pred_ground(segmentation=R("0~3", (1, 4)))], [S1_REF], {}, PredictionError, [P0 + r"\.segmentation", "outside the COCO alphabet"]),
+    ("mask-counts-not-summing", True, [pred_ground(segmentation=R("9", (1, 4)))], [S1_REF], {}, PredictionError, [P0 + r"\.segmentation", "sum to 9"]),
+    ("mask-counts-truncated", True, [pred_ground(segmentation=R("0P", (1, 4)))], [S1_REF], {}, PredictionError, [P0 + r"\.segmentation", "truncated"]),
+    ("mask-counts-empty", True, [pred_ground(segmentation=R("", (1, 4)))], [S1_REF], {}, PredictionError, [P0 + r"\.segmentation", "'counts' is empty"]),
+    ("mask-huge-declared-size", True, [pred_ground(segmentation=dict(HUGE_RLE))], [S1_REF], {}, PredictionError, [P0 + r"\.segmentation", "exceeds the limit", "gigabytes"]),
+    ("mask-size-of-three", True, [pred_ground(segmentation={"size": [1, 4, 1], "counts": "04"})], [S1_REF], {}, PredictionError, [P0 + r"\.segmentation", r"expected 'size' = \[H, W\]"]),
+    ("mask-size-negative", True, [pred_ground(segmentation={"size": [-1, 4], "counts": "04"})], [S1_REF], {}, PredictionError, [P0 + r"\.segmentation", "two positive ints"]),
+    ("mask-size-nan", False, [pred_ground(segmentation={"size": [NAN, 4], "counts": "04"})], [S1_REF], {}, PredictionError, [P0 + r"\.segmentation", r"expected 'size' = \[H, W\]"]),
+    ("mask-size-words", True, [pred_ground(segmentation={"size": ["one", "four"], "counts": "04"})], [S1_REF], {}, PredictionError, [r"m4seg: .*predictions\[0\]\.groundings", "'one'"]),
+    ("mask-size-differs-from-the-image", True, [pred_ground(segmentation=R("02", (1, 2)))], [S1_REF], {}, PredictionError,
+     [P0 + r"\.segmentation: predicted mask size \[1, 2\] differs from the size of image 1 \[1, 4\]", "resize_predictions='nearest'"]),
+    ("mask-a-string", False, [pred_ground(segmentation="022")], [S1_REF], {}, PredictionError, [P0 + r"\.segmentation", "expected an RLE dict, polygons or a 2-D array, got str"]),
+    ("mask-a-3d-array", False, [pred_ground(segmentation=np.zeros((1, 4, 1), dtype=bool))], [S1_REF], {}, PredictionError, [P0 + r"\.segmentation", "expected a 2-D array"]),
+    ("mask-a-polygon", False, [pred_ground(segmentation=[[0, 0, 1, 0, 1, 1]])], [S1_REF], {}, PredictionError, [P0 + r"\.segmentation", "polygon segmentation has no size"]),
+    ("reference-mask-malformed", True, [S1_PRED], [ref_ground(segmentation=R("0!", (1, 4)))], {}, PredictionError, [G0 + r"\.segmentation", "outside the COCO alphabet"]),
+    ("reference-mask-size-differs", True, [S1_PRED], [ref_ground(segmentation=R("011", (1, 2)))], {}, PredictionError, [G0 + r"\.segmentation: expected the size of image 1"]),
     ("reference-answer-span-of-one", True, [S1_PRED], [ref_ground(answer_span=[0])], {}, PredictionError, [G0 + r"\.answer_span: expected \[start, end\) \(2 ints\)"]),
     ("reference-answer-span-out-of-range", True, [S1_PRED], [ref_ground(answer_span=[30, 99])], {}, PredictionError, [G0 + r"\.answer_span", r"found \[30, 99\]"]),
     ("reference-answer-span-words", False, [S1_PRED], [ref_ground(answer_span=["zero", "nine"])], {}, PredictionError, [G0 + r"\.answer_span\[0\]: expected an integer"]),
-    ("reference-answer-an-int", False, [S1_PRED], [ref(answer=5)], {}, PredictionError, ["reference 's1': answer: expected a string, found 5"]),
+    ("reference-answer-an-int", False, [S1_PRED], [ref(a=5)], {}, PredictionError, ["reference 's1': a: expected a string, found 5"]),
     ("reference-images-empty", True, [S1_PRED], [ref(images=[])], {}, PredictionError, [r"reference 's1': images: expected at least one \{height, width\}"]),
     ("reference-image-height-nan", False, [S1_PRED], [ref(images=[{"height": NAN, "width": 4}, IMAGES[1]])], {}, PredictionError,
      [r"reference 's1': images\[0\]\.height: expected an integer", "nan"]),
@@ -406,7 +406,7 @@ METRIC_CASES = [
      [r"reference 's1': images\[0\]: expected a positive height and width", r"\[0, 4\]"]),
     ("reference-image-of-2^40-pixels-with-resize", True, [S1_PRED], [ref(images=[{"height": 1 << 20, "width": 1 << 20}, IMAGES[1]], groundings=[])],
      {"resize_predictions": "nearest"}, PredictionError, [r"reference 's1': images\[0\]", "at most 1073741824 pixels"]),
-    ("reference-grounding-a-number", False, [S1_PRED], [ref(groundings=[5])], {}, PredictionError, [G0 + ": expected {image_index, name, answer_span, mask}, found 5"]),
+    ("reference-grounding-a-number", False, [S1_PRED], [ref(groundings=[5])], {}, PredictionError, [G0 + ": expected {image_index, name, answer_span, segmentation}, found 5"]),
 ]
 
 
@@ -479,7 +479,7 @@ def test_m4seg_missing_id_strict_by_default_lax_scores_empty_and_counts():
     refs = [S1_REF, S2_REF]
     expect(lambda: core.compute([S1_PRED], refs, **STUB), PredictionError, r"no prediction for 1 reference example_id.*'s2'", "strict=False")
     out = core.compute([S1_PRED], refs, strict=False, **STUB)
-    empty = core.compute([S1_PRED, {"example_id": "s2", "answer": "", "groundings": []}], refs, **STUB)
+    empty = core.compute([S1_PRED, {"example_id": "s2", "a": "", "groundings": []}], refs, **STUB)
     assert out["num_missing_predictions"] == 1 and empty["num_missing_predictions"] == 0 and out["num_samples"] == 2
     rows = {r["example_id"]: r for r in out["per_sample"]}
     assert rows["s2"]["miou"] == 0.0 and rows["s2"]["num_pred"] == 0 and rows["s2"]["ss"] == 0.0  # scored as an empty prediction
@@ -526,7 +526,7 @@ def _write(tmp_path: Path, name: str, data) -> Path:
 
 
 def _line(**kw) -> str:
-    row = {"example_id": "s1", "answer": "chair", "groundings": [{"image_index": 1, "name": "chair", "mask": R("022", (1, 4))}]}
+    row = {"example_id": "s1", "a": "chair", "groundings": [{"image_index": 1, "name": "chair", "segmentation": R("022", (1, 4))}]}
     row.update(kw)
     return json.dumps(row)
 
@@ -547,16 +547,16 @@ FILE_CASES = [
      [r"p\.jsonl' line 1: expected a JSON object, got list: \[1, 2\]"]),
     ("jsonl-example-id-a-list", lambda t: lambda: m4io.load_predictions_jsonl(_write(t, "p.jsonl", _line(example_id=["s1"]))), PredictionError,
      [r"line 1: example_id: expected a string, found \['s1'\]"]),
-    ("jsonl-answer-a-number", lambda t: lambda: m4io.load_predictions_jsonl(_write(t, "p.jsonl", _line(answer=5))), PredictionError, ["line 1: answer: expected a string, found 5"]),
+    ("jsonl-answer-a-number", lambda t: lambda: m4io.load_predictions_jsonl(_write(t, "p.jsonl", _line(a=5))), PredictionError, ["line 1: a: expected a string, found 5"]),
     ("jsonl-groundings-a-dict", lambda t: lambda: m4io.load_predictions_jsonl(_write(t, "p.jsonl", _line(groundings={}))), PredictionError, ["line 1: groundings: expected a list"]),
     ("jsonl-image-index-nan", lambda t: lambda: m4io.load_predictions_jsonl(_write(t, "p.jsonl", _line().replace('"image_index": 1', '"image_index": NaN'))),
      PredictionError, [r"line 1: groundings\[0\]\.image_index: expected an integer", "nan"]),
-    ("jsonl-name-a-number", lambda t: lambda: m4io.load_predictions_jsonl(_write(t, "p.jsonl", _line(groundings=[{"image_index": 1, "name": 3, "mask": R("04", (1, 4))}]))),
+    ("jsonl-name-a-number", lambda t: lambda: m4io.load_predictions_jsonl(_write(t, "p.jsonl", _line(groundings=[{"image_index": 1, "name": 3, "segmentation": R("04", (1, 4))}]))),
      PredictionError, [r"line 1: groundings\[0\]\.name: expected a string, found 3"]),
-    ("jsonl-mask-huge-size", lambda t: lambda: m4io.load_predictions_jsonl(_write(t, "p.jsonl", _line(groundings=[{"image_index": 1, "mask": HUGE_RLE}]))),
-     PredictionError, [r"line 1: groundings\[0\]\.mask", "exceeds the limit"]),
-    ("jsonl-mask-counts-malformed", lambda t: lambda: m4io.load_predictions_jsonl(_write(t, "p.jsonl", _line(groundings=[{"image_index": 1, "mask": R("9", (1, 4))}]))),
-     PredictionError, [r"line 1: groundings\[0\]\.mask", "sum to 9"]),
+    ("jsonl-mask-huge-size", lambda t: lambda: m4io.load_predictions_jsonl(_write(t, "p.jsonl", _line(groundings=[{"image_index": 1, "segmentation": HUGE_RLE}]))),
+     PredictionError, [r"line 1: groundings\[0\]\.segmentation", "exceeds the limit"]),
+    ("jsonl-mask-counts-malformed", lambda t: lambda: m4io.load_predictions_jsonl(_write(t, "p.jsonl", _line(groundings=[{"image_index": 1, "segmentation": R("9", (1, 4))}]))),
+     PredictionError, [r"line 1: groundings\[0\]\.segmentation", "sum to 9"]),
     ("jsonl-duplicate-id", lambda t: lambda: m4io.load_predictions_jsonl(_write(t, "p.jsonl", _line() + "\n" + _line())), PredictionError,
      [r"line 2: duplicate example_id 's1' \(first on line 1\)"]),
     ("answer-text-bytes", lambda t: lambda: m4io.parse_grounded_answer(TEXT.encode(), [A, A], "s1"), PredictionError, ["prediction 's1': text: expected the model's output as a string"]),
@@ -585,7 +585,7 @@ def test_m4seg_parse_grounded_answer_accepts_an_array_of_masks_and_leaves_image_
     masks[0, 0, :2] = True
     row = m4io.parse_grounded_answer("<p>a</p> [SEG] (IMAGE1) <p>b</p> [SEG] (IMAGE0)", masks, "s1")
     assert [(g["image_index"], g["name"]) for g in row["groundings"]] == [(1, "a"), (0, "b")]
-    assert row["groundings"][0]["mask"] == R("022", (1, 4))
+    assert row["groundings"][0]["segmentation"] == R("022", (1, 4))
     err = expect(lambda: core.compute([row], [S1_REF], **STUB), PredictionError, r"groundings\[1\]\.image_index: expected 1\.\.2", "found 0")
     check(err, PredictionError, ["prediction 's1'"])
 

@@ -47,13 +47,44 @@ def test_rows_and_quirks(m4_parquet, m4_release):
     for r in list(train) + list(test):
         for g in r["groundings"]:
             im = r["images"][g["image_index"] - 1]
-            assert g["mask"]["size"] == [im["height"], im["width"]]
-            rle.validate(g["mask"])
-            assert g["bbox_xywh"] == rle.to_bbox(g["mask"])
+            assert g["segmentation"]["size"] == [im["height"], im["width"]]
+            rle.validate(g["segmentation"])
+            assert g["bbox"] == rle.to_bbox(g["segmentation"])
             assert len(g["answer_span"]) == 2
     # ADE20K objects and ADE20KPart234 keep separate image roots
     paths = {im["path"].split("/images/")[0] for r in train for im in r["images"] if "ADE_" in im["path"]}
     assert paths <= {"Part_Segm/ADE20KPart234", "Semantic_Segm/ade20k_instances"}
+
+
+#: The M4Seg card's "Decode a mask" snippet, as the card prints it (``example`` is a row of the test split).
+CARD_DECODE_SNIPPET = """
+from pycocotools import mask as mask_utils
+
+grounding = example["groundings"][0]
+rle = grounding["segmentation"]
+mask = mask_utils.decode({
+    "size": rle["size"],
+    "counts": rle["counts"].encode("ascii"),
+})
+"""
+#: The card's field list: every row has these names, as the release's own rows do.
+CARD_FIELDS = {"example_id", "pair_id", "dataset_name", "type", "granularity", "q", "a", "images", "groundings"}
+CARD_GROUNDING_FIELDS = {"image_index", "name", "annotation_ids", "object_annotation_id", "answer_span", "bbox", "segmentation"}
+
+
+def test_the_cards_snippet_runs_unchanged_on_perckit_rows(m4_parquet, m4_native):
+    """Rows keep the release's field names (issue 30): code written against load_dataset("kanguyen-vn/M4Seg")
+    runs on perckit's rows, from either source."""
+    for rows in (m4_parquet["test"], m4_native["test"]):
+        assert set(rows.column_names) == CARD_FIELDS
+        example = next(r for r in rows if r["groundings"])
+        assert set(example["groundings"][0]) == CARD_GROUNDING_FIELDS
+        scope = {"example": example}
+        exec(CARD_DECODE_SNIPPET, scope)
+        g = example["groundings"][0]
+        assert scope["mask"].shape == tuple(g["segmentation"]["size"]) and scope["mask"].dtype == np.uint8
+        np.testing.assert_array_equal(scope["mask"].astype(bool), rle.decode(g["segmentation"]))
+        assert g["bbox"] == rle.to_bbox(g["segmentation"])
 
 
 def test_auto_source_and_size_order_options(m4_release, m4_parquet, tmp_path, caplog):
@@ -125,7 +156,7 @@ def test_prepass_reads_awkward_pair_ids_and_shards_read_them(tmp_path):
         shards = m4native.native_shards(str(path), scan, n)
         assert len(shards) == n
         rows = [r for s in shards for r in m4native.iter_native(open, [s], "train")]
-        assert [r["example_id"] for r in rows] == expected and [r["answer"] for r in rows] == texts
+        assert [r["example_id"] for r in rows] == expected and [r["a"] for r in rows] == texts
     exs[2]["pair_id"] = 7.5  # a float pair id: its own id
     with gzip.open(path, "wt", encoding="utf-8") as f:
         json.dump(exs, f)

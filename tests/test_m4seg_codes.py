@@ -46,8 +46,8 @@ def test_s5_native_img10_after_img9():
 
 
 def test_resolve_answer():
-    assert codes.resolve_answer(S1_REF["answer"], S1_REF["groundings"]) == "chair near table and cup"
-    assert codes.resolve_answer(S1_REF["answer"], S1_REF["groundings"], "name_instance") == "chair 1 near table 2 and cup 1"
+    assert codes.resolve_answer(S1_REF["a"], S1_REF["groundings"]) == "chair near table and cup"
+    assert codes.resolve_answer(S1_REF["a"], S1_REF["groundings"], "name_instance") == "chair 1 near table 2 and cup 1"
     gs = [{"name": "dining table", "answer_span": [4, 20]}]
     # the grounding's name replaces its span; the repeated mention and an unknown code become their name part
     assert codes.resolve_answer("The dining_table_101 and leg_20103, again dining_table_101.", gs) == "The dining table and leg, again dining table."
@@ -83,9 +83,9 @@ def test_codes_agree_with_spans_on_every_fixture_row(m4_parquet):
     n = 0
     for split in ("train", "test"):
         for row in m4_parquet[split]:
-            assert codes.span_code_problems(row["answer"], row["groundings"]) == [], row["example_id"]
+            assert codes.span_code_problems(row["a"], row["groundings"]) == [], row["example_id"]
             # spans are first mentions, and groundings follow image order then first-mention order
-            firsts = codes.distinct_codes_by_image(row["answer"])
+            firsts = codes.distinct_codes_by_image(row["a"])
             for k in {g["image_index"] for g in row["groundings"]}:
                 mine = [g["answer_span"] for g in row["groundings"] if g["image_index"] == k]
                 assert mine == [[c.start, c.end] for c in firsts[k]]

@@ -60,7 +60,7 @@ def _where_ok(msg, field, file="test-00000-of-00001.parquet"):
 
 def test_parquet_record_is_valid():
     row = _parquet_row(_rec())
-    assert row["groundings"][1]["object_annotation_id"] is None and row["question_type"] == "spatial"
+    assert row["groundings"][1]["object_annotation_id"] is None and row["type"] == "spatial"
 
 
 @pytest.mark.parametrize("field, edit, expect", [
@@ -112,8 +112,8 @@ def test_native_forms_polygon_uncompressed_and_wh_sizes():
     ex["groundings"]["img_2"][0]["segmentation"] = {"size": [1, 2], "counts": [0, 1, 1]}
     row = m4rows.native_to_row(ex, m4rows.ConvertState("test", "f", "auto"), example_id="e1")
     assert [im["height"] for im in row["images"]] == [1, 1]
-    assert row["groundings"][0]["mask"] == R("022", (1, 4)) and row["groundings"][1]["mask"] == R("011", (1, 2))
-    assert row["groundings"][0]["bbox_xywh"] == [0.0, 0.0, 2.0, 1.0]
+    assert row["groundings"][0]["segmentation"] == R("022", (1, 4)) and row["groundings"][1]["segmentation"] == R("011", (1, 2))
+    assert row["groundings"][0]["bbox"] == [0.0, 0.0, 2.0, 1.0]
     forced = m4rows.native_to_row(ex, m4rows.ConvertState("test", "f", "wh"), example_id="e1")
     assert forced["images"] == row["images"]
     with pytest.raises(ValueError, match="native_image_size_order"):
@@ -213,8 +213,8 @@ def _compute(preds, refs, **kw):
 def test_metric_reference_errors():
     for edit, expect in (
         (lambda r: r["groundings"][0].update(image_index=3), "reference 's1': groundings[0].image_index: expected 1..2"),
-        (lambda r: r["groundings"][0].update(mask=R("011", (1, 2))), "reference 's1': groundings[0].mask: expected the size of image 1"),
-        (lambda r: r["groundings"][0].update(mask=R("0!", (1, 4))), "reference 's1': groundings[0].mask"),
+        (lambda r: r["groundings"][0].update(segmentation=R("011", (1, 2))), "reference 's1': groundings[0].segmentation: expected the size of image 1"),
+        (lambda r: r["groundings"][0].update(segmentation=R("0!", (1, 4))), "reference 's1': groundings[0].segmentation"),
         (lambda r: r["groundings"][0].update(answer_span=[0]), "reference 's1': groundings[0].answer_span"),
         (lambda r: r["groundings"][0].update(answer_span=[30, 99]), "found [30, 99]"),
     ):
@@ -231,12 +231,12 @@ def test_metric_prediction_errors():
     with pytest.raises(PredictionError, match="prediction 's1': groundings\\[0\\].image_index: expected 1..2"):
         _compute([bad_index], [S1_REF])
     bad_size = copy.deepcopy(S1_PRED)
-    bad_size["groundings"][0]["mask"] = R("02", (1, 2))
+    bad_size["groundings"][0]["segmentation"] = R("02", (1, 2))
     with pytest.raises(PredictionError, match="predicted mask size \\[1, 2\\] differs from the size of image 1 \\[1, 4\\].*resize_predictions"):
         _compute([bad_size], [S1_REF])
     assert _compute([bad_size], [S1_REF], resize_predictions="nearest")["num_pred_groundings"] == 2
     bad_counts = copy.deepcopy(S1_PRED)
-    bad_counts["groundings"][0]["mask"] = R("9", (1, 4))
+    bad_counts["groundings"][0]["segmentation"] = R("9", (1, 4))
     with pytest.raises(PredictionError, match="runs sum to 9"):
         _compute([bad_counts], [S1_REF])
     with pytest.raises(PredictionError, match="duplicate example_id 's1'"):

@@ -23,7 +23,7 @@ def _score(preds, refs):
 
 
 def _pred(eid, groundings):
-    return {"example_id": eid, "answer": "", "groundings": groundings}
+    return {"example_id": eid, "a": "", "groundings": groundings}
 
 
 # A: image 1 (1x2) predicted perfectly; image 2 (1x4) has no GT but a false full-image mask.
@@ -83,7 +83,7 @@ def test_giou_and_ciou_pooled_over_samples():
 
 
 def test_giou_groups_pool_the_same_way():
-    b_ref = dict(B_REF, question_type="counting")
+    b_ref = dict(B_REF, type="counting")
     out = _score([A_PRED, B_PRED], [A_REF, b_ref])
     assert out["per_question_type"]["spatial"]["giou"] == pytest.approx(1 / 3)
     assert out["per_question_type"]["counting"]["ciou"] == pytest.approx(0.5)

@@ -47,9 +47,9 @@ small_masks = st.sampled_from([
     {"size": [1, 4], "counts": [0, 2, 2]}, {"size": [1, 2], "counts": "2"},
 ])
 masks = small_masks | json_rle_dicts | json_values
-groundings = st.fixed_dictionaries({"image_index": image_indexes, "name": names, "mask": masks}) | json_values
+groundings = st.fixed_dictionaries({"image_index": image_indexes, "name": names, "segmentation": masks}) | json_values
 prediction_rows = st.fixed_dictionaries(
-    {"example_id": st.sampled_from(["s1", "s2"]) | json_values, "answer": st.text(max_size=30) | json_values,
+    {"example_id": st.sampled_from(["s1", "s2"]) | json_values, "a": st.text(max_size=30) | json_values,
      "groundings": st.lists(groundings, max_size=3) | json_values},
     optional={"extra": json_values},
 ) | json_values
@@ -68,12 +68,12 @@ mask_lists = (
 )
 
 reference_groundings = st.fixed_dictionaries(
-    {"image_index": image_indexes, "name": names, "answer_span": st.lists(st.integers(-1, 40), max_size=3) | json_values, "mask": masks}
+    {"image_index": image_indexes, "name": names, "answer_span": st.lists(st.integers(-1, 40), max_size=3) | json_values, "segmentation": masks}
 ) | json_values
 references = st.fixed_dictionaries({
     "example_id": st.just("s1"),
-    "answer": st.sampled_from(["chair_101 near table_102 and cup_201", ""]) | json_values,
-    "question_type": st.just("spatial"), "dataset_name": st.just("coco_objects"), "granularity": st.just("object"),
+    "a": st.sampled_from(["chair_101 near table_102 and cup_201", ""]) | json_values,
+    "type": st.just("spatial"), "dataset_name": st.just("coco_objects"), "granularity": st.just("object"),
     "images": st.just([{"height": 1, "width": 4}, {"height": 1, "width": 2}])
     | st.lists(st.fixed_dictionaries({"height": st.integers(-1, 5) | json_values, "width": st.integers(-1, 5) | json_values}) | json_values, max_size=3)
     | json_values,
@@ -109,21 +109,21 @@ parquet_records_random = st.fixed_dictionaries(
 
 STUB = {"embed_fn": "stub", "metrics": ["miou", "recall", "i_ss", "i_siou", "ss", "siou"]}
 REF = {
-    "example_id": "s1", "answer": "chair_101 near table_102 and cup_201", "question_type": "spatial", "dataset_name": "coco_objects",
+    "example_id": "s1", "a": "chair_101 near table_102 and cup_201", "type": "spatial", "dataset_name": "coco_objects",
     "granularity": "object", "images": [{"height": 1, "width": 4}, {"height": 1, "width": 2}],
     "groundings": [
-        {"image_index": 1, "name": "chair", "answer_span": [0, 9], "mask": {"size": [1, 4], "counts": "022"}},
-        {"image_index": 2, "name": "cup", "answer_span": [29, 36], "mask": {"size": [1, 2], "counts": "011"}},
+        {"image_index": 1, "name": "chair", "answer_span": [0, 9], "segmentation": {"size": [1, 4], "counts": "022"}},
+        {"image_index": 2, "name": "cup", "answer_span": [29, 36], "segmentation": {"size": [1, 2], "counts": "011"}},
     ],
 }
 
 
 def _check_prediction_row(row: dict) -> None:
-    assert set(row) == {"example_id", "answer", "groundings"} and isinstance(row["example_id"], str) and isinstance(row["answer"], str)
+    assert set(row) == {"example_id", "a", "groundings"} and isinstance(row["example_id"], str) and isinstance(row["a"], str)
     for g in row["groundings"]:
-        assert set(g) == {"image_index", "name", "mask"} and isinstance(g["image_index"], int) and isinstance(g["name"], str)
+        assert set(g) == {"image_index", "name", "segmentation"} and isinstance(g["image_index"], int) and isinstance(g["name"], str)
         with deadline():
-            exercise(g["mask"])
+            exercise(g["segmentation"])
 
 
 # ---------------------------------------------------------------- valid inputs, to be mutated
@@ -181,10 +181,10 @@ def test_m4seg_prediction_row_random_objects(obj):
 def test_m4seg_parse_grounded_answer_random_text(text, masks, example_id):
     row = documented_only(m4io.parse_grounded_answer, text, masks, example_id)
     if row is not None:
-        assert row["answer"] == (text or "")
+        assert row["a"] == (text or "")
         _check_prediction_row(row)
         with deadline():
-            assert isinstance(m4codes.clean_prediction_text(row["answer"]), str)
+            assert isinstance(m4codes.clean_prediction_text(row["a"]), str)
 
 
 def _paired_with_s1(prediction):
@@ -253,10 +253,10 @@ def test_m4seg_native_file_random_bytes(case, cut):
 def test_m4seg_native_to_row_random_examples(example, order):
     row = documented_only(m4rows.native_to_row, example, m4rows.ConvertState("test", "f", order, quiet=True), "e")
     if row is not None:
-        assert isinstance(row["example_id"], str) and isinstance(row["answer"], str)
+        assert isinstance(row["example_id"], str) and isinstance(row["a"], str)
         for g in row["groundings"]:
             im = row["images"][g["image_index"] - 1]
-            assert g["mask"]["size"] == [im["height"], im["width"]] and len(g["answer_span"]) == 2
+            assert g["segmentation"]["size"] == [im["height"], im["width"]] and len(g["answer_span"]) == 2
 
 
 def _one_batch(record) -> pa.RecordBatch | None:
@@ -301,4 +301,4 @@ def test_m4seg_parquet_column_path_equals_the_oracle_on_random_records(record):
     if row is not None:
         for g in row["groundings"]:
             im = row["images"][g["image_index"] - 1]
-            assert g["mask"]["size"] == [im["height"], im["width"]] and len(g["bbox_xywh"]) == 4
+            assert g["segmentation"]["size"] == [im["height"], im["width"]] and len(g["bbox"]) == 4

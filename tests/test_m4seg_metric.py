@@ -69,7 +69,7 @@ def test_s3_wrong_image_zeroes_recall_and_i_metrics_only():
     # resizing in the metric gives the same masks
     s3r = copy.deepcopy(S3_PRED)
     for g, src in zip(s3r["groundings"], (S1_REF["groundings"][0], S1_REF["groundings"][1], S1_REF["groundings"][2])):
-        g["mask"] = src["mask"]
+        g["segmentation"] = src["segmentation"]
     assert _run([s3r], [S1_REF], resize_predictions="nearest") == s3 | {"options": _run([s3r], [S1_REF], resize_predictions="nearest")["options"]}
 
 
@@ -80,21 +80,21 @@ def test_s4_glamm_early_stop():
 
 
 def test_empty_prediction_scores_zero():
-    out = _run([{"example_id": "s1", "answer": "", "groundings": []}], [S1_REF])
+    out = _run([{"example_id": "s1", "a": "", "groundings": []}], [S1_REF])
     assert out["miou"] == 0 and out["recall"] == 0 and out["siou"] == 0 and out["ss"] == 0
     assert out["i_ss"] == 0 and out["i_siou"] == 0 and out["miou_strict"] == 0 and out["giou"] == 0
 
 
 def test_all_zero_mask_is_never_paired():
     pred = copy.deepcopy(S2_PRED)
-    pred["groundings"][0]["mask"] = R("4", (1, 4))
+    pred["groundings"][0]["segmentation"] = R("4", (1, 4))
     out = _run([pred], [S1_REF], per_sample=True)
     assert out["miou"] == 1.0 and out["miou_strict"] == pytest.approx(2 / 3) and out["recall"] == pytest.approx(2 / 3)
 
 
 def test_samples_without_groundings():
     ref = ref_row("n0", "Nothing to see.", [(1, 2), (1, 2)], [])
-    out = _run([S1_PRED, {"example_id": "n0", "answer": "Nothing to see.", "groundings": []}], [S1_REF, ref])
+    out = _run([S1_PRED, {"example_id": "n0", "a": "Nothing to see.", "groundings": []}], [S1_REF, ref])
     assert out["num_samples_without_groundings"] == 1 and out["num_samples"] == 2
     assert out["miou"] == 0.75 and out["recall"] == pytest.approx(1 / 3) and out["i_ss"] == pytest.approx(1 / 3)
     assert out["siou"] == pytest.approx((2 / 3 + 1) / 2) and out["i_siou"] == pytest.approx((0.25 + 1) / 2)
@@ -108,7 +108,7 @@ def _two_image_ref():
 
 def test_miou_unit_and_strict():
     ref = _two_image_ref()
-    pred = {"example_id": "u", "answer": "", "groundings": [
+    pred = {"example_id": "u", "a": "", "groundings": [
         g_pred(1, "chair", R("022", (1, 4))), g_pred(1, "table", R("22", (1, 4))), g_pred(2, "cup", R("02", (1, 2)))]}
     assert _run([pred], [ref])["miou"] == pytest.approx(2.5 / 3)
     assert _run([pred], [ref], miou_unit="image")["miou"] == pytest.approx(0.75)
@@ -116,7 +116,7 @@ def test_miou_unit_and_strict():
 
 def test_i_mode_mask_uses_the_mask_pairing():
     ref = _two_image_ref()
-    swapped = {"example_id": "u", "answer": "", "groundings": [  # right names, each on the other object's mask
+    swapped = {"example_id": "u", "a": "", "groundings": [  # right names, each on the other object's mask
         g_pred(1, "chair", R("22", (1, 4))), g_pred(1, "table", R("022", (1, 4))), g_pred(2, "cup", R("011", (1, 2)))]}
     img = _run([swapped], [ref])
     mask = _run([swapped], [ref], i_mode="mask")
@@ -134,7 +134,7 @@ def test_ss_phrase_level_and_siou_soft():
 
 
 def test_resolved_name_style_changes_the_reference_text():
-    out = _run([{**S1_PRED, "answer": "chair 1 near table 2 and cup 1"}], [S1_REF], resolved_name_style="name_instance", per_sample=True)
+    out = _run([{**S1_PRED, "a": "chair 1 near table 2 and cup 1"}], [S1_REF], resolved_name_style="name_instance", per_sample=True)
     assert out["per_sample"][0]["gt_text"] == "chair 1 near table 2 and cup 1" and out["ss"] == pytest.approx(1.0)
 
 
@@ -170,7 +170,7 @@ def _span_mask(lo, hi, width=20):
 def test_matching_option_end_to_end():
     ref = ref_row("h", "a_101 b_102", [(1, 20)], [g_ref(1, "a", (0, 5), _span_mask(0, 10)), g_ref(1, "b", (6, 11), _span_mask(10, 20))])
     # IoU (rows p0, p1; columns a, b) = [[2/3, 1/4], [1/2, 0]]: greedy keeps 2/3 alone, Hungarian 1/4 + 1/2
-    pred = {"example_id": "h", "answer": "", "groundings": [g_pred(1, "a", _span_mask(0, 15)), g_pred(1, "b", _span_mask(0, 5))]}
+    pred = {"example_id": "h", "a": "", "groundings": [g_pred(1, "a", _span_mask(0, 15)), g_pred(1, "b", _span_mask(0, 5))]}
     assert _run([pred], [ref], matching="greedy")["miou"] == pytest.approx(2 / 3)
     assert _run([pred], [ref], matching="hungarian")["miou"] == pytest.approx(0.375)
 
@@ -183,7 +183,7 @@ def test_recall_loop():
 
 def test_groups_and_corpus_meteor_per_group():
     refs = [S1_REF, copy.deepcopy(S4_REF)]
-    refs[1]["question_type"], refs[1]["dataset_name"], refs[1]["granularity"] = "counting", "paco_lvis", "part"
+    refs[1]["type"], refs[1]["dataset_name"], refs[1]["granularity"] = "counting", "paco_lvis", "part"
     calls = []
 
     def fake_meteor(cands, gts):
@@ -234,7 +234,7 @@ def test_gt_as_prediction_through_evaluate_is_one(m4_parquet, metric):
     assert out["miou"] == out["recall"] == out["siou"] == out["i_siou"] == 100.0
     assert out["ss"] == pytest.approx(100.0) and out["i_ss"] == pytest.approx(100.0)
     assert out["num_samples"] == 24 and set(out["per_dataset_name"]) <= set(feats.SOURCE_GRANULARITY)
-    assert set(refs[0]) == set(feats.reference_schema()) and set(refs[0]["groundings"][0]) == {"image_index", "name", "answer_span", "mask"}
+    assert set(refs[0]) == set(feats.reference_schema()) and set(refs[0]["groundings"][0]) == {"image_index", "name", "answer_span", "segmentation"}
 
 
 def _perturbed(rows):
@@ -244,16 +244,16 @@ def _perturbed(rows):
         if i % 3 == 0:
             p["groundings"] = p["groundings"][1:]
         if i % 2 == 0 and p["groundings"]:
-            m = rle.decode(p["groundings"][-1]["mask"])
+            m = rle.decode(p["groundings"][-1]["segmentation"])
             m[:, : m.shape[1] // 2] = False
-            p["groundings"][-1]["mask"] = rle.encode(m)
+            p["groundings"][-1]["segmentation"] = rle.encode(m)
         if i % 4 == 1:
-            p["answer"] = "something else entirely"
+            p["a"] = "something else entirely"
         if i % 5 == 2 and p["groundings"]:
             g = p["groundings"][0]
             other = 2 if g["image_index"] == 1 else 1
             im = r["images"][other - 1]
-            g["mask"] = rle.resize_nearest(g["mask"], [im["height"], im["width"]], rule="opencv")
+            g["segmentation"] = rle.resize_nearest(g["segmentation"], [im["height"], im["width"]], rule="opencv")
             g["image_index"] = other
         preds.append(p)
     return preds
@@ -278,7 +278,7 @@ def test_parse_grounded_answer():
     text = "The <p> red chair </p> [SEG] (IMAGE1) is near <p>the cup</p> [SEG](IMAGE2)."
     row = m4io.parse_grounded_answer(text, [a, {"size": [1, 2], "counts": b"011"}], example_id="s1")
     assert [(g["image_index"], g["name"]) for g in row["groundings"]] == [(1, "red chair"), (2, "the cup")]
-    assert row["groundings"][0]["mask"] == R("022", (1, 4)) and row["groundings"][1]["mask"] == R("011", (1, 2))
+    assert row["groundings"][0]["segmentation"] == R("022", (1, 4)) and row["groundings"][1]["segmentation"] == R("011", (1, 2))
     assert m4codes.clean_prediction_text(text) == "The red chair is near the cup ."
     with pytest.raises(PredictionError, match="'s1'.*no \\(IMAGEk\\) tag"):
         m4io.parse_grounded_answer("<p>x</p> [SEG] here", [a], example_id="s1")
@@ -291,16 +291,16 @@ def test_parse_grounded_answer():
 def test_load_predictions_jsonl(tmp_path):
     p = tmp_path / "preds.jsonl"
     lines = [
-        {"example_id": "s1", "answer": None, "groundings": [{"image_index": 1, "name": "chair", "mask": {"size": [1, 4], "counts": [0, 2, 2]}}]},
-        {"example_id": "s4", "answer": "x", "extra": 1},
+        {"example_id": "s1", "a": None, "groundings": [{"image_index": 1, "name": "chair", "segmentation": {"size": [1, 4], "counts": [0, 2, 2]}}]},
+        {"example_id": "s4", "a": "x", "extra": 1},
     ]
     p.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
     rows = m4io.load_predictions_jsonl(p)
-    assert rows[0] == {"example_id": "s1", "answer": "", "groundings": [{"image_index": 1, "name": "chair", "mask": R("022", (1, 4))}]}
-    assert rows[1] == {"example_id": "s4", "answer": "x", "groundings": []}
+    assert rows[0] == {"example_id": "s1", "a": "", "groundings": [{"image_index": 1, "name": "chair", "segmentation": R("022", (1, 4))}]}
+    assert rows[1] == {"example_id": "s4", "a": "x", "groundings": []}
     p.write_text(json.dumps(lines[1]) + "\n" + json.dumps(lines[1]) + "\n")
     with pytest.raises(PredictionError, match="line 2: duplicate example_id 's4'"):
         m4io.load_predictions_jsonl(p)
-    p.write_text('{"example_id": "s1", "groundings": [{"image_index": 1, "mask": {"size": [1, 4], "counts": "9"}}]}\n')
-    with pytest.raises(PredictionError, match="line 1: groundings\\[0\\].mask"):
+    p.write_text('{"example_id": "s1", "groundings": [{"image_index": 1, "segmentation": {"size": [1, 4], "counts": "9"}}]}\n')
+    with pytest.raises(PredictionError, match="line 1: groundings\\[0\\].segmentation"):
         m4io.load_predictions_jsonl(p)

@@ -156,8 +156,8 @@ def test_edge_cases_give_golden_rows_and_messages(tmp_path, case):
     _check_outcome(path, _rows(path, nproc=3), want[2] if len(want) > 2 else want[:2])
     if want[1] is None and want[0]:
         rows = _rows(path)[0]
-        assert rows[0]["groundings"][0]["mask"] == {"size": [4, 6], "counts": "32c0"}
-        assert rows[0]["groundings"][0]["bbox_xywh"] == [0.0, 0.0, 2.0, 4.0]
+        assert rows[0]["groundings"][0]["segmentation"] == {"size": [4, 6], "counts": "32c0"}
+        assert rows[0]["groundings"][0]["bbox"] == [0.0, 0.0, 2.0, 4.0]
 
 
 @pytest.mark.parametrize("case, ids, fragment", [
@@ -184,7 +184,7 @@ def test_examples_of_any_length_read_in_shards(tmp_path):
     path = _write(tmp_path, b"\xef\xbb\xbf" + _dump(examples))
     one, err = _rows(path)
     assert err is None and [r["example_id"] for r in one] == [f"e{i}" for i in range(200)]
-    assert [r["answer"] for r in one] == [e["a"] for e in examples]
+    assert [r["a"] for r in one] == [e["a"] for e in examples]
     assert _rows(path, nproc=4) == (one, None)
 
 
@@ -222,7 +222,7 @@ def test_batched_bboxes_equal_rle_to_bbox(sample):
     from perckit import rle
     from perckit.m4seg import rows
 
-    masks = [g["mask"] for row in _rows(m4layout.native_path(sample, "train"))[0] for g in row["groundings"]]
+    masks = [g["segmentation"] for row in _rows(m4layout.native_path(sample, "train"))[0] for g in row["groundings"]]
     assert len(masks) > 255
     assert rows._bboxes(masks) == [rle.to_bbox(m) for m in masks]
     assert rows._bboxes([]) == []
@@ -232,7 +232,7 @@ def test_spans_are_codes_only_when_span_code_problems_is_silent(sample):
     from perckit.m4seg.metric import codes
     from perckit.m4seg import rows
 
-    cases = [(row["answer"], row["groundings"]) for row in _rows(m4layout.native_path(sample, "train"))[0]]
+    cases = [(row["a"], row["groundings"]) for row in _rows(m4layout.native_path(sample, "train"))[0]]
     answer = "The cat_101 and leg_20103, dog_1x, ٣at_٣01 and img_1002."
     for span, k in (([4, 11], 1), ([16, 25], 2), ([16, 25], 1), ([27, 33], 1), ([0, 3], 1), ([35, 42], 3), ([47, 55], 10), ([4, 4], 1)):
         cases.append((answer, [{"answer_span": span, "image_index": k}]))
@@ -314,4 +314,4 @@ def test_native_to_row_quirks(tmp_path, variant, want):
         return
     assert err is None and [r["example_id"] for r in rows] == ["p", "p2"]
     g = rows[0]["groundings"][0]
-    assert (rows[0]["images"][0]["image_id"], g["answer_span"], g["mask"], g["bbox_xywh"]) == want
+    assert (rows[0]["images"][0]["image_id"], g["answer_span"], g["segmentation"], g["bbox"]) == want

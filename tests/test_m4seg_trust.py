@@ -308,7 +308,7 @@ def test_native_repeated_keys(rel, tmp_path, example, key_json, after, where, st
 
 def test_prediction_jsonl_repeated_key(tmp_path):
     p = tmp_path / "p.jsonl"
-    p.write_text('{"example_id": "s1", "answer": "", "groundings": [], "example_id": "s2"}\n')
+    p.write_text('{"example_id": "s1", "a": "", "groundings": [], "example_id": "s2"}\n')
     with pytest.raises(PredictionError, match=r"p\.jsonl' line 1: duplicate key 'example_id' in a JSON object"):
         m4io.load_predictions_jsonl(p)
 
@@ -336,11 +336,11 @@ def test_native_bom_inside_a_string_is_a_character(rel, tmp_path):
     ex = small_examples()
     ex[0]["q"] = "\ufeffWhich objects?"
     write_native(rel, [], raw=json.dumps(ex, ensure_ascii=False).encode())
-    assert build_test_split(rel, tmp_path / "c", "native")[0]["question"] == "\ufeffWhich objects?"
+    assert build_test_split(rel, tmp_path / "c", "native")[0]["q"] == "\ufeffWhich objects?"
 
 
 def test_prediction_jsonl_bom(tmp_path):
-    line = '{"example_id": "s1", "answer": "a", "groundings": []}'
+    line = '{"example_id": "s1", "a": "a", "groundings": []}'
     p = tmp_path / "p.jsonl"
     p.write_bytes(b"\xef\xbb\xbf" + line.encode() + b"\n" + line.replace("s1", "s2").encode() + b"\n")
     assert [r["example_id"] for r in m4io.load_predictions_jsonl(p)] == ["s1", "s2"]

@@ -69,7 +69,7 @@ def test_expression_rows(rcm_release, rcm_expressions):
         assert r["expression_id"] == f"{r['sample_id']}:{r['sentence_index']}"
         assert [r["height"], r["width"]] == r["mask"]["size"] == list(rcm_release.sizes_hw[r["image_id"]])
         assert r["image"].size == (r["width"], r["height"])
-        assert rle.area(rle.validate(r["mask"])) > 0 and len(r["bbox_xywh"]) == 4
+        assert rle.area(rle.validate(r["mask"])) > 0 and len(r["bbox"]) == 4
         assert 0 <= r["sentence_index"] < r["num_sentences"]
         assert r["supercategory"] in {s for _, s in fixture.CATEGORIES}
     a, b = rcm_release.shared_sentence_sample_ids

@@ -18,8 +18,9 @@ miou_strict, counts and per question type / source / granularity breakdowns. Val
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions: list of {"example_id": str, "answer": str, "groundings": [{"image_index": int (1-based),
-        "name": str, "mask": {"size": [H, W], "counts": str}}]}. answer="" and groundings=[] mean no output.
+    predictions: list of {"example_id": str, "a": str, "groundings": [{"image_index": int (1-based),
+        "name": str, "segmentation": {"size": [H, W], "counts": str}}]} (the rows' own field names, M4Seg's).
+        a="" and groundings=[] mean no output.
         perckit.m4seg.parse_grounded_answer(text, masks) converts GLaMM/PRIMA-style output.
     references: M4Seg builder rows projected with perckit.m4seg.to_metric_reference(row). Matched by example_id.
     embed_fn: callable list[str] -> [n, d] L2-normalised array, or "minilm" (default) / "stub".
@@ -28,7 +29,7 @@ Args:
     recall_iou_threshold (0.5), recall_text_threshold (0.5), recall_text_encoder ("minilm" |
     "bert-base-uncased-meanpool", with bert_model_path), ss_level ("answer" | "phrase"), siou_threshold (0.5),
     siou_soft (False), i_mode ("image" | "mask"), resolved_name_style ("name" | "name_instance"),
-    resize_predictions (None | "nearest"), skip_unavailable (False), metrics (subset of the seven),
+    resize_predictions (None | "nearest" = "opencv" | "pil"), skip_unavailable (False), metrics (subset of the seven),
     meteor_fn (callable (candidates, references) -> corpus score), per_sample (True),
     strict (True: a reference without a prediction raises; False: it is scored as an empty prediction).
 Returns:
@@ -38,12 +39,12 @@ Returns:
 Examples:
     >>> import evaluate
     >>> metric = evaluate.load("metrics/m4seg")
-    >>> ref = {"example_id": "e", "answer": "chair_101", "question_type": "spatial", "dataset_name": "coco_objects",
+    >>> ref = {"example_id": "e", "a": "chair_101", "type": "spatial", "dataset_name": "coco_objects",
     ...        "granularity": "object", "images": [{"height": 1, "width": 4}, {"height": 1, "width": 2}],
     ...        "groundings": [{"image_index": 1, "name": "chair", "answer_span": [0, 9],
-    ...                        "mask": {"size": [1, 4], "counts": "022"}}]}
-    >>> pred = {"example_id": "e", "answer": "chair", "groundings": [{"image_index": 1, "name": "chair",
-    ...         "mask": {"size": [1, 4], "counts": "022"}}]}
+    ...                        "segmentation": {"size": [1, 4], "counts": "022"}}]}
+    >>> pred = {"example_id": "e", "a": "chair", "groundings": [{"image_index": 1, "name": "chair",
+    ...         "segmentation": {"size": [1, 4], "counts": "022"}}]}
     >>> metric.compute(predictions=[pred], references=[ref], embed_fn="stub", metrics=["miou", "recall"])["miou"]
     1.0
 """

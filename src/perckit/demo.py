@@ -362,7 +362,7 @@ def run_m4seg(out: Path, log: Log) -> dict:
         q = {**p, "groundings": [dict(g) for g in p["groundings"]]}
         for j, g in enumerate(q["groundings"]):
             if (i + j) % 3 == 0:
-                g["mask"] = rle.encode(np.roll(rle.decode(g["mask"]), 2, axis=1))
+                g["segmentation"] = rle.encode(np.roll(rle.decode(g["segmentation"]), 2, axis=1))
             if (i + j) % 5 == 4:
                 g["name"] = "object"
         noisy.append(q)
@@ -373,12 +373,12 @@ def run_m4seg(out: Path, log: Log) -> dict:
     pred = next(p for p in noisy if p["example_id"] == row["example_id"])
     tiles = []
     for k in range(1, len(row["images"]) + 1):
-        gts = [g["mask"] for g in row["groundings"] if g["image_index"] == k]
-        prs = [g["mask"] for g in pred["groundings"] if g["image_index"] == k]
+        gts = [g["segmentation"] for g in row["groundings"] if g["image_index"] == k]
+        prs = [g["segmentation"] for g in pred["groundings"] if g["image_index"] == k]
         im = row["images"][k - 1]
         size = [im["height"], im["width"]]
         tiles.append(figures.mask_overlay(None, rle.union(gts, size=size), rle.union(prs, size=size), scale=6))
-    caption = f"M4Seg {row['example_id']}: {row['question']!r} - groundings per image; prediction = ground truth with every third mask shifted 2 px right"
+    caption = f"M4Seg {row['example_id']}: {row['q']!r} - groundings per image; prediction = ground truth with every third mask shifted 2 px right"
     fig = figures.save(figures.annotated(figures.side_by_side(tiles), caption), out / "figures" / "m4seg_overlay.png")
     return _report("M4Seg", splits, results, fig, caption, rows={"default (test)": splits["default"].num_rows})
 

@@ -4,7 +4,7 @@ Imported only when used (``import perckit.torch``; ``import perckit`` never impo
 
 - :func:`collate`: a ``DataLoader`` ``collate_fn`` for every config of every builder. A batch is a dict of lists
   (one entry per row: images, masks and arrays differ in size from row to row, so nothing is stacked), and every
-  COCO RLE value in it, at any nesting (``mask``, ``frames[].mask``, ``groundings[].mask``, ``anchor_mask``...), is
+  COCO RLE value in it, at any nesting (``mask``, ``frames[].mask``, ``groundings[].segmentation``, ``anchor_mask``...), is
   decoded to a ``torch.bool`` tensor ``[H, W]``; a "not provided" marker (``size: []``) becomes ``None``.
 - :func:`masks_transform`: the same decoding as a ``datasets`` transform (``ds.with_transform(masks_transform())``):
   only the rows read are decoded, when they are read.

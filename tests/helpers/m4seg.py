@@ -29,19 +29,19 @@ def R(counts, size):
 def ref_row(example_id, answer, images, groundings, question_type="spatial", dataset_name="coco_objects", granularity="object"):
     """A metric reference row; ``images`` are (height, width) pairs."""
     return {
-        "example_id": example_id, "answer": answer, "question_type": question_type, "dataset_name": dataset_name,
+        "example_id": example_id, "a": answer, "type": question_type, "dataset_name": dataset_name,
         "granularity": granularity, "images": [{"height": h, "width": w} for h, w in images], "groundings": groundings,
     }
 
 
 def g_ref(k, name, span, mask):
     """A reference grounding on image ``k`` (1-based) with its answer span."""
-    return {"image_index": k, "name": name, "answer_span": list(span), "mask": mask}
+    return {"image_index": k, "name": name, "answer_span": list(span), "segmentation": mask}
 
 
 def g_pred(k, name, mask):
     """A predicted grounding on image ``k`` (1-based)."""
-    return {"image_index": k, "name": name, "mask": mask}
+    return {"image_index": k, "name": name, "segmentation": mask}
 
 
 # ---------------------------------------------------------------- spec section 7
@@ -51,17 +51,17 @@ S1_REF = ref_row("s1", "chair_101 near table_102 and cup_201", [(1, 4), (1, 2)],
     g_ref(1, "table", (15, 24), R("22", (1, 4))),
     g_ref(2, "cup", (29, 36), R("011", (1, 2))),
 ])
-S1_PRED = {"example_id": "s1", "answer": "chair near table and mug", "groundings": [
+S1_PRED = {"example_id": "s1", "a": "chair near table and mug", "groundings": [
     g_pred(1, "chair", R("013", (1, 4))),
     g_pred(2, "table", R("011", (1, 2))),
 ]}
 S1_EXPECTED = {"miou": 0.75, "miou_strict": 0.5, "recall": 1 / 3, "ss": 0.8, "siou": 2 / 3, "i_siou": 0.25, "i_ss": 1 / 3}
 
-S2_PRED = {"example_id": "s1", "answer": "chair near table and cup", "groundings": [
-    {"image_index": g["image_index"], "name": g["name"], "mask": g["mask"]} for g in S1_REF["groundings"]
+S2_PRED = {"example_id": "s1", "a": "chair near table and cup", "groundings": [
+    {"image_index": g["image_index"], "name": g["name"], "segmentation": g["segmentation"]} for g in S1_REF["groundings"]
 ]}
 # S3: every prediction of S2 moved to the other image, masks resized (nearest) to that image's size.
-S3_PRED = {"example_id": "s1", "answer": "chair near table and cup", "groundings": [
+S3_PRED = {"example_id": "s1", "a": "chair near table and cup", "groundings": [
     g_pred(2, "chair", R("011", (1, 2))),   # [[1,1,0,0]] -> [[1,0]]
     g_pred(2, "table", R("11", (1, 2))),    # [[0,0,1,1]] -> [[0,1]]
     g_pred(1, "cup", R("022", (1, 4))),     # [[1,0]] -> [[1,1,0,0]]
@@ -70,7 +70,7 @@ S4_REF = ref_row("s4", "cat_101 and dog_102", [(1, 4)], [
     g_ref(1, "cat", (0, 7), R("022", (1, 4))),
     g_ref(1, "dog", (12, 19), R("22", (1, 4))),
 ])
-S4_PRED = {"example_id": "s4", "answer": "cat and dog", "groundings": [
+S4_PRED = {"example_id": "s4", "a": "cat and dog", "groundings": [
     g_pred(1, "dog", R("022", (1, 4))),
     g_pred(1, "dog", R("211", (1, 4))),  # [[0,0,1,0]]: IoU 0.5 with the GT dog
 ]}
@@ -119,11 +119,11 @@ def parquet_records(examples: list[dict]) -> list[dict]:
         row = m4rows.native_to_row(ex, state)
         out.append({
             "example_id": row["example_id"], "pair_id": row["pair_id"], "dataset_name": row["dataset_name"],
-            "type": row["question_type"], "granularity": row["granularity"], "q": row["question"], "a": row["answer"],
+            "type": row["type"], "granularity": row["granularity"], "q": row["q"], "a": row["a"],
             "images": row["images"],
             "groundings": [{"image_index": g["image_index"], "name": g["name"], "annotation_ids": g["annotation_ids"],
                             "object_annotation_id": g["object_annotation_id"], "answer_span": g["answer_span"],
-                            "bbox": g["bbox_xywh"], "segmentation": g["mask"]} for g in row["groundings"]],
+                            "bbox": g["bbox"], "segmentation": g["segmentation"]} for g in row["groundings"]],
         })
     return out
 

@@ -32,7 +32,7 @@ def parquet_to_row(rec: Mapping[str, Any], state: ConvertState) -> dict:
         raise ReleaseFormatError(f"{state.where(None)}: expected a non-null 'example_id', found {_short(eid)}")
     eid = str(eid)
     where = state.where(eid)
-    answer = _alias(rec, PARQUET_ALIASES["answer"])
+    answer = _alias(rec, PARQUET_ALIASES["a"])
     if not isinstance(answer, str):
         raise ReleaseFormatError(f"{where}: 'a': expected a string, found {_short(answer)}")
     images_in = rec.get("images")
@@ -62,11 +62,11 @@ def parquet_to_row(rec: Mapping[str, Any], state: ConvertState) -> dict:
             raise ReleaseFormatError(f"{gw}: expected a grounding object, found {_short(g)}")
         k = _check_image_index(g.get("image_index"), n, gw)
         hw = [images[k - 1]["height"], images[k - 1]["width"]]
-        mask_obj = _alias(g, PARQUET_GROUNDING_ALIASES["mask"])
+        mask_obj = _alias(g, PARQUET_GROUNDING_ALIASES["segmentation"])
         if mask_obj is None:
             raise ReleaseFormatError(f"{gw}.segmentation: expected a compressed RLE {{size, counts}}, found none")
         mask = rle_ops.to_rle(mask_obj, size=hw, where=f"{gw}.segmentation (image {k}, [H, W] = {hw})")
-        bbox = _alias(g, PARQUET_GROUNDING_ALIASES["bbox_xywh"])
+        bbox = _alias(g, PARQUET_GROUNDING_ALIASES["bbox"])
         if bbox is None:
             bbox = rle_ops.to_bbox(mask)
         elif (
@@ -80,21 +80,21 @@ def parquet_to_row(rec: Mapping[str, Any], state: ConvertState) -> dict:
             "annotation_ids": _id_list(g.get("annotation_ids")),
             "object_annotation_id": _str_or_none(g.get("object_annotation_id")),
             "answer_span": _check_span(g.get("answer_span"), answer, gw),
-            "bbox_xywh": [float(v) for v in bbox],
-            "mask": mask,
+            "bbox": [float(v) for v in bbox],
+            "segmentation": mask,
         })
     problems = codes.span_code_problems(answer, groundings)
     if problems:
         state.warn_spans(eid, problems)
-    question = _alias(rec, PARQUET_ALIASES["question"])
+    question = _alias(rec, PARQUET_ALIASES["q"])
     return {
         "example_id": eid,
         "pair_id": _str_or_none(_alias(rec, PARQUET_ALIASES["pair_id"])),
         "dataset_name": _str_or_none(_alias(rec, PARQUET_ALIASES["dataset_name"])),
-        "question_type": _str_or_none(_alias(rec, PARQUET_ALIASES["question_type"])),
+        "type": _str_or_none(_alias(rec, PARQUET_ALIASES["type"])),
         "granularity": _str_or_none(_alias(rec, PARQUET_ALIASES["granularity"])),
-        "question": None if question is None else str(question),
-        "answer": answer,
+        "q": None if question is None else str(question),
+        "a": answer,
         "images": images,
         "groundings": groundings,
     }

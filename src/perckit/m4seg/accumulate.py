@@ -27,7 +27,7 @@ from .metric import EMPTY_PREDICTION_HINT, reduce_geometries
 from .metric.geometry import ImageGeom, SampleGeom, sample_geometry
 from .metric.options import M4SegOptions
 
-_TEXT_FIELDS = ("example_id", "question_type", "dataset_name", "granularity", "pred_text", "gt_text")
+_TEXT_FIELDS = ("example_id", "type", "dataset_name", "granularity", "pred_text", "gt_text")
 
 
 def _options(options: Mapping[str, Any]) -> M4SegOptions:

@@ -39,8 +39,8 @@ def grounding_features() -> dict:
         "annotation_ids": [Value("string")],
         "object_annotation_id": Value("string"),  # null when absent
         "answer_span": [Value("int32")],  # [start, end), length 2 checked in code
-        "bbox_xywh": [Value("float32")],  # [x, y, w, h] of the mask, length 4 checked in code
-        "mask": rle_feature(),  # release field ``segmentation``
+        "bbox": [Value("float32")],  # [x, y, w, h] of the mask, length 4 checked in code
+        "segmentation": rle_feature(),
     }
 
 
@@ -53,10 +53,10 @@ def row_features(with_images: bool = False) -> datasets.Features:
         "example_id": Value("string"),
         "pair_id": Value("string"),
         "dataset_name": Value("string"),
-        "question_type": Value("string"),  # release field ``type``
+        "type": Value("string"),
         "granularity": Value("string"),
-        "question": Value("string"),  # release field ``q``
-        "answer": Value("string"),  # release field ``a`` (with entity codes)
+        "q": Value("string"),
+        "a": Value("string"),  # with entity codes
         "images": [image_features()],
         "groundings": [grounding_features()],
     }
@@ -70,8 +70,8 @@ def prediction_schema() -> dict:
 
     return {
         "example_id": Value("string"),
-        "answer": Value("string"),
-        "groundings": [{"image_index": Value("int32"), "name": Value("string"), "mask": rle_feature()}],
+        "a": Value("string"),
+        "groundings": [{"image_index": Value("int32"), "name": Value("string"), "segmentation": rle_feature()}],
     }
 
 
@@ -80,8 +80,8 @@ def reference_schema() -> dict:
 
     return {
         "example_id": Value("string"),
-        "answer": Value("string"),
-        "question_type": Value("string"),
+        "a": Value("string"),
+        "type": Value("string"),
         "dataset_name": Value("string"),
         "granularity": Value("string"),
         "images": [{"height": Value("int32"), "width": Value("int32")}],
@@ -89,7 +89,7 @@ def reference_schema() -> dict:
             "image_index": Value("int32"),
             "name": Value("string"),
             "answer_span": [Value("int32")],
-            "mask": rle_feature(),
+            "segmentation": rle_feature(),
         }],
     }
 
@@ -100,7 +100,7 @@ def to_metric_reference(row: Mapping) -> dict:
 
 
 def to_metric_prediction(row: Mapping) -> dict:
-    """Any dict with ``example_id``, ``answer`` and ``groundings`` projected onto the prediction keys."""
+    """Any dict with ``example_id``, ``a`` and ``groundings`` projected onto the prediction keys."""
     return project(row, prediction_schema())
 
 
@@ -109,5 +109,5 @@ def gt_as_prediction(row: Mapping, style: str = "name") -> dict:
     from .metric.codes import resolve_answer
 
     pred = to_metric_prediction(row)
-    pred["answer"] = resolve_answer(row.get("answer") or "", row.get("groundings") or [], style)
+    pred["a"] = resolve_answer(row.get("a") or "", row.get("groundings") or [], style)
     return pred

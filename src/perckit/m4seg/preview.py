@@ -39,7 +39,7 @@ def row_preview(row: Mapping[str, Any]) -> bytes:
     tiles = []
     for k, im in enumerate(images, start=1):
         own = [g for g in groundings if g.get("image_index") == k]
-        masks = [g.get("mask") for g in own]
+        masks = [g.get("segmentation") for g in own]
         colours = [previews.object_colour(names[g.get("name")]) for g in own]
         photo = photos[k - 1] if k - 1 < len(photos) else None
         t = previews.masks_tile(photo, masks, _size(im), f"{where}: images[{k - 1}]", side, colours, budget)

@@ -34,9 +34,9 @@ MAX_WARNINGS = 5
 EXAMPLE_ALIASES: dict[str, tuple[str, ...]] = {
     "example_id": ("example_id",),
     "pair_id": ("pair_id", "id"),
-    "question": ("q", "question"),
-    "answer": ("a", "answer"),
-    "question_type": ("type", "question_type"),
+    "q": ("q", "question"),
+    "a": ("a", "answer"),
+    "type": ("type", "question_type"),
     "dataset_name": ("dataset_name", "dataset", "source"),
     "granularity": ("granularity",),
 }
@@ -45,7 +45,7 @@ GROUNDING_ALIASES: dict[str, tuple[str, ...]] = {
     "name": ("name", "label", "category"),
     "annotation_ids": ("annotation_ids", "annotation_id", "ann_id", "id"),
     "object_annotation_id": ("object_annotation_id", "object_id"),
-    "mask": ("segmentation", "mask"),
+    "segmentation": ("segmentation", "mask"),
     "answer_span": ("answer_span",),
 }
 #: The Parquet field names [card], with ours accepted too.
@@ -53,14 +53,14 @@ PARQUET_ALIASES: dict[str, tuple[str, ...]] = {
     "example_id": ("example_id",),
     "pair_id": ("pair_id",),
     "dataset_name": ("dataset_name",),
-    "question_type": ("type", "question_type"),
+    "type": ("type", "question_type"),
     "granularity": ("granularity",),
-    "question": ("q", "question"),
-    "answer": ("a", "answer"),
+    "q": ("q", "question"),
+    "a": ("a", "answer"),
 }
 PARQUET_GROUNDING_ALIASES: dict[str, tuple[str, ...]] = {
-    "bbox_xywh": ("bbox", "bbox_xywh"),
-    "mask": ("segmentation", "mask"),
+    "bbox": ("bbox", "bbox_xywh"),
+    "segmentation": ("segmentation", "mask"),
 }
 
 
@@ -280,10 +280,10 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
     if eid is None:
         raise ReleaseFormatError(f"{state.where(None)}: expected an 'example_id' or a 'pair_id'/'id', found neither (keys {sorted(example)})")
     where = state.where(eid)
-    answer = _alias(example, EXAMPLE_ALIASES["answer"])
+    answer = _alias(example, EXAMPLE_ALIASES["a"])
     if not isinstance(answer, str):
         raise ReleaseFormatError(f"{where}: 'a'/'answer': expected a string, found {_short(answer)}")
-    question = _alias(example, EXAMPLE_ALIASES["question"])
+    question = _alias(example, EXAMPLE_ALIASES["q"])
     dataset_name = _str_or_none(_alias(example, EXAMPLE_ALIASES["dataset_name"]))
     granularity = _alias(example, EXAMPLE_ALIASES["granularity"])
     if granularity is None and dataset_name is not None:
@@ -338,7 +338,7 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
         ms = set()
         objs = mask_objs[k] = []
         for g in per_image.get(k, ()):
-            m = _alias(g, GROUNDING_ALIASES["mask"]) if isinstance(g, _MAPS) else None
+            m = _alias(g, GROUNDING_ALIASES["segmentation"]) if isinstance(g, _MAPS) else None
             objs.append(m)
             if type(m) is dict:
                 sz = m.get("size")
@@ -394,12 +394,12 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
                 "annotation_ids": _id_list(_alias(g, GROUNDING_ALIASES["annotation_ids"])),
                 "object_annotation_id": _str_or_none(_alias(g, GROUNDING_ALIASES["object_annotation_id"])),
                 "answer_span": span,
-                "bbox_xywh": None,
-                "mask": mask,
+                "bbox": None,
+                "segmentation": mask,
             })
             masks.append(mask)
     for g, box in zip(groundings, _bboxes(masks)):
-        g["bbox_xywh"] = box
+        g["bbox"] = box
     problems = [] if _spans_are_codes(answer, groundings) else codes.span_code_problems(answer, groundings)
     if problems:
         state.warn_spans(eid, problems)
@@ -407,10 +407,10 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
         "example_id": eid,
         "pair_id": pid,
         "dataset_name": dataset_name,
-        "question_type": _str_or_none(_alias(example, EXAMPLE_ALIASES["question_type"])),
+        "type": _str_or_none(_alias(example, EXAMPLE_ALIASES["type"])),
         "granularity": _str_or_none(granularity),
-        "question": None if question is None else str(question),
-        "answer": answer,
+        "q": None if question is None else str(question),
+        "a": answer,
         "images": images,
         "groundings": groundings,
     }

@@ -51,7 +51,7 @@ def expression_features(with_images: bool = True) -> datasets.Features:
         "sentence": Value("string"),
         "sentence_index": Value("int32"),
         "num_sentences": Value("int32"),
-        "bbox_xywh": [Value("float32")],
+        "bbox": [Value("float32")],
         "mask": rle_feature(),
         "height": Value("int32"),
         "width": Value("int32"),

@@ -331,7 +331,7 @@ def expression_rows(row: Mapping, with_images: bool = True) -> Iterator[tuple[st
                 image_id=row["image_id"], file_name=row["file_name"], sample_id=s["id"],
                 category=s.get("category"), supercategory=s.get("supercategory"), label=s.get("label"),
                 sentence=sentence, sentence_index=k, num_sentences=len(sentences),
-                bbox_xywh=s.get("bbox"), mask=s["mask"], height=h, width=w,
+                bbox=s.get("bbox"), mask=s["mask"], height=h, width=w,
             )
             yield eid, out
 

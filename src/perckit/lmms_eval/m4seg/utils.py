@@ -7,8 +7,8 @@ mentions is written ``<p>name</p> [SEG] (IMAGEk)``, and the i-th ``[SEG]`` takes
 
 1. a JSON object ``{"answer": "... <p>chair</p> [SEG] (IMAGE1) ...", "masks": [RLE, ...]}`` (what the prompt
    asks for; masks are COCO RLE ``{"size": [H, W], "counts": "..."}``, one per ``[SEG]``), form ``json``;
-2. a JSON object in perckit's prediction schema ``{"answer": str, "groundings": [{"image_index", "name",
-   "mask"}]}``, form ``groundings``;
+2. a JSON object in ``m4seg``'s prediction schema (the rows' field names) ``{"a": str, "groundings":
+   [{"image_index", "name", "segmentation"}]}``, form ``groundings``;
 3. text with each ``[SEG] (IMAGEk)`` followed by its RLE JSON inline (the JSON is cut out of the answer text),
    form ``inline``;
 4. text with no ``[SEG]``: a text-only answer with no groundings, form ``text`` (read, not a failure).
@@ -81,7 +81,7 @@ def m4seg_doc_to_text(doc: Mapping, lmms_eval_specific_kwargs: Mapping | None = 
     kw = lmms_eval_specific_kwargs or {}
     images = "".join(f"(IMAGE{k}) is {int(im['width'])} x {int(im['height'])} pixels (H = {int(im['height'])}, "
                      f"W = {int(im['width'])}).\n" for k, im in enumerate(doc["images"], start=1))
-    text = PROMPT.format(images=images, question=doc["question"])
+    text = PROMPT.format(images=images, question=doc["q"])
     return f"{kw.get('pre_prompt', '')}{text}{kw.get('post_prompt', '')}"
 
 
@@ -95,7 +95,7 @@ def m4seg_doc_to_target(doc: Mapping) -> str:
     the answer's clean text is the resolved GT answer), and the GT masks in ``[SEG]`` order. A grounding whose
     span is unusable (missing, out of the answer, overlapping an earlier one) is tagged at the end."""
     groundings = list(doc.get("groundings") or [])
-    answer = doc.get("answer") or ""
+    answer = doc.get("a") or ""
     placed, rest, end = [], [], -1
     spans = []
     for g in groundings:
@@ -109,7 +109,7 @@ def m4seg_doc_to_target(doc: Mapping) -> str:
     text = resolve_answer(answer, tagged)
     if rest:
         text = f"{text} {' '.join(_tag(g) for g in rest)}"
-    masks = [{"size": list(g["mask"]["size"]), "counts": g["mask"]["counts"]} for g in placed + rest]
+    masks = [{"size": list(g["segmentation"]["size"]), "counts": g["segmentation"]["counts"]} for g in placed + rest]
     return json.dumps({"answer": text, "masks": masks})
 
 
@@ -134,20 +134,23 @@ def parse_answer(text: str, example_id: str) -> tuple[dict, bool, str]:
     """``(prediction, parsed, form)``: the ``m4seg`` prediction row the answer reads as (module docstring)."""
     eid = str(example_id)
     for value, _, _ in common.json_values(text):
+        if isinstance(value, Mapping) and isinstance(value.get("a"), str) and "groundings" in value:
+            try:
+                return prediction_row({"example_id": eid, "a": value["a"], "groundings": value["groundings"]},
+                                      f"answer of {eid!r}"), True, "groundings"
+            except PerckitError:
+                return {"example_id": eid, "a": value["a"], "groundings": []}, False, "text-only"
         if isinstance(value, Mapping) and isinstance(value.get("answer"), str):
             try:
-                if "groundings" in value:
-                    return prediction_row({"example_id": eid, "answer": value["answer"], "groundings": value["groundings"]},
-                                          f"answer of {eid!r}"), True, "groundings"
                 return parse_grounded_answer(value["answer"], value.get("masks") or [], eid), True, "json"
             except PerckitError:
-                return {"example_id": eid, "answer": value["answer"], "groundings": []}, False, "text-only"
+                return {"example_id": eid, "a": value["answer"], "groundings": []}, False, "text-only"
     inline = _inline(text)
     answer, masks = inline if inline is not None else (text, [])
     try:
         row = parse_grounded_answer(answer, masks, eid)
     except PerckitError:
-        return {"example_id": eid, "answer": answer, "groundings": []}, False, "text-only"
+        return {"example_id": eid, "a": answer, "groundings": []}, False, "text-only"
     return row, True, ("inline" if inline is not None else "text")
 
 
@@ -162,7 +165,7 @@ def m4seg_process_results(doc: Mapping, results: Sequence[Any]) -> dict:
         if not prediction["groundings"]:
             raise
         logger.warning("M4Seg %r: the answer's groundings are dropped: %s", doc["example_id"], e)
-        prediction = {"example_id": prediction["example_id"], "answer": prediction["answer"], "groundings": []}
+        prediction = {"example_id": prediction["example_id"], "a": prediction["a"], "groundings": []}
         one = common.item(METRIC, OPTIONS, prediction, reference, False, "text-only")
     return {key: one for key in KEYS}
 

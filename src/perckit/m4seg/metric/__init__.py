@@ -61,7 +61,7 @@ from .geometry import SampleGeom, sample_geometry
 from .options import EMPTY_UNION_IOU, GROUPS, RATE_KEYS, SEVEN, M4SegOptions
 
 #: The empty-prediction hint of a missing ``example_id`` (see :func:`perckit.core.matching.missing_ids_message`).
-EMPTY_PREDICTION_HINT = "answer='' and groundings=[] mean no output"
+EMPTY_PREDICTION_HINT = "a='' and groundings=[] mean no output"
 
 
 # ---------------------------------------------------------------- the recall loop and the reconstructed text metrics
@@ -186,7 +186,7 @@ class SampleScore:
     """The per-sample record (the accumulate half's output)."""
 
     example_id: str
-    question_type: str
+    type: str
     dataset_name: str
     granularity: str
     num_gt: int
@@ -225,7 +225,7 @@ def score_sample(geom: SampleGeom, options: M4SegOptions, vecs: Mapping[str, np.
     n_pred = len(geom.pred_names)
     recorded = [iou for im in geom.images for _, _, iou in im.pairs]
     s = SampleScore(
-        example_id=geom.example_id, question_type=geom.question_type, dataset_name=geom.dataset_name,
+        example_id=geom.example_id, type=geom.type, dataset_name=geom.dataset_name,
         granularity=geom.granularity, num_gt=n_gt, num_pred=n_pred,
         miou=(fmean(recorded) if recorded else 0.0) if n_gt else None,
         miou_strict=fmean(recorded, n_gt) if n_gt else None,

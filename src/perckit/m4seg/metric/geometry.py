@@ -44,7 +44,7 @@ class ImageGeom:
 @dataclass
 class SampleGeom:
     example_id: str
-    question_type: str
+    type: str
     dataset_name: str
     granularity: str
     pred_text: str
@@ -199,12 +199,12 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
             )
         sizes.append([h, w])
     n = len(sizes)
-    answer = _text(reference.get("answer"), f"{rw}: answer")
+    answer = _text(reference.get("a"), f"{rw}: a")
     gts = []
-    ref_groundings = _list(reference.get("groundings"), f"{rw}: groundings", "{image_index, name, answer_span, mask}")
+    ref_groundings = _list(reference.get("groundings"), f"{rw}: groundings", "{image_index, name, answer_span, segmentation}")
     for j, g in enumerate(ref_groundings):
         gw = f"{rw}: groundings[{j}]"
-        k = _grounding_image(g, gw, n, "{image_index, name, answer_span, mask}", f"1-based, {n} image(s)")
+        k = _grounding_image(g, gw, n, "{image_index, name, answer_span, segmentation}", f"1-based, {n} image(s)")
         span = g.get("answer_span")
         if span is not None:
             if not isinstance(span, (list, tuple)) or len(span) != 2:
@@ -214,22 +214,22 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
             if not 0 <= s <= e <= len(answer):
                 raise PredictionError(f"{gw}.answer_span: expected 0 <= start <= end <= {len(answer)} (the answer's length), found {[s, e]}")
         name = _text(g.get("name"), f"{gw}.name")
-        mask = seg.prediction_rle(g.get("mask"), f"{gw}.mask")
+        mask = seg.prediction_rle(g.get("segmentation"), f"{gw}.segmentation")
         if mask["size"] != sizes[k - 1]:
-            raise PredictionError(f"{gw}.mask: expected the size of image {k}, [H, W] = {sizes[k - 1]}, found {mask['size']}")
+            raise PredictionError(f"{gw}.segmentation: expected the size of image {k}, [H, W] = {sizes[k - 1]}, found {mask['size']}")
         gts.append((k, name, mask))
     preds = []
     warned = False
     budget = seg.row_budget()  # the pixels this sample's predicted masks may be resized to
-    pred_answer = _text(prediction.get("answer"), f"{pw}: answer")
-    for j, g in enumerate(_list(prediction.get("groundings"), f"{pw}: groundings", "{image_index, name, mask}")):
+    pred_answer = _text(prediction.get("a"), f"{pw}: a")
+    for j, g in enumerate(_list(prediction.get("groundings"), f"{pw}: groundings", "{image_index, name, segmentation}")):
         gw = f"{pw}: groundings[{j}]"
-        k = _grounding_image(g, gw, n, "{image_index, name, mask}", f"the reference has {n} image(s)")
+        k = _grounding_image(g, gw, n, "{image_index, name, segmentation}", f"the reference has {n} image(s)")
         name = _text(g.get("name"), f"{gw}.name")
-        mask = seg.prediction_rle(g.get("mask"), f"{gw}.mask")
+        mask = seg.prediction_rle(g.get("segmentation"), f"{gw}.segmentation")
         if mask["size"] != sizes[k - 1]:
             # the resize rule (one warning per sample)
-            mask = seg.fit_prediction(mask, sizes[k - 1], resize=options.resize_predictions, where=f"{gw}.mask",
+            mask = seg.fit_prediction(mask, sizes[k - 1], resize=options.resize_predictions, where=f"{gw}.segmentation",
                                       target=f"the size of image {k}", warn=not warned, budget=budget)
             warned = True
         preds.append((k, name, mask))
@@ -247,7 +247,7 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
     gt_text = resolve_answer(answer, ref_groundings, options.resolved_name_style)
     return SampleGeom(
         example_id=eid,
-        question_type=str(reference.get("question_type") or ""),
+        type=str(reference.get("type") or ""),
         dataset_name=str(reference.get("dataset_name") or ""),
         granularity=str(reference.get("granularity") or ""),
         pred_text=clean_prediction_text(pred_answer),

@@ -26,7 +26,7 @@ NEAREST_RULE = "opencv"
 #: gIoU of a sample, and cIoU of a set, whose pooled union is empty (GT masks all empty, no predicted pixel):
 #: 1.0, the rule of ``refer_iou`` (``perckit.rle.pair_iou`` / ``perckit.core.segmentation.reduce_iou``): nothing to find, nothing found.
 EMPTY_UNION_IOU = 1.0
-GROUPS = {"per_question_type": "question_type", "per_dataset_name": "dataset_name", "per_granularity": "granularity"}
+GROUPS = {"per_question_type": "type", "per_dataset_name": "dataset_name", "per_granularity": "granularity"}
 
 
 @dataclass(frozen=True)

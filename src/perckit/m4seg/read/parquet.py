@@ -61,7 +61,7 @@ PARQUET_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 PARQUET_IMAGE_FIELDS = ("height", "width")
 PARQUET_GROUNDING_FIELDS: dict[str, tuple[str, ...]] = {
-    "image_index": ("image_index",), "answer_span": ("answer_span",), "segmentation": PARQUET_GROUNDING_ALIASES["mask"],
+    "image_index": ("image_index",), "answer_span": ("answer_span",), "segmentation": PARQUET_GROUNDING_ALIASES["segmentation"],
 }
 #: What pyarrow raises on a corrupt or truncated file (a bad footer, a bad data page).
 PARQUET_ERRORS = (OSError, EOFError, ValueError)
@@ -289,9 +289,9 @@ def batch_to_table(batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema
 
 def _warn(table: pa.Table, flagged: list[int], state: ConvertState) -> None:
     """The entity-code warnings of the rows that may have some (:func:`span_code_problems` decides)."""
-    sub = table.select(["example_id", "answer", "groundings"]).take(pa.array(flagged, pa.int64())).to_pylist()
+    sub = table.select(["example_id", "a", "groundings"]).take(pa.array(flagged, pa.int64())).to_pylist()
     for row in sub:
-        problems = span_code_problems(row["answer"], row["groundings"])
+        problems = span_code_problems(row["a"], row["groundings"])
         if problems:
             state.warn_spans(row["example_id"], problems)
 
@@ -466,7 +466,7 @@ def _convert(batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema) -> t
     def top(field_: str) -> list[pa.Array]:
         return [cols[a] for a in PARQUET_ALIASES[field_] if a in cols]
 
-    out = {field_: _text(top(field_), n) for field_ in PARQUET_ALIASES if field_ != "answer"}
+    out = {field_: _text(top(field_), n) for field_ in PARQUET_ALIASES if field_ != "a"}
     ids = out["example_id"]
     v.settle_each(
         np.flatnonzero(~_valid(ids)), lambda r: (r, _ID),
@@ -476,7 +476,7 @@ def _convert(batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema) -> t
     def where(r: int) -> str:
         return state.where(ids[r].as_py())
 
-    answer = out["answer"] = _answer(top("answer"), n, v, where)
+    answer = out["a"] = _answer(top("a"), n, v, where)
     out["images"], img_off, heights, widths = _images(cols["images"], n, schema.field("images").type, v, where)
     out["groundings"], flagged = _groundings(cols["groundings"], n, img_off, heights, widths, answer, schema.field("groundings").type, v, where)
     if v.error is not None:
@@ -575,7 +575,7 @@ def _groundings(col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray,
     else:
         gh = gwd = np.zeros(m, dtype=np.int64)
 
-    mask = _masks(g, gh, gwd, k, item_type.field("mask").type, v, gw, key)
+    mask = _masks(g, gh, gwd, k, item_type.field("segmentation").type, v, gw, key)
     bbox, missing = _bboxes(g, v, gw, key)
     span, starts, ends = _spans(g, answer, parent, item_type.field("answer_span").type, v, gw, key)
     if v.error is not None:
@@ -588,11 +588,11 @@ def _groundings(col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray,
         "annotation_ids": _annotation_ids(g, item_type.field("annotation_ids").type),
         "object_annotation_id": _text(_fields(g, ["object_annotation_id"]), m),
         "answer_span": span,
-        "bbox_xywh": pa.ListArray.from_arrays(
+        "bbox": pa.ListArray.from_arrays(
             pa.array(np.arange(0, 4 * m + 1, 4, dtype=np.int32)), pa.array(bbox.reshape(-1)).cast(pa.float32()),
-            type=item_type.field("bbox_xywh").type,
+            type=item_type.field("bbox").type,
         ),
-        "mask": mask,
+        "segmentation": mask,
     }
     values = pa.StructArray.from_arrays([fields[f.name] for f in item_type], fields=list(item_type))
     return _list(lengths, values, type_), _code_suspects(answer, parent, starts, ends, k)
@@ -608,7 +608,7 @@ def _masks(g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: p
     compiled scan reads and whose runs sum to H*W is taken as it is; any other goes to ``rle.to_rle``, which
     gives the mask or the precise error."""
     m = len(g)
-    cols = _fields(g, PARQUET_GROUNDING_ALIASES["mask"])
+    cols = _fields(g, PARQUET_GROUNDING_ALIASES["segmentation"])
     source = _chosen(cols, m)
     v.settle_each(
         np.flatnonzero(source < 0), key(2),
@@ -654,7 +654,7 @@ def _masks(g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: p
 def _bboxes(g: pa.Array, v: _Verdict, gw: Callable[[int], str], key: Callable[[int], Callable[[int], tuple]]) -> tuple[np.ndarray, np.ndarray]:
     """The released boxes (m x 4 float64) and the items without one (their box is the mask's)."""
     m = len(g)
-    cols = _fields(g, PARQUET_GROUNDING_ALIASES["bbox_xywh"])
+    cols = _fields(g, PARQUET_GROUNDING_ALIASES["bbox"])
     source = _chosen(cols, m)
     out = np.zeros((m, 4), dtype=np.float64)
 

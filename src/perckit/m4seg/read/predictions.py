@@ -73,22 +73,25 @@ def parse_grounded_answer(text: str, masks: Sequence[Any], example_id: str = "")
         j = bisect.bisect_right(phrase_ends, m.start())
         name = collapse_ws(phrases[j - 1].group(1)) if j else ""
         mask = prediction_rle(masks[i], f"{where}: mask {i}")
-        groundings.append({"image_index": int(digits), "name": name, "mask": mask})
-    return {"example_id": str(example_id), "answer": text, "groundings": groundings}
+        groundings.append({"image_index": int(digits), "name": name, "segmentation": mask})
+    return {"example_id": str(example_id), "a": text, "groundings": groundings}
 
 
 def prediction_row(obj: Any, where: str) -> dict:
-    """Check and normalise one prediction object to exactly the declared keys (masks to str-count RLE)."""
+    """Check and normalise one prediction object to exactly the declared keys (masks to str-count RLE). The keys
+    are the rows' (the release's): ``a`` and ``groundings[].segmentation``; a row still using the names perckit
+    gave them before (``answer``, ``mask``) is refused with the key to use."""
     if not isinstance(obj, Mapping):
-        raise PredictionError(f"{where}: expected an object {{example_id, answer, groundings}}, found {_short(obj)}")
+        raise PredictionError(f"{where}: expected an object {{example_id, a, groundings}}, found {_short(obj)}")
     eid = obj.get("example_id")
     if not isinstance(eid, (str, int)) or isinstance(eid, bool):
         raise PredictionError(f"{where}: example_id: expected a string, found {_short(eid)}")
-    answer = obj.get("answer")
+    _renamed(obj, "answer", "a", where)
+    answer = obj.get("a")
     if answer is None:
         answer = ""
     if not isinstance(answer, str):
-        raise PredictionError(f"{where}: answer: expected a string, found {_short(answer)}")
+        raise PredictionError(f"{where}: a: expected a string, found {_short(answer)}")
     gs = obj.get("groundings")
     if gs is None:
         gs = []
@@ -98,13 +101,21 @@ def prediction_row(obj: Any, where: str) -> dict:
     for j, g in enumerate(gs):
         gw = f"{where}: groundings[{j}]"
         if not isinstance(g, Mapping):
-            raise PredictionError(f"{gw}: expected {{image_index, name, mask}}, found {_short(g)}")
+            raise PredictionError(f"{gw}: expected {{image_index, name, segmentation}}, found {_short(g)}")
+        _renamed(g, "mask", "segmentation", gw)
         k = parse_int(g.get("image_index"), f"{gw}.image_index", PredictionError)
         name = g.get("name")
         if name is not None and not isinstance(name, str):
             raise PredictionError(f"{gw}.name: expected a string, found {_short(name)}")
-        out.append({"image_index": k, "name": name or "", "mask": prediction_rle(g.get("mask"), f"{gw}.mask")})
-    return {"example_id": str(eid), "answer": answer, "groundings": out}
+        mask = prediction_rle(g.get("segmentation"), f"{gw}.segmentation")
+        out.append({"image_index": k, "name": name or "", "segmentation": mask})
+    return {"example_id": str(eid), "a": answer, "groundings": out}
+
+
+def _renamed(obj: Mapping, old: str, new: str, where: str) -> None:
+    """A :class:`PredictionError` for an object holding ``old`` but not ``new``, the name M4Seg's rows use."""
+    if old in obj and new not in obj:
+        raise PredictionError(f"{where}: expected the key {new!r} (M4Seg's own field name, as in the rows), found {old!r}")
 
 
 #: Largest predictions file read (a regular file; a FIFO or a device is refused before any read).
