@@ -47,8 +47,7 @@ def _read_rows(path: str) -> list[dict]:
     :class:`~perckit.errors.PredictionError` naming the file (and line) for anything unreadable.
     """
     from .errors import InputNotFoundError, PredictionError
-    from .io.jsonio import iter_json_lines
-    from .io.jsonio import read_json
+    from .io.jsonio import iter_json_lines, read_json
 
     p = Path(path)
     if p.suffix == ".jsonl":  # the one JSON Lines reader (its rules and messages: perckit.io.jsonio.iter_json_lines)

@@ -497,23 +497,19 @@ def to_rle(obj: Any, size: Sequence[int] | None = None, where: str = "mask") -> 
     """
     if isinstance(obj, np.ndarray):
         rle = encode(obj, where)
-        if size is not None and rle["size"] != [int(size[0]), int(size[1])]:
-            raise RLEError(f"{where}: expected size {list(size)}, got {rle['size']}")
-        return rle
-    if isinstance(obj, Mapping):
-        if isinstance(obj.get("counts"), (list, tuple, np.ndarray)):
-            rle = from_uncompressed(obj, where)
-            if size is not None and rle["size"] != [int(size[0]), int(size[1])]:
-                raise RLEError(f"{where}: expected size {list(size)}, got {rle['size']}")
-            return rle
+    elif isinstance(obj, Mapping) and isinstance(obj.get("counts"), (list, tuple, np.ndarray)):
+        rle = from_uncompressed(obj, where)
+    elif isinstance(obj, Mapping):
         return validate(obj, where, expected_size=size)
-    if isinstance(obj, (list, tuple)):
+    elif isinstance(obj, (list, tuple)):
         if size is None:
             raise RLEError(f"{where}: a polygon segmentation has no size; the frame size [H, W] is needed")
         if obj and not isinstance(obj[0], (list, tuple, np.ndarray)):
             obj = [obj]  # a single flat polygon
         return from_polygons(obj, size[0], size[1], where)
-    raise RLEError(f"{where}: expected an RLE dict, polygons or a 2-D array, got {type(obj).__name__}")
+    else:
+        raise RLEError(f"{where}: expected an RLE dict, polygons or a 2-D array, got {type(obj).__name__}")
+    return _finish(rle["counts"], *rle["size"], size, where)
 
 
 def check_same_size(rles: Sequence[RLE], where: str) -> list[int]:

@@ -23,7 +23,7 @@ import re
 import secrets
 import stat
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -377,9 +377,8 @@ def _fsync_folder(folder: Path) -> None:
     except OSError:
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with suppress(OSError):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -415,10 +414,8 @@ def atomic_file(path: str | os.PathLike, where: str | None = None, replace: bool
             os.link(tmp, target, follow_symlinks=False)  # FileExistsError when anything is there: never clobbered
             os.unlink(tmp)
     except BaseException as e:
-        try:
+        with suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         if isinstance(e, OSError) and not isinstance(e, PerckitError):
             raise OutputError(f"{label}cannot write {str(target)!r}: {e.strerror or e}") from None
         raise

@@ -227,11 +227,6 @@ def num_frames(n_samples: int, options: AudioOptions = AudioOptions()) -> int:
     return 1 + int(n_samples) // options.hop
 
 
-def frame_times(n: int, options: AudioOptions = AudioOptions()) -> np.ndarray:
-    """``t_i = hop * i / sample_rate`` for i < n."""
-    return (np.arange(n, dtype=np.float64) * options.hop) / options.sample_rate
-
-
 def frame_rms(x: np.ndarray, options: AudioOptions = AudioOptions()) -> np.ndarray:
     """``r_i`` of every frame of the centred, zero-padded grid (float64)."""
     if x.shape[0] == 0:
@@ -293,16 +288,11 @@ def activity(x: np.ndarray, options: AudioOptions = AudioOptions()) -> np.ndarra
 
 
 def window_vector(window: tuple[float, float] | None, n: int, options: AudioOptions = AudioOptions()) -> np.ndarray:
-    """``1[a <= t_i < b]`` over ``n`` frames (all False for ``None`` or ``b <= a``)."""
+    """``1[a <= t_i < b]`` over ``n`` frames, ``t_i = hop * i / sample_rate`` (all False for ``None`` or ``b <= a``)."""
     if window is None:
         return np.zeros(n, dtype=bool)
-    t = frame_times(n, options)
+    t = (np.arange(n, dtype=np.float64) * options.hop) / options.sample_rate
     return (t >= window[0]) & (t < window[1])
-
-
-def activity_hull(active: np.ndarray, options: AudioOptions = AudioOptions()) -> tuple[float, float] | None:
-    """``[t_first, t_last + hop / sample_rate)`` of an activity vector; ``None`` when nothing is active."""
-    return video_hull(active, options.sample_rate, options.hop)
 
 
 def tf_mask(x: np.ndarray, options: AudioOptions = AudioOptions(), rms: np.ndarray | None = None) -> np.ndarray:
@@ -345,7 +335,8 @@ class Waveform:
         return not bool(self.active.any())
 
     def hull(self) -> tuple[float, float] | None:
-        return activity_hull(self.active, self.options)
+        """``[t_first, t_last + hop / sample_rate)`` of the activity; ``None`` when nothing is active."""
+        return video_hull(self.active, self.options.sample_rate, self.options.hop)
 
     def tf(self) -> np.ndarray:
         return tf_mask(self.samples, self.options, self.rms)

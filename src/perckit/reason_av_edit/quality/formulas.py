@@ -202,19 +202,18 @@ def _sqrtm(m: np.ndarray) -> np.ndarray:
             return np.asarray(linalg.sqrtm(m))
 
 
-def _positive_definite(s: np.ndarray) -> bool:
-    """Whether the symmetric matrix ``s`` is numerically positive definite: its smallest eigenvalue above
-    ``d * machine epsilon`` times its largest (numpy's ``matrix_rank`` tolerance)."""
-    w = np.linalg.eigvalsh((s + s.T) / 2.0)
-    return bool(w[-1] > 0 and w[0] > w[-1] * s.shape[0] * np.finfo(np.float64).eps)
-
-
 def _clipped_eigenvalues(w: np.ndarray, d: int) -> np.ndarray:
     """Eigenvalues of a symmetric positive semi-definite matrix with the rounding noise around 0 (below ``d *
     machine epsilon`` times the largest, numpy's ``matrix_rank`` tolerance, or negative) set to 0: the square
     root would turn that noise of order 1e-16 into errors of order 1e-8."""
     top = float(w.max(initial=0.0))
     return np.where(w > top * d * np.finfo(np.float64).eps, w, 0.0)
+
+
+def _positive_definite(s: np.ndarray) -> bool:
+    """Whether the symmetric matrix ``s`` is numerically positive definite: no eigenvalue clipped to 0 by
+    :func:`_clipped_eigenvalues` (the largest positive, the smallest above its tolerance)."""
+    return bool((_clipped_eigenvalues(np.linalg.eigvalsh((s + s.T) / 2.0), s.shape[0]) > 0).all())
 
 
 def _psd_sqrt(s: np.ndarray) -> np.ndarray:

@@ -483,29 +483,17 @@ def task_metrics(task: str, reference: Mapping, prediction: Mapping, options: Sy
     if pred_frames is not None and ref_frames is not None and not np.array_equal(np.asarray(pred_frames), np.asarray(ref_frames)):
         against = "the tracking GT" if task == "tracking" else "the manifest"
         raise ValueError(f"prediction frame_indices do not match {against}")
-    key = PREDICTION_KEYS[task]
-    if task == "tracking":
-        gt = _gt_array(reference, "tracks_ref0_m", np.float64)
-        visibility = _gt_array(reference, "visibility", bool)
-        dynamic = _gt_array(reference, "dynamic", bool)
-    elif task == "depth":
-        gt = _gt_array(reference, "depth_m", np.float32)
-    else:
-        gt = _gt_array(reference, "camera_c2w", np.float64)
+    key, dtype = PREDICTION_KEYS[task], np.float32 if task == "depth" else np.float64
+    gt, *flags = [_gt_array(reference, k, bool if k in ("visibility", "dynamic") else dtype) for k in REFERENCE_KEYS[task]]
     value = prediction.get(key)
     if value is None:
         raise KeyError(f"{key} is not a file in the archive")
+    pred = _prediction_array(value, key, dtype)
     if task == "tracking":
-        return tracking_metrics(
-            gt, _prediction_array(value, key, np.float64), visibility, dynamic,
-            thresholds=options.tracking_thresholds_m, dynamic_weight=options.dynamic_weight,
-        )
+        return tracking_metrics(gt, pred, *flags, thresholds=options.tracking_thresholds_m, dynamic_weight=options.dynamic_weight)
     if task == "depth":
-        return depth_metrics(
-            gt, _prediction_array(value, key, np.float32), align=options.depth_align,
-            min_depth=options.depth_min_m, max_depth=options.depth_max_m,
-        )
-    return pose_metrics(gt, _prediction_array(value, key, np.float64))
+        return depth_metrics(gt, pred, align=options.depth_align, min_depth=options.depth_min_m, max_depth=options.depth_max_m)
+    return pose_metrics(gt, pred)
 
 
 def is_missing_prediction(prediction: Mapping | None) -> bool:
