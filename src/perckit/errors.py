@@ -7,6 +7,11 @@ field, what was expected and what was found.
 
 from __future__ import annotations
 
+import logging
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
 
 class PerckitError(Exception):
     """Base class of every error perckit raises on purpose."""
@@ -28,6 +33,12 @@ class ReleaseFormatError(PerckitError, ValueError):
     """A release file exists but does not have the documented content."""
 
 
+class InferredShapeError(ReleaseFormatError):
+    """A file or field whose layout no release card documents (perckit's reading of it is inferred, ``[inferred]``
+    in the cards) has another shape than the one perckit reads. Its readers raise it and :func:`inferred_reading`
+    turns it into one warning: only what a card documents may fail a build."""
+
+
 class RLEError(PerckitError, ValueError):
     """A COCO RLE (or something meant to become one) is malformed."""
 
@@ -45,6 +56,18 @@ class OutputError(PerckitError, OSError):
 
     Raised by the one atomic writer (:func:`perckit.io.paths.atomic_file`), which has then removed its temporary
     file: the target holds its previous content, or does not exist. Also an ``OSError``."""
+
+
+def inferred_reading(read: Callable[[], T], default: T, where: str, logger: logging.Logger) -> T:
+    """``read()``; when it raises :class:`InferredShapeError`, one warning naming ``where`` (the file, or the file
+    and field) and ``default``: the inferred reading is ignored. Every other error propagates, so a hostile or
+    broken file (too large, not JSON, a path out of the release) is still refused."""
+    try:
+        return read()
+    except InferredShapeError as e:
+        logger.warning("%s: ignored: its layout is not documented by the release card and differs from the one perckit "
+                       "infers (%s)", where, e)
+        return default
 
 
 def _same_choice(value: object, choice: object) -> bool:
