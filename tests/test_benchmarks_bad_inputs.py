@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import math
 import re
 import shutil
@@ -405,15 +406,9 @@ RAV_CASES = [
     ("csv-cut-mid-row", _csv_text(_csv_cut_last_row), ReleaseFormatError, [r"metadata\.csv line 3", "expected 13 fields like the header"]),
     ("csv-not-utf8", put(RAV_CSV, NOT_UTF8), ReleaseFormatError, [r"metadata\.csv", "expected UTF-8 text"]),
     ("csv-field-over-131072-chars", _csv_text(_csv_long_instruction), ReleaseFormatError, [r"metadata\.csv", "expected CSV", "field larger than field limit"]),
-    ("csv-fps-nan", _csv_text(_csv_add_column("fps", "nan")), ReleaseFormatError, [r"metadata\.csv line 2, column 'fps'", "expected a finite number", "'nan'"]),
-    ("csv-num-frames-inf", _csv_text(_csv_add_column("num_frames", "inf")), ReleaseFormatError, [r"column 'num_frames'", "expected a finite number"]),
-    ("annotation-window-nan", edit_json("annotations/t1_0000.json", lambda d: d.update(edit_window_s=[NAN, 0.5])),
-     ReleaseFormatError, [r"t1_0000\.json: key 'edit_window_s'\[0\]", "expected a finite number"]),
     ("annotation-nested-100000-deep", put("annotations/w1_0000.json", DEEP_JSON), ReleaseFormatError, [r"w1_0000\.json", "expected valid JSON", "RecursionError"]),
     ("annotation-integer-of-5000-digits", put("annotations/w1_0000.json", HUGE_INT_JSON), ReleaseFormatError, [r"w1_0000\.json", "expected valid JSON", "digits"]),
     ("annotation-not-utf8", put("annotations/w1_0000.json", NOT_UTF8), ReleaseFormatError, [r"w1_0000\.json", "expected UTF-8 JSON"]),
-    ("annotation-anchor-frame-a-word", edit_json("annotations/t1_0000.json", lambda d: d.update(anchor_frame="eleven")),
-     ReleaseFormatError, [r"t1_0000\.json: key 'anchor_frame'", "expected an integer or null", "'eleven'"]),
     ("tar-random-bytes", put("archives/masks.tar", b"\x01garbage" * 200), ReleaseFormatError, [r"archive 'archives/masks\.tar' is truncated or corrupt"]),
     ("mask-png-truncated", _truncated_member("archives/reason_visual_mask.tar", "reason_visual_mask/w1_0000.png"),
      ReleaseFormatError, [r"reason_visual_mask/w1_0000\.png.*sample 'w1_0000'.*column 'reason_visual_mask'", "expected a readable mask image", "truncated"]),
@@ -432,6 +427,44 @@ def test_reason_av_edit_builder(rav_small, tmp_path, edit, error, patterns):
     root = copy_release(rav_small, tmp_path)
     edit(root)
     expect(lambda: build_split("reason_av_edit", "default", root, tmp_path / "cache"), error, *patterns)
+
+
+#: [inferred] ReasonAVEdit readings (the card names neither the annotation JSON's keys nor these CSV columns), each in
+#: unexpected shapes: a list of scalars, an object without the keys, a nested object, and values of another type.
+#: Each is one warning naming the file (and line / column), then ignored: the build succeeds.
+RAV_INFERRED = {
+    "annotation-a-list-of-scalars": ("annotations/t1_0000.json", put("annotations/t1_0000.json", "[1, 2]")),
+    "annotation-an-object-without-the-keys": ("annotations/t1_0000.json", put("annotations/t1_0000.json", '{"foo": 1}')),
+    "annotation-a-nested-object": ("annotations/t1_0000.json",
+                                   edit_json("annotations/t1_0000.json", lambda d: d.update(edit_window_s={"start": 0.1, "end": 0.5}))),
+    "annotation-window-nan": ("annotations/t1_0000.json", edit_json("annotations/t1_0000.json", lambda d: d.update(edit_window_s=[NAN, 0.5]))),
+    "annotation-anchor-frame-a-word": ("annotations/t1_0000.json", edit_json("annotations/t1_0000.json", lambda d: d.update(anchor_frame="eleven"))),
+    "csv-fps-a-list-of-scalars": ("column 'fps'", _csv_text(_csv_add_column("fps", '"[25, 30]"'))),
+    "csv-fps-an-object-without-the-keys": ("column 'fps'", _csv_text(_csv_add_column("fps", '"{}"'))),
+    "csv-fps-a-nested-object": ("column 'fps'", _csv_text(_csv_add_column("fps", '"{""a"": {""b"": 1}}"'))),
+    "csv-fps-nan": ("column 'fps'", _csv_text(_csv_add_column("fps", "nan"))),
+    "csv-num-frames-inf": ("column 'num_frames'", _csv_text(_csv_add_column("num_frames", "inf"))),
+}
+
+
+@pytest.mark.parametrize("named, edit", list(RAV_INFERRED.values()), ids=list(RAV_INFERRED))
+def test_reason_av_edit_inferred_readings_warn_and_are_ignored(rav_small, tmp_path, caplog, named, edit):
+    root = copy_release(rav_small, tmp_path)
+    edit(root)
+    with caplog.at_level(logging.WARNING, logger="perckit"):
+        rows = build_split("reason_av_edit", "default", root, tmp_path / "cache").to_list()
+    plain = {r["sample_id"]: r for r in build_split("reason_av_edit", "default", rav_small, tmp_path / "plain").to_list()}
+    warned = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage() and named in r.getMessage()]
+    assert len(warned) == 1, warned
+    if named.startswith("column"):  # metadata.csv: the first ignored cell named, the rows as without the column
+        assert "metadata.csv line 2" in warned[0] and "(and 1 more cells like it)" in warned[0], warned
+        assert rows == list(plain.values())
+        return
+    for r in rows:
+        if r["sample_id"] == "t1_0000":
+            assert r["edit_window_s"] is r["anchor_frame"] is r["edit_window_frames"] is None  # the annotation ignored
+        else:
+            assert r == plain[r["sample_id"]]
 
 
 def test_reason_av_edit_extract_archives_truncated_tar(rav_small, tmp_path):
@@ -518,7 +551,7 @@ def test_track_id_metric(track_metric, via_evaluate, preds, error, patterns):
 _GT = np.random.default_rng(0).normal(size=(3, 4, 3)) + np.array([0.0, 0.0, 5.0])
 S4_REF = {
     "sequence_id": "og/dream/a", "variant": "og", "scene": "dream", "frame_indices": [0, 6, 12],
-    "tracks_ref0_m": _GT.tolist(), "visibility": [[True] * 4] * 3, "dynamic": [True, False, True, False],
+    "tracks_ref0": _GT.tolist(), "visibility": [[True] * 4] * 3, "dynamic": [True, False, True, False],
 }
 
 

@@ -19,6 +19,7 @@ import copy
 import functools
 import gzip
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -199,7 +200,6 @@ NATIVE_CASES = [
     ("image-size-zero", ex(1, image_sizes=[[3, 2], [0, 2]]), {}, ReleaseFormatError, GEN, [EX1, r"image_sizes\[1\]: expected a positive height and width"]),
     ("image-size-of-2^40-pixels", ex(0, image_sizes=[[1, 4], [1 << 20, 1 << 20]]), {"native_image_size_order": "hw"}, ReleaseFormatError, PRE,
      [EX0, r"image_sizes\[1\]", "more than the limit of 1073741824", "gigabytes"]),
-    ("image-ids-of-another-length", ex(0, image_ids=["a"]), {}, ReleaseFormatError, PRE, [EX0, r"'image_ids': expected one id per image path \(2\)"]),
     ("groundings-a-string", groups(0, "chair"), {}, ReleaseFormatError, PRE, [EX0, "'groundings': expected an object keyed 'img_1', 'img_2'"]),
     ("groundings-key-not-img-k", groups(0, {"image_1": []}), {}, ReleaseFormatError, PRE, [EX0, "expected keys 'img_1', 'img_2', ..., found 'image_1'"]),
     ("groundings-key-beyond-the-images", native(lambda d: d[0]["groundings"].update(img_3=[])), {}, ReleaseFormatError, PRE,
@@ -260,6 +260,25 @@ def expect_build(release: Path, tmp_path: Path, edit, options: dict, error: type
 @pytest.mark.parametrize("edit, options, error, stage, patterns", [pytest.param(*c[1:], id=c[0]) for c in NATIVE_CASES])
 def test_m4seg_builder_native(m4_small, tmp_path, edit, options, error, stage, patterns):
     expect_build(m4_small, tmp_path, edit, {"source": "native", **options}, error, stage, patterns)
+
+
+#: [inferred] native ``image_ids`` (the card names no native image ids) in three unexpected shapes: a list of scalars of
+#: another length, an object without the ids, nested objects. Each is one warning naming the file and the field;
+#: the example's image ids then come from its paths.
+INFERRED_IMAGE_IDS = {"list-of-scalars": ["a"], "object-without-the-keys": {"x": 1}, "nested-objects": [{"id": 1}, {"id": 2}]}
+
+
+@pytest.mark.parametrize("ids", list(INFERRED_IMAGE_IDS.values()), ids=list(INFERRED_IMAGE_IDS))
+def test_m4seg_inferred_image_ids_of_another_shape_warn_and_are_ignored(m4_small, tmp_path, caplog, ids):
+    root = tmp_path / "release"
+    shutil.copytree(m4_small, root)
+    ex(0, image_ids=ids)(root)
+    with caplog.at_level(logging.WARNING, logger="perckit.m4seg.release"):
+        rows = build_test_split(root, tmp_path / "cache", source="native").to_list()
+    plain = build_test_split(m4_small, tmp_path / "plain", source="native").to_list()
+    assert rows == plain  # the ids from the paths, as without image_ids
+    warned = [r.getMessage() for r in caplog.records if "'image_ids'" in r.getMessage()]
+    assert len(warned) == 1 and Path(NATIVE).name in warned[0] and "ignored" in warned[0], warned
 
 
 PARQUET_CASES = [

@@ -550,10 +550,12 @@ def test_metadata_csv_repeating_a_column_is_refused(root, tmp_path):
     _fails(lambda: read_metadata(root), "column 'video' appears twice")
 
 
-def test_metadata_csv_alias_columns_that_disagree_are_refused(root):
+def test_metadata_csv_alias_columns_that_disagree_warn_and_the_first_is_read(root, caplog):
     lines = (root / "metadata.csv").read_text().splitlines()
     (root / "metadata.csv").write_text("\n".join([lines[0] + ",sample_id", lines[1] + ",other"]) + "\n")
-    _fails(lambda: read_metadata(root), "line 2: columns 'id' and 'sample_id' both give the field 'sample_id' but differ")
+    with caplog.at_level("WARNING"):
+        assert [s.sample_id for s in read_metadata(root)] == ["w1_0000"]  # the aliases are inferred: 'id' first
+    assert "line 2: columns 'id' and 'sample_id' both give the field 'sample_id' but differ" in caplog.text
     (root / "metadata.csv").write_text("\n".join([lines[0] + ",sample_id", lines[1] + ",w1_0000"]) + "\n")
     assert [s.sample_id for s in read_metadata(root)] == ["w1_0000"]  # the same value twice is not ambiguous
 

@@ -8,7 +8,7 @@ field, what was expected and what was found.
 from __future__ import annotations
 
 import logging
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 T = TypeVar("T")
 
@@ -58,10 +58,11 @@ class OutputError(PerckitError, OSError):
     file: the target holds its previous content, or does not exist. Also an ``OSError``."""
 
 
-def inferred_reading(read: Callable[[], T], default: T, where: str, logger: logging.Logger) -> T:
+def inferred_reading(read: Callable[[], T], default: T, where: str, logger: logging.Logger | Any) -> T:
     """``read()``; when it raises :class:`InferredShapeError`, one warning naming ``where`` (the file, or the file
     and field) and ``default``: the inferred reading is ignored. Every other error propagates, so a hostile or
-    broken file (too large, not JSON, a path out of the release) is still refused."""
+    broken file (too large, not JSON, a path out of the release) is still refused. ``logger``: a logger, or any
+    object with its ``warning(msg, *args)`` (a reader that caps its warnings per file)."""
     try:
         return read()
     except InferredShapeError as e:

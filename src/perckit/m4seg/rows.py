@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .. import rle as rle_ops
-from ..errors import ReleaseFormatError, check_choice, short_repr as _short
+from ..errors import InferredShapeError, ReleaseFormatError, check_choice, inferred_reading, short_repr as _short
 from ..io.jsonio import parse_int
 from ..io.paths import MAX_PATH_CHARS, check_relative
 from .metric import codes
@@ -107,6 +107,7 @@ class ConvertState:
     size_order: str = "auto"
     swapped_images: int = 0
     span_warnings: int = 0
+    inferred_warnings: int = 0
     #: no warnings (the early check of a split's first example, converted again during generation)
     quiet: bool = False
 
@@ -124,7 +125,16 @@ class ConvertState:
             if self.span_warnings <= MAX_WARNINGS and not self.quiet:
                 logger.warning("%s: %s (entity-code consistency, kept as released)", self.where(example_id), p)
 
+    def warning(self, msg: str, *args: Any) -> None:
+        """How :func:`perckit.errors.inferred_reading` warns for this split: the first :data:`MAX_WARNINGS` shown."""
+        self.inferred_warnings += 1
+        if self.inferred_warnings <= MAX_WARNINGS and not self.quiet:
+            logger.warning(msg, *args)
+
     def finish(self) -> None:
+        if self.inferred_warnings > MAX_WARNINGS:
+            logger.warning("M4Seg %s split, %s: %d inferred readings ignored in total (first %d shown)",
+                           self.split, self.file, self.inferred_warnings, MAX_WARNINGS)
         if self.span_warnings > MAX_WARNINGS:
             logger.warning(
                 "M4Seg %s split, %s: %d entity-code consistency warnings in total (first %d shown)",
@@ -241,6 +251,13 @@ def _bboxes(masks: list) -> list[list[float]]:
     return out
 
 
+def _image_ids(ids: Any, n: int) -> list:
+    """The native ``image_ids`` [inferred]: one string or integer per image path."""
+    if not isinstance(ids, list) or len(ids) != n or not all(type(i) in (str, int) for i in ids):
+        raise InferredShapeError(f"expected one id (a string or an integer) per image path ({n}), found {_short(ids)}")
+    return ids
+
+
 def _image_stem(path: str) -> str:
     """``os.path.splitext(os.path.basename(path))[0]`` of a path :func:`_plainly_relative` accepted."""
     base = path.rpartition("/")[2]
@@ -298,8 +315,8 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
             f"{where}: 'image_sizes': expected one size per image path ({len(paths)}), found {_short(sizes)}"
         )
     ids = example.get("image_ids")
-    if ids is not None and (not isinstance(ids, list) or len(ids) != len(paths)):
-        raise ReleaseFormatError(f"{where}: 'image_ids': expected one id per image path ({len(paths)}), found {_short(ids)}")
+    if ids is not None:  # [inferred]: the card names no native image ids; ids from the paths otherwise
+        ids = inferred_reading(lambda: _image_ids(ids, len(paths)), None, f"{where}: 'image_ids'", state)
     n = len(paths)
 
     groups = example.get("groundings")

@@ -101,8 +101,8 @@ class ReasonAVEditBuilder(PerckitTableBuilder):
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         root = self._release_root()
-        # Parsed here too, so that CSV errors reach the caller unwrapped (generation re-reads it).
-        samples = read_metadata(root)
+        # Parsed here too, so that CSV errors reach the caller unwrapped (generation re-reads it, and warns).
+        samples = read_metadata(root, warn=False)
         source = self._source(root, samples)
         kwargs: dict[str, Any] = {"root": str(root), "source": source, "archives": (), "video_archive": None,
                                   "local": not getattr(dl_manager, "is_streaming", False)}

@@ -15,11 +15,12 @@ import math
 import os
 import posixpath
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import ReleaseFormatError, ReleaseNotFoundError, short_repr as _short
+from ...errors import InferredShapeError, ReleaseFormatError, ReleaseNotFoundError, inferred_reading, short_repr as _short
 from ...io.jsonio import decode_text, parse_json
 from ...io.paths import read_regular_file, resolve_under
 from .archives import check_name
@@ -162,28 +163,29 @@ def category_of(sub_track: str, where: str) -> str:
     return CATEGORY_BY_PREFIX[prefix]
 
 
-def _optional_number(value: str | None, where: str, kind: type) -> Any:
+def _optional_number(value: str | None, kind: type) -> Any:
+    """An [inferred] numeric cell (``fps``, ``num_frames``): None when empty; :class:`InferredShapeError` otherwise."""
     if value is None or not value.strip():
         return None
     try:
         number = float(value)
     except ValueError:
-        raise ReleaseFormatError(f"{where}: expected a number, got {value!r}") from None
-    if not math.isfinite(number):
-        raise ReleaseFormatError(f"{where}: expected a finite number, got {value!r}")
-    if kind is int:
-        if not number.is_integer():
-            raise ReleaseFormatError(f"{where}: expected an integer, got {value!r}")
-        return int(number)
-    return number
+        raise InferredShapeError(f"expected a number, got {value!r}") from None
+    if not math.isfinite(number) or (kind is int and not number.is_integer()):
+        raise InferredShapeError(f"expected a finite {'integer' if kind is int else 'number'}, got {value!r}")
+    return int(number) if kind is int else number
 
 
-def parse_metadata(data: bytes, label: str = METADATA) -> list[Sample]:
+def parse_metadata(data: bytes, label: str = METADATA, warn: bool = True) -> list[Sample]:
     """Parse ``metadata.csv`` (UTF-8, optional BOM) into :class:`Sample` rows, in CSV order.
 
     Raises :class:`ReleaseFormatError` for missing documented columns, an empty required cell, an
-    unknown sub-track prefix, a duplicate ``sample_id`` and a path that is absolute or has ``..``.
+    unknown sub-track prefix, a duplicate ``sample_id`` and a path that is absolute or has ``..``. The
+    [inferred] cells ``fps`` / ``num_frames`` that do not read as numbers are ignored, with one warning for the
+    file (when ``warn``) naming the first.
     """
+    ignored: list[str] = []
+    notes = SimpleNamespace(warning=lambda msg, *args: ignored.append(msg % args))
     text = decode_text(data, label, ReleaseFormatError, "UTF-8 text")
     try:
         rows = list(csv.reader(io.StringIO(text, newline="")))
@@ -210,14 +212,10 @@ def parse_metadata(data: bytes, label: str = METADATA) -> list[Sample]:
             if col is None:
                 return None
             value = values[index[col]]
-            for other in COLUMN_ALIASES.get(fld, ()):
-                if other != col and other in index:
-                    v = values[index[other]]
-                    if v.strip() and v.strip() != value.strip():
-                        raise ReleaseFormatError(
-                            f"{label} line {line}: columns {col!r} and {other!r} both give the field {fld!r} but differ "
-                            f"({_short(value)} vs {_short(v)}); expected one value"
-                        )
+            for other in COLUMN_ALIASES.get(fld, ()):  # [inferred] aliases: the first one present is read
+                if other != col and other in index and values[index[other]].strip() not in ("", value.strip()):
+                    logger.warning("%s line %d: columns %r and %r both give the field %r but differ (%s vs %s); reading %r",
+                                   label, line, col, other, fld, _short(value), _short(values[index[other]]), col)
             return value
 
         def where(fld: str) -> str:
@@ -255,16 +253,18 @@ def parse_metadata(data: bytes, label: str = METADATA) -> list[Sample]:
         samples.append(Sample(
             sample_id=sample_id, line=line, sub_track=sub_track, category=category,
             instruction=cell("instruction") or "", language=language, orientation=orientation, **media,
-            fps=_optional_number(cell("fps"), where("fps"), float),
-            num_frames=_optional_number(cell("num_frames"), where("num_frames"), int),
+            fps=inferred_reading(lambda: _optional_number(cell("fps"), float), None, where("fps"), notes),
+            num_frames=inferred_reading(lambda: _optional_number(cell("num_frames"), int), None, where("num_frames"), notes),
             columns={fld: cols.get(fld) for fld in MEDIA_FIELDS},
         ))
     if not samples:
         raise ReleaseFormatError(f"{label}: no sample rows after the header")
+    if ignored and warn:
+        logger.warning("%s%s", ignored[0], f" (and {len(ignored) - 1} more cells like it)" if len(ignored) > 1 else "")
     return samples
 
 
-def read_metadata(root: str | os.PathLike) -> list[Sample]:
+def read_metadata(root: str | os.PathLike, warn: bool = True) -> list[Sample]:
     """``<root>/metadata.csv`` parsed; a missing root or file raises naming the expected path. It must be a
     regular file of at most :data:`MAX_METADATA_BYTES` inside the root (:func:`perckit.io.paths.resolve_under`)."""
     root = Path(root)
@@ -277,7 +277,7 @@ def read_metadata(root: str | os.PathLike) -> list[Sample]:
     if not os.path.lexists(path):
         raise ReleaseNotFoundError(f"{METADATA!r} not found under {str(root)!r}: expected the release root (the folder with {METADATA}, annotations/ and archives/)")
     path = resolve_under(root, METADATA, str(path))
-    return parse_metadata(read_regular_file(path, str(path), MAX_METADATA_BYTES), str(path))
+    return parse_metadata(read_regular_file(path, str(path), MAX_METADATA_BYTES), str(path), warn)
 
 
 def annotation_path(root: str | os.PathLike, sample_id: str) -> Path:
@@ -295,14 +295,10 @@ def _number(value: Any, where: str, integer: bool = False) -> Any:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ReleaseFormatError(f"{where}: expected {'an integer' if integer else 'a number'} or null, got {_short(value)}")
-    if not math.isfinite(float(value)):
-        raise ReleaseFormatError(f"{where}: expected a finite number, got {value!r}")
-    if integer:
-        if float(value) != int(value):
-            raise ReleaseFormatError(f"{where}: expected an integer, got {value!r}")
-        return int(value)
-    return float(value)
+        raise InferredShapeError(f"{where}: expected {'an integer' if integer else 'a number'} or null, got {_short(value)}")
+    if not math.isfinite(float(value)) or (integer and float(value) != int(value)):
+        raise InferredShapeError(f"{where}: expected a finite {'integer' if integer else 'number'}, got {value!r}")
+    return int(value) if integer else float(value)
 
 
 def _window(obj: Mapping, keys: Sequence[str], pairs: Sequence[tuple[str, str]], where: str, integer: bool) -> list | None:
@@ -310,7 +306,7 @@ def _window(obj: Mapping, keys: Sequence[str], pairs: Sequence[tuple[str, str]],
         if k in obj and obj[k] is not None:
             v = obj[k]
             if not isinstance(v, (list, tuple)) or len(v) != 2:
-                raise ReleaseFormatError(f"{where}: key {k!r}: expected a [start, end) pair, got {_short(v)}")
+                raise InferredShapeError(f"{where}: key {k!r}: expected a [start, end) pair, got {_short(v)}")
             out = [_number(v[0], f"{where}: key {k!r}[0]", integer), _number(v[1], f"{where}: key {k!r}[1]", integer)]
             label = k
             break
@@ -325,7 +321,7 @@ def _window(obj: Mapping, keys: Sequence[str], pairs: Sequence[tuple[str, str]],
     if out[0] is None or out[1] is None:
         return None
     if out[1] < out[0]:
-        raise ReleaseFormatError(f"{where}: window {label!r} has end < start ({out[0]!r} > {out[1]!r}); expected [start, end) with end >= start")
+        raise InferredShapeError(f"{where}: window {label!r} has end < start ({out[0]!r} > {out[1]!r}); expected [start, end) with end >= start")
     return out
 
 
@@ -337,15 +333,20 @@ def _first(obj: Mapping, keys: Sequence[str]) -> tuple[str | None, Any]:
 
 
 def extract_annotation_fields(obj: Any, where: str) -> dict:
-    """The typed fields of one annotation object; a missing key gives ``None``, never an error.
+    """The typed fields of one annotation object [inferred: the card describes what it holds, not its keys].
 
     Tries the key names of :data:`WINDOW_S_KEYS` / :data:`WINDOW_S_PAIRS`, :data:`WINDOW_F_KEYS` /
     :data:`WINDOW_F_PAIRS`, :data:`ANCHOR_KEYS`, :data:`INSTANCE_KEYS` and ``fps`` / ``num_frames`` /
-    ``duration_s``. A present value of the wrong type, or a window with ``end < start``, raises
-    :class:`ReleaseFormatError` naming ``where`` and the key.
+    ``duration_s``. Not an object, none of those keys, a present value of the wrong type, or a window with
+    ``end < start``: :class:`InferredShapeError` naming ``where`` and the key (:func:`read_annotation` then warns
+    once and leaves the fields null).
     """
     if not isinstance(obj, Mapping):
-        raise ReleaseFormatError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        raise InferredShapeError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    keys = (*WINDOW_S_KEYS, *sum(WINDOW_S_PAIRS, ()), *WINDOW_F_KEYS, *sum(WINDOW_F_PAIRS, ()), *ANCHOR_KEYS, *INSTANCE_KEYS,
+            "fps", "num_frames", "duration_s")
+    if not any(k in obj for k in keys):
+        raise InferredShapeError(f"{where}: expected at least one of the keys {list(keys)}, found {_short(sorted(obj))}")
     out = dict.fromkeys(ANNOTATION_FIELDS)
     out["edit_window_s"] = _window(obj, WINDOW_S_KEYS, WINDOW_S_PAIRS, where, integer=False)
     out["edit_window_frames"] = _window(obj, WINDOW_F_KEYS, WINDOW_F_PAIRS, where, integer=True)
@@ -360,14 +361,17 @@ def extract_annotation_fields(obj: Any, where: str) -> dict:
 
 
 def read_annotation(path: str | os.PathLike) -> tuple[dict, str | None]:
-    """The annotation of one sample; a missing file gives null fields, ``None`` text and a warning.
+    """The annotation of one sample; a missing file gives null fields, ``None`` text and a warning, and so does one
+    whose shape is not the inferred one (:func:`perckit.errors.inferred_reading`; its text is still kept).
 
     ``path`` comes from :func:`annotation_path`. Anything there other than a regular file of at most
-    :data:`MAX_ANNOTATION_BYTES` (a folder, a FIFO, a device) raises :class:`ReleaseFormatError`."""
+    :data:`MAX_ANNOTATION_BYTES` (a folder, a FIFO, a device), or text that is not JSON, raises
+    :class:`ReleaseFormatError`."""
     if not os.path.lexists(path):
         logger.warning("annotation file %r not found: its fields are null", str(path))
         return dict.fromkeys(ANNOTATION_FIELDS), None
     where = str(path)  # invalid JSON raises naming the file
     text = decode_text(read_regular_file(path, where, MAX_ANNOTATION_BYTES), where, ReleaseFormatError, "UTF-8 JSON")
-    return extract_annotation_fields(parse_json(text, where, ReleaseFormatError), where), text
+    obj = parse_json(text, where, ReleaseFormatError)
+    return inferred_reading(lambda: extract_annotation_fields(obj, where), dict.fromkeys(ANNOTATION_FIELDS), where, logger), text
 
