@@ -48,6 +48,27 @@ def test_usage_errors_exit_2_and_data_errors_exit_1(tmp_path, capsys):
     assert "unknown metric 'nope'" in err and "missing.jsonl" in err and "bad.jsonl' line 1" in err
 
 
+def test_evaluate_scores_through_the_accumulator_without_importing_evaluate(rc_export, tmp_path):
+    """perckit evaluate is a thin door onto the accumulator: scoring refer_iou from an export imports neither
+    evaluate nor torch (issue 31), and the numbers are the evaluate module's."""
+    import subprocess
+    import sys
+
+    export, preds = rc_export
+    out = tmp_path / "r.json"
+    code = ("import sys; from perckit.__main__ import main; "
+            f"rc = main(['evaluate', 'refer_iou', '--predictions', {str(preds)!r}, '--references', {str(export)!r}, "
+            f"'--output', {str(out)!r}]); print(rc, sorted(m for m in ('evaluate', 'torch', 'transformers') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr
+    result = {k: v for k, v in json.loads(out.read_text()).items() if k != RUN_KEY}
+    rows = [json.loads(line) for line in preds.read_text().splitlines()]
+    from perckit.__main__ import load_rows
+
+    refs = [perckit.refcoco_m.to_metric_reference(r) for r in load_rows(str(export), None, None)[0]]
+    assert result == perckit.load_metric("refer_iou").compute(predictions=rows, references=refs)
+
+
 def test_evaluate_picks_the_only_split_and_writes_a_results_file(rc_export, tmp_path, capsys):
     export, preds = rc_export
     out = tmp_path / "results" / "refer_iou.json"

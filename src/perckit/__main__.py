@@ -184,8 +184,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         references = [project(r) for r in rows]
     else:
         references = _read_rows(args.references)
-    metric = load_metric(args.metric, args.config)
-    result = metric.compute(predictions=predictions, references=references, **options)
+    if spec.core is not None:  # the accumulator: the scoring engine itself, without importing evaluate
+        from .hf.accumulate import accumulator
+
+        result = accumulator(args.metric, args.config, **options).update(predictions, references).compute()
+    else:  # av_edit_quality's model metrics are scored by their evaluate module only
+        result = load_metric(args.metric, args.config).compute(predictions=predictions, references=references, **options)
     scalars = {k: v for k, v in result.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     for k, v in (scalars or result.get("overall", {})).items():
         print(f"{k:>32s}  {v}")
