@@ -190,3 +190,19 @@ def test_option_values_follow_the_json_rules():
         _kv(["k=1", "k=2"])
     with pytest.raises(OptionError, match="duplicate key 'a'"):
         _kv(['k={"a": 1, "a": 2}'])
+
+
+def test_evaluate_prints_tables_and_compare_puts_runs_side_by_side(rc_export, tmp_path, capsys):
+    export, preds = rc_export
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["evaluate", "refer_iou", "--predictions", str(preds), "--references", str(export), "--output", str(a),
+                 "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| metric | value |" in out and "| miou | 1.0000 |" in out and "| per_category | miou | ciou | num_examples |" in out
+    assert main(["evaluate", "refer_iou", "--predictions", str(preds), "--references", str(export), "--output", str(b),
+                 "--option", "thresholds=[0.5]"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b)]) == 2  # other options: refused, one line
+    assert "options {'thresholds': [0.5]} differs" in capsys.readouterr().err
+    assert main(["compare", str(a), str(a)]) == 0
+    assert "miou" in capsys.readouterr().out

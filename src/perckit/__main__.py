@@ -1,4 +1,4 @@
-"""``perckit`` / ``python -m perckit``: list, convert, push, evaluate, demo, write-sample."""
+"""``perckit`` / ``python -m perckit``: list, convert, push, evaluate, compare, gt-predictions, demo, write-sample."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .hf.cli import exit_code, run_guarded, write_json
+from .hf.tables import RUN_KEY
 
 
 def _kv(items: Sequence[str] | None) -> dict[str, Any]:
@@ -92,7 +93,6 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
-RUN_KEY = "perckit_run"  #: the key of a results file that says how the numbers were made
 
 
 def check_results_path(path: str, kind: str = "results") -> Path:
@@ -164,6 +164,7 @@ def pick_split(splits: Sequence[str], asked: str | None, where: str) -> str:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .hf import tables
     from .hf.api import load_metric
     from .hf.benchmark import metric as lookup
 
@@ -190,9 +191,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         result = accumulator(args.metric, args.config, **options).update(predictions, references).compute()
     else:  # av_edit_quality's model metrics are scored by their evaluate module only
         result = load_metric(args.metric, args.config).compute(predictions=predictions, references=references, **options)
-    scalars = {k: v for k, v in result.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    for k, v in (scalars or result.get("overall", {})).items():
-        print(f"{k:>32s}  {v}")
+    print(tables.render(result, args.format, f"{args.metric}" + (f" ({args.config})" if args.config else "")))
     if args.compare_baselines:  # Syn4D: the card's published baselines with this run as one more row
         from .syn4d.metric.baselines import format_comparison
         print(format_comparison(result))
@@ -200,6 +199,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         record = {**result, RUN_KEY: run_record(args, options, fingerprint, split)}
         write_json(output, record, default=str)  # the scaffold's writer: a temporary file moved into place
         print(f"results written to {output} (with the versions, options and dataset fingerprint under {RUN_KEY!r})")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .errors import OptionError
+    from .hf import tables
+    from .io.jsonio import read_json
+
+    if len(args.runs) < 2:
+        raise OptionError(f"compare: expected at least two results files, got {len(args.runs)}")
+    results = [read_json(Path(r), error=OptionError, limit=1 << 28) for r in args.runs]
+    print(tables.compare(results, args.runs, args.format))
+    if args.compare_baselines:  # Syn4D: the card's published baselines, each run as one more row
+        from .syn4d.metric.baselines import format_comparison
+
+        for name, result in zip(args.runs, results):
+            print(f"\n{name}:\n{format_comparison(result)}")
     return 0
 
 
@@ -301,6 +317,7 @@ def _dataset_options(p: argparse.ArgumentParser, metrics: str, references_help: 
 
 def build_parser() -> argparse.ArgumentParser:
     from .hf.benchmark import NAMES
+    from .hf.tables import FORMATS
 
     benchmarks = sorted(NAMES)
     p = argparse.ArgumentParser(
@@ -351,7 +368,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "file is replaced only if it is an earlier perckit results file)")
     e.add_argument("--compare-baselines", action="store_true", help="syn4d only: print the Syn4D card's published "
                    "baseline table with this run's overall numbers as one more row")
+    e.add_argument("--format", choices=FORMATS, default="text", help="the printed results: a table (text, markdown, "
+                   "latex) of the headline numbers and of each per-group block, or the whole result as json")
     e.set_defaults(fn=cmd_evaluate)
+
+    cp = sub.add_parser("compare", help="print results files of perckit evaluate side by side, with deltas against the first",
+                        description="Print the headline numbers of two or more results files (perckit evaluate --output) side "
+                        "by side, each with its delta against the first. Runs of another metric, config or options are "
+                        "refused; a run on a dataset with another fingerprint is marked.")
+    cp.add_argument("runs", nargs="+", metavar="RUN.json", help="results files, the first is the reference")
+    cp.add_argument("--format", choices=FORMATS, default="text", help="text, markdown, latex or json")
+    cp.add_argument("--compare-baselines", action="store_true", help="syn4d only: each run beside the Syn4D card's baselines")
+    cp.set_defaults(fn=cmd_compare)
 
     g = sub.add_parser("gt-predictions", help="write the ground truth of a dataset folder as a metric's predictions (JSON Lines)",
                        description="Write one prediction a line that copies the ground truth of each row of --references (a "
