@@ -215,7 +215,7 @@ def test_the_transform_decodes_only_the_rows_read(splits, monkeypatch):
 def test_the_transform_columns_option(splits):
     ds = splits["r4d_bench", "frames"]
     only = ds.with_transform(pt.masks_transform("annotations"))[0]
-    assert all(isinstance(a["mask"], torch.Tensor) for a in only["annotations"]) and only["scene"] == ds[0]["scene"]
+    assert all(isinstance(a["segmentation"], torch.Tensor) for a in only["annotations"]) and only["scene"] == ds[0]["scene"]
     queries = splits["r4d_bench", "all_queries"]
     row = next(r for r in queries.with_transform(pt.masks_transform(["scene"])) if r["frames"])
     assert isinstance(row["frames"][0]["mask"], dict)  # a column not named is left as it is

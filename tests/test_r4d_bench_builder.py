@@ -34,7 +34,7 @@ def test_query_rows_and_features(r4d_release, r4d_queries):
     assert any(ord(c) > 0x3000 for c in cook["text_zh"])
     for r in r4d_queries:
         assert [f["frame_id"] for f in r["frames"]] == sorted(f["frame_id"] for f in r["frames"])
-        assert r["evaluated_frame_ids"] == sorted({f["frame_id"] for f in r["frames"]} | set(r["existence_frame_ids"]))
+        assert r["evaluated_frame_ids"] == sorted({f["frame_id"] for f in r["frames"]} | set(r["existence_frames"]))
         assert r["scene_frame_ids"] == r4d_release.frame_ids[r["scene"]]
         for f in r["frames"]:
             assert f["mask"]["size"] == [24, 32] and isinstance(f["mask"]["counts"], str)
@@ -44,10 +44,10 @@ def test_query_rows_and_features(r4d_release, r4d_queries):
 def test_negative_sentinel_frames_get_empty_masks(r4d_queries):
     rows = {r["query_id"]: r for r in r4d_queries}
     neg = rows["americano_q3"]
-    assert len(neg["existence_frame_ids"]) == 2
+    assert len(neg["existence_frames"]) == 2
     assert all(rle.area(f["mask"]) == 0 and f["num_instance_masks"] == 0 for f in neg["frames"])
     no_entries = rows["americano_q7"]  # sentinel frames without frame entries
-    assert no_entries["frames"] == [] and no_entries["evaluated_frame_ids"] == no_entries["existence_frame_ids"]
+    assert no_entries["frames"] == [] and no_entries["evaluated_frame_ids"] == no_entries["existence_frames"]
 
 
 def _gt_entry(root, qid):
@@ -103,12 +103,12 @@ def test_frames_config(r4d_release, tmp_path):
     assert ds.num_rows == 12 * 4
     row = ds[0]
     assert row["image"].size == (32, 24)
-    assert row["image_file_name"].startswith("images/") and "_png.rf." in row["image_file_name"]
+    assert "_png.rf." in row["file_name"] and "/" not in row["file_name"]  # COCO's file_name as written (under images/)
     cook = [r for r in ds if r["scene"] == "cook_spinach"]
     assert [r["frame_id"] for r in cook] == r4d_release.frame_ids["cook_spinach"]
     tracks = {a["track_id"] for r in ds for a in r["annotations"]}
     assert {"1", "2", "3"} <= tracks  # from track_id and attributes.track_id
-    empties = [a for r in ds for a in r["annotations"] if a["mask"] is None]
+    empties = [a for r in ds for a in r["annotations"] if a["segmentation"] is None]
     assert len(empties) == 1  # the empty segmentation stays null, never a bbox
     keyboard = [r for r in ds if r["scene"] == "keyboard"]  # its COCO file is _annotations.test.coco.json
     assert len(keyboard) == 4

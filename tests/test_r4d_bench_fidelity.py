@@ -301,17 +301,17 @@ def test_scene_json_links_annotations_that_carry_no_track_id(small):
     rows = _rows(small, "cut_lemon")
     anns = [a for r in rows for a in r["annotations"]]
     assert len(anns) == len(coco["annotations"]) and len(set(links.values())) >= 3
-    assert all(a["track_id"] == links[a["annotation_id"]] for a in anns)  # before: every one was null
+    assert all(a["track_id"] == links[a["id"]] for a in anns)  # before: every one was null
 
 
 def test_frames_builder_reads_the_scene_json(small, tmp_path):
     ds = build_split("r4d_bench", "frames", small, tmp_path / "cache")
     links = _links(small, "cut_lemon")
     cut = [a for r in ds if r["scene"] == "cut_lemon" for a in r["annotations"]]
-    assert cut and all(a["track_id"] == links[a["annotation_id"]] for a in cut)
+    assert cut and all(a["track_id"] == links[a["id"]] for a in cut)
     # americano: both sources agree, the COCO attribute is kept
-    am = [a for r in ds if r["scene"] == "americano" for a in r["annotations"] if a["mask"] is not None]
-    assert am and all(a["track_id"] == _links(small, "americano")[a["annotation_id"]] for a in am)
+    am = [a for r in ds if r["scene"] == "americano" for a in r["annotations"] if a["segmentation"] is not None]
+    assert am and all(a["track_id"] == _links(small, "americano")[a["id"]] for a in am)
 
 
 def test_hyphen_named_scene_json_is_read(root):
@@ -321,7 +321,7 @@ def test_hyphen_named_scene_json_is_read(root):
     _edit(coco, lambda d: [a.pop("track_id", None) or a.get("attributes", {}).pop("track_id", None) for a in d["annotations"]])
     links = _links(root, "cook_spinach")
     anns = [a for r in _rows(root, "cook_spinach") for a in r["annotations"]]
-    assert anns and all(a["track_id"] == links[a["annotation_id"]] for a in anns)
+    assert anns and all(a["track_id"] == links[a["id"]] for a in anns)
 
 
 def test_coco_attribute_wins_by_default_and_the_option_switches(root, caplog):
@@ -333,16 +333,16 @@ def test_coco_attribute_wins_by_default_and_the_option_switches(root, caplog):
     assert own != linked
     with caplog.at_level(logging.WARNING, logger="perckit.r4d_bench.release"):
         rows = _rows(root, "americano")
-    assert next(a for r in rows for a in r["annotations"] if a["annotation_id"] == 1)["track_id"] == own
+    assert next(a for r in rows for a in r["annotations"] if a["id"] == 1)["track_id"] == own
     assert "name another track" in caplog.text and "keeping the COCO one" in caplog.text
     rows = _rows(root, "americano", "scene_json")
-    assert next(a for r in rows for a in r["annotations"] if a["annotation_id"] == 1)["track_id"] == linked
+    assert next(a for r in rows for a in r["annotations"] if a["id"] == 1)["track_id"] == linked
 
 
 def test_without_a_scene_json_the_coco_attributes_are_used(root):
     _track_file(root, "americano").unlink()
     _track_file(root, "cut_lemon").unlink()
-    assert all(a["track_id"] is not None for r in _rows(root, "americano") for a in r["annotations"] if a["mask"] is not None)
+    assert all(a["track_id"] is not None for r in _rows(root, "americano") for a in r["annotations"] if a["segmentation"] is not None)
     assert all(a["track_id"] is None for r in _rows(root, "cut_lemon") for a in r["annotations"])
 
 

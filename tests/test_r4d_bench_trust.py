@@ -14,6 +14,7 @@ import re
 import shutil
 from pathlib import Path
 
+import datasets
 import numpy as np
 import pytest
 from helpers.harness import deadline, expect
@@ -134,7 +135,7 @@ def test_frame_image_over_the_cap_is_refused_before_it_is_read(root, monkeypatch
 
 def test_frames_of_a_clean_release_still_build(root, tmp_path):
     ds = _frames(root, tmp_path)
-    assert len(ds) == 4 and ds[0]["image_file_name"].startswith("images/")
+    assert len(ds) == 4 and ds.cast_column("image", datasets.Image(decode=False))[0]["image"]["path"].startswith("images/")
 
 
 # ---------------------------------------------------------------- mask PNG paths of the _with_paths GT

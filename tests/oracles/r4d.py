@@ -38,8 +38,8 @@ def frame_rows(info: r4d_read.SceneInfo, track_id_precedence: str = "coco", imag
             "scene": info.name,
             "frame_id": fid,
             "image": {"bytes": data, "path": fr.file_name},
-            "image_file_name": fr.file_name,
-            "coco_image_id": fr.coco_image_id,
+            "file_name": fr.coco_file_name,
+            "id": fr.coco_image_id,
             "height": fr.height,
             "width": fr.width,
             "annotations": anns,
@@ -58,14 +58,14 @@ def annotations(info: r4d_read.SceneInfo, scene: r4d_rows.SceneAnnotations, fr: 
         if seg not in (None, [], {}):
             mask = rle_ops.to_rle(seg, size=(fr.height, fr.width), where=f"{awhere}.segmentation")
         out.append({
-            "annotation_id": r4d_rows._annotation_int(a, "id", where),
+            "id": r4d_rows._annotation_int(a, "id", where),
             "category_id": r4d_rows._annotation_int(a, "category_id", where),
             "category_name": r4d_rows._json_text(scene.cats.get(a.get("category_id")) if isinstance(a.get("category_id"), hashable) else None),
             "track_id": r4d_read.resolve_track_id(a, info.track_links, track_id_precedence, r4d_rows._annotation_int(a, "id", where)),
-            "bbox_xywh": r4d_rows._annotation_numbers(a.get("bbox") or [], f"{awhere}.bbox"),
+            "bbox": r4d_rows._annotation_numbers(a.get("bbox") or [], f"{awhere}.bbox"),
             "area": r4d_rows._annotation_numbers([a["area"]], f"{awhere}.area")[0] if a.get("area") is not None else None,
             "iscrowd": bool(a.get("iscrowd", 0)),
-            "mask": mask,
+            "segmentation": mask,
         })
     return out
 

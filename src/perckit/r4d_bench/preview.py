@@ -59,7 +59,7 @@ def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
             for a in anns:
                 tracks.setdefault(a.get("track_id"), len(tracks))
             h, w = row.get("height"), row.get("width")
-            t = previews.masks_tile(row.get("image"), [a.get("mask") for a in anns], [h, w] if isinstance(h, int) and isinstance(w, int) else None,
+            t = previews.masks_tile(row.get("image"), [a.get("segmentation") for a in anns], [h, w] if isinstance(h, int) and isinstance(w, int) else None,
                                     f"R4D-Bench frame {row.get('scene')!r}/{row.get('frame_id')!r}",
                                     colours=[previews.object_colour(tracks[a.get("track_id")]) for a in anns] or None)
             return previews.encode(Image.fromarray(t)) if t is not None else previews.blank("no image")

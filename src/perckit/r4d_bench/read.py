@@ -196,6 +196,8 @@ class FrameInfo:
     file_name: str | None
     height: int
     width: int
+    #: The COCO ``images[].file_name`` as written (the ``frames`` rows' ``file_name``).
+    coco_file_name: str | None = None
 
 
 @dataclass
@@ -267,7 +269,7 @@ def read_scene(root: Path, scene: str, coco_json_name: str | None = None, frame_
         except (KeyError, TypeError, ValueError):
             raise ReleaseFormatError(f"{where}: expected int 'id', 'height' and 'width'") from None
         name = _image_name(folder, real, img.get("file_name"), f"{where}.file_name") if real else None
-        info.frames[fid] = FrameInfo(fid, iid, name, h, w)
+        info.frames[fid] = FrameInfo(fid, iid, name, h, w, img.get("file_name"))
     if read_tracks:
         info.track_json_path, info.track_links = read_scene_tracks(folder, scene, aliases)
     return info

@@ -122,7 +122,7 @@ def query_row(rel: QueryRelease, entry: Mapping, mask_source: str = "segmentatio
         "expected_temporal_anchor": _json_text(meta.get("expected_temporal_anchor")),
         "distractor": _json_text(meta.get("distractor")),
         "note": _json_text(meta.get("note")),
-        "existence_frame_ids": existence,
+        "existence_frames": existence,
         "frames": frames,
         "evaluated_frame_ids": sorted(annotated | set(existence)),
         "scene_frame_ids": sorted(info.frames) if info else [],
@@ -279,8 +279,8 @@ def _batch_table(info: SceneInfo, scene: SceneAnnotations, cat_names: dict, batc
     values = {
         "scene": [info.name] * len(batch),
         "frame_id": [fid for fid, *_ in batch],
-        "image_file_name": [fr.file_name for _, fr, *_ in batch],
-        "coco_image_id": [fr.coco_image_id for _, fr, *_ in batch],
+        "file_name": [fr.coco_file_name for _, fr, *_ in batch],
+        "id": [fr.coco_image_id for _, fr, *_ in batch],
         "height": [fr.height for _, fr, *_ in batch],
         "width": [fr.width for _, fr, *_ in batch],
     }
@@ -310,7 +310,7 @@ def _annotation_column(frames: Sequence[tuple[FrameInfo, Sequence[Mapping], str]
                        links: Mapping[int, str], precedence: str, checked: AbstractSet[int],
                        list_type: pa.ListType) -> pa.Array:
     """The ``annotations`` column of a batch of frames (``(frame, its COCO annotations, where)``): per frame a
-    list of ``{annotation_id, category_id, category_name, track_id, bbox_xywh, area, iscrowd, mask}`` by
+    list of ``{id, category_id, category_name, track_id, bbox, area, iscrowd, segmentation}`` (the COCO keys) by
     annotation id (a missing ``id`` / ``category_id`` is 0).
 
     Each field of every annotation of the batch is one list, checked at once by its values' types (``int`` ids,
@@ -344,7 +344,7 @@ def _annotation_column(frames: Sequence[tuple[FrameInfo, Sequence[Mapping], str]
     def where_of(i: int) -> str:  # (an error's: as the rows name an annotation)
         return f"{wheres[i]}: annotation {flat[i].get('id')}"
 
-    masks = _mask_column(usable, flat, offsets, checked, where_of, first, list_type.value_type.field("mask").type)
+    masks = _mask_column(usable, flat, offsets, checked, where_of, first, list_type.value_type.field("segmentation").type)
     raw_cids = [a.get("category_id", 0) for a in flat]
     cids = raw_cids
     if not set(map(type, cids)) <= _INT:
@@ -374,12 +374,12 @@ def _annotation_column(frames: Sequence[tuple[FrameInfo, Sequence[Mapping], str]
     else:  # the category of the value as given (a digit string is looked up as a string)
         names = [cat_names.get(c) if isinstance(c, (int, str)) else None for c in (a.get("category_id") for a in flat)]
     struct = pa.StructArray.from_arrays([
-        pa.array(ids, types["annotation_id"]),
+        pa.array(ids, types["id"]),
         pa.array(cids, types["category_id"]),
         pa.array(names, types["category_name"]),
         pa.array(resolve_track_ids(flat, ids, links, precedence), types["track_id"]),
         pa.ListArray.from_arrays(pa.array([0, *itertools.accumulate(box_lengths)], pa.int32()),
-                                 pa.array(coords, types["bbox_xywh"].value_type), type=types["bbox_xywh"]),
+                                 pa.array(coords, types["bbox"].value_type), type=types["bbox"]),
         pa.array(areas, types["area"]),
         pa.array([bool(a.get("iscrowd", 0)) for a in flat], types["iscrowd"]),
         masks,
