@@ -34,8 +34,8 @@ from PIL import Image
 from ..io import prefetch
 from .. import rle as rle_ops
 from ..errors import (
-    InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, RLEError, check_choice,
-    short_repr as _short,
+    InferredShapeError, InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, RLEError,
+    check_choice, inferred_reading, short_repr as _short,
 )
 from ..io.images import check_encoded_image, mask_foreground
 from ..io.jsonio import parse_int, read_json, require_file
@@ -52,10 +52,32 @@ logger = logging.getLogger("perckit.r4d_bench.release")  # the release readers' 
 # ---------------------------------------------------------------- COCO names [inferred]
 
 
+def warn_shapes(bad: Sequence[tuple[str, Any]], expected: str, where: str) -> None:
+    """[inferred] readings: when ``bad`` (``(field, value)`` pairs of the file ``where`` whose shape is not
+    ``expected``) is not empty, one warning naming ``where`` (:func:`perckit.errors.inferred_reading`) with their
+    count and the first; the caller ignores them."""
+    def check() -> None:
+        if bad:
+            raise InferredShapeError(f"{len(bad)} value(s) not {expected}, e.g. {bad[0][0]}: {_short(bad[0][1])}")
+    inferred_reading(check, None, where, logger)
+
+
+def is_track_id(value: Any) -> bool:
+    """The shape of one track id: an int (not a bool) or a non-empty string."""
+    return type(value) is int or (type(value) is str and value != "")
+
+
+def _extra_ok(extra: Any) -> bool:
+    """[inferred] The Roboflow ``extra`` of a COCO image has the shape read: an object whose ``name`` is a string
+    (or absent). Another shape is ignored (:func:`frame_id_of`) with one warning per file (:func:`read_scene`)."""
+    return isinstance(extra, Mapping) and isinstance(extra.get("name"), (str, type(None)))
+
+
 def frame_id_of(image: Mapping[str, Any], pattern: str = r"(\d+)", where: str = "COCO image") -> int:
-    """[inferred] frame id of a COCO image: first digit run of ``extra.name``, else of the file name's basename."""
-    extra = image.get("extra") if isinstance(image.get("extra"), Mapping) else {}
-    name = extra.get("name") or Path(str(image.get("file_name", ""))).name
+    """[inferred] frame id of a COCO image: first digit run of ``extra.name``, else of the file name's basename
+    (an ``extra.name`` that is not a string is ignored)."""
+    name = image["extra"].get("name") if _extra_ok(image.get("extra")) else None
+    name = name or Path(str(image.get("file_name", ""))).name
     m = re.search(pattern, str(name))
     if not m:
         raise ReleaseFormatError(f"{where}: no frame id matching {pattern!r} in image name {name!r}")
@@ -67,16 +89,21 @@ def frame_id_of(image: Mapping[str, Any], pattern: str = r"(\d+)", where: str = 
 TRACK_ID_PRECEDENCES = ("coco", "scene_json")
 
 
-def coco_track_id(annotation: Mapping[str, Any]) -> str | None:
-    """[inferred] track id carried by a COCO annotation: ``track_id``, ``attributes.track_id``, ``instance_id``, else None."""
-    if annotation.get("track_id") is not None:
-        return str(annotation["track_id"])
+def track_attributes(annotation: Mapping[str, Any]) -> tuple[list[str], list[tuple[str, Any]]]:
+    """[inferred] The track ids a COCO annotation carries, in precedence order (``track_id``,
+    ``attributes.track_id``, ``instance_id``; each an int or a non-empty string, :func:`is_track_id`), and the
+    ``(name, value)`` of those of another shape (and of an ``attributes`` that is not an object), which are ignored."""
     attrs = annotation.get("attributes")
-    if isinstance(attrs, Mapping) and attrs.get("track_id") is not None:
-        return str(attrs["track_id"])
-    if annotation.get("instance_id") is not None:
-        return str(annotation["instance_id"])
-    return None
+    inner = attrs.get("track_id") if isinstance(attrs, Mapping) else None
+    pairs = [("track_id", annotation.get("track_id")), ("attributes.track_id", inner), ("instance_id", annotation.get("instance_id"))]
+    odd = [(k, v) for k, v in pairs if v is not None and not is_track_id(v)]
+    return [str(v) for _, v in pairs if is_track_id(v)], odd + ([] if isinstance(attrs, (Mapping, type(None))) else [("attributes", attrs)])
+
+
+def coco_track_id(annotation: Mapping[str, Any]) -> str | None:
+    """[inferred] track id carried by a COCO annotation: the first of :func:`track_attributes`, else None (an
+    attribute of another shape is ignored: :func:`perckit.r4d_bench.rows.scene_annotations` warns once per file)."""
+    return next(iter(track_attributes(annotation)[0]), None)
 
 
 def resolve_track_id(annotation: Mapping[str, Any], scene_links: Mapping[int, str] | None = None,
@@ -126,63 +153,47 @@ def find_scene_track_json(folder: Path, scene: str, aliases: Mapping[str, str] =
     the scene folder is refused)."""
     where = f"scene folder {str(folder)!r}: scene track JSON"
     found = [n for n in scene_track_json_names(scene, aliases) if (folder / n).exists() or (folder / n).is_symlink()]
-    if len(found) > 1:
-        raise ReleaseFormatError(f"{where}: expected at most one of {scene_track_json_names(scene, aliases)}, got {found}")
+    if len(found) > 1:  # [inferred] names: ambiguous, the scene track JSON is ignored (read_scene_tracks)
+        raise InferredShapeError(f"{where}: expected at most one of {scene_track_json_names(scene, aliases)}, got {found}")
     return resolve_under(folder, found[0], where) if found else None
 
 
-def scene_track_links(data: Any, where: str) -> dict[int, str] | None:
+def scene_track_links(data: Any) -> dict[int, str]:
     """[inferred] COCO annotation id -> track id, from a parsed scene track JSON.
 
     Neither the spec nor the card documents the fields of this file; this reads ``{"tracks": [...]}`` (or a bare
-    list of tracks) where a track is an object with ``track_id`` (an int or a string) and ``annotation_ids`` (the
-    COCO annotation ``id``s of its instance masks). A track without ``annotation_ids`` links nothing (other keys
-    such as ``category`` are not read). A file of another shape returns None (the caller warns and keeps the COCO
-    attributes); a ``tracks`` list that breaks these rules, or an annotation id claimed by two tracks, raises
-    :class:`ReleaseFormatError` naming ``where``."""
-    if isinstance(data, Mapping):
-        if "tracks" not in data:
-            return None
-        data = data["tracks"]
-        if not isinstance(data, list):
-            raise ReleaseFormatError(f"{where}: tracks: expected a list of tracks, got {_short(data)}")
-    elif not isinstance(data, list):
-        return None
+    list of tracks) where a track is an object with ``track_id`` (an int or a non-empty string) and
+    ``annotation_ids`` (the COCO annotation ``id``s of its instance masks; other keys such as ``category`` are not
+    read; a track without ``annotation_ids`` links nothing, but tracks none of which has them are another layout).
+    Any other shape, or an annotation id claimed by two tracks, raises :class:`InferredShapeError` naming the
+    field: :func:`read_scene_tracks` then warns once and ignores the file."""
+    tracks = data.get("tracks") if isinstance(data, Mapping) else data
+    if not isinstance(tracks, list) or (tracks and not any(isinstance(t, Mapping) and "annotation_ids" in t for t in tracks)):
+        raise InferredShapeError(f"expected {{'tracks': [{{track_id, annotation_ids}}, ...]}} or a list of tracks, got {_short(data)}")
     links: dict[int, str] = {}
-    for i, track in enumerate(data):
-        twhere = f"{where}: tracks[{i}]"
-        if not isinstance(track, Mapping):
-            raise ReleaseFormatError(f"{twhere}: expected an object {{track_id, annotation_ids}}, got {_short(track)}")
-        if "annotation_ids" not in track:
+    for i, track in enumerate(tracks):
+        if isinstance(track, Mapping) and "annotation_ids" not in track:
             continue
-        tid = track.get("track_id")
-        if isinstance(tid, bool) or not isinstance(tid, (int, str)) or tid == "":
-            raise ReleaseFormatError(f"{twhere}.track_id: expected an int or a non-empty string, got {_short(tid)}")
-        ids = track["annotation_ids"]
-        if not isinstance(ids, list):
-            raise ReleaseFormatError(f"{twhere}.annotation_ids: expected a list of COCO annotation ids, got {_short(ids)}")
-        for j, aid in enumerate(ids):
-            aid = parse_int(aid, f"{twhere}.annotation_ids[{j}]")
-            if aid in links and links[aid] != str(tid):
-                raise ReleaseFormatError(
-                    f"{twhere}.annotation_ids[{j}]: expected each annotation in one track, got annotation {aid} "
-                    f"in track {links[aid]!r} and in track {str(tid)!r}"
-                )
-            links[aid] = str(tid)
+        if not isinstance(track, Mapping) or not is_track_id(tid := track.get("track_id")) or not isinstance(track["annotation_ids"], list):
+            raise InferredShapeError(f"tracks[{i}]: expected {{track_id: an int or a string, annotation_ids: [...]}}, got {_short(track)}")
+        for j, aid in enumerate(track["annotation_ids"]):
+            aid = parse_int(aid, f"tracks[{i}].annotation_ids[{j}]", InferredShapeError)
+            if links.setdefault(aid, str(tid)) != str(tid):
+                raise InferredShapeError(f"tracks[{i}].annotation_ids[{j}]: expected each annotation in one track, got "
+                                         f"annotation {aid} in track {links[aid]!r} and in track {str(tid)!r}")
     return links
 
 
 def read_scene_tracks(folder: Path, scene: str, aliases: Mapping[str, str] = SCENE_ALIASES) -> tuple[Path | None, dict[int, str]]:
     """The scene track JSON of a scene (path, annotation id -> track id); ``(None, {})`` when there is none.
-    Read with :func:`perckit.io.jsonio.read_json` (repeated keys refused, a BOM skipped, capped)."""
-    path = find_scene_track_json(folder, scene, aliases)
+    Read with :func:`perckit.io.jsonio.read_json` (repeated keys refused, a BOM skipped, capped): a broken file
+    raises; one of another layout (or two candidates) is one warning, then ignored (:func:`scene_track_links`)."""
+    where = f"R4D-Bench: scene folder {str(folder)!r}: scene track JSON"
+    path = inferred_reading(lambda: find_scene_track_json(folder, scene, aliases), None, where, logger)
     if path is None:
         return None, {}
-    links = scene_track_links(read_json(path, limit=MAX_JSON_BYTES), repr(str(path)))
-    if links is None:
-        logger.warning("R4D-Bench: %s: not a {'tracks': [...]} scene track JSON; track ids come from the COCO annotations only", path)
-        return path, {}
-    return path, links
+    data = read_json(path, limit=MAX_JSON_BYTES)
+    return path, inferred_reading(lambda: scene_track_links(data), {}, f"R4D-Bench: scene track JSON {str(path)!r}", logger)
 
 
 # ---------------------------------------------------------------- scenes
@@ -257,10 +268,13 @@ def read_scene(root: Path, scene: str, coco_json_name: str | None = None, frame_
     info = SceneInfo(scene, folder, coco_path, coco)
     # (the scene folder and its images/ folder resolved once: each name then costs one lstat per component)
     real = (os.path.realpath(folder), os.path.realpath(folder / "images")) if image_names else None
+    odd_names = []  # [inferred] extra.name of another shape: ignored (frame_id_of), one warning below
     for i, img in enumerate(coco["images"]):
         where = f"{str(coco_path)!r}: images[{i}]"
         if not isinstance(img, Mapping):
             raise ReleaseFormatError(f"{where}: expected an object, got {_short(img)}")
+        if img.get("extra") is not None and not _extra_ok(img["extra"]):
+            odd_names.append((f"images[{i}].extra", img["extra"]))
         fid = frame_id_of(img, frame_id_pattern, where)
         if fid in info.frames:
             raise ReleaseFormatError(f"{where}: frame id {fid} appears twice in the scene {scene!r}")
@@ -270,6 +284,7 @@ def read_scene(root: Path, scene: str, coco_json_name: str | None = None, frame_
             raise ReleaseFormatError(f"{where}: expected int 'id', 'height' and 'width'") from None
         name = _image_name(folder, real, img.get("file_name"), f"{where}.file_name") if real else None
         info.frames[fid] = FrameInfo(fid, iid, name, h, w, img.get("file_name"))
+    warn_shapes(odd_names, "an object with a string 'name'", f"R4D-Bench: {str(coco_path)!r}: images[].extra.name")
     if read_tracks:
         info.track_json_path, info.track_links = read_scene_tracks(folder, scene, aliases)
     return info
@@ -374,11 +389,19 @@ def load_queries_meta(path: str | Path) -> dict[str, dict]:
 
 
 def load_track_gt(path: str | Path) -> dict[str, list[str]]:
-    """``R4D-Bench_predictions.json``: ``{query_id: [ids]}`` or ``{query_id: {"target_track_ids": [...]}}``."""
+    """``R4D-Bench_predictions.json``: ``{query_id: [ids]}`` [card] or ``{query_id: {"target_track_ids": [...]}}``
+    [inferred: an object of another shape is one warning for the file, and its query is left out]."""
     data = read_json(path, limit=MAX_JSON_BYTES)
     if not isinstance(data, Mapping):
         raise ReleaseFormatError(f"{str(path)!r}: expected a JSON object query_id -> target_track_ids, got {type(data).__name__}")
-    return {str(k): track_id_list(v, f"{path}: {k!r}") for k, v in data.items()}
+    odd = {k: v for k, v in data.items() if isinstance(v, Mapping) and not _ids_ok(v.get("target_track_ids", v.get("track_ids")))}
+    warn_shapes([(repr(k), v) for k, v in odd.items()], "a list of track ids or an object with one under 'target_track_ids'",
+                f"R4D-Bench: {str(path)!r}: query values")
+    return {str(k): track_id_list(v, f"{path}: {k!r}") for k, v in data.items() if k not in odd}
+
+
+def _ids_ok(value: Any) -> bool:
+    return isinstance(value, list) and all(map(is_track_id, value))
 
 
 def track_id_list(value: Any, where: str, error: type[Exception] = ReleaseFormatError) -> list[str]:
@@ -401,7 +424,8 @@ _BY_FRAME_ID = operator.itemgetter("frame_id")
 
 
 def load_dense_gt(path: str | Path) -> list[dict]:
-    """Dense GT: an array of entries or an object keyed by ``query_id``. Checks ids, ``ground_truth`` and frame ids."""
+    """Dense GT: an array of entries or an object keyed by ``query_id``. Checks ids, ``ground_truth`` and frame ids;
+    a ``target_entity_ids`` [inferred] that is not a list of ids is one warning for the file, then left out."""
     data = read_json(path, limit=MAX_JSON_BYTES)
     if isinstance(data, Mapping):
         entries = []
@@ -415,6 +439,7 @@ def load_dense_gt(path: str | Path) -> list[dict]:
         raise ReleaseFormatError(f"{str(path)!r}: expected a JSON array of queries or an object keyed by query_id, got {type(data).__name__}")
     seen: set[str] = set()
     out = []
+    odd = []  # [inferred] ground_truth.target_entity_ids (read when target_tracks is absent) of another shape: dropped
     for i, entry in enumerate(entries):
         if not isinstance(entry, Mapping) or not isinstance(entry.get("query_id"), str):
             raise ReleaseFormatError(f"{str(path)!r}: entry {i}: expected an object with a string 'query_id', got {_short(entry)}")
@@ -452,7 +477,11 @@ def load_dense_gt(path: str | Path) -> list[dict]:
             existence = [parse_int(f, f"{where}: ground_truth.existence_frames") for f in existence]
         else:
             existence = list(existence)
-        out.append({**entry, "ground_truth": {**gt, "frames": sorted(norm_frames, key=_BY_FRAME_ID), "existence_frames": existence}})
+        gt = {**gt, "frames": sorted(norm_frames, key=_BY_FRAME_ID), "existence_frames": existence}
+        if gt.get("target_tracks") is None and gt.get("target_entity_ids") is not None and not _ids_ok(gt["target_entity_ids"]):
+            odd.append((f"query {qid!r}", gt.pop("target_entity_ids")))
+        out.append({**entry, "ground_truth": gt})
+    warn_shapes(odd, "a list of ids", f"R4D-Bench: {str(path)!r}: ground_truth.target_entity_ids")
     return out
 
 

@@ -27,7 +27,7 @@ from .layout import QUERIES_META, SCENE_ALIASES, TRACK_GT, normalise_scene, scen
 from .read import (
     TRACK_ID_PRECEDENCES, FrameInfo, QueryRelease, SceneInfo, checked_rles, coco_track_id, entry_scene,
     frame_image_paths, frame_images, frame_mask_from_pngs, frame_mask_from_segmentations, load_queries_meta,
-    open_query_release, read_ahead, resolve_track_ids, track_id_list,
+    open_query_release, read_ahead, resolve_track_ids, track_attributes, track_id_list, warn_shapes,
 )
 
 logger = logging.getLogger("perckit.r4d_bench.release")  # the release readers' one logger (its name is public)
@@ -215,7 +215,8 @@ class SceneAnnotations:
 
 
 def scene_annotations(info: SceneInfo, track_id_precedence: str = "coco") -> SceneAnnotations:
-    """Check the scene's COCO lists, group its annotations and warn about its track links (once per scene)."""
+    """Check the scene's COCO lists, group its annotations and warn about its track links and its track attributes
+    of another shape (once per scene)."""
     check_choice("track_id_precedence", track_id_precedence, TRACK_ID_PRECEDENCES)
     coco = info.coco
     for key in ("categories", "annotations"):
@@ -228,6 +229,9 @@ def scene_annotations(info: SceneInfo, track_id_precedence: str = "coco") -> Sce
         if isinstance(a, Mapping) and isinstance(a.get("image_id"), hashable):
             by_image.setdefault(a.get("image_id"), []).append(a)
     _check_track_links(info, coco.get("annotations", []), track_id_precedence)
+    odd = [(f"annotation {a.get('id')!r}: {k}", v) for a in coco.get("annotations", []) if isinstance(a, Mapping)
+           for k, v in track_attributes(a)[1]]  # [inferred]: ignored by coco_track_id
+    warn_shapes(odd, "a track id (an int or a string)", f"R4D-Bench: {str(info.coco_path)!r}: annotations[].track_id / attributes.track_id / instance_id")
     rles = [seg for a in coco.get("annotations", []) if type(a) is dict and type(seg := a.get("segmentation")) is dict]
     checked = {id(seg) for seg, ok in zip(rles, rle_ops.valid_many(rles)) if ok}
     return SceneAnnotations(cats, by_image, checked)
