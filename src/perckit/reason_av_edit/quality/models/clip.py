@@ -6,9 +6,13 @@ CLIP (Radford et al., 2021) through transformers (``CLIPModel`` + ``CLIPProcesso
 - the edited video's frames, all of them or every ``k``-th (``models`` option ``clip_frame_stride``,
   default 1: all frames; frames 0, k, 2k, ...), each preprocessed by the model's own image processor
   (shortest side resized, centre crop, CLIP mean / std) and embedded by ``get_image_features``;
-- the sample's ``target_text`` tokenised by the model's tokenizer, cut to the text model's
-  ``max_position_embeddings`` tokens (77 for OpenAI CLIP; longer instructions are truncated, as
-  torchmetrics does), embedded by ``get_text_features``;
+- the sample's ``target_text`` tokenised by the model's tokenizer with ``truncation=True`` and ``max_length`` =
+  the text model's ``max_position_embeddings`` (77 for OpenAI CLIP), so a longer instruction keeps
+  start-of-text, its first 75 tokens and end-of-text; embedded by ``get_text_features``. This is not what
+  torchmetrics' ``CLIPScore`` does: it tokenises without truncation, then keeps the first 77 ids, i.e.
+  start-of-text and 76 text tokens, and drops end-of-text, the token CLIP reads its text feature at
+  (transformers then pools at another position). Texts of up to 75 tokens get the same feature both ways,
+  longer ones do not;
 - ``tv_a`` of a sample = :func:`..formulas.clip_score`: the mean over frames of
   ``100 * max(cos(frame, text), 0)`` (torchmetrics' CLIPScore scale, in [0, 100]); ``tc`` of a sample =
   :func:`..formulas.temporal_consistency`: the mean cosine of consecutive sampled frames' features
