@@ -219,7 +219,7 @@ def case_syn4d(quick: bool = False) -> list[dict]:
         c2w[:, :3, 3] = np.cumsum(rng.normal(0, 0.1, (t_len, 3)), axis=0)
         pred_c2w = c2w.copy()
         pred_c2w[:, :3, 3] = pred_c2w[:, :3, 3] * 2 + rng.normal(0, 0.01, (t_len, 3))
-        seqs.append(({"tracks_ref0_m": gt, "visibility": vis, "dynamic": dyn, "camera_c2w": c2w, "frame_indices": list(range(0, 192, 6))},
+        seqs.append(({"tracks_ref0": gt, "visibility": vis, "dynamic": dyn, "camera_c2w": c2w, "frame_indices": list(range(0, 192, 6))},
                      {"tracking_xyz": gt * 0.5 + rng.normal(0, 0.05, gt.shape), "camera_c2w": pred_c2w, "depth": None, "frame_indices": None}))
     opts = core.Syn4DOptions()
 

@@ -196,15 +196,6 @@ def _npz_in_place_of_npy(root):
         np.savez(f, tracks_ref0=np.zeros((32, 4, 3)))
 
 
-def _index_edit(fn):
-    def edit(root):
-        p = root / S4_INDEX
-        obj = json.loads(p.read_text().splitlines()[0])
-        fn(obj)
-        p.write_text(json.dumps(obj) + "\n")
-    return edit
-
-
 def _exr_window(width: int, height: int):
     def edit(root):
         p = root / S4_EXR
@@ -223,20 +214,6 @@ def _csv_edit(fn):
     return edit
 
 
-def _nan_in_frame_0(text: str) -> str:
-    lines = text.split("\n")
-    i = next(k for k, line in enumerate(lines) if line.startswith("seq_000000_0_0000.png,"))
-    fields = lines[i].split(",")
-    fields[2] = "nan"
-    lines[i] = ",".join(fields)
-    return "\n".join(lines)
-
-
-def _cut_mid_row(text: str) -> str:
-    lines = text.splitlines()
-    return "\n".join(lines[:5]) + "\n" + lines[5][: len(lines[5]) // 3]
-
-
 SYN4D_CASES = [
     ("npy-missing", "tracking", unlink(S4_NPY), {}, ReleaseNotFoundError, ["tracking NPY", "missing", "og/dream/seq_000000_0"]),
     ("npy-truncated", "tracking", truncate(S4_NPY), {}, ReleaseFormatError, [r"seq_000000_0\.npy", "truncated", "the file holds"]),
@@ -249,19 +226,10 @@ SYN4D_CASES = [
     ("index-nested-100000-deep", "tracking", put(S4_INDEX, DEEP_JSON), {}, ReleaseFormatError, [r"sequences\.jsonl' line 1", "RecursionError"]),
     ("index-integer-of-5000-digits", "tracking", put(S4_INDEX, HUGE_INT_JSON), {}, ReleaseFormatError, [r"sequences\.jsonl' line 1", "digits"]),
     ("index-not-utf8", "tracking", put(S4_INDEX, NOT_UTF8), {}, ReleaseFormatError, [r"sequences\.jsonl", "UTF-8"]),
-    ("index-camera-a-word", "tracking", _index_edit(lambda o: o.update(camera="front")), {}, ReleaseFormatError, [r"sequences\.jsonl' line 1: 'camera'", "expected an integer", "'front'"]),
-    ("index-width-a-list", "tracking", _index_edit(lambda o: o.update(width=[1280])), {}, ReleaseFormatError, [r"line 1: 'width'", "expected an integer"]),
-    ("index-depth-dir-a-number", "challenge", _index_edit(lambda o: o.update(depth_dir=5)), {}, ReleaseFormatError, [r"line 1", "'depth_dir' to be a path string"]),
     ("exr-truncated", "challenge", truncate(S4_EXR, 0.9), {}, ReleaseFormatError, [r"seq_000000_0_0000_depth\.exr", "cannot read channel 'Depth'"]),
     ("exr-huge-data-window", "challenge", _exr_window(200_000, 200_000), {}, ReleaseFormatError, [r"_0000_depth\.exr", "dataWindow declares 200000 x 200000", "at most"]),
-    ("csv-cut-mid-row", "challenge", _csv_edit(_cut_mid_row), {}, ReleaseFormatError, [r"seq_000000_0_camera\.csv", "expected numbers|expected a row named"]),
-    ("csv-nan-value", "challenge", _csv_edit(_nan_in_frame_0), {}, ReleaseFormatError, [r"seq_000000_0_camera\.csv", "NaN or infinite"]),
     ("csv-not-utf8", "challenge", put(S4_CSV, b"name,x,y,z,yaw,pitch,roll\n" + NOT_UTF8), {}, ReleaseFormatError, [r"_camera\.csv", "UTF-8"]),
-    ("csv-missing-columns", "challenge", put(S4_CSV, "name,x,y\nseq_000000_0_0000.png,1,2\n"), {},
-     ReleaseFormatError, [r"_camera\.csv", "expected the header name,x,y,z,yaw,pitch,roll", r"missing \['z', 'yaw', 'pitch', 'roll'\]"]),
     ("csv-field-over-131072-chars", "challenge", _csv_edit(lambda t: t + "x" * 200_000 + "\n"), {}, ReleaseFormatError, [r"_camera\.csv", "parse error", "field larger than field limit"]),
-    ("checksums-malformed", "tracking", put(S4_SUMS, "this is not a checksum line\n"), {"verify_checksums": None},
-     ReleaseFormatError, [r"SHA256SUMS' line 1", "64 hex digits"]),
     ("checksums-not-utf8", "tracking", put(S4_SUMS, NOT_UTF8), {"verify_checksums": None}, ReleaseFormatError, ["SHA256SUMS", "UTF-8"]),
     ("checksums-required-but-absent", "tracking", unlink(S4_SUMS), {"verify_checksums": True}, ReleaseNotFoundError, ["verify_checksums=True", r"SHA256SUMS.*does not exist"]),
 ]

@@ -76,7 +76,7 @@ def syn4d_inputs():
         vis = rng.random((t, q)) < 0.8
         vis[0] = True
         refs.append({"sequence_id": sid, "variant": sid.split("/")[0], "scene": sid.split("/")[1], "frame_indices": [0, 6, 12, 18],
-                     "tracks_ref0_m": gt.astype(np.float32).tolist(), "visibility": vis.tolist(), "dynamic": (rng.random(q) < 0.5).tolist()})
+                     "tracks_ref0": gt.astype(np.float32).tolist(), "visibility": vis.tolist(), "dynamic": (rng.random(q) < 0.5).tolist()})
         pred = gt * 1.7 + rng.normal(scale=0.1, size=gt.shape)
         if i == 3:
             pred[1, 2, 0] = np.nan

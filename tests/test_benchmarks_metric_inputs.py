@@ -55,7 +55,7 @@ _POSES[:, :3, 3] = [[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]]
 S4 = {
     "tracking": (
         {"sequence_id": "og/dream/a", "tracking_xyz": (_GT * 1.1).tolist(), "depth": None, "camera_c2w": None, "frame_indices": [0, 6, 12]},
-        {**_IDENT, "frame_indices": [0, 6, 12], "tracks_ref0_m": _GT.tolist(), "visibility": [[True] * 4] * 3, "dynamic": [True, False, True, False]},
+        {**_IDENT, "frame_indices": [0, 6, 12], "tracks_ref0": _GT.tolist(), "visibility": [[True] * 4] * 3, "dynamic": [True, False, True, False]},
     ),
     "depth": (
         {"sequence_id": "og/dream/a", "tracking_xyz": None, "depth": [[[1.0, 2.0, 3.0], [8.0, 7.0, 1.0]]] * 2, "camera_c2w": None, "frame_indices": [0, 6]},

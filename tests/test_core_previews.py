@@ -120,7 +120,7 @@ def test_odd_rows_draw_what_exists():
         (m4, {"example_id": "x", "images": [{"height": 10, "width": 12}], "groundings": [{"image_index": 1, "mask": marker}, None]}),
         (expression_preview, {"expression_id": "e", "image": None, "mask": None, "height": None, "width": None}),
         (image_preview, {"image_id": 1, "image": {"bytes": None, "path": None}, "samples": [{"mask": marker}]}),
-        (syn, {"sequence_id": "s", "image_size_hw": None, "intrinsics_fx_fy_cx_cy": None, "tracks_ref0_m": None}),
+        (syn, {"sequence_id": "s", "image_size": None, "intrinsics": None, "tracks_ref0": None}),
         (rav, {"sample_id": "r", "video": {"bytes": None, "path": None}, "anchor_mask": marker, "anchor_frame": None}),
     ]:
         data = fn(row)

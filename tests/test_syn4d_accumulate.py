@@ -60,7 +60,7 @@ def synthetic_inputs(task: str):
             gt = rng.normal(size=(t, q, 3)) + np.array([0.0, 0.0, 5.0])
             vis = rng.random((t, q)) < 0.8
             vis[0] = True
-            ref.update(tracks_ref0_m=gt.astype(np.float32).tolist(), visibility=vis.tolist(), dynamic=(rng.random(q) < 0.5).tolist())
+            ref.update(tracks_ref0=gt.astype(np.float32).tolist(), visibility=vis.tolist(), dynamic=(rng.random(q) < 0.5).tolist())
             pred = gt * 1.7 + rng.normal(scale=0.1, size=gt.shape)
             if i == 3:
                 pred[1, 2, 0] = np.nan

@@ -27,13 +27,13 @@ def test_parity_fixture_rows_are_bit_exact(syn4d_parity_rows):
     assert [r["sequence_id"] for r in rows] == ["mixed/antiquity/seq_000000_0", "og/dream/seq_000001_1", "sim/office/seq_000002_0"]
     for row in rows:
         gt = _official_npy(row["sequence_id"])
-        assert np.array_equal(row["tracks_ref0_m"], gt["tracks_ref0"], equal_nan=True)
-        assert row["tracks_ref0_m"].dtype == np.float32
+        assert np.array_equal(row["tracks_ref0"], gt["tracks_ref0"], equal_nan=True)
+        assert row["tracks_ref0"].dtype == np.float32
         assert np.array_equal(row["visibility"], gt["visibility"]) and row["visibility"].dtype == bool
         assert np.array_equal(row["dynamic"], gt["dynamic"])
-        assert np.array_equal(row["query_uv_px"], gt["query_uv"])
-        assert row["intrinsics_fx_fy_cx_cy"].tolist() == [1000.0, 1000.0, 640.0, 360.0]
-        assert row["image_size_hw"].tolist() == [720, 1280]
+        assert np.array_equal(row["query_uv"], gt["query_uv"])
+        assert row["intrinsics"].tolist() == [1000.0, 1000.0, 640.0, 360.0]
+        assert row["image_size"].tolist() == [720, 1280]
         assert row["frame_indices"].tolist() == list(range(0, 192, 6))
         assert row["schema"] == "syn4d-tracking-gt-v1"
         assert row["depth_m"].shape == (32, 90, 160) and row["depth_m"].dtype == np.float32
@@ -67,7 +67,7 @@ def test_tracking_config_both_lines_same_rows(tmp_path, syn4d_parity_rows):
     ds = build_split("syn4d", "tracking", SYN4D_PARITY, tmp_path)
     assert "depth_m" not in ds.features and ds.num_rows == 3
     for a, b in zip(ds.with_format("numpy"), syn4d_parity_rows):
-        assert np.array_equal(a["tracks_ref0_m"], b["tracks_ref0_m"], equal_nan=True)
+        assert np.array_equal(a["tracks_ref0"], b["tracks_ref0"], equal_nan=True)
 
 
 def test_synthetic_release_layout_and_rows(syn4d_release, tmp_path):
@@ -78,7 +78,7 @@ def test_synthetic_release_layout_and_rows(syn4d_release, tmp_path):
     assert len(line.split("  ")[0]) == 64  # sha256sum format
     ds = build_split("syn4d", "challenge", root, tmp_path).with_format("numpy")
     assert ds.num_rows == 16 == len(syn4d_release.sequence_ids)
-    assert ds.features["tracks_ref0_m"].shape == (None, 32, 3)
+    assert ds.features["tracks_ref0"].shape == (None, 32, 3)
     assert ds.features["depth_m"].shape == (None, 18, 32)
     video = ds[0]["video"]
     assert video["path"].endswith("challenge_eval/mixed/antiquity/mp4/seq_000000_0.mp4") and video["bytes"] is None
@@ -94,7 +94,7 @@ def test_streaming_yields_the_same_first_row(syn4d_release, tmp_path):
     b = builder_class("syn4d")(config_name="tracking", data_dir=str(syn4d_release.root), cache_dir=str(tmp_path))
     first = next(iter(b.as_streaming_dataset("test")))
     assert first["sequence_id"] == syn4d_release.sequence_ids[0]
-    assert np.asarray(first["tracks_ref0_m"]).shape == (32, 32, 3)
+    assert np.asarray(first["tracks_ref0"]).shape == (32, 32, 3)
 
 
 def test_filters_and_no_index(syn4d_release, tmp_path):
@@ -249,10 +249,9 @@ def test_bad_index_lines(small, tmp_path):
     with pytest.raises(ReleaseFormatError, match="duplicate sequence_id"):
         load_records(resolve_release(small.root))
     obj = json.loads(good)
-    obj["frame_indices"] = list(range(32))
+    obj["frame_indices"] = list(range(32))  # [inferred]: ignored with one warning, the card's frames read
     idx.write_text(json.dumps(obj) + "\n")
-    with pytest.raises(ReleaseFormatError, match=r"range\(0, 192, 6\)"):
-        load_records(resolve_release(small.root))
+    assert load_records(resolve_release(small.root))[0].frame_indices == tuple(range(0, 192, 6))
 
 
 def test_q_differs_from_the_build(small, tmp_path):

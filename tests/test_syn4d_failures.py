@@ -58,7 +58,7 @@ def _ref(sid: str) -> dict:
     gt = np.zeros((2, 3, 3))
     gt[..., 2] = 1.0
     return {"sequence_id": sid, "variant": sid.split("/")[0], "scene": sid.split("/")[1], "frame_indices": [0, 6],
-            "tracks_ref0_m": gt, "visibility": np.ones((2, 3), bool), "dynamic": [True, False, False]}
+            "tracks_ref0": gt, "visibility": np.ones((2, 3), bool), "dynamic": [True, False, False]}
 
 
 def test_metric_pairs_by_sequence_id_with_the_shared_messages():
@@ -77,7 +77,7 @@ def test_metric_pairs_by_sequence_id_with_the_shared_messages():
 
 def test_metric_and_runner_score_one_sequence_the_same_way():
     ref = _ref("v/s/a")
-    pred = {"sequence_id": "v/s/a", "tracking_xyz": ref["tracks_ref0_m"] * 2.0, "frame_indices": [0, 6]}
+    pred = {"sequence_id": "v/s/a", "tracking_xyz": ref["tracks_ref0"] * 2.0, "frame_indices": [0, 6]}
     rows, failures = core.score_sequences([pred], [ref], "tracking")
     row, entry = core.score_sequence("tracking", ref, pred)
     assert failures == [] and rows == [row] and row["score"] == 1.0 and row["variant"] == "v"
@@ -144,7 +144,7 @@ def test_perckit_evaluate_reports_a_strict_syn4d_failure_as_one_line(tmp_path, c
     from perckit.__main__ import main
 
     ref = {"sequence_id": "v/s/a", "variant": "v", "scene": "s", "frame_indices": [0, 6],
-           "tracks_ref0_m": [[[0.0, 0.0, 1.0]] * 3] * 2, "visibility": [[True] * 3] * 2, "dynamic": [True, False, False]}
+           "tracks_ref0": [[[0.0, 0.0, 1.0]] * 3] * 2, "visibility": [[True] * 3] * 2, "dynamic": [True, False, False]}
     pred = {"sequence_id": "v/s/a", "tracking_xyz": [[[1.0, 2.0]] * 3] * 2, "depth": None, "camera_c2w": None, "frame_indices": [0, 6]}
     (tmp_path / "p.jsonl").write_text(json.dumps(pred) + "\n")
     (tmp_path / "r.jsonl").write_text(json.dumps(ref) + "\n")

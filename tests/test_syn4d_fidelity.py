@@ -344,10 +344,7 @@ def _edit(data, dotted, value):
     node = data
     for p in parents:
         node = node[p]
-    if value is KeyError:
-        del node[last]
-    else:
-        node[last] = value
+    node[last] = value
 
 
 @pytest.mark.parametrize(
@@ -365,8 +362,6 @@ def _edit(data, dotted, value):
         ("input.frames", list(range(0, 192, 4))),
         ("input.cameras", [0, 1, 2]),
         ("aggregation", "micro average over frames"),
-        ("depth.alignment", KeyError),
-        ("tracking", KeyError),
     ],
 )
 def test_a_protocol_that_disagrees_is_refused(small, field, value):
@@ -375,11 +370,10 @@ def test_a_protocol_that_disagrees_is_refused(small, field, value):
     data = json.loads(path.read_text())
     _edit(data, field, value)
     path.write_text(json.dumps(data))
-    dotted = field if value is not KeyError or "." in field else f"{field}."
     with pytest.raises(ReleaseFormatError) as info:
         runner.evaluate_release(preds, fx.root, verify_checksums=False)
     msg = str(info.value)
-    assert str(path) in msg and f"field '{dotted.rstrip('.')}" in msg and "expected" in msg and "got" in msg, msg
+    assert str(path) in msg and f"field '{field}" in msg and "expected" in msg and "got" in msg, msg
     assert runner.evaluate_release(preds, fx.root, verify_checksums=False, check_protocol=False)["failures"] == []
 
 
@@ -406,8 +400,8 @@ def test_protocol_cli_flag_and_bad_files(small, tmp_path, capsys):
     path.write_text('{"name": "a", "name": "b"}')
     with pytest.raises(ReleaseFormatError, match="duplicate key 'name'"):
         runner.evaluate_release(preds, fx.root, verify_checksums=False)
-    path.write_text("[1, 2]")
-    with pytest.raises(ReleaseFormatError, match="expected a JSON object, got list"):
+    path.write_text("{not json")  # broken, not of another shape (test_syn4d_card.py): refused
+    with pytest.raises(ReleaseFormatError, match="protocol.json"):
         runner.evaluate_release(preds, fx.root, verify_checksums=False)
 
 

@@ -381,7 +381,7 @@ def test_pose_gt_with_det_minus_one_is_accepted():
 def tracking_ref(sid="v/s/a", variant="v", scene="s", frames=(0, 6)):
     gt, _, valid, dynamic = t1_inputs()
     return {"sequence_id": sid, "variant": variant, "scene": scene, "frame_indices": list(frames),
-            "tracks_ref0_m": gt, "visibility": valid, "dynamic": dynamic,
+            "tracks_ref0": gt, "visibility": valid, "dynamic": dynamic,
             "depth_m": np.repeat(D1_GT, 2, axis=0), "camera_c2w": P1_GT}
 
 
@@ -683,7 +683,7 @@ def fixture_reference(record: dict) -> dict:
     cams = np.array([[float(rows[f"{seq}_{f:04d}.png"][k]) for k in ("x", "y", "z", "yaw", "pitch", "roll")] for f in frames])
     return {
         "sequence_id": record["sequence_id"], "variant": v, "scene": s, "frame_indices": list(frames),
-        "tracks_ref0_m": gt["tracks_ref0"], "visibility": gt["visibility"], "dynamic": gt["dynamic"],
+        "tracks_ref0": gt["tracks_ref0"], "visibility": gt["visibility"], "dynamic": gt["dynamic"],
         "depth_m": depth.astype(np.float32), "camera_c2w": unreal_rows_to_c2w(cams),
     }
 
@@ -718,7 +718,7 @@ def test_fixture_reference_shapes(fixture_refs):
     _, refs = fixture_refs
     assert refs  # an empty fixture would pass the loop below without checking a shape
     for ref in refs:
-        assert ref["tracks_ref0_m"].shape == (32, 512, 3) and ref["tracks_ref0_m"].dtype == np.float32
+        assert ref["tracks_ref0"].shape == (32, 512, 3) and ref["tracks_ref0"].dtype == np.float32
         assert ref["depth_m"].shape == (32, 90, 160) and ref["depth_m"].dtype == np.float32
         assert ref["camera_c2w"].shape == (32, 4, 4)
         assert np.allclose(np.linalg.det(ref["camera_c2w"][:, :3, :3]), -1.0)

@@ -77,15 +77,15 @@ def _row(t=4, q=3, hw=(2, 5), rng=None, **over):
     row = {
         "sequence_id": "og/dream/seq_000000_0", "variant": "og", "scene": "dream", "sequence": "seq_000000_0",
         "camera": 0, "schema": "syn4d-tracking-gt-v1", "frame_indices": list(range(0, 6 * t, 6)),
-        "image_size_hw": [720, 1280], "intrinsics_fx_fy_cx_cy": [1000.0, 1000.0, 640.0, 360.0],
-        "query_uv_px": rng.random((q, 2), dtype=np.float32), "tracks_ref0_m": rng.random((t, q, 3), dtype=np.float32),
+        "image_size": [720, 1280], "intrinsics": [1000.0, 1000.0, 640.0, 360.0],
+        "query_uv": rng.random((q, 2), dtype=np.float32), "tracks_ref0": rng.random((t, q, 3), dtype=np.float32),
         "visibility": rng.random((t, q)) < 0.5, "dynamic": [bool(x) for x in rng.random(q) < 0.5],
         "video": {"path": "/x/seq.mp4", "bytes": None},
         "depth_m": rng.random((t, *hw), dtype=np.float32), "camera_c2w": rng.random((t, 4, 4)),
         "camera_unreal": rng.random((t, 6)),
     }
     if t:
-        row["tracks_ref0_m"][0, 0, 0] = np.nan
+        row["tracks_ref0"][0, 0, 0] = np.nan
     row.update(over)
     return row
 
@@ -113,17 +113,17 @@ def test_hand_made_rows_equal_the_reference(case):
         rows[2]["camera_c2w"] = rows[2]["camera_unreal"] = None
     elif case == "all_none":
         for r in rows:
-            for k in ("query_uv_px", "tracks_ref0_m", "visibility", "dynamic", "depth_m", "video", "schema"):
+            for k in ("query_uv", "tracks_ref0", "visibility", "dynamic", "depth_m", "video", "schema"):
                 r[k] = None
     elif case == "zero_frames":
         rows[1] = _row(t=0, rng=rng)
     elif case == "float64_tracks":
-        rows[0]["tracks_ref0_m"] = rows[0]["tracks_ref0_m"].astype(np.float64)
+        rows[0]["tracks_ref0"] = rows[0]["tracks_ref0"].astype(np.float64)
     elif case == "int_visibility":
         rows[2]["visibility"] = rows[2]["visibility"].astype(np.int64)
     elif case == "numpy_lists":
         rows[0]["dynamic"] = np.asarray(rows[0]["dynamic"])
-        rows[1]["image_size_hw"] = np.asarray(rows[1]["image_size_hw"], dtype=np.int32)
+        rows[1]["image_size"] = np.asarray(rows[1]["image_size"], dtype=np.int32)
     elif case == "one_row":
         rows = rows[:1]
     ref = reference_table(rows, f)
@@ -135,7 +135,7 @@ def test_hand_made_rows_equal_the_reference(case):
 
 
 @pytest.mark.parametrize("field, value, shape", [
-    ("tracks_ref0_m", np.zeros((4, 2, 3), np.float32), "(T, 3, 3)"), ("depth_m", np.zeros((2, 10), np.float32), "(T, 2, 5)"),
+    ("tracks_ref0", np.zeros((4, 2, 3), np.float32), "(T, 3, 3)"), ("depth_m", np.zeros((2, 10), np.float32), "(T, 2, 5)"),
 ])
 def test_a_value_of_the_wrong_shape_is_refused_naming_row_and_field(field, value, shape):
     rows = [_row(), _row(**{field: value})]

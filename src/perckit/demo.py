@@ -220,7 +220,7 @@ def run_syn4d(out: Path, log: Log) -> dict:
     row = to_numpy_row(rows[0])
     pred = read_npz(prediction_path(noisy_dir, row["sequence_id"]))["tracking_xyz"].astype(np.float64) * 2.0
     caption = f"Syn4D {row['sequence_id']}: 24 query tracks projected into frame 0; prediction = ground truth with 5% noise (the noisy NPZ), rescaled x2"
-    fig = figures.save(figures.annotated(figures.tracks_plot(row["tracks_ref0_m"], pred, row["intrinsics_fx_fy_cx_cy"], row["image_size_hw"], valid=row["visibility"]),
+    fig = figures.save(figures.annotated(figures.tracks_plot(row["tracks_ref0"], pred, row["intrinsics"], row["image_size"], valid=row["visibility"]),
                                          caption, figures.TRACKS_LEGEND), out / "figures" / "syn4d_tracks.png")
     return _report("Syn4D", splits, results, fig, caption)
 

@@ -185,9 +185,9 @@ class Syn4DBuilder(PerckitTableBuilder):
             "camera": r.camera, "frame_indices": list(r.frame_indices),
         }
         row.update(read_sequence_gt(r, paths, "tracking", resolver=resolver))  # every field None when the NPY is absent
-        if row["tracks_ref0_m"] is not None and row["tracks_ref0_m"].shape[1] != self._q:
+        if row["tracks_ref0"] is not None and row["tracks_ref0"].shape[1] != self._q:
             raise ReleaseFormatError(
-                f"{str(r.tracking_npy(paths.tracking_gt))!r}: has Q = {row['tracks_ref0_m'].shape[1]} queries, this build "
+                f"{str(r.tracking_npy(paths.tracking_gt))!r}: has Q = {row['tracks_ref0'].shape[1]} queries, this build "
                 f"expects {self._q}; set the option num_queries"
             )
         if self.config.name == "challenge":

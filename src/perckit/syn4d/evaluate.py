@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from ..hf import cli
-from ..errors import OptionError, check_choice
+from ..errors import OptionError, check_choice, inferred_reading
 from . import metric as core
 from .layout import ReleasePaths, SequenceRecord, prediction_path, release_files, resolve_release, select_records
 from .metric import baselines as published, protocol as proto
-from .read import checksum_verifier, load_records, read_npz, unverified_reason
+from .read import checksum_verifier, load_records, logger, read_npz, unverified_reason
 from .rows import read_sequence_gt
 
 
@@ -105,8 +105,9 @@ def evaluate_release(predictions_dir: str | Path, data_dir: str | Path, tasks: I
     if verifier is not None:
         files = release_files(paths, records, tracking="tracking" in tasks, depth="depth" in tasks, camera="pose" in tasks)
         verifier.check_all(itertools.chain([protocol_file], files))
-    if protocol_file is not None:
-        proto.check_protocol(proto.read_protocol(protocol_file), repr(str(protocol_file)))
+    if protocol_file is not None:  # [inferred] fields: another shape is one warning naming the file, then skipped
+        where = repr(str(protocol_file))
+        inferred_reading(lambda: proto.check_protocol(proto.read_protocol(protocol_file), where), None, where, logger)
     rows: dict[str, list[dict]] = {}  # filled as rows come: tasks in the order of their first row, as the official
     entries: dict[str, list[dict]] = {t: [] for t in tasks if t in core.COVERAGE_TASKS}
     policy = core.FailurePolicy(options.strict)

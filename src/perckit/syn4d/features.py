@@ -24,10 +24,10 @@ def tracking_features(num_queries: int) -> dict:
         "camera": Value("int32"),
         "schema": Value("string"),
         "frame_indices": [Value("int32")],
-        "image_size_hw": [Value("int32")],
-        "intrinsics_fx_fy_cx_cy": [Value("float64")],
-        "query_uv_px": datasets.Array2D(shape=(None, 2), dtype="float32"),
-        "tracks_ref0_m": datasets.Array3D(shape=(None, q, 3), dtype="float32"),
+        "image_size": [Value("int32")],
+        "intrinsics": [Value("float64")],
+        "query_uv": datasets.Array2D(shape=(None, 2), dtype="float32"),
+        "tracks_ref0": datasets.Array3D(shape=(None, q, 3), dtype="float32"),
         "visibility": datasets.Array2D(shape=(None, q), dtype="bool"),
         "dynamic": [Value("bool")],
     }
@@ -75,7 +75,7 @@ def reference_schema(task: str) -> dict:
         "frame_indices": datasets.Sequence(Value("int32")),
     }
     if task == "tracking":
-        return {**ident, "tracks_ref0_m": _a3("float32"), "visibility": datasets.Sequence(datasets.Sequence(Value("bool"))), "dynamic": datasets.Sequence(Value("bool"))}
+        return {**ident, "tracks_ref0": _a3("float32"), "visibility": datasets.Sequence(datasets.Sequence(Value("bool"))), "dynamic": datasets.Sequence(Value("bool"))}
     if task == "depth":
         return {**ident, "depth_m": _a3("float32")}
     if task == "pose":
@@ -101,8 +101,8 @@ def to_metric_reference(row: Mapping, task: str) -> dict:
 
 #: dtype of every array field of a builder row (what the NPY / EXR / CSV held).
 ARRAY_DTYPES = {
-    "frame_indices": np.int32, "image_size_hw": np.int32, "intrinsics_fx_fy_cx_cy": np.float64,
-    "query_uv_px": np.float32, "tracks_ref0_m": np.float32, "visibility": np.bool_, "dynamic": np.bool_,
+    "frame_indices": np.int32, "image_size": np.int32, "intrinsics": np.float64,
+    "query_uv": np.float32, "tracks_ref0": np.float32, "visibility": np.bool_, "dynamic": np.bool_,
     "depth_m": np.float32, "camera_c2w": np.float64, "camera_unreal": np.float64,
 }
 

@@ -200,8 +200,6 @@ class SequenceRecord:
     depth_dir: Path | None
     camera_csv: Path | None
     video: Path | None
-    width: int = 1280
-    height: int = 720
 
     def tracking_npy(self, tracking_gt: Path, resolver: PathResolver | None = None) -> Path:
         """``<tracking_gt>/<variant>/<scene>/<sequence>.npy``, refused when a symbolic link leads out of
@@ -261,7 +259,9 @@ def records_from_tracking_gt(tracking_gt: Path, challenge: Path | None) -> list[
     return records
 
 
-def default_record(variant: str, scene: str, sequence: str, challenge: Path | None) -> SequenceRecord:
+def default_record(variant: str, scene: str, sequence: str, challenge: Path | None,
+                   resolver: PathResolver | None = None) -> SequenceRecord:
+    """The record of a sequence in the card's layout (camera: the last integer of the name)."""
     sid = f"{variant}/{scene}/{sequence}"
     where = f"Syn4D sequence {sid!r}"
     check_sequence_id(sid, where)
@@ -269,9 +269,9 @@ def default_record(variant: str, scene: str, sequence: str, challenge: Path | No
     return SequenceRecord(
         sequence_id=sid, variant=variant, scene=scene, sequence=sequence,
         camera=camera_of(sequence), frame_indices=FRAME_INDICES,
-        depth_dir=challenge_file(challenge, f"{c}/exr_layers/depth/{sequence}", f"{where}: depth folder"),
-        camera_csv=challenge_file(challenge, f"{c}/ground_truth/meta_exr_csv/{sequence}_camera.csv", f"{where}: camera CSV"),
-        video=challenge_file(challenge, f"{c}/mp4/{sequence}.mp4", f"{where}: video"),
+        depth_dir=challenge_file(challenge, f"{c}/exr_layers/depth/{sequence}", f"{where}: depth folder", resolver),
+        camera_csv=challenge_file(challenge, f"{c}/ground_truth/meta_exr_csv/{sequence}_camera.csv", f"{where}: camera CSV", resolver),
+        video=challenge_file(challenge, f"{c}/mp4/{sequence}.mp4", f"{where}: video", resolver),
     )
 
 

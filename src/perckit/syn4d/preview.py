@@ -1,7 +1,7 @@
 """The export preview of Syn4D (:mod:`perckit.draw.previews`): the query tracks, projected into frame 0 with the
 row's intrinsics (``u = fx·x/z + cx``, ``v = fy·y/z + cy``; the tracks are in the frame-0 camera), drawn over the
 first frame: the challenge row's video first frame when the row has its video (decoded with PyAV after
-:func:`perckit.io.media.check_video_header` checked its declared size), else a neutral canvas of ``image_size_hw``.
+:func:`perckit.io.media.check_video_header` checked its declared size), else a neutral canvas of ``image_size``.
 Dynamic queries are orange, static ones sky blue; a dot marks each track's first visible point; only samples marked
 visible are drawn."""
 
@@ -48,15 +48,15 @@ def first_frame(video: Any, where: str) -> Image.Image | None:
 
 def row_preview(row: Mapping[str, Any]) -> bytes:
     where = f"Syn4D sequence {row.get('sequence_id')!r}"
-    hw = row.get("image_size_hw")
+    hw = row.get("image_size")
     if not (isinstance(hw, list) and len(hw) == 2 and all(isinstance(v, int) and v > 0 for v in hw)):
         hw = [720, 1280]
     out_h, out_w = previews.fit_size(hw[0], hw[1])
     frame = first_frame(row.get("video"), where)
     im = frame.resize((out_w, out_h), Image.BILINEAR) if frame is not None else Image.new("RGB", (out_w, out_h), figures.NEUTRAL)
     draw = ImageDraw.Draw(im)
-    k = row.get("intrinsics_fx_fy_cx_cy")
-    tracks = row.get("tracks_ref0_m")
+    k = row.get("intrinsics")
+    tracks = row.get("tracks_ref0")
     if isinstance(k, list) and len(k) == 4 and all(isinstance(v, (int, float)) for v in k) and isinstance(tracks, list) and tracks:
         fx, fy, cx, cy = (float(v) for v in k)
         s = out_w / hw[1]
@@ -85,5 +85,5 @@ def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
     """The previewer of ``tracking`` and ``challenge``."""
     if config not in ("tracking", "challenge"):
         return None
-    cols = ("sequence_id", "image_size_hw", "intrinsics_fx_fy_cx_cy", "tracks_ref0_m", "visibility", "dynamic")
+    cols = ("sequence_id", "image_size", "intrinsics", "tracks_ref0", "visibility", "dynamic")
     return previews.Previewer(row_preview, cols + (("video",) if config == "challenge" else ()), f"syn4d/{config}")

@@ -6,8 +6,10 @@ every NPY header checked before NumPy allocates)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import io
+import logging
 import lzma
 import math
 import os
@@ -21,15 +23,19 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
+from ..errors import InferredShapeError, InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
+from ..errors import inferred_reading, short_repr
 from ..io.jsonio import decode_text, parse_int, iter_json_lines
 from ..io.paths import check_relative, open_regular_file, read_regular_file
 from .layout import (
     CSV_COLUMNS, EXR_CHANNELS, FRAME_INDICES, MAX_ARRAY_BYTES, MAX_CHECKSUM_FILE_BYTES, MAX_DEPTH_PIXELS, MAX_EXR_BYTES,
     MAX_NPY_HEADER_BYTES, MAX_NPZ_BYTES, MAX_TEXT_BYTES, NPY_FIELDS, PLAIN_RELATIVE, PREDICTION_KEYS, SCHEMA,
-    PathResolver, ReleasePaths, SequenceRecord, camera_of, challenge_file, check_sequence_id, depth_frame_paths,
-    index_path, prediction_path, real_path, records_from_tracking_gt, tracking_checksums_path,
+    PathResolver, ReleasePaths, SequenceRecord, check_sequence_id, default_record, depth_frame_paths, index_path,
+    prediction_path, real_path, records_from_tracking_gt, tracking_checksums_path,
 )
+
+#: the logger of the warnings of Syn4D's [inferred] readings (the builder's and the file runner's)
+logger = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------- index
@@ -42,11 +48,40 @@ def read_text(path: Path, what: str, limit: int = MAX_TEXT_BYTES) -> str:
     return decode_text(read_regular_file(path, where, limit), where, ReleaseFormatError, what)
 
 
+class OneWarning:
+    """The ``logger`` of :func:`~perckit.errors.inferred_reading` over the readings of one file: its first warning
+    only, so a file gives one warning naming it however many of its lines or fields are ignored."""
+
+    warned = False
+
+    def warning(self, msg: str, *args: object) -> None:
+        if not self.warned:
+            self.warned = True
+            logger.warning(msg, *args)
+
+
+def _index_value(key: str, value: object, challenge: Path | None, resolver: PathResolver | None, where: str) -> Any:
+    """``camera``, ``depth_dir`` or ``camera_csv`` of an index line; :class:`InferredShapeError` for another shape
+    (a path out of the challenge folder is still refused)."""
+    if key == "camera":
+        return parse_int(value, repr(key), InferredShapeError)
+    if not isinstance(value, str):
+        raise InferredShapeError(f"expected a path string, got {short_repr(value)}")
+    return index_path(value, challenge, where, resolver)
+
+
 def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
-    """``sequences.jsonl`` (or the official manifest): one JSON object a line; relative paths resolve against C."""
+    """``sequences.jsonl`` (or the official manifest): one JSON object a line, the release's list of sequences.
+
+    A line that is not an object, or without a ``'<variant>/<scene>/<sequence>'`` ``sequence_id``, or repeating one,
+    raises :class:`ReleaseFormatError` (the card names no keys, but the build reads the sequences listed). The other
+    keys read are [inferred]: ``camera``, ``depth_dir`` and ``camera_csv`` (relative to C; a path out of C is
+    refused); absent or of another shape (then one warning naming the file: :class:`OneWarning`), each is the card's
+    layout (:func:`~perckit.syn4d.layout.default_record`). No other key is read (the frames are the card's)."""
     records = []
     seen: set[str] = set()
     resolver = PathResolver(challenge) if challenge is not None else None
+    once = OneWarning()
     # The one JSON Lines reader: a regular file under MAX_TEXT_BYTES, a leading BOM skipped, one object a line.
     for _, where, obj in iter_json_lines(path, limit=MAX_TEXT_BYTES):
         sid = obj.get("sequence_id")
@@ -54,28 +89,11 @@ def read_index(path: Path, challenge: Path | None) -> list[SequenceRecord]:
         if sid in seen:
             raise ReleaseFormatError(f"{where}: duplicate sequence_id {sid!r}")
         seen.add(sid)
-        for key, expected in (("variant", variant), ("scene", scene), ("sequence", sequence)):
-            if key in obj and obj[key] != expected:
-                raise ReleaseFormatError(f"{where}: {key!r} is {obj[key]!r} but sequence_id {sid!r} says {expected!r}")
-        frames = obj.get("frame_indices", list(FRAME_INDICES))
-        if not isinstance(frames, list) or not all(isinstance(f, int) and not isinstance(f, bool) for f in frames):
-            raise ReleaseFormatError(f"{where}: expected 'frame_indices' to be a list of ints, got {frames!r}"[:300])
-        if tuple(frames) != FRAME_INDICES:
-            raise ReleaseFormatError(f"{where}: expected frame_indices range(0, 192, 6), got {frames[:6]}...")
-        camera = parse_int(obj.get("camera", camera_of(sequence)), f"{where}: 'camera'")
-        width = parse_int(obj.get("width", 1280), f"{where}: 'width'")
-        height = parse_int(obj.get("height", 720), f"{where}: 'height'")
-        for key in ("depth_dir", "camera_csv"):
-            if obj.get(key) is not None and not isinstance(obj[key], str):
-                raise ReleaseFormatError(f"{where}: expected {key!r} to be a path string, got {obj[key]!r}"[:300])
-        records.append(SequenceRecord(
-            sequence_id=sid, variant=variant, scene=scene, sequence=sequence,
-            camera=camera, frame_indices=tuple(frames),
-            depth_dir=index_path(obj.get("depth_dir"), challenge, f"{where}: 'depth_dir'", resolver),
-            camera_csv=index_path(obj.get("camera_csv"), challenge, f"{where}: 'camera_csv'", resolver),
-            video=challenge_file(challenge, f"{variant}/{scene}/mp4/{sequence}.mp4", f"{where}: video of {sid!r}", resolver),
-            width=width, height=height,
-        ))
+        record = default_record(variant, scene, sequence, challenge, resolver)
+        fields = {key: inferred_reading(lambda: _index_value(key, obj[key], challenge, resolver, f"{where}: {key!r}"),
+                                        getattr(record, key), f"{where}: {key!r}", once)
+                  for key in ("camera", "depth_dir", "camera_csv") if obj.get(key) is not None}
+        records.append(dataclasses.replace(record, **fields))
     return records
 
 
@@ -251,8 +269,8 @@ def _read_depth(f: Any, where: str, expected_hw: tuple[int, int] | None) -> np.n
         if expected_hw is not None and (h, w) != tuple(expected_hw):
             raise ReleaseFormatError(f"{where!r}: expected depth size (H, W) = {tuple(expected_hw)}, got {(h, w)}; set the option depth_hw")
         channel = next((c for c in EXR_CHANNELS if c in header["channels"]), None)
-        if channel is None:
-            raise ReleaseFormatError(f"{where!r}: expected one of the channels {list(EXR_CHANNELS)}, got {sorted(header['channels'])}")
+        if channel is None:  # [inferred] channel names
+            raise InferredShapeError(f"{where!r}: expected one of the channels {list(EXR_CHANNELS)}, got {sorted(header['channels'])}")
         try:
             raw = f.channel(channel, Imath.PixelType(Imath.PixelType.FLOAT))
         except OSError as e:
@@ -266,13 +284,15 @@ def _read_depth(f: Any, where: str, expected_hw: tuple[int, int] | None) -> np.n
 
 
 def read_depth_sequence(record: SequenceRecord, hw: tuple[int, int] | None = None) -> np.ndarray | None:
-    """[T, H, W] metres, or None when the sequence's depth folder is absent; a partial set raises."""
+    """[T, H, W] metres, or None when the sequence's depth folder is absent; a partial set raises. The file names
+    and channels are [inferred]: a folder without any of the 32 names, or an EXR without one of the channels,
+    raises :class:`InferredShapeError`."""
     if record.depth_dir is None or not record.depth_dir.is_dir():
         return None
     paths = depth_frame_paths(record.depth_dir, record.sequence, record.frame_indices)
     missing = [p.name for p in paths if not p.is_file()]
     if missing:
-        raise ReleaseFormatError(
+        raise (InferredShapeError if len(missing) == len(paths) else ReleaseFormatError)(
             f"{str(record.depth_dir)!r}: expected {len(paths)} depth EXRs, {len(missing)} missing (e.g. {missing[:3]})"
         )
     return np.stack([read_depth_exr(p, hw) for p in paths])
@@ -282,7 +302,9 @@ def read_depth_sequence(record: SequenceRecord, hw: tuple[int, int] | None = Non
 
 
 def read_camera_csv(record: SequenceRecord) -> np.ndarray | None:
-    """[T, 6] float64 (x_cm, y_cm, z_cm, yaw_deg, pitch_deg, roll_deg) of the evaluated frames, or None if absent."""
+    """[T, 6] float64 (x_cm, y_cm, z_cm, yaw_deg, pitch_deg, roll_deg) of the evaluated frames, or None if absent.
+    Its columns, row names and values are [inferred]: another shape raises :class:`InferredShapeError`; a file that
+    is not UTF-8 or not CSV raises :class:`ReleaseFormatError`."""
     path = record.camera_csv
     if path is None or not path.is_file():
         return None
@@ -295,23 +317,23 @@ def read_camera_csv(record: SequenceRecord) -> np.ndarray | None:
             header = reader.fieldnames or []
             lacking = [c for c in ("name",) + CSV_COLUMNS if c not in header]
             if lacking:
-                raise ReleaseFormatError(f"{where!r}: expected the header name,x,y,z,yaw,pitch,roll, missing {lacking} (got {header})")
+                raise InferredShapeError(f"{where!r}: expected the header name,x,y,z,yaw,pitch,roll, missing {lacking} (got {header})")
             for n, row in enumerate(reader, 2):
                 try:
                     rows[Path(row["name"] or "").name] = [float(row[c]) for c in CSV_COLUMNS]
                 except (TypeError, ValueError):
-                    raise ReleaseFormatError(f"{where!r} line {n}: expected numbers in x,y,z,yaw,pitch,roll, got {row}") from None
+                    raise InferredShapeError(f"{where!r} line {n}: expected numbers in x,y,z,yaw,pitch,roll, got {row}") from None
     except csv.Error as e:  # a NUL byte, a field longer than csv.field_size_limit(), ...
         raise ReleaseFormatError(f"{where!r}: expected a CSV with the header name,x,y,z,yaw,pitch,roll, got a parse error: {e}") from None
     out = []
     for t in record.frame_indices:
         key = f"{record.sequence}_{int(t):04d}.png"
         if key not in rows:
-            raise ReleaseFormatError(f"{where!r}: expected a row named {key!r} (frame {t}), not found")
+            raise InferredShapeError(f"{where!r}: expected a row named {key!r} (frame {t}), not found")
         out.append(rows[key])
     arr = np.asarray(out, dtype=np.float64)
     if not np.isfinite(arr).all():
-        raise ReleaseFormatError(f"{where!r}: a camera row of an evaluated frame has a NaN or infinite value")
+        raise InferredShapeError(f"{where!r}: a camera row of an evaluated frame has a NaN or infinite value")
     return arr
 
 
@@ -319,26 +341,36 @@ def read_camera_csv(record: SequenceRecord) -> np.ndarray | None:
 
 
 def read_checksums(path: Path) -> dict[str, str]:
-    """``sha256sum`` format: ``<64 hex>  <path>`` (``*`` binary marker allowed); path relative to ``benchmark/``."""
+    """``sha256sum`` format: ``<64 hex>  <path>`` (``*`` binary marker allowed); path relative to ``benchmark/``.
+    Other lines (the card names the tool, ``sha256sum --check``, not the lines perckit reads [inferred]) are
+    ignored with one warning naming the file, as ``sha256sum --check`` warns of "improperly formatted" lines and
+    checks the others; a listed path out of the release is refused."""
     out: dict[str, str] = {}
     text = read_text(path, "UTF-8 text ('<64 hex digits>  <path>' lines)")
+    once = OneWarning()
     for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+        where = f"{str(path)!r} line {n}"
+        parts = inferred_reading(lambda: _checksum_line(line), None, where, once) if line.strip() else None
+        if parts is None:
             continue
-        parts = line.split(None, 1)
-        if len(parts) != 2 or len(parts[0]) != 64 or not _HEX64.fullmatch(parts[0]):
-            raise ReleaseFormatError(f"{str(path)!r} line {n}: expected '<64 hex digits>  <path>', got {line[:120]!r}")
         name = parts[1].lstrip("*").strip().removeprefix("./")
         # Only compared with the files the builder reads, never opened; still, a listed path must be one
         # inside the release (no absolute path, no '..'): check_relative, unless the name is plainly one
         # (the regex accepts a subset of what check_relative accepts; anything else gets its verdict).
         if not PLAIN_RELATIVE.fullmatch(name):
-            check_relative(name, f"{str(path)!r} line {n}: path")
+            check_relative(name, f"{where}: path")
         out[name] = parts[0].lower()
     return out
 
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def _checksum_line(line: str) -> list[str]:
+    parts = line.split(None, 1)
+    if len(parts) != 2 or not _HEX64.fullmatch(parts[0]):
+        raise InferredShapeError(f"expected '<64 hex digits>  <path>', got {line[:120]!r}")
+    return parts
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:

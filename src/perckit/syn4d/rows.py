@@ -19,9 +19,9 @@ import datasets
 import numpy as np
 import pyarrow as pa
 
-from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice
+from ..errors import ReleaseFormatError, ReleaseNotFoundError, check_choice, inferred_reading
 from .layout import PathResolver, ReleasePaths, SequenceRecord
-from .read import read_camera_csv, read_depth_sequence, read_tracking_npy
+from .read import logger, read_camera_csv, read_depth_sequence, read_tracking_npy
 
 
 # ---------------------------------------------------------------- the Unreal camera (spec §2.4)
@@ -61,9 +61,9 @@ def unreal_rows_to_c2w(rows: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- one sequence's ground truth
 
-#: The builder-row fields of the ground truth of each task (tracking: the fields of the NPY).
+#: The builder-row fields of the ground truth of each task (tracking: the NPY's fields, under the card's names).
 GT_FIELDS = {
-    "tracking": ("schema", "image_size_hw", "intrinsics_fx_fy_cx_cy", "query_uv_px", "tracks_ref0_m", "visibility", "dynamic"),
+    "tracking": ("schema", "image_size", "intrinsics", "query_uv", "tracks_ref0", "visibility", "dynamic"),
     "depth": ("depth_m",),
     "pose": ("camera_unreal", "camera_c2w"),
 }
@@ -74,36 +74,36 @@ def read_sequence_gt(record: SequenceRecord, paths: ReleasePaths, task: str, hw:
     """The ground truth of one task of one sequence, read from the release, as the builder's row fields
     (:data:`GT_FIELDS`); the one reader of it, for the builder and the file runner.
 
-    ``tracking``: the NPY (:func:`read_tracking_npy`, its ``sequence_id`` checked against the record's):
-    ``tracks_ref0_m``, ``visibility``, ``query_uv_px`` as arrays, ``dynamic``, ``image_size_hw`` and
-    ``intrinsics_fx_fy_cx_cy`` as lists, and ``schema``. ``depth``: ``depth_m`` [T, H, W] in metres
+    ``tracking``: the NPY (:func:`read_tracking_npy`, its ``sequence_id`` checked against the record's), its fields
+    under the card's names: ``tracks_ref0``, ``visibility``, ``query_uv`` as arrays, ``dynamic``, ``image_size`` and
+    ``intrinsics`` as lists, and ``schema``. ``depth``: ``depth_m`` [T, H, W] in metres
     (:func:`read_depth_sequence`; every frame of size ``hw`` when given). ``pose``: ``camera_unreal`` [T, 6]
     (:func:`read_camera_csv`) and ``camera_c2w`` [T, 4, 4].
 
     ``resolver``: a :class:`PathResolver` of ``paths.tracking_gt`` for a pass over many records.
 
     An absent NPY, depth folder or camera CSV gives every field ``None`` or, with ``required``, raises
-    :class:`~perckit.errors.ReleaseNotFoundError` naming it; a partial or malformed one always raises."""
+    :class:`~perckit.errors.ReleaseNotFoundError` naming it; a partial or broken one always raises. A depth folder or
+    camera CSV of another shape than perckit's [inferred] reading (:class:`~perckit.errors.InferredShapeError`) gives
+    one warning naming it and ``None``, or with ``required`` raises."""
     check_choice("task", task, tuple(GT_FIELDS))
     if task == "tracking":
         npy = record.tracking_npy(paths.tracking_gt, resolver)
         if not required and not npy.is_file():
             return dict.fromkeys(GT_FIELDS[task])
         gt = read_tracking_npy(npy, record.sequence_id)  # a missing file: ReleaseNotFoundError naming it
-        return {
-            "schema": gt["schema"], "image_size_hw": gt["image_size"].tolist(),
-            "intrinsics_fx_fy_cx_cy": gt["intrinsics"].tolist(), "query_uv_px": gt["query_uv"],
-            "tracks_ref0_m": gt["tracks_ref0"], "visibility": gt["visibility"], "dynamic": gt["dynamic"].tolist(),
-        }
-    if task == "depth":
-        depth = read_depth_sequence(record, hw)
-        if depth is None and required:
-            raise ReleaseNotFoundError(f"depth folder {str(record.depth_dir)!r} not found")
-        return {"depth_m": depth}
-    unreal = read_camera_csv(record)
-    if unreal is None and required:
-        raise ReleaseNotFoundError(f"camera CSV {str(record.camera_csv)!r} not found")
-    return {"camera_unreal": unreal, "camera_c2w": unreal_rows_to_c2w(unreal) if unreal is not None else None}
+        return {k: gt[k].tolist() if k in ("image_size", "intrinsics", "dynamic") else gt[k] for k in GT_FIELDS[task]}
+    depth = task == "depth"
+    read, where = (read_depth_sequence, record.depth_dir) if depth else (read_camera_csv, record.camera_csv)
+    args = (record, hw) if depth else (record,)
+    # their names and layout are [inferred]: another shape is one warning naming the file and a null modality, unless
+    # the task needs them (the file runner scores it): then the error
+    value = read(*args) if required else inferred_reading(lambda: read(*args), None, repr(str(where)), logger)
+    if value is None and required:
+        raise ReleaseNotFoundError(f"{'depth folder' if depth else 'camera CSV'} {str(where)!r} not found")
+    if depth:
+        return {"depth_m": value}
+    return {"camera_unreal": value, "camera_c2w": unreal_rows_to_c2w(value) if value is not None else None}
 
 
 # ---------------------------------------------------------------- rows to Arrow

@@ -71,7 +71,7 @@ DEPTH_MAX_M = 300.0
 PREDICTION_KEYS = {"tracking": "tracking_xyz", "depth": "depth", "pose": "camera_c2w"}
 #: The ground-truth arrays each task reads from a reference row (builder-row field names), beside the ids
 #: ``sequence_id``, ``variant``, ``scene`` and ``frame_indices``.
-REFERENCE_KEYS = {"tracking": ("tracks_ref0_m", "visibility", "dynamic"), "depth": ("depth_m",), "pose": ("camera_c2w",)}
+REFERENCE_KEYS = {"tracking": ("tracks_ref0", "visibility", "dynamic"), "depth": ("depth_m",), "pose": ("camera_c2w",)}
 BLOCK_KEYS = ("overall", "by_variant", "by_scene", "sequences")
 #: Below this fraction of GT-valid points scored, a run warns.
 DEFAULT_MIN_COVERAGE = 0.9
@@ -552,7 +552,7 @@ class LowCoverageWarning(UserWarning):
 def gt_valid_count(task: str, reference: Mapping, min_depth: float, max_depth: float) -> int:
     """GT-valid points (tracking: visible with a finite GT point) or pixels (depth: finite, in ``(min, max]``)."""
     if task == "tracking":
-        gt = np.asarray(reference["tracks_ref0_m"])
+        gt = np.asarray(reference["tracks_ref0"])
         visible = np.asarray(reference["visibility"], dtype=bool)
         finite = np.isfinite(gt[..., 0]) & np.isfinite(gt[..., 1]) & np.isfinite(gt[..., 2])
         return int(np.count_nonzero(visible & finite))

@@ -8,7 +8,9 @@ two disagree, so that a release with another protocol is never scored by the wro
 
 Which sentence of the file corresponds to which implemented rule is our reading of it [inferred]: it is kept in this
 one module, in :data:`EXPECTED`, and the check can be turned off (``check_protocol=False``,
-``--no-check-protocol``)."""
+``--no-check-protocol``). A field of the expected JSON type that disagrees refuses the run; a file that is not an
+object, or fields that are missing or of another type, are our reading failing, not the release: one warning naming
+the file, and the check is skipped (the file runner, through :func:`perckit.errors.inferred_reading`)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...errors import ReleaseFormatError, ReleaseNotFoundError
+from ...errors import InferredShapeError, ReleaseFormatError, ReleaseNotFoundError
 from ...io.jsonio import read_json
 from ...io.paths import resolve_under
 from ..layout import FRAME_INDICES, SCENES, VARIANTS, ReleasePaths
@@ -67,10 +69,11 @@ def find_protocol(paths: ReleasePaths) -> Path | None:
 
 
 def read_protocol(path: str | Path) -> Mapping[str, Any]:
-    """The parsed ``protocol.json`` (a JSON object; repeated keys refused, at most :data:`MAX_PROTOCOL_BYTES`)."""
+    """The parsed ``protocol.json`` (a JSON object; repeated keys refused, at most :data:`MAX_PROTOCOL_BYTES`;
+    another JSON value: :class:`~perckit.errors.InferredShapeError`)."""
     data = read_json(path, ReleaseFormatError, ReleaseNotFoundError, limit=MAX_PROTOCOL_BYTES)
     if not isinstance(data, Mapping):
-        raise ReleaseFormatError(f"{str(path)!r}: expected a JSON object, got {type(data).__name__}")
+        raise InferredShapeError(f"{str(path)!r}: expected a JSON object, got {type(data).__name__}")
     return data
 
 
@@ -98,18 +101,20 @@ def _agrees(actual: Any, expected: Any, how: str) -> bool:
 
 def check_protocol(protocol: Mapping[str, Any], where: str) -> None:
     """Raise :class:`ReleaseFormatError` naming ``where``, the field, perckit's value and the file's at the
-    first field of :data:`EXPECTED` that is missing or disagrees."""
+    first field of :data:`EXPECTED` that disagrees; when none does but one is missing or of another JSON type
+    (the fields are [inferred]: the card names none), :class:`~perckit.errors.InferredShapeError` naming them."""
+    other_shape = []
     for dotted, expected, how in EXPECTED:
         actual = _lookup(protocol, dotted)
-        if actual is _MISSING:
-            raise ReleaseFormatError(
-                f"{where}, field {dotted!r}: expected {expected!r} (the rule perckit implements), got no such field; "
-                "pass check_protocol=False (--no-check-protocol) to score without this check"
-            )
-        if not _agrees(actual, expected, how):
+        kind = str if how == "text" else list if isinstance(expected, list) else (int, float)
+        if actual is _MISSING or not isinstance(actual, kind) or type(actual) is bool:
+            other_shape.append(f"{dotted!r}: expected {expected!r}, got {'no such field' if actual is _MISSING else repr(actual)[:80]}")
+        elif not _agrees(actual, expected, how):
             shown = repr(actual)
             raise ReleaseFormatError(
                 f"{where}, field {dotted!r}: expected {expected!r} (the rule perckit implements), got {shown[:200]}; "
                 "this release follows another protocol than the one perckit scores; pass check_protocol=False "
                 "(--no-check-protocol) to score with perckit's rules anyway"
             )
+    if other_shape:
+        raise InferredShapeError(f"{where}: fields of another shape than perckit reads: {'; '.join(other_shape)}")
