@@ -181,7 +181,9 @@ def _walk(steps: Any, step_name: Any = _item) -> None:
 
 
 def _raise_at(leaf: Any, arr: np.ndarray, bad: np.ndarray) -> None:
-    """Refuse the first element of ``arr`` where ``bad`` holds, with the leaf's own wording and its index."""
+    """Refuse the first element of ``arr`` where ``bad`` holds (if any), with the leaf's own wording and its index."""
+    if not bad.any():
+        return
     idx = tuple(int(i) for i in np.argwhere(bad)[0])
     _walk([(idx, leaf, arr[idx].item())], _index)
 
@@ -255,17 +257,14 @@ class _Int(_Number):
         kind = arr.dtype.kind
         if kind in "iu":
             if arr.size and (np.iinfo(arr.dtype).min < self.lo or np.iinfo(arr.dtype).max > self.hi):
-                bad = (arr < self.lo) | (arr > self.hi)
-                if bad.any():
-                    _raise_at(self, arr, bad)
+                _raise_at(self, arr, (arr < self.lo) | (arr > self.hi))
             return
         if kind == "f":
             with np.errstate(invalid="ignore"):
                 bad = ~np.isfinite(arr) | (arr != np.trunc(arr)) | (arr < self.lo) | (arr > self.hi)
             if self.exact:
                 bad = np.ones(arr.shape, dtype=bool)
-            if bad.any():
-                _raise_at(self, arr, bad)  # with the right wording (fraction, NaN or range)
+            _raise_at(self, arr, bad)  # with the right wording (fraction, NaN or range)
             return
         if kind == "O":
             return super().check_array(arr)
@@ -355,21 +354,17 @@ class _Float(_Number):
                     bad = ~((values >= self.lo) & (values <= self.hi))
                     if self.nan:
                         bad &= ~np.isnan(values)
-                if bad.any():
-                    _raise_at(self, arr, bad)
+                _raise_at(self, arr, bad)
             return
         if kind == "f":
             if self.max != math.inf and arr.dtype.itemsize > np.dtype(_NUMPY_FLOAT[self.dtype]).itemsize and arr.size:
                 with np.errstate(invalid="ignore"):
                     bad = np.isfinite(arr) & (np.abs(arr) > self.max)
-                if bad.any():
-                    _raise_at(self, arr, bad)
+                _raise_at(self, arr, bad)
             return
         if kind in "iu":
             if self.max != math.inf and arr.size and arr.dtype.itemsize >= 4:
-                bad = np.abs(arr.astype(np.float64)) > self.max
-                if bad.any():
-                    _raise_at(self, arr, bad)
+                _raise_at(self, arr, np.abs(arr.astype(np.float64)) > self.max)
             return
         if kind == "O":
             return super().check_array(arr)
