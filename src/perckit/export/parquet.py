@@ -146,23 +146,6 @@ def row_sizes(table: pa.Table) -> np.ndarray:
 
 # -------------------------------------------------------------------------------------------------- embedding
 
-def _needs_embedding(ds: datasets.Dataset, require_decoding) -> bool:
-    """True when a media column references files by path only (bytes null): those must be embedded.
-
-    Rows whose media already carry their bytes are written unchanged (embedding would also rewrite
-    each ``path`` to its basename, so the export would no longer equal the builder's rows)."""
-    for name, feature in ds.features.items():
-        if not require_decoding(feature, ignore_decode_attribute=True):
-            continue
-        column = ds.data.column(name)
-        if not _is_media_type(column.type):
-            return True  # nested media: let embed_table_storage handle it
-        for chunk in column.chunks:
-            if _path_only(chunk).any():
-                return True
-    return False
-
-
 def _is_media_type(t: pa.DataType) -> bool:
     return pa.types.is_struct(t) and t.get_field_index("bytes") >= 0 and t.get_field_index("path") >= 0
 
@@ -283,15 +266,18 @@ def _embed_top_level_media(columns: list[str]) -> Callable[[pa.Table], pa.Table]
 
 
 def _embedder(ds: datasets.Dataset) -> Callable[[pa.Table], pa.Table] | None:
+    """The table function embedding the media that name a file by path only (bytes null), None when there are none:
+    rows whose media already carry their bytes are written unchanged (embedding would also rewrite each ``path`` to
+    its basename, so the export would no longer equal the builder's rows). Nested media: ``embed_table_storage``."""
     from datasets.features.features import require_decoding
     from datasets.table import embed_table_storage
 
-    if not _needs_embedding(ds, require_decoding):
-        return None
     columns = [n for n, f in ds.features.items() if require_decoding(f, ignore_decode_attribute=True)]
-    if all(_is_media_type(ds.data.column(n).type) for n in columns):
+    if not all(_is_media_type(ds.data.column(n).type) for n in columns):
+        return embed_table_storage
+    if any(_path_only(chunk).any() for n in columns for chunk in ds.data.column(n).chunks):
         return _embed_top_level_media(columns)
-    return embed_table_storage
+    return None
 
 
 # ----------------------------------------------------------------------------------------------------- writing

@@ -54,6 +54,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ from ..errors import InputNotFoundError, OptionError, ReleaseFormatError, Releas
 from ..io.jsonio import read_json
 from ..io.parquetio import open_parquet
 from ..io.paths import glob_under, relative_label, resolve_under
-from .card import CONFIG_NAME, SPLIT_NAME, config_features, read_card_configs
+from .card import CONFIG_NAME, SPLIT_NAME, config_features, field_error, read_card_configs
 from .parquet import check_media_bytes
 
 STATE_FILE = ".perckit_export.json"
@@ -83,11 +84,7 @@ _CONFIG_KEYS = {"default", "dir", "features", "splits"}
 _CONFIG_KEYS_V2 = {"kind", "preview", "viewer", "description", "parent"}
 _SPLIT_KEYS = {"name", "num_examples", "num_bytes", "files"}
 _SPLIT_KEYS_V2 = {"max_row_bytes", "max_row_group_bytes", "max_page_bytes"}
-
-
-def _fail(where: str, expected: str, got: Any) -> ReleaseFormatError:
-    text = repr(got)
-    return ReleaseFormatError(f"{where}: expected {expected}, got {text if len(text) <= 120 else text[:117] + '...'}")
+_fail = partial(field_error, limit=120)
 
 
 def _count(value: Any, where: str, estimate: bool = False) -> float:
