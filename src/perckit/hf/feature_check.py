@@ -140,7 +140,9 @@ class _Leaf:
             raise Refused(self.expected, v)
 
     def check_list(self, items: list | tuple) -> None:
-        _walk((i, self, x) for i, x in enumerate(items))
+        """A flat list (or tuple) of values: :meth:`fast` first, then value by value to find and name a refusal."""
+        if not self.fast(items):
+            _walk((i, self, x) for i, x in enumerate(items))
 
     def fast(self, col: list) -> bool:
         """True when every value of ``col`` (one field across many rows) is certainly accepted; False means
@@ -244,11 +246,6 @@ class _Int(_Number):
             raise Refused(self.expected, v)
         self._range(v, int(v))
 
-    def check_list(self, items: list | tuple) -> None:
-        if items and set(map(type, items)) <= {int} and self.lo <= min(items) and max(items) <= self.hi:
-            return
-        super().check_list(items)
-
     def fast(self, col: list) -> bool:
         types, col = _present(col, self.null)
         return types <= {int} and (not col or (self.lo <= min(col) and max(col) <= self.hi))
@@ -322,19 +319,6 @@ class _Float(_Number):
         """Every value of ``col`` (floats only) certainly in ``[lo, hi]``: no NaN (which ``min`` / ``max`` skip)."""
         return not any(map(math.isnan, col)) and self.lo <= min(col) and max(col) <= self.hi
 
-    def check_list(self, items: list | tuple) -> None:
-        if items and set(map(type, items)) <= {float}:
-            if self.bounded:
-                if self._within(items):
-                    return
-            elif self.max == math.inf:
-                return
-            else:
-                m = max(map(abs, items))
-                if m <= self.max:  # NaN compares False: the slow path below lets it through
-                    return
-        super().check_list(items)
-
     def fast(self, col: list) -> bool:
         types, col = _present(col, self.null)
         if not types <= {float, int} or not col:
@@ -390,11 +374,6 @@ class _Typed(_Leaf):
         if v is None:
             return self._none(v)
         raise Refused(self.expected, v)
-
-    def check_list(self, items: list | tuple) -> None:
-        if set(map(type, items)) <= self.types:
-            return
-        super().check_list(items)
 
     def fast(self, col: list) -> bool:
         return set(map(type, col)) <= (self.types | {_NONE} if self.null else self.types)
