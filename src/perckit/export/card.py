@@ -359,20 +359,17 @@ def _rle_section(state: dict) -> list[str]:
     where = [(n, cols) for n, cols in where if cols]
     if not where:
         return []
-    lines = ["## Masks (COCO RLE)", "",
-             "Masks are compressed COCO run-length encodings `{\"size\": [H, W], \"counts\": str}` (the Viewer shows "
-             "them as text). They sit in:", ""]
-    for name, cols in where:
-        lines.append(f"- `{name}`: " + ", ".join(_code(p) for p in cols))
-    lines += ["", "Decode one to a boolean H x W array:", "", "```python",
-              "from pycocotools import mask as mask_utils", "",
-              f"m = {_access(where[0][1][0])}  # one RLE struct of a `{where[0][0]}` row",
-              'binary = mask_utils.decode({"size": m["size"], "counts": m["counts"].encode("ascii")}).astype(bool)', "",
-              "# or with perckit, which checks the RLE first:",
-              "from perckit import rle", "",
-              "binary = rle.decode(rle.validate(m))",
-              "```", ""]
-    return lines
+    return ["## Masks (COCO RLE)", "",
+            "Masks are compressed COCO run-length encodings `{\"size\": [H, W], \"counts\": str}` (the Viewer shows "
+            "them as text). They sit in:", "", *(f"- `{name}`: " + ", ".join(_code(p) for p in cols) for name, cols in where),
+            "", "Decode one to a boolean H x W array:", "", "```python",
+            "from pycocotools import mask as mask_utils", "",
+            f"m = {_access(where[0][1][0])}  # one RLE struct of a `{where[0][0]}` row",
+            'binary = mask_utils.decode({"size": m["size"], "counts": m["counts"].encode("ascii")}).astype(bool)', "",
+            "# or with perckit, which checks the RLE first:",
+            "from perckit import rle", "",
+            "binary = rle.decode(rle.validate(m))",
+            "```", ""]
 
 
 def _preview_section(benchmark: str, state: dict) -> list[str]:
@@ -394,10 +391,8 @@ def _viewer_section(state: dict) -> list[str]:
               if isinstance(c.get("viewer"), dict) and c["viewer"].get("viewable") is False]
     if not hidden:
         return []
-    lines = ["## Dataset Viewer", "", "The Dataset Viewer does not show these configs; load them with `datasets` as above:", ""]
-    for name, viewer in hidden:
-        lines.append(f"- `{name}`: {cell(viewer.get('reason') or 'not viewable')}")
-    return lines + [""]
+    return ["## Dataset Viewer", "", "The Dataset Viewer does not show these configs; load them with `datasets` as above:", "",
+            *(f"- `{name}`: {cell(viewer.get('reason') or 'not viewable')}" for name, viewer in hidden), ""]
 
 
 def _score_section(benchmark: str, state: dict) -> list[str]:
@@ -431,15 +426,13 @@ def _score_section(benchmark: str, state: dict) -> list[str]:
 
 
 def _licence_section(meta: dict, sections: dict, info: datasets.DatasetInfo) -> list[str]:
-    lines = ["## Licence", ""]
     if meta.get("license") == "other":
-        lines.append(f"Licence: `other` ({meta.get('license_name')}); terms: {meta.get('license_link')}")
+        licence = f"Licence: `other` ({meta.get('license_name')}); terms: {meta.get('license_link')}"
     else:
-        lines.append(f"Licence: `{meta.get('license')}`.")
-    lines += ["", sections["licence"] or (info.license or "").strip(), "",
-              "This export holds data converted from the upstream release: check that its terms allow you to share "
-              "it before you push it to a public repository.", ""]
-    return lines
+        licence = f"Licence: `{meta.get('license')}`."
+    return ["## Licence", "", licence, "", sections["licence"] or (info.license or "").strip(), "",
+            "This export holds data converted from the upstream release: check that its terms allow you to share "
+            "it before you push it to a public repository.", ""]
 
 
 def card_body(benchmark: str, info: datasets.DatasetInfo, state: dict) -> str:
@@ -452,12 +445,8 @@ def card_body(benchmark: str, info: datasets.DatasetInfo, state: dict) -> str:
              f"[`{bench.hub_repo}`](https://huggingface.co/datasets/{bench.hub_repo}): typed columns, no loading script.", "",
              "## What the benchmark is", "", sections["about"] or (info.description or "").strip(), "",
              "## Configs", ""]
-    lines += _config_table(benchmark, state)
-    lines += _preview_section(benchmark, state)
-    lines += _viewer_section(state)
-    lines += _load_section(benchmark, state)
-    lines += _rle_section(state)
-    lines += _score_section(benchmark, state)
+    lines += [*_config_table(benchmark, state), *_preview_section(benchmark, state), *_viewer_section(state),
+              *_load_section(benchmark, state), *_rle_section(state), *_score_section(benchmark, state)]
     citation = sections["citation"] or (info.citation or "").strip()
     if citation:
         lines += ["## Citation", "", citation, ""]
