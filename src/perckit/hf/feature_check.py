@@ -438,10 +438,10 @@ class _Dict:
     leaf_depth = None
 
     def __init__(self, fields: dict[str, Any], null: bool = True) -> None:
-        self.fields = [(k, v.feature if isinstance(v, _MaybeAbsent) else v) for k, v in fields.items()]
+        self.fields = [(k, v.feature if isinstance(v, OptionalKey) else v) for k, v in fields.items()]
         self.keys = frozenset(fields)
         #: the keys that must be there (:class:`OptionalKey` declares the others)
-        self.required = frozenset(k for k, v in fields.items() if not isinstance(v, _MaybeAbsent))
+        self.required = frozenset(k for k, v in fields.items() if not isinstance(v, OptionalKey))
         #: ``None`` accepted (a nested dict of a metric input); False for a row of the batch or under ``nulls=False``
         self.null = null
 
@@ -469,13 +469,6 @@ class _Dict:
             raise Refused(want, v, f"{sorted(v, key=repr)} (missing {missing}, unexpected {extra})")
         optional = self.required != self.keys
         _walk(((k, check, v[k]) for k, check in self.fields if not optional or k in v), _attr)
-
-
-class _MaybeAbsent:
-    """A compiled :class:`OptionalKey` (only ever a value of a :class:`_Dict`'s fields while it is built)."""
-
-    def __init__(self, feature: Any) -> None:
-        self.feature = feature
 
 
 class _Positional:
@@ -632,7 +625,7 @@ def _compile(feature: Any, nulls: bool) -> Any:
     if isinstance(feature, Positional):
         return _Positional({k: sub(v) for k, v in feature.fields.items()})
     if isinstance(feature, Mapping):
-        return _Dict({k: _MaybeAbsent(sub(v.feature)) if isinstance(v, OptionalKey) else sub(v) for k, v in feature.items()})
+        return _Dict({k: OptionalKey(sub(v.feature)) if isinstance(v, OptionalKey) else sub(v) for k, v in feature.items()})
     if isinstance(feature, (list, tuple)):
         return _Seq(sub(feature[0]))
     name = type(feature).__name__
