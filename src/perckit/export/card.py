@@ -197,13 +197,9 @@ def _ordered(configs: dict[str, dict]) -> list[tuple[str, dict]]:
     return sorted(configs.items(), key=lambda kv: (not kv[1].get("default"), kv[0]))
 
 
-def _int(value: Any) -> int:
-    return int(round(value))
-
-
 def config_features(name: str, c: dict, where: str = "export record") -> datasets.Features:
     """The ``features`` of the record's config ``name`` as ``datasets.Features``, else ``ReleaseFormatError`` naming
-    ``where`` (the record file, :func:`perckit.export.state.check_features`)."""
+    ``where`` (the record file, :func:`perckit.export.state.read_state`)."""
     try:
         return datasets.Features.from_dict(c["features"])
     except Exception as e:  # a hostile record: KeyError, TypeError, RecursionError, ...
@@ -285,9 +281,9 @@ def _card_data(benchmark: str, state: dict) -> Any:
         configs[name] = entry
         split_dict = datasets.SplitDict()
         for s in c["splits"]:
-            split_dict.add(datasets.SplitInfo(name=s["name"], num_bytes=_int(s["num_bytes"]), num_examples=int(s["num_examples"])))
+            split_dict.add(datasets.SplitInfo(name=s["name"], num_bytes=round(s["num_bytes"]), num_examples=int(s["num_examples"])))
         infos[name] = datasets.DatasetInfo(features=config_features(name, c), splits=split_dict, config_name=name,
-                                           dataset_size=sum(_int(s["num_bytes"]) for s in c["splits"]))
+                                           dataset_size=sum(round(s["num_bytes"]) for s in c["splits"]))
     MetadataConfigs(configs).to_dataset_card_data(card_data)
     if infos:
         DatasetInfosDict(infos).to_dataset_card_data(card_data)

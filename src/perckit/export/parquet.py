@@ -188,9 +188,7 @@ def _first_path_only(arr: pa.Array, depth: int = 0) -> tuple[int, str | None]:
             named = pc.greater(pc.binary_length(path.cast(pa.large_binary())), 0)  # a non-empty path
             bad = pc.fill_null(pc.and_(pc.and_(pc.is_valid(arr), pc.is_null(pc.struct_field(arr, "bytes"))), named), False)
             count = pc.sum(bad).as_py() or 0
-            if not count:
-                return 0, None
-            return count, path.filter(bad)[0].as_py()
+            return (count, path.filter(bad)[0].as_py()) if count else (0, None)
         total, first = 0, None
         for i in range(t.num_fields):
             n, f = _first_path_only(pc.struct_field(arr, [i]), depth + 1)
@@ -406,6 +404,7 @@ def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: 
     rows, bytes, files and the sizes the Viewer cares about (the bytes of a row group are the larger of the Arrow
     measure and the uncompressed size the Parquet footer records, which is what the Viewer reads)."""
     from datasets.utils.py_utils import convert_file_size_to_int
+    from tqdm.auto import tqdm
 
     shard_limit = convert_file_size_to_int(max_shard_size)
     group_limit = max(min(int(max_row_group_bytes), shard_limit), 1)
@@ -413,11 +412,7 @@ def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: 
     schema = ds.features.arrow_schema
     embed = _embedder(ds)
     out = _ShardWriter(folder, split, schema, _column_options(ds.features, schema), shard_limit)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=ds.num_rows, desc=f"writing {folder.name}/{split}", unit="row", leave=False)
+    bar = tqdm(total=ds.num_rows, desc=f"writing {folder.name}/{split}", unit="row", leave=False, disable=not progress)
     pending: list[pa.Table] = []
     pending_bytes = 0.0
     max_row = 0.0
@@ -450,8 +445,7 @@ def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: 
                 i += k
                 if i < n or pending_bytes >= group_limit:
                     flush()
-            if bar is not None:
-                bar.update(n)
+            bar.update(n)
         flush()
         if out.writer is None:  # an empty split: one shard holding the schema
             out._open()
@@ -462,8 +456,7 @@ def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: 
             p.unlink(missing_ok=True)
         raise
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     return _finish(out, folder, split, ds.num_rows, int(np.ceil(max_row)))
 
 
