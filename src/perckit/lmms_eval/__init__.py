@@ -55,9 +55,7 @@ ITEM_KEYS = ("state", "parsed", "form")
 
 def task_dir(benchmark: str | None = None) -> Path:
     """The folder to pass to ``lmms-eval --include_path``: every perckit task, or one benchmark's."""
-    if benchmark is None:
-        return TASKS_DIR
-    return TASKS_DIR / _task(benchmark)[0]
+    return TASKS_DIR if benchmark is None else TASKS_DIR / _task(benchmark)[0]
 
 
 def task_yaml(benchmark: str) -> Path:
@@ -201,9 +199,7 @@ def _first(found: Iterator[tuple[rle_ops.RLE, str] | None]) -> tuple[rle_ops.RLE
 
 
 def _box(box: Any, height: int, width: int) -> tuple[rle_ops.RLE, str] | None:
-    if not (isinstance(box, list) and len(box) == 4 and all(_is_number(v) for v in box)):
-        return None
-    if box[2] < box[0] or box[3] < box[1]:
+    if not (isinstance(box, list) and len(box) == 4 and all(_is_number(v) for v in box)) or box[2] < box[0] or box[3] < box[1]:
         return None
     return box_mask(box, height, width), "box"
 

@@ -69,11 +69,9 @@ def m4seg_doc_to_visual(doc: Mapping) -> list:
             f"perckit.export.convert(..., image_root=...) to embed them) and the environment variable {IMAGE_ROOT_ENV} names no image root")
     from perckit.m4seg.read.images import read_image_bytes
 
-    out = []
-    for k, im in enumerate(doc["images"]):
-        data = read_image_bytes(open, root, im["path"], f"M4Seg example {doc.get('example_id')!r}: images[{k}].path")
-        out.append(Image.open(io.BytesIO(data["bytes"])).convert("RGB"))
-    return out
+    where = f"M4Seg example {doc.get('example_id')!r}: images"
+    return [Image.open(io.BytesIO(read_image_bytes(open, root, im["path"], f"{where}[{k}].path")["bytes"])).convert("RGB")
+            for k, im in enumerate(doc["images"])]
 
 
 def m4seg_doc_to_text(doc: Mapping, lmms_eval_specific_kwargs: Mapping | None = None) -> str:
