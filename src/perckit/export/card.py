@@ -501,7 +501,7 @@ def _card_data_files(value: Any, where: str) -> dict[str, list[tuple[str, str]]]
         at = f"{where}[{j}]"
         if not isinstance(item, dict) or set(item) != {"split", "path"}:
             raise field_error(at, "{split, path} (every entry of the list in the same form)",
-                             sorted(map(str, item)) if isinstance(item, dict) else item)
+                              sorted(map(str, item)) if isinstance(item, dict) else item)
         split = item["split"]
         if not isinstance(split, str) or not SPLIT_NAME.match(split) or split in out:
             raise field_error(f"{at}.split", "a split name (letters, digits, '_'), once per config", split)
@@ -554,13 +554,13 @@ def read_card_configs(export_dir: str | os.PathLike) -> dict[str, CardConfig] | 
         name = c.get("config_name", "default")
         if not isinstance(name, str) or not CONFIG_NAME.match(name) or name in out:
             raise field_error(f"{at}.config_name", "a config name of letters, digits, '_', '.', '-' (at most 128), once per "
-                                                  "card", name)
+                                                   "card", name)
         default = c.get("default", False)
         if not isinstance(default, bool):
             raise field_error(f"{at}.default", "true or false", default)
         if "data_dir" in c:
             raise field_error(f"{at}.data_dir", "no data_dir (an export names its files by data_files, relative to "
-                                               "the export folder)", c["data_dir"])
+                                                "the export folder)", c["data_dir"])
         if "data_files" not in c:
             raise field_error(at, "'data_files' naming the config's files", sorted(map(str, c)))
         out[name] = CardConfig(name, default, _card_data_files(c["data_files"], f"{at}.data_files"))
