@@ -40,19 +40,16 @@ def _is_rle(value: Any) -> bool:
     return isinstance(value, Mapping) and "size" in value and "counts" in value
 
 
-def _size(value: Mapping) -> Any:
-    """The ``size`` of an RLE value as a plain list when a tensor or array holds it (a torch- or numpy-formatted
-    dataset); None for the "not provided" marker ``size: []``."""
-    size = value["size"]
-    size = size.tolist() if isinstance(size, (torch.Tensor, np.ndarray)) else size
-    return None if isinstance(size, (list, tuple)) and len(size) == 0 else size
+def _size_list(size: Any) -> Any:
+    """``size`` as a plain list when a tensor or array holds it (a torch- or numpy-formatted dataset)."""
+    return size.tolist() if isinstance(size, (torch.Tensor, np.ndarray)) else size
 
 
 def _decode_rle(value: Mapping, where: str) -> torch.Tensor | None:
     """One RLE value to a ``torch.bool`` tensor [H, W] (validated first: pycocotools loops forever on counts that
     do not sum to H*W); ``None`` for the "not provided" marker ``size: []``. The caller has charged its budget."""
-    size = _size(value)
-    if size is None:
+    size = _size_list(value["size"])
+    if isinstance(size, (list, tuple)) and len(size) == 0:
         return None
     checked = rle.to_rle({"size": size, "counts": value["counts"]}, where=where)
     return torch.from_numpy(np.ascontiguousarray(rle.decode(checked)))
@@ -62,7 +59,8 @@ def _charge(value: Any, where: str, budget: rle.PixelBudget) -> None:
     """Charge ``budget`` with the declared H * W of every RLE value in ``value`` (the walk of :func:`_decode`),
     before anything is decoded: a bad size is the :class:`~perckit.errors.RLEError` the decoding would raise."""
     if _is_rle(value):
-        if (size := _size(value)) is not None:
+        size = _size_list(value["size"])
+        if not (isinstance(size, (list, tuple)) and len(size) == 0):
             budget.charge(rle.mask_pixels({"size": size}, where), where)
     elif isinstance(value, Mapping):
         for k, v in value.items():
