@@ -38,15 +38,10 @@ MAX_ROWS_FILE_BYTES = 2 << 30
 
 
 def _read_rows(path: str) -> list[dict]:
-    """JSON Lines (one row a line) or a JSON array of rows; every row must be a JSON object.
-
-    Both forms are read under the project's text rules: a regular file only (a FIFO or a device is refused
-    before it is opened for reading), at most :data:`MAX_ROWS_FILE_BYTES`, a leading UTF-8 BOM skipped, and
-    a JSON object that repeats a key refused (``json`` would keep the last value silently).
-
-    Errors: :class:`~perckit.errors.InputNotFoundError` for a missing file, and
-    :class:`~perckit.errors.PredictionError` naming the file (and line) for anything unreadable.
-    """
+    """JSON Lines (one row a line) or a JSON array of rows; every row must be a JSON object. Both forms are read by
+    the checked readers (:func:`perckit.io.jsonio.iter_json_lines`, :func:`perckit.io.jsonio.read_json`) under
+    :data:`MAX_ROWS_FILE_BYTES`. Errors: :class:`~perckit.errors.InputNotFoundError` for a missing file, and
+    :class:`~perckit.errors.PredictionError` naming the file (and line) for anything unreadable."""
     from .errors import InputNotFoundError, PredictionError
     from .io.jsonio import iter_json_lines, read_json
 

@@ -214,11 +214,8 @@ def tracks_plot(tracks_gt: np.ndarray, tracks_pred: np.ndarray | None, intrinsic
     draw = ImageDraw.Draw(im)
 
     def project(p: np.ndarray) -> list[tuple[float, float]]:
-        pts = []
-        for x, y, z in p:
-            if np.isfinite([x, y, z]).all() and z > 1e-6:
-                pts.append((scale * (fx * x / z + cx), scale * (fy * y / z + cy)))
-        return pts
+        return [(scale * (fx * x / z + cx), scale * (fy * y / z + cy)) for x, y, z in p
+                if np.isfinite([x, y, z]).all() and z > 1e-6]
 
     for q in range(min(max_tracks, tracks_gt.shape[1])):
         for arr, colour in ((tracks_gt, GT_COLOUR), (tracks_pred, PRED_COLOUR)):

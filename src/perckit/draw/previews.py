@@ -137,9 +137,7 @@ def masks_tile(image: Any, masks: Sequence[Any], size_hw: Sequence[int] | None, 
         size_hw = valid[0][1]["size"] if valid else None
     if size_hw is None:
         canvas = open_canvas(image, max_side, max_side, where)
-        if canvas is None:
-            return None
-        return tile(canvas, [], max_side, max_side)
+        return None if canvas is None else tile(canvas, [], max_side, max_side)
     h, w = int(size_hw[0]), int(size_hw[1])
     out_h, out_w = fit_size(h, w, max_side)
     canvas = open_canvas(image, out_h, out_w, where)

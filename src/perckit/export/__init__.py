@@ -100,15 +100,19 @@ def check_options(benchmark: str, data_dir: str | Path | None, configs: list[str
         if config not in names:
             raise OptionError(f"unknown config {config!r} of {benchmark}: expected one of {names}")
     real = sw.check_output(output, data_dir, cache_dir)
-    if has_state(real):
-        _check_benchmark(read_state(real), benchmark, real)
+    _read_own_state(real, benchmark)
     return cls, chosen, limit, real
 
 
-def _check_benchmark(state: dict, benchmark: str, output: Path) -> None:
+def _read_own_state(output: Path, benchmark: str) -> dict | None:
+    """The record of the export ``output`` (None: it has none), which must be an export of ``benchmark``."""
+    if not has_state(output):
+        return None
+    state = read_state(output)
     if state["benchmark"] != benchmark:
         raise OptionError(f"--output {str(output)!r}: expected an export of {benchmark} (or a new folder), got an export of "
                           f"{state['benchmark']} (its {STATE_FILE}); choose another folder")
+    return state
 
 
 def convert(
@@ -136,8 +140,7 @@ def convert(
     sw.create_parent(real, str(output))
     with sw.export_lock(real):
         sw.recover(real, log)
-        if has_state(real):  # re-read after the recovery, which may have brought the export back
-            _check_benchmark(read_state(real), benchmark, real)
+        _read_own_state(real, benchmark)  # re-read after the recovery, which may have brought the export back
         staging = sw.start_staging(real, str(output))
     try:
         builder = cls(config_name=config, data_dir=str(data_dir) if data_dir else None, cache_dir=str(cache_dir) if cache_dir else None, **builder_kwargs)
@@ -214,9 +217,8 @@ def _commit(staging, real: Path, given: str, benchmark: str, config: str, entrie
     """Under the export lock: merge the record, link what the new export keeps, write card and record, swap."""
     old_owned = None
     if real.is_dir():
-        if has_state(real):
-            state = read_state(real)
-            _check_benchmark(state, benchmark, real)
+        state = _read_own_state(real, benchmark)
+        if state is not None:
             old_owned = owned_files(state)
         elif any(real.iterdir()):
             raise OptionError(f"--output {given!r}: expected a new or empty folder or a perckit export, got a folder that "

@@ -34,7 +34,7 @@ import datasets
 
 from ..hf import benchmark as benchmarks
 from ..hf.entrypoints import builder_class, scripts_root
-from ..errors import InputNotFoundError, ReleaseFormatError
+from ..errors import InputNotFoundError, ReleaseFormatError, short_repr
 from ..io.jsonio import decode_text
 from ..io.paths import check_relative, read_regular_file, resolve_under, write_atomic
 
@@ -197,13 +197,9 @@ def _ordered(configs: dict[str, dict]) -> list[tuple[str, dict]]:
     return sorted(configs.items(), key=lambda kv: (not kv[1].get("default"), kv[0]))
 
 
-def _int(value: Any) -> int:
-    return int(round(value))
-
-
 def config_features(name: str, c: dict, where: str = "export record") -> datasets.Features:
     """The ``features`` of the record's config ``name`` as ``datasets.Features``, else ``ReleaseFormatError`` naming
-    ``where`` (the record file, :func:`perckit.export.state.check_features`)."""
+    ``where`` (the record file, :func:`perckit.export.state.read_state`)."""
     try:
         return datasets.Features.from_dict(c["features"])
     except Exception as e:  # a hostile record: KeyError, TypeError, RecursionError, ...
@@ -285,9 +281,9 @@ def _card_data(benchmark: str, state: dict) -> Any:
         configs[name] = entry
         split_dict = datasets.SplitDict()
         for s in c["splits"]:
-            split_dict.add(datasets.SplitInfo(name=s["name"], num_bytes=_int(s["num_bytes"]), num_examples=int(s["num_examples"])))
+            split_dict.add(datasets.SplitInfo(name=s["name"], num_bytes=round(s["num_bytes"]), num_examples=int(s["num_examples"])))
         infos[name] = datasets.DatasetInfo(features=config_features(name, c), splits=split_dict, config_name=name,
-                                           dataset_size=sum(_int(s["num_bytes"]) for s in c["splits"]))
+                                           dataset_size=sum(round(s["num_bytes"]) for s in c["splits"]))
     MetadataConfigs(configs).to_dataset_card_data(card_data)
     if infos:
         DatasetInfosDict(infos).to_dataset_card_data(card_data)
@@ -359,20 +355,17 @@ def _rle_section(state: dict) -> list[str]:
     where = [(n, cols) for n, cols in where if cols]
     if not where:
         return []
-    lines = ["## Masks (COCO RLE)", "",
-             "Masks are compressed COCO run-length encodings `{\"size\": [H, W], \"counts\": str}` (the Viewer shows "
-             "them as text). They sit in:", ""]
-    for name, cols in where:
-        lines.append(f"- `{name}`: " + ", ".join(_code(p) for p in cols))
-    lines += ["", "Decode one to a boolean H x W array:", "", "```python",
-              "from pycocotools import mask as mask_utils", "",
-              f"m = {_access(where[0][1][0])}  # one RLE struct of a `{where[0][0]}` row",
-              'binary = mask_utils.decode({"size": m["size"], "counts": m["counts"].encode("ascii")}).astype(bool)', "",
-              "# or with perckit, which checks the RLE first:",
-              "from perckit import rle", "",
-              "binary = rle.decode(rle.validate(m))",
-              "```", ""]
-    return lines
+    return ["## Masks (COCO RLE)", "",
+            "Masks are compressed COCO run-length encodings `{\"size\": [H, W], \"counts\": str}` (the Viewer shows "
+            "them as text). They sit in:", "", *(f"- `{name}`: " + ", ".join(_code(p) for p in cols) for name, cols in where),
+            "", "Decode one to a boolean H x W array:", "", "```python",
+            "from pycocotools import mask as mask_utils", "",
+            f"m = {_access(where[0][1][0])}  # one RLE struct of a `{where[0][0]}` row",
+            'binary = mask_utils.decode({"size": m["size"], "counts": m["counts"].encode("ascii")}).astype(bool)', "",
+            "# or with perckit, which checks the RLE first:",
+            "from perckit import rle", "",
+            "binary = rle.decode(rle.validate(m))",
+            "```", ""]
 
 
 def _preview_section(benchmark: str, state: dict) -> list[str]:
@@ -394,10 +387,8 @@ def _viewer_section(state: dict) -> list[str]:
               if isinstance(c.get("viewer"), dict) and c["viewer"].get("viewable") is False]
     if not hidden:
         return []
-    lines = ["## Dataset Viewer", "", "The Dataset Viewer does not show these configs; load them with `datasets` as above:", ""]
-    for name, viewer in hidden:
-        lines.append(f"- `{name}`: {cell(viewer.get('reason') or 'not viewable')}")
-    return lines + [""]
+    return ["## Dataset Viewer", "", "The Dataset Viewer does not show these configs; load them with `datasets` as above:", "",
+            *(f"- `{name}`: {cell(viewer.get('reason') or 'not viewable')}" for name, viewer in hidden), ""]
 
 
 def _score_section(benchmark: str, state: dict) -> list[str]:
@@ -431,15 +422,13 @@ def _score_section(benchmark: str, state: dict) -> list[str]:
 
 
 def _licence_section(meta: dict, sections: dict, info: datasets.DatasetInfo) -> list[str]:
-    lines = ["## Licence", ""]
     if meta.get("license") == "other":
-        lines.append(f"Licence: `other` ({meta.get('license_name')}); terms: {meta.get('license_link')}")
+        licence = f"Licence: `other` ({meta.get('license_name')}); terms: {meta.get('license_link')}"
     else:
-        lines.append(f"Licence: `{meta.get('license')}`.")
-    lines += ["", sections["licence"] or (info.license or "").strip(), "",
-              "This export holds data converted from the upstream release: check that its terms allow you to share "
-              "it before you push it to a public repository.", ""]
-    return lines
+        licence = f"Licence: `{meta.get('license')}`."
+    return ["## Licence", "", licence, "", sections["licence"] or (info.license or "").strip(), "",
+            "This export holds data converted from the upstream release: check that its terms allow you to share "
+            "it before you push it to a public repository.", ""]
 
 
 def card_body(benchmark: str, info: datasets.DatasetInfo, state: dict) -> str:
@@ -452,12 +441,8 @@ def card_body(benchmark: str, info: datasets.DatasetInfo, state: dict) -> str:
              f"[`{bench.hub_repo}`](https://huggingface.co/datasets/{bench.hub_repo}): typed columns, no loading script.", "",
              "## What the benchmark is", "", sections["about"] or (info.description or "").strip(), "",
              "## Configs", ""]
-    lines += _config_table(benchmark, state)
-    lines += _preview_section(benchmark, state)
-    lines += _viewer_section(state)
-    lines += _load_section(benchmark, state)
-    lines += _rle_section(state)
-    lines += _score_section(benchmark, state)
+    lines += [*_config_table(benchmark, state), *_preview_section(benchmark, state), *_viewer_section(state),
+              *_load_section(benchmark, state), *_rle_section(state), *_score_section(benchmark, state)]
     citation = sections["citation"] or (info.citation or "").strip()
     if citation:
         lines += ["## Citation", "", citation, ""]
@@ -485,15 +470,15 @@ class CardConfig:
     data_files: dict[str, list[tuple[str, str]]]
 
 
-def _card_fail(where: str, expected: str, got: Any) -> ReleaseFormatError:
-    text = repr(got)
-    return ReleaseFormatError(f"{where}: expected {expected}, got {text if len(text) <= 200 else text[:197] + '...'}")
+def field_error(where: str, expected: str, got: Any, limit: int = 200) -> ReleaseFormatError:
+    """The error of a bad field of an export's card (or record: :mod:`perckit.export.state`), ``got`` cut to ``limit``."""
+    return ReleaseFormatError(f"{where}: expected {expected}, got {short_repr(got, limit)}")
 
 
 def _card_pattern(value: Any, where: str) -> tuple[str, str]:
     """A ``data_files`` path or pattern, checked lexically: a relative path inside the export folder."""
     if isinstance(value, str) and "://" in value:
-        raise _card_fail(where, "a path inside the export folder", value)  # a URL: never fetched
+        raise field_error(where, "a path inside the export folder", value)  # a URL: never fetched
     check_relative(value, where, ReleaseFormatError, "the export folder")
     return value, where
 
@@ -505,9 +490,9 @@ def _card_data_files(value: Any, where: str) -> dict[str, list[tuple[str, str]]]
     if isinstance(value, str):
         return {"train": [_card_pattern(value, where)]}
     if not isinstance(value, list) or not value:
-        raise _card_fail(where, "a path, a list of paths or a list of {split, path}", value)
+        raise field_error(where, "a path, a list of paths or a list of {split, path}", value)
     if len(value) > MAX_CARD_ENTRIES:
-        raise _card_fail(where, f"at most {MAX_CARD_ENTRIES} entries", f"{len(value)} entries")
+        raise field_error(where, f"at most {MAX_CARD_ENTRIES} entries", f"{len(value)} entries")
     if all(isinstance(v, str) for v in value):
         return {"train": [_card_pattern(v, f"{where}[{j}]") for j, v in enumerate(value)]}
     out: dict[str, list[tuple[str, str]]] = {}
@@ -515,21 +500,21 @@ def _card_data_files(value: Any, where: str) -> dict[str, list[tuple[str, str]]]
     for j, item in enumerate(value):
         at = f"{where}[{j}]"
         if not isinstance(item, dict) or set(item) != {"split", "path"}:
-            raise _card_fail(at, "{split, path} (every entry of the list in the same form)",
-                             sorted(map(str, item)) if isinstance(item, dict) else item)
+            raise field_error(at, "{split, path} (every entry of the list in the same form)",
+                              sorted(map(str, item)) if isinstance(item, dict) else item)
         split = item["split"]
         if not isinstance(split, str) or not SPLIT_NAME.match(split) or split in out:
-            raise _card_fail(f"{at}.split", "a split name (letters, digits, '_'), once per config", split)
+            raise field_error(f"{at}.split", "a split name (letters, digits, '_'), once per config", split)
         paths = item["path"]
         if isinstance(paths, str):
             out[split] = [_card_pattern(paths, f"{at}.path")]
         elif isinstance(paths, list) and paths:
             count += len(paths)
             if count > MAX_CARD_ENTRIES:
-                raise _card_fail(f"{at}.path", f"at most {MAX_CARD_ENTRIES} paths in a config", f"{count} paths")
+                raise field_error(f"{at}.path", f"at most {MAX_CARD_ENTRIES} paths in a config", f"{count} paths")
             out[split] = [_card_pattern(p, f"{at}.path[{k}]") for k, p in enumerate(paths)]
         else:
-            raise _card_fail(f"{at}.path", "a path or a non-empty list of paths", paths)
+            raise field_error(f"{at}.path", "a path or a non-empty list of paths", paths)
     return out
 
 
@@ -560,28 +545,28 @@ def read_card_configs(export_dir: str | os.PathLike) -> dict[str, CardConfig] | 
     if configs is None:
         return {}
     if not isinstance(configs, list):
-        raise _card_fail(f"{where} configs", "a list of {config_name, data_files}", configs)
+        raise field_error(f"{where} configs", "a list of {config_name, data_files}", configs)
     out: dict[str, CardConfig] = {}
     for i, c in enumerate(configs):
         at = f"{where} configs[{i}]"
         if not isinstance(c, dict):
-            raise _card_fail(at, "a mapping {config_name, data_files}", c)
+            raise field_error(at, "a mapping {config_name, data_files}", c)
         name = c.get("config_name", "default")
         if not isinstance(name, str) or not CONFIG_NAME.match(name) or name in out:
-            raise _card_fail(f"{at}.config_name", "a config name of letters, digits, '_', '.', '-' (at most 128), once per "
-                                                  "card", name)
+            raise field_error(f"{at}.config_name", "a config name of letters, digits, '_', '.', '-' (at most 128), once per "
+                                                   "card", name)
         default = c.get("default", False)
         if not isinstance(default, bool):
-            raise _card_fail(f"{at}.default", "true or false", default)
+            raise field_error(f"{at}.default", "true or false", default)
         if "data_dir" in c:
-            raise _card_fail(f"{at}.data_dir", "no data_dir (an export names its files by data_files, relative to "
-                                               "the export folder)", c["data_dir"])
+            raise field_error(f"{at}.data_dir", "no data_dir (an export names its files by data_files, relative to "
+                                                "the export folder)", c["data_dir"])
         if "data_files" not in c:
-            raise _card_fail(at, "'data_files' naming the config's files", sorted(map(str, c)))
+            raise field_error(at, "'data_files' naming the config's files", sorted(map(str, c)))
         out[name] = CardConfig(name, default, _card_data_files(c["data_files"], f"{at}.data_files"))
     defaults = [n for n, c in out.items() if c.default]
     if len(defaults) > 1:
-        raise _card_fail(f"{where} configs", "at most one default config", defaults)
+        raise field_error(f"{where} configs", "at most one default config", defaults)
     return out
 
 

@@ -79,9 +79,7 @@ def load_back(module: ModuleType | None, ds: datasets.Dataset, layout: Any) -> d
     """Rows read from an export (:func:`perckit.export.load_files`) made equal to the builder's rows by the hook
     (reading only the export's own files, as ``layout``, its :func:`perckit.export.state.export_layout`, lists them);
     ``ds`` itself without a hook (``module`` None)."""
-    if module is None:
-        return ds
-    return module.load_back(ds, layout)
+    return ds if module is None else module.load_back(ds, layout)
 
 
 __all__ = ["ChildConfig", "ExportParts", "apply", "load_back"]

@@ -146,23 +146,6 @@ def row_sizes(table: pa.Table) -> np.ndarray:
 
 # -------------------------------------------------------------------------------------------------- embedding
 
-def _needs_embedding(ds: datasets.Dataset, require_decoding) -> bool:
-    """True when a media column references files by path only (bytes null): those must be embedded.
-
-    Rows whose media already carry their bytes are written unchanged (embedding would also rewrite
-    each ``path`` to its basename, so the export would no longer equal the builder's rows)."""
-    for name, feature in ds.features.items():
-        if not require_decoding(feature, ignore_decode_attribute=True):
-            continue
-        column = ds.data.column(name)
-        if not _is_media_type(column.type):
-            return True  # nested media: let embed_table_storage handle it
-        for chunk in column.chunks:
-            if _path_only(chunk).any():
-                return True
-    return False
-
-
 def _is_media_type(t: pa.DataType) -> bool:
     return pa.types.is_struct(t) and t.get_field_index("bytes") >= 0 and t.get_field_index("path") >= 0
 
@@ -205,9 +188,7 @@ def _first_path_only(arr: pa.Array, depth: int = 0) -> tuple[int, str | None]:
             named = pc.greater(pc.binary_length(path.cast(pa.large_binary())), 0)  # a non-empty path
             bad = pc.fill_null(pc.and_(pc.and_(pc.is_valid(arr), pc.is_null(pc.struct_field(arr, "bytes"))), named), False)
             count = pc.sum(bad).as_py() or 0
-            if not count:
-                return 0, None
-            return count, path.filter(bad)[0].as_py()
+            return (count, path.filter(bad)[0].as_py()) if count else (0, None)
         total, first = 0, None
         for i in range(t.num_fields):
             n, f = _first_path_only(pc.struct_field(arr, [i]), depth + 1)
@@ -283,15 +264,18 @@ def _embed_top_level_media(columns: list[str]) -> Callable[[pa.Table], pa.Table]
 
 
 def _embedder(ds: datasets.Dataset) -> Callable[[pa.Table], pa.Table] | None:
+    """The table function embedding the media that name a file by path only (bytes null), None when there are none:
+    rows whose media already carry their bytes are written unchanged (embedding would also rewrite each ``path`` to
+    its basename, so the export would no longer equal the builder's rows). Nested media: ``embed_table_storage``."""
     from datasets.features.features import require_decoding
     from datasets.table import embed_table_storage
 
-    if not _needs_embedding(ds, require_decoding):
-        return None
     columns = [n for n, f in ds.features.items() if require_decoding(f, ignore_decode_attribute=True)]
-    if all(_is_media_type(ds.data.column(n).type) for n in columns):
+    if not all(_is_media_type(ds.data.column(n).type) for n in columns):
+        return embed_table_storage
+    if any(_path_only(chunk).any() for n in columns for chunk in ds.data.column(n).chunks):
         return _embed_top_level_media(columns)
-    return embed_table_storage
+    return None
 
 
 # ----------------------------------------------------------------------------------------------------- writing
@@ -420,6 +404,7 @@ def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: 
     rows, bytes, files and the sizes the Viewer cares about (the bytes of a row group are the larger of the Arrow
     measure and the uncompressed size the Parquet footer records, which is what the Viewer reads)."""
     from datasets.utils.py_utils import convert_file_size_to_int
+    from tqdm.auto import tqdm
 
     shard_limit = convert_file_size_to_int(max_shard_size)
     group_limit = max(min(int(max_row_group_bytes), shard_limit), 1)
@@ -427,11 +412,7 @@ def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: 
     schema = ds.features.arrow_schema
     embed = _embedder(ds)
     out = _ShardWriter(folder, split, schema, _column_options(ds.features, schema), shard_limit)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=ds.num_rows, desc=f"writing {folder.name}/{split}", unit="row", leave=False)
+    bar = tqdm(total=ds.num_rows, desc=f"writing {folder.name}/{split}", unit="row", leave=False, disable=not progress)
     pending: list[pa.Table] = []
     pending_bytes = 0.0
     max_row = 0.0
@@ -464,8 +445,7 @@ def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: 
                 i += k
                 if i < n or pending_bytes >= group_limit:
                     flush()
-            if bar is not None:
-                bar.update(n)
+            bar.update(n)
         flush()
         if out.writer is None:  # an empty split: one shard holding the schema
             out._open()
@@ -476,8 +456,7 @@ def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: 
             p.unlink(missing_ok=True)
         raise
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     return _finish(out, folder, split, ds.num_rows, int(np.ceil(max_row)))
 
 

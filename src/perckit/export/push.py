@@ -68,12 +68,9 @@ def literal_pattern(path: str) -> str:
 
 def _select(export_dir: Path, configs: Iterable[str] | None) -> tuple[dict, list[str], list[str]]:
     """(the record, the config names pushed, their files then README.md as repository paths) for ``configs``
-    (default all) of the export.
-
-    The list comes from the export's record, read and checked by :func:`perckit.export.state.read_state` (the
-    reader ``convert`` uses): every path stays inside the export (no ``..``, no absolute path, no symbolic link
-    out of it) and names a regular file, so a planted record cannot upload a file from elsewhere. A chosen
-    config brings the child configs its conversion wrote (:func:`perckit.export.state.children`)."""
+    (default all) of the export, from its record (:func:`perckit.export.state.read_state`), each path checked to
+    stay inside the export and name a regular file. A chosen config brings its child configs
+    (:func:`perckit.export.state.children`)."""
     if not export_dir.is_dir():
         what = "a file, not a folder" if export_dir.exists() else "no such folder"
         raise InputNotFoundError(f"{str(export_dir)!r} is not a perckit export ({what}); run `perckit convert` first")
@@ -167,19 +164,17 @@ def push_export(
     else:
         how = "one commit; install hf_xet for huggingface_hub's resumable, batched upload"
     log(f"{where}: uploading {len(data)} data file(s) ({size_text(num_bytes)}) of {', '.join(names)} with HfApi.{method} ({how})")
+    infos = []  # what the commits returned (upload_large_folder reports none)
     if method == "upload_large_folder":
         api.upload_large_folder(repo_id=repo_id, folder_path=str(export_dir), repo_type="dataset", revision=revision,
                                 private=private, allow_patterns=patterns)
     else:
-        info = api.upload_folder(repo_id=repo_id, folder_path=str(export_dir), repo_type="dataset", revision=revision,
-                                 allow_patterns=patterns,
-                                 commit_message=f"perckit: {benchmark} data files of {', '.join(names)}")
-        if getattr(info, "commit_url", None):
-            summary.commits.append(info.commit_url)
-    info = api.upload_file(path_or_fileobj=str(export_dir / CARD), path_in_repo=CARD, repo_id=repo_id, repo_type="dataset",
-                           revision=revision, commit_message=f"perckit: {benchmark} dataset card")
-    if getattr(info, "commit_url", None):
-        summary.commits.append(info.commit_url)
+        infos.append(api.upload_folder(repo_id=repo_id, folder_path=str(export_dir), repo_type="dataset", revision=revision,
+                                       allow_patterns=patterns,
+                                       commit_message=f"perckit: {benchmark} data files of {', '.join(names)}"))
+    infos.append(api.upload_file(path_or_fileobj=str(export_dir / CARD), path_in_repo=CARD, repo_id=repo_id,
+                                 repo_type="dataset", revision=revision, commit_message=f"perckit: {benchmark} dataset card"))
+    summary.commits += [info.commit_url for info in infos if getattr(info, "commit_url", None)]
     log(f"{where}: {len(data)} data file(s) and {CARD} sent (the Hub keeps only what changed); "
         "nothing was deleted on the Hub")
     return summary

@@ -54,6 +54,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ from ..errors import InputNotFoundError, OptionError, ReleaseFormatError, Releas
 from ..io.jsonio import read_json
 from ..io.parquetio import open_parquet
 from ..io.paths import glob_under, relative_label, resolve_under
-from .card import CONFIG_NAME, SPLIT_NAME, config_features, read_card_configs
+from .card import CONFIG_NAME, SPLIT_NAME, config_features, field_error, read_card_configs
 from .parquet import check_media_bytes
 
 STATE_FILE = ".perckit_export.json"
@@ -83,11 +84,7 @@ _CONFIG_KEYS = {"default", "dir", "features", "splits"}
 _CONFIG_KEYS_V2 = {"kind", "preview", "viewer", "description", "parent"}
 _SPLIT_KEYS = {"name", "num_examples", "num_bytes", "files"}
 _SPLIT_KEYS_V2 = {"max_row_bytes", "max_row_group_bytes", "max_page_bytes"}
-
-
-def _fail(where: str, expected: str, got: Any) -> ReleaseFormatError:
-    text = repr(got)
-    return ReleaseFormatError(f"{where}: expected {expected}, got {text if len(text) <= 120 else text[:117] + '...'}")
+_fail = partial(field_error, limit=120)
 
 
 def _count(value: Any, where: str, estimate: bool = False) -> float:
@@ -226,12 +223,6 @@ def validate_state(state: Any, export_dir: str | os.PathLike, where: str) -> dic
     return state
 
 
-def check_features(state: dict, where: str) -> None:
-    """Every config's ``features`` must rebuild as ``datasets.Features`` (the card is generated from them)."""
-    for name, c in state["configs"].items():
-        config_features(name, c, where)
-
-
 def has_state(export_dir: str | os.PathLike) -> bool:
     """True when ``export_dir`` holds a ``.perckit_export.json`` entry of any kind (even a broken one)."""
     return os.path.lexists(Path(export_dir) / STATE_FILE)
@@ -251,8 +242,9 @@ def read_state(export_dir: str | os.PathLike, features: bool = True) -> dict:
         raise InputNotFoundError(f"{str(export_dir)!r} is not a perckit export (no {STATE_FILE}); run `perckit convert` first")
     resolve_under(export_dir, STATE_FILE, where, ReleaseFormatError)  # a link to a file outside the export
     state = validate_state(read_json(path, error=ReleaseFormatError, not_found=InputNotFoundError, limit=MAX_STATE_BYTES), export_dir, where)
-    if features:
-        check_features(state, where)
+    if features:  # every config's features must rebuild as datasets.Features (the card is generated from them)
+        for name, c in state["configs"].items():
+            config_features(name, c, where)
     return state
 
 
@@ -316,17 +308,13 @@ class ExportLayout:
         """The config names (the record's, else the card's), sorted."""
         return sorted(self.record["configs"] if self.record is not None else self.card)
 
-    def _is_default(self, name: str) -> bool:
-        if self.record is not None:
-            return bool(self.record["configs"][name]["default"])
-        return self.card[name].default
-
     def config_name(self, config: str | None) -> str:
         """``config``, or for ``None`` the default config (the one marked default, else the only one, else one named
         ``default``), as ``datasets`` picks it; :class:`~perckit.errors.OptionError` listing the configs otherwise."""
         names = self.names()
         if config is None:
-            marked = [n for n in names if self._is_default(n)]
+            record = self.record["configs"] if self.record is not None else None
+            marked = [n for n in names if (record[n]["default"] if record is not None else self.card[n].default)]
             if marked or len(names) == 1 or "default" in names:
                 return marked[0] if marked else names[0] if len(names) == 1 else "default"
             raise OptionError(f"export {str(self.root)!r}: expected a config name (no config is the default), got none; "

@@ -118,11 +118,8 @@ def predictions_or_self_check(args: argparse.Namespace, ground_truth: Callable[[
 
 def format_summary(report: dict, keys: Sequence[str]) -> str:
     """One line a key, the name right-aligned in 36 columns, floats with 6 decimals."""
-    lines = []
-    for k in keys:
-        v = report.get(k)
-        lines.append(f"{k:>36s}  {v:.6f}" if isinstance(v, float) else f"{k:>36s}  {v}")
-    return "\n".join(lines)
+    values = [(k, report.get(k)) for k in keys]
+    return "\n".join(f"{k:>36s}  {v:.6f}" if isinstance(v, float) else f"{k:>36s}  {v}" for k, v in values)
 
 
 def finish(

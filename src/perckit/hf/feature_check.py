@@ -140,7 +140,9 @@ class _Leaf:
             raise Refused(self.expected, v)
 
     def check_list(self, items: list | tuple) -> None:
-        _walk((i, self, x) for i, x in enumerate(items))
+        """A flat list (or tuple) of values: :meth:`fast` first, then value by value to find and name a refusal."""
+        if not self.fast(items):
+            _walk((i, self, x) for i, x in enumerate(items))
 
     def fast(self, col: list) -> bool:
         """True when every value of ``col`` (one field across many rows) is certainly accepted; False means
@@ -181,7 +183,9 @@ def _walk(steps: Any, step_name: Any = _item) -> None:
 
 
 def _raise_at(leaf: Any, arr: np.ndarray, bad: np.ndarray) -> None:
-    """Refuse the first element of ``arr`` where ``bad`` holds, with the leaf's own wording and its index."""
+    """Refuse the first element of ``arr`` where ``bad`` holds (if any), with the leaf's own wording and its index."""
+    if not bad.any():
+        return
     idx = tuple(int(i) for i in np.argwhere(bad)[0])
     _walk([(idx, leaf, arr[idx].item())], _index)
 
@@ -242,11 +246,6 @@ class _Int(_Number):
             raise Refused(self.expected, v)
         self._range(v, int(v))
 
-    def check_list(self, items: list | tuple) -> None:
-        if items and set(map(type, items)) <= {int} and self.lo <= min(items) and max(items) <= self.hi:
-            return
-        super().check_list(items)
-
     def fast(self, col: list) -> bool:
         types, col = _present(col, self.null)
         return types <= {int} and (not col or (self.lo <= min(col) and max(col) <= self.hi))
@@ -255,17 +254,14 @@ class _Int(_Number):
         kind = arr.dtype.kind
         if kind in "iu":
             if arr.size and (np.iinfo(arr.dtype).min < self.lo or np.iinfo(arr.dtype).max > self.hi):
-                bad = (arr < self.lo) | (arr > self.hi)
-                if bad.any():
-                    _raise_at(self, arr, bad)
+                _raise_at(self, arr, (arr < self.lo) | (arr > self.hi))
             return
         if kind == "f":
             with np.errstate(invalid="ignore"):
                 bad = ~np.isfinite(arr) | (arr != np.trunc(arr)) | (arr < self.lo) | (arr > self.hi)
             if self.exact:
                 bad = np.ones(arr.shape, dtype=bool)
-            if bad.any():
-                _raise_at(self, arr, bad)  # with the right wording (fraction, NaN or range)
+            _raise_at(self, arr, bad)  # with the right wording (fraction, NaN or range)
             return
         if kind == "O":
             return super().check_array(arr)
@@ -323,19 +319,6 @@ class _Float(_Number):
         """Every value of ``col`` (floats only) certainly in ``[lo, hi]``: no NaN (which ``min`` / ``max`` skip)."""
         return not any(map(math.isnan, col)) and self.lo <= min(col) and max(col) <= self.hi
 
-    def check_list(self, items: list | tuple) -> None:
-        if items and set(map(type, items)) <= {float}:
-            if self.bounded:
-                if self._within(items):
-                    return
-            elif self.max == math.inf:
-                return
-            else:
-                m = max(map(abs, items))
-                if m <= self.max:  # NaN compares False: the slow path below lets it through
-                    return
-        super().check_list(items)
-
     def fast(self, col: list) -> bool:
         types, col = _present(col, self.null)
         if not types <= {float, int} or not col:
@@ -355,21 +338,17 @@ class _Float(_Number):
                     bad = ~((values >= self.lo) & (values <= self.hi))
                     if self.nan:
                         bad &= ~np.isnan(values)
-                if bad.any():
-                    _raise_at(self, arr, bad)
+                _raise_at(self, arr, bad)
             return
         if kind == "f":
             if self.max != math.inf and arr.dtype.itemsize > np.dtype(_NUMPY_FLOAT[self.dtype]).itemsize and arr.size:
                 with np.errstate(invalid="ignore"):
                     bad = np.isfinite(arr) & (np.abs(arr) > self.max)
-                if bad.any():
-                    _raise_at(self, arr, bad)
+                _raise_at(self, arr, bad)
             return
         if kind in "iu":
             if self.max != math.inf and arr.size and arr.dtype.itemsize >= 4:
-                bad = np.abs(arr.astype(np.float64)) > self.max
-                if bad.any():
-                    _raise_at(self, arr, bad)
+                _raise_at(self, arr, np.abs(arr.astype(np.float64)) > self.max)
             return
         if kind == "O":
             return super().check_array(arr)
@@ -395,11 +374,6 @@ class _Typed(_Leaf):
         if v is None:
             return self._none(v)
         raise Refused(self.expected, v)
-
-    def check_list(self, items: list | tuple) -> None:
-        if set(map(type, items)) <= self.types:
-            return
-        super().check_list(items)
 
     def fast(self, col: list) -> bool:
         return set(map(type, col)) <= (self.types | {_NONE} if self.null else self.types)
@@ -464,10 +438,10 @@ class _Dict:
     leaf_depth = None
 
     def __init__(self, fields: dict[str, Any], null: bool = True) -> None:
-        self.fields = [(k, v.feature if isinstance(v, _MaybeAbsent) else v) for k, v in fields.items()]
+        self.fields = [(k, v.feature if isinstance(v, OptionalKey) else v) for k, v in fields.items()]
         self.keys = frozenset(fields)
         #: the keys that must be there (:class:`OptionalKey` declares the others)
-        self.required = frozenset(k for k, v in fields.items() if not isinstance(v, _MaybeAbsent))
+        self.required = frozenset(k for k, v in fields.items() if not isinstance(v, OptionalKey))
         #: ``None`` accepted (a nested dict of a metric input); False for a row of the batch or under ``nulls=False``
         self.null = null
 
@@ -495,13 +469,6 @@ class _Dict:
             raise Refused(want, v, f"{sorted(v, key=repr)} (missing {missing}, unexpected {extra})")
         optional = self.required != self.keys
         _walk(((k, check, v[k]) for k, check in self.fields if not optional or k in v), _attr)
-
-
-class _MaybeAbsent:
-    """A compiled :class:`OptionalKey` (only ever a value of a :class:`_Dict`'s fields while it is built)."""
-
-    def __init__(self, feature: Any) -> None:
-        self.feature = feature
 
 
 class _Positional:
@@ -658,7 +625,7 @@ def _compile(feature: Any, nulls: bool) -> Any:
     if isinstance(feature, Positional):
         return _Positional({k: sub(v) for k, v in feature.fields.items()})
     if isinstance(feature, Mapping):
-        return _Dict({k: _MaybeAbsent(sub(v.feature)) if isinstance(v, OptionalKey) else sub(v) for k, v in feature.items()})
+        return _Dict({k: OptionalKey(sub(v.feature)) if isinstance(v, OptionalKey) else sub(v) for k, v in feature.items()})
     if isinstance(feature, (list, tuple)):
         return _Seq(sub(feature[0]))
     name = type(feature).__name__

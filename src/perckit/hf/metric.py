@@ -23,6 +23,7 @@ namespace as the metric.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from typing import Any, Callable, ClassVar, NamedTuple
@@ -241,10 +242,8 @@ class PerckitMetric(evaluate.Metric):
             self.buf_writer = None
             return
         for lock, path in reversed(list(zip(self.filelocks or [], self.file_paths or []))):
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
-            except FileNotFoundError:
-                pass
             lock.release()
         self.filelocks = None
 

@@ -139,11 +139,8 @@ def is_torchscript(records: list[zipfile.ZipInfo] | list[str]) -> bool:
     """Whether zip records (or their names) are a TorchScript archive's: ``torch.jit.save`` writes
     ``<root>/constants.pkl`` and the program under ``<root>/code/`` (``torch.load`` tells the two formats apart
     by ``constants.pkl``); ``torch.save`` writes neither."""
-    for record in records:
-        parts = (record if isinstance(record, str) else record.filename).split("/")
-        if len(parts) >= 2 and (parts[1] == "code" or parts[1:] == ["constants.pkl"]):
-            return True
-    return False
+    names = (record if isinstance(record, str) else record.filename for record in records)
+    return any(len(p) >= 2 and (p[1] == "code" or p[1:] == ["constants.pkl"]) for p in (n.split("/") for n in names))
 
 
 def _first_line(e: BaseException, limit: int = 200) -> str:

@@ -14,7 +14,7 @@ import queue
 import stat
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -145,8 +145,6 @@ def in_background(items: Iterator[Any], depth: int = 4) -> Iterator[Any]:
     finally:
         stop.set()
         while thread.is_alive():  # unblock a producer waiting on a full queue
-            try:
+            with suppress(queue.Empty):
                 q.get_nowait()
-            except queue.Empty:
-                pass
             thread.join(timeout=0.05)

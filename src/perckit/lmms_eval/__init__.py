@@ -55,9 +55,7 @@ ITEM_KEYS = ("state", "parsed", "form")
 
 def task_dir(benchmark: str | None = None) -> Path:
     """The folder to pass to ``lmms-eval --include_path``: every perckit task, or one benchmark's."""
-    if benchmark is None:
-        return TASKS_DIR
-    return TASKS_DIR / _task(benchmark)[0]
+    return TASKS_DIR if benchmark is None else TASKS_DIR / _task(benchmark)[0]
 
 
 def task_yaml(benchmark: str) -> Path:
@@ -174,11 +172,9 @@ def mask_from_value(value: Any, height: int, width: int) -> tuple[rle_ops.RLE, s
                 return rle_ops.to_rle(dict(value), where="answer"), "rle"
             except PerckitError:
                 return None
-        for key in _RLE_KEYS + _POLYGON_KEYS:
-            if key in value:
-                found = mask_from_value(value[key], height, width)
-                if found is not None:
-                    return found
+        found = _first(mask_from_value(value[key], height, width) for key in _RLE_KEYS + _POLYGON_KEYS if key in value)
+        if found is not None:
+            return found
         for key in _BOX_KEYS:
             if key in value:
                 return _box(value[key], height, width)
@@ -194,29 +190,23 @@ def mask_from_value(value: Any, height: int, width: int) -> tuple[rle_ops.RLE, s
             return rle_ops.from_polygons(polys, height, width, where="answer"), "polygons"
         except PerckitError:
             return None
-    for v in value:
-        if isinstance(v, Mapping):
-            found = mask_from_value(v, height, width)
-            if found is not None:
-                return found
-    return None
+    return _first(mask_from_value(v, height, width) for v in value if isinstance(v, Mapping))
+
+
+def _first(found: Iterator[tuple[rle_ops.RLE, str] | None]) -> tuple[rle_ops.RLE, str] | None:
+    """The first mask of ``found`` (read lazily, in order) that is not None, else None."""
+    return next((f for f in found if f is not None), None)
 
 
 def _box(box: Any, height: int, width: int) -> tuple[rle_ops.RLE, str] | None:
-    if not (isinstance(box, list) and len(box) == 4 and all(_is_number(v) for v in box)):
-        return None
-    if box[2] < box[0] or box[3] < box[1]:
+    if not (isinstance(box, list) and len(box) == 4 and all(_is_number(v) for v in box)) or box[2] < box[0] or box[3] < box[1]:
         return None
     return box_mask(box, height, width), "box"
 
 
 def mask_from_text(text: str, height: int, width: int) -> tuple[rle_ops.RLE, str] | None:
     """The first mask :func:`mask_from_value` reads among the JSON values of ``text``, with its form; else None."""
-    for value, _, _ in json_values(text):
-        found = mask_from_value(value, height, width)
-        if found is not None:
-            return found
-    return None
+    return _first(mask_from_value(value, height, width) for value, _, _ in json_values(text))
 
 
 def first_text(results: Sequence[Any]) -> str:
@@ -294,6 +284,11 @@ def aggregation(name: str, key: str, result: Callable[[Sequence[Mapping]], Mappi
     return aggregate
 
 
+def aggregations(result: Callable[[Sequence[Mapping]], Mapping], docs: Mapping[str, tuple[str, str]]) -> dict[str, Callable]:
+    """``{key: aggregation(name, key, result, doc)}`` for every ``key: (name, doc)`` of ``docs``, in order."""
+    return {key: aggregation(name, key, result, doc) for key, (name, doc) in docs.items()}
+
+
 # ---------------------------------------------------------------- pointing a task at an export
 
 
@@ -362,6 +357,6 @@ def write_task(benchmark: str, dataset: str | os.PathLike, output: str | os.Path
 
 
 __all__ = [
-    "MAX_ANSWER_CHARS", "MAX_JSON_STARTS", "TASKS", "TASKS_DIR", "aggregation", "box_mask", "first_text", "item",
+    "MAX_ANSWER_CHARS", "MAX_JSON_STARTS", "TASKS", "TASKS_DIR", "aggregation", "aggregations", "box_mask", "first_text", "item",
     "json_values", "mask_from_text", "mask_from_value", "merged", "reduce_items", "task_dir", "task_yaml", "write_task",
 ]

@@ -69,11 +69,9 @@ def m4seg_doc_to_visual(doc: Mapping) -> list:
             f"perckit.export.convert(..., image_root=...) to embed them) and the environment variable {IMAGE_ROOT_ENV} names no image root")
     from perckit.m4seg.read.images import read_image_bytes
 
-    out = []
-    for k, im in enumerate(doc["images"]):
-        data = read_image_bytes(open, root, im["path"], f"M4Seg example {doc.get('example_id')!r}: images[{k}].path")
-        out.append(Image.open(io.BytesIO(data["bytes"])).convert("RGB"))
-    return out
+    where = f"M4Seg example {doc.get('example_id')!r}: images"
+    return [Image.open(io.BytesIO(read_image_bytes(open, root, im["path"], f"{where}[{k}].path")["bytes"])).convert("RGB")
+            for k, im in enumerate(doc["images"])]
 
 
 def m4seg_doc_to_text(doc: Mapping, lmms_eval_specific_kwargs: Mapping | None = None) -> str:
@@ -181,27 +179,19 @@ def _result(items: Sequence[Mapping]) -> dict:
     return out
 
 
-m4seg_miou = common.aggregation(
-    "m4seg_miou", "miou", _result, "mIoU (GLaMM's, per image: greedy mask pairing), mean over samples with groundings.")
-m4seg_recall = common.aggregation(
-    "m4seg_recall", "recall", _result,
-    "Recall: mask IoU >= 0.5 and name similarity >= 0.5 (GLaMM's loop with its early break), micro.")
-m4seg_ss = common.aggregation("m4seg_ss", "ss", _result, "SS (reconstructed): answer-text similarity.")
-m4seg_siou = common.aggregation("m4seg_siou", "siou", _result, "SIoU (reconstructed): name-set IoU by text similarity.")
-m4seg_i_ss = common.aggregation("m4seg_i_ss", "i_ss", _result, "I-SS (reconstructed): per-image name similarity.")
-m4seg_i_siou = common.aggregation("m4seg_i_siou", "i_siou", _result, "I-SIoU (reconstructed): per-image name-set IoU.")
-m4seg_meteor = common.aggregation(
-    "m4seg_meteor", "meteor", _result, "METEOR (corpus level, GLaMM's pipeline; needs Java).")
-m4seg_giou = common.aggregation("m4seg_giou", "giou", _result, "gIoU: the mean per-sample IoU of the union masks.")
-m4seg_ciou = common.aggregation("m4seg_ciou", "ciou", _result, "cIoU: pooled intersections over pooled unions.")
-m4seg_unparsed = common.aggregation(
-    "m4seg_unparsed", "unparsed", _result,
-    "The fraction of answers whose groundings did not read (scored as text only).")
-
-
-#: reported key -> its aggregation (the YAML's metric_list names the same functions)
-AGGREGATIONS = {
-    "miou": m4seg_miou, "recall": m4seg_recall, "ss": m4seg_ss, "siou": m4seg_siou, "i_ss": m4seg_i_ss,
-    "i_siou": m4seg_i_siou, "meteor": m4seg_meteor, "giou": m4seg_giou, "ciou": m4seg_ciou, "unparsed": m4seg_unparsed,
-}
+#: reported key -> its aggregation (the YAML's metric_list names the same functions, defined here by name)
+AGGREGATIONS = common.aggregations(_result, {
+    "miou": ("m4seg_miou", "mIoU (GLaMM's, per image: greedy mask pairing), mean over samples with groundings."),
+    "recall": ("m4seg_recall",
+               "Recall: mask IoU >= 0.5 and name similarity >= 0.5 (GLaMM's loop with its early break), micro."),
+    "ss": ("m4seg_ss", "SS (reconstructed): answer-text similarity."),
+    "siou": ("m4seg_siou", "SIoU (reconstructed): name-set IoU by text similarity."),
+    "i_ss": ("m4seg_i_ss", "I-SS (reconstructed): per-image name similarity."),
+    "i_siou": ("m4seg_i_siou", "I-SIoU (reconstructed): per-image name-set IoU."),
+    "meteor": ("m4seg_meteor", "METEOR (corpus level, GLaMM's pipeline; needs Java)."),
+    "giou": ("m4seg_giou", "gIoU: the mean per-sample IoU of the union masks."),
+    "ciou": ("m4seg_ciou", "cIoU: pooled intersections over pooled unions."),
+    "unparsed": ("m4seg_unparsed", "The fraction of answers whose groundings did not read (scored as text only)."),
+})
+globals().update({fn.__name__: fn for fn in AGGREGATIONS.values()})
 KEYS = tuple(AGGREGATIONS)

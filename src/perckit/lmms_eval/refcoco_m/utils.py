@@ -69,20 +69,15 @@ def _result(items: Sequence[Mapping]) -> dict:
     return common.reduce_items(METRIC, OPTIONS, items)
 
 
-refcoco_m_miou = common.aggregation(
-    "refcoco_m_miou", "miou", _result,
-    "mIoU: the mean IoU over expressions (the RefCOCO-M card's metric; LISA's gIoU without its epsilon).")
-refcoco_m_ciou = common.aggregation("refcoco_m_ciou", "ciou", _result, "cIoU: summed intersections over summed unions.")
-refcoco_m_precision_50 = common.aggregation(
-    "refcoco_m_precision_50", "precision@0.5", _result, "precision@0.5: the fraction of expressions with IoU >= 0.5.")
-refcoco_m_precision_70 = common.aggregation("refcoco_m_precision_70", "precision@0.7", _result, "precision@0.7.")
-refcoco_m_precision_90 = common.aggregation("refcoco_m_precision_90", "precision@0.9", _result, "precision@0.9.")
-refcoco_m_unparsed = common.aggregation(
-    "refcoco_m_unparsed", "unparsed", _result, "The fraction of answers no form read (scored as empty masks).")
-
-#: reported key -> its aggregation (the YAML's metric_list names the same functions)
-AGGREGATIONS = {
-    "miou": refcoco_m_miou, "ciou": refcoco_m_ciou, "precision@0.5": refcoco_m_precision_50,
-    "precision@0.7": refcoco_m_precision_70, "precision@0.9": refcoco_m_precision_90, "unparsed": refcoco_m_unparsed,
-}
+#: reported key -> its aggregation (the YAML's metric_list names the same functions, defined here by name)
+AGGREGATIONS = common.aggregations(_result, {
+    "miou": ("refcoco_m_miou",
+             "mIoU: the mean IoU over expressions (the RefCOCO-M card's metric; LISA's gIoU without its epsilon)."),
+    "ciou": ("refcoco_m_ciou", "cIoU: summed intersections over summed unions."),
+    "precision@0.5": ("refcoco_m_precision_50", "precision@0.5: the fraction of expressions with IoU >= 0.5."),
+    "precision@0.7": ("refcoco_m_precision_70", "precision@0.7."),
+    "precision@0.9": ("refcoco_m_precision_90", "precision@0.9."),
+    "unparsed": ("refcoco_m_unparsed", "The fraction of answers no form read (scored as empty masks)."),
+})
+globals().update({fn.__name__: fn for fn in AGGREGATIONS.values()})
 KEYS = tuple(AGGREGATIONS)
