@@ -335,9 +335,13 @@ class _Verdict:
                 out[i] = v
         return out
 
+    def refuse_each(self, flagged: np.ndarray, key_of: Callable[[int], tuple], message: Callable[[int], str]) -> None:
+        """:meth:`settle_each` with a rule that refuses each: ``ReleaseFormatError(message(i))``."""
 
-def _raise(error: PerckitError) -> None:
-    raise error
+        def refuse(i: int) -> None:
+            raise ReleaseFormatError(message(i))
+
+        self.settle_each(flagged, key_of, refuse)
 
 
 # ---------------------------------------------------------------- column helpers
@@ -468,10 +472,8 @@ def _convert(batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema) -> t
 
     out = {field_: _text(top(field_), n) for field_ in PARQUET_ALIASES if field_ != "a"}
     ids = out["example_id"]
-    v.settle_each(
-        np.flatnonzero(~_valid(ids)), lambda r: (r, _ID),
-        lambda r: _raise(ReleaseFormatError(f"{state.where(None)}: expected a non-null 'example_id', found None")),
-    )
+    v.refuse_each(np.flatnonzero(~_valid(ids)), lambda r: (r, _ID),
+                  lambda r: f"{state.where(None)}: expected a non-null 'example_id', found None")
 
     def where(r: int) -> str:
         return state.where(ids[r].as_py())
@@ -509,12 +511,8 @@ def _images(
     lengths, off, items = _list_parts(col)
     parent, index = _owners(lengths, off)
 
-    def empty(r: int) -> None:
-        raise ReleaseFormatError(
-            f"{where(r)}: 'images': expected a non-empty list of {{image_id, path, height, width}}, found {_short(col[r].as_py())}"
-        )
-
-    v.settle_each(np.flatnonzero(lengths == 0), lambda r: (r, _IMAGES), empty)
+    v.refuse_each(np.flatnonzero(lengths == 0), lambda r: (r, _IMAGES), lambda r: (
+        f"{where(r)}: 'images': expected a non-empty list of {{image_id, path, height, width}}, found {_short(col[r].as_py())}"))
 
     def iw(i: int) -> str:
         return f"{where(int(parent[i]))}: images[{int(index[i])}]"
@@ -522,10 +520,7 @@ def _images(
     def key(check: int) -> Callable[[int], tuple]:
         return lambda i: (int(parent[i]), _IMAGE, int(index[i]), check)
 
-    v.settle_each(
-        np.flatnonzero(~_valid(items)), key(0),
-        lambda i: _raise(ReleaseFormatError(f"{iw(i)}: expected {{image_id, path, height, width}}, found None")),
-    )
+    v.refuse_each(np.flatnonzero(~_valid(items)), key(0), lambda i: f"{iw(i)}: expected {{image_id, path, height, width}}, found None")
     h = _ints(pc.struct_field(items, ["height"]), v, key(1), lambda i: iw(i) + ".height")
     w = _ints(pc.struct_field(items, ["width"]), v, key(2), lambda i: iw(i) + ".width")
     limit = rle_ops.MAX_PIXELS
@@ -564,7 +559,7 @@ def _groundings(col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray,
     def key(check: int) -> Callable[[int], tuple]:
         return lambda i: (int(parent[i]), _GROUNDING, int(index[i]), check)
 
-    v.settle_each(np.flatnonzero(~_valid(g)), key(0), lambda i: _raise(ReleaseFormatError(f"{gw(i)}: expected a grounding object, found None")))
+    v.refuse_each(np.flatnonzero(~_valid(g)), key(0), lambda i: f"{gw(i)}: expected a grounding object, found None")
     n_images = np.diff(img_off)[parent]
     k = _ints(pc.struct_field(g, ["image_index"]), v, key(1), lambda i: gw(i) + ".image_index")
     v.settle_each(np.flatnonzero((k < 1) | (k > n_images)), key(1), lambda i: _check_image_index(int(k[i]), int(n_images[i]), gw(i)))
@@ -610,10 +605,8 @@ def _masks(g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: p
     m = len(g)
     cols = _fields(g, PARQUET_GROUNDING_ALIASES["segmentation"])
     source = _chosen(cols, m)
-    v.settle_each(
-        np.flatnonzero(source < 0), key(2),
-        lambda i: _raise(ReleaseFormatError(f"{gw(i)}.segmentation: expected a compressed RLE {{size, counts}}, found none")),
-    )
+    v.refuse_each(np.flatnonzero(source < 0), key(2),
+                  lambda i: f"{gw(i)}.segmentation: expected a compressed RLE {{size, counts}}, found none")
 
     def rule(i: int) -> dict:
         hw = [int(gh[i]), int(gwd[i])]
