@@ -16,24 +16,19 @@ union``, every grounding in exactly one image)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Mapping
 
 import numpy as np
 
 from ..hf.contract import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
-from ..errors import OptionError, check_options
+from ..errors import OptionError, make_options
 from ..hf.feature_check import Positional, Scalar
 from .metric import EMPTY_PREDICTION_HINT, reduce_geometries
 from .metric.geometry import ImageGeom, SampleGeom, sample_geometry
 from .metric.options import M4SegOptions
 
 _TEXT_FIELDS = ("example_id", "type", "dataset_name", "granularity", "pred_text", "gt_text")
-
-
-def _options(options: Mapping[str, Any]) -> M4SegOptions:
-    """The checked options (those of :func:`perckit.m4seg.metric.compute`)."""
-    check_options("m4seg", options, M4SegOptions.__dataclass_fields__)
-    return M4SegOptions(**options)
 
 
 def _score(prediction: Mapping | None, reference: Mapping, opts: M4SegOptions) -> SampleGeom:
@@ -136,7 +131,7 @@ def m4seg_core(config: str | None = None) -> MetricCore:
     if config is not None:
         raise OptionError(f"metric 'm4seg' has no configs, got config {config!r}")
     return MetricCore(
-        name="m4seg", config=None, id_key="example_id", prepare=_options, score=_score, reduce=_reduce,
+        name="m4seg", config=None, id_key="example_id", prepare=partial(make_options, "m4seg", M4SegOptions), score=_score, reduce=_reduce,
         record_to_state=geometry_to_state, record_from_state=geometry_from_state, record_schema=lambda opts: SCHEMA,
         features=_features,
         strict=lambda opts: opts.strict, empty_hint=EMPTY_PREDICTION_HINT, lax_option="strict=False",

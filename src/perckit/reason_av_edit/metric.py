@@ -72,7 +72,7 @@ import numpy as np
 
 from .. import rle as rle_ops
 from ..core import segmentation as seg
-from ..errors import InputNotFoundError, OptionError, PredictionError, RLEError, check_choice, check_options
+from ..errors import InputNotFoundError, OptionError, PredictionError, RLEError, check_choice, make_options
 from ..core.matching import pair_by_id
 from ..io.paths import read_regular_file
 from ..core.stats import fmean
@@ -930,8 +930,7 @@ def av_reasoning(predictions: Sequence[Mapping], references: Sequence[Mapping], 
     id on either side, an unknown prediction id, or a reference without a prediction raises
     :class:`PredictionError`.
     """
-    check_options("av_reasoning", options, AVReasoningOptions.__dataclass_fields__)
-    opts = AVReasoningOptions(**options)
+    opts = make_options("av_reasoning", AVReasoningOptions, options)
     pairs = pair_by_id(predictions, references, "sample_id", empty_hint=EMPTY_PREDICTION)
     return reduce_scores([score_sample(p, r, opts) for p, r in pairs], opts)
 

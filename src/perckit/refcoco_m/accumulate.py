@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .. import rle as rle_ops
 from ..core import segmentation as seg
 from ..hf.contract import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
-from ..errors import OptionError, PredictionError, check_options
+from ..errors import OptionError, PredictionError, make_options
 from ..hf.feature_check import Positional
 from . import metric as m
 
@@ -43,11 +44,6 @@ class ExpressionRecord:
     category: str
     supercategory: str
     score: seg.PairScore
-
-
-def _options(options: Mapping[str, Any]) -> m.ReferIoUOptions:
-    check_options(NAME, options, m.ReferIoUOptions.__dataclass_fields__)
-    return m.ReferIoUOptions(**options)
 
 
 def _score(prediction: Mapping | None, reference: Mapping, opts: m.ReferIoUOptions) -> ExpressionRecord:
@@ -110,7 +106,7 @@ def refer_iou_core(config: str | None = None) -> MetricCore:
     if config is not None:
         raise OptionError(f"metric {NAME!r} has no configs, got config {config!r}")
     return MetricCore(
-        name=NAME, config=None, id_key="expression_id", prepare=_options, score=_score, reduce=_reduce,
+        name=NAME, config=None, id_key="expression_id", prepare=partial(make_options, NAME, m.ReferIoUOptions), score=_score, reduce=_reduce,
         record_to_state=_to_state, record_from_state=_from_state, record_schema=_schema, features=_features,
         strict=lambda opts: True, empty_hint=seg.EMPTY_MASK_HINT, lax_option=None,
     )

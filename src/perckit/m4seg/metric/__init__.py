@@ -53,7 +53,7 @@ import numpy as np
 
 from ... import rle as rle_ops
 from ...core import segmentation as seg
-from ...errors import check_options
+from ...errors import make_options
 from ...core.matching import pair_by_id
 from ...core.stats import fmean
 from . import text as textmod
@@ -347,8 +347,7 @@ def _unavailable(options: M4SegOptions, exc: Exception, metrics: Sequence[str], 
 def compute(predictions: Sequence[Mapping], references: Sequence[Mapping], **options: Any) -> dict:
     """Score predictions against reference rows (see the ``metrics/m4seg`` card): pair them, compute each pair's
     geometry (:func:`sample_geometry`, the per-sample half) and reduce them (:func:`reduce_geometries`)."""
-    check_options("m4seg", options, M4SegOptions.__dataclass_fields__)
-    opts = M4SegOptions(**options)
+    opts = make_options("m4seg", M4SegOptions, options)
     pairs = match_by_example_id(predictions, references, opts.strict)
     geoms = [sample_geometry(p, r, opts) for p, r in pairs]
     return reduce_geometries(geoms, opts, sum(1 for p, _ in pairs if p is None))

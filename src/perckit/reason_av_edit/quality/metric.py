@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import OptionError, PredictionError, check_choice, check_option_type, check_options, short_repr
+from ...errors import OptionError, PredictionError, check_choice, check_option_type, make_options, short_repr
 from ...core.matching import missing_ids_message, pair_by_id
 from ..read.metadata import CATEGORIES
 from . import models as registry
@@ -318,8 +318,7 @@ def av_edit_quality(predictions: Sequence[Mapping], references: Sequence[Mapping
     or an unknown prediction id raises :class:`PredictionError`; a reference without a prediction raises too,
     unless ``missing="skip"`` (then it is left out, counted in ``num_missing`` and warned about).
     """
-    check_options("av_edit_quality", options, EditQualityOptions.__dataclass_fields__)
-    o = EditQualityOptions(**options)
+    o = make_options("av_edit_quality", EditQualityOptions, options)
     pairs = pair_by_id(predictions, references, "sample_id", strict=False)
     missing = [r["sample_id"] for p, r in pairs if p is None]
     if missing and o.missing == "error":
