@@ -31,7 +31,7 @@ from ..core import segmentation as seg
 from ..hf.contract import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, PredictionError, make_options
 from ..hf.feature_check import Positional
-from . import metric as m
+from . import features as feats, metric as m
 
 NAME = "refer_iou"
 
@@ -95,18 +95,13 @@ def _from_state(state: Any) -> ExpressionRecord:
     return ExpressionRecord(eid, category, supercategory, seg.PairScore(inter, union, float(iou)))
 
 
-def _features() -> tuple:
-    from . import features as feats
-
-    return feats.prediction_schema(), feats.reference_schema()
-
-
 def refer_iou_core(config: str | None = None) -> MetricCore:
     """The :class:`~perckit.hf.contract.MetricCore` of ``refer_iou`` (no configs: ``config`` must be None)."""
     if config is not None:
         raise OptionError(f"metric {NAME!r} has no configs, got config {config!r}")
     return MetricCore(
-        name=NAME, config=None, id_key="expression_id", prepare=partial(make_options, NAME, m.ReferIoUOptions), score=_score, reduce=_reduce,
-        record_to_state=_to_state, record_from_state=_from_state, record_schema=_schema, features=_features,
+        name=NAME, config=None, id_key="expression_id", prepare=partial(make_options, NAME, m.ReferIoUOptions),
+        score=_score, reduce=_reduce, record_to_state=_to_state, record_from_state=_from_state, record_schema=_schema,
+        features=lambda: (feats.prediction_schema(), feats.reference_schema()),
         strict=lambda opts: True, empty_hint=seg.EMPTY_MASK_HINT, lax_option=None,
     )
