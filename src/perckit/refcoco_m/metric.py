@@ -67,7 +67,8 @@ def reduce_refer_iou(references: Sequence[Mapping], scores: Sequence[seg.PairSco
     out["per_supercategory"] = seg.reduce_groups(scores, [_group(r, "supercategory") for r in references], options.thresholds)
     out["per_category"] = seg.reduce_groups(scores, [_group(r, "category") for r in references], options.thresholds)
     if options.return_per_example:
-        out["per_example"] = seg.per_example_rows([r["expression_id"] for r in references], scores, "expression_id")
+        out["per_example"] = [{"expression_id": r["expression_id"], "iou": s.iou, "intersection": s.intersection, "union": s.union}
+                              for r, s in zip(references, scores)]
     return out
 
 

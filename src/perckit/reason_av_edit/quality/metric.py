@@ -270,10 +270,6 @@ def _score(pred: Mapping, ref: Mapping, o: EditQualityOptions, active: Sequence[
     return rec
 
 
-def _category_order(c: str) -> tuple:
-    return (CATEGORIES.index(c) if c in CATEGORIES else len(CATEGORIES), c)
-
-
 def reduce_records(records: Sequence[SampleRecord], active: Sequence[ActiveModel], skipped_models: Mapping[str, str],
                    options: EditQualityOptions, num_missing: int = 0) -> dict[str, Any]:
     """Reduce half: the top-level table (main ranking), ``reference``, ``per_category``, ``per_sub_track``,
@@ -284,7 +280,7 @@ def reduce_records(records: Sequence[SampleRecord], active: Sequence[ActiveModel
     out["num_reference_samples"] = len(records) - len(main)
     out["num_missing"] = num_missing
     out["reference"] = table([r for r in records if r.category == "reference"], active, selected)
-    cats = sorted({r.category for r in records}, key=_category_order)
+    cats = sorted({r.category for r in records}, key=lambda c: (CATEGORIES.index(c) if c in CATEGORIES else len(CATEGORIES), c))
     out["per_category"] = {c: table([r for r in records if r.category == c], active, selected) for c in cats}
     out["per_sub_track"] = {t: table([r for r in records if r.sub_track == t], active, selected) for t in sorted({r.sub_track for r in records})}
     out["suggested"] = {c: list(ks) for c, ks in SUGGESTED.items()}
