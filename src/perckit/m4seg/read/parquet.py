@@ -347,8 +347,9 @@ class _Verdict:
 # ---------------------------------------------------------------- column helpers
 
 
-def _is_str(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
+#: The Arrow types of a text column, and of a counts column (text or bytes).
+_STR = (pa.string(), pa.large_string())
+_COUNTS = (*_STR, pa.binary(), pa.large_binary())
 
 
 def _is_list(t: pa.DataType) -> bool:
@@ -491,7 +492,7 @@ def _answer(cols: list[pa.Array], n: int, v: _Verdict, where: Callable[[int], st
     source = _chosen(cols, n)
     bad = source < 0
     for ci, c in enumerate(cols):
-        if not _is_str(c.type):
+        if c.type not in _STR:
             bad |= source == ci
 
     def refuse(r: int) -> None:
@@ -499,7 +500,7 @@ def _answer(cols: list[pa.Array], n: int, v: _Verdict, where: Callable[[int], st
         raise ReleaseFormatError(f"{where(r)}: 'a': expected a string, found {_short(found)}")
 
     v.settle_each(np.flatnonzero(bad), lambda r: (r, _ANSWER), refuse)
-    texts = [c.cast(pa.string()) for c in cols if _is_str(c.type)]
+    texts = [c.cast(pa.string()) for c in cols if c.type in _STR]
     if not texts:
         return pa.nulls(n, pa.string())
     return texts[0] if len(texts) == 1 else pc.coalesce(*texts)
@@ -593,10 +594,6 @@ def _groundings(col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray,
     return _list(lengths, values, type_), _code_suspects(answer, parent, starts, ends, k)
 
 
-def _is_counts(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-
-
 def _masks(g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: pa.DataType, v: _Verdict,
            gw: Callable[[int], str], key: Callable[[int], Callable[[int], tuple]]) -> pa.Array:
     """The masks as ``{size: [H, W], counts}``: a compressed RLE whose size is its image's, whose counts the
@@ -617,7 +614,7 @@ def _masks(g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: p
     sizes = counts = None
     if c is not None and pa.types.is_struct(c.type):
         sizes, counts = _fields(c, ["size"]), _fields(c, ["counts"])
-    if sizes and counts and _is_list(sizes[0].type) and pa.types.is_integer(sizes[0].type.value_type) and _is_counts(counts[0].type):
+    if sizes and counts and _is_list(sizes[0].type) and pa.types.is_integer(sizes[0].type.value_type) and counts[0].type in _COUNTS:
         lengths, off, values = _list_parts(sizes[0])
         vals = _np(pc.fill_null(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)
         pairs = _pairs(lengths, off, vals, 2)
@@ -675,7 +672,7 @@ def _annotation_ids(g: pa.Array, type_: pa.DataType) -> pa.Array:
     if not cols:
         return pa.ListArray.from_arrays(pa.array(np.zeros(m + 1, dtype=np.int32)), pa.array([], pa.string()), type=type_)
     col = cols[0]
-    if _is_list(col.type) and _is_str(col.type.value_type):
+    if _is_list(col.type) and col.type.value_type in _STR:
         lengths, _, values = _list_parts(col)
         if not values.null_count:
             return _list(lengths, values.cast(pa.string()), type_)
