@@ -521,7 +521,8 @@ def _images(
     def key(check: int) -> Callable[[int], tuple]:
         return lambda i: (int(parent[i]), _IMAGE, int(index[i]), check)
 
-    v.refuse_each(np.flatnonzero(~_valid(items)), key(0), lambda i: f"{iw(i)}: expected {{image_id, path, height, width}}, found None")
+    v.refuse_each(np.flatnonzero(~_valid(items)), key(0),
+                  lambda i: f"{iw(i)}: expected {{image_id, path, height, width}}, found None")
     h = _ints(pc.struct_field(items, ["height"]), v, key(1), lambda i: iw(i) + ".height")
     w = _ints(pc.struct_field(items, ["width"]), v, key(2), lambda i: iw(i) + ".width")
     limit = rle_ops.MAX_PIXELS
