@@ -147,6 +147,12 @@ def check_options(owner: str, given: object, allowed: object) -> None:
         raise OptionError(f"{owner}: unknown option(s) {unknown}; expected some of {sorted(allowed)}")
 
 
+def make_options(owner: str, cls: Callable[..., T], given: Any) -> T:
+    """``cls(**given)`` once :func:`check_options` has found every key of ``given`` among the dataclass ``cls``'s fields."""
+    check_options(owner, given, cls.__dataclass_fields__)  # type: ignore[attr-defined]
+    return cls(**given)
+
+
 def short_repr(obj: object, limit: int = 80) -> str:
     """``repr`` cut to ``limit`` characters, for error messages."""
     text = repr(obj)

@@ -727,14 +727,9 @@ class PixelBudget:
         return f"PixelBudget({self.used}/{self.limit} per {self.unit})"
 
 
-def _is_torch_tensor(obj: Any) -> bool:
-    """True for a ``torch.Tensor`` (or subclass), told without importing torch."""
-    return any(c.__module__ == "torch" and c.__name__ == "Tensor" for c in type(obj).__mro__)
-
-
 def _mask_batch(masks: Any, where: str) -> np.ndarray:
     """``masks`` (a torch tensor on any device or a numpy array) as a numpy bool array, refusing what is not binary."""
-    if _is_torch_tensor(masks):
+    if any(c.__module__ == "torch" and c.__name__ == "Tensor" for c in type(masks).__mro__):  # told without importing torch
         if masks.dtype.is_floating_point or masks.dtype.is_complex:
             raise RLEError(f"{where}: expected a bool or 0/1 integer tensor, got dtype {masks.dtype}: threshold the scores "
                            "first (for example masks > 0.5, or logits > 0)")

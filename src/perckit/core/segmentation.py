@@ -266,11 +266,6 @@ def reduce_groups(
     return out
 
 
-def per_example_rows(ids: Sequence[str], scores: Sequence[PairScore], id_key: str = "id") -> list[dict]:
-    """``[{id_key, iou, intersection, union}]`` in the given order (for ``return_per_example``)."""
-    return [{id_key: i, "iou": s.iou, "intersection": s.intersection, "union": s.union} for i, s in zip(ids, scores)]
-
-
 def match_by_id(
     predictions: Sequence[Mapping], references: Sequence[Mapping], key: str, empty_hint: str = EMPTY_MASK_HINT
 ) -> list[tuple[Mapping, Mapping]]:

@@ -16,29 +16,20 @@ union``, every grounding in exactly one image)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Mapping
 
 import numpy as np
 
 from ..hf.contract import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
-from ..errors import OptionError, check_options
+from ..errors import OptionError, make_options
 from ..hf.feature_check import Positional, Scalar
+from . import features as feats
 from .metric import EMPTY_PREDICTION_HINT, reduce_geometries
 from .metric.geometry import ImageGeom, SampleGeom, sample_geometry
 from .metric.options import M4SegOptions
 
 _TEXT_FIELDS = ("example_id", "type", "dataset_name", "granularity", "pred_text", "gt_text")
-
-
-def _options(options: Mapping[str, Any]) -> M4SegOptions:
-    """The checked options (those of :func:`perckit.m4seg.metric.compute`)."""
-    check_options("m4seg", options, M4SegOptions.__dataclass_fields__)
-    return M4SegOptions(**options)
-
-
-def _score(prediction: Mapping | None, reference: Mapping, opts: M4SegOptions) -> SampleGeom:
-    """One sample's record: its checked geometry (``prediction`` None: an empty prediction)."""
-    return sample_geometry(prediction, reference, opts)
 
 
 def _reduce(items: list[Item], opts: M4SegOptions) -> dict:
@@ -125,19 +116,13 @@ def geometry_from_state(state: Mapping[str, Any]) -> SampleGeom:
                       gt_names=list(state["gt_names"]), images=images)
 
 
-def _features() -> tuple:
-    from . import features as feats
-
-    return feats.prediction_schema(), feats.reference_schema()
-
-
 def m4seg_core(config: str | None = None) -> MetricCore:
     """The ``m4seg`` metric (no configs): records are sample geometries, reduced by ``reduce_geometries``."""
     if config is not None:
         raise OptionError(f"metric 'm4seg' has no configs, got config {config!r}")
     return MetricCore(
-        name="m4seg", config=None, id_key="example_id", prepare=_options, score=_score, reduce=_reduce,
-        record_to_state=geometry_to_state, record_from_state=geometry_from_state, record_schema=lambda opts: SCHEMA,
-        features=_features,
+        name="m4seg", config=None, id_key="example_id", prepare=partial(make_options, "m4seg", M4SegOptions),
+        score=sample_geometry, reduce=_reduce, record_to_state=geometry_to_state, record_from_state=geometry_from_state,
+        record_schema=lambda opts: SCHEMA, features=lambda: (feats.prediction_schema(), feats.reference_schema()),
         strict=lambda opts: opts.strict, empty_hint=EMPTY_PREDICTION_HINT, lax_option="strict=False",
     )

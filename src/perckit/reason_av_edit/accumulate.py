@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
+from functools import partial
 from typing import Any, Mapping
 
 import numpy as np
 
 from ..hf.contract import COUNT, FLAG, TEXT, UNIT, MetricCore, RecordSchema, refuse, same_id
-from ..errors import OptionError, check_options
+from ..errors import OptionError, make_options
 from ..hf.feature_check import Nullable, Scalar
 from . import features as feats, metric as m
 
@@ -63,12 +64,6 @@ def _invariants(key: str, r: Mapping[str, Any]) -> None:
 SCHEMA = RecordSchema(RECORD, (_invariants,))
 
 
-def _options(options: Mapping[str, Any]) -> m.AVReasoningOptions:
-    """The checked options, as :func:`~.metric.av_reasoning` checks them."""
-    check_options("av_reasoning", options, m.AVReasoningOptions.__dataclass_fields__)
-    return m.AVReasoningOptions(**options)
-
-
 def _record_to_state(record: m.SampleScore) -> dict:
     """A :class:`~.metric.SampleScore` as a JSON-safe dict: every field, as a plain Python scalar (numpy scalars from the
     pixel and audio counts become int / float / bool)."""
@@ -80,7 +75,7 @@ def av_reasoning_core(config: str | None = None) -> MetricCore:
     if config is not None:
         raise OptionError(f"metric 'av_reasoning' has no configs, got config {config!r}")
     return MetricCore(
-        name="av_reasoning", config=None, id_key="sample_id", prepare=_options,
+        name="av_reasoning", config=None, id_key="sample_id", prepare=partial(make_options, "av_reasoning", m.AVReasoningOptions),
         score=m.score_sample, reduce=lambda items, opts: m.reduce_scores([item.record for item in items], opts),
         record_to_state=_record_to_state, record_from_state=lambda state: m.SampleScore(**state),
         record_schema=lambda opts: SCHEMA,

@@ -184,12 +184,9 @@ def _child_files(layout: Any, ds: datasets.Dataset) -> list[str]:
     return [relative_label(p, export_root) or str(p) for p in layout.files(CHILD_CONFIG, [split], media=False)[split]]
 
 
-def _is_binary(t: pa.DataType) -> bool:
-    return pa.types.is_binary(t) or pa.types.is_large_binary(t)
-
-
-def _is_string(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
+#: The Arrow types of a text column and of a bytes column.
+_STRING = (pa.string(), pa.large_string())
+_BINARY = (pa.binary(), pa.large_binary())
 
 
 def _check_schema(schema: pa.Schema, columns: list[str], where: str) -> None:
@@ -199,9 +196,9 @@ def _check_schema(schema: pa.Schema, columns: list[str], where: str) -> None:
             return False
         t = schema.field(i).type
         if name == "sample_id":
-            return _is_string(t)
+            return t in _STRING
         return (pa.types.is_struct(t) and t.get_field_index("bytes") >= 0 and t.get_field_index("path") >= 0
-                and _is_binary(t.field("bytes").type) and _is_string(t.field("path").type))
+                and t.field("bytes").type in _BINARY and t.field("path").type in _STRING)
 
     bad = [c for c in ["sample_id", *columns] if not ok(c)]
     if bad:

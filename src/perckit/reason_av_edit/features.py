@@ -192,24 +192,27 @@ def make_prediction(
     }
 
 
-def to_metric_reference(row: Mapping) -> dict:
-    """A builder row (or any dict with the reference keys) projected onto the ``av_reasoning`` references.
-
-    Absent media and masks become the "not provided" markers.
-    """
-    missing = [k for k in reference_schema() if k not in row]
+def project_row(row: Mapping, schema: dict, media: Mapping[str, Any], metric: str) -> dict:
+    """``row`` projected onto the ``schema`` of ``metric``'s references: the keys of ``media`` by their value function
+    (``(value, where) -> value``), the others by :func:`perckit.core.schema.project`, an empty ``edit_window_s`` /
+    ``edit_window_frames`` as ``None``; a row without one of the keys raises :class:`PredictionError` naming them."""
+    missing = [k for k in schema if k not in row]
     if missing:
-        raise PredictionError(f"row is missing the key(s) {missing} needed by the av_reasoning references")
-    out = dict(project({k: row[k] for k in reference_schema() if k not in ("anchor_mask", "reason_audio", "mask_video")},
-                       {k: v for k, v in reference_schema().items() if k not in ("anchor_mask", "reason_audio", "mask_video")}))
-    sid = row.get("sample_id")
-    out["anchor_mask"] = _mask_value(row["anchor_mask"], f"reference {sid!r}: anchor_mask")
-    out["reason_audio"] = _media_value(row["reason_audio"], f"reference {sid!r}: reason_audio")
-    out["mask_video"] = _media_value(row["mask_video"], f"reference {sid!r}: mask_video")
+        raise PredictionError(f"row is missing the key(s) {missing} needed by the {metric} references")
+    plain = {k: v for k, v in schema.items() if k not in media}
+    out = dict(project({k: row[k] for k in plain}, plain))
+    out.update({k: value(row[k], f"reference {row.get('sample_id')!r}: {k}") for k, value in media.items()})
     for k in ("edit_window_s", "edit_window_frames"):
-        if out[k] == []:
+        if out.get(k) == []:
             out[k] = None
-    return {k: out[k] for k in reference_schema()}
+    return {k: out[k] for k in schema}
+
+
+def to_metric_reference(row: Mapping) -> dict:
+    """A builder row (or any dict with the reference keys) projected onto the ``av_reasoning`` references
+    (:func:`project_row`): absent media and masks become the "not provided" markers."""
+    media = {"anchor_mask": _mask_value, "reason_audio": _media_value, "mask_video": _media_value}
+    return project_row(row, reference_schema(), media, "av_reasoning")
 
 
 def gt_as_prediction(row: Mapping) -> dict:

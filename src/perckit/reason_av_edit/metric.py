@@ -72,7 +72,7 @@ import numpy as np
 
 from .. import rle as rle_ops
 from ..core import segmentation as seg
-from ..errors import InputNotFoundError, OptionError, PredictionError, RLEError, check_choice, check_options
+from ..errors import InputNotFoundError, OptionError, PredictionError, RLEError, check_choice, make_options
 from ..core.matching import pair_by_id
 from ..io.paths import read_regular_file
 from ..core.stats import fmean
@@ -600,9 +600,6 @@ class SampleScore:
     ref_video: bool = False
     video_unavailable: bool = False
 
-    def as_row(self) -> dict:
-        return asdict(self)
-
 
 # ---------------------------------------------------------------- shared pieces
 
@@ -715,10 +712,7 @@ def _audio(s: SampleScore, pred: Mapping, ref: Mapping, o: AVReasoningOptions, w
     if given:
         s.audio_tiou_hull = interval_tiou(gt_hull, support)
         if gt_vec is not None:
-            if window is not None:
-                p_vec = window_vector(window, n, ao)
-            else:
-                p_vec = pw.active
+            p_vec = window_vector(window, n, ao) if window is not None else pw.active
             s.audio_tiou = vector_tiou(gt_vec, p_vec)
     if pw is not None and gt is not None:
         s.audio_tf_iou = mask_iou(gt.tf(), pw.tf())
@@ -801,7 +795,9 @@ def block(scores: Sequence[SampleScore], options: AVReasoningOptions = AVReasoni
     """Every key over ``scores`` (unrestricted): macro means, their counts ``n_<key>``, rule counts."""
     out: dict[str, Any] = {}
 
-    def put(key: str, values: list) -> None:
+    def put(key: str, values: list | None = None) -> None:
+        """``key``'s mean over ``values``, by default the samples' values of its field (``x_acc``: ``x_correct``)."""
+        values = _collect(scores, key.replace("_acc", "_correct")) if values is None else values
         out[key] = fmean(values)  # math.fsum: independent of the order of the samples
         out[f"n_{key}"] = len(values)
 
@@ -811,23 +807,16 @@ def block(scores: Sequence[SampleScore], options: AVReasoningOptions = AVReasoni
     union = sum(int(s.visual_union) for s in non_null)
     out["visual_ciou"] = inter / union if union else None
     out["n_visual_ciou"] = len(non_null)
-    put("visual_null_acc", _collect(scores, "visual_null_correct"))
-    put("visual_iou_with_null", _collect(scores, "visual_iou_with_null"))
-    put("bg_leak", _collect(scores, "bg_leak"))
-    put("audio_tiou", _collect(scores, "audio_tiou"))
+    for key in ("visual_null_acc", "visual_iou_with_null", "bg_leak", "audio_tiou"):
+        put(key)
     hulls = _collect(scores, "audio_tiou_hull")
     put("audio_tiou_hull", hulls)
     for t in options.tiou_recall_thresholds:
         put(recall_key(t), [v >= t for v in hulls])
-    put("audio_tf_iou", _collect(scores, "audio_tf_iou"))
-    put("audio_null_acc", _collect(scores, "audio_null_correct"))
-    put("video_tiou", _collect(scores, "video_tiou"))
-    put("video_tiou_hull", _collect(scores, "video_tiou_hull"))
-    put("video_null_acc", _collect(scores, "video_null_correct"))
-    for k in AV_KEYS:
-        put(k, _collect(scores, k))
+    for key in ("audio_tf_iou", "audio_null_acc", *VIDEO_KEYS, *AV_KEYS):
+        put(key)
     out["num_av_undefined"] = sum(1 for s in scores if s.av_undefined)
-    put("which_acc", _collect(scores, "which_correct"))
+    put("which_acc")
     out["which_acc_rule_counts"] = {r: sum(1 for s in scores if s.which_rule == r) for r in RULES}
     out["num_samples"] = len(scores)
     return out
@@ -919,7 +908,7 @@ def reduce_scores(scores: Sequence[SampleScore], options: AVReasoningOptions = A
                 skipped[k] = _skip_reason(k, group, scores, options.restrict_to_suggested)
     out["skipped"] = dict(sorted(skipped.items()))
     if options.return_per_sample:
-        out["per_sample"] = [s.as_row() for s in sorted(scores, key=lambda s: s.sample_id)]
+        out["per_sample"] = [asdict(s) for s in sorted(scores, key=lambda s: s.sample_id)]
     return out
 
 
@@ -930,8 +919,7 @@ def av_reasoning(predictions: Sequence[Mapping], references: Sequence[Mapping], 
     id on either side, an unknown prediction id, or a reference without a prediction raises
     :class:`PredictionError`.
     """
-    check_options("av_reasoning", options, AVReasoningOptions.__dataclass_fields__)
-    opts = AVReasoningOptions(**options)
+    opts = make_options("av_reasoning", AVReasoningOptions, options)
     pairs = pair_by_id(predictions, references, "sample_id", empty_hint=EMPTY_PREDICTION)
     return reduce_scores([score_sample(p, r, opts) for p, r in pairs], opts)
 

@@ -23,14 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .. import rle as rle_ops
 from ..core import segmentation as seg
 from ..hf.contract import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
-from ..errors import OptionError, PredictionError, check_options
+from ..errors import OptionError, PredictionError, make_options
 from ..hf.feature_check import Positional
-from . import metric as m
+from . import features as feats, metric as m
 
 NAME = "refer_iou"
 
@@ -43,11 +44,6 @@ class ExpressionRecord:
     category: str
     supercategory: str
     score: seg.PairScore
-
-
-def _options(options: Mapping[str, Any]) -> m.ReferIoUOptions:
-    check_options(NAME, options, m.ReferIoUOptions.__dataclass_fields__)
-    return m.ReferIoUOptions(**options)
 
 
 def _score(prediction: Mapping | None, reference: Mapping, opts: m.ReferIoUOptions) -> ExpressionRecord:
@@ -99,18 +95,13 @@ def _from_state(state: Any) -> ExpressionRecord:
     return ExpressionRecord(eid, category, supercategory, seg.PairScore(inter, union, float(iou)))
 
 
-def _features() -> tuple:
-    from . import features as feats
-
-    return feats.prediction_schema(), feats.reference_schema()
-
-
 def refer_iou_core(config: str | None = None) -> MetricCore:
     """The :class:`~perckit.hf.contract.MetricCore` of ``refer_iou`` (no configs: ``config`` must be None)."""
     if config is not None:
         raise OptionError(f"metric {NAME!r} has no configs, got config {config!r}")
     return MetricCore(
-        name=NAME, config=None, id_key="expression_id", prepare=_options, score=_score, reduce=_reduce,
-        record_to_state=_to_state, record_from_state=_from_state, record_schema=_schema, features=_features,
+        name=NAME, config=None, id_key="expression_id", prepare=partial(make_options, NAME, m.ReferIoUOptions),
+        score=_score, reduce=_reduce, record_to_state=_to_state, record_from_state=_from_state, record_schema=_schema,
+        features=lambda: (feats.prediction_schema(), feats.reference_schema()),
         strict=lambda opts: True, empty_hint=seg.EMPTY_MASK_HINT, lax_option=None,
     )

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core import segmentation as seg
-from ..errors import OptionError, check_options
+from ..errors import OptionError, make_options
 
 
 #: The rule ``resize_predictions="nearest"`` resizes with: OpenCV's ``INTER_NEAREST``. The RefCOCO-M card and the
@@ -67,7 +67,8 @@ def reduce_refer_iou(references: Sequence[Mapping], scores: Sequence[seg.PairSco
     out["per_supercategory"] = seg.reduce_groups(scores, [_group(r, "supercategory") for r in references], options.thresholds)
     out["per_category"] = seg.reduce_groups(scores, [_group(r, "category") for r in references], options.thresholds)
     if options.return_per_example:
-        out["per_example"] = seg.per_example_rows([r["expression_id"] for r in references], scores, "expression_id")
+        out["per_example"] = [{"expression_id": r["expression_id"], "iou": s.iou, "intersection": s.intersection, "union": s.union}
+                              for r, s in zip(references, scores)]
     return out
 
 
@@ -77,8 +78,7 @@ def refer_iou(predictions: Sequence[Mapping], references: Sequence[Mapping], **o
     Predictions are matched by ``expression_id``: a duplicate id, an id unknown to the
     references, or a reference without a prediction raises ``PredictionError``.
     """
-    check_options("refer_iou", options, ReferIoUOptions.__dataclass_fields__)
-    opts = ReferIoUOptions(**options)
+    opts = make_options("refer_iou", ReferIoUOptions, options)
     pairs = seg.match_by_id(predictions, references, "expression_id")
     refs = [r for _, r in pairs]
     return reduce_refer_iou(refs, [score_expression(p, r, opts) for p, r in pairs], opts)

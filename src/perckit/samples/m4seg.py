@@ -448,8 +448,7 @@ def write_release(root: str | Path, seed: int = 0, train_rows: int = 48, test_ro
     })
     if write_manifest:
         with wr.open("metadata/image_manifest.jsonl.gz") as raw, gzip.open(raw, "wt", encoding="utf-8", compresslevel=1) as f:
-            for line in _manifest_lines({"train": train_rows, "test": test_rows}):
-                f.write(line + "\n")
+            f.writelines(line + "\n" for line in _manifest_lines({"train": train_rows, "test": test_rows}))
     wr.json("metadata/ade20k_part234_classes.json", {"objects": list(OBJECTS), "parts": sorted({p for v in PARTS.values() for p in v})})
     with wr.open("metadata/source_catalogs/coco/instances_val2017.json.gz") as raw, gzip.open(raw, "wt", encoding="utf-8") as f:
         json.dump({"images": [], "annotations": [], "categories": [{"id": i + 1, "name": n} for i, n in enumerate(OBJECTS)]}, f)

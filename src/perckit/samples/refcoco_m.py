@@ -112,39 +112,32 @@ def _mask(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
     return m
 
 
+def card_features(fields: Any, pad: str = "  ") -> list[str]:
+    """The card's ``dataset_info.features`` lines of Arrow ``fields`` (those of :func:`arrow_schema`, so the card and
+    the shards have the one schema; the ``image`` struct is ``dtype: image``, a float32 ``float32``)."""
+    import pyarrow as pa
+
+    lines = []
+    for f in fields:
+        kind = "struct" if pa.types.is_struct(f.type) else "list" if pa.types.is_list(f.type) else "dtype"
+        inner = f.type.value_type if kind == "list" else f.type
+        lines.append(f"{pad}- name: {f.name}")
+        if f.name == "image":
+            lines.append(f"{pad}  dtype: image")
+        elif pa.types.is_struct(inner):
+            lines += [f"{pad}  {kind}:", *card_features(list(inner), pad + "  ")]
+        else:
+            lines.append(f"{pad}  {kind}: {'float32' if inner == pa.float32() else inner}")
+    return lines
+
+
 def card_yaml(num_examples: int, num_bytes: int) -> str:
     """The YAML header of the release card (``dataset_info`` features and the ``default`` config)."""
+    features = "\n".join(card_features(arrow_schema()))
     return f"""---
 dataset_info:
   features:
-  - name: image
-    dtype: image
-  - name: image_id
-    dtype: int64
-  - name: file_name
-    dtype: string
-  - name: samples
-    list:
-    - name: id
-      dtype: int64
-    - name: image_id
-      dtype: int64
-    - name: category
-      dtype: string
-    - name: supercategory
-      dtype: string
-    - name: label
-      dtype: string
-    - name: sentences
-      list: string
-    - name: bbox
-      list: float32
-    - name: mask
-      struct:
-      - name: counts
-        dtype: string
-      - name: size
-        list: int32
+{features}
   splits:
   - name: validation
     num_bytes: {num_bytes}

@@ -53,7 +53,7 @@ import numpy as np
 
 from ... import rle as rle_ops
 from ...core import segmentation as seg
-from ...errors import check_options
+from ...errors import make_options
 from ...core.matching import pair_by_id
 from ...core.stats import fmean
 from . import text as textmod
@@ -205,11 +205,6 @@ class SampleScore:
     pred_text: str = ""
     gt_text: str = ""
 
-    def as_row(self) -> dict:
-        row = asdict(self)
-        row.pop("miou_images")
-        return row
-
 
 def _cos(vecs: Mapping[str, np.ndarray], rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:
     if not rows or not cols:
@@ -274,10 +269,8 @@ def group_block(scores: Sequence[SampleScore], options: M4SegOptions, meteor: An
         out["miou"] = fmean([s.miou for s in with_gt])
     n_gt = sum(s.num_gt for s in scores)
     out["recall"] = (sum(s.recall_tp for s in with_gt) / n_gt if n_gt else None) if available.get("recall", True) else None
-    out["i_ss"] = fmean([s.i_ss for s in with_gt]) if available.get("i_ss", True) else None
-    out["i_siou"] = fmean([s.i_siou for s in scores]) if available.get("i_siou", True) else None
-    out["ss"] = fmean([s.ss for s in scores]) if available.get("ss", True) else None
-    out["siou"] = fmean([s.siou for s in scores]) if available.get("siou", True) else None
+    for k, samples in (("i_ss", with_gt), ("i_siou", scores), ("ss", scores), ("siou", scores)):
+        out[k] = fmean([getattr(s, k) for s in samples]) if available.get(k, True) else None
     out["meteor"] = meteor.corpus([s.example_id for s in scores]) if meteor is not None and available.get("meteor", True) else None
     pooled = seg.reduce_iou([seg.PairScore(s.inter, s.union, s.giou) for s in with_gt], thresholds=())
     out["giou"], out["ciou"] = pooled["miou"], pooled["ciou"]
@@ -311,7 +304,7 @@ def reduce_scores(scores: Sequence[SampleScore], options: M4SegOptions = M4SegOp
     out["skipped"] = skipped
     out["options"] = options.summary()
     if options.per_sample:
-        out["per_sample"] = [s.as_row() for s in scores]
+        out["per_sample"] = [{k: v for k, v in asdict(s).items() if k != "miou_images"} for s in scores]
     return out
 
 
@@ -347,8 +340,7 @@ def _unavailable(options: M4SegOptions, exc: Exception, metrics: Sequence[str], 
 def compute(predictions: Sequence[Mapping], references: Sequence[Mapping], **options: Any) -> dict:
     """Score predictions against reference rows (see the ``metrics/m4seg`` card): pair them, compute each pair's
     geometry (:func:`sample_geometry`, the per-sample half) and reduce them (:func:`reduce_geometries`)."""
-    check_options("m4seg", options, M4SegOptions.__dataclass_fields__)
-    opts = M4SegOptions(**options)
+    opts = make_options("m4seg", M4SegOptions, options)
     pairs = match_by_example_id(predictions, references, opts.strict)
     geoms = [sample_geometry(p, r, opts) for p, r in pairs]
     return reduce_geometries(geoms, opts, sum(1 for p, _ in pairs if p is None))

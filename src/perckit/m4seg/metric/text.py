@@ -29,6 +29,7 @@ import sys
 import threading
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -341,7 +342,7 @@ def close_meteor() -> None:
             m.meteor_p.kill()
             m.meteor_p.wait()
         # Meteor.__del__ would close the pipe again at garbage collection.
-        m.meteor_p = _ClosedProcess()
+        m.meteor_p = _CLOSED_PROCESS
 
 
 class MeteorScorer:
@@ -390,18 +391,5 @@ class MeteorScorer:
         """Nothing to release: the METEOR process is shared (see :func:`close_meteor`)."""
 
 
-class _ClosedProcess:
-    class _Pipe:
-        def close(self) -> None:
-            pass
-
-    stdin = _Pipe()
-
-    def kill(self) -> None:
-        pass
-
-    def wait(self) -> None:
-        pass
-
-    def poll(self) -> int:
-        return 0
+#: What a closed METEOR's ``meteor_p`` becomes: every call Meteor makes on it does nothing; ``poll()`` says it exited.
+_CLOSED_PROCESS = SimpleNamespace(stdin=SimpleNamespace(close=lambda: None), kill=lambda: None, wait=lambda: None, poll=lambda: 0)

@@ -79,12 +79,9 @@ def occurrence_index(pair_ids: Sequence[str] | np.ndarray) -> np.ndarray:
     if h.size == 0:
         return out
     order = np.argsort(h, kind="stable")
-    hs = h[order]
-    starts = np.flatnonzero(np.concatenate(([True], hs[1:] != hs[:-1])))
-    lengths = np.diff(np.concatenate((starts, [hs.size])))
-    run_start = np.repeat(starts, lengths)
-    rank = np.arange(hs.size) - run_start
-    dup = np.repeat(lengths > 1, lengths)
+    _, starts, run, lengths = np.unique(h[order], return_index=True, return_inverse=True, return_counts=True)
+    rank = np.arange(h.size) - starts[run]  # the runs of equal hashes in the sorted order
+    dup = lengths[run] > 1
     out[order[dup]] = rank[dup]
     return out
 
@@ -97,21 +94,3 @@ def derived_example_id(pair_id: str, occurrence: int) -> str:
 def stable_hash(text: str) -> int:
     """A 64-bit hash of a str that is the same in every process (``hash()`` is salted per interpreter)."""
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little", signed=True)
-
-
-class Int64Buffer:
-    """A growable int64 array (8 bytes per value, amortised appends)."""
-
-    def __init__(self) -> None:
-        self._chunks: list[np.ndarray] = []
-        self._cur: list[int] = []
-
-    def append(self, v: int) -> None:
-        self._cur.append(v)
-        if len(self._cur) >= 65536:
-            self._chunks.append(np.asarray(self._cur, dtype=np.int64))
-            self._cur = []
-
-    def array(self) -> np.ndarray:
-        parts = self._chunks + ([np.asarray(self._cur, dtype=np.int64)] if self._cur else [])
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)

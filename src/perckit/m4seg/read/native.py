@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from array import array
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ import numpy as np
 from ...errors import ReleaseFormatError, short_repr as _short
 from ...io.jsonio import UTF8_BOM
 from ..rows import EXAMPLE_ALIASES, ConvertState, _alias, _MAPS, native_to_row
-from .ids import IdGuard, Int64Buffer, derived_example_id, occurrence_index, stable_hash
+from .ids import IdGuard, derived_example_id, occurrence_index, stable_hash
 
 #: Deepest JSON nesting accepted in a native file (an example is about 7 levels deep). ijson keeps one
 #: prefix string per level, each as long as the path to it: 100,000 levels would need tens of gigabytes.
@@ -337,7 +338,7 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
         if key is None:
             raise ReleaseFormatError(f"{where}: example 0: expected an 'example_id' or a 'pair_id'/'id', found neither (keys {sorted(first)})")
 
-    hashes = Int64Buffer()
+    hashes = array("q")  # 8 bytes per example (int64 hashes)
     guard = IdGuard(where)
     dup: list[ReleaseFormatError] = []  # a repeated example_id is raised once the whole file has parsed
     with opener(path, "rb") as f:
@@ -354,7 +355,7 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
         guard.flush()
     if dup:
         raise dup[0]
-    arr = hashes.array()
+    arr = np.array(hashes, dtype=np.int64)
     occ = occurrence_index(arr) if key != "example_id" else None
     return NativeScan(kind=kind, count=int(arr.size), occurrence=occ, id_key=key, id_hashes=arr)
 

@@ -335,16 +335,21 @@ class _Verdict:
                 out[i] = v
         return out
 
+    def refuse_each(self, flagged: np.ndarray, key_of: Callable[[int], tuple], message: Callable[[int], str]) -> None:
+        """:meth:`settle_each` with a rule that refuses each: ``ReleaseFormatError(message(i))``."""
 
-def _raise(error: PerckitError) -> None:
-    raise error
+        def refuse(i: int) -> None:
+            raise ReleaseFormatError(message(i))
+
+        self.settle_each(flagged, key_of, refuse)
 
 
 # ---------------------------------------------------------------- column helpers
 
 
-def _is_str(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
+#: The Arrow types of a text column, and of a counts column (text or bytes).
+_STR = (pa.string(), pa.large_string())
+_COUNTS = (*_STR, pa.binary(), pa.large_binary())
 
 
 def _is_list(t: pa.DataType) -> bool:
@@ -468,10 +473,8 @@ def _convert(batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema) -> t
 
     out = {field_: _text(top(field_), n) for field_ in PARQUET_ALIASES if field_ != "a"}
     ids = out["example_id"]
-    v.settle_each(
-        np.flatnonzero(~_valid(ids)), lambda r: (r, _ID),
-        lambda r: _raise(ReleaseFormatError(f"{state.where(None)}: expected a non-null 'example_id', found None")),
-    )
+    v.refuse_each(np.flatnonzero(~_valid(ids)), lambda r: (r, _ID),
+                  lambda r: f"{state.where(None)}: expected a non-null 'example_id', found None")
 
     def where(r: int) -> str:
         return state.where(ids[r].as_py())
@@ -489,7 +492,7 @@ def _answer(cols: list[pa.Array], n: int, v: _Verdict, where: Callable[[int], st
     source = _chosen(cols, n)
     bad = source < 0
     for ci, c in enumerate(cols):
-        if not _is_str(c.type):
+        if c.type not in _STR:
             bad |= source == ci
 
     def refuse(r: int) -> None:
@@ -497,7 +500,7 @@ def _answer(cols: list[pa.Array], n: int, v: _Verdict, where: Callable[[int], st
         raise ReleaseFormatError(f"{where(r)}: 'a': expected a string, found {_short(found)}")
 
     v.settle_each(np.flatnonzero(bad), lambda r: (r, _ANSWER), refuse)
-    texts = [c.cast(pa.string()) for c in cols if _is_str(c.type)]
+    texts = [c.cast(pa.string()) for c in cols if c.type in _STR]
     if not texts:
         return pa.nulls(n, pa.string())
     return texts[0] if len(texts) == 1 else pc.coalesce(*texts)
@@ -509,12 +512,8 @@ def _images(
     lengths, off, items = _list_parts(col)
     parent, index = _owners(lengths, off)
 
-    def empty(r: int) -> None:
-        raise ReleaseFormatError(
-            f"{where(r)}: 'images': expected a non-empty list of {{image_id, path, height, width}}, found {_short(col[r].as_py())}"
-        )
-
-    v.settle_each(np.flatnonzero(lengths == 0), lambda r: (r, _IMAGES), empty)
+    v.refuse_each(np.flatnonzero(lengths == 0), lambda r: (r, _IMAGES), lambda r: (
+        f"{where(r)}: 'images': expected a non-empty list of {{image_id, path, height, width}}, found {_short(col[r].as_py())}"))
 
     def iw(i: int) -> str:
         return f"{where(int(parent[i]))}: images[{int(index[i])}]"
@@ -522,10 +521,8 @@ def _images(
     def key(check: int) -> Callable[[int], tuple]:
         return lambda i: (int(parent[i]), _IMAGE, int(index[i]), check)
 
-    v.settle_each(
-        np.flatnonzero(~_valid(items)), key(0),
-        lambda i: _raise(ReleaseFormatError(f"{iw(i)}: expected {{image_id, path, height, width}}, found None")),
-    )
+    v.refuse_each(np.flatnonzero(~_valid(items)), key(0),
+                  lambda i: f"{iw(i)}: expected {{image_id, path, height, width}}, found None")
     h = _ints(pc.struct_field(items, ["height"]), v, key(1), lambda i: iw(i) + ".height")
     w = _ints(pc.struct_field(items, ["width"]), v, key(2), lambda i: iw(i) + ".width")
     limit = rle_ops.MAX_PIXELS
@@ -564,7 +561,7 @@ def _groundings(col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray,
     def key(check: int) -> Callable[[int], tuple]:
         return lambda i: (int(parent[i]), _GROUNDING, int(index[i]), check)
 
-    v.settle_each(np.flatnonzero(~_valid(g)), key(0), lambda i: _raise(ReleaseFormatError(f"{gw(i)}: expected a grounding object, found None")))
+    v.refuse_each(np.flatnonzero(~_valid(g)), key(0), lambda i: f"{gw(i)}: expected a grounding object, found None")
     n_images = np.diff(img_off)[parent]
     k = _ints(pc.struct_field(g, ["image_index"]), v, key(1), lambda i: gw(i) + ".image_index")
     v.settle_each(np.flatnonzero((k < 1) | (k > n_images)), key(1), lambda i: _check_image_index(int(k[i]), int(n_images[i]), gw(i)))
@@ -598,10 +595,6 @@ def _groundings(col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray,
     return _list(lengths, values, type_), _code_suspects(answer, parent, starts, ends, k)
 
 
-def _is_counts(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-
-
 def _masks(g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: pa.DataType, v: _Verdict,
            gw: Callable[[int], str], key: Callable[[int], Callable[[int], tuple]]) -> pa.Array:
     """The masks as ``{size: [H, W], counts}``: a compressed RLE whose size is its image's, whose counts the
@@ -610,10 +603,8 @@ def _masks(g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: p
     m = len(g)
     cols = _fields(g, PARQUET_GROUNDING_ALIASES["segmentation"])
     source = _chosen(cols, m)
-    v.settle_each(
-        np.flatnonzero(source < 0), key(2),
-        lambda i: _raise(ReleaseFormatError(f"{gw(i)}.segmentation: expected a compressed RLE {{size, counts}}, found none")),
-    )
+    v.refuse_each(np.flatnonzero(source < 0), key(2),
+                  lambda i: f"{gw(i)}.segmentation: expected a compressed RLE {{size, counts}}, found none")
 
     def rule(i: int) -> dict:
         hw = [int(gh[i]), int(gwd[i])]
@@ -624,7 +615,7 @@ def _masks(g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: p
     sizes = counts = None
     if c is not None and pa.types.is_struct(c.type):
         sizes, counts = _fields(c, ["size"]), _fields(c, ["counts"])
-    if sizes and counts and _is_list(sizes[0].type) and pa.types.is_integer(sizes[0].type.value_type) and _is_counts(counts[0].type):
+    if sizes and counts and _is_list(sizes[0].type) and pa.types.is_integer(sizes[0].type.value_type) and counts[0].type in _COUNTS:
         lengths, off, values = _list_parts(sizes[0])
         vals = _np(pc.fill_null(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)
         pairs = _pairs(lengths, off, vals, 2)
@@ -682,7 +673,7 @@ def _annotation_ids(g: pa.Array, type_: pa.DataType) -> pa.Array:
     if not cols:
         return pa.ListArray.from_arrays(pa.array(np.zeros(m + 1, dtype=np.int32)), pa.array([], pa.string()), type=type_)
     col = cols[0]
-    if _is_list(col.type) and _is_str(col.type.value_type):
+    if _is_list(col.type) and col.type.value_type in _STR:
         lengths, _, values = _list_parts(col)
         if not values.null_count:
             return _list(lengths, values.cast(pa.string()), type_)

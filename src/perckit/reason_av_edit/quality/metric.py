@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import OptionError, PredictionError, check_choice, check_option_type, check_options, short_repr
+from ...errors import OptionError, PredictionError, check_choice, check_option_type, make_options, short_repr
 from ...core.matching import missing_ids_message, pair_by_id
 from ..read.metadata import CATEGORIES
 from . import models as registry
@@ -270,10 +270,6 @@ def _score(pred: Mapping, ref: Mapping, o: EditQualityOptions, active: Sequence[
     return rec
 
 
-def _category_order(c: str) -> tuple:
-    return (CATEGORIES.index(c) if c in CATEGORIES else len(CATEGORIES), c)
-
-
 def reduce_records(records: Sequence[SampleRecord], active: Sequence[ActiveModel], skipped_models: Mapping[str, str],
                    options: EditQualityOptions, num_missing: int = 0) -> dict[str, Any]:
     """Reduce half: the top-level table (main ranking), ``reference``, ``per_category``, ``per_sub_track``,
@@ -284,7 +280,7 @@ def reduce_records(records: Sequence[SampleRecord], active: Sequence[ActiveModel
     out["num_reference_samples"] = len(records) - len(main)
     out["num_missing"] = num_missing
     out["reference"] = table([r for r in records if r.category == "reference"], active, selected)
-    cats = sorted({r.category for r in records}, key=_category_order)
+    cats = sorted({r.category for r in records}, key=lambda c: (CATEGORIES.index(c) if c in CATEGORIES else len(CATEGORIES), c))
     out["per_category"] = {c: table([r for r in records if r.category == c], active, selected) for c in cats}
     out["per_sub_track"] = {t: table([r for r in records if r.sub_track == t], active, selected) for t in sorted({r.sub_track for r in records})}
     out["suggested"] = {c: list(ks) for c, ks in SUGGESTED.items()}
@@ -318,8 +314,7 @@ def av_edit_quality(predictions: Sequence[Mapping], references: Sequence[Mapping
     or an unknown prediction id raises :class:`PredictionError`; a reference without a prediction raises too,
     unless ``missing="skip"`` (then it is left out, counted in ``num_missing`` and warned about).
     """
-    check_options("av_edit_quality", options, EditQualityOptions.__dataclass_fields__)
-    o = EditQualityOptions(**options)
+    o = make_options("av_edit_quality", EditQualityOptions, options)
     pairs = pair_by_id(predictions, references, "sample_id", strict=False)
     missing = [r["sample_id"] for p, r in pairs if p is None]
     if missing and o.missing == "error":

@@ -15,11 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import PredictionError
-from ...core.schema import project
-from ..features import NOT_PROVIDED_MEDIA, _media_value, media_feature
-
-MEDIA_KEYS = ("video", "audio", "mask_video", "ref_image")
+from ..features import NOT_PROVIDED_MEDIA, _media_value, media_feature, project_row
 
 
 def reference_schema() -> dict:
@@ -59,24 +55,11 @@ def _image_value(value: Any, where: str) -> dict:
 
 
 def to_quality_reference(row: Mapping) -> dict:
-    """A builder row (or any dict with the reference keys) projected onto the ``av_edit_quality`` references.
-
-    Absent media become the "not provided" marker, an empty ``edit_window_s`` becomes ``None``; a row without
-    one of the keys raises :class:`PredictionError` naming them.
-    """
-    schema = reference_schema()
-    missing = [k for k in schema if k not in row]
-    if missing:
-        raise PredictionError(f"row is missing the key(s) {missing} needed by the av_edit_quality references")
-    sid = row.get("sample_id")
-    plain = {k: v for k, v in schema.items() if k not in MEDIA_KEYS}
-    out = dict(project({k: row[k] for k in plain}, plain))
-    for k in ("video", "audio", "mask_video"):
-        out[k] = _media_value(row[k], f"reference {sid!r}: {k}")
-    out["ref_image"] = _image_value(row["ref_image"], f"reference {sid!r}: ref_image")
-    if out["edit_window_s"] == []:
-        out["edit_window_s"] = None
-    return {k: out[k] for k in schema}
+    """A builder row (or any dict with the reference keys) projected onto the ``av_edit_quality`` references
+    (:func:`..features.project_row`): absent media become the "not provided" marker, an empty ``edit_window_s``
+    becomes ``None``; a row without one of the keys raises :class:`PredictionError` naming them."""
+    media = {"video": _media_value, "audio": _media_value, "mask_video": _media_value, "ref_image": _image_value}
+    return project_row(row, reference_schema(), media, "av_edit_quality")
 
 
 __all__ = ["reference_schema", "to_quality_reference"]
