@@ -8,6 +8,7 @@ prediction and a perturbed prediction with every metric, and draw pictures. The 
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import shutil
@@ -128,7 +129,10 @@ def _scored(metric: Any, gt: list, perturbed: list, refs: list, **kw: Any) -> di
             "perturbed": _scalars(metric.compute(predictions=perturbed, references=refs, **kw))}
 
 
-def _report(label: str, splits: dict, results: dict, fig: Path, caption: str, **more: Any) -> dict:
+def _report(label: str, splits: dict, results: dict, out: Path, name: str, figure: Any, caption: str,
+            legend: Any = figures.MASK_LEGEND, **more: Any) -> dict:
+    """The report of one benchmark; ``figure`` is saved with its legend and ``caption`` as ``figures/<name>.png``."""
+    fig = figures.save(figures.annotated(figure, caption, legend), out / "figures" / f"{name}.png")
     return {"benchmark": label, "rows": {k: v.num_rows for k, v in splits.items()}, "metrics": results,
             "figures": [(fig, caption)], **more}
 
@@ -147,11 +151,8 @@ def perturb_r4d(rows: list[dict], seed: int = 0) -> tuple[list[dict], list[dict]
     rng = np.random.default_rng(seed)
     masks, tracks = [], []
     for i, r in enumerate(rows):
-        frames = []
-        for f in r["frames"]:
-            if rng.random() < 0.25:
-                continue
-            frames.append({"frame_id": f["frame_id"], "mask": rle.encode(np.roll(rle.decode(f["mask"]), 2, axis=1))})
+        frames = [{"frame_id": f["frame_id"], "mask": rle.encode(np.roll(rle.decode(f["mask"]), 2, axis=1))}
+                  for f in r["frames"] if rng.random() >= 0.25]
         masks.append({"query_id": r["query_id"], "frames": frames})
         tracks.append({"query_id": r["query_id"], "target_track_ids": list(r["target_track_ids"]) + (["99"] if i % 5 == 0 else [])})
     return masks, tracks
@@ -180,8 +181,7 @@ def run_r4d(out: Path, log: Log) -> dict:
     dropped = [f for f in shown if f not in pred]
     caption = (f"R4D-Bench query {row['query_id']} ({row['text_en']!r}), frames {shown}: prediction = ground-truth masks shifted 2 px right"
                + (f", frame(s) {dropped} dropped (no predicted mask)" if dropped else ""))
-    fig = figures.save(figures.annotated(figures.side_by_side(tiles), caption), out / "figures" / "r4d_bench_overlay.png")
-    return _report("R4D-Bench", splits, results, fig, caption)
+    return _report("R4D-Bench", splits, results, out, "r4d_bench_overlay", figures.side_by_side(tiles), caption)
 
 
 # ---------------------------------------------------------------- Syn4D
@@ -206,11 +206,9 @@ def run_syn4d(out: Path, log: Log) -> dict:
     results: dict[str, Any] = {}
     for task in core.TASKS:
         refs = [to_metric_reference(r, task) for r in rows]
-        scored = {}
-        for name, pdir in (("gt_as_prediction", gt_dir), ("perturbed", noisy_dir)):
-            res = metrics[task].compute(predictions=load_prediction_rows(pdir, ids), references=refs)
-            scored[name] = {k: res["overall"][k] for k in keys[task]} | {"num_sequences": res["overall"]["num_sequences"]}
-        results[f"syn4d ({task})"] = scored
+        overall = {name: metrics[task].compute(predictions=load_prediction_rows(pdir, ids), references=refs)["overall"]
+                   for name, pdir in (("gt_as_prediction", gt_dir), ("perturbed", noisy_dir))}
+        results[f"syn4d ({task})"] = {name: {k: o[k] for k in (*keys[task], "num_sequences")} for name, o in overall.items()}
     _check_perfect("Syn4D", results, {"syn4d (tracking)": ("score",), "syn4d (depth)": ("delta1",)})
     summary = runner.evaluate_release(noisy_dir, base / "release")
     if any(summary["tasks"][t]["overall"][k] != results[f"syn4d ({t})"]["perturbed"][k] for t in core.TASKS for k in keys[t]):
@@ -220,9 +218,8 @@ def run_syn4d(out: Path, log: Log) -> dict:
     row = to_numpy_row(rows[0])
     pred = read_npz(prediction_path(noisy_dir, row["sequence_id"]))["tracking_xyz"].astype(np.float64) * 2.0
     caption = f"Syn4D {row['sequence_id']}: 24 query tracks projected into frame 0; prediction = ground truth with 5% noise (the noisy NPZ), rescaled x2"
-    fig = figures.save(figures.annotated(figures.tracks_plot(row["tracks_ref0"], pred, row["intrinsics"], row["image_size"], valid=row["visibility"]),
-                                         caption, figures.TRACKS_LEGEND), out / "figures" / "syn4d_tracks.png")
-    return _report("Syn4D", splits, results, fig, caption)
+    plot = figures.tracks_plot(row["tracks_ref0"], pred, row["intrinsics"], row["image_size"], valid=row["visibility"])
+    return _report("Syn4D", splits, results, out, "syn4d_tracks", plot, caption, figures.TRACKS_LEGEND)
 
 
 # ---------------------------------------------------------------- RefCOCO-M
@@ -234,11 +231,9 @@ def perturb_masks(masks: list[dict], seed: int = 0) -> list[dict]:
     out = []
     for i, m in enumerate(masks):
         dense = rle.decode(m)
-        if i % 10 == 9:
-            dense = np.zeros_like(dense)
-        else:
-            dense = np.roll(np.roll(dense, int(rng.integers(0, 3)), axis=1), int(rng.integers(0, 3)), axis=0)
-        out.append(rle.encode(dense))
+        shifted = np.zeros_like(dense) if i % 10 == 9 else np.roll(np.roll(dense, int(rng.integers(0, 3)), axis=1),
+                                                                   int(rng.integers(0, 3)), axis=0)
+        out.append(rle.encode(shifted))
     return out
 
 
@@ -256,8 +251,7 @@ def run_refcoco_m(out: Path, log: Log) -> dict:
     log("RefCOCO-M: ground truth as prediction scores mIoU = cIoU = 1.0; perturbed prediction scored")
     tiles = [figures.mask_overlay(r["image"], r["mask"], m, scale=4) for r, m in list(zip(rows, noisy_masks))[:3]]
     caption = "RefCOCO-M: " + "; ".join(f"{r['expression_id']} {r['sentence']!r}" for r in rows[:3]) + " (prediction = ground truth shifted 0-2 px right and down)"
-    fig = figures.save(figures.annotated(figures.side_by_side(tiles), caption), out / "figures" / "refcoco_m_overlay.png")
-    return _report("RefCOCO-M", splits, results, fig, caption)
+    return _report("RefCOCO-M", splits, results, out, "refcoco_m_overlay", figures.side_by_side(tiles), caption)
 
 
 # ---------------------------------------------------------------- ReasonAVEdit-Bench
@@ -292,9 +286,9 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
     wave = decode_wav(row["reason_audio"]["bytes"], where=row["sample_id"])
     caption = (f"ReasonAVEdit-Bench {row['sample_id']} ({row['sub_track']}): acoustic reasoning waveform; ground-truth window "
                f"{row['edit_window_s'][0]:.2f}-{row['edit_window_s'][1]:.2f} s, predicted window shifted by {pred_window[0] - row['edit_window_s'][0]:+.2f} s")
-    fig = figures.save(figures.annotated(figures.waveform_plot(wave, 16000, tuple(row["edit_window_s"]), tuple(pred_window)), caption, figures.WINDOW_LEGEND),
-                       out / "figures" / "reason_av_edit_waveform.png")
-    return _report("ReasonAVEdit-Bench", splits, results, fig, caption, tables=[edit_quality_table(ds, log)])
+    plot = figures.waveform_plot(wave, 16000, tuple(row["edit_window_s"]), tuple(pred_window))
+    return _report("ReasonAVEdit-Bench", splits, results, out, "reason_av_edit_waveform", plot, caption, figures.WINDOW_LEGEND,
+                   tables=[edit_quality_table(ds, log)])
 
 
 def edit_quality_predictions(refs: list[dict]) -> dict[str, list[dict]]:
@@ -372,15 +366,13 @@ def run_m4seg(out: Path, log: Log) -> dict:
     row = next(r for r in rows if len(r["images"]) >= 2 and r["groundings"])
     pred = next(p for p in noisy if p["example_id"] == row["example_id"])
     tiles = []
-    for k in range(1, len(row["images"]) + 1):
-        gts = [g["segmentation"] for g in row["groundings"] if g["image_index"] == k]
-        prs = [g["segmentation"] for g in pred["groundings"] if g["image_index"] == k]
-        im = row["images"][k - 1]
+    for k, im in enumerate(row["images"], start=1):
+        gts, prs = ([g["segmentation"] for g in gs if g["image_index"] == k] for gs in (row["groundings"], pred["groundings"]))
         size = [im["height"], im["width"]]
         tiles.append(figures.mask_overlay(None, rle.union(gts, size=size), rle.union(prs, size=size), scale=6))
     caption = f"M4Seg {row['example_id']}: {row['q']!r} - groundings per image; prediction = ground truth with every third mask shifted 2 px right"
-    fig = figures.save(figures.annotated(figures.side_by_side(tiles), caption), out / "figures" / "m4seg_overlay.png")
-    return _report("M4Seg", splits, results, fig, caption, rows={"default (test)": splits["default"].num_rows})
+    return _report("M4Seg", splits, results, out, "m4seg_overlay", figures.side_by_side(tiles), caption,
+                   rows={"default (test)": splits["default"].num_rows})
 
 
 # ---------------------------------------------------------------- report
@@ -395,10 +387,8 @@ def render_markdown(reports: list[dict], out: Path) -> str:
     for rep in reports:
         lines += [f"## {rep['benchmark']}", "", "Rows converted: " + ", ".join(f"`{k}` {v}" for k, v in rep["rows"].items()), ""]
         for metric, res in rep["metrics"].items():
-            lines += [f"### {metric}", "", "| key | GT as prediction | perturbed |", "|---|---|---|"]
-            for k, v in res["gt_as_prediction"].items():
-                lines.append(f"| {k} | {_fmt(v)} | {_fmt(res['perturbed'].get(k))} |")
-            lines.append("")
+            lines += [f"### {metric}", "", "| key | GT as prediction | perturbed |", "|---|---|---|",
+                      *(f"| {k} | {_fmt(v)} | {_fmt(res['perturbed'].get(k))} |" for k, v in res["gt_as_prediction"].items()), ""]
         for t in rep.get("tables", []):
             lines += [f"### {t['title']}", "", "| " + " | ".join(t["columns"]) + " |", "|" + "---|" * len(t["columns"])]
             lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in t["rows"]]
@@ -418,14 +408,12 @@ def render_html(reports: list[dict], out: Path) -> str:
         parts.append(f"<h2>{html.escape(rep['benchmark'])}</h2><p>Rows converted: "
                      + ", ".join(f"<code>{html.escape(k)}</code> {v}" for k, v in rep["rows"].items()) + "</p>")
         for metric, res in rep["metrics"].items():
-            parts.append(f"<h3>{html.escape(metric)}</h3><table><tr><th>key</th><th>GT as prediction</th><th>perturbed</th></tr>")
-            for k, v in res["gt_as_prediction"].items():
-                parts.append(f"<tr><td>{html.escape(k)}</td><td>{_fmt(v)}</td><td>{_fmt(res['perturbed'].get(k))}</td></tr>")
-            parts.append("</table>")
+            parts += [f"<h3>{html.escape(metric)}</h3><table><tr><th>key</th><th>GT as prediction</th><th>perturbed</th></tr>",
+                      *(f"<tr><td>{html.escape(k)}</td><td>{_fmt(v)}</td><td>{_fmt(res['perturbed'].get(k))}</td></tr>"
+                        for k, v in res["gt_as_prediction"].items()), "</table>"]
         for t in rep.get("tables", []):
             parts.append(f"<h3>{html.escape(t['title'])}</h3><table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in t["columns"]) + "</tr>")
-            for row in t["rows"]:
-                parts.append("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>")
+            parts += ["<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>" for row in t["rows"]]
             parts.append("</table><ul>" + "".join(f"<li>skipped {html.escape(n)}</li>" for n in t.get("notes", [])) + "</ul>")
         for path, caption in rep.get("figures", []):
             parts.append(f"<figure><img src='{Path(path).relative_to(out).as_posix()}' alt='{html.escape(caption)}'>"
@@ -452,9 +440,7 @@ def main(out_dir: str | Path = "build/demo") -> int:
     level = perckit_logger.level
     perckit_logger.setLevel(logging.ERROR)
 
-    def log(msg: str) -> None:
-        print(msg, flush=True)
-
+    log = functools.partial(print, flush=True)
     try:
         reports = [with_preview(name, label, run(out, log), out) for name, label, run in RUNNERS]
     finally:
