@@ -88,8 +88,6 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
-
-
 def check_results_path(path: str, kind: str = "results") -> Path:
     """``--output`` of ``perckit evaluate`` (``kind="results"``) or ``gt-predictions``, checked before any work: a file
     path whose folder can be written, and no file perckit did not write (an existing file must be an earlier
@@ -171,13 +169,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     options = _kv(args.option)
     output = check_results_path(args.output) if args.output else None
     predictions = _read_rows(args.predictions)
-    ref_path = Path(args.references)
     fingerprint = split = None
-    if ref_path.is_dir():  # an export folder (or any dataset folder): project builder rows
+    if Path(args.references).is_dir():  # an export folder (or any dataset folder): project builder rows
         rows, split = load_rows(args.references, args.dataset_config, args.split)
         fingerprint = rows._fingerprint
-        project = spec.projector(args.config)
-        references = [project(r) for r in rows]
+        references = list(map(spec.projector(args.config), rows))
     else:
         references = _read_rows(args.references)
     if spec.core is not None:  # the accumulator: the scoring engine itself, without importing evaluate

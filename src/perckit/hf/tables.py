@@ -93,6 +93,12 @@ def _run(result: Mapping, where: str) -> Mapping:
     return run
 
 
+def _with_delta(v: Any, first: Any) -> str:
+    """The cell of ``v`` in a later run: its value and its delta against the first run's ``first`` (when both are numbers)."""
+    d = v - first if _number(v) and _number(first) else None
+    return _cell(v) + ("" if d is None else f" ({d:+d})" if isinstance(d, int) else f" ({d:+.4f})")
+
+
 def compare(results: Sequence[Mapping], names: Sequence[str], fmt: str = "text") -> str:
     """The runs' headline numbers side by side, each column after the first with its delta against the first.
     Runs of another metric, config or options than the first are refused (:class:`OptionError` naming the file);
@@ -113,13 +119,5 @@ def compare(results: Sequence[Mapping], names: Sequence[str], fmt: str = "text")
     heads = [headline(r) for r in results]
     if fmt == "json":
         return json.dumps({"runs": list(names), "metrics": {k: [h.get(k) for h in heads] for k in heads[0]}, "notes": notes}, indent=2)
-    rows = []
-    for k in heads[0]:
-        row = [k, _cell(heads[0][k])]
-        for h in heads[1:]:
-            v = h.get(k)
-            d = v - heads[0][k] if _number(v) and _number(heads[0][k]) else None
-            delta = "" if d is None else f" ({d:+d})" if isinstance(d, int) else f" ({d:+.4f})"
-            row.append(_cell(v) + delta)
-        rows.append(row)
+    rows = [[k, _cell(heads[0][k]), *(_with_delta(h.get(k), heads[0][k]) for h in heads[1:])] for k in heads[0]]
     return "\n".join([_table(["metric", *marked], rows, fmt, f"{runs[0].get('metric')}: {len(results)} runs"), *notes])
