@@ -142,10 +142,7 @@ class M4SegBuilder(PerckitTableBuilder):
         gens = []
         for split, root in self._roots().items():
             source = resolve_source(root, split, c.source, glob.glob)
-            if source == "native":
-                files = [str(native_path(root, split))]
-            else:
-                files = parquet_paths(root, split, glob.glob)
+            files = [str(native_path(root, split))] if source == "native" else parquet_paths(root, split, glob.glob)
             # before any read: a shard or the native file that is a FIFO, or (data_dir) linked out of the folder
             confine_files(root, files, split, links=bool(c.data_dir))
             if source == "native":

@@ -70,19 +70,12 @@ def resolve_source(root: str | Path, split: str, source: str, glob_fn: Callable 
     has_parquet = bool(parquet_paths(root, split, glob_fn))
     expected = f"{NATIVE_FILE.format(split=split)!r} (native) or {PARQUET_GLOB.format(split=split)!r} (Parquet)"
     if source == "auto":
-        if has_parquet:
-            return "parquet"
-        if has_native:
-            return "native"
+        if has_parquet or has_native:
+            return "parquet" if has_parquet else "native"
         raise ReleaseNotFoundError(f"M4Seg {split} split: neither {expected} found under the release root {str(root)!r}")
-    if source == "native" and not has_native:
-        raise ReleaseNotFoundError(
-            f"M4Seg {split} split: source='native' but {NATIVE_FILE.format(split=split)!r} was not found under "
-            f"{str(root)!r} (expected {expected}; source='auto' picks whichever exists)"
-        )
-    if source == "parquet" and not has_parquet:
-        raise ReleaseNotFoundError(
-            f"M4Seg {split} split: source='parquet' but no {PARQUET_GLOB.format(split=split)!r} was found under "
-            f"{str(root)!r} (expected {expected}; source='auto' picks whichever exists)"
-        )
+    native = source == "native"
+    if not (has_native if native else has_parquet):
+        missing = f"{NATIVE_FILE.format(split=split)!r} was not" if native else f"no {PARQUET_GLOB.format(split=split)!r} was"
+        raise ReleaseNotFoundError(f"M4Seg {split} split: source={source!r} but {missing} found under {str(root)!r} (expected "
+                                   f"{expected}; source='auto' picks whichever exists)")
     return source

@@ -18,13 +18,6 @@ from .features import IMAGE_FILES
 TILE_SIDE = 160
 
 
-def _size(im: Any) -> list[int] | None:
-    if not isinstance(im, Mapping):
-        return None
-    h, w = im.get("height"), im.get("width")
-    return [h, w] if isinstance(h, int) and isinstance(w, int) and h > 0 and w > 0 else None
-
-
 def row_preview(row: Mapping[str, Any]) -> bytes:
     """The row's tiles side by side (at most :data:`perckit.draw.previews.MAX_SIDE` wide)."""
     where = f"M4Seg example {row.get('example_id')!r}"
@@ -42,7 +35,8 @@ def row_preview(row: Mapping[str, Any]) -> bytes:
         masks = [g.get("segmentation") for g in own]
         colours = [previews.object_colour(names[g.get("name")]) for g in own]
         photo = photos[k - 1] if k - 1 < len(photos) else None
-        t = previews.masks_tile(photo, masks, _size(im), f"{where}: images[{k - 1}]", side, colours, budget)
+        size = [im.get("height"), im.get("width")] if isinstance(im, Mapping) else None  # masks_tile checks it
+        t = previews.masks_tile(photo, masks, size, f"{where}: images[{k - 1}]", side, colours, budget)
         if t is not None:
             tiles.append(t)
     if not tiles:

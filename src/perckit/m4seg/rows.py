@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -132,14 +133,10 @@ class ConvertState:
             logger.warning(msg, *args)
 
     def finish(self) -> None:
-        if self.inferred_warnings > MAX_WARNINGS:
-            logger.warning("M4Seg %s split, %s: %d inferred readings ignored in total (first %d shown)",
-                           self.split, self.file, self.inferred_warnings, MAX_WARNINGS)
-        if self.span_warnings > MAX_WARNINGS:
-            logger.warning(
-                "M4Seg %s split, %s: %d entity-code consistency warnings in total (first %d shown)",
-                self.split, self.file, self.span_warnings, MAX_WARNINGS,
-            )
+        for count, what in ((self.inferred_warnings, "inferred readings ignored"),
+                            (self.span_warnings, "entity-code consistency warnings")):
+            if count > MAX_WARNINGS:
+                logger.warning("M4Seg %s split, %s: %d %s in total (first %d shown)", self.split, self.file, count, what, MAX_WARNINGS)
         if self.swapped_images > 1:
             logger.info("M4Seg %s split, %s: %d image sizes read as [W, H] and swapped", self.split, self.file, self.swapped_images)
 
@@ -300,7 +297,6 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
     answer = _alias(example, EXAMPLE_ALIASES["a"])
     if not isinstance(answer, str):
         raise ReleaseFormatError(f"{where}: 'a'/'answer': expected a string, found {_short(answer)}")
-    question = _alias(example, EXAMPLE_ALIASES["q"])
     dataset_name = _str_or_none(_alias(example, EXAMPLE_ALIASES["dataset_name"]))
     granularity = _alias(example, EXAMPLE_ALIASES["granularity"])
     if granularity is None and dataset_name is not None:
@@ -363,22 +359,18 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
                     ms.add((sz[0], sz[1]))
                     continue
             if isinstance(m, _MAPS) and isinstance(m.get("size"), (list, tuple)) and len(m["size"]) == 2:
-                try:
+                with suppress(TypeError, ValueError, OverflowError):
                     ms.add((int(m["size"][0]), int(m["size"][1])))
-                except (TypeError, ValueError, OverflowError):
-                    pass
         mask_sizes.append(ms)
     hws = resolve_image_sizes(sizes, mask_sizes, state, where)
     images = []
-    for k in range(1, n + 1):
-        hw = hws[k - 1]
+    for i, (path, hw) in enumerate(zip(paths, hws)):
         # a path relative to the user's image_root: an absolute path or a '..' never reaches a row
-        path = paths[k - 1]
         plain_path = _plainly_relative(path)
         if not plain_path:
-            check_relative(path, f"{where}: image_paths[{k - 1}]")
+            check_relative(path, f"{where}: image_paths[{i}]")
         if ids is not None:
-            image_id = str(ids[k - 1])
+            image_id = str(ids[i])
         else:
             image_id = _image_stem(path) if plain_path else os.path.splitext(os.path.basename(path))[0]
         images.append({"image_id": image_id, "path": path, "height": hw[0], "width": hw[1]})
@@ -426,7 +418,7 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
         "dataset_name": dataset_name,
         "type": _str_or_none(_alias(example, EXAMPLE_ALIASES["type"])),
         "granularity": _str_or_none(granularity),
-        "q": None if question is None else str(question),
+        "q": _str_or_none(_alias(example, EXAMPLE_ALIASES["q"])),
         "a": answer,
         "images": images,
         "groundings": groundings,

@@ -221,11 +221,10 @@ def top_level_kind(fileobj: BinaryIO, where: str) -> str:
         head = gz.read(4096).lstrip()
     except GZIP_ERRORS as e:
         raise ReleaseFormatError(f"{where}: expected a gzip-compressed JSON file, found unreadable data ({type(e).__name__}: {e})") from None
-    if head[:1] == b"[":
-        return "list"
-    if head[:1] == b"{":
-        return "object"
-    raise ReleaseFormatError(f"{where}: expected a JSON list of examples or an object of examples, found {head[:40]!r}")
+    kind = {b"[": "list", b"{": "object"}.get(head[:1])
+    if kind is None:
+        raise ReleaseFormatError(f"{where}: expected a JSON list of examples or an object of examples, found {head[:40]!r}")
+    return kind
 
 
 def _example_label(key: Any, ex: Any) -> str:
@@ -305,10 +304,9 @@ def first_example(opener: Callable, path: str, where: str) -> tuple[str, Mapping
     ijson = ijson_module()
     with opener(path, "rb") as f:
         kind = top_level_kind(f, where)
-    with opener(path, "rb") as f:
-        with read_errors(ijson, where):
-            for key, ex in iter_items(ijson, gunzip(f, where), kind, where):
-                return kind, ex, None if key is None else str(key)
+    with opener(path, "rb") as f, read_errors(ijson, where):
+        for key, ex in iter_items(ijson, gunzip(f, where), kind, where):
+            return kind, ex, None if key is None else str(key)
     return kind, None, None
 
 
@@ -341,16 +339,15 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
     hashes = array("q")  # 8 bytes per example (int64 hashes)
     guard = IdGuard(where)
     dup: list[ReleaseFormatError] = []  # a repeated example_id is raised once the whole file has parsed
-    with opener(path, "rb") as f:
-        with read_errors(ijson, where):
-            for v in ijson.items(gunzip(f, where), f"item.{key}"):
-                v = str(v)
-                hashes.append(stable_hash(v))
-                if key == "example_id" and not dup:
-                    try:
-                        guard.add(v)
-                    except ReleaseFormatError as e:
-                        dup.append(e)
+    with opener(path, "rb") as f, read_errors(ijson, where):
+        for v in ijson.items(gunzip(f, where), f"item.{key}"):
+            v = str(v)
+            hashes.append(stable_hash(v))
+            if key == "example_id" and not dup:
+                try:
+                    guard.add(v)
+                except ReleaseFormatError as e:
+                    dup.append(e)
     if key == "example_id" and not dup:
         guard.flush()
     if dup:
@@ -467,18 +464,11 @@ def native_shards(path: str, scan: NativeScan | None, num_shards: int) -> list[N
     """Split a native file into ``num_shards`` contiguous example ranges (one shard when the count is unknown).
 
     The last range is open-ended, so every example is read even if the count were off."""
-    kind = scan.kind if scan else "list"
-    occ = scan.occurrence if scan else None
-    hashes = scan.id_hashes if scan else None
-    key = scan.id_key if scan else None
-    if scan is None or scan.count is None or num_shards <= 1 or scan.count < 2 or kind != "list":
-        return [NativeShard(path, 0, None, kind, occ, key, hashes)]
+    scan = scan or NativeScan(kind="list")  # no prepass: one shard of a list file
+    occ, hashes = scan.occurrence, scan.id_hashes
+    if scan.count is None or num_shards <= 1 or scan.count < 2 or scan.kind != "list":
+        return [NativeShard(path, 0, None, scan.kind, occ, scan.id_key, hashes)]
     n = scan.count
     bounds = shard_bounds(n, min(num_shards, n), SKIP_COST_PARSE)
-    shards = []
-    for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        shards.append(NativeShard(
-            path, a, None if j == len(bounds) - 2 else b, kind,
-            None if occ is None else occ[a:b], key, None if hashes is None else hashes[a:b],
-        ))
-    return shards
+    return [NativeShard(path, a, None if j == len(bounds) - 2 else b, scan.kind, None if occ is None else occ[a:b], scan.id_key,
+                        None if hashes is None else hashes[a:b]) for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))]
