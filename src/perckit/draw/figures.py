@@ -255,10 +255,8 @@ def waveform_plot(samples: np.ndarray, sample_rate: int, window_s: tuple[float, 
     def x_of(t: float) -> int:
         return int(round((width - 1) * min(max(t / duration, 0.0), 1.0)))
 
-    spans = {}
-    for key, win in (("gt", window_s), ("pred", pred_window_s)):
-        if win is not None:
-            spans[key] = (x_of(float(win[0])), x_of(float(win[1])))
+    spans = {key: (x_of(float(win[0])), x_of(float(win[1]))) for key, win in (("gt", window_s), ("pred", pred_window_s))
+             if win is not None}
     shade = np.full((height, width, 3), 255, dtype=np.uint8)
     cover = {k: np.zeros(width, dtype=bool) for k in ("gt", "pred")}
     for k, (x0, x1) in spans.items():

@@ -111,11 +111,7 @@ def tile(canvas: Image.Image | None, masks: Sequence[tuple[np.ndarray, Colour]],
          alpha: float = figures.FILL_ALPHA) -> np.ndarray:
     """An ``out_h`` × ``out_w`` RGB array: ``canvas`` (neutral grey when None) with every ``(small mask, colour)``
     filled and outlined (:func:`perckit.draw.figures.paint_masks`)."""
-    if canvas is None:
-        base = np.empty((out_h, out_w, 3), dtype=np.uint8)
-        base[:] = figures.NEUTRAL
-    else:
-        base = np.asarray(canvas, dtype=np.uint8)
+    base = np.full((out_h, out_w, 3), figures.NEUTRAL, dtype=np.uint8) if canvas is None else np.asarray(canvas, dtype=np.uint8)
     line = 2 if min(out_h, out_w) >= 128 else 1
     return figures.paint_masks(base, masks, alpha, line) if masks else base
 

@@ -73,11 +73,8 @@ class RefCocoMBuilder(PerckitBuilder):
         for path, label in zip(shards, labels):
             with checked_opener(open)(path) as f:
                 release.check_schema(release.read_schema(f, label), label)
-        return [
-            datasets.SplitGenerator(
-                name=datasets.Split(release.SPLIT), gen_kwargs={"shards": [str(p) for p in shards], "labels": labels}
-            )
-        ]
+        return [datasets.SplitGenerator(name=datasets.Split(release.SPLIT),
+                                        gen_kwargs={"shards": [str(p) for p in shards], "labels": labels})]
 
     def _generate_examples(self, shards: list[str], labels: list[str]) -> Iterator[tuple[Any, dict]]:
         c = self.config

@@ -12,15 +12,10 @@ from PIL import Image
 from ..draw import previews
 
 
-def _size(row: Mapping[str, Any]) -> list[int] | None:
-    h, w = row.get("height"), row.get("width")
-    return [h, w] if isinstance(h, int) and isinstance(w, int) and h > 0 and w > 0 else None
-
-
 def expression_preview(row: Mapping[str, Any]) -> bytes:
     """The image with the expression's mask (fill + outline)."""
     where = f"RefCOCO-M expression {row.get('expression_id')!r}"
-    t = previews.masks_tile(row.get("image"), [row.get("mask")], _size(row), where)
+    t = previews.masks_tile(row.get("image"), [row.get("mask")], [row.get("height"), row.get("width")], where)
     return previews.encode(Image.fromarray(t)) if t is not None else previews.blank("no image and no mask")
 
 

@@ -305,9 +305,7 @@ def image_row(row: Mapping) -> dict:
         "image": row.get("image"),
         "image_id": row["image_id"],
         "file_name": row["file_name"],
-        "samples": [
-            {k: s.get(k) for k in SAMPLE_FIELDS} for s in row["samples"]
-        ],
+        "samples": [{k: s.get(k) for k in SAMPLE_FIELDS} for s in row["samples"]],
     }
 
 
