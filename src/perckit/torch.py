@@ -153,10 +153,7 @@ class MasksTransform:
         for c in names:
             for i, v in enumerate(batch[c]):
                 _charge(v, f"{c}[{i}]", budget)
-        out = dict(batch)
-        for c in names:
-            out[c] = [_decode(v, f"{c}[{i}]") for i, v in enumerate(batch[c])]
-        return out
+        return {**batch, **{c: [_decode(v, f"{c}[{i}]") for i, v in enumerate(batch[c])] for c in names}}
 
     def __repr__(self) -> str:
         budget = "" if self.max_pixels is None else f", max_pixels={self.max_pixels!r}"

@@ -28,7 +28,7 @@ the folder, every shard past the Parquet size guard before anything decodes it),
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
@@ -171,9 +171,7 @@ def _entry(features: datasets.Features, default: bool, folder: str, splits: list
     viewable, reason = viewer_verdict(splits, len(splits))
     entry = {
         "default": default, "dir": folder, "features": features.to_dict(),
-        "splits": [{"name": s.name, "num_examples": int(s.num_examples), "num_bytes": int(s.num_bytes), "files": list(s.files),
-                    "max_row_bytes": int(s.max_row_bytes), "max_row_group_bytes": int(s.max_row_group_bytes),
-                    "max_page_bytes": int(s.max_page_bytes)} for s in splits],
+        "splits": [{k: int(v) if k.startswith(("num_", "max_")) else v for k, v in asdict(s).items()} for s in splits],
         "kind": "parquet",
         "preview": PREVIEW_COLUMN if PREVIEW_COLUMN in features else None,
         "viewer": {"viewable": bool(viewable), "reason": reason},

@@ -486,7 +486,6 @@ def _card_pattern(value: Any, where: str) -> tuple[str, str]:
 def _card_data_files(value: Any, where: str) -> dict[str, list[tuple[str, str]]]:
     """``data_files`` in the forms datasets reads from a card: a string or a list of strings (the ``train``
     split), or a list of ``{split, path}`` with ``path`` a string or a list of strings."""
-
     if isinstance(value, str):
         return {"train": [_card_pattern(value, where)]}
     if not isinstance(value, list) or not value:

@@ -308,12 +308,6 @@ def _column_options(features: datasets.Features, schema: pa.Schema) -> dict:
     return {"compression": compression, "use_dictionary": dictionary}
 
 
-def _slices(ds: datasets.Dataset, rows: int) -> Iterator[pa.Table]:
-    arrow = ds.with_format("arrow")
-    for start in range(0, ds.num_rows, rows):
-        yield arrow[start:start + rows]
-
-
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     if table.schema.equals(schema, check_metadata=False):
         return pa.Table.from_arrays(table.columns, schema=schema)
@@ -424,7 +418,9 @@ def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: 
             pending, pending_bytes = [], 0.0
 
     try:
-        for table in _slices(ds, EMBED_READ_ROWS if embed else READ_ROWS):
+        arrow = ds.with_format("arrow")
+        step = EMBED_READ_ROWS if embed else READ_ROWS
+        for table in (arrow[start:start + step] for start in range(0, ds.num_rows, step)):
             if embed is not None:
                 table = embed(table)
             sizes = row_sizes(table)

@@ -113,16 +113,12 @@ def leftover_name(output: Path, kind: str) -> Path:
 
 def _leftovers(output: Path) -> list[Path]:
     """Folders beside ``output`` named like perckit's temporary and old copies of it."""
-    out = []
     try:
         entries = list(os.scandir(output.parent))
     except OSError:
         return []
-    for entry in entries:
-        m = _LEFTOVER.match(entry.name)
-        if m and m.group("name") == output.name and entry.is_dir(follow_symlinks=False):
-            out.append(Path(entry.path))
-    return sorted(out)
+    return sorted(Path(e.path) for e in entries
+                  if (m := _LEFTOVER.match(e.name)) and m.group("name") == output.name and e.is_dir(follow_symlinks=False))
 
 
 def lock_path(output: Path) -> Path:

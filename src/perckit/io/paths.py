@@ -76,9 +76,8 @@ def resolve_under(
     pure = check_relative(rel, where, error, inside)
     base = Path(root)
     path = base / pure
-    real_root = os.path.realpath(base)
     real = os.path.realpath(path)
-    if not is_inside(real, real_root) and not _inside_hub_blobs(base, real):
+    if not is_inside(real, os.path.realpath(base)) and not _inside_hub_blobs(base, real):
         raise error(
             f"{where}: expected a path inside {inside} {str(base)!r}, got {rel[:200]!r}, which resolves "
             f"to {real!r} (a symbolic link leaves the root)"
