@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from ..io.paths import check_relative, is_inside, resolve_under
 
@@ -49,6 +51,12 @@ MAX_DEPTH_PIXELS = 1 << 26
 MAX_EXR_BYTES = 4 * MAX_DEPTH_PIXELS + (64 << 20)
 #: the largest release file hashed against ``SHA256SUMS`` (read in 1 MiB blocks: memory stays flat)
 MAX_CHECKSUM_FILE_BYTES = 1 << 36
+#: dtype of every array field of a builder row (what the NPY / EXR / CSV held; the NPY's arrays are read as these).
+ARRAY_DTYPES = {
+    "frame_indices": np.int32, "image_size": np.int32, "intrinsics": np.float64,
+    "query_uv": np.float32, "tracks_ref0": np.float32, "visibility": np.bool_, "dynamic": np.bool_,
+    "depth_m": np.float32, "camera_c2w": np.float64, "camera_unreal": np.float64,
+}
 #: the arrays of an official prediction NPZ (absent keys are None; extra keys are ignored)
 PREDICTION_KEYS = ("tracking_xyz", "depth", "camera_c2w", "frame_indices")
 #: the largest prediction NPZ read: room for its four arrays at the per-array cap (each member's NPY header is
