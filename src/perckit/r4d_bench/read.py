@@ -640,14 +640,13 @@ def frame_mask_from_pngs(root: Path, frame: Mapping, size: tuple[int, int] | Non
     """OR of the per-mask ``mask_image`` PNGs, else the frame's ``combined_mask_image``."""
     masks = frame.get("masks") or []
     paths = [m.get("mask_image") for m in masks if isinstance(m, Mapping)]
+
+    def png(rel: str, at: str) -> rle_ops.RLE:  # a mask PNG the release names, resolved under its root
+        return png_mask(resolve_under(root, rel, at), at)
     if masks and all(isinstance(p, str) for p in paths):
-        parts = []
-        for k, p in enumerate(paths):
-            kwhere = f"{where}: masks[{k}].mask_image"
-            parts.append(png_mask(resolve_under(root, p, kwhere), kwhere))
+        parts = [png(p, f"{where}: masks[{k}].mask_image") for k, p in enumerate(paths)]
     elif isinstance(frame.get("combined_mask_image"), str):
-        cwhere = f"{where}: combined_mask_image"
-        parts = [png_mask(resolve_under(root, frame["combined_mask_image"], cwhere), cwhere)]
+        parts = [png(frame["combined_mask_image"], f"{where}: combined_mask_image")]
     elif not masks:
         parts = []
     else:

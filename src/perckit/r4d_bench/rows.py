@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import logging
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence, Set as AbstractSet
@@ -26,11 +25,9 @@ from .features import frame_features
 from .layout import QUERIES_META, SCENE_ALIASES, TRACK_GT
 from .read import (
     TRACK_ID_PRECEDENCES, FrameInfo, QueryRelease, SceneInfo, checked_rles, coco_track_id, entry_scene,
-    frame_image_paths, frame_images, frame_mask_from_pngs, frame_mask_from_segmentations, load_queries_meta,
+    frame_image_paths, frame_images, frame_mask_from_pngs, frame_mask_from_segmentations, load_queries_meta, logger,
     open_query_release, read_ahead, resolve_track_ids, track_attributes, track_id_list, warn_shapes,
 )
-
-logger = logging.getLogger("perckit.r4d_bench.release")  # the release readers' one logger (its name is public)
 
 KNOWN_QUERY_KEYS = frozenset({
     "query_id", "scene", "text_en", "text_zh", "target_track_ids", "target_count", "query_type",

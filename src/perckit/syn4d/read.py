@@ -166,10 +166,9 @@ def read_tracking_npy(path: Path, expected_sequence_id: str | None = None) -> di
         shape, fortran, dtype, version = check_npy_header(f, st.st_size, f"{where!r} ({SCHEMA})")
         # the header read once (formats 1.0 and 2.0, which check_npy_header parses as np.load does); None: np.load
         arr = _read_npy_data(f, shape, fortran, dtype) if version in ((1, 0), (2, 0)) else None
-        if arr is None:
-            f.seek(0)
         try:
             if arr is None:
+                f.seek(0)
                 arr = np.load(f, allow_pickle=False)
         except ValueError as e:  # "Object arrays cannot be loaded when allow_pickle=False" and bad headers
             raise ReleaseFormatError(f"{where!r}: expected a non-pickled structured NumPy array ({SCHEMA}), got: {e}") from None
@@ -430,6 +429,10 @@ class ChecksumVerifier:
             )
 
 
+#: Why a tracking GT folder has no SHA256SUMS where the card puts it (``{!r}``: the folder).
+_NOT_TRACKING_GT = "the tracking GT folder {!r} is not a 'data/tracking_gt' folder, beside which the card puts SHA256SUMS"
+
+
 def _run_checksums(paths: ReleasePaths, tracking: bool) -> tuple[Path | None, Path | None]:
     """(where the card puts the run's ``SHA256SUMS``, the file found there): beside the ``data/tracking_gt`` read
     when ``tracking`` (:func:`~perckit.syn4d.layout.tracking_checksums_path`; ``None`` when the folder is not a
@@ -448,10 +451,7 @@ def checksum_verifier(paths: ReleasePaths, verify: bool | None, hint: str = "", 
     if verify:
         expected, found = _run_checksums(paths, tracking)
         if expected is None:
-            raise ReleaseNotFoundError(
-                f"verify_checksums=True but the tracking GT folder {str(paths.tracking_gt)!r} is not a "
-                f"'data/tracking_gt' folder, beside which the card puts SHA256SUMS{hint}"
-            )
+            raise ReleaseNotFoundError(f"verify_checksums=True but {_NOT_TRACKING_GT.format(str(paths.tracking_gt))}{hint}")
         if found is None:
             raise ReleaseNotFoundError(f"verify_checksums=True but {str(expected)!r} does not exist{hint}")
     if verify is False or (paths.checksums is None and paths.tracking_checksums is None):
@@ -470,8 +470,7 @@ def unverified_reason(paths: ReleasePaths, verify: bool | None, tracking: bool =
     if found is not None:
         return None
     if expected is None:
-        text = (f"the tracking GT folder {str(paths.tracking_gt)!r} is not a 'data/tracking_gt' folder, beside "
-                "which the card puts SHA256SUMS")
+        text = _NOT_TRACKING_GT.format(str(paths.tracking_gt))
     else:
         text = f"no SHA256SUMS at {str(expected)!r}, beside data/tracking_gt where the card puts it"
     if paths.checksums is not None:
