@@ -66,9 +66,7 @@ def _no_config(name: str, config: str | None) -> None:
 
 def _query_score_from_state(state: Mapping[str, Any]) -> m.QueryScore:
     """A checked :data:`QUERY_RECORD` as a :class:`~perckit.r4d_bench.metric.QueryScore`."""
-    fields = dict(state)
-    fields["frame_ious"] = [(f, v) for f, v in fields["frame_ious"]]
-    return m.QueryScore(**fields)
+    return m.QueryScore(**{**state, "frame_ious": [(f, v) for f, v in state["frame_ious"]]})
 
 
 def _features(metric: str) -> tuple:
@@ -83,7 +81,7 @@ def _mask_options(options: Mapping[str, Any]) -> m.MaskTemporalOptions:
     return m.MaskTemporalOptions(**options)
 
 
-def _counting_missing(reduce, items: list[Item]) -> dict:
+def _with_missing(reduce, items: list[Item]) -> dict:
     """``reduce`` of the records, plus ``num_missing_predictions`` (the items scored as "no output")."""
     out = reduce([item.record for item in items])
     out["num_missing_predictions"] = sum(1 for item in items if not item.predicted)
@@ -94,7 +92,7 @@ def mask_temporal_core(config: str | None = None) -> MetricCore:
     _no_config("mask_temporal", config)
     return MetricCore(
         name="mask_temporal", config=None, id_key="query_id", prepare=_mask_options,
-        score=m.score_query, reduce=lambda items, opts: _counting_missing(m.reduce_mask_temporal, items),
+        score=m.score_query, reduce=lambda items, opts: _with_missing(m.reduce_mask_temporal, items),
         record_to_state=asdict, record_from_state=_query_score_from_state, record_schema=lambda opts: QUERY_SCHEMA,
         features=lambda: _features("mask_temporal"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
         empty_hint=m.MASK_EMPTY_HINT, lax_option="strict=False",
@@ -103,15 +101,14 @@ def mask_temporal_core(config: str | None = None) -> MetricCore:
 
 def _track_options(options: Mapping[str, Any]) -> m.MaskTemporalOptions:
     check_options("track_id", options, ("only_query_prefix", "only_queries", "strict"))
-    return m.MaskTemporalOptions(only_query_prefix=options.get("only_query_prefix"), only_queries=options.get("only_queries"),
-                                 strict=options.get("strict", False))
+    return m.MaskTemporalOptions(**{"strict": False, **options})  # (lax by default, as metric.track_id)
 
 
 def track_id_core(config: str | None = None) -> MetricCore:
     _no_config("track_id", config)
     return MetricCore(
         name="track_id", config=None, id_key="query_id", prepare=_track_options,
-        score=lambda p, r, opts: m.score_track_query(p, r), reduce=lambda items, opts: _counting_missing(m.reduce_track_id, items),
+        score=lambda p, r, opts: m.score_track_query(p, r), reduce=lambda items, opts: _with_missing(m.reduce_track_id, items),
         record_to_state=asdict, record_from_state=lambda state: m.TrackScore(**state), record_schema=lambda opts: TRACK_SCHEMA,
         features=lambda: _features("track_id"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
         empty_hint=m.TRACK_EMPTY_HINT, lax_option="strict=False",

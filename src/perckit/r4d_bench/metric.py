@@ -417,12 +417,8 @@ def score_track_query(prediction: Mapping | None, reference: Mapping) -> TrackSc
     pred = track_id_set((prediction or {}).get("target_track_ids"), f"prediction query {qid!r}: target_track_ids")
     gt = track_id_set(reference.get("target_track_ids"), f"reference query {qid!r}: target_track_ids")
     tp = len(pred & gt)
-    if not pred and not gt:
-        p = r = 1.0
-    elif not pred or not gt:
-        p = r = 0.0
-    else:
-        p, r = tp / len(pred), tp / len(gt)
+    # both empty: 1; exactly one empty: 0 (an empty side has tp = 0)
+    p, r = _ratio(tp, len(pred), 1.0 if not gt else 0.0), _ratio(tp, len(gt), 1.0 if not pred else 0.0)
     return TrackScore(
         query_id=str(reference["query_id"]), scene=str(reference.get("scene") or ""), is_negative=not gt,
         precision=p, recall=r, f1=_f1(p, r), exact_match=float(pred == gt),

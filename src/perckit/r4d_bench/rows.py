@@ -142,8 +142,8 @@ def ground_truth_rows(ground_truth: str | Path, queries_meta: str | Path, repo_r
 def track_ground_truth_rows(queries_meta: str | Path) -> list[dict]:
     """``track_id`` reference rows from the query-metadata JSON (the official track evaluator reads ``--queries``)."""
     meta = load_queries_meta(queries_meta)  # (each entry's query_id is its key: entry_scene finds the entry)
-    return [{"query_id": qid, "scene": entry_scene(m, meta),
-             "target_track_ids": track_id_list(m.get("target_track_ids"), f"{str(queries_meta)!r}: query {qid!r}.target_track_ids")}
+    return [{"query_id": qid, "scene": entry_scene(m, meta), "target_track_ids": track_id_list(
+                m.get("target_track_ids"), f"{str(queries_meta)!r}: query {qid!r}.target_track_ids")}
             for qid, m in meta.items()]
 
 

@@ -504,10 +504,9 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray | None]:
             if not isinstance(loaded, np.lib.npyio.NpzFile):  # np.load reads a plain .npy too
                 raise PredictionError(f"{where}: expected an .npz archive, got a single array")
             with loaded as z:
-                out = {}
+                out = dict.fromkeys(PREDICTION_KEYS)  # an absent key stays None
                 for k in PREDICTION_KEYS:
                     if k not in z.files:
-                        out[k] = None
                         continue
                     names = z.zip.namelist()
                     member = f"{k}.npy" if f"{k}.npy" in names else k

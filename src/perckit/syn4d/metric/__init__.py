@@ -90,13 +90,6 @@ def _finite_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value))
 
 
-def check_min_coverage(value: object) -> float:
-    """The option ``min_coverage``: a number in [0, 1] (0 never warns)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(float(value)) or not 0.0 <= float(value) <= 1.0:
-        raise OptionError(f"option 'min_coverage': expected a number in [0, 1], got {value!r}")
-    return float(value)
-
-
 @dataclass(frozen=True)
 class Syn4DOptions:
     """Options shared by the three Syn4D configs (spec §4.3)."""
@@ -141,7 +134,11 @@ class Syn4DOptions:
         w = self.dynamic_weight
         if not _finite_number(w) or not 0.0 <= float(w) <= 1.0:
             raise OptionError(f"option 'dynamic_weight': expected a number in [0, 1], got {w!r}")
-        object.__setattr__(self, "min_coverage", check_min_coverage(self.min_coverage))
+        c = self.min_coverage  # a number in [0, 1] (0 never warns)
+        if isinstance(c, bool) or not isinstance(c, (int, float, np.integer, np.floating)) or not math.isfinite(float(c)) \
+                or not 0.0 <= float(c) <= 1.0:
+            raise OptionError(f"option 'min_coverage': expected a number in [0, 1], got {c!r}")
+        object.__setattr__(self, "min_coverage", float(c))
 
 
 # ---- The failure policy (spec §4.3), written once: the metric (:func:`score_sequences`) and the file runner
@@ -342,8 +339,7 @@ def depth_metrics(gt: np.ndarray, pred: np.ndarray, align: str = "scale", min_de
     n, sums, below = _compiled().depth_sums(gt.reshape(-1), pred.reshape(-1), float(lo), float(hi), scale, shift)
     if n == 0:
         raise ValueError("sequence has no valid depth pixels")
-    sums = np.asarray(sums, dtype=np.float64)
-    mean = sums / n
+    mean = np.asarray(sums, dtype=np.float64) / n
     return {
         "abs_rel": float(mean[0]),
         "sq_rel": float(mean[1]),
