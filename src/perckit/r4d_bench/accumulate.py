@@ -66,20 +66,14 @@ def _no_config(name: str, config: str | None) -> None:
 
 def _query_score_from_state(state: Mapping[str, Any]) -> m.QueryScore:
     """A checked :data:`QUERY_RECORD` as a :class:`~perckit.r4d_bench.metric.QueryScore`."""
-    fields = dict(state)
-    fields["frame_ious"] = [(f, v) for f, v in fields["frame_ious"]]
-    return m.QueryScore(**fields)
+    return m.QueryScore(**{**state, "frame_ious": [(f, v) for f, v in state["frame_ious"]]})
 
 
-def _features(metric: str):
+def _features(metric: str) -> tuple:
     """The declared input features of ``metric`` (:mod:`perckit.r4d_bench.features`, imported when needed)."""
+    from .features import prediction_schema, reference_schema
 
-    def features() -> tuple:
-        from .features import prediction_schema, reference_schema
-
-        return prediction_schema(metric), reference_schema(metric)
-
-    return features
+    return prediction_schema(metric), reference_schema(metric)
 
 
 def _mask_options(options: Mapping[str, Any]) -> m.MaskTemporalOptions:
@@ -87,40 +81,35 @@ def _mask_options(options: Mapping[str, Any]) -> m.MaskTemporalOptions:
     return m.MaskTemporalOptions(**options)
 
 
-def _counting_missing(reduce):
+def _with_missing(reduce, items: list[Item]) -> dict:
     """``reduce`` of the records, plus ``num_missing_predictions`` (the items scored as "no output")."""
-
-    def reduce_items(items: list[Item], opts: m.MaskTemporalOptions) -> dict:
-        out = reduce([item.record for item in items])
-        out["num_missing_predictions"] = sum(1 for item in items if not item.predicted)
-        return out
-
-    return reduce_items
+    out = reduce([item.record for item in items])
+    out["num_missing_predictions"] = sum(1 for item in items if not item.predicted)
+    return out
 
 
 def mask_temporal_core(config: str | None = None) -> MetricCore:
     _no_config("mask_temporal", config)
     return MetricCore(
         name="mask_temporal", config=None, id_key="query_id", prepare=_mask_options,
-        score=lambda p, r, opts: m.score_query(p, r, opts), reduce=_counting_missing(m.reduce_mask_temporal),
+        score=m.score_query, reduce=lambda items, opts: _with_missing(m.reduce_mask_temporal, items),
         record_to_state=asdict, record_from_state=_query_score_from_state, record_schema=lambda opts: QUERY_SCHEMA,
-        features=_features("mask_temporal"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
+        features=lambda: _features("mask_temporal"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
         empty_hint=m.MASK_EMPTY_HINT, lax_option="strict=False",
     )
 
 
 def _track_options(options: Mapping[str, Any]) -> m.MaskTemporalOptions:
     check_options("track_id", options, ("only_query_prefix", "only_queries", "strict"))
-    return m.MaskTemporalOptions(only_query_prefix=options.get("only_query_prefix"), only_queries=options.get("only_queries"),
-                                 strict=options.get("strict", False))
+    return m.MaskTemporalOptions(**{"strict": False, **options})  # (lax by default, as metric.track_id)
 
 
 def track_id_core(config: str | None = None) -> MetricCore:
     _no_config("track_id", config)
     return MetricCore(
         name="track_id", config=None, id_key="query_id", prepare=_track_options,
-        score=lambda p, r, opts: m.score_track_query(p, r), reduce=_counting_missing(m.reduce_track_id),
+        score=lambda p, r, opts: m.score_track_query(p, r), reduce=lambda items, opts: _with_missing(m.reduce_track_id, items),
         record_to_state=asdict, record_from_state=lambda state: m.TrackScore(**state), record_schema=lambda opts: TRACK_SCHEMA,
-        features=_features("track_id"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
+        features=lambda: _features("track_id"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
         empty_hint=m.TRACK_EMPTY_HINT, lax_option="strict=False",
     )

@@ -88,16 +88,14 @@ class R4DBenchBuilder(PerckitTableBuilder):
         cfg = self.config
         # (parsing the JSON files builds millions of small containers: PerckitTableBuilder pauses the collector)
         if cfg.name == "frames":
-            scenes = [
+            kwargs: dict = {"scenes": [
                 read.read_scene(root, s, cfg.coco_json_name, cfg.frame_id_pattern, read_tracks=True, aliases=cfg.scene_aliases)
                 for s in layout.scene_names(root)
-            ]
-            kwargs: dict = {"scenes": scenes}
+            ]}
         else:
-            rel = read.open_query_release(
+            kwargs = {"release_data": read.open_query_release(
                 root, cfg.name, cfg.mask_source, cfg.coco_json_name, cfg.frame_id_pattern, cfg.scene_aliases
-            )
-            kwargs = {"release_data": rel}
+            )}
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs=kwargs)]
 
     def _generate_tables(self, release_data: read.QueryRelease | None = None, scenes: list | None = None) -> Iterator[tuple[str, Any]]:

@@ -58,7 +58,6 @@ def run(args: argparse.Namespace) -> dict:
         lambda path: load_mask_predictions(path, args.repo_root),  # absolute paths: the user's own files
     )
     references = [feats.to_metric_reference(r) for r in rows]
-    known = {r["query_id"] for r in references}
     opts = core.MaskTemporalOptions(
         iou_threshold=args.iou_threshold, evaluated_frames=args.evaluated_frames, macc_mode=args.macc_mode,
         resize_predictions=getattr(args, "resize_predictions", None),
@@ -71,7 +70,7 @@ def run(args: argparse.Namespace) -> dict:
     report = core.reduce_mask_temporal(scores)
     report["num_missing_predictions"] = sum(1 for p, _ in pairs if p is None)
     if args.debug_query:
-        if args.debug_query not in known:
+        if args.debug_query not in {r["query_id"] for r in references}:
             raise OptionError(f"--debug-query {args.debug_query!r} is not a query of {args.ground_truth}")
         for s in scores:
             if s.query_id == args.debug_query:

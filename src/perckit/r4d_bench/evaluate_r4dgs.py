@@ -8,16 +8,13 @@ report JSON and exit codes. Nothing is implemented here."""
 
 from __future__ import annotations
 
-from typing import Sequence
+import functools
 
 from .evaluate_track_id import build_parser, run, main as _main
 
 __all__ = ["PROG", "build_parser", "main", "run"]  # build_parser and run: evaluate_track_id's, the one implementation
 PROG = "python -m perckit.r4d_bench.evaluate_r4dgs"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return _main(argv, prog=PROG)
+main = functools.partial(_main, prog=PROG)  # main(argv=None) -> exit code
 
 
 if __name__ == "__main__":

@@ -319,9 +319,7 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
 def _group_block(scores: Sequence[QueryScore]) -> dict:
     if not scores:
         return {k: None for k in GROUP_KEYS[:-1]} | {"num_queries": 0}
-    out: dict[str, Any] = {}
-    for k in QUERY_KEYS:
-        out[k] = fmean(getattr(s, k) for s in scores)
+    out: dict[str, Any] = {k: fmean(getattr(s, k) for s in scores) for k in QUERY_KEYS}
     for r in VIOU_THRESHOLDS:
         out[f"viou@{r}"] = sum(1 for s in scores if s.viou > r) / len(scores)
     inter = sum(s.intersection for s in scores)
@@ -331,11 +329,11 @@ def _group_block(scores: Sequence[QueryScore]) -> dict:
     return {k: out[k] for k in GROUP_KEYS}
 
 
-def _by(scores: Sequence[QueryScore], key: str) -> dict[str, dict]:
-    groups: dict[str, list[QueryScore]] = {}
+def _by(scores: Sequence[Any], key: str, block: Callable[[Sequence[Any]], dict] = _group_block) -> dict[str, dict]:
+    groups: dict[str, list] = {}
     for s in scores:
         groups.setdefault(getattr(s, key), []).append(s)
-    return {k: _group_block(v) for k, v in sorted(groups.items())}
+    return {k: block(v) for k, v in sorted(groups.items())}
 
 
 def reduce_mask_temporal(scores: Sequence[QueryScore]) -> dict:
@@ -419,12 +417,8 @@ def score_track_query(prediction: Mapping | None, reference: Mapping) -> TrackSc
     pred = track_id_set((prediction or {}).get("target_track_ids"), f"prediction query {qid!r}: target_track_ids")
     gt = track_id_set(reference.get("target_track_ids"), f"reference query {qid!r}: target_track_ids")
     tp = len(pred & gt)
-    if not pred and not gt:
-        p = r = 1.0
-    elif not pred or not gt:
-        p = r = 0.0
-    else:
-        p, r = tp / len(pred), tp / len(gt)
+    # both empty: 1; exactly one empty: 0 (an empty side has tp = 0)
+    p, r = _ratio(tp, len(pred), 1.0 if not gt else 0.0), _ratio(tp, len(gt), 1.0 if not pred else 0.0)
     return TrackScore(
         query_id=str(reference["query_id"]), scene=str(reference.get("scene") or ""), is_negative=not gt,
         precision=p, recall=r, f1=_f1(p, r), exact_match=float(pred == gt),
@@ -449,10 +443,7 @@ def _track_block(scores: Sequence[TrackScore]) -> dict:
 def reduce_track_id(scores: Sequence[TrackScore]) -> dict:
     """Reduce half of ``track_id``: macro and micro P/R/F1, exact match, groups and the per-query table."""
     out = _track_block(scores)
-    groups: dict[str, list[TrackScore]] = {}
-    for s in scores:
-        groups.setdefault(s.scene, []).append(s)
-    out["per_scene"] = {k: _track_block(v) for k, v in sorted(groups.items())}
+    out["per_scene"] = _by(scores, "scene", _track_block)
     out["positive"] = _track_block([s for s in scores if not s.is_negative])
     out["negative"] = _track_block([s for s in scores if s.is_negative])
     out["per_query"] = [asdict(s) for s in scores]

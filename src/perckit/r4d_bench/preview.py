@@ -30,8 +30,8 @@ class _Frames:
 
     def image(self, scene: str, frame_id: int | None) -> tuple[bytes | None, tuple[int, int] | None]:
         cfg = self.builder.config
-        if self.root is None:
-            self.root = Path(previews_root(self.builder))
+        if self.root is None:  # the release root: data_dir, else the Hub snapshot the build already downloaded
+            self.root = Path(cfg.data_dir) if cfg.data_dir else Path(self.builder._release_root())
         if scene not in self.scenes:
             self.scenes[scene] = read_scene(self.root, scene, cfg.coco_json_name, cfg.frame_id_pattern, aliases=cfg.scene_aliases)
         info = self.scenes[scene]
@@ -45,19 +45,12 @@ class _Frames:
         return data, (fr.height, fr.width)
 
 
-def previews_root(builder: Any) -> Path:
-    """The builder's release root (``data_dir``, else the Hub snapshot the build already downloaded)."""
-    return Path(builder.config.data_dir) if builder.config.data_dir else Path(builder._release_root())
-
-
 def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
     """The previewer of ``config``."""
     if config == "frames":
         def frame_preview(row: Mapping[str, Any]) -> bytes:
             anns = [a for a in (row.get("annotations") or []) if isinstance(a, Mapping)]
-            tracks: dict[Any, int] = {}
-            for a in anns:
-                tracks.setdefault(a.get("track_id"), len(tracks))
+            tracks = {t: i for i, t in enumerate(dict.fromkeys(a.get("track_id") for a in anns))}  # by first appearance
             h, w = row.get("height"), row.get("width")
             t = previews.masks_tile(row.get("image"), [a.get("segmentation") for a in anns], [h, w] if isinstance(h, int) and isinstance(w, int) else None,
                                     f"R4D-Bench frame {row.get('scene')!r}/{row.get('frame_id')!r}",

@@ -140,11 +140,7 @@ def scene_track_json_names(scene: str, aliases: Mapping[str, str] = SCENE_ALIASE
     stems = [scene, scene.replace("_", "-")]
     stems += [a for a, target in aliases.items() if normalise_scene(target, aliases) == scene]
     stems += [a.replace("_", "-") for a in stems]
-    names: list[str] = []
-    for stem in stems:
-        if f"{stem}.json" not in names:
-            names.append(f"{stem}.json")
-    return names
+    return list(dict.fromkeys(f"{stem}.json" for stem in stems))  # each name once, in order
 
 
 def find_scene_track_json(folder: Path, scene: str, aliases: Mapping[str, str] = SCENE_ALIASES) -> Path | None:
@@ -377,23 +373,26 @@ def load_queries_meta(path: str | Path) -> dict[str, dict]:
         data = data["queries"]
     if not isinstance(data, list):
         raise ReleaseFormatError(f"{str(path)!r}: expected a JSON array of queries (or an object with 'queries'), got {type(data).__name__}")
-    out: dict[str, dict] = {}
-    for i, entry in enumerate(data):
+    return {qid: dict(entry) for qid, entry in _query_entries(path, data)}
+
+
+def _query_entries(path: str | Path, entries: Sequence[Any]) -> Iterator[tuple[str, Mapping]]:
+    """``(query_id, entry)`` of each entry in turn; an entry that is not an object with a string ``query_id``, or
+    repeats one, raises :class:`ReleaseFormatError`."""
+    seen: set[str] = set()
+    for i, entry in enumerate(entries):
         if not isinstance(entry, Mapping) or not isinstance(entry.get("query_id"), str):
             raise ReleaseFormatError(f"{str(path)!r}: entry {i}: expected an object with a string 'query_id', got {_short(entry)}")
-        qid = entry["query_id"]
-        if qid in out:
-            raise ReleaseFormatError(f"{str(path)!r}: duplicate query_id {qid!r}")
-        out[qid] = dict(entry)
-    return out
+        if entry["query_id"] in seen:
+            raise ReleaseFormatError(f"{str(path)!r}: duplicate query_id {entry['query_id']!r}")
+        seen.add(entry["query_id"])
+        yield entry["query_id"], entry
 
 
 def load_track_gt(path: str | Path) -> dict[str, list[str]]:
     """``R4D-Bench_predictions.json``: ``{query_id: [ids]}`` [card] or ``{query_id: {"target_track_ids": [...]}}``
     [inferred: an object of another shape is one warning for the file, and its query is left out]."""
-    data = read_json(path, limit=MAX_JSON_BYTES)
-    if not isinstance(data, Mapping):
-        raise ReleaseFormatError(f"{str(path)!r}: expected a JSON object query_id -> target_track_ids, got {type(data).__name__}")
+    data = _json_object(path, "target_track_ids")
     odd = {k: v for k, v in data.items() if isinstance(v, Mapping) and not _ids_ok(v.get("target_track_ids", v.get("track_ids")))}
     warn_shapes([(repr(k), v) for k, v in odd.items()], "a list of track ids or an object with one under 'target_track_ids'",
                 f"R4D-Bench: {str(path)!r}: query values")
@@ -437,17 +436,10 @@ def load_dense_gt(path: str | Path) -> list[dict]:
         entries = list(data)
     else:
         raise ReleaseFormatError(f"{str(path)!r}: expected a JSON array of queries or an object keyed by query_id, got {type(data).__name__}")
-    seen: set[str] = set()
     out = []
     odd = []  # [inferred] ground_truth.target_entity_ids (read when target_tracks is absent) of another shape: dropped
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("query_id"), str):
-            raise ReleaseFormatError(f"{str(path)!r}: entry {i}: expected an object with a string 'query_id', got {_short(entry)}")
-        qid = entry["query_id"]
+    for qid, entry in _query_entries(path, entries):
         where = f"{str(path)!r}: query {qid!r}"
-        if qid in seen:
-            raise ReleaseFormatError(f"{str(path)!r}: duplicate query_id {qid!r}")
-        seen.add(qid)
         gt = entry.get("ground_truth")
         if not isinstance(gt, Mapping):
             raise ReleaseFormatError(f"{where}: expected a 'ground_truth' object, got {_short(gt)}")
@@ -579,12 +571,8 @@ def frame_mask_from_segmentations(
     The first bad mask (in order) raises."""
     segs = [m.get("segmentation") if isinstance(m, Mapping) else None for m in masks]
     # Only well-formed sizes (two ints) vote here; anything else is reported by rle.to_rle below.
-    rle_sizes = set()
-    for s in segs:
-        if isinstance(s, Mapping):
-            sz = s.get("size")
-            if isinstance(sz, (list, tuple)) and len(sz) == 2 and type(sz[0]) is int and type(sz[1]) is int:
-                rle_sizes.add((sz[0], sz[1]))
+    rle_sizes = {(sz[0], sz[1]) for s in segs if isinstance(s, Mapping) and isinstance(sz := s.get("size"), (list, tuple))
+                 and len(sz) == 2 and type(sz[0]) is int and type(sz[1]) is int}
     if len(rle_sizes) > 1:
         raise ReleaseFormatError(f"{where}: masks of one frame have different sizes {sorted(rle_sizes)}")
     if rle_sizes:
@@ -652,14 +640,13 @@ def frame_mask_from_pngs(root: Path, frame: Mapping, size: tuple[int, int] | Non
     """OR of the per-mask ``mask_image`` PNGs, else the frame's ``combined_mask_image``."""
     masks = frame.get("masks") or []
     paths = [m.get("mask_image") for m in masks if isinstance(m, Mapping)]
+
+    def png(rel: str, at: str) -> rle_ops.RLE:  # a mask PNG the release names, resolved under its root
+        return png_mask(resolve_under(root, rel, at), at)
     if masks and all(isinstance(p, str) for p in paths):
-        parts = []
-        for k, p in enumerate(paths):
-            kwhere = f"{where}: masks[{k}].mask_image"
-            parts.append(png_mask(resolve_under(root, p, kwhere), kwhere))
+        parts = [png(p, f"{where}: masks[{k}].mask_image") for k, p in enumerate(paths)]
     elif isinstance(frame.get("combined_mask_image"), str):
-        cwhere = f"{where}: combined_mask_image"
-        parts = [png_mask(resolve_under(root, frame["combined_mask_image"], cwhere), cwhere)]
+        parts = [png(frame["combined_mask_image"], f"{where}: combined_mask_image")]
     elif not masks:
         parts = []
     else:
@@ -677,8 +664,14 @@ def frame_mask_from_pngs(root: Path, frame: Mapping, size: tuple[int, int] | Non
 # ---------------------------------------------------------------- prediction files
 
 
-def _read_predictions(path: str | Path) -> Any:
-    return read_json(path, error=PredictionError, not_found=InputNotFoundError, limit=MAX_JSON_BYTES)
+def _json_object(path: str | Path, values: str, error: type[Exception] = ReleaseFormatError,
+                 not_found: type[Exception] = ReleaseNotFoundError) -> Mapping:
+    """The JSON object ``query_id -> <values>`` of ``path`` (:func:`perckit.io.jsonio.read_json`, capped); another
+    JSON value raises ``error``."""
+    data = read_json(path, error, not_found, limit=MAX_JSON_BYTES)
+    if not isinstance(data, Mapping):
+        raise error(f"{str(path)!r}: expected a JSON object query_id -> {values}, got {type(data).__name__}")
+    return data
 
 
 def mask_file(repo_root: str | Path, mask_path: Any, where: str, allow_absolute_paths: bool = True) -> Path:
@@ -729,9 +722,7 @@ def load_mask_predictions(path: str | Path, repo_root: str | Path = ".", allow_a
     Relative paths resolve against ``repo_root`` and must stay under it; absolute paths are taken as they are
     (``allow_absolute_paths=False`` refuses them; see :func:`mask_file`); every PNG is read as a capped regular
     file; foreground is any pixel value > 0."""
-    data = _read_predictions(path)
-    if not isinstance(data, Mapping):
-        raise PredictionError(f"{str(path)!r}: expected a JSON object query_id -> frames, got {type(data).__name__}")
+    data = _json_object(path, "frames", PredictionError, InputNotFoundError)
     root = Path(repo_root)
     rows = []
     for qid, value in data.items():
@@ -756,9 +747,7 @@ def load_mask_predictions(path: str | Path, repo_root: str | Path = ".", allow_a
 
 def load_track_predictions(path: str | Path) -> list[dict]:
     """Read ``{query_id: [ids]}`` or ``{query_id: {"target_track_ids": [...]}}`` into ``track_id`` prediction rows (ids as str)."""
-    data = _read_predictions(path)
-    if not isinstance(data, Mapping):
-        raise PredictionError(f"{str(path)!r}: expected a JSON object query_id -> track ids, got {type(data).__name__}")
+    data = _json_object(path, "track ids", PredictionError, InputNotFoundError)
     return [
         {"query_id": str(qid), "target_track_ids": track_id_list(v, f"{str(path)!r}: query {qid!r}", PredictionError)}
         for qid, v in data.items()

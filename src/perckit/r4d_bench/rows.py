@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import logging
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence, Set as AbstractSet
@@ -23,14 +22,12 @@ from ..hf.builder import MEDIA_STORAGE, media_column
 from ..errors import ReleaseFormatError, RLEError, check_choice, short_repr as _short
 from ..io.jsonio import parse_int
 from .features import frame_features
-from .layout import QUERIES_META, SCENE_ALIASES, TRACK_GT, normalise_scene, scene_from_query_id
+from .layout import QUERIES_META, SCENE_ALIASES, TRACK_GT
 from .read import (
     TRACK_ID_PRECEDENCES, FrameInfo, QueryRelease, SceneInfo, checked_rles, coco_track_id, entry_scene,
-    frame_image_paths, frame_images, frame_mask_from_pngs, frame_mask_from_segmentations, load_queries_meta,
+    frame_image_paths, frame_images, frame_mask_from_pngs, frame_mask_from_segmentations, load_queries_meta, logger,
     open_query_release, read_ahead, resolve_track_ids, track_attributes, track_id_list, warn_shapes,
 )
-
-logger = logging.getLogger("perckit.r4d_bench.release")  # the release readers' one logger (its name is public)
 
 KNOWN_QUERY_KEYS = frozenset({
     "query_id", "scene", "text_en", "text_zh", "target_track_ids", "target_count", "query_type",
@@ -107,7 +104,6 @@ def query_row(rel: QueryRelease, entry: Mapping, mask_source: str = "segmentatio
     if missing and targets:
         logger.info("R4D-Bench: query %r has %d existence frame(s) without a mask entry: %s", qid, len(missing), missing[:5])
     extra = {k: v for k, v in meta.items() if k not in KNOWN_QUERY_KEYS}
-    rmu = meta.get("requires_motion_understanding")
     return {
         "query_id": qid,
         "scene": scene,
@@ -117,11 +113,8 @@ def query_row(rel: QueryRelease, entry: Mapping, mask_source: str = "segmentatio
         "target_count": int(count) if isinstance(count, int) and not isinstance(count, bool) else len(targets),
         "is_negative": len(targets) == 0,
         "query_type": _json_text(meta.get("query_type")),
-        "requires_motion_understanding": _as_bool(rmu),
-        "temporal_relation": _json_text(meta.get("temporal_relation")),
-        "expected_temporal_anchor": _json_text(meta.get("expected_temporal_anchor")),
-        "distractor": _json_text(meta.get("distractor")),
-        "note": _json_text(meta.get("note")),
+        "requires_motion_understanding": _as_bool(meta.get("requires_motion_understanding")),
+        **{k: _json_text(meta.get(k)) for k in ("temporal_relation", "expected_temporal_anchor", "distractor", "note")},
         "existence_frames": existence,
         "frames": frames,
         "evaluated_frame_ids": sorted(annotated | set(existence)),
@@ -148,13 +141,10 @@ def ground_truth_rows(ground_truth: str | Path, queries_meta: str | Path, repo_r
 
 def track_ground_truth_rows(queries_meta: str | Path) -> list[dict]:
     """``track_id`` reference rows from the query-metadata JSON (the official track evaluator reads ``--queries``)."""
-    meta = load_queries_meta(queries_meta)
-    rows = []
-    for qid, m in meta.items():
-        scene = normalise_scene(m["scene"]) if isinstance(m.get("scene"), str) and m["scene"] else scene_from_query_id(qid)
-        ids = track_id_list(m.get("target_track_ids"), f"{str(queries_meta)!r}: query {qid!r}.target_track_ids")
-        rows.append({"query_id": qid, "scene": scene, "target_track_ids": ids})
-    return rows
+    meta = load_queries_meta(queries_meta)  # (each entry's query_id is its key: entry_scene finds the entry)
+    return [{"query_id": qid, "scene": entry_scene(m, meta), "target_track_ids": track_id_list(
+                m.get("target_track_ids"), f"{str(queries_meta)!r}: query {qid!r}.target_track_ids")}
+            for qid, m in meta.items()]
 
 
 # ---------------------------------------------------------------- the frames tables
@@ -272,6 +262,11 @@ def frame_tables(info: SceneInfo, track_id_precedence: str = "coco", schema: pa.
         yield _batch_table(info, scene, cat_names, batch, track_id_precedence, schema)
 
 
+#: The ``frames`` columns read from each frame's :class:`~perckit.r4d_bench.read.FrameInfo` attribute.
+_FRAME_ATTRS = {"frame_id": "frame_id", "file_name": "coco_file_name", "id": "coco_image_id", "height": "height",
+                "width": "width"}
+
+
 def _batch_table(info: SceneInfo, scene: SceneAnnotations, cat_names: dict, batch: list, precedence: str,
                  schema: pa.Schema) -> tuple[str, pa.Table]:
     frames = [(fr, scene.by_image.get(fr.coco_image_id, []), where) for _, fr, _, _, where in batch]
@@ -280,14 +275,7 @@ def _batch_table(info: SceneInfo, scene: SceneAnnotations, cat_names: dict, batc
     image = media_column(media)
     if image is None:  # more than 2 GiB of images in one table: Arrow's own conversion (chunked) or its error
         image = pa.chunked_array([pa.array([m], MEDIA_STORAGE) for m in media], MEDIA_STORAGE)
-    values = {
-        "scene": [info.name] * len(batch),
-        "frame_id": [fid for fid, *_ in batch],
-        "file_name": [fr.coco_file_name for _, fr, *_ in batch],
-        "id": [fr.coco_image_id for _, fr, *_ in batch],
-        "height": [fr.height for _, fr, *_ in batch],
-        "width": [fr.width for _, fr, *_ in batch],
-    }
+    values = {"scene": [info.name] * len(batch), **{k: [getattr(fr, a) for _, fr, *_ in batch] for k, a in _FRAME_ATTRS.items()}}
     columns = [image if f.name == "image" else annotations if f.name == "annotations" else pa.array(values[f.name], f.type) for f in schema]
     return f"{info.name}/{batch[0][0]:06d}", pa.Table.from_arrays(columns, schema=schema)
 

@@ -85,9 +85,8 @@ class Syn4DBuilder(PerckitTableBuilder):
             for s in config.scenes or ["*"]:
                 pats.append(f"benchmark/data/tracking_gt/{v}/{s}/*.npy")
                 if config.name == "challenge":
-                    for base in ("challenge_eval", "benchmark/challenge_eval"):
-                        folders = ("mp4", "exr_layers/depth", "ground_truth/meta_exr_csv")
-                        pats += [f"{base}/{v}/{s}/{d}/*" for d in folders]
+                    pats += [f"{base}/{v}/{s}/{d}/*" for base in ("challenge_eval", "benchmark/challenge_eval")
+                             for d in ("mp4", "exr_layers/depth", "ground_truth/meta_exr_csv")]
         return pats
 
     # ------------------------------------------------------------ shapes fixed per build
@@ -126,13 +125,11 @@ class Syn4DBuilder(PerckitTableBuilder):
                 npy = next((r.tracking_npy(paths.tracking_gt) for r in records if r.tracking_npy(paths.tracking_gt).is_file()), None)
                 if npy is not None:
                     q = read_tracking_npy(npy)["tracks_ref0"].shape[1]
-            if hw is None:
-                for r in records:
-                    if r.depth_dir is not None and r.depth_dir.is_dir():
-                        first = depth_frame_paths(r.depth_dir, r.sequence, r.frame_indices)[0]
-                        if first.is_file():
-                            hw = exr_size(first)
-                            break
+            if hw is None:  # the first frame's EXR of the first sequence that has one
+                firsts = (depth_frame_paths(r.depth_dir, r.sequence, r.frame_indices)[0] for r in records
+                          if r.depth_dir is not None and r.depth_dir.is_dir())
+                first = next((p for p in firsts if p.is_file()), None)
+                hw = exr_size(first) if first is not None else None
         return int(q or DEFAULT_NUM_QUERIES), tuple(hw or DEFAULT_DEPTH_HW)
 
     def _features(self) -> datasets.Features:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError, PredictionError
+from .layout import ARRAY_DTYPES
 from .metric import REFERENCE_KEYS as TASK_REFERENCE_KEYS  # the keys task_metrics reads, written there once
 
 
@@ -97,14 +98,6 @@ def to_metric_reference(row: Mapping, task: str) -> dict:
         raise PredictionError(f"row is missing the key(s) {missing} needed by the syn4d {task!r} references (build the "
                          f"{'challenge' if task != 'tracking' else 'tracking or challenge'} config)")
     return {k: _plain(row[k]) for k in keys}
-
-
-#: dtype of every array field of a builder row (what the NPY / EXR / CSV held).
-ARRAY_DTYPES = {
-    "frame_indices": np.int32, "image_size": np.int32, "intrinsics": np.float64,
-    "query_uv": np.float32, "tracks_ref0": np.float32, "visibility": np.bool_, "dynamic": np.bool_,
-    "depth_m": np.float32, "camera_c2w": np.float64, "camera_unreal": np.float64,
-}
 
 
 def to_numpy_row(row: Mapping) -> dict:

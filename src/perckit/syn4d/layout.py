@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from ..io.paths import check_relative, is_inside, resolve_under
 
@@ -49,6 +51,12 @@ MAX_DEPTH_PIXELS = 1 << 26
 MAX_EXR_BYTES = 4 * MAX_DEPTH_PIXELS + (64 << 20)
 #: the largest release file hashed against ``SHA256SUMS`` (read in 1 MiB blocks: memory stays flat)
 MAX_CHECKSUM_FILE_BYTES = 1 << 36
+#: dtype of every array field of a builder row (what the NPY / EXR / CSV held; the NPY's arrays are read as these).
+ARRAY_DTYPES = {
+    "frame_indices": np.int32, "image_size": np.int32, "intrinsics": np.float64,
+    "query_uv": np.float32, "tracks_ref0": np.float32, "visibility": np.bool_, "dynamic": np.bool_,
+    "depth_m": np.float32, "camera_c2w": np.float64, "camera_unreal": np.float64,
+}
 #: the arrays of an official prediction NPZ (absent keys are None; extra keys are ignored)
 PREDICTION_KEYS = ("tracking_xyz", "depth", "camera_c2w", "frame_indices")
 #: the largest prediction NPZ read: room for its four arrays at the per-array cap (each member's NPY header is
@@ -205,10 +213,7 @@ class SequenceRecord:
         """``<tracking_gt>/<variant>/<scene>/<sequence>.npy``, refused when a symbolic link leads out of
         ``tracking_gt`` (``resolver``: a :class:`PathResolver` of ``tracking_gt`` for a pass over many records)."""
         rel = f"{self.variant}/{self.scene}/{self.sequence}.npy"
-        where = f"Syn4D sequence {self.sequence_id!r}: tracking NPY {rel!r}"
-        if resolver is not None and resolver.base == Path(tracking_gt):
-            return resolver(rel, where)
-        return resolve_under(tracking_gt, rel, where)
+        return file_under(Path(tracking_gt), rel, f"Syn4D sequence {self.sequence_id!r}: tracking NPY {rel!r}", resolver)
 
 
 def index_path(path: str | None, base: Path | None, where: str, resolver: PathResolver | None = None) -> Path | None:
@@ -220,7 +225,7 @@ def index_path(path: str | None, base: Path | None, where: str, resolver: PathRe
     if base is None:
         check_relative(path, where)
         return None
-    return resolver(path, where) if resolver is not None and resolver.base == base else resolve_under(base, path, where)
+    return file_under(base, path, where, resolver)
 
 
 def check_sequence_id(sid: object, where: str, error: type[Exception] = ReleaseFormatError) -> tuple[str, str, str]:
@@ -232,10 +237,10 @@ def check_sequence_id(sid: object, where: str, error: type[Exception] = ReleaseF
     return parts[0], parts[1], parts[2]
 
 
-def challenge_file(challenge: Path | None, rel: str, where: str, resolver: PathResolver | None = None) -> Path | None:
-    if challenge is None:
+def file_under(base: Path | None, rel: str, where: str, resolver: PathResolver | None = None) -> Path | None:
+    if base is None:
         return None
-    return resolver(rel, where) if resolver is not None and resolver.base == challenge else resolve_under(challenge, rel, where)
+    return resolver(rel, where) if resolver is not None and resolver.base == base else resolve_under(base, rel, where)
 
 
 def camera_of(sequence: str) -> int:
@@ -269,9 +274,9 @@ def default_record(variant: str, scene: str, sequence: str, challenge: Path | No
     return SequenceRecord(
         sequence_id=sid, variant=variant, scene=scene, sequence=sequence,
         camera=camera_of(sequence), frame_indices=FRAME_INDICES,
-        depth_dir=challenge_file(challenge, f"{c}/exr_layers/depth/{sequence}", f"{where}: depth folder", resolver),
-        camera_csv=challenge_file(challenge, f"{c}/ground_truth/meta_exr_csv/{sequence}_camera.csv", f"{where}: camera CSV", resolver),
-        video=challenge_file(challenge, f"{c}/mp4/{sequence}.mp4", f"{where}: video", resolver),
+        depth_dir=file_under(challenge, f"{c}/exr_layers/depth/{sequence}", f"{where}: depth folder", resolver),
+        camera_csv=file_under(challenge, f"{c}/ground_truth/meta_exr_csv/{sequence}_camera.csv", f"{where}: camera CSV", resolver),
+        video=file_under(challenge, f"{c}/mp4/{sequence}.mp4", f"{where}: video", resolver),
     )
 
 

@@ -5,6 +5,7 @@ every NPY header checked before NumPy allocates)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import hashlib
@@ -18,7 +19,7 @@ import struct
 import zipfile
 import zlib
 from pathlib import Path
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -28,8 +29,8 @@ from ..errors import inferred_reading, short_repr
 from ..io.jsonio import decode_text, parse_int, iter_json_lines
 from ..io.paths import check_relative, open_regular_file, read_regular_file
 from .layout import (
-    CSV_COLUMNS, EXR_CHANNELS, FRAME_INDICES, MAX_ARRAY_BYTES, MAX_CHECKSUM_FILE_BYTES, MAX_DEPTH_PIXELS, MAX_EXR_BYTES,
-    MAX_NPY_HEADER_BYTES, MAX_NPZ_BYTES, MAX_TEXT_BYTES, NPY_FIELDS, PLAIN_RELATIVE, PREDICTION_KEYS, SCHEMA,
+    ARRAY_DTYPES, CSV_COLUMNS, EXR_CHANNELS, FRAME_INDICES, MAX_ARRAY_BYTES, MAX_CHECKSUM_FILE_BYTES, MAX_DEPTH_PIXELS,
+    MAX_EXR_BYTES, MAX_NPY_HEADER_BYTES, MAX_NPZ_BYTES, MAX_TEXT_BYTES, NPY_FIELDS, PLAIN_RELATIVE, PREDICTION_KEYS, SCHEMA,
     PathResolver, ReleasePaths, SequenceRecord, check_sequence_id, default_record, depth_frame_paths, index_path,
     prediction_path, real_path, records_from_tracking_gt, tracking_checksums_path,
 )
@@ -165,10 +166,9 @@ def read_tracking_npy(path: Path, expected_sequence_id: str | None = None) -> di
         shape, fortran, dtype, version = check_npy_header(f, st.st_size, f"{where!r} ({SCHEMA})")
         # the header read once (formats 1.0 and 2.0, which check_npy_header parses as np.load does); None: np.load
         arr = _read_npy_data(f, shape, fortran, dtype) if version in ((1, 0), (2, 0)) else None
-        if arr is None:
-            f.seek(0)
         try:
             if arr is None:
+                f.seek(0)
                 arr = np.load(f, allow_pickle=False)
         except ValueError as e:  # "Object arrays cannot be loaded when allow_pickle=False" and bad headers
             raise ReleaseFormatError(f"{where!r}: expected a non-pickled structured NumPy array ({SCHEMA}), got: {e}") from None
@@ -202,13 +202,8 @@ def read_tracking_npy(path: Path, expected_sequence_id: str | None = None) -> di
             raise ReleaseFormatError(f"{where!r}: expected {name} to be numeric, got dtype {out[name].dtype}")
     if not np.issubdtype(tracks.dtype, np.number):
         raise ReleaseFormatError(f"{where!r}: expected tracks_ref0 to be numeric, got dtype {tracks.dtype}")
-    out["tracks_ref0"] = tracks.astype(np.float32, copy=False)
-    out["visibility"] = out["visibility"].astype(bool, copy=False)
-    out["dynamic"] = out["dynamic"].astype(bool, copy=False)
-    out["query_uv"] = out["query_uv"].astype(np.float32, copy=False)
-    out["frame_indices"] = out["frame_indices"].astype(np.int32, copy=False)
-    out["intrinsics"] = out["intrinsics"].astype(np.float64, copy=False)
-    out["image_size"] = out["image_size"].astype(np.int32, copy=False)
+    for name in NPY_FIELDS[2:]:  # the arrays, in the dtypes of the builder rows
+        out[name] = out[name].astype(ARRAY_DTYPES[name], copy=False)
     if expected_sequence_id is not None and out["sequence_id"] != expected_sequence_id:
         raise ReleaseFormatError(f"{where!r}: sequence_id inside is {out['sequence_id']!r}, but its path says {expected_sequence_id!r}")
     if tuple(int(x) for x in out["frame_indices"]) != FRAME_INDICES:
@@ -230,40 +225,37 @@ def _exr_hw(header: Mapping, where: str) -> tuple[int, int]:
     return h, w
 
 
-def _open_exr(fh: BinaryIO, where: str) -> Any:
-    """``OpenEXR.InputFile`` on the checked open file ``fh`` (OpenEXR reads the file object, never the path)."""
+@contextlib.contextmanager
+def _open_exr(path: Path) -> Iterator[Any]:
+    """``OpenEXR.InputFile`` on ``path``, a regular file of at most :data:`MAX_EXR_BYTES` (OpenEXR reads the checked
+    open file, never the path); closed on exit."""
     import OpenEXR
 
-    try:
-        return OpenEXR.InputFile(fh)
-    except (OSError, RuntimeError, TypeError, ValueError) as e:
-        raise ReleaseFormatError(f"{where!r}: expected a readable OpenEXR file, got: {e}") from None
-
-
-def exr_size(path: Path) -> tuple[int, int]:
-    """(H, W) of an EXR from its header (dataWindow); the file is a regular file of at most :data:`MAX_EXR_BYTES`."""
     with open_regular_file(path, repr(str(path)), MAX_EXR_BYTES, what="EXR file") as fh:
-        f = _open_exr(fh, str(path))
         try:
-            return _exr_hw(f.header(), str(path))
+            f = OpenEXR.InputFile(fh)
+        except (OSError, RuntimeError, TypeError, ValueError) as e:
+            raise ReleaseFormatError(f"{str(path)!r}: expected a readable OpenEXR file, got: {e}") from None
+        try:
+            yield f
         finally:
             f.close()
 
 
+def exr_size(path: Path) -> tuple[int, int]:
+    """(H, W) of an EXR from its header (dataWindow); the file is a regular file of at most :data:`MAX_EXR_BYTES`."""
+    with _open_exr(path) as f:
+        return _exr_hw(f.header(), str(path))
+
+
 def read_depth_exr(path: Path, expected_hw: tuple[int, int] | None = None) -> np.ndarray:
     """Depth in metres, float32 [H, W]: the first of the Depth, Z, R, Y channels (centimetres) / 100."""
+    import Imath
+
     where = str(path)
     if not path.exists():
         raise ReleaseNotFoundError(f"{where!r}: depth EXR not found")
-    with open_regular_file(path, repr(where), MAX_EXR_BYTES, what="EXR file") as fh:
-        return _read_depth(_open_exr(fh, where), where, expected_hw)
-
-
-def _read_depth(f: Any, where: str, expected_hw: tuple[int, int] | None) -> np.ndarray:
-    """The depth channel of the open EXR ``f`` (see :func:`read_depth_exr`); closes ``f``."""
-    import Imath
-
-    try:
+    with _open_exr(path) as f:
         header = f.header()
         h, w = _exr_hw(header, where)
         if expected_hw is not None and (h, w) != tuple(expected_hw):
@@ -275,8 +267,6 @@ def _read_depth(f: Any, where: str, expected_hw: tuple[int, int] | None) -> np.n
             raw = f.channel(channel, Imath.PixelType(Imath.PixelType.FLOAT))
         except OSError as e:
             raise ReleaseFormatError(f"{where!r}: cannot read channel {channel!r}: {e}") from None
-    finally:
-        f.close()
     data = np.frombuffer(raw, dtype=np.float32)
     if data.size != h * w:
         raise ReleaseFormatError(f"{where!r}: channel {channel!r} has {data.size} values, expected H*W = {h * w}")
@@ -439,6 +429,10 @@ class ChecksumVerifier:
             )
 
 
+#: Why a tracking GT folder has no SHA256SUMS where the card puts it (``{!r}``: the folder).
+_NOT_TRACKING_GT = "the tracking GT folder {!r} is not a 'data/tracking_gt' folder, beside which the card puts SHA256SUMS"
+
+
 def _run_checksums(paths: ReleasePaths, tracking: bool) -> tuple[Path | None, Path | None]:
     """(where the card puts the run's ``SHA256SUMS``, the file found there): beside the ``data/tracking_gt`` read
     when ``tracking`` (:func:`~perckit.syn4d.layout.tracking_checksums_path`; ``None`` when the folder is not a
@@ -457,10 +451,7 @@ def checksum_verifier(paths: ReleasePaths, verify: bool | None, hint: str = "", 
     if verify:
         expected, found = _run_checksums(paths, tracking)
         if expected is None:
-            raise ReleaseNotFoundError(
-                f"verify_checksums=True but the tracking GT folder {str(paths.tracking_gt)!r} is not a "
-                f"'data/tracking_gt' folder, beside which the card puts SHA256SUMS{hint}"
-            )
+            raise ReleaseNotFoundError(f"verify_checksums=True but {_NOT_TRACKING_GT.format(str(paths.tracking_gt))}{hint}")
         if found is None:
             raise ReleaseNotFoundError(f"verify_checksums=True but {str(expected)!r} does not exist{hint}")
     if verify is False or (paths.checksums is None and paths.tracking_checksums is None):
@@ -479,8 +470,7 @@ def unverified_reason(paths: ReleasePaths, verify: bool | None, tracking: bool =
     if found is not None:
         return None
     if expected is None:
-        text = (f"the tracking GT folder {str(paths.tracking_gt)!r} is not a 'data/tracking_gt' folder, beside "
-                "which the card puts SHA256SUMS")
+        text = _NOT_TRACKING_GT.format(str(paths.tracking_gt))
     else:
         text = f"no SHA256SUMS at {str(expected)!r}, beside data/tracking_gt where the card puts it"
     if paths.checksums is not None:
@@ -514,10 +504,9 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray | None]:
             if not isinstance(loaded, np.lib.npyio.NpzFile):  # np.load reads a plain .npy too
                 raise PredictionError(f"{where}: expected an .npz archive, got a single array")
             with loaded as z:
-                out = {}
+                out = dict.fromkeys(PREDICTION_KEYS)  # an absent key stays None
                 for k in PREDICTION_KEYS:
                     if k not in z.files:
-                        out[k] = None
                         continue
                     names = z.zip.namelist()
                     member = f"{k}.npy" if f"{k}.npy" in names else k

@@ -90,13 +90,6 @@ def _finite_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value))
 
 
-def check_min_coverage(value: object) -> float:
-    """The option ``min_coverage``: a number in [0, 1] (0 never warns)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(float(value)) or not 0.0 <= float(value) <= 1.0:
-        raise OptionError(f"option 'min_coverage': expected a number in [0, 1], got {value!r}")
-    return float(value)
-
-
 @dataclass(frozen=True)
 class Syn4DOptions:
     """Options shared by the three Syn4D configs (spec §4.3)."""
@@ -141,7 +134,11 @@ class Syn4DOptions:
         w = self.dynamic_weight
         if not _finite_number(w) or not 0.0 <= float(w) <= 1.0:
             raise OptionError(f"option 'dynamic_weight': expected a number in [0, 1], got {w!r}")
-        object.__setattr__(self, "min_coverage", check_min_coverage(self.min_coverage))
+        c = self.min_coverage  # a number in [0, 1] (0 never warns)
+        if isinstance(c, bool) or not isinstance(c, (int, float, np.integer, np.floating)) or not math.isfinite(float(c)) \
+                or not 0.0 <= float(c) <= 1.0:
+            raise OptionError(f"option 'min_coverage': expected a number in [0, 1], got {c!r}")
+        object.__setattr__(self, "min_coverage", float(c))
 
 
 # ---- The failure policy (spec §4.3), written once: the metric (:func:`score_sequences`) and the file runner
@@ -342,17 +339,14 @@ def depth_metrics(gt: np.ndarray, pred: np.ndarray, align: str = "scale", min_de
     n, sums, below = _compiled().depth_sums(gt.reshape(-1), pred.reshape(-1), float(lo), float(hi), scale, shift)
     if n == 0:
         raise ValueError("sequence has no valid depth pixels")
-    sums = np.asarray(sums, dtype=np.float64)
-    mean = sums / n
+    mean = np.asarray(sums, dtype=np.float64) / n
     return {
         "abs_rel": float(mean[0]),
         "sq_rel": float(mean[1]),
         "rmse": float(np.sqrt(mean[2])),
         "rmse_log": float(np.sqrt(mean[3])),
         "silog": float(np.sqrt(max(0.0, mean[3] - mean[4] ** 2)) * 100.0),
-        "delta1": float(below[0] / n),
-        "delta2": float(below[1] / n),
-        "delta3": float(below[2] / n),
+        **{f"delta{k}": float(below[k - 1] / n) for k in (1, 2, 3)},
         "scale": float(scale),
         "shift": float(shift),
         "valid_pixels": int(n),
@@ -447,9 +441,7 @@ def pose_metrics(gt_c2w: np.ndarray, pred_c2w: np.ndarray) -> dict:
         "rpe_translation_rmse": math.sqrt(np.add.reduce(rpe_translation * rpe_translation) / (n - 1)),
         "rpe_rotation_mean_deg": float(np.add.reduce(rpe_rotation) / (n - 1)),
         "translation_direction_mean_deg": direction,
-        "auc_5deg": int(np.count_nonzero(pair_error <= 5.0)) / (n - 1),
-        "auc_10deg": int(np.count_nonzero(pair_error <= 10.0)) / (n - 1),
-        "auc_20deg": int(np.count_nonzero(pair_error <= 20.0)) / (n - 1),
+        **{f"auc_{d}deg": int(np.count_nonzero(pair_error <= float(d))) / (n - 1) for d in (5, 10, 20)},
         "alignment_scale": float(scale),
         "num_frames": int(gt.shape[0]),
     }
