@@ -65,10 +65,8 @@ def _json_safe(value: Any, where: str, callables: bool = False) -> Any:
     if callables and callable(value):
         owner = value if hasattr(value, "__qualname__") else type(value)
         return f"<callable {getattr(owner, '__module__', '?')}.{owner.__qualname__}>"
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, np.generic)):  # a numpy scalar's tolist() is its item()
         return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, (bytes, bytearray)):
