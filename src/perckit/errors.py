@@ -8,6 +8,8 @@ field, what was expected and what was found.
 from __future__ import annotations
 
 import logging
+import numbers
+import os
 from typing import Any, Callable, TypeVar
 
 T = TypeVar("T")
@@ -86,40 +88,25 @@ def check_choice(name: str, value: object, allowed: tuple) -> None:
         raise OptionError(f"option {name!r}: expected one of {list(allowed)}, got {short_repr(value)}")
 
 
-#: What each type name of :func:`check_option_type` accepts, as the message says it.
-_OPTION_TYPES = {
-    "bool": "True or False",
-    "int": "an integer",
-    "number": "a number",
-    "str": "a string",
-    "path": "a path (a string or os.PathLike)",
-    "strs": "a list of strings",
-    "callable": "a callable",
+#: What each type name of :func:`check_option_type` accepts: as the message says it, and the test of a value
+#: (``is_bool``: the value is a bool, numpy's included).
+_OPTION_TYPES: dict[str, tuple[str, Callable[[Any, bool], bool]]] = {
+    "bool": ("True or False", lambda v, is_bool: is_bool),
+    "int": ("an integer", lambda v, is_bool: isinstance(v, numbers.Integral) and not is_bool),
+    "number": ("a number", lambda v, is_bool: isinstance(v, numbers.Real) and not is_bool),
+    "str": ("a string", lambda v, is_bool: isinstance(v, str)),
+    "path": ("a path (a string or os.PathLike)", lambda v, is_bool: isinstance(v, (str, os.PathLike))),
+    "strs": ("a list of strings", lambda v, is_bool: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v)),
+    "callable": ("a callable", lambda v, is_bool: callable(v)),
 }
 
 
 def _is_option_type(value: object, kind: str) -> bool:
-    import numbers
-    import os
-
     import numpy as np
 
-    is_bool = isinstance(value, (bool, np.bool_))  # numpy's bool too
-    if kind == "bool":
-        return is_bool
-    if kind == "int":
-        return isinstance(value, numbers.Integral) and not is_bool
-    if kind == "number":
-        return isinstance(value, numbers.Real) and not is_bool
-    if kind == "str":
-        return isinstance(value, str)
-    if kind == "path":
-        return isinstance(value, (str, os.PathLike))
-    if kind == "strs":
-        return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
-    if kind == "callable":
-        return callable(value)
-    raise ValueError(f"check_option_type: unknown type name {kind!r}")
+    if kind not in _OPTION_TYPES:
+        raise ValueError(f"check_option_type: unknown type name {kind!r}")
+    return _OPTION_TYPES[kind][1](value, isinstance(value, (bool, np.bool_)))
 
 
 def check_option_type(name: str, value: object, expected: str, owner: str | None = None) -> object:
@@ -135,7 +122,7 @@ def check_option_type(name: str, value: object, expected: str, owner: str | None
         return value
     if any(k != "None" and _is_option_type(value, k) for k in kinds):
         return value
-    what = " or ".join("None" if k == "None" else _OPTION_TYPES[k] for k in kinds)
+    what = " or ".join("None" if k == "None" else _OPTION_TYPES[k][0] for k in kinds)
     prefix = f"{owner}: " if owner else ""
     raise OptionError(f"{prefix}option {name!r}: expected {what}, got {type(value).__name__}: {short_repr(value)}")
 

@@ -239,11 +239,8 @@ def reduce_iou(scores: Sequence[PairScore], thresholds: Sequence[float] = DEFAUL
         return {"miou": None, "ciou": None, **dict.fromkeys(keys), "num_examples": 0}
     inter = sum(int(s.intersection) for s in scores)
     uni = sum(int(s.union) for s in scores)
-    out: dict[str, Any] = {"miou": fmean(s.iou for s in scores), "ciou": inter / uni if uni else 1.0}
-    for t, k in zip(thresholds, keys):
-        out[k] = sum(1 for s in scores if s.iou >= t) / n
-    out["num_examples"] = n
-    return out
+    precision = {k: sum(1 for s in scores if s.iou >= t) / n for t, k in zip(thresholds, keys)}
+    return {"miou": fmean(s.iou for s in scores), "ciou": inter / uni if uni else 1.0, **precision, "num_examples": n}
 
 
 def reduce_groups(
@@ -259,11 +256,8 @@ def reduce_groups(
     by: dict[str, list[PairScore]] = {}
     for s, g in zip(scores, groups):
         by.setdefault(g, []).append(s)
-    out = {}
-    for name in sorted(by):
-        block = reduce_iou(by[name], thresholds)
-        out[name] = {k: block[k] for k in keys}
-    return out
+    blocks = {name: reduce_iou(by[name], thresholds) for name in sorted(by)}
+    return {name: {k: block[k] for k in keys} for name, block in blocks.items()}
 
 
 def match_by_id(

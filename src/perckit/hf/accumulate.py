@@ -65,10 +65,8 @@ def _json_safe(value: Any, where: str, callables: bool = False) -> Any:
     if callables and callable(value):
         owner = value if hasattr(value, "__qualname__") else type(value)
         return f"<callable {getattr(owner, '__module__', '?')}.{owner.__qualname__}>"
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, np.generic)):  # a numpy scalar's tolist() is its item()
         return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, (bytes, bytearray)):
@@ -133,11 +131,7 @@ class Accumulator:
                 self._predictions.pop(k, None)
                 continue
             self._references[k] = row
-        for row in preds:
-            k = row[key]
-            if k in self._dropped:
-                continue
-            self._predictions[k] = row
+        self._predictions.update((row[key], row) for row in preds if row[key] not in self._dropped)
         for k in [k for k in self._references if k in self._predictions]:
             record = self.core.score(self._predictions[k], self._references[k], self.opts)  # may raise: nothing is lost
             self._records[k] = Item(record, True)
@@ -180,8 +174,7 @@ class Accumulator:
         both = sorted(set(self._records) & set(other._records))
         if both:
             raise PredictionError(f"merge: {key} {both[:5]!r} scored in both accumulators (each item belongs to one)")
-        for k, record in other._records.items():
-            self._records[k] = record
+        self._records.update(other._records)
         self._dropped |= other._dropped
         self.update(list(other._predictions.values()), list(other._references.values()))
         return self

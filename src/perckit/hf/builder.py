@@ -213,16 +213,12 @@ def media_column(values: list) -> pa.Array | None:
     """The ``{bytes, path}`` struct array of many plain media dicts (exactly the keys ``bytes`` (a ``bytes``)
     and ``path`` (a ``str`` or None), under 2 GiB in all), the bytes joined once; None for anything else
     (the caller then converts with ``from_pylist``)."""
-    data: list[bytes] = []
-    paths: list = []
     for v in values:
-        if type(v) is not dict or len(v) != 2 or type(v.get("bytes")) is not bytes or "path" not in v:
+        if (type(v) is not dict or len(v) != 2 or type(v.get("bytes")) is not bytes
+                or type(v.get("path", 0)) not in (str, type(None))):  # exactly {"bytes": bytes, "path": str | None}
             return None
-        p = v["path"]
-        if p is not None and type(p) is not str:
-            return None
-        data.append(v["bytes"])
-        paths.append(p)
+    data = [v["bytes"] for v in values]
+    paths = [v["path"] for v in values]
     offsets = np.zeros(len(data) + 1, dtype=np.int64)
     np.cumsum([len(d) for d in data], out=offsets[1:])
     if offsets[-1] > _MAX_BINARY:

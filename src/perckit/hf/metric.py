@@ -100,10 +100,9 @@ def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], featur
     """
     sides = [k for k in features if k in batch]
     if not one:
-        for side in sides:
-            bad = feature_check.check_rows_type(batch[side], side)
-            if bad:
-                return bad
+        bad = next(filter(None, (feature_check.check_rows_type(batch[side], side) for side in sides)), None)
+        if bad:
+            return bad
         lengths = {k: len(batch[k]) for k in sides}
         if len(set(lengths.values())) > 1:
             return (

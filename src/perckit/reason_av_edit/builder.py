@@ -123,11 +123,9 @@ class ReasonAVEditBuilder(PerckitTableBuilder):
         lookup = lookup_fields(samples) if self.config.media_lookup else ()
         if source == "extracted":
             samples = apply_lookup(samples, lookup, lambda p, s, fld: disk_present(root_path, p, s, fld))
-            for s in samples:
-                fields, text = annotations[s.sample_id]
-                yield s.sample_id, build_row(
-                    s, fields, text, lambda fld, path, s=s: read_disk_media(root_path, path, s, fld), threshold
-                )
+            for s in samples:  # annotations[id]: (fields, text)
+                yield s.sample_id, build_row(s, *annotations[s.sample_id],
+                                             lambda fld, path, s=s: read_disk_media(root_path, path, s, fld), threshold)
             return
         # Only the members some row names are read; the others are skipped without reading their data.
         videos = frozenset(s.video for s in samples)
@@ -162,19 +160,15 @@ class ReasonAVEditBuilder(PerckitTableBuilder):
                 extra.append(path)
                 continue
             done.add(s.sample_id)
-            fields, text = annotations[s.sample_id]
-            yield s.sample_id, build_row(
-                s, fields, text, lambda fld, p, s=s, data=data: data if fld == "video" else store.get(p, s, fld), threshold
-            )
+            yield s.sample_id, build_row(s, *annotations[s.sample_id],
+                                         lambda fld, p, s=s, data=data: data if fld == "video" else store.get(p, s, fld),
+                                         threshold)
         if extra:
             logger.warning("archive %r: %d member(s) not named (or named twice) in the 'video' column of %s were skipped, e.g. %s",
                            video_archive, len(extra), METADATA, extra[:3])
         # Clips missing from the video tar: from disk when present, else an error naming the archive and member.
-        for s in samples:
-            if s.sample_id in done:
-                continue
-            fields, text = annotations[s.sample_id]
-            yield s.sample_id, build_row(s, fields, text, lambda fld, p, s=s: store.get(p, s, fld), threshold)
+        for s in [s for s in samples if s.sample_id not in done]:
+            yield s.sample_id, build_row(s, *annotations[s.sample_id], lambda fld, p, s=s: store.get(p, s, fld), threshold)
 
 
 def _member_reader(label: str, path: str, members: Any, local: bool, wanted: frozenset | None = None,

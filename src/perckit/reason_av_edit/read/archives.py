@@ -195,13 +195,8 @@ def scan(tar: tarfile.TarFile, guard: MemberGuard, size: int | None = None) -> I
         yield m, norm
 
 
-def _hidden(norm: str) -> bool:
-    """Hidden basenames (``.x``, ``__x``): skipped like ``dl_manager.iter_archive`` does."""
-    return posixpath.basename(norm).startswith((".", "__"))
-
-
 def _selected(m: tarfile.TarInfo, norm: str | None, wanted: set | frozenset | None, skipped: list | None) -> bool:
-    if norm is None or not m.isreg() or _hidden(norm):
+    if norm is None or not m.isreg() or posixpath.basename(norm).startswith((".", "__")):  # hidden: as iter_archive skips
         return False
     if wanted is not None and norm not in wanted:
         if skipped is not None:
@@ -210,18 +205,12 @@ def _selected(m: tarfile.TarInfo, norm: str | None, wanted: set | frozenset | No
     return True
 
 
-def _whole(m: tarfile.TarInfo, data: bytes) -> bytes:
-    """``data`` when it is the member's whole declared size; a short read is a truncated archive (``EOFError``)."""
-    if len(data) != m.size:
-        raise EOFError(f"unexpected end of data: expected {m.size} bytes, got {len(data)}")
-    return data
-
-
 def _read_selected(tf: tarfile.TarFile, label: str, wanted: set | frozenset | None, skipped: list | None,
                    length: int | None = None, raw: Any = None) -> Iterator[tuple[str, bytes]]:
     """The one loop of both tar readers: every header through a new :class:`MemberGuard` (:func:`scan`), the
-    selected members read whole (:func:`_whole`) and yielded; closes ``tf``. ``raw``: the uncompressed tar's
-    own file, whose non-sparse members are read with one ``read`` at their data offset; ``length``: its size."""
+    selected members read whole (a short read is a truncated archive) and yielded; closes ``tf``. ``raw``: the
+    uncompressed tar's own file, whose non-sparse members are read with one ``read`` at their data offset;
+    ``length``: its size."""
     guard = MemberGuard(label)
     with tf:
         for m, norm in scan(tf, guard, length):
@@ -230,9 +219,11 @@ def _read_selected(tf: tarfile.TarFile, label: str, wanted: set | frozenset | No
             try:
                 if raw is not None and not m.issparse():
                     raw.seek(m.offset_data)
-                    data = _whole(m, raw.read(m.size))
+                    data = raw.read(m.size)
                 else:
-                    data = _whole(m, tf.extractfile(m).read(MAX_MEMBER_BYTES + 1))
+                    data = tf.extractfile(m).read(MAX_MEMBER_BYTES + 1)
+                if len(data) != m.size:
+                    raise EOFError(f"unexpected end of data: expected {m.size} bytes, got {len(data)}")
             except TAR_ERRORS as e:
                 raise _unreadable(label, norm, e) from None
             yield norm, data
@@ -321,9 +312,7 @@ def iter_tar_members(members: Iterable[tuple[str, Any]], label: str, wanted: set
         raw = getattr(fileobj, "raw", fileobj)
         info.size = int(getattr(raw, "size", 0) or 0)
         norm = guard.check(info)
-        if norm is None or _hidden(norm) or (wanted is not None and norm not in wanted):
-            if norm is not None and skipped is not None and wanted is not None and not _hidden(norm):
-                skipped.append(norm)
+        if not _selected(info, norm, wanted, skipped):  # info is a regular member: TarInfo's default type
             continue
         try:
             data = fileobj.read(MAX_MEMBER_BYTES + 1)
@@ -364,13 +353,6 @@ def _member_bytes(tar: tarfile.TarFile, member: tarfile.TarInfo, label: str) -> 
         raise _unreadable(label, member.name, e) from None
 
 
-def _same_content(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path, label: str) -> bool:
-    if path.stat().st_size != member.size:
-        return False
-    data = _member_bytes(tar, member, label)
-    return read_regular_file(path, f"archive {label!r}: member {member.name!r}", MAX_MEMBER_BYTES) == data
-
-
 def _check_target(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, dest: Path, label: str) -> bool:
     """Whether the file of ``member`` must be written: ``False`` when ``dest`` already holds the same bytes.
     Anything else already at its place (another file, a folder, a link, a special file) is refused: no
@@ -385,7 +367,7 @@ def _check_target(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, dest
         raise ReleaseFormatError(f"{where}: {str(out)!r} already exists and is not a folder; refusing to extract (nothing is overwritten)")
     if out.is_symlink() or not out.is_file():
         raise ReleaseFormatError(f"{where}: {str(out)!r} already exists and is not a regular file; refusing to extract (nothing is overwritten)")
-    if not _same_content(tar, member, out, label):
+    if out.stat().st_size != member.size or _member_bytes(tar, member, label) != read_regular_file(out, where, MAX_MEMBER_BYTES):
         raise ReleaseFormatError(f"{where}: {str(out)!r} already exists with other content; refusing to extract (nothing is overwritten)")
     return False
 
@@ -417,12 +399,10 @@ def extract_archives(root: str | os.PathLike, dest: str | os.PathLike | None = N
                 if name is None:
                     continue
                 _check_member(m, name, dest, label)
-                if m.isfile():
-                    if _check_target(tar, m, name, dest, label):
-                        opened[-1][2].append((m, name))
-                    out.append(name)
-                elif m.isdir() and _check_target(tar, m, name, dest, label):
+                if (m.isfile() or m.isdir()) and _check_target(tar, m, name, dest, label):
                     opened[-1][2].append((m, name))
+                if m.isfile():
+                    out.append(name)
         for label, tar, todo in opened:
             for m, name in todo:
                 target = dest / name

@@ -162,9 +162,7 @@ LOOKUP_WARN_IDS = 5
 def lookup_fields(samples: Sequence[Sample]) -> tuple[str, ...]:
     """The media fields of :data:`LOOKUP_MEMBERS` that ``metadata.csv`` has no column for. A column that is
     there wins, even with empty cells (an empty cell means none)."""
-    if not samples:
-        return ()
-    return tuple(f for f in LOOKUP_MEMBERS if samples[0].columns.get(f) is None)
+    return tuple(f for f in LOOKUP_MEMBERS if samples[0].columns.get(f) is None) if samples else ()
 
 
 def lookup_candidates(sample_id: str, fld: str) -> list[str]:

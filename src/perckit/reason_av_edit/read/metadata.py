@@ -302,22 +302,19 @@ def _number(value: Any, where: str, integer: bool = False) -> Any:
 
 
 def _window(obj: Mapping, keys: Sequence[str], pairs: Sequence[tuple[str, str]], where: str, integer: bool) -> list | None:
-    for k in keys:
-        if k in obj and obj[k] is not None:
-            v = obj[k]
-            if not isinstance(v, (list, tuple)) or len(v) != 2:
-                raise InferredShapeError(f"{where}: key {k!r}: expected a [start, end) pair, got {_short(v)}")
-            out = [_number(v[0], f"{where}: key {k!r}[0]", integer), _number(v[1], f"{where}: key {k!r}[1]", integer)]
-            label = k
-            break
+    k = next((k for k in keys if obj.get(k) is not None), None)
+    if k is not None:
+        v = obj[k]
+        if not isinstance(v, (list, tuple)) or len(v) != 2:
+            raise InferredShapeError(f"{where}: key {k!r}: expected a [start, end) pair, got {_short(v)}")
+        out = [_number(v[i], f"{where}: key {k!r}[{i}]", integer) for i in (0, 1)]
+        label = k
     else:
-        for a, b in pairs:
-            if obj.get(a) is not None and obj.get(b) is not None:
-                out = [_number(obj[a], f"{where}: key {a!r}", integer), _number(obj[b], f"{where}: key {b!r}", integer)]
-                label = f"{a}/{b}"
-                break
-        else:
+        pair = next((p for p in pairs if obj.get(p[0]) is not None and obj.get(p[1]) is not None), None)
+        if pair is None:
             return None
+        out = [_number(obj[key], f"{where}: key {key!r}", integer) for key in pair]
+        label = "/".join(pair)
     if out[0] is None or out[1] is None:
         return None
     if out[1] < out[0]:
@@ -325,11 +322,10 @@ def _window(obj: Mapping, keys: Sequence[str], pairs: Sequence[tuple[str, str]],
     return out
 
 
-def _first(obj: Mapping, keys: Sequence[str]) -> tuple[str | None, Any]:
-    for k in keys:
-        if k in obj:
-            return k, obj[k]
-    return None, None
+def _first_index(obj: Mapping, keys: Sequence[str], where: str) -> int | None:
+    """The integer under the first of ``keys`` that ``obj`` has (``None`` when it has none)."""
+    k = next((k for k in keys if k in obj), None)
+    return None if k is None else _number(obj[k], f"{where}: key {k!r}", integer=True)
 
 
 def extract_annotation_fields(obj: Any, where: str) -> dict:
@@ -350,13 +346,10 @@ def extract_annotation_fields(obj: Any, where: str) -> dict:
     out = dict.fromkeys(ANNOTATION_FIELDS)
     out["edit_window_s"] = _window(obj, WINDOW_S_KEYS, WINDOW_S_PAIRS, where, integer=False)
     out["edit_window_frames"] = _window(obj, WINDOW_F_KEYS, WINDOW_F_PAIRS, where, integer=True)
-    k, v = _first(obj, ANCHOR_KEYS)
-    out["anchor_frame"] = _number(v, f"{where}: key {k!r}", integer=True) if k else None
-    k, v = _first(obj, INSTANCE_KEYS)
-    out["selected_instance_index"] = _number(v, f"{where}: key {k!r}", integer=True) if k else None
-    out["fps"] = _number(obj.get("fps"), f"{where}: key 'fps'")
-    out["num_frames"] = _number(obj.get("num_frames"), f"{where}: key 'num_frames'", integer=True)
-    out["duration_s"] = _number(obj.get("duration_s"), f"{where}: key 'duration_s'")
+    out["anchor_frame"] = _first_index(obj, ANCHOR_KEYS, where)
+    out["selected_instance_index"] = _first_index(obj, INSTANCE_KEYS, where)
+    for key, integer in (("fps", False), ("num_frames", True), ("duration_s", False)):
+        out[key] = _number(obj.get(key), f"{where}: key {key!r}", integer)
     return out
 
 

@@ -159,14 +159,9 @@ def _classes() -> tuple[type, type]:
             super().__init__()
             mixed = {name: (c_in, widths) for name, c_in, widths in MIXED}
             self.endpoints: tuple[str, ...] = tuple(name for name, _ in LAYERS)
-            for name, spec in LAYERS:
-                if spec[0] == "unit":
-                    layer: nn.Module = Unit(spec[1], spec[2], spec[3], spec[4], bn_eps=bn_eps)
-                elif spec[0] == "pool":
-                    layer = Pool(spec[1], spec[2])
-                else:
-                    layer = Mixed(*mixed[name], bn_eps=bn_eps)
-                self.add_module(name, layer)
+            for name, (kind, *args) in LAYERS:
+                self.add_module(name, Pool(*args) if kind == "pool" else Unit(*args, bn_eps=bn_eps) if kind == "unit"
+                                else Mixed(*mixed[name], bn_eps=bn_eps))
             self.logits = Unit(sum(MIXED[-1][2][i] for i in (0, 2, 4, 5)), num_classes, head=True)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:

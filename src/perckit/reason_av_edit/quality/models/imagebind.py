@@ -137,8 +137,7 @@ def audio_input(audio: Any, sample_rate: int, melspec: Callable[..., Any]) -> An
 
 
 def _package_melspec() -> Callable[..., Any]:
-    data = require("imagebind.data", INSTALL)
-    return data.waveform2melspec
+    return require("imagebind.data", INSTALL).waveform2melspec
 
 
 class ImageBindMetric(MeanOfKeys):

@@ -181,8 +181,7 @@ def load_lpaps(path: str, device: str = "cpu") -> Any:
     if "model" in state and not any(str(k).startswith("lin") for k in state):
         raise OptionError(f"models['lpaps']: {path!r} looks like vggishish16.pt (the VGGSound classifier under 'model'), which "
                           f"has no LPAPS lin weights; expected SpecVQGAN's {CHECKPOINT}")
-    module = load_strict(lpaps_module(), state, path, "lpaps", f"the keys and shapes of SpecVQGAN's LPAPS ({CHECKPOINT})")
-    return module.to(device)
+    return load_strict(lpaps_module(), state, path, "lpaps", f"the keys and shapes of SpecVQGAN's LPAPS ({CHECKPOINT})").to(device)
 
 
 def build_lpaps(weights: Any, options: ModelOptions) -> LPAPSMetric:

@@ -68,18 +68,8 @@ def _module_class() -> type:
 
     def stack(spec: Sequence[tuple[str, tuple]], dims: int) -> nn.Sequential:
         conv, bn, pool = (nn.Conv2d, nn.BatchNorm2d, nn.MaxPool2d) if dims == 2 else (nn.Conv3d, nn.BatchNorm3d, nn.MaxPool3d)
-        layers: list[nn.Module] = []
-        for kind, args in spec:
-            if kind == "conv":
-                c_in, c_out, kernel, stride, padding = args
-                layers.append(conv(c_in, c_out, kernel_size=kernel, stride=stride, padding=padding))
-            elif kind == "bn":
-                layers.append(bn(args[0]))
-            elif kind == "pool":
-                layers.append(pool(kernel_size=args[0], stride=args[1], padding=args[2]))
-            else:
-                layers.append(nn.ReLU())
-        return nn.Sequential(*layers)
+        make = {"conv": conv, "bn": bn, "pool": pool, "relu": nn.ReLU}  # a layer's arguments: its class's first parameters
+        return nn.Sequential(*(make[kind](*args) for kind, args in spec))
 
     def head(embed_dim: int) -> nn.Sequential:
         return nn.Sequential(nn.Linear(512, 512), nn.BatchNorm1d(512), nn.ReLU(), nn.Linear(512, embed_dim))

@@ -59,9 +59,7 @@ def padded(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     margin for the resampling); longer audio unchanged."""
     a = np.asarray(audio, dtype=np.float64).reshape(-1)
     need = MIN_SAMPLES if sample_rate == SAMPLE_RATE else math.ceil(MIN_SAMPLES * sample_rate / SAMPLE_RATE) + 1
-    if a.shape[0] >= need:
-        return a
-    return np.concatenate([a, np.zeros(need - a.shape[0])])
+    return np.pad(a, (0, max(0, need - a.shape[0])))
 
 
 class FADMetric:
