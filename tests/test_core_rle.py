@@ -741,6 +741,7 @@ def test_golden_counts_messages(counts, message):
 @example(_EVERY_STATUS, 0)
 @example([b"PPPPPP20PPPPPPP0", b"P0~P", b"PPPPPPPP0P", b"PPPPPP10"], 1)  # several rules broken; a 7th '1' is read
 @example([b"022"], 2)
+@example([b"PPPPPPP"], 0)  # a 7th character that continues at the string's end: truncated (found by hypothesis)
 def test_counts_scan_equals_the_reference_grammar(strings, start):
     """The compiled counts scan (``perckit.core.counts.scan_counts``, over an Arrow string column: sliced, and
     binary, int32 offsets; and ``scan_one``, the n = 1 column) gives each string the status, total, runs and

@@ -86,6 +86,8 @@ def _scan_counts(offsets, data, runs):
                 k += 1
                 if k == MAX_CHARS_PER_COUNT and more:
                     too_long = True  # (read on to the string's end: a bad byte or a truncation comes first)
+                    if p >= end:  # the string's last character continues: a truncation
+                        status = TRUNCATED
                     break
             if status != 0:
                 break
