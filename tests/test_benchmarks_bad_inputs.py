@@ -412,6 +412,9 @@ RAV_INFERRED = {
     "csv-fps-a-nested-object": ("column 'fps'", _csv_text(_csv_add_column("fps", '"{""a"": {""b"": 1}}"'))),
     "csv-fps-nan": ("column 'fps'", _csv_text(_csv_add_column("fps", "nan"))),
     "csv-num-frames-inf": ("column 'num_frames'", _csv_text(_csv_add_column("num_frames", "inf"))),
+    "csv-num-frames-a-list-of-scalars": ("column 'num_frames'", _csv_text(_csv_add_column("num_frames", '"[1, 2]"'))),
+    "csv-num-frames-an-object-without-the-keys": ("column 'num_frames'", _csv_text(_csv_add_column("num_frames", '"{}"'))),
+    "csv-num-frames-a-nested-object": ("column 'num_frames'", _csv_text(_csv_add_column("num_frames", '"{""a"": [1]}"'))),
 }
 
 
