@@ -32,6 +32,20 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
     Benchmark(
         "r4d_bench", "R4D-Bench (referring segmentation in dynamic 4D scenes)", "R4D-Bench", ("test",),
         "LiYacheng/r4d-bench-qa", preview=r4d_preview.make_previewer,
+        description=(
+            "R4D-Bench (referring segmentation in dynamic 4D scenes): spatio-temporal referring segmentation on 12 "
+            "HyperNeRF / Neu3D scenes, 89 bilingual (English / Chinese) queries with dense per-frame mask ground truth, "
+            "an optional 36-query subset, and the COCO-annotated scene frames. Not NVIDIA's region-prompted VQA "
+            "benchmark of the same name. Masks are compressed COCO RLE {size: [H, W], counts: str}."
+        ),
+        citation=(
+            "Cite the R4D-Bench dataset repository (https://huggingface.co/datasets/LiYacheng/r4d-bench-qa) and the "
+            "original scene datasets (HyperNeRF, Neu3D / DyNeRF, Roboflow sources)."
+        ),
+        license=(
+            "other: annotations and code as released (no top-level licence yet); scene imagery stays under the "
+            "Neu3D / HyperNeRF / Roboflow terms."
+        ),
         metrics=(
             MetricSpec("mask_temporal", r4d_features.to_metric_reference, r4d.mask_temporal_core, scores=_R4D_SCORES,
                        gt_prediction=r4d_features.to_metric_prediction),
@@ -42,6 +56,13 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
     Benchmark(
         "syn4d", "Syn4D (3D point tracking, video depth and camera pose on synthetic dynamic scenes)", "Syn4D",
         ("test",), "Syn4D/Syn4D_Benchmark", preview=syn4d_preview.make_previewer,
+        description=(
+            "Syn4D: 4D reconstruction on synthetic Unreal-rendered dynamic scenes, 512 sequences (4 variants x 8 scenes "
+            "x 8 base sequences x 2 cameras), scored on 32 source frames (0, 6, ..., 186): 3D point tracking of 512 "
+            "frame-0 queries in frame-0 OpenCV camera coordinates, video depth, and camera pose."
+        ),
+        citation="Cite the Syn4D benchmark (https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark) and its evaluator "
+                 "(jzr99/Syn4D_benchmark).", license="See the Syn4D dataset card.",
         metrics=(MetricSpec(
             "syn4d", syn4d_features.to_metric_reference, syn4d.syn4d_core, ("tracking", "depth", "pose"),
             scores="tracking (config tracking); depth and pose (config challenge)",
@@ -51,18 +72,49 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
     Benchmark(
         "refcoco_m", "RefCOCO-M (referring expression segmentation)", "RefCOCO-M", ("validation",),
         "moondream/refcoco-m", preview=refcoco_preview.make_previewer,
+        description=(
+            "RefCOCO-M: the RefCOCO (UNC) validation split for referring expression segmentation with re-segmented, "
+            "pixel-accurate instance masks and harmful expressions removed (1,190 images, 2,080 instance masks, 5,598 "
+            "referring expressions). Masks are compressed COCO RLE {size: [H, W], counts: str}."
+        ),
+        citation="Cite the RefCOCO-M dataset card (https://huggingface.co/datasets/moondream/refcoco-m) and RefCOCO "
+                 "(Yu et al., ECCV 2016).", license="mit",
         metrics=(MetricSpec("refer_iou", refcoco_features.to_metric_reference, refcoco.refer_iou_core,
                             scores="expressions", gt_prediction=refcoco_features.to_metric_prediction),),
     ),
     Benchmark(
         "m4seg", "M⁴Seg (multi-image pixel-grounded reasoning segmentation)", "M4Seg", ("train", "test"),
         "kanguyen-vn/M4Seg", preview=m4seg_preview.make_previewer,
+        description=(
+            "M4Seg: multi-image pixel-grounded reasoning (PRIMA, WACV 2027). Each example pairs two or three ordered "
+            "images with a question and an answer whose entity codes (chair_102, leg_20103) link phrases to object or "
+            "part groundings, each with a 1-based image_index, an answer_span, a bbox and a compressed COCO RLE mask "
+            "{size: [H, W], counts: str}. Splits: train (743,463 examples) and test (1,000). Images are not shipped."
+        ),
+        citation="""\
+@inproceedings{nguyen2027prima,
+  title     = {PRIMA: Multi-Image Vision-Language Models for Reasoning Segmentation},
+  author    = {Nguyen, Kiet A. and Wahed, Muntasir and Juvekar, Adheesh Sunil and Li, Xinzhuo and Zhou, Xiaona and
+               Shah, Vedant and Yu, Tianjiao and Yanardag, Pinar and Lourentzou, Ismini},
+  booktitle = {Proceedings of the IEEE/CVF Winter Conference on Applications of Computer Vision},
+  year      = {2027}
+}""",
+        license="cc-by-4.0 (new annotations); inherited masks and images keep their upstream terms",
         metrics=(MetricSpec("m4seg", m4seg_features.to_metric_reference, m4seg.m4seg_core,
                             scores="default (test split)", gt_prediction=m4seg_features.gt_as_prediction),),
     ),
     Benchmark(
         "reason_av_edit", "ReasonAVEdit-Bench (audio-video edit reasoning)", "ReasonAVEdit-Bench", ("test",),
         "bigfacing/ReasonAVEdit-Bench", preview=rave_preview.make_previewer, export_hook=_reason_av_edit_export,
+        description=(
+            "ReasonAVEdit-Bench: 1,200 samples for instruction-guided joint audio-video editing in 16 sub-tracks over 5 "
+            "categories (where / which / when / combined / reference). Each sample has a source clip (25 fps, H.264 + 16 "
+            "kHz AAC), its 16 kHz mono audio, an instruction (zh or en), a full-timeline target mask video, single-frame "
+            "visual reasoning GT (anchor frame with the target at gray 127, plus its binary mask) and full-timeline "
+            "acoustic reasoning GT (a waveform silent outside the edit window). No edited target is provided."
+        ),
+        citation="Cite the ReasonAVEdit-Bench dataset card (https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench).",
+        license="other: research-only (see the release's LICENSE); source material may restrict redistribution",
         metrics=(
             MetricSpec("av_reasoning", rave_features.to_metric_reference, rave.av_reasoning_core, scores="default",
                        file_format="a folder of <sample_id>.json, <sample_id>_anchor_mask.png, _reason_audio.wav and "

@@ -66,8 +66,6 @@ class _PerckitOptions:
     #: ``fn(config) -> [pattern]``: the release files a config needs from the Hub (each builder sets it)
     hub_patterns: Callable[[PerckitConfig], Sequence[str]]
     VERSION = datasets.Version("1.0.0")
-    #: The texts of the ``DatasetInfo`` (the same for every config).
-    DESCRIPTION = CITATION = HOMEPAGE = LICENSE = ""
     #: The options :meth:`_info` checks before the features, in order: ``{name: check}``, a check being the allowed
     #: values (:func:`~perckit.errors.check_choice`), ``bool`` (True or False) or ``fn(name, value)`` that raises.
     OPTION_CHECKS: ClassVar[dict[str, Any]] = {}
@@ -96,10 +94,9 @@ class _PerckitOptions:
 
     def _info(self) -> datasets.DatasetInfo:
         self._check_options()
-        return datasets.DatasetInfo(
-            description=self.DESCRIPTION, citation=self.CITATION, homepage=self.HOMEPAGE, license=self.LICENSE,
-            features=self._features(),
-        )
+        b = self.benchmark()  # the texts of the DatasetInfo (the same for every config) are the descriptor's
+        return datasets.DatasetInfo(description=b.description, citation=b.citation, homepage=b.homepage, license=b.license,
+                                    features=self._features())
 
     def _check_options(self) -> None:
         """Raise an :class:`~perckit.errors.OptionError` for the first option refused by :attr:`OPTION_CHECKS`."""

@@ -70,6 +70,10 @@ class Benchmark:
     splits: tuple[str, ...]
     #: the Hub dataset repository of the release (the builders' default ``repo_id``)
     hub_repo: str
+    #: the texts of the builders' ``DatasetInfo`` (the homepage is the Hub repository's page)
+    description: str = ""
+    citation: str = ""
+    license: str = ""
     metrics: tuple[MetricSpec, ...] = field(default_factory=tuple)
     #: ``fn(builder, config)``, the previewer factory (:mod:`perckit.draw.previews`): the picture of each row
     #: in the export's ``preview`` column (None for none)
@@ -78,3 +82,7 @@ class Benchmark:
     #: config, split, root, release_root) -> ExportParts`` and ``load_back(ds, export_root) -> Dataset`` (None for
     #: none: the rows go to Parquet as they are)
     export_hook: Callable[[], ModuleType] | None = None
+
+    @property
+    def homepage(self) -> str:
+        return f"https://huggingface.co/datasets/{self.hub_repo}"

@@ -59,22 +59,6 @@ class M4SegBuilder(PerckitTableBuilder):
     encoding would give (``tests/test_m4seg_tables.py``).
     """
 
-    DESCRIPTION = (
-        "M4Seg: multi-image pixel-grounded reasoning (PRIMA, WACV 2027). Each example pairs two or three ordered "
-        "images with a question and an answer whose entity codes (chair_102, leg_20103) link phrases to object or "
-        "part groundings, each with a 1-based image_index, an answer_span, a bbox and a compressed COCO RLE mask "
-        "{size: [H, W], counts: str}. Splits: train (743,463 examples) and test (1,000). Images are not shipped."
-    )
-    CITATION = """\
-@inproceedings{nguyen2027prima,
-  title     = {PRIMA: Multi-Image Vision-Language Models for Reasoning Segmentation},
-  author    = {Nguyen, Kiet A. and Wahed, Muntasir and Juvekar, Adheesh Sunil and Li, Xinzhuo and Zhou, Xiaona and
-               Shah, Vedant and Yu, Tianjiao and Yanardag, Pinar and Lourentzou, Ismini},
-  booktitle = {Proceedings of the IEEE/CVF Winter Conference on Applications of Computer Vision},
-  year      = {2027}
-}"""
-    HOMEPAGE = "https://huggingface.co/datasets/kanguyen-vn/M4Seg"
-    LICENSE = "cc-by-4.0 (new annotations); inherited masks and images keep their upstream terms"
     BUILDER_CONFIG_CLASS = M4SegConfig
     BUILDER_CONFIGS = [M4SegConfig(name="default", description="every example with its groundings")]
     DEFAULT_CONFIG_NAME = "default"

@@ -49,21 +49,6 @@ def hub_patterns(config: R4DBenchConfig) -> list[str]:
 class R4DBenchBuilder(PerckitTableBuilder):
     """R4D-Bench: configs ``all_queries`` (default), ``subset_36`` and ``frames``; one ``test`` split."""
 
-    DESCRIPTION = (
-        "R4D-Bench (referring segmentation in dynamic 4D scenes): spatio-temporal referring segmentation on 12 "
-        "HyperNeRF / Neu3D scenes, 89 bilingual (English / Chinese) queries with dense per-frame mask ground truth, "
-        "an optional 36-query subset, and the COCO-annotated scene frames. Not NVIDIA's region-prompted VQA "
-        "benchmark of the same name. Masks are compressed COCO RLE {size: [H, W], counts: str}."
-    )
-    CITATION = (
-        "Cite the R4D-Bench dataset repository (https://huggingface.co/datasets/LiYacheng/r4d-bench-qa) and the "
-        "original scene datasets (HyperNeRF, Neu3D / DyNeRF, Roboflow sources)."
-    )
-    HOMEPAGE = "https://huggingface.co/datasets/LiYacheng/r4d-bench-qa"
-    LICENSE = (
-        "other: annotations and code as released (no top-level licence yet); scene imagery stays under the "
-        "Neu3D / HyperNeRF / Roboflow terms."
-    )
     hub_patterns = staticmethod(hub_patterns)
     BUILDER_CONFIG_CLASS = R4DBenchConfig
     BUILDER_CONFIGS = [

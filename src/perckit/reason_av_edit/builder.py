@@ -61,16 +61,6 @@ def _check_threshold(name: str, t: object) -> None:
 class ReasonAVEditBuilder(PerckitTableBuilder):
     """ReasonAVEdit-Bench: one config (``default``), one ``test`` split keyed by ``sample_id``."""
 
-    DESCRIPTION = (
-        "ReasonAVEdit-Bench: 1,200 samples for instruction-guided joint audio-video editing in 16 sub-tracks over 5 "
-        "categories (where / which / when / combined / reference). Each sample has a source clip (25 fps, H.264 + 16 "
-        "kHz AAC), its 16 kHz mono audio, an instruction (zh or en), a full-timeline target mask video, single-frame "
-        "visual reasoning GT (anchor frame with the target at gray 127, plus its binary mask) and full-timeline "
-        "acoustic reasoning GT (a waveform silent outside the edit window). No edited target is provided."
-    )
-    HOMEPAGE = "https://huggingface.co/datasets/bigfacing/ReasonAVEdit-Bench"
-    CITATION = f"Cite the ReasonAVEdit-Bench dataset card ({HOMEPAGE})."
-    LICENSE = "other: research-only (see the release's LICENSE); source material may restrict redistribution"
     BUILDER_CONFIG_CLASS = ReasonAVEditConfig
     BUILDER_CONFIGS = [ReasonAVEditConfig(name="default", description="one row per sample (1,200 in the release)")]
     DEFAULT_CONFIG_NAME = "default"

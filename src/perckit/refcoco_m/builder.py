@@ -38,14 +38,6 @@ class RefCocoMConfig(PerckitConfig):
 class RefCocoMBuilder(PerckitBuilder):
     """RefCOCO-M: configs ``expressions`` (default) and ``images``; one ``validation`` split."""
 
-    DESCRIPTION = (
-        "RefCOCO-M: the RefCOCO (UNC) validation split for referring expression segmentation with re-segmented, "
-        "pixel-accurate instance masks and harmful expressions removed (1,190 images, 2,080 instance masks, 5,598 "
-        "referring expressions). Masks are compressed COCO RLE {size: [H, W], counts: str}."
-    )
-    HOMEPAGE = "https://huggingface.co/datasets/moondream/refcoco-m"
-    CITATION = f"Cite the RefCOCO-M dataset card ({HOMEPAGE}) and RefCOCO (Yu et al., ECCV 2016)."
-    LICENSE = "mit"
     BUILDER_CONFIG_CLASS = RefCocoMConfig
     BUILDER_CONFIGS = [
         RefCocoMConfig(name="expressions", description="one row per (image, sample, sentence), keyed by expression_id"),

@@ -56,14 +56,6 @@ class Syn4DBuilder(PerckitTableBuilder):
     their numpy arrays (:func:`perckit.syn4d.rows.arrow_table`, equal to the per-example encoding).
     """
 
-    DESCRIPTION = (
-        "Syn4D: 4D reconstruction on synthetic Unreal-rendered dynamic scenes, 512 sequences (4 variants x 8 scenes "
-        "x 8 base sequences x 2 cameras), scored on 32 source frames (0, 6, ..., 186): 3D point tracking of 512 "
-        "frame-0 queries in frame-0 OpenCV camera coordinates, video depth, and camera pose."
-    )
-    HOMEPAGE = "https://huggingface.co/datasets/Syn4D/Syn4D_Benchmark"
-    CITATION = f"Cite the Syn4D benchmark ({HOMEPAGE}) and its evaluator (jzr99/Syn4D_benchmark)."
-    LICENSE = "See the Syn4D dataset card."
     BUILDER_CONFIG_CLASS = Syn4DConfig
     BUILDER_CONFIGS = [
         Syn4DConfig(name="tracking", description="tracking ground truth of every sequence (from the NPYs)"),
