@@ -140,6 +140,17 @@ def make_options(owner: str, cls: Callable[..., T], given: Any) -> T:
     return cls(**given)
 
 
+def optional_field(value: object, default: T, kind: type | tuple[type, ...], expected: str, where: str,
+                   error: type[Exception]) -> T:
+    """A field read from data: ``default`` when it is None (absent or null), else ``value`` if it is a ``kind``,
+    else ``error("<where>: expected <expected>, found <value>")``."""
+    if value is None:
+        return default
+    if not isinstance(value, kind):
+        raise error(f"{where}: expected {expected}, found {short_repr(value)}")
+    return value  # type: ignore[return-value]
+
+
 def short_repr(obj: object, limit: int = 80) -> str:
     """``repr`` cut to ``limit`` characters, for error messages."""
     text = repr(obj)

@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 
 from .. import rle as rle_ops
 from ..core import segmentation as seg
-from ..errors import InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, short_repr as _short
+from ..errors import (InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, optional_field,
+                      short_repr as _short)
 from ..io.parquetio import check_column_chunk_sizes
 from ..io.paths import MAX_RELEASE_FILE_BYTES, open_regular_file, relative_label, resolve_under
 from ..io.jsonio import iter_json_lines, parse_int
@@ -222,14 +223,11 @@ def validate_sample(sample: Any, where: str, image_id: int, options: ReadOptions
     if sample_image_id is not None and sample_image_id != image_id:
         raise ReleaseFormatError(f"{where}: 'image_id' is {sample_image_id!r}, expected the row's image_id {image_id}")
     for key in ("category", "supercategory", "label"):
-        value = sample.get(key)
-        if value is not None and not isinstance(value, str):
-            raise ReleaseFormatError(f"{where}: {key!r}: expected a string (or null), got {_short(value)}")
-    sentences = sample.get("sentences")
-    if sentences is None:
-        sentences = []
-    if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
-        raise ReleaseFormatError(f"{where}: 'sentences' must be a list of strings, got {_short(sentences)}")
+        optional_field(sample.get(key), None, str, "a string (or null)", f"{where}: {key!r}", ReleaseFormatError)
+    sentences = optional_field(sample.get("sentences"), [], list, "a list of strings", f"{where}: 'sentences'",
+                               ReleaseFormatError)
+    if not all(isinstance(s, str) for s in sentences):
+        raise ReleaseFormatError(f"{where}: 'sentences': expected a list of strings, found {_short(sentences)}")
     check_bbox(sample.get("bbox"), where)
     mask = rle_ops.validate(sample.get("mask"), where=f"{where}: mask")
     if not options.allow_empty_masks and rle_ops.area(mask) == 0:
@@ -251,11 +249,7 @@ def validate_row(row: Mapping, shard: str, index: int, options: ReadOptions, sta
     file_name = row.get("file_name")
     if not isinstance(file_name, str):
         raise ReleaseFormatError(f"{where}: 'file_name' must be a string, got {_short(file_name)}")
-    samples = row.get("samples")
-    if samples is None:
-        samples = []
-    if not isinstance(samples, list):
-        raise ReleaseFormatError(f"{where}: 'samples' must be a list, got {_short(samples)}")
+    samples = optional_field(row.get("samples"), [], list, "a list", f"{where}: 'samples'", ReleaseFormatError)
     if state is not None:
         if image_id in state.image_ids:
             raise ReleaseFormatError(f"{where}: duplicate image_id {image_id} (first seen at {state.image_ids[image_id]})")

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ...core.segmentation import prediction_rle
-from ...errors import InputNotFoundError, PredictionError, short_repr as _short
+from ...errors import InputNotFoundError, PredictionError, optional_field, short_repr as _short
 from ...io.jsonio import iter_json_lines, parse_int
 from ..metric.codes import IMAGE_TAG, collapse_ws
 
@@ -47,10 +47,7 @@ def parse_grounded_answer(text: str, masks: Sequence[Any], example_id: str = "")
     ``image_index``. Masks may be binary arrays (a list, or one ``[N, H, W]`` array), RLEs with bytes or str counts,
     or uncompressed RLEs. A ``[SEG]`` without an ``(IMAGEk)`` tag, or more ``[SEG]`` tokens than masks, raises."""
     where = f"prediction {example_id!r}"
-    if text is None:
-        text = ""
-    if not isinstance(text, str):
-        raise PredictionError(f"{where}: text: expected the model's output as a string, got {_short(text)}")
+    text = optional_field(text, "", str, "the model's output as a string", f"{where}: text", PredictionError)
     segs = list(_SEG.finditer(text))
     masks = _mask_list(masks, where)
     if len(segs) > len(masks):
@@ -87,16 +84,8 @@ def prediction_row(obj: Any, where: str) -> dict:
     if not isinstance(eid, (str, int)) or isinstance(eid, bool):
         raise PredictionError(f"{where}: example_id: expected a string, found {_short(eid)}")
     _renamed(obj, "answer", "a", where)
-    answer = obj.get("a")
-    if answer is None:
-        answer = ""
-    if not isinstance(answer, str):
-        raise PredictionError(f"{where}: a: expected a string, found {_short(answer)}")
-    gs = obj.get("groundings")
-    if gs is None:
-        gs = []
-    if not isinstance(gs, list):
-        raise PredictionError(f"{where}: groundings: expected a list, found {_short(gs)}")
+    answer = optional_field(obj.get("a"), "", str, "a string", f"{where}: a", PredictionError)
+    gs = optional_field(obj.get("groundings"), [], list, "a list", f"{where}: groundings", PredictionError)
     out = []
     for j, g in enumerate(gs):
         gw = f"{where}: groundings[{j}]"
@@ -104,11 +93,9 @@ def prediction_row(obj: Any, where: str) -> dict:
             raise PredictionError(f"{gw}: expected {{image_index, name, segmentation}}, found {_short(g)}")
         _renamed(g, "mask", "segmentation", gw)
         k = parse_int(g.get("image_index"), f"{gw}.image_index", PredictionError)
-        name = g.get("name")
-        if name is not None and not isinstance(name, str):
-            raise PredictionError(f"{gw}.name: expected a string, found {_short(name)}")
+        name = optional_field(g.get("name"), "", str, "a string", f"{gw}.name", PredictionError)
         mask = prediction_rle(g.get("segmentation"), f"{gw}.segmentation")
-        out.append({"image_index": k, "name": name or "", "segmentation": mask})
+        out.append({"image_index": k, "name": name, "segmentation": mask})
     return {"example_id": str(eid), "a": answer, "groundings": out}
 
 
