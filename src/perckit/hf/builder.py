@@ -60,6 +60,8 @@ class _PerckitOptions:
       perckit's own classes: those are named :data:`BUILDER_NAME` instead (a script's subclass keeps the name
       ``datasets`` gives it, e.g. ``r4d_bench`` under ``load_dataset("builders/r4d_bench")``).
     - :meth:`_release_root`: ``data_dir``, else the files the config needs from its Hub repository.
+    - A class that declares ``BUILDER_CONFIGS`` gets ``BUILDER_CONFIG_CLASS`` (their class) and
+      ``DEFAULT_CONFIG_NAME`` (the first of them: every listing shows the default first) from them.
     """
 
     BUILDER_CONFIG_CLASS: type[PerckitConfig]
@@ -69,6 +71,12 @@ class _PerckitOptions:
     #: The options :meth:`_info` checks before the features, in order: ``{name: check}``, a check being the allowed
     #: values (:func:`~perckit.errors.check_choice`), ``bool`` (True or False) or ``fn(name, value)`` that raises.
     OPTION_CHECKS: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "BUILDER_CONFIGS" in cls.__dict__:
+            cls.BUILDER_CONFIG_CLASS = type(cls.BUILDER_CONFIGS[0])
+            cls.DEFAULT_CONFIG_NAME = cls.BUILDER_CONFIGS[0].name
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["hash"] = core_fingerprint(kwargs.get("hash"))

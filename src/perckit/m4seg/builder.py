@@ -59,9 +59,7 @@ class M4SegBuilder(PerckitTableBuilder):
     encoding would give (``tests/test_m4seg_tables.py``).
     """
 
-    BUILDER_CONFIG_CLASS = M4SegConfig
     BUILDER_CONFIGS = [M4SegConfig(name="default", description="every example with its groundings")]
-    DEFAULT_CONFIG_NAME = "default"
     DEFAULT_WRITER_BATCH_SIZE = 1000
     ROWS_PER_TABLE = 1000
     OPTION_CHECKS = {"source": SOURCES, "native_image_size_order": SIZE_ORDERS}

@@ -50,13 +50,11 @@ class R4DBenchBuilder(PerckitTableBuilder):
     """R4D-Bench: configs ``all_queries`` (default), ``subset_36`` and ``frames``; one ``test`` split."""
 
     hub_patterns = staticmethod(hub_patterns)
-    BUILDER_CONFIG_CLASS = R4DBenchConfig
     BUILDER_CONFIGS = [
         R4DBenchConfig(name="all_queries", description="89 queries with dense per-frame masks"),
         R4DBenchConfig(name="subset_36", description="the optional 36-query subset (3 per scene)"),
         R4DBenchConfig(name="frames", description="every COCO-annotated scene frame with its instances"),
     ]
-    DEFAULT_CONFIG_NAME = "all_queries"
     #: ``frames`` rows carry an encoded image each; 64 of them make tables of a few MB.
     ROWS_PER_TABLE = 64
     OPTION_CHECKS = {"mask_source": layout.MASK_SOURCES, "track_id_precedence": read.TRACK_ID_PRECEDENCES}

@@ -61,9 +61,7 @@ def _check_threshold(name: str, t: object) -> None:
 class ReasonAVEditBuilder(PerckitTableBuilder):
     """ReasonAVEdit-Bench: one config (``default``), one ``test`` split keyed by ``sample_id``."""
 
-    BUILDER_CONFIG_CLASS = ReasonAVEditConfig
     BUILDER_CONFIGS = [ReasonAVEditConfig(name="default", description="one row per sample (1,200 in the release)")]
-    DEFAULT_CONFIG_NAME = "default"
     #: Rows carry the media bytes of a sample (a few MB each on the real data).
     DEFAULT_WRITER_BATCH_SIZE = 16
     #: One row per table: its media bytes then go to the Arrow file without a copy (see ``rows_to_table``).

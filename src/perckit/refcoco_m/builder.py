@@ -38,12 +38,10 @@ class RefCocoMConfig(PerckitConfig):
 class RefCocoMBuilder(PerckitBuilder):
     """RefCOCO-M: configs ``expressions`` (default) and ``images``; one ``validation`` split."""
 
-    BUILDER_CONFIG_CLASS = RefCocoMConfig
     BUILDER_CONFIGS = [
         RefCocoMConfig(name="expressions", description="one row per (image, sample, sentence), keyed by expression_id"),
         RefCocoMConfig(name="images", description="one row per image, as released"),
     ]
-    DEFAULT_CONFIG_NAME = "expressions"
     #: Rows carry image bytes (about 0.5 MB each on the real data): keep the writer's buffer small.
     DEFAULT_WRITER_BATCH_SIZE = 64
     OPTION_CHECKS = dict.fromkeys(("with_images", "allow_empty_masks", "check_image_size"), bool)

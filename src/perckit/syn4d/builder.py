@@ -56,12 +56,10 @@ class Syn4DBuilder(PerckitTableBuilder):
     their numpy arrays (:func:`perckit.syn4d.rows.arrow_table`, equal to the per-example encoding).
     """
 
-    BUILDER_CONFIG_CLASS = Syn4DConfig
     BUILDER_CONFIGS = [
         Syn4DConfig(name="tracking", description="tracking ground truth of every sequence (from the NPYs)"),
         Syn4DConfig(name="challenge", description="tracking + video + depth (m) + camera poses"),
     ]
-    DEFAULT_CONFIG_NAME = "tracking"
     DEFAULT_WRITER_BATCH_SIZE = 64
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
