@@ -247,8 +247,12 @@ def test_cli_bad_max_shard_size(size, tmp_path, release, cache, no_build, capsys
     assert code == 2 and err.startswith("error: --max-shard-size: expected a positive size") and err.count("\n") == 1
 
 
-def test_push_checks_its_output_before_converting(tmp_path, release, cache, no_build, capsys):
+def test_push_checks_its_output_before_converting(tmp_path, release, cache, no_build, capsys, monkeypatch):
+    from helpers.fake_hub import HubRecorder
+
     from perckit.__main__ import main
+
+    hub = HubRecorder().install(monkeypatch)  # --skip-convert checks the login before it reads the folder
 
     before = snapshot(release.parent)
     code = main(["push", "refcoco_m", "--repo-id", "org/x", "--data-dir", str(release), "--output", str(release.parent), "--cache-dir", str(cache)])
@@ -261,7 +265,7 @@ def test_push_checks_its_output_before_converting(tmp_path, release, cache, no_b
     assert "--max-shard-size" in capsys.readouterr().err
     assert main(["push", "refcoco_m", "--repo-id", "org/x", "--output", str(tmp_path / "e"), "--skip-convert"]) == 2
     assert "is not a perckit export" in capsys.readouterr().err
-    assert (tmp_path / "e" / "mine.txt").read_text() == "x"
+    assert (tmp_path / "e" / "mine.txt").read_text() == "x" and hub.calls == []
 
 
 def test_a_numeric_max_shard_size_is_bytes(tmp_path, release, cache):
@@ -750,8 +754,12 @@ def test_a_state_file_that_is_not_a_small_regular_file_is_refused(case, tmp_path
     assert snapshot(tmp_path) == before
 
 
-def test_cli_corrupt_state_is_one_line(tmp_path, release, cache, template, no_build, capsys):
+def test_cli_corrupt_state_is_one_line(tmp_path, release, cache, template, no_build, capsys, monkeypatch):
+    from helpers.fake_hub import HubRecorder
+
     from perckit.__main__ import main
+
+    HubRecorder().install(monkeypatch)  # push checks the login first (no network in tests)
 
     out = copy_export(template, tmp_path / "export")
     (out / STATE).write_text('{"configs": {"expressions": {"dir": "/etc"}}}')

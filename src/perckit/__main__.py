@@ -6,15 +6,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+from .errors import InputNotFoundError, OptionError, PredictionError
+from .hf import tables
 from .hf.cli import exit_code, run_guarded, write_json
-from .hf.tables import RUN_KEY
+from .hf.tables import FORMATS, RUN_KEY
+from .io.paths import atomic_file, read_regular_file, writable_folder
 
 
 def _kv(items: Sequence[str] | None) -> dict[str, Any]:
     """``key=value`` options; values parsed as JSON when they can be (numbers, true/false, lists)."""
-    from .errors import OptionError
     from .io.jsonio import DuplicateKeyError, loads
 
     out: dict[str, Any] = {}
@@ -42,7 +44,6 @@ def _read_rows(path: str) -> list[dict]:
     the checked readers (:func:`perckit.io.jsonio.iter_json_lines`, :func:`perckit.io.jsonio.read_json`) under
     :data:`MAX_ROWS_FILE_BYTES`. Errors: :class:`~perckit.errors.InputNotFoundError` for a missing file, and
     :class:`~perckit.errors.PredictionError` naming the file (and line) for anything unreadable."""
-    from .errors import InputNotFoundError, PredictionError
     from .io.jsonio import iter_json_lines, read_json
 
     p = Path(path)
@@ -58,11 +59,12 @@ def _read_rows(path: str) -> list[dict]:
     return data
 
 
-def _convert_all(args: argparse.Namespace, output: str) -> None:
+def _convert_all(args: argparse.Namespace, output: str, before_build: Callable[[], object] = lambda: None) -> None:
     from .export import check_options, convert
 
     configs = args.config or [None]
     check_options(args.benchmark, args.data_dir, configs, output, args.max_shard_size, args.cache_dir)  # before any build
+    before_build()
     for config in configs:
         convert(args.benchmark, args.data_dir, config, output, max_shard_size=args.max_shard_size, cache_dir=args.cache_dir,
                 preview=args.preview)
@@ -76,15 +78,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    from .export.push import push_export
+    from .export.push import check_account, check_public, push_export
 
     output = args.output or f"build/export/{args.benchmark}"
-    if not args.skip_convert:
-        _convert_all(args, output)
-    summary = push_export(output, args.repo_id, configs=args.config, token=args.token, revision=args.revision,
-                          private=args.private, large=args.large)
-    print(f"pushed {args.benchmark} to {args.repo_id}: {len(summary.files)} data file(s) and {summary.card} sent with "
-          f"{summary.method} (only files that changed are committed)")
+    if args.skip_convert:
+        check_account(args.repo_id, args.token)  # the login before reading the export
+    else:  # the licence, then the options, then the login: all before converting
+        check_public(args.benchmark, args.public, args.i_may_redistribute)
+        _convert_all(args, output, before_build=lambda: check_account(args.repo_id, args.token))
+    push_export(output, args.repo_id, configs=args.config, token=args.token, revision=args.revision, public=args.public,
+                large=args.large, may_redistribute=args.i_may_redistribute)  # it prints what it sent
     return 0
 
 
@@ -92,9 +95,6 @@ def check_results_path(path: str, kind: str = "results") -> Path:
     """``--output`` of ``perckit evaluate`` (``kind="results"``) or ``gt-predictions``, checked before any work: a file
     path whose folder can be written, and no file perckit did not write (an existing file must be an earlier
     results file; predictions are written only to a new path)."""
-    from .errors import OptionError
-    from .io.paths import read_regular_file, writable_folder
-
     out = Path(path)
     if out.is_dir():
         raise OptionError(f"--output {path!r}: expected a results file path, got a folder")
@@ -143,8 +143,6 @@ def run_record(args: argparse.Namespace, options: dict, fingerprint: str | None,
 
 def pick_split(splits: Sequence[str], asked: str | None, where: str) -> str:
     """The split to score: the one asked for, else the only one, else ``test``; an error names the choices."""
-    from .errors import OptionError
-
     if asked is not None:
         if asked not in splits:
             raise OptionError(f"--split {asked!r}: {where} has the splits {list(splits)}")
@@ -157,14 +155,11 @@ def pick_split(splits: Sequence[str], asked: str | None, where: str) -> str:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .hf import tables
     from .hf.api import load_metric
     from .hf.benchmark import metric as lookup
 
     spec = lookup(args.metric)[1]  # an OptionError naming the known metrics
     if args.compare_baselines and args.metric != "syn4d":
-        from .errors import OptionError
-
         raise OptionError(f"--compare-baselines: expected the metric syn4d (the only one with a published baseline table), got {args.metric!r}")
     options = _kv(args.option)
     output = check_results_path(args.output) if args.output else None
@@ -194,8 +189,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .errors import OptionError
-    from .hf import tables
     from .io.jsonio import read_json
 
     if len(args.runs) < 2:
@@ -225,7 +218,6 @@ def load_rows(folder: str, config: str | None, split: str | None):
 
 def cmd_gt_predictions(args: argparse.Namespace) -> int:
     from .hf.benchmark import metric as lookup
-    from .io.paths import atomic_file
 
     spec = lookup(args.metric)[1]
     predict = spec.gt_predictor()
@@ -266,7 +258,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_write_sample(args: argparse.Namespace) -> int:
     """``perckit write-sample``: a benchmark's sample release, only into a new or empty folder."""
-    from .errors import OptionError
     from .samples import write_release
 
     out = Path(args.output)
@@ -308,7 +299,6 @@ def _dataset_options(p: argparse.ArgumentParser, metrics: str, references_help: 
 
 def build_parser() -> argparse.ArgumentParser:
     from .hf.benchmark import NAMES
-    from .hf.tables import FORMATS
 
     benchmarks = sorted(NAMES)
     p = argparse.ArgumentParser(
@@ -330,16 +320,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(fn=cmd_convert)
 
     pu = sub.add_parser("push", help="convert, then upload to a Hub dataset repository (only what changed)",
-                        description="Convert (unless --skip-convert) and upload the export to --repo-id with huggingface_hub's "
-                        "folder upload (resumable, batched commits, unchanged files skipped): the files its record lists, "
-                        "then the card in its own commit. Re-running after an interruption resumes; nothing on the Hub is "
-                        "ever deleted.")
+                        description="Check the Hub login, convert (unless --skip-convert) and upload the export to --repo-id, "
+                        "a private repository unless --public, with huggingface_hub's folder upload (resumable, batched "
+                        "commits, unchanged files skipped): the files its record lists, then the card in its own commit. "
+                        "Re-running after an interruption resumes; nothing on the Hub is ever deleted.")
     _build_options(pu, "convert and push", benchmarks, "export folder (default build/export/<benchmark>)")
     pu.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repository (created if absent)")
     pu.add_argument("--skip-convert", action="store_true", help="push an existing export as it is")
     pu.add_argument("--token", help="Hub token (default: the one huggingface_hub finds)")
     pu.add_argument("--revision", help="branch to push to")
-    pu.add_argument("--private", action="store_true", default=None, help="create the repository as private")
+    pu.add_argument("--public", action="store_true", help="create the repository public (default: private); refused "
+                    "for a licence that does not grant redistribution unless --i-may-redistribute is given too")
+    pu.add_argument("--i-may-redistribute", action="store_true", help="with --public: you may publish this benchmark's data")
     pu.add_argument("--large", action=argparse.BooleanOptionalAction, default=None,
                     help="on a huggingface_hub older than 1.20, use upload_large_folder (default: when the data files "
                     "pass 1 GB or 100 files); newer releases' upload_folder is already resumable")

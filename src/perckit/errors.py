@@ -60,6 +60,10 @@ class OutputError(PerckitError, OSError):
     file: the target holds its previous content, or does not exist. Also an ``OSError``."""
 
 
+class HubError(PerckitError, OSError):
+    """The Hub could not be reached, has no valid login, or refused a call (``perckit push``). Also an ``OSError``."""
+
+
 def inferred_reading(read: Callable[[], T], default: T, where: str, logger: logging.Logger | Any) -> T:
     """``read()``; when it raises :class:`InferredShapeError`, one warning naming ``where`` (the file, or the file
     and field) and ``default``: the inferred reading is ignored. Every other error propagates, so a hostile or

@@ -7,6 +7,10 @@ Folder uploads select their files with huggingface_hub's own ``filter_repo_objec
 patterns, so a wrong ``allow_patterns`` uploads the wrong files and fails the test; ``delete_patterns`` is
 applied too (remote files matching it are deleted), so a push that deletes something is caught.
 ``fail_after_files`` makes the next folder upload stop with a ``ConnectionError`` after that many files.
+The calls that change nothing are recorded in ``lookups``: ``whoami`` answers ``account`` (a write token of
+``student``, member of ``org``) or raises ``login_error``; ``repo_info`` answers for a repository in ``repos``
+(public when its id is in ``public``, as ``create_repo`` with ``private=False`` makes it), else raises
+huggingface_hub's own ``RepositoryNotFoundError``.
 
 Downloads are faked the same way: :func:`fake_snapshot_download` stands in for
 ``huggingface_hub.snapshot_download`` and copies the matching files of a local folder; :func:`blob_snapshot`
@@ -19,6 +23,7 @@ import inspect
 import shutil
 from fnmatch import fnmatchcase
 from pathlib import Path
+from types import SimpleNamespace
 
 
 def _upload_large_folder_signature(self, repo_id, folder_path, *, repo_type, revision=None, private=None,
@@ -32,14 +37,19 @@ class HubRecorder:
         self.repos: dict[tuple[str, str], dict[str, bytes]] = {}
         self.created: list[dict] = []
         self.calls: list[tuple[str, dict]] = []  # (method, its arguments); folder uploads add "sent": the files
+        self.lookups: list[tuple[str, dict]] = []  # the calls that change nothing: whoami, repo_info
         self.fail_after_files: int | None = None
+        self.account = {"type": "user", "name": "student", "orgs": [{"name": "org"}], "auth": {"accessToken": {"role": "write"}}}
+        self.login_error: BaseException | None = None
+        self.public: set[str] = set()
 
     def install(self, monkeypatch, large_folder: bool = False) -> "HubRecorder":
         """Replace the HfApi methods; ``large_folder=True`` also provides ``upload_large_folder`` (an older
         huggingface_hub), otherwise the class keeps whatever the installed release has."""
         from huggingface_hub import HfApi
 
-        real = {name: inspect.signature(getattr(HfApi, name)) for name in ("create_repo", "upload_folder", "upload_file")}
+        real = {name: inspect.signature(getattr(HfApi, name))
+                for name in ("create_repo", "upload_folder", "upload_file", "whoami", "repo_info")}
         real["upload_large_folder"] = inspect.signature(_upload_large_folder_signature)
         hub = self
 
@@ -48,11 +58,29 @@ class HubRecorder:
             arguments.apply_defaults()
             return {k: v for k, v in arguments.arguments.items() if k != "self"}
 
+        def whoami(api, *args, **kwargs):
+            hub.lookups.append(("whoami", {**bound("whoami", api, args, kwargs), "api_token": api.token}))
+            if hub.login_error is not None:
+                raise hub.login_error
+            return hub.account
+
+        def repo_info(api, *args, **kwargs):
+            from huggingface_hub.utils import RepositoryNotFoundError
+
+            a = bound("repo_info", api, args, kwargs)
+            assert a["repo_type"] == "dataset"
+            hub.lookups.append(("repo_info", a))
+            if (a["repo_id"], "main") not in hub.repos:
+                raise RepositoryNotFoundError("404 Client Error: Repository Not Found", response=http_response(404))
+            return SimpleNamespace(id=a["repo_id"], private=a["repo_id"] not in hub.public)
+
         def create_repo(api, *args, **kwargs):
             a = bound("create_repo", api, args, kwargs)
             assert a["repo_type"] == "dataset" and a["exist_ok"] is True
             hub.created.append(a)
             hub.calls.append(("create_repo", a))
+            if (a["repo_id"], "main") not in hub.repos and not a["private"]:
+                hub.public.add(a["repo_id"])
             hub.repos.setdefault((a["repo_id"], "main"), {})
             return f"https://huggingface.co/datasets/{a['repo_id']}"
 
@@ -73,6 +101,8 @@ class HubRecorder:
             hub._repo(a)[a["path_in_repo"]] = Path(a["path_or_fileobj"]).read_bytes()
             return _Commit(a["repo_id"], len(hub.calls))
 
+        monkeypatch.setattr(HfApi, "whoami", whoami)
+        monkeypatch.setattr(HfApi, "repo_info", repo_info)
         monkeypatch.setattr(HfApi, "create_repo", create_repo)
         monkeypatch.setattr(HfApi, "upload_folder", folder("upload_folder"))
         monkeypatch.setattr(HfApi, "upload_file", upload_file)
@@ -106,6 +136,11 @@ class HubRecorder:
 
     def names(self) -> list[str]:
         return [name for name, _ in self.calls]
+
+
+def http_response(status: int) -> SimpleNamespace:
+    """The parts of an HTTP response huggingface_hub's ``HfHubHTTPError`` reads (any huggingface_hub release)."""
+    return SimpleNamespace(status_code=status, headers={}, request=None)
 
 
 class _Commit:

@@ -19,6 +19,9 @@ Rules:
   Hub never shows a card naming files that are not there yet; an interrupted data upload leaves the previous
   card in place.
 - **Never deleting.** No ``delete_patterns``: files of other configs (or anything else) on the Hub stay.
+- **Safe by default.** The login checked before any conversion (:func:`check_account`, run by the CLI); the repository
+  private unless ``public``, and public only when :func:`check_public` allows; every Hub failure one
+  :class:`~perckit.errors.HubError` line (:func:`perckit.hf.hub.hub_errors`).
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..errors import InputNotFoundError, ReleaseFormatError
+from ..errors import HubError, InputNotFoundError, OptionError, ReleaseFormatError
+from ..hf.hub import hub_errors
 from ..io.paths import resolve_under
+from .card import builder_card_metadata
 from .parquet import size_text
 from .state import children, read_state
 
@@ -47,17 +52,17 @@ RESUMABLE_FOLDER_UPLOAD = "1.20"
 @dataclass
 class PushSummary:
     """What a push handed to the Hub. ``files`` are the data files given to the upload call (the library commits
-    only those whose content differs from the repository's, and does not say which it skipped); ``card`` is
+    only those whose content differs from the repository's, and does not say which it skipped); the card is
     uploaded after them; ``commits`` are the commit URLs the library returned (``upload_large_folder`` returns
-    none)."""
+    none); ``private``: the repository's visibility (an existing one keeps its own)."""
 
     repo_id: str
     method: str
     files: list[str] = field(default_factory=list)
-    card: str = CARD
     revision: str | None = None
     num_bytes: int = 0
     commits: list[str] = field(default_factory=list)
+    private: bool = True
 
 
 def literal_pattern(path: str) -> str:
@@ -67,14 +72,11 @@ def literal_pattern(path: str) -> str:
 
 
 def _select(export_dir: Path, configs: Iterable[str] | None) -> tuple[dict, list[str], list[str]]:
-    """(the record, the config names pushed, their files then README.md as repository paths) for ``configs``
+    """(the record, the config names pushed, their data files as repository paths) for ``configs``
     (default all) of the export, from its record (:func:`perckit.export.state.read_state`), each path checked to
-    stay inside the export and name a regular file. A chosen config brings its child configs
+    stay inside the export and name a regular file, as must README.md. A chosen config brings its child configs
     (:func:`perckit.export.state.children`)."""
-    if not export_dir.is_dir():
-        what = "a file, not a folder" if export_dir.exists() else "no such folder"
-        raise InputNotFoundError(f"{str(export_dir)!r} is not a perckit export ({what}); run `perckit convert` first")
-    state = read_state(export_dir)
+    state = read_state(export_dir)  # an InputNotFoundError for a folder that is not an export, or no folder
     wanted = set(configs) if configs else set(state["configs"])
     unknown = wanted - set(state["configs"])
     if unknown:
@@ -91,18 +93,17 @@ def _select(export_dir: Path, configs: Iterable[str] | None) -> tuple[dict, list
                                      "nothing (the export is incomplete); run `perckit convert` again") from None
         if not stat.S_ISREG(mode):
             raise ReleaseFormatError(f"{str(export_dir)!r}: {rel!r}: expected a regular file, got {'a folder' if stat.S_ISDIR(mode) else 'a FIFO, device or socket'}")
-    return state, names, files + [CARD]
+    return state, names, files
 
 
 def folder_upload_resumes() -> bool:
     """True when the installed huggingface_hub's ``upload_folder`` is its resumable, multi-commit upload: release
     :data:`RESUMABLE_FOLDER_UPLOAD` or later with ``hf_xet`` available (and not disabled by ``HF_HUB_DISABLE_XET``)."""
-    import huggingface_hub
-    from huggingface_hub import hf_api
+    from huggingface_hub import __version__, hf_api
     from packaging.version import InvalidVersion, Version
 
     try:
-        recent = Version(huggingface_hub.__version__) >= Version(RESUMABLE_FOLDER_UPLOAD)
+        recent = Version(__version__) >= Version(RESUMABLE_FOLDER_UPLOAD)
     except InvalidVersion:
         return False
     is_xet_available = getattr(hf_api, "is_xet_available", None)
@@ -125,56 +126,86 @@ def choose_method(num_bytes: int, num_files: int, large: bool | None = None) -> 
     return "upload_folder"
 
 
+def check_public(benchmark: str, public: bool, may_redistribute: bool) -> None:
+    """The rule of a public push: an :class:`~perckit.errors.OptionError` naming the licence of ``benchmark`` (its
+    packaged builder card's, :func:`builder_card_metadata`) when it is ``other`` (research-only terms, or none
+    published: ``license_name`` says which) or ``unknown``, unless ``may_redistribute``. A Hub licence id grants it."""
+    meta = builder_card_metadata(benchmark)
+    if public and not may_redistribute and meta["license"] in ("other", "unknown"):
+        terms = ", ".join(meta[k] for k in ("license_name", "license_link") if meta.get(k))
+        raise OptionError(f"--public: the {benchmark} licence is {meta['license']!r} ({terms}), which does not grant "
+                          "redistribution; push it private (leave out --public), or add --i-may-redistribute if its "
+                          "owners allow you to publish it")
+
+
+def check_account(repo_id: str, token: str | None = None, endpoint: str | None = None) -> None:
+    """The login (``HfApi.whoami`` with ``token``, else the one huggingface_hub finds; none, refused or the Hub not
+    reached: :func:`perckit.hf.hub.hub_errors`), then: a read-only token is a :class:`~perckit.errors.HubError`, a
+    ``repo_id`` namespace that is not the account or one of its organisations an :class:`~perckit.errors.OptionError`."""
+    from huggingface_hub import HfApi
+
+    api = HfApi(endpoint=endpoint, token=token)
+    with hub_errors(f"checking the Hub login for {repo_id}", api.endpoint):
+        me = api.whoami()
+    name, orgs = me.get("name"), sorted(str(org.get("name")) for org in me.get("orgs") or [])
+    if ((me.get("auth") or {}).get("accessToken") or {}).get("role") == "read":
+        raise HubError(f"the Hub token of {name!r} is read-only; log in with a write token (`hf auth login`) or pass --token")
+    namespace, _, rest = repo_id.rpartition("/")
+    if name and namespace and namespace not in [name, *orgs]:
+        raise OptionError(f"--repo-id {repo_id!r}: expected a repository of {name!r} or of its organisations {orgs}, got "
+                          f"one of {namespace!r}, where its token cannot write; push to {name}/{rest} instead")
+
+
 def push_export(
     export_dir: str | Path,
     repo_id: str,
     configs: Iterable[str] | None = None,
     token: str | None = None,
     revision: str | None = None,
-    private: bool | None = None,
+    public: bool = False,
     endpoint: str | None = None,
     log: Callable[[str], None] = print,
     large: bool | None = None,
+    may_redistribute: bool = False,
 ) -> PushSummary:
-    """Push the export's files of ``configs`` (default all) to the dataset repository ``repo_id`` (created if
-    absent, as ``private`` when given): the data files in one upload call (:func:`choose_method`), then the card
-    in its own commit. Every check of the record runs before the first Hub call. Re-running after an
+    """Push the export's files of ``configs`` (default all) to the dataset repository ``repo_id``, private unless
+    ``public`` (:func:`check_public`; an existing public one only when ``public``): the data files in one upload call
+    (:func:`choose_method`), then the card in its own commit. The record and the licence are checked before the first
+    Hub call (the login: :func:`check_account`, which the CLI runs before it converts). Re-running after an
     interruption resumes: the library skips what the Hub already has. Nothing on the Hub is deleted."""
     from huggingface_hub import HfApi
 
     export_dir = Path(export_dir)
-    state, names, paths = _select(export_dir, configs)
-    data = [p for p in paths if p != CARD]
+    state, names, data = _select(export_dir, configs)
+    benchmark = state["benchmark"]
+    check_public(benchmark, public, may_redistribute)
     num_bytes = sum(os.stat(export_dir / rel).st_size for rel in data)
     method = choose_method(num_bytes, len(data), large)
     summary = PushSummary(repo_id, method, files=data, revision=revision, num_bytes=num_bytes)
-    benchmark = state["benchmark"]
     others = sorted(set(state["configs"]) - set(names))
     if others:
         log(f"note: the card lists config(s) {', '.join(others)} too; push them as well unless they are already on the Hub")
 
     api = HfApi(endpoint=endpoint, token=token)
-    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     where = f"{repo_id}" + (f"@{revision}" if revision else "")
-    patterns = [literal_pattern(p) for p in data]
-    if method == "upload_large_folder":
-        how = "resumable: re-run the same command after an interruption"
-    elif folder_upload_resumes():
-        how = "resumable, batched commits, unchanged files skipped"
-    else:
-        how = "one commit; install hf_xet for huggingface_hub's resumable, batched upload"
-    log(f"{where}: uploading {len(data)} data file(s) ({size_text(num_bytes)}) of {', '.join(names)} with HfApi.{method} ({how})")
-    infos = []  # what the commits returned (upload_large_folder reports none)
-    if method == "upload_large_folder":
-        api.upload_large_folder(repo_id=repo_id, folder_path=str(export_dir), repo_type="dataset", revision=revision,
-                                private=private, allow_patterns=patterns)
-    else:
-        infos.append(api.upload_folder(repo_id=repo_id, folder_path=str(export_dir), repo_type="dataset", revision=revision,
-                                       allow_patterns=patterns,
-                                       commit_message=f"perckit: {benchmark} data files of {', '.join(names)}"))
-    infos.append(api.upload_file(path_or_fileobj=str(export_dir / CARD), path_in_repo=CARD, repo_id=repo_id,
-                                 repo_type="dataset", revision=revision, commit_message=f"perckit: {benchmark} dataset card"))
+    with hub_errors(f"pushing to {where}", api.endpoint):
+        api.create_repo(repo_id, repo_type="dataset", private=not public, exist_ok=True)
+        summary.private = api.repo_info(repo_id, repo_type="dataset").private  # an existing one keeps its visibility
+        if not summary.private and not public:
+            raise OptionError(f"--repo-id {repo_id!r}: expected a private or new repository, got a public one; "
+                              "pass --public to push to it (the licence check applies)")
+        how = ("resumable: re-run the same command after an interruption" if method == "upload_large_folder" else
+               "resumable, batched commits, unchanged files skipped" if folder_upload_resumes() else
+               "one commit; install hf_xet for huggingface_hub's resumable, batched upload")
+        log(f"{where}: uploading {len(data)} data file(s) ({size_text(num_bytes)}) of {', '.join(names)} with "
+            f"HfApi.{method} ({how})")
+        own = ({"private": not public} if method == "upload_large_folder"  # upload_large_folder returns no commit
+               else {"commit_message": f"perckit: {benchmark} data files of {', '.join(names)}"})
+        infos = [getattr(api, method)(repo_id=repo_id, folder_path=str(export_dir), repo_type="dataset", revision=revision,
+                                      allow_patterns=[literal_pattern(p) for p in data], **own)]
+        infos.append(api.upload_file(path_or_fileobj=str(export_dir / CARD), path_in_repo=CARD, repo_id=repo_id,
+                                     repo_type="dataset", revision=revision, commit_message=f"perckit: {benchmark} dataset card"))
     summary.commits += [info.commit_url for info in infos if getattr(info, "commit_url", None)]
-    log(f"{where}: {len(data)} data file(s) and {CARD} sent (the Hub keeps only what changed); "
-        "nothing was deleted on the Hub")
+    log(f"{where}: {len(data)} data file(s) and {CARD} sent to the {'private' if summary.private else 'public'} dataset "
+        "repository (the Hub keeps only what changed); nothing was deleted on the Hub")
     return summary
