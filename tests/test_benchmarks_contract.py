@@ -49,6 +49,7 @@ def test_builder_rows_meet_the_metric_schemas(metric_name, config, releases):
     assert not missing, f"{metric_name} references need {missing}, which the {bench.name}/{dataset_config} rows lack"
     refs = [spec.projector(config)(r) for r in rows]
     assert refs and check_side(compile_rows(ref_schema), refs, "references") is None
+    assert (spec.gt_prediction is None) != (spec.folder is None)  # gt-predictions writes JSON Lines or a folder
     if spec.gt_prediction:
-        preds = [spec.gt_predictor()(r) for r in rows]
+        preds = [spec.gt_prediction(r) for r in rows]
         assert check_side(compile_rows(pred_schema), preds, "predictions") is None

@@ -1,5 +1,5 @@
 """The perckit command line as a pip user meets it (issue 16): --version, exit codes, evaluate's split and results file,
-offline errors that name the flag."""
+offline errors that name the flag; every metric scored from its native files and gt-predictions for each (issue 31)."""
 
 from __future__ import annotations
 
@@ -48,25 +48,169 @@ def test_usage_errors_exit_2_and_data_errors_exit_1(tmp_path, capsys):
     assert "unknown metric 'nope'" in err and "missing.jsonl" in err and "bad.jsonl' line 1" in err
 
 
-def test_evaluate_scores_through_the_accumulator_without_importing_evaluate(rc_export, tmp_path):
-    """perckit evaluate is a thin door onto the accumulator: scoring refer_iou from an export imports neither
-    evaluate nor torch (issue 31), and the numbers are the evaluate module's."""
+#: The sample releases (conftest fixtures) converted for the command line: benchmark -> (fixture, configs converted).
+RELEASES = {"r4d_bench": ("r4d_release", [None]), "m4seg": ("m4_release", [None]), "syn4d": ("syn4d_release", [None, "challenge"]),
+            "reason_av_edit": ("reason_av_edit_release", [None])}
+#: metric -> its config, the export's config, its options and numbers of a perfect run (the seven GT round trips)
+PERFECT = {
+    "mask_temporal": (None, None, [], {"miou": 1.0, "acc": 1.0}),
+    "track_id": (None, None, [], {"f1": 1.0, "exact_match": 1.0}),
+    "refer_iou": (None, None, [], {"miou": 1.0}),
+    "m4seg": (None, None, ['metrics=["miou"]'], {"miou": 1.0}),
+    "syn4d:tracking": ("tracking", None, [], {"score": 1.0, "epe": 0.0, "apd": 1.0}),
+    "syn4d:depth": ("depth", "challenge", [], {"delta1": 1.0, "abs_rel": 0.0}),
+    "syn4d:pose": ("pose", "challenge", [], {"auc_5deg": 1.0, "ate_rmse": 0.0}),
+    "av_reasoning": (None, None, [], {"visual_iou": 1.0, "which_acc": 1.0, "audio_tiou": 1.0, "video_tiou": 1.0}),
+    "av_edit_quality": (None, None, ['metrics=["ssim", "psnr", "bg_psnr", "bg_ssim"]'], {"ssim": 1.0, "psnr": 100.0, "bg_ssim": 1.0}),
+}
+
+
+@pytest.fixture(scope="module")
+def export_of(request, rc_export, tmp_path_factory):
+    """``export_of(benchmark)``: its sample release converted once for this module (RefCOCO-M: ``rc_export``)."""
+    from perckit.export import convert
+
+    base = tmp_path_factory.mktemp("exports")
+    made = {"refcoco_m": rc_export[0]}
+
+    def get(benchmark):
+        if benchmark not in made:
+            fixture, configs = RELEASES[benchmark]
+            release = request.getfixturevalue(fixture).root
+            for config in configs:
+                convert(benchmark, release, config, base / benchmark, cache_dir=base / "cache", progress=False, log=lambda m: None)
+            made[benchmark] = base / benchmark
+        return made[benchmark]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def gt_run(export_of, tmp_path_factory):
+    """``gt_run(case)``: ``(argv of evaluate, the export)`` for the predictions ``perckit gt-predictions`` wrote for the
+    case (a key of :data:`PERFECT`), each written once: a .jsonl file, or a folder for syn4d and ReasonAVEdit."""
+    from perckit.hf.benchmark import metric as lookup
+
+    base = tmp_path_factory.mktemp("gt")
+    made = {}
+
+    def get(case):
+        metric = case.split(":")[0]
+        config, dataset_config, options, _ = PERFECT[case]
+        bench, spec = lookup(metric)
+        export = export_of(bench.name)
+        dataset = ["--dataset-config", dataset_config] if dataset_config else []
+        out = base / (f"{metric}-{dataset_config}" + ("" if spec.folder else ".jsonl"))
+        if out not in made:
+            assert main(["gt-predictions", metric, "--references", str(export), *dataset, "--output", str(out)]) == 0
+            made[out] = True
+        argv = ["evaluate", metric, "--predictions", str(out), "--references", str(export), *dataset]
+        argv += (["--config", config] if config else []) + [a for o in options for a in ("--option", o)]
+        return argv, export
+
+    return get
+
+
+@pytest.mark.parametrize("case", sorted(PERFECT))
+def test_gt_predictions_score_perfect_from_the_command_line(case, gt_run, tmp_path, capsys):
+    """The seven metrics' ground truth in their own formats (JSON Lines; Syn4D's NPZs, ReasonAVEdit's folders), written
+    by perckit gt-predictions and fed back to perckit evaluate: a perfect score."""
+    argv, _ = gt_run(case)
+    out = tmp_path / "r.json"
+    assert main([*argv, "--output", str(out)]) == 0, capsys.readouterr().err
+    result = json.loads(out.read_text())
+    numbers = result.get("overall", result)
+    assert {k: numbers[k] for k in PERFECT[case][3]} == pytest.approx(PERFECT[case][3], abs=1e-9)
+    assert result.get("failures", []) == [] and result.get("num_missing", 0) == 0
+    if case.startswith("syn4d"):
+        assert result["requested_sequences"] == numbers["num_sequences"] == 16
+
+
+@pytest.mark.parametrize("case", ["refer_iou", "av_edit_quality", "av_reasoning", "syn4d:tracking"])
+def test_evaluate_scores_through_the_accumulator_without_importing_evaluate(case, gt_run, tmp_path):
+    """perckit evaluate is a thin door onto the scoring engine: from an export and rows or the benchmark's own
+    prediction folder it imports neither evaluate nor torch nor transformers (av_edit_quality: its model-free keys)
+    (issue 31), and the numbers are the evaluate module's on what the benchmark's reader reads."""
     import subprocess
     import sys
 
-    export, preds = rc_export
+    from perckit.__main__ import load_rows
+    from perckit.hf.benchmark import metric as lookup
+
+    argv, export = gt_run(case)
     out = tmp_path / "r.json"
     code = ("import sys; from perckit.__main__ import main; "
-            f"rc = main(['evaluate', 'refer_iou', '--predictions', {str(preds)!r}, '--references', {str(export)!r}, "
-            f"'--output', {str(out)!r}]); print(rc, sorted(m for m in ('evaluate', 'torch', 'transformers') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+            f"rc = main({[*argv, '--output', str(out)]!r}); "
+            "print(rc, sorted(m for m in ('evaluate', 'torch', 'transformers') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr
     result = {k: v for k, v in json.loads(out.read_text()).items() if k != RUN_KEY}
-    rows = [json.loads(line) for line in preds.read_text().splitlines()]
-    from perckit.__main__ import load_rows
+    metric = case.split(":")[0]
+    bench, spec = lookup(metric)
+    config, _, options, _ = PERFECT[case]
+    refs = [spec.projector(config)(r) for r in load_rows(str(export), None, None, bench.name)[0]]
+    predictions = argv[argv.index("--predictions") + 1]
+    if spec.folder is None:
+        rows = [json.loads(line) for line in open(predictions).read().splitlines()]
+    else:  # what the benchmark's folder reader reads (Syn4D's as nested lists, as evaluate's Arrow writer wants)
+        from perckit.syn4d.read import load_prediction_rows
 
-    refs = [perckit.refcoco_m.to_metric_reference(r) for r in load_rows(str(export), None, None)[0]]
-    assert result == perckit.load_metric("refer_iou").compute(predictions=rows, references=refs)
+        read = (lambda f, ids: load_prediction_rows(f, ids)) if metric == "syn4d" else spec.folder.read
+        rows = read(predictions, [r[spec.folder.key] for r in refs])
+    kwargs = {k: v for o in options for k, v in [(o.split("=")[0], json.loads(o.split("=", 1)[1]))]}
+    assert result == perckit.load_metric(metric, config).compute(predictions=rows, references=refs, **kwargs)
+
+
+def test_evaluate_syn4d_gives_the_numbers_of_the_official_runner(export_of, syn4d_release, tmp_path, capsys):
+    """perckit evaluate syn4d on an official NPZ folder (perturbed, one sequence missing) gives the official runner's
+    numbers on the same folder with the same options: every block of each task, and the failing sequences."""
+    from perckit.samples.syn4d_predictions import write_predictions
+    from perckit.syn4d import evaluate as runner
+
+    skipped = syn4d_release.sequence_ids[3]
+    preds = write_predictions(syn4d_release, tmp_path / "p", noise=0.05, skip=[skipped])
+    official = tmp_path / "official.json"
+    assert runner.main(["--predictions", str(preds), "--data-root", str(syn4d_release.root), "--depth-align",
+                        "scale_shift", "--output", str(official)]) == 0
+    report = json.loads(official.read_text())
+    for task in ("tracking", "depth", "pose"):
+        out = tmp_path / f"{task}.json"
+        assert main(["evaluate", "syn4d", "--config", task, "--predictions", str(preds), "--references", str(export_of("syn4d")),
+                     "--dataset-config", "challenge", "--option", "strict=false", "--option", "depth_align=scale_shift",
+                     "--output", str(out)]) == 0
+        result = json.loads(out.read_text())
+        assert {k: result[k] for k in ("overall", "by_variant", "by_scene", "sequences")} == report["tasks"][task]
+        assert [f["sequence_id"] for f in result["failures"]] == [skipped]
+        assert result["requested_sequences"] == report["requested_sequences"] == 16
+    assert [f["sequence_id"] for f in report["failures"]] == [skipped]
+
+
+def test_gt_predictions_writes_folders_only_where_nothing_is(export_of, tmp_path, capsys):
+    """A prediction folder goes into a new or empty folder only: a folder with files, or a file, is refused in one line
+    before anything is read, and left as it was."""
+    export = str(export_of("reason_av_edit"))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    (tmp_path / "file").write_text("mine")
+    for target, says in ((mine, "got a folder with files"), (tmp_path / "file", "got a file")):
+        assert main(["gt-predictions", "av_edit_quality", "--references", export, "--output", str(target)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "expected a new or empty folder" in err and says in err
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"] and (tmp_path / "file").read_text() == "mine"
+    (tmp_path / "empty").mkdir()
+    assert main(["gt-predictions", "av_edit_quality", "--references", export, "--output", str(tmp_path / "empty")]) == 0
+    assert sorted(p.suffix for p in (tmp_path / "empty").iterdir()) == [".mp4"] * 16 + [".wav"] * 16
+
+
+def test_model_weights_go_to_av_edit_quality_only(rc_export, tmp_path, capsys):
+    export, preds = rc_export
+    base = ["--predictions", str(preds), "--references", str(export)]
+    assert main(["evaluate", "refer_iou", *base, "--model", "fvd=w.pt"]) == 2
+    assert "--model: expected the metric av_edit_quality" in capsys.readouterr().err
+    for bad in (["--model", "fvd"], ["--model", "fvd=a", "--model", "fvd=b"], ["--model", "fvd=a", "--option", 'models={"fvd": "a"}']):
+        assert main(["evaluate", "av_edit_quality", *base, *bad]) == 2
+        assert "--model" in capsys.readouterr().err
 
 
 def test_evaluate_picks_the_only_split_and_writes_a_results_file(rc_export, tmp_path, capsys):
@@ -146,11 +290,9 @@ def test_gt_predictions_writes_a_file_that_scores_perfect(rc_export, tmp_path, c
     out = tmp_path / "r.json"
     assert main(["evaluate", "refer_iou", "--predictions", str(preds), "--references", str(export), "--output", str(out)]) == 0
     assert json.loads(out.read_text())["miou"] == 1.0 and json.loads(out.read_text())["num_examples"] == len(lines)
-    # never over an existing file; metrics whose predictions are folders say so
+    # never over an existing file
     assert main(["gt-predictions", "refer_iou", "--references", str(export), "--output", str(preds)]) == 2
     assert "expected a new file" in capsys.readouterr().err
-    assert main(["gt-predictions", "syn4d", "--references", str(export), "--output", str(tmp_path / "s.jsonl")]) == 2
-    assert "per-sequence NPZ" in capsys.readouterr().err
 
 
 def test_every_subcommand_and_option_has_help_text():

@@ -22,6 +22,7 @@ def test_headline_and_blocks_read_every_metric_the_same_way():
     assert tables.blocks(RESULT) == {"per_category": {"cat": {"miou": 1.0, "num_examples": 1}, "dog": {"miou": 1 / 3, "num_examples": 3}}}
     syn4d = {"overall": {"ate": 0.125, "num_sequences": 2}, "by_scene": {"s1": {"ate": 0.25}}, "sequences": [{}]}
     assert tables.headline(syn4d) == {"ate": 0.125, "num_sequences": 2}
+    assert tables.headline({**syn4d, "requested_sequences": 3}) == {"ate": 0.125, "num_sequences": 2, "requested_sequences": 3}
     assert list(tables.blocks(syn4d)) == ["by_scene"]  # overall is the headline, not a block of groups
 
 

@@ -154,29 +154,53 @@ def pick_split(splits: Sequence[str], asked: str | None, where: str) -> str:
     raise OptionError(f"--split: {where} has the splits {list(splits)}; pass one with --split")
 
 
+def _models(items: Sequence[str] | None, metric: str, options: dict) -> None:
+    """``--model NAME=PATH`` (repeatable) as ``av_edit_quality``'s ``models`` option (local weights)."""
+    from .errors import OptionError
+
+    if items and (metric != "av_edit_quality" or "models" in options):
+        raise OptionError(f"--model: expected the metric av_edit_quality without --option models=..., got {metric!r}"
+                          + (" with --option models" if "models" in options else ""))
+    for item in items or []:
+        name, sep, path = item.partition("=")
+        models = options.setdefault("models", {})
+        if not (sep and name and path) or name in models:
+            raise OptionError(f"--model {item!r}: expected NAME=PATH, each NAME once (names: the metric card's models)")
+        models[name] = path
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .hf.api import load_metric
     from .hf.benchmark import metric as lookup
 
-    spec = lookup(args.metric)[1]  # an OptionError naming the known metrics
+    bench, spec = lookup(args.metric)  # an OptionError naming the known metrics
     if args.compare_baselines and args.metric != "syn4d":
         raise OptionError(f"--compare-baselines: expected the metric syn4d (the only one with a published baseline table), got {args.metric!r}")
     options = _kv(args.option)
+    _models(args.model, args.metric, options)
     output = check_results_path(args.output) if args.output else None
-    predictions = _read_rows(args.predictions)
+    folder = spec.folder if spec.folder is not None and Path(args.predictions).is_dir() else None
+    predictions = None if folder else _read_rows(args.predictions)  # a folder: the benchmark's reader, per reference
     fingerprint = split = None
     if Path(args.references).is_dir():  # an export folder (or any dataset folder): project builder rows
-        rows, split = load_rows(args.references, args.dataset_config, args.split)
+        rows, split = load_rows(args.references, args.dataset_config, args.split, bench.name)
         fingerprint = rows._fingerprint
-        references = list(map(spec.projector(args.config), rows))
+        references = map(spec.projector(args.config), rows)
     else:
         references = _read_rows(args.references)
-    if spec.core is not None:  # the accumulator: the scoring engine itself, without importing evaluate
+    if spec.core is None:  # av_edit_quality: the function its evaluate module calls (a model library only for a model it runs)
+        references = list(references)
+        if folder:
+            predictions = folder.read(args.predictions, [r.get(folder.key) for r in references])
+        result = spec.compute(predictions, references, **options)
+    else:  # the accumulator: the scoring engine itself, one reference at a time, without importing evaluate
         from .hf.accumulate import accumulator
 
-        result = accumulator(args.metric, args.config, **options).update(predictions, references).compute()
-    else:  # av_edit_quality's model metrics are scored by their evaluate module only
-        result = load_metric(args.metric, args.config).compute(predictions=predictions, references=references, **options)
+        acc = accumulator(args.metric, args.config, **options).update(predictions)
+        for ref in references:
+            acc.update(None, [ref])  # its id checked before its prediction file is looked for
+            if folder:
+                acc.update(folder.read(args.predictions, [ref[folder.key]]))
+        result = acc.compute()
     print(tables.render(result, args.format, f"{args.metric}" + (f" ({args.config})" if args.config else "")))
     if args.compare_baselines:  # Syn4D: the card's published baselines with this run as one more row
         from .syn4d.metric.baselines import format_comparison
@@ -203,32 +227,53 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_rows(folder: str, config: str | None, split: str | None):
-    """``(rows, split)`` of an export folder (written by ``perckit convert``, or a copy of a pushed one), with the
-    split picked by :func:`pick_split`. Only the export's own shards are read, each checked before it is decoded
-    (:func:`perckit.export.load_files`; never ``datasets.load_dataset(folder)``, which follows the card anywhere)."""
-    from .export import load_files
+def load_rows(folder: str, config: str | None, split: str | None, benchmark: str):
+    """``(rows, split)`` of an export folder (written by ``perckit convert``, or a copy of a pushed one) of
+    ``benchmark``, with the split picked by :func:`pick_split`. Only the export's own shards are read, each checked
+    before it is decoded (:func:`perckit.export.load_files`; never ``datasets.load_dataset(folder)``, which follows
+    the card anywhere), and given back as the builder's rows (:func:`perckit.export.hooks.load_back`: ReasonAVEdit's
+    videos joined back)."""
+    from .export import hook_module, load_files
+    from .export.hooks import load_back
     from .export.state import export_layout
 
     layout = export_layout(folder)
     name = layout.config_name(config)
     split = pick_split(layout.splits(name), split, f"the dataset {str(folder)!r}" + (f" (config {config!r})" if config else ""))
-    return load_files(layout, name, split), split
+    return load_back(hook_module(benchmark), load_files(layout, name, split), layout), split
+
+
+def new_folder(path: str, what: str) -> Path:
+    """``path`` as a folder to write into, checked before any work: new or empty (a file, or a folder holding
+    anything, is refused: what perckit writes would replace or mix with it)."""
+    from .errors import OptionError
+
+    out = Path(path)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise OptionError(f"{what} {path!r}: expected a new or empty folder, got {'a folder with files' if out.is_dir() else 'a file'}; "
+                          "what perckit writes would replace or mix with them, so choose a new folder")
+    return out
 
 
 def cmd_gt_predictions(args: argparse.Namespace) -> int:
     from .hf.benchmark import metric as lookup
 
-    spec = lookup(args.metric)[1]
-    predict = spec.gt_predictor()
-    output = check_results_path(args.output, kind="predictions")
-    rows, split = load_rows(args.references, args.dataset_config, args.split)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_file(output, "--output", replace=False) as f:  # predictions go to a new path only
-        for row in rows:
-            f.write((json.dumps(predict(row), ensure_ascii=False) + "\n").encode("utf-8"))
-    print(f"wrote {rows.num_rows} ground-truth predictions for {args.metric} ({split} split) to {output}; "
-          f"perckit evaluate {args.metric} --predictions {output} --references {args.references} scores them as perfect")
+    bench, spec = lookup(args.metric)
+    folder = spec.folder
+    output = new_folder(args.output, "--output") if folder else check_results_path(args.output, kind="predictions")
+    (output if folder else output.parent).mkdir(parents=True, exist_ok=True)
+    rows, split = load_rows(args.references, args.dataset_config, args.split, bench.name)
+    if folder:  # the benchmark's own writer of its prediction files
+        count = folder.write_gt(rows, output)
+    else:
+        with atomic_file(output, "--output", replace=False) as f:  # predictions go to a new path only
+            for row in rows:
+                f.write((json.dumps(spec.gt_prediction(row), ensure_ascii=False) + "\n").encode("utf-8"))
+        count = rows.num_rows
+    config = f" --config {'|'.join(spec.configs)}" if spec.configs else ""
+    dataset = "".join(f" --{flag} {value}" for flag, value in (("dataset-config", args.dataset_config), ("split", args.split)) if value)
+    print(f"wrote {count} ground-truth predictions for {args.metric} ({split} split) to {output}; perckit evaluate "
+          f"{args.metric}{config} --predictions {output} --references {args.references}{dataset} scores them as perfect")
     return 0
 
 
@@ -260,12 +305,7 @@ def cmd_write_sample(args: argparse.Namespace) -> int:
     """``perckit write-sample``: a benchmark's sample release, only into a new or empty folder."""
     from .samples import write_release
 
-    out = Path(args.output)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise OptionError(f"write-sample output {args.output!r}: expected a new or empty folder, got "
-                          f"{'a file' if not out.is_dir() else 'a folder with files'}; the sample release would replace "
-                          "or mix with them, so choose a new folder")
-
+    new_folder(args.output, "write-sample output")
     fx = write_release(args.benchmark, args.output, seed=args.seed)
     print(f"wrote {len(fx.files)} files to {args.output}")
     return 0
@@ -338,14 +378,24 @@ def build_parser() -> argparse.ArgumentParser:
     pu.set_defaults(fn=cmd_push)
 
     e = sub.add_parser("evaluate", help="score predictions from files",
-                       description="Score prediction rows (.jsonl or a JSON array) against reference rows (.jsonl / JSON array "
-                       "already in the metric's reference schema) or against a dataset folder such as a perckit export, "
-                       "whose rows are projected onto the metric's keys.")
-    _dataset_options(e, "mask_temporal, track_id, syn4d, ...",
+                       description="Score predictions against reference rows (.jsonl / JSON array already in the metric's "
+                       "reference schema) or against a dataset folder such as a perckit export, whose rows are projected "
+                       "onto the metric's keys. Predictions are rows (.jsonl or a JSON array) or, for syn4d, av_reasoning "
+                       "and av_edit_quality, the benchmark's own prediction folder, read by its reader for each reference: "
+                       "syn4d the official <variant>/<scene>/<sequence>.npz files (the metric's options and numbers of "
+                       "python -m perckit.syn4d.evaluate, one --config task at a time), av_reasoning <sample_id>.json, "
+                       "_anchor_mask.png, _reason_audio.wav, _mask.mp4, av_edit_quality <sample_id>.mp4 (+ .wav). Scoring "
+                       "goes through the metric's accumulator (av_edit_quality: the function its evaluate module calls) "
+                       "and never imports evaluate; torch or transformers only for an av_edit_quality model metric.")
+    _dataset_options(e, "mask_temporal, track_id, refer_iou, m4seg, syn4d, av_reasoning or av_edit_quality",
                      "reference rows file, or an export folder (perckit convert, or a copy of a pushed export)")
-    e.add_argument("--predictions", required=True, help="prediction rows: .jsonl (one object a line) or a JSON array (perckit gt-predictions writes an example)")
+    e.add_argument("--predictions", required=True, help="prediction rows: .jsonl (one object a line) or a JSON array; or the "
+                   "prediction folder of syn4d, av_reasoning, av_edit_quality (perckit gt-predictions writes an example)")
     e.add_argument("--config", help="metric config (syn4d: tracking, depth or pose)")
-    e.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option, e.g. iou_threshold=0.7 (repeatable)")
+    e.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option, e.g. iou_threshold=0.7 (repeatable; "
+                   "av_edit_quality: metrics='[\"ssim\",\"psnr\",\"bg_psnr\",\"bg_ssim\"]' for the model-free keys alone)")
+    e.add_argument("--model", action="append", metavar="NAME=PATH", help="av_edit_quality: local weights of a model metric, "
+                   "e.g. fvd=weights/i3d_pretrained_400.pt (repeatable; the metric's models option, names in its card)")
     e.add_argument("--output", help="write the full results JSON here, with the perckit / datasets / evaluate versions, the "
                    "options, the dataset fingerprint and the time under 'perckit_run' (checked before scoring; an existing "
                    "file is replaced only if it is an earlier perckit results file)")
@@ -364,13 +414,17 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--compare-baselines", action="store_true", help="syn4d only: each run beside the Syn4D card's baselines")
     cp.set_defaults(fn=cmd_compare)
 
-    g = sub.add_parser("gt-predictions", help="write the ground truth of a dataset folder as a metric's predictions (JSON Lines)",
-                       description="Write one prediction a line that copies the ground truth of each row of --references (a "
-                       "perckit export): the prediction file format of METRIC by example, and a run that must score as perfect. "
-                       "For mask_temporal, track_id, refer_iou and m4seg (Syn4D and ReasonAVEdit predictions are folders of files).")
-    _dataset_options(g, "mask_temporal, track_id, refer_iou or m4seg",
+    g = sub.add_parser("gt-predictions", help="write the ground truth of a dataset folder as a metric's predictions",
+                       description="Write predictions that copy the ground truth of each row of --references (a perckit "
+                       "export) in METRIC's own format: the prediction format by example, and a run that must score as "
+                       "perfect. mask_temporal, track_id, refer_iou and m4seg: a JSON Lines file, one prediction a line; "
+                       "syn4d: the official NPZ folder (the tracks; with --dataset-config challenge also depth and poses); "
+                       "av_reasoning: its prediction folder; av_edit_quality: a folder of each sample's source clip as its "
+                       "edited clip (<sample_id>.mp4 and .wav), the unedited identity, which scores ssim 1 and psnr at its cap.")
+    _dataset_options(g, "mask_temporal, track_id, refer_iou, m4seg, syn4d, av_reasoning or av_edit_quality",
                      "an export folder (perckit convert, or a copy of a pushed export)")
-    g.add_argument("--output", required=True, help="the predictions file to write (.jsonl; must not exist)")
+    g.add_argument("--output", required=True, help="the predictions file to write (.jsonl; must not exist) or, for syn4d, "
+                   "av_reasoning and av_edit_quality, the folder (new or empty)")
     g.set_defaults(fn=cmd_gt_predictions)
 
     li = sub.add_parser("list", help="the benchmarks with their configs, splits, Hub repositories and metrics",

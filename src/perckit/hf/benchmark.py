@@ -7,16 +7,19 @@ import ``datasets``, are found by name in :func:`perckit.hf.entrypoints.builder_
 
 from __future__ import annotations
 
+from functools import partial
 from types import ModuleType
 
 from ..errors import OptionError
 from ..m4seg import accumulate as m4seg, features as m4seg_features, preview as m4seg_preview
 from ..r4d_bench import accumulate as r4d, features as r4d_features, preview as r4d_preview
 from ..reason_av_edit import accumulate as rave, features as rave_features, preview as rave_preview
+from ..reason_av_edit.quality import metric as quality, predictions as quality_files
 from ..reason_av_edit.quality.references import to_quality_reference
+from ..reason_av_edit.read import predictions as rave_files
 from ..refcoco_m import accumulate as refcoco, features as refcoco_features, preview as refcoco_preview
-from ..syn4d import accumulate as syn4d, features as syn4d_features, preview as syn4d_preview
-from .descriptor import Benchmark, MetricSpec
+from ..syn4d import accumulate as syn4d, features as syn4d_features, preview as syn4d_preview, read as syn4d_read
+from .descriptor import Benchmark, MetricSpec, PredictionFolder
 
 
 def _reason_av_edit_export() -> ModuleType:
@@ -67,7 +70,9 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
             "syn4d", syn4d_features.to_metric_reference, syn4d.syn4d_core, ("tracking", "depth", "pose"),
             scores="tracking (config tracking); depth and pose (config challenge)",
             file_format="the official per-sequence NPZ files, one <variant>/<scene>/<sequence_id>.npz each "
-                        "(python -m perckit.syn4d.evaluate)"),),
+                        "(perckit evaluate syn4d, or python -m perckit.syn4d.evaluate on the release)",
+            folder=PredictionFolder("sequence_id", partial(syn4d_read.load_prediction_rows, as_lists=False),
+                                    syn4d_read.write_gt_predictions)),),
     ),
     Benchmark(
         "refcoco_m", "RefCOCO-M (referring expression segmentation)", "RefCOCO-M", ("validation",),
@@ -118,10 +123,13 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
         metrics=(
             MetricSpec("av_reasoning", rave_features.to_metric_reference, rave.av_reasoning_core, scores="default",
                        file_format="a folder of <sample_id>.json, <sample_id>_anchor_mask.png, _reason_audio.wav and "
-                       "_mask.mp4 files (perckit.reason_av_edit.load_predictions_dir)"),
-            MetricSpec("av_edit_quality", to_quality_reference, scores="default",
+                       "_mask.mp4 files (perckit.reason_av_edit.load_predictions_dir)",
+                       folder=PredictionFolder("sample_id", rave_files.load_predictions_dir, rave_files.write_gt_predictions)),
+            MetricSpec("av_edit_quality", to_quality_reference, scores="default", compute=quality.av_edit_quality,
                        file_format="a folder of edited clips <sample_id>.mp4 with optional <sample_id>.wav "
-                       "(perckit.reason_av_edit.load_quality_predictions_dir)"),
+                       "(perckit.reason_av_edit.load_quality_predictions_dir)",
+                       folder=PredictionFolder("sample_id", quality_files.load_quality_predictions_dir,
+                                               quality_files.write_gt_quality_predictions)),
         ),
     ),
 )}

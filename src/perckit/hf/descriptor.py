@@ -1,21 +1,36 @@
 """The benchmark descriptor: one record per benchmark, all declared in :mod:`perckit.hf.benchmark`.
 
 A :class:`Benchmark` says what the core needs to know about a benchmark: its name, splits and Hub repository,
-its metrics (:class:`MetricSpec`: the metric's :class:`~perckit.hf.contract.MetricCore` factory and the function
-projecting a builder row onto its references), its previewer and its export hook. Every field holding code is
+its metrics (:class:`MetricSpec`: the metric's :class:`~perckit.hf.contract.MetricCore` factory, the function
+projecting a builder row onto its references, the reader and writer of a :class:`PredictionFolder`), its previewer
+and its export hook. Every field holding code is
 the function itself, imported directly from the benchmark's package (inside the function where the import is
 heavy: ``datasets`` for the features and the export hook), so a reader follows each one. The builder class
 names its descriptor (``BENCHMARK``), never the other way round, so a descriptor stays free of ``datasets``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ..errors import OptionError
 from .contract import MetricCore
+
+
+@dataclass(frozen=True)
+class PredictionFolder:
+    """Predictions that are a folder of files, read and written by the benchmark's own functions:
+    ``read(folder, ids)`` gives the prediction of each reference id (the benchmark's folder reader, with its path
+    and size guards); ``write_gt(rows, folder)`` writes the ground truth of builder rows as those files (each
+    atomically, to a new path) and returns how many predictions it wrote."""
+
+    #: the references' id key (the ``ids`` given to ``read``)
+    key: str
+    read: Callable[[str, list[str]], list[dict]]
+    write_gt: Callable[[Iterable[Mapping], Path], int]
 
 
 @dataclass(frozen=True)
@@ -26,28 +41,27 @@ class MetricSpec:
     name: str
     #: ``fn(row)``, or ``fn(row, config)`` for a metric with configs: a builder row as the metric's reference
     reference: Callable[..., dict]
-    #: ``fn(config) -> MetricCore``: the metric as accumulators run it (None: scored by its ``evaluate`` module
-    #: alone, ``av_edit_quality``'s model metrics)
+    #: ``fn(config) -> MetricCore``: the metric as accumulators run it (None: scored by :attr:`compute` alone,
+    #: ``av_edit_quality``'s set-level model metrics)
     core: Callable[[str | None], MetricCore] | None = None
     configs: tuple[str, ...] | None = None
     scores: str = ""
     #: a builder row as the prediction that copies its ground truth, for ``perckit gt-predictions`` (None where
-    #: predictions are not JSON rows: Syn4D's NPZ files, ReasonAVEdit's folders)
+    #: predictions are a :attr:`folder` of files)
     gt_prediction: Callable[[Mapping], dict] | None = None
     #: where the prediction format is described when it is not JSON Lines
     file_format: str = "JSON Lines, one prediction object a line"
+    #: predictions as a folder of files (Syn4D's NPZs, ReasonAVEdit's per-sample files; None: JSON rows only)
+    folder: PredictionFolder | None = None
+    #: ``fn(predictions, references, **options) -> dict`` of a metric without a :attr:`core`: the function its
+    #: ``evaluate`` module calls
+    compute: Callable[..., dict] | None = None
 
     def metric_core(self, config: str | None = None) -> MetricCore:
         """The :class:`MetricCore` of config ``config``; an :class:`OptionError` for a metric scored otherwise."""
         if self.core is None:
             raise OptionError(f"metric {self.name!r} is scored by its evaluate module only (perckit.load_metric({self.name!r}))")
         return self.core(config)
-
-    def gt_predictor(self) -> Callable[[Mapping], dict]:
-        """:attr:`gt_prediction`; an :class:`OptionError` saying the file format where there is none."""
-        if self.gt_prediction is None:
-            raise OptionError(f"metric {self.name!r}: predictions are not JSON rows ({self.file_format}); gt-predictions writes JSON Lines only")
-        return self.gt_prediction
 
     def projector(self, config: str | None = None) -> Callable[[Mapping], dict]:
         """:attr:`reference` (given ``config`` for a metric with configs)."""

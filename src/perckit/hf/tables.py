@@ -2,7 +2,7 @@
 
 A result (what ``compute`` returns) is read the same way for every metric:
 
-- **headline**: its top-level numbers (a metric whose numbers sit under ``overall``, Syn4D, is read there);
+- **headline**: its top-level numbers, after those under ``overall`` for a metric that has it (Syn4D);
 - **blocks**: each top-level mapping of group -> numbers (``per_category``, ``per_question_type``, ``by_scene``,
   ...), one table each, a row per group and a column per number;
 - everything else (per-sample lists, options, the ``perckit_run`` record) is left to the JSON.
@@ -31,11 +31,10 @@ def _number(v: Any) -> bool:
 
 
 def headline(result: Mapping) -> dict[str, float]:
-    """The top-level numbers of ``result`` (under ``overall`` when it holds them)."""
+    """The numbers under ``overall`` when ``result`` has it (Syn4D), then its top-level numbers."""
     top = {k: v for k, v in result.items() if _number(v)}
-    if not top and isinstance(result.get("overall"), Mapping):
-        return headline(result["overall"])
-    return top
+    overall = result.get("overall")
+    return {**headline(overall), **top} if isinstance(overall, Mapping) else top
 
 
 def blocks(result: Mapping) -> dict[str, dict[str, dict[str, float]]]:

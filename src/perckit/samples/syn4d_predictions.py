@@ -10,9 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..io.paths import atomic_file
 from ..syn4d.layout import resolve_release
-from ..syn4d.read import load_records, read_camera_csv, read_depth_sequence, read_tracking_npy
+from ..syn4d.read import load_records, read_camera_csv, read_depth_sequence, read_tracking_npy, write_prediction
 from ..syn4d.rows import unreal_rows_to_c2w
 from .syn4d import Syn4DSampleRelease
 
@@ -48,8 +47,5 @@ def write_predictions(fixture: Syn4DSampleRelease, out: str | Path, seed: int = 
         }
         for k in (drop_keys or {}).get(r.sequence_id, ()):
             arrays.pop(k)
-        p = out / r.variant / r.scene / f"{r.sequence}.npz"
-        p.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_file(p) as f:
-            np.savez(f, **arrays)
+        write_prediction(out, r.sequence_id, arrays)
     return out

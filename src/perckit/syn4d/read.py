@@ -1,5 +1,5 @@
-"""Readers of a Syn4D release (the sequence index, tracking NPYs, depth EXRs, camera CSVs, ``SHA256SUMS``) and of
-the official prediction NPZs, through the checked readers: regular files under the caps of
+"""Readers of a Syn4D release (the sequence index, tracking NPYs, depth EXRs, camera CSVs, ``SHA256SUMS``), and the
+reader and writer of the official prediction NPZs; everything is read through the checked readers: regular files under the caps of
 :mod:`perckit.syn4d.layout`, NPYs and NPZ members read with ``allow_pickle=False`` only (object dtypes refused,
 every NPY header checked before NumPy allocates)."""
 
@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import InferredShapeError, InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from ..errors import inferred_reading, short_repr
 from ..io.jsonio import decode_text, parse_int, iter_json_lines
-from ..io.paths import check_relative, open_regular_file, read_regular_file
+from ..io.paths import atomic_file, check_relative, open_regular_file, read_regular_file
 from .layout import (
     ARRAY_DTYPES, CSV_COLUMNS, EXR_CHANNELS, FRAME_INDICES, MAX_ARRAY_BYTES, MAX_CHECKSUM_FILE_BYTES, MAX_DEPTH_PIXELS,
     MAX_EXR_BYTES, MAX_NPY_HEADER_BYTES, MAX_NPZ_BYTES, MAX_TEXT_BYTES, NPY_FIELDS, PLAIN_RELATIVE, PREDICTION_KEYS, SCHEMA,
@@ -539,3 +539,27 @@ def load_prediction_row(npz_path: str | Path, sequence_id: str, as_lists: bool =
 
 def load_prediction_rows(predictions_dir: str | Path, sequence_ids: list[str], as_lists: bool = True) -> list[dict]:
     return [load_prediction_row(prediction_path(predictions_dir, sid), sid, as_lists) for sid in sequence_ids]
+
+
+#: the official NPZ's arrays and the builder-row fields holding their ground truth
+GT_ARRAYS = {"tracking_xyz": "tracks_ref0", "depth": "depth_m", "camera_c2w": "camera_c2w", "frame_indices": "frame_indices"}
+
+
+def write_prediction(predictions_dir: str | Path, sequence_id: str, arrays: Mapping[str, np.ndarray]) -> Path:
+    """One official NPZ, ``<predictions_dir>/<variant>/<scene>/<sequence>.npz`` (:func:`.layout.prediction_path`),
+    written atomically to a new path (a file already there is never replaced)."""
+    path = prediction_path(predictions_dir, sequence_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(path, repr(str(path)), replace=False) as f:
+        np.savez(f, **arrays)
+    return path
+
+
+def write_gt_predictions(rows: Iterable[Mapping], predictions_dir: str | Path) -> int:
+    """The ground truth of builder rows as the official NPZ of each sequence (the ``tracking`` config: the tracks;
+    ``challenge``: the tracks, depth and poses), which scores as perfect; returns how many NPZs were written."""
+    count = 0
+    for count, row in enumerate(rows, 1):
+        arrays = {k: np.asarray(row[f], ARRAY_DTYPES[f]) for k, f in GT_ARRAYS.items() if f in row}
+        write_prediction(predictions_dir, row["sequence_id"], arrays)
+    return count

@@ -9,12 +9,13 @@ and ``<id>.wav`` (optional). Each file name is built from a checked sample id (a
 link out of it is refused) and checked to be a regular file of at most ``limits.MAX_MEDIA_FILE_BYTES`` (a FIFO, a
 device or a folder in its place is refused, never waited on). The rows keep the paths, not the bytes (the folder
 of a full run is gigabytes); the metric reads each file, capped again, when it scores that sample.
+:func:`write_gt_quality_predictions` writes the identity edit of builder rows (each source clip as its edited clip).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,10 @@ import numpy as np
 
 from ...errors import InputNotFoundError, PredictionError
 from ...io.paths import open_regular_file, resolve_under
-from ..features import NOT_PROVIDED_MEDIA, _media_value, encode_wav, media_feature
+from ..features import NOT_PROVIDED_MEDIA, _media_value, encode_wav, media_bytes, media_feature
 from ..layout import MAX_MEDIA_FILE_BYTES
 from ..read.metadata import check_sample_id
-from ..read.predictions import folder_ids
+from ..read.predictions import folder_ids, write_files
 
 #: The file of each media field in a predictions folder, after the sample id.
 SUFFIXES = {"edited_video": ".mp4", "edited_audio": ".wav"}
@@ -97,4 +98,17 @@ def load_quality_predictions_dir(root: str | os.PathLike, sample_ids: Iterable[s
     return [r for r in rows if r is not None]
 
 
-__all__ = ["load_quality_prediction", "load_quality_predictions_dir", "make_quality_prediction", "prediction_schema"]
+def write_gt_quality_predictions(rows: Iterable[Mapping], root: str | os.PathLike) -> int:
+    """The identity edit of builder rows as a predictions folder: ``<id>.mp4`` the source video and ``<id>.wav`` the
+    source audio (when the row has it), the unedited clip that every model-free key scores as perfect (``ssim`` 1,
+    ``psnr`` at its cap); returns how many samples were written."""
+    count = 0
+    for count, row in enumerate(rows, 1):
+        files = {key: media_bytes(row.get(field), f"sample {row['sample_id']!r}: {field}")
+                 for key, field in (("edited_video", "video"), ("edited_audio", "audio"))}
+        write_files(Path(root), row["sample_id"], files, SUFFIXES)
+    return count
+
+
+__all__ = ["load_quality_prediction", "load_quality_predictions_dir", "make_quality_prediction", "prediction_schema",
+           "write_gt_quality_predictions"]

@@ -8,7 +8,8 @@
 - ``<sample_id>_reason_audio.wav``;
 - ``<sample_id>_mask.mp4``.
 
-A missing file means "not provided". Every file name is built from a sample id that must be a plain file-name
+A missing file means "not provided". :func:`write_gt_predictions` writes the ground truth of builder rows as such a
+folder (each file atomically, to a new path). Every file name is built from a sample id that must be a plain file-name
 stem (:func:`.metadata.check_sample_id`) and resolved inside the folder (:func:`perckit.io.paths.resolve_under`: a
 symbolic link out of it is refused); each file must be a regular file under a size cap of :mod:`..layout`
 (a FIFO, a device or a folder in its place is refused, never waited on). A JSON object that repeats a key is
@@ -17,14 +18,19 @@ refused, and a leading UTF-8 BOM is skipped.
 
 from __future__ import annotations
 
+import io
+import json
 import os
 from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
+
+from ... import rle as rle_ops
 from ...errors import InputNotFoundError, PredictionError, ReleaseFormatError
 from ...io.jsonio import decode_text, parse_json
-from ...io.paths import read_regular_file, resolve_under
-from ..features import gt_as_prediction, make_prediction
+from ...io.paths import read_regular_file, resolve_under, write_atomic
+from ..features import gt_as_prediction, is_not_provided_rle, make_prediction, media_bytes
 from ..layout import MAX_MASK_PNG_BYTES, MAX_MEDIA_FILE_BYTES, MAX_PREDICTION_JSON_BYTES
 from .metadata import check_sample_id
 from ..rows import anchor_mask_from_png
@@ -110,3 +116,32 @@ def load_predictions_dir(root: str | os.PathLike, sample_ids: Iterable[str] | No
 def gt_as_predictions(rows: Sequence[Mapping]) -> list[dict]:
     """Builder rows (or references) as the predictions that copy their ground truth."""
     return [gt_as_prediction(r) for r in rows]
+
+
+def write_files(root: Path, sample_id: str, files: Mapping[str, bytes | None], suffixes: Mapping[str, str]) -> None:
+    """The files of one sample, ``<root>/<sample_id><suffixes[key]>`` for each ``key: data`` of ``files`` (``None``:
+    none written): the id checked, each path resolved inside ``root``, each file written atomically to a new path."""
+    check_sample_id(sample_id, f"{str(root)!r}: sample id", PredictionError)
+    for key, data in files.items():
+        if data is not None:
+            rel = f"{sample_id}{suffixes[key]}"
+            write_atomic(resolve_under(root, rel, f"{str(root / rel)!r}", PredictionError), data, replace=False)
+
+
+def write_gt_predictions(rows: Iterable[Mapping], root: str | os.PathLike) -> int:
+    """The ground truth of builder rows as a predictions folder (the module docstring), which
+    :func:`load_predictions_dir` reads back as :func:`gt_as_predictions`; returns how many samples were written."""
+    from PIL import Image
+
+    count = 0
+    for count, row in enumerate(rows, 1):
+        p = gt_as_prediction(row)
+        png = None
+        if not is_not_provided_rle(p["anchor_mask"]):
+            buf = io.BytesIO()
+            Image.fromarray(rle_ops.decode(p["anchor_mask"]).astype(np.uint8) * 255).save(buf, format="PNG")
+            png = buf.getvalue()
+        meta = {k: p[k] for k in ("edit_window_s", "selected_instance_index")}
+        media = {k: media_bytes(p[k], f"sample {p['sample_id']!r}: {k}") for k in ("reason_audio", "mask_video")}
+        write_files(Path(root), p["sample_id"], {"json": json.dumps(meta).encode(), "anchor_mask": png, **media}, SUFFIXES)
+    return count
