@@ -1,4 +1,4 @@
-"""``perckit`` / ``python -m perckit``: list, convert, push, evaluate, compare, gt-predictions, demo, write-sample."""
+"""``perckit`` / ``python -m perckit``: list, convert, push, evaluate, report, compare, gt-predictions, demo, write-sample."""
 
 from __future__ import annotations
 
@@ -89,25 +89,28 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def check_results_path(path: str, kind: str = "results") -> Path:
-    """``--output`` of ``perckit evaluate`` (``kind="results"``) or ``gt-predictions``, checked before any work: a file
-    path whose folder can be written, and no file perckit did not write (an existing file must be an earlier
-    results file; predictions are written only to a new path)."""
+    """``--output`` of ``perckit evaluate`` (``kind="results"``), ``report`` or ``gt-predictions``, checked before
+    any work: a file path whose folder can be written, and no file perckit did not write (an existing file must be
+    an earlier results file, or a page with :data:`perckit.draw.report.MARK`; predictions only go to a new path)."""
+    from .draw.report import MARK
     from .errors import OptionError
     from .io.paths import read_regular_file, writable_folder
 
     out = Path(path)
     if out.is_dir():
-        raise OptionError(f"--output {path!r}: expected a results file path, got a folder")
+        raise OptionError(f"--output {path!r}: expected a {kind} file path, got a folder")
     if (out.exists() or out.is_symlink()) and kind == "predictions":
         raise OptionError(f"--output {path!r}: expected a new file, got one that exists; choose another path")
     if out.exists() or out.is_symlink():
         try:
-            record = json.loads(read_regular_file(out, f"--output {path!r}", 1 << 28, OptionError))
-            ours = isinstance(record, dict) and isinstance(record.get(RUN_KEY), dict)
-        except (OSError, ValueError, TypeError, RecursionError):  # a perckit error too: not a results file it wrote
+            data = read_regular_file(out, f"--output {path!r}", 1 << 28, OptionError)
+            record = json.loads(data) if kind == "results" else None
+            ours = (MARK.encode() in data[:4096]) if kind == "report" else (isinstance(record, dict)
+                                                                           and isinstance(record.get(RUN_KEY), dict))
+        except (OSError, ValueError, TypeError, RecursionError):  # a perckit error too: not a file it wrote
             ours = False
         if not ours:
-            raise OptionError(f"--output {path!r}: expected a new file or an earlier perckit results file, got a file perckit did not write; choose another path")
+            raise OptionError(f"--output {path!r}: expected a new file or an earlier perckit {kind} file, got a file perckit did not write; choose another path")
     parent = out.parent
     while not parent.exists():
         parent = parent.parent
@@ -156,40 +159,73 @@ def pick_split(splits: Sequence[str], asked: str | None, where: str) -> str:
     raise OptionError(f"--split: {where} has the splits {list(splits)}; pass one with --split")
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .hf import tables
+def score_files(args: argparse.Namespace, options: dict) -> tuple:
+    """The scoring ``perckit evaluate`` and ``report`` run: ``--predictions`` against ``--references`` (an export's
+    rows projected onto the metric's keys) through the accumulator, the scoring engine itself (no ``evaluate``
+    import), else the metric's ``evaluate`` module. ``(result, accumulator or None, predictions, references, the
+    export's rows and split or None)``."""
     from .hf.api import load_metric
     from .hf.benchmark import metric as lookup
 
     spec = lookup(args.metric)[1]  # an OptionError naming the known metrics
+    predictions = _read_rows(args.predictions)
+    rows = split = None
+    if Path(args.references).is_dir():  # an export folder (or any dataset folder): project builder rows
+        rows, split = load_rows(args.references, args.dataset_config, args.split)
+        references = list(map(spec.projector(args.config), rows))
+    else:
+        references = _read_rows(args.references)
+    if spec.core is None:  # av_edit_quality's model metrics are scored by their evaluate module only
+        result = load_metric(args.metric, args.config).compute(predictions=predictions, references=references, **options)
+        return result, None, predictions, references, rows, split
+    from .hf.accumulate import accumulator
+
+    acc = accumulator(args.metric, args.config, **options).update(predictions, references)
+    return acc.compute(), acc, predictions, references, rows, split
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .hf import tables
+
     if args.compare_baselines and args.metric != "syn4d":
         from .errors import OptionError
 
         raise OptionError(f"--compare-baselines: expected the metric syn4d (the only one with a published baseline table), got {args.metric!r}")
     options = _kv(args.option)
     output = check_results_path(args.output) if args.output else None
-    predictions = _read_rows(args.predictions)
-    fingerprint = split = None
-    if Path(args.references).is_dir():  # an export folder (or any dataset folder): project builder rows
-        rows, split = load_rows(args.references, args.dataset_config, args.split)
-        fingerprint = rows._fingerprint
-        references = list(map(spec.projector(args.config), rows))
-    else:
-        references = _read_rows(args.references)
-    if spec.core is not None:  # the accumulator: the scoring engine itself, without importing evaluate
-        from .hf.accumulate import accumulator
-
-        result = accumulator(args.metric, args.config, **options).update(predictions, references).compute()
-    else:  # av_edit_quality's model metrics are scored by their evaluate module only
-        result = load_metric(args.metric, args.config).compute(predictions=predictions, references=references, **options)
+    result, _, _, _, rows, split = score_files(args, options)
     print(tables.render(result, args.format, f"{args.metric}" + (f" ({args.config})" if args.config else "")))
     if args.compare_baselines:  # Syn4D: the card's published baselines with this run as one more row
         from .syn4d.metric.baselines import format_comparison
         print(format_comparison(result))
     if output is not None:
-        record = {**result, RUN_KEY: run_record(args, options, fingerprint, split)}
+        record = {**result, RUN_KEY: run_record(args, options, rows._fingerprint if rows is not None else None, split)}
         write_json(output, record, default=str)  # the scaffold's writer: a temporary file moved into place
         print(f"results written to {output} (with the versions, options and dataset fingerprint under {RUN_KEY!r})")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .draw.report import PAGES, render
+    from .errors import OptionError
+    from .export.state import export_layout
+    from .hf.benchmark import metric as lookup
+    from .io.paths import write_atomic
+
+    page = PAGES[lookup(args.metric)[1].name]  # an OptionError naming the known metrics
+    if args.max_samples < 1:
+        raise OptionError(f"--max-samples {args.max_samples}: expected at least 1")
+    options = _kv(args.option) | ({page.option: True} if page.option else {})  # the per-sample rows on
+    output = check_results_path(args.output, kind="report")
+    scored = score_files(args, options)
+    rows, split = scored[4:]
+    with_frames = page.frames and rows is not None and page.frames in export_layout(args.references).names()
+    frames = load_rows(args.references, page.frames, split)[0] if with_frames else None  # else a neutral canvas
+    about = f"predictions {args.predictions}, references {args.references}" + (f" ({split} split)" if split else "")
+    text, shown = render(args.metric, scored, frames, args.max_samples, about)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(output, text, f"--output {str(output)!r}")
+    print(f"report of {shown} samples, worst first, written to {output} ({len(text.encode()) / 1e6:.1f} MB)")
     return 0
 
 
@@ -306,7 +342,17 @@ def _dataset_options(p: argparse.ArgumentParser, metrics: str, references_help: 
     p.add_argument("--split", help="split of the dataset folder (default: its only split, else test)")
 
 
+def _score_options(p: argparse.ArgumentParser) -> None:
+    """The options ``evaluate`` and ``report`` share: what to score, and how."""
+    _dataset_options(p, "mask_temporal, track_id, syn4d, ...",
+                     "reference rows file, or an export folder (perckit convert, or a copy of a pushed export)")
+    p.add_argument("--predictions", required=True, help="prediction rows: .jsonl (one object a line) or a JSON array (perckit gt-predictions writes an example)")
+    p.add_argument("--config", help="metric config (syn4d: tracking, depth or pose)")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option, e.g. iou_threshold=0.7 (repeatable)")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from .draw.report import MAX_SIDE, PAGES
     from .hf.benchmark import NAMES
     from .hf.tables import FORMATS
 
@@ -349,11 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Score prediction rows (.jsonl or a JSON array) against reference rows (.jsonl / JSON array "
                        "already in the metric's reference schema) or against a dataset folder such as a perckit export, "
                        "whose rows are projected onto the metric's keys.")
-    _dataset_options(e, "mask_temporal, track_id, syn4d, ...",
-                     "reference rows file, or an export folder (perckit convert, or a copy of a pushed export)")
-    e.add_argument("--predictions", required=True, help="prediction rows: .jsonl (one object a line) or a JSON array (perckit gt-predictions writes an example)")
-    e.add_argument("--config", help="metric config (syn4d: tracking, depth or pose)")
-    e.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option, e.g. iou_threshold=0.7 (repeatable)")
+    _score_options(e)
     e.add_argument("--output", help="write the full results JSON here, with the perckit / datasets / evaluate versions, the "
                    "options, the dataset fingerprint and the time under 'perckit_run' (checked before scoring; an existing "
                    "file is replaced only if it is an earlier perckit results file)")
@@ -362,6 +404,18 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--format", choices=FORMATS, default="text", help="the printed results: a table (text, markdown, "
                    "latex) of the headline numbers and of each per-group block, or the whole result as json")
     e.set_defaults(fn=cmd_evaluate)
+
+    r = sub.add_parser("report", help="write one HTML page of your own samples, worst first, to look at your errors",
+                       description="Score as perckit evaluate does, then write one self-contained HTML page (pictures inline, "
+                       "no network, opens offline) of the samples ordered by the metric's own per-sample score, worst first, "
+                       "with a filter per group. What each metric's page shows: "
+                       + "; ".join(f"{name}: {p.shows} (ordered by {' / '.join(p.score)})" for name, p in PAGES.items()) + ".")
+    _score_options(r)
+    r.add_argument("--output", required=True, help="the page to write (.html; checked before scoring; an existing file is "
+                   "replaced only if it is an earlier perckit report)")
+    r.add_argument("--max-samples", type=int, default=200, help="the worst samples shown, at most (default 200; pictures are "
+                   f"JPEG of at most {MAX_SIDE} px, so a page stays a few MB)")
+    r.set_defaults(fn=cmd_report)
 
     cp = sub.add_parser("compare", help="print results files of perckit evaluate side by side, with deltas against the first",
                         description="Print the headline numbers of two or more results files (perckit evaluate --output) side "
