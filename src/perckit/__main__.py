@@ -102,12 +102,10 @@ def check_results_path(path: str, kind: str = "results") -> Path:
     if (out.exists() or out.is_symlink()) and kind == "predictions":
         raise OptionError(f"--output {path!r}: expected a new file, got one that exists; choose another path")
     if out.exists() or out.is_symlink():
-        try:
+        try:  # an earlier results file (with its perckit_run record), or a page with perckit's tag
             data = read_regular_file(out, f"--output {path!r}", 1 << 28, OptionError)
-            record = json.loads(data) if kind == "results" else None
-            ours = (MARK.encode() in data[:4096]) if kind == "report" else (isinstance(record, dict)
-                                                                           and isinstance(record.get(RUN_KEY), dict))
-        except (OSError, ValueError, TypeError, RecursionError):  # a perckit error too: not a file it wrote
+            ours = MARK.encode() in data[:4096] if kind == "report" else isinstance(json.loads(data).get(RUN_KEY), dict)
+        except (OSError, ValueError, TypeError, AttributeError, RecursionError):  # a perckit error too: not a file it wrote
             ours = False
         if not ours:
             raise OptionError(f"--output {path!r}: expected a new file or an earlier perckit {kind} file, got a file perckit did not write; choose another path")

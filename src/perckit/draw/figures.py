@@ -49,10 +49,6 @@ FILL_ALPHA = 0.35
 FONT_SIZE = 13
 
 
-def _font() -> ImageFont.ImageFont:
-    return ImageFont.load_default(size=FONT_SIZE)
-
-
 def open_canvas(image: bytes | dict | Image.Image | None, out_h: int, out_w: int, where: str = "image") -> Image.Image | None:
     """An encoded image (bytes, ``{bytes, path}`` with bytes, or a PIL image) as RGB at ``out_h`` × ``out_w``
     (JPEG decoded at a reduced scale where it can be); None when there are no bytes. Bytes that do not decode
@@ -148,7 +144,7 @@ def legend_strip(width: int, items: Sequence[tuple[str, tuple[int, int, int]]] =
     """A white strip ``width`` wide: for each ``(label, colour)`` a swatch (light fill, opaque outline) and its label."""
     im = Image.new("RGB", (width, height), (255, 255, 255))
     draw = ImageDraw.Draw(im)
-    font = _font()
+    font = ImageFont.load_default(size=FONT_SIZE)
     x = 6
     for label, colour in items:
         light = tuple(int(255 * (1 - FILL_ALPHA) + c * FILL_ALPHA) for c in colour)
@@ -160,7 +156,7 @@ def legend_strip(width: int, items: Sequence[tuple[str, tuple[int, int, int]]] =
 
 def caption_strip(text: str, width: int, line_height: int = FONT_SIZE + 5) -> Image.Image:
     """``text`` wrapped to ``width`` pixels (Pillow's default font) on a white strip."""
-    font = _font()
+    font = ImageFont.load_default(size=FONT_SIZE)
     probe = ImageDraw.Draw(Image.new("RGB", (1, 1)))
     chars = max(int(width / max(probe.textlength("n", font=font), 1.0)) - 2, 10)
     lines = [ln for para in text.splitlines() for ln in (textwrap.wrap(para, chars) or [""])]
@@ -249,7 +245,7 @@ def waveform_plot(samples: np.ndarray, sample_rate: int, window_s: tuple[float, 
                 lo, hi = float(c.min()) / peak, float(c.max()) / peak
                 draw.line([(x, mid - hi * mid * 0.9), (x, mid - lo * mid * 0.9)], fill=(60, 60, 60))
     # the time axis
-    font = _font()
+    font = ImageFont.load_default(size=FONT_SIZE)
     draw.line([(0, height), (width - 1, height)], fill=BLACK)
     mag = 10 ** np.floor(np.log10(max(duration / 8, 1e-6)))  # a step of 1, 2 or 5 times mag: about eight ticks
     step = float(next(m * mag for m in (1, 2, 5, 10) if m * mag >= duration / 8))

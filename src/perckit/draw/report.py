@@ -111,23 +111,22 @@ def _av(s: Mapping, ref: Mapping, pred: Mapping, row: Mapping, frames: Frames) -
 
 #: Each metric's page (the help of ``perckit report`` lists what they show).
 PAGES = {
-    "mask_temporal": Page("query_id", "per_query", ("miou",), ("scene", "query_type"), "R4D-Bench: each query's lowest-IoU "
-                          "frames (from the export's frames config)", ("text_en",), None, _r4d_masks, "frames"),
-    "track_id": Page("query_id", "per_query", ("f1",), ("scene",), "R4D-Bench: the first frame with a ground-truth or "
-                     "predicted track, each side's tracks as one mask", ("text_en",), None, _r4d_tracks, "frames"),
-    "refer_iou": Page("expression_id", "per_example", ("iou",), ("category", "supercategory"), "RefCOCO-M: each expression's "
-                      "masks over its image", ("sentence",), "return_per_example",
+    "mask_temporal": Page("query_id", "per_query", ("miou",), ("scene", "query_type"), "R4D-Bench: each query's three "
+                          "lowest-IoU frames (the export's frames config)", ("text_en",), None, _r4d_masks, "frames"),
+    "track_id": Page("query_id", "per_query", ("f1",), ("scene",), "R4D-Bench: the first frame showing a ground-truth or "
+                     "predicted track", ("text_en",), None, _r4d_tracks, "frames"),
+    "refer_iou": Page("expression_id", "per_example", ("iou",), ("category", "supercategory"), "RefCOCO-M: the masks over "
+                      "the image", ("sentence",), "return_per_example",
                       lambda s, ref, pred, row, frames: [(overlay(row.get("image"), ref.get("mask"), pred.get("mask")), "")]),
     "m4seg": Page("example_id", "per_sample", ("miou",), ("type", "dataset_name", "granularity"), "M4Seg: each image's "
-                  "groundings (over its photo when the export has image_files)", ("q", "gt_text", "pred_text"), "per_sample",
-                  _m4seg),
+                  "groundings (over the photo if the export has them)", ("q", "gt_text", "pred_text"), "per_sample", _m4seg),
     "av_reasoning": Page("sample_id", "per_sample", ("visual_iou", "audio_tiou", "video_tiou"), ("category", "sub_track"),
-                         "ReasonAVEdit-Bench: the anchor frame's masks and the reasoning waveform with both edit windows",
+                         "ReasonAVEdit-Bench: the anchor frame's masks, the reasoning waveform with both edit windows",
                          ("instruction",), "return_per_sample", _av),
-    "av_edit_quality": Page("sample_id", "per_sample", ("ssim",), ("category", "sub_track"), "ReasonAVEdit-Bench: each "
-                            "sample's scores, no pictures", ("instruction",), "return_per_sample"),
-    "syn4d": Page("sequence_id", "sequences", ("score", "delta1", "auc_20deg"), ("variant", "scene"), "Syn4D: each "
-                  "sequence's scores, no pictures (tracking ordered by score, depth by delta1, pose by auc_20deg)"),
+    "av_edit_quality": Page("sample_id", "per_sample", ("ssim",), ("category", "sub_track"), "ReasonAVEdit-Bench: the "
+                            "scores, no pictures", ("instruction",), "return_per_sample"),
+    "syn4d": Page("sequence_id", "sequences", ("score", "delta1", "auc_20deg"), ("variant", "scene"), "Syn4D: the scores, no "
+                  "pictures (tracking ordered by score, depth by delta1, pose by auc_20deg)"),
 }
 
 
