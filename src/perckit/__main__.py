@@ -1,4 +1,4 @@
-"""``perckit`` / ``python -m perckit``: list, convert, push, evaluate, compare, gt-predictions, demo, write-sample."""
+"""``perckit`` / ``python -m perckit``: list, convert, push, evaluate, report, compare, gt-predictions, demo, write-sample."""
 
 from __future__ import annotations
 
@@ -92,22 +92,24 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def check_results_path(path: str, kind: str = "results") -> Path:
-    """``--output`` of ``perckit evaluate`` (``kind="results"``) or ``gt-predictions``, checked before any work: a file
-    path whose folder can be written, and no file perckit did not write (an existing file must be an earlier
-    results file; predictions are written only to a new path)."""
+    """``--output`` of ``perckit evaluate`` (``kind="results"``), ``report`` or ``gt-predictions``, checked before
+    any work: a file path whose folder can be written, and no file perckit did not write (an existing file must be
+    an earlier results file, or a page with :data:`perckit.draw.report.MARK`; predictions only go to a new path)."""
+    from .draw.report import MARK
+
     out = Path(path)
     if out.is_dir():
-        raise OptionError(f"--output {path!r}: expected a results file path, got a folder")
+        raise OptionError(f"--output {path!r}: expected a {kind} file path, got a folder")
     if (out.exists() or out.is_symlink()) and kind == "predictions":
         raise OptionError(f"--output {path!r}: expected a new file, got one that exists; choose another path")
     if out.exists() or out.is_symlink():
-        try:
-            record = json.loads(read_regular_file(out, f"--output {path!r}", 1 << 28, OptionError))
-            ours = isinstance(record, dict) and isinstance(record.get(RUN_KEY), dict)
-        except (OSError, ValueError, TypeError, RecursionError):  # a perckit error too: not a results file it wrote
+        try:  # an earlier results file (with its perckit_run record), or a page with perckit's tag
+            data = read_regular_file(out, f"--output {path!r}", 1 << 28, OptionError)
+            ours = MARK.encode() in data[:4096] if kind == "report" else isinstance(json.loads(data).get(RUN_KEY), dict)
+        except (OSError, ValueError, TypeError, AttributeError, RecursionError):  # a perckit error too: not a file it wrote
             ours = False
         if not ours:
-            raise OptionError(f"--output {path!r}: expected a new file or an earlier perckit results file, got a file perckit did not write; choose another path")
+            raise OptionError(f"--output {path!r}: expected a new file or an earlier perckit {kind} file, got a file perckit did not write; choose another path")
     parent = out.parent
     while not parent.exists():
         parent = parent.parent
@@ -156,8 +158,6 @@ def pick_split(splits: Sequence[str], asked: str | None, where: str) -> str:
 
 def _models(items: Sequence[str] | None, metric: str, options: dict) -> None:
     """``--model NAME=PATH`` (repeatable) as ``av_edit_quality``'s ``models`` option (local weights)."""
-    from .errors import OptionError
-
     if items and (metric != "av_edit_quality" or "models" in options):
         raise OptionError(f"--model: expected the metric av_edit_quality without --option models=..., got {metric!r}"
                           + (" with --option models" if "models" in options else ""))
@@ -169,46 +169,82 @@ def _models(items: Sequence[str] | None, metric: str, options: dict) -> None:
         models[name] = path
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
+def score_files(args: argparse.Namespace, options: dict, keep: bool = False) -> tuple:
+    """The scoring ``perckit evaluate`` and ``report`` run: ``--predictions`` (rows, or the benchmark's prediction
+    folder, read by its reader for each reference) against ``--references`` (rows, or an export's rows projected onto
+    the metric's keys), one reference at a time through the accumulator, the scoring engine itself (av_edit_quality:
+    the function its evaluate module calls); ``evaluate`` is never imported. ``(result, accumulator or None,
+    predictions, references, the export's rows and split or None)``; the predictions read from a folder and the
+    references are kept only with ``keep`` (the report draws them)."""
     from .hf.benchmark import metric as lookup
 
     bench, spec = lookup(args.metric)  # an OptionError naming the known metrics
+    folder = spec.folder if spec.folder is not None and Path(args.predictions).is_dir() else None
+    predictions = [] if folder else _read_rows(args.predictions)
+    rows = split = None
+    if Path(args.references).is_dir():  # an export folder (or any dataset folder): project builder rows
+        rows, split = load_rows(args.references, args.dataset_config, args.split, bench.name)
+        references = map(spec.projector(args.config), rows)
+    else:
+        references = _read_rows(args.references)
+    if keep or spec.core is None:
+        references = list(references)
+    if spec.core is None:  # av_edit_quality (a model library only for a model it runs)
+        if folder:
+            predictions = folder.read(args.predictions, [r.get(folder.key) for r in references])
+        return spec.compute(predictions, references, **options), None, predictions, references, rows, split
+    from .hf.accumulate import accumulator
+
+    acc = accumulator(args.metric, args.config, **options).update(None if folder else predictions)
+    for ref in references:
+        acc.update(None, [ref])  # its id checked before its prediction file is looked for
+        if folder:
+            read = folder.read(args.predictions, [ref[folder.key]])
+            acc.update(read)
+            predictions += read if keep else []
+    return acc.compute(), acc, predictions, references, rows, split
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.compare_baselines and args.metric != "syn4d":
         raise OptionError(f"--compare-baselines: expected the metric syn4d (the only one with a published baseline table), got {args.metric!r}")
     options = _kv(args.option)
     _models(args.model, args.metric, options)
     output = check_results_path(args.output) if args.output else None
-    folder = spec.folder if spec.folder is not None and Path(args.predictions).is_dir() else None
-    predictions = None if folder else _read_rows(args.predictions)  # a folder: the benchmark's reader, per reference
-    fingerprint = split = None
-    if Path(args.references).is_dir():  # an export folder (or any dataset folder): project builder rows
-        rows, split = load_rows(args.references, args.dataset_config, args.split, bench.name)
-        fingerprint = rows._fingerprint
-        references = map(spec.projector(args.config), rows)
-    else:
-        references = _read_rows(args.references)
-    if spec.core is None:  # av_edit_quality: the function its evaluate module calls (a model library only for a model it runs)
-        references = list(references)
-        if folder:
-            predictions = folder.read(args.predictions, [r.get(folder.key) for r in references])
-        result = spec.compute(predictions, references, **options)
-    else:  # the accumulator: the scoring engine itself, one reference at a time, without importing evaluate
-        from .hf.accumulate import accumulator
-
-        acc = accumulator(args.metric, args.config, **options).update(predictions)
-        for ref in references:
-            acc.update(None, [ref])  # its id checked before its prediction file is looked for
-            if folder:
-                acc.update(folder.read(args.predictions, [ref[folder.key]]))
-        result = acc.compute()
+    result, _, _, _, rows, split = score_files(args, options)
     print(tables.render(result, args.format, f"{args.metric}" + (f" ({args.config})" if args.config else "")))
     if args.compare_baselines:  # Syn4D: the card's published baselines with this run as one more row
         from .syn4d.metric.baselines import format_comparison
         print(format_comparison(result))
     if output is not None:
-        record = {**result, RUN_KEY: run_record(args, options, fingerprint, split)}
+        record = {**result, RUN_KEY: run_record(args, options, rows._fingerprint if rows is not None else None, split)}
         write_json(output, record, default=str)  # the scaffold's writer: a temporary file moved into place
         print(f"results written to {output} (with the versions, options and dataset fingerprint under {RUN_KEY!r})")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .draw.report import PAGES, render
+    from .export.state import export_layout
+    from .hf.benchmark import metric as lookup
+    from .io.paths import write_atomic
+
+    bench, spec = lookup(args.metric)  # an OptionError naming the known metrics
+    page = PAGES[spec.name]
+    if args.max_samples < 1:
+        raise OptionError(f"--max-samples {args.max_samples}: expected at least 1")
+    options = _kv(args.option) | ({page.option: True} if page.option else {})  # the per-sample rows on
+    _models(args.model, args.metric, options)
+    output = check_results_path(args.output, kind="report")
+    scored = score_files(args, options, keep=True)
+    rows, split = scored[4:]
+    with_frames = page.frames and rows is not None and page.frames in export_layout(args.references).names()
+    frames = load_rows(args.references, page.frames, split, bench.name)[0] if with_frames else None  # else a neutral canvas
+    about = f"predictions {args.predictions}, references {args.references}" + (f" ({split} split)" if split else "")
+    text, shown = render(args.metric, scored, frames, args.max_samples, about)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(output, text, f"--output {str(output)!r}")
+    print(f"report of {shown} samples, worst first, written to {output} ({len(text.encode()) / 1e6:.1f} MB)")
     return 0
 
 
@@ -337,7 +373,21 @@ def _dataset_options(p: argparse.ArgumentParser, metrics: str, references_help: 
     p.add_argument("--split", help="split of the dataset folder (default: its only split, else test)")
 
 
+def _score_options(p: argparse.ArgumentParser) -> None:
+    """The options ``evaluate`` and ``report`` share: what to score, and how."""
+    _dataset_options(p, "mask_temporal, track_id, refer_iou, m4seg, syn4d, av_reasoning or av_edit_quality",
+                     "reference rows file, or an export folder (perckit convert, or a copy of a pushed export)")
+    p.add_argument("--predictions", required=True, help="prediction rows: .jsonl (one object a line) or a JSON array; or the "
+                   "prediction folder of syn4d, av_reasoning, av_edit_quality (perckit gt-predictions writes an example)")
+    p.add_argument("--config", help="metric config (syn4d: tracking, depth or pose)")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option, e.g. iou_threshold=0.7 (repeatable; "
+                   "av_edit_quality: metrics='[\"ssim\",\"psnr\",\"bg_psnr\",\"bg_ssim\"]' for the model-free keys alone)")
+    p.add_argument("--model", action="append", metavar="NAME=PATH", help="av_edit_quality: local weights of a model metric, "
+                   "e.g. fvd=weights/i3d_pretrained_400.pt (repeatable; the metric's models option, names in its card)")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from .draw.report import MAX_SIDE, PAGES
     from .hf.benchmark import NAMES
 
     benchmarks = sorted(NAMES)
@@ -387,15 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "_anchor_mask.png, _reason_audio.wav, _mask.mp4, av_edit_quality <sample_id>.mp4 (+ .wav). Scoring "
                        "goes through the metric's accumulator (av_edit_quality: the function its evaluate module calls) "
                        "and never imports evaluate; torch or transformers only for an av_edit_quality model metric.")
-    _dataset_options(e, "mask_temporal, track_id, refer_iou, m4seg, syn4d, av_reasoning or av_edit_quality",
-                     "reference rows file, or an export folder (perckit convert, or a copy of a pushed export)")
-    e.add_argument("--predictions", required=True, help="prediction rows: .jsonl (one object a line) or a JSON array; or the "
-                   "prediction folder of syn4d, av_reasoning, av_edit_quality (perckit gt-predictions writes an example)")
-    e.add_argument("--config", help="metric config (syn4d: tracking, depth or pose)")
-    e.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option, e.g. iou_threshold=0.7 (repeatable; "
-                   "av_edit_quality: metrics='[\"ssim\",\"psnr\",\"bg_psnr\",\"bg_ssim\"]' for the model-free keys alone)")
-    e.add_argument("--model", action="append", metavar="NAME=PATH", help="av_edit_quality: local weights of a model metric, "
-                   "e.g. fvd=weights/i3d_pretrained_400.pt (repeatable; the metric's models option, names in its card)")
+    _score_options(e)
     e.add_argument("--output", help="write the full results JSON here, with the perckit / datasets / evaluate versions, the "
                    "options, the dataset fingerprint and the time under 'perckit_run' (checked before scoring; an existing "
                    "file is replaced only if it is an earlier perckit results file)")
@@ -404,6 +446,18 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--format", choices=FORMATS, default="text", help="the printed results: a table (text, markdown, "
                    "latex) of the headline numbers and of each per-group block, or the whole result as json")
     e.set_defaults(fn=cmd_evaluate)
+
+    r = sub.add_parser("report", help="write one HTML page of your own samples, worst first, to look at your errors",
+                       description="Score as perckit evaluate does, then write one self-contained HTML page (pictures inline, "
+                       "no network, opens offline) of the samples ordered by the metric's own per-sample score, worst first, "
+                       "with a filter per group. What each metric's page shows: "
+                       + "; ".join(f"{name}: {p.shows} (ordered by {' / '.join(p.score)})" for name, p in PAGES.items()) + ".")
+    _score_options(r)
+    r.add_argument("--output", required=True, help="the page to write (.html; checked before scoring; an existing file is "
+                   "replaced only if it is an earlier perckit report)")
+    r.add_argument("--max-samples", type=int, default=200, help="the worst samples shown, at most (default 200; pictures are "
+                   f"JPEG of at most {MAX_SIDE} px, so a page stays a few MB)")
+    r.set_defaults(fn=cmd_report)
 
     cp = sub.add_parser("compare", help="print results files of perckit evaluate side by side, with deltas against the first",
                         description="Print the headline numbers of two or more results files (perckit evaluate --output) side "

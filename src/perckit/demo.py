@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .draw import figures
+from .draw import figures, report
 from . import rle
 from .io.paths import write_atomic
 from .hf.api import load_metric
@@ -172,16 +172,13 @@ def run_r4d(out: Path, log: Log) -> dict:
     }
     _check_perfect("R4D-Bench", results, {"mask_temporal": ("miou", "viou", "overall_iou"), "track_id": ("f1", "exact_match")})
     log("R4D-Bench: ground truth as prediction scores 1.0 on every metric; perturbed prediction scored")
-    # pictures: the first query with two frames, GT green / prediction red over the scene frame
-    images = {(r["scene"], r["frame_id"]): r["image"] for r in splits["frames"]}
+    # pictures: the first query with two frames, its first three frames as perckit report draws them
     row = next(r for r in rows if len(r["frames"]) >= 2 and not r["is_negative"])
-    pred = {f["frame_id"]: f["mask"] for f in next(p for p in pm if p["query_id"] == row["query_id"])["frames"]}
-    tiles = [figures.mask_overlay(images.get((row["scene"], f["frame_id"])), f["mask"], pred.get(f["frame_id"]), scale=8) for f in row["frames"][:3]]
-    shown = [f["frame_id"] for f in row["frames"][:3]]
-    dropped = [f for f in shown if f not in pred]
-    caption = (f"R4D-Bench query {row['query_id']} ({row['text_en']!r}), frames {shown}: prediction = ground-truth masks shifted 2 px right"
-               + (f", frame(s) {dropped} dropped (no predicted mask)" if dropped else ""))
-    return _report("R4D-Bench", splits, results, out, "r4d_bench_overlay", figures.side_by_side(tiles), caption)
+    pred = next(p for p in pm if p["query_id"] == row["query_id"])
+    drawn = report.PAGES["mask_temporal"].draw(row, row, pred, row, report.Frames(splits["frames"]))
+    caption = (f"R4D-Bench query {row['query_id']} ({row['text_en']!r}), " + "; ".join(c for _, c in drawn)
+               + ": prediction = ground-truth masks shifted 2 px right, one frame in four dropped")
+    return _report("R4D-Bench", splits, results, out, "r4d_bench_overlay", figures.side_by_side([t for t, _ in drawn]), caption)
 
 
 # ---------------------------------------------------------------- Syn4D
@@ -249,7 +246,7 @@ def run_refcoco_m(out: Path, log: Log) -> dict:
     results = {"refer_iou": _scored(load_metric("refer_iou"), gt, noisy, refs)}
     _check_perfect("RefCOCO-M", results, {"refer_iou": ("miou", "ciou", "precision@0.9")})
     log("RefCOCO-M: ground truth as prediction scores mIoU = cIoU = 1.0; perturbed prediction scored")
-    tiles = [figures.mask_overlay(r["image"], r["mask"], m, scale=4) for r, m in list(zip(rows, noisy_masks))[:3]]
+    tiles = [report.overlay(r["image"], r["mask"], m) for r, m in list(zip(rows, noisy_masks))[:3]]
     caption = "RefCOCO-M: " + "; ".join(f"{r['expression_id']} {r['sentence']!r}" for r in rows[:3]) + " (prediction = ground truth shifted 0-2 px right and down)"
     return _report("RefCOCO-M", splits, results, out, "refcoco_m_overlay", figures.side_by_side(tiles), caption)
 
@@ -305,12 +302,9 @@ def edit_quality_predictions(refs: list[dict]) -> dict[str, list[dict]]:
         frames, fps = qd.decode_video(r["video"]["bytes"], sid, f"demo {sid!r}")
         region = qd.target_region(r["mask_video"], frames.shape[:3], 127, qd.is_addition(r["sub_track"]), f"demo {sid!r}")
         region = np.zeros(frames.shape[:3], dtype=bool) if region is None else region
-        inside = frames.copy()
-        inside[region] = 255 - inside[region]
+        inside = np.where(region[..., None], 255 - frames, frames)
         outside = frames.copy()
-        corner = np.zeros(frames.shape[:3], dtype=bool)
-        corner[:, :8, :8] = True
-        outside[corner & ~region] = 0
+        outside[:, :8, :8][~region[:, :8, :8]] = 0  # the corner block, outside the region
         out["source as the edit"].append(make_quality_prediction(sid, r["video"], r["audio"]))
         out["region-only edit"].append(make_quality_prediction(sid, encode_rgb_mp4(inside, int(round(fps))), r["audio"]))
         out["background edit"].append(make_quality_prediction(sid, encode_rgb_mp4(outside, int(round(fps))), r["audio"]))
@@ -365,11 +359,7 @@ def run_m4seg(out: Path, log: Log) -> dict:
     log("M4Seg: ground truth as prediction scores 1.0 on mIoU, Recall, SIoU and I-SIoU; perturbed prediction scored")
     row = next(r for r in rows if len(r["images"]) >= 2 and r["groundings"])
     pred = next(p for p in noisy if p["example_id"] == row["example_id"])
-    tiles = []
-    for k, im in enumerate(row["images"], start=1):
-        gts, prs = ([g["segmentation"] for g in gs if g["image_index"] == k] for gs in (row["groundings"], pred["groundings"]))
-        size = [im["height"], im["width"]]
-        tiles.append(figures.mask_overlay(None, rle.union(gts, size=size), rle.union(prs, size=size), scale=6))
+    tiles = [t for t, _ in report.PAGES["m4seg"].draw(row, row, pred, row, None)]  # as perckit report draws them
     caption = f"M4Seg {row['example_id']}: {row['q']!r} - groundings per image; prediction = ground truth with every third mask shifted 2 px right"
     return _report("M4Seg", splits, results, out, "m4seg_overlay", figures.side_by_side(tiles), caption,
                    rows={"default (test)": splits["default"].num_rows})

@@ -13,12 +13,13 @@ from __future__ import annotations
 import io
 import textwrap
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from .. import rle
+from ..errors import ReleaseFormatError
 from ..io.paths import atomic_file
 
 #: Okabe–Ito colours (RGB).
@@ -48,21 +49,23 @@ FILL_ALPHA = 0.35
 FONT_SIZE = 13
 
 
-def _font() -> ImageFont.ImageFont:
-    return ImageFont.load_default(size=FONT_SIZE)
-
-
-def _canvas(image: bytes | dict | Image.Image | None, size_hw: Sequence[int]) -> Image.Image:
-    """The image (encoded bytes, a ``{bytes, path}`` dict or a PIL image) resized to ``size_hw``; a neutral canvas
-    for None / missing bytes."""
-    h, w = int(size_hw[0]), int(size_hw[1])
-    if isinstance(image, dict):  # datasets Image storage {bytes, path}
+def open_canvas(image: bytes | dict | Image.Image | None, out_h: int, out_w: int, where: str = "image") -> Image.Image | None:
+    """An encoded image (bytes, ``{bytes, path}`` with bytes, or a PIL image) as RGB at ``out_h`` × ``out_w``
+    (JPEG decoded at a reduced scale where it can be); None when there are no bytes. Bytes that do not decode
+    raise :class:`~perckit.errors.ReleaseFormatError` naming ``where``."""
+    if isinstance(image, Mapping):
         image = image.get("bytes")
-    if image is None:
-        return Image.new("RGB", (w, h), NEUTRAL)
-    im = image if isinstance(image, Image.Image) else Image.open(io.BytesIO(image))
-    im = im.convert("RGB")
-    return im if im.size == (w, h) else im.resize((w, h))
+    if image is None or (isinstance(image, (bytes, bytearray)) and not image):
+        return None
+    try:
+        im = image if isinstance(image, Image.Image) else Image.open(io.BytesIO(image))
+        if im.format == "JPEG":
+            im.draft("RGB", (out_w, out_h))
+        im = im.convert("RGB")
+    except (OSError, ValueError, Image.DecompressionBombError) as e:
+        raise ReleaseFormatError(f"{where}: the image cannot be decoded ({type(e).__name__}: {e})") from None
+    resample = Image.NEAREST if im.width <= out_w and im.height <= out_h else Image.BILINEAR
+    return im if im.size == (out_w, out_h) else im.resize((out_w, out_h), resample)
 
 
 def outline(mask: np.ndarray, width: int = 1) -> np.ndarray:
@@ -76,10 +79,6 @@ def outline(mask: np.ndarray, width: int = 1) -> np.ndarray:
         p = np.pad(interior, 1, constant_values=False)
         interior = p[:-2, 1:-1] & p[2:, 1:-1] & p[1:-1, :-2] & p[1:-1, 2:] & interior
     return m & ~interior
-
-
-def _upscale_mask(mask: np.ndarray, scale: int) -> np.ndarray:
-    return mask if scale == 1 else np.repeat(np.repeat(mask, scale, axis=0), scale, axis=1)
 
 
 def paint_masks(base: np.ndarray, masks: Sequence[tuple[np.ndarray, tuple[int, int, int]]], alpha: float = FILL_ALPHA,
@@ -105,29 +104,22 @@ def mask_overlay(image: bytes | dict | Image.Image | None, gt: dict | None, pred
     Both masks (validated RLEs) have one size. Each costs the upscaled canvas's pixels of a
     :class:`perckit.rle.PixelBudget` of ``max_pixels`` (default :data:`perckit.rle.PIXEL_BUDGET`), charged before
     anything is decoded: past it an :class:`~perckit.errors.RLEError` naming the mask."""
-    ref = gt or pred
-    if ref is None:
+    masks = {name: m for name, m in (("gt", gt), ("pred", pred)) if m is not None}
+    if not masks:
         raise ValueError("mask_overlay needs at least one mask")
-    masks = [(name, m) for name, m in (("gt", gt), ("pred", pred)) if m is not None]
-    h, w = rle.check_same_size([m for _, m in masks], "mask_overlay: gt and pred")
+    h, w = rle.check_same_size(list(masks.values()), "mask_overlay: gt and pred")
     budget = rle.PixelBudget(max_pixels, unit="figure", hint="pass max_pixels=... to mask_overlay to raise it")
-    for name, m in masks:
+    for name in masks:
         budget.charge(h * scale * w * scale, f"mask_overlay: {name}")
-    base = _canvas(image, (h, w))
-    if scale != 1:
-        base = base.resize((w * scale, h * scale), Image.NEAREST)
-    g = _upscale_mask(rle.decode(gt), scale) if gt is not None else None
-    p = _upscale_mask(rle.decode(pred), scale) if pred is not None else None
-    fills = []
-    if g is not None and p is not None:
-        both = g & p
-        fills = [(g & ~both, GT_COLOUR), (p & ~both, PRED_COLOUR), (both, OVERLAP_COLOUR)]
-    out = np.asarray(base, dtype=np.float32)
-    for m, colour in fills or [(m, c) for m, c in ((g, GT_COLOUR), (p, PRED_COLOUR)) if m is not None]:
+    base = open_canvas(image, h, w, "mask_overlay: image") or Image.new("RGB", (w, h), NEUTRAL)
+    out = np.asarray(base.resize((w * scale, h * scale), Image.NEAREST), dtype=np.float32)
+    # an absent mask is an empty one: the other is then filled and outlined alone
+    g, p = (np.zeros((h * scale, w * scale), dtype=bool) if m is None else np.repeat(np.repeat(rle.decode(m), scale, 0), scale, 1)
+            for m in (gt, pred))
+    for m, colour in ((g & ~p, GT_COLOUR), (p & ~g, PRED_COLOUR), (g & p, OVERLAP_COLOUR)):
         out[m] = (1 - alpha) * out[m] + alpha * np.asarray(colour, dtype=np.float32)
     for m, colour in ((g, GT_COLOUR), (p, PRED_COLOUR)):
-        if m is not None:
-            out[outline(m)] = colour
+        out[outline(m)] = colour
     return Image.fromarray(out.clip(0, 255).astype(np.uint8))
 
 
@@ -152,7 +144,7 @@ def legend_strip(width: int, items: Sequence[tuple[str, tuple[int, int, int]]] =
     """A white strip ``width`` wide: for each ``(label, colour)`` a swatch (light fill, opaque outline) and its label."""
     im = Image.new("RGB", (width, height), (255, 255, 255))
     draw = ImageDraw.Draw(im)
-    font = _font()
+    font = ImageFont.load_default(size=FONT_SIZE)
     x = 6
     for label, colour in items:
         light = tuple(int(255 * (1 - FILL_ALPHA) + c * FILL_ALPHA) for c in colour)
@@ -164,7 +156,7 @@ def legend_strip(width: int, items: Sequence[tuple[str, tuple[int, int, int]]] =
 
 def caption_strip(text: str, width: int, line_height: int = FONT_SIZE + 5) -> Image.Image:
     """``text`` wrapped to ``width`` pixels (Pillow's default font) on a white strip."""
-    font = _font()
+    font = ImageFont.load_default(size=FONT_SIZE)
     probe = ImageDraw.Draw(Image.new("RGB", (1, 1)))
     chars = max(int(width / max(probe.textlength("n", font=font), 1.0)) - 2, 10)
     lines = [ln for para in text.splitlines() for ln in (textwrap.wrap(para, chars) or [""])]
@@ -175,29 +167,18 @@ def caption_strip(text: str, width: int, line_height: int = FONT_SIZE + 5) -> Im
     return im
 
 
-def upscale_to(image: Image.Image, min_width: int = MIN_WIDTH) -> Image.Image:
-    """``image`` enlarged by the smallest integer factor (nearest-neighbour) that makes it at least ``min_width`` wide."""
-    if image.width >= min_width or image.width == 0:
-        return image
-    k = -(-min_width // image.width)
-    return image.resize((image.width * k, image.height * k), Image.NEAREST)
-
-
-def stack(images: Sequence[Image.Image]) -> Image.Image:
-    """Images one under the other on white, left-aligned (:func:`side_by_side` without a gap)."""
-    return side_by_side(images, 0, vertical=True)
-
-
 def annotated(figure: Image.Image, caption: str | None = None,
               legend: Sequence[tuple[str, tuple[int, int, int]]] | None = MASK_LEGEND, min_width: int = MIN_WIDTH) -> Image.Image:
-    """``figure`` upscaled to at least ``min_width`` (:func:`upscale_to`), then its legend strip, then its caption."""
-    fig = upscale_to(figure, min_width)
+    """``figure`` enlarged by the smallest integer factor (nearest-neighbour) that makes it at least ``min_width``
+    wide, then its legend strip, then its caption."""
+    k = -(-min_width // figure.width) if 0 < figure.width < min_width else 1
+    fig = figure.resize((figure.width * k, figure.height * k), Image.NEAREST) if k > 1 else figure
     parts = [fig]
     if legend:
         parts.append(legend_strip(fig.width, legend))
     if caption:
         parts.append(caption_strip(caption, fig.width))
-    return stack(parts)
+    return side_by_side(parts, 0, vertical=True)
 
 
 #: The legend of a tracks figure.
@@ -209,22 +190,15 @@ def tracks_plot(tracks_gt: np.ndarray, tracks_pred: np.ndarray | None, intrinsic
     """Projected 3D tracks (frame-0 camera): ground truth blue, prediction orange, a dot at each track's start.
     Only samples marked ``valid`` ([T, Q], e.g. the GT visibility) are drawn."""
     fx, fy, cx, cy = (float(v) for v in intrinsics)
-    h, w = int(image_hw[0] * scale), int(image_hw[1] * scale)
-    im = Image.new("RGB", (w, h), (250, 250, 250))
+    im = Image.new("RGB", (int(image_hw[1] * scale), int(image_hw[0] * scale)), (250, 250, 250))
     draw = ImageDraw.Draw(im)
-
-    def project(p: np.ndarray) -> list[tuple[float, float]]:
-        return [(scale * (fx * x / z + cx), scale * (fy * y / z + cy)) for x, y, z in p
-                if np.isfinite([x, y, z]).all() and z > 1e-6]
-
     for q in range(min(max_tracks, tracks_gt.shape[1])):
         for arr, colour in ((tracks_gt, GT_COLOUR), (tracks_pred, PRED_COLOUR)):
             if arr is None:
                 continue
-            p = np.array(arr[:, q], dtype=np.float64)
-            if valid is not None:
-                p[~np.asarray(valid[:, q], dtype=bool)] = np.nan
-            pts = project(p)
+            shown = np.ones(len(arr), dtype=bool) if valid is None else np.asarray(valid[:, q], dtype=bool)
+            pts = [(scale * (fx * x / z + cx), scale * (fy * y / z + cy)) for (x, y, z), ok in
+                   zip(np.asarray(arr[:, q], dtype=np.float64), shown) if ok and np.isfinite([x, y, z]).all() and z > 1e-6]
             if len(pts) > 1:
                 draw.line(pts, fill=colour, width=2)
             if pts:
@@ -234,12 +208,6 @@ def tracks_plot(tracks_gt: np.ndarray, tracks_pred: np.ndarray | None, intrinsic
 
 #: The legend of a waveform figure.
 WINDOW_LEGEND = (("predicted window", PRED_COLOUR), ("ground-truth window", GT_COLOUR), ("overlap", OVERLAP_COLOUR))
-
-
-def _nice_step(duration: float, target_ticks: int = 8) -> float:
-    raw = max(duration / target_ticks, 1e-6)
-    mag = 10 ** np.floor(np.log10(raw))
-    return float(next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw))
 
 
 def waveform_plot(samples: np.ndarray, sample_rate: int, window_s: tuple[float, float] | None = None,
@@ -258,12 +226,10 @@ def waveform_plot(samples: np.ndarray, sample_rate: int, window_s: tuple[float, 
     spans = {key: (x_of(float(win[0])), x_of(float(win[1]))) for key, win in (("gt", window_s), ("pred", pred_window_s))
              if win is not None}
     shade = np.full((height, width, 3), 255, dtype=np.uint8)
-    cover = {k: np.zeros(width, dtype=bool) for k in ("gt", "pred")}
-    for k, (x0, x1) in spans.items():
-        cover[k][x0:x1 + 1] = True
-    for m, colour in ((cover["gt"] & ~cover["pred"], GT_COLOUR), (cover["pred"] & ~cover["gt"], PRED_COLOUR), (cover["gt"] & cover["pred"], OVERLAP_COLOUR)):
-        light = np.asarray([int(255 * (1 - FILL_ALPHA) + c * FILL_ALPHA) for c in colour], dtype=np.uint8)
-        shade[:, m] = light
+    x = np.arange(width)
+    g, p = ((x >= spans[k][0]) & (x <= spans[k][1]) if k in spans else np.zeros(width, dtype=bool) for k in ("gt", "pred"))
+    for m, colour in ((g & ~p, GT_COLOUR), (p & ~g, PRED_COLOUR), (g & p, OVERLAP_COLOUR)):  # as mask_overlay fills
+        shade[:, m] = [int(255 * (1 - FILL_ALPHA) + c * FILL_ALPHA) for c in colour]
     im.paste(Image.fromarray(shade), (0, 0))
     for k, colour in (("gt", GT_COLOUR), ("pred", PRED_COLOUR)):
         if k in spans:
@@ -279,9 +245,10 @@ def waveform_plot(samples: np.ndarray, sample_rate: int, window_s: tuple[float, 
                 lo, hi = float(c.min()) / peak, float(c.max()) / peak
                 draw.line([(x, mid - hi * mid * 0.9), (x, mid - lo * mid * 0.9)], fill=(60, 60, 60))
     # the time axis
-    font = _font()
+    font = ImageFont.load_default(size=FONT_SIZE)
     draw.line([(0, height), (width - 1, height)], fill=BLACK)
-    step = _nice_step(duration)
+    mag = 10 ** np.floor(np.log10(max(duration / 8, 1e-6)))  # a step of 1, 2 or 5 times mag: about eight ticks
+    step = float(next(m * mag for m in (1, 2, 5, 10) if m * mag >= duration / 8))
     t = 0.0
     while t <= duration + 1e-9:
         x = x_of(t)

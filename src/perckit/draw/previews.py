@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from PIL import Image
 
-from ..errors import OptionError, ReleaseFormatError
+from ..errors import OptionError
 from ..hf.descriptor import Benchmark
 from ..rle import PixelBudget, resized_mask
 from . import figures
@@ -88,25 +88,6 @@ def small_mask(mask: Mapping[str, Any], out_h: int, out_w: int, where: str = "ma
     return resized_mask(mask, (out_h, out_w), "pil", where)
 
 
-def open_canvas(image: Any, out_h: int, out_w: int, where: str = "image") -> Image.Image | None:
-    """An encoded image (bytes, ``{bytes, path}`` with bytes, or a PIL image) as RGB at ``out_h`` × ``out_w``
-    (JPEG decoded at a reduced scale where it can be); None when there are no bytes. Bytes that do not decode
-    raise :class:`~perckit.errors.ReleaseFormatError` naming ``where``."""
-    if isinstance(image, Mapping):
-        image = image.get("bytes")
-    if image is None or (isinstance(image, (bytes, bytearray)) and not image):
-        return None
-    try:
-        im = image if isinstance(image, Image.Image) else Image.open(io.BytesIO(image))
-        if im.format == "JPEG":
-            im.draft("RGB", (out_w, out_h))
-        im = im.convert("RGB")
-    except (OSError, ValueError, Image.DecompressionBombError) as e:
-        raise ReleaseFormatError(f"{where}: the image cannot be decoded ({type(e).__name__}: {e})") from None
-    resample = Image.NEAREST if im.width <= out_w and im.height <= out_h else Image.BILINEAR
-    return im if im.size == (out_w, out_h) else im.resize((out_w, out_h), resample)
-
-
 def tile(canvas: Image.Image | None, masks: Sequence[tuple[np.ndarray, Colour]], out_h: int, out_w: int,
          alpha: float = figures.FILL_ALPHA) -> np.ndarray:
     """An ``out_h`` × ``out_w`` RGB array: ``canvas`` (neutral grey when None) with every ``(small mask, colour)``
@@ -132,11 +113,11 @@ def masks_tile(image: Any, masks: Sequence[Any], size_hw: Sequence[int] | None, 
     if size_hw is None or len(size_hw) != 2 or not all(isinstance(v, int) and v > 0 for v in size_hw):
         size_hw = valid[0][1]["size"] if valid else None
     if size_hw is None:
-        canvas = open_canvas(image, max_side, max_side, where)
+        canvas = figures.open_canvas(image, max_side, max_side, where)
         return None if canvas is None else tile(canvas, [], max_side, max_side)
     h, w = int(size_hw[0]), int(size_hw[1])
     out_h, out_w = fit_size(h, w, max_side)
-    canvas = open_canvas(image, out_h, out_w, where)
+    canvas = figures.open_canvas(image, out_h, out_w, where)
     budget = budget if budget is not None else row_budget()
     drawn = []
     for i, m in valid:
@@ -179,7 +160,7 @@ def encode(image: Image.Image) -> bytes:
 
 def with_note(image: Image.Image, text: str) -> Image.Image:
     """``image`` with a caption strip under it (for a row whose region is missing), still within :data:`MAX_SIDE`."""
-    out = figures.stack([image, figures.caption_strip(text, image.width)])
+    out = figures.side_by_side([image, figures.caption_strip(text, image.width)], 0, vertical=True)
     if out.height > MAX_SIDE:
         s = MAX_SIDE / out.height
         out = out.resize((max(int(out.width * s), 1), MAX_SIDE), Image.BILINEAR)
