@@ -30,9 +30,9 @@ def runs(refcoco_release, r4d_release, tmp_path_factory):
     for name, release, configs in (("refcoco_m", refcoco_release.root, [None]), ("r4d_bench", r4d_release.root, ["all_queries", "frames"])):
         for config in configs:
             convert(name, release, config, base / name, cache_dir=base / "cache" / name, progress=False, log=lambda m: None)
-    rows = load_rows(str(base / "refcoco_m"), None, None)[0].remove_columns(["image", "preview"]).to_list()
+    rows = load_rows(str(base / "refcoco_m"), None, None, "refcoco_m")[0].remove_columns(["image", "preview"]).to_list()
     preds = {"refer_iou": [{"expression_id": r["expression_id"], "mask": m} for r, m in zip(rows, perturb_masks([r["mask"] for r in rows]))],
-             "mask_temporal": perturb_r4d(load_rows(str(base / "r4d_bench"), "all_queries", None)[0].to_list())[0]}
+             "mask_temporal": perturb_r4d(load_rows(str(base / "r4d_bench"), "all_queries", None, "r4d_bench")[0].to_list())[0]}
     out = {}
     for metric, rows in preds.items():
         path = base / f"{metric}.jsonl"
@@ -87,8 +87,8 @@ def _export_rows(export, metric):
     from perckit.__main__ import load_rows
     from perckit.hf.benchmark import metric as lookup
 
-    rows = load_rows(str(export), None, None)[0]
-    return list(map(lookup(metric)[1].projector(None), rows))
+    bench, spec = lookup(metric)
+    return list(map(spec.projector(None), load_rows(str(export), None, None, bench.name)[0]))
 
 
 def test_the_page_is_written_only_over_a_page_perckit_wrote(runs, tmp_path, capsys):
