@@ -632,7 +632,7 @@ def av_ref(**kw):
     from perckit.reason_av_edit import features as feats
 
     out = {
-        "sample_id": "s", "category": "where_only", "sub_track": "W1_same_class_pair",
+        "sample_id": "s", "category": "where_only", "sub_track": "W1_same_class_pair", "language": "zh", "orientation": "landscape",
         "anchor_mask": {"size": [2, 4], "counts": "242"}, "reason_audio": dict(feats.NOT_PROVIDED_MEDIA),
         "mask_video": dict(feats.NOT_PROVIDED_MEDIA), "edit_window_s": [0.1, 0.5], "edit_window_frames": None,
         "fps": 25.0, "num_frames": 17, "selected_instance_index": 1,

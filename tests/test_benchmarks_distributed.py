@@ -125,7 +125,8 @@ def av_reasoning_inputs(media: Path):
             m[:] = False  # visual null anchor
         a, b = sorted(rng.uniform(0.0, 0.9, size=2).round(2))
         b = max(b, a + 0.1)
-        ref = {"sample_id": sid, "category": cats[k], "sub_track": codes[k], "anchor_mask": rle.encode(m),
+        ref = {"sample_id": sid, "category": cats[k], "sub_track": codes[k], "language": ("zh", "en")[i % 2],
+               "orientation": ("landscape", "portrait")[i % 3 == 0], "anchor_mask": rle.encode(m),
                "reason_audio": wav(f"{sid}_gt.wav", a, b) if i % 3 == 0 else dict(feats.NOT_PROVIDED_MEDIA),
                "mask_video": dict(feats.NOT_PROVIDED_MEDIA), "edit_window_s": [float(a), float(b)], "edit_window_frames": None,
                "fps": 25.0, "num_frames": 25, "selected_instance_index": i % 2 if k == 1 else None}
@@ -166,7 +167,8 @@ def av_edit_quality_inputs(media: Path):
     for i, (category, sub_track) in enumerate(tracks):
         sid = f"q{i:02d}"
         src = clip(t=3, h=16, w=16, seed=i)
-        r = reference(sid, src, box_region(3, 16, 16, box) if i != 2 else None, category=category, sub_track=sub_track)
+        r = reference(sid, src, box_region(3, 16, 16, box) if i != 2 else None, category=category, sub_track=sub_track,
+                      language=("zh", "en")[i % 2], orientation=("landscape", "portrait")[i % 3 == 0])
         edited = src if i == 0 else edit_box(src, box if i % 2 else (10, 10, 16, 16), 40 * i)
         r["video"] = put(f"{sid}_src.mp4", r["video"]["bytes"])
         if r["mask_video"]["bytes"] is not None:
@@ -296,9 +298,11 @@ def test_the_inputs_are_not_trivial(four_process_results):
     av, _ = four_process_results["av_reasoning"]
     assert av["num_samples"] == 9 and av["visual_iou"] is not None and 0 < av["visual_iou"] < 1
     assert av["audio_tf_iou"] is not None and av["which_acc"] is not None
+    assert len(av["per_language"]) == len(av["per_orientation"]) == 2
     aq, _ = four_process_results["av_edit_quality"]
     assert aq["num_samples"] == 6 and aq["num_reference_samples"] == 1 and 0 < aq["ssim"] < 1 and 0 < aq["bg_psnr"] < 100
     assert len(aq["per_sample"]) == 7 and len(aq["per_category"]) == 5
+    assert len(aq["per_language"]) == len(aq["per_orientation"]) == 2
     m4, _ = four_process_results["m4seg"]
     assert m4["num_samples"] == 11 and m4["num_samples_without_groundings"] == 2 and len(m4["per_question_type"]) == 4
     for key in M4_SIX + ["giou", "ciou"]:

@@ -26,6 +26,7 @@ import pytest
 import yaml
 from helpers.fake_hub import blob_snapshot
 from helpers.harness import deadline
+from helpers.lmms import load_task
 from helpers.parquet_craft import under_declare
 
 from perckit.export import card as export_card
@@ -469,7 +470,7 @@ def test_write_task_points_only_inside_the_export(template, tmp_path):
     from perckit import lmms_eval
 
     for source in (template, blob_snapshot(template, tmp_path / "hub")):
-        config = yaml.safe_load(lmms_eval.write_task("refcoco_m", source, tmp_path / "tasks", task="t").read_text())
+        config = load_task(lmms_eval.write_task("refcoco_m", source, tmp_path / "tasks", task="t"))
         files = config["dataset_kwargs"]["data_files"]["validation"]
         roots = (os.path.realpath(source), os.path.realpath(tmp_path / "hub" / "datasets--org--export" / "blobs"))
         assert files and all(paths.is_inside(f, roots[0]) or paths.is_inside(f, roots[1]) for f in files)
@@ -605,7 +606,7 @@ def test_glob_characters_in_the_export_path_name_only_that_export(name, sibling,
     pq.write_table(private_table, tmp_path / sibling / SHARD)
     rows = load_export(out, "expressions", split="validation", cache_dir=tmp_path / "cache")
     assert rows.num_rows == 47 and PRIVATE not in rows["sentence"]
-    task = yaml.safe_load(lmms_eval.write_task("refcoco_m", out, tmp_path / "tasks", task="t").read_text())
+    task = load_task(lmms_eval.write_task("refcoco_m", out, tmp_path / "tasks", task="t"))
     files = task["dataset_kwargs"]["data_files"]["validation"]
     docs = datasets.load_dataset("parquet", data_files={"validation": files}, split="validation", cache_dir=str(tmp_path / "c2"))
     assert docs.num_rows == 47 and PRIVATE not in docs["sentence"]

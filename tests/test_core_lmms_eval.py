@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import yaml
 from helpers.bad_inputs import far_apart_polygon
+from helpers.lmms import load_task, task_docs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import masks as oracle
@@ -360,22 +361,28 @@ def test_m4seg_perturbed_answers_equal_the_metric(m4_docs, m4_options):
 def test_write_task_local_export_hub_id_and_refusals(exports, tmp_path):
     """A local export, and a local copy of a pushed one (no record: the card names the files), give parquet
     data_files naming its files (which load as the docs); a Hub id gives dataset_path + dataset_name; the written
-    YAML includes the packaged task."""
+    YAML is the packaged task with its name and data replaced, its functions those of the packaged utils.py."""
     import shutil
 
     path = le.write_task("refcoco_m", exports / "refcoco_m", tmp_path / "tasks")
-    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
-    assert config["include"] == str(le.task_yaml("refcoco_m")) and config["test_split"] == "validation"
-    assert config["dataset_path"] == "parquet" and config["task"] == path.stem == "refcoco_m_mask_refcoco_m"
+    config = load_task(path)
+    packaged = yaml.load(le.task_yaml("refcoco_m").read_text(encoding="utf-8"), Loader=_Loader)
+    assert config["test_split"] == "validation" and config["dataset_path"] == "parquet"
+    assert config["task"] == path.stem == "refcoco_m_mask_refcoco_m" and "include" not in config
+    assert {k for k in config if k not in ("dataset_name",)} == set(packaged)
+    assert config["metric_list"][0]["aggregation"] is rcu.refcoco_m_miou and config["process_results"] is rcu.refcoco_m_process_results
     files = config["dataset_kwargs"]["data_files"]["validation"]
-    ds = datasets.load_dataset("parquet", data_files={"validation": files}, split="validation", cache_dir=str(tmp_path / "c"))
+    assert files == [str((exports / "refcoco_m" / "data" / "validation-00000-of-00001.parquet").resolve())]
+    ds = task_docs(path, tmp_path / "c")
     assert ds.num_rows == 47 and ds[0]["expression_id"]
-    hub = yaml.load(le.write_task("m4seg", "ORG/m4seg-parquet", tmp_path / "tasks").read_text(encoding="utf-8"), Loader=_Loader)
+    hub_path = le.write_task("m4seg", "ORG/m4seg-parquet", tmp_path / "tasks")
+    hub = load_task(hub_path)
     assert (hub["dataset_path"], hub["dataset_name"], hub["dataset_kwargs"], hub["task"]) == (
         "ORG/m4seg-parquet", "default", {}, "m4seg_grounded_m4seg_parquet")
+    assert hub["doc_to_text"] is m4u.m4seg_doc_to_text and "data_files" not in hub_path.with_suffix(".py").read_text()
     plain = tmp_path / "snapshot"
     shutil.copytree(exports / "m4seg", plain, ignore=shutil.ignore_patterns(".perckit_export.json"))
-    local = yaml.load(le.write_task("m4seg", plain, tmp_path / "tasks", task="mine").read_text(encoding="utf-8"), Loader=_Loader)
+    local = load_task(le.write_task("m4seg", plain, tmp_path / "tasks", task="mine"))
     assert (local["dataset_path"], local["dataset_name"], local["task"]) == ("parquet", None, "mine")
     assert local["dataset_kwargs"]["data_files"]["test"] == [str(p.resolve()) for p in sorted((plain / "data").glob("test-*.parquet"))]
     with pytest.raises(InputNotFoundError, match="is not a perckit export"):
@@ -386,13 +393,53 @@ def test_write_task_local_export_hub_id_and_refusals(exports, tmp_path):
         le.write_task("refcoco_m", exports / "refcoco_m", tmp_path / "tasks", split="train")
     with pytest.raises(InputNotFoundError, match="does not exist"):
         le.write_task("refcoco_m", tmp_path / "nowhere", tmp_path / "tasks")
-    (tmp_path / "tasks" / "theirs.yaml").write_text("task: theirs\n")
-    with pytest.raises(OptionError, match="not written by write_task"):
-        le.write_task("refcoco_m", "ORG/x", tmp_path / "tasks", task="theirs")
+    for bad in ("../escape", "a/b", ".hidden", "t\n"):
+        with pytest.raises(OptionError, match="expected a task name of letters"):
+            le.write_task("refcoco_m", "ORG/x", tmp_path / "tasks", task=bad)
+    for theirs in ("theirs.yaml", "theirs.py"):
+        (tmp_path / "tasks" / theirs).write_text("task: theirs\n")
+        with pytest.raises(OptionError, match="not written by write_task"):
+            le.write_task("refcoco_m", "ORG/x", tmp_path / "tasks", task="theirs")
+        (tmp_path / "tasks" / theirs).unlink()
     assert le_main.main(["refcoco_m", str(exports / "refcoco_m"), "--output", str(tmp_path / "cli")]) == 0
     assert (tmp_path / "cli" / "refcoco_m_mask_refcoco_m.yaml").is_file()
     assert le_main.main(["m4seg", str(exports / "refcoco_m"), "--output", str(tmp_path / "cli")]) == 1
     assert le.task_dir("m4seg") == le.task_yaml("m4seg").parent and le.task_dir() == le.TASKS_DIR
+
+
+def test_a_written_task_folder_holds_no_path_of_the_machine_and_moves(exports, tmp_path, monkeypatch):
+    """The YAML and the module write_task writes hold no absolute path and no folder of this machine: the export's
+    files are named relative to the task folder. Moved elsewhere with its export, and loaded from another working
+    folder, the task still reads the 47 rows."""
+    import re
+    import shutil
+
+    before = tmp_path / "before"
+    shutil.copytree(exports / "refcoco_m", before / "exports" / "refcoco_m")
+    path = le.write_task("refcoco_m", before / "exports" / "refcoco_m", before / "tasks")
+    for written in (path, path.with_suffix(".py")):
+        text = written.read_text(encoding="utf-8")
+        assert str(tmp_path) not in text and "/tmp" not in text and not re.search(r"""[\s"'(\[]/""", text), text
+    assert "../exports/refcoco_m/data/validation-00000-of-00001.parquet" in path.with_suffix(".py").read_text()
+    after = tmp_path / "elsewhere" / "after"
+    shutil.move(before, after)
+    monkeypatch.chdir(tmp_path)  # lmms-eval runs in some other folder
+    moved = after / "tasks" / path.name
+    assert load_task(moved)["dataset_kwargs"]["data_files"]["validation"] == [
+        str((after / "exports" / "refcoco_m" / "data" / "validation-00000-of-00001.parquet").resolve())]
+    docs = task_docs(moved, tmp_path / "cache")
+    assert docs.num_rows == 47 and docs["expression_id"] == _docs(exports, "refcoco_m", "validation")["expression_id"]
+
+
+def test_the_command_line_help_is_plain_text(capsys):
+    """python -m perckit.lmms_eval --help shows no reStructuredText markup (double backticks, roles)."""
+    import re
+
+    with pytest.raises(SystemExit) as e:
+        le_main.main(["--help"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and "perckit.lmms_eval.write_task" in out and "--output" in out
+    assert "``" not in out and not re.search(r":[a-z]+:`", out), out
 
 
 def test_m4seg_answer_past_the_resize_budget_keeps_its_text(m4_docs, m4_options, monkeypatch, caplog):

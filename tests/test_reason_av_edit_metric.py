@@ -29,9 +29,10 @@ def R(counts, size=(2, 4)):
 
 
 def ref(sid="s", category="where_only", sub_track="W1_same_class_pair", anchor_mask=None, reason_audio=None, mask_video=None,
-        edit_window_s=None, edit_window_frames=None, fps=25.0, num_frames=75, selected_instance_index=None):
+        edit_window_s=None, edit_window_frames=None, fps=25.0, num_frames=75, selected_instance_index=None, language="",
+        orientation=""):
     return {
-        "sample_id": sid, "category": category, "sub_track": sub_track,
+        "sample_id": sid, "category": category, "sub_track": sub_track, "language": language, "orientation": orientation,
         "anchor_mask": anchor_mask if anchor_mask is not None else dict(feats.NOT_PROVIDED_RLE),
         "reason_audio": {"bytes": reason_audio, "path": ""} if reason_audio is not None else dict(NOT),
         "mask_video": {"bytes": mask_video, "path": ""} if mask_video is not None else dict(NOT),
@@ -472,3 +473,52 @@ def test_add_batch_in_any_batch_sizes(metric, rows, release):
     whole = metric.compute(predictions=preds, references=refs)
     for bs in (1, 5):
         assert compute_in_batches(metric, preds, refs, batch_sizes(len(refs), bs)) == whole
+
+
+# ---------------------------------------------------------------- per language and orientation (issue 31)
+
+#: (sample, language, orientation, predicted anchor mask) against the GT "242" = [[0,1,1,0],[0,1,1,0]] (4 pixels):
+#: IoU 2/6 ("44"), 1 (the GT), 0 (empty, U = 4) and 4/8 (the whole frame).
+GROUPED = [("a", "zh", "landscape", "44"), ("b", "zh", "portrait", "242"), ("c", "en", "landscape", "8"), ("d", "en", "portrait", "08")]
+
+
+def test_per_language_and_orientation_golden_values(metric):
+    """Two zh and two en samples, mixed orientations: each block is the mean of its two samples' IoUs, by hand, through
+    evaluate (references projected by to_metric_reference from rows that carry the fields) and the Python function."""
+    rows = [dict(ref(sid, anchor_mask=R("242"), language=lang, orientation=o), instruction="") for sid, lang, o, _ in GROUPED]
+    refs = [feats.to_metric_reference(r) for r in rows]
+    assert [(r["language"], r["orientation"]) for r in refs] == [(g[1], g[2]) for g in GROUPED]
+    preds = [feats.make_prediction(sid, anchor_mask=R(p)) for sid, _, _, p in GROUPED]
+    for out in (metric.compute(predictions=preds, references=refs), core.av_reasoning(preds, refs)):
+        assert out["visual_iou"] == (1 / 3 + 1 + 0 + 0.5) / 4
+        assert list(out["per_language"]) == ["en", "zh"] and list(out["per_orientation"]) == ["landscape", "portrait"]
+        assert out["per_language"]["zh"]["visual_iou"] == (1 / 3 + 1) / 2 and out["per_language"]["en"]["visual_iou"] == 0.25
+        assert out["per_orientation"]["landscape"]["visual_iou"] == (1 / 3 + 0) / 2
+        assert out["per_orientation"]["portrait"]["visual_iou"] == 0.75
+        assert {b["num_samples"] for g in ("per_language", "per_orientation") for b in out[g].values()} == {2}
+    # a sample without a language (the release has no such column) is in no language block
+    refs[0]["language"] = ""
+    assert core.av_reasoning(preds, refs)["per_language"]["zh"]["num_samples"] == 1
+
+
+def test_references_without_language_and_orientation(metric):
+    """References made before issue 31 (no language / orientation): the Python function scores them (no such blocks);
+    evaluate, whose declared features are the schema, refuses them naming the missing keys; a state saved before keeps
+    loading."""
+    from perckit.hf.accumulate import accumulator
+
+    refs = [{k: v for k, v in ref(sid, anchor_mask=R("242")).items() if k not in ("language", "orientation")} for sid, *_ in GROUPED]
+    preds = [feats.make_prediction(sid, anchor_mask=R(p)) for sid, _, _, p in GROUPED]
+    out = core.av_reasoning(preds, refs)
+    assert out["visual_iou"] == (1 / 3 + 1 + 0 + 0.5) / 4 and out["per_language"] == {} and out["per_orientation"] == {}
+    with pytest.raises(PredictionError, match=r"references\[0\]: .*\(missing \['language', 'orientation'\], unexpected \[\]\)"):
+        metric.compute(predictions=preds, references=refs)
+    with pytest.raises(PredictionError, match=r"missing the key\(s\) \['language', 'orientation'\]"):
+        feats.to_metric_reference(refs[0])
+    full = [dict(r, language=g[1], orientation=g[2]) for r, g in zip(refs, GROUPED)]
+    state = accumulator("av_reasoning").update(preds, full).state_dict()
+    assert state["records"][0][1]["language"] == "zh"
+    for _, record, _ in state["records"]:
+        del record["language"], record["orientation"]
+    old = accumulator("av_reasoning").load_state_dict(state).compute()
+    assert old["visual_iou"] == out["visual_iou"] and old["per_language"] == {}

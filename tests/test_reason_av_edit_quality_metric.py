@@ -157,6 +157,26 @@ def test_tables_main_reference_category_sub_track(mixed):
     json.dumps(out)  # plain JSON (no inf, no numpy)
 
 
+def test_per_language_and_orientation_golden_values(src):
+    """Two zh and two en samples, mixed orientations, a per-sample model metric set by hand (tv_a = 0.25, 0.5, 0.75, 1 for
+    a..d): each language and orientation table is the mean of its two samples, through evaluate too; per_sample
+    carries the two fields."""
+    import evaluate
+
+    groups = {"a": ("zh", "landscape", 0.25), "b": ("zh", "portrait", 0.5), "c": ("en", "landscape", 0.75), "d": ("en", "portrait", 1.0)}
+    refs = [to_quality_reference(reference(sid, src, language=lang, orientation=o)) for sid, (lang, o, _) in groups.items()]
+    preds = [pred_of(r) for r in refs]
+    options = dict(metrics=["tv_a"], models={"tv_a": MeanMetric(keys=("tv_a",), fn=lambda s: groups[s.sample_id][2])})
+    module = evaluate.load(str(REPO / "metrics" / "av_edit_quality"))
+    for out in (core.av_edit_quality(preds, refs, return_per_sample=True, **options),
+                module.compute(predictions=preds, references=refs, return_per_sample=True, **options)):
+        assert out["tv_a"] == 0.625
+        assert {k: {g: t["tv_a"] for g, t in out[k].items()} for k in ("per_language", "per_orientation")} == {
+            "per_language": {"en": 0.875, "zh": 0.375}, "per_orientation": {"landscape": 0.5, "portrait": 0.75}}
+        assert [(p["language"], p["orientation"]) for p in out["per_sample"]] == [g[:2] for g in groups.values()]
+        assert list(out["per_language"]) == ["en", "zh"] and out["per_language"]["zh"]["num_samples"] == 2
+
+
 def test_the_reduction_does_not_depend_on_the_order(mixed):
     preds, refs = mixed
     a = score(preds, refs)

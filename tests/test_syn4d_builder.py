@@ -306,3 +306,53 @@ def test_hub_offline_error_names_data_dir(tmp_path):
     b = builder_class("syn4d")(config_name="tracking", cache_dir=str(tmp_path))
     with pytest.raises(ReleaseNotFoundError, match="Syn4D/Syn4D_Benchmark.*data_dir="):
         b.download_and_prepare()
+
+
+# ---------------------------------------------------------------- model inputs (issue 31)
+
+
+def _frame_number(frame):
+    """The number a sample-release frame shows in its top rows (8 bands of 0 / 255, bit 0 left)."""
+    band = frame.shape[1] // 8
+    top = frame[: frame.shape[0] // 4, : 8 * band].astype(float).mean(axis=(0, 2)).reshape(8, band).mean(axis=1)
+    return int(sum(1 << b for b in range(8) if top[b] > 127))
+
+
+def test_model_inputs_are_the_evaluated_frames_of_the_mp4(syn4d_release, tmp_path):
+    """From a challenge row and from a release path: uint8 [32, H, W, 3], frames 0, 6, ..., 186 of the MP4, equal to
+    those frames decoded directly (every frame of the 192, by PyAV), each showing its own frame number."""
+    import av
+
+    from perckit.syn4d import model_inputs
+    from perckit.syn4d.layout import FRAME_INDICES
+
+    row = build_split("syn4d", "challenge", syn4d_release.root, tmp_path, limit=1)[0]
+    rel = "challenge_eval/mixed/antiquity/mp4/seq_000000_0.mp4"
+    with av.open(str(syn4d_release.root / rel)) as c:
+        every = np.stack([f.to_ndarray(format="rgb24") for f in c.decode(c.streams.video[0])])
+    assert every.shape == (192, 36, 64, 3) and [_frame_number(f) for f in every] == list(range(192))
+    for got in (model_inputs(row), model_inputs(rel, root=syn4d_release.root), model_inputs({"video": {"bytes": (syn4d_release.root / rel).read_bytes()}})):
+        assert got.shape == (32, 36, 64, 3) and got.dtype == np.uint8
+        assert np.array_equal(got, every[list(FRAME_INDICES)])
+        assert [_frame_number(f) for f in got] == list(FRAME_INDICES) == list(range(0, 187, 6))
+
+
+def test_model_inputs_refusals(syn4d_release, tmp_path):
+    from perckit.samples.base import encode_mp4
+    from perckit.syn4d import model_inputs
+
+    root = syn4d_release.root
+    with pytest.raises(ReleaseFormatError, match="no video"):
+        model_inputs({"sequence_id": "og/dream/seq_000000_0", "video": None})
+    with pytest.raises(ReleaseFormatError, match="needs root="):
+        model_inputs("challenge_eval/mixed/antiquity/mp4/seq_000000_0.mp4")
+    for bad in ("../outside.mp4", "/etc/passwd"):
+        with pytest.raises(ReleaseFormatError, match="release root"):
+            model_inputs(bad, root=root)
+    with pytest.raises(ReleaseNotFoundError, match="not found"):
+        model_inputs("challenge_eval/og/nowhere.mp4", root=root)
+    short = {"sequence_id": "x/y/z", "video": {"bytes": encode_mp4(np.zeros((100, 16, 16, 3), np.uint8)), "path": ""}}
+    with pytest.raises(ReleaseFormatError, match=r"'x/y/z'.*ends before frame 102; expected the 32 frames 0, 6, \.\.\., 186"):
+        model_inputs(short)
+    with pytest.raises(ReleaseFormatError, match="cannot be decoded"):
+        model_inputs({"video": {"bytes": b"not a video", "path": ""}})

@@ -17,7 +17,8 @@ its source. Exact, without model weights: SSIM and PSNR (8-bit RGB, per frame, m
 preservation bg_psnr / bg_ssim outside the target region of the full-timeline mask video (the placement box for
 instance addition). With local weights: FVD, FAD, TV-A, TC, TA-A, AV-A, LPAPS, Sync-C / Sync-D, PQ, DeSync, PEAVS;
 a metric whose library or weights are absent is None, with the reason in `skipped`. The main ranking is over the
-pure-instruction samples; the reference-guided samples, each category and each sub-track get their own tables.
+pure-instruction samples; the reference-guided samples, each category, sub-track, language and orientation get their
+own tables (TV-A and TA-A use English text encoders: read them in per_language["en"]).
 The benchmark's own evaluator is not available: numbers are not claimed to reproduce its tables.
 """
 
@@ -36,7 +37,8 @@ Args:
 Returns:
     dict with ssim, psnr, bg_psnr, bg_ssim, fvd, fad, tv_a, tc, ta_a, av_a, lpaps, sync_c, sync_d, pq, desync, peavs
     over the pure-instruction samples, n_<key> for each, num_samples, num_without_edited_audio,
-    num_reference_samples, num_missing, reference, per_category, per_sub_track (the same keys per table),
+    num_reference_samples, num_missing, reference, per_category, per_sub_track, per_language, per_orientation
+    (the same keys per table),
     suggested (the card's per-category diagnostic keys), skipped ({key: reason} for every None key) and, when
     asked, per_sample.
 Examples:

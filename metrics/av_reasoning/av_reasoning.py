@@ -14,8 +14,8 @@ PROPOSALS (the benchmark's own evaluator is not available): visual IoU of the pr
 anchor frame (mean IoU, cIoU, null-anchor accuracy, IoU with null, background leak), acoustic temporal IoU of the
 edit window (frame vector and hull, recall at 0.5 / 0.7), acoustic time-frequency IoU of the reasoning waveform,
 video temporal IoU of the full-timeline mask, Which-Acc (discrete / visual / audio rule, with rule counts) and the
-A/V support offset. Macro means over samples, per category and sub-track; null ground truth is decided from the
-data. Learned-model quality metrics (FVD, FAD, CLAP, Synchformer DeSync, LPAPS, ...) are out of scope.
+A/V support offset. Macro means over samples, per category, sub-track, language and orientation; null ground
+truth is decided from the data. Learned-model quality metrics (FVD, FAD, CLAP, Synchformer DeSync, LPAPS, ...) are out of scope.
 """
 
 _KWARGS_DESCRIPTION = """
@@ -36,12 +36,14 @@ Returns:
     audio_tiou_r@0.5, audio_tiou_r@0.7, audio_tf_iou, audio_null_acc, video_tiou, video_tiou_hull, video_null_acc,
     av_onset_offset_abs_s, av_support_offset_s, av_support_tiou, num_av_undefined, which_acc,
     which_acc_rule_counts, n_<key> for every mean, num_samples, num_reference_samples, reference, per_category,
-    per_sub_track, skipped ({key: reason} for every None key) and, when asked, per_sample.
+    per_sub_track, per_language, per_orientation, skipped ({key: reason} for every None key) and, when asked,
+    per_sample.
 Examples:
     >>> import evaluate
     >>> from perckit.reason_av_edit import make_prediction
     >>> metric = evaluate.load("metrics/av_reasoning")
-    >>> ref = {"sample_id": "w", "category": "where_only", "sub_track": "W1_same_class_pair",
+    >>> ref = {"sample_id": "w", "category": "where_only", "sub_track": "W1_same_class_pair", "language": "en",
+    ...        "orientation": "landscape",
     ...        "anchor_mask": {"size": [2, 4], "counts": "242"}, "reason_audio": {"bytes": None, "path": ""},
     ...        "mask_video": {"bytes": None, "path": ""}, "edit_window_s": None, "edit_window_frames": None,
     ...        "fps": 25.0, "num_frames": 75, "selected_instance_index": None}

@@ -44,11 +44,12 @@ def box_region(t: int, h: int, w: int, box: tuple[int, int, int, int] = (8, 8, 2
 
 def reference(sid: str = "s", frames: np.ndarray | None = None, region: np.ndarray | None = None, category: str = "where_only",
               sub_track: str = "W1_same_class_pair", audio: bytes | None = None, video: bytes | None = None,
-              instruction: str = "Replace the red object with a dog.") -> dict:
+              instruction: str = "Replace the red object with a dog.", language: str = "en", orientation: str = "landscape") -> dict:
     """A reference dict of the av_edit_quality schema from arrays (the source as an RGB-lossless mp4)."""
     frames = clip() if frames is None else frames
     return {
-        "sample_id": sid, "category": category, "sub_track": sub_track, "instruction": instruction,
+        "sample_id": sid, "category": category, "sub_track": sub_track, "instruction": instruction, "language": language,
+        "orientation": orientation,
         "video": {"bytes": video if video is not None else rgb_mp4(frames), "path": ""},
         "audio": {"bytes": audio, "path": ""} if audio is not None else dict(NOT),
         "mask_video": {"bytes": mask_mp4(region), "path": ""} if region is not None else dict(NOT),

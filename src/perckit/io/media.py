@@ -1,5 +1,6 @@
 """Video headers checked before anything is decoded: the one check every video reader of perckit runs (ReasonAVEdit's
-mask videos and edited clips, the previews of ReasonAVEdit and Syn4D), with its caps.
+mask videos and edited clips, the previews of ReasonAVEdit and Syn4D, Syn4D's model inputs), with its caps; and
+:func:`video_frames`, the one reader of a ``{bytes, path}`` video value's frames.
 
 A container's declared frame size, frame count and duration are checked against the caps below (PyAV stream
 metadata, nothing decoded); the decoders then stop past the same caps, since a header may lie.
@@ -7,9 +8,12 @@ metadata, nothing decoded); the decoders then stop past the same caps, since a h
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..errors import PredictionError
+from ..errors import PredictionError, ReleaseFormatError
+from .paths import open_media
 
 #: Videos: most frames (10 min at 25 fps), pixels per frame (4K UHD) and seconds, from the header, then
 #: enforced while decoding.
@@ -41,3 +45,22 @@ def check_video_header(container: Any, label: str, where: str, kind: str = "vide
         raise PredictionError(f"{where}: the {kind} {label!r} declares {duration:.6g} s, more than the limit of "
                               f"{MAX_VIDEO_DURATION_S:g} s (perckit.io.media.MAX_VIDEO_DURATION_S)")
     return s
+
+
+@contextlib.contextmanager
+def video_frames(value: Any, where: str, limit: int, error: type[Exception] = ReleaseFormatError) -> Iterator[Iterator | None]:
+    """The frames of a ``{bytes, path}`` video value in decoding order as PyAV frames (``None``: the value holds no
+    video), opened by :func:`perckit.io.paths.open_media` (its bytes, else a checked regular file of at most ``limit``
+    bytes), the header checked by :func:`check_video_header`; what PyAV cannot open or decode raises ``error``."""
+    import av
+
+    label = str((value.get("path") if isinstance(value, Mapping) else None) or "video bytes")
+    with open_media(value, where, limit, error) as source:
+        if source is None:
+            yield None
+            return
+        try:
+            with av.open(source) as container:
+                yield container.decode(check_video_header(container, label, where))
+        except (av.error.FFmpegError, OSError) as e:
+            raise error(f"{where}: the video {label!r} cannot be decoded ({type(e).__name__}: {e})") from None

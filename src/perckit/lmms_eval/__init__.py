@@ -2,8 +2,9 @@
 
 Each task is a folder beside this file (``refcoco_m/``, ``m4seg/``) holding the task YAML and its ``utils.py``
 (``doc_to_visual``, ``doc_to_text``, ``doc_to_target``, ``process_results`` and one aggregation per reported
-key). lmms-eval finds them with ``--include_path`` (:func:`task_dir`); :func:`write_task` writes a task YAML that
-points the packaged one at a local export (``perckit convert``) or a pushed one (``perckit push``).
+key). lmms-eval finds them with ``--include_path`` (:func:`task_dir`); :func:`write_task` writes a task folder that
+points the packaged task at a local export (``perckit convert``) or a pushed one (``perckit push``), with no
+absolute path in it.
 
 How a score is made (the same for both tasks):
 
@@ -26,6 +27,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -296,67 +298,90 @@ def _yaml_scalar(value: Any) -> str:
     return json.dumps(value)  # a JSON string or number is a YAML scalar
 
 
-#: the first line of every task YAML :func:`write_task` writes (the mark that lets it replace its own file)
+#: the first line of both files :func:`write_task` writes (the mark that lets it replace its own files)
 _TASK_MARK = "# written by perckit.lmms_eval.write_task"
+#: the keys of the packaged task YAML that :func:`write_task` replaces
+_REPLACED = ("task", "test_split", "dataset_path", "dataset_name", "dataset_kwargs")
+
+
+def local_data_files(module_file: str | os.PathLike, files: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """The ``data_files`` of a task folder :func:`write_task` wrote, computed when lmms-eval loads its YAML: ``files``
+    (``{split: [paths relative to the folder of module_file]}``) as absolute paths with the glob characters escaped
+    (:func:`perckit.export.state.literal_data_files`, which also checks that datasets reads exactly those files)."""
+    from ..export.state import literal_data_files
+
+    here = Path(module_file).resolve().parent
+    return literal_data_files({split: [here / p for p in paths] for split, paths in files.items()}, real=True)
 
 
 def write_task(benchmark: str, dataset: str | os.PathLike, output: str | os.PathLike, task: str | None = None,
                split: str | None = None, config: str | None = None) -> Path:
-    """Write ``<output>/<task>.yaml``: the packaged task of ``benchmark`` (by ``include``) reading ``dataset``.
+    """Write the task folder ``output``: ``<task>.yaml``, the packaged task YAML of ``benchmark`` with its name and data
+    replaced, and ``<task>.py``, the module its ``!function`` entries name (the packaged ``utils.py``'s functions and
+    the data files). Neither holds an absolute path: the folder moves (with the export, for a local one).
 
-    ``dataset`` is a local export folder (written by ``perckit convert``, or a ``snapshot_download`` of a pushed one)
-    or a Hub repository id of a pushed export (``dataset_path`` the id, ``dataset_name`` the config). A local folder
-    gives ``dataset_path: parquet`` with the split's files as ``data_files`` (absolute paths, glob characters
-    escaped: :func:`perckit.export.state.literal_data_files`), listed by the one
-    lister of an export's files (:func:`perckit.export.state.export_layout`: the record's list, else the card's
-    ``data_files``; every path inside the folder, every shard a regular Parquet file past the size guard and with
-    its media bytes), never the folder itself, whose card lmms-eval's ``load_dataset`` would follow anywhere.
-    ``config`` / ``split`` default to the task's (RefCOCO-M ``expressions`` / ``validation``, M⁴Seg ``default`` /
-    ``test``); ``task`` to ``<packaged task>_<folder or repo name>``. Run ``lmms-eval --include_path <output>
-    --tasks <task>``. An existing file is replaced (in one step: :func:`perckit.io.paths.write_atomic`) only if this
-    function wrote it: its first line, read with the checked reader, says so."""
-    from ..export.state import export_layout, literal_data_files
-    from ..io.paths import open_regular_file, write_atomic
+    ``dataset`` is a local export folder (``perckit convert``, or a ``snapshot_download`` of a pushed one) or the Hub
+    id of a pushed export (``dataset_path`` the id, ``dataset_name`` the config). A local folder gives ``dataset_path:
+    parquet`` and ``data_files: !function <task>.data_files``: the split's files as the one lister of an export's
+    files checks them (:func:`perckit.export.state.export_layout`), never the folder (whose card ``load_dataset``
+    would follow anywhere), written relative to ``output`` and made absolute by :func:`local_data_files` when
+    lmms-eval loads the YAML (it hands ``data_files`` to ``load_dataset``, which resolves them against its working
+    folder). ``config`` / ``split`` default to the task's; ``task`` (letters, digits, ``_``, ``.``, ``-``) to
+    ``<packaged task>_<folder or repo name>``. A file is replaced (atomically) only if its first line, read with the
+    checked reader, says this function wrote it."""
+    from ..export.state import export_layout
+    from ..io.paths import open_regular_file, read_regular_file, write_atomic
 
     folder, name, default_config, default_split = _task(benchmark)
-    config = config or default_config
-    split = split or default_split
-    base = name[: -len(".yaml")]
-    src = Path(dataset)
-    lines = [f"{_TASK_MARK}: the perckit {benchmark} task reading {str(dataset)!r}",
-             f"include: {_yaml_scalar(str(task_yaml(benchmark)))}"]
+    config, split = config or default_config, split or default_split
+    src, out_dir = Path(dataset), Path(output)
+    files = None
     if src.is_dir():
         layout = export_layout(src)
         if layout.benchmark is not None and layout.benchmark != benchmark:
             raise OptionError(f"dataset {str(dataset)!r}: expected an export of {benchmark}, got one of {layout.benchmark}")
-        # checked (inside the folder), resolved and escaped: lmms-eval's load_dataset takes each entry as a glob pattern
-        paths = literal_data_files(layout.files(config, [split]), real=True)[split]
-        lines += ["dataset_path: parquet", "dataset_name: null",
-                  "dataset_kwargs:", "  data_files:", f"    {_yaml_scalar(split)}:"] + [f"      - {_yaml_scalar(p)}" for p in paths]
-        label = src.resolve().name
+        here = os.path.realpath(out_dir)
+        files = {split: [os.path.relpath(os.path.realpath(p), here) for p in layout.files(config, [split])[split]]}
+        label, reading = src.resolve().name, os.path.relpath(os.path.realpath(src), here)
     elif os.path.isabs(str(dataset)) or str(dataset).startswith("."):
         raise InputNotFoundError(f"dataset {str(dataset)!r}: expected an export folder or a Hub repository id, got a path that does not exist")
     else:
-        lines += [f"dataset_path: {_yaml_scalar(str(dataset))}", f"dataset_name: {_yaml_scalar(config)}", "dataset_kwargs: {}"]
-        label = str(dataset).rsplit("/", 1)[-1]
-    task = task or f"{base}_{''.join(c if c.isalnum() else '_' for c in label)}"
-    lines += [f"task: {_yaml_scalar(task)}", f"test_split: {_yaml_scalar(split)}"]
-    out_dir = Path(output)
+        label, reading = str(dataset).rsplit("/", 1)[-1], str(dataset)
+    task = task or f"{name[: -len('.yaml')]}_{''.join(c if c.isascii() and c.isalnum() else '_' for c in label)}"
+    if not isinstance(task, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", task):
+        raise OptionError(f"write_task: expected a task name of letters, digits, '_', '.' and '-', got {task!r}")
+    data = ["dataset_path: parquet", "dataset_name: null", "dataset_kwargs:", f"  data_files: !function {task}.data_files"]
+    if not files:
+        data = [f"dataset_path: {_yaml_scalar(str(dataset))}", f"dataset_name: {_yaml_scalar(config)}", "dataset_kwargs: {}"]
+    lines = [f"{_TASK_MARK}: the perckit {benchmark} task reading {reading!r}", f"task: {_yaml_scalar(task)}",
+             f"test_split: {_yaml_scalar(split)}", *data]
+    skip = False
+    for line in read_regular_file(task_yaml(benchmark), "write_task: the packaged task", 1 << 20).decode("utf-8").splitlines():
+        if line and not line[0].isspace():  # a top-level key or comment: the packaged comments and data lines are left out
+            skip = line.startswith("#") or line.split(":", 1)[0] in _REPLACED
+        if not skip:
+            lines.append(line.replace("!function utils.", f"!function {task}."))
+    module = [f"{_TASK_MARK}: the functions of the perckit {benchmark} task and its data files, relative to this folder",
+              f"from perckit.lmms_eval.{folder}.utils import *"]
+    if files:
+        module += ["from perckit.lmms_eval import local_data_files", "",
+                   f"data_files = local_data_files(__file__, {json.dumps(files)})"]
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{task}.yaml"
-    where = f"write_task: {str(path)!r}"
-    if os.path.lexists(path):
-        head = b""
-        if not os.path.islink(path):
+    written = {out_dir / f"{task}.yaml": lines, out_dir / f"{task}.py": module}
+    for path in written:
+        head, where = b"", f"write_task: {str(path)!r}"
+        if os.path.lexists(path) and not os.path.islink(path):
             with open_regular_file(path, where, None, OptionError) as f:
                 head = f.read(len(_TASK_MARK))
-        if head != _TASK_MARK.encode():
+        if os.path.lexists(path) and head != _TASK_MARK.encode():
             raise OptionError(f"{where} exists and was not written by write_task; choose another output or task name")
-    write_atomic(path, "\n".join(lines) + "\n", where)
-    return path
+    for path, text in written.items():
+        write_atomic(path, "\n".join(text) + "\n", f"write_task: {str(path)!r}")
+    return out_dir / f"{task}.yaml"
 
 
 __all__ = [
     "MAX_ANSWER_CHARS", "MAX_JSON_STARTS", "TASKS", "TASKS_DIR", "aggregation", "aggregations", "box_mask", "first_text", "item",
-    "json_values", "mask_from_text", "mask_from_value", "merged", "reduce_items", "task_dir", "task_yaml", "write_task",
+    "json_values", "local_data_files", "mask_from_text", "mask_from_value", "merged", "reduce_items", "task_dir", "task_yaml",
+    "write_task",
 ]

@@ -1,5 +1,6 @@
-"""``python -m perckit.lmms_eval BENCHMARK DATASET --output DIR``: write a task YAML reading an export
-(:func:`perckit.lmms_eval.write_task`), then ``lmms-eval --include_path DIR --tasks <the printed task name>``."""
+"""python -m perckit.lmms_eval BENCHMARK DATASET --output DIR: write a task folder (a task YAML and its module) reading
+a perckit export, with no absolute path in it (perckit.lmms_eval.write_task); then run
+lmms-eval --include_path DIR --tasks <the printed task name>."""
 
 from __future__ import annotations
 

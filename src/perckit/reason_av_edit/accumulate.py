@@ -25,13 +25,14 @@ import numpy as np
 
 from ..hf.contract import COUNT, FLAG, TEXT, UNIT, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, make_options
-from ..hf.feature_check import Nullable, Scalar
+from ..hf.feature_check import Nullable, OptionalKey, Scalar
 from . import features as feats, metric as m
 
 #: A :class:`~.metric.SampleScore` as a state holds it: ``None`` where the sample has no such value; the IoUs,
 #: tIoUs, background leak and the pixel counts in their ranges, the A/V offsets in seconds >= 0.
 RECORD = {
     "sample_id": TEXT, "category": TEXT, "sub_track": TEXT,
+    **{k: OptionalKey(Nullable(TEXT)) for k in ("language", "orientation")},  # absent in states saved before issue 31
     **{k: Nullable(FLAG) for k in ("visual_null", "visual_null_correct", "audio_null", "audio_null_correct", "video_null",
                                    "video_null_correct", "which_correct")},
     "visual_intersection": Nullable(COUNT), "visual_union": Nullable(COUNT),

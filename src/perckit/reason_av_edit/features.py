@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # the functions that build features import datasets; importin
 
 NOT_PROVIDED_RLE = {"size": [], "counts": ""}
 NOT_PROVIDED_MEDIA = {"bytes": None, "path": ""}
+#: The text fields both ReasonAVEdit reference schemas open with (the id, then what the metrics group by).
+REFERENCE_TEXT = ("sample_id", "category", "sub_track", "language", "orientation")
 
 
 def media_feature() -> dict:
@@ -89,9 +91,7 @@ def reference_schema() -> dict:
     from datasets import Value
 
     return {
-        "sample_id": Value("string"),
-        "category": Value("string"),
-        "sub_track": Value("string"),
+        **{k: Value("string") for k in REFERENCE_TEXT},
         "anchor_mask": rle_feature(),
         "reason_audio": media_feature(),
         "mask_video": media_feature(),

@@ -43,7 +43,7 @@ Which (:func:`which_correct`): the first applicable rule decides: ``discrete`` (
 
 Accumulate: :func:`score_sample` turns one (prediction, reference) pair into a :class:`SampleScore`. Reduce:
 :func:`reduce_scores` macro-averages the records (:func:`perckit.core.stats.fmean`, on ``math.fsum``: independent of the
-order, so evaluate's distributed mode gives the same numbers), per category and sub-track, with
+order, so evaluate's distributed mode gives the same numbers), per category, sub-track, language and orientation, with
 ``restrict_to_suggested``. :func:`av_reasoning` pairs predictions with references by ``sample_id``
 (:func:`perckit.core.matching.pair_by_id`) and runs both. Every input value is decoded and checked by the readers of
 the "inputs" section below (masks, windows, instance indices, audio, mask videos; each raises a
@@ -64,7 +64,7 @@ import math
 import os
 import tempfile
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -492,9 +492,7 @@ def reference_samples(ref: Mapping, where: str, sample_rate: int) -> int | None:
     if not (is_real(fps) and fps > 0 and is_real(nf) and nf > 0):
         raise PredictionError(f"{where}: expected a finite fps > 0 and num_frames > 0, got fps={fps!r}, num_frames={nf!r}")
     if nf / fps > layout.MAX_DURATION_S:
-        raise PredictionError(
-            f"{where}: num_frames / fps = {nf / fps:.6g} s is more than the limit of {layout.MAX_DURATION_S:g} s"
-        )
+        raise PredictionError(f"{where}: num_frames / fps = {nf / fps:.6g} s, more than the limit of {layout.MAX_DURATION_S:g} s")
     return int(round(nf / fps * sample_rate))
 
 
@@ -563,6 +561,8 @@ class SampleScore:
     sample_id: str
     category: str
     sub_track: str
+    language: str | None = None
+    orientation: str | None = None
     # visual
     visual_null: bool | None = None
     visual_intersection: int | None = None
@@ -771,7 +771,8 @@ def score_sample(prediction: Mapping, reference: Mapping, options: AVReasoningOp
     """Accumulate half: every per-sample value of one (prediction, reference) pair."""
     sid = str(reference["sample_id"])
     where = f"sample {sid!r}"
-    s = SampleScore(sample_id=sid, category=str(reference.get("category") or ""), sub_track=str(reference.get("sub_track") or ""))
+    s = SampleScore(sample_id=sid, category=str(reference.get("category") or ""), sub_track=str(reference.get("sub_track") or ""),
+                    **group_values(reference))
     _visual(s, prediction, reference, options, where)
     support, given = _audio(s, prediction, reference, options, where)
     _video(s, prediction, reference, options, where, support, given)
@@ -879,34 +880,43 @@ def _warn_null_disagreements(scores: Sequence[SampleScore]) -> None:
         logger.warning("av_reasoning: %d sample(s) disagree with the card's audio null anchors (C4, R3 only), e.g. %s", len(aud), aud[:5])
 
 
+#: The per-group blocks of both ReasonAVEdit metrics: output key -> the record field it groups by (``language`` and
+#: ``orientation``: the references', from the release's [inferred] columns; a sample without one is in no block).
+GROUPS = {"per_category": "category", "per_sub_track": "sub_track", "per_language": "language", "per_orientation": "orientation"}
+
+
+def group_values(reference: Mapping) -> dict[str, str | None]:
+    """A reference's ``language`` and ``orientation``, ``None`` when absent or empty."""
+    return {k: str(reference.get(k)) if reference.get(k) else None for k in ("language", "orientation")}
+
+
+def group_blocks(records: Sequence[Any], block: Callable[[list], dict]) -> dict[str, dict]:
+    """``{per_<group>: {value: block(the records of that value)}}`` for every group of :data:`GROUPS` (categories in
+    the card's order, other values sorted): the one per-group reduce of both ReasonAVEdit metrics."""
+    out: dict[str, dict] = {}
+    for key, attr in GROUPS.items():
+        values = sorted({getattr(r, attr) for r in records} - {None},
+                        key=lambda v: (CATEGORIES.index(v) if v in CATEGORIES else len(CATEGORIES), v))
+        out[key] = {v: block([r for r in records if getattr(r, attr) == v]) for v in values}
+    return out
+
+
 def reduce_scores(scores: Sequence[SampleScore], options: AVReasoningOptions = AVReasoningOptions()) -> dict:
-    """Reduce half: the top-level keys (restricted when ``restrict_to_suggested``), ``reference``,
-    ``per_category``, ``per_sub_track`` and ``skipped``."""
+    """Reduce half: the top-level keys (restricted when ``restrict_to_suggested``), ``reference``, the per-group blocks
+    (:func:`group_blocks`: ``per_category``, ``per_sub_track``, ``per_language``, ``per_orientation``) and ``skipped``."""
     _warn_null_disagreements(scores)
     out: dict[str, Any] = {}
     groups = key_groups(options)
     for group, keys in groups.items():
-        if options.restrict_to_suggested:
-            subset = [s for s in scores if s.category in SUGGESTED[group] and s.category != "reference"]
-        else:
-            subset = list(scores)
-        b = block(subset, options)
-        for k in keys:
-            out[k] = b[k]
-            if f"n_{k}" in b:
-                out[f"n_{k}"] = b[f"n_{k}"]
+        restricted = [s for s in scores if s.category in SUGGESTED[group] and s.category != "reference"]
+        b = block(restricted if options.restrict_to_suggested else scores, options)
+        out.update({name: b[name] for k in keys for name in (k, f"n_{k}") if name in b})
     out["num_samples"] = len(scores)
     out["num_reference_samples"] = sum(1 for s in scores if s.category == "reference")
     out["reference"] = block([s for s in scores if s.category == "reference"], options)
-    cats = sorted({s.category for s in scores}, key=lambda c: (CATEGORIES.index(c) if c in CATEGORIES else len(CATEGORIES), c))
-    out["per_category"] = {c: block([s for s in scores if s.category == c], options) for c in cats}
-    out["per_sub_track"] = {t: block([s for s in scores if s.sub_track == t], options) for t in sorted({s.sub_track for s in scores})}
-    skipped = {}
-    for group, keys in groups.items():
-        for k in keys:
-            if out[k] is None:
-                skipped[k] = _skip_reason(k, group, scores, options.restrict_to_suggested)
-    out["skipped"] = dict(sorted(skipped.items()))
+    out.update(group_blocks(scores, lambda subset: block(subset, options)))
+    out["skipped"] = dict(sorted((k, _skip_reason(k, group, scores, options.restrict_to_suggested))
+                                 for group, keys in groups.items() for k in keys if out[k] is None))
     if options.return_per_sample:
         out["per_sample"] = [asdict(s) for s in sorted(scores, key=lambda s: s.sample_id)]
     return out
@@ -925,6 +935,6 @@ def av_reasoning(predictions: Sequence[Mapping], references: Sequence[Mapping], 
 
 
 __all__ = [
-    "AVReasoningOptions", "SampleScore", "av_reasoning", "block", "decode_mask_video", "interval_tiou", "reduce_scores",
-    "score_sample", "vector_tiou", "which_correct",
+    "AVReasoningOptions", "GROUPS", "SampleScore", "av_reasoning", "block", "decode_mask_video", "group_blocks", "interval_tiou",
+    "reduce_scores", "score_sample", "vector_tiou", "which_correct",
 ]

@@ -1,8 +1,8 @@
 """The export preview of ReasonAVEdit-Bench (:mod:`perckit.draw.previews`): the source video's anchor frame
 (``anchor_frame``, else the first frame) with the edited region (``anchor_mask``: light fill + outline). A row with
 no anchor mask (a "not provided" marker, an empty size, null) shows the frame alone with a caption saying so;
-a row with no video shows a neutral canvas with a caption. The video is decoded with PyAV after
-:func:`perckit.io.media.check_video_header` checked its declared size, length and duration.
+a row with no video shows a neutral canvas with a caption. The video is read by :func:`perckit.io.media.video_frames`
+(PyAV, after its declared size, length and duration are checked).
 """
 
 from __future__ import annotations
@@ -12,33 +12,18 @@ from typing import Any, Mapping
 from PIL import Image
 
 from ..draw import previews
-from ..errors import ReleaseFormatError
-from ..io.paths import open_media
-from ..io.media import check_video_header
+from ..io.media import video_frames
 from .layout import MAX_MEDIA_FILE_BYTES
 
 
 def video_frame(video: Any, index: int, where: str) -> Image.Image | None:
     """Frame ``index`` (0-based; the last frame when the video is shorter) of a ``{bytes, path}`` video value."""
-    import av
-
-    if not isinstance(video, Mapping):
-        return None
-    label = str(video.get("path") or "video bytes")
     last = None
-    with open_media(video, where, MAX_MEDIA_FILE_BYTES) as source:
-        if source is None:
-            return None
-        try:
-            with av.open(source) as container:
-                stream = check_video_header(container, label, where)
-                for i, frame in enumerate(container.decode(stream)):
-                    last = frame
-                    if i >= index:
-                        break
-        except (av.error.FFmpegError, OSError) as e:
-            raise ReleaseFormatError(f"{where}: the video {label!r} cannot be decoded ({type(e).__name__}: {e})") from None
-    return last.to_image().convert("RGB") if last is not None else None
+    with video_frames(video, where, MAX_MEDIA_FILE_BYTES) as frames:
+        for i, last in enumerate(frames or ()):
+            if i >= index:
+                break
+        return last.to_image().convert("RGB") if last is not None else None
 
 
 def row_preview(row: Mapping[str, Any]) -> bytes:

@@ -3,9 +3,10 @@
 Writes ``benchmark/`` (``data/tracking_gt/<variant>/<scene>/<sequence>.npy`` in the exact ``syn4d-tracking-gt-v1``
 structured dtype, ``sequences.jsonl``, ``protocol.json``, ``baselines.json``, ``SHA256SUMS`` in ``sha256sum``
 format, ``README.md``) and ``challenge_eval/`` beside it (or inside it with ``challenge_inside=True``): H.264 mp4
-inputs, 32 depth EXRs per sequence (one ``Depth`` FLOAT channel, ZIP, centimetres, with sky, zero and NaN pixels)
-and 192-row Unreal camera CSVs. :func:`perckit.samples.syn4d_predictions.write_predictions` writes official
-per-sequence NPZ predictions for it."""
+inputs of the 192 rendered frames (frame i shows i in binary in its top rows: 8 bands of 0 or 255, bit 0 left, so a
+picked frame is recognised after lossy coding), 32 depth EXRs per sequence (one ``Depth`` FLOAT channel, ZIP,
+centimetres, with sky, zero and NaN pixels) and 192-row Unreal camera CSVs.
+:func:`perckit.samples.syn4d_predictions.write_predictions` writes official per-sequence NPZ predictions for it."""
 
 from __future__ import annotations
 
@@ -169,7 +170,10 @@ def write_release(root: str | Path, seed: int = 0, variants: Sequence[str] = VAR
                     )
                     if write_video:
                         vh, vw = video_hw
-                        frames = rng.integers(0, 255, size=(t, vh, vw, 3), dtype=np.uint8)
+                        noise = rng.integers(0, 255, size=(t, vh, vw, 3), dtype=np.uint8)  # one draw per evaluated frame
+                        frames = np.repeat(noise, 6, axis=0)
+                        bits = (np.arange(len(frames))[:, None] >> np.arange(8)) & 1
+                        frames[:, : vh // 4, : 8 * (vw // 8)] = np.repeat(bits * 255, vw // 8, axis=1)[:, None, :, None]
                         wr.bytes(f"{base}/mp4/{seq}.mp4", encode_mp4(frames))
                     index_lines.append(json.dumps({
                         "camera": cam, "camera_csv": f"{variant}/{scene}/ground_truth/meta_exr_csv/{seq}_camera.csv",

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["load_prediction_rows", "to_metric_reference", "to_official_summary"]
+__all__ = ["load_prediction_rows", "model_inputs", "to_metric_reference", "to_official_summary"]
 
 
 def __getattr__(name: str) -> Any:
     """The public helpers, imported on first use (``import perckit.syn4d`` stays free of ``datasets``)."""
     if name == "to_metric_reference":
         from . import features as module
-    elif name == "load_prediction_rows":
+    elif name in ("load_prediction_rows", "model_inputs"):
         from . import read as module
     elif name == "to_official_summary":
         from . import metric as module

@@ -1,7 +1,7 @@
 """The export preview of Syn4D (:mod:`perckit.draw.previews`): the query tracks, projected into frame 0 with the
 row's intrinsics (``u = fx·x/z + cx``, ``v = fy·y/z + cy``; the tracks are in the frame-0 camera), drawn over the
-first frame: the challenge row's video first frame when the row has its video (decoded with PyAV after
-:func:`perckit.io.media.check_video_header` checked its declared size), else a neutral canvas of ``image_size``.
+first frame: the challenge row's video first frame when the row has its video (:func:`perckit.io.media.video_frames`,
+after its declared size is checked), else a neutral canvas of ``image_size``.
 Dynamic queries are orange, static ones sky blue; a dot marks each track's first visible point; only samples marked
 visible are drawn."""
 
@@ -14,8 +14,7 @@ from PIL import Image, ImageDraw
 
 from ..draw import figures
 from ..draw import previews
-from ..errors import ReleaseFormatError
-from ..io.paths import open_media
+from ..io.media import video_frames
 from .layout import MAX_VIDEO_BYTES
 
 DYNAMIC_COLOUR = figures.ORANGE
@@ -26,24 +25,9 @@ MAX_TRACKS = 64
 
 def first_frame(video: Any, where: str) -> Image.Image | None:
     """The first frame of a ``{bytes, path}`` video value (bytes first, else the file), None when there is none."""
-    import av
-
-    from ..io.media import check_video_header
-
-    if not isinstance(video, Mapping):
-        return None
-    label = video.get("path") or "video bytes"
-    with open_media(video, where, MAX_VIDEO_BYTES) as source:
-        if source is None:
-            return None
-        try:
-            with av.open(source) as container:
-                stream = check_video_header(container, str(label), where)
-                for frame in container.decode(stream):
-                    return frame.to_image().convert("RGB")
-        except (av.error.FFmpegError, OSError) as e:
-            raise ReleaseFormatError(f"{where}: the video {str(label)!r} cannot be decoded ({type(e).__name__}: {e})") from None
-    return None
+    with video_frames(video, where, MAX_VIDEO_BYTES) as frames:
+        frame = next(frames, None) if frames is not None else None
+        return frame.to_image().convert("RGB") if frame is not None else None
 
 
 def row_preview(row: Mapping[str, Any]) -> bytes:

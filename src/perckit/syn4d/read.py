@@ -1,5 +1,6 @@
-"""Readers of a Syn4D release (the sequence index, tracking NPYs, depth EXRs, camera CSVs, ``SHA256SUMS``), and the
-reader and writer of the official prediction NPZs; everything is read through the checked readers: regular files under the caps of
+"""Readers of a Syn4D release (the sequence index, tracking NPYs, depth EXRs, camera CSVs, ``SHA256SUMS``, the model
+input frames of an MP4), and the reader and writer of the official prediction NPZs; everything is read through the
+checked readers: regular files under the caps of
 :mod:`perckit.syn4d.layout`, NPYs and NPZ members read with ``allow_pickle=False`` only (object dtypes refused,
 every NPY header checked before NumPy allocates)."""
 
@@ -27,10 +28,12 @@ import numpy as np
 from ..errors import InferredShapeError, InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError
 from ..errors import inferred_reading, short_repr
 from ..io.jsonio import decode_text, parse_int, iter_json_lines
-from ..io.paths import atomic_file, check_relative, open_regular_file, read_regular_file
+from ..io.media import MAX_VIDEO_PIXELS, video_frames
+from ..io.paths import atomic_file, check_relative, open_regular_file, read_regular_file, resolve_under
 from .layout import (
     ARRAY_DTYPES, CSV_COLUMNS, EXR_CHANNELS, FRAME_INDICES, MAX_ARRAY_BYTES, MAX_CHECKSUM_FILE_BYTES, MAX_DEPTH_PIXELS,
-    MAX_EXR_BYTES, MAX_NPY_HEADER_BYTES, MAX_NPZ_BYTES, MAX_TEXT_BYTES, NPY_FIELDS, PLAIN_RELATIVE, PREDICTION_KEYS, SCHEMA,
+    MAX_EXR_BYTES, MAX_NPY_HEADER_BYTES, MAX_NPZ_BYTES, MAX_TEXT_BYTES, MAX_VIDEO_BYTES, NPY_FIELDS, PLAIN_RELATIVE,
+    PREDICTION_KEYS, SCHEMA,
     PathResolver, ReleasePaths, SequenceRecord, check_sequence_id, default_record, depth_frame_paths, index_path,
     prediction_path, real_path, records_from_tracking_gt, tracking_checksums_path,
 )
@@ -476,6 +479,40 @@ def unverified_reason(paths: ReleasePaths, verify: bool | None, tracking: bool =
     if paths.checksums is not None:
         text += f" (only the files listed in {str(paths.checksums)!r} are verified)"
     return text
+
+
+# ---------------------------------------------------------------- model inputs
+
+
+def model_inputs(source: Mapping | str | os.PathLike, root: str | os.PathLike | None = None) -> np.ndarray:
+    """A sequence's model input as the official adapters make it (``image_paths``, ``adapters/common.py`` of
+    jzr99/Syn4D_benchmark): the frames :data:`~.layout.FRAME_INDICES` (0, 6, ..., 186) of its MP4, counted from 0 in
+    decoding order, as RGB uint8 ``[32, H, W, 3]``. ``source``: a ``challenge`` row, or an MP4 path resolved under
+    ``root``, the release root (:func:`perckit.io.paths.resolve_under`); read by :func:`perckit.io.media.video_frames`
+    (at most :data:`~.layout.MAX_VIDEO_BYTES`, the header checked) up to frame 186. No video, no ``root``, a frame over
+    the pixel cap or of another size than frame 0, a video ending early: :class:`~perckit.errors.ReleaseFormatError`."""
+    if isinstance(source, Mapping):
+        video, where = source.get("video"), f"Syn4D sequence {source.get('sequence_id')!r}: video"
+    elif root is None:
+        raise ReleaseFormatError(f"Syn4D model_inputs: the video path {os.fspath(source)!r} needs root=<the release root>")
+    else:
+        where = f"Syn4D video {os.fspath(source)!r}"
+        video = {"bytes": None, "path": str(resolve_under(root, os.fspath(source), where))}
+    picked: list[np.ndarray] = []
+    with video_frames(video, where, MAX_VIDEO_BYTES) as frames:
+        if frames is None:
+            raise ReleaseFormatError(f"{where}: no video (expected a challenge row whose MP4 is present, or an MP4 path)")
+        for i, frame in zip(range(FRAME_INDICES[-1] + 1), frames):
+            if i in FRAME_INDICES:
+                size = (frame.height, frame.width)
+                if size[0] * size[1] > MAX_VIDEO_PIXELS or (picked and size != picked[0].shape[:2]):
+                    raise ReleaseFormatError(f"{where}: frame {i} is {size[1]} x {size[0]}; expected the size of frame 0, at "
+                                             f"most {MAX_VIDEO_PIXELS} pixels (perckit.io.media.MAX_VIDEO_PIXELS)")
+                picked.append(frame.to_ndarray(format="rgb24"))
+    if len(picked) < len(FRAME_INDICES):
+        raise ReleaseFormatError(f"{where}: the video ends before frame {FRAME_INDICES[len(picked)]}; expected the "
+                                 f"{len(FRAME_INDICES)} frames 0, 6, ..., {FRAME_INDICES[-1]}")
+    return np.stack(picked)
 
 
 # ---------------------------------------------------------------- prediction NPZs

@@ -24,7 +24,8 @@ independent of the order; a model metric's own ``reduce`` on the subset's record
 as FVD are computed per table too).
 
 The tables: the top level is the main ranking over the pure-instruction samples (category != ``reference``),
-``reference`` the reference-guided samples, ``per_category`` and ``per_sub_track``; each holds every output key
+``reference`` the reference-guided samples, ``per_category``, ``per_sub_track``, ``per_language`` and
+``per_orientation`` (:func:`..metric.group_blocks`, shared with ``av_reasoning``); each holds every output key
 (:data:`OUTPUT_KEYS`), ``n_<key>`` and ``num_samples``. ``skipped`` gives the reason for every top-level key that
 is ``None``; ``suggested`` the card's per-category diagnostic keys (:data:`SUGGESTED`).
 
@@ -43,7 +44,7 @@ from typing import Any
 
 from ...errors import OptionError, PredictionError, check_choice, check_option_type, make_options, short_repr
 from ...core.matching import missing_ids_message, pair_by_id
-from ..read.metadata import CATEGORIES
+from ..metric import group_blocks, group_values
 from . import models as registry
 from .decode import decode_sample
 from .pixel import FRAME_MISMATCH, PIXEL_KEYS, RESIZE_EDITED, SSIM_IMPLS, clip_scores, mean_table
@@ -169,6 +170,8 @@ class SampleRecord:
     pixel: dict[str, Any]
     models: dict[str, Any] = field(default_factory=dict)
     has_edited_audio: bool = False
+    language: str | None = None
+    orientation: str | None = None
 
 
 def build_models(options: EditQualityOptions) -> tuple[list[ActiveModel], dict[str, str]]:
@@ -215,10 +218,7 @@ def build_models(options: EditQualityOptions) -> tuple[list[ActiveModel], dict[s
 
 
 def _finite(v: Any) -> float | None:
-    if v is None:
-        return None
-    f = float(v)
-    return f if math.isfinite(f) else None
+    return float(v) if v is not None and math.isfinite(float(v)) else None
 
 
 def table(records: Sequence[SampleRecord], active: Sequence[ActiveModel], selected: Sequence[str] = OUTPUT_KEYS) -> dict[str, Any]:
@@ -262,7 +262,7 @@ def _score(pred: Mapping, ref: Mapping, o: EditQualityOptions, active: Sequence[
                       decode_audio=any(m.needs_audio for m in active))
     s = d.sample
     px = clip_scores(s.edited.frames, s.source.frames, s.region, o.psnr_cap, o.ssim_win_size, f"sample {s.sample_id!r}", o.ssim_impl) if pixel else {}
-    rec = SampleRecord(s.sample_id, s.category, s.sub_track, px, has_edited_audio=d.has_edited_audio)
+    rec = SampleRecord(s.sample_id, s.category, s.sub_track, px, has_edited_audio=d.has_edited_audio, **group_values(ref))
     for m in active:
         if m.needs_audio and not (d.has_edited_audio and (d.has_source_audio or m.entry.name not in NEEDS_SOURCE_AUDIO)):
             continue
@@ -272,33 +272,25 @@ def _score(pred: Mapping, ref: Mapping, o: EditQualityOptions, active: Sequence[
 
 def reduce_records(records: Sequence[SampleRecord], active: Sequence[ActiveModel], skipped_models: Mapping[str, str],
                    options: EditQualityOptions, num_missing: int = 0) -> dict[str, Any]:
-    """Reduce half: the top-level table (main ranking), ``reference``, ``per_category``, ``per_sub_track``,
-    ``suggested``, ``skipped`` and the counts."""
+    """Reduce half: the top-level table (main ranking), ``reference``, the per-group tables (``per_category``,
+    ``per_sub_track``, ``per_language``, ``per_orientation``: :func:`..metric.group_blocks`), ``suggested``, ``skipped``
+    and the counts."""
     selected = options.selected()
     main = [r for r in records if r.category != "reference"]
     out = table(main, active, selected)
     out["num_reference_samples"] = len(records) - len(main)
     out["num_missing"] = num_missing
     out["reference"] = table([r for r in records if r.category == "reference"], active, selected)
-    cats = sorted({r.category for r in records}, key=lambda c: (CATEGORIES.index(c) if c in CATEGORIES else len(CATEGORIES), c))
-    out["per_category"] = {c: table([r for r in records if r.category == c], active, selected) for c in cats}
-    out["per_sub_track"] = {t: table([r for r in records if r.sub_track == t], active, selected) for t in sorted({r.sub_track for r in records})}
+    out.update(group_blocks(records, lambda subset: table(subset, active, selected)))
     out["suggested"] = {c: list(ks) for c, ks in SUGGESTED.items()}
-    skipped = {}
-    for k in OUTPUT_KEYS:
-        if out[k] is None:
-            if k in skipped_models:
-                skipped[k] = skipped_models[k]
-            elif k not in selected:
-                skipped[k] = f"not selected (metrics={list(selected)})"
-            else:
-                skipped[k] = _skip_reason(k, out, main, active)
-    out["skipped"] = skipped
+    not_selected = f"not selected (metrics={list(selected)})"
+    out["skipped"] = {k: skipped_models[k] if k in skipped_models else not_selected if k not in selected else
+                      _skip_reason(k, out, main, active) for k in OUTPUT_KEYS if out[k] is None}
     if options.return_per_sample:
         rows = []
         for r in sorted(records, key=lambda r: r.sample_id):
-            row = {"sample_id": r.sample_id, "category": r.category, "sub_track": r.sub_track, **r.pixel,
-                   "has_edited_audio": r.has_edited_audio}
+            row = {"sample_id": r.sample_id, "category": r.category, "sub_track": r.sub_track, "language": r.language,
+                   "orientation": r.orientation, **r.pixel, "has_edited_audio": r.has_edited_audio}
             for m in active:
                 got = m.metric.reduce([r.models[m.entry.name]]) if m.entry.name in r.models else {}
                 row.update({k: _finite(got.get(k)) for k in m.keys})

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..features import NOT_PROVIDED_MEDIA, _media_value, media_feature, project_row
+from ..features import NOT_PROVIDED_MEDIA, REFERENCE_TEXT, _media_value, media_feature, project_row
 
 
 def reference_schema() -> dict:
@@ -24,10 +24,7 @@ def reference_schema() -> dict:
     from datasets import Value
 
     return {
-        "sample_id": Value("string"),
-        "category": Value("string"),
-        "sub_track": Value("string"),
-        "instruction": Value("string"),
+        **{k: Value("string") for k in (*REFERENCE_TEXT, "instruction")},
         "video": media_feature(),
         "audio": media_feature(),
         "mask_video": media_feature(),
