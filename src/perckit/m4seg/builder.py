@@ -78,9 +78,7 @@ class M4SegBuilder(PerckitTableBuilder):
     def _check_options(self) -> None:
         super()._check_options()
         c = self.config
-        if isinstance(c.splits, str):
-            c.splits = (c.splits,)
-        c.splits = tuple(c.splits)
+        c.splits = (c.splits,) if isinstance(c.splits, str) else tuple(c.splits)
         if not c.splits:
             raise OptionError(f"option 'splits': expected a non-empty subset of {list(SPLITS)}, got {c.splits!r}")
         for s in c.splits:
