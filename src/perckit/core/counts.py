@@ -146,4 +146,3 @@ def scan_one(counts: bytes, runs: np.ndarray = _NO_RUNS) -> tuple[int, int, int,
     (as long as ``counts``, or empty) receives its runs from index 0."""
     row = _compiled()(np.array([0, len(counts)], dtype=np.int64), np.frombuffer(counts, dtype=np.uint8), runs)[0]
     return int(row[0]), int(row[1]), int(row[2]), int(row[3])
-

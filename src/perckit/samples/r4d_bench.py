@@ -227,4 +227,3 @@ def write_release(root: str | Path, seed: int = 0, frames_per_scene: int = 4, he
         root=Path(root), query_ids=[e["query_id"] for e in dense[0]], subset_ids=[e["query_id"] for e in subset[0]],
         negative_ids=negatives, frame_ids=frame_ids_by_scene, size=(height, width), files=sorted(wr.files),
     )
-

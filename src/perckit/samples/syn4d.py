@@ -198,4 +198,3 @@ def write_release(root: str | Path, seed: int = 0, variants: Sequence[str] = VAR
         lines.append(f"{digest}  {name}")
     wr.text(f"{bench}/SHA256SUMS", "\n".join(lines) + "\n")
     return Syn4DSampleRelease(Path(root), ids, q, (h, w), files=sorted(wr.files))
-
