@@ -106,11 +106,8 @@ class M4SegBuilder(PerckitTableBuilder):
                 )
             return {s: root for s in c.splits}
 
-        roots: dict[str, Path] = {}
         root = self._download(self.hub_patterns(c))
-        for s in c.splits:
-            if c.source != "auto" or parquet_paths(root, s, glob.glob):
-                roots[s] = root
+        roots = {s: root for s in c.splits if c.source != "auto" or parquet_paths(root, s, glob.glob)}
         rest = [s for s in c.splits if s not in roots]
         if rest:  # source="auto" and the repository has no Parquet shard for these splits
             root = self._download(self.hub_patterns(c, "native", rest))

@@ -28,8 +28,7 @@ def iter_image_paths(opener: Callable, source: str, files: Sequence[str], kind: 
     (index and id when known) and the field. Malformed entries other than the path are left to the row checks."""
     if source == "parquet":
         for p in files:
-            name = Path(p).name
-            where = f"M4Seg {split} split, {name}"
+            where = f"M4Seg {split} split, {Path(p).name}"
             with opener(p, "rb") as f:
                 pf = open_parquet(f, where)
 

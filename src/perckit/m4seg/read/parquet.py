@@ -107,13 +107,6 @@ def open_shard(opener: Callable, path: str, split: str) -> Iterator[tuple[Any, s
         yield pf, where
 
 
-def _list_of_struct_fields(arrow_type: Any) -> list[str] | None:
-    if not (pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)):
-        return None
-    item = arrow_type.value_type
-    return [item.field(i).name for i in range(item.num_fields)] if pa.types.is_struct(item) else None
-
-
 def check_parquet_schema(schema: Any, where: str) -> None:
     """Every column and nested field the conversion needs is there (extra ones are fine; the values are checked per row)."""
     names = list(schema.names)
@@ -125,9 +118,9 @@ def check_parquet_schema(schema: Any, where: str) -> None:
         )
     for column, required in (("images", {f: (f,) for f in PARQUET_IMAGE_FIELDS}), ("groundings", PARQUET_GROUNDING_FIELDS)):
         arrow_type = schema.field(column).type
-        fields = _list_of_struct_fields(arrow_type)
-        if fields is None:
+        if not _is_list(arrow_type) or not pa.types.is_struct(item := arrow_type.value_type):
             raise ReleaseFormatError(f"{where}: column {column!r}: expected a list of structs, found {arrow_type}")
+        fields = [item.field(i).name for i in range(item.num_fields)]
         lacking = [name for name, aliases in required.items() if not any(a in fields for a in aliases)]
         if lacking:
             raise ReleaseFormatError(
