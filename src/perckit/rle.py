@@ -196,8 +196,7 @@ def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None 
         raise RLEError(
             f"{where}: expected compressed counts (str), got an uncompressed list (convert it with perckit.rle.to_rle)"
         )
-    raw = _counts_bytes(counts, where)
-    status, total, _, offset = _kernels.scan_one(raw)
+    status, total, _, offset = _kernels.scan_one(_counts_bytes(counts, where))
     if status != _kernels.OK:
         raise counts_error(status, offset, where)
     if total != h * w:
@@ -763,5 +762,4 @@ def encode_masks(masks: Any, where: str = "masks") -> list[RLE]:
         raise RLEError(f"{where}: a {h}x{w} mask exceeds the limit of {MAX_PIXELS} pixels")
     if n == 0:
         return []
-    encoded = _mask.encode(np.asfortranarray(arr.transpose(1, 2, 0), dtype=np.uint8))
-    return [_from_c(r) for r in encoded]
+    return [_from_c(r) for r in _mask.encode(np.asfortranarray(arr.transpose(1, 2, 0), dtype=np.uint8))]
