@@ -144,8 +144,7 @@ def iter_records(f: IO[bytes], shard: str, read_images: bool = True) -> Iterator
     batches = pf.iter_batches(batch_size=BATCH_SIZE, columns=columns)
     while True:
         try:
-            batch = next(batches)
-            rows = batch.to_pylist()
+            rows = next(batches).to_pylist()
         except StopIteration:
             return
         except (pa.ArrowException, OSError, ValueError, EOFError) as e:
