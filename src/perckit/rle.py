@@ -691,10 +691,7 @@ class PixelBudget:
     def __init__(self, max_pixels: int | None = None, *, unit: str = "row", hint: str = "",
                  error: Callable[[str], Exception] = RLEError) -> None:
         self.limit = check_max_pixels(max_pixels)
-        self.used = 0
-        self.unit = unit
-        self.hint = hint
-        self.error = error
+        self.used, self.unit, self.hint, self.error = 0, unit, hint, error
 
     def charge(self, pixels: int, where: str) -> None:
         """Add ``pixels`` (a mask's H * W, or a target's) charged for ``where``; past the budget raise ``error``

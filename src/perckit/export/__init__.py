@@ -145,8 +145,7 @@ def convert(benchmark: str, data_dir: str | Path | None, config: str | None, out
     except BaseException:
         staging.discard()
         raise
-    splits = entries[config][1]
-    summary = ConfigExport(benchmark, config, default, splits, Path(output), [n for n in entries if n != config])
+    summary = ConfigExport(benchmark, config, default, entries[config][1], Path(output), [n for n in entries if n != config])
     for name, (entry, written) in entries.items():
         for s in written:
             log(f"{benchmark}/{name}: {s.name} {s.num_examples} rows in {len(s.files)} shard(s) -> {Path(output) / entry['dir']}")

@@ -158,8 +158,7 @@ class Staging:
                 continue
         else:  # pragma: no cover
             raise OptionError(f"--output {str(output)!r}: cannot create a temporary folder beside it")
-        self.path = path
-        self.swapped = False
+        self.path, self.swapped = path, False
         self._lock = filelock.FileLock(str(path / BUILD_MARKER), timeout=0)
         try:
             self._lock.acquire()

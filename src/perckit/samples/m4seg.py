@@ -202,12 +202,6 @@ def _example(rng: np.random.Generator, pool: dict, split: str, source: str, pair
         out = []
         for e in per_image[k]:
             m = e["mask"]
-            if fam == "coco" and m["polygon"] is not None:
-                seg: Any = m["polygon"]
-            elif fam == "pascal":
-                seg = m["uncompressed"]
-            else:
-                seg = m["rle"]
             g: dict[str, Any] = {st["name"]: e["name"]}
             if len(e["ann_ids"]) > 1:
                 g["annotation_ids"] = list(e["ann_ids"])
@@ -217,7 +211,8 @@ def _example(rng: np.random.Generator, pool: dict, split: str, source: str, pair
                 g[st["obj"]] = e["parent"]
             bx = m["bbox"]
             g["bbox"] = [bx[0], bx[1], bx[0] + bx[2], bx[1] + bx[3]]  # the original xyxy box, not kept
-            g[st["seg"]] = seg
+            polygon = fam == "coco" and m["polygon"] is not None
+            g[st["seg"]] = m["polygon"] if polygon else m["uncompressed"] if fam == "pascal" else m["rle"]
             if fam == "coco":
                 g["answer_span"] = first_span[e["code"]]
             out.append(g)

@@ -259,10 +259,8 @@ def group_block(scores: Sequence[SampleScore], options: M4SegOptions, meteor: An
     available = available or {}
     with_gt = [s for s in scores if s.num_gt > 0]
     out: dict[str, Any] = {}
-    if options.miou_unit == "image":
-        out["miou"] = fmean([v for s in with_gt for v in s.miou_images])
-    else:
-        out["miou"] = fmean([s.miou for s in with_gt])
+    per_image = options.miou_unit == "image"
+    out["miou"] = fmean([v for s in with_gt for v in s.miou_images] if per_image else [s.miou for s in with_gt])
     n_gt = sum(s.num_gt for s in scores)
     out["recall"] = (sum(s.recall_tp for s in with_gt) / n_gt if n_gt else None) if available.get("recall", True) else None
     for k, samples in (("i_ss", with_gt), ("i_siou", scores), ("ss", scores), ("siou", scores)):

@@ -239,14 +239,13 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
         iou = seg.iou_matrix(*seg.rle_count_matrix(pm, gm, f"{rw}: image {k}"), PAIRING_EMPTY_UNION_IOU)
         pairs = pair_masks(iou, options.matching) if pi and gi else []
         geoms.append(ImageGeom(k, pi, gi, iou, pairs, *union_mask_counts(pm, gm, sizes[k - 1], f"{rw}: image {k}")))
-    gt_text = resolve_answer(answer, ref_groundings, options.resolved_name_style)
     return SampleGeom(
         example_id=eid,
         type=str(reference.get("type") or ""),
         dataset_name=str(reference.get("dataset_name") or ""),
         granularity=str(reference.get("granularity") or ""),
         pred_text=clean_prediction_text(pred_answer),
-        gt_text=gt_text,
+        gt_text=resolve_answer(answer, ref_groundings, options.resolved_name_style),
         pred_names=[display_name(p[1]) for p in preds],
         gt_names=[display_name(g[1]) for g in gts],
         images=geoms,
