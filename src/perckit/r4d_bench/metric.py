@@ -188,9 +188,7 @@ class QueryScore:
 
 
 def _ratio(num: int, den: int, both_zero: float, den_zero: float = 0.0) -> float:
-    if den:
-        return num / den
-    return both_zero if num == 0 else den_zero
+    return num / den if den else both_zero if num == 0 else den_zero
 
 
 def frame_masks(frames: Iterable[Mapping], where: str, error: type[Exception] = PredictionError) -> dict[int, rle_ops.RLE]:

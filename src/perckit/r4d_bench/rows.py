@@ -40,9 +40,7 @@ _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
 def _json_text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def _as_bool(value: Any) -> bool | None:

@@ -82,9 +82,7 @@ def find_shards(root: str | Path) -> list[Path]:
 def _struct_fields(arrow_type: Any) -> list[str] | None:
     import pyarrow as pa
 
-    if pa.types.is_struct(arrow_type):
-        return [arrow_type.field(i).name for i in range(arrow_type.num_fields)]
-    return None
+    return [arrow_type.field(i).name for i in range(arrow_type.num_fields)] if pa.types.is_struct(arrow_type) else None
 
 
 def check_schema(schema: Any, shard: str) -> None:

@@ -206,9 +206,7 @@ class SampleScore:
 def _cos(vecs: Mapping[str, np.ndarray], rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:
     if not rows or not cols:
         return np.zeros((len(rows), len(cols)))
-    a = np.stack([vecs[t] for t in rows])
-    b = np.stack([vecs[t] for t in cols])
-    return a @ b.T
+    return np.stack([vecs[t] for t in rows]) @ np.stack([vecs[t] for t in cols]).T
 
 
 def score_sample(geom: SampleGeom, options: M4SegOptions, vecs: Mapping[str, np.ndarray] | None, recall_vecs: Mapping[str, np.ndarray] | None) -> SampleScore:
