@@ -193,8 +193,9 @@ def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None 
     h, w = _check_size(rle["size"], where)
     counts = rle["counts"]
     if isinstance(counts, (list, tuple, np.ndarray)):
-        raise RLEError(f"{where}: expected compressed counts (str), got an uncompressed list (convert it with "
-                       "perckit.rle.to_rle)")
+        raise RLEError(
+            f"{where}: expected compressed counts (str), got an uncompressed list (convert it with perckit.rle.to_rle)"
+        )
     status, total, _, offset = _kernels.scan_one(_counts_bytes(counts, where))
     if status != _kernels.OK:
         raise counts_error(status, offset, where)
@@ -408,9 +409,10 @@ def _polygon_refusal(arrays: list[np.ndarray], unconverted: int | None, flat: li
                 raise RLEError(f"{name(i)} has a NaN or infinite coordinate")
             # pycocotools rasterises the outline point by point (memory grows with the perimeter) in 32-bit ints:
             # only vertices within one image size of the image, and of bounded magnitude, are taken.
-            raise RLEError(f"{name(i)} has a vertex far outside the {h}x{w} image: expected x in [{lo_x}, {hi_x}] and y in "
-                           f"[{lo_y}, {hi_y}], got x in [{min_x[i]:.12g}, {max_x[i]:.12g}], y in [{min_y[i]:.12g}, "
-                           f"{max_y[i]:.12g}]")
+            raise RLEError(
+                f"{name(i)} has a vertex far outside the {h}x{w} image: expected x in [{lo_x}, {hi_x}] "
+                f"and y in [{lo_y}, {hi_y}], got x in [{min_x[i]:.12g}, {max_x[i]:.12g}], y in [{min_y[i]:.12g}, {max_y[i]:.12g}]"
+            )
     if bad_size.size:  # (before any polygon that does not convert: those are not in arrays)
         i = int(bad_size[0])
         raise RLEError(f"{name(i)} needs an even number (>= 6) of coordinates, got {int(lens[i])}")
@@ -435,10 +437,11 @@ def _polygon_refusal(arrays: list[np.ndarray], unconverted: int | None, flat: li
     over = np.flatnonzero(outline > limit)
     if over.size:
         g = int(over[0])
-        raise RLEError(f"{mask_name(g)}: expected polygons whose outline (the sum over the edges of max(|dx|, |dy|)) is at "
-                       f"most {limit} pixels long for a {h}x{w} image ({POLYGON_OUTLINE_FACTOR} x (H + W), at least "
-                       f"{MIN_POLYGON_OUTLINE}, at most {MAX_POLYGON_OUTLINE}: pycocotools allocates memory in proportion "
-                       f"to it), got {math.ceil(outline[g])}")
+        raise RLEError(
+            f"{mask_name(g)}: expected polygons whose outline (the sum over the edges of max(|dx|, |dy|)) is at most "
+            f"{limit} pixels long for a {h}x{w} image ({POLYGON_OUTLINE_FACTOR} x (H + W), at least {MIN_POLYGON_OUTLINE}, "
+            f"at most {MAX_POLYGON_OUTLINE}: pycocotools allocates memory in proportion to it), got {math.ceil(outline[g])}"
+        )
 
 
 def from_polygons(polygons: Sequence[Sequence[float]], height: int, width: int, where: str = "mask") -> RLE:

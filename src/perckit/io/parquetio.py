@@ -258,9 +258,10 @@ def check_column_chunk_sizes(pf: Any, where: str, limit: int | None = None, sour
     for g, _, col in _column_chunks(pf.metadata):
         size = col.total_uncompressed_size
         if size > limit:
-            raise ReleaseFormatError(f"{where}: row group {g}, column {col.path_in_schema!r}: expected at most {limit} "
-                                     f"bytes uncompressed per column chunk, the footer declares {size} "
-                                     f"({col.total_compressed_size} compressed)")
+            raise ReleaseFormatError(
+                f"{where}: row group {g}, column {col.path_in_schema!r}: expected at most {limit} bytes "
+                f"uncompressed per column chunk, the footer declares {size} ({col.total_compressed_size} compressed)"
+            )
     if source is None:
         return
     saved = source.tell()
@@ -272,12 +273,16 @@ def check_column_chunk_sizes(pf: Any, where: str, limit: int | None = None, sour
             try:
                 total = _chunk_pages_bytes(source, col, file_size, limit, lengths[c] if c < len(lengths) else None)
             except (ValueError, OSError, EOFError, RecursionError) as e:
-                raise ReleaseFormatError(f"{where}: row group {g}, column {col.path_in_schema!r}: expected readable Parquet "
-                                         f"page headers, got {e}") from None
+                raise ReleaseFormatError(
+                    f"{where}: row group {g}, column {col.path_in_schema!r}: expected readable Parquet page headers, "
+                    f"got {e}"
+                ) from None
             if total > limit:
-                raise ReleaseFormatError(f"{where}: row group {g}, column {col.path_in_schema!r}: expected at most {limit} "
-                                         f"bytes uncompressed per column chunk, its page headers add up to at least {total} "
-                                         f"decompressed and decoded (the footer declares {col.total_uncompressed_size})")
+                raise ReleaseFormatError(
+                    f"{where}: row group {g}, column {col.path_in_schema!r}: expected at most {limit} bytes "
+                    f"uncompressed per column chunk, its page headers add up to at least {total} decompressed and decoded "
+                    f"(the footer declares {col.total_uncompressed_size})"
+                )
     finally:
         source.seek(saved)
 

@@ -100,8 +100,10 @@ class M4SegBuilder(PerckitTableBuilder):
         if c.data_dir:
             root = Path(c.data_dir)
             if not root.is_dir():
-                raise ReleaseNotFoundError(f"M4Seg release folder {str(root)!r} does not exist; pass data_dir=<the release "
-                                           "root> (the folder that holds annotations/ and/or data/)")
+                raise ReleaseNotFoundError(
+                    f"M4Seg release folder {str(root)!r} does not exist; pass data_dir=<the release root> (the folder "
+                    "that holds annotations/ and/or data/)"
+                )
             return {s: root for s in c.splits}
 
         root = self._download(self.hub_patterns(c))
@@ -144,11 +146,12 @@ class M4SegBuilder(PerckitTableBuilder):
         first, missing, checked = missing_images(root, iter_image_paths(_opener(), source, files, kind, split))
         if missing:
             listing = "\n  ".join(first)
-            raise ReleaseNotFoundError(f"M4Seg {split} split: {missing} of {checked} image path(s) not found under "
-                                       f"image_root {str(root)!r}; the first {len(first)}:\n  {listing}\n(paths are "
-                                       "relative to PRIMA's data/ root: coco_2017/..., Part_Segm/..., Semantic_Segm/...; "
-                                       "keep the ADE20K object and ADE20KPart234 roots separate; omit image_root to build "
-                                       "without pixels)")
+            raise ReleaseNotFoundError(
+                f"M4Seg {split} split: {missing} of {checked} image path(s) not found under image_root {str(root)!r}; "
+                f"the first {len(first)}:\n  {listing}\n(paths are relative to PRIMA's data/ root: coco_2017/..., "
+                "Part_Segm/..., Semantic_Segm/...; keep the ADE20K object and ADE20KPart234 roots separate; "
+                "omit image_root to build without pixels)"
+            )
 
     # ------------------------------------------------------------ generation
 

@@ -147,8 +147,9 @@ def _check_span(span: Any, answer: str, where: str) -> list[int]:
     s = _int(span[0], where, ".answer_span[0]")
     e = _int(span[1], where, ".answer_span[1]")
     if not 0 <= s <= e <= len(answer):
-        raise ReleaseFormatError(f"{where}.answer_span: expected 0 <= start <= end <= {len(answer)} (the answer's length), "
-                                 f"found {[s, e]}")
+        raise ReleaseFormatError(
+            f"{where}.answer_span: expected 0 <= start <= end <= {len(answer)} (the answer's length), found {[s, e]}"
+        )
     return [s, e]
 
 
@@ -157,8 +158,10 @@ def _check_image_size(h: int, w: int, where: str) -> None:
     if h <= 0 or w <= 0:
         raise ReleaseFormatError(f"{where}: expected a positive height and width, found [H, W] = {[h, w]}")
     if h * w > rle_ops.MAX_PIXELS:
-        raise ReleaseFormatError(f"{where}: [H, W] = {[h, w]} is {h * w} pixels, more than the limit of "
-                                 f"{rle_ops.MAX_PIXELS} (a decoded mask would need gigabytes)")
+        raise ReleaseFormatError(
+            f"{where}: [H, W] = {[h, w]} is {h * w} pixels, more than the limit of {rle_ops.MAX_PIXELS} "
+            "(a decoded mask would need gigabytes)"
+        )
 
 
 def _check_image_index(k: Any, n_images: int, where: str) -> int:
@@ -208,8 +211,10 @@ def resolve_image_sizes(sizes: Sequence[Any], mask_sizes: Sequence[set], state: 
     out = []
     for k, (a, b, says) in enumerate(orders):
         if says == "neither":
-            raise ReleaseFormatError(f"{where}: image_sizes[{k}] = {[a, b]} matches neither [H, W] nor [W, H] of its masks' "
-                                     f"size(s) {sorted(list(s) for s in mask_sizes[k])}")
+            raise ReleaseFormatError(
+                f"{where}: image_sizes[{k}] = {[a, b]} matches neither [H, W] nor [W, H] of its masks' size(s) "
+                f"{sorted(list(s) for s in mask_sizes[k])}"
+            )
         order = says or fallback
         if order == "wh" and a != b:
             state.swapped_images += 1
@@ -302,8 +307,9 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
     if not isinstance(paths, list) or not paths:
         raise ReleaseFormatError(f"{where}: 'image_paths': expected a non-empty list of paths, found {_short(paths)}")
     if not isinstance(sizes, list) or len(sizes) != len(paths):
-        raise ReleaseFormatError(f"{where}: 'image_sizes': expected one size per image path ({len(paths)}), found "
-                                 f"{_short(sizes)}")
+        raise ReleaseFormatError(
+            f"{where}: 'image_sizes': expected one size per image path ({len(paths)}), found {_short(sizes)}"
+        )
     ids = example.get("image_ids")
     if ids is not None:  # [inferred]: the card names no native image ids; ids from the paths otherwise
         ids = inferred_reading(lambda: _image_ids(ids, len(paths)), None, f"{where}: 'image_ids'", state)

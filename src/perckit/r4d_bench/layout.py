@@ -66,12 +66,15 @@ def dense_gt_file(config_name: str, mask_source: str) -> str:
 def check_release_root(root: str | Path, required: Sequence[str] = ("evaluation", "scripts")) -> Path:
     root = Path(root)
     if not root.is_dir():
-        raise ReleaseNotFoundError(f"R4D-Bench release folder {str(root)!r} does not exist; pass data_dir=<the release "
-                                   "root> (the folder that holds evaluation/, scripts/ and data/)")
+        raise ReleaseNotFoundError(
+            f"R4D-Bench release folder {str(root)!r} does not exist; pass data_dir=<the release root> "
+            "(the folder that holds evaluation/, scripts/ and data/)"
+        )
     for sub in required:
         if not (root / sub).is_dir():
-            raise ReleaseNotFoundError(f"R4D-Bench release {str(root)!r}: expected the folder {sub + '/'!r} under the "
-                                       "release root, not found")
+            raise ReleaseNotFoundError(
+                f"R4D-Bench release {str(root)!r}: expected the folder {sub + '/'!r} under the release root, not found"
+            )
     return root
 
 

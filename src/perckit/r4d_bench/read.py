@@ -235,8 +235,10 @@ def find_coco_json(scene_dir: Path, coco_json_name: str | None = None) -> Path:
         if coco_json_name:
             raise ReleaseNotFoundError(f"scene folder {str(scene_dir)!r}: no {coco_json_name!r} (coco_json_name) and not "
                                        f"exactly one '_annotations*.coco.json' to fall back on: found {found}")
-        raise ReleaseNotFoundError(f"scene folder {str(scene_dir)!r}: expected exactly one '_annotations*.coco.json', found "
-                                   f"{found}; pick one with the config option coco_json_name")
+        raise ReleaseNotFoundError(
+            f"scene folder {str(scene_dir)!r}: expected exactly one '_annotations*.coco.json', found {found}; "
+            "pick one with the config option coco_json_name"
+        )
     return resolve_under(scene_dir, found[0], f"scene folder {str(scene_dir)!r}: COCO file")
 
 
@@ -680,8 +682,10 @@ def mask_file(repo_root: str | Path, mask_path: Any, where: str, allow_absolute_
         if len(mask_path) > MAX_PATH_CHARS:
             raise PredictionError(f"{where}: expected a path of at most {MAX_PATH_CHARS} characters, got {len(mask_path)}")
         if not allow_absolute_paths:
-            raise PredictionError(f"{where}: expected a mask path relative to the repo root {str(repo_root)!r}, got the "
-                                  f"absolute path {mask_path[:200]!r} (refused by allow_absolute_paths=False)")
+            raise PredictionError(
+                f"{where}: expected a mask path relative to the repo root {str(repo_root)!r}, got the absolute path "
+                f"{mask_path[:200]!r} (refused by allow_absolute_paths=False)"
+            )
         return Path(mask_path)
     return resolve_under(repo_root, mask_path, where, PredictionError)
 
@@ -699,8 +703,10 @@ def _frame_items(value: Any, where: str) -> list[tuple[Any, Any]]:
                 raise PredictionError(f"{where}: item {i}: expected {{'frame_id', 'mask_path'}}, got {item!r}"[:300])
             items.append((item["frame_id"], item["mask_path"]))
         return items
-    raise PredictionError(f"{where}: expected {{'frames': {{'<frame_id>': 'mask.png'}}}} or a list of {{'frame_id', "
-                          f"'mask_path'}}, got {type(value).__name__}")
+    raise PredictionError(
+        f"{where}: expected {{'frames': {{'<frame_id>': 'mask.png'}}}} or a list of {{'frame_id', 'mask_path'}}, "
+        f"got {type(value).__name__}"
+    )
 
 
 def load_mask_predictions(path: str | Path, repo_root: str | Path = ".", allow_absolute_paths: bool = True) -> list[dict]:

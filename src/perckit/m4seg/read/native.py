@@ -148,9 +148,10 @@ class JsonGuard:
             if pos > start:
                 self._scan(data[start:pos])
             if not self._in_str:
-                raise ReleaseFormatError(f"{self._where}: a UTF-8 byte-order mark at byte {self.offset + pos} of the "
-                                         "decompressed JSON, outside a string; expected one only at the very start of the "
-                                         "stream (where it is skipped)")
+                raise ReleaseFormatError(
+                    f"{self._where}: a UTF-8 byte-order mark at byte {self.offset + pos} of the decompressed JSON, outside "
+                    "a string; expected one only at the very start of the stream (where it is skipped)"
+                )
             start = pos
             pos = data.find(UTF8_BOM, pos + 1)
         self._scan(data[start:])
@@ -188,9 +189,10 @@ class JsonGuard:
         if brackets.size:
             depth = self._depth + np.cumsum(_STEP[brackets])
             if int(depth.max()) > MAX_JSON_DEPTH:
-                raise ReleaseFormatError(f"{self._where}: JSON nested more than {MAX_JSON_DEPTH} levels deep; expected "
-                                         "M4Seg examples (about 7 levels: list, example, groundings, img_k, grounding, "
-                                         "mask, counts)")
+                raise ReleaseFormatError(
+                    f"{self._where}: JSON nested more than {MAX_JSON_DEPTH} levels deep; expected M4Seg examples "
+                    "(about 7 levels: list, example, groundings, img_k, grounding, mask, counts)"
+                )
             back_to_top = bool((depth <= 1).any())
             self._depth = int(depth[-1])
         else:
@@ -255,8 +257,10 @@ def iter_items(ijson_mod: Any, gz: BinaryIO, kind: str, where: str = "native M4S
         if repeated:  # rare: find out whether the repeat is in this example or in one parsed ahead
             k = _repeated_key(ex)
             if k is not None:
-                raise ReleaseFormatError(f"{where}: example {i}{_example_label(key, ex)}: a JSON object repeats the key "
-                                         f"{k!r}; expected every key once (parsers disagree on which value wins)")
+                raise ReleaseFormatError(
+                    f"{where}: example {i}{_example_label(key, ex)}: a JSON object repeats the key {k!r}; expected "
+                    "every key once (parsers disagree on which value wins)"
+                )
         yield key, ex
 
 
@@ -410,9 +414,10 @@ class _Reading:
         if id_hashes is not None and isinstance(ex, _MAPS):
             v = ex.get(id_key)
             if j >= len(id_hashes) or v is None or stable_hash(str(v)) != id_hashes[j]:
-                raise ReleaseFormatError(f"{self.where}: example {i} does not have the {id_key} the prepass read there "
-                                         f"({v!r}); the file changed during the build or defeats the prepass: build it with "
-                                         "num_proc=1")
+                raise ReleaseFormatError(
+                    f"{self.where}: example {i} does not have the {id_key} the prepass read there ({v!r}); the file "
+                    "changed during the build or defeats the prepass: build it with num_proc=1"
+                )
         fallback = None
         if key is not None:
             fallback = str(key)
@@ -420,8 +425,10 @@ class _Reading:
             pid = _alias(ex, EXAMPLE_ALIASES["pair_id"])
             if pid is not None:
                 if self.occurrence is None:
-                    raise ReleaseFormatError(f"{self.state.where(str(pid))}: has no 'example_id' while the file's first "
-                                             "example has one; give every example an example_id or none")
+                    raise ReleaseFormatError(
+                        f"{self.state.where(str(pid))}: has no 'example_id' while the file's first example has one; "
+                        "give every example an example_id or none"
+                    )
                 fallback = derived_example_id(str(pid), int(self.occurrence[j]))
         return native_to_row(ex, self.state, fallback)
 

@@ -112,8 +112,10 @@ def check_parquet_schema(schema: Any, where: str) -> None:
     names = list(schema.names)
     missing = [" or ".join(repr(a) for a in aliases) for aliases in PARQUET_COLUMNS.values() if not any(a in names for a in aliases)]
     if missing:
-        raise ReleaseFormatError(f"{where}: missing column(s) {', '.join(missing)}; expected the M4Seg columns example_id, "
-                                 f"pair_id, dataset_name, type, granularity, q, a, images, groundings (found {names})")
+        raise ReleaseFormatError(
+            f"{where}: missing column(s) {', '.join(missing)}; expected the M4Seg columns example_id, pair_id, "
+            f"dataset_name, type, granularity, q, a, images, groundings (found {names})"
+        )
     for column, required in (("images", {f: (f,) for f in PARQUET_IMAGE_FIELDS}), ("groundings", PARQUET_GROUNDING_FIELDS)):
         arrow_type = schema.field(column).type
         if not _is_list(arrow_type) or not pa.types.is_struct(item := arrow_type.value_type):
@@ -121,8 +123,9 @@ def check_parquet_schema(schema: Any, where: str) -> None:
         fields = [item.field(i).name for i in range(item.num_fields)]
         lacking = [name for name, aliases in required.items() if not any(a in fields for a in aliases)]
         if lacking:
-            raise ReleaseFormatError(f"{where}: column {column!r}: its items lack the field(s) {lacking}; expected "
-                                     f"{sorted(required)} (found {fields})")
+            raise ReleaseFormatError(
+                f"{where}: column {column!r}: its items lack the field(s) {lacking}; expected {sorted(required)} (found {fields})"
+            )
 
 
 def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
@@ -141,8 +144,9 @@ def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
         repeats = np.flatnonzero(first[codes] != np.arange(codes.size))
         if repeats.size:
             eid = ids[int(repeats[0])].as_py()
-            raise ReleaseFormatError(f"M4Seg {split} split, {PARQUET_GLOB.format(split=split)}: duplicate example_id "
-                                     f"{eid!r} (example ids must be unique within a split)")
+            raise ReleaseFormatError(
+                f"M4Seg {split} split, {PARQUET_GLOB.format(split=split)}: duplicate example_id {eid!r} (example ids must be unique within a split)"
+            )
     return len(ids)
 
 
@@ -168,8 +172,9 @@ def _example_id_columns(opener: Callable, paths: Sequence[str], split: str) -> l
             try:
                 columns.append(pf.read(columns=["example_id"]).column(0))
             except (pa.ArrowException, *PARQUET_ERRORS) as e:
-                raise ReleaseFormatError(f"{where}: the example_id column cannot be read (corrupt or truncated Parquet "
-                                         f"data; {type(e).__name__}: {e})") from None
+                raise ReleaseFormatError(
+                    f"{where}: the example_id column cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
+                ) from None
     return columns
 
 

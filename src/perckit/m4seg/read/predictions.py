@@ -34,8 +34,9 @@ def _mask_list(masks: Any, where: str) -> list:
             raise PredictionError(f"{where}: masks: expected a list of masks or an [N, H, W] array, got an array of shape {masks.shape}")
         return list(masks)
     if isinstance(masks, (str, bytes, Mapping)) or not isinstance(masks, (list, tuple)):
-        raise PredictionError(f"{where}: masks: expected a list of masks (binary arrays or RLEs) or an [N, H, W] array, got "
-                              f"{_short(masks)}")
+        raise PredictionError(
+            f"{where}: masks: expected a list of masks (binary arrays or RLEs) or an [N, H, W] array, got {_short(masks)}"
+        )
     return list(masks)
 
 
@@ -62,8 +63,10 @@ def parse_grounded_answer(text: str, masks: Sequence[Any], example_id: str = "")
             raise PredictionError(f"{where}: [SEG] #{i + 1} (offset {m.start()}) has no (IMAGEk) tag after it, so its image is unknown")
         digits = m.group(2)
         if len(digits.lstrip("0")) > MAX_IMAGE_TAG_DIGITS:
-            raise PredictionError(f"{where}: [SEG] #{i + 1} (offset {m.start()}): expected an image index in its (IMAGEk) "
-                                  f"tag, got {len(digits)} digits")
+            raise PredictionError(
+                f"{where}: [SEG] #{i + 1} (offset {m.start()}): expected an image index in its (IMAGEk) tag, got "
+                f"{len(digits)} digits"
+            )
         j = bisect.bisect_right(phrase_ends, m.start())
         name = collapse_ws(phrases[j - 1].group(1)) if j else ""
         mask = prediction_rle(masks[i], f"{where}: mask {i}")
