@@ -65,9 +65,16 @@ def missing_ids_message(key: str, missing: Sequence[str], empty_hint: str | None
     return text
 
 
-def pair_by_id(predictions: Sequence[Mapping], references: Sequence[Mapping], key: str, *, strict: bool = True,
-               empty_hint: str | None = None, lax_option: str | None = None,
-               selects: Callable[[str], bool] | None = None) -> list[tuple[Mapping | None, Mapping]]:
+def pair_by_id(
+    predictions: Sequence[Mapping],
+    references: Sequence[Mapping],
+    key: str,
+    *,
+    strict: bool = True,
+    empty_hint: str | None = None,
+    lax_option: str | None = None,
+    selects: Callable[[str], bool] | None = None,
+) -> list[tuple[Mapping | None, Mapping]]:
     """Pair every reference with the prediction of the same ``key``, in reference order.
 
     ``selects(id)`` keeps only some references (the pairs of the others are dropped; their

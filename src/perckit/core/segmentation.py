@@ -129,9 +129,10 @@ def resize_rule(value: str | None, nearest: str) -> str | None:
     return nearest if value == "nearest" else value
 
 
-def fit_prediction(pred: rle_ops.RLE, size: Sequence[int], *, resize: str | None, where: str,
-                   target: str = "the ground-truth size", warn: bool = True,
-                   budget: rle_ops.PixelBudget | None = None) -> rle_ops.RLE:
+def fit_prediction(
+    pred: rle_ops.RLE, size: Sequence[int], *, resize: str | None, where: str,
+    target: str = "the ground-truth size", warn: bool = True, budget: rle_ops.PixelBudget | None = None,
+) -> rle_ops.RLE:
     """The resize-on-mismatch rule: a validated predicted RLE at ``size`` ([H, W]).
 
     Same size: ``pred`` itself. Another size: with ``resize=None`` a :class:`PredictionError` naming
@@ -146,8 +147,10 @@ def fit_prediction(pred: rle_ops.RLE, size: Sequence[int], *, resize: str | None
     if pred["size"] == want:
         return pred
     if resize is None:
-        raise PredictionError(f"{where}: predicted mask size {pred['size']} differs from {target} {want} "
-                              f"([H, W]; pass {RESIZE_OPTION}='nearest' to resize predictions)")
+        raise PredictionError(
+            f"{where}: predicted mask size {pred['size']} differs from {target} {want} "
+            f"([H, W]; pass {RESIZE_OPTION}='nearest' to resize predictions)"
+        )
     (budget if budget is not None else row_budget()).charge(want[0] * want[1], where)
     if warn:
         logger.warning("%s: resizing the predicted mask from %s to %s (nearest neighbour, %s rule)", where, pred["size"],
@@ -240,8 +243,9 @@ def reduce_iou(scores: Sequence[PairScore], thresholds: Sequence[float] = DEFAUL
     return {"miou": fmean(s.iou for s in scores), "ciou": inter / uni if uni else 1.0, **precision, "num_examples": n}
 
 
-def reduce_groups(scores: Sequence[PairScore], groups: Sequence[str], thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-                  keys: Sequence[str] = GROUP_KEYS) -> dict[str, dict]:
+def reduce_groups(
+    scores: Sequence[PairScore], groups: Sequence[str], thresholds: Sequence[float] = DEFAULT_THRESHOLDS, keys: Sequence[str] = GROUP_KEYS
+) -> dict[str, dict]:
     """:func:`reduce_iou` per group: ``{group: {key: value for key in keys}}``, groups sorted by name.
 
     ``groups[i]`` is the group of ``scores[i]``; ``keys`` picks the entries of each block
@@ -256,8 +260,9 @@ def reduce_groups(scores: Sequence[PairScore], groups: Sequence[str], thresholds
     return {name: {k: block[k] for k in keys} for name, block in blocks.items()}
 
 
-def match_by_id(predictions: Sequence[Mapping], references: Sequence[Mapping], key: str,
-                empty_hint: str = EMPTY_MASK_HINT) -> list[tuple[Mapping, Mapping]]:
+def match_by_id(
+    predictions: Sequence[Mapping], references: Sequence[Mapping], key: str, empty_hint: str = EMPTY_MASK_HINT
+) -> list[tuple[Mapping, Mapping]]:
     """Pair every reference with the prediction of the same ``key`` (reference order), always strict.
 
     :func:`perckit.core.matching.pair_by_id` and its messages: a duplicate id on either side, a prediction

@@ -115,10 +115,18 @@ def _read_own_state(output: Path, benchmark: str) -> dict | None:
     return state
 
 
-def convert(benchmark: str, data_dir: str | Path | None, config: str | None, output: str | Path,
-            max_shard_size: int | str = DEFAULT_MAX_SHARD_SIZE, cache_dir: str | Path | None = None,
-            progress: bool = True, log: Callable[[str], None] = print, preview: bool = True,
-            **builder_kwargs: Any) -> ConfigExport:
+def convert(
+    benchmark: str,
+    data_dir: str | Path | None,
+    config: str | None,
+    output: str | Path,
+    max_shard_size: int | str = DEFAULT_MAX_SHARD_SIZE,
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    preview: bool = True,
+    **builder_kwargs: Any,
+) -> ConfigExport:
     """Build ``config`` of ``benchmark`` and write it into the export folder ``output`` (atomically).
 
     Before the build, :func:`check_options` refuses anything but a new or empty folder or an export of this

@@ -156,8 +156,10 @@ class PerckitTableBuilder(_PerckitOptions, datasets.ArrowBasedBuilder):
         def checked() -> Iterator[tuple[str, dict]]:
             for key, row in self._generate_rows(**kwargs):
                 if row.keys() != names:  # a programming error, never user input: say which keys differ
-                    raise ValueError(f"row {key!r}: expected the keys of the features {sorted(names)}, got {sorted(row)} "
-                                     f"(missing {sorted(names - row.keys())}, extra {sorted(row.keys() - names)})")
+                    raise ValueError(
+                        f"row {key!r}: expected the keys of the features {sorted(names)}, got {sorted(row)} "
+                        f"(missing {sorted(names - row.keys())}, extra {sorted(row.keys() - names)})"
+                    )
                 yield key, row
 
         for batch in batched(checked(), self.ROWS_PER_TABLE):

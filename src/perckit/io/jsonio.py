@@ -82,8 +82,13 @@ def parse_json(text: str | bytes, where: str, error: type[Exception] = ReleaseFo
         raise error(f"{where}: expected {expected}, got a parse error: {type(e).__name__}: {e}") from None
 
 
-def read_json(path: str | os.PathLike, error: type[Exception] = ReleaseFormatError,
-              not_found: type[Exception] = ReleaseNotFoundError, *, limit: int) -> Any:
+def read_json(
+    path: str | os.PathLike,
+    error: type[Exception] = ReleaseFormatError,
+    not_found: type[Exception] = ReleaseNotFoundError,
+    *,
+    limit: int,
+) -> Any:
     """Parse a JSON file; a missing or malformed file raises an error naming it.
 
     The file is read through :func:`perckit.io.paths.read_regular_file` under ``limit`` bytes (required: a FIFO,
@@ -102,9 +107,13 @@ def read_json(path: str | os.PathLike, error: type[Exception] = ReleaseFormatErr
 MAX_JSON_LINES_BYTES = 1 << 30
 
 
-def iter_json_lines(source: str | os.PathLike | bytes, where: str | None = None,
-                    error: type[Exception] = ReleaseFormatError, limit: int = MAX_JSON_LINES_BYTES,
-                    not_found: type[Exception] = ReleaseNotFoundError) -> Iterator[tuple[int, str, dict]]:
+def iter_json_lines(
+    source: str | os.PathLike | bytes,
+    where: str | None = None,
+    error: type[Exception] = ReleaseFormatError,
+    limit: int = MAX_JSON_LINES_BYTES,
+    not_found: type[Exception] = ReleaseNotFoundError,
+) -> Iterator[tuple[int, str, dict]]:
     """The objects of a JSON Lines file (or of its bytes), as ``(line_number, where_of_the_line, object)``.
 
     The one JSON Lines reader, so every ``.jsonl`` file follows the same rules with the same messages:
@@ -146,8 +155,10 @@ def iter_json_lines(source: str | os.PathLike | bytes, where: str | None = None,
         except UnicodeDecodeError as e:
             raise error(f"{line_where}: expected UTF-8 JSON lines, got undecodable bytes ({e})") from None
         if line.lstrip(" \t\r").startswith("\ufeff"):
-            raise error(f"{line_where}: expected a JSON object, got a byte-order mark (U+FEFF) at the start of the line "
-                        "(one is skipped only at the start of the file)")
+            raise error(
+                f"{line_where}: expected a JSON object, got a byte-order mark (U+FEFF) at the start of the line "
+                "(one is skipped only at the start of the file)"
+            )
         obj = parse_json(line, line_where, error, "a JSON object")
         if not isinstance(obj, dict):
             raise error(f"{line_where}: expected a JSON object, got {type(obj).__name__}: {short_repr(obj)}")

@@ -58,8 +58,13 @@ def check_relative(rel: object, where: str, error: type[Exception] = ReleaseForm
     return PurePosixPath(*[p for p in parts if p not in ("", ".")] or ["."])
 
 
-def resolve_under(root: str | os.PathLike, rel: object, where: str, error: type[Exception] = ReleaseFormatError,
-                  inside: str = "the release root") -> Path:
+def resolve_under(
+    root: str | os.PathLike,
+    rel: object,
+    where: str,
+    error: type[Exception] = ReleaseFormatError,
+    inside: str = "the release root",
+) -> Path:
     """``root / rel`` for a path string taken from release data (or a prediction file), checked to stay inside ``root``.
 
     ``rel`` must pass :func:`check_relative`; then the joined path, with every symbolic link resolved, must
@@ -73,8 +78,10 @@ def resolve_under(root: str | os.PathLike, rel: object, where: str, error: type[
     path = base / pure
     real = os.path.realpath(path)
     if not is_inside(real, os.path.realpath(base)) and not _inside_hub_blobs(base, real):
-        raise error(f"{where}: expected a path inside {inside} {str(base)!r}, got {rel[:200]!r}, which resolves "
-                    f"to {real!r} (a symbolic link leaves the root)")
+        raise error(
+            f"{where}: expected a path inside {inside} {str(base)!r}, got {rel[:200]!r}, which resolves "
+            f"to {real!r} (a symbolic link leaves the root)"
+        )
     return path
 
 
@@ -103,8 +110,9 @@ def _inside_hub_blobs(base: Path, real: str) -> bool:
     return False
 
 
-def _open_checked(path: str | os.PathLike, where: str, limit: int | None, error: type[Exception],
-                  not_found: type[Exception] | None, what: str) -> tuple[int, os.stat_result]:
+def _open_checked(
+    path: str | os.PathLike, where: str, limit: int | None, error: type[Exception], not_found: type[Exception] | None, what: str
+) -> tuple[int, os.stat_result]:
     """The descriptor and ``fstat`` of ``path`` once it is known to be a regular file of at most ``limit`` bytes
     (the checks of :func:`open_regular_file`; the caller closes the descriptor)."""
     missing = not_found or (ReleaseNotFoundError if error is ReleaseFormatError else error)
@@ -127,9 +135,14 @@ def _open_checked(path: str | os.PathLike, where: str, limit: int | None, error:
     return fd, st
 
 
-def open_checked(path: str | os.PathLike, where: str, limit: int | None = None,
-                 error: type[Exception] = ReleaseFormatError, not_found: type[Exception] | None = None,
-                 what: str = "file") -> BinaryIO:
+def open_checked(
+    path: str | os.PathLike,
+    where: str,
+    limit: int | None = None,
+    error: type[Exception] = ReleaseFormatError,
+    not_found: type[Exception] | None = None,
+    what: str = "file",
+) -> BinaryIO:
     """``path`` opened for binary reading, once it is known to be a regular file (of at most ``limit`` bytes);
     the caller closes it (``with`` works).
 
@@ -198,8 +211,13 @@ def open_media(value: Any, where: str, limit: int, error: type[Exception] = Rele
         yield None
 
 
-def read_regular_file(path: str | os.PathLike, where: str, limit: int, error: type[Exception] = ReleaseFormatError,
-                      not_found: type[Exception] | None = None) -> bytes:
+def read_regular_file(
+    path: str | os.PathLike,
+    where: str,
+    limit: int,
+    error: type[Exception] = ReleaseFormatError,
+    not_found: type[Exception] | None = None,
+) -> bytes:
     """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes (the checks of
     :func:`open_regular_file`; a file that grows while it is read is still cut at the cap).
 
@@ -250,8 +268,13 @@ MAX_GLOB_DEPTH = 32
 _GLOB_MAGIC = re.compile(r"[*?\[]")
 
 
-def glob_under(root: str | os.PathLike, pattern: object, where: str, error: type[Exception] = ReleaseFormatError,
-               inside: str = "the release root") -> list[Path]:
+def glob_under(
+    root: str | os.PathLike,
+    pattern: object,
+    where: str,
+    error: type[Exception] = ReleaseFormatError,
+    inside: str = "the release root",
+) -> list[Path]:
     """The entries under ``root`` that ``pattern`` (a path pattern taken from data, e.g. a card's ``data_files``)
     names, sorted by their relative POSIX path; ``root / pattern`` checked like :func:`resolve_under`.
 

@@ -37,8 +37,15 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def read_ahead(paths: Sequence[str | os.PathLike], depth: int = 256, *, limit: int, what: str = "file",
-               ahead_bytes: int = 32 << 20, refill: float = 0.5) -> Iterator[tuple[Path, bytes | Exception]]:
+def read_ahead(
+    paths: Sequence[str | os.PathLike],
+    depth: int = 256,
+    *,
+    limit: int,
+    what: str = "file",
+    ahead_bytes: int = 32 << 20,
+    refill: float = 0.5,
+) -> Iterator[tuple[Path, bytes | Exception]]:
     """``(path, bytes)`` of every file, in order, asking the kernel to read up to ``depth`` files and
     ``ahead_bytes`` bytes ahead.
 

@@ -553,8 +553,9 @@ def png_mask(path: Path, where: str, error: type[Exception] = ReleaseFormatError
     return rle_ops.encode(mask_foreground(arr, mode, 0))
 
 
-def frame_mask_from_segmentations(masks: Sequence[Mapping], size: tuple[int, int] | None, where: str,
-                                  checked: AbstractSet[int] = frozenset()) -> rle_ops.RLE:
+def frame_mask_from_segmentations(
+    masks: Sequence[Mapping], size: tuple[int, int] | None, where: str, checked: AbstractSet[int] = frozenset()
+) -> rle_ops.RLE:
     """OR of the ``segmentation`` of every mask of one frame; RLE sizes win, polygons use ``size``.
 
     Every mask goes through :func:`perckit.rle.to_rle` (``size`` checked, errors naming ``where: masks[k]``),

@@ -225,8 +225,9 @@ def scene_annotations(info: SceneInfo, track_id_precedence: str = "coco") -> Sce
     return SceneAnnotations(cats, by_image, checked)
 
 
-def scenes_frame_tables(infos: Sequence[SceneInfo], track_id_precedence: str, schema: pa.Schema,
-                        rows_per_table: int = 64) -> Iterator[tuple[str, pa.Table]]:
+def scenes_frame_tables(
+    infos: Sequence[SceneInfo], track_id_precedence: str, schema: pa.Schema, rows_per_table: int = 64
+) -> Iterator[tuple[str, pa.Table]]:
     """:func:`frame_tables` of every scene in turn, the images read through one :func:`read_ahead` across all
     of them (the read-ahead window runs on into the next scene instead of starting empty)."""
     per_scene = [frame_image_paths(info) for info in infos]
@@ -374,8 +375,9 @@ _INT = frozenset((int,))
 _NUMBER = frozenset((float, int))
 
 
-def _number_lists(lists: list, where_of, rank: int, first: _FirstError,
-                  index: Sequence[int] | None = None) -> tuple[list[float], list[int]]:
+def _number_lists(
+    lists: list, where_of, rank: int, first: _FirstError, index: Sequence[int] | None = None
+) -> tuple[list[float], list[int]]:
     """The numbers of ``lists`` (each a bbox, or an area as a one-item list) as one flat list of floats, and each
     list's length. Lists of finite ``float`` / ``int`` values are converted at once; anything else goes list by
     list through :func:`_annotation_numbers` (which converts digit strings and tuples, or raises naming

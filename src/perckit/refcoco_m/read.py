@@ -222,8 +222,10 @@ def validate_sample(sample: Any, where: str, image_id: int, options: ReadOptions
     check_bbox(sample.get("bbox"), where)
     mask = rle_ops.validate(sample.get("mask"), where=f"{where}: mask")
     if not options.allow_empty_masks and rle_ops.area(mask) == 0:
-        raise ReleaseFormatError(f"{where}: the mask has zero area; every RefCOCO-M instance mask is non-empty "
-                                 "(pass allow_empty_masks=True to accept it)")
+        raise ReleaseFormatError(
+            f"{where}: the mask has zero area; every RefCOCO-M instance mask is non-empty "
+            "(pass allow_empty_masks=True to accept it)"
+        )
     out = dict(sample)
     out.update(id=sid, sentences=sentences, mask=mask)
     return out
@@ -258,13 +260,17 @@ def validate_row(row: Mapping, shard: str, index: int, options: ReadOptions, sta
         size = out_samples[0]["mask"]["size"]
         for s in out_samples[1:]:
             if s["mask"]["size"] != size:
-                raise ReleaseFormatError(f"{where}: sample id {s['id']} has mask size {s['mask']['size']}, but sample id "
-                                         f"{out_samples[0]['id']} of the same image has {size} ([H, W])")
+                raise ReleaseFormatError(
+                    f"{where}: sample id {s['id']} has mask size {s['mask']['size']}, but sample id "
+                    f"{out_samples[0]['id']} of the same image has {size} ([H, W])"
+                )
         if options.check_image_size and options.read_images:
             hw = image_size_hw(row.get("image"), where)
             if hw != size:
-                raise ReleaseFormatError(f"{where}: the mask size {size} differs from the image size {hw} ([H, W]; "
-                                         "pass check_image_size=False to skip this check)")
+                raise ReleaseFormatError(
+                    f"{where}: the mask size {size} differs from the image size {hw} ([H, W]; "
+                    "pass check_image_size=False to skip this check)"
+                )
     out = dict(row)
     out.update(image_id=image_id, samples=out_samples)
     return out
@@ -313,7 +319,9 @@ def expression_rows(row: Mapping, with_images: bool = True) -> Iterator[tuple[st
             yield eid, out
 
 
-def read_rows(f: IO[bytes], shard: str, options: ReadOptions, state: SplitState | None = None) -> Iterator[dict]:
+def read_rows(
+    f: IO[bytes], shard: str, options: ReadOptions, state: SplitState | None = None
+) -> Iterator[dict]:
     """The validated image rows of one open shard, in row order."""
     for i, row in iter_records(f, shard, options.read_images):
         yield validate_row(row, shard, i, options, state)

@@ -294,8 +294,10 @@ def embed_texts(embed_fn: EmbedFn, texts: Iterable[str], option: str = "embed_fn
     try:
         vecs = np.asarray(out, dtype=np.float64)
     except (TypeError, ValueError) as e:
-        raise OptionError(f"option {option!r}: the encoder returned {type(out).__name__}, expected a numeric array of shape "
-                          f"[{len(uniq)}, d] ({type(e).__name__}: {e})") from None
+        raise OptionError(
+            f"option {option!r}: the encoder returned {type(out).__name__}, expected a numeric array of shape "
+            f"[{len(uniq)}, d] ({type(e).__name__}: {e})"
+        ) from None
     if vecs.ndim != 2 or vecs.shape[0] != len(uniq):
         raise OptionError(f"option {option!r}: the encoder returned shape {vecs.shape}, expected [{len(uniq)}, d] (one row per text)")
     if not np.isfinite(vecs).all():

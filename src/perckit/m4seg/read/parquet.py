@@ -224,8 +224,9 @@ def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int =
     return out
 
 
-def iter_parquet_tables(opener: Callable, shards: Sequence[ParquetShard], split: str, schema: pa.Schema,
-                        on_ids: IdCheck | None = None) -> Iterator[pa.Table]:
+def iter_parquet_tables(
+    opener: Callable, shards: Sequence[ParquetShard], split: str, schema: pa.Schema, on_ids: IdCheck | None = None
+) -> Iterator[pa.Table]:
     """Tables of ``schema`` (the builder's row schema) from Parquet shards in order, one per record batch of
     ``iter_batches(batch_size=BATCH_SIZE)``.
 
@@ -498,8 +499,9 @@ def _answer(cols: list[pa.Array], n: int, v: _Verdict, where: Callable[[int], st
     return texts[0] if len(texts) == 1 else pc.coalesce(*texts)
 
 
-def _images(col: pa.Array, n: int, type_: pa.DataType, v: _Verdict,
-            where: Callable[[int], str]) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+def _images(
+    col: pa.Array, n: int, type_: pa.DataType, v: _Verdict, where: Callable[[int], str]
+) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
     lengths, off, items = _list_parts(col)
     parent, index = _owners(lengths, off)
 
