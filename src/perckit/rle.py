@@ -123,19 +123,13 @@ _SAMPLE_CHUNK = 1 << 20
 
 
 def _check_size(size: Any, where: str) -> tuple[int, int]:
-    if not isinstance(size, (list, tuple)) or len(size) != 2:
+    if not isinstance(size, (list, tuple)) or len(size) != 2 or not all(
+            not isinstance(v, bool) and isinstance(v, (int, np.integer)) and v > 0 for v in size):
         raise RLEError(f"{where}: expected 'size' = [H, W] (two positive ints), got {size!r}")
-    out = []
-    for v in size:
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
-            raise RLEError(f"{where}: expected 'size' = [H, W] (two positive ints), got {size!r}")
-        out.append(int(v))
-    h, w = out
+    h, w = int(size[0]), int(size[1])
     if h * w > MAX_PIXELS:
-        raise RLEError(
-            f"{where}: size {h}x{w} = {h * w} pixels exceeds the limit of {MAX_PIXELS} "
-            "(a decoded mask would need gigabytes)"
-        )
+        raise RLEError(f"{where}: size {h}x{w} = {h * w} pixels exceeds the limit of {MAX_PIXELS} "
+                       "(a decoded mask would need gigabytes)")
     return h, w
 
 
@@ -202,8 +196,7 @@ def validate(rle: Any, where: str = "mask", expected_size: Sequence[int] | None 
         raise RLEError(
             f"{where}: expected compressed counts (str), got an uncompressed list (convert it with perckit.rle.to_rle)"
         )
-    raw = _counts_bytes(counts, where)
-    status, total, _, offset = _kernels.scan_one(raw)
+    status, total, _, offset = _kernels.scan_one(_counts_bytes(counts, where))
     if status != _kernels.OK:
         raise counts_error(status, offset, where)
     if total != h * w:
@@ -401,9 +394,9 @@ def _polygon_refusal(arrays: list[np.ndarray], unconverted: int | None, flat: li
         xs, ys = coords[0::2], coords[1::2]
         low_x, high_x, low_y, high_y = xs.min(), xs.max(), ys.min(), ys.max()
         fits = low_x >= lo_x and low_y >= lo_y and high_x <= hi_x and high_y <= hi_y  # NaN fails here too
+        starts = np.zeros(stop, dtype=np.int64)  # each polygon's first vertex
+        np.cumsum(nv[:-1], out=starts[1:])
         if not fits or int(nv.max()) > MAX_POLYGON_VERTICES:
-            starts = np.zeros(stop, dtype=np.int64)
-            np.cumsum(nv[:-1], out=starts[1:])
             finite = np.logical_and.reduceat(np.isfinite(xs) & np.isfinite(ys), starts)
             with np.errstate(invalid="ignore"):
                 min_x, max_x = np.minimum.reduceat(xs, starts), np.maximum.reduceat(xs, starts)
@@ -426,12 +419,9 @@ def _polygon_refusal(arrays: list[np.ndarray], unconverted: int | None, flat: li
     if unconverted is not None:
         raise RLEError(f"{name(unconverted)} is not a list of numbers: {_short(flat[unconverted])}")
     # Each mask: its vertex count, then its outline, the sum over every edge (closing ones too) of max(|dx|, |dy|).
-    if several:
-        group_starts = np.zeros(len(sizes), dtype=np.int64)
-        np.cumsum(sizes[:-1], out=group_starts[1:])
-        vertices = np.add.reduceat(nv, group_starts)
-    else:
-        vertices = np.array([int(nv.sum())])
+    group_starts = np.zeros(len(sizes), dtype=np.int64)  # each mask's first polygon
+    np.cumsum(sizes[:-1], out=group_starts[1:])
+    vertices = np.add.reduceat(nv, group_starts)
     over = np.flatnonzero(vertices > MAX_POLYGON_VERTICES)
     if over.size:
         g = int(over[0])
@@ -439,17 +429,11 @@ def _polygon_refusal(arrays: list[np.ndarray], unconverted: int | None, flat: li
     limit = polygon_outline_limit(h, w)
     if int(vertices.max()) * max(high_x - low_x, high_y - low_y) <= limit:
         return
-    starts = np.zeros(stop, dtype=np.int64)
-    np.cumsum(nv[:-1], out=starts[1:])
     nxt = np.arange(1, xs.size + 1)
     nxt[starts[1:] - 1] = starts[:-1]
     nxt[-1] = starts[-1]
     edges = np.maximum(np.abs(xs[nxt] - xs), np.abs(ys[nxt] - ys))
-    outline = np.add.reduceat(edges, starts)
-    if several:
-        outline = np.add.reduceat(outline, group_starts)
-    else:
-        outline = np.array([outline.sum()])
+    outline = np.add.reduceat(np.add.reduceat(edges, starts), group_starts)
     over = np.flatnonzero(outline > limit)
     if over.size:
         g = int(over[0])
@@ -707,10 +691,7 @@ class PixelBudget:
     def __init__(self, max_pixels: int | None = None, *, unit: str = "row", hint: str = "",
                  error: Callable[[str], Exception] = RLEError) -> None:
         self.limit = check_max_pixels(max_pixels)
-        self.used = 0
-        self.unit = unit
-        self.hint = hint
-        self.error = error
+        self.used, self.unit, self.hint, self.error = 0, unit, hint, error
 
     def charge(self, pixels: int, where: str) -> None:
         """Add ``pixels`` (a mask's H * W, or a target's) charged for ``where``; past the budget raise ``error``
@@ -778,5 +759,4 @@ def encode_masks(masks: Any, where: str = "masks") -> list[RLE]:
         raise RLEError(f"{where}: a {h}x{w} mask exceeds the limit of {MAX_PIXELS} pixels")
     if n == 0:
         return []
-    encoded = _mask.encode(np.asfortranarray(arr.transpose(1, 2, 0), dtype=np.uint8))
-    return [_from_c(r) for r in encoded]
+    return [_from_c(r) for r in _mask.encode(np.asfortranarray(arr.transpose(1, 2, 0), dtype=np.uint8))]

@@ -111,16 +111,14 @@ def collate(rows: Sequence[Mapping], max_pixels: int | None = None) -> dict[str,
     rows = list(rows)
     if not rows:
         return {}
-    for i, row in enumerate(rows):
+    columns = list(rows[0]) if isinstance(rows[0], Mapping) else []
+    for i, row in enumerate(rows):  # each row checked, then its masks' pixels charged (nothing decoded yet)
         if not isinstance(row, Mapping):
             raise ReleaseFormatError(f"perckit.torch.collate: row {i}: expected a mapping of columns (a datasets row), "
                                      f"got {type(row).__name__}")
-    columns = list(rows[0])
-    for i, row in enumerate(rows[1:], 1):
         if set(row) != set(columns):
             raise ReleaseFormatError(f"perckit.torch.collate: row {i}: expected the columns of row 0 {sorted(columns)}, "
                                      f"got {sorted(row)}")
-    for i, row in enumerate(rows):
         for c in columns:
             _charge(row[c], f"row {i}: {c}", budget)
     return {c: [_decode(row[c], f"row {i}: {c}") for i, row in enumerate(rows)] for c in columns}

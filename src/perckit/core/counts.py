@@ -59,14 +59,9 @@ def _scan_counts(offsets, data, runs):
         start = np.int64(offsets[i])
         end = np.int64(offsets[i + 1])
         p = start
-        m = 0
-        total = np.int64(0)
-        prev1 = np.int64(0)  # runs[m - 1]
-        prev2 = np.int64(0)  # runs[m - 2]
-        status = 0
-        too_long = False
-        misread = False
-        negative = False
+        m = status = 0
+        total = prev1 = prev2 = np.int64(0)  # prev1, prev2: runs[m - 1], runs[m - 2]
+        too_long = misread = negative = False
         while p < end:
             x = np.int64(0)
             k = 0
@@ -146,4 +141,3 @@ def scan_one(counts: bytes, runs: np.ndarray = _NO_RUNS) -> tuple[int, int, int,
     (as long as ``counts``, or empty) receives its runs from index 0."""
     row = _compiled()(np.array([0, len(counts)], dtype=np.int64), np.frombuffer(counts, dtype=np.uint8), runs)[0]
     return int(row[0]), int(row[1]), int(row[2]), int(row[3])
-

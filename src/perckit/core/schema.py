@@ -31,9 +31,7 @@ def project(row: Any, schema: Any) -> Any:
             raise PredictionError(f"row is missing the key(s) {missing} (expected {sorted(schema)})")
         return {k: project(row[k], sub) for k, sub in schema.items()}
     if isinstance(schema, (list, tuple)):
-        if row is None:
-            return []
-        return [project(item, schema[0]) for item in row]
+        return [] if row is None else [project(item, schema[0]) for item in row]
     if row is None:
         ds = sys.modules.get("datasets")  # a schema holding a datasets.Value means datasets is imported
         if ds is not None and isinstance(schema, ds.Value) and schema.dtype == "string":

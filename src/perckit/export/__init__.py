@@ -153,8 +153,7 @@ def convert(
     except BaseException:
         staging.discard()
         raise
-    splits = entries[config][1]
-    summary = ConfigExport(benchmark, config, default, splits, Path(output), [n for n in entries if n != config])
+    summary = ConfigExport(benchmark, config, default, entries[config][1], Path(output), [n for n in entries if n != config])
     for name, (entry, written) in entries.items():
         for s in written:
             log(f"{benchmark}/{name}: {s.name} {s.num_examples} rows in {len(s.files)} shard(s) -> {Path(output) / entry['dir']}")
@@ -213,18 +212,13 @@ def _write_config(benchmark: str, builder, config: str, default: bool, root: Pat
 
 def _commit(staging, real: Path, given: str, benchmark: str, config: str, entries: dict, builder, log) -> None:
     """Under the export lock: merge the record, link what the new export keeps, write card and record, swap."""
-    old_owned = None
-    if real.is_dir():
-        state = _read_own_state(real, benchmark)
-        if state is not None:
-            old_owned = owned_files(state)
-        elif any(real.iterdir()):
-            raise OptionError(f"--output {given!r}: expected a new or empty folder or a perckit export, got a folder that "
-                              f"files were added to while the export was built (no {STATE_FILE}); choose another folder")
-        else:
-            state, old_owned = new_state(benchmark), set()
-    else:
-        state = new_state(benchmark)
+    state = _read_own_state(real, benchmark)  # None: no export there (yet)
+    if state is None and real.is_dir() and any(real.iterdir()):
+        raise OptionError(f"--output {given!r}: expected a new or empty folder or a perckit export, got a folder that "
+                          f"files were added to while the export was built (no {STATE_FILE}); choose another folder")
+    # what the previous export owns (an empty folder: nothing; no folder: None, the new one is renamed into place)
+    old_owned = owned_files(state) if state is not None else set() if real.is_dir() else None
+    state = state if state is not None else new_state(benchmark)
     drop_config(state, config)  # the config and the child configs its last conversion wrote
     for name in entries:
         if name in state["configs"]:

@@ -300,8 +300,7 @@ def _config_table(benchmark: str, state: dict) -> list[str]:
         what = c.get("description") or own.get(name) or ""
         splits = ", ".join(f"{cell(s['name'])} ({int(s['num_examples']):,})" for s in c["splits"])
         label = f"`{name}`" + (" (default)" if c.get("default") else "")
-        folder = f"`{c['dir']}/`"
-        lines.append(f"| {label} | {cell(what)} | {splits} | {folder} |")
+        lines.append(f"| {label} | {cell(what)} | {splits} | `{c['dir']}/` |")
     lines.append("")
     for name, c in _ordered(state["configs"]):
         features = config_features(name, c)
@@ -453,8 +452,7 @@ def card_body(benchmark: str, info: datasets.DatasetInfo, state: dict) -> str:
 
 def card_text(benchmark: str, info: datasets.DatasetInfo, state: dict) -> str:
     """The whole ``README.md``: YAML front matter, then :func:`card_body`."""
-    yaml_text = _card_data(benchmark, state).to_yaml()
-    return f"---\n{yaml_text}\n---\n\n" + card_body(benchmark, info, state)
+    return f"---\n{_card_data(benchmark, state).to_yaml()}\n---\n\n" + card_body(benchmark, info, state)
 
 
 # ------------------------------------------------------------------------------------- reading a card back
@@ -573,5 +571,4 @@ def write_card(folder: Path, benchmark: str, info: datasets.DatasetInfo, state: 
     """``folder/README.md``: the card of the export whose record is ``state`` (:func:`card_text`)."""
     from huggingface_hub import DatasetCard
 
-    card = DatasetCard(card_text(benchmark, info, state))
-    write_atomic(Path(folder) / "README.md", str(card))
+    write_atomic(Path(folder) / "README.md", str(DatasetCard(card_text(benchmark, info, state))))

@@ -146,10 +146,6 @@ def row_sizes(table: pa.Table) -> np.ndarray:
 
 # -------------------------------------------------------------------------------------------------- embedding
 
-def _is_media_type(t: pa.DataType) -> bool:
-    return pa.types.is_struct(t) and t.get_field_index("bytes") >= 0 and t.get_field_index("path") >= 0
-
-
 def _path_only(chunk: pa.Array) -> np.ndarray:
     """Mask of the values that name a file by path and carry no bytes."""
     missing = pc.and_(pc.is_valid(chunk), pc.is_null(pc.struct_field(chunk, "bytes")))
@@ -271,8 +267,9 @@ def _embedder(ds: datasets.Dataset) -> Callable[[pa.Table], pa.Table] | None:
     from datasets.table import embed_table_storage
 
     columns = [n for n, f in ds.features.items() if require_decoding(f, ignore_decode_attribute=True)]
-    if not all(_is_media_type(ds.data.column(n).type) for n in columns):
-        return embed_table_storage
+    types = [ds.data.column(n).type for n in columns]
+    if not all(pa.types.is_struct(t) and t.get_field_index("bytes") >= 0 and t.get_field_index("path") >= 0 for t in types):
+        return embed_table_storage  # media nested in lists or structs
     if any(_path_only(chunk).any() for n in columns for chunk in ds.data.column(n).chunks):
         return _embed_top_level_media(columns)
     return None
@@ -306,14 +303,6 @@ def _column_options(features: datasets.Features, schema: pa.Schema) -> dict:
             if not plain:
                 dictionary.append(leaf)
     return {"compression": compression, "use_dictionary": dictionary}
-
-
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    if table.schema.equals(schema, check_metadata=False):
-        return pa.Table.from_arrays(table.columns, schema=schema)
-    from datasets.table import table_cast
-
-    return table_cast(table, schema)
 
 
 class _ShardWriter:
@@ -361,7 +350,13 @@ class _ShardWriter:
         if self.writer is None or (self.shard_bytes > 0 and self.shard_bytes + nbytes > self.max_shard_size):
             self.close()
             self._open()
-        self.writer.write_table(_conform(table, self.schema), row_group_size=max(table.num_rows, 1))
+        if table.schema.equals(self.schema, check_metadata=False):
+            table = pa.Table.from_arrays(table.columns, schema=self.schema)  # the schema with its metadata
+        else:
+            from datasets.table import table_cast
+
+            table = table_cast(table, self.schema)
+        self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self.shard_bytes += nbytes
         self.groups.append((table.num_rows, nbytes))
         self.group_shard.append(len(self.paths) - 1)

@@ -475,4 +475,3 @@ def export_layout(export_dir: str | os.PathLike) -> ExportLayout:
                                  "convert`) or a README.md card whose YAML 'configs' name each config's data_files (a copy "
                                  "of a pushed export), got neither")
     return ExportLayout(root, record, card)
-

@@ -158,8 +158,7 @@ class Staging:
                 continue
         else:  # pragma: no cover
             raise OptionError(f"--output {str(output)!r}: cannot create a temporary folder beside it")
-        self.path = path
-        self.swapped = False
+        self.path, self.swapped = path, False
         self._lock = filelock.FileLock(str(path / BUILD_MARKER), timeout=0)
         try:
             self._lock.acquire()
@@ -260,8 +259,7 @@ def check_output(output: str | os.PathLike, data_dir: str | os.PathLike | None, 
             raise OptionError(f"--output {given!r}: expected a new or empty folder or a perckit export, got a non-empty folder "
                               f"without {STATE_FILE} ({len(entries)} entries, e.g. {sorted(entries)[0]!r}); convert writes only "
                               "into an export it owns: choose another folder")
-    parent = path.parent
-    probe = parent
+    probe = path.parent
     while not probe.exists():  # the folders that will be created
         probe = probe.parent
     if not probe.is_dir():

@@ -80,10 +80,10 @@ class _PerckitOptions:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["hash"] = core_fingerprint(kwargs.get("hash"))
-        repo_id = kwargs.pop("repo_id", None)
-        if repo_id is not None:
+        if (repo_id := kwargs.pop("repo_id", None)) is not None:
             kwargs["hub_repo_id"] = repo_id
-        own = self._own_name()
+        b = self.benchmark()  # the descriptor's own builder class is named BUILDER_NAME; a subclass keeps its name
+        own = BUILDER_NAME.format(b.name) if type(self).__module__ == f"perckit.{b.name}.builder" else None
         if own is not None and kwargs.get("dataset_name") is None:
             kwargs["dataset_name"] = own  # the cache folder
         super().__init__(*args, **kwargs)
@@ -94,11 +94,6 @@ class _PerckitOptions:
     def benchmark(cls) -> Benchmark:
         """The descriptor of this builder's benchmark (its config class's ``BENCHMARK``)."""
         return cls.BUILDER_CONFIG_CLASS.BENCHMARK
-
-    def _own_name(self) -> str | None:
-        """:data:`BUILDER_NAME` for the descriptor's own builder class, None for any subclass of it."""
-        b = self.benchmark()
-        return BUILDER_NAME.format(b.name) if type(self).__module__ == f"perckit.{b.name}.builder" else None
 
     def _info(self) -> datasets.DatasetInfo:
         self._check_options()

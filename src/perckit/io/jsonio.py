@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Iterator
@@ -143,16 +144,9 @@ def iter_json_lines(
         if not path.exists():
             raise not_found(f"{where}: file not found")
         data = read_regular_file(path, where, limit, error, not_found)
-    pos = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
-    size = len(data)
-    n = 0
-    while pos < size:
-        end = data.find(b"\n", pos)
-        if end < 0:
-            end = size
-        raw = data[pos:end]
-        pos = end + 1
-        n += 1
+    lines = io.BytesIO(data)  # (shares the bytes: no copy) read line by line, each ending at b"\n"
+    lines.seek(len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0)
+    for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
         line_where = f"{where} line {n}"

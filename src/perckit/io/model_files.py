@@ -191,10 +191,6 @@ def sha256_file(path: str | os.PathLike, where: str, error: type[Exception] = Op
     return h.hexdigest()
 
 
-def _entry_kind(mode: int) -> str:
-    return "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
-
-
 def check_model_folder(folder: str | os.PathLike, where: str, error: type[Exception] = OptionError) -> list[str]:
     """Check every file a loader could read from the model folder ``folder`` (see the module docstring);
     returns the relative POSIX paths of its regular files, sorted. Entries whose name starts with a dot
@@ -231,7 +227,8 @@ def check_model_folder(folder: str | os.PathLike, where: str, error: type[Except
                     raise error(f"{where}: the model folder {str(root)!r} nests folders deeper than {MAX_FOLDER_DEPTH} levels at {child!r}")
                 pending.append((child, depth + 1))
             elif not stat.S_ISREG(st.st_mode):
-                raise error(f"{where}: expected a regular file in the model folder, got {_entry_kind(st.st_mode)}: {str(path)!r}")
+                kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device"
+                raise error(f"{where}: expected a regular file in the model folder, got {kind}: {str(path)!r}")
             elif st.st_size > MAX_WEIGHTS_BYTES:
                 raise error(f"{where}: {str(path)!r} holds {st.st_size} bytes, more than the limit of {MAX_WEIGHTS_BYTES} bytes")
             else:

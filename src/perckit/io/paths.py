@@ -371,15 +371,12 @@ def _temp_beside(path: Path) -> tuple[int, Path]:
 
 def _fsync_folder(folder: Path) -> None:
     """Make a rename in ``folder`` durable where the OS allows it (best effort: not every filesystem can)."""
-    try:
+    with suppress(OSError):
         fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        with suppress(OSError):
+        try:
             os.fsync(fd)
-    finally:
-        os.close(fd)
+        finally:
+            os.close(fd)
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..hf.contract import COUNT, TEXT, UNIT, Item, MetricCore, RecordSchema, refuse, same_id
+from ..hf.contract import COUNT, TEXT, UNIT, MetricCore, RecordSchema, refuse, same_id
 from ..errors import OptionError, make_options
 from ..hf.feature_check import Positional, Scalar
 from . import features as feats
@@ -30,11 +30,6 @@ from .metric.geometry import ImageGeom, SampleGeom, sample_geometry
 from .metric.options import M4SegOptions
 
 _TEXT_FIELDS = ("example_id", "type", "dataset_name", "granularity", "pred_text", "gt_text")
-
-
-def _reduce(items: list[Item], opts: M4SegOptions) -> dict:
-    """The metric over the records: :func:`perckit.m4seg.metric.reduce_geometries`."""
-    return reduce_geometries([item.record for item in items], opts, sum(1 for item in items if not item.predicted))
 
 
 def geometry_to_state(geom: SampleGeom) -> dict:
@@ -122,7 +117,8 @@ def m4seg_core(config: str | None = None) -> MetricCore:
         raise OptionError(f"metric 'm4seg' has no configs, got config {config!r}")
     return MetricCore(
         name="m4seg", config=None, id_key="example_id", prepare=partial(make_options, "m4seg", M4SegOptions),
-        score=sample_geometry, reduce=_reduce, record_to_state=geometry_to_state, record_from_state=geometry_from_state,
+        score=sample_geometry, record_to_state=geometry_to_state, record_from_state=geometry_from_state,
         record_schema=lambda opts: SCHEMA, features=lambda: (feats.prediction_schema(), feats.reference_schema()),
         strict=lambda opts: opts.strict, empty_hint=EMPTY_PREDICTION_HINT, lax_option="strict=False",
+        reduce=lambda items, opts: reduce_geometries([i.record for i in items], opts, sum(1 for i in items if not i.predicted)),
     )

@@ -76,9 +76,7 @@ class M4SegBuilder(PerckitTableBuilder):
     def _check_options(self) -> None:
         super()._check_options()
         c = self.config
-        if isinstance(c.splits, str):
-            c.splits = (c.splits,)
-        c.splits = tuple(c.splits)
+        c.splits = (c.splits,) if isinstance(c.splits, str) else tuple(c.splits)
         if not c.splits:
             raise OptionError(f"option 'splits': expected a non-empty subset of {list(SPLITS)}, got {c.splits!r}")
         for s in c.splits:
@@ -106,11 +104,8 @@ class M4SegBuilder(PerckitTableBuilder):
                 )
             return {s: root for s in c.splits}
 
-        roots: dict[str, Path] = {}
         root = self._download(self.hub_patterns(c))
-        for s in c.splits:
-            if c.source != "auto" or parquet_paths(root, s, glob.glob):
-                roots[s] = root
+        roots = {s: root for s in c.splits if c.source != "auto" or parquet_paths(root, s, glob.glob)}
         rest = [s for s in c.splits if s not in roots]
         if rest:  # source="auto" and the repository has no Parquet shard for these splits
             root = self._download(self.hub_patterns(c, "native", rest))

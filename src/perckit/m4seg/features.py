@@ -24,26 +24,6 @@ SOURCE_GRANULARITY = {
 IMAGE_FILES = "image_files"
 
 
-def image_features() -> dict:
-    from datasets import Value
-
-    return {"image_id": Value("string"), "path": Value("string"), "height": Value("int32"), "width": Value("int32")}
-
-
-def grounding_features() -> dict:
-    from datasets import Value
-
-    return {
-        "image_index": Value("int32"),  # 1-based index into ``images``
-        "name": Value("string"),
-        "annotation_ids": [Value("string")],
-        "object_annotation_id": Value("string"),  # null when absent
-        "answer_span": [Value("int32")],  # [start, end), length 2 checked in code
-        "bbox": [Value("float32")],  # [x, y, w, h] of the mask, length 4 checked in code
-        "segmentation": rle_feature(),
-    }
-
-
 def row_features(with_images: bool = False) -> datasets.Features:
     """The builder's features; ``with_images`` adds ``image_files`` (one ``Image`` per entry of ``images``)."""
     import datasets
@@ -57,8 +37,16 @@ def row_features(with_images: bool = False) -> datasets.Features:
         "granularity": Value("string"),
         "q": Value("string"),
         "a": Value("string"),  # with entity codes
-        "images": [image_features()],
-        "groundings": [grounding_features()],
+        "images": [{"image_id": Value("string"), "path": Value("string"), "height": Value("int32"), "width": Value("int32")}],
+        "groundings": [{
+            "image_index": Value("int32"),  # 1-based index into ``images``
+            "name": Value("string"),
+            "annotation_ids": [Value("string")],
+            "object_annotation_id": Value("string"),  # null when absent
+            "answer_span": [Value("int32")],  # [start, end), length 2 checked in code
+            "bbox": [Value("float32")],  # [x, y, w, h] of the mask, length 4 checked in code
+            "segmentation": rle_feature(),
+        }],
     }
     if with_images:
         f[IMAGE_FILES] = [datasets.Image()]

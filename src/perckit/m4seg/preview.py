@@ -24,9 +24,7 @@ def row_preview(row: Mapping[str, Any]) -> bytes:
     images = row.get("images") if isinstance(row.get("images"), list) else []
     photos = row.get(IMAGE_FILES) if isinstance(row.get(IMAGE_FILES), list) else []
     groundings = [g for g in (row.get("groundings") or []) if isinstance(g, Mapping)]
-    names: dict[Any, int] = {}
-    for g in groundings:
-        names.setdefault(g.get("name"), len(names))
+    names = {n: i for i, n in enumerate(dict.fromkeys(g.get("name") for g in groundings))}  # by first appearance
     side = max(min(TILE_SIDE, previews.MAX_SIDE // max(len(images), 1)), 64)
     budget = previews.row_budget()  # one for the row's tiles
     tiles = []

@@ -375,10 +375,8 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
             image_id = _image_stem(path) if plain_path else os.path.splitext(os.path.basename(path))[0]
         images.append({"image_id": image_id, "path": path, "height": hw[0], "width": hw[1]})
 
-    derived: dict[int, list[list[int]]] = {}
     need = {k: len(gs) for k, gs in per_image.items() if any(not isinstance(g, _MAPS) or g.get("answer_span") is None for g in gs)}
-    if need:
-        derived = codes.derive_spans(answer, need, where)
+    derived = codes.derive_spans(answer, need, where) if need else {}
 
     groundings = []
     masks = []  # for the bboxes
@@ -396,10 +394,9 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
             mask = rle_ops.to_rle(mask_obj, size=hw, where=f"{gw}.segmentation (image {k}, [H, W] = {hw})")
             span = g.get("answer_span")
             span = derived[k][i] if span is None else _check_span(span, answer, gw)
-            name = _alias(g, name_keys)
             groundings.append({
                 "image_index": k,
-                "name": None if name is None else str(name),
+                "name": _str_or_none(_alias(g, name_keys)),
                 "annotation_ids": _id_list(_alias(g, GROUNDING_ALIASES["annotation_ids"])),
                 "object_annotation_id": _str_or_none(_alias(g, GROUNDING_ALIASES["object_annotation_id"])),
                 "answer_span": span,

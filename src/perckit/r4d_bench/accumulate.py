@@ -59,57 +59,42 @@ QUERY_SCHEMA = RecordSchema(QUERY_RECORD, (_query_invariants,))
 TRACK_SCHEMA = RecordSchema(TRACK_RECORD, (_track_invariants,))
 
 
-def _no_config(name: str, config: str | None) -> None:
+def _core(name: str, config: str | None, options: tuple, defaults: dict, score: Any, reduce: Any, schema: RecordSchema,
+          from_state: Any, empty_hint: str) -> MetricCore:
+    """The :class:`MetricCore` both metrics share: no configs, ``options`` (names) checked then given over
+    ``defaults`` to :class:`~perckit.r4d_bench.metric.MaskTemporalOptions`, the records reduced by ``reduce`` plus
+    ``num_missing_predictions`` (the items scored as "no output"), the declared features of
+    :mod:`perckit.r4d_bench.features` (imported when needed)."""
     if config is not None:
         raise OptionError(f"metric {name!r} has no configs, got config {config!r}")
 
+    def prepare(opts: Mapping[str, Any]) -> m.MaskTemporalOptions:
+        check_options(name, opts, options)
+        return m.MaskTemporalOptions(**{**defaults, **opts})
 
-def _query_score_from_state(state: Mapping[str, Any]) -> m.QueryScore:
-    """A checked :data:`QUERY_RECORD` as a :class:`~perckit.r4d_bench.metric.QueryScore`."""
-    return m.QueryScore(**{**state, "frame_ious": [(f, v) for f, v in state["frame_ious"]]})
+    def reduce_items(items: list[Item], opts: m.MaskTemporalOptions) -> dict:
+        return {**reduce([item.record for item in items]), "num_missing_predictions": sum(1 for i in items if not i.predicted)}
 
+    def features() -> tuple:
+        from .features import prediction_schema, reference_schema
 
-def _features(metric: str) -> tuple:
-    """The declared input features of ``metric`` (:mod:`perckit.r4d_bench.features`, imported when needed)."""
-    from .features import prediction_schema, reference_schema
+        return prediction_schema(name), reference_schema(name)
 
-    return prediction_schema(metric), reference_schema(metric)
-
-
-def _mask_options(options: Mapping[str, Any]) -> m.MaskTemporalOptions:
-    check_options("mask_temporal", options, m.MaskTemporalOptions.__dataclass_fields__)
-    return m.MaskTemporalOptions(**options)
-
-
-def _with_missing(reduce, items: list[Item]) -> dict:
-    """``reduce`` of the records, plus ``num_missing_predictions`` (the items scored as "no output")."""
-    out = reduce([item.record for item in items])
-    out["num_missing_predictions"] = sum(1 for item in items if not item.predicted)
-    return out
+    return MetricCore(
+        name=name, config=None, id_key="query_id", prepare=prepare, score=score, reduce=reduce_items,
+        record_to_state=asdict, record_from_state=from_state, record_schema=lambda opts: schema, features=features,
+        strict=lambda opts: opts.strict, selects=lambda opts: opts.selects, empty_hint=empty_hint, lax_option="strict=False",
+    )
 
 
 def mask_temporal_core(config: str | None = None) -> MetricCore:
-    _no_config("mask_temporal", config)
-    return MetricCore(
-        name="mask_temporal", config=None, id_key="query_id", prepare=_mask_options,
-        score=m.score_query, reduce=lambda items, opts: _with_missing(m.reduce_mask_temporal, items),
-        record_to_state=asdict, record_from_state=_query_score_from_state, record_schema=lambda opts: QUERY_SCHEMA,
-        features=lambda: _features("mask_temporal"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
-        empty_hint=m.MASK_EMPTY_HINT, lax_option="strict=False",
-    )
-
-
-def _track_options(options: Mapping[str, Any]) -> m.MaskTemporalOptions:
-    check_options("track_id", options, ("only_query_prefix", "only_queries", "strict"))
-    return m.MaskTemporalOptions(**{"strict": False, **options})  # (lax by default, as metric.track_id)
+    return _core("mask_temporal", config, m.MaskTemporalOptions.__dataclass_fields__, {}, m.score_query, m.reduce_mask_temporal,
+                 QUERY_SCHEMA, lambda s: m.QueryScore(**{**s, "frame_ious": [(f, v) for f, v in s["frame_ious"]]}),
+                 m.MASK_EMPTY_HINT)
 
 
 def track_id_core(config: str | None = None) -> MetricCore:
-    _no_config("track_id", config)
-    return MetricCore(
-        name="track_id", config=None, id_key="query_id", prepare=_track_options,
-        score=lambda p, r, opts: m.score_track_query(p, r), reduce=lambda items, opts: _with_missing(m.reduce_track_id, items),
-        record_to_state=asdict, record_from_state=lambda state: m.TrackScore(**state), record_schema=lambda opts: TRACK_SCHEMA,
-        features=lambda: _features("track_id"), strict=lambda opts: opts.strict, selects=lambda opts: opts.selects,
-        empty_hint=m.TRACK_EMPTY_HINT, lax_option="strict=False",
-    )
+    # lax by default, as metric.track_id
+    return _core("track_id", config, ("only_query_prefix", "only_queries", "strict"), {"strict": False},
+                 lambda p, r, opts: m.score_track_query(p, r), m.reduce_track_id, TRACK_SCHEMA,
+                 lambda s: m.TrackScore(**s), m.TRACK_EMPTY_HINT)

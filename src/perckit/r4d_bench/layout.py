@@ -47,8 +47,7 @@ MAX_MASK_PNG_BYTES = 64 << 20
 
 def normalise_scene(name: str, aliases: Mapping[str, str] = SCENE_ALIASES) -> str:
     """Folder spelling of a scene name: aliases first, then ``-`` -> ``_``."""
-    name = aliases.get(name, name)
-    name = name.replace("-", "_")
+    name = aliases.get(name, name).replace("-", "_")
     return aliases.get(name, name)
 
 

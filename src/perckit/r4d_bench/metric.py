@@ -188,9 +188,7 @@ class QueryScore:
 
 
 def _ratio(num: int, den: int, both_zero: float, den_zero: float = 0.0) -> float:
-    if den:
-        return num / den
-    return both_zero if num == 0 else den_zero
+    return num / den if den else both_zero if num == 0 else den_zero
 
 
 def frame_masks(frames: Iterable[Mapping], where: str, error: type[Exception] = PredictionError) -> dict[int, rle_ops.RLE]:
@@ -247,8 +245,7 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
         is_negative=is_negative, num_ignored_prediction_frames=ignored,
     )
     if not F:
-        any_fg = any(rle_ops.area(m) > 0 for m in pred.values())
-        v = 0.0 if any_fg else 1.0
+        v = 0.0 if any(rle_ops.area(m) > 0 for m in pred.values()) else 1.0
         return QueryScore(**base, **{k: v for k in QUERY_KEYS}, intersection=0, union=0, num_evaluated_frames=0)
 
     fallback = next(iter(gt.values()), None) or next(iter(pred.values()), None)
@@ -256,10 +253,8 @@ def score_query(prediction: Mapping | None, reference: Mapping, options: MaskTem
     warned = False
     budget = seg.row_budget()  # the pixels this query's predicted masks may be resized to
     ious: list[tuple[int, float]] = []
-    tp = fp = fn = tn = 0
+    tp = fp = fn = tn = n_p = n_g = n_i = n_u = success = agree = 0  # pixel counts, frame counts (module header)
     tn_known = True
-    n_p = n_g = n_i = n_u = 0
-    success = agree = 0
     viou_sum = 0.0
     without_mask = 0 if is_negative else sum(1 for t in reference.get("evaluated_frame_ids") or [] if int(t) not in gt)
     for t in F:

@@ -36,12 +36,11 @@ class _Frames:
             self.scenes[scene] = read_scene(self.root, scene, cfg.coco_json_name, cfg.frame_id_pattern, aliases=cfg.scene_aliases)
         info = self.scenes[scene]
         if frame_id is None:
-            frame_id = min(info.frames) if info.frames else None
-        fr = info.frames.get(frame_id) if frame_id is not None else None
+            frame_id = min(info.frames, default=None)
+        fr = info.frames.get(frame_id)
         if fr is None:
             return None, None
-        path = info.folder / fr.file_name
-        data = read_regular_file(path, f"R4D-Bench scene {scene!r} frame {frame_id}", MAX_IMAGE_BYTES)
+        data = read_regular_file(info.folder / fr.file_name, f"R4D-Bench scene {scene!r} frame {frame_id}", MAX_IMAGE_BYTES)
         return data, (fr.height, fr.width)
 
 

@@ -218,14 +218,11 @@ class SceneInfo:
     track_json_path: Path | None = None
     track_links: dict[int, str] = field(default_factory=dict)
 
-    @property
-    def common_size(self) -> tuple[int, int] | None:
-        sizes = {(f.height, f.width) for f in self.frames.values()}
-        return next(iter(sizes)) if len(sizes) == 1 else None
-
     def frame_size(self, frame_id: int) -> tuple[int, int] | None:
+        """The frame's size, else the size all the scene's frames share (None when they differ)."""
         fr = self.frames.get(frame_id)
-        return (fr.height, fr.width) if fr else self.common_size
+        sizes = {(f.height, f.width) for f in self.frames.values()} if fr is None else {(fr.height, fr.width)}
+        return next(iter(sizes)) if len(sizes) == 1 else None
 
 
 def find_coco_json(scene_dir: Path, coco_json_name: str | None = None) -> Path:
@@ -233,18 +230,16 @@ def find_coco_json(scene_dir: Path, coco_json_name: str | None = None) -> Path:
     if coco_json_name and (scene_dir / coco_json_name).is_file():
         return resolve_under(scene_dir, coco_json_name, f"scene folder {str(scene_dir)!r}: option coco_json_name")
     matches = sorted(scene_dir.glob("_annotations*.coco.json"))
+    found = [m.name for m in matches]
     if len(matches) != 1:
         if coco_json_name:
-            raise ReleaseNotFoundError(
-                f"scene folder {str(scene_dir)!r}: no {coco_json_name!r} (coco_json_name) and not exactly one "
-                f"'_annotations*.coco.json' to fall back on: found {[m.name for m in matches]}"
-            )
-        found = [m.name for m in matches]
+            raise ReleaseNotFoundError(f"scene folder {str(scene_dir)!r}: no {coco_json_name!r} (coco_json_name) and not "
+                                       f"exactly one '_annotations*.coco.json' to fall back on: found {found}")
         raise ReleaseNotFoundError(
             f"scene folder {str(scene_dir)!r}: expected exactly one '_annotations*.coco.json', found {found}; "
             "pick one with the config option coco_json_name"
         )
-    return resolve_under(scene_dir, matches[0].name, f"scene folder {str(scene_dir)!r}: COCO file")
+    return resolve_under(scene_dir, found[0], f"scene folder {str(scene_dir)!r}: COCO file")
 
 
 def read_scene(root: Path, scene: str, coco_json_name: str | None = None, frame_id_pattern: str = r"(\d+)",
@@ -467,9 +462,7 @@ def load_dense_gt(path: str | Path) -> list[dict]:
         existence = gt.get("existence_frames") or []
         if type(existence) is not list or not set(map(type, existence)) <= {int}:  # else each parsed (or refused)
             existence = [parse_int(f, f"{where}: ground_truth.existence_frames") for f in existence]
-        else:
-            existence = list(existence)
-        gt = {**gt, "frames": sorted(norm_frames, key=_BY_FRAME_ID), "existence_frames": existence}
+        gt = {**gt, "frames": sorted(norm_frames, key=_BY_FRAME_ID), "existence_frames": list(existence)}
         if gt.get("target_tracks") is None and gt.get("target_entity_ids") is not None and not _ids_ok(gt["target_entity_ids"]):
             odd.append((f"query {qid!r}", gt.pop("target_entity_ids")))
         out.append({**entry, "ground_truth": gt})
@@ -540,21 +533,23 @@ def entry_scene(entry: Mapping, meta: Mapping[str, Mapping], aliases: Mapping[st
 # ---------------------------------------------------------------- masks
 
 
-def png_mask(path: Path, where: str) -> rle_ops.RLE:
+def png_mask(path: Path, where: str, error: type[Exception] = ReleaseFormatError,
+             not_found: type[Exception] = ReleaseNotFoundError) -> rle_ops.RLE:
     """A PNG mask as RLE; foreground by :func:`perckit.io.images.mask_foreground` (any channel > 0).
 
     The file is read by :func:`perckit.io.paths.read_regular_file` under :data:`layout.MAX_MASK_PNG_BYTES`:
-    a FIFO, a device or a folder is refused at once, an oversize file before it is read."""
-    data = read_regular_file(path, f"{where}: mask PNG", MAX_MASK_PNG_BYTES, ReleaseFormatError, ReleaseNotFoundError)
+    a FIFO, a device or a folder is refused at once, an oversize file before it is read. A missing file raises
+    ``not_found``, anything else ``error`` (a prediction file's masks: ``InputNotFoundError`` / ``PredictionError``)."""
+    data = read_regular_file(path, f"{where}: mask PNG", MAX_MASK_PNG_BYTES, error, not_found)
     try:
         with Image.open(io.BytesIO(data)) as im:
             im.load()
             mode = im.mode
             arr = np.asarray(im)
     except FileNotFoundError:
-        raise ReleaseNotFoundError(f"{where}: mask PNG {str(path)!r} not found") from None
+        raise not_found(f"{where}: mask PNG {str(path)!r} not found") from None
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
-        raise ReleaseFormatError(f"{where}: cannot open mask PNG {str(path)!r}: {e}") from None
+        raise error(f"{where}: cannot open mask PNG {str(path)!r}: {e}") from None
     return rle_ops.encode(mask_foreground(arr, mode, 0))
 
 
@@ -735,12 +730,7 @@ def load_mask_predictions(path: str | Path, repo_root: str | Path = ".", allow_a
             if not isinstance(mask_path, str) or not mask_path:
                 raise PredictionError(f"{where}: frame {fid}: expected a mask path string, got {mask_path!r}")
             p = mask_file(root, mask_path, f"{where}: frame {fid}: mask path", allow_absolute_paths)
-            try:
-                mask = png_mask(p, f"{where}: frame {fid}")
-            except (ReleaseNotFoundError, ReleaseFormatError) as e:
-                cls = InputNotFoundError if isinstance(e, ReleaseNotFoundError) else PredictionError
-                raise cls(str(e)) from None
-            frames[fid] = {"frame_id": fid, "mask": mask}
+            frames[fid] = {"frame_id": fid, "mask": png_mask(p, f"{where}: frame {fid}", PredictionError, InputNotFoundError)}
         rows.append({"query_id": str(qid), "frames": [frames[k] for k in sorted(frames)]})
     return rows
 

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import rle as rle_ops
-from ..hf.builder import MEDIA_STORAGE, media_column
+from ..hf.builder import MEDIA_STORAGE, batched, media_column
 from ..errors import ReleaseFormatError, RLEError, check_choice, short_repr as _short
 from ..io.jsonio import parse_int
 from .features import frame_features
@@ -40,9 +40,7 @@ _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
 def _json_text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def _as_bool(value: Any) -> bool | None:
@@ -252,13 +250,7 @@ def frame_tables(info: SceneInfo, track_id_precedence: str = "coco", schema: pa.
         schema = frame_features().arrow_schema
     scene = scene_annotations(info, track_id_precedence)
     cat_names = {k: _json_text(v) for k, v in scene.cats.items()}
-    batch: list = []
-    for item in frame_images(info, images):
-        batch.append(item)
-        if len(batch) == rows_per_table:
-            yield _batch_table(info, scene, cat_names, batch, track_id_precedence, schema)
-            batch = []
-    if batch:
+    for batch in batched(frame_images(info, images), rows_per_table):
         yield _batch_table(info, scene, cat_names, batch, track_id_precedence, schema)
 
 

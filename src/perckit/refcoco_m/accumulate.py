@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 from .. import rle as rle_ops
 from ..core import segmentation as seg
@@ -89,19 +88,14 @@ def _schema(opts: m.ReferIoUOptions) -> RecordSchema:
     return RecordSchema(RECORD, (invariants,))
 
 
-def _from_state(state: Any) -> ExpressionRecord:
-    """A checked :data:`RECORD` as an :class:`ExpressionRecord`."""
-    eid, category, supercategory, inter, union, iou = state
-    return ExpressionRecord(eid, category, supercategory, seg.PairScore(inter, union, float(iou)))
-
-
 def refer_iou_core(config: str | None = None) -> MetricCore:
     """The :class:`~perckit.hf.contract.MetricCore` of ``refer_iou`` (no configs: ``config`` must be None)."""
     if config is not None:
         raise OptionError(f"metric {NAME!r} has no configs, got config {config!r}")
     return MetricCore(
         name=NAME, config=None, id_key="expression_id", prepare=partial(make_options, NAME, m.ReferIoUOptions),
-        score=_score, reduce=_reduce, record_to_state=_to_state, record_from_state=_from_state, record_schema=_schema,
+        score=_score, reduce=_reduce, record_to_state=_to_state, record_schema=_schema,
+        record_from_state=lambda s: ExpressionRecord(s[0], s[1], s[2], seg.PairScore(s[3], s[4], float(s[5]))),
         features=lambda: (feats.prediction_schema(), feats.reference_schema()),
         strict=lambda opts: True, empty_hint=seg.EMPTY_MASK_HINT, lax_option=None,
     )

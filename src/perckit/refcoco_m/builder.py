@@ -27,13 +27,6 @@ class RefCocoMConfig(PerckitConfig):
     #: Compare every image's header size with its masks' ``size`` and raise on a mismatch.
     check_image_size: bool = True
 
-    def read_options(self) -> release.ReadOptions:
-        return release.ReadOptions(
-            allow_empty_masks=self.allow_empty_masks,
-            check_image_size=self.check_image_size,
-            read_images=self.name == "images" or self.with_images or self.check_image_size,
-        )
-
 
 class RefCocoMBuilder(PerckitBuilder):
     """RefCOCO-M: configs ``expressions`` (default) and ``images``; one ``validation`` split."""
@@ -62,13 +55,14 @@ class RefCocoMBuilder(PerckitBuilder):
         # Checked here, before generation, so that these errors reach the caller unwrapped.
         for path, label in zip(shards, labels):
             with checked_opener(open)(path) as f:
-                release.check_schema(release.read_schema(f, label), label)
+                release.open_shard(f, label)
         return [datasets.SplitGenerator(name=datasets.Split(release.SPLIT),
                                         gen_kwargs={"shards": [str(p) for p in shards], "labels": labels})]
 
     def _generate_examples(self, shards: list[str], labels: list[str]) -> Iterator[tuple[Any, dict]]:
         c = self.config
-        options = c.read_options()
+        options = release.ReadOptions(c.allow_empty_masks, c.check_image_size,
+                                      read_images=c.name == "images" or c.with_images or c.check_image_size)
         state = release.SplitState()
         for path, label in zip(shards, labels):
             # ``open`` of this module is patched by datasets' streaming mode; a local shard is a checked regular file.

@@ -49,11 +49,8 @@ class ReferIoUOptions:
 
 def score_expression(prediction: Mapping, reference: Mapping, options: ReferIoUOptions = ReferIoUOptions()) -> seg.PairScore:
     """Accumulate half: the exact I, U and IoU of one expression."""
-    where = f"expression {reference['expression_id']!r}"
-    return seg.score_pair(
-        prediction.get("mask"), reference.get("mask"),
-        resize=options.resize_predictions, empty_union_iou=options.empty_union_iou, where=where,
-    )
+    return seg.score_pair(prediction.get("mask"), reference.get("mask"), resize=options.resize_predictions,
+                          empty_union_iou=options.empty_union_iou, where=f"expression {reference['expression_id']!r}")
 
 
 def _group(reference: Mapping, key: str) -> str:

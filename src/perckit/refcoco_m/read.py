@@ -84,9 +84,7 @@ def find_shards(root: str | Path) -> list[Path]:
 def _struct_fields(arrow_type: Any) -> list[str] | None:
     import pyarrow as pa
 
-    if pa.types.is_struct(arrow_type):
-        return [arrow_type.field(i).name for i in range(arrow_type.num_fields)]
-    return None
+    return [arrow_type.field(i).name for i in range(arrow_type.num_fields)] if pa.types.is_struct(arrow_type) else None
 
 
 def check_schema(schema: Any, shard: str) -> None:
@@ -122,33 +120,29 @@ def check_schema(schema: Any, shard: str) -> None:
         )
 
 
-def read_schema(f: IO[bytes], shard: str) -> Any:
-    """The Arrow schema of an open shard (footer only); an unreadable file raises naming the shard."""
+def open_shard(f: IO[bytes], shard: str) -> Any:
+    """The ``pyarrow.parquet.ParquetFile`` of an open shard, its footer, column chunks and schema checked
+    (:func:`check_schema`); an unreadable file raises naming the shard."""
     try:
         pf = pq.ParquetFile(f)
     except Exception as e:  # pyarrow raises ArrowInvalid / OSError on a corrupt footer
         raise ReleaseFormatError(f"{shard}: not a readable Parquet file ({type(e).__name__}: {e})") from None
     check_column_chunk_sizes(pf, shard, source=f)
-    return pf.schema_arrow
+    check_schema(pf.schema_arrow, shard)
+    return pf
 
 
 def iter_records(f: IO[bytes], shard: str, read_images: bool = True) -> Iterator[tuple[int, dict]]:
     """``(row index, row dict)`` of one open shard, read in record batches of :data:`BATCH_SIZE` rows."""
     import pyarrow as pa
 
-    try:
-        pf = pq.ParquetFile(f)
-    except Exception as e:  # pyarrow raises ArrowInvalid / OSError on a corrupt footer
-        raise ReleaseFormatError(f"{shard}: not a readable Parquet file ({type(e).__name__}: {e})") from None
-    check_schema(pf.schema_arrow, shard)
-    check_column_chunk_sizes(pf, shard, source=f)
+    pf = open_shard(f, shard)
     columns = [c for c in REQUIRED_COLUMNS if read_images or c != "image"]
     i = 0
     batches = pf.iter_batches(batch_size=BATCH_SIZE, columns=columns)
     while True:
         try:
-            batch = next(batches)
-            rows = batch.to_pylist()
+            rows = next(batches).to_pylist()
         except StopIteration:
             return
         except (pa.ArrowException, OSError, ValueError, EOFError) as e:
@@ -181,14 +175,11 @@ def check_image_bytes(image: Any, where: str) -> None:
         )
 
 
-def image_size_hw(image: Any, where: str) -> list[int]:
-    """``[H, W]`` from the header of the embedded image bytes (not decoded); a truncated JPEG / PNG raises
-    (:func:`perckit.io.images.check_encoded_image`)."""
-    data = image.get("bytes") if isinstance(image, Mapping) else None
-    if not isinstance(data, (bytes, bytearray)) or not data:
-        raise ReleaseFormatError(f"{where}: 'image' has no bytes (expected the embedded image {{'bytes', 'path'}}), got {_short(image)}")
+def image_size_hw(image: Mapping, where: str) -> list[int]:
+    """``[H, W]`` from the header of the embedded image bytes (:func:`check_image_bytes` found them; not decoded);
+    a truncated JPEG / PNG raises (:func:`perckit.io.images.check_encoded_image`)."""
     try:
-        h, w = check_encoded_image(bytes(data), "image")
+        h, w = check_encoded_image(bytes(image["bytes"]), "image")
     except ReleaseFormatError as e:
         raise ReleaseFormatError(f"{where}: cannot open the embedded image ({e})") from None
     return [h, w]

@@ -118,14 +118,11 @@ def encode_mp4(frames: np.ndarray, fps: int = 25, audio: np.ndarray | None = Non
             container.mux(packet)
         if astream is not None:
             x = np.asarray(audio, dtype=np.float32)[None, :]
-            pts = 0
-            for i in range(0, x.shape[1], 1024):
-                chunk = np.ascontiguousarray(x[:, i : i + 1024])
-                frame = av.AudioFrame.from_ndarray(chunk, format="fltp", layout="mono")
+            for i in range(0, x.shape[1], 1024):  # chunks of 1024 samples, each stamped with its first sample
+                frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(x[:, i : i + 1024]), format="fltp", layout="mono")
                 frame.sample_rate = sample_rate
-                frame.pts = pts
+                frame.pts = i
                 frame.time_base = Fraction(1, sample_rate)
-                pts += chunk.shape[1]
                 for packet in astream.encode(frame):
                     container.mux(packet)
             for packet in astream.encode():

@@ -140,19 +140,17 @@ def _example(rng: np.random.Generator, pool: dict, split: str, source: str, pair
         for _ in range(count):
             obj = OBJECTS[int(rng.integers(len(OBJECTS)))]
             obj_counter += 1
-            ann = ann_base + k * 100 + obj_counter
+            parent = ann = ann_base + k * 100 + obj_counter
             if gran == "part" and rng.random() < 0.6:
                 parts = PARTS[obj]
                 p = int(rng.integers(len(parts)))
                 name = parts[p]
                 code = f"{name.replace(' ', '_')}_{k}{obj_counter:02d}{p + 1:02d}"
                 ann_ids = [ann * 10 + p + 1]
-                parent = ann
             else:
                 name = obj
                 code = f"{name.replace(' ', '_')}_{k}{obj_counter:02d}"
                 ann_ids = [ann] if rng.random() < 0.9 else [ann, ann + 50]  # a combined grounding
-                parent = ann
             item = pool[(h, w)][int(rng.integers(len(pool[(h, w)])))]
             ents.append({"code": code, "name": name, "mask": item, "ann_ids": ann_ids, "parent": parent})
             mentions.append((k, code))
@@ -161,25 +159,20 @@ def _example(rng: np.random.Generator, pool: dict, split: str, source: str, pair
     order = [mentions[i] for i in rng.permutation(len(mentions))]
     if order and rng.random() < 0.25:
         order.append(order[int(rng.integers(len(order)))])
-    text, first_span = "", {}
+    answer, first_span = "", {}
     for k, code in order:
-        phrase = PHRASES[int(rng.integers(len(PHRASES)))]
-        pre, post = phrase.split("{c}")
-        if text:
-            text += " "
-        text += pre
+        pre, post = PHRASES[int(rng.integers(len(PHRASES)))].split("{c}")
+        answer += (" " if answer else "") + pre
         if code not in first_span:
-            first_span[code] = [len(text), len(text) + len(code)]
-        text += code + post
-    answer = text
+            first_span[code] = [len(answer), len(answer) + len(code)]
+        answer += code + post
     # Groundings of each image in first-mention order.
     firsts: dict[str, int] = {}
     for i, (_, code) in enumerate(order):
         firsts.setdefault(code, i)
     for k in per_image:
         per_image[k].sort(key=lambda e: firsts[e["code"]])
-    first_name = next((e["name"] for k in per_image for e in per_image[k]), "object")
-    question = QUESTIONS[qtype].format(n=first_name)
+    question = QUESTIONS[qtype].format(n=next((e["name"] for k in per_image for e in per_image[k]), "object"))
     pair_id = f"{source[:3]}_{pair_num:07d}" if _family(source) != "coco" else pair_num
 
     groundings = []
@@ -209,12 +202,6 @@ def _example(rng: np.random.Generator, pool: dict, split: str, source: str, pair
         out = []
         for e in per_image[k]:
             m = e["mask"]
-            if fam == "coco" and m["polygon"] is not None:
-                seg: Any = m["polygon"]
-            elif fam == "pascal":
-                seg = m["uncompressed"]
-            else:
-                seg = m["rle"]
             g: dict[str, Any] = {st["name"]: e["name"]}
             if len(e["ann_ids"]) > 1:
                 g["annotation_ids"] = list(e["ann_ids"])
@@ -224,7 +211,8 @@ def _example(rng: np.random.Generator, pool: dict, split: str, source: str, pair
                 g[st["obj"]] = e["parent"]
             bx = m["bbox"]
             g["bbox"] = [bx[0], bx[1], bx[0] + bx[2], bx[1] + bx[3]]  # the original xyxy box, not kept
-            g[st["seg"]] = seg
+            polygon = fam == "coco" and m["polygon"] is not None
+            g[st["seg"]] = m["polygon"] if polygon else m["uncompressed"] if fam == "pascal" else m["rle"]
             if fam == "coco":
                 g["answer_span"] = first_span[e["code"]]
             out.append(g)

@@ -148,12 +148,7 @@ def write_release(root: str | Path, seed: int = 0, frames_per_scene: int = 4, he
         for q in range(1, qps[scene] + 1):
             qid = f"{prefix}_q{q}"
             negative = q % 4 == 3
-            if negative:
-                targets: list[int] = []
-            elif q % 4 == 2:
-                targets = tracks[:2]
-            else:
-                targets = [tracks[(q - 1) % len(tracks)]]
+            targets: list[int] = [] if negative else tracks[:2] if q % 4 == 2 else [tracks[(q - 1) % len(tracks)]]
             meta: dict[str, Any] = {
                 "query_id": qid, "scene": prefix,
                 "text_en": TEXTS_EN[(si + q) % len(TEXTS_EN)], "text_zh": TEXTS_ZH[(si + q) % len(TEXTS_ZH)],
@@ -172,13 +167,11 @@ def write_release(root: str | Path, seed: int = 0, frames_per_scene: int = 4, he
                 meta["difficulty"] = "hard"
             scene_meta.append(meta)
             all_meta.append(meta)
-            gt_frames = []
-            if negative:
+            if negative:  # q7: sentinel existence frames with no frame entries
                 existence = fids[:2]
-                frame_keys = [] if q == 7 else list(range(2))  # q7: sentinel frames with no frame entries
-                for k in frame_keys:
-                    gt_frames.append({"frame_id": fids[k], "masks": []})
+                gt_frames = [] if q == 7 else [{"frame_id": fids[k], "masks": []} for k in range(2)]
             else:
+                gt_frames = []
                 existence = sorted({fids[k] for t in targets for k in visible[t]})
                 frame_keys = sorted({k for t in targets for k in visible[t]})
                 if si == 0 and q == 1:
@@ -227,4 +220,3 @@ def write_release(root: str | Path, seed: int = 0, frames_per_scene: int = 4, he
         root=Path(root), query_ids=[e["query_id"] for e in dense[0]], subset_ids=[e["query_id"] for e in subset[0]],
         negative_ids=negatives, frame_ids=frame_ids_by_scene, size=(height, width), files=sorted(wr.files),
     )
-

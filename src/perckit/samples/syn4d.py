@@ -192,14 +192,12 @@ def write_release(root: str | Path, seed: int = 0, variants: Sequence[str] = VAR
     })
     wr.text(f"{bench}/README.md", "# Syn4D benchmark (synthetic sample release)\n\nWritten by perckit.samples.syn4d; mirrors the release layout.\n")
     # SHA256SUMS: paths relative to benchmark/ (challenge files beside it relative to the root)
-    root_p = Path(root)
     lines = []
     for rel in sorted(set(wr.files)):
         if rel.endswith("SHA256SUMS") or rel.endswith("README.md"):
             continue
-        digest = hashlib.sha256(read_regular_file(root_p / rel, "sample release file", 1 << 30)).hexdigest()
+        digest = hashlib.sha256(read_regular_file(wr.root / rel, "sample release file", 1 << 30)).hexdigest()
         name = rel[len(bench) + 1:] if rel.startswith(bench + "/") else rel
         lines.append(f"{digest}  {name}")
     wr.text(f"{bench}/SHA256SUMS", "\n".join(lines) + "\n")
     return Syn4DSampleRelease(Path(root), ids, q, (h, w), files=sorted(wr.files))
-

@@ -79,10 +79,8 @@ def recall_true_positives(iou_gp: np.ndarray, text_gp: np.ndarray, iou_threshold
         if ious[i, j] < iou_threshold or sims[i, j] < text_threshold:
             break
         tp += 1
-        ious[i, :] = 0
-        ious[:, j] = 0
-        sims[i, :] = 0
-        sims[:, j] = 0
+        ious[i, :] = ious[:, j] = 0
+        sims[i, :] = sims[:, j] = 0
     return tp
 
 
@@ -95,8 +93,7 @@ def greedy_text_matches(cos: np.ndarray, threshold: float) -> list[tuple[int, in
         if not m[i, j] >= threshold:
             break
         out.append((int(i), int(j), float(m[i, j])))
-        m[i, :] = -np.inf
-        m[:, j] = -np.inf
+        m[i, :] = m[:, j] = -np.inf
     return out
 
 
@@ -209,9 +206,7 @@ class SampleScore:
 def _cos(vecs: Mapping[str, np.ndarray], rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:
     if not rows or not cols:
         return np.zeros((len(rows), len(cols)))
-    a = np.stack([vecs[t] for t in rows])
-    b = np.stack([vecs[t] for t in cols])
-    return a @ b.T
+    return np.stack([vecs[t] for t in rows]) @ np.stack([vecs[t] for t in cols]).T
 
 
 def score_sample(geom: SampleGeom, options: M4SegOptions, vecs: Mapping[str, np.ndarray] | None, recall_vecs: Mapping[str, np.ndarray] | None) -> SampleScore:
@@ -230,11 +225,10 @@ def score_sample(geom: SampleGeom, options: M4SegOptions, vecs: Mapping[str, np.
         if im.gt:
             rec = [iou for _, _, iou in im.pairs]
             s.miou_images.append(fmean(rec) if rec else 0.0)
-    inter = sum(im.inter for im in geom.images)
-    union = sum(im.union for im in geom.images)
-    s.inter, s.union = inter, union
+    s.inter = sum(im.inter for im in geom.images)
+    s.union = sum(im.union for im in geom.images)
     if n_gt:
-        s.giou = rle_ops.pair_iou(inter, union, EMPTY_UNION_IOU)
+        s.giou = rle_ops.pair_iou(s.inter, s.union, EMPTY_UNION_IOU)
     if recall_vecs is not None and n_gt:
         tp = 0
         for im in geom.images:
@@ -263,10 +257,8 @@ def group_block(scores: Sequence[SampleScore], options: M4SegOptions, meteor: An
     available = available or {}
     with_gt = [s for s in scores if s.num_gt > 0]
     out: dict[str, Any] = {}
-    if options.miou_unit == "image":
-        out["miou"] = fmean([v for s in with_gt for v in s.miou_images])
-    else:
-        out["miou"] = fmean([s.miou for s in with_gt])
+    per_image = options.miou_unit == "image"
+    out["miou"] = fmean([v for s in with_gt for v in s.miou_images] if per_image else [s.miou for s in with_gt])
     n_gt = sum(s.num_gt for s in scores)
     out["recall"] = (sum(s.recall_tp for s in with_gt) / n_gt if n_gt else None) if available.get("recall", True) else None
     for k, samples in (("i_ss", with_gt), ("i_siou", scores), ("ss", scores), ("siou", scores)):
@@ -322,11 +314,9 @@ def match_by_example_id(predictions: Sequence[Mapping], references: Sequence[Map
 def _texts(geoms: Sequence[SampleGeom], answers: bool = True) -> set[str]:
     out: set[str] = set()
     for g in geoms:
-        out.update(g.pred_names)
-        out.update(g.gt_names)
+        out.update(g.pred_names, g.gt_names)
         if answers:
-            out.add(g.pred_text)
-            out.add(g.gt_text)
+            out.update((g.pred_text, g.gt_text))
     return out
 
 
@@ -363,12 +353,9 @@ def reduce_geometries(geoms: Sequence[SampleGeom], opts: M4SegOptions, num_missi
             _unavailable(opts, e, [m for m in ("ss", "siou", "i_ss", "i_siou") if opts.wants(m)], skipped)
     if opts.wants("recall"):
         try:
-            if opts.recall_embed_fn is not None:
-                spec = opts.recall_embed_fn
-            elif opts.recall_text_encoder == "bert-base-uncased-meanpool":
-                spec = "bert-base-uncased-meanpool"
-            else:
-                spec = opts.embed_fn
+            spec = opts.recall_embed_fn
+            if spec is None:  # the encoder option names the one registered encoder that is not embed_fn's
+                spec = opts.recall_text_encoder if opts.recall_text_encoder == "bert-base-uncased-meanpool" else opts.embed_fn
             if vecs is not None and spec is opts.embed_fn:
                 recall_vecs = vecs
             else:
@@ -384,10 +371,6 @@ def reduce_geometries(geoms: Sequence[SampleGeom], opts: M4SegOptions, num_missi
             meteor = textmod.MeteorScorer({g.example_id: g.pred_text for g in geoms}, {g.example_id: g.gt_text for g in geoms}, opts.meteor_fn)
         except textmod.TextToolUnavailable as e:
             _unavailable(opts, e, ["meteor"], skipped)
-    try:
-        out = reduce_scores(scores, opts, meteor, skipped)
-        out["num_missing_predictions"] = num_missing_predictions
-        return out
-    finally:
-        if meteor is not None:
-            meteor.close()
+    out = reduce_scores(scores, opts, meteor, skipped)  # (the scorer holds nothing to close: the METEOR process is shared)
+    out["num_missing_predictions"] = num_missing_predictions
+    return out

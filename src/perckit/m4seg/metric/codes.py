@@ -65,9 +65,7 @@ class EntityCode:
 def parse_code(text: str) -> EntityCode | None:
     """The code when ``text`` is exactly one code, else None (``parse_code("chair_102").object_instance == 2``)."""
     m = CODE_RE.fullmatch(text)
-    if m is None:
-        return None
-    return EntityCode(m.group(0), m.group(1), m.group(2), 0, len(text))
+    return None if m is None else EntityCode(m.group(0), m.group(1), m.group(2), 0, len(text))
 
 
 def find_codes(answer: str) -> list[EntityCode]:
@@ -130,9 +128,8 @@ def resolve_answer(answer: str, groundings: Sequence[Mapping[str, Any]] = (), st
     for r in repl:
         if not kept or r[0] >= kept[-1][1]:
             kept.append(r)
-    covered = kept
     for c in find_codes(answer):
-        if any(s < c.end and c.start < e for s, e, _ in covered):
+        if any(s < c.end and c.start < e for s, e, _ in kept):
             continue
         text = display_name(c.name) + (f" {c.instance}" if style == "name_instance" else "")
         kept.append((c.start, c.end, text))
@@ -140,8 +137,7 @@ def resolve_answer(answer: str, groundings: Sequence[Mapping[str, Any]] = (), st
     out, pos = [], 0
     for s, e, text in kept:
         # A code is delimited by \b on both sides, so its replacement never glues two words together.
-        out.append(answer[pos:s])
-        out.append(text)
+        out += (answer[pos:s], text)
         pos = e
     out.append(answer[pos:])
     return collapse_ws("".join(out))

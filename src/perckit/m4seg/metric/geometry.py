@@ -65,8 +65,7 @@ def greedy_pairs(iou: np.ndarray) -> list[tuple[int, int, float]]:
     while m.size and m.max() > 0:
         i, j = np.unravel_index(int(np.argmax(m)), m.shape)
         out.append((int(i), int(j), float(iou[i, j])))
-        m[i, :] = -1.0
-        m[:, j] = -1.0
+        m[i, :] = m[:, j] = -1.0
     return out
 
 
@@ -179,8 +178,7 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
     eid = str(reference["example_id"])
     rw = f"reference {eid!r}"
     pw = f"prediction {eid!r}"
-    if prediction is None:
-        prediction = {}
+    prediction = {} if prediction is None else prediction
     if not isinstance(prediction, Mapping):
         raise PredictionError(f"{pw}: expected a dict {{example_id, answer, groundings}}, found {_short(prediction)}")
     images = _list(reference.get("images"), f"{rw}: images", "{height, width}")
@@ -237,21 +235,17 @@ def sample_geometry(prediction: Mapping, reference: Mapping, options: M4SegOptio
     for k in range(1, n + 1):
         pi = [i for i, p in enumerate(preds) if p[0] == k]
         gi = [i for i, g in enumerate(gts) if g[0] == k]
-        inter, union = seg.rle_count_matrix([preds[i][2] for i in pi], [gts[j][2] for j in gi], f"{rw}: image {k}")
-        iou = seg.iou_matrix(inter, union, PAIRING_EMPTY_UNION_IOU)
-        geom = ImageGeom(k, pi, gi, iou, pair_masks(iou, options.matching) if pi and gi else [])
-        geom.inter, geom.union = union_mask_counts(
-            [preds[i][2] for i in pi], [gts[j][2] for j in gi], sizes[k - 1], f"{rw}: image {k}"
-        )
-        geoms.append(geom)
-    gt_text = resolve_answer(answer, ref_groundings, options.resolved_name_style)
+        pm, gm = [preds[i][2] for i in pi], [gts[j][2] for j in gi]
+        iou = seg.iou_matrix(*seg.rle_count_matrix(pm, gm, f"{rw}: image {k}"), PAIRING_EMPTY_UNION_IOU)
+        pairs = pair_masks(iou, options.matching) if pi and gi else []
+        geoms.append(ImageGeom(k, pi, gi, iou, pairs, *union_mask_counts(pm, gm, sizes[k - 1], f"{rw}: image {k}")))
     return SampleGeom(
         example_id=eid,
         type=str(reference.get("type") or ""),
         dataset_name=str(reference.get("dataset_name") or ""),
         granularity=str(reference.get("granularity") or ""),
         pred_text=clean_prediction_text(pred_answer),
-        gt_text=gt_text,
+        gt_text=resolve_answer(answer, ref_groundings, options.resolved_name_style),
         pred_names=[display_name(p[1]) for p in preds],
         gt_names=[display_name(g[1]) for g in gts],
         images=geoms,

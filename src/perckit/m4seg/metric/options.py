@@ -62,12 +62,9 @@ class M4SegOptions:
     strict: bool = True
 
     def __post_init__(self) -> None:
-        check_choice("miou_unit", self.miou_unit, MIOU_UNITS)
-        check_choice("matching", self.matching, MATCHINGS)
-        check_choice("recall_text_encoder", self.recall_text_encoder, RECALL_ENCODERS)
-        check_choice("ss_level", self.ss_level, SS_LEVELS)
-        check_choice("i_mode", self.i_mode, I_MODES)
-        check_choice("resolved_name_style", self.resolved_name_style, NAME_STYLES)
+        for name, choices in (("miou_unit", MIOU_UNITS), ("matching", MATCHINGS), ("recall_text_encoder", RECALL_ENCODERS),
+                              ("ss_level", SS_LEVELS), ("i_mode", I_MODES), ("resolved_name_style", NAME_STYLES)):
+            check_choice(name, getattr(self, name), choices)
         object.__setattr__(self, "resize_predictions", seg.resize_rule(self.resize_predictions, NEAREST_RULE))
         for name in ("recall_iou_threshold", "recall_text_threshold", "siou_threshold"):
             v = getattr(self, name)
@@ -104,4 +101,3 @@ class M4SegOptions:
                 v = getattr(v, "__name__", type(v).__name__)
             out[f.name] = list(v) if isinstance(v, tuple) else v
         return out
-

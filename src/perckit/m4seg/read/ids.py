@@ -61,8 +61,7 @@ class IdGuard:
     def flush(self) -> None:
         if not self._pending:
             return
-        arr = np.fromiter(self._pending.keys(), dtype=np.int64, count=len(self._pending))
-        arr.sort()
+        arr = np.sort(np.fromiter(self._pending.keys(), dtype=np.int64, count=len(self._pending)))
         pos = np.searchsorted(self._sorted, arr)
         if self._sorted.size:
             hit = self._sorted[np.minimum(pos, self._sorted.size - 1)] == arr

@@ -28,8 +28,7 @@ def iter_image_paths(opener: Callable, source: str, files: Sequence[str], kind: 
     (index and id when known) and the field. Malformed entries other than the path are left to the row checks."""
     if source == "parquet":
         for p in files:
-            name = Path(p).name
-            where = f"M4Seg {split} split, {name}"
+            where = f"M4Seg {split} split, {Path(p).name}"
             with opener(p, "rb") as f:
                 pf = open_parquet(f, where)
 
@@ -58,19 +57,12 @@ def iter_image_paths(opener: Callable, source: str, files: Sequence[str], kind: 
         with opener(p, "rb") as f:
             items = iter_items(ijson, gunzip(f, where), kind, where)
             for i, (key, ex) in enumerate(pull_translating(items, errors, convert)):
-                paths = ex.get("image_paths") if isinstance(ex, Mapping) else None
-                eid = key if key is not None else (_example_label(ex))
+                m = ex if isinstance(ex, Mapping) else {}
+                paths = m.get("image_paths")
+                eid = key if key is not None else next(
+                    (m[k] for k in ("example_id", "pair_id", "id") if m.get(k) is not None), None)
                 for k, v in enumerate(paths if isinstance(paths, list) else ()):
                     yield f"{where}: example {i} ({eid!r}): image_paths[{k}]", v
-
-
-def _example_label(ex: Any) -> Any:
-    if not isinstance(ex, Mapping):
-        return None
-    for key in ("example_id", "pair_id", "id"):
-        if ex.get(key) is not None:
-            return ex[key]
-    return None
 
 
 def missing_images(image_root: str | Path, paths: Iterator, limit: int = 10) -> tuple[list[str], int, int]:

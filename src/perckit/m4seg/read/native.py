@@ -119,12 +119,8 @@ class JsonGuard:
 
     def __init__(self, raw: BinaryIO, where: str) -> None:
         self._raw, self._where = raw, where
-        self._depth = 0
-        self._in_str = 0
-        self._escaped = False
-        self._item_bytes = 0
-        self._str_bytes = 0
-        self._started = False
+        self._depth = self._in_str = self._item_bytes = self._str_bytes = 0
+        self._escaped = self._started = False
         #: bytes of the decompressed stream read so far (the skipped BOM included)
         self.offset = 0
 
@@ -147,9 +143,6 @@ class JsonGuard:
 
     def _scan_checked(self, data: bytes) -> None:
         pos = data.find(UTF8_BOM)
-        if pos < 0:
-            self._scan(data)
-            return
         start = 0
         while pos >= 0:
             if pos > start:

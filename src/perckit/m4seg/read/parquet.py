@@ -107,13 +107,6 @@ def open_shard(opener: Callable, path: str, split: str) -> Iterator[tuple[Any, s
         yield pf, where
 
 
-def _list_of_struct_fields(arrow_type: Any) -> list[str] | None:
-    if not (pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)):
-        return None
-    item = arrow_type.value_type
-    return [item.field(i).name for i in range(item.num_fields)] if pa.types.is_struct(item) else None
-
-
 def check_parquet_schema(schema: Any, where: str) -> None:
     """Every column and nested field the conversion needs is there (extra ones are fine; the values are checked per row)."""
     names = list(schema.names)
@@ -125,9 +118,9 @@ def check_parquet_schema(schema: Any, where: str) -> None:
         )
     for column, required in (("images", {f: (f,) for f in PARQUET_IMAGE_FIELDS}), ("groundings", PARQUET_GROUNDING_FIELDS)):
         arrow_type = schema.field(column).type
-        fields = _list_of_struct_fields(arrow_type)
-        if fields is None:
+        if not _is_list(arrow_type) or not pa.types.is_struct(item := arrow_type.value_type):
             raise ReleaseFormatError(f"{where}: column {column!r}: expected a list of structs, found {arrow_type}")
+        fields = [item.field(i).name for i in range(item.num_fields)]
         lacking = [name for name, aliases in required.items() if not any(a in fields for a in aliases)]
         if lacking:
             raise ReleaseFormatError(
@@ -585,10 +578,7 @@ def _groundings(col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray,
         "annotation_ids": _annotation_ids(g, item_type.field("annotation_ids").type),
         "object_annotation_id": _text(_fields(g, ["object_annotation_id"]), m),
         "answer_span": span,
-        "bbox": pa.ListArray.from_arrays(
-            pa.array(np.arange(0, 4 * m + 1, 4, dtype=np.int32)), pa.array(bbox.reshape(-1)).cast(pa.float32()),
-            type=item_type.field("bbox").type,
-        ),
+        "bbox": _list(np.full(m, 4), pa.array(bbox.reshape(-1)).cast(pa.float32()), item_type.field("bbox").type),
         "segmentation": mask,
     }
     values = pa.StructArray.from_arrays([fields[f.name] for f in item_type], fields=list(item_type))
@@ -635,10 +625,7 @@ def _masks(g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: p
         for i, r in got.items():
             texts[i], size[i] = r["counts"], r["size"]
         counts = pa.array(texts, pa.string())
-    size_type = type_.field("size").type
-    sizes_out = pa.ListArray.from_arrays(
-        pa.array(np.arange(0, 2 * m + 1, 2, dtype=np.int32)), pa.array(size.reshape(-1).astype(np.int32)), type=size_type
-    )
+    sizes_out = _list(np.full(m, 2), pa.array(size.reshape(-1).astype(np.int32)), type_.field("size").type)
     return pa.StructArray.from_arrays([sizes_out, counts], fields=list(type_))
 
 
@@ -671,7 +658,7 @@ def _annotation_ids(g: pa.Array, type_: pa.DataType) -> pa.Array:
     m = len(g)
     cols = _fields(g, ["annotation_ids"])
     if not cols:
-        return pa.ListArray.from_arrays(pa.array(np.zeros(m + 1, dtype=np.int32)), pa.array([], pa.string()), type=type_)
+        return _list(np.zeros(m, dtype=np.int64), pa.array([], pa.string()), type_)
     col = cols[0]
     if _is_list(col.type) and col.type.value_type in _STR:
         lengths, _, values = _list_parts(col)
@@ -708,7 +695,7 @@ def _spans(g: pa.Array, answer: pa.Array, parent: np.ndarray, type_: pa.DataType
     for i, span in got.items():
         se[i] = span
     s, e = se[:, 0].copy(), se[:, 1].copy()
-    span = pa.ListArray.from_arrays(pa.array(np.arange(0, 2 * m + 1, 2, dtype=np.int32)), pa.array(se.reshape(-1).astype(np.int32)), type=type_)
+    span = _list(np.full(m, 2), pa.array(se.reshape(-1).astype(np.int32)), type_)
     return span, s, e
 
 
