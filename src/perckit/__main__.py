@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .hf.cli import exit_code, run_guarded, write_json
+from .hf.cli import DATA_DIR_HINT, exit_code, progress, progress_bars, run_guarded, write_json
 from .hf.tables import RUN_KEY
 
 
@@ -48,7 +48,7 @@ def _read_rows(path: str) -> list[dict]:
     p = Path(path)
     if p.suffix == ".jsonl":  # the one JSON Lines reader (its rules and messages: perckit.io.jsonio.iter_json_lines)
         lines = iter_json_lines(p, repr(path), PredictionError, MAX_ROWS_FILE_BYTES, InputNotFoundError)
-        return [row for _, _, row in lines]
+        return [row for _, _, row in progress(lines, f"reading {path}", unit="row")]
     data = read_json(p, error=PredictionError, not_found=InputNotFoundError, limit=MAX_ROWS_FILE_BYTES)
     if not isinstance(data, list):
         raise PredictionError(f"{path!r}: expected a JSON array of rows (or a .jsonl file), got {type(data).__name__}")
@@ -173,7 +173,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if Path(args.references).is_dir():  # an export folder (or any dataset folder): project builder rows
         rows, split = load_rows(args.references, args.dataset_config, args.split)
         fingerprint = rows._fingerprint
-        references = list(map(spec.projector(args.config), rows))
+        references = list(map(spec.projector(args.config), progress(rows, f"reading {args.references}", unit="row")))
     else:
         references = _read_rows(args.references)
     if spec.core is not None:  # the accumulator: the scoring engine itself, without importing evaluate
@@ -233,7 +233,7 @@ def cmd_gt_predictions(args: argparse.Namespace) -> int:
     rows, split = load_rows(args.references, args.dataset_config, args.split)
     output.parent.mkdir(parents=True, exist_ok=True)
     with atomic_file(output, "--output", replace=False) as f:  # predictions go to a new path only
-        for row in rows:
+        for row in progress(rows, f"writing {output}", unit="row"):
             f.write((json.dumps(predict(row), ensure_ascii=False) + "\n").encode("utf-8"))
     print(f"wrote {rows.num_rows} ground-truth predictions for {args.metric} ({split} split) to {output}; "
           f"perckit evaluate {args.metric} --predictions {output} --references {args.references} scores them as perfect")
@@ -317,6 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Convert a benchmark release to Hub-ready Parquet, push it, score predictions, or run the demo.",
     )
     p.add_argument("--version", action="version", version=_version_text(), help="print the perckit, datasets and evaluate versions and exit")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bars (perckit's, datasets', huggingface_hub's); an option of perckit, before the command")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     c = sub.add_parser("convert", help="build a benchmark config and write Hub-layout Parquet + dataset card",
@@ -401,14 +403,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit codes and error lines: :mod:`perckit.hf.cli` (0 done, 2 the command line is wrong, 1 the data is)."""
-    from .hf import hub
-
     args = build_parser().parse_args(argv)
-    token = hub.DATA_DIR_HINT.set("--data-dir /path/to/release")  # offline errors name the CLI flag
+    token = DATA_DIR_HINT.set("--data-dir /path/to/release")  # offline errors name the CLI flag
     try:
-        return run_guarded(args.fn, args, exit_code)
+        with progress_bars(not args.quiet):
+            return run_guarded(args.fn, args, exit_code)
     finally:
-        hub.DATA_DIR_HINT.reset(token)
+        DATA_DIR_HINT.reset(token)
 
 
 if __name__ == "__main__":
