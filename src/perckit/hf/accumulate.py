@@ -109,20 +109,16 @@ class Accumulator:
         self._references: dict[str, Mapping] = {}
         self._dropped: set[str] = set()
 
-    def _seen(self, key: str, side: str) -> bool:
-        if side == "predictions":
-            return key in self._predictions or key in self._records
-        return key in self._references or key in self._records or key in self._dropped
-
     def update(self, predictions: Sequence[Mapping] | None = None, references: Sequence[Mapping] | None = None) -> "Accumulator":
         """Add a batch (either side may be empty or None; the sides need not be aligned). Each pair is scored as
         soon as both halves are in. Returns the accumulator."""
         key = self.core.id_key
         preds = list(predictions) if isinstance(predictions, (list, tuple)) else predictions if predictions is not None else []
         refs = list(references) if isinstance(references, (list, tuple)) else references if references is not None else []
-        for side, rows in (("predictions", preds), ("references", refs)):
+        for side, rows, held in (("predictions", preds, (self._predictions, self._records)),
+                                 ("references", refs, (self._references, self._records, self._dropped))):
             for k in index_by_id(rows, side, key):  # the rows' shape, their ids, repeats within the batch
-                if self._seen(k, side):
+                if any(k in seen for seen in held):  # an id of this side already in, or already scored
                     raise PredictionError(f"{side}: duplicate {key} {k!r}")
         selects = self.core.selects(self.opts)
         for row in refs:
