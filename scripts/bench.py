@@ -23,6 +23,10 @@ The cases, in the order of the default run:
   warm cache, best of 2 (ratios reported; the issue sets no target).
 - ``mask_temporal``, ``refer_iou``, ``syn4d`` (metrics) and ``r4d_build``, ``reason_av_edit_build`` (builds
   against reading their files once, cold cache): scripts/bench_cases.py.
+- ``refer_iou_cli`` (scripts/bench_cases.py): ``perckit evaluate refer_iou`` in a fresh process, from the command to
+  the first score (100 pairs) against ``python -c "import perckit"`` plus the scoring (<= 2), and at 200k pairs its
+  wall time and peak RSS against the core function's in its own process (<= 1.2 each; quick: 20k, reported only).
+  ``python scripts/bench.py cases refer_iou_cli`` runs it alone.
 
 The script ends with one table, ``case  measure  value  target  met``, then each row's absolute figures, and
 exits 0 whenever it ran (a missed target is reported, not an error; a failing case becomes a FAILED row).

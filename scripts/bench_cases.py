@@ -142,21 +142,36 @@ def case_mask_temporal(quick: bool = False) -> list[dict]:
 # ---------------------------------------------------------------- refer_iou
 
 
+#: Expressions of the refer_iou case (the RefCOCO-M validation split's count).
+REFER_IOU_PAIRS = 5598
+
+
+def refer_iou_pairs(n: int, h: int = 480, w: int = 640, unique: int | None = None) -> tuple[list[dict], list[dict]]:
+    """``n`` (prediction, reference) rows of refer_iou: a random ellipse as the ground truth and the same ellipse
+    shifted by up to 20 pixels as the prediction. ``unique``: only that many pairs are generated and the rest
+    repeat them under new ids (a large input in seconds; the scoring does the same work per pair)."""
+    rng = np.random.default_rng(1)
+    refs, preds = [], []
+    cats = ["person", "dog", "car", "chair", "cup"]
+    for i in range(min(n, unique or n)):
+        g, params = ellipse_rle(rng, h, w)
+        p, _ = ellipse_rle(rng, h, w, shift=(int(rng.integers(-20, 20)), int(rng.integers(-20, 20))), params=params)
+        refs.append({"expression_id": f"{i}:0", "mask": g, "category": cats[i % 5], "supercategory": "thing"})
+        preds.append({"expression_id": f"{i}:0", "mask": p})
+    k = len(refs)
+    preds += [{**preds[i % k], "expression_id": f"{i}:0"} for i in range(k, n)]
+    refs += [{**refs[i % k], "expression_id": f"{i}:0", "category": cats[i % 5]} for i in range(k, n)]
+    return preds, refs
+
+
 def case_refer_iou(quick: bool = False) -> list[dict]:
     import evaluate
 
     from perckit import rle
     from perckit.refcoco_m.metric import refer_iou
 
-    n, h, w = (1000 if quick else 5598), 480, 640
-    rng = np.random.default_rng(1)
-    refs, preds = [], []
-    cats = ["person", "dog", "car", "chair", "cup"]
-    for i in range(n):
-        g, params = ellipse_rle(rng, h, w)
-        p, _ = ellipse_rle(rng, h, w, shift=(int(rng.integers(-20, 20)), int(rng.integers(-20, 20))), params=params)
-        refs.append({"expression_id": f"{i}:0", "mask": g, "category": cats[i % 5], "supercategory": "thing"})
-        preds.append({"expression_id": f"{i}:0", "mask": p})
+    n, h, w = (1000 if quick else REFER_IOU_PAIRS), 480, 640
+    preds, refs = refer_iou_pairs(n, h, w)
     metric = evaluate.load(str(REPO / "metrics" / "refer_iou"))
     t_eval, result = best_of(lambda: metric.compute(predictions=preds, references=refs))
     t_core, _ = best_of(lambda: refer_iou(preds, refs))
@@ -174,6 +189,107 @@ def case_refer_iou(quick: bool = False) -> list[dict]:
     return [
         row("refer_iou", "evaluate / core", t_eval / t_core, "<= 2", t_eval / t_core <= 2, info),
         row("refer_iou", "dense / evaluate", t_dense / t_eval, ">= 10", t_dense / t_eval >= 10, ""),
+    ]
+
+
+# ---------------------------------------------------------------- refer_iou from the command line
+
+
+#: Pairs of the command line's large run (quick: 20k), and of its start-up run.
+CLI_PAIRS, CLI_FIRST_PAIRS = 200_000, 100
+#: A small process that runs the command in its argv[2:] and writes ``[exit code, wall seconds, peak RSS KiB, CPU
+#: seconds]`` of it to the file argv[1] (``os.wait4``). Started from it, the command's peak RSS is its own: a child of this
+#: large process would start with this process's high-water mark (fork copies it; exec keeps the larger).
+_LAUNCHER = ("import json, os, subprocess, sys, time\n"
+             "t = time.perf_counter(); p = subprocess.Popen(sys.argv[2:]); _, s, u = os.wait4(p.pid, 0)\n"
+             "open(sys.argv[1], 'w').write(json.dumps([os.waitstatus_to_exitcode(s), time.perf_counter() - t, u.ru_maxrss, "
+             "u.ru_utime + u.ru_stime]))")
+#: The core function on the rows of two files (read with the standard ``json``, the garbage collector paused while
+#: they are read, as perckit's readers do), in a fresh process: prints its miou and the seconds of the scoring there
+#: (the metric's imports, numba's first compiled call, reading, scoring).
+_CORE_CHILD = ("import gc, json, sys, time\n"
+               "t = time.perf_counter()\n"
+               "from perckit.refcoco_m.metric import refer_iou\n"
+               "gc.disable()\n"
+               "rows = [[json.loads(line) for line in open(path, 'rb')] for path in sys.argv[1:3]]\n"
+               "gc.enable()\n"
+               "print(json.dumps({'miou': refer_iou(*rows)['miou'], 'seconds': time.perf_counter() - t}))")
+
+
+def run_measured(commands: list[list[str]], tmp: Path, repeat: int = 3) -> list[tuple[float, float, list[str], float]]:
+    """Each command run ``repeat`` times in a fresh process (through :data:`_LAUNCHER`), interleaved (one round runs
+    every command once, so every command sees the same machine): per command the best wall seconds, the largest peak
+    RSS (MB), the stdout of every run and the least CPU seconds. A failed run raises with its stderr."""
+    import json
+    import subprocess
+    import sys
+
+    report = tmp / "launcher.json"
+    runs: list[list[tuple[float, float, str, float]]] = [[] for _ in commands]
+    for _ in range(repeat):
+        for cmd, done in zip(commands, runs):
+            with open(tmp / "out", "wb") as out, open(tmp / "err", "wb") as err:
+                subprocess.run([sys.executable, "-c", _LAUNCHER, str(report), *cmd], stdout=out, stderr=err, check=True)
+            code, wall, rss_kib, cpu = json.loads(report.read_text())
+            if code != 0:
+                raise RuntimeError(f"{' '.join(cmd)} exited {code}: {(tmp / 'err').read_text()[-2000:]}")
+            done.append((wall, rss_kib / 1024, (tmp / "out").read_text(), cpu))
+    return [(min(r[0] for r in done), max(r[1] for r in done), [r[2] for r in done], min(r[3] for r in done)) for done in runs]
+
+
+def case_refer_iou_cli(quick: bool = False) -> list[dict]:
+    """``perckit evaluate refer_iou`` as a user runs it (a fresh process, the rows from two JSON Lines files):
+
+    - start-up: from the command to the first score, :data:`CLI_FIRST_PAIRS` pairs, against ``python -c "import
+      perckit"`` plus the scoring of those pairs by the core function in a fresh process (:data:`_CORE_CHILD`'s own
+      seconds: the metric's imports and numba's first compiled call are part of any scoring; target <= 2);
+    - at :data:`CLI_PAIRS` pairs (tiled from refer_iou's :data:`REFER_IOU_PAIRS` generated pairs): the command's wall
+      time and peak RSS against the core function's (:func:`perckit.refcoco_m.metric.refer_iou` in its own process,
+      the rows read with ``json``; targets <= 1.2 each).
+
+    Best of 3 rounds (quick: 1 round of 20k pairs), the commands of a comparison interleaved, the peak RSS the largest
+    seen; the CPU seconds (``os.wait4``) are reported beside each ratio: on a loaded machine they are the steadier."""
+    import json
+    import sys
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-refer-iou-cli-"))
+    repeat, n = (1, 20_000) if quick else (3, CLI_PAIRS)
+    try:
+        def files(name: str, rows: tuple[list[dict], list[dict]]) -> list[str]:
+            paths = [tmp / f"{name}-{side}.jsonl" for side in ("predictions", "references")]
+            for path, side in zip(paths, rows):
+                path.write_text("".join(json.dumps(r) + "\n" for r in side))
+            return [str(p) for p in paths]
+
+        def cli(paths: list[str]) -> list[str]:
+            return [sys.executable, "-m", "perckit", "evaluate", "refer_iou", "--predictions", paths[0], "--references",
+                    paths[1], "--format", "json"]
+
+        first = files("first", refer_iou_pairs(CLI_FIRST_PAIRS))
+        (t_import, _, _, cpu_import), (_, _, outs, cpu_score), (t_first, _, _, cpu_first) = run_measured(
+            [[sys.executable, "-c", "import perckit"], [sys.executable, "-c", _CORE_CHILD, *first], cli(first)], tmp, repeat)
+        t_score, cpu_score = min(json.loads(o)["seconds"] for o in outs), cpu_score - cpu_import
+        large = files("large", refer_iou_pairs(n, unique=REFER_IOU_PAIRS))
+        (t_core, rss_core, outs_core, cpu_core), (t_cli, rss_cli, outs_cli, cpu_cli) = run_measured(
+            [[sys.executable, "-c", _CORE_CHILD, *large], cli(large)], tmp, repeat)
+        miou_core, miou_cli = json.loads(outs_core[-1])["miou"], json.loads(outs_cli[-1])["miou"]
+        if miou_cli != miou_core:
+            raise RuntimeError(f"perckit evaluate's miou {miou_cli!r} is not the core function's {miou_core!r}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    floor = t_import + t_score
+    gate = not quick  # 20k pairs: start-up weighs more than at 200k, the figures are reported
+    return [
+        row("refer_iou cli", f"first score / (import + scoring), {CLI_FIRST_PAIRS} pairs", t_first / floor, "<= 2",
+            t_first / floor <= 2, f"perckit evaluate {t_first:.2f}s; python -c 'import perckit' {t_import:.2f}s + scoring "
+            f"{t_score:.2f}s (CPU seconds: {cpu_first:.2f} / ({cpu_import:.2f} + {cpu_score:.2f}) = "
+            f"{cpu_first / (cpu_import + cpu_score):.2f})"),
+        row("refer_iou cli", f"time, cli / core, {n // 1000}k pairs", t_cli / t_core, "<= 1.2" if gate else None,
+            t_cli / t_core <= 1.2 if gate else None, f"perckit evaluate {t_cli:.2f}s, core function {t_core:.2f}s "
+            f"(each a fresh process reading the same two files; miou {miou_cli:.4f} in both; CPU seconds {cpu_cli:.2f} / "
+            f"{cpu_core:.2f} = {cpu_cli / cpu_core:.2f})"),
+        row("refer_iou cli", f"peak RSS, cli / core, {n // 1000}k pairs", rss_cli / rss_core, "<= 1.2" if gate else None,
+            rss_cli / rss_core <= 1.2 if gate else None, f"perckit evaluate {rss_cli:.0f} MB, core function {rss_core:.0f} MB"),
     ]
 
 
@@ -583,6 +699,7 @@ def case_reason_av_edit_build(quick: bool = False) -> list[dict]:
 CASES = {
     "mask_temporal": case_mask_temporal,
     "refer_iou": case_refer_iou,
+    "refer_iou_cli": case_refer_iou_cli,
     "syn4d": case_syn4d,
     "r4d_build": case_r4d_build,
     "reason_av_edit_build": case_reason_av_edit_build,

@@ -111,3 +111,22 @@ def test_bench_quick_syn4d_build_case_runs(capsys):
     assert bench.main(["cases", "syn4d_build", "--quick"]) == 0
     out = capsys.readouterr().out
     assert "build / floor (tracking)" in out and "build / floor (challenge)" in out
+
+
+def test_refer_iou_pairs_tile_under_new_ids_and_the_launcher_measures_a_child(tmp_path):
+    """The command-line case's inputs (tiled pairs, every id once) and its measure: a fresh process's wall time, its
+    own peak RSS (a 200 MB buffer shows, this larger process does not) and its stdout; a failing command raises."""
+    import bench_cases
+
+    preds, refs = bench_cases.refer_iou_pairs(12, h=48, w=64, unique=5)
+    assert [p["expression_id"] for p in preds] == [r["expression_id"] for r in refs] == [f"{i}:0" for i in range(12)]
+    assert preds[7]["mask"] == preds[2]["mask"] and refs[7]["category"] == "car"  # tiled masks, categories by index
+    ballast = b"x" * (400 << 20)  # this process: larger than the child
+    big, small = bench_cases.run_measured([[sys.executable, "-c", "b = bytearray(200 << 20); print('hi')"],
+                                           [sys.executable, "-c", "print('there')"]], tmp_path, 2)
+    wall, peak, outs, cpu = big
+    assert outs == ["hi\n", "hi\n"] and small[2] == ["there\n"] * 2 and 0 < cpu <= wall < 60 and 200 <= peak < 380, big
+    assert small[1] < 100, small
+    del ballast
+    with pytest.raises(RuntimeError, match="exited 3"):
+        bench_cases.run_measured([[sys.executable, "-c", "import sys; sys.exit(3)"]], tmp_path, 1)

@@ -348,3 +348,51 @@ def test_evaluate_prints_tables_and_compare_puts_runs_side_by_side(rc_export, tm
     assert "options {'thresholds': [0.5]} differs" in capsys.readouterr().err
     assert main(["compare", str(a), str(a)]) == 0
     assert "miou" in capsys.readouterr().out
+
+
+def test_quiet_leaves_stderr_empty_where_bars_show_without_it(rc_export, monkeypatch, capsys):
+    """Bars on stderr for reading and scoring (issue 31); ``perckit --quiet`` prints none, and the results are the same.
+    BAR_DELAY 0: a bar shows at once (by default only a step that runs past 2 seconds shows one)."""
+    import datasets
+
+    from perckit.hf import cli
+
+    monkeypatch.setattr(cli, "BAR_DELAY", 0)
+    bars_were_on = not datasets.utils.are_progress_bars_disabled()
+    export, preds = rc_export
+    args = ["evaluate", "refer_iou", "--predictions", str(preds), "--references", str(export)]
+    try:
+        assert main(args) == 0
+        loud = capsys.readouterr()
+        assert main(["--quiet", *args]) == 0
+        quiet = capsys.readouterr()
+    finally:
+        if bars_were_on:  # --quiet turned datasets' switch off (it was imported): on again for the other tests
+            datasets.utils.enable_progress_bars()
+    assert "scoring refer_iou" in loud.err and f"reading {export}" in loud.err  # the scoring loop and the projection
+    assert quiet.err == "" and quiet.out == loud.out
+    assert not cli.BARS.get()  # off again once main returns
+    with pytest.raises(SystemExit) as e:  # a global option: before the command, not after it
+        main([*args, "--quiet"])
+    assert e.value.code == 2
+
+
+def test_quiet_silences_datasets_and_hub_bars_without_importing_them():
+    """Not yet imported: the environment variables datasets and huggingface_hub read on import, set for the block only.
+    Already imported: their own switches."""
+    import os
+    import subprocess
+    import sys
+
+    check = "print(datasets.utils.are_progress_bars_disabled(), hub.are_progress_bars_disabled())\n"
+    later = ("import os, sys\nfrom perckit.hf.cli import progress_bars\n"
+             "with progress_bars(False):\n"
+             "    print('datasets' in sys.modules or 'huggingface_hub' in sys.modules)\n"
+             "    import datasets, huggingface_hub.utils as hub\n"
+             "    " + check + "print(sorted(k for k in os.environ if k.endswith('DISABLE_PROGRESS_BARS')))\n")
+    first = ("import datasets, huggingface_hub.utils as hub\nfrom perckit.hf.cli import progress_bars\n" + check
+             + "with progress_bars(False):\n    " + check)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("DISABLE_PROGRESS_BARS")}
+    for code, expected in ((later, ["False", "True True", "[]"]), (first, ["False False", "True True"])):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+        assert done.stdout.splitlines() == expected, done.stdout + done.stderr

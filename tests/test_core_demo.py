@@ -3,12 +3,16 @@
 import json
 
 
-def test_demo_writes_the_report(tmp_path, capsys):
+def test_demo_writes_the_report(tmp_path, capsys, monkeypatch):
     from perckit.demo import main
+    from perckit.hf import cli
 
+    monkeypatch.setattr(cli, "BAR_DELAY", 0)  # any bar left on would show at once
+    monkeypatch.setattr(cli, "BARS", cli.ContextVar("bars_on_as_under_perckit_demo", default=True))
     assert main(tmp_path / "demo") == 0
     out = capsys.readouterr()
     assert "Traceback" not in out.out + out.err and "Warning" not in out.out + out.err
+    assert "\r" not in out.out + out.err  # no progress bar of perckit, datasets or huggingface_hub: a readable log (issue 33)
     reports = json.loads((tmp_path / "demo" / "report.json").read_text())
     names = [r["benchmark"] for r in reports]
     assert names == ["R4D-Bench", "Syn4D", "RefCOCO-M", "M4Seg", "ReasonAVEdit-Bench"]

@@ -22,6 +22,7 @@ from .draw import figures, report
 from . import rle
 from .io.paths import write_atomic
 from .hf.api import load_metric
+from .hf.cli import progress_bars
 
 Log = Callable[[str], None]
 
@@ -424,7 +425,6 @@ def main(out_dir: str | Path = "build/demo") -> int:
 
     out = Path(out_dir)
     claim_output(out)
-    datasets.disable_progress_bars()
     datasets.logging.set_verbosity_error()
     perckit_logger = logging.getLogger("perckit")
     level = perckit_logger.level
@@ -432,7 +432,8 @@ def main(out_dir: str | Path = "build/demo") -> int:
 
     log = functools.partial(print, flush=True)
     try:
-        reports = [with_preview(name, label, run(out, log), out) for name, label, run in RUNNERS]
+        with progress_bars(False):  # no bar of perckit, datasets or huggingface_hub: the demo's log stays readable
+            reports = [with_preview(name, label, run(out, log), out) for name, label, run in RUNNERS]
     finally:
         perckit_logger.setLevel(level)
     write_atomic(out / "report.json", json.dumps(reports, indent=2, sort_keys=True, default=str) + "\n")

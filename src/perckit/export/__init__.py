@@ -122,7 +122,7 @@ def convert(
     output: str | Path,
     max_shard_size: int | str = DEFAULT_MAX_SHARD_SIZE,
     cache_dir: str | Path | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     log: Callable[[str], None] = print,
     preview: bool = True,
     **builder_kwargs: Any,
@@ -135,7 +135,8 @@ def convert(
     its ``videos`` config) and is written as Parquet the Dataset Viewer can page (:mod:`perckit.export.parquet`)
     into a staging folder beside ``output``; then, holding the export's lock, the record is re-read, merged, and the
     staging folder (holding links to the other configs and to every file the user added) trades places with the
-    export (see :mod:`perckit.export.swap`)."""
+    export (see :mod:`perckit.export.swap`). ``progress``: a bar per split written (None: while ``perckit`` runs
+    without ``--quiet``, :func:`perckit.hf.cli.progress`)."""
     cls, (config,), limit, real = check_options(benchmark, data_dir, [config], output, max_shard_size, cache_dir)
     sw.create_parent(real, str(output))
     with sw.export_lock(real):
@@ -181,7 +182,7 @@ def _entry(features: datasets.Features, default: bool, folder: str, splits: list
     return entry
 
 
-def _write_config(benchmark: str, builder, config: str, default: bool, root: Path, limit: int, progress: bool,
+def _write_config(benchmark: str, builder, config: str, default: bool, root: Path, limit: int, progress: bool | None,
                   preview: bool) -> dict[str, tuple[dict, list[SplitExport]]]:
     """Write every split of the built ``config`` (and the child configs its export hook makes) under ``root``;
     ``{config name: (record entry, splits written)}``, ``config`` first."""

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import ReleaseFormatError
+from ..hf.cli import progress as progress_bar
 from ..io.paths import atomic_file, open_regular_file, read_regular_file
 
 #: Uncompressed bytes per row group (datasets' ``MAX_ROW_GROUP_SIZE`` of 100MB since 4.1; the Viewer used to
@@ -137,10 +138,7 @@ def row_sizes(table: pa.Table) -> np.ndarray:
     """Uncompressed Arrow bytes of each row of ``table`` (see :func:`value_sizes`)."""
     out = np.zeros(table.num_rows)
     for column in table.columns:
-        pos = 0
-        for chunk in column.chunks:
-            out[pos:pos + len(chunk)] += value_sizes(chunk)
-            pos += len(chunk)
+        out += np.concatenate([np.zeros(0), *map(value_sizes, column.chunks)])
     return out
 
 
@@ -350,12 +348,8 @@ class _ShardWriter:
         if self.writer is None or (self.shard_bytes > 0 and self.shard_bytes + nbytes > self.max_shard_size):
             self.close()
             self._open()
-        if table.schema.equals(self.schema, check_metadata=False):
-            table = pa.Table.from_arrays(table.columns, schema=self.schema)  # the schema with its metadata
-        else:
-            from datasets.table import table_cast
-
-            table = table_cast(table, self.schema)
+        same = table.schema.equals(self.schema, check_metadata=False)
+        table = pa.Table.from_arrays(table.columns, schema=self.schema) if same else datasets.table.table_cast(table, self.schema)
         self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self.shard_bytes += nbytes
         self.groups.append((table.num_rows, nbytes))
@@ -386,14 +380,13 @@ def max_page_bytes(groups: list[tuple[int, int]], page_rows: int = VIEWER_PAGE_R
 
 
 def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: int | str = "500MB",
-                progress: bool = True, max_row_group_bytes: int = MAX_ROW_GROUP_BYTES) -> SplitExport:
+                progress: bool | None = None, max_row_group_bytes: int = MAX_ROW_GROUP_BYTES) -> SplitExport:
     """``<folder>/<split>-NNNNN-of-NNNNN.parquet``: row groups of at most ``max_row_group_bytes`` uncompressed
     bytes (and at most the shard size; one row larger than that is a row group alone), shards cut before they
     exceed ``max_shard_size``, a page index in every file, media referenced by path embedded. Returns the split's
     rows, bytes, files and the sizes the Viewer cares about (the bytes of a row group are the larger of the Arrow
     measure and the uncompressed size the Parquet footer records, which is what the Viewer reads)."""
     from datasets.utils.py_utils import convert_file_size_to_int
-    from tqdm.auto import tqdm
 
     shard_limit = convert_file_size_to_int(max_shard_size)
     group_limit = max(min(int(max_row_group_bytes), shard_limit), 1)
@@ -401,7 +394,7 @@ def write_split(ds: datasets.Dataset, folder: Path, split: str, max_shard_size: 
     schema = ds.features.arrow_schema
     embed = _embedder(ds)
     out = _ShardWriter(folder, split, schema, _column_options(ds.features, schema), shard_limit)
-    bar = tqdm(total=ds.num_rows, desc=f"writing {folder.name}/{split}", unit="row", leave=False, disable=not progress)
+    bar = progress_bar(desc=f"writing {folder.name}/{split}", on=progress, total=ds.num_rows, unit="row")
     pending: list[pa.Table] = []
     pending_bytes = 0.0
     max_row = 0.0

@@ -43,6 +43,7 @@ from ..errors import InputNotFoundError, OptionError, PerckitError, PredictionEr
 from ..io.jsonio import read_json
 from ..io.paths import open_regular_file, write_atomic
 from ..io.prefetch import gc_paused
+from .cli import progress
 from .contract import Item, MetricCore, check_records
 from .feature_check import Scalar, check_side, compile_feature, compile_rows, describe
 
@@ -108,20 +109,16 @@ class Accumulator:
         self._references: dict[str, Mapping] = {}
         self._dropped: set[str] = set()
 
-    def _seen(self, key: str, side: str) -> bool:
-        if side == "predictions":
-            return key in self._predictions or key in self._records
-        return key in self._references or key in self._records or key in self._dropped
-
     def update(self, predictions: Sequence[Mapping] | None = None, references: Sequence[Mapping] | None = None) -> "Accumulator":
         """Add a batch (either side may be empty or None; the sides need not be aligned). Each pair is scored as
         soon as both halves are in. Returns the accumulator."""
         key = self.core.id_key
         preds = list(predictions) if isinstance(predictions, (list, tuple)) else predictions if predictions is not None else []
         refs = list(references) if isinstance(references, (list, tuple)) else references if references is not None else []
-        for side, rows in (("predictions", preds), ("references", refs)):
+        for side, rows, held in (("predictions", preds, (self._predictions, self._records)),
+                                 ("references", refs, (self._references, self._records, self._dropped))):
             for k in index_by_id(rows, side, key):  # the rows' shape, their ids, repeats within the batch
-                if self._seen(k, side):
+                if any(k in seen for seen in held):  # an id of this side already in, or already scored
                     raise PredictionError(f"{side}: duplicate {key} {k!r}")
         selects = self.core.selects(self.opts)
         for row in refs:
@@ -132,7 +129,7 @@ class Accumulator:
                 continue
             self._references[k] = row
         self._predictions.update((row[key], row) for row in preds if row[key] not in self._dropped)
-        for k in [k for k in self._references if k in self._predictions]:
+        for k in progress([k for k in self._references if k in self._predictions], f"scoring {self.core.name}", unit="pair"):
             record = self.core.score(self._predictions[k], self._references[k], self.opts)  # may raise: nothing is lost
             self._records[k] = Item(record, True)
             del self._predictions[k], self._references[k]
@@ -262,7 +259,12 @@ class Accumulator:
         path = Path(path)
         state = _json_safe(self.state_dict(), f"save {str(path)!r}")
         if path.exists():
-            if not path.is_file() or not _is_state_file(path):
+            try:  # a FIFO, a device, a folder, a file that cannot be read: not a state file
+                with open_regular_file(path, repr(str(path))) as f:
+                    ours = f'"format": "{STATE_FORMAT}"'.encode() in f.read(200)
+            except (OSError, ValueError):
+                ours = False
+            if not ours:
                 raise OptionError(f"save {str(path)!r}: expected a new file or an earlier accumulator state, got a file "
                                   "perckit did not write; choose another path")
         return write_atomic(path, json.dumps(state, allow_nan=True), f"save {str(path)!r}")
@@ -270,15 +272,6 @@ class Accumulator:
     def __repr__(self) -> str:
         return (f"Accumulator({self.core.name!r}, config={self.core.config!r}, {len(self._records)} scored, "
                 f"{len(self._predictions)} predictions and {len(self._references)} references waiting)")
-
-
-def _is_state_file(path: Path) -> bool:
-    try:
-        with open_regular_file(path, repr(str(path))) as f:
-            head = f.read(200)
-    except (OSError, ValueError):  # a FIFO, a device, a folder, a file that cannot be read: not a state file
-        return False
-    return f'"format": "{STATE_FORMAT}"'.encode() in head
 
 
 def core(name: str, config: str | None = None) -> MetricCore:

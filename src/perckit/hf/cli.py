@@ -15,6 +15,8 @@ perckit.r4d_bench.evaluate_mask_temporal``, ``evaluate_track_id`` and ``evaluate
   target and moved into place, so a reader never sees half a report.
 - **The official list syntax** (:func:`split_list`): ``--tasks tracking,depth`` and ``--tasks tracking depth``.
 - **The summary and the self-check verdict** of the drop-ins that have ``--self-check`` (:func:`finish`).
+- **Progress** (:func:`progress`, :func:`progress_bars`): one tqdm bar on stderr for each step that can take more than
+  a few seconds, on while ``perckit`` runs without ``--quiet``; ``--quiet`` also silences datasets' and huggingface_hub's.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,6 +43,64 @@ EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 
 #: The errors a command line reports as one line (everything else is a bug: its traceback is kept).
 HANDLED: tuple[type[BaseException], ...] = (PerckitError, OSError, ValueError)
+
+#: How the offline error of :func:`perckit.hf.hub.download_release` tells the user to pass a local release: the
+#: library's ``data_dir=...`` by default; ``perckit`` sets ``--data-dir ...`` while it runs.
+DATA_DIR_HINT: ContextVar[str | None] = ContextVar("perckit_data_dir_hint", default=None)
+
+#: perckit's progress bars: on while ``perckit`` runs a command without ``--quiet`` (:func:`progress_bars`), off in
+#: library use. A bar appears only once its step has run :data:`BAR_DELAY` seconds: short runs and test logs stay clean.
+BARS: ContextVar[bool] = ContextVar("perckit_bars", default=False)
+BAR_DELAY = 2.0
+
+
+def progress(iterable: Iterable[T] | None = None, desc: str = "", on: bool | None = None, **tqdm_options: Any) -> Any:
+    """A tqdm bar on stderr over ``iterable`` (without one, a bar to ``update(n)``, e.g. with ``total=``) when ``on``
+    (default :data:`BARS`); off, the iterable itself (tqdm is not even imported)."""
+    on = BARS.get() if on is None else on
+    if not on and iterable is not None:
+        return iterable
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, desc=desc, disable=not on, delay=BAR_DELAY, leave=False, **tqdm_options)
+
+
+#: The other bars ``--quiet`` silences: (the module holding the library's switch, the environment variable it reads on import).
+LIBRARY_BARS = (("datasets.utils.tqdm", "HF_DATASETS_DISABLE_PROGRESS_BARS"),
+                ("huggingface_hub.utils.tqdm", "HF_HUB_DISABLE_PROGRESS_BARS"))
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``values`` set for a block, then as it was (a variable that was unset is removed again)."""
+    old = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in old.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextmanager
+def progress_bars(on: bool) -> Iterator[None]:
+    """:data:`BARS` set to ``on`` for a block. Off also silences the :data:`LIBRARY_BARS`, importing nothing: through
+    the library's switch when it is imported, else through its environment variable for the block (a library
+    imported meanwhile stays quiet)."""
+    token, variables = BARS.set(on), {}
+    for module, env in () if on else LIBRARY_BARS:
+        if module in sys.modules:
+            sys.modules[module].disable_progress_bars()
+        else:
+            variables[env] = "1"
+    try:
+        with environment(variables):
+            yield
+    finally:
+        BARS.reset(token)
 
 
 def exit_code(e: BaseException) -> int:
@@ -116,21 +178,16 @@ def predictions_or_self_check(args: argparse.Namespace, ground_truth: Callable[[
     raise OptionError("--predictions is required (or pass --self-check)")
 
 
-def format_summary(report: dict, keys: Sequence[str]) -> str:
-    """One line a key, the name right-aligned in 36 columns, floats with 6 decimals."""
-    values = [(k, report.get(k)) for k in keys]
-    return "\n".join(f"{k:>36s}  {v:.6f}" if isinstance(v, float) else f"{k:>36s}  {v}" for k, v in values)
-
-
 def finish(
     report: dict, output: str | None, self_check: bool, summary_keys: Sequence[str], check_keys: Sequence[str],
     lead_keys: Sequence[str] = (),
 ) -> int:
-    """Print the summary, write the report JSON (:func:`write_json`), and in self-check mode fail (exit 1) unless
-    every checked key is 1.0.
+    """Print the summary (one line a key, the name right-aligned in 36 columns, floats with 6 decimals), write the
+    report JSON (:func:`write_json`), and in self-check mode fail (exit 1) unless every checked key is 1.0.
 
     ``lead_keys`` (the paper's keys, e.g. ``acc`` and ``viou``) are named first in the self-check verdict."""
-    print(format_summary(report, summary_keys))
+    values = [(k, report.get(k)) for k in summary_keys]
+    print("\n".join(f"{k:>36s}  {v:.6f}" if isinstance(v, float) else f"{k:>36s}  {v}" for k, v in values))
     if output:
         write_json(output, report)
         print(f"report written to {output}")

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import traceback
 from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from huggingface_hub import snapshot_download
 
 from ..errors import HubError, ReleaseNotFoundError
-
-#: How the offline error tells the user to pass a local release: the library's ``data_dir=...`` by default; the
-#: command line sets ``--data-dir ...`` while it runs.
-DATA_DIR_HINT: ContextVar[str | None] = ContextVar("perckit_data_dir_hint", default=None)
+from .cli import DATA_DIR_HINT
 
 
 def download_release(

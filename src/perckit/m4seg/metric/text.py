@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ...errors import OptionError, PerckitError
+from ...hf.cli import environment
 from ...io.model_files import check_model_folder, sha256_file
 from ...io.paths import read_regular_file
 
@@ -83,20 +84,8 @@ def normalise_rows(x: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- MiniLM
 
-
-@contextlib.contextmanager
-def _offline() -> Iterable[None]:
-    """HF_HUB_OFFLINE=1 while a local model loads (no network at run time), restored afterwards."""
-    old = os.environ.get("HF_HUB_OFFLINE")
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("HF_HUB_OFFLINE", None)
-        else:
-            os.environ["HF_HUB_OFFLINE"] = old
-
+#: The environment while a local model loads: no network at run time.
+OFFLINE = {"HF_HUB_OFFLINE": "1"}
 
 _SHA_OK: dict[tuple[str, int, float], bool] = {}
 #: Largest modules.json read (the MiniLM's is 349 bytes).
@@ -215,7 +204,7 @@ def minilm_embed_fn(text_model_path: str | os.PathLike | None = None) -> EmbedFn
         model = _MODELS.get(key)
         if model is None:
             check_minilm_folder(path, where)
-            with _offline():
+            with environment(OFFLINE):
                 model = st.SentenceTransformer(str(path), device="cpu", local_files_only=True, trust_remote_code=False,
                                                model_kwargs={"use_safetensors": True})
             _MODELS[key] = model
@@ -249,7 +238,7 @@ def bert_meanpool_embed_fn(bert_model_path: str | os.PathLike | None = None) -> 
             # from_pretrained reads the folder itself: every file is checked first, then no code from it runs
             # (trust_remote_code=False) and the weights come from model.safetensors only (use_safetensors=True)
             check_model_folder(value, "bert_model_path" if bert_model_path else ENV_BERT_MODEL)
-            with _offline():
+            with environment(OFFLINE):
                 pair = (AutoTokenizer.from_pretrained(str(value), local_files_only=True, trust_remote_code=False),
                         AutoModel.from_pretrained(str(value), local_files_only=True, trust_remote_code=False,
                                                   use_safetensors=True).eval())

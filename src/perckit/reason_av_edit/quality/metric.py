@@ -44,6 +44,7 @@ from typing import Any
 
 from ...errors import OptionError, PredictionError, check_choice, check_option_type, make_options, short_repr
 from ...core.matching import missing_ids_message, pair_by_id
+from ...hf.cli import progress
 from ..metric import group_blocks, group_values
 from . import models as registry
 from .decode import decode_sample
@@ -175,8 +176,8 @@ class SampleRecord:
 
 
 def build_models(options: EditQualityOptions) -> tuple[list[ActiveModel], dict[str, str]]:
-    """The model metrics that run (selected, and built or given) and ``{key: reason}`` for every model key that
-    will be ``None`` whatever the data (not selected, library or weights absent, no public implementation)."""
+    """The model metrics that run (selected, and built or given) and ``{key: reason}`` for every selected model key
+    that will be ``None`` whatever the data (library or weights absent, no public implementation)."""
     selected = set(options.selected())
     given = dict(options.models or {})
     mopts = registry.ModelOptions(device=options.device, batch_size=options.batch_size, extra=dict(options.model_options or {}))
@@ -184,10 +185,7 @@ def build_models(options: EditQualityOptions) -> tuple[list[ActiveModel], dict[s
     skipped: dict[str, str] = {}
     for entry in registry.ENTRIES:
         keys = tuple(k for k in entry.keys if k in selected)
-        for k in entry.keys:
-            if k not in selected:
-                skipped[k] = f"not selected (metrics={list(options.selected())})"
-        if not keys:
+        if not keys:  # not selected: reduce_records says so
             continue
         names = [n for n in dict.fromkeys((entry.name, *entry.keys)) if n in given]  # an entry named as its key counts once
         if len(names) > 1:
@@ -237,14 +235,16 @@ def table(records: Sequence[SampleRecord], active: Sequence[ActiveModel], select
             values[f"n_{k}"] = int(counts[k]) if k in counts else registry.count_records(recs, k)
     out: dict[str, Any] = {}
     for k in OUTPUT_KEYS:
-        out[k] = values.get(k)
-        out[f"n_{k}"] = values.get(f"n_{k}", 0)
+        out.update({k: values.get(k), f"n_{k}": values.get(f"n_{k}", 0)})
     out["num_samples"] = len(records)
     out["num_without_edited_audio"] = sum(1 for r in records if not r.has_edited_audio)
     return out
 
 
-def _skip_reason(key: str, top: Mapping[str, Any], main: Sequence[SampleRecord], active: Sequence[ActiveModel]) -> str:
+def _skip_reason(key: str, top: Mapping[str, Any], main: Sequence[SampleRecord], active: Sequence[ActiveModel],
+                 selected: Sequence[str]) -> str:
+    if key not in selected:
+        return f"not selected (metrics={list(selected)})"
     if not main:
         return f"no {MAIN} sample"
     if key in ("bg_psnr", "bg_ssim"):
@@ -283,9 +283,8 @@ def reduce_records(records: Sequence[SampleRecord], active: Sequence[ActiveModel
     out["reference"] = table([r for r in records if r.category == "reference"], active, selected)
     out.update(group_blocks(records, lambda subset: table(subset, active, selected)))
     out["suggested"] = {c: list(ks) for c, ks in SUGGESTED.items()}
-    not_selected = f"not selected (metrics={list(selected)})"
-    out["skipped"] = {k: skipped_models[k] if k in skipped_models else not_selected if k not in selected else
-                      _skip_reason(k, out, main, active) for k in OUTPUT_KEYS if out[k] is None}
+    out["skipped"] = {k: skipped_models[k] if k in skipped_models else _skip_reason(k, out, main, active, selected)
+                      for k in OUTPUT_KEYS if out[k] is None}
     if options.return_per_sample:
         rows = []
         for r in sorted(records, key=lambda r: r.sample_id):
@@ -317,7 +316,8 @@ def av_edit_quality(predictions: Sequence[Mapping], references: Sequence[Mapping
                        len(missing), missing[:5])
     active, skipped_models = build_models(o)
     pixel = any(k in o.selected() for k in PIXEL_KEYS)
-    records = [_score(p, r, o, active, pixel) for p, r in pairs if p is not None]
+    scored = progress([(p, r) for p, r in pairs if p is not None], "av_edit_quality: decoding, model features", unit="sample")
+    records = [_score(p, r, o, active, pixel) for p, r in scored]
     return reduce_records(records, active, skipped_models, o, len(missing))
 
 
