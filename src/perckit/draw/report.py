@@ -109,6 +109,8 @@ def _av(s: Mapping, ref: Mapping, pred: Mapping, row: Mapping, frames: Frames) -
     return out
 
 
+#: ReasonAVEdit's groups: its metrics report each (per_category, per_sub_track, per_language, per_orientation)
+_AV_GROUPS = ("category", "sub_track", "language", "orientation")
 #: Each metric's page (the help of ``perckit report`` lists what they show).
 PAGES = {
     "mask_temporal": Page("query_id", "per_query", ("miou",), ("scene", "query_type"), "R4D-Bench: each query's three "
@@ -120,10 +122,10 @@ PAGES = {
                       lambda s, ref, pred, row, frames: [(overlay(row.get("image"), ref.get("mask"), pred.get("mask")), "")]),
     "m4seg": Page("example_id", "per_sample", ("miou",), ("type", "dataset_name", "granularity"), "M4Seg: each image's "
                   "groundings (over the photo if the export has them)", ("q", "gt_text", "pred_text"), "per_sample", _m4seg),
-    "av_reasoning": Page("sample_id", "per_sample", ("visual_iou", "audio_tiou", "video_tiou"), ("category", "sub_track"),
+    "av_reasoning": Page("sample_id", "per_sample", ("visual_iou", "audio_tiou", "video_tiou"), _AV_GROUPS,
                          "ReasonAVEdit-Bench: the anchor frame's masks, the reasoning waveform with both edit windows",
                          ("instruction",), "return_per_sample", _av),
-    "av_edit_quality": Page("sample_id", "per_sample", ("ssim",), ("category", "sub_track"), "ReasonAVEdit-Bench: the "
+    "av_edit_quality": Page("sample_id", "per_sample", ("ssim",), _AV_GROUPS, "ReasonAVEdit-Bench: the "
                             "scores, no pictures", ("instruction",), "return_per_sample"),
     "syn4d": Page("sequence_id", "sequences", ("score", "delta1", "auc_20deg"), ("variant", "scene"), "Syn4D: the scores, no "
                   "pictures (tracking ordered by score, depth by delta1, pose by auc_20deg)"),
