@@ -216,15 +216,10 @@ def _positive_definite(s: np.ndarray) -> bool:
     return bool((_clipped_eigenvalues(np.linalg.eigvalsh((s + s.T) / 2.0), s.shape[0]) > 0).all())
 
 
-def _psd_sqrt(s: np.ndarray) -> np.ndarray:
-    """The symmetric square root of a symmetric positive semi-definite matrix."""
-    w, v = np.linalg.eigh((s + s.T) / 2.0)
-    return (v * np.sqrt(_clipped_eigenvalues(w, s.shape[0]))) @ v.T
-
-
 def _trace_sqrt_symmetric(s1: np.ndarray, s2: np.ndarray) -> float:
     """``Tr((S1^(1/2) S2 S1^(1/2))^(1/2))``, which equals ``Tr((S1 S2)^(1/2))`` for covariances."""
-    r = _psd_sqrt(s1)
+    w, v = np.linalg.eigh((s1 + s1.T) / 2.0)
+    r = (v * np.sqrt(_clipped_eigenvalues(w, s1.shape[0]))) @ v.T  # the symmetric square root of S1
     m = r @ s2 @ r
     w = np.linalg.eigvalsh((m + m.T) / 2.0)
     return float(np.sqrt(_clipped_eigenvalues(w, m.shape[0])).sum())
@@ -735,11 +730,15 @@ def mel_filterbank(sample_rate: int = AUDIO_SR, n_fft: int = N_FFT, n_mels: int 
     is ``max(0, min(rise, fall))`` of the two slopes."""
     freqs = np.linspace(0.0, sample_rate // 2, n_fft // 2 + 1)
     edges = mel_to_hz(np.linspace(hz_to_mel(np.float64(0.0)), hz_to_mel(np.float64(sample_rate / 2.0)), n_mels + 2))
-    diff = np.diff(edges)
-    slopes = edges[None, :] - freqs[:, None]
-    down = -slopes[:, :-2] / diff[:-1]
-    up = slopes[:, 2:] / diff[1:]
-    return np.maximum(0.0, np.minimum(down, up))
+    return np.ascontiguousarray(_triangles(edges, freqs).T)
+
+
+def _triangles(edges: np.ndarray, freqs: np.ndarray) -> np.ndarray:
+    """``(len(edges) - 2, len(freqs))``: triangle ``i`` over ``edges[i], edges[i + 1], edges[i + 2]`` at ``freqs``,
+    ``max(0, min(rise, fall))`` of its two slopes (the filters of both mel filterbanks here)."""
+    width = np.diff(edges)
+    ramps = edges[:, None] - freqs[None, :]
+    return np.maximum(0.0, np.minimum(-ramps[:-2] / width[:-1, None], ramps[2:] / width[1:, None]))
 
 
 def log_mel_segments(segments: np.ndarray) -> np.ndarray:
@@ -805,11 +804,7 @@ def slaney_mel_filters(sample_rate: int = MEL_SR, n_fft: int = MEL_N_FFT, n_mels
     ``k sr / n_fft``, scaled by ``2 / (edge[i + 2] - edge[i])``; rounded to float32 (librosa's dtype)."""
     freqs = np.linspace(0.0, sample_rate / 2.0, n_fft // 2 + 1)
     edges = _slaney_mel_to_hz(np.linspace(_slaney_hz_to_mel(fmin), _slaney_hz_to_mel(fmax), n_mels + 2))
-    width = np.diff(edges)
-    ramps = edges[:, None] - freqs[None, :]
-    lower = -ramps[:-2] / width[:-1, None]
-    upper = ramps[2:] / width[1:, None]
-    weights = np.maximum(0.0, np.minimum(lower, upper)) * (2.0 / (edges[2:] - edges[:-2]))[:, None]
+    weights = _triangles(edges, freqs) * (2.0 / (edges[2:] - edges[:-2]))[:, None]
     return weights.astype(np.float32).astype(np.float64)
 
 

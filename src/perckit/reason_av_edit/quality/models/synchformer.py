@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from ....errors import OptionError, PredictionError
-from ...metric import resample
 from .. import formulas as ds
 from .base import (MeanOfKeys, ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict,
                    read_checkpoint, require, weights_in)
+from .clap import resampled
 
 #: where the model class lives and how to get it
 MODULE = "av_bench.synchformer.synchformer"
@@ -70,7 +70,12 @@ class DeSyncMetric(MeanOfKeys):
         if clip.audio is None:
             return {"desync": None, "offsets": np.zeros(0), "padded": False, "reason": "no audio"}
         frames = clip.frames[ds.desync_frame_indices(clip.frames.shape[0], clip.fps)]
-        audio = _audio_16k(np.asarray(clip.audio, dtype=np.float32), clip.sample_rate, sample.sample_id)
+        audio, rate = np.asarray(clip.audio, dtype=np.float32), clip.sample_rate
+        if audio.ndim != 1:
+            raise PredictionError(f"sample {sample.sample_id!r}: DeSync expects mono audio, got shape {audio.shape}")
+        if rate != ds.AUDIO_SR and not (isinstance(rate, int) and rate > 0):
+            raise PredictionError(f"sample {sample.sample_id!r}: expected a positive integer sample rate, got {rate!r}")
+        audio = resampled(audio, rate, ds.AUDIO_SR)  # mono float32 at 16 kHz
         fitted = ds.fit_short_clip(frames, audio, self.short_clip)
         if fitted is None:
             return {"desync": None, "offsets": np.zeros(0), "padded": False, "reason": f"shorter than {ds.DESYNC_WINDOW_S} s"}
@@ -83,10 +88,19 @@ class DeSyncMetric(MeanOfKeys):
     def _logits(self, frames: np.ndarray, audio: np.ndarray, starts: tuple[float, ...]) -> np.ndarray:
         """Logits ``(len(starts), 21)``; a window shared by both starts runs once."""
         import torch
+        import torch.nn.functional as F
 
         first = [int(round(s * ds.VIDEO_FPS)) for s in starts]
         unique = sorted(set(first))
-        video = _prepare_frames(frames)  # (T, 3, 224, 224) float32 in [-1, 1]
+        # uint8 (T, H, W, 3) -> float32 (T, 3, 224, 224) in [-1, 1]: shorter side to 224 (bicubic with antialias,
+        # rounded back to 8 bits as torchvision does on uint8), centre crop, (x/255 - 0.5) / 0.5
+        h, w = frames.shape[1:3]
+        nh, nw = ds.resize_shape(h, w)
+        x = torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2)
+        if (nh, nw) != (h, w):
+            x = F.interpolate(x.float(), size=(nh, nw), mode="bicubic", antialias=True, align_corners=False).round().clamp(0, 255)
+        top, left = ds.crop_offsets(nh, nw)
+        video = ds.normalize_frames(x[:, :, top : top + ds.VIDEO_SIZE, left : left + ds.VIDEO_SIZE].numpy())
         vis = np.stack([ds.video_segments(video, f) for f in unique])  # (W, 14, 16, 3, 224, 224)
         aud = np.stack([ds.log_mel_segments(ds.audio_segments(audio, f * ds.SAMPLES_PER_FRAME)) for f in unique])
         with torch.inference_mode():
@@ -97,34 +111,6 @@ class DeSyncMetric(MeanOfKeys):
         if out.shape != (len(unique), self.grid.shape[0]):
             raise PredictionError(f"DeSync: the model returned logits of shape {out.shape}, expected {(len(unique), self.grid.shape[0])}")
         return out[[unique.index(f) for f in first]]
-
-
-def _audio_16k(audio: np.ndarray, sample_rate: int, sample_id: str) -> np.ndarray:
-    """Mono float32 audio at 16 kHz (``scipy.signal.resample_poly`` when the rate differs)."""
-    if audio.ndim != 1:
-        raise PredictionError(f"sample {sample_id!r}: DeSync expects mono audio, got shape {audio.shape}")
-    if sample_rate == ds.AUDIO_SR:
-        return audio
-    if not (isinstance(sample_rate, int) and sample_rate > 0):
-        raise PredictionError(f"sample {sample_id!r}: expected a positive integer sample rate, got {sample_rate!r}")
-    return resample(audio, sample_rate, ds.AUDIO_SR).astype(np.float32)
-
-
-def _prepare_frames(frames: np.ndarray) -> np.ndarray:
-    """uint8 ``(T, H, W, 3)`` -> float32 ``(T, 3, 224, 224)`` in [-1, 1]: shorter side to 224 (bicubic with
-    antialias, rounded back to 8 bits as torchvision does on uint8), centre crop, ``(x/255 - 0.5) / 0.5``."""
-    import torch
-    import torch.nn.functional as F
-
-    t, h, w, _ = frames.shape
-    nh, nw = ds.resize_shape(h, w)
-    x = torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2)
-    if (nh, nw) != (h, w):
-        x = F.interpolate(x.float(), size=(nh, nw), mode="bicubic", antialias=True, align_corners=False)
-        x = x.round().clamp(0, 255)
-    top, left = ds.crop_offsets(nh, nw)
-    x = x[:, :, top : top + ds.VIDEO_SIZE, left : left + ds.VIDEO_SIZE]
-    return ds.normalize_frames(x.numpy())
 
 
 def weights_file(weights: Any) -> str:
