@@ -191,17 +191,14 @@ def parse_metadata(data: bytes, label: str = METADATA, warn: bool = True) -> lis
         rows = list(csv.reader(io.StringIO(text, newline="")))
     except csv.Error as e:  # e.g. a field longer than csv.field_size_limit()
         raise ReleaseFormatError(f"{label}: expected CSV, got a parse error: {e}") from None
-    reader = iter(rows)
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise ReleaseFormatError(f"{label}: the file is empty; expected a header with {list(DOCUMENTED_COLUMNS)}") from None
-    header = [h.strip() for h in header]
+    if not rows:
+        raise ReleaseFormatError(f"{label}: the file is empty; expected a header with {list(DOCUMENTED_COLUMNS)}")
+    header = [h.strip() for h in rows[0]]
     cols = resolve_columns(header, label)
     index = {name: i for i, name in enumerate(header)}
     samples: list[Sample] = []
     seen: dict[str, int] = {}
-    for line, values in enumerate(reader, start=2):
+    for line, values in enumerate(rows[1:], start=2):
         if not values or all(not v.strip() for v in values):
             continue
         if len(values) != len(header):
@@ -245,14 +242,11 @@ def parse_metadata(data: bytes, label: str = METADATA, warn: bool = True) -> lis
                 logger.warning("%s: category %r is not one of %s; using %r from the sub_track prefix", where("category"), csv_category, list(CATEGORIES), category)
             elif value != category:
                 logger.warning("%s: category %r disagrees with the sub_track %r (prefix says %r); keeping the CSV value", where("category"), csv_category, sub_track, category)
-                category = value
-            else:
-                category = value
-        language = (cell("language") or "").strip().lower() or None
-        orientation = (cell("orientation") or "").strip().lower() or None
+            category = value if value in CATEGORIES else category
         samples.append(Sample(
-            sample_id=sample_id, line=line, sub_track=sub_track, category=category,
-            instruction=cell("instruction") or "", language=language, orientation=orientation, **media,
+            sample_id=sample_id, line=line, sub_track=sub_track, category=category, instruction=cell("instruction") or "",
+            language=(cell("language") or "").strip().lower() or None,
+            orientation=(cell("orientation") or "").strip().lower() or None, **media,
             fps=inferred_reading(lambda: _optional_number(cell("fps"), float), None, where("fps"), notes),
             num_frames=inferred_reading(lambda: _optional_number(cell("num_frames"), int), None, where("num_frames"), notes),
             columns={fld: cols.get(fld) for fld in MEDIA_FIELDS},
