@@ -294,10 +294,8 @@ def select_records(records: Sequence[SequenceRecord], variants: Iterable[str] | 
 
 def depth_frame_paths(depth_dir: Path, sequence: str, frame_indices: Sequence[int]) -> list[Path]:
     """The EXR of every frame; one that is a symbolic link out of ``depth_dir`` is refused."""
-    return [
-        resolve_under(depth_dir, f"{sequence}_{int(t):04d}_depth.exr", f"depth folder {str(depth_dir)!r}: frame {t}")
-        for t in frame_indices
-    ]
+    return [resolve_under(depth_dir, f"{sequence}_{int(t):04d}_depth.exr", f"depth folder {str(depth_dir)!r}: frame {t}")
+            for t in frame_indices]
 
 
 def release_files(

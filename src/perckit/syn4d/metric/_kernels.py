@@ -299,20 +299,16 @@ def depth_sums(
     below = [0, 0, 0]
     n = 0
     for start in range(0, size, block):
-        m, valid, c1, c2, c3 = block_terms(g, p, start, lo, hi, scale, shift, gbuf, pbuf, t_abs, t_sqrel, t_sq)
+        m, valid, *counts = block_terms(g, p, start, lo, hi, scale, shift, gbuf, pbuf, t_abs, t_sqrel, t_sq)
         n += valid
-        below[0] += c1
-        below[1] += c2
-        below[2] += c3
+        below = [b + c for b, c in zip(below, counts)]
         if m < block:
             gbuf, pbuf, t_abs, t_sqrel, t_sq = gbuf[:m], pbuf[:m], t_abs[:m], t_sqrel[:m], t_sq[:m]
         log_p = np.log(pbuf, out=pbuf)
         np.subtract(log_p, np.log(gbuf, out=gbuf), out=log_p)
-        partials[0].append(float(np.add.reduce(t_abs)))
-        partials[1].append(float(np.add.reduce(t_sqrel)))
-        partials[2].append(float(np.add.reduce(t_sq)))
-        partials[4].append(float(np.add.reduce(log_p)))
-        partials[3].append(float(np.add.reduce(np.multiply(log_p, log_p, out=log_p))))
+        partials[4].append(float(np.add.reduce(log_p)))  # before log_p is squared in place for partials[3]
+        for total, terms in zip(partials, (t_abs, t_sqrel, t_sq, np.multiply(log_p, log_p, out=log_p))):
+            total.append(float(np.add.reduce(terms)))
     # The block sums are pairwise (numpy); adding them exactly rounded keeps the total as accurate as one
     # pairwise sum over all pixels, and independent of the block order.
     return int(n), [math.fsum(values) for values in partials], [int(c) for c in below]

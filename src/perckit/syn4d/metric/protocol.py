@@ -44,11 +44,7 @@ EXPECTED: tuple[tuple[str, Any, str], ...] = (
     ("tracking.alignment", MEDIAN_SCALE, "text"),
     ("tracking.thresholds_m", list(TRACKING_THRESHOLDS_M), "equal"),
     ("tracking.dynamic_threshold_m", DYNAMIC_THRESHOLD_M, "equal"),
-    (
-        "tracking.score",
-        f"{DYNAMIC_WEIGHT:g} * APD(all valid) + {1 - DYNAMIC_WEIGHT:g} * APD(dynamic valid)",
-        "text",
-    ),
+    ("tracking.score", f"{DYNAMIC_WEIGHT:g} * APD(all valid) + {1 - DYNAMIC_WEIGHT:g} * APD(dynamic valid)", "text"),
     ("depth.units", "meters", "text"),
     ("depth.alignment", MEDIAN_SCALE, "text"),
     ("depth.valid_range_m", [DEPTH_MIN_M, DEPTH_MAX_M], "equal"),
@@ -92,10 +88,8 @@ def _agrees(actual: Any, expected: Any, how: str) -> bool:
     if how == "set":
         return isinstance(actual, list) and len(actual) == len(expected) and sorted(map(repr, actual)) == sorted(map(repr, expected))
     if isinstance(expected, list):
-        return (
-            isinstance(actual, list) and len(actual) == len(expected)
-            and all(type(a) is not bool and a == e for a, e in zip(actual, expected))
-        )
+        return isinstance(actual, list) and len(actual) == len(expected) and all(
+            type(a) is not bool and a == e for a, e in zip(actual, expected))
     return type(actual) is not bool and actual == expected
 
 
