@@ -146,8 +146,7 @@ def decode_wav_value(value: Mapping, where: str, sample_rate: int = SAMPLE_RATE)
     data = media_bytes(value, where)
     if data is None:
         return None
-    x = decode_wav(data, f"{where} ({_label(value)})", AudioOptions(sample_rate=sample_rate))
-    return x.astype(np.float32)
+    return decode_wav(data, f"{where} ({_label(value)})", AudioOptions(sample_rate=sample_rate)).astype(np.float32)
 
 
 def gray(frames: np.ndarray) -> np.ndarray:
@@ -244,6 +243,7 @@ def decode_sample(prediction: Mapping, reference: Mapping, *, mask_threshold: in
         s_audio = decode_wav_value(reference.get("audio"), f"{rw}: audio")
         if s_audio is None:
             s_audio = decode_track_audio(sv_data, _label(sv), f"{rw}: video")
+        has_e, has_s = e_audio is not None, s_audio is not None
     else:  # no model needs the audio: only whether the edited side has one (for the counts)
         has_e = is_media_provided(prediction.get("edited_audio")) or has_audio_stream(ev_data)
         has_s = is_media_provided(reference.get("audio")) or has_audio_stream(sv_data)
@@ -255,8 +255,6 @@ def decode_sample(prediction: Mapping, reference: Mapping, *, mask_threshold: in
         region=region, ref_image=reference_image(reference.get("ref_image"), f"{rw}: ref_image"),
         edit_window_s=(float(window[0]), float(window[1])) if window is not None and len(window) == 2 else None,
     )
-    if decode_audio:
-        has_e, has_s = e_audio is not None, s_audio is not None
     return Decoded(sample, has_e, has_s)
 
 
