@@ -454,14 +454,6 @@ def _gt_array(reference: Mapping, key: str, dtype: type) -> np.ndarray:
     return np.asarray(value, dtype=dtype)
 
 
-def _prediction_array(value: Any, key: str, dtype: type) -> np.ndarray:
-    """A prediction array as ``dtype``; strings, ragged lists and the like raise ``ValueError`` naming ``key``."""
-    try:
-        return np.asarray(value, dtype=dtype)
-    except (TypeError, ValueError, OverflowError) as e:
-        raise ValueError(f"prediction {key!r}: expected a numeric array, got {type(value).__name__} that NumPy cannot convert ({e})") from None
-
-
 def task_metrics(task: str, reference: Mapping, prediction: Mapping, options: Syn4DOptions = Syn4DOptions()) -> dict:
     """Score one (reference, prediction) pair for ``task``; raise on any problem (the caller applies the policy).
 
@@ -480,7 +472,10 @@ def task_metrics(task: str, reference: Mapping, prediction: Mapping, options: Sy
     value = prediction.get(key)
     if value is None:
         raise KeyError(f"{key} is not a file in the archive")
-    pred = _prediction_array(value, key, dtype)
+    try:  # strings, ragged lists and the like raise naming the key
+        pred = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ValueError(f"prediction {key!r}: expected a numeric array, got {type(value).__name__} that NumPy cannot convert ({e})") from None
     if task == "tracking":
         return tracking_metrics(gt, pred, *flags, thresholds=options.tracking_thresholds_m, dynamic_weight=options.dynamic_weight)
     if task == "depth":
@@ -633,17 +628,13 @@ def mean_rows(rows: Sequence[Mapping]) -> dict:
 
 def aggregate(rows: Sequence[Mapping]) -> dict:
     """Reduce half: ``{"overall", "by_variant", "by_scene", "sequences"}``, blocks sorted by key."""
-    by_variant: dict[str, list[Mapping]] = defaultdict(list)
-    by_scene: dict[str, list[Mapping]] = defaultdict(list)
-    for row in rows:
-        by_variant[str(row["variant"])].append(row)
-        by_scene[str(row["scene"])].append(row)
-    return {
-        "overall": mean_rows(rows),
-        "by_variant": {k: mean_rows(v) for k, v in sorted(by_variant.items())},
-        "by_scene": {k: mean_rows(v) for k, v in sorted(by_scene.items())},
-        "sequences": [dict(r) for r in rows],
-    }
+    out: dict[str, Any] = {"overall": mean_rows(rows)}
+    for field in ("variant", "scene"):
+        groups: dict[str, list[Mapping]] = defaultdict(list)
+        for row in rows:
+            groups[str(row[field])].append(row)
+        out[f"by_{field}"] = {k: mean_rows(v) for k, v in sorted(groups.items())}
+    return {**out, "sequences": [dict(r) for r in rows]}
 
 
 def compute_task(predictions: Sequence[Mapping], references: Sequence[Mapping], task: str,
