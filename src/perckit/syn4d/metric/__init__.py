@@ -56,7 +56,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ...errors import InputNotFoundError, OptionError, PerckitError, PredictionError, check_choice, check_options
+from ...errors import (InputNotFoundError, OptionError, PerckitError, PredictionError, check_choice, check_option_type,
+                       check_options)
 from ...core.matching import pair_by_id
 from ...core.stats import fmean
 
@@ -113,18 +114,15 @@ class Syn4DOptions:
         return cls(**options)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.strict, (bool, np.bool_)):
-            raise OptionError(f"option 'strict': expected a bool, got {self.strict!r}")
-        object.__setattr__(self, "strict", bool(self.strict))
+        object.__setattr__(self, "strict", bool(check_option_type("strict", self.strict, "bool")))
         check_choice("depth_align", self.depth_align, DEPTH_ALIGNS)
         for name in ("depth_min_m", "depth_max_m"):
             value = getattr(self, name)
             if not _finite_number(value) or float(value) <= 0.0:
                 raise OptionError(f"option {name!r}: expected a finite number > 0, got {value!r}")
         if not float(self.depth_min_m) < float(self.depth_max_m):
-            raise OptionError(
-                f"options 'depth_min_m' / 'depth_max_m': expected min < max, got {self.depth_min_m!r} and {self.depth_max_m!r}"
-            )
+            raise OptionError(f"options 'depth_min_m' / 'depth_max_m': expected min < max, got {self.depth_min_m!r} and "
+                              f"{self.depth_max_m!r}")
         thresholds = self.tracking_thresholds_m
         if isinstance(thresholds, (str, bytes)) or not isinstance(thresholds, Sequence) or not thresholds:
             raise OptionError(f"option 'tracking_thresholds_m': expected a non-empty sequence of numbers, got {thresholds!r}")
@@ -134,11 +132,10 @@ class Syn4DOptions:
         w = self.dynamic_weight
         if not _finite_number(w) or not 0.0 <= float(w) <= 1.0:
             raise OptionError(f"option 'dynamic_weight': expected a number in [0, 1], got {w!r}")
-        c = self.min_coverage  # a number in [0, 1] (0 never warns)
-        if isinstance(c, bool) or not isinstance(c, (int, float, np.integer, np.floating)) or not math.isfinite(float(c)) \
-                or not 0.0 <= float(c) <= 1.0:
-            raise OptionError(f"option 'min_coverage': expected a number in [0, 1], got {c!r}")
-        object.__setattr__(self, "min_coverage", float(c))
+        c = float(check_option_type("min_coverage", self.min_coverage, "number"))  # in [0, 1] (0 never warns)
+        if not 0.0 <= c <= 1.0:
+            raise OptionError(f"option 'min_coverage': expected a number in [0, 1], got {self.min_coverage!r}")
+        object.__setattr__(self, "min_coverage", c)
 
 
 # ---- The failure policy (spec §4.3), written once: the metric (:func:`score_sequences`) and the file runner
@@ -227,9 +224,8 @@ def tracking_metrics(gt: np.ndarray, pred: np.ndarray, valid: np.ndarray, dynami
     if gt.shape != pred.shape or gt.ndim != 3 or gt.shape[-1] != 3:
         raise ValueError(f"tracking arrays must match [T,Q,3], got {gt.shape} and {pred.shape}")
     if valid_mask.shape != gt.shape[:2] or dynamic_q.shape != (gt.shape[1],):
-        raise ValueError(
-            f"tracking validity/dynamic shapes do not match tracks {gt.shape}: visibility {valid_mask.shape}, dynamic {dynamic_q.shape}"
-        )
+        raise ValueError(f"tracking validity/dynamic shapes do not match tracks {gt.shape}: visibility {valid_mask.shape}, "
+                         f"dynamic {dynamic_q.shape}")
     # One compiled pass (see perckit.syn4d.metric._kernels.tracking): the scored samples compacted in (t, q) order,
     # the exact median scale, the distances of both subsets and their threshold counts.
     limits = np.asarray(thresholds, dtype=np.float64)
@@ -417,9 +413,8 @@ def pose_metrics(gt_c2w: np.ndarray, pred_c2w: np.ndarray) -> dict:
     # (stacked matrices, each product and inverse on its own), and both rotation errors in one call.
     rel = np.linalg.inv(np.concatenate((gt[:-1], aligned[:-1]))) @ np.concatenate((gt[1:], aligned[1:]))
     gt_rel, pred_rel = rel[: n - 1], rel[n - 1 :]
-    angles = rotation_error_deg(
-        np.concatenate((aligned[:, :3, :3], pred_rel[:, :3, :3])), np.concatenate((gt[:, :3, :3], gt_rel[:, :3, :3]))
-    )
+    angles = rotation_error_deg(np.concatenate((aligned[:, :3, :3], pred_rel[:, :3, :3])),
+                                np.concatenate((gt[:, :3, :3], gt_rel[:, :3, :3])))
     rotation_error, rpe_rotation = angles[:n], angles[n:]
     rpe_translation = np.linalg.norm(pred_rel[:, :3, 3] - gt_rel[:, :3, 3], axis=-1)
     translation_angle = _translation_angle_deg(pred_rel[:, :3, 3], gt_rel[:, :3, 3])
@@ -488,9 +483,8 @@ def is_missing_prediction(prediction: Mapping | None) -> bool:
     return prediction is None or all(prediction.get(k) is None for k in PREDICTION_KEYS.values())
 
 
-def score_sequence(
-    task: str, reference: Mapping, prediction: Mapping, options: Syn4DOptions = Syn4DOptions(), coverage: bool = True
-) -> tuple[dict, dict | None]:
+def score_sequence(task: str, reference: Mapping, prediction: Mapping, options: Syn4DOptions = Syn4DOptions(),
+                   coverage: bool = True) -> tuple[dict, dict | None]:
     """One task of one sequence, as the metric and the file runner both record it: the row (``sequence_id``,
     ``variant``, ``scene`` and :func:`task_metrics`) and, with ``coverage``, its coverage entry
     (:func:`coverage_entry`; None for pose). Raises on any problem (the caller applies the failure policy)."""
@@ -577,18 +571,14 @@ def warn_if_low(blocks: Mapping[str, Mapping], min_coverage: float) -> str | Non
         low = overall["num_sequences_below_min_coverage"]
         if low:
             worst = min((e for e in blocks[task]["sequences"] if e["coverage"] is not None), key=lambda e: e["coverage"])
-            parts.append(
-                f"{task}: {low} sequence(s) below, overall {overall['coverage']:.4f}, lowest {worst['coverage']:.4f} "
-                f"({worst['sequence_id']!r}: {worst['scored']} of {worst['gt_valid']} GT-valid "
-                f"{'points' if task == 'tracking' else 'pixels'} scored)"
-            )
+            parts.append(f"{task}: {low} sequence(s) below, overall {overall['coverage']:.4f}, lowest {worst['coverage']:.4f} "
+                         f"({worst['sequence_id']!r}: {worst['scored']} of {worst['gt_valid']} GT-valid "
+                         f"{'points' if task == 'tracking' else 'pixels'} scored)")
     if not parts:
         return None
-    text = (
-        f"Syn4D: predictions cover less than min_coverage={min_coverage:g} of the ground truth; non-finite "
-        f"predicted values are left out of the score (the official rule), so these scores rest on part of the "
-        f"points only: " + "; ".join(parts)
-    )
+    text = (f"Syn4D: predictions cover less than min_coverage={min_coverage:g} of the ground truth; non-finite "
+            f"predicted values are left out of the score (the official rule), so these scores rest on part of the "
+            f"points only: " + "; ".join(parts))
     warnings.warn(text, LowCoverageWarning, stacklevel=3)
     return text
 
