@@ -100,10 +100,8 @@ def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], featur
             return bad
         lengths = {k: len(batch[k]) for k in sides}
         if len(set(lengths.values())) > 1:
-            return (
-                "expected as many predictions as references (evaluate pairs them row by row), got "
-                + " and ".join(f"{n} {k}" for k, n in lengths.items())
-            )
+            return ("expected as many predictions as references (evaluate pairs them row by row), got "
+                    + " and ".join(f"{n} {k}" for k, n in lengths.items()))
     checkers = _checkers(metric, features)
     checked = (feature_check.check_side(checkers[k], batch[k], _singular(k) if one else k, one) for k in sides)
     detail = next(filter(None, checked), None)

@@ -147,10 +147,8 @@ def resolve_release(data_dir: str | Path, tracking_gt_dir: str | Path | None = N
     ``data_dir/manifest.jsonl`` or ``B/manifest.jsonl``. The three options override."""
     root = Path(data_dir)
     if not root.is_dir():
-        raise ReleaseNotFoundError(
-            f"Syn4D release folder {str(root)!r} does not exist; pass data_dir=<the folder that holds benchmark/ "
-            "(or data/tracking_gt/) and challenge_eval/>"
-        )
+        raise ReleaseNotFoundError(f"Syn4D release folder {str(root)!r} does not exist; pass data_dir=<the folder that "
+                                   "holds benchmark/ (or data/tracking_gt/) and challenge_eval/>")
     bench = root if (root / "data" / "tracking_gt").is_dir() else root / "benchmark"
     if not bench.is_dir() and not challenge_dir and is_challenge_tree(root):
         # The official evaluator's data root (SYN4D_DATA_ROOT) is the challenge tree itself,
@@ -298,9 +296,8 @@ def depth_frame_paths(depth_dir: Path, sequence: str, frame_indices: Sequence[in
             for t in frame_indices]
 
 
-def release_files(
-    paths: ReleasePaths, records: Iterable[SequenceRecord], tracking: bool = True, depth: bool = False, camera: bool = False
-) -> Iterator[Path]:
+def release_files(paths: ReleasePaths, records: Iterable[SequenceRecord], tracking: bool = True, depth: bool = False,
+                  camera: bool = False) -> Iterator[Path]:
     """The release files a run reads for ``records``: the sequence index, then per record its tracking NPY,
     its 32 depth EXRs and its camera CSV (each only when asked for). Absent files are yielded too; callers
     skip them (a missing file is reported where it is read)."""

@@ -219,10 +219,8 @@ def conform(edited: np.ndarray, source: np.ndarray, region: np.ndarray | None, f
     ts, hs, ws = source.shape[:3]
     if (he, we) != (hs, ws):
         if resize_edited is None:
-            raise PredictionError(
-                f"{where}: the edited video has {te} frames of {we} x {he}, the source {ts} frames of {ws} x {hs} "
-                "(W x H); pass resize_edited='bilinear' to resize the edited frames to the source size"
-            )
+            raise PredictionError(f"{where}: the edited video has {te} frames of {we} x {he}, the source {ts} frames of {ws} x "
+                                  f"{hs} (W x H); pass resize_edited='bilinear' to resize the edited frames to the source size")
         try:
             import cv2
         except ImportError:
@@ -230,10 +228,9 @@ def conform(edited: np.ndarray, source: np.ndarray, region: np.ndarray | None, f
         edited = np.stack([cv2.resize(f, (ws, hs), interpolation=cv2.INTER_LINEAR) for f in edited]).astype(np.uint8)
     if te != ts:
         if frame_mismatch is None:
-            raise PredictionError(
-                f"{where}: the edited video has {te} frames, the source {ts} (frames of {ws} x {hs}); pass "
-                "frame_mismatch='truncate' (score the shorter length) or 'resample' (map the edited frames to the source length)"
-            )
+            raise PredictionError(f"{where}: the edited video has {te} frames, the source {ts} (frames of {ws} x {hs}); pass "
+                                  f"frame_mismatch='truncate' (score the shorter length) or 'resample' (map the edited frames to "
+                                  f"the source length)")
         if frame_mismatch == "truncate":
             n = min(te, ts)
             edited, source = edited[:n], source[:n]

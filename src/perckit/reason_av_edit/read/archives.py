@@ -63,10 +63,9 @@ def find_archives(root: str | os.PathLike) -> list[Path]:
     """``sorted(glob("archives/*.tar"))``; none raises naming the pattern."""
     archives = sorted(Path(root).glob(ARCHIVE_PATTERN))
     if not archives:
-        raise ReleaseNotFoundError(
-            f"no archive matches {ARCHIVE_PATTERN!r} under {str(root)!r}; expected the seven media tars of the Hub "
-            f"layout (or the extracted folders {list(MEDIA_FOLDERS)} next to {METADATA}, with source='extracted')"
-        )
+        raise ReleaseNotFoundError(f"no archive matches {ARCHIVE_PATTERN!r} under {str(root)!r}; expected the seven media tars "
+                                   f"of the Hub layout (or the extracted folders {list(MEDIA_FOLDERS)} next to {METADATA}, with "
+                                   f"source='extracted')")
     return archives
 
 
@@ -110,10 +109,8 @@ def check_name(name: Any, where: str, suffix: str = "") -> str:
     for part in norm.split("/"):
         n = len(part.encode("utf-8", "surrogateescape"))
         if n > MAX_NAME_COMPONENT_BYTES:
-            raise ReleaseFormatError(
-                f"{where}: expected path components of at most {MAX_NAME_COMPONENT_BYTES} bytes (the OS file-name limit), "
-                f"got one of {n}{suffix}"
-            )
+            raise ReleaseFormatError(f"{where}: expected path components of at most {MAX_NAME_COMPONENT_BYTES} bytes (the OS "
+                                     f"file-name limit), got one of {n}{suffix}")
     return norm
 
 
@@ -337,9 +334,8 @@ def _check_member(member: tarfile.TarInfo, name: str, dest: Path, label: str) ->
         absolute = link.startswith("/") or (len(link) > 1 and link[1] == ":")
         resolved = (base / link).resolve() if not absolute else Path(link).resolve()
         if absolute or not resolved.is_relative_to(dest):
-            raise ReleaseFormatError(
-                f"archive {label!r}: member {member.name!r} is a link to {member.linkname!r}, which leaves {str(dest)!r}; refusing to extract"
-            )
+            raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} is a link to {member.linkname!r}, which leaves "
+                                     f"{str(dest)!r}; refusing to extract")
     if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
         raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} is a special file (device or FIFO); refusing to extract")
 

@@ -113,16 +113,13 @@ def resolve_columns(header: Sequence[str], where: str = METADATA) -> dict[str, s
     first: dict[str, int] = {}
     for i, name in enumerate(names):
         if name in first:
-            raise ReleaseFormatError(
-                f"{where} line 1: column {name!r} appears twice (fields {first[name] + 1} and {i + 1}); expected every column name once"
-            )
+            raise ReleaseFormatError(f"{where} line 1: column {name!r} appears twice (fields {first[name] + 1} and {i + 1}); "
+                                     f"expected every column name once")
         first[name] = i
     missing = [c for c in DOCUMENTED_COLUMNS if c not in names]
     if missing:
-        raise ReleaseFormatError(
-            f"{where}: missing the documented column(s) {missing}; expected {list(DOCUMENTED_COLUMNS)} "
-            f"(found {names})"
-        )
+        raise ReleaseFormatError(f"{where}: missing the documented column(s) {missing}; expected {list(DOCUMENTED_COLUMNS)} "
+                                 f"(found {names})")
     out: dict[str, str | None] = {c: c for c in DOCUMENTED_COLUMNS}
     for fld, aliases in COLUMN_ALIASES.items():
         out[fld] = next((a for a in aliases if a in names), None)
@@ -156,10 +153,9 @@ def category_of(sub_track: str, where: str) -> str:
     """The category of a sub-track from its code prefix (``W``, ``H``, ``T``, ``C`` or ``R``)."""
     prefix = sub_track[:1].upper()
     if prefix not in CATEGORY_BY_PREFIX:
-        raise ReleaseFormatError(
-            f"{where}: sub_track {sub_track!r} has the prefix {prefix!r}; expected one of "
-            f"{sorted(CATEGORY_BY_PREFIX)} (W where_only, H which_only, T when_only, C combined, R reference)"
-        )
+        raise ReleaseFormatError(f"{where}: sub_track {sub_track!r} has the prefix {prefix!r}; expected one of "
+                                 f"{sorted(CATEGORY_BY_PREFIX)} (W where_only, H which_only, T when_only, C combined, R "
+                                 f"reference)")
     return CATEGORY_BY_PREFIX[prefix]
 
 
@@ -228,10 +224,8 @@ def parse_metadata(data: bytes, label: str = METADATA, warn: bool = True) -> lis
         sample_id = (cell("sample_id") or "").strip() or posixpath.splitext(posixpath.basename(media["video"]))[0]
         check_sample_id(sample_id, where("sample_id") if cols.get("sample_id") else f"{label} line {line}, id from column 'video'")
         if sample_id in seen:
-            raise ReleaseFormatError(
-                f"{label} line {line}: duplicate sample_id {sample_id!r} (first on line {seen[sample_id]}); "
-                "expected one row per sample"
-            )
+            raise ReleaseFormatError(f"{label} line {line}: duplicate sample_id {sample_id!r} (first on line {seen[sample_id]}); "
+                                     "expected one row per sample")
         seen[sample_id] = line
         sub_track = cell("sub_track").strip()
         category = category_of(sub_track, where("sub_track"))
@@ -263,10 +257,8 @@ def read_metadata(root: str | os.PathLike, warn: bool = True) -> list[Sample]:
     regular file of at most :data:`MAX_METADATA_BYTES` inside the root (:func:`perckit.io.paths.resolve_under`)."""
     root = Path(root)
     if not root.is_dir():
-        raise ReleaseNotFoundError(
-            f"ReasonAVEdit-Bench release folder {str(root)!r} does not exist (expected the release root that holds "
-            f"{METADATA}; pass it as data_dir=...)"
-        )
+        raise ReleaseNotFoundError(f"ReasonAVEdit-Bench release folder {str(root)!r} does not exist (expected the release root "
+                                   f"that holds {METADATA}; pass it as data_dir=...)")
     path = root / METADATA
     if not os.path.lexists(path):
         raise ReleaseNotFoundError(f"{METADATA!r} not found under {str(root)!r}: expected the release root (the folder with {METADATA}, annotations/ and archives/)")

@@ -104,10 +104,8 @@ def check_protocol(protocol: Mapping[str, Any], where: str) -> None:
         if actual is _MISSING or not isinstance(actual, kind) or type(actual) is bool:
             other_shape.append(f"{dotted!r}: expected {expected!r}, got {'no such field' if actual is _MISSING else repr(actual)[:80]}")
         elif not _agrees(actual, expected, how):
-            raise ReleaseFormatError(
-                f"{where}, field {dotted!r}: expected {expected!r} (the rule perckit implements), got {repr(actual)[:200]}; "
-                "this release follows another protocol than the one perckit scores; pass check_protocol=False "
-                "(--no-check-protocol) to score with perckit's rules anyway"
-            )
+            raise ReleaseFormatError(f"{where}, field {dotted!r}: expected {expected!r} (the rule perckit implements), got "
+                                     f"{repr(actual)[:200]}; this release follows another protocol than the one perckit scores; "
+                                     f"pass check_protocol=False (--no-check-protocol) to score with perckit's rules anyway")
     if other_shape:
         raise InferredShapeError(f"{where}: fields of another shape than perckit reads: {'; '.join(other_shape)}")

@@ -207,10 +207,8 @@ def cached_repo(repo_id: str, what: str, filename: str | None = None) -> str:
     try:
         folder = snapshot_download(repo_id, local_files_only=True)
     except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError) as e:
-        raise ModelUnavailable(
-            f"{repo_id!r} is not in the Hugging Face cache ({e.__class__.__name__}); download it once with "
-            f"`huggingface-cli download {repo_id}` or pass models={{{what!r}: <local path>}}"
-        ) from None
+        raise ModelUnavailable(f"{repo_id!r} is not in the Hugging Face cache ({e.__class__.__name__}); download it once with "
+                               f"`huggingface-cli download {repo_id}` or pass models={{{what!r}: <local path>}}") from None
     if filename is None:
         return folder
     p = folder_file(folder, filename, f"models[{what!r}]: the cached snapshot of {repo_id!r}")

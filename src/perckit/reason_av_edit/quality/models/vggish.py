@@ -71,9 +71,8 @@ class FADMetric:
 
     def __init__(self, model: Any, device: str = "cpu", batch_size: int = 16, activation: bool = False) -> None:
         if not hasattr(model, "features") or not hasattr(model, "embeddings"):
-            raise OptionError(
-                f"models['fad']: expected a torchvggish VGGish module (with .features and .embeddings), got {type(model).__name__}"
-            )
+            raise OptionError(f"models['fad']: expected a torchvggish VGGish module (with .features and .embeddings), got "
+                              f"{type(model).__name__}")
         positive_int("batch_size", batch_size)
         check_option_type("fad activation", activation, "bool")
         self.model = model.eval().to(device)
