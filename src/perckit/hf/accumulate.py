@@ -31,6 +31,7 @@ message names the lax option), else it is scored as "no output".
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -262,7 +263,12 @@ class Accumulator:
         path = Path(path)
         state = _json_safe(self.state_dict(), f"save {str(path)!r}")
         if path.exists():
-            if not path.is_file() or not _is_state_file(path):
+            ours = False
+            if path.is_file():
+                with contextlib.suppress(OSError, ValueError):  # a file that cannot be read (or swapped for a FIFO): not ours
+                    with open_regular_file(path, repr(str(path))) as f:
+                        ours = f'"format": "{STATE_FORMAT}"'.encode() in f.read(200)
+            if not ours:
                 raise OptionError(f"save {str(path)!r}: expected a new file or an earlier accumulator state, got a file "
                                   "perckit did not write; choose another path")
         return write_atomic(path, json.dumps(state, allow_nan=True), f"save {str(path)!r}")
@@ -270,15 +276,6 @@ class Accumulator:
     def __repr__(self) -> str:
         return (f"Accumulator({self.core.name!r}, config={self.core.config!r}, {len(self._records)} scored, "
                 f"{len(self._predictions)} predictions and {len(self._references)} references waiting)")
-
-
-def _is_state_file(path: Path) -> bool:
-    try:
-        with open_regular_file(path, repr(str(path))) as f:
-            head = f.read(200)
-    except (OSError, ValueError):  # a FIFO, a device, a folder, a file that cannot be read: not a state file
-        return False
-    return f'"format": "{STATE_FORMAT}"'.encode() in head
 
 
 def core(name: str, config: str | None = None) -> MetricCore:

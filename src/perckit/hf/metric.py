@@ -76,15 +76,6 @@ def _singular(side: str) -> str:
     return side[:-1] if side.endswith("s") else side
 
 
-def _checkers(metric: evaluate.Metric, features: Mapping[str, Any]) -> dict:
-    """The compiled checkers of ``features`` (built once per metric instance and feature set)."""
-    cache = metric.__dict__.get("_perckit_checkers")
-    if cache is None or cache[0] is not features:
-        cache = (features, {k: feature_check.compile_rows(v) for k, v in features.items()})
-        metric.__dict__["_perckit_checkers"] = cache
-    return cache[1]
-
-
 def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], features: Mapping[str, Any], *, one: bool = False) -> str | None:
     """The first value of ``batch`` that the declared ``features`` refuse, as a message (None if none found).
 
@@ -102,8 +93,10 @@ def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], featur
         if len(set(lengths.values())) > 1:
             return ("expected as many predictions as references (evaluate pairs them row by row), got "
                     + " and ".join(f"{n} {k}" for k, n in lengths.items()))
-    checkers = _checkers(metric, features)
-    checked = (feature_check.check_side(checkers[k], batch[k], _singular(k) if one else k, one) for k in sides)
+    cache = metric.__dict__.get("_perckit_checkers")  # the compiled checkers, once per metric instance and feature set
+    if cache is None or cache[0] is not features:
+        cache = metric.__dict__["_perckit_checkers"] = (features, {k: feature_check.compile_rows(v) for k, v in features.items()})
+    checked = (feature_check.check_side(cache[1][k], batch[k], _singular(k) if one else k, one) for k in sides)
     detail = next(filter(None, checked), None)
     if detail is None:
         return None
