@@ -83,14 +83,6 @@ def _corrupt_header(label: str, last: str | None, e: BaseException) -> ReleaseFo
     return ReleaseFormatError(f"archive {label!r} is truncated or corrupt: reading the header {after} failed ({type(e).__name__}: {e})")
 
 
-def expanded_size(member: tarfile.TarInfo) -> int:
-    """The bytes reading ``member`` yields: its size, or for a sparse member the end of its sparse map if larger."""
-    size = int(member.size)
-    for offset, length in getattr(member, "sparse", None) or ():
-        size = max(size, int(offset) + int(length))
-    return size
-
-
 def _short(name: str) -> str:
     return name if len(name) <= 200 else name[:200] + "..."
 
@@ -141,7 +133,8 @@ class MemberGuard:
         name = member.name
         if member.size < 0:
             raise self.error(name, f"declares a negative size ({member.size}); expected a size >= 0 (a corrupt or hostile header)")
-        size = expanded_size(member)
+        # the bytes reading the member yields: its size, or for a sparse member the end of its sparse map if larger
+        size = max([int(member.size), *(int(o) + int(n) for o, n in getattr(member, "sparse", None) or ())])
         if size > MAX_MEMBER_BYTES:
             raise self.error(name, f"declares {size} bytes, more than the limit of {MAX_MEMBER_BYTES} bytes "
                                    "(perckit.reason_av_edit.read.archives.MAX_MEMBER_BYTES)")

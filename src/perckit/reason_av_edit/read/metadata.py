@@ -126,17 +126,6 @@ def resolve_columns(header: Sequence[str], where: str = METADATA) -> dict[str, s
     return out
 
 
-def normalise_member_path(value: str, where: str) -> str:
-    """A release-relative POSIX path (``./`` and backslashes removed), by :func:`perckit.io.paths.check_relative`:
-    absolute paths (``/x``, ``\\x``, ``C:``), ``..`` components, NUL bytes and names past the OS limits
-    (:class:`archives.MemberGuard`) raise :class:`ReleaseFormatError` naming ``where``; so does a path naming
-    the release root itself."""
-    norm = check_name(value.strip(), where)
-    if norm == ".":
-        raise ReleaseFormatError(f"{where}: expected a path to a file inside the release, got {value!r}")
-    return norm
-
-
 def check_sample_id(sample_id: Any, where: str, error: type[Exception] = ReleaseFormatError) -> str:
     """A sample id that is safe as a file-name stem (``annotations/<id>.json``, ``<id>_mask.mp4``): a non-empty
     string without ``/``, ``\\`` or NUL, not ``.`` or ``..``, of at most 200 bytes."""
@@ -147,16 +136,6 @@ def check_sample_id(sample_id: Any, where: str, error: type[Exception] = Release
     if len(sample_id.encode("utf-8", "surrogateescape")) > 200:
         raise error(f"{where}: expected a sample id of at most 200 bytes, got {len(sample_id.encode('utf-8', 'surrogateescape'))}")
     return sample_id
-
-
-def category_of(sub_track: str, where: str) -> str:
-    """The category of a sub-track from its code prefix (``W``, ``H``, ``T``, ``C`` or ``R``)."""
-    prefix = sub_track[:1].upper()
-    if prefix not in CATEGORY_BY_PREFIX:
-        raise ReleaseFormatError(f"{where}: sub_track {sub_track!r} has the prefix {prefix!r}; expected one of "
-                                 f"{sorted(CATEGORY_BY_PREFIX)} (W where_only, H which_only, T when_only, C combined, R "
-                                 f"reference)")
-    return CATEGORY_BY_PREFIX[prefix]
 
 
 def _optional_number(value: str | None, kind: type) -> Any:
@@ -218,9 +197,11 @@ def parse_metadata(data: bytes, label: str = METADATA, warn: bool = True) -> lis
             if fld != "instruction" and not (cell(fld) or "").strip():
                 raise ReleaseFormatError(f"{where(fld)}: expected a value, got an empty cell")
         media: dict[str, str | None] = {}
-        for fld in MEDIA_FIELDS:
+        for fld in MEDIA_FIELDS:  # a release-relative POSIX path (check_name: inside the release, within the OS limits)
             raw = cell(fld)
-            media[fld] = normalise_member_path(raw, where(fld)) if raw is not None and raw.strip() else None
+            media[fld] = check_name(raw.strip(), where(fld)) if raw is not None and raw.strip() else None
+            if media[fld] == ".":
+                raise ReleaseFormatError(f"{where(fld)}: expected a path to a file inside the release, got {raw!r}")
         sample_id = (cell("sample_id") or "").strip() or posixpath.splitext(posixpath.basename(media["video"]))[0]
         check_sample_id(sample_id, where("sample_id") if cols.get("sample_id") else f"{label} line {line}, id from column 'video'")
         if sample_id in seen:
@@ -228,7 +209,11 @@ def parse_metadata(data: bytes, label: str = METADATA, warn: bool = True) -> lis
                                      "expected one row per sample")
         seen[sample_id] = line
         sub_track = cell("sub_track").strip()
-        category = category_of(sub_track, where("sub_track"))
+        category = CATEGORY_BY_PREFIX.get(sub_track[:1].upper())  # the category from the sub-track's code prefix
+        if category is None:
+            raise ReleaseFormatError(f"{where('sub_track')}: sub_track {sub_track!r} has the prefix {sub_track[:1].upper()!r}; "
+                                     f"expected one of {sorted(CATEGORY_BY_PREFIX)} (W where_only, H which_only, T when_only, "
+                                     "C combined, R reference)")
         csv_category = cell("category")
         if csv_category is not None and csv_category.strip():
             value = csv_category.strip().lower().replace("-", "_").replace(" ", "_")
