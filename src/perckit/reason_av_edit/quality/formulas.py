@@ -251,10 +251,8 @@ def frechet_distance(mu1: np.ndarray, s1: np.ndarray, mu2: np.ndarray, s2: np.nd
     ``mu`` are ``(d,)`` means, ``s`` ``(d, d)`` covariances (a scalar mean / variance is one dimension);
     the two must have the same ``d`` (:class:`ValueError` otherwise). Symmetric in its two Gaussians;
     exactly 0 for two identical Gaussians."""
-    m1 = np.atleast_1d(np.asarray(mu1, dtype=np.float64))
-    m2 = np.atleast_1d(np.asarray(mu2, dtype=np.float64))
-    c1 = np.atleast_2d(np.asarray(s1, dtype=np.float64))
-    c2 = np.atleast_2d(np.asarray(s2, dtype=np.float64))
+    m1, m2 = (np.atleast_1d(np.asarray(m, dtype=np.float64)) for m in (mu1, mu2))
+    c1, c2 = (np.atleast_2d(np.asarray(c, dtype=np.float64)) for c in (s1, s2))
     if m1.ndim != 1 or m1.shape != m2.shape:
         raise ValueError(f"frechet_distance: the means must be vectors of one length, got shapes {m1.shape} and {m2.shape}")
     d = m1.shape[0]
@@ -750,10 +748,8 @@ def log_mel_segments(segments: np.ndarray) -> np.ndarray:
     pad = N_FFT // 2
     x = np.pad(x, ((0, 0), (pad, pad)), mode="reflect")
     n_frames = 1 + (x.shape[1] - N_FFT) // HOP
-    hann = 0.5 - 0.5 * np.cos(2.0 * np.pi * np.arange(WIN_LENGTH) / WIN_LENGTH)
-    window = np.zeros(N_FFT)
-    left = (N_FFT - WIN_LENGTH) // 2
-    window[left : left + WIN_LENGTH] = hann
+    left = (N_FFT - WIN_LENGTH) // 2  # the periodic Hann window of WIN_LENGTH, centred in N_FFT
+    window = np.pad(0.5 - 0.5 * np.cos(2.0 * np.pi * np.arange(WIN_LENGTH) / WIN_LENGTH), (left, N_FFT - WIN_LENGTH - left))
     idx = np.arange(n_frames)[:, None] * HOP + np.arange(N_FFT)[None, :]
     spec = np.abs(np.fft.rfft(x[:, idx] * window, axis=-1)) ** 2  # (S, frames, 513)
     mel = np.einsum("sfk,km->smf", spec, mel_filterbank())
