@@ -186,9 +186,7 @@ def feature_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"feature_stats: a covariance needs at least 2 feature rows, got {a.shape[0]}")
     if a.shape[1]:  # the rows in lexicographic order: the statistics then do not depend on the row order
         a = a[np.lexsort(a.T[::-1])]
-    mu = a.mean(axis=0)
-    sigma = np.atleast_2d(np.cov(a, rowvar=False, ddof=1))
-    return mu, sigma
+    return a.mean(axis=0), np.atleast_2d(np.cov(a, rowvar=False, ddof=1))
 
 
 def _sqrtm(m: np.ndarray) -> np.ndarray:
@@ -624,8 +622,7 @@ def window_starts(duration: float, window: float = DESYNC_WINDOW_S) -> tuple[flo
     t = frame_count(duration)
     if t < w:
         return ()
-    last = STEP_FRAMES * ((t - w) // STEP_FRAMES)
-    return (0.0, last / VIDEO_FPS)
+    return (0.0, STEP_FRAMES * ((t - w) // STEP_FRAMES) / VIDEO_FPS)
 
 
 def offsets_from_logits(logits: Any, grid: np.ndarray | None = None) -> np.ndarray:

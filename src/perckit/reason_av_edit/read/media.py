@@ -173,23 +173,14 @@ def lookup_wanted(samples: Sequence[Sample], fields: Sequence[str]) -> frozenset
     return frozenset(c for s in samples for fld in fields for c in lookup_candidates(s.sample_id, fld))
 
 
-def expects_member(sample: Sample, fld: str) -> bool:
-    """Whether the card expects ``sample`` to have a ``fld`` member (:data:`LOOKUP_EXPECTED`)."""
-    codes = LOOKUP_EXPECTED[fld]
-    if codes is None:
-        return True
-    code = sample.sub_track.split("_", 1)[0].upper()
-    return any(code == c or (len(c) == 1 and code[:1] == c) for c in codes)
-
-
 def apply_lookup(samples: Sequence[Sample], fields: Sequence[str], present: Callable[[str, Sample, str], bool]) -> list[Sample]:
     """The samples with the ``fields`` that ``metadata.csv`` has no column for filled by looking their member up
     by sample id (:func:`lookup_candidates`); ``present(member, sample, field)`` says whether a member exists
     (in a tar read, or on disk). No member: the value stays null. Two candidates of one sample present (e.g.
     ``ref_images/x.png`` and ``ref_images/x.jpg``): :class:`ReleaseFormatError`. One warning for the whole
-    build lists, per field, how many of the samples expected to have one (:func:`expects_member`) have none,
-    with a few of their ids; samples not expected to have one (a reference image outside R and C4) are not
-    counted, and get one when it is there."""
+    build lists, per field, how many of the samples expected to have one (:data:`LOOKUP_EXPECTED`: a sub-track
+    code, or a one-letter track, listed there) have none, with a few of their ids; samples not expected to have one
+    (a reference image outside R and C4) are not counted, and get one when it is there."""
     if not fields:
         return list(samples)
     out: list[Sample] = []
@@ -205,7 +196,8 @@ def apply_lookup(samples: Sequence[Sample], fields: Sequence[str], present: Call
                                          f"lookup by sample id found {len(hits)} members {hits}; expected at most one")
             if hits:
                 found[fld] = hits[0]
-            if expects_member(s, fld):
+            codes, code = LOOKUP_EXPECTED[fld], s.sub_track.split("_", 1)[0].upper()
+            if codes is None or any(code == c or (len(c) == 1 and code[:1] == c) for c in codes):  # the card expects one
                 expected[fld] += 1
                 if not hits:
                     none[fld].append(s.sample_id)

@@ -241,10 +241,8 @@ def tracking_metrics(gt: np.ndarray, pred: np.ndarray, valid: np.ndarray, dynami
     if dynamic_distances.size:
         result.update(_accuracy_keys("dynamic_", counts[1].tolist(), dynamic_distances, thresholds))
     result["dynamic_query_fraction"] = int(np.count_nonzero(dynamic_q)) / dynamic_q.size  # = np.mean (an exact count)
-    if "dynamic_apd" in result:
-        result["score"] = float((1.0 - dynamic_weight) * result["apd"] + dynamic_weight * result["dynamic_apd"])
-    else:
-        result["score"] = float(result["apd"])
+    dyn = result.get("dynamic_apd")
+    result["score"] = float(result["apd"] if dyn is None else (1.0 - dynamic_weight) * result["apd"] + dynamic_weight * dyn)
     return result
 
 

@@ -139,8 +139,7 @@ def build_desync(weights: Any, options: ModelOptions) -> DeSyncMetric:
     path = weights_file(weights)
     state = read_checkpoint(path, "desync", "a Synchformer state dict")
     model = load_strict(module.Synchformer(), state, path, "desync", "Synchformer's layout")
-    model = model.to(options.device).eval()
-    return DeSyncMetric(model, device=options.device, short_clip=options.extra.get("desync_short_clip", "pad"))
+    return DeSyncMetric(model.to(options.device).eval(), device=options.device, short_clip=options.extra.get("desync_short_clip", "pad"))
 
 
 __all__ = ["DeSyncMetric", "build_desync", "weights_file"]
