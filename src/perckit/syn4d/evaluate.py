@@ -204,13 +204,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     if not args.data_root:
         raise OptionError("--data-root (or SYN4D_DATA_ROOT) is required")
-    report = evaluate_release(
-        args.predictions, args.data_root, args.tasks, args.strict, args.depth_align, args.variants, args.scenes,
-        args.cameras, args.limit, args.manifest, args.tracking_gt, min_coverage=args.min_coverage, coverage=True,
-        verify_checksums=args.verify_checksums, check_protocol=args.check_protocol,
-        compare_baselines=args.compare_baselines, progress=lambda i, n, sid: print(f"[{i}/{n}] {sid}", flush=True),
-        notice=lambda line: print(f"warning: {line}", file=sys.stderr, flush=True),
-    )
+    report = evaluate_release(args.predictions, args.data_root, args.tasks, args.strict, args.depth_align, args.variants,
+                              args.scenes, args.cameras, args.limit, args.manifest, args.tracking_gt,
+                              min_coverage=args.min_coverage, coverage=True, verify_checksums=args.verify_checksums,
+                              check_protocol=args.check_protocol, compare_baselines=args.compare_baselines,
+                              progress=lambda i, n, sid: print(f"[{i}/{n}] {sid}", flush=True),
+                              notice=lambda line: print(f"warning: {line}", file=sys.stderr, flush=True))
     blocks = report.pop("coverage")
     if args.with_coverage:
         report["coverage"] = blocks

@@ -135,9 +135,7 @@ def tracking_checksums_path(tracking_gt: Path) -> Path | None:
     ``<benchmark>/SHA256SUMS`` for ``<benchmark>/data/tracking_gt`` (its names relative to ``<benchmark>``).
     ``None`` when the folder is not a ``data/tracking_gt`` folder: the card then puts no ``SHA256SUMS`` for it."""
     folder = Path(os.path.abspath(tracking_gt))
-    if folder.name != "tracking_gt" or folder.parent.name != "data":
-        return None
-    return folder.parent.parent / "SHA256SUMS"
+    return folder.parent.parent / "SHA256SUMS" if folder.name == "tracking_gt" and folder.parent.name == "data" else None
 
 
 def resolve_release(data_dir: str | Path, tracking_gt_dir: str | Path | None = None,
@@ -253,10 +251,8 @@ def records_from_tracking_gt(tracking_gt: Path, challenge: Path | None) -> list[
     """No index file: one record per tracking NPY (sorted), with the default challenge paths."""
     if not tracking_gt.is_dir():
         raise ReleaseNotFoundError(f"Syn4D: no sequence index and no tracking folder {str(tracking_gt)!r}")
-    records = []
-    for p in sorted(tracking_gt.glob("*/*/*.npy")):
-        variant, scene, sequence = p.parent.parent.name, p.parent.name, p.stem
-        records.append(default_record(variant, scene, sequence, challenge))
+    records = [default_record(p.parent.parent.name, p.parent.name, p.stem, challenge)  # <variant>/<scene>/<sequence>.npy
+               for p in sorted(tracking_gt.glob("*/*/*.npy"))]
     if not records:
         raise ReleaseNotFoundError(f"Syn4D: no '<variant>/<scene>/<sequence>.npy' under {str(tracking_gt)!r}")
     return records

@@ -180,9 +180,7 @@ def target_region(value: Mapping | None, shape: tuple[int, int, int], threshold:
     if region.shape[0] < t:
         region = np.concatenate([region, np.zeros((t - region.shape[0], h, w), dtype=bool)])
     region = region[:t]
-    if not region.any():
-        return None
-    return bounding_boxes(region) if box else region
+    return (bounding_boxes(region) if box else region) if region.any() else None
 
 
 def reference_image(value: Mapping | None, where: str) -> np.ndarray | None:

@@ -368,9 +368,7 @@ def temporal_consistency(frame_feats: object) -> float | None:
     f = _matrix(frame_feats, "temporal_consistency")
     if np.asarray(frame_feats).ndim != 2:
         raise ValueError(f"temporal_consistency: expected a (frames, dim) matrix, got shape {np.shape(frame_feats)}")
-    if f.shape[0] < 2:
-        return None
-    return fmean(cosine_rows(f[:-1], f[1:], "temporal_consistency"))
+    return fmean(cosine_rows(f[:-1], f[1:], "temporal_consistency")) if f.shape[0] >= 2 else None
 
 
 # ================================================================ Sync-C / Sync-D (SyncNet)
@@ -620,9 +618,7 @@ def window_starts(duration: float, window: float = DESYNC_WINDOW_S) -> tuple[flo
     if w < SEGMENT_FRAMES or (w - SEGMENT_FRAMES) % STEP_FRAMES:
         raise OptionError(f"window: expected 16 + 8k frames at 25 fps (e.g. 4.8 s), got {window!r} s ({w} frames)")
     t = frame_count(duration)
-    if t < w:
-        return ()
-    return (0.0, STEP_FRAMES * ((t - w) // STEP_FRAMES) / VIDEO_FPS)
+    return (0.0, STEP_FRAMES * ((t - w) // STEP_FRAMES) / VIDEO_FPS) if t >= w else ()
 
 
 def offsets_from_logits(logits: Any, grid: np.ndarray | None = None) -> np.ndarray:
@@ -684,9 +680,7 @@ def desync_frame_indices(n_frames: int, fps: float, target_fps: float = VIDEO_FP
 def resize_shape(height: int, width: int, size: int = VIDEO_SIZE) -> tuple[int, int]:
     """``(h, w)`` after resizing the shorter side to ``size`` (torchvision's ``Resize(size)``: the longer
     side becomes ``int(size * long / short)``)."""
-    if height <= width:
-        return size, int(size * width / height)
-    return int(size * height / width), size
+    return (size, int(size * width / height)) if height <= width else (int(size * height / width), size)
 
 
 def crop_offsets(height: int, width: int, size: int = VIDEO_SIZE) -> tuple[int, int]:

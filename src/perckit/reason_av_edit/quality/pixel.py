@@ -43,9 +43,7 @@ PIXEL_KEYS = ("ssim", "psnr", "bg_psnr", "bg_ssim")
 
 def psnr_from_mse(mse: float, cap: float) -> float:
     """``10 log10(255^2 / mse)``, at most ``cap`` (``cap`` for ``mse == 0``)."""
-    if mse <= 0.0:
-        return float(cap)
-    return min(float(cap), 10.0 * math.log10(255.0 ** 2 / mse))
+    return float(cap) if mse <= 0.0 else min(float(cap), 10.0 * math.log10(255.0 ** 2 / mse))
 
 
 def squared_error(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -63,9 +61,7 @@ def frame_mse(a: np.ndarray, b: np.ndarray, keep: np.ndarray | None = None, se: 
     if keep is None:
         return int(se.sum()) / (se.size * c)
     n = int(np.count_nonzero(keep))
-    if n == 0:
-        return None
-    return int(se[keep].sum()) / (n * c)
+    return int(se[keep].sum()) / (n * c) if n else None
 
 
 SSIM_IMPLS = ("boxsum", "skimage")

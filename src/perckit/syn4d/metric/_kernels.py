@@ -258,9 +258,7 @@ def _radix_median(low: np.ndarray, bins: list[int], inside: list[int], odd: bool
         row = low[0] if b == bins[0] else low[1]
         bits = (b << 16) | int(np.searchsorted(np.cumsum(row), r, side="right"))
         values.append(np.float64(np.array([bits], dtype=np.uint32).view(np.float32)[0]))
-    if odd:
-        return float(values[1])
-    return float((values[0] + values[1]) / 2.0)
+    return float(values[1]) if odd else float((values[0] + values[1]) / 2.0)
 
 
 def depth_medians(g: np.ndarray, p: np.ndarray, lo: float, hi: float) -> tuple[int, float, float]:
@@ -284,9 +282,8 @@ def depth_medians(g: np.ndarray, p: np.ndarray, lo: float, hi: float) -> tuple[i
     return n, _radix_median(low_g, bins_g, in_g, odd), _radix_median(low_p, bins_p, in_p, odd)
 
 
-def depth_sums(
-    g: np.ndarray, p: np.ndarray, lo: float, hi: float, scale: float, shift: float
-) -> tuple[int, list[float], list[int]]:
+def depth_sums(g: np.ndarray, p: np.ndarray, lo: float, hi: float, scale: float,
+               shift: float) -> tuple[int, list[float], list[int]]:
     """``(valid pixels, [Σ|d|/g', Σd²/g', Σd², Σℓ², Σℓ], [#ratio < 1.25**k for k = 1, 2, 3])``.
 
     Per block of :data:`DEPTH_BLOCK` pixels: the compiled kernel writes ``g'``, ``p'`` and the three ratio terms;

@@ -149,9 +149,7 @@ def lip_frames(frames: np.ndarray, fps: float, crop: Any = "full", device: str =
         x = torch.from_numpy(np.ascontiguousarray(chunk)).to(device).permute(0, 3, 1, 2).float()
         x = F.interpolate(x, size=(sync.CROP_SIZE, sync.CROP_SIZE), mode="bilinear", align_corners=False)
         out.append(x.round().clamp(0, 255).to(torch.uint8))
-    if not out:
-        return torch.zeros((0, 3, sync.CROP_SIZE, sync.CROP_SIZE), dtype=torch.uint8, device=device)
-    return torch.cat(out)
+    return torch.cat(out) if out else torch.zeros((0, 3, sync.CROP_SIZE, sync.CROP_SIZE), dtype=torch.uint8, device=device)
 
 
 class SyncNetMetric(MeanOfKeys):
