@@ -67,15 +67,13 @@ def _where(split: str) -> str:
 
 def _needs_rewrite(ds: datasets.Dataset, columns: list[str]) -> bool:
     """A clip names its file by ``path`` alone, or carries an absolute ``path``."""
-    for table in ds.select_columns(columns).with_format("arrow").iter(batch_size=100):
-        for column in table.columns:
-            for chunk in column.chunks:
-                path = pc.struct_field(chunk, "path")
-                path_only = pc.and_(pc.is_valid(chunk), pc.and_(pc.is_null(pc.struct_field(chunk, "bytes")),
-                                                                pc.greater(pc.utf8_length(path), 0)))
-                absolute = pc.starts_with(path, "/")
-                if pc.any(pc.fill_null(pc.or_(path_only, absolute), False)).as_py():
-                    return True
+    tables = ds.select_columns(columns).with_format("arrow").iter(batch_size=100)
+    for chunk in (chunk for table in tables for column in table.columns for chunk in column.chunks):
+        path = pc.struct_field(chunk, "path")
+        path_only = pc.and_(pc.is_valid(chunk), pc.and_(pc.is_null(pc.struct_field(chunk, "bytes")),
+                                                        pc.greater(pc.utf8_length(path), 0)))
+        if pc.any(pc.fill_null(pc.or_(path_only, pc.starts_with(path, "/")), False)).as_py():
+            return True
     return False
 
 

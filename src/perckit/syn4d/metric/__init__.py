@@ -217,8 +217,7 @@ def tracking_metrics(gt: np.ndarray, pred: np.ndarray, valid: np.ndarray, dynami
 
     ``gt``/``pred`` are ``[T, Q, 3]``, ``valid`` ``[T, Q]`` and ``dynamic`` ``[Q]``; ``dynamic_`` keys are
     absent when that subset is empty; thresholds are inclusive."""
-    gt = np.asarray(gt)
-    pred = np.asarray(pred)
+    gt, pred = np.asarray(gt), np.asarray(pred)
     valid_mask = np.asarray(valid, dtype=bool)
     dynamic_q = np.asarray(dynamic, dtype=bool).reshape(-1)
     if gt.shape != pred.shape or gt.ndim != 3 or gt.shape[-1] != 3:
@@ -258,9 +257,8 @@ def resize_depth(pred: np.ndarray, hw: Sequence[int]) -> np.ndarray:
         return arr
     import cv2
 
-    if arr.shape[0] == 0:
-        return np.zeros((0, height, width), dtype=np.float32)
-    return np.stack([cv2.resize(frame, (width, height), interpolation=cv2.INTER_LINEAR) for frame in arr])
+    frames = [cv2.resize(frame, (width, height), interpolation=cv2.INTER_LINEAR) for frame in arr]
+    return np.stack(frames) if frames else np.zeros((0, height, width), dtype=np.float32)
 
 
 def _exact_median(values: np.ndarray) -> float:
@@ -352,8 +350,7 @@ def umeyama_sim3(src: np.ndarray, dst: np.ndarray) -> tuple[float, np.ndarray, n
 
     Raises ``ValueError`` for mismatched or non-``[N, 3]`` inputs, N < 3, and
     ``ValueError("Degenerate source trajectory")`` when ``mean‖P−μP‖² <= 1e-12``."""
-    src = np.asarray(src, dtype=np.float64)
-    dst = np.asarray(dst, dtype=np.float64)
+    src, dst = (np.asarray(x, dtype=np.float64) for x in (src, dst))
     if src.shape != dst.shape or src.ndim != 2 or src.shape[1] != 3 or src.shape[0] < 3:
         raise ValueError(f"Umeyama alignment needs matching [N,3] arrays with N >= 3, got {src.shape} and {dst.shape}")
     mu_src, mu_dst = src.mean(0), dst.mean(0)
@@ -390,8 +387,7 @@ def _translation_angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def pose_metrics(gt_c2w: np.ndarray, pred_c2w: np.ndarray) -> dict:
     """Camera trajectory of one sequence (module docstring): frame-0 normalisation, then Sim(3) on the centres."""
-    gt = np.asarray(gt_c2w, dtype=np.float64)
-    pred = np.asarray(pred_c2w, dtype=np.float64)
+    gt, pred = (np.asarray(x, dtype=np.float64) for x in (gt_c2w, pred_c2w))
     if gt.shape != pred.shape or gt.ndim != 3 or gt.shape[1:] != (4, 4):
         raise ValueError(f"poses must match [T,4,4], got {gt.shape} and {pred.shape}")
     if gt.shape[0] < 3 or not np.isfinite(gt).all() or not np.isfinite(pred).all():

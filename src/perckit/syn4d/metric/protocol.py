@@ -58,8 +58,7 @@ _MISSING = object()
 
 def find_protocol(paths: ReleasePaths) -> Path | None:
     """``B/protocol.json`` when the release has one (a symbolic link out of ``B`` is refused), else None."""
-    candidate = paths.benchmark / PROTOCOL_FILE
-    if not candidate.is_file():
+    if not (paths.benchmark / PROTOCOL_FILE).is_file():
         return None
     return resolve_under(paths.benchmark, PROTOCOL_FILE, f"Syn4D release {str(paths.root)!r}: protocol")
 

@@ -111,14 +111,11 @@ class FVDMetric:
     keys: tuple[str, ...] = ("fvd",)
 
     def __init__(self, detector: Any, num_frames: int = NUM_FRAMES, sampling: str = "first", device: str = "cpu", batch_size: int = 16) -> None:
-        positive_int("fvd num_frames", num_frames)
+        self.num_frames = positive_int("fvd num_frames", num_frames)
         check_choice("fvd sampling", sampling, SAMPLINGS)
-        positive_int("batch_size", batch_size)
+        self.batch_size = positive_int("batch_size", batch_size)
         self.detector = detector.eval() if hasattr(detector, "eval") else detector
-        self.num_frames = num_frames
-        self.sampling = sampling
-        self.device = device
-        self.batch_size = batch_size
+        self.sampling, self.device = sampling, device
 
     def features(self, frames: np.ndarray) -> np.ndarray:
         """The detector's feature rows ``(clips, D)`` of one video (uint8 ``(T, H, W, 3)``); ``(0, 0)``

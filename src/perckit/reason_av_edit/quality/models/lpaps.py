@@ -103,10 +103,9 @@ def lpaps_module() -> Any:
     return _module_class()()
 
 
-def _lin_vector(lin: Any) -> np.ndarray:
+def _lin_vector(w: Any) -> np.ndarray:
     """A layer's 1 x 1 weights as a ``(C,)`` array: from a ``NetLinLayer``-like module (``.model[-1]``), a
     ``Conv2d`` (``.weight``), a tensor or an array."""
-    w = lin
     if hasattr(w, "model"):
         w = w.model[-1]
     if hasattr(w, "weight"):

@@ -73,12 +73,10 @@ class FADMetric:
         if not hasattr(model, "features") or not hasattr(model, "embeddings"):
             raise OptionError(f"models['fad']: expected a torchvggish VGGish module (with .features and .embeddings), got "
                               f"{type(model).__name__}")
-        positive_int("batch_size", batch_size)
-        check_option_type("fad activation", activation, "bool")
+        self.batch_size = positive_int("batch_size", batch_size)
+        self.activation = check_option_type("fad activation", activation, "bool")
         self.model = model.eval().to(device)
         self.device = device
-        self.batch_size = batch_size
-        self.activation = activation
 
     def _embed(self, examples: Any) -> Any:
         """The embeddings of a batch of log-mel examples ``(B, 1, 96, 64)``: the convolutions, the
