@@ -283,9 +283,7 @@ def pooled_rows(records: Sequence[Mapping[str, Any]], side: str) -> np.ndarray:
     """The feature rows ``record[side]`` of every record, stacked (records without rows add none), as the
     references pool every clip's / every frame's features of a set into one Gaussian."""
     parts = [np.asarray(r[side], dtype=np.float64) for r in records if r.get(side) is not None and np.size(r[side])]
-    if not parts:
-        return np.zeros((0, 0), dtype=np.float64)
-    return np.concatenate([p if p.ndim == 2 else p[None, :] for p in parts], axis=0)
+    return np.concatenate([p if p.ndim == 2 else p[None, :] for p in parts], axis=0) if parts else np.zeros((0, 0))
 
 
 def pooled_fd(records: Sequence[Mapping[str, Any]], a: str = "edited", b: str = "source") -> float | None:

@@ -376,15 +376,6 @@ def rotation_error_deg(pred: np.ndarray, gt: np.ndarray) -> np.ndarray:
     return np.degrees(np.arccos(cosine))
 
 
-def _translation_angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Angle between row vectors in degrees; NaN where ``‖a‖·‖b‖ ≤ 1e-12``."""
-    norm = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
-    ok = norm > 1e-12
-    out = np.full(norm.shape, np.nan, dtype=np.float64)
-    out[ok] = np.degrees(np.arccos(np.clip(np.sum(a[ok] * b[ok], axis=-1) / norm[ok], -1, 1)))
-    return out
-
-
 def pose_metrics(gt_c2w: np.ndarray, pred_c2w: np.ndarray) -> dict:
     """Camera trajectory of one sequence (module docstring): frame-0 normalisation, then Sim(3) on the centres."""
     gt, pred = (np.asarray(x, dtype=np.float64) for x in (gt_c2w, pred_c2w))
@@ -410,8 +401,12 @@ def pose_metrics(gt_c2w: np.ndarray, pred_c2w: np.ndarray) -> dict:
     angles = rotation_error_deg(np.concatenate((aligned[:, :3, :3], pred_rel[:, :3, :3])),
                                 np.concatenate((gt[:, :3, :3], gt_rel[:, :3, :3])))
     rotation_error, rpe_rotation = angles[:n], angles[n:]
-    rpe_translation = np.linalg.norm(pred_rel[:, :3, 3] - gt_rel[:, :3, 3], axis=-1)
-    translation_angle = _translation_angle_deg(pred_rel[:, :3, 3], gt_rel[:, :3, 3])
+    a, b = pred_rel[:, :3, 3], gt_rel[:, :3, 3]
+    rpe_translation = np.linalg.norm(a - b, axis=-1)
+    norm = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)  # the angle of a and b in degrees; NaN where |a|·|b| <= 1e-12
+    ok = norm > 1e-12
+    translation_angle = np.full(norm.shape, np.nan, dtype=np.float64)
+    translation_angle[ok] = np.degrees(np.arccos(np.clip(np.sum(a[ok] * b[ok], axis=-1) / norm[ok], -1, 1)))
     undefined = np.isnan(translation_angle)
     pair_error = np.maximum(rpe_rotation, np.where(undefined, 180.0, translation_angle))  # np.nan_to_num(nan=180)
     defined = n - 1 - int(np.count_nonzero(undefined))
@@ -524,18 +519,6 @@ class LowCoverageWarning(UserWarning):
     """A Syn4D prediction was scored on fewer GT-valid points / pixels than ``min_coverage`` of them."""
 
 
-def gt_valid_count(task: str, reference: Mapping, min_depth: float, max_depth: float) -> int:
-    """GT-valid points (tracking: visible with a finite GT point) or pixels (depth: finite, in ``(min, max]``)."""
-    if task == "tracking":
-        gt = np.asarray(reference["tracks_ref0"])
-        visible = np.asarray(reference["visibility"], dtype=bool)
-        finite = np.isfinite(gt[..., 0]) & np.isfinite(gt[..., 1]) & np.isfinite(gt[..., 2])
-        return int(np.count_nonzero(visible & finite))
-    gt = np.asarray(reference["depth_m"])
-    lo, hi = np.float64(min_depth), np.float64(max_depth)
-    return int(sum(np.count_nonzero(np.isfinite(g) & (g > lo) & (g <= hi)) for g in gt))
-
-
 def summarize_coverage(entries: Sequence[Mapping], min_coverage: float) -> dict:
     """``{"overall": {...}, "sequences": entries}``. ``overall``: the summed counts and their ratio (so it
     does not depend on the order of the sequences), the lowest per-sequence coverage, and how many
@@ -582,8 +565,13 @@ def coverage_entry(task: str, sequence_id: str, reference: Mapping, metrics: Map
     GT has no valid point), for the tasks with a coverage (None for ``pose``)."""
     if task not in COVERAGE_TASKS:
         return None
-    scored = int(metrics["count"] if task == "tracking" else metrics["valid_pixels"])
-    valid = gt_valid_count(task, reference, options.depth_min_m, options.depth_max_m)
+    if task == "tracking":  # GT-valid points: visible with a finite GT point; scored: the formula's count
+        scored, gt = int(metrics["count"]), np.asarray(reference["tracks_ref0"])
+        finite = np.isfinite(gt[..., 0]) & np.isfinite(gt[..., 1]) & np.isfinite(gt[..., 2])
+        valid = int(np.count_nonzero(np.asarray(reference["visibility"], dtype=bool) & finite))
+    else:  # GT-valid pixels: finite, in (min, max]
+        scored, lo, hi = int(metrics["valid_pixels"]), np.float64(options.depth_min_m), np.float64(options.depth_max_m)
+        valid = int(sum(np.count_nonzero(np.isfinite(g) & (g > lo) & (g <= hi)) for g in np.asarray(reference["depth_m"])))
     return {"sequence_id": sequence_id, "scored": scored, "gt_valid": valid, "coverage": scored / valid if valid else None}
 
 
