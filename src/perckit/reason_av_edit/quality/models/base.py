@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,8 @@ from ....core.stats import fmean
 
 #: what to install for the metrics whose only needs are perckit's ``quality`` extra and torch
 QUALITY_EXTRA = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
+#: a Hugging Face repo id (``owner/name``), which a weights string that is not a local path may be (:func:`cached_repo`)
+REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class ModelUnavailable(Exception):

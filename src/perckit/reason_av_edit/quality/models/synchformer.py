@@ -21,7 +21,6 @@ DeSync (record ``None``).
 from __future__ import annotations
 
 import importlib
-import re
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ import numpy as np
 
 from ....errors import OptionError, PredictionError
 from .. import formulas as ds
-from .base import (MeanOfKeys, ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict,
+from .base import (REPO_ID, MeanOfKeys, ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict,
                    read_checkpoint, require, weights_in)
 from .clap import resampled
 
@@ -40,8 +39,6 @@ INSTALL = "pip install git+https://github.com/hkchengrex/av-benchmark (not on Py
 HF_REPO = "hkchengrex/MMAudio"
 HF_FILE = "ext_weights/synchformer_state_dict.pth"
 WEIGHTS_NAME = "synchformer_state_dict.pth"
-
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 class DeSyncMetric(MeanOfKeys):
@@ -119,7 +116,7 @@ def weights_file(weights: Any) -> str:
     ``hkchengrex/MMAudio`` from the cache."""
     if weights is None:
         return cached_repo(HF_REPO, "desync", HF_FILE)
-    if isinstance(weights, str) and not Path(weights).expanduser().exists() and _REPO_ID.match(weights) and not weights.startswith("."):
+    if isinstance(weights, str) and not Path(weights).expanduser().exists() and REPO_ID.match(weights):
         return cached_repo(weights, "desync", HF_FILE)
     path = local_weights(weights, "desync")
     return weights_in(path, "desync", (WEIGHTS_NAME, HF_FILE),
