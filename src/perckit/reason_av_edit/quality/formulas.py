@@ -153,7 +153,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import OptionError, PredictionError
+from ...errors import OptionError, PredictionError, check_choice
 from ...core.stats import fmean
 
 
@@ -274,9 +274,7 @@ def fd_of_features(a: np.ndarray, b: np.ndarray) -> float | None:
         return None
     if ra.shape[1] != rb.shape[1]:
         raise ValueError(f"fd_of_features: the two sets have {ra.shape[1]} and {rb.shape[1]} feature dimensions")
-    mu1, s1 = feature_stats(ra)
-    mu2, s2 = feature_stats(rb)
-    return frechet_distance(mu1, s1, mu2, s2)
+    return frechet_distance(*feature_stats(ra), *feature_stats(rb))
 
 
 def pooled_rows(records: Sequence[Mapping[str, Any]], side: str) -> np.ndarray:
@@ -320,8 +318,7 @@ def l2_normalize(x: object, where: str = "features") -> np.ndarray:
 def cosine_rows(a: object, b: object, where: str = "features") -> np.ndarray:
     """Row-wise cosine similarity of ``a`` and ``b`` (same ``(rows, dim)`` shape; a single vector on
     either side is compared with every row of the other), float64 ``(rows,)``."""
-    na = l2_normalize(a, f"{where} (first)")
-    nb = l2_normalize(b, f"{where} (second)")
+    na, nb = l2_normalize(a, f"{where} (first)"), l2_normalize(b, f"{where} (second)")
     if na.shape[1] != nb.shape[1]:
         raise ValueError(f"{where}: feature sizes differ ({na.shape[1]} vs {nb.shape[1]})")
     if na.shape[0] != nb.shape[0] and 1 not in (na.shape[0], nb.shape[0]):
@@ -519,8 +516,7 @@ def offset_distances(video_feats: Any, audio_feats: Any, vshift: int = VSHIFT, e
     ``N`` video features ``v`` and ``N`` audio features ``a`` (``(N, d)`` each), with ``a`` a zero vector
     outside ``0 .. N - 1`` (``calc_pdist``: the audio track zero-padded by ``vshift`` at both ends).
     Column ``vshift`` is the zero offset; a column right of it pairs a video window with later audio."""
-    v = np.asarray(video_feats, dtype=np.float64)
-    a = np.asarray(audio_feats, dtype=np.float64)
+    v, a = np.asarray(video_feats, dtype=np.float64), np.asarray(audio_feats, dtype=np.float64)
     if v.ndim != 2 or a.shape != v.shape:
         raise ValueError(f"offset_distances: expected two (N, d) arrays of the same shape, got {list(v.shape)} and {list(a.shape)}")
     if not (isinstance(vshift, (int, np.integer)) and vshift >= 0):
@@ -646,8 +642,7 @@ def fit_short_clip(frames: np.ndarray, audio: np.ndarray, short_clip: str = "pad
     The common length is the shorter of ``T / 25`` and ``len(audio) / 16000`` on the frame grid (whole
     frames, ``640 * T`` samples). ``"pad"`` repeats the last frame and appends zeros (see the module
     docstring for why this deviates from av-benchmark)."""
-    if short_clip not in SHORT_CLIP:
-        raise OptionError(f"option 'short_clip': expected one of {SHORT_CLIP}, got {short_clip!r}")
+    check_choice("short_clip", short_clip, SHORT_CLIP)
     if frames.shape[0] == 0:
         raise PredictionError("DeSync: the edited video has no frame")
     t = min(int(frames.shape[0]), int(audio.shape[0]) // SAMPLES_PER_FRAME)

@@ -267,8 +267,7 @@ def depth_medians(g: np.ndarray, p: np.ndarray, lo: float, hi: float) -> tuple[i
     Valid values are positive (``lo >= 0`` is the caller's condition), so their float32 bit patterns sort like the
     values: pass 1 histograms the high 16 bits, pass 2 the low 16 bits of the values in the bins holding the middle
     ranks. Two sequential passes, no copy of the values, no sort."""
-    hist_g = np.zeros(_HALF, np.int64)
-    hist_p = np.zeros(_HALF, np.int64)
+    hist_g, hist_p = np.zeros(_HALF, np.int64), np.zeros(_HALF, np.int64)
     n = int(histogram_high(g, p, lo, hi, hist_g, hist_p))
     if n == 0:
         return 0, float("nan"), float("nan")
@@ -276,8 +275,7 @@ def depth_medians(g: np.ndarray, p: np.ndarray, lo: float, hi: float) -> tuple[i
     ranks = (n // 2, n // 2) if odd else (n // 2 - 1, n // 2)
     bins_g, in_g = _rank_bins(hist_g, ranks)
     bins_p, in_p = _rank_bins(hist_p, ranks)
-    low_g = np.zeros((2, _HALF), np.int64)
-    low_p = np.zeros((2, _HALF), np.int64)
+    low_g, low_p = np.zeros((2, _HALF), np.int64), np.zeros((2, _HALF), np.int64)
     histogram_low(g, p, lo, hi, np.asarray(bins_g, np.int64), np.asarray(bins_p, np.int64), low_g, low_p)
     return n, _radix_median(low_g, bins_g, in_g, odd), _radix_median(low_p, bins_p, in_p, odd)
 

@@ -174,8 +174,7 @@ def _inception_metric(net: Any, options: ModelOptions) -> FVDMetric:
     if isinstance(n, int) and not isinstance(n, bool) and 1 <= n < i3d_net.MIN_FRAMES:
         raise OptionError(f"option 'fvd num_frames': the InceptionI3d needs at least {i3d_net.MIN_FRAMES} frames per clip (its "
                           f"time axis is downsampled 8 times before a 2-step average pool), got {n}")
-    detector = i3d_net.i3d_features(net.to(options.device))
-    return FVDMetric(detector, device=options.device, batch_size=options.batch_size, **extra)
+    return FVDMetric(i3d_net.i3d_features(net.to(options.device)), device=options.device, batch_size=options.batch_size, **extra)
 
 
 def build_fvd(weights: Any, options: ModelOptions) -> FVDMetric:

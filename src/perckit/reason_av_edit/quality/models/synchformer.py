@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ....errors import OptionError, PredictionError
+from ....errors import OptionError, PredictionError, check_choice
 from .. import formulas as ds
 from .base import (REPO_ID, MeanOfKeys, ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict,
                    read_checkpoint, require, weights_in)
@@ -52,8 +52,7 @@ class DeSyncMetric(MeanOfKeys):
         for name in ("extract_vfeats", "extract_afeats", "compare_v_a"):
             if not callable(getattr(model, name, None)):
                 raise OptionError(f"DeSyncMetric: expected a Synchformer-like model with a {name}() method, got {type(model).__name__}")
-        if short_clip not in ds.SHORT_CLIP:
-            raise OptionError(f"DeSyncMetric option 'short_clip': expected one of {ds.SHORT_CLIP}, got {short_clip!r}")
+        check_choice("short_clip", short_clip, ds.SHORT_CLIP)
         self.model = model
         self.device = device
         self.short_clip = short_clip

@@ -131,8 +131,7 @@ def build_fad(weights: Any, options: ModelOptions) -> FADMetric:
     a file that is not a VGGish state dict an ``OptionError``."""
     torch = require("torch", _INSTALL)
     tv = require("torchvggish", _INSTALL)
-    extra = options.extra or {}
-    activation = extra.get("fad_activation", False)
+    activation = (options.extra or {}).get("fad_activation", False)
     if isinstance(weights, torch.nn.Module):
         return FADMetric(weights, device=options.device, batch_size=options.batch_size, activation=activation)
     if not hasattr(tv, "VGG") or not hasattr(tv, "make_layers"):
