@@ -266,12 +266,10 @@ def default_record(variant: str, scene: str, sequence: str, challenge: Path | No
     check_sequence_id(sid, where)
     c = f"{variant}/{scene}"
     return SequenceRecord(
-        sequence_id=sid, variant=variant, scene=scene, sequence=sequence,
-        camera=camera_of(sequence), frame_indices=FRAME_INDICES,
+        sequence_id=sid, variant=variant, scene=scene, sequence=sequence, camera=camera_of(sequence), frame_indices=FRAME_INDICES,
         depth_dir=file_under(challenge, f"{c}/exr_layers/depth/{sequence}", f"{where}: depth folder", resolver),
         camera_csv=file_under(challenge, f"{c}/ground_truth/meta_exr_csv/{sequence}_camera.csv", f"{where}: camera CSV", resolver),
-        video=file_under(challenge, f"{c}/mp4/{sequence}.mp4", f"{where}: video", resolver),
-    )
+        video=file_under(challenge, f"{c}/mp4/{sequence}.mp4", f"{where}: video", resolver))
 
 
 def select_records(records: Sequence[SequenceRecord], variants: Iterable[str] | None = None,

@@ -246,14 +246,13 @@ def decode_sample(prediction: Mapping, reference: Mapping, *, mask_threshold: in
         has_e = is_media_provided(prediction.get("edited_audio")) or has_audio_stream(ev_data)
         has_s = is_media_provided(reference.get("audio")) or has_audio_stream(sv_data)
     window = reference.get("edit_window_s")
-    sample = QualitySample(
+    return Decoded(QualitySample(
         sample_id=sid, category=str(reference.get("category") or ""), sub_track=sub_track,
         instruction=str(reference.get("instruction") or ""), target_text=str(reference.get("instruction") or ""),
         edited=Clip(edited, e_fps or fps, e_audio, SAMPLE_RATE), source=Clip(source, fps, s_audio, SAMPLE_RATE),
         region=region, ref_image=reference_image(reference.get("ref_image"), f"{rw}: ref_image"),
         edit_window_s=(float(window[0]), float(window[1])) if window is not None and len(window) == 2 else None,
-    )
-    return Decoded(sample, has_e, has_s)
+    ), has_e, has_s)
 
 
 __all__ = ["ADDITION_CODES", "Decoded", "MAX_DECODED_BYTES", "SAMPLE_RATE", "bounding_boxes", "decode_sample",

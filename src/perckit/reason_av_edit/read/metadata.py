@@ -314,14 +314,12 @@ def extract_annotation_fields(obj: Any, where: str) -> dict:
             "fps", "num_frames", "duration_s")
     if not any(k in obj for k in keys):
         raise InferredShapeError(f"{where}: expected at least one of the keys {list(keys)}, found {_short(sorted(obj))}")
-    out = dict.fromkeys(ANNOTATION_FIELDS)
-    out["edit_window_s"] = _window(obj, WINDOW_S_KEYS, WINDOW_S_PAIRS, where, integer=False)
-    out["edit_window_frames"] = _window(obj, WINDOW_F_KEYS, WINDOW_F_PAIRS, where, integer=True)
-    out["anchor_frame"] = _first_index(obj, ANCHOR_KEYS, where)
-    out["selected_instance_index"] = _first_index(obj, INSTANCE_KEYS, where)
-    for key, integer in (("fps", False), ("num_frames", True), ("duration_s", False)):
-        out[key] = _number(obj.get(key), f"{where}: key {key!r}", integer)
-    return out
+    return {"edit_window_s": _window(obj, WINDOW_S_KEYS, WINDOW_S_PAIRS, where, integer=False),  # ANNOTATION_FIELDS
+            "edit_window_frames": _window(obj, WINDOW_F_KEYS, WINDOW_F_PAIRS, where, integer=True),
+            "anchor_frame": _first_index(obj, ANCHOR_KEYS, where),
+            "selected_instance_index": _first_index(obj, INSTANCE_KEYS, where),
+            **{key: _number(obj.get(key), f"{where}: key {key!r}", integer)
+               for key, integer in (("fps", False), ("num_frames", True), ("duration_s", False))}}
 
 
 def read_annotation(path: str | os.PathLike) -> tuple[dict, str | None]:

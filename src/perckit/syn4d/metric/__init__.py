@@ -586,9 +586,8 @@ def mean_rows(rows: Sequence[Mapping]) -> dict:
     """Macro mean over sequences (spec §4.2), as the official ``_mean_metrics``: every key with a numeric
     (non-bool) value in some row, averaged over the rows that have it after dropping non-finite values (a key with
     nothing left is omitted); ``num_sequences`` is ``len(rows)``."""
-    keys = sorted({k for row in rows for k, v in row.items() if _is_number(v)})
     result: dict[str, Any] = {}
-    for key in keys:
+    for key in sorted({k for row in rows for k, v in row.items() if _is_number(v)}):
         values = np.asarray([float(row[key]) for row in rows if key in row and _is_number(row[key])], dtype=np.float64)
         values = values[np.isfinite(values)]
         if values.size:
