@@ -17,8 +17,13 @@ from ..errors import HubError, ReleaseNotFoundError
 DATA_DIR_HINT: ContextVar[str | None] = ContextVar("perckit_data_dir_hint", default=None)
 
 
-def download_release(repo_id: str, allow_patterns: Sequence[str], revision: str | None = None, benchmark: str = "release",
-                     builder_path: str = "builders/<name>") -> Path:
+def download_release(
+    repo_id: str,
+    allow_patterns: Sequence[str],
+    revision: str | None = None,
+    benchmark: str = "release",
+    builder_path: str = "builders/<name>",
+) -> Path:
     """Download the files of ``repo_id`` (a dataset repo) that match ``allow_patterns``; return the local root. Any
     failure (offline, unknown repo, gated repo) becomes a :class:`ReleaseNotFoundError` saying how to pass ``data_dir``."""
     try:

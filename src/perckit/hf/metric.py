@@ -148,10 +148,13 @@ class PerckitMetric(evaluate.Metric):
         import datasets
 
         predictions, references = self.schemas()
-        return evaluate.MetricInfo(description=self.CARD.description, citation=self.CARD.citation,
-                                   inputs_description=self.CARD.inputs_description,
-                                   features=datasets.Features({"predictions": predictions, "references": references}),
-                                   reference_urls=list(self.CARD.reference_urls))
+        return evaluate.MetricInfo(
+            description=self.CARD.description,
+            citation=self.CARD.citation,
+            inputs_description=self.CARD.inputs_description,
+            features=datasets.Features({"predictions": predictions, "references": references}),
+            reference_urls=list(self.CARD.reference_urls),
+        )
 
     def _compute(self, predictions: Any, references: Any, **options: Any) -> dict:
         self._scoring = True  # evaluate has finalized its cache file: a failure from here on is released by compute
@@ -259,8 +262,10 @@ class PerckitMetric(evaluate.Metric):
                     raise
                 features = self._declared()
                 detail = _encoder_diagnosis(self, batch, features) if features is not None else None
-                raise PredictionError(f"{self.metric_name}: the inputs do not match the metric's declared features: "
-                                      + (detail or f"{type(e).__name__}: {e}")) from e
+                raise PredictionError(
+                    f"{self.metric_name}: the inputs do not match the metric's declared features: "
+                    + (detail or f"{type(e).__name__}: {e}")
+                ) from e
 
     def add(self, *, prediction=None, reference=None, **kwargs):
         """Add one prediction and reference (see ``evaluate.EvaluationModule.add``); bad inputs raise PredictionError
