@@ -28,16 +28,8 @@ def metric_path(name: str) -> Path:
     return script_path("metrics", name).parent
 
 
-def load_dataset(
-    name: str,
-    config: str | None = None,
-    *,
-    data_dir: str | os.PathLike | None = None,
-    split: str | None = None,
-    streaming: bool = False,
-    cache_dir: str | os.PathLike | None = None,
-    **options: Any,
-):
+def load_dataset(name: str, config: str | None = None, *, data_dir: str | os.PathLike | None = None, split: str | None = None,
+                 streaming: bool = False, cache_dir: str | os.PathLike | None = None, **options: Any):
     """Build ``config`` of benchmark ``name`` (``"r4d_bench"``, ``"syn4d"``, ``"refcoco_m"``, ``"m4seg"``,
     ``"reason_av_edit"``) and return it like ``datasets.load_dataset``: a ``DatasetDict`` (or the one ``split``,
     slices such as ``"test[:10]"`` included), or an ``IterableDataset(Dict)`` with ``streaming=True``.
@@ -49,12 +41,8 @@ def load_dataset(
     config = config or cls.DEFAULT_CONFIG_NAME
     if config not in names:
         raise OptionError(f"unknown config {config!r} of {name}: expected one of {names}")
-    builder = cls(
-        config_name=config,
-        data_dir=None if data_dir is None else str(data_dir),
-        cache_dir=None if cache_dir is None else str(cache_dir),
-        **options,
-    )
+    builder = cls(config_name=config, data_dir=None if data_dir is None else str(data_dir),
+                  cache_dir=None if cache_dir is None else str(cache_dir), **options)
     if streaming:
         return builder.as_streaming_dataset(split=split)
     builder.download_and_prepare()

@@ -42,20 +42,13 @@ INIT_OPTIONS = {
 }
 
 
-def _check_value(metric: evaluate.Metric, feature: Any, value: Any) -> None:
-    """Encode ``value`` with ``feature`` the way ``evaluate.add_batch`` does; raise what it would raise."""
-    import datasets
-    import pyarrow as pa
-
-    metric._enforce_nested_string_type(feature, value)
-    features = datasets.Features({"v": feature})
-    pa.Table.from_pylist([features.encode_example({"v": value})], schema=features.arrow_schema)
-
-
 def _encoder_diagnosis(metric: evaluate.Metric, batch: Mapping[str, Any], features: Mapping[str, Any], one: bool = False) -> str | None:
     """The first row / key of ``batch`` that ``datasets``' own encoder refuses, as a message (None if none, or
     if the diagnosis itself fails: it must never hide the error it explains)."""
     try:
+        import datasets
+        import pyarrow as pa
+
         for side in (k for k in features if k in batch):
             schema = features[side]
             for i, row in enumerate(batch[side]):
@@ -67,8 +60,10 @@ def _encoder_diagnosis(metric: evaluate.Metric, batch: Mapping[str, Any], featur
                 else:
                     items = [(where, schema, row)]
                 for name, feature, value in items:
-                    try:
-                        _check_value(metric, feature, value)
+                    try:  # value encoded with feature the way evaluate.add_batch does, raising what it would raise
+                        metric._enforce_nested_string_type(feature, value)
+                        encoded = datasets.Features({"v": feature})
+                        pa.Table.from_pylist([encoded.encode_example({"v": value})], schema=encoded.arrow_schema)
                     except Exception as e:  # whatever datasets' encoder raises on this value
                         return f"{name}: expected {feature}, got {short_repr(value, 200)} ({type(e).__name__}: {e})"
         return None
@@ -79,15 +74,6 @@ def _encoder_diagnosis(metric: evaluate.Metric, batch: Mapping[str, Any], featur
 def _singular(side: str) -> str:
     """``prediction`` for ``predictions``: how ``add`` names its one example."""
     return side[:-1] if side.endswith("s") else side
-
-
-def _checkers(metric: evaluate.Metric, features: Mapping[str, Any]) -> dict:
-    """The compiled checkers of ``features`` (built once per metric instance and feature set)."""
-    cache = metric.__dict__.get("_perckit_checkers")
-    if cache is None or cache[0] is not features:
-        cache = (features, {k: feature_check.compile_rows(v) for k, v in features.items()})
-        metric.__dict__["_perckit_checkers"] = cache
-    return cache[1]
 
 
 def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], features: Mapping[str, Any], *, one: bool = False) -> str | None:
@@ -105,12 +91,12 @@ def describe_bad_input(metric: evaluate.Metric, batch: Mapping[str, Any], featur
             return bad
         lengths = {k: len(batch[k]) for k in sides}
         if len(set(lengths.values())) > 1:
-            return (
-                "expected as many predictions as references (evaluate pairs them row by row), got "
-                + " and ".join(f"{n} {k}" for k, n in lengths.items())
-            )
-    checkers = _checkers(metric, features)
-    checked = (feature_check.check_side(checkers[k], batch[k], _singular(k) if one else k, one) for k in sides)
+            return ("expected as many predictions as references (evaluate pairs them row by row), got "
+                    + " and ".join(f"{n} {k}" for k, n in lengths.items()))
+    cache = metric.__dict__.get("_perckit_checkers")  # the compiled checkers, once per metric instance and feature set
+    if cache is None or cache[0] is not features:
+        cache = metric.__dict__["_perckit_checkers"] = (features, {k: feature_check.compile_rows(v) for k, v in features.items()})
+    checked = (feature_check.check_side(cache[1][k], batch[k], _singular(k) if one else k, one) for k in sides)
     detail = next(filter(None, checked), None)
     if detail is None:
         return None
@@ -193,7 +179,15 @@ class PerckitMetric(evaluate.Metric):
             return self.name
 
     def __init__(self, config_name: str | None = None, **kwargs: Any) -> None:
-        check_init_options(self.metric_name, {"config_name": config_name, **kwargs})
+        # The options of evaluate.load(path, **options): a name evaluate does not take (it would be silently ignored:
+        # compute options go to compute) or a value of the wrong type raises OptionError.
+        owner = f"evaluate.load('metrics/{self.metric_name}')"
+        unknown = sorted(set(kwargs) - set(INIT_OPTIONS))
+        if unknown:
+            raise OptionError(f"{owner}: unknown option(s) {unknown}; expected some of {sorted(INIT_OPTIONS)} "
+                              "(the metric's own options go to compute(...))")
+        for name, value in {"config_name": config_name, **kwargs}.items():
+            check_option_type(name, value, INIT_OPTIONS[name], owner=owner)
         super().__init__(config_name=config_name, **kwargs)
 
     def _declared(self) -> Mapping[str, Any] | None:
@@ -283,16 +277,3 @@ class PerckitMetric(evaluate.Metric):
             raise
         except (ValueError, TypeError, KeyError) as e:
             raise PredictionError(f"{self.metric_name}: the input does not match the metric's declared features: {type(e).__name__}: {e}") from e
-
-
-def check_init_options(metric: str, options: Mapping[str, Any]) -> None:
-    """The options of ``evaluate.load(path, **options)``: a name ``evaluate`` does not take (it would be
-    silently ignored: compute options go to ``compute``) or a value of the wrong type raises OptionError."""
-    unknown = sorted(set(options) - set(INIT_OPTIONS))
-    if unknown:
-        raise OptionError(
-            f"evaluate.load('metrics/{metric}'): unknown option(s) {unknown}; expected some of {sorted(INIT_OPTIONS)} "
-            "(the metric's own options go to compute(...))"
-        )
-    for name, value in options.items():
-        check_option_type(name, value, INIT_OPTIONS[name], owner=f"evaluate.load('metrics/{metric}')")

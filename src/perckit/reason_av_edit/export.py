@@ -65,31 +65,15 @@ def _where(split: str) -> str:
     return f"reason_av_edit export, split {split!r}"
 
 
-def _check_ids(ds: datasets.Dataset, split: str) -> None:
-    if "sample_id" not in ds.column_names:
-        raise ReleaseFormatError(f"{_where(split)}: expected a 'sample_id' column (the key that joins the videos config), "
-                                 f"got columns {ds.column_names}")
-    seen: set[str] = set()
-    for sid in ds.select_columns(["sample_id"]).with_format("arrow")[:].column(0).to_pylist():
-        if not isinstance(sid, str) or not sid:
-            raise ReleaseFormatError(f"{_where(split)}: expected every row to have a sample_id, got {sid!r}")
-        if sid in seen:
-            raise ReleaseFormatError(f"{_where(split)}: expected every sample_id once (the key of the videos config), "
-                                     f"got {sid!r} twice")
-        seen.add(sid)
-
-
 def _needs_rewrite(ds: datasets.Dataset, columns: list[str]) -> bool:
     """A clip names its file by ``path`` alone, or carries an absolute ``path``."""
-    for table in ds.select_columns(columns).with_format("arrow").iter(batch_size=100):
-        for column in table.columns:
-            for chunk in column.chunks:
-                path = pc.struct_field(chunk, "path")
-                path_only = pc.and_(pc.is_valid(chunk), pc.and_(pc.is_null(pc.struct_field(chunk, "bytes")),
-                                                                pc.greater(pc.utf8_length(path), 0)))
-                absolute = pc.starts_with(path, "/")
-                if pc.any(pc.fill_null(pc.or_(path_only, absolute), False)).as_py():
-                    return True
+    tables = ds.select_columns(columns).with_format("arrow").iter(batch_size=100)
+    for chunk in (chunk for table in tables for column in table.columns for chunk in column.chunks):
+        path = pc.struct_field(chunk, "path")
+        path_only = pc.and_(pc.is_valid(chunk), pc.and_(pc.is_null(pc.struct_field(chunk, "bytes")),
+                                                        pc.greater(pc.utf8_length(path), 0)))
+        if pc.any(pc.fill_null(pc.or_(path_only, pc.starts_with(path, "/")), False)).as_py():
+            return True
     return False
 
 
@@ -153,7 +137,17 @@ def export_split(ds: datasets.Dataset, config: str, split: str, root: Path, rele
     present = [c for c in VIDEO_COLUMNS if c in ds.column_names]
     if not present:
         return ExportParts(_cast_audio(ds), [])
-    _check_ids(ds, split)
+    if "sample_id" not in ds.column_names:
+        raise ReleaseFormatError(f"{_where(split)}: expected a 'sample_id' column (the key that joins the videos config), "
+                                 f"got columns {ds.column_names}")
+    seen: set[str] = set()
+    for sid in ds.select_columns(["sample_id"]).with_format("arrow")[:].column(0).to_pylist():
+        if not isinstance(sid, str) or not sid:
+            raise ReleaseFormatError(f"{_where(split)}: expected every row to have a sample_id, got {sid!r}")
+        if sid in seen:
+            raise ReleaseFormatError(f"{_where(split)}: expected every sample_id once (the key of the videos config), "
+                                     f"got {sid!r} twice")
+        seen.add(sid)
     child = _child_rows(ds, present, split, release_root)
     return ExportParts(_cast_audio(ds.remove_columns(present)), [ChildConfig(CHILD_CONFIG, child, CHILD_DESCRIPTION)])
 

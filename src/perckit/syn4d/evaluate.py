@@ -43,10 +43,8 @@ def reference_for_task(task: str, record: SequenceRecord, paths: ReleasePaths) -
     """The metric reference of one task of one sequence (:data:`perckit.syn4d.metric.REFERENCE_KEYS`), read from
     the release by :func:`perckit.syn4d.rows.read_sequence_gt` (raises when the ground truth is missing)."""
     gt = read_sequence_gt(record, paths, task, required=True)
-    return {
-        "sequence_id": record.sequence_id, "variant": record.variant, "scene": record.scene,
-        "frame_indices": list(record.frame_indices), **{k: gt[k] for k in core.REFERENCE_KEYS[task]},
-    }
+    return {"sequence_id": record.sequence_id, "variant": record.variant, "scene": record.scene,
+            "frame_indices": list(record.frame_indices), **{k: gt[k] for k in core.REFERENCE_KEYS[task]}}
 
 
 def evaluate_release(predictions_dir: str | Path, data_dir: str | Path, tasks: Iterable[str] = core.TASKS,
@@ -80,9 +78,8 @@ def evaluate_release(predictions_dir: str | Path, data_dir: str | Path, tasks: I
     below ``min_coverage``; ``coverage=True`` adds the blocks as ``"coverage": {task: {"overall",
     "sequences"}}`` (off by default: the report keeps the official shape)."""
     # A string is the official comma-separated form ("tracking,depth"), never a sequence of letters.
-    tasks, variants, scenes, cameras = (
-        cli.split_list([v]) if isinstance(v, str) else v for v in (tasks, variants, scenes, cameras)
-    )
+    tasks, variants, scenes, cameras = (cli.split_list([v]) if isinstance(v, str) else v
+                                        for v in (tasks, variants, scenes, cameras))
     tasks = sorted(set(tasks))
     if not tasks:
         raise OptionError("option 'tasks': expected at least one of ['depth', 'pose', 'tracking'], got none")
@@ -128,10 +125,8 @@ def evaluate_release(predictions_dir: str | Path, data_dir: str | Path, tasks: I
                     entries[task].append(scored[1])
         if progress is not None:
             progress(number, len(records), record.sequence_id)
-    report = {
-        "protocol": core.PROTOCOL, "requested_sequences": len(records),
-        "tasks": {t: core.aggregate(r) for t, r in rows.items()}, "failures": policy.failures,
-    }
+    report = {"protocol": core.PROTOCOL, "requested_sequences": len(records),
+              "tasks": {t: core.aggregate(r) for t, r in rows.items()}, "failures": policy.failures}
     blocks = {t: core.summarize_coverage(e, options.min_coverage) for t, e in entries.items() if e}
     core.warn_if_low(blocks, options.min_coverage)
     if coverage:
@@ -209,13 +204,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     if not args.data_root:
         raise OptionError("--data-root (or SYN4D_DATA_ROOT) is required")
-    report = evaluate_release(
-        args.predictions, args.data_root, args.tasks, args.strict, args.depth_align, args.variants, args.scenes,
-        args.cameras, args.limit, args.manifest, args.tracking_gt, min_coverage=args.min_coverage, coverage=True,
-        verify_checksums=args.verify_checksums, check_protocol=args.check_protocol,
-        compare_baselines=args.compare_baselines, progress=lambda i, n, sid: print(f"[{i}/{n}] {sid}", flush=True),
-        notice=lambda line: print(f"warning: {line}", file=sys.stderr, flush=True),
-    )
+    report = evaluate_release(args.predictions, args.data_root, args.tasks, args.strict, args.depth_align, args.variants,
+                              args.scenes, args.cameras, args.limit, args.manifest, args.tracking_gt,
+                              min_coverage=args.min_coverage, coverage=True, verify_checksums=args.verify_checksums,
+                              check_protocol=args.check_protocol, compare_baselines=args.compare_baselines,
+                              progress=lambda i, n, sid: print(f"[{i}/{n}] {sid}", flush=True),
+                              notice=lambda line: print(f"warning: {line}", file=sys.stderr, flush=True))
     blocks = report.pop("coverage")
     if args.with_coverage:
         report["coverage"] = blocks
@@ -236,10 +230,9 @@ def _coverage_line(task: str, o: dict) -> str:
     what = "points" if task == "tracking" else "pixels"
     if o["coverage"] is None or o["min_sequence_coverage"] is None:
         return f"{task:>9s} coverage: no GT-valid {what}"
-    return (
-        f"{task:>9s} coverage: {o['coverage']:.6f} of GT-valid {what} scored ({o['scored']} of {o['gt_valid']}), "
-        f"lowest sequence {o['min_sequence_coverage']:.6f}, {o['num_sequences_below_min_coverage']} below {o['min_coverage']:g}"
-    )
+    return (f"{task:>9s} coverage: {o['coverage']:.6f} of GT-valid {what} scored ({o['scored']} of {o['gt_valid']}), "
+            f"lowest sequence {o['min_sequence_coverage']:.6f}, {o['num_sequences_below_min_coverage']} below "
+            f"{o['min_coverage']:g}")
 
 
 if __name__ == "__main__":

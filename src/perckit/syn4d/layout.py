@@ -135,9 +135,7 @@ def tracking_checksums_path(tracking_gt: Path) -> Path | None:
     ``<benchmark>/SHA256SUMS`` for ``<benchmark>/data/tracking_gt`` (its names relative to ``<benchmark>``).
     ``None`` when the folder is not a ``data/tracking_gt`` folder: the card then puts no ``SHA256SUMS`` for it."""
     folder = Path(os.path.abspath(tracking_gt))
-    if folder.name != "tracking_gt" or folder.parent.name != "data":
-        return None
-    return folder.parent.parent / "SHA256SUMS"
+    return folder.parent.parent / "SHA256SUMS" if folder.name == "tracking_gt" and folder.parent.name == "data" else None
 
 
 def resolve_release(data_dir: str | Path, tracking_gt_dir: str | Path | None = None,
@@ -147,10 +145,8 @@ def resolve_release(data_dir: str | Path, tracking_gt_dir: str | Path | None = N
     ``data_dir/manifest.jsonl`` or ``B/manifest.jsonl``. The three options override."""
     root = Path(data_dir)
     if not root.is_dir():
-        raise ReleaseNotFoundError(
-            f"Syn4D release folder {str(root)!r} does not exist; pass data_dir=<the folder that holds benchmark/ "
-            "(or data/tracking_gt/) and challenge_eval/>"
-        )
+        raise ReleaseNotFoundError(f"Syn4D release folder {str(root)!r} does not exist; pass data_dir=<the folder that "
+                                   "holds benchmark/ (or data/tracking_gt/) and challenge_eval/>")
     bench = root if (root / "data" / "tracking_gt").is_dir() else root / "benchmark"
     if not bench.is_dir() and not challenge_dir and is_challenge_tree(root):
         # The official evaluator's data root (SYN4D_DATA_ROOT) is the challenge tree itself,
@@ -255,10 +251,8 @@ def records_from_tracking_gt(tracking_gt: Path, challenge: Path | None) -> list[
     """No index file: one record per tracking NPY (sorted), with the default challenge paths."""
     if not tracking_gt.is_dir():
         raise ReleaseNotFoundError(f"Syn4D: no sequence index and no tracking folder {str(tracking_gt)!r}")
-    records = []
-    for p in sorted(tracking_gt.glob("*/*/*.npy")):
-        variant, scene, sequence = p.parent.parent.name, p.parent.name, p.stem
-        records.append(default_record(variant, scene, sequence, challenge))
+    records = [default_record(p.parent.parent.name, p.parent.name, p.stem, challenge)  # <variant>/<scene>/<sequence>.npy
+               for p in sorted(tracking_gt.glob("*/*/*.npy"))]
     if not records:
         raise ReleaseNotFoundError(f"Syn4D: no '<variant>/<scene>/<sequence>.npy' under {str(tracking_gt)!r}")
     return records
@@ -272,12 +266,10 @@ def default_record(variant: str, scene: str, sequence: str, challenge: Path | No
     check_sequence_id(sid, where)
     c = f"{variant}/{scene}"
     return SequenceRecord(
-        sequence_id=sid, variant=variant, scene=scene, sequence=sequence,
-        camera=camera_of(sequence), frame_indices=FRAME_INDICES,
+        sequence_id=sid, variant=variant, scene=scene, sequence=sequence, camera=camera_of(sequence), frame_indices=FRAME_INDICES,
         depth_dir=file_under(challenge, f"{c}/exr_layers/depth/{sequence}", f"{where}: depth folder", resolver),
         camera_csv=file_under(challenge, f"{c}/ground_truth/meta_exr_csv/{sequence}_camera.csv", f"{where}: camera CSV", resolver),
-        video=file_under(challenge, f"{c}/mp4/{sequence}.mp4", f"{where}: video", resolver),
-    )
+        video=file_under(challenge, f"{c}/mp4/{sequence}.mp4", f"{where}: video", resolver))
 
 
 def select_records(records: Sequence[SequenceRecord], variants: Iterable[str] | None = None,
@@ -294,15 +286,12 @@ def select_records(records: Sequence[SequenceRecord], variants: Iterable[str] | 
 
 def depth_frame_paths(depth_dir: Path, sequence: str, frame_indices: Sequence[int]) -> list[Path]:
     """The EXR of every frame; one that is a symbolic link out of ``depth_dir`` is refused."""
-    return [
-        resolve_under(depth_dir, f"{sequence}_{int(t):04d}_depth.exr", f"depth folder {str(depth_dir)!r}: frame {t}")
-        for t in frame_indices
-    ]
+    return [resolve_under(depth_dir, f"{sequence}_{int(t):04d}_depth.exr", f"depth folder {str(depth_dir)!r}: frame {t}")
+            for t in frame_indices]
 
 
-def release_files(
-    paths: ReleasePaths, records: Iterable[SequenceRecord], tracking: bool = True, depth: bool = False, camera: bool = False
-) -> Iterator[Path]:
+def release_files(paths: ReleasePaths, records: Iterable[SequenceRecord], tracking: bool = True, depth: bool = False,
+                  camera: bool = False) -> Iterator[Path]:
     """The release files a run reads for ``records``: the sequence index, then per record its tracking NPY,
     its 32 depth EXRs and its camera CSV (each only when asked for). Absent files are yielded too; callers
     skip them (a missing file is reported where it is read)."""

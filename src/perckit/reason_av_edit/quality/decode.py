@@ -146,8 +146,7 @@ def decode_wav_value(value: Mapping, where: str, sample_rate: int = SAMPLE_RATE)
     data = media_bytes(value, where)
     if data is None:
         return None
-    x = decode_wav(data, f"{where} ({_label(value)})", AudioOptions(sample_rate=sample_rate))
-    return x.astype(np.float32)
+    return decode_wav(data, f"{where} ({_label(value)})", AudioOptions(sample_rate=sample_rate)).astype(np.float32)
 
 
 def gray(frames: np.ndarray) -> np.ndarray:
@@ -181,9 +180,7 @@ def target_region(value: Mapping | None, shape: tuple[int, int, int], threshold:
     if region.shape[0] < t:
         region = np.concatenate([region, np.zeros((t - region.shape[0], h, w), dtype=bool)])
     region = region[:t]
-    if not region.any():
-        return None
-    return bounding_boxes(region) if box else region
+    return (bounding_boxes(region) if box else region) if region.any() else None
 
 
 def reference_image(value: Mapping | None, where: str) -> np.ndarray | None:
@@ -244,20 +241,18 @@ def decode_sample(prediction: Mapping, reference: Mapping, *, mask_threshold: in
         s_audio = decode_wav_value(reference.get("audio"), f"{rw}: audio")
         if s_audio is None:
             s_audio = decode_track_audio(sv_data, _label(sv), f"{rw}: video")
+        has_e, has_s = e_audio is not None, s_audio is not None
     else:  # no model needs the audio: only whether the edited side has one (for the counts)
         has_e = is_media_provided(prediction.get("edited_audio")) or has_audio_stream(ev_data)
         has_s = is_media_provided(reference.get("audio")) or has_audio_stream(sv_data)
     window = reference.get("edit_window_s")
-    sample = QualitySample(
+    return Decoded(QualitySample(
         sample_id=sid, category=str(reference.get("category") or ""), sub_track=sub_track,
         instruction=str(reference.get("instruction") or ""), target_text=str(reference.get("instruction") or ""),
         edited=Clip(edited, e_fps or fps, e_audio, SAMPLE_RATE), source=Clip(source, fps, s_audio, SAMPLE_RATE),
         region=region, ref_image=reference_image(reference.get("ref_image"), f"{rw}: ref_image"),
         edit_window_s=(float(window[0]), float(window[1])) if window is not None and len(window) == 2 else None,
-    )
-    if decode_audio:
-        has_e, has_s = e_audio is not None, s_audio is not None
-    return Decoded(sample, has_e, has_s)
+    ), has_e, has_s)
 
 
 __all__ = ["ADDITION_CODES", "Decoded", "MAX_DECODED_BYTES", "SAMPLE_RATE", "bounding_boxes", "decode_sample",

@@ -153,7 +153,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import OptionError, PredictionError
+from ...errors import OptionError, PredictionError, check_choice
 from ...core.stats import fmean
 
 
@@ -186,9 +186,7 @@ def feature_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"feature_stats: a covariance needs at least 2 feature rows, got {a.shape[0]}")
     if a.shape[1]:  # the rows in lexicographic order: the statistics then do not depend on the row order
         a = a[np.lexsort(a.T[::-1])]
-    mu = a.mean(axis=0)
-    sigma = np.atleast_2d(np.cov(a, rowvar=False, ddof=1))
-    return mu, sigma
+    return a.mean(axis=0), np.atleast_2d(np.cov(a, rowvar=False, ddof=1))
 
 
 def _sqrtm(m: np.ndarray) -> np.ndarray:
@@ -216,15 +214,10 @@ def _positive_definite(s: np.ndarray) -> bool:
     return bool((_clipped_eigenvalues(np.linalg.eigvalsh((s + s.T) / 2.0), s.shape[0]) > 0).all())
 
 
-def _psd_sqrt(s: np.ndarray) -> np.ndarray:
-    """The symmetric square root of a symmetric positive semi-definite matrix."""
-    w, v = np.linalg.eigh((s + s.T) / 2.0)
-    return (v * np.sqrt(_clipped_eigenvalues(w, s.shape[0]))) @ v.T
-
-
 def _trace_sqrt_symmetric(s1: np.ndarray, s2: np.ndarray) -> float:
     """``Tr((S1^(1/2) S2 S1^(1/2))^(1/2))``, which equals ``Tr((S1 S2)^(1/2))`` for covariances."""
-    r = _psd_sqrt(s1)
+    w, v = np.linalg.eigh((s1 + s1.T) / 2.0)
+    r = (v * np.sqrt(_clipped_eigenvalues(w, s1.shape[0]))) @ v.T  # the symmetric square root of S1
     m = r @ s2 @ r
     w = np.linalg.eigvalsh((m + m.T) / 2.0)
     return float(np.sqrt(_clipped_eigenvalues(w, m.shape[0])).sum())
@@ -256,10 +249,8 @@ def frechet_distance(mu1: np.ndarray, s1: np.ndarray, mu2: np.ndarray, s2: np.nd
     ``mu`` are ``(d,)`` means, ``s`` ``(d, d)`` covariances (a scalar mean / variance is one dimension);
     the two must have the same ``d`` (:class:`ValueError` otherwise). Symmetric in its two Gaussians;
     exactly 0 for two identical Gaussians."""
-    m1 = np.atleast_1d(np.asarray(mu1, dtype=np.float64))
-    m2 = np.atleast_1d(np.asarray(mu2, dtype=np.float64))
-    c1 = np.atleast_2d(np.asarray(s1, dtype=np.float64))
-    c2 = np.atleast_2d(np.asarray(s2, dtype=np.float64))
+    m1, m2 = (np.atleast_1d(np.asarray(m, dtype=np.float64)) for m in (mu1, mu2))
+    c1, c2 = (np.atleast_2d(np.asarray(c, dtype=np.float64)) for c in (s1, s2))
     if m1.ndim != 1 or m1.shape != m2.shape:
         raise ValueError(f"frechet_distance: the means must be vectors of one length, got shapes {m1.shape} and {m2.shape}")
     d = m1.shape[0]
@@ -283,18 +274,14 @@ def fd_of_features(a: np.ndarray, b: np.ndarray) -> float | None:
         return None
     if ra.shape[1] != rb.shape[1]:
         raise ValueError(f"fd_of_features: the two sets have {ra.shape[1]} and {rb.shape[1]} feature dimensions")
-    mu1, s1 = feature_stats(ra)
-    mu2, s2 = feature_stats(rb)
-    return frechet_distance(mu1, s1, mu2, s2)
+    return frechet_distance(*feature_stats(ra), *feature_stats(rb))
 
 
 def pooled_rows(records: Sequence[Mapping[str, Any]], side: str) -> np.ndarray:
     """The feature rows ``record[side]`` of every record, stacked (records without rows add none), as the
     references pool every clip's / every frame's features of a set into one Gaussian."""
     parts = [np.asarray(r[side], dtype=np.float64) for r in records if r.get(side) is not None and np.size(r[side])]
-    if not parts:
-        return np.zeros((0, 0), dtype=np.float64)
-    return np.concatenate([p if p.ndim == 2 else p[None, :] for p in parts], axis=0)
+    return np.concatenate([p if p.ndim == 2 else p[None, :] for p in parts], axis=0) if parts else np.zeros((0, 0))
 
 
 def pooled_fd(records: Sequence[Mapping[str, Any]], a: str = "edited", b: str = "source") -> float | None:
@@ -331,8 +318,7 @@ def l2_normalize(x: object, where: str = "features") -> np.ndarray:
 def cosine_rows(a: object, b: object, where: str = "features") -> np.ndarray:
     """Row-wise cosine similarity of ``a`` and ``b`` (same ``(rows, dim)`` shape; a single vector on
     either side is compared with every row of the other), float64 ``(rows,)``."""
-    na = l2_normalize(a, f"{where} (first)")
-    nb = l2_normalize(b, f"{where} (second)")
+    na, nb = l2_normalize(a, f"{where} (first)"), l2_normalize(b, f"{where} (second)")
     if na.shape[1] != nb.shape[1]:
         raise ValueError(f"{where}: feature sizes differ ({na.shape[1]} vs {nb.shape[1]})")
     if na.shape[0] != nb.shape[0] and 1 not in (na.shape[0], nb.shape[0]):
@@ -377,9 +363,7 @@ def temporal_consistency(frame_feats: object) -> float | None:
     f = _matrix(frame_feats, "temporal_consistency")
     if np.asarray(frame_feats).ndim != 2:
         raise ValueError(f"temporal_consistency: expected a (frames, dim) matrix, got shape {np.shape(frame_feats)}")
-    if f.shape[0] < 2:
-        return None
-    return fmean(cosine_rows(f[:-1], f[1:], "temporal_consistency"))
+    return fmean(cosine_rows(f[:-1], f[1:], "temporal_consistency")) if f.shape[0] >= 2 else None
 
 
 # ================================================================ Sync-C / Sync-D (SyncNet)
@@ -532,8 +516,7 @@ def offset_distances(video_feats: Any, audio_feats: Any, vshift: int = VSHIFT, e
     ``N`` video features ``v`` and ``N`` audio features ``a`` (``(N, d)`` each), with ``a`` a zero vector
     outside ``0 .. N - 1`` (``calc_pdist``: the audio track zero-padded by ``vshift`` at both ends).
     Column ``vshift`` is the zero offset; a column right of it pairs a video window with later audio."""
-    v = np.asarray(video_feats, dtype=np.float64)
-    a = np.asarray(audio_feats, dtype=np.float64)
+    v, a = np.asarray(video_feats, dtype=np.float64), np.asarray(audio_feats, dtype=np.float64)
     if v.ndim != 2 or a.shape != v.shape:
         raise ValueError(f"offset_distances: expected two (N, d) arrays of the same shape, got {list(v.shape)} and {list(a.shape)}")
     if not (isinstance(vshift, (int, np.integer)) and vshift >= 0):
@@ -629,10 +612,7 @@ def window_starts(duration: float, window: float = DESYNC_WINDOW_S) -> tuple[flo
     if w < SEGMENT_FRAMES or (w - SEGMENT_FRAMES) % STEP_FRAMES:
         raise OptionError(f"window: expected 16 + 8k frames at 25 fps (e.g. 4.8 s), got {window!r} s ({w} frames)")
     t = frame_count(duration)
-    if t < w:
-        return ()
-    last = STEP_FRAMES * ((t - w) // STEP_FRAMES)
-    return (0.0, last / VIDEO_FPS)
+    return (0.0, STEP_FRAMES * ((t - w) // STEP_FRAMES) / VIDEO_FPS) if t >= w else ()
 
 
 def offsets_from_logits(logits: Any, grid: np.ndarray | None = None) -> np.ndarray:
@@ -662,8 +642,7 @@ def fit_short_clip(frames: np.ndarray, audio: np.ndarray, short_clip: str = "pad
     The common length is the shorter of ``T / 25`` and ``len(audio) / 16000`` on the frame grid (whole
     frames, ``640 * T`` samples). ``"pad"`` repeats the last frame and appends zeros (see the module
     docstring for why this deviates from av-benchmark)."""
-    if short_clip not in SHORT_CLIP:
-        raise OptionError(f"option 'short_clip': expected one of {SHORT_CLIP}, got {short_clip!r}")
+    check_choice("short_clip", short_clip, SHORT_CLIP)
     if frames.shape[0] == 0:
         raise PredictionError("DeSync: the edited video has no frame")
     t = min(int(frames.shape[0]), int(audio.shape[0]) // SAMPLES_PER_FRAME)
@@ -694,9 +673,7 @@ def desync_frame_indices(n_frames: int, fps: float, target_fps: float = VIDEO_FP
 def resize_shape(height: int, width: int, size: int = VIDEO_SIZE) -> tuple[int, int]:
     """``(h, w)`` after resizing the shorter side to ``size`` (torchvision's ``Resize(size)``: the longer
     side becomes ``int(size * long / short)``)."""
-    if height <= width:
-        return size, int(size * width / height)
-    return int(size * height / width), size
+    return (size, int(size * width / height)) if height <= width else (int(size * height / width), size)
 
 
 def crop_offsets(height: int, width: int, size: int = VIDEO_SIZE) -> tuple[int, int]:
@@ -735,11 +712,15 @@ def mel_filterbank(sample_rate: int = AUDIO_SR, n_fft: int = N_FFT, n_mels: int 
     is ``max(0, min(rise, fall))`` of the two slopes."""
     freqs = np.linspace(0.0, sample_rate // 2, n_fft // 2 + 1)
     edges = mel_to_hz(np.linspace(hz_to_mel(np.float64(0.0)), hz_to_mel(np.float64(sample_rate / 2.0)), n_mels + 2))
-    diff = np.diff(edges)
-    slopes = edges[None, :] - freqs[:, None]
-    down = -slopes[:, :-2] / diff[:-1]
-    up = slopes[:, 2:] / diff[1:]
-    return np.maximum(0.0, np.minimum(down, up))
+    return np.ascontiguousarray(_triangles(edges, freqs).T)
+
+
+def _triangles(edges: np.ndarray, freqs: np.ndarray) -> np.ndarray:
+    """``(len(edges) - 2, len(freqs))``: triangle ``i`` over ``edges[i], edges[i + 1], edges[i + 2]`` at ``freqs``,
+    ``max(0, min(rise, fall))`` of its two slopes (the filters of both mel filterbanks here)."""
+    width = np.diff(edges)
+    ramps = edges[:, None] - freqs[None, :]
+    return np.maximum(0.0, np.minimum(-ramps[:-2] / width[:-1, None], ramps[2:] / width[1:, None]))
 
 
 def log_mel_segments(segments: np.ndarray) -> np.ndarray:
@@ -751,10 +732,8 @@ def log_mel_segments(segments: np.ndarray) -> np.ndarray:
     pad = N_FFT // 2
     x = np.pad(x, ((0, 0), (pad, pad)), mode="reflect")
     n_frames = 1 + (x.shape[1] - N_FFT) // HOP
-    hann = 0.5 - 0.5 * np.cos(2.0 * np.pi * np.arange(WIN_LENGTH) / WIN_LENGTH)
-    window = np.zeros(N_FFT)
-    left = (N_FFT - WIN_LENGTH) // 2
-    window[left : left + WIN_LENGTH] = hann
+    left = (N_FFT - WIN_LENGTH) // 2  # the periodic Hann window of WIN_LENGTH, centred in N_FFT
+    window = np.pad(0.5 - 0.5 * np.cos(2.0 * np.pi * np.arange(WIN_LENGTH) / WIN_LENGTH), (left, N_FFT - WIN_LENGTH - left))
     idx = np.arange(n_frames)[:, None] * HOP + np.arange(N_FFT)[None, :]
     spec = np.abs(np.fft.rfft(x[:, idx] * window, axis=-1)) ** 2  # (S, frames, 513)
     mel = np.einsum("sfk,km->smf", spec, mel_filterbank())
@@ -805,11 +784,7 @@ def slaney_mel_filters(sample_rate: int = MEL_SR, n_fft: int = MEL_N_FFT, n_mels
     ``k sr / n_fft``, scaled by ``2 / (edge[i + 2] - edge[i])``; rounded to float32 (librosa's dtype)."""
     freqs = np.linspace(0.0, sample_rate / 2.0, n_fft // 2 + 1)
     edges = _slaney_mel_to_hz(np.linspace(_slaney_hz_to_mel(fmin), _slaney_hz_to_mel(fmax), n_mels + 2))
-    width = np.diff(edges)
-    ramps = edges[:, None] - freqs[None, :]
-    lower = -ramps[:-2] / width[:-1, None]
-    upper = ramps[2:] / width[1:, None]
-    weights = np.maximum(0.0, np.minimum(lower, upper)) * (2.0 / (edges[2:] - edges[:-2]))[:, None]
+    weights = _triangles(edges, freqs) * (2.0 / (edges[2:] - edges[:-2]))[:, None]
     return weights.astype(np.float32).astype(np.float64)
 
 

@@ -43,9 +43,7 @@ PIXEL_KEYS = ("ssim", "psnr", "bg_psnr", "bg_ssim")
 
 def psnr_from_mse(mse: float, cap: float) -> float:
     """``10 log10(255^2 / mse)``, at most ``cap`` (``cap`` for ``mse == 0``)."""
-    if mse <= 0.0:
-        return float(cap)
-    return min(float(cap), 10.0 * math.log10(255.0 ** 2 / mse))
+    return float(cap) if mse <= 0.0 else min(float(cap), 10.0 * math.log10(255.0 ** 2 / mse))
 
 
 def squared_error(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -63,9 +61,7 @@ def frame_mse(a: np.ndarray, b: np.ndarray, keep: np.ndarray | None = None, se: 
     if keep is None:
         return int(se.sum()) / (se.size * c)
     n = int(np.count_nonzero(keep))
-    if n == 0:
-        return None
-    return int(se[keep].sum()) / (n * c)
+    return int(se[keep].sum()) / (n * c) if n else None
 
 
 SSIM_IMPLS = ("boxsum", "skimage")
@@ -192,10 +188,8 @@ def clip_scores(edited: np.ndarray, source: np.ndarray, region: np.ndarray | Non
         raise PredictionError(f"{where}: frames of {w} x {h} are smaller than the SSIM window ssim_win_size={win_size}; "
                               "pass a smaller odd ssim_win_size (>= 3)")
     per = [frame_scores(edited[j], source[j], None if region is None else region[j], psnr_cap, win_size, ssim_impl) for j in range(t)]
-    out: dict[str, Any] = {k: fmean([p[k] for p in per if p[k] is not None]) for k in PIXEL_KEYS}
-    out["num_frames"] = t
-    out["num_bg_frames"] = sum(1 for p in per if p["bg_psnr"] is not None)
-    return out
+    return {**{k: fmean([p[k] for p in per if p[k] is not None]) for k in PIXEL_KEYS}, "num_frames": t,
+            "num_bg_frames": sum(1 for p in per if p["bg_psnr"] is not None)}
 
 
 # ---------------------------------------------------------------- aligning the edited clip with the source
@@ -205,14 +199,6 @@ def resample_index(n_edited: int, n_source: int) -> np.ndarray:
     """The nearest edited frame of each source frame: ``j -> min(n_edited - 1, floor((j + 0.5) * n_edited / n_source))``."""
     j = np.arange(n_source, dtype=np.int64)
     return np.minimum(n_edited - 1, ((2 * j + 1) * n_edited) // (2 * n_source))
-
-
-def _resize_bilinear(frames: np.ndarray, h: int, w: int) -> np.ndarray:
-    try:
-        import cv2
-    except ImportError:
-        raise OptionError("resize_edited='bilinear' needs OpenCV: pip install opencv-python-headless") from None
-    return np.stack([cv2.resize(f, (w, h), interpolation=cv2.INTER_LINEAR) for f in frames]).astype(np.uint8)
 
 
 def conform(edited: np.ndarray, source: np.ndarray, region: np.ndarray | None, frame_mismatch: str | None,
@@ -229,17 +215,18 @@ def conform(edited: np.ndarray, source: np.ndarray, region: np.ndarray | None, f
     ts, hs, ws = source.shape[:3]
     if (he, we) != (hs, ws):
         if resize_edited is None:
-            raise PredictionError(
-                f"{where}: the edited video has {te} frames of {we} x {he}, the source {ts} frames of {ws} x {hs} "
-                "(W x H); pass resize_edited='bilinear' to resize the edited frames to the source size"
-            )
-        edited = _resize_bilinear(edited, hs, ws)
+            raise PredictionError(f"{where}: the edited video has {te} frames of {we} x {he}, the source {ts} frames of {ws} x "
+                                  f"{hs} (W x H); pass resize_edited='bilinear' to resize the edited frames to the source size")
+        try:
+            import cv2
+        except ImportError:
+            raise OptionError("resize_edited='bilinear' needs OpenCV: pip install opencv-python-headless") from None
+        edited = np.stack([cv2.resize(f, (ws, hs), interpolation=cv2.INTER_LINEAR) for f in edited]).astype(np.uint8)
     if te != ts:
         if frame_mismatch is None:
-            raise PredictionError(
-                f"{where}: the edited video has {te} frames, the source {ts} (frames of {ws} x {hs}); pass "
-                "frame_mismatch='truncate' (score the shorter length) or 'resample' (map the edited frames to the source length)"
-            )
+            raise PredictionError(f"{where}: the edited video has {te} frames, the source {ts} (frames of {ws} x {hs}); pass "
+                                  f"frame_mismatch='truncate' (score the shorter length) or 'resample' (map the edited frames to "
+                                  f"the source length)")
         if frame_mismatch == "truncate":
             n = min(te, ts)
             edited, source = edited[:n], source[:n]

@@ -75,8 +75,7 @@ def load_quality_prediction(root: str | os.PathLike, sample_id: str) -> dict | N
     folder has neither. A ``.wav`` without its ``.mp4`` raises: a prediction needs the edited video."""
     root = Path(root)
     check_sample_id(sample_id, f"{str(root)!r}: sample id", PredictionError)
-    video = _checked_path(root, sample_id, "edited_video")
-    audio = _checked_path(root, sample_id, "edited_audio")
+    video, audio = (_checked_path(root, sample_id, key) for key in ("edited_video", "edited_audio"))
     if video is None:
         if audio is not None:
             raise PredictionError(f"{str(audio)!r}: no {sample_id}{SUFFIXES['edited_video']} beside it; a prediction needs the edited video")

@@ -63,10 +63,9 @@ def find_archives(root: str | os.PathLike) -> list[Path]:
     """``sorted(glob("archives/*.tar"))``; none raises naming the pattern."""
     archives = sorted(Path(root).glob(ARCHIVE_PATTERN))
     if not archives:
-        raise ReleaseNotFoundError(
-            f"no archive matches {ARCHIVE_PATTERN!r} under {str(root)!r}; expected the seven media tars of the Hub "
-            f"layout (or the extracted folders {list(MEDIA_FOLDERS)} next to {METADATA}, with source='extracted')"
-        )
+        raise ReleaseNotFoundError(f"no archive matches {ARCHIVE_PATTERN!r} under {str(root)!r}; expected the seven media tars "
+                                   f"of the Hub layout (or the extracted folders {list(MEDIA_FOLDERS)} next to {METADATA}, with "
+                                   f"source='extracted')")
     return archives
 
 
@@ -82,14 +81,6 @@ def _unreadable(label: str, member: str, e: BaseException) -> ReleaseFormatError
 def _corrupt_header(label: str, last: str | None, e: BaseException) -> ReleaseFormatError:
     after = f"after member {last!r}" if last else "before its first member"
     return ReleaseFormatError(f"archive {label!r} is truncated or corrupt: reading the header {after} failed ({type(e).__name__}: {e})")
-
-
-def expanded_size(member: tarfile.TarInfo) -> int:
-    """The bytes reading ``member`` yields: its size, or for a sparse member the end of its sparse map if larger."""
-    size = int(member.size)
-    for offset, length in getattr(member, "sparse", None) or ():
-        size = max(size, int(offset) + int(length))
-    return size
 
 
 def _short(name: str) -> str:
@@ -110,10 +101,8 @@ def check_name(name: Any, where: str, suffix: str = "") -> str:
     for part in norm.split("/"):
         n = len(part.encode("utf-8", "surrogateescape"))
         if n > MAX_NAME_COMPONENT_BYTES:
-            raise ReleaseFormatError(
-                f"{where}: expected path components of at most {MAX_NAME_COMPONENT_BYTES} bytes (the OS file-name limit), "
-                f"got one of {n}{suffix}"
-            )
+            raise ReleaseFormatError(f"{where}: expected path components of at most {MAX_NAME_COMPONENT_BYTES} bytes (the OS "
+                                     f"file-name limit), got one of {n}{suffix}")
     return norm
 
 
@@ -144,7 +133,8 @@ class MemberGuard:
         name = member.name
         if member.size < 0:
             raise self.error(name, f"declares a negative size ({member.size}); expected a size >= 0 (a corrupt or hostile header)")
-        size = expanded_size(member)
+        # the bytes reading the member yields: its size, or for a sparse member the end of its sparse map if larger
+        size = max([int(member.size), *(int(o) + int(n) for o, n in getattr(member, "sparse", None) or ())])
         if size > MAX_MEMBER_BYTES:
             raise self.error(name, f"declares {size} bytes, more than the limit of {MAX_MEMBER_BYTES} bytes "
                                    "(perckit.reason_av_edit.read.archives.MAX_MEMBER_BYTES)")
@@ -337,9 +327,8 @@ def _check_member(member: tarfile.TarInfo, name: str, dest: Path, label: str) ->
         absolute = link.startswith("/") or (len(link) > 1 and link[1] == ":")
         resolved = (base / link).resolve() if not absolute else Path(link).resolve()
         if absolute or not resolved.is_relative_to(dest):
-            raise ReleaseFormatError(
-                f"archive {label!r}: member {member.name!r} is a link to {member.linkname!r}, which leaves {str(dest)!r}; refusing to extract"
-            )
+            raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} is a link to {member.linkname!r}, which leaves "
+                                     f"{str(dest)!r}; refusing to extract")
     if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
         raise ReleaseFormatError(f"archive {label!r}: member {member.name!r} is a special file (device or FIFO); refusing to extract")
 

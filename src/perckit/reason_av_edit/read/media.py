@@ -51,10 +51,8 @@ def pick_video_archive(labels: Sequence[str], samples: Sequence[Sample]) -> str:
     for name in (folder, "videos", "video"):
         if name and name in stems:
             return stems[name]
-    raise ReleaseNotFoundError(
-        f"no video archive among {list(labels)}: expected '{ARCHIVES_DIR}/{folder or 'videos'}.tar', named after the "
-        f"folder of the {METADATA} 'video' paths"
-    )
+    raise ReleaseNotFoundError(f"no video archive among {list(labels)}: expected '{ARCHIVES_DIR}/{folder or 'videos'}.tar', "
+                               f"named after the folder of the {METADATA} 'video' paths")
 
 
 @dataclass
@@ -82,11 +80,9 @@ class MediaStore:
         folder = top_folder(path)  # the archive that held the folder, else the one named after it
         label = self.folder_archive.get(folder, archive_stems(self.labels).get(folder, f"{ARCHIVES_DIR}/{folder}.tar"))
         state = "has no member" if label in self.labels else "does not exist; it should hold member"
-        return ReleaseNotFoundError(
-            f"archive {label!r} {state} {path!r}, named in {METADATA} line {sample.line} ({_origin(sample, fld)}, "
-            f"sample {sample.sample_id!r}); the archive may be truncated, and the "
-            f"file is not on disk under {str(self.root)!r} either"
-        )
+        return ReleaseNotFoundError(f"archive {label!r} {state} {path!r}, named in {METADATA} line {sample.line} "
+                                    f"({_origin(sample, fld)}, sample {sample.sample_id!r}); the archive may be truncated, and "
+                                    f"the file is not on disk under {str(self.root)!r} either")
 
     def get(self, path: str, sample: Sample, fld: str) -> bytes:
         if path in self.data:
@@ -126,10 +122,9 @@ def read_disk_media(root: Path, path: str, sample: Sample, fld: str) -> bytes:
     CSV line and column."""
     data = _disk_media(root, path, sample, fld)
     if data is None:
-        raise ReleaseNotFoundError(
-            f"{path!r} (named in {METADATA} line {sample.line}, {_origin(sample, fld)}, sample "
-            f"{sample.sample_id!r}) not found under {str(root)!r}; expected the extracted media folders next to {METADATA}"
-        )
+        raise ReleaseNotFoundError(f"{path!r} (named in {METADATA} line {sample.line}, {_origin(sample, fld)}, sample "
+                                   f"{sample.sample_id!r}) not found under {str(root)!r}; expected the extracted media folders "
+                                   f"next to {METADATA}")
     return data
 
 
@@ -178,23 +173,14 @@ def lookup_wanted(samples: Sequence[Sample], fields: Sequence[str]) -> frozenset
     return frozenset(c for s in samples for fld in fields for c in lookup_candidates(s.sample_id, fld))
 
 
-def expects_member(sample: Sample, fld: str) -> bool:
-    """Whether the card expects ``sample`` to have a ``fld`` member (:data:`LOOKUP_EXPECTED`)."""
-    codes = LOOKUP_EXPECTED[fld]
-    if codes is None:
-        return True
-    code = sample.sub_track.split("_", 1)[0].upper()
-    return any(code == c or (len(c) == 1 and code[:1] == c) for c in codes)
-
-
 def apply_lookup(samples: Sequence[Sample], fields: Sequence[str], present: Callable[[str, Sample, str], bool]) -> list[Sample]:
     """The samples with the ``fields`` that ``metadata.csv`` has no column for filled by looking their member up
     by sample id (:func:`lookup_candidates`); ``present(member, sample, field)`` says whether a member exists
     (in a tar read, or on disk). No member: the value stays null. Two candidates of one sample present (e.g.
     ``ref_images/x.png`` and ``ref_images/x.jpg``): :class:`ReleaseFormatError`. One warning for the whole
-    build lists, per field, how many of the samples expected to have one (:func:`expects_member`) have none,
-    with a few of their ids; samples not expected to have one (a reference image outside R and C4) are not
-    counted, and get one when it is there."""
+    build lists, per field, how many of the samples expected to have one (:data:`LOOKUP_EXPECTED`: a sub-track
+    code, or a one-letter track, listed there) have none, with a few of their ids; samples not expected to have one
+    (a reference image outside R and C4) are not counted, and get one when it is there."""
     if not fields:
         return list(samples)
     out: list[Sample] = []
@@ -206,13 +192,12 @@ def apply_lookup(samples: Sequence[Sample], fields: Sequence[str], present: Call
         for fld in fields:
             hits = [c for c in lookup_candidates(s.sample_id, fld) if present(c, s, fld)]
             if len(hits) > 1:
-                raise ReleaseFormatError(
-                    f"{METADATA} line {s.line} (sample {s.sample_id!r}): no column for {fld!r}, and the lookup by sample "
-                    f"id found {len(hits)} members {hits}; expected at most one"
-                )
+                raise ReleaseFormatError(f"{METADATA} line {s.line} (sample {s.sample_id!r}): no column for {fld!r}, and the "
+                                         f"lookup by sample id found {len(hits)} members {hits}; expected at most one")
             if hits:
                 found[fld] = hits[0]
-            if expects_member(s, fld):
+            codes, code = LOOKUP_EXPECTED[fld], s.sub_track.split("_", 1)[0].upper()
+            if codes is None or any(code == c or (len(c) == 1 and code[:1] == c) for c in codes):  # the card expects one
                 expected[fld] += 1
                 if not hits:
                     none[fld].append(s.sample_id)

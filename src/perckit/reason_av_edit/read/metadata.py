@@ -113,31 +113,17 @@ def resolve_columns(header: Sequence[str], where: str = METADATA) -> dict[str, s
     first: dict[str, int] = {}
     for i, name in enumerate(names):
         if name in first:
-            raise ReleaseFormatError(
-                f"{where} line 1: column {name!r} appears twice (fields {first[name] + 1} and {i + 1}); expected every column name once"
-            )
+            raise ReleaseFormatError(f"{where} line 1: column {name!r} appears twice (fields {first[name] + 1} and {i + 1}); "
+                                     f"expected every column name once")
         first[name] = i
     missing = [c for c in DOCUMENTED_COLUMNS if c not in names]
     if missing:
-        raise ReleaseFormatError(
-            f"{where}: missing the documented column(s) {missing}; expected {list(DOCUMENTED_COLUMNS)} "
-            f"(found {names})"
-        )
+        raise ReleaseFormatError(f"{where}: missing the documented column(s) {missing}; expected {list(DOCUMENTED_COLUMNS)} "
+                                 f"(found {names})")
     out: dict[str, str | None] = {c: c for c in DOCUMENTED_COLUMNS}
     for fld, aliases in COLUMN_ALIASES.items():
         out[fld] = next((a for a in aliases if a in names), None)
     return out
-
-
-def normalise_member_path(value: str, where: str) -> str:
-    """A release-relative POSIX path (``./`` and backslashes removed), by :func:`perckit.io.paths.check_relative`:
-    absolute paths (``/x``, ``\\x``, ``C:``), ``..`` components, NUL bytes and names past the OS limits
-    (:class:`archives.MemberGuard`) raise :class:`ReleaseFormatError` naming ``where``; so does a path naming
-    the release root itself."""
-    norm = check_name(value.strip(), where)
-    if norm == ".":
-        raise ReleaseFormatError(f"{where}: expected a path to a file inside the release, got {value!r}")
-    return norm
 
 
 def check_sample_id(sample_id: Any, where: str, error: type[Exception] = ReleaseFormatError) -> str:
@@ -150,17 +136,6 @@ def check_sample_id(sample_id: Any, where: str, error: type[Exception] = Release
     if len(sample_id.encode("utf-8", "surrogateescape")) > 200:
         raise error(f"{where}: expected a sample id of at most 200 bytes, got {len(sample_id.encode('utf-8', 'surrogateescape'))}")
     return sample_id
-
-
-def category_of(sub_track: str, where: str) -> str:
-    """The category of a sub-track from its code prefix (``W``, ``H``, ``T``, ``C`` or ``R``)."""
-    prefix = sub_track[:1].upper()
-    if prefix not in CATEGORY_BY_PREFIX:
-        raise ReleaseFormatError(
-            f"{where}: sub_track {sub_track!r} has the prefix {prefix!r}; expected one of "
-            f"{sorted(CATEGORY_BY_PREFIX)} (W where_only, H which_only, T when_only, C combined, R reference)"
-        )
-    return CATEGORY_BY_PREFIX[prefix]
 
 
 def _optional_number(value: str | None, kind: type) -> Any:
@@ -191,17 +166,14 @@ def parse_metadata(data: bytes, label: str = METADATA, warn: bool = True) -> lis
         rows = list(csv.reader(io.StringIO(text, newline="")))
     except csv.Error as e:  # e.g. a field longer than csv.field_size_limit()
         raise ReleaseFormatError(f"{label}: expected CSV, got a parse error: {e}") from None
-    reader = iter(rows)
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise ReleaseFormatError(f"{label}: the file is empty; expected a header with {list(DOCUMENTED_COLUMNS)}") from None
-    header = [h.strip() for h in header]
+    if not rows:
+        raise ReleaseFormatError(f"{label}: the file is empty; expected a header with {list(DOCUMENTED_COLUMNS)}")
+    header = [h.strip() for h in rows[0]]
     cols = resolve_columns(header, label)
     index = {name: i for i, name in enumerate(header)}
     samples: list[Sample] = []
     seen: dict[str, int] = {}
-    for line, values in enumerate(reader, start=2):
+    for line, values in enumerate(rows[1:], start=2):
         if not values or all(not v.strip() for v in values):
             continue
         if len(values) != len(header):
@@ -225,19 +197,23 @@ def parse_metadata(data: bytes, label: str = METADATA, warn: bool = True) -> lis
             if fld != "instruction" and not (cell(fld) or "").strip():
                 raise ReleaseFormatError(f"{where(fld)}: expected a value, got an empty cell")
         media: dict[str, str | None] = {}
-        for fld in MEDIA_FIELDS:
+        for fld in MEDIA_FIELDS:  # a release-relative POSIX path (check_name: inside the release, within the OS limits)
             raw = cell(fld)
-            media[fld] = normalise_member_path(raw, where(fld)) if raw is not None and raw.strip() else None
+            media[fld] = check_name(raw.strip(), where(fld)) if raw is not None and raw.strip() else None
+            if media[fld] == ".":
+                raise ReleaseFormatError(f"{where(fld)}: expected a path to a file inside the release, got {raw!r}")
         sample_id = (cell("sample_id") or "").strip() or posixpath.splitext(posixpath.basename(media["video"]))[0]
         check_sample_id(sample_id, where("sample_id") if cols.get("sample_id") else f"{label} line {line}, id from column 'video'")
         if sample_id in seen:
-            raise ReleaseFormatError(
-                f"{label} line {line}: duplicate sample_id {sample_id!r} (first on line {seen[sample_id]}); "
-                "expected one row per sample"
-            )
+            raise ReleaseFormatError(f"{label} line {line}: duplicate sample_id {sample_id!r} (first on line {seen[sample_id]}); "
+                                     "expected one row per sample")
         seen[sample_id] = line
         sub_track = cell("sub_track").strip()
-        category = category_of(sub_track, where("sub_track"))
+        category = CATEGORY_BY_PREFIX.get(sub_track[:1].upper())  # the category from the sub-track's code prefix
+        if category is None:
+            raise ReleaseFormatError(f"{where('sub_track')}: sub_track {sub_track!r} has the prefix {sub_track[:1].upper()!r}; "
+                                     f"expected one of {sorted(CATEGORY_BY_PREFIX)} (W where_only, H which_only, T when_only, "
+                                     "C combined, R reference)")
         csv_category = cell("category")
         if csv_category is not None and csv_category.strip():
             value = csv_category.strip().lower().replace("-", "_").replace(" ", "_")
@@ -245,14 +221,11 @@ def parse_metadata(data: bytes, label: str = METADATA, warn: bool = True) -> lis
                 logger.warning("%s: category %r is not one of %s; using %r from the sub_track prefix", where("category"), csv_category, list(CATEGORIES), category)
             elif value != category:
                 logger.warning("%s: category %r disagrees with the sub_track %r (prefix says %r); keeping the CSV value", where("category"), csv_category, sub_track, category)
-                category = value
-            else:
-                category = value
-        language = (cell("language") or "").strip().lower() or None
-        orientation = (cell("orientation") or "").strip().lower() or None
+            category = value if value in CATEGORIES else category
         samples.append(Sample(
-            sample_id=sample_id, line=line, sub_track=sub_track, category=category,
-            instruction=cell("instruction") or "", language=language, orientation=orientation, **media,
+            sample_id=sample_id, line=line, sub_track=sub_track, category=category, instruction=cell("instruction") or "",
+            language=(cell("language") or "").strip().lower() or None,
+            orientation=(cell("orientation") or "").strip().lower() or None, **media,
             fps=inferred_reading(lambda: _optional_number(cell("fps"), float), None, where("fps"), notes),
             num_frames=inferred_reading(lambda: _optional_number(cell("num_frames"), int), None, where("num_frames"), notes),
             columns={fld: cols.get(fld) for fld in MEDIA_FIELDS},
@@ -269,10 +242,8 @@ def read_metadata(root: str | os.PathLike, warn: bool = True) -> list[Sample]:
     regular file of at most :data:`MAX_METADATA_BYTES` inside the root (:func:`perckit.io.paths.resolve_under`)."""
     root = Path(root)
     if not root.is_dir():
-        raise ReleaseNotFoundError(
-            f"ReasonAVEdit-Bench release folder {str(root)!r} does not exist (expected the release root that holds "
-            f"{METADATA}; pass it as data_dir=...)"
-        )
+        raise ReleaseNotFoundError(f"ReasonAVEdit-Bench release folder {str(root)!r} does not exist (expected the release root "
+                                   f"that holds {METADATA}; pass it as data_dir=...)")
     path = root / METADATA
     if not os.path.lexists(path):
         raise ReleaseNotFoundError(f"{METADATA!r} not found under {str(root)!r}: expected the release root (the folder with {METADATA}, annotations/ and archives/)")
@@ -343,14 +314,12 @@ def extract_annotation_fields(obj: Any, where: str) -> dict:
             "fps", "num_frames", "duration_s")
     if not any(k in obj for k in keys):
         raise InferredShapeError(f"{where}: expected at least one of the keys {list(keys)}, found {_short(sorted(obj))}")
-    out = dict.fromkeys(ANNOTATION_FIELDS)
-    out["edit_window_s"] = _window(obj, WINDOW_S_KEYS, WINDOW_S_PAIRS, where, integer=False)
-    out["edit_window_frames"] = _window(obj, WINDOW_F_KEYS, WINDOW_F_PAIRS, where, integer=True)
-    out["anchor_frame"] = _first_index(obj, ANCHOR_KEYS, where)
-    out["selected_instance_index"] = _first_index(obj, INSTANCE_KEYS, where)
-    for key, integer in (("fps", False), ("num_frames", True), ("duration_s", False)):
-        out[key] = _number(obj.get(key), f"{where}: key {key!r}", integer)
-    return out
+    return {"edit_window_s": _window(obj, WINDOW_S_KEYS, WINDOW_S_PAIRS, where, integer=False),  # ANNOTATION_FIELDS
+            "edit_window_frames": _window(obj, WINDOW_F_KEYS, WINDOW_F_PAIRS, where, integer=True),
+            "anchor_frame": _first_index(obj, ANCHOR_KEYS, where),
+            "selected_instance_index": _first_index(obj, INSTANCE_KEYS, where),
+            **{key: _number(obj.get(key), f"{where}: key {key!r}", integer)
+               for key, integer in (("fps", False), ("num_frames", True), ("duration_s", False))}}
 
 
 def read_annotation(path: str | os.PathLike) -> tuple[dict, str | None]:

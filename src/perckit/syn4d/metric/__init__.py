@@ -56,7 +56,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ...errors import InputNotFoundError, OptionError, PerckitError, PredictionError, check_choice, check_options
+from ...errors import (InputNotFoundError, OptionError, PerckitError, PredictionError, check_choice, check_option_type,
+                       check_options)
 from ...core.matching import pair_by_id
 from ...core.stats import fmean
 
@@ -113,18 +114,15 @@ class Syn4DOptions:
         return cls(**options)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.strict, (bool, np.bool_)):
-            raise OptionError(f"option 'strict': expected a bool, got {self.strict!r}")
-        object.__setattr__(self, "strict", bool(self.strict))
+        object.__setattr__(self, "strict", bool(check_option_type("strict", self.strict, "bool")))
         check_choice("depth_align", self.depth_align, DEPTH_ALIGNS)
         for name in ("depth_min_m", "depth_max_m"):
             value = getattr(self, name)
             if not _finite_number(value) or float(value) <= 0.0:
                 raise OptionError(f"option {name!r}: expected a finite number > 0, got {value!r}")
         if not float(self.depth_min_m) < float(self.depth_max_m):
-            raise OptionError(
-                f"options 'depth_min_m' / 'depth_max_m': expected min < max, got {self.depth_min_m!r} and {self.depth_max_m!r}"
-            )
+            raise OptionError(f"options 'depth_min_m' / 'depth_max_m': expected min < max, got {self.depth_min_m!r} and "
+                              f"{self.depth_max_m!r}")
         thresholds = self.tracking_thresholds_m
         if isinstance(thresholds, (str, bytes)) or not isinstance(thresholds, Sequence) or not thresholds:
             raise OptionError(f"option 'tracking_thresholds_m': expected a non-empty sequence of numbers, got {thresholds!r}")
@@ -134,11 +132,10 @@ class Syn4DOptions:
         w = self.dynamic_weight
         if not _finite_number(w) or not 0.0 <= float(w) <= 1.0:
             raise OptionError(f"option 'dynamic_weight': expected a number in [0, 1], got {w!r}")
-        c = self.min_coverage  # a number in [0, 1] (0 never warns)
-        if isinstance(c, bool) or not isinstance(c, (int, float, np.integer, np.floating)) or not math.isfinite(float(c)) \
-                or not 0.0 <= float(c) <= 1.0:
-            raise OptionError(f"option 'min_coverage': expected a number in [0, 1], got {c!r}")
-        object.__setattr__(self, "min_coverage", float(c))
+        c = float(check_option_type("min_coverage", self.min_coverage, "number"))  # in [0, 1] (0 never warns)
+        if not 0.0 <= c <= 1.0:
+            raise OptionError(f"option 'min_coverage': expected a number in [0, 1], got {self.min_coverage!r}")
+        object.__setattr__(self, "min_coverage", c)
 
 
 # ---- The failure policy (spec §4.3), written once: the metric (:func:`score_sequences`) and the file runner
@@ -220,16 +217,14 @@ def tracking_metrics(gt: np.ndarray, pred: np.ndarray, valid: np.ndarray, dynami
 
     ``gt``/``pred`` are ``[T, Q, 3]``, ``valid`` ``[T, Q]`` and ``dynamic`` ``[Q]``; ``dynamic_`` keys are
     absent when that subset is empty; thresholds are inclusive."""
-    gt = np.asarray(gt)
-    pred = np.asarray(pred)
+    gt, pred = np.asarray(gt), np.asarray(pred)
     valid_mask = np.asarray(valid, dtype=bool)
     dynamic_q = np.asarray(dynamic, dtype=bool).reshape(-1)
     if gt.shape != pred.shape or gt.ndim != 3 or gt.shape[-1] != 3:
         raise ValueError(f"tracking arrays must match [T,Q,3], got {gt.shape} and {pred.shape}")
     if valid_mask.shape != gt.shape[:2] or dynamic_q.shape != (gt.shape[1],):
-        raise ValueError(
-            f"tracking validity/dynamic shapes do not match tracks {gt.shape}: visibility {valid_mask.shape}, dynamic {dynamic_q.shape}"
-        )
+        raise ValueError(f"tracking validity/dynamic shapes do not match tracks {gt.shape}: visibility {valid_mask.shape}, "
+                         f"dynamic {dynamic_q.shape}")
     # One compiled pass (see perckit.syn4d.metric._kernels.tracking): the scored samples compacted in (t, q) order,
     # the exact median scale, the distances of both subsets and their threshold counts.
     limits = np.asarray(thresholds, dtype=np.float64)
@@ -245,10 +240,8 @@ def tracking_metrics(gt: np.ndarray, pred: np.ndarray, valid: np.ndarray, dynami
     if dynamic_distances.size:
         result.update(_accuracy_keys("dynamic_", counts[1].tolist(), dynamic_distances, thresholds))
     result["dynamic_query_fraction"] = int(np.count_nonzero(dynamic_q)) / dynamic_q.size  # = np.mean (an exact count)
-    if "dynamic_apd" in result:
-        result["score"] = float((1.0 - dynamic_weight) * result["apd"] + dynamic_weight * result["dynamic_apd"])
-    else:
-        result["score"] = float(result["apd"])
+    dyn = result.get("dynamic_apd")
+    result["score"] = float(result["apd"] if dyn is None else (1.0 - dynamic_weight) * result["apd"] + dynamic_weight * dyn)
     return result
 
 
@@ -264,9 +257,8 @@ def resize_depth(pred: np.ndarray, hw: Sequence[int]) -> np.ndarray:
         return arr
     import cv2
 
-    if arr.shape[0] == 0:
-        return np.zeros((0, height, width), dtype=np.float32)
-    return np.stack([cv2.resize(frame, (width, height), interpolation=cv2.INTER_LINEAR) for frame in arr])
+    frames = [cv2.resize(frame, (width, height), interpolation=cv2.INTER_LINEAR) for frame in arr]
+    return np.stack(frames) if frames else np.zeros((0, height, width), dtype=np.float32)
 
 
 def _exact_median(values: np.ndarray) -> float:
@@ -358,8 +350,7 @@ def umeyama_sim3(src: np.ndarray, dst: np.ndarray) -> tuple[float, np.ndarray, n
 
     Raises ``ValueError`` for mismatched or non-``[N, 3]`` inputs, N < 3, and
     ``ValueError("Degenerate source trajectory")`` when ``mean‖P−μP‖² <= 1e-12``."""
-    src = np.asarray(src, dtype=np.float64)
-    dst = np.asarray(dst, dtype=np.float64)
+    src, dst = (np.asarray(x, dtype=np.float64) for x in (src, dst))
     if src.shape != dst.shape or src.ndim != 2 or src.shape[1] != 3 or src.shape[0] < 3:
         raise ValueError(f"Umeyama alignment needs matching [N,3] arrays with N >= 3, got {src.shape} and {dst.shape}")
     mu_src, mu_dst = src.mean(0), dst.mean(0)
@@ -385,19 +376,9 @@ def rotation_error_deg(pred: np.ndarray, gt: np.ndarray) -> np.ndarray:
     return np.degrees(np.arccos(cosine))
 
 
-def _translation_angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Angle between row vectors in degrees; NaN where ``‖a‖·‖b‖ ≤ 1e-12``."""
-    norm = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
-    ok = norm > 1e-12
-    out = np.full(norm.shape, np.nan, dtype=np.float64)
-    out[ok] = np.degrees(np.arccos(np.clip(np.sum(a[ok] * b[ok], axis=-1) / norm[ok], -1, 1)))
-    return out
-
-
 def pose_metrics(gt_c2w: np.ndarray, pred_c2w: np.ndarray) -> dict:
     """Camera trajectory of one sequence (module docstring): frame-0 normalisation, then Sim(3) on the centres."""
-    gt = np.asarray(gt_c2w, dtype=np.float64)
-    pred = np.asarray(pred_c2w, dtype=np.float64)
+    gt, pred = (np.asarray(x, dtype=np.float64) for x in (gt_c2w, pred_c2w))
     if gt.shape != pred.shape or gt.ndim != 3 or gt.shape[1:] != (4, 4):
         raise ValueError(f"poses must match [T,4,4], got {gt.shape} and {pred.shape}")
     if gt.shape[0] < 3 or not np.isfinite(gt).all() or not np.isfinite(pred).all():
@@ -417,12 +398,15 @@ def pose_metrics(gt_c2w: np.ndarray, pred_c2w: np.ndarray) -> dict:
     # (stacked matrices, each product and inverse on its own), and both rotation errors in one call.
     rel = np.linalg.inv(np.concatenate((gt[:-1], aligned[:-1]))) @ np.concatenate((gt[1:], aligned[1:]))
     gt_rel, pred_rel = rel[: n - 1], rel[n - 1 :]
-    angles = rotation_error_deg(
-        np.concatenate((aligned[:, :3, :3], pred_rel[:, :3, :3])), np.concatenate((gt[:, :3, :3], gt_rel[:, :3, :3]))
-    )
+    angles = rotation_error_deg(np.concatenate((aligned[:, :3, :3], pred_rel[:, :3, :3])),
+                                np.concatenate((gt[:, :3, :3], gt_rel[:, :3, :3])))
     rotation_error, rpe_rotation = angles[:n], angles[n:]
-    rpe_translation = np.linalg.norm(pred_rel[:, :3, 3] - gt_rel[:, :3, 3], axis=-1)
-    translation_angle = _translation_angle_deg(pred_rel[:, :3, 3], gt_rel[:, :3, 3])
+    a, b = pred_rel[:, :3, 3], gt_rel[:, :3, 3]
+    rpe_translation = np.linalg.norm(a - b, axis=-1)
+    norm = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)  # the angle of a and b in degrees; NaN where |a|·|b| <= 1e-12
+    ok = norm > 1e-12
+    translation_angle = np.full(norm.shape, np.nan, dtype=np.float64)
+    translation_angle[ok] = np.degrees(np.arccos(np.clip(np.sum(a[ok] * b[ok], axis=-1) / norm[ok], -1, 1)))
     undefined = np.isnan(translation_angle)
     pair_error = np.maximum(rpe_rotation, np.where(undefined, 180.0, translation_angle))  # np.nan_to_num(nan=180)
     defined = n - 1 - int(np.count_nonzero(undefined))
@@ -454,14 +438,6 @@ def _gt_array(reference: Mapping, key: str, dtype: type) -> np.ndarray:
     return np.asarray(value, dtype=dtype)
 
 
-def _prediction_array(value: Any, key: str, dtype: type) -> np.ndarray:
-    """A prediction array as ``dtype``; strings, ragged lists and the like raise ``ValueError`` naming ``key``."""
-    try:
-        return np.asarray(value, dtype=dtype)
-    except (TypeError, ValueError, OverflowError) as e:
-        raise ValueError(f"prediction {key!r}: expected a numeric array, got {type(value).__name__} that NumPy cannot convert ({e})") from None
-
-
 def task_metrics(task: str, reference: Mapping, prediction: Mapping, options: Syn4DOptions = Syn4DOptions()) -> dict:
     """Score one (reference, prediction) pair for ``task``; raise on any problem (the caller applies the policy).
 
@@ -480,7 +456,10 @@ def task_metrics(task: str, reference: Mapping, prediction: Mapping, options: Sy
     value = prediction.get(key)
     if value is None:
         raise KeyError(f"{key} is not a file in the archive")
-    pred = _prediction_array(value, key, dtype)
+    try:  # strings, ragged lists and the like raise naming the key
+        pred = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ValueError(f"prediction {key!r}: expected a numeric array, got {type(value).__name__} that NumPy cannot convert ({e})") from None
     if task == "tracking":
         return tracking_metrics(gt, pred, *flags, thresholds=options.tracking_thresholds_m, dynamic_weight=options.dynamic_weight)
     if task == "depth":
@@ -493,9 +472,8 @@ def is_missing_prediction(prediction: Mapping | None) -> bool:
     return prediction is None or all(prediction.get(k) is None for k in PREDICTION_KEYS.values())
 
 
-def score_sequence(
-    task: str, reference: Mapping, prediction: Mapping, options: Syn4DOptions = Syn4DOptions(), coverage: bool = True
-) -> tuple[dict, dict | None]:
+def score_sequence(task: str, reference: Mapping, prediction: Mapping, options: Syn4DOptions = Syn4DOptions(),
+                   coverage: bool = True) -> tuple[dict, dict | None]:
     """One task of one sequence, as the metric and the file runner both record it: the row (``sequence_id``,
     ``variant``, ``scene`` and :func:`task_metrics`) and, with ``coverage``, its coverage entry
     (:func:`coverage_entry`; None for pose). Raises on any problem (the caller applies the failure policy)."""
@@ -541,18 +519,6 @@ class LowCoverageWarning(UserWarning):
     """A Syn4D prediction was scored on fewer GT-valid points / pixels than ``min_coverage`` of them."""
 
 
-def gt_valid_count(task: str, reference: Mapping, min_depth: float, max_depth: float) -> int:
-    """GT-valid points (tracking: visible with a finite GT point) or pixels (depth: finite, in ``(min, max]``)."""
-    if task == "tracking":
-        gt = np.asarray(reference["tracks_ref0"])
-        visible = np.asarray(reference["visibility"], dtype=bool)
-        finite = np.isfinite(gt[..., 0]) & np.isfinite(gt[..., 1]) & np.isfinite(gt[..., 2])
-        return int(np.count_nonzero(visible & finite))
-    gt = np.asarray(reference["depth_m"])
-    lo, hi = np.float64(min_depth), np.float64(max_depth)
-    return int(sum(np.count_nonzero(np.isfinite(g) & (g > lo) & (g <= hi)) for g in gt))
-
-
 def summarize_coverage(entries: Sequence[Mapping], min_coverage: float) -> dict:
     """``{"overall": {...}, "sequences": entries}``. ``overall``: the summed counts and their ratio (so it
     does not depend on the order of the sequences), the lowest per-sequence coverage, and how many
@@ -582,18 +548,14 @@ def warn_if_low(blocks: Mapping[str, Mapping], min_coverage: float) -> str | Non
         low = overall["num_sequences_below_min_coverage"]
         if low:
             worst = min((e for e in blocks[task]["sequences"] if e["coverage"] is not None), key=lambda e: e["coverage"])
-            parts.append(
-                f"{task}: {low} sequence(s) below, overall {overall['coverage']:.4f}, lowest {worst['coverage']:.4f} "
-                f"({worst['sequence_id']!r}: {worst['scored']} of {worst['gt_valid']} GT-valid "
-                f"{'points' if task == 'tracking' else 'pixels'} scored)"
-            )
+            parts.append(f"{task}: {low} sequence(s) below, overall {overall['coverage']:.4f}, lowest {worst['coverage']:.4f} "
+                         f"({worst['sequence_id']!r}: {worst['scored']} of {worst['gt_valid']} GT-valid "
+                         f"{'points' if task == 'tracking' else 'pixels'} scored)")
     if not parts:
         return None
-    text = (
-        f"Syn4D: predictions cover less than min_coverage={min_coverage:g} of the ground truth; non-finite "
-        f"predicted values are left out of the score (the official rule), so these scores rest on part of the "
-        f"points only: " + "; ".join(parts)
-    )
+    text = (f"Syn4D: predictions cover less than min_coverage={min_coverage:g} of the ground truth; non-finite "
+            f"predicted values are left out of the score (the official rule), so these scores rest on part of the "
+            f"points only: " + "; ".join(parts))
     warnings.warn(text, LowCoverageWarning, stacklevel=3)
     return text
 
@@ -603,8 +565,13 @@ def coverage_entry(task: str, sequence_id: str, reference: Mapping, metrics: Map
     GT has no valid point), for the tasks with a coverage (None for ``pose``)."""
     if task not in COVERAGE_TASKS:
         return None
-    scored = int(metrics["count"] if task == "tracking" else metrics["valid_pixels"])
-    valid = gt_valid_count(task, reference, options.depth_min_m, options.depth_max_m)
+    if task == "tracking":  # GT-valid points: visible with a finite GT point; scored: the formula's count
+        scored, gt = int(metrics["count"]), np.asarray(reference["tracks_ref0"])
+        finite = np.isfinite(gt[..., 0]) & np.isfinite(gt[..., 1]) & np.isfinite(gt[..., 2])
+        valid = int(np.count_nonzero(np.asarray(reference["visibility"], dtype=bool) & finite))
+    else:  # GT-valid pixels: finite, in (min, max]
+        scored, lo, hi = int(metrics["valid_pixels"]), np.float64(options.depth_min_m), np.float64(options.depth_max_m)
+        valid = int(sum(np.count_nonzero(np.isfinite(g) & (g > lo) & (g <= hi)) for g in np.asarray(reference["depth_m"])))
     return {"sequence_id": sequence_id, "scored": scored, "gt_valid": valid, "coverage": scored / valid if valid else None}
 
 
@@ -619,9 +586,8 @@ def mean_rows(rows: Sequence[Mapping]) -> dict:
     """Macro mean over sequences (spec §4.2), as the official ``_mean_metrics``: every key with a numeric
     (non-bool) value in some row, averaged over the rows that have it after dropping non-finite values (a key with
     nothing left is omitted); ``num_sequences`` is ``len(rows)``."""
-    keys = sorted({k for row in rows for k, v in row.items() if _is_number(v)})
     result: dict[str, Any] = {}
-    for key in keys:
+    for key in sorted({k for row in rows for k, v in row.items() if _is_number(v)}):
         values = np.asarray([float(row[key]) for row in rows if key in row and _is_number(row[key])], dtype=np.float64)
         values = values[np.isfinite(values)]
         if values.size:
@@ -633,17 +599,13 @@ def mean_rows(rows: Sequence[Mapping]) -> dict:
 
 def aggregate(rows: Sequence[Mapping]) -> dict:
     """Reduce half: ``{"overall", "by_variant", "by_scene", "sequences"}``, blocks sorted by key."""
-    by_variant: dict[str, list[Mapping]] = defaultdict(list)
-    by_scene: dict[str, list[Mapping]] = defaultdict(list)
-    for row in rows:
-        by_variant[str(row["variant"])].append(row)
-        by_scene[str(row["scene"])].append(row)
-    return {
-        "overall": mean_rows(rows),
-        "by_variant": {k: mean_rows(v) for k, v in sorted(by_variant.items())},
-        "by_scene": {k: mean_rows(v) for k, v in sorted(by_scene.items())},
-        "sequences": [dict(r) for r in rows],
-    }
+    out: dict[str, Any] = {"overall": mean_rows(rows)}
+    for field in ("variant", "scene"):
+        groups: dict[str, list[Mapping]] = defaultdict(list)
+        for row in rows:
+            groups[str(row[field])].append(row)
+        out[f"by_{field}"] = {k: mean_rows(v) for k, v in sorted(groups.items())}
+    return {**out, "sequences": [dict(r) for r in rows]}
 
 
 def compute_task(predictions: Sequence[Mapping], references: Sequence[Mapping], task: str,

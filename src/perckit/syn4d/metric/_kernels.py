@@ -258,9 +258,7 @@ def _radix_median(low: np.ndarray, bins: list[int], inside: list[int], odd: bool
         row = low[0] if b == bins[0] else low[1]
         bits = (b << 16) | int(np.searchsorted(np.cumsum(row), r, side="right"))
         values.append(np.float64(np.array([bits], dtype=np.uint32).view(np.float32)[0]))
-    if odd:
-        return float(values[1])
-    return float((values[0] + values[1]) / 2.0)
+    return float(values[1]) if odd else float((values[0] + values[1]) / 2.0)
 
 
 def depth_medians(g: np.ndarray, p: np.ndarray, lo: float, hi: float) -> tuple[int, float, float]:
@@ -269,8 +267,7 @@ def depth_medians(g: np.ndarray, p: np.ndarray, lo: float, hi: float) -> tuple[i
     Valid values are positive (``lo >= 0`` is the caller's condition), so their float32 bit patterns sort like the
     values: pass 1 histograms the high 16 bits, pass 2 the low 16 bits of the values in the bins holding the middle
     ranks. Two sequential passes, no copy of the values, no sort."""
-    hist_g = np.zeros(_HALF, np.int64)
-    hist_p = np.zeros(_HALF, np.int64)
+    hist_g, hist_p = np.zeros(_HALF, np.int64), np.zeros(_HALF, np.int64)
     n = int(histogram_high(g, p, lo, hi, hist_g, hist_p))
     if n == 0:
         return 0, float("nan"), float("nan")
@@ -278,15 +275,13 @@ def depth_medians(g: np.ndarray, p: np.ndarray, lo: float, hi: float) -> tuple[i
     ranks = (n // 2, n // 2) if odd else (n // 2 - 1, n // 2)
     bins_g, in_g = _rank_bins(hist_g, ranks)
     bins_p, in_p = _rank_bins(hist_p, ranks)
-    low_g = np.zeros((2, _HALF), np.int64)
-    low_p = np.zeros((2, _HALF), np.int64)
+    low_g, low_p = np.zeros((2, _HALF), np.int64), np.zeros((2, _HALF), np.int64)
     histogram_low(g, p, lo, hi, np.asarray(bins_g, np.int64), np.asarray(bins_p, np.int64), low_g, low_p)
     return n, _radix_median(low_g, bins_g, in_g, odd), _radix_median(low_p, bins_p, in_p, odd)
 
 
-def depth_sums(
-    g: np.ndarray, p: np.ndarray, lo: float, hi: float, scale: float, shift: float
-) -> tuple[int, list[float], list[int]]:
+def depth_sums(g: np.ndarray, p: np.ndarray, lo: float, hi: float, scale: float,
+               shift: float) -> tuple[int, list[float], list[int]]:
     """``(valid pixels, [Σ|d|/g', Σd²/g', Σd², Σℓ², Σℓ], [#ratio < 1.25**k for k = 1, 2, 3])``.
 
     Per block of :data:`DEPTH_BLOCK` pixels: the compiled kernel writes ``g'``, ``p'`` and the three ratio terms;
@@ -299,20 +294,16 @@ def depth_sums(
     below = [0, 0, 0]
     n = 0
     for start in range(0, size, block):
-        m, valid, c1, c2, c3 = block_terms(g, p, start, lo, hi, scale, shift, gbuf, pbuf, t_abs, t_sqrel, t_sq)
+        m, valid, *counts = block_terms(g, p, start, lo, hi, scale, shift, gbuf, pbuf, t_abs, t_sqrel, t_sq)
         n += valid
-        below[0] += c1
-        below[1] += c2
-        below[2] += c3
+        below = [b + c for b, c in zip(below, counts)]
         if m < block:
             gbuf, pbuf, t_abs, t_sqrel, t_sq = gbuf[:m], pbuf[:m], t_abs[:m], t_sqrel[:m], t_sq[:m]
         log_p = np.log(pbuf, out=pbuf)
         np.subtract(log_p, np.log(gbuf, out=gbuf), out=log_p)
-        partials[0].append(float(np.add.reduce(t_abs)))
-        partials[1].append(float(np.add.reduce(t_sqrel)))
-        partials[2].append(float(np.add.reduce(t_sq)))
-        partials[4].append(float(np.add.reduce(log_p)))
-        partials[3].append(float(np.add.reduce(np.multiply(log_p, log_p, out=log_p))))
+        partials[4].append(float(np.add.reduce(log_p)))  # before log_p is squared in place for partials[3]
+        for total, terms in zip(partials, (t_abs, t_sqrel, t_sq, np.multiply(log_p, log_p, out=log_p))):
+            total.append(float(np.add.reduce(terms)))
     # The block sums are pairwise (numpy); adding them exactly rounded keeps the total as accurate as one
     # pairwise sum over all pixels, and independent of the block order.
     return int(n), [math.fsum(values) for values in partials], [int(c) for c in below]

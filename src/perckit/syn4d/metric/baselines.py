@@ -48,10 +48,8 @@ def run_overall(result: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
         return {result["task"]: result["overall"]}
     if result and all(t in TASKS and isinstance(v, Mapping) and "overall" in v for t, v in result.items()):
         return {t: v["overall"] for t, v in result.items()}
-    raise OptionError(
-        "Syn4D baseline comparison: expected a report with 'tasks', a metric result with 'task' and 'overall', "
-        f"or {{task: result}}, got the keys {sorted(map(str, result))[:8]}"
-    )
+    raise OptionError("Syn4D baseline comparison: expected a report with 'tasks', a metric result with 'task' and 'overall', "
+                      f"or {{task: result}}, got the keys {sorted(map(str, result))[:8]}")
 
 
 def comparison(result: Mapping[str, Any], label: str = RUN_LABEL) -> dict[str, Any]:
@@ -80,8 +78,6 @@ def format_comparison(result_or_comparison: Mapping[str, Any], label: str = RUN_
         lines.append(f"| {row['method']} | " + " | ".join(cells) + " |")
     run = comp["rows"][-1]["num_sequences"]
     counts = ", ".join(f"{t} {n}" for t, n in run.items()) if isinstance(run, Mapping) else str(run)
-    lines.append(
-        f"Baselines: macro averages over {published_baselines()['num_sequences']} sequences ({comp['source']}); "
-        f"{comp['rows'][-1]['method']}: {counts or 'no task scored'} sequence(s)."
-    )
+    lines.append(f"Baselines: macro averages over {published_baselines()['num_sequences']} sequences ({comp['source']}); "
+                 f"{comp['rows'][-1]['method']}: {counts or 'no task scored'} sequence(s).")
     return "\n".join(lines)

@@ -44,11 +44,7 @@ EXPECTED: tuple[tuple[str, Any, str], ...] = (
     ("tracking.alignment", MEDIAN_SCALE, "text"),
     ("tracking.thresholds_m", list(TRACKING_THRESHOLDS_M), "equal"),
     ("tracking.dynamic_threshold_m", DYNAMIC_THRESHOLD_M, "equal"),
-    (
-        "tracking.score",
-        f"{DYNAMIC_WEIGHT:g} * APD(all valid) + {1 - DYNAMIC_WEIGHT:g} * APD(dynamic valid)",
-        "text",
-    ),
+    ("tracking.score", f"{DYNAMIC_WEIGHT:g} * APD(all valid) + {1 - DYNAMIC_WEIGHT:g} * APD(dynamic valid)", "text"),
     ("depth.units", "meters", "text"),
     ("depth.alignment", MEDIAN_SCALE, "text"),
     ("depth.valid_range_m", [DEPTH_MIN_M, DEPTH_MAX_M], "equal"),
@@ -62,8 +58,7 @@ _MISSING = object()
 
 def find_protocol(paths: ReleasePaths) -> Path | None:
     """``B/protocol.json`` when the release has one (a symbolic link out of ``B`` is refused), else None."""
-    candidate = paths.benchmark / PROTOCOL_FILE
-    if not candidate.is_file():
+    if not (paths.benchmark / PROTOCOL_FILE).is_file():
         return None
     return resolve_under(paths.benchmark, PROTOCOL_FILE, f"Syn4D release {str(paths.root)!r}: protocol")
 
@@ -92,10 +87,8 @@ def _agrees(actual: Any, expected: Any, how: str) -> bool:
     if how == "set":
         return isinstance(actual, list) and len(actual) == len(expected) and sorted(map(repr, actual)) == sorted(map(repr, expected))
     if isinstance(expected, list):
-        return (
-            isinstance(actual, list) and len(actual) == len(expected)
-            and all(type(a) is not bool and a == e for a, e in zip(actual, expected))
-        )
+        return isinstance(actual, list) and len(actual) == len(expected) and all(
+            type(a) is not bool and a == e for a, e in zip(actual, expected))
     return type(actual) is not bool and actual == expected
 
 
@@ -110,10 +103,8 @@ def check_protocol(protocol: Mapping[str, Any], where: str) -> None:
         if actual is _MISSING or not isinstance(actual, kind) or type(actual) is bool:
             other_shape.append(f"{dotted!r}: expected {expected!r}, got {'no such field' if actual is _MISSING else repr(actual)[:80]}")
         elif not _agrees(actual, expected, how):
-            raise ReleaseFormatError(
-                f"{where}, field {dotted!r}: expected {expected!r} (the rule perckit implements), got {repr(actual)[:200]}; "
-                "this release follows another protocol than the one perckit scores; pass check_protocol=False "
-                "(--no-check-protocol) to score with perckit's rules anyway"
-            )
+            raise ReleaseFormatError(f"{where}, field {dotted!r}: expected {expected!r} (the rule perckit implements), got "
+                                     f"{repr(actual)[:200]}; this release follows another protocol than the one perckit scores; "
+                                     f"pass check_protocol=False (--no-check-protocol) to score with perckit's rules anyway")
     if other_shape:
         raise InferredShapeError(f"{where}: fields of another shape than perckit reads: {'; '.join(other_shape)}")

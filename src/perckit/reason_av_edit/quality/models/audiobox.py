@@ -117,9 +117,8 @@ class PQMetric(MeanOfKeys):
 
     def measure(self, sample: QualitySample) -> dict[str, Any]:
         """``{"pq": the PQ rating of the edited audio}`` (``None`` without edited audio)."""
-        if not has_audio(sample.edited):
-            return {"pq": None}
-        return {"pq": self.rating(sample.edited.audio, sample.edited.sample_rate)}
+        e = sample.edited
+        return {"pq": self.rating(e.audio, e.sample_rate) if has_audio(e) else None}
 
 
 def load_checkpoint(aes: Any, path: str) -> Any:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,8 @@ from ....core.stats import fmean
 
 #: what to install for the metrics whose only needs are perckit's ``quality`` extra and torch
 QUALITY_EXTRA = "pip install 'perckit[quality]' (a CPU torch first: pip install torch==2.13.0)"
+#: a Hugging Face repo id (``owner/name``), which a weights string that is not a local path may be (:func:`cached_repo`)
+REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class ModelUnavailable(Exception):
@@ -207,10 +210,8 @@ def cached_repo(repo_id: str, what: str, filename: str | None = None) -> str:
     try:
         folder = snapshot_download(repo_id, local_files_only=True)
     except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError) as e:
-        raise ModelUnavailable(
-            f"{repo_id!r} is not in the Hugging Face cache ({e.__class__.__name__}); download it once with "
-            f"`huggingface-cli download {repo_id}` or pass models={{{what!r}: <local path>}}"
-        ) from None
+        raise ModelUnavailable(f"{repo_id!r} is not in the Hugging Face cache ({e.__class__.__name__}); download it once with "
+                               f"`huggingface-cli download {repo_id}` or pass models={{{what!r}: <local path>}}") from None
     if filename is None:
         return folder
     p = folder_file(folder, filename, f"models[{what!r}]: the cached snapshot of {repo_id!r}")

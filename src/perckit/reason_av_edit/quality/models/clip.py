@@ -32,7 +32,6 @@ folder, a cached repo id, never a download), :func:`load_pretrained`, :func:`poo
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,7 @@ import numpy as np
 from ....errors import InputNotFoundError, OptionError
 from ....io.model_files import check_model_folder
 from ..formulas import check_weight, clip_score, temporal_consistency
-from .base import ModelOptions, ModelUnavailable, QualitySample, cached_repo, positive_int, require, MeanOfKeys
+from .base import REPO_ID, ModelOptions, ModelUnavailable, QualitySample, cached_repo, positive_int, require, MeanOfKeys
 
 #: the CLIP torchmetrics' CLIPScore defaults to
 DEFAULT_REPO = "openai/clip-vit-large-patch14"
@@ -49,8 +48,6 @@ DEFAULT_REPO = "openai/clip-vit-large-patch14"
 CLIP_SCORE_WEIGHT = 100.0
 
 INSTALL = "pip install 'perckit[quality]' (transformers; a CPU torch first: pip install torch==2.13.0)"
-
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def hf_folder(weights: Any, what: str, default_repo: str) -> str:
@@ -67,7 +64,7 @@ def hf_folder(weights: Any, what: str, default_repo: str) -> str:
     if p.exists():
         return str(p)
     text = os.fspath(weights)
-    if isinstance(text, str) and _REPO_ID.match(text):
+    if isinstance(text, str) and REPO_ID.match(text):
         return cached_repo(text, what)
     raise InputNotFoundError(f"models[{what!r}]: {text!r} is neither an existing local folder nor a Hugging Face repo id (owner/name)")
 

@@ -80,15 +80,12 @@ WEIGHT_FILES = ("i3d_pretrained_400.pt", "rgb_imagenet.pt")
 REFUSED_FILES = ("i3d_torchscript.pt",)
 #: the one format perckit loads the I3D from, as messages name it
 STATE_DICT_FORMAT = "a state dict of the PyTorch InceptionI3d (VideoGPT's i3d_pretrained_400.pt)"
-_WHERE = (
-    f" (the PyTorch InceptionI3d state dict i3d_pretrained_400.pt of VideoGPT, {I3D_STATE_URL}; download it once and "
-    "pass its local path)"
-)
+_WHERE = (f" (the PyTorch InceptionI3d state dict i3d_pretrained_400.pt of VideoGPT, {I3D_STATE_URL}; download it once and "
+          "pass its local path)")
 #: what the refusal of a TorchScript archive (StyleGAN-V's i3d_torchscript.pt) adds
-_TORCHSCRIPT = (
-    "; the format perckit loads the I3D from is a state dict of the PyTorch InceptionI3d: VideoGPT's i3d_pretrained_400.pt "
-    f"(the same TF-Hub I3D weights, {I3D_STATE_URL}), see \"FVD weights\" in metrics/av_edit_quality/README.md"
-)
+_TORCHSCRIPT = (f"; the format perckit loads the I3D from is a state dict of the PyTorch InceptionI3d: VideoGPT's "
+                f"i3d_pretrained_400.pt (the same TF-Hub I3D weights, {I3D_STATE_URL}), see \"FVD weights\" in "
+                f"metrics/av_edit_quality/README.md")
 
 
 def clip_windows(num_video_frames: int, num_frames: int = NUM_FRAMES, sampling: str = "first") -> list[np.ndarray]:
@@ -114,14 +111,11 @@ class FVDMetric:
     keys: tuple[str, ...] = ("fvd",)
 
     def __init__(self, detector: Any, num_frames: int = NUM_FRAMES, sampling: str = "first", device: str = "cpu", batch_size: int = 16) -> None:
-        positive_int("fvd num_frames", num_frames)
+        self.num_frames = positive_int("fvd num_frames", num_frames)
         check_choice("fvd sampling", sampling, SAMPLINGS)
-        positive_int("batch_size", batch_size)
+        self.batch_size = positive_int("batch_size", batch_size)
         self.detector = detector.eval() if hasattr(detector, "eval") else detector
-        self.num_frames = num_frames
-        self.sampling = sampling
-        self.device = device
-        self.batch_size = batch_size
+        self.sampling, self.device = sampling, device
 
     def features(self, frames: np.ndarray) -> np.ndarray:
         """The detector's feature rows ``(clips, D)`` of one video (uint8 ``(T, H, W, 3)``); ``(0, 0)``
@@ -145,10 +139,8 @@ class FVDMetric:
                 out = self.detector(x, **DETECTOR_KWARGS)
                 if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != len(idx):
                     shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-                    raise OptionError(
-                        f"models['fvd']: the I3D detector returned {shape} for {len(idx)} clips; expected a (clips, features) "
-                        "tensor (a detector called like StyleGAN-V's, returning the features)"
-                    )
+                    raise OptionError(f"models['fvd']: the I3D detector returned {shape} for {len(idx)} clips; expected a "
+                                      f"(clips, features) tensor (a detector called like StyleGAN-V's, returning the features)")
                 rows.append(out.detach().to("cpu", torch.float32).numpy())
         return np.concatenate(rows, axis=0)
 
@@ -180,12 +172,9 @@ def _inception_metric(net: Any, options: ModelOptions) -> FVDMetric:
     extra = _extra(options)
     n = extra["num_frames"]
     if isinstance(n, int) and not isinstance(n, bool) and 1 <= n < i3d_net.MIN_FRAMES:
-        raise OptionError(
-            f"option 'fvd num_frames': the InceptionI3d needs at least {i3d_net.MIN_FRAMES} frames per clip (its time axis is "
-            f"downsampled 8 times before a 2-step average pool), got {n}"
-        )
-    detector = i3d_net.i3d_features(net.to(options.device))
-    return FVDMetric(detector, device=options.device, batch_size=options.batch_size, **extra)
+        raise OptionError(f"option 'fvd num_frames': the InceptionI3d needs at least {i3d_net.MIN_FRAMES} frames per clip (its "
+                          f"time axis is downsampled 8 times before a 2-step average pool), got {n}")
+    return FVDMetric(i3d_net.i3d_features(net.to(options.device)), device=options.device, batch_size=options.batch_size, **extra)
 
 
 def build_fvd(weights: Any, options: ModelOptions) -> FVDMetric:

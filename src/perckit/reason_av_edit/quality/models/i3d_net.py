@@ -43,36 +43,25 @@ import functools
 import math
 from typing import Any
 
-#: the Inception blocks in order: name, input channels, output channels of (b0, b1a, b1b, b2a, b2b, b3b)
-MIXED: tuple[tuple[str, int, tuple[int, int, int, int, int, int]], ...] = (
-    ("Mixed_3b", 192, (64, 96, 128, 16, 32, 32)),
-    ("Mixed_3c", 256, (128, 128, 192, 32, 96, 64)),
-    ("Mixed_4b", 480, (192, 96, 208, 16, 48, 64)),
-    ("Mixed_4c", 512, (160, 112, 224, 24, 64, 64)),
-    ("Mixed_4d", 512, (128, 128, 256, 24, 64, 64)),
-    ("Mixed_4e", 512, (112, 144, 288, 32, 64, 64)),
-    ("Mixed_4f", 528, (256, 160, 320, 32, 128, 128)),
-    ("Mixed_5b", 832, (256, 160, 320, 32, 128, 128)),
-    ("Mixed_5c", 832, (384, 192, 384, 48, 128, 128)),
-)
-#: the endpoints in forward order: ("unit", in, out, kernel, stride), ("pool", kernel, stride), ("mixed", name)
+#: the endpoints in forward order: ("unit", in, out, kernel, stride), ("pool", kernel, stride), and the Inception
+#: blocks ("mixed", input channels, output channels of (b0, b1a, b1b, b2a, b2b, b3b))
 LAYERS: tuple[tuple[str, tuple], ...] = (
     ("Conv3d_1a_7x7", ("unit", 3, 64, (7, 7, 7), (2, 2, 2))),
     ("MaxPool3d_2a_3x3", ("pool", (1, 3, 3), (1, 2, 2))),
     ("Conv3d_2b_1x1", ("unit", 64, 64, (1, 1, 1), (1, 1, 1))),
     ("Conv3d_2c_3x3", ("unit", 64, 192, (3, 3, 3), (1, 1, 1))),
     ("MaxPool3d_3a_3x3", ("pool", (1, 3, 3), (1, 2, 2))),
-    ("Mixed_3b", ("mixed",)),
-    ("Mixed_3c", ("mixed",)),
+    ("Mixed_3b", ("mixed", 192, (64, 96, 128, 16, 32, 32))),
+    ("Mixed_3c", ("mixed", 256, (128, 128, 192, 32, 96, 64))),
     ("MaxPool3d_4a_3x3", ("pool", (3, 3, 3), (2, 2, 2))),
-    ("Mixed_4b", ("mixed",)),
-    ("Mixed_4c", ("mixed",)),
-    ("Mixed_4d", ("mixed",)),
-    ("Mixed_4e", ("mixed",)),
-    ("Mixed_4f", ("mixed",)),
+    ("Mixed_4b", ("mixed", 480, (192, 96, 208, 16, 48, 64))),
+    ("Mixed_4c", ("mixed", 512, (160, 112, 224, 24, 64, 64))),
+    ("Mixed_4d", ("mixed", 512, (128, 128, 256, 24, 64, 64))),
+    ("Mixed_4e", ("mixed", 512, (112, 144, 288, 32, 64, 64))),
+    ("Mixed_4f", ("mixed", 528, (256, 160, 320, 32, 128, 128))),
     ("MaxPool3d_5a_2x2", ("pool", (2, 2, 2), (2, 2, 2))),
-    ("Mixed_5b", ("mixed",)),
-    ("Mixed_5c", ("mixed",)),
+    ("Mixed_5b", ("mixed", 832, (256, 160, 320, 32, 128, 128))),
+    ("Mixed_5c", ("mixed", 832, (384, 192, 384, 48, 128, 128))),
 )
 #: the Kinetics-400 classes of the logits layer (the FVD feature size)
 NUM_CLASSES = 400
@@ -157,12 +146,11 @@ def _classes() -> tuple[type, type]:
 
         def __init__(self, num_classes: int = NUM_CLASSES, bn_eps: float = BN_EPS) -> None:
             super().__init__()
-            mixed = {name: (c_in, widths) for name, c_in, widths in MIXED}
             self.endpoints: tuple[str, ...] = tuple(name for name, _ in LAYERS)
             for name, (kind, *args) in LAYERS:
                 self.add_module(name, Pool(*args) if kind == "pool" else Unit(*args, bn_eps=bn_eps) if kind == "unit"
-                                else Mixed(*mixed[name], bn_eps=bn_eps))
-            self.logits = Unit(sum(MIXED[-1][2][i] for i in (0, 2, 4, 5)), num_classes, head=True)
+                                else Mixed(*args, bn_eps=bn_eps))
+            self.logits = Unit(sum(LAYERS[-1][1][2][i] for i in (0, 2, 4, 5)), num_classes, head=True)  # Mixed_5c's four branches
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             t, h, w = (int(s) for s in x.shape[2:])

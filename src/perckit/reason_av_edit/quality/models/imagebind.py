@@ -85,9 +85,7 @@ def window_frames(num_frames: int, fps: float, start: Fraction, end: Fraction) -
     none does."""
     rate = Fraction(fps)
     first, stop = math.ceil(rate * Fraction(start)), min(math.ceil(rate * Fraction(end)), num_frames)
-    if first < stop:
-        return np.arange(first, stop)
-    return np.array([min(num_frames - 1, max(0, round(rate * Fraction(start))))])
+    return np.arange(first, stop) if first < stop else np.array([min(num_frames - 1, max(0, round(rate * Fraction(start))))])
 
 
 def crop_offsets(height: int, width: int, size: int = CROP) -> list[tuple[int, int]]:
@@ -95,9 +93,7 @@ def crop_offsets(height: int, width: int, size: int = CROP) -> list[tuple[int, i
     with indices 0, 1, 2): along the longer side the start, the centre (``ceil``) and the end; centred
     along the other."""
     y, x = math.ceil((height - size) / 2), math.ceil((width - size) / 2)
-    if height > width:
-        return [(0, x), (y, x), (height - size, x)]
-    return [(y, 0), (y, x), (y, width - size)]
+    return [(0, x), (y, x), (height - size, x)] if height > width else [(y, 0), (y, x), (y, width - size)]
 
 
 def vision_input(frames: np.ndarray, fps: float) -> Any:
@@ -108,8 +104,7 @@ def vision_input(frames: np.ndarray, fps: float) -> Any:
 
     t, h, w = frames.shape[:3]
     size = (CROP, int(math.floor(w / h * CROP))) if h < w else (int(math.floor(h / w * CROP)), CROP)
-    mean = torch.tensor(VISION_MEAN, dtype=torch.float32)[:, None, None, None]
-    std = torch.tensor(VISION_STD, dtype=torch.float32)[:, None, None, None]
+    mean, std = (torch.tensor(v, dtype=torch.float32)[:, None, None, None] for v in (VISION_MEAN, VISION_STD))
     crops = []
     for start, end in clip_windows(t / float(fps), VIDEO_CLIPS):
         idx = window_frames(t, fps, start, end)

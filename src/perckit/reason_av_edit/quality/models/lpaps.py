@@ -103,10 +103,9 @@ def lpaps_module() -> Any:
     return _module_class()()
 
 
-def _lin_vector(lin: Any) -> np.ndarray:
+def _lin_vector(w: Any) -> np.ndarray:
     """A layer's 1 x 1 weights as a ``(C,)`` array: from a ``NetLinLayer``-like module (``.model[-1]``), a
     ``Conv2d`` (``.weight``), a tensor or an array."""
-    w = lin
     if hasattr(w, "model"):
         w = w.model[-1]
     if hasattr(w, "weight"):
@@ -173,23 +172,19 @@ class LPAPSMetric(MeanOfKeys):
         return {"lpaps": self.distance(ed.audio, ed.sample_rate, src.audio, src.sample_rate)}
 
 
-def load_lpaps(path: str, device: str = "cpu") -> Any:
-    """:func:`lpaps_module` with ``lpaps.pt`` at ``path`` loaded ``strict=True`` (``torch.load`` with
-    ``weights_only=True``); :class:`~perckit.errors.OptionError` naming the file otherwise, with a hint when
-    it is the classifier checkpoint ``vggishish16.pt``."""
-    state = read_checkpoint(path, "lpaps", f"SpecVQGAN's {CHECKPOINT} (a state dict)")
-    if "model" in state and not any(str(k).startswith("lin") for k in state):
-        raise OptionError(f"models['lpaps']: {path!r} looks like vggishish16.pt (the VGGSound classifier under 'model'), which "
-                          f"has no LPAPS lin weights; expected SpecVQGAN's {CHECKPOINT}")
-    return load_strict(lpaps_module(), state, path, "lpaps", f"the keys and shapes of SpecVQGAN's LPAPS ({CHECKPOINT})").to(device)
-
-
 def build_lpaps(weights: Any, options: ModelOptions) -> LPAPSMetric:
     """The ``lpaps`` entry's factory: ``weights`` is the path of ``lpaps.pt`` or of a folder holding it (no
-    default location: :class:`~.base.ModelUnavailable` saying where it comes from)."""
+    default location: :class:`~.base.ModelUnavailable` saying where it comes from), loaded into :func:`lpaps_module`
+    ``strict=True`` (``torch.load`` with ``weights_only=True``); :class:`~perckit.errors.OptionError` naming the
+    file otherwise, with a hint when it is the classifier checkpoint ``vggishish16.pt``."""
     require("torch", QUALITY_EXTRA)
     require("scipy", "pip install scipy")
     path = local_weights(weights, "lpaps", pass_as=WEIGHTS_HELP)
     path = weights_in(path, "lpaps", [CHECKPOINT], f"models['lpaps']: the folder {path!r} has no {CHECKPOINT}; "
                       f"expected SpecVQGAN's {CHECKPOINT}", OptionError)
-    return LPAPSMetric.from_module(load_lpaps(path, options.device), device=options.device)
+    state = read_checkpoint(path, "lpaps", f"SpecVQGAN's {CHECKPOINT} (a state dict)")
+    if "model" in state and not any(str(k).startswith("lin") for k in state):
+        raise OptionError(f"models['lpaps']: {path!r} looks like vggishish16.pt (the VGGSound classifier under 'model'), which "
+                          f"has no LPAPS lin weights; expected SpecVQGAN's {CHECKPOINT}")
+    module = load_strict(lpaps_module(), state, path, "lpaps", f"the keys and shapes of SpecVQGAN's LPAPS ({CHECKPOINT})")
+    return LPAPSMetric.from_module(module, device=options.device)

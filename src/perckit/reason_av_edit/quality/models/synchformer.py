@@ -21,17 +21,16 @@ DeSync (record ``None``).
 from __future__ import annotations
 
 import importlib
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ....errors import OptionError, PredictionError
-from ...metric import resample
+from ....errors import OptionError, PredictionError, check_choice
 from .. import formulas as ds
-from .base import (MeanOfKeys, ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict,
+from .base import (REPO_ID, MeanOfKeys, ModelOptions, ModelUnavailable, QualitySample, cached_repo, local_weights, load_strict,
                    read_checkpoint, require, weights_in)
+from .clap import resampled
 
 #: where the model class lives and how to get it
 MODULE = "av_bench.synchformer.synchformer"
@@ -40,8 +39,6 @@ INSTALL = "pip install git+https://github.com/hkchengrex/av-benchmark (not on Py
 HF_REPO = "hkchengrex/MMAudio"
 HF_FILE = "ext_weights/synchformer_state_dict.pth"
 WEIGHTS_NAME = "synchformer_state_dict.pth"
-
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 class DeSyncMetric(MeanOfKeys):
@@ -55,8 +52,7 @@ class DeSyncMetric(MeanOfKeys):
         for name in ("extract_vfeats", "extract_afeats", "compare_v_a"):
             if not callable(getattr(model, name, None)):
                 raise OptionError(f"DeSyncMetric: expected a Synchformer-like model with a {name}() method, got {type(model).__name__}")
-        if short_clip not in ds.SHORT_CLIP:
-            raise OptionError(f"DeSyncMetric option 'short_clip': expected one of {ds.SHORT_CLIP}, got {short_clip!r}")
+        check_choice("short_clip", short_clip, ds.SHORT_CLIP)
         self.model = model
         self.device = device
         self.short_clip = short_clip
@@ -70,7 +66,12 @@ class DeSyncMetric(MeanOfKeys):
         if clip.audio is None:
             return {"desync": None, "offsets": np.zeros(0), "padded": False, "reason": "no audio"}
         frames = clip.frames[ds.desync_frame_indices(clip.frames.shape[0], clip.fps)]
-        audio = _audio_16k(np.asarray(clip.audio, dtype=np.float32), clip.sample_rate, sample.sample_id)
+        audio, rate = np.asarray(clip.audio, dtype=np.float32), clip.sample_rate
+        if audio.ndim != 1:
+            raise PredictionError(f"sample {sample.sample_id!r}: DeSync expects mono audio, got shape {audio.shape}")
+        if rate != ds.AUDIO_SR and not (isinstance(rate, int) and rate > 0):
+            raise PredictionError(f"sample {sample.sample_id!r}: expected a positive integer sample rate, got {rate!r}")
+        audio = resampled(audio, rate, ds.AUDIO_SR)  # mono float32 at 16 kHz
         fitted = ds.fit_short_clip(frames, audio, self.short_clip)
         if fitted is None:
             return {"desync": None, "offsets": np.zeros(0), "padded": False, "reason": f"shorter than {ds.DESYNC_WINDOW_S} s"}
@@ -83,10 +84,19 @@ class DeSyncMetric(MeanOfKeys):
     def _logits(self, frames: np.ndarray, audio: np.ndarray, starts: tuple[float, ...]) -> np.ndarray:
         """Logits ``(len(starts), 21)``; a window shared by both starts runs once."""
         import torch
+        import torch.nn.functional as F
 
         first = [int(round(s * ds.VIDEO_FPS)) for s in starts]
         unique = sorted(set(first))
-        video = _prepare_frames(frames)  # (T, 3, 224, 224) float32 in [-1, 1]
+        # uint8 (T, H, W, 3) -> float32 (T, 3, 224, 224) in [-1, 1]: shorter side to 224 (bicubic with antialias,
+        # rounded back to 8 bits as torchvision does on uint8), centre crop, (x/255 - 0.5) / 0.5
+        h, w = frames.shape[1:3]
+        nh, nw = ds.resize_shape(h, w)
+        x = torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2)
+        if (nh, nw) != (h, w):
+            x = F.interpolate(x.float(), size=(nh, nw), mode="bicubic", antialias=True, align_corners=False).round().clamp(0, 255)
+        top, left = ds.crop_offsets(nh, nw)
+        video = ds.normalize_frames(x[:, :, top : top + ds.VIDEO_SIZE, left : left + ds.VIDEO_SIZE].numpy())
         vis = np.stack([ds.video_segments(video, f) for f in unique])  # (W, 14, 16, 3, 224, 224)
         aud = np.stack([ds.log_mel_segments(ds.audio_segments(audio, f * ds.SAMPLES_PER_FRAME)) for f in unique])
         with torch.inference_mode():
@@ -99,41 +109,13 @@ class DeSyncMetric(MeanOfKeys):
         return out[[unique.index(f) for f in first]]
 
 
-def _audio_16k(audio: np.ndarray, sample_rate: int, sample_id: str) -> np.ndarray:
-    """Mono float32 audio at 16 kHz (``scipy.signal.resample_poly`` when the rate differs)."""
-    if audio.ndim != 1:
-        raise PredictionError(f"sample {sample_id!r}: DeSync expects mono audio, got shape {audio.shape}")
-    if sample_rate == ds.AUDIO_SR:
-        return audio
-    if not (isinstance(sample_rate, int) and sample_rate > 0):
-        raise PredictionError(f"sample {sample_id!r}: expected a positive integer sample rate, got {sample_rate!r}")
-    return resample(audio, sample_rate, ds.AUDIO_SR).astype(np.float32)
-
-
-def _prepare_frames(frames: np.ndarray) -> np.ndarray:
-    """uint8 ``(T, H, W, 3)`` -> float32 ``(T, 3, 224, 224)`` in [-1, 1]: shorter side to 224 (bicubic with
-    antialias, rounded back to 8 bits as torchvision does on uint8), centre crop, ``(x/255 - 0.5) / 0.5``."""
-    import torch
-    import torch.nn.functional as F
-
-    t, h, w, _ = frames.shape
-    nh, nw = ds.resize_shape(h, w)
-    x = torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2)
-    if (nh, nw) != (h, w):
-        x = F.interpolate(x.float(), size=(nh, nw), mode="bicubic", antialias=True, align_corners=False)
-        x = x.round().clamp(0, 255)
-    top, left = ds.crop_offsets(nh, nw)
-    x = x[:, :, top : top + ds.VIDEO_SIZE, left : left + ds.VIDEO_SIZE]
-    return ds.normalize_frames(x.numpy())
-
-
 def weights_file(weights: Any) -> str:
     """The state-dict file: ``weights`` as a file, a folder holding ``synchformer_state_dict.pth`` (or
     ``ext_weights/synchformer_state_dict.pth``), a cached Hugging Face repo id with that file, or (``None``)
     ``hkchengrex/MMAudio`` from the cache."""
     if weights is None:
         return cached_repo(HF_REPO, "desync", HF_FILE)
-    if isinstance(weights, str) and not Path(weights).expanduser().exists() and _REPO_ID.match(weights) and not weights.startswith("."):
+    if isinstance(weights, str) and not Path(weights).expanduser().exists() and REPO_ID.match(weights):
         return cached_repo(weights, "desync", HF_FILE)
     path = local_weights(weights, "desync")
     return weights_in(path, "desync", (WEIGHTS_NAME, HF_FILE),
@@ -153,8 +135,7 @@ def build_desync(weights: Any, options: ModelOptions) -> DeSyncMetric:
     path = weights_file(weights)
     state = read_checkpoint(path, "desync", "a Synchformer state dict")
     model = load_strict(module.Synchformer(), state, path, "desync", "Synchformer's layout")
-    model = model.to(options.device).eval()
-    return DeSyncMetric(model, device=options.device, short_clip=options.extra.get("desync_short_clip", "pad"))
+    return DeSyncMetric(model.to(options.device).eval(), device=options.device, short_clip=options.extra.get("desync_short_clip", "pad"))
 
 
 __all__ = ["DeSyncMetric", "build_desync", "weights_file"]

@@ -32,7 +32,8 @@ import numpy as np
 from ....errors import OptionError
 from ...metric import resample
 from .. import formulas as sync
-from .base import QUALITY_EXTRA, MeanOfKeys, ModelOptions, QualitySample, local_weights, require, load_strict, read_checkpoint
+from .base import (QUALITY_EXTRA, MeanOfKeys, ModelOptions, QualitySample, local_weights, load_strict, positive_int,
+                   read_checkpoint, require)
 
 WEIGHTS_HELP = (" (syncnet_v2.model from joonson/syncnet_python's download_model.sh: "
                 "http://www.robots.ox.ac.uk/~vgg/software/lipsync/data/syncnet_v2.model)")
@@ -148,9 +149,7 @@ def lip_frames(frames: np.ndarray, fps: float, crop: Any = "full", device: str =
         x = torch.from_numpy(np.ascontiguousarray(chunk)).to(device).permute(0, 3, 1, 2).float()
         x = F.interpolate(x, size=(sync.CROP_SIZE, sync.CROP_SIZE), mode="bilinear", align_corners=False)
         out.append(x.round().clamp(0, 255).to(torch.uint8))
-    if not out:
-        return torch.zeros((0, 3, sync.CROP_SIZE, sync.CROP_SIZE), dtype=torch.uint8, device=device)
-    return torch.cat(out)
+    return torch.cat(out) if out else torch.zeros((0, 3, sync.CROP_SIZE, sync.CROP_SIZE), dtype=torch.uint8, device=device)
 
 
 class SyncNetMetric(MeanOfKeys):
@@ -161,12 +160,9 @@ class SyncNetMetric(MeanOfKeys):
     keys = ("sync_c", "sync_d")
 
     def __init__(self, model: Any, *, vshift: int = sync.VSHIFT, crop: Any = "full", batch_size: int = 20, device: str = "cpu") -> None:
-        if not (isinstance(vshift, int) and not isinstance(vshift, bool) and vshift >= 1):
-            raise OptionError(f"option 'sync_vshift': expected a positive int, got {vshift!r}")
-        if not (isinstance(batch_size, int) and not isinstance(batch_size, bool) and batch_size >= 1):
-            raise OptionError(f"option 'batch_size': expected a positive int, got {batch_size!r}")
+        self.vshift, self.batch_size = positive_int("sync_vshift", vshift), positive_int("batch_size", batch_size)
         self.crop = check_crop(crop)
-        self.vshift, self.batch_size, self.device = vshift, batch_size, device
+        self.device = device
         self.model = model.to(device).eval()
 
     def features(self, frames: np.ndarray, fps: float, audio: np.ndarray, sample_rate: int) -> tuple[np.ndarray, np.ndarray]:
@@ -197,23 +193,17 @@ class SyncNetMetric(MeanOfKeys):
         return sync.sync_record(vf, af, self.vshift)
 
 
-def load_syncnet(path: str, device: str = "cpu") -> Any:
-    """:func:`syncnet_module` with the state dict at ``path`` loaded ``strict=True`` (``torch.load`` with
-    ``weights_only=True``); :class:`~perckit.errors.OptionError` naming the file when it is not such a
-    state dict."""
-    state = read_checkpoint(path, "sync", "a SyncNet state dict (syncnet_v2.model)")
-    model = load_strict(syncnet_module(), state, path, "sync", "the keys and shapes of syncnet_python's S (syncnet_v2.model)")
-    return model.to(device)
-
-
 def build_syncnet(weights: Any, options: ModelOptions) -> SyncNetMetric:
     """The ``sync`` entry's factory: ``weights`` is the path of ``syncnet_v2.model`` (no default location:
-    :class:`~.base.ModelUnavailable` saying where it comes from). ``options.extra`` may set ``sync_vshift``
-    (default 15) and ``sync_crop`` (default ``"full"``, see :func:`check_crop`)."""
+    :class:`~.base.ModelUnavailable` saying where it comes from), loaded into :func:`syncnet_module` ``strict=True``
+    (``torch.load`` with ``weights_only=True``; a file that is not such a state dict is an
+    :class:`~perckit.errors.OptionError` naming it). ``options.extra`` may set ``sync_vshift`` (default 15) and
+    ``sync_crop`` (default ``"full"``, see :func:`check_crop`)."""
     require("torch", QUALITY_EXTRA)
     path = local_weights(weights, "sync", pass_as=WEIGHTS_HELP)
     extra = options.extra or {}
-    vshift = extra.get("sync_vshift", sync.VSHIFT)
     crop = check_crop(extra.get("sync_crop", "full"))
-    model = load_syncnet(path, options.device)
-    return SyncNetMetric(model, vshift=vshift, crop=crop, batch_size=options.batch_size, device=options.device)
+    state = read_checkpoint(path, "sync", "a SyncNet state dict (syncnet_v2.model)")
+    model = load_strict(syncnet_module(), state, path, "sync", "the keys and shapes of syncnet_python's S (syncnet_v2.model)")
+    return SyncNetMetric(model, vshift=extra.get("sync_vshift", sync.VSHIFT), crop=crop, batch_size=options.batch_size,
+                         device=options.device)

@@ -71,15 +71,12 @@ class FADMetric:
 
     def __init__(self, model: Any, device: str = "cpu", batch_size: int = 16, activation: bool = False) -> None:
         if not hasattr(model, "features") or not hasattr(model, "embeddings"):
-            raise OptionError(
-                f"models['fad']: expected a torchvggish VGGish module (with .features and .embeddings), got {type(model).__name__}"
-            )
-        positive_int("batch_size", batch_size)
-        check_option_type("fad activation", activation, "bool")
+            raise OptionError(f"models['fad']: expected a torchvggish VGGish module (with .features and .embeddings), got "
+                              f"{type(model).__name__}")
+        self.batch_size = positive_int("batch_size", batch_size)
+        self.activation = check_option_type("fad activation", activation, "bool")
         self.model = model.eval().to(device)
         self.device = device
-        self.batch_size = batch_size
-        self.activation = activation
 
     def _embed(self, examples: Any) -> Any:
         """The embeddings of a batch of log-mel examples ``(B, 1, 96, 64)``: the convolutions, the
@@ -134,8 +131,7 @@ def build_fad(weights: Any, options: ModelOptions) -> FADMetric:
     a file that is not a VGGish state dict an ``OptionError``."""
     torch = require("torch", _INSTALL)
     tv = require("torchvggish", _INSTALL)
-    extra = options.extra or {}
-    activation = extra.get("fad_activation", False)
+    activation = (options.extra or {}).get("fad_activation", False)
     if isinstance(weights, torch.nn.Module):
         return FADMetric(weights, device=options.device, batch_size=options.batch_size, activation=activation)
     if not hasattr(tv, "VGG") or not hasattr(tv, "make_layers"):
