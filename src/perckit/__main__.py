@@ -72,6 +72,11 @@ def _convert_all(args: argparse.Namespace, output: str, before_build: Callable[[
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    """Build CONFIG of BENCHMARK from the release at --data-dir and write it into --output as a Hub dataset the
+    Dataset Viewer can show: data/<split>-*.parquet for the default config, <config>/<split>-*.parquet for the
+    others (page index, row groups of at most 100 MB, a 'preview' picture column) and a README.md card for a Hub
+    reader listing every converted config. Converting another config into the same folder keeps the first. Without
+    --data-dir the release is fetched from the Hub."""
     _convert_all(args, args.output)
     print(f"export ready in {args.output} (README.md has the configs and dataset_info); load it with "
           f"datasets.load_dataset({str(args.output)!r}, <config>)")
@@ -79,6 +84,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
+    """Check the Hub login, convert (unless --skip-convert) and upload the export to --repo-id, a private repository
+    unless --public, with huggingface_hub's folder upload (resumable, batched commits, unchanged files skipped): the
+    files its record lists, then the card in its own commit. Re-running after an interruption resumes; nothing on
+    the Hub is ever deleted."""
     from .export.push import check_account, check_public, push_export
 
     output = args.output or f"build/export/{args.benchmark}"
@@ -207,6 +216,14 @@ def score_files(args: argparse.Namespace, options: dict, keep: bool = False) -> 
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Score predictions against reference rows (.jsonl / JSON array already in the metric's reference schema) or
+    against a dataset folder such as a perckit export, whose rows are projected onto the metric's keys. Predictions
+    are rows (.jsonl or a JSON array) or, for syn4d, av_reasoning and av_edit_quality, the benchmark's own
+    prediction folder, read by its reader for each reference: syn4d the official <variant>/<scene>/<sequence>.npz
+    files (the metric's options and numbers of python -m perckit.syn4d.evaluate, one --config task at a time),
+    av_reasoning <sample_id>.json, _anchor_mask.png, _reason_audio.wav, _mask.mp4, av_edit_quality <sample_id>.mp4
+    (+ .wav). Scoring goes through the metric's accumulator (av_edit_quality: the function its evaluate module
+    calls) and never imports evaluate; torch or transformers only for an av_edit_quality model metric."""
     if args.compare_baselines and args.metric != "syn4d":
         raise OptionError(f"--compare-baselines: expected the metric syn4d (the only one with a published baseline table), got {args.metric!r}")
     options = _kv(args.option)
@@ -225,6 +242,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """Score as perckit evaluate does, then write one self-contained HTML page (pictures inline, no network, opens
+    offline) of the samples ordered by the metric's own per-sample score, worst first, with a filter per group. What
+    each metric's page shows:"""
     from .draw.report import PAGES, render
     from .export.state import export_layout
     from .hf.benchmark import metric as lookup
@@ -250,6 +270,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    """Print the headline numbers of two or more results files (perckit evaluate --output) side by side, each with
+    its delta against the first. Runs of another metric, config or options are refused; a run on a dataset with
+    another fingerprint is marked."""
     from .io.jsonio import read_json
 
     if len(args.runs) < 2:
@@ -293,6 +316,12 @@ def new_folder(path: str, what: str) -> Path:
 
 
 def cmd_gt_predictions(args: argparse.Namespace) -> int:
+    """Write predictions that copy the ground truth of each row of --references (a perckit export) in METRIC's own
+    format: the prediction format by example, and a run that must score as perfect. mask_temporal, track_id,
+    refer_iou and m4seg: a JSON Lines file, one prediction a line; syn4d: the official NPZ folder (the tracks; with
+    --dataset-config challenge also depth and poses); av_reasoning: its prediction folder; av_edit_quality: a folder
+    of each sample's source clip as its edited clip (<sample_id>.mp4 and .wav), the unedited identity, which scores
+    ssim 1 and psnr at its cap."""
     from .hf.benchmark import metric as lookup
 
     bench, spec = lookup(args.metric)
@@ -315,6 +344,8 @@ def cmd_gt_predictions(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """List every benchmark perckit builds: its configs (default first), splits and Hub repository, and the metrics
+    that score it (with their configs)."""
     from .hf.entrypoints import listing
 
     rows = listing()
@@ -333,13 +364,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """Convert every benchmark's sample release, score sample predictions and write a report."""
     from .demo import main as demo_main
 
     return demo_main(args.output)
 
 
 def cmd_write_sample(args: argparse.Namespace) -> int:
-    """``perckit write-sample``: a benchmark's sample release, only into a new or empty folder."""
+    """Write a benchmark's synthetic sample release, only into a new or empty folder."""
     from .samples import write_release
 
     new_folder(args.output, "write-sample output")
@@ -387,6 +419,14 @@ def _score_options(p: argparse.ArgumentParser) -> None:
                    "e.g. fvd=weights/i3d_pretrained_400.pt (repeatable; the metric's models option, names in its card)")
 
 
+def _command(sub: Any, name: str, fn: Callable[[argparse.Namespace], int], help: str,
+             more: str = "") -> argparse.ArgumentParser:
+    """The subcommand ``name``, run by ``fn`` and described by its docstring (then ``more``)."""
+    p = sub.add_parser(name, help=help, description=" ".join(filter(None, ((fn.__doc__ or "").strip(), more))) or None)
+    p.set_defaults(fn=fn)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .draw.report import MAX_SIDE, PAGES
     from .hf.benchmark import NAMES
@@ -402,21 +442,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no progress bars (perckit's, datasets', huggingface_hub's); an option of perckit, before the command")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    c = sub.add_parser("convert", help="build a benchmark config and write Hub-layout Parquet + dataset card",
-                       description="Build CONFIG of BENCHMARK from the release at --data-dir and write it into --output as a "
-                       "Hub dataset the Dataset Viewer can show: data/<split>-*.parquet for the default config, "
-                       "<config>/<split>-*.parquet for the others (page index, row groups of at most 100 MB, a 'preview' "
-                       "picture column) and a README.md card for a Hub reader listing every converted config. Converting "
-                       "another config into the same folder keeps the first. Without --data-dir the release is fetched "
-                       "from the Hub.")
+    c = _command(sub, "convert", cmd_convert, "build a benchmark config and write Hub-layout Parquet + dataset card")
     _build_options(c, "build", benchmarks, "export folder", required=True)
-    c.set_defaults(fn=cmd_convert)
 
-    pu = sub.add_parser("push", help="convert, then upload to a Hub dataset repository (only what changed)",
-                        description="Check the Hub login, convert (unless --skip-convert) and upload the export to --repo-id, "
-                        "a private repository unless --public, with huggingface_hub's folder upload (resumable, batched "
-                        "commits, unchanged files skipped): the files its record lists, then the card in its own commit. "
-                        "Re-running after an interruption resumes; nothing on the Hub is ever deleted.")
+    pu = _command(sub, "push", cmd_push, "convert, then upload to a Hub dataset repository (only what changed)")
     _build_options(pu, "convert and push", benchmarks, "export folder (default build/export/<benchmark>)")
     pu.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repository (created if absent)")
     pu.add_argument("--skip-convert", action="store_true", help="push an existing export as it is")
@@ -428,18 +457,8 @@ def build_parser() -> argparse.ArgumentParser:
     pu.add_argument("--large", action=argparse.BooleanOptionalAction, default=None,
                     help="on a huggingface_hub older than 1.20, use upload_large_folder (default: when the data files "
                     "pass 1 GB or 100 files); newer releases' upload_folder is already resumable")
-    pu.set_defaults(fn=cmd_push)
 
-    e = sub.add_parser("evaluate", help="score predictions from files",
-                       description="Score predictions against reference rows (.jsonl / JSON array already in the metric's "
-                       "reference schema) or against a dataset folder such as a perckit export, whose rows are projected "
-                       "onto the metric's keys. Predictions are rows (.jsonl or a JSON array) or, for syn4d, av_reasoning "
-                       "and av_edit_quality, the benchmark's own prediction folder, read by its reader for each reference: "
-                       "syn4d the official <variant>/<scene>/<sequence>.npz files (the metric's options and numbers of "
-                       "python -m perckit.syn4d.evaluate, one --config task at a time), av_reasoning <sample_id>.json, "
-                       "_anchor_mask.png, _reason_audio.wav, _mask.mp4, av_edit_quality <sample_id>.mp4 (+ .wav). Scoring "
-                       "goes through the metric's accumulator (av_edit_quality: the function its evaluate module calls) "
-                       "and never imports evaluate; torch or transformers only for an av_edit_quality model metric.")
+    e = _command(sub, "evaluate", cmd_evaluate, "score predictions from files")
     _score_options(e)
     e.add_argument("--output", help="write the full results JSON here, with the perckit / datasets / evaluate versions, the "
                    "options, the dataset fingerprint and the time under 'perckit_run' (checked before scoring; an existing "
@@ -448,57 +467,36 @@ def build_parser() -> argparse.ArgumentParser:
                    "baseline table with this run's overall numbers as one more row")
     e.add_argument("--format", choices=FORMATS, default="text", help="the printed results: a table (text, markdown, "
                    "latex) of the headline numbers and of each per-group block, or the whole result as json")
-    e.set_defaults(fn=cmd_evaluate)
 
-    r = sub.add_parser("report", help="write one HTML page of your own samples, worst first, to look at your errors",
-                       description="Score as perckit evaluate does, then write one self-contained HTML page (pictures inline, "
-                       "no network, opens offline) of the samples ordered by the metric's own per-sample score, worst first, "
-                       "with a filter per group. What each metric's page shows: "
-                       + "; ".join(f"{name}: {p.shows} (ordered by {' / '.join(p.score)})" for name, p in PAGES.items()) + ".")
+    r = _command(sub, "report", cmd_report, "write one HTML page of your own samples, worst first, to look at your errors",
+                 more="; ".join(f"{name}: {p.shows} (ordered by {' / '.join(p.score)})" for name, p in PAGES.items()) + ".")
     _score_options(r)
     r.add_argument("--output", required=True, help="the page to write (.html; checked before scoring; an existing file is "
                    "replaced only if it is an earlier perckit report)")
     r.add_argument("--max-samples", type=int, default=200, help="the worst samples shown, at most (default 200; pictures are "
                    f"JPEG of at most {MAX_SIDE} px, so a page stays a few MB)")
-    r.set_defaults(fn=cmd_report)
 
-    cp = sub.add_parser("compare", help="print results files of perckit evaluate side by side, with deltas against the first",
-                        description="Print the headline numbers of two or more results files (perckit evaluate --output) side "
-                        "by side, each with its delta against the first. Runs of another metric, config or options are "
-                        "refused; a run on a dataset with another fingerprint is marked.")
+    cp = _command(sub, "compare", cmd_compare, "print results files of perckit evaluate side by side, with deltas against the first")
     cp.add_argument("runs", nargs="+", metavar="RUN.json", help="results files, the first is the reference")
     cp.add_argument("--format", choices=FORMATS, default="text", help="text, markdown, latex or json")
     cp.add_argument("--compare-baselines", action="store_true", help="syn4d only: each run beside the Syn4D card's baselines")
-    cp.set_defaults(fn=cmd_compare)
 
-    g = sub.add_parser("gt-predictions", help="write the ground truth of a dataset folder as a metric's predictions",
-                       description="Write predictions that copy the ground truth of each row of --references (a perckit "
-                       "export) in METRIC's own format: the prediction format by example, and a run that must score as "
-                       "perfect. mask_temporal, track_id, refer_iou and m4seg: a JSON Lines file, one prediction a line; "
-                       "syn4d: the official NPZ folder (the tracks; with --dataset-config challenge also depth and poses); "
-                       "av_reasoning: its prediction folder; av_edit_quality: a folder of each sample's source clip as its "
-                       "edited clip (<sample_id>.mp4 and .wav), the unedited identity, which scores ssim 1 and psnr at its cap.")
+    g = _command(sub, "gt-predictions", cmd_gt_predictions, "write the ground truth of a dataset folder as a metric's predictions")
     _dataset_options(g, "mask_temporal, track_id, refer_iou, m4seg, syn4d, av_reasoning or av_edit_quality",
                      "an export folder (perckit convert, or a copy of a pushed export)")
     g.add_argument("--output", required=True, help="the predictions file to write (.jsonl; must not exist) or, for syn4d, "
                    "av_reasoning and av_edit_quality, the folder (new or empty)")
-    g.set_defaults(fn=cmd_gt_predictions)
 
-    li = sub.add_parser("list", help="the benchmarks with their configs, splits, Hub repositories and metrics",
-                        description="List every benchmark perckit builds: its configs (default first), splits and Hub "
-                        "repository, and the metrics that score it (with their configs).")
+    li = _command(sub, "list", cmd_list, "the benchmarks with their configs, splits, Hub repositories and metrics")
     li.add_argument("--json", action="store_true", help="print the listing as JSON")
-    li.set_defaults(fn=cmd_list)
 
-    d = sub.add_parser("demo", help="convert every benchmark's sample release, score sample predictions, write a report")
+    d = _command(sub, "demo", cmd_demo, "convert every benchmark's sample release, score sample predictions, write a report")
     d.add_argument("--output", default="build/demo", help="report folder (default build/demo; must be new, empty or an earlier demo output)")
-    d.set_defaults(fn=cmd_demo)
 
-    w = sub.add_parser("write-sample", help="write a benchmark's synthetic sample release")
+    w = _command(sub, "write-sample", cmd_write_sample, "write a benchmark's synthetic sample release")
     w.add_argument("benchmark", choices=benchmarks, help="the benchmark whose sample release to write")
     w.add_argument("output", help="the folder to write the sample release into")
     w.add_argument("--seed", type=int, default=0, help="seed of the synthetic content (default 0; same seed, same files)")
-    w.set_defaults(fn=cmd_write_sample)
     return p
 
 
