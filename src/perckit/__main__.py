@@ -439,7 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=_version_text(), help="print the perckit, datasets and evaluate versions and exit")
     p.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress bars (perckit's, datasets', huggingface_hub's); an option of perckit, before the command")
+                   help="no progress bars (perckit's, datasets', huggingface_hub's, transformers'); an option of perckit, before the "
+                   "command")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     c = _command(sub, "convert", cmd_convert, "build a benchmark config and write Hub-layout Parquet + dataset card")

@@ -65,9 +65,11 @@ def progress(iterable: Iterable[T] | None = None, desc: str = "", on: bool | Non
     return tqdm(iterable, desc=desc, disable=not on, delay=BAR_DELAY, leave=False, **tqdm_options)
 
 
-#: The other bars ``--quiet`` silences: (the module holding the library's switch, the environment variable it reads on import).
-LIBRARY_BARS = (("datasets.utils.tqdm", "HF_DATASETS_DISABLE_PROGRESS_BARS"),
-                ("huggingface_hub.utils.tqdm", "HF_HUB_DISABLE_PROGRESS_BARS"))
+#: The other bars ``--quiet`` silences: (the module holding the library's switch, the switch, the environment variable
+#: it reads on import; transformers reads huggingface_hub's setting on import, as sentence-transformers' models load).
+LIBRARY_BARS = (("datasets.utils.tqdm", "disable_progress_bars", "HF_DATASETS_DISABLE_PROGRESS_BARS"),
+                ("huggingface_hub.utils.tqdm", "disable_progress_bars", "HF_HUB_DISABLE_PROGRESS_BARS"),
+                ("transformers.utils.logging", "disable_progress_bar", "HF_HUB_DISABLE_PROGRESS_BARS"))
 
 
 @contextmanager
@@ -91,9 +93,9 @@ def progress_bars(on: bool) -> Iterator[None]:
     the library's switch when it is imported, else through its environment variable for the block (a library
     imported meanwhile stays quiet)."""
     token, variables = BARS.set(on), {}
-    for module, env in () if on else LIBRARY_BARS:
+    for module, switch, env in () if on else LIBRARY_BARS:
         if module in sys.modules:
-            sys.modules[module].disable_progress_bars()
+            getattr(sys.modules[module], switch)()
         else:
             variables[env] = "1"
     try:
