@@ -211,7 +211,8 @@ def score_files(args: argparse.Namespace, options: dict, keep: bool = False) -> 
         if folder:
             read = folder.read(args.predictions, [ref[folder.key]])
             acc.update(read)
-            predictions += read if keep else []
+            if keep:
+                predictions += read
     return acc.compute(), acc, predictions, references, rows, split
 
 

@@ -908,8 +908,9 @@ def reduce_scores(scores: Sequence[SampleScore], options: AVReasoningOptions = A
     out: dict[str, Any] = {}
     groups = key_groups(options)
     for group, keys in groups.items():
-        restricted = [s for s in scores if s.category in SUGGESTED[group] and s.category != "reference"]
-        b = block(restricted if options.restrict_to_suggested else scores, options)
+        subset = ([s for s in scores if s.category in SUGGESTED[group] and s.category != "reference"]
+                  if options.restrict_to_suggested else scores)
+        b = block(subset, options)
         out.update({name: b[name] for k in keys for name in (k, f"n_{k}") if name in b})
     out["num_samples"] = len(scores)
     out["num_reference_samples"] = sum(1 for s in scores if s.category == "reference")
