@@ -62,3 +62,25 @@ def test_meteor_identical_text_and_corpus_level():
         assert scorer.corpus([]) is None
     finally:
         scorer.close()
+
+
+def test_ptb_tokenize_gives_pycocoevalcaps_tokens_and_prints_nothing(capfd, monkeypatch):
+    """perckit runs the PTB tokenizer jar itself (issue 33): the tokens of pycocoevalcap's ``PTBTokenizer().tokenize``
+    (its jar, command and punctuation list), without the JVM's 'PTBTokenizer tokenized N tokens' line on stderr; a
+    JVM that fails is a TextToolUnavailable with its message, not empty texts."""
+    import subprocess
+
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    _need_meteor_extra()
+    texts = {"a": "The chair, on the LEFT -- isn't it?", "b": "", "c": "Café naïve: «quotes» (x)\nsecond line", "d": "a . b ... c"}
+    ours = textmod.ptb_tokenize(texts)
+    assert capfd.readouterr() == ("", "")  # pycocoevalcap's own call prints to stderr (below): ours prints nothing
+    theirs = PTBTokenizer().tokenize({k: [{"caption": t}] for k, t in texts.items()})
+    assert "PTBTokenizer tokenized" in capfd.readouterr().err
+    assert ours == {k: v[0] for k, v in theirs.items()} and ours["a"] == "the chair on the left is n't it"
+    assert textmod.ptb_tokenize({}) == {}
+    real = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: real([*cmd[:3], "no.such.Class", *cmd[4:]], **kw))
+    with pytest.raises(textmod.TextToolUnavailable, match=r"PTB tokenizer .* failed with exit code 1: .*no\.such\.Class"):
+        textmod.ptb_tokenize(texts)

@@ -4,6 +4,9 @@ For every benchmark: write its synthetic sample release, convert every config to
 (``build/demo/export/<benchmark>``), load the export back with no script, score ground truth as
 prediction and a perturbed prediction with every metric, and draw pictures. The report is
 ``build/demo/report.html`` (with ``report.md`` and ``report.json``).
+
+The log on stdout is one whole sentence a line (what each step did, with a headline number of each metric), the last
+naming where the report and the exports are; no progress bar or print of another library shows (:func:`main`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,16 @@ Log = Callable[[str], None]
 
 def _scalars(d: dict) -> dict:
     return {k: v for k, v in d.items() if not isinstance(v, (dict, list))}
+
+
+def _and(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``: a list inside a sentence of the log."""
+    return " and ".join(filter(None, (", ".join(items[:-1]), items[-1])))
+
+
+def _perturbed(results: dict, keys: dict[str, str]) -> str:
+    """``the perturbed prediction scores <metric> <key> <value> and ...``: a headline number of each metric named."""
+    return "the perturbed prediction scores " + _and([f"{m} {k} {results[m]['perturbed'][k]:.3f}" for m, k in keys.items()])
 
 
 #: The file that marks a folder as the demo's own output: only such a folder is ever emptied by the demo.
@@ -63,7 +76,7 @@ def _fresh(path: Path) -> Path:
     return path
 
 
-def convert_all(benchmark: str, release: Path, out: Path, log: Log) -> tuple[Path, dict]:
+def convert_all(benchmark: str, label: str, release: Path, out: Path, log: Log) -> tuple[Path, dict]:
     """Convert every config of ``benchmark`` into ``out/export/<benchmark>``; load each back with no script."""
 
     from .hf.entrypoints import builder_class
@@ -78,8 +91,8 @@ def convert_all(benchmark: str, release: Path, out: Path, log: Log) -> tuple[Pat
         exported = convert(benchmark, release, config, export_dir, cache_dir=cache, progress=False, log=lambda m: None)
         split = exported.splits[-1].name  # test (or validation); M4Seg's demo converts its test split
         splits[config] = load_export(export_dir, config, split=split, cache_dir=cache / "export")
-    log(f"{benchmark}: converted " + ", ".join(f"{k} ({v.num_rows} rows)" for k, v in splits.items())
-        + f" to {export_dir} in {time.perf_counter() - t0:.1f}s; loaded back with no script")
+    log(f"{label}: converted " + _and([f"{k} ({v.num_rows} rows)" for k, v in splits.items()])
+        + f" to {export_dir} in {time.perf_counter() - t0:.1f} s, then loaded them back with no script.")
     save_preview(benchmark, splits[cls.DEFAULT_CONFIG_NAME], out)
     return export_dir, splits
 
@@ -112,15 +125,15 @@ def with_preview(benchmark: str, label: str, report: dict, out: Path) -> dict:
     return report
 
 
-def build_sample(benchmark: str, out: Path, log: Log, describe: Callable[[Any], str]) -> tuple[Path, Any, dict]:
-    """Write ``benchmark``'s sample release under ``out/<benchmark>/release``, log ``describe(summary)`` and convert
-    every config: ``(the benchmark's demo folder, the writer's summary, {config: split})``."""
+def build_sample(benchmark: str, label: str, out: Path, log: Log, describe: Callable[[Any], str]) -> tuple[Path, Any, dict]:
+    """Write ``benchmark``'s sample release under ``out/<benchmark>/release``, log what it holds (``describe(summary)``)
+    and convert every config: ``(the benchmark's demo folder, the writer's summary, {config: split})``."""
     from .samples import write_release
 
     base = _fresh(out / benchmark)
     summary = write_release(benchmark, base / "release")
-    log(describe(summary))
-    _, splits = convert_all(benchmark, base / "release", out, log)
+    log(f"{label}: wrote the sample release ({describe(summary)}).")
+    _, splits = convert_all(benchmark, label, base / "release", out, log)
     return base, summary, splits
 
 
@@ -162,7 +175,7 @@ def perturb_r4d(rows: list[dict], seed: int = 0) -> tuple[list[dict], list[dict]
 def run_r4d(out: Path, log: Log) -> dict:
     from .r4d_bench import features as feats
 
-    base, fx, splits = build_sample("r4d_bench", out, log, lambda fx: f"R4D-Bench: wrote the sample release ({len(fx.files)} files, {len(fx.query_ids)} queries)")
+    base, fx, splits = build_sample("r4d_bench", "R4D-Bench", out, log, lambda fx: f"{len(fx.files)} files, {len(fx.query_ids)} queries")
     rows = splits["all_queries"].to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
     track_refs = [feats.to_track_reference(r) for r in rows]
@@ -172,7 +185,7 @@ def run_r4d(out: Path, log: Log) -> dict:
         "track_id": _scored(load_metric("track_id"), [feats.to_track_prediction(r) for r in rows], pt, track_refs),
     }
     _check_perfect("R4D-Bench", results, {"mask_temporal": ("miou", "viou", "overall_iou"), "track_id": ("f1", "exact_match")})
-    log("R4D-Bench: ground truth as prediction scores 1.0 on every metric; perturbed prediction scored")
+    log(f"R4D-Bench: ground truth as prediction scores 1.0 on every metric; {_perturbed(results, {'mask_temporal': 'miou', 'track_id': 'f1'})}.")
     # pictures: the first query with two frames, its first three frames as perckit report draws them
     row = next(r for r in rows if len(r["frames"]) >= 2 and not r["is_negative"])
     pred = next(p for p in pm if p["query_id"] == row["query_id"])
@@ -193,7 +206,7 @@ def run_syn4d(out: Path, log: Log) -> dict:
     from .syn4d import metric as core
     from .syn4d.features import to_metric_reference, to_numpy_row
 
-    base, fx, splits = build_sample("syn4d", out, log, lambda fx: f"Syn4D: wrote the sample release ({len(fx.files)} files, {len(fx.sequence_ids)} sequences)")
+    base, fx, splits = build_sample("syn4d", "Syn4D", out, log, lambda fx: f"{len(fx.files)} files, {len(fx.sequence_ids)} sequences")
     rows = splits["challenge"].to_list()
     ids = [r["sequence_id"] for r in rows]
     gt_dir = write_predictions(fx, base / "predictions_gt")
@@ -212,7 +225,8 @@ def run_syn4d(out: Path, log: Log) -> dict:
     if any(summary["tasks"][t]["overall"][k] != results[f"syn4d ({t})"]["perturbed"][k] for t in core.TASKS for k in keys[t]):
         raise RuntimeError("Syn4D: the file runner and the evaluate module disagree")
     write_atomic(base / "summary_perturbed.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    log("Syn4D: scored ground-truth and perturbed NPZ predictions; the official-format file runner agrees")
+    log("Syn4D: ground-truth NPZ predictions score tracking 1.0 and depth delta1 1.0; "
+        + _perturbed(results, {"syn4d (tracking)": "score", "syn4d (depth)": "abs_rel"}) + "; the official-format file runner agrees.")
     row = to_numpy_row(rows[0])
     pred = read_npz(prediction_path(noisy_dir, row["sequence_id"]))["tracking_xyz"].astype(np.float64) * 2.0
     caption = f"Syn4D {row['sequence_id']}: 24 query tracks projected into frame 0; prediction = ground truth with 5% noise (the noisy NPZ), rescaled x2"
@@ -238,7 +252,7 @@ def perturb_masks(masks: list[dict], seed: int = 0) -> list[dict]:
 def run_refcoco_m(out: Path, log: Log) -> dict:
     from .refcoco_m import features as feats
 
-    base, _, splits = build_sample("refcoco_m", out, log, lambda fx: "RefCOCO-M: wrote the sample release (Parquet shards with embedded images and COCO RLE masks)")
+    base, _, splits = build_sample("refcoco_m", "RefCOCO-M", out, log, lambda fx: "Parquet shards with embedded images and COCO RLE masks")
     rows = splits["expressions"].to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
     noisy_masks = perturb_masks([r["mask"] for r in rows])
@@ -246,7 +260,7 @@ def run_refcoco_m(out: Path, log: Log) -> dict:
     gt = [feats.to_metric_prediction(r) for r in rows]
     results = {"refer_iou": _scored(load_metric("refer_iou"), gt, noisy, refs)}
     _check_perfect("RefCOCO-M", results, {"refer_iou": ("miou", "ciou", "precision@0.9")})
-    log("RefCOCO-M: ground truth as prediction scores mIoU = cIoU = 1.0; perturbed prediction scored")
+    log(f"RefCOCO-M: ground truth as prediction scores mIoU = cIoU = 1.0; {_perturbed(results, {'refer_iou': 'miou'})}.")
     tiles = [report.overlay(r["image"], r["mask"], m) for r, m in list(zip(rows, noisy_masks))[:3]]
     caption = "RefCOCO-M: " + "; ".join(f"{r['expression_id']} {r['sentence']!r}" for r in rows[:3]) + " (prediction = ground truth shifted 0-2 px right and down)"
     return _report("RefCOCO-M", splits, results, out, "refcoco_m_overlay", figures.side_by_side(tiles), caption)
@@ -260,7 +274,8 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
     from .reason_av_edit.metric import decode_wav
     from .reason_av_edit.read.predictions import gt_as_predictions
 
-    base, fx, splits = build_sample("reason_av_edit", out, log, lambda fx: f"ReasonAVEdit-Bench: wrote the sample release ({len(fx.sample_ids)} samples in 16 sub-tracks; media as 7 tars under archives/)")
+    base, fx, splits = build_sample("reason_av_edit", "ReasonAVEdit-Bench", out, log,
+                                    lambda fx: f"{len(fx.sample_ids)} samples in 16 sub-tracks, media as 7 tars under archives/")
     ds = splits["default"]
     rows = ds.remove_columns(["video", "audio", "reason_visual", "reason_visual_mask", "ref_image"]).to_list()
     refs = [feats.to_metric_reference(r) for r in rows]
@@ -277,7 +292,8 @@ def run_reason_av_edit(out: Path, log: Log) -> dict:
         noisy.append(p)
     results = {"av_reasoning": _scored(load_metric("av_reasoning"), gt_as_predictions(rows), noisy, refs)}
     _check_perfect("ReasonAVEdit-Bench", results, {"av_reasoning": ("visual_iou", "audio_tiou", "audio_tf_iou", "video_tiou", "av_support_tiou")})
-    log("ReasonAVEdit-Bench: ground truth as prediction scores every IoU 1.0 and A/V offset 0; perturbed prediction scored")
+    log("ReasonAVEdit-Bench: ground truth as prediction scores every IoU 1.0 and A/V offset 0; "
+        + _perturbed(results, {"av_reasoning": "visual_iou"}) + ".")
     shifted = {p["sample_id"]: p["edit_window_s"] for p, ref in zip(noisy, refs) if ref["edit_window_s"] and p["edit_window_s"] != ref["edit_window_s"]}
     row = next((r for r in rows if r["sample_id"] in shifted and r["category"] == "when_only"), None) or next(r for r in rows if r["sample_id"] in shifted)
     pred_window = shifted[row["sample_id"]]
@@ -327,8 +343,8 @@ def edit_quality_table(ds: Any, log: Log) -> dict:
         raise RuntimeError("ReasonAVEdit-Bench: a region-only edit did not keep bg_psnr / bg_ssim perfect")
     if outside["bg_psnr"] >= 100.0 or outside["bg_ssim"] >= 1.0:
         raise RuntimeError("ReasonAVEdit-Bench: a background edit was not caught by bg_psnr / bg_ssim")
-    log("ReasonAVEdit-Bench: av_edit_quality scores the source as the edit perfect; a region-only edit keeps bg_* perfect; "
-        "a background edit lowers bg_*; model metrics without weights are skipped with their reasons")
+    log("ReasonAVEdit-Bench: av_edit_quality scores the source as the edit perfect, a region-only edit keeps bg_* perfect "
+        "and a background edit lowers bg_*; the model metrics without weights are skipped (the report says what each needs).")
     keys = [k for k in same if not isinstance(same[k], (dict, list)) and not k.startswith("n_")]
     rows = [[k] + [("skipped" if v[k] is None and k in v["skipped"] else v[k]) for v in scored.values()] for k in keys]
     notes = [f"{k}: {reason}" for k, reason in same["skipped"].items()]
@@ -341,8 +357,9 @@ def edit_quality_table(ds: Any, log: Log) -> dict:
 
 def run_m4seg(out: Path, log: Log) -> dict:
     from .m4seg import features as feats
+    from .m4seg.metric.options import SEVEN
 
-    base, _, splits = build_sample("m4seg", out, log, lambda fx: "M4Seg: wrote the sample release (native annotations/*.json.gz and Parquet shards, train and test)")
+    base, _, splits = build_sample("m4seg", "M4Seg", out, log, lambda fx: "native annotations/*.json.gz and Parquet shards, train and test")
     rows = splits["default"].to_list()  # the test split
     refs = [feats.to_metric_reference(r) for r in rows]
     gt_preds = [feats.gt_as_prediction(r) for r in rows]
@@ -356,8 +373,12 @@ def run_m4seg(out: Path, log: Log) -> dict:
                 g["name"] = "object"
         noisy.append(q)
     results = {"m4seg": _scored(load_metric("m4seg"), gt_preds, noisy, refs, skip_unavailable=True)}
-    _check_perfect("M4Seg", results, {"m4seg": ("miou", "recall", "siou", "i_siou")})
-    log("M4Seg: ground truth as prediction scores 1.0 on mIoU, Recall, SIoU and I-SIoU; perturbed prediction scored")
+    checked = [k for k in SEVEN if results["m4seg"]["gt_as_prediction"][k] is not None]  # skipped: no encoder or Java
+    _check_perfect("M4Seg", results, {"m4seg": tuple(checked)})
+    skipped = [k for k in SEVEN if k not in checked]
+    log(f"M4Seg: ground truth as prediction scores 1.0 on {'all' if not skipped else f'{len(checked)} of the'} seven metrics "
+        f"({_and(checked)})" + (f", {_and(skipped)} skipped (no text encoder or Java here)" if skipped else "")
+        + f"; {_perturbed(results, {'m4seg': 'miou'})}.")
     row = next(r for r in rows if len(r["images"]) >= 2 and r["groundings"])
     pred = next(p for p in noisy if p["example_id"] == row["example_id"])
     tiles = [t for t, _ in report.PAGES["m4seg"].draw(row, row, pred, row, None)]  # as perckit report draws them
@@ -437,10 +458,7 @@ def main(out_dir: str | Path = "build/demo") -> int:
     finally:
         perckit_logger.setLevel(level)
     write_atomic(out / "report.json", json.dumps(reports, indent=2, sort_keys=True, default=str) + "\n")
-    md = render_markdown(reports, out)
-    write_atomic(out / "report.md", md + "\n")
+    write_atomic(out / "report.md", render_markdown(reports, out) + "\n")
     write_atomic(out / "report.html", render_html(reports, out))
-    print()
-    print(md)
-    print(f"Report: {out / 'report.html'} (also report.md and report.json); Hub-layout exports in {out / 'export'}")
+    print(f"Wrote the report to {out / 'report.html'} (also report.md and report.json) and the Hub-layout exports to {out / 'export'}.")
     return 0

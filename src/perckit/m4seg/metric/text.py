@@ -13,7 +13,8 @@ per-call encoder (like :func:`stub_embed`) gives order-independent results.
 - ``"bert-base-uncased-meanpool"``: GLaMM's recall encoder (mean of ``bert-base-uncased``'s last hidden states
   over every token, one text at a time), from ``bert_model_path`` or ``M4SEG_BERT_MODEL``.
 - ``"stub"``: the deterministic bag-of-words encoder of the spec's test vectors.
-- METEOR: pycocoevalcap's ``PTBTokenizer`` then ``Meteor()`` (METEOR 1.5 jar, needs Java), corpus-level.
+- METEOR: pycocoevalcap's PTB tokenizer (run by :func:`ptb_tokenize`, its JVM's stderr captured) then ``Meteor()``
+  (METEOR 1.5 jar, needs Java), corpus-level.
 """
 
 from __future__ import annotations
@@ -334,6 +335,32 @@ def close_meteor() -> None:
         m.meteor_p = _CLOSED_PROCESS
 
 
+def ptb_tokenize(texts: Mapping[str, str]) -> dict[str, str]:
+    """Each text PTB-tokenised as pycocoevalcap's ``PTBTokenizer().tokenize`` does (GLaMM's call): the same Stanford
+    CoreNLP jar, command, input file (one text a line) and punctuation list, run here so that the JVM's stderr is
+    captured: its ``PTBTokenizer tokenized N tokens`` line is not printed, and a JVM that fails is a
+    :class:`TextToolUnavailable` with its message (pycocoevalcap would hand back empty texts). The input file is
+    written to a temporary folder, not into pycocoevalcap's package folder."""
+    import subprocess
+    import tempfile
+
+    from pycocoevalcap.tokenizer import ptbtokenizer as ptb
+
+    if not texts:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="perckit-ptb-") as tmp:
+        source = Path(tmp) / "texts.txt"
+        source.write_bytes("\n".join(t.replace("\n", " ") for t in texts.values()).encode())
+        cmd = ["java", "-cp", ptb.STANFORD_CORENLP_3_4_1_JAR, "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines",
+               "-lowerCase", str(source)]
+        done = subprocess.run(cmd, cwd=Path(ptb.__file__).resolve().parent, stdin=subprocess.DEVNULL, capture_output=True)
+    if done.returncode != 0:
+        raise TextToolUnavailable(f"METEOR: the PTB tokenizer ({' '.join(cmd[:4])}) failed with exit code {done.returncode}: "
+                                  + " ".join(done.stderr.decode(errors="replace").split())[-500:])
+    lines = done.stdout.decode().split("\n")
+    return {k: " ".join(w for w in line.rstrip().split(" ") if w not in ptb.PUNCTUATIONS) for k, line in zip(texts, lines)}
+
+
 class MeteorScorer:
     """GLaMM's METEOR pipeline: PTB-tokenise every text once, then corpus scores of any subset.
 
@@ -348,20 +375,19 @@ class MeteorScorer:
             return
         try:
             from pycocoevalcap.meteor.meteor import Meteor
-            from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+            from pycocoevalcap.tokenizer import ptbtokenizer
         except ImportError as e:
             raise TextToolUnavailable(
                 f"METEOR needs pycocoevalcap ({type(e).__name__}: {e}) and Java: install the meteor extra: {EXTRA_METEOR}"
             ) from None
-        del Meteor  # imported only to check that it is there (the scorer imports it when it starts)
+        del Meteor, ptbtokenizer  # imported only to check that they are there
         if not java_available():
             raise TextToolUnavailable(
                 f"METEOR needs Java (the METEOR 1.5 jar and the PTB tokenizer run on a JRE): no 'java' on PATH; install a "
                 f"JRE (e.g. apt-get install default-jre-headless) and {EXTRA_METEOR}, or pass skip_unavailable=True"
             )
-        tok = PTBTokenizer()
-        self._ref = {k: v[0] for k, v in tok.tokenize({i: [{"caption": references[i]}] for i in ids}).items()} if ids else {}
-        self._cand = {k: v[0] for k, v in tok.tokenize({i: [{"caption": candidates[i]}] for i in ids}).items()} if ids else {}
+        self._ref = ptb_tokenize({i: references[i] for i in ids})
+        self._cand = ptb_tokenize({i: candidates[i] for i in ids})
 
     def corpus(self, ids: Iterable[str]) -> float | None:
         """The corpus-level METEOR (``compute_score``'s first value) of the samples ``ids``; None for none."""
