@@ -322,6 +322,28 @@ def test_write_sample_writes_only_into_a_new_or_empty_folder(tmp_path, capsys):
     assert main(["write-sample", "refcoco_m", str(tmp_path / "new" / "rc")]) == 0
 
 
+def test_every_command_that_writes_files_ends_with_a_line_naming_them(tmp_path, capsys):
+    """write-sample, convert, gt-predictions, evaluate --output and report: the last line on stdout says what was
+    written and where, with --quiet too (it silences progress bars only) (issue 33). push, the demo and
+    python -m perckit.lmms_eval: tests/test_core_push.py, test_core_demo.py, test_core_lmms_eval.py."""
+    release, export, preds = tmp_path / "release", tmp_path / "export", tmp_path / "gt.jsonl"
+    results, page = tmp_path / "r.json", tmp_path / "page.html"
+    refs = ["--references", str(export)]
+    for quiet, argv, says in (
+        ([], ["write-sample", "refcoco_m", str(release), "--seed", "2"],
+         f"wrote 3 files of the refcoco_m sample release (synthetic, seed 2) to {release}"),
+        (["--quiet"], ["convert", "refcoco_m", "--data-dir", str(release), "--output", str(export), "--cache-dir", str(tmp_path / "c")],
+         f"export ready in {export} "),
+        (["--quiet"], ["gt-predictions", "refer_iou", *refs, "--output", str(preds)], f" to {preds}; perckit evaluate refer_iou"),
+        ([], ["evaluate", "refer_iou", "--predictions", str(preds), *refs, "--output", str(results)], f"results written to {results} "),
+        (["--quiet"], ["report", "refer_iou", "--predictions", str(preds), *refs, "--output", str(page)], f"written to {page} ("),
+    ):
+        assert main([*quiet, *argv]) == 0, capsys.readouterr().err
+        last = capsys.readouterr().out.splitlines()[-1]
+        assert says in last, (argv[0], last)
+    assert all(p.exists() for p in (release / "README.md", export / "README.md", preds, results, page))
+
+
 def test_option_values_follow_the_json_rules():
     from perckit.__main__ import _kv
     from perckit.errors import OptionError

@@ -85,7 +85,9 @@ def test_finish_prints_writes_and_checks(tmp_path, capsys):
     assert cli.finish(report, str(tmp_path / "r.json"), True, ("acc", "viou", "n"), ("viou",), ("acc",)) == 1
     out, err = capsys.readouterr()
     assert out.splitlines()[:3] == [f"{'acc':>36s}  1.000000", f"{'viou':>36s}  0.500000", f"{'n':>36s}  3"]
-    assert f"report written to {tmp_path / 'r.json'}" in out and "self-check FAILED: ['viou'] are not 1.0" in err
+    assert out.splitlines()[-1] == f"report written to {tmp_path / 'r.json'}" and "self-check FAILED: ['viou'] are not 1.0" in err
     assert json.loads((tmp_path / "r.json").read_text()) == report
     assert cli.finish({"acc": 1.0}, None, True, ("acc",), ("acc",)) == 0
     assert capsys.readouterr().out.endswith("self-check passed: every metric is 1.0\n")
+    assert cli.finish({"acc": 1.0}, str(tmp_path / "r.json"), True, ("acc",), ("acc",)) == 0  # the file named last
+    assert capsys.readouterr().out.endswith(f"self-check passed: every metric is 1.0\nreport written to {tmp_path / 'r.json'}\n")

@@ -358,7 +358,7 @@ def test_m4seg_perturbed_answers_equal_the_metric(m4_docs, m4_options):
 # ---------------------------------------------------------------- pointing a task at an export
 
 
-def test_write_task_local_export_hub_id_and_refusals(exports, tmp_path):
+def test_write_task_local_export_hub_id_and_refusals(exports, tmp_path, capsys):
     """A local export, and a local copy of a pushed one (no record: the card names the files), give parquet
     data_files naming its files (which load as the docs); a Hub id gives dataset_path + dataset_name; the written
     YAML is the packaged task with its name and data replaced, its functions those of the packaged utils.py."""
@@ -401,8 +401,11 @@ def test_write_task_local_export_hub_id_and_refusals(exports, tmp_path):
         with pytest.raises(OptionError, match="not written by write_task"):
             le.write_task("refcoco_m", "ORG/x", tmp_path / "tasks", task="theirs")
         (tmp_path / "tasks" / theirs).unlink()
+    capsys.readouterr()
     assert le_main.main(["refcoco_m", str(exports / "refcoco_m"), "--output", str(tmp_path / "cli")]) == 0
-    assert (tmp_path / "cli" / "refcoco_m_mask_refcoco_m.yaml").is_file()
+    assert (tmp_path / "cli" / "refcoco_m_mask_refcoco_m.yaml").is_file() and (tmp_path / "cli" / "refcoco_m_mask_refcoco_m.py").is_file()
+    assert capsys.readouterr().out.splitlines()[-1] == (  # the last line: what it wrote and where (issue 33)
+        f"wrote the lmms-eval task refcoco_m_mask_refcoco_m (refcoco_m_mask_refcoco_m.yaml and refcoco_m_mask_refcoco_m.py) to {tmp_path / 'cli'}")
     assert le_main.main(["m4seg", str(exports / "refcoco_m"), "--output", str(tmp_path / "cli")]) == 1
     assert le.task_dir("m4seg") == le.task_yaml("m4seg").parent and le.task_dir() == le.TASKS_DIR
 

@@ -244,6 +244,7 @@ def test_cli_push_skip_convert(r4d_export, hub, capsys):
     out_text = capsys.readouterr().out
     assert "with HfApi.upload_folder" in out_text
     assert "org/r4d@dev: 1 data file(s) and README.md sent to the private dataset repository" in out_text
+    assert out_text.splitlines()[-1].endswith(f"the export stays in {out}")  # the last line: where the files are (issue 33)
     assert hub.created[0]["private"] is True  # private unless --public
     assert sorted(hub.repos[("org/r4d", "dev")]) == ["README.md", "data/test-00000-of-00001.parquet"]
     assert main(["push", "r4d_bench", "--repo-id", "org/r4d", "--output", str(out / "nope"), "--skip-convert"]) == 2

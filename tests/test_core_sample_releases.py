@@ -95,6 +95,6 @@ def test_write_sample(tmp_path, capsys):
 
     command = "write-sample"
     assert main([command, "refcoco_m", str(tmp_path / "rc")]) == 0
-    assert "wrote 3 files" in capsys.readouterr().out
+    assert capsys.readouterr().out == f"wrote 3 files of the refcoco_m sample release (synthetic, seed 0) to {tmp_path / 'rc'}\n"
     assert main([command, "refcoco_m", str(tmp_path / "rc")]) == 2
     assert f"{command} output " in capsys.readouterr().err

@@ -1,4 +1,7 @@
-"""``perckit`` / ``python -m perckit``: list, convert, push, evaluate, report, compare, gt-predictions, demo, write-sample."""
+"""``perckit`` / ``python -m perckit``: list, convert, push, evaluate, report, compare, gt-predictions, demo, write-sample.
+
+A command that writes files ends with one line on stdout naming what it wrote and where (``--quiet`` silences the
+progress bars only, never that line)."""
 
 from __future__ import annotations
 
@@ -377,7 +380,7 @@ def cmd_write_sample(args: argparse.Namespace) -> int:
 
     new_folder(args.output, "write-sample output")
     fx = write_release(args.benchmark, args.output, seed=args.seed)
-    print(f"wrote {len(fx.files)} files to {args.output}")
+    print(f"wrote {len(fx.files)} files of the {args.benchmark} sample release (synthetic, seed {args.seed}) to {args.output}")
     return 0
 
 
@@ -440,8 +443,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=_version_text(), help="print the perckit, datasets and evaluate versions and exit")
     p.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress bars (perckit's, datasets', huggingface_hub's, transformers'); an option of perckit, before the "
-                   "command")
+                   help="no progress bars (perckit's, datasets', huggingface_hub's, transformers'); the results and the last "
+                   "line, which names what the command wrote and where, are printed all the same; an option of perckit, before the command")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     c = _command(sub, "convert", cmd_convert, "build a benchmark config and write Hub-layout Parquet + dataset card")

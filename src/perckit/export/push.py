@@ -207,5 +207,5 @@ def push_export(
                                      repo_type="dataset", revision=revision, commit_message=f"perckit: {benchmark} dataset card"))
     summary.commits += [info.commit_url for info in infos if getattr(info, "commit_url", None)]
     log(f"{where}: {len(data)} data file(s) and {CARD} sent to the {'private' if summary.private else 'public'} dataset "
-        "repository (the Hub keeps only what changed); nothing was deleted on the Hub")
+        f"repository (the Hub keeps only what changed); nothing was deleted on the Hub; the export stays in {export_dir}")
     return summary

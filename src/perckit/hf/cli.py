@@ -185,20 +185,24 @@ def finish(
     lead_keys: Sequence[str] = (),
 ) -> int:
     """Print the summary (one line a key, the name right-aligned in 36 columns, floats with 6 decimals), write the
-    report JSON (:func:`write_json`), and in self-check mode fail (exit 1) unless every checked key is 1.0.
+    report JSON (:func:`write_json`), and in self-check mode fail (exit 1) unless every checked key is 1.0. With
+    ``output``, the last line on stdout names the file written.
 
     ``lead_keys`` (the paper's keys, e.g. ``acc`` and ``viou``) are named first in the self-check verdict."""
     values = [(k, report.get(k)) for k in summary_keys]
     print("\n".join(f"{k:>36s}  {v:.6f}" if isinstance(v, float) else f"{k:>36s}  {v}" for k, v in values))
     if output:
         write_json(output, report)
-        print(f"report written to {output}")
+    code = EXIT_OK
     if self_check:
         ordered = list(lead_keys) + [k for k in check_keys if k not in lead_keys]
         bad = [k for k in ordered if report[k] != 1.0]
+        lead = ", ".join(f"{k} = 1.0" for k in lead_keys)
         if bad:
             print(f"self-check FAILED: {bad} are not 1.0", file=sys.stderr)
-            return EXIT_DATA
-        lead = ", ".join(f"{k} = 1.0" for k in lead_keys)
-        print(f"self-check passed: {lead} and every other metric is 1.0" if lead else "self-check passed: every metric is 1.0")
-    return EXIT_OK
+            code = EXIT_DATA
+        else:
+            print(f"self-check passed: {lead} and every other metric is 1.0" if lead else "self-check passed: every metric is 1.0")
+    if output:
+        print(f"report written to {output}")
+    return code

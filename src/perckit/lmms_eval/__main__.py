@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     task = path.stem
-    print(f"{path}\nrun: lmms-eval --include_path {path.parent} --tasks {task} ...")
+    print(f"run it with: lmms-eval --include_path {path.parent} --tasks {task} ...")
+    print(f"wrote the lmms-eval task {task} ({path.name} and {task}.py) to {path.parent}")
     return 0
 
 
