@@ -185,6 +185,28 @@ def test_with_transform_decodes_masks_for_the_dataloader(splits, benchmark, conf
         same_but_masks(ds[ds.num_rows - 1], pt.decode_masks(ds[ds.num_rows - 1]), "decode_masks"))
 
 
+def test_the_transform_with_torchs_default_collate_and_convert(splits):
+    """What the README says of masks_transform and PyTorch's defaults (issue 33), on RefCOCO-M's expressions: with
+    ``batch_size=None`` (torch's default_convert, one row at a time) the rows come with ``torch.bool`` masks and PIL
+    images; with a batch size and no collate_fn, torch's default_collate refuses the PIL images, and without them the
+    masks of different sizes; ``collate_fn=perckit.torch.collate`` batches the same rows as lists."""
+    from PIL import Image
+
+    ds = splits["refcoco_m", "expressions"]
+    lazy = ds.with_transform(pt.masks_transform())
+    rows = list(torch.utils.data.DataLoader(lazy, batch_size=None))
+    assert len(rows) == ds.num_rows and all(r["mask"].dtype == torch.bool and isinstance(r["image"], Image.Image) for r in rows)
+    assert [list(r["mask"].shape) for r in rows] == [m["size"] for m in ds["mask"]]
+    with pytest.raises(TypeError, match=r"^default_collate: batch must contain tensors.* found <class 'PIL\."):
+        next(iter(torch.utils.data.DataLoader(lazy, batch_size=2)))
+    assert len({tuple(m["size"]) for m in ds["mask"]}) > 1  # masks of several sizes: default_collate cannot stack them
+    no_images = ds.select_columns(["expression_id", "mask"]).with_transform(pt.masks_transform())
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        next(iter(torch.utils.data.DataLoader(no_images, batch_size=ds.num_rows)))
+    batch = next(iter(torch.utils.data.DataLoader(lazy, batch_size=ds.num_rows, collate_fn=pt.collate)))
+    assert all(torch.equal(a, r["mask"]) for a, r in zip(batch["mask"], rows)) and batch["image"][0].size == rows[0]["image"].size
+
+
 def test_not_provided_masks_become_none(splits):
     """The metric rows carry "not provided" markers (``size: []``): av_reasoning predictions made without a mask."""
     from perckit.reason_av_edit import features as feats

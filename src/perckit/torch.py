@@ -7,7 +7,8 @@ Imported only when used (``import perckit.torch``; ``import perckit`` never impo
   COCO RLE value in it, at any nesting (``mask``, ``frames[].mask``, ``groundings[].segmentation``, ``anchor_mask``...), is
   decoded to a ``torch.bool`` tensor ``[H, W]``; a "not provided" marker (``size: []``) becomes ``None``.
 - :func:`masks_transform`: the same decoding as a ``datasets`` transform (``ds.with_transform(masks_transform())``):
-  only the rows read are decoded, when they are read.
+  only the rows read are decoded, when they are read. PyTorch's default collate does not fit these rows, with or
+  without it (see :func:`masks_transform` for what does).
 
 Every call decodes at most ``max_pixels`` mask pixels in all (default :data:`perckit.rle.PIXEL_BUDGET`, 2^30: a
 GiB of ``torch.bool``): the declared sizes of all the batch's RLE values are summed first (one
@@ -162,8 +163,13 @@ def masks_transform(columns: Sequence[str] | None = None, max_pixels: int | None
     """A transform for ``datasets.Dataset.with_transform``: the rows of each batch read from the dataset have their
     COCO RLE values decoded to ``torch.bool`` tensors ``[H, W]`` ("not provided" markers to ``None``), in
     ``columns`` (default: every column; a name not in the batch is an :class:`~perckit.errors.OptionError`). Lazy:
-    ``with_transform`` runs it on the rows accessed only, each time they are accessed. Use it with
-    ``collate_fn=perckit.torch.collate`` (the decoded tensors pass through it unchanged); ``max_pixels``: per batch."""
+    ``with_transform`` runs it on the rows accessed only, each time they are accessed; ``max_pixels``: per batch.
+
+    Where it fits: reading rows (``ds[i]``, slices, iteration) and a ``DataLoader`` with
+    ``collate_fn=perckit.torch.collate`` (the decoded tensors pass through it unchanged) or with ``batch_size=None``
+    (one row at a time: torch's ``default_convert`` leaves it as it is). torch's ``default_collate`` (a batch size and
+    no ``collate_fn``) stacks every column and fails on these rows: images are PIL images, masks and images differ in
+    size from row to row, lists (``frames``, ``groundings``) in length, and a "not provided" mask is ``None``."""
     return MasksTransform(columns, max_pixels)
 
 
