@@ -17,6 +17,21 @@ from helpers.common import DS_MAJOR, REPO, needs_scripts
 from helpers.digests import all_digests, table_digest
 
 
+def test_dir_lists_the_public_api_without_importing_it():
+    """dir(perckit) (tab completion) lists __all__, the lazy names included, and no other public name; listing them
+    imports neither datasets nor evaluate (issue 33)."""
+    import sys
+
+    code = ("import sys, perckit; names = dir(perckit); "
+            "print(names); print(perckit.__all__); print(sorted(m for m in ('datasets', 'evaluate', 'perckit.hf') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True).stdout.splitlines()
+    names, public = eval(out[0]), eval(out[1])
+    assert {"load_dataset", "load_metric", "accumulator", "merge_files", "load_state", "__version__"} <= set(public)
+    assert [n for n in names if not n.startswith("_")] == sorted(n for n in public if not n.startswith("_"))
+    assert set(public) <= set(names) and out[2] == "[]"
+    assert all(callable(getattr(perckit, n)) for n in public if n != "__version__")
+
+
 def test_script_folders_are_found_with_the_package():
     assert (perckit.builder_path("r4d_bench") / "r4d_bench.py").is_file()
     assert (perckit.builder_path("r4d_bench") / "README.md").is_file()

@@ -6,10 +6,6 @@ config, **options)`` scores batch by batch inside a loop, and ``perckit.merge_fi
 separate jobs; see :mod:`perckit.hf.accumulate` (and :mod:`perckit.torch` for ``torch.distributed``).
 """
 
-from __future__ import annotations
-
-from typing import Any
-
 __version__ = "0.1.0"
 
 _API = ("load_dataset", "load_metric", "builder_path", "metric_path")
@@ -17,7 +13,7 @@ _ACCUMULATE = ("accumulator", "merge_files", "load_state")
 __all__ = ["__version__", *_API, *_ACCUMULATE]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """The API functions, imported on first use (``import perckit`` stays free of datasets and evaluate)."""
     if name in _API:
         from .hf import api
@@ -31,5 +27,6 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    """The public API with the lazy names (tab completion lists them)."""
+    """The module's names with the lazy ones (tab completion lists them): the public ones are :data:`__all__` (and the
+    subpackages imported so far)."""
     return sorted(set(globals()) | set(__all__))
