@@ -71,3 +71,44 @@ def test_every_number_has_a_status_and_its_cited_checks_exist():
     table = readme[readme.index("| benchmark | builder | metrics | status |"):readme.index("\n## Install")]
     cites = _cites(table)
     assert cites and not _missing(cites), _missing(cites)
+
+
+def test_the_readmes_commands_and_python_names_exist(capsys):
+    """README.md matches the code (issue 33): every `perckit ...` line of its bash blocks (and `$ perckit ...` of its
+    text blocks) parses with perckit's own parser, and every dotted `perckit.<name>` it mentions resolves (the
+    wheel's script folders `perckit.builders` / `perckit.metrics` are the checkout's builders/ and metrics/)."""
+    import importlib
+    import shlex
+
+    from perckit.__main__ import build_parser
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    commands = []
+    for lang, body in re.findall(r"^```(bash|text)\n(.*?)^```", text, re.M | re.S):
+        for line in body.replace("\\\n", " ").splitlines():
+            line = line[2:] if lang == "text" and line.startswith("$ ") else line if lang == "bash" else ""
+            if line.startswith("perckit "):
+                commands.append(shlex.split(line, comments=True)[1:])
+    assert len(commands) >= 15 and ["write-sample", "refcoco_m", "release"] in commands, commands
+    for argv in commands:
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit as e:  # --version exits 0; a wrong command or option exits 2
+            assert e.code == 0 and argv == ["--version"], (argv, capsys.readouterr().err)
+    names = sorted(set(re.findall(r"\bperckit(?:\.[A-Za-z_]\w*)+", text)))
+    unresolved = []
+    for name in names:
+        parts = name.split(".")
+        if parts[1] in ("builders", "metrics"):
+            assert (REPO / parts[1]).is_dir()
+            continue
+        for i in range(len(parts), 0, -1):  # the longest module prefix, then attributes
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+                break
+            except ImportError:
+                continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr, None)
+        unresolved += [name] if obj is None else []
+    assert len(names) > 25 and not unresolved, unresolved
