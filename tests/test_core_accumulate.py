@@ -45,7 +45,7 @@ def test_every_metric_of_a_descriptor_has_a_core():
         assert core(name, cfg).name == name
     with pytest.raises(OptionError, match="unknown metric 'nope'"):
         accumulator("nope")
-    with pytest.raises(OptionError, match="'av_edit_quality' is scored by its evaluate module only"):
+    with pytest.raises(OptionError, match="'av_edit_quality' has no streaming accumulator"):
         accumulator("av_edit_quality")
 
 

@@ -60,7 +60,8 @@ class MetricSpec:
     def metric_core(self, config: str | None = None) -> MetricCore:
         """The :class:`MetricCore` of config ``config``; an :class:`OptionError` for a metric scored otherwise."""
         if self.core is None:
-            raise OptionError(f"metric {self.name!r} is scored by its evaluate module only (perckit.load_metric({self.name!r}))")
+            raise OptionError(f"metric {self.name!r} has no streaming accumulator: it scores whole sets of predictions; "
+                              f"use perckit.load_metric({self.name!r}) or `perckit evaluate {self.name}`")
         return self.core(config)
 
     def projector(self, config: str | None = None) -> Callable[[Mapping], dict]:
