@@ -1,5 +1,7 @@
 """perckit.draw.figures: outlines, palette, legend, captions, time axis, on hand-made masks (golden pixels)."""
 
+import re
+
 import numpy as np
 
 from perckit.draw import figures
@@ -32,19 +34,29 @@ def test_overlay_palette_at_known_pixels():
     assert np.abs(inner - want).max() <= 1
 
 
-def test_legend_and_caption_present_and_deterministic():
-    fig = figures.annotated(figures.mask_overlay(None, rle.encode(square()), None, scale=4), "prediction: frame 3 dropped")
-    assert fig.width >= figures.MIN_WIDTH
-    a = np.asarray(fig)
-    strip = a[36 * (fig.width // 36):]  # below the upscaled figure
-    for colour in (figures.PRED_COLOUR, figures.GT_COLOUR, figures.OVERLAP_COLOUR):
-        assert (strip.reshape(-1, 3) == colour).all(1).any(), colour
-    import io
+def test_legend_html_gives_each_colour_its_swatch():
+    from perckit.draw.report import legend_html
 
-    b1, b2 = io.BytesIO(), io.BytesIO()
-    fig.save(b1, "PNG")
-    figures.annotated(figures.mask_overlay(None, rle.encode(square()), None, scale=4), "prediction: frame 3 dropped").save(b2, "PNG")
-    assert b1.getvalue() == b2.getvalue()
+    page = legend_html([*figures.WINDOW_LEGEND, ("a note without a colour", None)])
+    swatches = re.findall(r"<li><span class=sw style='background:rgb\(([\d, ]+)\);border-color:rgb\(([\d, ]+)\)'></span>([^<]+)</li>", page)
+    assert [(label, tuple(map(int, c.split(",")))) for _, c, label in swatches] == list(figures.WINDOW_LEGEND)
+    assert [tuple(map(int, f.split(","))) for f, _, _ in swatches] == [figures.light(c) for _, c in figures.WINDOW_LEGEND]
+    assert page.endswith("<li>a note without a colour</li></ul>")
+
+
+def test_enlarged_is_the_figure_alone_scaled_by_an_integer():
+    """The demo's figures carry no burned-in caption or legend (issue 33): the picture is the drawing, scaled."""
+    fig = figures.mask_overlay(None, rle.encode(square()), None, scale=4)  # 36 x 36
+    big = figures.enlarged(fig)
+    k = -(-figures.MIN_WIDTH // 36)
+    assert big.size == (36 * k, 36 * k) and big.width >= figures.MIN_WIDTH
+    assert np.array_equal(np.asarray(big), np.asarray(fig.resize(big.size, 0)))  # nearest-neighbour, nothing added
+    wide = figures.waveform_plot(np.zeros(800, np.float32), 16000)
+    assert figures.enlarged(wide) is wide  # wide enough already
+
+
+def test_light_is_the_fill_over_white():
+    assert figures.light(figures.BLACK) == (165, 165, 165) and figures.light((255, 255, 255)) == (255, 255, 255)
 
 
 def test_waveform_has_time_axis_and_both_windows():

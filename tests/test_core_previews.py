@@ -56,6 +56,27 @@ def test_every_previewer_on_its_sample_release(releases, benchmark, config):
         assert im.format in ("PNG", "JPEG") and max(im.size) <= previews.MAX_SIDE
 
 
+@pytest.mark.parametrize("benchmark,config", [c for c in CASES if c[1] in ("all_queries", "expressions", "default", "tracking")])
+def test_every_colour_a_preview_draws_is_in_its_legend(releases, benchmark, config):
+    """The legend the demo report prints beside a default config's preview (issue 33): every palette colour found in the
+    first rows' pictures is one of the row's legend colours, and a picture drawn on a canvas says so."""
+    from perckit.draw import figures
+
+    bl = _builder(releases, benchmark, config)
+    ds = bl.as_dataset(list(bl.info.splits)[-1])
+    previewer = benchmarks.get(benchmark).preview(bl, config)
+    palette = set(figures.OBJECT_COLOURS) | {figures.NEUTRAL}
+    for row in ds.with_format("arrow")[0:4].to_pylist():
+        data = previewer(row)
+        legend = list(previewer.legend(row))
+        assert legend and all(isinstance(label, str) and label for label, _ in legend)
+        if data[:3] == bytes((0xFF, 0xD8, 0xFF)):
+            continue  # a JPEG's colours are not exact
+        pixels = {tuple(c) for c in np.asarray(Image.open(io.BytesIO(data)).convert("RGB")).reshape(-1, 3)}
+        drawn = palette & pixels
+        assert drawn <= {tuple(c) for _, c in legend if c is not None}, (row.get("sample_id"), drawn, legend)
+
+
 def test_m4seg_with_photos(releases):
     paths, _ = releases
     bl = _builder(releases, "m4seg", "default", image_root=str(paths["m4img"]), splits=("test",))

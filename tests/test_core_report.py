@@ -116,7 +116,8 @@ def test_reference_rows_without_an_export_draw_on_a_neutral_canvas(runs, tmp_pat
     out = tmp_path / "r.html"
     assert main(["report", "refer_iou", "--predictions", str(preds), "--references", str(refs), "--output", str(out)]) == 0
     page = out.read_text()
-    assert len(_sections(page)) == len(refs.read_text().splitlines()) and page.count("<img src='data:image/") > len(_sections(page))
+    assert len(_sections(page)) == len(refs.read_text().splitlines()) == page.count("<img src='data:image/")  # a picture each
+    assert page.count("<ul class=legend><li><span class=sw") == 1  # the colours' legend, as text beside swatches
 
 
 @pytest.mark.slow

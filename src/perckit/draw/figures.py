@@ -2,10 +2,10 @@
 
 Colours are the Okabe–Ito palette (safe for the common colour-vision deficiencies): ground truth blue
 (:data:`GT_COLOUR`), prediction orange (:data:`PRED_COLOUR`), their overlap bluish green
-(:data:`OVERLAP_COLOUR`). A mask is drawn as a light fill plus its outline: the pixels of the mask with a
-4-neighbour outside it (or on the image border), see :func:`outline`. Figures carry a legend strip
-(:func:`legend_strip`) and a wrapped caption (:func:`caption_strip`) in Pillow's default font; small
-synthetic frames are upscaled with nearest-neighbour so the report shows them at least :data:`MIN_WIDTH` wide.
+(:data:`OVERLAP_COLOUR`). A mask is drawn as a light fill (:func:`light`) plus its outline: the pixels of the mask
+with a 4-neighbour outside it (or on the image border), see :func:`outline`. A legend, ``(label, colour)`` pairs
+(:data:`MASK_LEGEND`, ...), is the page's (:func:`perckit.draw.report.legend_html`); small synthetic frames are
+upscaled with nearest-neighbour (:func:`enlarged`) so the report shows them at least :data:`MIN_WIDTH` wide.
 """
 
 from __future__ import annotations
@@ -39,13 +39,15 @@ OVERLAP_COLOUR = BLUISH_GREEN
 OBJECT_COLOURS = (BLUE, ORANGE, BLUISH_GREEN, VERMILLION, SKY_BLUE, REDDISH_PURPLE, YELLOW)
 #: The canvas where a figure has no image.
 NEUTRAL = (224, 224, 224)
+#: The waveform of :func:`waveform_plot`.
+WAVE_COLOUR = (60, 60, 60)
 #: The narrowest figure the report shows (smaller figures are upscaled, nearest-neighbour).
 MIN_WIDTH = 640
 #: Fill strength of a mask (the outline is opaque).
 FILL_ALPHA = 0.35
 
 
-#: the text size of legends and captions (Pillow's default TrueType font; 10 px runs words together when shrunk)
+#: the text size of captions and of the time axis (Pillow's default TrueType font; 10 px runs words together when shrunk)
 FONT_SIZE = 13
 
 
@@ -79,6 +81,11 @@ def outline(mask: np.ndarray, width: int = 1) -> np.ndarray:
         p = np.pad(interior, 1, constant_values=False)
         interior = p[:-2, 1:-1] & p[2:, 1:-1] & p[1:-1, :-2] & p[1:-1, 2:] & interior
     return m & ~interior
+
+
+def light(colour: tuple[int, int, int], alpha: float = FILL_ALPHA) -> tuple[int, int, int]:
+    """``colour`` at ``alpha`` over white: a mask's fill on a white ground (legend swatches, edit windows)."""
+    return tuple(int(255 * (1 - alpha) + c * alpha) for c in colour)
 
 
 def paint_masks(base: np.ndarray, masks: Sequence[tuple[np.ndarray, tuple[int, int, int]]], alpha: float = FILL_ALPHA,
@@ -140,20 +147,6 @@ def side_by_side(images: Sequence[Image.Image], gap: int = 4, vertical: bool = F
 MASK_LEGEND = (("prediction", PRED_COLOUR), ("ground truth", GT_COLOUR), ("overlap", OVERLAP_COLOUR))
 
 
-def legend_strip(width: int, items: Sequence[tuple[str, tuple[int, int, int]]] = MASK_LEGEND, height: int = 24) -> Image.Image:
-    """A white strip ``width`` wide: for each ``(label, colour)`` a swatch (light fill, opaque outline) and its label."""
-    im = Image.new("RGB", (width, height), (255, 255, 255))
-    draw = ImageDraw.Draw(im)
-    font = ImageFont.load_default(size=FONT_SIZE)
-    x = 6
-    for label, colour in items:
-        light = tuple(int(255 * (1 - FILL_ALPHA) + c * FILL_ALPHA) for c in colour)
-        draw.rectangle([x, 5, x + 14, height - 6], fill=light, outline=colour, width=2)
-        draw.text((x + 20, height / 2), label, fill=BLACK, font=font, anchor="lm")
-        x += 20 + int(draw.textlength(label, font=font)) + 16
-    return im
-
-
 def caption_strip(text: str, width: int, line_height: int = FONT_SIZE + 5) -> Image.Image:
     """``text`` wrapped to ``width`` pixels (Pillow's default font) on a white strip."""
     font = ImageFont.load_default(size=FONT_SIZE)
@@ -167,22 +160,15 @@ def caption_strip(text: str, width: int, line_height: int = FONT_SIZE + 5) -> Im
     return im
 
 
-def annotated(figure: Image.Image, caption: str | None = None,
-              legend: Sequence[tuple[str, tuple[int, int, int]]] | None = MASK_LEGEND, min_width: int = MIN_WIDTH) -> Image.Image:
+def enlarged(figure: Image.Image, min_width: int = MIN_WIDTH) -> Image.Image:
     """``figure`` enlarged by the smallest integer factor (nearest-neighbour) that makes it at least ``min_width``
-    wide, then its legend strip, then its caption."""
+    wide, and nothing else: its caption and legend are the page's text."""
     k = -(-min_width // figure.width) if 0 < figure.width < min_width else 1
-    fig = figure.resize((figure.width * k, figure.height * k), Image.NEAREST) if k > 1 else figure
-    parts = [fig]
-    if legend:
-        parts.append(legend_strip(fig.width, legend))
-    if caption:
-        parts.append(caption_strip(caption, fig.width))
-    return side_by_side(parts, 0, vertical=True)
+    return figure.resize((figure.width * k, figure.height * k), Image.NEAREST) if k > 1 else figure
 
 
 #: The legend of a tracks figure.
-TRACKS_LEGEND = (("prediction", PRED_COLOUR), ("ground truth", GT_COLOUR))
+TRACKS_LEGEND = (("prediction, a dot at its start", PRED_COLOUR), ("ground truth, a dot at its start", GT_COLOUR))
 
 
 def tracks_plot(tracks_gt: np.ndarray, tracks_pred: np.ndarray | None, intrinsics: Sequence[float], image_hw: Sequence[int],
@@ -207,7 +193,7 @@ def tracks_plot(tracks_gt: np.ndarray, tracks_pred: np.ndarray | None, intrinsic
 
 
 #: The legend of a waveform figure.
-WINDOW_LEGEND = (("predicted window", PRED_COLOUR), ("ground-truth window", GT_COLOUR), ("overlap", OVERLAP_COLOUR))
+WINDOW_LEGEND = (("predicted window", PRED_COLOUR), ("ground-truth window", GT_COLOUR), ("overlap", OVERLAP_COLOUR), ("waveform", WAVE_COLOUR))
 
 
 def waveform_plot(samples: np.ndarray, sample_rate: int, window_s: tuple[float, float] | None = None,
@@ -229,7 +215,7 @@ def waveform_plot(samples: np.ndarray, sample_rate: int, window_s: tuple[float, 
     x = np.arange(width)
     g, p = ((x >= spans[k][0]) & (x <= spans[k][1]) if k in spans else np.zeros(width, dtype=bool) for k in ("gt", "pred"))
     for m, colour in ((g & ~p, GT_COLOUR), (p & ~g, PRED_COLOUR), (g & p, OVERLAP_COLOUR)):  # as mask_overlay fills
-        shade[:, m] = [int(255 * (1 - FILL_ALPHA) + c * FILL_ALPHA) for c in colour]
+        shade[:, m] = light(colour)
     im.paste(Image.fromarray(shade), (0, 0))
     for k, colour in (("gt", GT_COLOUR), ("pred", PRED_COLOUR)):
         if k in spans:
@@ -243,7 +229,7 @@ def waveform_plot(samples: np.ndarray, sample_rate: int, window_s: tuple[float, 
         for x, c in enumerate(cols):
             if c.size:
                 lo, hi = float(c.min()) / peak, float(c.max()) / peak
-                draw.line([(x, mid - hi * mid * 0.9), (x, mid - lo * mid * 0.9)], fill=(60, 60, 60))
+                draw.line([(x, mid - hi * mid * 0.9), (x, mid - lo * mid * 0.9)], fill=WAVE_COLOUR)
     # the time axis
     font = ImageFont.load_default(size=FONT_SIZE)
     draw.line([(0, height), (width - 1, height)], fill=BLACK)

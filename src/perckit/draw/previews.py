@@ -47,11 +47,13 @@ Colour = tuple[int, int, int]
 
 @dataclass
 class Previewer:
-    """``draw(row) -> bytes`` with the row columns it reads (None: all)."""
+    """``draw(row) -> bytes`` with the row columns it reads (None: all); ``legend(row)``, what the colours of its picture
+    mean as ``(label, colour)`` pairs (colour None: a note), printed beside a default config's preview in the demo report."""
 
     draw: Callable[[Mapping[str, Any]], bytes]
     columns: Sequence[str] | None = None
     name: str = ""
+    legend: Callable[[Mapping[str, Any]], Sequence[tuple[str, Colour | None]]] = lambda row: ()
 
     def __call__(self, row: Mapping[str, Any]) -> bytes:
         return self.draw(row)
@@ -125,6 +127,16 @@ def masks_tile(image: Any, masks: Sequence[Any], size_hw: Sequence[int] | None, 
             budget.charge(out_h * out_w, f"{where}: mask {i}")
             drawn.append((small_mask(m, out_h, out_w, f"{where}: mask {i}"), colours[i % len(colours)] if colours else object_colour(i)))
     return tile(canvas, drawn, out_h, out_w)
+
+
+#: The legend entry of a tile drawn without its image.
+NO_IMAGE = ("no image in the row: a canvas of the image's size", figures.NEUTRAL)
+
+
+def mask_legend(labels: Sequence[str], image: Any = True) -> list[tuple[str, Colour | None]]:
+    """The legend of masks drawn in :func:`object_colour` order, ``labels[i]`` the i-th; :data:`NO_IMAGE` too when
+    ``image`` is empty (the tiles are canvases)."""
+    return [(label, object_colour(i)) for i, label in enumerate(labels)] + [NO_IMAGE] * (not image)
 
 
 def blank(text: str, max_side: int = 256) -> bytes:

@@ -161,7 +161,21 @@ def _section(rank: int, s: Mapping, page: Page, field: Callable[[str], str], dra
             + "</p></section>")
 
 
-_STYLE = ("body{font-family:sans-serif;margin:1em .6em}pre{overflow-x:auto}main{display:flex;flex-wrap:wrap;gap:.8em}"
+#: The style of :func:`legend_html` (the demo report's too).
+LEGEND_STYLE = ("ul.legend{list-style:none;padding:0;margin:.3em 0;font-size:.9em}ul.legend li{display:inline-block;margin:0 "
+                "1.2em .2em 0}.sw{display:inline-block;width:1em;height:1em;box-sizing:border-box;border:2px solid;"
+                "vertical-align:-.15em;margin-right:.35em}")
+
+
+def legend_html(legend: Any) -> str:
+    """A legend, ``(label, colour)`` pairs (colour None: a note), as a list of swatches (a mask's light fill and
+    outline, :func:`perckit.draw.figures.light`) and labels."""
+    sw = "<span class=sw style='background:rgb{};border-color:rgb{}'></span>"
+    return ("<ul class=legend>" + "".join(f"<li>{sw.format(figures.light(tuple(c)), tuple(c)) if c else ''}{html.escape(label)}"
+                                          "</li>" for label, c in legend) + "</ul>")
+
+
+_STYLE = (LEGEND_STYLE + "body{font-family:sans-serif;margin:1em .6em}pre{overflow-x:auto}main{display:flex;flex-wrap:wrap;gap:.8em}"
           "section{flex:0 1 auto;max-width:100%;box-sizing:border-box;border:1px solid #ccc;border-radius:4px;padding:0 .6em}"
           "h2{font-size:1.05em;overflow-wrap:anywhere}.pics{display:flex;flex-wrap:wrap;gap:6px}figure{margin:0;max-width:100%}"
           "img{max-width:100%;height:auto}figcaption,.k{font-size:small}.k span{display:inline-block;margin-right:1em}")
@@ -201,7 +215,7 @@ def render(metric: str, scored: tuple, frames: Any = None, max_samples: int = 20
             + f"<style>{_STYLE}</style></head><body><h1>perckit report: {e(metric)}</h1><p>{e(page.shows)}. {e(about)}</p><p>"
             + f"{len(shown)} of {len(samples)} samples, worst first by {e(' / '.join(page.score))}"
             + " (the lowest)" * (len(page.score) > 1) + "</p>"
-            + "".join(f"<img src='{data_uri(figures.legend_strip(480, lg), 480)}' alt='legend'><br>" for lg in legends)
+            + "".join(legend_html(lg) for lg in legends)
             + f"<details><summary>results</summary><pre>{e(tables.render(result, 'text', metric))}</pre></details>"
             + f"<p>{selects}<span id=n></span></p><main>{''.join(sections)}</main><script>{_SCRIPT}</script>"
             + "</body></html>"), len(shown)

@@ -18,6 +18,12 @@ from .features import IMAGE_FILES
 TILE_SIDE = 160
 
 
+def legend(row: Mapping[str, Any]) -> list:
+    """One colour per object name, in :func:`row_preview`'s order; the canvas entry when the row has no photos."""
+    names = dict.fromkeys(g.get("name") for g in row.get("groundings") or [] if isinstance(g, Mapping))
+    return previews.mask_legend([str(n) for n in names], row.get(IMAGE_FILES))
+
+
 def row_preview(row: Mapping[str, Any]) -> bytes:
     """The row's tiles side by side (at most :data:`perckit.draw.previews.MAX_SIDE` wide)."""
     where = f"M4Seg example {row.get('example_id')!r}"
@@ -46,4 +52,4 @@ def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
     """The previewer of the ``default`` config."""
     if config != "default":
         return None
-    return previews.Previewer(row_preview, ("example_id", "images", "groundings", IMAGE_FILES), "m4seg/default")
+    return previews.Previewer(row_preview, ("example_id", "images", "groundings", IMAGE_FILES), "m4seg/default", legend=legend)

@@ -77,4 +77,5 @@ def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
             im = previews.with_note(im, "negative query: no referred object")
         return previews.encode(im)
 
-    return previews.Previewer(query_preview, ("query_id", "scene", "frames"), f"r4d_bench/{config}")
+    return previews.Previewer(query_preview, ("query_id", "scene", "frames"), f"r4d_bench/{config}",
+                              legend=lambda row: previews.mask_legend(["the referred object's mask on its first annotated frame"]))

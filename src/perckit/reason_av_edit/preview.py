@@ -48,4 +48,5 @@ def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
     """The previewer of the ``default`` config."""
     if config != "default":
         return None
-    return previews.Previewer(row_preview, ("sample_id", "video", "anchor_mask", "anchor_frame"), "reason_av_edit/default")
+    return previews.Previewer(row_preview, ("sample_id", "video", "anchor_mask", "anchor_frame"), "reason_av_edit/default",
+                              legend=lambda row: previews.mask_legend(["anchor_mask: the region to edit, on the source video's anchor frame"]))

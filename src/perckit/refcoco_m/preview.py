@@ -30,7 +30,8 @@ def image_preview(row: Mapping[str, Any]) -> bytes:
 def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
     """The previewer of ``config`` (``expressions`` or ``images``)."""
     if config == "expressions":
-        return previews.Previewer(expression_preview, ("image", "mask", "height", "width", "expression_id"), "refcoco_m/expressions")
+        return previews.Previewer(expression_preview, ("image", "mask", "height", "width", "expression_id"), "refcoco_m/expressions",
+                                  legend=lambda row: previews.mask_legend(["the referred object's mask"], row.get("image")))
     if config == "images":
         return previews.Previewer(image_preview, ("image", "samples", "image_id"), "refcoco_m/images")
     return None

@@ -65,9 +65,15 @@ def row_preview(row: Mapping[str, Any]) -> bytes:
     return previews.encode(im)
 
 
+def legend(row: Mapping[str, Any]) -> list:
+    """The two track colours, the start dot, and the canvas entry for a row without its video."""
+    return [("dynamic query's track", DYNAMIC_COLOUR), ("static query's track", STATIC_COLOUR),
+            ("a dot with a black ring: where a track is first visible", figures.BLACK)] + [previews.NO_IMAGE] * (not row.get("video"))
+
+
 def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
     """The previewer of ``tracking`` and ``challenge``."""
     if config not in ("tracking", "challenge"):
         return None
     cols = ("sequence_id", "image_size", "intrinsics", "tracks_ref0", "visibility", "dynamic")
-    return previews.Previewer(row_preview, cols + (("video",) if config == "challenge" else ()), f"syn4d/{config}")
+    return previews.Previewer(row_preview, cols + (("video",) if config == "challenge" else ()), f"syn4d/{config}", legend=legend)

@@ -44,8 +44,9 @@ REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class ModelUnavailable(Exception):
-    """A model-based metric cannot run here: its library or weights are absent. The message says what to
-    install or pass; the metric reports the key as ``None`` with this reason in ``skipped``."""
+    """A model-based metric cannot run here: its library or weights are absent. The message says what is missing
+    first (up to its first ``: `` or ``; ``; the demo report's table quotes that much), then what to install or pass;
+    the metric reports the key as ``None`` with this reason in ``skipped``."""
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ LOW, HIGH = 1.0, 5.0
 #: Largest results.csv read (64 MiB): the official file has one short row ("<stem>,<score>") per video, about
 #: 70 KB for the benchmark's 1,200 samples; checked on the open file before anything is read.
 MAX_RESULTS_BYTES = 64 << 20
-REASON = (f"PEAVS (Goncalves et al., 2024) has public code and weights ({REPO}, PEAVS/, checked {CHECKED}) but only "
+REASON = (f"no PEAVS results.csv: PEAVS (Goncalves et al., 2024) has public code and weights ({REPO}, PEAVS/, checked {CHECKED}) but only "
           "as a script pipeline (I3D RGB + optical-flow and VGGish feature extraction, then its transformer), not an "
           "installable package, and perckit does not port it: run its run_PEAVS.sh on the edited videos named "
           "<sample_id>.mp4 and pass models={'peavs': '<path to PEAVS/results/results.csv>'}")
