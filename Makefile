@@ -8,7 +8,9 @@ PY := $(VENV)/bin/python
 PY5 := $(VENV5)/bin/python
 PIP_FLAGS ?= --quiet --disable-pip-version-check
 PYTEST_FLAGS ?= -n 2
-# Optional extras installed by make (the full suite runs the real-model tests): text, meteor, quality.
+# The extras the demo scores with: text (M4Seg's semantic metrics, all-MiniLM-L6-v2) and meteor (M4Seg's METEOR).
+DEMO_EXTRAS ?= text,meteor
+# Every extra, for make test (the full suite runs the real-model tests): test, text, meteor, quality.
 EXTRAS ?= test,text,meteor,quality
 # Installed without its dependencies: audiobox_aesthetics (PQ) asks for torchaudio, which would replace the CPU torch.
 NODEPS_SPEC ?= audiobox_aesthetics==0.0.4
@@ -16,16 +18,21 @@ NODEPS_SPEC ?= audiobox_aesthetics==0.0.4
 TORCH_SPEC ?= torch==2.13.0
 DEPS := pyproject.toml setup.py requirements/datasets3.txt requirements/datasets5.txt
 
-.PHONY: demo test test-fast test-ds3 test-ds5 test-wheel env env5 clean
+.PHONY: demo test test-fast test-ds3 test-ds5 test-wheel env env-test env5 clean
 
-# Default environment: datasets 3.6.x (runs builder scripts), evaluate 0.4.6.
+# Default environment: datasets 3.6.x (runs builder scripts), evaluate 0.4.6. make demo installs what the demo
+# uses (the core and DEMO_EXTRAS); make test adds the other extras to the same venv (.stamp-test).
 $(VENV)/.stamp: $(DEPS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install $(PIP_FLAGS) --upgrade pip
 	$(PY) -m pip install $(PIP_FLAGS) "$(TORCH_SPEC)"
+	$(PY) -m pip install $(PIP_FLAGS) -c requirements/datasets3.txt -e ".[$(DEMO_EXTRAS)]"
+	$(PY) -c "import librosa.core.spectrum, librosa.feature"  # compile librosa's numba code once, here
+	touch $@
+
+$(VENV)/.stamp-test: $(VENV)/.stamp
 	$(PY) -m pip install $(PIP_FLAGS) -c requirements/datasets3.txt -e ".[$(EXTRAS)]"
 	$(PY) -m pip install $(PIP_FLAGS) --no-deps $(NODEPS_SPEC)
-	$(PY) -c "import librosa.core.spectrum, librosa.feature"  # compile librosa's numba code once, here
 	touch $@
 
 # Second environment: the newest datasets 5.x (builders as plain classes; every metric).
@@ -39,16 +46,17 @@ $(VENV5)/.stamp: $(DEPS)
 	touch $@
 
 env: $(VENV)/.stamp
+env-test: $(VENV)/.stamp-test
 env5: $(VENV5)/.stamp
 
 demo: env
 	$(PY) -m perckit demo
 
 # The inner loop: datasets 3.6 only, without the multi-process, demo and other slow tests (make test runs all).
-test-fast: env
+test-fast: env-test
 	$(PY) -m pytest $(PYTEST_FLAGS) -m "not slow" tests
 
-test-ds3: env
+test-ds3: env-test
 	$(PY) -m pytest $(PYTEST_FLAGS) tests
 
 test-ds5: env5
@@ -74,7 +82,7 @@ test-wheel: env5
 # one (tests/conftest.py, LINE_INDEPENDENT_*).
 TEST_LOGS ?= build/test-logs
 test:
-	@$(MAKE) --no-print-directory -j2 env env5
+	@$(MAKE) --no-print-directory -j2 env-test env5
 	@mkdir -p $(TEST_LOGS)
 	@echo "make test: the datasets 3.6 and 5.x suites run at the same time (logs: $(TEST_LOGS)/ds3.txt, $(TEST_LOGS)/ds5.txt)"
 	@run() { s=$$(date +%s); PERCKIT_SUITE=$$1 "$$2" -m pytest $(PYTEST_FLAGS) --durations=25 tests > $(TEST_LOGS)/$$1.txt 2>&1; echo "$$? $$(( $$(date +%s) - s ))" > $(TEST_LOGS)/$$1.rc; }; \

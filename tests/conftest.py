@@ -158,19 +158,20 @@ def m4_small(tmp_path_factory):
 
 
 #: Tests that start several interpreters, run the whole demo or build large inputs: `make test-fast` leaves them out
-#: (`-m "not slow"`); `make test` runs everything. By module: the four-process runs of every metric, the demo, and
-#: the Parquet guard (its fixture writes 96 MiB values, 20-30 s). By name: every distributed run (two or four
-#: evaluate processes), and the M4Seg native examples of 70 MiB (a 27 s build). Others carry @pytest.mark.slow
-#: themselves (the cross-line comparison, convert killed at every step).
-SLOW_MODULES = {"test_benchmarks_distributed.py", "test_core_demo.py", "test_core_parquet_guard.py"}
+#: (`-m "not slow"`); `make test` runs everything. By module: the four-process runs of every metric, the demo, the
+#: Parquet guard (its fixture writes 96 MiB values, 20-30 s) and the package builds (pip, setuptools). By name: every
+#: distributed run (two or four evaluate processes), and the M4Seg native examples of 70 MiB (a 27 s build). Others
+#: carry @pytest.mark.slow themselves (the cross-line comparison, convert killed at every step).
+SLOW_MODULES = {"test_benchmarks_distributed.py", "test_core_demo.py", "test_core_parquet_guard.py", "test_core_install.py"}
 SLOW_NAMES = ("distributed", "two_processes", "four_processes", "of-70-mib")
 
 
 #: Tests whose outcome cannot depend on the datasets line: the resize rules (PIL / cv2 arithmetic on every length
-#: pair) and the cross-line comparison (it runs both lines itself). `make test` runs its two suites side by side with
-#: PERCKIT_SUITE set to ds3 / ds5; the 5.x suite then leaves these to the 3.6 suite (`make test-ds5` runs them).
+#: pair), the cross-line comparison (it runs both lines itself) and the package builds (test_core_install.py's
+#: test_build_*). `make test` runs its two suites side by side with PERCKIT_SUITE set to ds3 / ds5; the 5.x suite then
+#: leaves these to the 3.6 suite (`make test-ds5` runs them).
 LINE_INDEPENDENT_MODULES = {"test_core_resize_rules.py"}
-LINE_INDEPENDENT_NAMES = ("test_rows_are_identical_on_both_datasets_lines",)
+LINE_INDEPENDENT_NAMES = ("test_rows_are_identical_on_both_datasets_lines", "test_build_")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -75,3 +75,25 @@ def test_demo_writes_the_report(tmp_path, capfd, monkeypatch):
         assert len(t["rows"]) == len({BY_KEY[k].name for k in skipped}) and all("--model " in r[2] for r in t["rows"])
         assert "http" not in " ".join(r[1] for r in t["rows"])
     assert (tmp_path / "demo" / "export" / "r4d_bench" / "README.md").is_file()
+
+
+def test_demo_skips_the_m4seg_metrics_whose_extras_are_absent(tmp_path):
+    """make demo installs the text and meteor extras; perckit demo without them (a bare pip install, no Java) checks
+    and reports the rest, with one line naming what it skipped and what supplies it (issue 33)."""
+    import subprocess
+    import sys
+
+    from perckit.m4seg.metric.text import EXTRA_METEOR, EXTRA_TEXT
+
+    code = ("import sys\nsys.modules['sentence_transformers'] = sys.modules['pycocoevalcap'] = None  # not installed\n"
+            "from pathlib import Path\nfrom perckit import demo\nfrom perckit.hf.cli import progress_bars\n"
+            f"out = Path({str(tmp_path / 'demo')!r})\ndemo.claim_output(out)\n"
+            "with progress_bars(False):\n    rep = demo.run_m4seg(out, print)\n"
+            "print(sorted(k for k, v in rep['metrics']['m4seg']['gt_as_prediction'].items() if v is None))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == str(sorted(["recall", "ss", "siou", "i_ss", "i_siou", "meteor"]))
+    [note] = [line for line in lines if line.startswith("M4Seg: ground truth as prediction")]
+    assert note.startswith("M4Seg: ground truth as prediction scores 1.0 on 1 of the seven metrics (miou), ") and whole_sentence(note), note
+    assert EXTRA_TEXT in note and EXTRA_METEOR in note and "Java" in note, note

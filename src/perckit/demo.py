@@ -405,6 +405,7 @@ def skipped_models(skipped: dict[str, str]) -> dict:
 def run_m4seg(out: Path, log: Log) -> dict:
     from .m4seg import features as feats
     from .m4seg.metric.options import SEVEN
+    from .m4seg.metric import text
 
     base, _, splits = build_sample("m4seg", "M4Seg", out, log, lambda fx: "native annotations/*.json.gz and Parquet shards, train and test")
     rows = splits["default"].to_list()  # the test split
@@ -423,8 +424,10 @@ def run_m4seg(out: Path, log: Log) -> dict:
     checked = [k for k in SEVEN if results["m4seg"]["gt_as_prediction"][k] is not None]  # skipped: no encoder or Java
     _check_perfect("M4Seg", results, {"m4seg": tuple(checked)})
     skipped = [k for k in SEVEN if k not in checked]
+    needs = [f"the semantic metrics need {text.EXTRA_TEXT}"] * bool(set(skipped) - {"meteor"}) + \
+        [f"METEOR needs {text.EXTRA_METEOR} and a Java runtime"] * ("meteor" in skipped)
     log(f"M4Seg: ground truth as prediction scores 1.0 on {'all' if not skipped else f'{len(checked)} of the'} seven metrics "
-        f"({_and(checked)})" + (f", {_and(skipped)} skipped (no text encoder or Java here)" if skipped else "")
+        f"({_and(checked)})" + (f", {_and(skipped)} skipped ({'; '.join(needs)})" if skipped else "")
         + f"; {_perturbed(results, {'m4seg': 'miou'})}.")
     row = next(r for r in rows if len(r["images"]) >= 2 and r["groundings"])
     pred = next(p for p in noisy if p["example_id"] == row["example_id"])

@@ -7,31 +7,19 @@ builder class from the package.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from ..errors import InputNotFoundError, OptionError
-
-#: The repository root when perckit runs from a source checkout (builders/ and metrics/ beside src/).
-REPO_ROOT = Path(__file__).resolve().parents[3]
 
 KINDS = ("builders", "metrics")
 
 
 def scripts_root(kind: str) -> Path:
-    """The folder holding ``<kind>/<name>/<name>.py``: the installed data package ``perckit.<kind>`` (a wheel
-    ships the scripts there, see setup.py), else the source checkout's ``<kind>/`` folder (an older editable
-    install, or ``src/`` on ``sys.path``)."""
+    """The folder holding ``<kind>/<name>/<name>.py``: the data package ``perckit.<kind>`` (a wheel ships the
+    scripts there; in a checkout it is the link ``src/perckit/<kind>`` to the top-level ``<kind>/``, see setup.py)."""
     if kind not in KINDS:
         raise OptionError(f"script kind {kind!r}: expected one of {list(KINDS)}")
-    try:
-        spec = importlib.util.find_spec(f"perckit.{kind}")
-    except (ImportError, ValueError):
-        spec = None
-    for location in (spec.submodule_search_locations or []) if spec is not None else []:
-        if Path(location).is_dir():
-            return Path(location)
-    return REPO_ROOT / kind
+    return Path(__file__).parents[1] / kind
 
 
 def script_path(kind: str, name: str) -> Path:
