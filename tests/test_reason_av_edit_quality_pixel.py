@@ -270,3 +270,16 @@ def test_the_default_path_does_not_import_torch():
             "print('torch' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_the_region_threshold_is_the_rounded_bt601_luma_on_every_colour():
+    """decode.gray_above (compiled, no division) is ``(299 R + 587 G + 114 B + 500) // 1000 > threshold`` on all 2^24
+    RGB colours, for the thresholds at the ends and around the default 127."""
+    from perckit.reason_av_edit.quality.decode import gray_above
+
+    rgb = np.stack(np.meshgrid(np.arange(256), np.arange(256), np.arange(256), indexing="ij"), -1).reshape(256, 256 * 256, 3)
+    luma = (299 * rgb[..., 0] + 587 * rgb[..., 1] + 114 * rgb[..., 2] + 500) // 1000
+    frames = rgb.astype(np.uint8).reshape(16, 16, 256 * 256, 3)  # (T, H, W, 3)
+    for threshold in (0, 1, 126, 127, 128, 254, 255):
+        got = gray_above(frames, threshold)
+        assert got.shape == (16, 16, 256 * 256) and np.array_equal(got.reshape(256, -1), luma > threshold)

@@ -1,8 +1,8 @@
-"""The compiled (numba) SSIM kernel of the model-free edit-quality metrics (:mod:`.pixel`), and the formula it shares
-with their torch path.
+"""The compiled (numba) kernels of the model-free edit-quality metrics: the SSIM pass of :mod:`.pixel` and the formula
+it shares with their torch path; the target region's luma threshold of :mod:`.decode`.
 
 :mod:`.pixel` imports this module on first use (numba is slow to import); the kernel compiles on its first call
-(``cache=True``: later processes, the ``num_proc`` workers too, load it from disk). Exactness: every window sum is an
+(``cache=True``: later processes, the ``num_proc`` workers too, load them from disk). Exactness: every window sum is an
 int64, the formula float64 on those integers (every product below 2^53), no ``fastmath``; ``error_model="numpy"``
 only drops the zero-division checks (the denominator is never 0), which lets LLVM vectorise the row loops.
 """
@@ -75,3 +75,12 @@ def ssim_sums(a, b, sel, win, c1, c2, out):
                 chosen += m
         out[0] += total
         out[1] += chosen
+
+
+@jit
+def luma_above(rgb, level):
+    """``299 R + 587 G + 114 B >= level`` for each row of uint8 ``(N, 3)``: bool ``(N,)``, in exact integers."""
+    out = np.empty(rgb.shape[0], np.bool_)
+    for i in range(rgb.shape[0]):
+        out[i] = 299 * np.int64(rgb[i, 0]) + 587 * np.int64(rgb[i, 1]) + 114 * np.int64(rgb[i, 2]) >= level
+    return out
