@@ -119,9 +119,6 @@ class EditQualityOptions:
         if not 0 <= self.mask_threshold <= 255:
             raise OptionError(f"option 'mask_threshold': expected an int in [0, 255], got {self.mask_threshold!r}")
         check_choice("ssim_impl", self.ssim_impl, SSIM_IMPLS)
-        check_option_type("num_proc", self.num_proc, "int", owner=o)
-        if self.num_proc < 1:
-            raise OptionError(f"option 'num_proc': expected an integer >= 1, got {self.num_proc!r}")
         if check_option_type("pixel_device", self.pixel_device, "str | None", owner=o) is not None:
             torch_device(self.pixel_device, self.ssim_impl)
         check_choice("addition_region", self.addition_region, ADDITION_REGION)
@@ -149,9 +146,9 @@ class EditQualityOptions:
             if unknown:
                 raise OptionError(f"option 'model_options': unknown setting(s) {unknown}; expected some of {sorted(registry.MODEL_OPTIONS)}")
         check_option_type("device", self.device, "str", owner=o)
-        check_option_type("batch_size", self.batch_size, "int", owner=o)
-        if self.batch_size < 1:
-            raise OptionError(f"option 'batch_size': expected an integer >= 1, got {self.batch_size!r}")
+        for name in ("batch_size", "num_proc"):
+            if check_option_type(name, getattr(self, name), "int", owner=o) < 1:
+                raise OptionError(f"option {name!r}: expected an integer >= 1, got {getattr(self, name)!r}")
         check_option_type("return_per_sample", self.return_per_sample, "bool", owner=o)
 
     def selected(self) -> tuple[str, ...]:

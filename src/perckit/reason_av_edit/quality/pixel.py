@@ -19,9 +19,8 @@ Every frame is 8-bit RGB (uint8 ``(H, W, 3)``); each value is computed per frame
   uses; with no region this is ``ssim``. The pasted map is computed only where it can differ from the frame's own
   map (:func:`frame_scores`).
 
-Every value is a sum of one pass over the frame (:func:`frame_sums`), divided once. ``device`` (the metric's
-``pixel_device``): the same sums on a torch device (:func:`_torch_sums`, the same formula); torch is imported only
-then.
+Every value is a sum of one pass over the frame (:func:`frame_sums`), divided once; ``device`` (``pixel_device``): the
+same sums on a torch device (:func:`_torch_sums`), torch imported only then.
 
 A frame with no background pixel (the region covers the frame) has no ``bg_*`` value and is left out of the
 ``bg_*`` means; a sample with none is ``None``. ``region`` ``None`` means the whole frame is background.
@@ -77,14 +76,13 @@ def torch_device(device: str, ssim_impl: str = "boxsum") -> Any:
     return dev
 
 
-def _torch_sums(a: np.ndarray, b: np.ndarray, bg: np.ndarray, sel: np.ndarray, win: int, device: str) -> list[float]:
+def _torch_sums(a: np.ndarray, b: np.ndarray, bg: np.ndarray, sel: np.ndarray, win: int, dev: Any) -> list[float]:
     """:func:`frame_sums`' four sums on a torch device: the window sums in float64 (cumulative sums, exact for
     these integers), then :func:`._kernels.ssim_value` on them, the compiled path's formula."""
     import torch
 
     from ._kernels import ssim_value
 
-    dev = torch_device(device)
     x, y = (torch.from_numpy(v).to(dev).permute(2, 0, 1).double() for v in (a, b))
 
     def box(t: Any) -> Any:  # window sums at every interior pixel: (C, H - win + 1, W - win + 1)
@@ -106,7 +104,7 @@ def frame_sums(a: np.ndarray, b: np.ndarray, bg: np.ndarray, sel: np.ndarray, wi
     ``device``: :func:`_torch_sums`; else OpenCV's norm (a double within 2 ulp of the integer sum: rounded back,
     exact) and :func:`._kernels.ssim_sums`, or scikit-image's map for ``impl="skimage"``."""
     if device is not None:
-        return _torch_sums(a, b, bg, sel, win, device)
+        return _torch_sums(a, b, bg, sel, win, torch_device(device, impl))
     import cv2
 
     from . import _kernels
@@ -115,9 +113,9 @@ def frame_sums(a: np.ndarray, b: np.ndarray, bg: np.ndarray, sel: np.ndarray, wi
     if impl == "skimage":
         from skimage.metrics import structural_similarity
 
-        p, h = (win - 1) // 2, a.shape[0]
-        smap = structural_similarity(a, b, data_range=255, channel_axis=-1, win_size=win, full=True)[1]
-        smap = np.asarray(smap, dtype=np.float64)[p : h - p, p : a.shape[1] - p].sum(axis=-1)
+        p = (win - 1) // 2
+        smap = structural_similarity(a, b, data_range=255, channel_axis=-1, win_size=win, full=True)[1]  # float64
+        smap = smap[p : a.shape[0] - p, p : a.shape[1] - p].sum(axis=-1)
         return out + [float(smap.sum()), float(smap[sel].sum())]
     n, sums = win * win, np.zeros(2)
     _kernels.ssim_sums(*(np.ascontiguousarray(v).reshape(len(v), -1) for v in (a, b)), sel, win, _C1 * n * n, _C2 * n * (n - 1), sums)
@@ -174,8 +172,6 @@ def clip_scores(edited: np.ndarray, source: np.ndarray, region: np.ndarray | Non
     ``device``: a torch device computes the same sums there (``ssim_impl="boxsum"`` only); ``None``, the compiled
     kernels.
     """
-    if device is not None:
-        torch_device(device, ssim_impl)
     edited, source = check_frames(edited, f"{where}: edited video"), check_frames(source, f"{where}: source video")
     if edited.shape != source.shape:
         raise PredictionError(f"{where}: the edited frames {edited.shape} and the source frames {source.shape} differ")
