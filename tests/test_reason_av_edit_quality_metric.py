@@ -213,6 +213,16 @@ def test_pixel_device_gives_the_numbers_of_the_compiled_path(mixed):
         assert a.keys() == b.keys() and all(b[k] == pytest.approx(a[k], abs=1e-10) for k in a)
 
 
+@pytest.mark.slow  # two spawned interpreters importing torch (about 20 s)
+def test_pixel_device_with_num_proc_spawns_its_workers(mixed):
+    """With a torch device the workers are started by spawn (a forked CUDA context is unusable): the numbers of one
+    process on that device."""
+    pytest.importorskip("torch", reason="pixel_device needs torch (pip install torch)")
+    preds, refs = mixed
+    assert score(preds, refs, return_per_sample=True, pixel_device="cpu", num_proc=2) == score(preds, refs, return_per_sample=True,
+                                                                                               pixel_device="cpu")
+
+
 def test_reference_only_leaves_the_main_table_empty_with_reasons(mixed):
     preds, refs = mixed
     out = score([preds[4]], [refs[4]])

@@ -277,9 +277,9 @@ def test_the_region_threshold_is_the_rounded_bt601_luma_on_every_colour():
     RGB colours, for the thresholds at the ends and around the default 127."""
     from perckit.reason_av_edit.quality.decode import gray_above
 
-    rgb = np.stack(np.meshgrid(np.arange(256), np.arange(256), np.arange(256), indexing="ij"), -1).reshape(256, 256 * 256, 3)
-    luma = (299 * rgb[..., 0] + 587 * rgb[..., 1] + 114 * rgb[..., 2] + 500) // 1000
-    frames = rgb.astype(np.uint8).reshape(16, 16, 256 * 256, 3)  # (T, H, W, 3)
+    v = np.arange(256, dtype=np.int32)
+    luma = (299 * v[:, None, None] + 587 * v[None, :, None] + 114 * v[None, None, :] + 500) // 1000  # [R, G, B]
+    frames = np.empty((256, 256, 256, 3), np.uint8)  # (T, H, W, 3): frame R, row G, column B
+    frames[..., 0], frames[..., 1], frames[..., 2] = v[:, None, None], v[None, :, None], v[None, None, :]
     for threshold in (0, 1, 126, 127, 128, 254, 255):
-        got = gray_above(frames, threshold)
-        assert got.shape == (16, 16, 256 * 256) and np.array_equal(got.reshape(256, -1), luma > threshold)
+        assert np.array_equal(gray_above(frames, threshold), luma > threshold)
