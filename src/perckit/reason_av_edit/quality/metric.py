@@ -49,7 +49,7 @@ from ...hf.cli import progress
 from ..metric import group_blocks, group_values
 from . import models as registry
 from .decode import decode_sample
-from .pixel import FRAME_MISMATCH, PIXEL_KEYS, RESIZE_EDITED, SSIM_IMPLS, clip_scores, torch_device, mean_table
+from .pixel import FRAME_MISMATCH, PIXEL_KEYS, RESIZE_EDITED, SSIM_IMPLS, clip_scores, mean_table, torch_device
 
 logger = logging.getLogger(__name__)
 
