@@ -368,6 +368,180 @@ def case_syn4d(quick: bool = False) -> list[dict]:
     ]
 
 
+# ---------------------------------------------------------------- av_edit_quality, the model-free metrics
+
+
+#: The release's frame size, and the frames / samples of the num_proc workload (quick: smaller).
+EDIT_SIZE = (480, 832)
+EDIT_NUM_PROC = {False: (31, 4, 2), True: (21, 2, 1)}  # frames per clip, samples, rounds
+#: A process that streams memory (copies 64 MB back and forth) until it is killed: the load of the loaded rounds.
+_BURNER = "import numpy as np\na = np.ones(1 << 23)\nb = a.copy()\nwhile True:\n    np.copyto(b, a); np.copyto(a, b)"
+
+
+def edit_clip(t: int, h: int, w: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(edited, source, region)``: a smooth textured source panning down, an elliptic region moving right, the edit
+    inverting the region and adding noise of +-12 everywhere (lossy-codec-like), as uint8 ``(T, H, W, 3)`` / bool."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    base = cv2.GaussianBlur(rng.integers(0, 256, (h + 4 * t, w, 3), dtype=np.uint8), (0, 0), 4)
+    src = np.clip(np.stack([base[4 * j : 4 * j + h] for j in range(t)]).astype(np.int16) * 4 - 384, 0, 255).astype(np.uint8)
+    yy, xx = np.mgrid[:h, :w]
+    region = np.stack([((xx - 0.45 * w - 2 * j) / (0.18 * w)) ** 2 + ((yy - 0.5 * h) / (0.25 * h)) ** 2 <= 1 for j in range(t)])
+    ed = np.clip(src.astype(np.int16) + rng.integers(-12, 13, src.shape), 0, 255).astype(np.uint8)
+    ed[region] = 255 - ed[region]
+    return ed, src, region
+
+
+def edit_quality_floor(a: np.ndarray, b: np.ndarray, region: np.ndarray | None, win: int = 7) -> dict:
+    """The four numbers of one frame in OpenCV + numpy float32, the same window (``cv2.blur``: the uniform window's
+    means; the sample covariance ``N / (N - 1)``; the mean over the interior): the floor of the per-frame target.
+    With a region, the pasted frame's map is computed only on the bounding box of the region's reach (as ours)."""
+    import cv2
+
+    c1, c2, k, n = (0.01 * 255) ** 2, (0.03 * 255) ** 2, (win, win), win * win
+    h, w = a.shape[:2]
+    p = (win - 1) // 2
+    x, y = a.astype(np.float32), b.astype(np.float32)
+    uy, uyy = cv2.blur(y, k), cv2.blur(y * y, k)
+
+    def ssim_map(x: np.ndarray, y: np.ndarray, uy: np.ndarray, uyy: np.ndarray) -> np.ndarray:
+        ux, uxx, uxy = cv2.blur(x, k), cv2.blur(x * x, k), cv2.blur(x * y, k)
+        cov = np.float32(n / (n - 1.0))
+        vx, vy, vxy = cov * (uxx - ux * ux), cov * (uyy - uy * uy), cov * (uxy - ux * uy)
+        return ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux * ux + uy * uy + c1) * (vx + vy + c2))
+
+    full = ssim_map(x, y, uy, uyy)
+    d = x - y
+    se = (d * d).sum(axis=-1)
+    psnr, ssim = 10 * math.log10(255 ** 2 / (float(se.mean()) / 3)), float(full[p : h - p, p : w - p].mean())
+    if region is None:
+        return {"psnr": psnr, "ssim": ssim, "bg_psnr": psnr, "bg_ssim": ssim}
+    smap = full.mean(axis=-1)
+    ys, xs = np.nonzero(region)
+    y0, y1, x0, x1 = max(ys.min() - 2 * p, 0), min(ys.max() + 1 + 2 * p, h), max(xs.min() - 2 * p, 0), min(xs.max() + 1 + 2 * p, w)
+    box = (slice(y0, y1), slice(x0, x1))
+    pasted = ssim_map(np.where(region[box][..., None], y[box], x[box]), y[box], uy[box], uyy[box])
+    smap[y0 + p : y1 - p, x0 + p : x1 - p] = pasted[p : y1 - y0 - p, p : x1 - x0 - p].mean(axis=-1)
+    keep = ~region[p : h - p, p : w - p]
+    return {"psnr": psnr, "ssim": ssim, "bg_psnr": 10 * math.log10(255 ** 2 / (float(se[~region].mean()) / 3)),
+            "bg_ssim": float(smap[p : h - p, p : w - p][keep].mean())}
+
+
+def _cpu_best(fn: Callable[[], object], repeat: int) -> float:
+    """The least CPU seconds (``time.process_time``: every thread of this process) of ``repeat`` runs."""
+    best = math.inf
+    for _ in range(repeat):
+        t0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t0)
+    return best
+
+
+def case_edit_quality_frame(quick: bool = False) -> list[dict]:
+    """av_edit_quality's four model-free numbers of one 480 x 832 frame (:func:`perckit.reason_av_edit.quality.pixel.
+    frame_scores`) against :func:`edit_quality_floor`, without and with a target region (an ellipse over 14% of the
+    frame): CPU seconds, OpenCV on one thread for both, best of interleaved rounds (ours, floor, ours, floor, ...);
+    once on the machine as it is and once beside two processes streaming memory (started here, killed after).
+    Target <= 1.25 each. The torch path (``pixel_device``) is timed only where CUDA is."""
+    import subprocess
+    import sys
+
+    import cv2
+
+    from perckit.reason_av_edit.quality import pixel
+
+    (a,), (b,), (region,) = edit_clip(1, *EDIT_SIZE)
+    for r in (None, region):  # the floor computes the same numbers (float32: to 1e-4)
+        ours, floor = pixel.frame_scores(a, b, r), edit_quality_floor(a, b, r)
+        if any(abs(ours[k] - floor[k]) > 1e-4 * max(1.0, abs(ours[k])) for k in ours):
+            raise RuntimeError(f"the floor's numbers {floor} are not ours {ours}")
+    threads, rounds, rows = cv2.getNumThreads(), (3 if quick else 8), []
+    cv2.setNumThreads(1)
+    try:
+        for loaded in (False, True):
+            burners = [subprocess.Popen([sys.executable, "-c", _BURNER]) for _ in range(2 if loaded else 0)]
+            try:
+                time.sleep(0.5 if loaded else 0)
+                load = os.getloadavg()[0]
+                for r, what in ((None, "no region"), (region, "region")):
+                    t_ours, t_floor = math.inf, math.inf
+                    for _ in range(rounds):
+                        t_ours = min(t_ours, _cpu_best(lambda: pixel.frame_scores(a, b, r), 2))
+                        t_floor = min(t_floor, _cpu_best(lambda: edit_quality_floor(a, b, r), 2))
+                    rows.append(row("edit_quality_frame", f"ours / floor, {what}" + (", +2 memory streams" if loaded else ""),
+                                    t_ours / t_floor, "<= 1.25", t_ours / t_floor <= 1.25,
+                                    f"CPU per 480x832 frame: ours {1000 * t_ours:.1f} ms, OpenCV float32 floor {1000 * t_floor:.1f} ms "
+                                    f"(load average {load:.1f})"))
+            finally:
+                for proc in burners:
+                    proc.kill()
+                    proc.wait()
+    finally:
+        cv2.setNumThreads(threads)
+    rows[0]["info"] += "; " + _torch_device_info(pixel, a, b, region)
+    return rows
+
+
+def _torch_device_info(pixel, a: np.ndarray, b: np.ndarray, region: np.ndarray) -> str:
+    """The torch path's wall time per frame on CUDA beside the compiled path's, or why it was not timed."""
+    try:
+        import torch
+    except ImportError:
+        return "pixel_device: torch absent, not timed"
+    if not torch.cuda.is_available():
+        return "pixel_device: no CUDA device here, not timed"
+    gpu, _ = best_of(lambda: pixel.frame_scores(a, b, region, device="cuda"), repeat=5)
+    cpu, _ = best_of(lambda: pixel.frame_scores(a, b, region), repeat=5)
+    return f"pixel_device='cuda' ({torch.cuda.get_device_name()}): {1000 * gpu:.1f} ms per frame with a region, CPU path {1000 * cpu:.1f} ms"
+
+
+def case_edit_quality_num_proc(quick: bool = False) -> list[dict]:
+    """av_edit_quality's model-free metrics over whole samples (decoding the edited mp4, the source mp4 and the mask
+    video, then every frame; :data:`EDIT_NUM_PROC` frames of 480 x 832 and samples) with ``num_proc=2`` against
+    ``num_proc=1``: wall-time speedup, best of interleaved rounds (target >= 1.6; on a machine that other sessions
+    load, two processes get no more CPU than one, so the CPU seconds are reported beside it). Also the end-to-end CPU
+    per frame of one process (decoding included), the figure the card extrapolates to the release."""
+    import resource
+
+    from perckit.reason_av_edit import make_quality_prediction
+    from perckit.reason_av_edit.quality.metric import av_edit_quality
+    from perckit.samples.base import encode_mp4
+
+    t, n, rounds = EDIT_NUM_PROC[quick]
+    ed, src, region = edit_clip(t, *EDIT_SIZE)
+    mask = np.repeat(region[..., None].astype(np.uint8) * 255, 3, axis=-1)
+    media = [{"bytes": encode_mp4(x, preset="ultrafast", lossless=lossless), "path": ""} for x, lossless in ((ed, False), (src, False), (mask, True))]
+    none = {"bytes": None, "path": ""}
+    refs = [{"sample_id": f"s{i}", "category": "where_only", "sub_track": "W1_same_class_pair", "language": "en", "orientation": "landscape",
+             "instruction": "", "video": media[1], "audio": none, "mask_video": media[2], "ref_image": none, "edit_window_s": [0.0, 1.0],
+             "fps": 25.0, "num_frames": t} for i in range(n)]
+    preds = [make_quality_prediction(r["sample_id"], media[0]) for r in refs]
+    keys = ["ssim", "psnr", "bg_psnr", "bg_ssim"]
+    wall, cpu, outs = {1: math.inf, 2: math.inf}, {1: (math.inf, 0.0), 2: (math.inf, 0.0)}, {}
+    for _ in range(rounds):
+        for k in (1, 2):
+            c0, ch0, t0 = time.process_time(), resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+            outs[k] = av_edit_quality(preds, refs, metrics=keys, num_proc=k, return_per_sample=True)
+            ch1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            wall[k] = min(wall[k], time.perf_counter() - t0)
+            cpu[k] = min(cpu[k], (time.process_time() - c0, ch1.ru_utime + ch1.ru_stime - ch0.ru_utime - ch0.ru_stime), key=sum)
+    if outs[2] != outs[1]:
+        raise RuntimeError("num_proc=2 gave other numbers than num_proc=1")
+    (one, _), (main, workers) = cpu[1], cpu[2]
+    speedup, free, per_frame = wall[1] / wall[2], one / (main + workers / 2), one / (n * t)
+    return [
+        row("edit_quality_num_proc", f"speedup num_proc=2 / 1, {n} samples x {t} frames", speedup, ">= 1.6", speedup >= 1.6,
+            f"wall num_proc=1 {wall[1]:.2f}s, num_proc=2 {wall[2]:.2f}s, equal outputs; load average {os.getloadavg()[0]:.1f}. CPU "
+            f"seconds: one process {one:.2f}; num_proc=2 main {main:.2f} + workers {workers:.2f}, so on two free cores (each worker "
+            f"half the clips) {free:.2f}x. The kernel shares the CPU between sessions (autogroup): while other sessions are "
+            "busy, two processes get no more CPU than one and the wall speedup falls toward 1"),
+        row("edit_quality_num_proc", "CPU ms per 480x832 frame, decoding included", 1000 * per_frame, None, None,
+            f"one process: {one:.2f} CPU s for {n} samples x {t} frames (edited and source mp4 ultrafast yuv420p, a lossless mask); "
+            f"the release, 1,200 x 121 frames: {1200 * 121 * per_frame / 3600:.2f} CPU hours"),
+    ]
+
+
 # ---------------------------------------------------------------- builders
 
 
@@ -701,6 +875,8 @@ CASES = {
     "refer_iou": case_refer_iou,
     "refer_iou_cli": case_refer_iou_cli,
     "syn4d": case_syn4d,
+    "edit_quality_frame": case_edit_quality_frame,
+    "edit_quality_num_proc": case_edit_quality_num_proc,
     "r4d_build": case_r4d_build,
     "reason_av_edit_build": case_reason_av_edit_build,
 }

@@ -203,6 +203,30 @@ def test_gt_predictions_writes_folders_only_where_nothing_is(export_of, tmp_path
     assert sorted(p.suffix for p in (tmp_path / "empty").iterdir()) == [".mp4"] * 16 + [".wav"] * 16
 
 
+def test_evaluate_av_edit_quality_with_num_proc(gt_run, tmp_path, capsys):
+    """--option num_proc=2 scores the clips' model-free metrics in two processes: the numbers and per-sample rows of
+    one process; a clip that cannot be decoded in a worker is one line and exit code 1, as in one process."""
+    import shutil
+
+    argv, _ = gt_run("av_edit_quality")
+    outs = []
+    for n in (1, 2):
+        outs.append(tmp_path / f"n{n}.json")
+        assert main([*argv, "--option", "return_per_sample=true", "--option", f"num_proc={n}", "--output", str(outs[-1])]) == 0
+    one, two = ({k: v for k, v in json.loads(o.read_text()).items() if k != RUN_KEY} for o in outs)
+    assert two == one and len(one["per_sample"]) == 16
+    folder = argv[argv.index("--predictions") + 1]
+    broken = tmp_path / "broken"
+    shutil.copytree(folder, broken)
+    victim = sorted(broken.glob("*.mp4"))[5]
+    victim.write_bytes(b"not a video")
+    capsys.readouterr()
+    at = argv.index("--predictions") + 1
+    assert main([*argv[:at], str(broken), *argv[at + 1:], "--option", "num_proc=2"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: prediction sample {victim.stem!r}: edited_video") and "Traceback" not in err
+
+
 def test_model_weights_go_to_av_edit_quality_only(rc_export, tmp_path, capsys):
     export, preds = rc_export
     base = ["--predictions", str(preds), "--references", str(export)]

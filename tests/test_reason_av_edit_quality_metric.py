@@ -187,6 +187,42 @@ def test_the_reduction_does_not_depend_on_the_order(mixed):
     assert score(p2, r2) == a
 
 
+def test_num_proc_gives_the_records_of_one_process(src, mixed):
+    """num_proc=2 (worker processes for the model-free metrics) gives the very numbers and per-sample rows of one
+    process, in the same order; a model metric runs in this process meanwhile (every sample, in order); a user's
+    error raised in a worker reaches the caller as itself, without the worker's traceback."""
+    preds, refs = mixed
+    one = score(preds, refs, return_per_sample=True)
+    assert score(preds, refs, return_per_sample=True, num_proc=2) == one
+    assert score(preds, refs, return_per_sample=True, num_proc=8) == one  # more processes than samples
+    fvd = SetMetric()
+    two = core.av_edit_quality(preds, refs, metrics=PIXEL + ["fvd"], models={"fvd": fvd}, num_proc=2, return_per_sample=True)
+    assert two == core.av_edit_quality(preds, refs, metrics=PIXEL + ["fvd"], models={"fvd": SetMetric()}, return_per_sample=True)
+    assert {k: two[k] for k in PIXEL} == {k: one[k] for k in PIXEL} and two["n_fvd"] == 4 and ["r1"] in fvd.reduced
+    longer = [pred_of(r, np.concatenate([src, src[:2]])) if r["sample_id"] == "c1" else p for p, r in zip(preds, refs)]
+    with pytest.raises(PredictionError, match=r"sample 'c1': the edited video has 7 frames, the source 5") as e:
+        score(longer, refs, num_proc=2)
+    assert e.value.__cause__ is None
+
+
+def test_pixel_device_gives_the_numbers_of_the_compiled_path(mixed):
+    pytest.importorskip("torch", reason="pixel_device needs torch (pip install torch)")
+    preds, refs = mixed
+    one, dev = score(preds, refs, return_per_sample=True), score(preds, refs, return_per_sample=True, pixel_device="cpu")
+    for a, b in zip(one["per_sample"], dev["per_sample"]):
+        assert a.keys() == b.keys() and all(b[k] == pytest.approx(a[k], abs=1e-10) for k in a)
+
+
+@pytest.mark.slow  # two spawned interpreters importing torch (about 20 s)
+def test_pixel_device_with_num_proc_spawns_its_workers(mixed):
+    """With a torch device the workers are started by spawn (a forked CUDA context is unusable): the numbers of one
+    process on that device."""
+    pytest.importorskip("torch", reason="pixel_device needs torch (pip install torch)")
+    preds, refs = mixed
+    assert score(preds, refs, return_per_sample=True, pixel_device="cpu", num_proc=2) == score(preds, refs, return_per_sample=True,
+                                                                                               pixel_device="cpu")
+
+
 def test_reference_only_leaves_the_main_table_empty_with_reasons(mixed):
     preds, refs = mixed
     out = score([preds[4]], [refs[4]])
@@ -307,6 +343,10 @@ def test_missing_samples_strict_and_lax(mixed, caplog):
     ({"models": ["fvd"]}, r"option 'models': expected a dict"),
     ({"batch_size": 0}, r"option 'batch_size': expected an integer >= 1"),
     ({"return_per_sample": 1}, r"option 'return_per_sample': expected True or False"),
+    ({"num_proc": 0}, r"option 'num_proc': expected an integer >= 1, got 0"),
+    ({"num_proc": "2"}, r"option 'num_proc': expected an integer, got str"),
+    ({"pixel_device": 0}, r"option 'pixel_device': expected a string or None, got int"),
+    ({"pixel_device": "cpu", "ssim_impl": "skimage"}, r"option 'pixel_device': 'cpu' computes ssim_impl='boxsum'"),
 ])
 def test_bad_options_are_option_errors(where_ref, options, pattern):
     with pytest.raises(OptionError, match=pattern):
@@ -353,6 +393,7 @@ def test_add_batch_in_any_batch_sizes(metric, mixed):
     whole = metric.compute(predictions=preds, references=refs, metrics=PIXEL)
     for sizes in (batch_sizes(len(refs), 2), [1] * len(refs)):
         assert compute_in_batches(metric, preds, refs, sizes, metrics=PIXEL) == whole
+    assert metric.compute(predictions=preds, references=refs, metrics=PIXEL, num_proc=2) == whole
 
 
 def test_distributed_matches_single_process(metric, mixed, tmp_path):

@@ -30,7 +30,9 @@ Args:
         <sample_id>.mp4 (+ optional <sample_id>.wav) with load_quality_predictions_dir(folder).
     references: ReasonAVEdit-Bench builder rows projected with perckit.reason_av_edit.to_quality_reference(row).
         Predictions are matched by sample_id.
-    psnr_cap (100.0), ssim_win_size (7), mask_threshold (127), addition_region ("box" or "mask"),
+    psnr_cap (100.0), ssim_win_size (7), ssim_impl ("boxsum" or "skimage"), pixel_device (None: the compiled CPU
+    kernels; or a torch device), num_proc (1: processes scoring the model-free metrics), mask_threshold (127),
+    addition_region ("box" or "mask"),
     frame_mismatch (None, "truncate" or "resample"), resize_edited (None or "bilinear"), missing ("error" or "skip"),
     metrics (None: every key), models ({name or key: weights path / repo id or a ModelMetric}), device ("cpu"),
     batch_size (16), return_per_sample (False).

@@ -149,10 +149,12 @@ def decode_wav_value(value: Mapping, where: str, sample_rate: int = SAMPLE_RATE)
     return decode_wav(data, f"{where} ({_label(value)})", AudioOptions(sample_rate=sample_rate)).astype(np.float32)
 
 
-def gray(frames: np.ndarray) -> np.ndarray:
-    """BT.601 luma of RGB uint8 frames, integer-rounded: ``(299 R + 587 G + 114 B + 500) // 1000``."""
-    f = frames.astype(np.int32)
-    return ((299 * f[..., 0] + 587 * f[..., 1] + 114 * f[..., 2] + 500) // 1000).astype(np.uint8)
+def gray_above(frames: np.ndarray, threshold: int) -> np.ndarray:
+    """Where the BT.601 luma of RGB uint8 frames, integer-rounded, ``(299 R + 587 G + 114 B + 500) // 1000``, is above
+    ``threshold``: bool ``(T, H, W)``; exactly ``299 R + 587 G + 114 B >= 1000 threshold + 500`` (compiled)."""
+    from ._kernels import luma_above
+
+    return luma_above(np.ascontiguousarray(frames).reshape(-1, 3), 1000 * threshold + 500).reshape(frames.shape[:-1])
 
 
 def bounding_boxes(mask: np.ndarray) -> np.ndarray:
@@ -176,7 +178,7 @@ def target_region(value: Mapping | None, shape: tuple[int, int, int], threshold:
     if frames.shape[1:3] != (h, w):
         raise PredictionError(f"{where}: the mask video {_label(value)!r} has frames of {frames.shape[2]} x {frames.shape[1]}, "
                               f"the source video {w} x {h} (W x H); the mask must be on the source grid")
-    region = gray(frames) > threshold
+    region = gray_above(frames, threshold)
     if region.shape[0] < t:
         region = np.concatenate([region, np.zeros((t - region.shape[0], h, w), dtype=bool)])
     region = region[:t]
@@ -256,4 +258,4 @@ def decode_sample(prediction: Mapping, reference: Mapping, *, mask_threshold: in
 
 
 __all__ = ["ADDITION_CODES", "Decoded", "MAX_DECODED_BYTES", "SAMPLE_RATE", "bounding_boxes", "decode_sample",
-           "decode_track_audio", "decode_video", "decode_wav_value", "gray", "is_addition", "reference_image", "target_region"]
+           "decode_track_audio", "decode_video", "decode_wav_value", "gray_above", "is_addition", "reference_image", "target_region"]

@@ -39,16 +39,17 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
-from ...errors import OptionError, PredictionError, check_choice, check_option_type, make_options, short_repr
+from ...errors import OptionError, PerckitError, PredictionError, check_choice, check_option_type, make_options, short_repr
 from ...core.matching import missing_ids_message, pair_by_id
 from ...hf.cli import progress
 from ..metric import group_blocks, group_values
 from . import models as registry
 from .decode import decode_sample
-from .pixel import FRAME_MISMATCH, PIXEL_KEYS, RESIZE_EDITED, SSIM_IMPLS, clip_scores, mean_table
+from .pixel import FRAME_MISMATCH, PIXEL_KEYS, RESIZE_EDITED, SSIM_IMPLS, clip_scores, mean_table, torch_device
 
 logger = logging.getLogger(__name__)
 
@@ -78,8 +79,12 @@ class EditQualityOptions:
     psnr_cap: float = 100.0
     #: SSIM window side (odd, >= 3; scikit-image's default 7)
     ssim_win_size: int = 7
-    #: "boxsum" (scikit-image's SSIM from exact window sums, about 5x faster) or "skimage" (scikit-image itself)
+    #: "boxsum" (scikit-image's SSIM from exact window sums, compiled) or "skimage" (scikit-image itself)
     ssim_impl: str = "boxsum"
+    #: torch device of the model-free metrics (None: the compiled CPU kernels, no torch)
+    pixel_device: str | None = None
+    #: processes scoring the model-free metrics, one clip at a time each (1: this process)
+    num_proc: int = 1
     #: mask-video gray values above this are the target region
     mask_threshold: int = 127
     #: the region of the instance-addition sub-tracks (C4, R3): the placement "box" or the raw "mask"
@@ -114,6 +119,8 @@ class EditQualityOptions:
         if not 0 <= self.mask_threshold <= 255:
             raise OptionError(f"option 'mask_threshold': expected an int in [0, 255], got {self.mask_threshold!r}")
         check_choice("ssim_impl", self.ssim_impl, SSIM_IMPLS)
+        if check_option_type("pixel_device", self.pixel_device, "str | None", owner=o) is not None:
+            torch_device(self.pixel_device, self.ssim_impl)
         check_choice("addition_region", self.addition_region, ADDITION_REGION)
         check_choice("frame_mismatch", self.frame_mismatch, FRAME_MISMATCH)
         check_choice("resize_edited", self.resize_edited, RESIZE_EDITED)
@@ -139,9 +146,9 @@ class EditQualityOptions:
             if unknown:
                 raise OptionError(f"option 'model_options': unknown setting(s) {unknown}; expected some of {sorted(registry.MODEL_OPTIONS)}")
         check_option_type("device", self.device, "str", owner=o)
-        check_option_type("batch_size", self.batch_size, "int", owner=o)
-        if self.batch_size < 1:
-            raise OptionError(f"option 'batch_size': expected an integer >= 1, got {self.batch_size!r}")
+        for name in ("batch_size", "num_proc"):
+            if check_option_type(name, getattr(self, name), "int", owner=o) < 1:
+                raise OptionError(f"option {name!r}: expected an integer >= 1, got {getattr(self, name)!r}")
         check_option_type("return_per_sample", self.return_per_sample, "bool", owner=o)
 
     def selected(self) -> tuple[str, ...]:
@@ -261,13 +268,41 @@ def _score(pred: Mapping, ref: Mapping, o: EditQualityOptions, active: Sequence[
                       frame_mismatch=o.frame_mismatch, resize_edited=o.resize_edited,
                       decode_audio=any(m.needs_audio for m in active))
     s = d.sample
-    px = clip_scores(s.edited.frames, s.source.frames, s.region, o.psnr_cap, o.ssim_win_size, f"sample {s.sample_id!r}", o.ssim_impl) if pixel else {}
+    px = clip_scores(s.edited.frames, s.source.frames, s.region, o.psnr_cap, o.ssim_win_size, f"sample {s.sample_id!r}", o.ssim_impl,
+                     o.pixel_device) if pixel else {}
     rec = SampleRecord(s.sample_id, s.category, s.sub_track, px, has_edited_audio=d.has_edited_audio, **group_values(ref))
     for m in active:
         if m.needs_audio and not (d.has_edited_audio and (d.has_source_audio or m.entry.name not in NEEDS_SOURCE_AUDIO)):
             continue
         rec.models[m.entry.name] = m.metric.measure(s)
     return rec
+
+
+def _records(pairs: list[tuple[Mapping, Mapping]], o: EditQualityOptions, active: Sequence[ActiveModel], pixel: bool) -> list[SampleRecord]:
+    """Every pair's :class:`SampleRecord`, in the order of ``pairs``. With ``num_proc`` > 1 the model-free metrics run
+    in that many worker processes (each decodes its clip), while this process runs the model metrics (decoding the
+    clip again) and takes the workers' answers in order: the same records as one process."""
+    shown = progress(pairs, "av_edit_quality: decoding, model features", unit="sample")
+    if o.num_proc <= 1 or not pixel or len(pairs) < 2:
+        return [_score(p, r, o, active, pixel) for p, r in shown]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn when a torch device scores the pixels (a forked CUDA context is unusable); else the platform's default
+    pool = ProcessPoolExecutor(min(o.num_proc, len(pairs)), mp_context=multiprocessing.get_context("spawn" if o.pixel_device else None))
+    try:
+        answers = pool.map(partial(_score, o=replace(o, models=None), active=(), pixel=True), *zip(*pairs))
+        records = []
+        for p, r in shown:
+            rec = _score(p, r, o, active, False) if active else None  # the model metrics, here, meanwhile
+            try:
+                got = next(answers)
+            except PerckitError as e:  # a user's error: its message, without the worker's traceback
+                raise e from None
+            records.append(got if rec is None else replace(rec, pixel=got.pixel))
+        return records
+    finally:
+        pool.shutdown(cancel_futures=True)
 
 
 def reduce_records(records: Sequence[SampleRecord], active: Sequence[ActiveModel], skipped_models: Mapping[str, str],
@@ -316,8 +351,7 @@ def av_edit_quality(predictions: Sequence[Mapping], references: Sequence[Mapping
                        len(missing), missing[:5])
     active, skipped_models = build_models(o)
     pixel = any(k in o.selected() for k in PIXEL_KEYS)
-    scored = progress([(p, r) for p, r in pairs if p is not None], "av_edit_quality: decoding, model features", unit="sample")
-    records = [_score(p, r, o, active, pixel) for p, r in scored]
+    records = _records([(p, r) for p, r in pairs if p is not None], o, active, pixel)
     return reduce_records(records, active, skipped_models, o, len(missing))
 
 

@@ -9,16 +9,18 @@ Every frame is 8-bit RGB (uint8 ``(H, W, 3)``); each value is computed per frame
 - ``ssim`` = :func:`skimage.metrics.structural_similarity` with ``data_range=255`` and ``channel_axis=-1``
   (scikit-image's defaults otherwise: a ``win_size`` x ``win_size`` uniform window, 7, ``K1 = 0.01``,
   ``K2 = 0.03``, sample covariance; its mean leaves out a border of ``(win_size - 1) // 2`` pixels). The
-  default ``ssim_impl="boxsum"`` computes that same definition from exact window sums (:func:`ssim_map`:
-  8-bit values make every window sum an integer, exact in float32 up to a 15 x 15 window, in float64 above;
-  OpenCV's box filter), about 5 times faster than scikit-image's float64 uniform filters and equal to it to
-  rounding (1e-15; a property test checks it against scikit-image); ``ssim_impl="skimage"`` calls
-  scikit-image itself;
+  default ``ssim_impl="boxsum"`` computes that same definition in compiled kernels (:mod:`._kernels`: 8-bit
+  values make every window sum an exact integer, the formula is float64 on them), equal to scikit-image to
+  rounding (1e-12; tests check it against scikit-image); ``ssim_impl="skimage"`` calls scikit-image itself;
 - ``bg_psnr``: the same PSNR on the MSE of the background pixels only (outside the target region);
 - ``bg_ssim``: the edited frame with its target region pasted back from the source (so that only background
   changes count: an SSIM window straddling the region's edge sees the source there), its SSIM map against the
-  source (``full=True``, averaged over the channels), averaged over the background pixels of the interior
-  scikit-image's own mean uses; with no region this is ``ssim``.
+  source (averaged over the channels), averaged over the background pixels of the interior scikit-image's own mean
+  uses; with no region this is ``ssim``. The pasted map is computed only where it can differ from the frame's own
+  map (:func:`frame_scores`).
+
+Every value is a sum of one pass over the frame (:func:`frame_sums`), divided once; ``device`` (``pixel_device``): the
+same sums on a torch device (:func:`_torch_sums`), torch imported only then.
 
 A frame with no background pixel (the region covers the frame) has no ``bg_*`` value and is left out of the
 ``bg_*`` means; a sample with none is ``None``. ``region`` ``None`` means the whole frame is background.
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -46,120 +49,109 @@ def psnr_from_mse(mse: float, cap: float) -> float:
     return float(cap) if mse <= 0.0 else min(float(cap), 10.0 * math.log10(255.0 ** 2 / mse))
 
 
-def squared_error(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The squared difference of two uint8 frames summed over the channels, per pixel: int64 ``(H, W)``, exact."""
-    d = a.astype(np.int32) - b.astype(np.int32)
-    return np.einsum("hwc,hwc->hw", d, d, dtype=np.int64)
-
-
-def frame_mse(a: np.ndarray, b: np.ndarray, keep: np.ndarray | None = None, se: np.ndarray | None = None) -> float | None:
-    """Mean squared difference of two uint8 frames over every channel of the pixels where ``keep`` (bool
-    ``(H, W)``) is true (all pixels for ``None``); ``None`` when no pixel is kept. The sum is an exact integer
-    (``se``: :func:`squared_error` when already computed)."""
-    se = squared_error(a, b) if se is None else se
-    c = a.shape[-1]
-    if keep is None:
-        return int(se.sum()) / (se.size * c)
-    n = int(np.count_nonzero(keep))
-    return int(se[keep].sum()) / (n * c) if n else None
-
-
 SSIM_IMPLS = ("boxsum", "skimage")
 #: scikit-image's constants: K1, K2 and the data range of 8-bit frames.
 _C1 = (0.01 * 255.0) ** 2
 _C2 = (0.03 * 255.0) ** 2
 
 
-def window_sums(x: np.ndarray, win_size: int) -> np.ndarray:
-    """The ``win_size`` x ``win_size`` window sums of ``x`` (float ``(H, W, C)`` holding integers) at every interior
-    pixel (a border of ``(win_size - 1) // 2`` left out, as scikit-image's mean does), as float64
-    ``(H - win_size + 1, W - win_size + 1, C)``. Exact: every partial sum is an integer the dtype holds."""
+@lru_cache(maxsize=8)
+def torch_device(device: str, ssim_impl: str = "boxsum") -> Any:
+    """``torch.device(device)`` for the pixel metrics, checked once by placing a tensor there. It computes
+    ``ssim_impl="boxsum"``; another impl, torch absent or a device torch cannot use is an :class:`OptionError`."""
+    if ssim_impl != "boxsum":
+        raise OptionError(f"option 'pixel_device': {device!r} computes ssim_impl='boxsum'; got ssim_impl={ssim_impl!r} "
+                          "(scikit-image runs on the CPU: pass pixel_device=None)")
+    try:
+        import torch
+
+        dev = torch.device(device)
+        torch.zeros(1, device=dev)
+    except ImportError:
+        raise OptionError(f"option 'pixel_device': {device!r} needs torch (pip install torch); "
+                          "pixel_device=None computes the pixel metrics without it") from None
+    except (RuntimeError, AssertionError) as e:  # an unknown device name; CUDA absent ("not compiled with CUDA")
+        raise OptionError(f"option 'pixel_device': expected a torch device this machine has (e.g. 'cpu', 'cuda'), "
+                          f"got {device!r}: {e}") from None
+    return dev
+
+
+def _torch_sums(a: np.ndarray, b: np.ndarray, bg: np.ndarray, sel: np.ndarray, win: int, dev: Any) -> list[float]:
+    """:func:`frame_sums`' four sums on a torch device: the window sums in float64 (cumulative sums, exact for
+    these integers), then :func:`._kernels.ssim_value` on them, the compiled path's formula."""
+    import torch
+
+    from ._kernels import ssim_value
+
+    x, y = (torch.from_numpy(v).to(dev).permute(2, 0, 1).double() for v in (a, b))
+
+    def box(t: Any) -> Any:  # window sums at every interior pixel: (C, H - win + 1, W - win + 1)
+        c = torch.nn.functional.pad(t, (0, 0, 1, 0)).cumsum(1)
+        c = torch.nn.functional.pad(c[:, win:] - c[:, :-win], (1, 0)).cumsum(2)
+        return c[:, :, win:] - c[:, :, :-win]
+
+    n = win * win
+    smap = ssim_value(box(x), box(y), box(x * x), box(y * y), box(x * y), n, _C1 * n * n, _C2 * n * (n - 1)).sum(0)
+    se = ((x - y) ** 2).sum(0)
+    return torch.stack([se.sum(), se[torch.from_numpy(bg).to(dev)].sum(), smap.sum(), smap[torch.from_numpy(sel).to(dev)].sum()]).tolist()
+
+
+def frame_sums(a: np.ndarray, b: np.ndarray, bg: np.ndarray, sel: np.ndarray, win: int, impl: str = "boxsum",
+               device: str | None = None) -> list[float]:
+    """``[Σ (a - b)², the same over the pixels where bg, Σ SSIM map, the same over the interior pixels where sel]`` of
+    two uint8 RGB frames ``(H, W, 3)``, over the channels too; the map of ``a`` against ``b`` on the interior (``p =
+    (win - 1) // 2`` pixels in from each side); ``bg``, ``sel``: bool ``(H, W)`` and the interior's shape.
+    ``device``: :func:`_torch_sums`; else OpenCV's norm (a double within 2 ulp of the integer sum: rounded back,
+    exact) and :func:`._kernels.ssim_sums`, or scikit-image's map for ``impl="skimage"``."""
+    if device is not None:
+        return _torch_sums(a, b, bg, sel, win, torch_device(device, impl))
     import cv2
 
-    p = (win_size - 1) // 2
-    s = cv2.boxFilter(x, -1, (win_size, win_size), normalize=False, borderType=cv2.BORDER_CONSTANT)
-    return s[p : x.shape[0] - p, p : x.shape[1] - p].astype(np.float64, copy=False)
+    from . import _kernels
 
-
-def _sum_dtype(win_size: int) -> type:
-    # a window sum of squares of 8-bit values is at most win_size^2 * 255^2: exact in float32 below 2^24
-    return np.float32 if win_size * win_size * 255 * 255 < 2 ** 24 else np.float64
-
-
-def ssim_map(a: np.ndarray, b: np.ndarray, win_size: int = 7, b_sums: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    """scikit-image's SSIM map of two uint8 frames ``(H, W, C)`` on the interior, per channel (float64
-    ``(H - 2p, W - 2p, C)``, ``p = (win_size - 1) // 2``): with the window sums ``S`` of ``x``, ``y``, ``x²``,
-    ``y²``, ``xy`` over ``N = win_size²`` pixels, ``u = S/N``, ``v = (N S_xx - S_x²) / (N (N - 1))`` (the sample
-    covariance), ``SSIM = (2 u_x u_y + C1)(2 v_xy + C2) / ((u_x² + u_y² + C1)(v_x + v_y + C2))``. ``b_sums``:
-    ``b``'s own sums (``S_y``, ``S_yy``) when already computed."""
-    dt = _sum_dtype(win_size)
-    x, y = a.astype(dt), b.astype(dt)
-    n = float(win_size * win_size)
-    sx, sxx, sxy = window_sums(x, win_size), window_sums(x * x, win_size), window_sums(x * y, win_size)
-    sy, syy = b_sums if b_sums is not None else (window_sums(y, win_size), window_sums(y * y, win_size))
-    # the formula above, in place (float64 throughout; every sum is exact)
-    d = n * (n - 1.0)
-    c1, c2 = _C1 * n * n, _C2 * d
-    sxy_ = sx * sy                          # S_x S_y
-    num = np.multiply(sxy, n, out=sxy)      # N S_xy
-    num -= sxy_
-    num *= 2.0
-    num += c2                               # d (2 v_xy + C2)
-    sxy_ *= 2.0
-    sxy_ += c1                              # N² (2 u_x u_y + C1)
-    num *= sxy_
-    sx2 = np.multiply(sx, sx, out=sx)
-    sy2 = sy * sy
-    den = np.add(sxx, syy, out=sxx)
-    den *= n
-    den -= sx2
-    den -= sy2
-    den += c2                               # d (v_x + v_y + C2)
-    sx2 += sy2
-    sx2 += c1                               # N² (u_x² + u_y² + C1)
-    den *= sx2
-    num /= den
-    return num
-
-
-def ssim_frame(a: np.ndarray, b: np.ndarray, win_size: int = 7, impl: str = "boxsum",
-               b_sums: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, np.ndarray]:
-    """``(mssim, map)``: the SSIM of two RGB uint8 frames (the mean over channels of each channel's interior mean,
-    as scikit-image) and its interior map averaged over the channels (float64 ``(H - 2p, W - 2p)``); ``b_sums``:
-    :func:`ssim_map`'s, for ``"boxsum"``."""
+    out = [round(cv2.norm(a, b, cv2.NORM_L2SQR)), round(cv2.norm(a, b, cv2.NORM_L2SQR, mask=bg.view(np.uint8)))]
     if impl == "skimage":
         from skimage.metrics import structural_similarity
 
-        mssim, full = structural_similarity(a, b, data_range=255, channel_axis=-1, win_size=win_size, full=True)
-        p = (win_size - 1) // 2
-        inner = np.asarray(full, dtype=np.float64)[p : a.shape[0] - p, p : a.shape[1] - p]
-        return float(mssim), inner.mean(axis=-1)
-    m = ssim_map(a, b, win_size, b_sums)
-    return float(np.mean([m[..., c].mean() for c in range(m.shape[-1])])), m.mean(axis=-1)
+        p = (win - 1) // 2
+        smap = structural_similarity(a, b, data_range=255, channel_axis=-1, win_size=win, full=True)[1]  # float64
+        smap = smap[p : a.shape[0] - p, p : a.shape[1] - p].sum(axis=-1)
+        return out + [float(smap.sum()), float(smap[sel].sum())]
+    n, sums = win * win, np.zeros(2)
+    _kernels.ssim_sums(*(np.ascontiguousarray(v).reshape(len(v), -1) for v in (a, b)), sel, win, _C1 * n * n, _C2 * n * (n - 1), sums)
+    return out + sums.tolist()
 
 
 def frame_scores(a: np.ndarray, b: np.ndarray, region: np.ndarray | None, psnr_cap: float = 100.0,
-                 win_size: int = 7, ssim_impl: str = "boxsum") -> dict[str, float | None]:
+                 win_size: int = 7, ssim_impl: str = "boxsum", device: str | None = None) -> dict[str, float | None]:
     """``{psnr, ssim, bg_psnr, bg_ssim}`` of one edited frame ``a`` against its source frame ``b``; ``region`` is the
-    bool target region ``(H, W)`` (``None``: no region, all background)."""
-    se = squared_error(a, b)
-    mse = frame_mse(a, b, se=se)
-    bg = None if region is None or not region.any() else ~region
-    bg_mse = mse if bg is None else frame_mse(a, b, bg, se)
-    pasted = None if bg is None else np.where(region[..., None], b, a)  # only background changes count
-    y = None if ssim_impl == "skimage" else b.astype(_sum_dtype(win_size))
-    own = None if y is None else (window_sums(y, win_size), window_sums(y * y, win_size))  # serve both maps
-    mssim, smap = ssim_frame(a, b, win_size, ssim_impl, own)
-    if pasted is not None:
-        smap = ssim_frame(pasted, b, win_size, ssim_impl, own)[1]
+    bool target region ``(H, W)`` (``None``: no region, all background).
+
+    The pasted frame's SSIM map (``bg_ssim``) differs from ``a``'s own only at the centres whose window meets the
+    region (the region dilated by the window): it is computed only there, on the smallest box of the frame holding
+    those windows; everywhere else the background sum is the full map's (:func:`frame_sums`, one pass each)."""
+    import cv2
+
+    h, w = a.shape[:2]
     p = (win_size - 1) // 2
-    keep = np.ones(smap.shape, dtype=bool) if bg is None else bg[p : bg.shape[0] - p, p : bg.shape[1] - p]
-    n = int(np.count_nonzero(keep))
+    region = np.zeros((h, w), bool) if region is None else region
+    bg = ~region
+    keep = bg[p : h - p, p : w - p]
+    near = cv2.dilate(region.view(np.uint8), np.ones((win_size, win_size), np.uint8))[p : h - p, p : w - p].view(bool)
+    se, se_bg, total, far = frame_sums(a, b, bg, keep & ~near, win_size, ssim_impl, device)
+    close = keep & near  # the background centres whose window meets the region
+    rows, cols = np.flatnonzero(close.any(axis=1)), np.flatnonzero(close.any(axis=0))
+    if rows.size:  # their windows: interior rows r0..r1 are frame rows r0..r1 + 2p
+        (r0, r1), (c0, c1) = (rows[0], rows[-1] + 1), (cols[0], cols[-1] + 1)
+        box = (slice(r0, r1 + 2 * p), slice(c0, c1 + 2 * p))
+        pasted = np.where(region[box][..., None], b[box], a[box])  # only background changes count
+        far += frame_sums(pasted, b[box], bg[box], np.ascontiguousarray(close[r0:r1, c0:c1]), win_size, ssim_impl, device)[3]
+    n_bg, n_keep = int(np.count_nonzero(bg)), int(np.count_nonzero(keep))
     return {
-        "psnr": psnr_from_mse(mse, psnr_cap),
-        "ssim": mssim,
-        "bg_psnr": None if bg_mse is None else psnr_from_mse(bg_mse, psnr_cap),
-        "bg_ssim": (float(smap[keep].sum()) / n) if n else None,
+        "psnr": psnr_from_mse(se / (3 * h * w), psnr_cap),
+        "ssim": total / (3 * keep.size),
+        "bg_psnr": psnr_from_mse(se_bg / (3 * n_bg), psnr_cap) if n_bg else None,
+        "bg_ssim": far / (3 * n_keep) if n_keep else None,
     }
 
 
@@ -172,11 +164,13 @@ def check_frames(frames: np.ndarray, where: str) -> np.ndarray:
 
 
 def clip_scores(edited: np.ndarray, source: np.ndarray, region: np.ndarray | None, psnr_cap: float = 100.0,
-                win_size: int = 7, where: str = "sample", ssim_impl: str = "boxsum") -> dict[str, Any]:
+                win_size: int = 7, where: str = "sample", ssim_impl: str = "boxsum", device: str | None = None) -> dict[str, Any]:
     """The four pixel metrics of one sample: per frame (:func:`frame_scores`), then the mean over the frames.
 
     ``edited`` and ``source`` must have one shape (see :func:`conform` for the mismatch rules); ``region`` is
     bool ``(T, H, W)`` or ``None``. Also returns ``num_frames`` and ``num_bg_frames`` (frames with a background).
+    ``device``: a torch device computes the same sums there (``ssim_impl="boxsum"`` only); ``None``, the compiled
+    kernels.
     """
     edited, source = check_frames(edited, f"{where}: edited video"), check_frames(source, f"{where}: source video")
     if edited.shape != source.shape:
@@ -187,7 +181,8 @@ def clip_scores(edited: np.ndarray, source: np.ndarray, region: np.ndarray | Non
     if min(h, w) < win_size:
         raise PredictionError(f"{where}: frames of {w} x {h} are smaller than the SSIM window ssim_win_size={win_size}; "
                               "pass a smaller odd ssim_win_size (>= 3)")
-    per = [frame_scores(edited[j], source[j], None if region is None else region[j], psnr_cap, win_size, ssim_impl) for j in range(t)]
+    per = [frame_scores(edited[j], source[j], None if region is None else region[j], psnr_cap, win_size, ssim_impl, device)
+           for j in range(t)]
     return {**{k: fmean([p[k] for p in per if p[k] is not None]) for k in PIXEL_KEYS}, "num_frames": t,
             "num_bg_frames": sum(1 for p in per if p["bg_psnr"] is not None)}
 
@@ -246,5 +241,5 @@ def mean_table(records: list[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["FRAME_MISMATCH", "PIXEL_KEYS", "RESIZE_EDITED", "SSIM_IMPLS", "clip_scores", "ssim_map", "window_sums", "conform", "frame_mse", "frame_scores",
-           "mean_table", "psnr_from_mse", "resample_index", "ssim_frame"]
+__all__ = ["FRAME_MISMATCH", "PIXEL_KEYS", "RESIZE_EDITED", "SSIM_IMPLS", "clip_scores", "conform", "frame_scores",
+           "frame_sums", "mean_table", "psnr_from_mse", "resample_index", "torch_device"]
