@@ -249,13 +249,17 @@ def test_small_mask_is_the_dense_pixel_centre_sampling(r, h, w):
     np.testing.assert_array_equal(got, oracle.small_mask(r, h, w))
 
 
-def test_the_sampler_reads_runs_in_bounded_chunks(monkeypatch):
-    """Past one chunk of samples the columns are searched a chunk at a time: the same mask."""
+def test_the_sampler_walk_reads_any_grid_of_source_pixels():
+    """The compiled walk over the run ends (one search per column, then forward) gives the dense mask's pixels for
+    rising, repeated and falling rows and columns alike."""
     rng = np.random.default_rng(3)
-    r = rle.encode(rng.random((37, 53)) < 0.4)
-    full = rle.resize_nearest(r, [91, 70], rule="pil")
-    monkeypatch.setattr(rle, "_SAMPLE_CHUNK", 50)
-    assert rle.resize_nearest(r, [91, 70], rule="pil") == full == oracle.resize_nearest(r, [91, 70], "pil")
+    m = rng.random((37, 53)) < 0.4
+    r = rle.encode(m)
+    for rows, cols in [(np.sort(rng.integers(0, 37, 91)), np.sort(rng.integers(0, 53, 70))),
+                       (rng.integers(0, 37, 40), rng.integers(0, 53, 30)), (np.arange(37), np.arange(53))]:
+        got = rle.sample_nearest(r, rows, cols)
+        assert got.flags.f_contiguous
+        np.testing.assert_array_equal(got, m[np.ix_(rows, cols)])
 
 
 def test_the_huge_refcoco_answer_is_resized_from_its_runs_in_bounded_memory():

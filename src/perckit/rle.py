@@ -64,8 +64,9 @@ them against the libraries themselves):
 
 The integer rule ``i * src // dst`` equals neither library (it differs from OpenCV on 14,209 and from PIL on
 258,663 of the 262,144 length pairs up to 512). :func:`sample_nearest` is the one sampler under both rules: it
-reads a mask at a grid of source rows and columns from its run ends (a binary search per distinct sample), never
-decoding the full-size mask: O(target pixels) memory and O(distinct samples x log(runs)) time.
+reads a mask at a grid of source rows and columns from its run ends (a compiled walk, a binary search per target
+column), never decoding the full-size mask: O(target pixels) memory and O(target pixels + columns x log(runs) +
+runs) time.
 
 Pixel budget: one :class:`PixelBudget` per answer, prediction row, batch or picture is charged with the pixels
 of every mask decoded or resized for it, before the work: :data:`PIXEL_BUDGET` (2^30: a GiB of decoded masks)
@@ -118,8 +119,6 @@ MAX_POLYGON_COORD = 1 << 27
 #: The default pixel budget of one answer, prediction row, batch or picture (:class:`PixelBudget`): the pixels
 #: of all the masks decoded or resized for it, decoded as 1 byte each.
 PIXEL_BUDGET = 1 << 30
-#: How many samples :func:`sample_nearest` searches at once (its scratch memory: 16 bytes each).
-_SAMPLE_CHUNK = 1 << 20
 
 
 def _check_size(size: Any, where: str) -> tuple[int, int]:
@@ -610,11 +609,11 @@ def sample_nearest(mask: Mapping[str, Any], rows: np.ndarray, cols: np.ndarray, 
     (rows[i], cols[j]). Fortran-ordered, as pycocotools' ``encode`` takes it.
 
     The one nearest-neighbour sampler: read from the run ends of the counts (column-major: a pixel is foreground
-    when an odd number of run ends lie at or before it), never from a full-size decode. Each distinct source
-    pixel is searched once (a binary search over the run ends), only in the columns between the first and the
-    last foreground pixel, a bounded number at a time, then spread to the target by index: memory is the target
-    plus a bounded scratch, time O(distinct samples x log(runs) + target pixels). ``mask`` has a ``size``
-    [H, W] and ``counts`` that :func:`decode_counts` reads (errors name ``where``)."""
+    when an odd number of run ends lie at or before it), never from a full-size decode, by the compiled walk
+    :func:`perckit.core.counts.sample_runs` (a binary search per target column, then forward over the run ends),
+    only in the columns between the first and the last foreground pixel: memory is the target, time
+    O(target pixels + columns x log(runs) + the runs passed). ``mask`` has a ``size`` [H, W] and ``counts`` that
+    :func:`decode_counts` reads (errors name ``where``)."""
     h = int(mask["size"][0])
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
@@ -623,25 +622,12 @@ def sample_nearest(mask: Mapping[str, Any], rows: np.ndarray, cols: np.ndarray, 
     ends = np.cumsum(runs)
     if len(runs) < 2 or ends[-1] == 0 or rows.size == 0:
         return out_t.T
-    # only the columns between the first and the last foreground pixel are searched
+    # only the columns between the first and the last foreground pixel are read
     first, last = int(ends[0]) // h, int(ends[-1] - (runs[-1] if len(runs) % 2 else 0) - 1) // h
     inside = np.flatnonzero((cols >= first) & (cols <= last))
-    if inside.size == 0:
-        return out_t.T
-    j0, j1 = int(inside[0]), int(inside[-1]) + 1
-    src_cols, col_of = np.unique(cols[j0:j1], return_inverse=True)
-    src_rows, row_of = np.unique(rows, return_inverse=True)
-    per = max(_SAMPLE_CHUNK // src_rows.size, 1)
-    samples = np.empty((src_cols.size, src_rows.size), dtype=bool)
-    for c in range(0, src_cols.size, per):
-        found = np.searchsorted(ends, src_cols[c : c + per, None] * h + src_rows[None, :], side="right")
-        samples[c : c + per] = np.bitwise_and(found, 1, out=found)
-    same_rows = src_rows.size == rows.size
-    per = max(_SAMPLE_CHUNK // rows.size, 1)
-    for j in range(j0, j1, per):
-        k = min(j + per, j1)
-        block = samples[col_of[j - j0 : k - j0]]
-        out_t[j:k] = block if same_rows else block[:, row_of]
+    if inside.size:
+        band = slice(int(inside[0]), int(inside[-1]) + 1)
+        _kernels.sample_runs(ends, h, rows, cols[band], out_t[band])
     return out_t.T
 
 

@@ -1,4 +1,5 @@
-"""Compiled kernels (numba, a dependency) for the hot loops: the COCO counts scan.
+"""Compiled kernels (numba, a dependency) for the hot loops: the COCO counts scan and the nearest-neighbour walk over
+run ends (:func:`sample_runs`).
 
 numba is imported on the first call of a kernel (:func:`_numba`, also the Syn4D and M4Seg kernels' import), not
 with perckit: importing it and loading a cached kernel costs a fresh process about 0.5 to 1 s. Each kernel is
@@ -134,6 +135,34 @@ def scan_counts(offsets: np.ndarray, data: np.ndarray, runs: np.ndarray = _NO_RU
     buffers, read without a copy). ``runs``: an int64 array as long as ``data`` to receive the runs of string i
     at ``runs[offsets[i]:offsets[i] + rows[i, RUNS]]`` (for status 0 and 5), or empty (the default) for none."""
     return _compiled()(offsets, data, runs)
+
+
+def _sample_runs(ends, h, rows, cols, out):
+    """The compiled body of :func:`sample_runs`."""
+    n = ends.shape[0]
+    for j in range(cols.shape[0]):
+        base = cols[j] * h
+        k = 0
+        for i in range(rows.shape[0]):
+            pos = base + rows[i]
+            if i == 0 or rows[i] < rows[i - 1]:  # a column's first sample (or a step back): search
+                k = np.searchsorted(ends, pos, side="right")
+            while k < n and ends[k] <= pos:
+                k += 1
+            out[j, i] = (k & 1) == 1
+
+
+@lru_cache(maxsize=1)
+def _compiled_sampler():
+    return _numba().njit(cache=True, nogil=True)(_sample_runs)
+
+
+def sample_runs(ends: np.ndarray, h: int, rows: np.ndarray, cols: np.ndarray, out: np.ndarray) -> None:
+    """Fill ``out[j, i]`` (bool, ``[len(cols), len(rows)]``) with pixel (``rows[i]``, ``cols[j]``) of the column-major
+    mask of height ``h`` whose run ends (the cumulative sums of its runs) are ``ends``: foreground when an odd number
+    of run ends lie at or before the pixel. One binary search per column, then a walk forward over the run ends while
+    ``rows`` rise (int64 arrays)."""
+    _compiled_sampler()(ends, np.int64(h), rows, cols, out)
 
 
 def scan_one(counts: bytes, runs: np.ndarray = _NO_RUNS) -> tuple[int, int, int, int]:
