@@ -1,7 +1,9 @@
 """perckit.draw.previews: every benchmark's previewer on its sample release (deterministic, small, <= 512 px), the
-column add_preview appends, the masks sampled from RLE runs, and rows with missing fields."""
+column add_preview appends, the masks sampled from RLE runs, and rows with missing fields; the format chosen from
+the picture (issue 32) against the previous output (``oracles.previews``)."""
 
 import io
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -28,14 +30,101 @@ def releases(tmp_path_factory):
         write_release(b, base / b, **kw)
         out[b] = base / b
     out["m4img"] = base / "m4img"
+    # photographs of RefCOCO-M's size (360 x 480 to 480 x 640): their previews were JPEG before too
+    write_release("refcoco_m", base / "refcoco_m_large", num_images=4, min_size=(360, 480), max_size=(480, 640))
+    out["refcoco_m_large"] = base / "refcoco_m_large"
     return out, base / "cache"
 
 
-def _builder(releases, b, config, **kw):
+def _builder(releases, b, config, release=None, **kw):
     paths, cache = releases
-    bl = builder_class(b)(config_name=config, data_dir=str(paths[b]), cache_dir=str(cache / b), **kw)
+    bl = builder_class(b)(config_name=config, data_dir=str(paths[release or b]), cache_dir=str(cache / (release or b)), **kw)
     bl.download_and_prepare()
     return bl
+
+
+def _rows(ds, previewer):
+    return ds.with_format("arrow").data.table.select([c for c in previewer.columns if c in ds.column_names]).to_pylist()
+
+
+def _jpeg(data: bytes) -> bool:
+    return data[:3] == bytes((0xFF, 0xD8, 0xFF))
+
+
+def _pixels(data: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"), dtype=np.int16)
+
+
+def _old_jpeg(png: bytes) -> bytes:
+    """The old encoder's JPEG of the picture a PNG holds (quality 80, baseline, 4:2:0)."""
+    buf = io.BytesIO()
+    Image.open(io.BytesIO(png)).convert("RGB").save(buf, format="JPEG", quality=80, optimize=False, progressive=False, subsampling=2)
+    return buf.getvalue()
+
+
+#: every previewer on its sample release (and RefCOCO-M at its real image size; M4Seg with its photos), and whether
+#: its pictures are drawn over a photograph or a video frame
+COMPARED = [(b, c, None, {}, b not in ("m4seg", "syn4d") or c == "challenge") for b, c in CASES] + [
+    ("refcoco_m", "expressions", "refcoco_m_large", {}, True), ("refcoco_m", "images", "refcoco_m_large", {}, True),
+    ("m4seg", "default", None, {"image_root": "m4img", "splits": ("test",)}, True)]
+
+
+@pytest.mark.parametrize("benchmark,config,release,kw,photo", COMPARED, ids=lambda v: v if isinstance(v, str) else None)
+def test_previews_against_the_previous_output(releases, monkeypatch, benchmark, config, release, kw, photo):
+    """Issue 32: the format follows from the picture (JPEG over a photograph or a video frame, PNG on a flat canvas),
+    each picture encoded once. Against the previous path (``oracles.previews``: PNG, re-encoded as JPEG past 48 KB;
+    every row decoded and drawn): a row whose format stays PNG or stays JPEG gives the same bytes; a photograph's
+    preview that was a PNG (a small image enlarged) is now exactly the JPEG the old encoder made of that same picture,
+    within q80's error of the lossless PNG (stated: mean absolute difference <= 5 levels, PSNR >= 28 dB on these
+    noise textures, JPEG's worst case)."""
+    from oracles import previews as old
+
+    paths, _ = releases
+    kw = {k: str(paths[v]) if k == "image_root" else v for k, v in kw.items()}
+    bl = _builder(releases, benchmark, config, release, **kw)
+    ds = bl.as_dataset(list(bl.info.splits)[-1])
+    new = [c["bytes"] for c in previews.add_preview(ds, benchmarks.get(benchmark), bl, config).with_format("arrow")["preview"].to_pylist()]
+    pv = benchmarks.get(benchmark).preview(bl, config)
+    with monkeypatch.context() as mp:
+        old.old_path(mp)
+        before = [pv.draw(r) for r in _rows(ds, pv)]
+    seen = Counter()
+    for was, now in zip(before, new, strict=True):
+        assert _jpeg(now) == photo
+        seen["JPEG" if _jpeg(was) else "PNG", "JPEG" if _jpeg(now) else "PNG"] += 1
+        if _jpeg(was) == _jpeg(now):
+            assert now == was
+        else:  # a PNG before: the same picture, now as the old encoder's JPEG of it
+            assert not _jpeg(was) and now == _old_jpeg(was)
+            diff = np.abs(_pixels(now) - _pixels(was))
+            assert diff.mean() <= 5 and 10 * np.log10(255**2 / max(float((diff.astype(float) ** 2).mean()), 1e-9)) >= 28
+    assert sum(seen.values()) == ds.num_rows > 0, seen
+    if release == "refcoco_m_large":
+        assert seen == {("JPEG", "JPEG"): ds.num_rows}  # photographs of the real size: the very same bytes
+
+
+@pytest.mark.parametrize("benchmark,config,release", [("refcoco_m", "expressions", "refcoco_m_large"), ("r4d_bench", "all_queries", None),
+                                                      ("m4seg", "default", None), ("reason_av_edit", "default", None)])
+def test_previews_are_deterministic_whatever_came_before(releases, monkeypatch, benchmark, config, release):
+    """Two runs, one over the rows in order and one in reverse (so neither a kept canvas nor a shared picture carries
+    over the same way): the same bytes for every row. In order, each picture is encoded once and each image decoded
+    once per run of rows over it (the expressions of one sample share one drawing)."""
+    from perckit.draw import figures
+
+    bl = _builder(releases, benchmark, config, release)
+    ds = bl.as_dataset(list(bl.info.splits)[-1])
+    rows = _rows(ds, benchmarks.get(benchmark).preview(bl, config))
+    counts = Counter()
+    for name, mod in (("save", Image.Image), ("open_canvas", figures)):
+        fn = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, _fn=fn, _name=name, **k: (counts.update([_name]), _fn(*a, **k))[1])
+    pv = benchmarks.get(benchmark).preview(bl, config)
+    first = [pv(r) for r in rows]
+    if benchmark == "refcoco_m":  # the rows of an image, and of a sample, are consecutive
+        pictures = {(r["image"]["bytes"], r["mask"]["counts"]) for r in rows}
+        assert len(pictures) < len(rows) and counts == {"save": len(pictures), "open_canvas": len({r["image"]["bytes"] for r in rows})}
+    pv = benchmarks.get(benchmark).preview(bl, config)
+    assert [pv(r) for r in reversed(rows)][::-1] == first
 
 
 @pytest.mark.parametrize("benchmark,config", CASES)

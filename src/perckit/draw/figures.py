@@ -55,19 +55,25 @@ def open_canvas(image: bytes | dict | Image.Image | None, out_h: int, out_w: int
     """An encoded image (bytes, ``{bytes, path}`` with bytes, or a PIL image) as RGB at ``out_h`` × ``out_w``
     (JPEG decoded at a reduced scale where it can be); None when there are no bytes. Bytes that do not decode
     raise :class:`~perckit.errors.ReleaseFormatError` naming ``where``."""
-    if isinstance(image, Mapping):
-        image = image.get("bytes")
-    if image is None or (isinstance(image, (bytes, bytearray)) and not image):
+    if not has_image(image):
         return None
+    image = image["bytes"] if isinstance(image, Mapping) else image
     try:
         im = image if isinstance(image, Image.Image) else Image.open(io.BytesIO(image))
         if im.format == "JPEG":
             im.draft("RGB", (out_w, out_h))
-        im = im.convert("RGB")
+        im.load()
+        im = im if im.mode == "RGB" else im.convert("RGB")
     except (OSError, ValueError, Image.DecompressionBombError) as e:
         raise ReleaseFormatError(f"{where}: the image cannot be decoded ({type(e).__name__}: {e})") from None
     resample = Image.NEAREST if im.width <= out_w and im.height <= out_h else Image.BILINEAR
     return im if im.size == (out_w, out_h) else im.resize((out_w, out_h), resample)
+
+
+def has_image(image: bytes | dict | Image.Image | None) -> bool:
+    """True when ``image`` has a picture for :func:`open_canvas` (bytes, a ``{bytes, path}`` with bytes, a PIL image)."""
+    image = image.get("bytes") if isinstance(image, Mapping) else image
+    return image is not None and not (isinstance(image, (bytes, bytearray)) and not image)
 
 
 def outline(mask: np.ndarray, width: int = 1) -> np.ndarray:
@@ -91,15 +97,23 @@ def light(colour: tuple[int, int, int], alpha: float = FILL_ALPHA) -> tuple[int,
 def paint_masks(base: np.ndarray, masks: Sequence[tuple[np.ndarray, tuple[int, int, int]]], alpha: float = FILL_ALPHA,
                 line: int = 1) -> np.ndarray:
     """``base`` (H, W, 3 uint8) with each ``(mask, colour)`` filled at ``alpha`` and then outlined (opaque, ``line``
-    pixels wide), in order: later outlines are drawn over earlier ones."""
+    pixels wide), in order: later outlines are drawn over earlier ones. Each mask is painted within its bounding box
+    (outside it the mask is empty, so its outline there is the whole picture's)."""
     out = np.array(base, dtype=np.uint8)
     a = int(round(alpha * 256))
-    for m, colour in masks:
-        px = out[m].astype(np.uint16)
-        out[m] = ((px * (256 - a) + np.asarray(colour, dtype=np.uint16) * a) >> 8).astype(np.uint8)
-    for m, colour in masks:
-        out[outline(m, line)] = colour
+    boxes = [_box(m) for m, _ in masks]
+    for (m, colour), box in zip(masks, boxes):
+        sub = out[box]
+        np.copyto(sub, ((sub.astype(np.uint16) * (256 - a) + np.asarray(colour, dtype=np.uint16) * a) >> 8).astype(np.uint8), where=m[box][..., None])
+    for (m, colour), box in zip(masks, boxes):
+        out[box][outline(m[box], line)] = colour
     return out
+
+
+def _box(mask: np.ndarray) -> tuple[slice, slice]:
+    """The slices of the bounding box of a 2-D boolean mask (empty slices for an empty mask)."""
+    rows, cols = np.flatnonzero(mask.any(1)), np.flatnonzero(mask.any(0))
+    return (slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)) if rows.size else (slice(0, 0), slice(0, 0))
 
 
 def mask_overlay(image: bytes | dict | Image.Image | None, gt: dict | None, pred: dict | None, scale: int = 1,

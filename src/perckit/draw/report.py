@@ -56,11 +56,14 @@ class Frames:
 
 
 def overlay(image: Any, gt: Any, pred: Any) -> Image.Image | None:
-    """``gt`` and ``pred`` (each an RLE, else left out) over ``image`` (None: a neutral canvas); None for neither."""
+    """``gt`` and ``pred`` (each an RLE, else left out) over ``image`` (None: a neutral canvas); None for neither.
+    Its ``info["photo"]`` says whether it is drawn over an image (:func:`data_uri` encodes it as JPEG then)."""
     gt, pred = (m if previews.is_rle(m) else None for m in (gt, pred))
     if gt is None and pred is None:
         return None
-    return figures.mask_overlay(image, gt, pred, scale=max(MAX_SIDE // max((gt or pred)["size"]), 1))
+    im = figures.mask_overlay(image, gt, pred, scale=max(MAX_SIDE // max((gt or pred)["size"]), 1))
+    im.info["photo"] = figures.has_image(image)
+    return im
 
 
 def _r4d_masks(s: Mapping, ref: Mapping, pred: Mapping, row: Mapping, frames: Frames) -> list:
@@ -133,12 +136,12 @@ PAGES = {
 
 
 def data_uri(im: Image.Image, side: int = MAX_SIDE) -> str:
-    """``im`` shrunk to ``side`` as a ``data:`` URI, encoded as a preview (:func:`perckit.draw.previews.encode`)."""
+    """``im`` shrunk to ``side`` as a ``data:`` URI, encoded as a preview (:func:`perckit.draw.previews.encode`):
+    JPEG when ``im.info["photo"]`` (an :func:`overlay` over an image), else PNG."""
+    photo = bool(im.info.get("photo"))
     if max(im.size) > side:
         im = im.resize(previews.fit_size(im.height, im.width, side)[::-1], Image.BILINEAR)
-    data = previews.encode(im)
-    kind = "jpeg" if data[:3] == bytes((0xFF, 0xD8, 0xFF)) else "png"
-    return f"data:image/{kind};base64,{base64.b64encode(data).decode('ascii')}"
+    return f"data:image/{'jpeg' if photo else 'png'};base64,{base64.b64encode(previews.encode(im, photo)).decode('ascii')}"
 
 
 def _worst(s: Mapping, page: Page) -> tuple[float, str] | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..draw import previews
+from ..draw.figures import has_image
 from .features import IMAGE_FILES
 
 #: The long side of one image's tile (before the row of tiles is shrunk to the preview's long side).
@@ -45,7 +46,7 @@ def row_preview(row: Mapping[str, Any]) -> bytes:
             tiles.append(t)
     if not tiles:
         return previews.blank("no image to draw")
-    return previews.encode(previews.row_of_tiles(tiles))
+    return previews.encode(previews.row_of_tiles(tiles), any(has_image(p) for p in photos[:len(images)]))
 
 
 def make_previewer(builder: Any, config: str) -> previews.Previewer | None:

@@ -15,18 +15,21 @@ from typing import Any, Mapping
 from PIL import Image
 
 from ..draw import previews
+from ..draw.figures import has_image
 from ..io.paths import read_regular_file
 from .layout import MAX_IMAGE_BYTES
 from .read import read_scene
 
 
 class _Frames:
-    """The frame images of a release, one scene's COCO file read on first use."""
+    """The frame images of a release, one scene's COCO file read on first use; the last frame read is kept (the
+    queries of a scene are consecutive rows, many on the same first frame)."""
 
     def __init__(self, builder: Any) -> None:
         self.builder = builder
         self.root: Path | None = None
         self.scenes: dict[str, Any] = {}
+        self.last: tuple[Any, bytes] = (None, b"")
 
     def image(self, scene: str, frame_id: int | None) -> tuple[bytes | None, tuple[int, int] | None]:
         cfg = self.builder.config
@@ -40,8 +43,10 @@ class _Frames:
         fr = info.frames.get(frame_id)
         if fr is None:
             return None, None
-        data = read_regular_file(info.folder / fr.file_name, f"R4D-Bench scene {scene!r} frame {frame_id}", MAX_IMAGE_BYTES)
-        return data, (fr.height, fr.width)
+        if self.last[0] != (scene, frame_id):
+            where = f"R4D-Bench scene {scene!r} frame {frame_id}"
+            self.last = ((scene, frame_id), read_regular_file(info.folder / fr.file_name, where, MAX_IMAGE_BYTES))
+        return self.last[1], (fr.height, fr.width)
 
 
 def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
@@ -54,7 +59,7 @@ def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
             t = previews.masks_tile(row.get("image"), [a.get("segmentation") for a in anns], [h, w] if isinstance(h, int) and isinstance(w, int) else None,
                                     f"R4D-Bench frame {row.get('scene')!r}/{row.get('frame_id')!r}",
                                     colours=[previews.object_colour(tracks[a.get("track_id")]) for a in anns] or None)
-            return previews.encode(Image.fromarray(t)) if t is not None else previews.blank("no image")
+            return previews.encode_tile(t, row.get("image"), "no image")
 
         return previews.Previewer(frame_preview, ("scene", "frame_id", "image", "annotations", "height", "width"), "r4d_bench/frames")
     if config not in ("all_queries", "subset_36"):
@@ -75,7 +80,7 @@ def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
         im = Image.fromarray(t)
         if first is None:
             im = previews.with_note(im, "negative query: no referred object")
-        return previews.encode(im)
+        return previews.encode(im, has_image(data))
 
     return previews.Previewer(query_preview, ("query_id", "scene", "frames"), f"r4d_bench/{config}",
                               legend=lambda row: previews.mask_legend(["the referred object's mask on its first annotated frame"]))

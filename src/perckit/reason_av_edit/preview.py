@@ -41,7 +41,7 @@ def row_preview(row: Mapping[str, Any]) -> bytes:
     im = Image.fromarray(previews.tile(canvas, drawn, out_h, out_w))
     if not has_mask:
         im = previews.with_note(im, f"frame {index}: no anchor mask for this sample")
-    return previews.encode(im)
+    return previews.encode(im, photo=True)
 
 
 def make_previewer(builder: Any, config: str) -> previews.Previewer | None:

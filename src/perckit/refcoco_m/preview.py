@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from PIL import Image
-
 from ..draw import previews
 
 
@@ -16,21 +14,21 @@ def expression_preview(row: Mapping[str, Any]) -> bytes:
     """The image with the expression's mask (fill + outline)."""
     where = f"RefCOCO-M expression {row.get('expression_id')!r}"
     t = previews.masks_tile(row.get("image"), [row.get("mask")], [row.get("height"), row.get("width")], where)
-    return previews.encode(Image.fromarray(t)) if t is not None else previews.blank("no image and no mask")
+    return previews.encode_tile(t, row.get("image"), "no image and no mask")
 
 
 def image_preview(row: Mapping[str, Any]) -> bytes:
     """The image with every referred object's mask, one colour per object."""
     where = f"RefCOCO-M image {row.get('image_id')!r}"
     masks = [s.get("mask") for s in (row.get("samples") or []) if isinstance(s, Mapping)]
-    t = previews.masks_tile(row.get("image"), masks, None, where)
-    return previews.encode(Image.fromarray(t)) if t is not None else previews.blank("no image and no mask")
+    return previews.encode_tile(previews.masks_tile(row.get("image"), masks, None, where), row.get("image"), "no image and no mask")
 
 
 def make_previewer(builder: Any, config: str) -> previews.Previewer | None:
     """The previewer of ``config`` (``expressions`` or ``images``)."""
     if config == "expressions":
-        return previews.Previewer(expression_preview, ("image", "mask", "height", "width", "expression_id"), "refcoco_m/expressions",
+        picture = ("image", "mask", "height", "width")  # the expressions of one sample share their picture
+        return previews.Previewer(expression_preview, picture + ("expression_id",), "refcoco_m/expressions", same=picture,
                                   legend=lambda row: previews.mask_legend(["the referred object's mask"], row.get("image")))
     if config == "images":
         return previews.Previewer(image_preview, ("image", "samples", "image_id"), "refcoco_m/images")

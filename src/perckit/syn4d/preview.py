@@ -62,7 +62,7 @@ def row_preview(row: Mapping[str, Any]) -> bytes:
                 if pts:
                     x, y = pts[0]
                     draw.ellipse([x - 3, y - 3, x + 3, y + 3], fill=colour, outline=figures.BLACK)
-    return previews.encode(im)
+    return previews.encode(im, frame is not None)
 
 
 def legend(row: Mapping[str, Any]) -> list:
