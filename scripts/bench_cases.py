@@ -883,8 +883,9 @@ def case_convert_previews(quick: bool = False) -> list[dict]:
     360x480 to 480x640 (refcoco_m_build's release; quick: 120 images, reported only): ``python -m perckit -q convert
     refcoco_m`` (the default ``expressions`` config, its ``preview`` column, the Parquet export) against ``python -c``
     building that config with ``download_and_prepare`` (:data:`_BUILD_CHILD`), each a fresh process through
-    :data:`_LAUNCHER` into a fresh cache (and output folder), interleaved, 2 rounds (quick: 1). CPU seconds (user +
-    system, ``os.wait4``), the least of each: target <= 2; the peak RSS (the largest of each) is reported beside it."""
+    :data:`_LAUNCHER` into a fresh cache (and output folder), run build, convert, build (quick: build, convert; about
+    30 s on 2 idle cores, a third of it writing the release). CPU seconds (user + system, ``os.wait4``), the least of
+    each: target <= 2; the peak RSS (the largest of each) is reported beside it."""
     import json
     import subprocess
     import sys
@@ -892,7 +893,7 @@ def case_convert_previews(quick: bool = False) -> list[dict]:
     from perckit.samples import write_release
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-convert-previews-"))
-    n, repeat = (120, 1) if quick else (600, 2)
+    n, order = (120, ("build", "convert")) if quick else (600, ("build", "convert", "build"))
     commands = {
         "build": [sys.executable, "-c", _BUILD_CHILD, str(tmp / "rel"), str(tmp / "cache")],
         "convert": [sys.executable, "-m", "perckit", "-q", "convert", "refcoco_m", "--data-dir", str(tmp / "rel"),
@@ -901,17 +902,16 @@ def case_convert_previews(quick: bool = False) -> list[dict]:
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     try:
         write_release("refcoco_m", tmp / "rel", num_images=n, shards=2, min_size=(360, 480), max_size=(480, 640))
-        for _ in range(repeat):
-            for name, cmd in commands.items():
-                for folder in ("cache", "out"):  # removed here, not in the measured process
-                    shutil.rmtree(tmp / folder, ignore_errors=True)
-                with open(tmp / "err", "wb") as err:
-                    subprocess.run([sys.executable, "-c", _LAUNCHER, str(tmp / "launcher.json"), *cmd], stdout=subprocess.DEVNULL,
-                                   stderr=err, check=True)
-                code, _, rss_kib, cpu = json.loads((tmp / "launcher.json").read_text())
-                if code != 0:
-                    raise RuntimeError(f"{name} exited {code}: {(tmp / 'err').read_text()[-2000:]}")
-                runs[name].append((cpu, rss_kib / 1024))
+        for name in order:
+            for folder in ("cache", "out"):  # removed here, not in the measured process
+                shutil.rmtree(tmp / folder, ignore_errors=True)
+            with open(tmp / "err", "wb") as err:
+                subprocess.run([sys.executable, "-c", _LAUNCHER, str(tmp / "launcher.json"), *commands[name]],
+                               stdout=subprocess.DEVNULL, stderr=err, check=True)
+            code, _, rss_kib, cpu = json.loads((tmp / "launcher.json").read_text())
+            if code != 0:
+                raise RuntimeError(f"{name} exited {code}: {(tmp / 'err').read_text()[-2000:]}")
+            runs[name].append((cpu, rss_kib / 1024))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     (cpu_b, rss_b), (cpu_c, rss_c) = ((min(c for c, _ in runs[k]), max(r for _, r in runs[k])) for k in ("build", "convert"))
@@ -919,9 +919,9 @@ def case_convert_previews(quick: bool = False) -> list[dict]:
     return [
         row("convert_previews", f"CPU, convert / build alone, {n} images", cpu_c / cpu_b, "<= 2" if gate else None,
             cpu_c / cpu_b <= 2 if gate else None, f"perckit convert refcoco_m (expressions, default previews) {cpu_c:.2f} CPU s, "
-            f"the build alone {cpu_b:.2f} CPU s (fresh processes, least of {repeat}, interleaved)"),
+            f"the build alone {cpu_b:.2f} CPU s (fresh processes, run {', '.join(order)}; the least of each)"),
         row("convert_previews", f"peak RSS, convert / build alone, {n} images", rss_c / rss_b, None, None,
-            f"perckit convert {rss_c:.0f} MB, the build alone {rss_b:.0f} MB (largest of {repeat})"),
+            f"perckit convert {rss_c:.0f} MB, the build alone {rss_b:.0f} MB (the largest of each)"),
     ]
 
 
