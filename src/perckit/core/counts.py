@@ -119,9 +119,10 @@ def _scan_counts(offsets, data, runs):
     return out
 
 
-@lru_cache(maxsize=1)
-def _compiled():
-    return _numba().njit(cache=True, nogil=True)(_scan_counts)
+@lru_cache(maxsize=None)
+def _compiled(body):
+    """A kernel's body compiled once per process (its machine code cached on disk)."""
+    return _numba().njit(cache=True, nogil=True)(body)
 
 
 def scan_counts(offsets: np.ndarray, data: np.ndarray, runs: np.ndarray = _NO_RUNS) -> np.ndarray:
@@ -134,7 +135,7 @@ def scan_counts(offsets: np.ndarray, data: np.ndarray, runs: np.ndarray = _NO_RU
     ``offsets``: n + 1 non-decreasing int32 or int64 values; ``data``: uint8 (an Arrow string or binary column's
     buffers, read without a copy). ``runs``: an int64 array as long as ``data`` to receive the runs of string i
     at ``runs[offsets[i]:offsets[i] + rows[i, RUNS]]`` (for status 0 and 5), or empty (the default) for none."""
-    return _compiled()(offsets, data, runs)
+    return _compiled(_scan_counts)(offsets, data, runs)
 
 
 def _sample_runs(ends, h, rows, cols, out):
@@ -152,21 +153,16 @@ def _sample_runs(ends, h, rows, cols, out):
             out[j, i] = (k & 1) == 1
 
 
-@lru_cache(maxsize=1)
-def _compiled_sampler():
-    return _numba().njit(cache=True, nogil=True)(_sample_runs)
-
-
 def sample_runs(ends: np.ndarray, h: int, rows: np.ndarray, cols: np.ndarray, out: np.ndarray) -> None:
     """Fill ``out[j, i]`` (bool, ``[len(cols), len(rows)]``) with pixel (``rows[i]``, ``cols[j]``) of the column-major
     mask of height ``h`` whose run ends (the cumulative sums of its runs) are ``ends``: foreground when an odd number
     of run ends lie at or before the pixel. One binary search per column, then a walk forward over the run ends while
     ``rows`` rise (int64 arrays)."""
-    _compiled_sampler()(ends, np.int64(h), rows, cols, out)
+    _compiled(_sample_runs)(ends, np.int64(h), rows, cols, out)
 
 
 def scan_one(counts: bytes, runs: np.ndarray = _NO_RUNS) -> tuple[int, int, int, int]:
     """:func:`scan_counts` of one counts string (the n = 1 column): ``(status, total, runs, offset)``; ``runs``
     (as long as ``counts``, or empty) receives its runs from index 0."""
-    row = _compiled()(np.array([0, len(counts)], dtype=np.int64), np.frombuffer(counts, dtype=np.uint8), runs)[0]
+    row = _compiled(_scan_counts)(np.array([0, len(counts)], dtype=np.int64), np.frombuffer(counts, dtype=np.uint8), runs)[0]
     return int(row[0]), int(row[1]), int(row[2]), int(row[3])

@@ -147,9 +147,8 @@ def masks_tile(image: Any, masks: Sequence[Any], size_hw: Sequence[int] | None, 
     valid = [(i, m) for i, m in enumerate(masks) if is_rle(m)]
     if size_hw is None or len(size_hw) != 2 or not all(isinstance(v, int) and v > 0 for v in size_hw):
         size_hw = valid[0][1]["size"] if valid else None
-    if size_hw is None:
-        base = canvas(image, max_side, max_side, where)
-        return None if base is None else tile(base, [], max_side, max_side)
+    if size_hw is None:  # the image alone, if any
+        return canvas(image, max_side, max_side, where)
     h, w = int(size_hw[0]), int(size_hw[1])
     out_h, out_w = fit_size(h, w, max_side)
     base = canvas(image, out_h, out_w, where)
