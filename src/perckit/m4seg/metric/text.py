@@ -337,23 +337,22 @@ def close_meteor() -> None:
 
 def ptb_tokenize(texts: Mapping[str, str]) -> dict[str, str]:
     """Each text PTB-tokenised as pycocoevalcap's ``PTBTokenizer().tokenize`` does (GLaMM's call): the same Stanford
-    CoreNLP jar, command, input file (one text a line) and punctuation list, run here so that the JVM's stderr is
+    CoreNLP jar, command, input (one text a line) and punctuation list, run here so that the JVM's stderr is
     captured: its ``PTBTokenizer tokenized N tokens`` line is not printed, and a JVM that fails is a
-    :class:`TextToolUnavailable` with its message (pycocoevalcap would hand back empty texts). The input file is
-    written to a temporary folder, not into pycocoevalcap's package folder."""
+    :class:`TextToolUnavailable` with its message (pycocoevalcap would hand back empty texts). The texts go to the
+    tokenizer on stdin (one a line; it reads stdin when given no file), so nothing is written, neither into
+    pycocoevalcap's package folder (which may be read-only) nor anywhere else."""
     import subprocess
-    import tempfile
 
     from pycocoevalcap.tokenizer import ptbtokenizer as ptb
 
     if not texts:
         return {}
-    with tempfile.TemporaryDirectory(prefix="perckit-ptb-") as tmp:
-        source = Path(tmp) / "texts.txt"
-        source.write_bytes("\n".join(t.replace("\n", " ") for t in texts.values()).encode())
-        cmd = ["java", "-cp", ptb.STANFORD_CORENLP_3_4_1_JAR, "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines",
-               "-lowerCase", str(source)]
-        done = subprocess.run(cmd, cwd=Path(ptb.__file__).resolve().parent, stdin=subprocess.DEVNULL, capture_output=True)
+    # the texts on stdin (the tokenizer reads it when given no file): no scratch file to write
+    cmd = ["java", "-cp", ptb.STANFORD_CORENLP_3_4_1_JAR, "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines",
+           "-lowerCase"]
+    done = subprocess.run(cmd, cwd=Path(ptb.__file__).resolve().parent, capture_output=True,
+                          input="\n".join(t.replace("\n", " ") for t in texts.values()).encode())
     if done.returncode != 0:
         raise TextToolUnavailable(f"METEOR: the PTB tokenizer ({' '.join(cmd[:4])}) failed with exit code {done.returncode}: "
                                   + " ".join(done.stderr.decode(errors="replace").split())[-500:])
