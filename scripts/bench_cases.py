@@ -195,8 +195,8 @@ def case_refer_iou(quick: bool = False) -> list[dict]:
 # ---------------------------------------------------------------- refer_iou from the command line
 
 
-#: Pairs of the command line's large run (quick: 20k), and of its start-up run.
-CLI_PAIRS, CLI_FIRST_PAIRS = 200_000, 100
+#: Pairs of the command line's start-up run.
+CLI_FIRST_PAIRS = 100
 #: A small process that runs the command in its argv[2:] and writes ``[exit code, wall seconds, peak RSS KiB, CPU
 #: seconds]`` of it to the file argv[1] (``os.wait4``). Started from it, the command's peak RSS is its own: a child of this
 #: large process would start with this process's high-water mark (fork copies it; exec keeps the larger).
@@ -238,59 +238,143 @@ def run_measured(commands: list[list[str]], tmp: Path, repeat: int = 3) -> list[
 
 
 def case_refer_iou_cli(quick: bool = False) -> list[dict]:
-    """``perckit evaluate refer_iou`` as a user runs it (a fresh process, the rows from two JSON Lines files):
-
-    - start-up: from the command to the first score, :data:`CLI_FIRST_PAIRS` pairs, against ``python -c "import
-      perckit"`` plus the scoring of those pairs by the core function in a fresh process (:data:`_CORE_CHILD`'s own
-      seconds: the metric's imports and numba's first compiled call are part of any scoring; target <= 2);
-    - at :data:`CLI_PAIRS` pairs (tiled from refer_iou's :data:`REFER_IOU_PAIRS` generated pairs): the command's wall
-      time and peak RSS against the core function's (:func:`perckit.refcoco_m.metric.refer_iou` in its own process,
-      the rows read with ``json``; targets <= 1.2 each).
-
-    Best of 3 rounds (quick: 1 round of 20k pairs), the commands of a comparison interleaved, the peak RSS the largest
-    seen; the CPU seconds (``os.wait4``) are reported beside each ratio: on a loaded machine they are the steadier."""
+    """``perckit evaluate refer_iou`` as a user runs it (a fresh process, the rows from two JSON Lines files), from the
+    command to the first score, :data:`CLI_FIRST_PAIRS` pairs, against ``python -c "import perckit"`` plus the scoring
+    of those pairs by the core function in a fresh process (:data:`_CORE_CHILD`'s own seconds: the metric's imports and
+    numba's first compiled call are part of any scoring; target <= 2). Best of 3 rounds (quick: 1), the commands
+    interleaved; the CPU seconds (``os.wait4``) are reported beside the ratio. The command at 200k pairs against the
+    core function, the accumulator and the evaluate module: :func:`case_refer_iou_200k`."""
     import json
     import sys
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-refer-iou-cli-"))
-    repeat, n = (1, 20_000) if quick else (3, CLI_PAIRS)
+    repeat = 1 if quick else 3
     try:
-        def files(name: str, rows: tuple[list[dict], list[dict]]) -> list[str]:
-            paths = [tmp / f"{name}-{side}.jsonl" for side in ("predictions", "references")]
-            for path, side in zip(paths, rows):
-                path.write_text("".join(json.dumps(r) + "\n" for r in side))
-            return [str(p) for p in paths]
-
-        def cli(paths: list[str]) -> list[str]:
-            return [sys.executable, "-m", "perckit", "evaluate", "refer_iou", "--predictions", paths[0], "--references",
-                    paths[1], "--format", "json"]
-
-        first = files("first", refer_iou_pairs(CLI_FIRST_PAIRS))
+        first = [tmp / f"first-{side}.jsonl" for side in ("predictions", "references")]
+        for path, side in zip(first, refer_iou_pairs(CLI_FIRST_PAIRS)):
+            path.write_text("".join(json.dumps(r) + "\n" for r in side))
+        cli = [sys.executable, "-m", "perckit", "evaluate", "refer_iou", "--predictions", str(first[0]), "--references",
+               str(first[1]), "--format", "json"]
         (t_import, _, _, cpu_import), (_, _, outs, cpu_score), (t_first, _, _, cpu_first) = run_measured(
-            [[sys.executable, "-c", "import perckit"], [sys.executable, "-c", _CORE_CHILD, *first], cli(first)], tmp, repeat)
+            [[sys.executable, "-c", "import perckit"], [sys.executable, "-c", _CORE_CHILD, *map(str, first)], cli], tmp, repeat)
         t_score, cpu_score = min(json.loads(o)["seconds"] for o in outs), cpu_score - cpu_import
-        large = files("large", refer_iou_pairs(n, unique=REFER_IOU_PAIRS))
-        (t_core, rss_core, outs_core, cpu_core), (t_cli, rss_cli, outs_cli, cpu_cli) = run_measured(
-            [[sys.executable, "-c", _CORE_CHILD, *large], cli(large)], tmp, repeat)
-        miou_core, miou_cli = json.loads(outs_core[-1])["miou"], json.loads(outs_cli[-1])["miou"]
-        if miou_cli != miou_core:
-            raise RuntimeError(f"perckit evaluate's miou {miou_cli!r} is not the core function's {miou_core!r}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     floor = t_import + t_score
-    gate = not quick  # 20k pairs: start-up weighs more than at 200k, the figures are reported
     return [
         row("refer_iou cli", f"first score / (import + scoring), {CLI_FIRST_PAIRS} pairs", t_first / floor, "<= 2",
             t_first / floor <= 2, f"perckit evaluate {t_first:.2f}s; python -c 'import perckit' {t_import:.2f}s + scoring "
             f"{t_score:.2f}s (CPU seconds: {cpu_first:.2f} / ({cpu_import:.2f} + {cpu_score:.2f}) = "
             f"{cpu_first / (cpu_import + cpu_score):.2f})"),
-        row("refer_iou cli", f"time, cli / core, {n // 1000}k pairs", t_cli / t_core, "<= 1.2" if gate else None,
-            t_cli / t_core <= 1.2 if gate else None, f"perckit evaluate {t_cli:.2f}s, core function {t_core:.2f}s "
-            f"(each a fresh process reading the same two files; miou {miou_cli:.4f} in both; CPU seconds {cpu_cli:.2f} / "
-            f"{cpu_core:.2f} = {cpu_cli / cpu_core:.2f})"),
-        row("refer_iou cli", f"peak RSS, cli / core, {n // 1000}k pairs", rss_cli / rss_core, "<= 1.2" if gate else None,
-            rss_cli / rss_core <= 1.2 if gate else None, f"perckit evaluate {rss_cli:.0f} MB, core function {rss_core:.0f} MB"),
     ]
+
+
+# ---------------------------------------------------------------- refer_iou at 200k pairs, four ways
+
+
+#: Pairs of the four-way scoring comparison (and with ``quick``), and the batch size of the evaluate module's add_batch loop.
+SCORING_PAIRS, SCORING_QUICK_PAIRS, SCORING_BATCH = 200_000, 20_000, 1_000
+#: One way of scoring the two JSON Lines files argv[2:4] (argv[1]: core, accumulator, evaluate or cli), in a fresh
+#: process. The entry point is imported first, untimed (evaluate's import loads transformers and torch when they are
+#: installed, as here: seconds that are no part of the scoring); the timed work is everything after it: reading the two
+#: files (the three library ways with the standard ``json``, the collector paused, as perckit's readers do; the command
+#: line with its own reader), every module imported on the way, and scoring. The last line printed is
+#: ``{"miou", "seconds", "cpu"}`` of that work (``cpu``: ``time.process_time``, every thread of the process).
+_SCORING_CHILD = """\
+import gc, json, sys, time
+kind, pred_path, ref_path = sys.argv[1:4]
+if kind == "core":
+    from perckit.refcoco_m.metric import refer_iou
+elif kind == "accumulator":
+    from perckit.hf.accumulate import accumulator
+elif kind == "evaluate":
+    import evaluate, perckit
+else:
+    from perckit.__main__ import main
+t, c = time.perf_counter(), time.process_time()
+
+def read():
+    gc.disable()
+    rows = [[json.loads(line) for line in open(path, "rb")] for path in (pred_path, ref_path)]
+    gc.enable()
+    return rows
+
+if kind == "core":
+    miou = refer_iou(*read())["miou"]
+elif kind == "accumulator":
+    miou = accumulator("refer_iou").update(*read()).compute()["miou"]
+elif kind == "evaluate":
+    metric = perckit.load_metric("refer_iou")
+    preds, refs = read()
+    b = int(sys.argv[4])
+    for i in range(0, len(preds), b):
+        metric.add_batch(predictions=preds[i:i + b], references=refs[i:i + b])
+    miou = metric.compute()["miou"]
+else:
+    code = main(["evaluate", "refer_iou", "--predictions", pred_path, "--references", ref_path, "--format", "json"])
+    if code:
+        raise SystemExit(code)
+    miou = None
+t, c = time.perf_counter() - t, time.process_time() - c
+sys.stdout.flush()
+print("\\n" + json.dumps({"miou": miou, "seconds": t, "cpu": c}))
+"""
+
+
+def case_refer_iou_200k(quick: bool = False, rounds: int = 1) -> list[dict]:
+    """``refer_iou`` at :data:`SCORING_PAIRS` pairs four ways, each in a fresh process (:data:`_SCORING_CHILD`,
+    started through :data:`_LAUNCHER` so that its peak RSS is its own): the core function
+    (:func:`perckit.refcoco_m.metric.refer_iou`), the accumulator (``accumulator("refer_iou").update(...).compute()``),
+    the evaluate module (``perckit.load_metric("refer_iou")``, ``add_batch`` in batches of :data:`SCORING_BATCH`, then
+    ``compute()``, its cache file in evaluate's default place) and the command line (``perckit evaluate refer_iou``,
+    its ``main`` called in the process). The rows are tiled from refer_iou's :data:`REFER_IOU_PAIRS` generated pairs.
+
+    Time: the CPU seconds of the work after the entry point's import (see :data:`_SCORING_CHILD`; the same rule in all
+    four), its wall seconds reported beside. Memory: the peak RSS of the whole process (``os.wait4``), nothing
+    subtracted, imports included in all four (evaluate's transformers and torch too). Targets against the core
+    function: evaluate <= 1.5 in time and <= 2 in memory, the accumulator and the command line <= 1.2 in both.
+    ``rounds`` rounds, the four interleaved in each; per way the least CPU seconds and the largest peak RSS. Quick:
+    :data:`SCORING_QUICK_PAIRS` pairs, reported only (start-up and import memory weigh more)."""
+    import json
+    import sys
+
+    n = SCORING_QUICK_PAIRS if quick else SCORING_PAIRS
+    tmp = Path(tempfile.mkdtemp(prefix="bench-refer-iou-200k-"))
+    try:
+        paths = [tmp / f"{side}.jsonl" for side in ("predictions", "references")]
+        for path, side in zip(paths, refer_iou_pairs(n, unique=REFER_IOU_PAIRS)):
+            path.write_text("".join(json.dumps(r) + "\n" for r in side))
+        ways = ("core", "accumulator", "evaluate", "cli")
+        commands = [[sys.executable, "-c", _SCORING_CHILD, way, *map(str, paths), str(SCORING_BATCH)] for way in ways]
+        measured = run_measured(commands, tmp, rounds)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    figures = {}
+    for way, (_, rss, outs, process_cpu) in zip(ways, measured):
+        last = [json.loads(o.strip().splitlines()[-1]) for o in outs]
+        if way == "cli":  # the command's own JSON table, then the child's line
+            for o, r in zip(outs, last):
+                r["miou"] = json.loads(o.strip().rsplit("\n", 1)[0])["miou"]
+        figures[way] = {"cpu": min(r["cpu"] for r in last), "wall": min(r["seconds"] for r in last), "rss": rss,
+                        "process": process_cpu, "miou": {r["miou"] for r in last}}
+    if any(f["miou"] != figures["core"]["miou"] for f in figures.values()):
+        raise RuntimeError(f"the four ways give different miou: { {w: f['miou'] for w, f in figures.items()} }")
+    core, miou = figures["core"], next(iter(figures["core"]["miou"]))
+    gate = not quick
+    rows = []
+    for way, label, time_target, rss_target in (("evaluate", "evaluate module", 1.5, 2.0), ("accumulator", "accumulator", 1.2, 1.2),
+                                                ("cli", "command line", 1.2, 1.2)):
+        f = figures[way]
+        t, m = f["cpu"] / core["cpu"], f["rss"] / core["rss"]
+        rows.append(row("refer_iou 200k", f"time, {label} / core, {n:,} pairs", t, f"<= {time_target:g}" if gate else None,
+                        t <= time_target if gate else None,
+                        f"CPU seconds of the work {f['cpu']:.2f} / {core['cpu']:.2f} (wall {f['wall']:.2f} / {core['wall']:.2f} = "
+                        f"{f['wall'] / core['wall']:.2f}; the whole process, imports included, {f['process']:.2f} / "
+                        f"{core['process']:.2f} CPU seconds = {f['process'] / core['process']:.2f})"
+                        + (f"; best of {rounds} round(s), miou {miou:.4f} in all four" if way == "evaluate" else "")))
+        rows.append(row("refer_iou 200k", f"peak RSS, {label} / core, {n:,} pairs", m, f"<= {rss_target:g}" if gate else None,
+                        m <= rss_target if gate else None, f"{f['rss']:.0f} MB / {core['rss']:.0f} MB (whole process)"))
+    return rows
 
 
 # ---------------------------------------------------------------- syn4d
@@ -937,6 +1021,7 @@ CASES = {
     "mask_temporal": case_mask_temporal,
     "refer_iou": case_refer_iou,
     "refer_iou_cli": case_refer_iou_cli,
+    "refer_iou_200k": case_refer_iou_200k,
     "syn4d": case_syn4d,
     "edit_quality_frame": case_edit_quality_frame,
     "edit_quality_num_proc": case_edit_quality_num_proc,

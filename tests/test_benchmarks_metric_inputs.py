@@ -375,6 +375,97 @@ def test_lossless_forms_are_still_accepted():
     assert out["num_samples"] == 1
 
 
+# ---------------------------------------------------------------- the cache: rows straight to Arrow, read back in batches
+
+
+def _two(name, config):
+    """Two good rows of the metric on each side (the second's id suffixed "-2")."""
+    pred, ref, _ = GOOD[name, config]
+    key = next(k for k in pred if k.endswith("_id"))
+    return [pred, {**pred, key: pred[key] + "-2"}], [ref, {**ref, key: ref[key] + "-2"}]
+
+
+def _edited(name, config, side, path, value, row=0):
+    """:func:`_two` with ``path`` of row ``row`` on ``side`` set to ``value``."""
+    rows = _two(name, config)
+    where = rows[side == "references"]
+    where[row] = put(where[row], path, value)
+    return rows
+
+
+#: (id, metric, config, (prediction, reference), whether PerckitMetric writes it straight to Arrow)
+CACHE_CASES = [
+    *((f"good-{name}-{config}", name, config, lambda n=name, c=config: _two(n, c), True) for name, config in GOOD),
+    ("int-as-2.0", "mask_temporal", None, lambda: _edited("mask_temporal", None, "predictions", ("frames", 0, "frame_id"), 1.0), True),
+    ("numpy-int", "mask_temporal", None, lambda: _edited("mask_temporal", None, "references", ("evaluated_frame_ids",), np.array([1])), True),
+    ("int-for-float", "av_reasoning", None, lambda: _edited("av_reasoning", None, "references", ("fps",), 25), True),
+    ("null-mask-later", "refer_iou", None, lambda: _edited("refer_iou", None, "predictions", ("mask",), None, row=1), True),
+    ("null-string-later", "refer_iou", None, lambda: _edited("refer_iou", None, "references", ("category",), None, row=1), True),
+    # evaluate refuses a None string, dict or list in a batch's first row (its _enforce_nested_string_type), and pyarrow
+    # refuses the last two: evaluate's own add_batch takes these
+    ("null-mask-first", "refer_iou", None, lambda: _edited("refer_iou", None, "predictions", ("mask",), None), False),
+    ("empty-list", "track_id", None, lambda: _edited("track_id", None, "predictions", ("target_track_ids",), []), True),
+    ("numpy-1d", "syn4d", "tracking", lambda: _edited("syn4d", "tracking", "predictions", ("frame_indices",), np.array([0, 6, 12])), True),
+    ("numpy-3d", "syn4d", "tracking", lambda: _edited("syn4d", "tracking", "predictions", ("tracking_xyz",), np.asarray(_GT)), False),
+    ("int-a-float32-rounds", "syn4d", "depth", lambda: _edited("syn4d", "depth", "predictions", ("depth", 0, 0, 0), 2 ** 60 + 1), False),
+]
+
+
+def _cache_table(name, config, preds, refs, direct):
+    """The Arrow table evaluate's cache holds after one batch (kept in memory), written by PerckitMetric._write_direct
+    or by evaluate's own add_batch (datasets' encode_batch); and what _write_direct returned."""
+    import evaluate
+
+    m = evaluate.load(str(REPO / "metrics" / name), config, keep_in_memory=True)
+    batch = {"predictions": preds, "references": refs}
+    wrote = m._write_direct(batch) if direct else evaluate.Metric.add_batch(m, **copy.deepcopy(batch))
+    if wrote is False:
+        return None, wrote
+    m._finalize()
+    table, m.buf_writer, m.data = m.data.data.table, None, None
+    return table, wrote
+
+
+@pytest.mark.parametrize("case", range(len(CACHE_CASES)), ids=[c[0] for c in CACHE_CASES])
+def test_a_batch_written_straight_to_arrow_is_the_table_evaluate_writes(case):
+    """PerckitMetric.add_batch skips datasets' per-value encoding where pyarrow builds the same table from the checked
+    rows (perckit.hf.feature_check.arrow_direct): the cache holds the same table, schema and metadata included, as
+    evaluate's own add_batch writes; rows pyarrow refuses go the evaluate way, nothing written first."""
+    _, name, config, make, direct = CACHE_CASES[case]
+    preds, refs = make()
+    table, wrote = _cache_table(name, config, preds, refs, True)
+    assert wrote is direct
+    if direct:
+        theirs, _ = _cache_table(name, config, preds, refs, False)
+        assert table.equals(theirs, check_metadata=True)
+        assert table.schema.metadata == theirs.schema.metadata
+
+
+@pytest.mark.parametrize("keep_in_memory", [False, True], ids=["cache-file", "kept-in-memory"])
+def test_compute_streams_the_cache_with_the_numbers_and_order_of_all_rows_at_once(keep_in_memory, monkeypatch):
+    """compute reads the cache back a few rows at a time (ROWS_PER_UPDATE, 3 here), from the file with plain reads
+    (not its memory map) or from the columns kept in memory, into Accumulator.update_all: the result, per_example's
+    order included, is the core function's on all the rows, though every pair's halves lie in different batches."""
+    import evaluate
+    import pyarrow as pa
+
+    from perckit import rle
+    from perckit.hf import accumulate
+    from perckit.refcoco_m.metric import refer_iou
+
+    rng = np.random.default_rng(3)
+    refs = [{**RI_REF, "expression_id": f"e{i}", "mask": rle.encode(rng.random((4, 5)) > 0.5), "category": "ab"[i % 2]} for i in range(11)]
+    preds = [{"expression_id": f"e{i}", "mask": rle.encode(rng.random((4, 5)) > 0.5)} for i in reversed(range(11))]
+    opened = []
+    monkeypatch.setattr(accumulate, "ROWS_PER_UPDATE", 3)
+    monkeypatch.setattr(pa, "OSFile", lambda path, *a, _open=pa.OSFile: opened.append(path) or _open(path, *a))
+    m = evaluate.load(str(REPO / "metrics" / "refer_iou"), keep_in_memory=keep_in_memory)
+    for i in range(0, 11, 4):
+        m.add_batch(predictions=preds[i:i + 4], references=refs[i:i + 4])
+    assert m.compute(return_per_example=True) == refer_iou(preds, refs, return_per_example=True)
+    assert len(opened) == (0 if keep_in_memory else 1)
+
+
 # ---------------------------------------------------------------- options: every option of every metric
 
 

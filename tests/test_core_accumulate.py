@@ -37,6 +37,30 @@ def test_a_prediction_waits_for_its_reference_and_the_mean_is_golden():
     assert acc.compute()["miou"] == 0.75
 
 
+def test_update_all_leaves_the_records_in_the_order_of_one_update():
+    """Batches whose pairs straddle them (predictions reversed) give the records, hence any per-item list, of one
+    ``update`` of all the rows: the records scored before first, then the references waiting before, then the rest in
+    the references' order; ``update`` alone would leave them in the order they were completed in."""
+    ids = [f"q{i}" for i in range(7)]
+    preds, refs = [pred(k, "013") for k in reversed(ids)] + [pred("w", "004")], [ref(k) for k in ids]
+
+    def started():  # "s" scored before, the reference "w" waiting (its prediction comes last)
+        return accumulator("mask_temporal").update([pred("s", "022")], [ref("s"), ref("w")])
+
+    def order(acc):
+        return [k for k, _, _ in acc.state_dict()["records"]]
+
+    batches = [(preds[i:i + 3], refs[i:i + 3]) for i in range(0, 8, 3)]
+    one = started().update(preds, refs)
+    assert order(one) == ["s", "w", *ids]
+    assert order(started().update_all(batches)) == order(one)
+    streamed = started()
+    for p, r in batches:
+        streamed.update(p, r)
+    assert order(streamed) != order(one)  # what update_all puts right
+    assert started().update_all(batches).compute() == one.compute()
+
+
 def test_every_metric_of_a_descriptor_has_a_core():
     named = [name for name, (_, spec) in metrics().items() if spec.core is not None]
     assert sorted(named) == ["av_reasoning", "m4seg", "mask_temporal", "refer_iou", "syn4d", "track_id"]

@@ -130,3 +130,18 @@ def test_refer_iou_pairs_tile_under_new_ids_and_the_launcher_measures_a_child(tm
     del ballast
     with pytest.raises(RuntimeError, match="exited 3"):
         bench_cases.run_measured([[sys.executable, "-c", "import sys; sys.exit(3)"]], tmp_path, 1)
+
+
+@pytest.mark.slow
+def test_the_four_ways_of_scoring_refer_iou_report_six_ratios(monkeypatch):
+    """The core function, the accumulator, the evaluate module and the command line, each in its own interpreter on
+    the same two files, give the same miou (the case raises otherwise) and six ratios: no timing is asserted."""
+    import bench_cases
+
+    monkeypatch.setattr(bench_cases, "SCORING_QUICK_PAIRS", 30)
+    rows = bench_cases.case_refer_iou_200k(quick=True)
+    assert [r["measure"] for r in rows] == [f"{what}, {way} / core, 30 pairs" for way in ("evaluate module", "accumulator", "command line")
+                                            for what in ("time", "peak RSS")]
+    assert all(r["value"] > 0 and r["ok"] is None for r in rows)
+    assert "miou" in rows[0]["info"] and "whole process" in rows[0]["info"]
+

@@ -185,7 +185,8 @@ def _models(items: Sequence[str] | None, metric: str, options: dict) -> None:
 def score_files(args: argparse.Namespace, options: dict, keep: bool = False) -> tuple:
     """The scoring ``perckit evaluate`` and ``report`` run: ``--predictions`` (rows, or the benchmark's prediction
     folder, read by its reader for each reference) against ``--references`` (rows, or an export's rows projected onto
-    the metric's keys), one reference at a time through the accumulator, the scoring engine itself (av_edit_quality:
+    the metric's keys), through the accumulator (a reference at a time beside a prediction folder, else
+    :data:`~perckit.hf.accumulate.ROWS_PER_UPDATE` at a time), the scoring engine itself (av_edit_quality:
     the function its evaluate module calls); ``evaluate`` is never imported. ``(result, accumulator or None,
     predictions, references, the export's rows and split or None)``; the predictions read from a folder and the
     references are kept only with ``keep`` (the report draws them)."""
@@ -206,13 +207,16 @@ def score_files(args: argparse.Namespace, options: dict, keep: bool = False) -> 
         if folder:
             predictions = folder.read(args.predictions, [r.get(folder.key) for r in references])
         return spec.compute(predictions, references, **options), None, predictions, references, rows, split
-    from .hf.accumulate import accumulator
+    from .hf.accumulate import ROWS_PER_UPDATE, accumulator
+    from .io.prefetch import batched
 
     acc = accumulator(args.metric, args.config, **options).update(None if folder else predictions)
-    for ref in references:
-        acc.update(None, [ref])  # its id checked before its prediction file is looked for
+    # beside a folder, one pair per update: the bar counts the references (an update's own bar is for more than one pair)
+    scored = progress(references, f"scoring {args.metric}", unit="reference") if folder else references
+    for refs in batched(scored, 1 if folder else ROWS_PER_UPDATE):
+        acc.update(None, refs)  # a reference's id checked before its prediction file is looked for
         if folder:
-            read = folder.read(args.predictions, [ref[folder.key]])
+            read = folder.read(args.predictions, [refs[0][folder.key]])
             acc.update(read)
             if keep:
                 predictions += read

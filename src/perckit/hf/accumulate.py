@@ -51,6 +51,9 @@ STATE_FORMAT = "perckit-accumulator"
 STATE_VERSION = 1
 #: the largest accumulator state file read (records of a full benchmark are a few MB)
 MAX_STATE_BYTES = 1 << 30
+#: rows per :meth:`Accumulator.update` where perckit streams rows (``perckit evaluate``'s references, the evaluate modules'
+#: rows read back from evaluate's cache): few calls, and no more rows than that held as Python objects at a time
+ROWS_PER_UPDATE = 1_000
 
 def _json_safe(value: Any, where: str, callables: bool = False) -> Any:
     """``value`` as JSON data (numpy arrays and scalars as lists and numbers; NaN kept as float). ``callables``
@@ -115,11 +118,13 @@ class Accumulator:
         key = self.core.id_key
         preds = list(predictions) if isinstance(predictions, (list, tuple)) else predictions if predictions is not None else []
         refs = list(references) if isinstance(references, (list, tuple)) else references if references is not None else []
-        for side, rows, held in (("predictions", preds, (self._predictions, self._records)),
-                                 ("references", refs, (self._references, self._records, self._dropped))):
-            for k in index_by_id(rows, side, key):  # the rows' shape, their ids, repeats within the batch
-                if any(k in seen for seen in held):  # an id of this side already in, or already scored
-                    raise PredictionError(f"{side}: duplicate {key} {k!r}")
+        done = self._records.keys()  # views and sets: isdisjoint walks the smaller side
+        for side, rows, held in (("predictions", preds, (self._predictions.keys(), done)),
+                                 ("references", refs, (self._references.keys(), done, self._dropped))):
+            ids = index_by_id(rows, side, key)  # the rows' shape, their ids, repeats within the batch
+            if not all(map(ids.keys().isdisjoint, held)):  # an id of this side already in, or already scored
+                k = next(k for k in ids if any(k in seen for seen in held))
+                raise PredictionError(f"{side}: duplicate {key} {k!r}")
         selects = self.core.selects(self.opts)
         for row in refs:
             k = row[key]
@@ -129,10 +134,26 @@ class Accumulator:
                 continue
             self._references[k] = row
         self._predictions.update((row[key], row) for row in preds if row[key] not in self._dropped)
-        for k in progress([k for k in self._references if k in self._predictions], f"scoring {self.core.name}", unit="pair"):
-            record = self.core.score(self._predictions[k], self._references[k], self.opts)  # may raise: nothing is lost
-            self._records[k] = Item(record, True)
-            del self._predictions[k], self._references[k]
+        ready = [k for k in self._references if k in self._predictions]
+        with gc_paused():  # records hold no cycles; a collection pass would traverse every row and record held
+            for k in progress(ready, f"scoring {self.core.name}", unit="pair") if len(ready) > 1 else ready:  # no bar for one
+                record = self.core.score(self._predictions[k], self._references[k], self.opts)  # may raise: nothing is lost
+                self._records[k] = Item(record, True)
+                del self._predictions[k], self._references[k]
+        return self
+
+    def update_all(self, batches: Iterable[tuple[Sequence[Mapping] | None, Sequence[Mapping] | None]]) -> "Accumulator":
+        """:meth:`update` with each ``(predictions, references)`` of ``batches`` in turn, the records then in the order
+        one ``update`` of all the rows would leave them (the references' order, those waiting before first): a
+        prediction and its reference in different batches give the same ``per_example`` list as in one batch. The
+        evaluate modules' ``compute`` streams the rows read back from evaluate's cache through it. Returns the
+        accumulator."""
+        start, order = len(self._records), list(self._references)
+        for predictions, references in batches:
+            self.update(predictions, references)
+            order += [row[self.core.id_key] for row in references or ()]
+        prior = list(self._records)[:start]  # every record scored here has its reference in order
+        self._records = {k: self._records[k] for k in prior + [k for k in order if k in self._records]}
         return self
 
     def compute(self) -> dict:
@@ -147,7 +168,8 @@ class Accumulator:
                 raise PredictionError(missing_ids_message(key, list(self._references), self.core.empty_hint, self.core.lax_option))
             for k, ref in self._references.items():
                 records[k] = Item(self.core.score(None, ref, self.opts), False)
-        return self.core.reduce(list(records.values()), self.opts)
+        with gc_paused():  # as in update
+            return self.core.reduce(list(records.values()), self.opts)
 
     # ---------------------------------------------------------------- merging and state
 

@@ -6,8 +6,7 @@ and option checks each builder declares, its ``_features``), and for the media-h
 from __future__ import annotations
 
 import dataclasses
-import itertools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,7 +17,7 @@ import pyarrow as pa
 from . import hub
 from .descriptor import Benchmark
 from ..errors import OptionError, check_choice
-from ..io.prefetch import gc_paused
+from ..io.prefetch import batched, gc_paused
 from .versioning import core_fingerprint
 
 #: The name ``datasets`` gives a builder of perckit's own classes (its cache folder and ``info.builder_name``):
@@ -172,13 +171,6 @@ class PerckitTableBuilder(_PerckitOptions, datasets.ArrowBasedBuilder):
 
         for batch in batched(checked(), self.ROWS_PER_TABLE):
             yield str(batch[0][0]), rows_to_table([row for _, row in batch], schema)
-
-
-def batched(items: Iterable, size: int) -> Iterator[list]:
-    """``items`` in lists of ``size`` (the last one shorter), each taken when the previous one has been used."""
-    it = iter(items)
-    while batch := list(itertools.islice(it, size)):
-        yield batch
 
 
 _MAX_BINARY = 2**31 - 2

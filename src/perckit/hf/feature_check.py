@@ -646,6 +646,28 @@ def _compile(feature: Any, nulls: bool) -> Any:
     return _Any()
 
 
+#: The ``Value`` dtypes whose ``datasets`` encoding is a plain cast (``int(v)``, ``float(v)``, ``bool(v)``, ``str(v)``,
+#: the value itself) that pyarrow's own conversion to the dtype makes too.
+_CAST_DTYPES = frozenset(_INT_RANGES) | frozenset(_FLOAT_MAX) | {"bool", "string", "large_string", "binary", "large_binary"}
+
+
+def arrow_direct(feature: Any) -> bool:
+    """Whether checked rows of ``feature`` may go to Arrow as they are (``pyarrow.array`` with its Arrow type) instead of
+    through ``datasets``' per-value ``encode_batch``: dicts, list literals and ``Sequence`` / ``List`` / ``LargeList`` (no
+    fixed length; no ``Sequence`` of a dict) down to ``Value`` leaves of :data:`_CAST_DTYPES`.
+    There pyarrow builds the array ``datasets`` writes, or raises (an int a float32 cannot hold exactly, a 2-D numpy
+    array in a list field), as ``tests/test_benchmarks_metric_inputs.py`` checks against evaluate's own ``add_batch``."""
+    if isinstance(feature, Mapping):
+        return all(map(arrow_direct, feature.values()))
+    if isinstance(feature, (list, tuple)):
+        return len(feature) == 1 and arrow_direct(feature[0])
+    name = type(feature).__name__
+    if name in _SEQUENCE_CLASSES:
+        inner = feature.feature  # datasets 3's Sequence of a dict takes a dict of lists too
+        return getattr(feature, "length", -1) == -1 and not (name == "Sequence" and isinstance(inner, Mapping)) and arrow_direct(inner)
+    return name == "Value" and feature.dtype in _CAST_DTYPES
+
+
 class _SeqOfDict:
     """datasets 3.x ``Sequence({...})``: a list of dicts, or (the TFDS form evaluate accepts) a dict of lists."""
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
-from typing import Any, Callable, ClassVar, NamedTuple
+from typing import Any, Callable, ClassVar, Iterator, NamedTuple
 
 import evaluate
 
@@ -115,6 +115,10 @@ class Card(NamedTuple):
     reference_urls: tuple = ()
 
 
+#: evaluate 0.4's names (not public API) the direct cache write uses; where one is missing, evaluate's add_batch writes
+_EVALUATE_WRITER = ("_init_writer", "_enforce_nested_string_type", "_infer_feature_from_batch", "writer")
+
+
 class PerckitMetric(evaluate.Metric):
     """``evaluate.Metric`` whose input errors are :class:`PredictionError` naming the row and the field.
 
@@ -148,24 +152,59 @@ class PerckitMetric(evaluate.Metric):
         import datasets
 
         predictions, references = self.schemas()
-        return evaluate.MetricInfo(
+        info = evaluate.MetricInfo(
             description=self.CARD.description,
             citation=self.CARD.citation,
             inputs_description=self.CARD.inputs_description,
             features=datasets.Features({"predictions": predictions, "references": references}),
             reference_urls=list(self.CARD.reference_urls),
         )
+        # compute hands _compute the cache's Arrow columns, read a batch at a time (_batches). Set after the dataclass's
+        # check, which takes a format only for Value features (written for numpy: Arrow holds any feature).
+        info.format = "arrow"
+        return info
+
+    def _batches(self, predictions: Any, references: Any, size: int) -> Iterator[tuple[list, list]]:
+        """The rows :meth:`_compute` scores, as ``(predictions, references)`` lists of at most ``size`` rows. Rows given
+        to ``_compute`` directly come as they are, in one batch. The Arrow columns ``compute`` hands over (the module's
+        ``format="arrow"``) come as datasets' Python format gives them (``PythonFormatter``: the values, media
+        decoded), read again from the cache files they were memory-mapped from (``file_paths``, in evaluate's
+        order) with plain reads, one record batch at a time: read through the memory map, every page would stay in
+        the process's resident memory to the end (130 MB at 200k refer_iou pairs). With ``keep_in_memory`` the
+        columns are read themselves."""
+        import pyarrow as pa
+
+        if not isinstance(predictions, (pa.Array, pa.ChunkedArray)):
+            yield predictions, references
+            return
+        from datasets.formatting import PythonFormatter
+
+        python = PythonFormatter(features=self.data.features).format_column
+        if getattr(self, "buf_writer", True) is None and getattr(self, "file_paths", None):  # an OSFile: plain reads (a path would be memory-mapped)
+            tables = (pa.Table.from_batches([b]) for path in self.file_paths for b in pa.ipc.open_stream(pa.OSFile(path)))
+        else:
+            tables = [pa.table({"predictions": predictions, "references": references})]
+        for table in tables:
+            for start in range(0, table.num_rows, size):
+                part = table.slice(start, size)
+                yield python(part.select(["predictions"])), python(part.select(["references"]))
 
     def _compute(self, predictions: Any, references: Any, **options: Any) -> dict:
-        self._scoring = True  # evaluate has finalized its cache file: a failure from here on is released by compute
-        if self.ACCUMULATOR is not None:
-            from .accumulate import accumulator
+        """Score through the metric's accumulator, the rows streamed :data:`~perckit.hf.accumulate.ROWS_PER_UPDATE` at
+        a time (:meth:`_batches`; :meth:`Accumulator.update_all`: the numbers, and the order of a ``per_example``
+        list, of one ``update`` of all the rows), or through ``COMPUTE`` on all the rows: never a Python copy of every
+        row beside the user's own."""
+        from .accumulate import ROWS_PER_UPDATE, accumulator
 
-            config = self.config_name if self.config_name not in (None, "default") else None
-            return accumulator(self.ACCUMULATOR, config, **options).update(predictions, references).compute()
-        if self.COMPUTE is None:
-            raise NotImplementedError(f"{type(self).__name__}: set ACCUMULATOR or COMPUTE (the core function), or override _compute")
-        return type(self).COMPUTE(predictions, references, **options)
+        self._scoring = True  # evaluate has finalized its cache file: a failure from here on is released by compute
+        with contextlib.closing(self._batches(predictions, references, ROWS_PER_UPDATE)) as batches:  # closed on a raise too
+            if self.ACCUMULATOR is not None:
+                config = self.config_name if self.config_name not in (None, "default") else None
+                return accumulator(self.ACCUMULATOR, config, **options).update_all(batches).compute()
+            if self.COMPUTE is None:
+                raise NotImplementedError(f"{type(self).__name__}: set ACCUMULATOR or COMPUTE (the core function), or override _compute")
+            sides = list(zip(*batches)) or [(), ()]  # (the predictions' parts, the references' parts)
+        return type(self).COMPUTE(*([row for part in side for row in part] for side in sides), **options)
 
     @property
     def metric_name(self) -> str:
@@ -251,6 +290,8 @@ class PerckitMetric(evaluate.Metric):
         batch = {"predictions": predictions, "references": references, **kwargs}
         with gc_paused():
             self._refuse(batch)
+            if self._write_direct(batch):
+                return None
             try:
                 return super().add_batch(predictions=predictions, references=references, **kwargs)
             except PredictionError:
@@ -266,6 +307,37 @@ class PerckitMetric(evaluate.Metric):
                     f"{self.metric_name}: the inputs do not match the metric's declared features: "
                     + (detail or f"{type(e).__name__}: {e}")
                 ) from e
+
+    def _write_direct(self, batch: Mapping[str, Any]) -> bool:
+        """Write a checked ``batch`` to evaluate's cache as Arrow arrays that pyarrow builds from the rows with each
+        input's declared Arrow type, where ``datasets``' per-value ``encode_batch`` (three quarters of ``add_batch``)
+        would build the same (:func:`perckit.hf.feature_check.arrow_direct`); the writer, its file and its lock are
+        evaluate's own, set up as its ``add_batch`` does. False (nothing written: evaluate's ``add_batch`` takes the
+        batch) for other features, inputs other than lists, or rows pyarrow will not convert."""
+        import datasets
+        import pyarrow as pa
+
+        types = self.__dict__.get("_perckit_arrow")  # per metric instance: {input: its Arrow type} or None
+        if types is None:
+            features = self.features
+            direct = isinstance(features, datasets.Features) and all(map(feature_check.arrow_direct, features.values()))
+            types = self.__dict__["_perckit_arrow"] = {f.name: f.type for f in features.arrow_schema} if direct else {}
+        if not types or set(batch) != set(types) or not all(isinstance(batch[k], (list, tuple)) for k in types):
+            return False
+        if not all(hasattr(self, name) for name in _EVALUATE_WRITER):  # another evaluate: its own add_batch writes
+            return False
+        try:  # evaluate's own path encodes it, or refuses it (as its first row's check refuses a None string, dict or list)
+            for k in types:
+                if len(batch[k]):
+                    self._enforce_nested_string_type(self.features[k], batch[k][0])
+            arrays = {k: pa.array(batch[k], type=t) for k, t in types.items()}
+        except (pa.ArrowException, TypeError, ValueError, KeyError, OverflowError):
+            return False
+        if self.writer is None:
+            self.selected_feature_format = self._infer_feature_from_batch(batch)
+            self._init_writer()
+        self.writer.write_batch(arrays)
+        return True
 
     def add(self, *, prediction=None, reference=None, **kwargs):
         """Add one prediction and reference (see ``evaluate.EvaluationModule.add``); bad inputs raise PredictionError

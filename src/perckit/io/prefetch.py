@@ -9,11 +9,12 @@ wraps, and :func:`gc_paused` only defers collection. ``perckit.io.jsonio`` re-ex
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import queue
 import stat
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,13 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def batched(items: Iterable, size: int) -> Iterator[list]:
+    """``items`` in lists of ``size`` (the last one shorter), each taken when the previous one has been used."""
+    it = iter(items)
+    while batch := list(itertools.islice(it, size)):
+        yield batch
 
 
 def read_ahead(

@@ -8,7 +8,8 @@ its ground-truth instance mask G_i, both compressed COCO RLE compared in the RLE
   precision@t = |{i : IoU_i ≥ t}| / N for t in ``thresholds`` (0.5 .. 0.9, inclusive);
 - the same mIoU, cIoU and N per supercategory and per category.
 
-Accumulate: :func:`score_expression` scores one pair; reduce: :func:`reduce_refer_iou` (over
+Accumulate: :func:`score_expression` scores one pair; reduce: :func:`reduce_refer_iou` (:func:`reduce_labelled` on the
+references' labels, over
 :func:`perckit.core.segmentation.reduce_iou` and ``reduce_groups``); :func:`refer_iou` pairs and runs both.
 """
 
@@ -60,12 +61,19 @@ def _group(reference: Mapping, key: str) -> str:
 
 def reduce_refer_iou(references: Sequence[Mapping], scores: Sequence[seg.PairScore], options: ReferIoUOptions = ReferIoUOptions()) -> dict:
     """Reduce half: the summary, ``per_supercategory``, ``per_category`` and optionally ``per_example``."""
+    return reduce_labelled(scores, [r["expression_id"] for r in references], [_group(r, "category") for r in references],
+                           [_group(r, "supercategory") for r in references], options)
+
+
+def reduce_labelled(scores: Sequence[seg.PairScore], ids: Sequence[str], categories: Sequence[str], supercategories: Sequence[str],
+                    options: ReferIoUOptions = ReferIoUOptions()) -> dict:
+    """:func:`reduce_refer_iou` on the references' labels alone (what the accumulator's records hold of them)."""
     out = seg.reduce_iou(scores, options.thresholds)
-    out["per_supercategory"] = seg.reduce_groups(scores, [_group(r, "supercategory") for r in references], options.thresholds)
-    out["per_category"] = seg.reduce_groups(scores, [_group(r, "category") for r in references], options.thresholds)
+    out["per_supercategory"] = seg.reduce_groups(scores, supercategories, options.thresholds)
+    out["per_category"] = seg.reduce_groups(scores, categories, options.thresholds)
     if options.return_per_example:
-        out["per_example"] = [{"expression_id": r["expression_id"], "iou": s.iou, "intersection": s.intersection, "union": s.union}
-                              for r, s in zip(references, scores)]
+        out["per_example"] = [{"expression_id": i, "iou": s.iou, "intersection": s.intersection, "union": s.union}
+                              for i, s in zip(ids, scores)]
     return out
 
 
