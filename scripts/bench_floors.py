@@ -66,10 +66,11 @@ def row(case: str, measure: str, value: float, target: str | None, ok: bool | No
 
 
 class _IpcSink:
-    """One Arrow IPC stream file, opened on the first batch (its schema), removed on close."""
+    """One Arrow IPC stream file, opened on the first batch (its schema), removed on close unless ``keep``
+    (a test reads it back: the floor wrote the build's rows)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.sink, self.writer = path, None, None
+    def __init__(self, path: Path, keep: bool = False) -> None:
+        self.path, self.keep, self.sink, self.writer = path, keep, None, None
 
     def write(self, batch) -> None:
         import pyarrow as pa
@@ -83,7 +84,8 @@ class _IpcSink:
         if self.writer is not None:
             self.writer.close()
             self.sink.close()
-        self.path.unlink(missing_ok=True)
+        if not self.keep:
+            self.path.unlink(missing_ok=True)
 
 
 def _areas(rles: list[dict]) -> None:
@@ -94,29 +96,65 @@ def _areas(rles: list[dict]) -> None:
         mask_utils.area(rles[i:i + 255])
 
 
-def m4seg_parquet_floor(root: str | Path, split: str = "train", out_dir: str | Path | None = None, batch_size: int = 10_000) -> dict:
-    """pyarrow reads every ``data/{split}-*.parquet`` shard in record batches, pycocotools decodes every mask
-    (``area`` over the batch's RLE objects), every batch is written once to an Arrow IPC stream."""
+def _check_counts(counts, expected: np.ndarray) -> None:
+    """The compiled counts scan (:func:`perckit.core.counts.scan_counts`, numba) over a string column's buffers,
+    as the builds read masks: every string must scan clean and its runs sum to ``expected`` (H*W of its image)."""
+    from perckit.core.counts import OK, STATUS, TOTAL, scan_counts
+
+    bufs = counts.buffers()
+    off = np.frombuffer(bufs[1], dtype=np.int32)[counts.offset:counts.offset + len(counts) + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, dtype=np.uint8)
+    scanned = scan_counts(off, data)
+    bad = (scanned[:, STATUS] != OK) | (scanned[:, TOTAL] != expected)
+    if bad.any():
+        raise ValueError(f"floor: {int(bad.sum())} mask(s) that do not scan clean to H*W")
+
+
+def m4seg_schema():
+    """The M4Seg builder's row schema without image bytes (``perckit.m4seg.features``): what both M4Seg floors
+    write, the build's own rows (``tests/test_core_bench.py`` reads them back)."""
+    from perckit.m4seg.features import row_features
+
+    return row_features().arrow_schema.remove_metadata()
+
+
+def m4seg_parquet_floor(root: str | Path, split: str = "train", out_dir: str | Path | None = None, batch_size: int = 10_000,
+                        keep: bool = False) -> dict:
+    """pyarrow reads every ``data/{split}-*.parquet`` shard in record batches of ``batch_size`` (10,000: the
+    fastest of 1,000 / 10,000 / 65,536 here), the compiled counts scan checks every mask's counts against H*W of
+    its image (found by ``image_index`` through the ``images`` list offsets, the mask's ``size`` compared too), each
+    batch is cast to the builder's schema (int64 -> int32, float64 -> float32) and written once to an Arrow IPC
+    stream. No Python object per row or per mask."""
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    schema = m4seg_schema()
     shards = sorted(Path(root).glob(f"data/{split}-*.parquet"))
-    out = _IpcSink(Path(out_dir or tempfile.gettempdir()) / f"floor-m4seg-parquet-{os.getpid()}.arrow")
+    out = _IpcSink(Path(out_dir or tempfile.gettempdir()) / f"floor-m4seg-parquet-{os.getpid()}.arrow", keep)
     rows = masks = 0
     t0 = time.perf_counter()
     try:
         for shard in shards:
             for batch in pq.ParquetFile(shard).iter_batches(batch_size=batch_size):
-                seg = pc.list_flatten(batch.column(batch.schema.get_field_index("groundings"))).field("segmentation")
-                hw = np.asarray(pc.list_flatten(seg.field("size"))).reshape(-1, 2).tolist()
-                counts = seg.field("counts").to_pylist()
-                _areas([{"size": s, "counts": c} for s, c in zip(hw, counts)])
-                out.write(batch)
+                images, groundings = batch.column("images"), batch.column("groundings")
+                items = groundings.flatten()
+                seg = items.field("segmentation")
+                first_image = images.offsets.to_numpy()[:-1][pc.list_parent_indices(groundings).to_numpy()]
+                image = images.flatten()
+                k = first_image + items.field("image_index").to_numpy() - 1
+                h, w = image.field("height").to_numpy()[k], image.field("width").to_numpy()[k]
+                size = seg.field("size").flatten().to_numpy().reshape(-1, 2)
+                if not ((size[:, 0] == h) & (size[:, 1] == w)).all():
+                    raise ValueError("floor: a mask whose size is not its image's")
+                _check_counts(seg.field("counts"), h * w)
+                for b in pa.Table.from_batches([batch]).cast(schema).to_batches():
+                    out.write(b)
                 rows += batch.num_rows
-                masks += len(counts)
+                masks += len(items)
     finally:
         out.close()
-    return {"rows": rows, "masks": masks, "seconds": time.perf_counter() - t0}
+    return {"rows": rows, "masks": masks, "seconds": time.perf_counter() - t0, "path": str(out.path)}
 
 
 def _native_lines(path: Path, chunk: int = 1 << 20) -> Iterator[bytes]:
@@ -133,65 +171,171 @@ def _native_lines(path: Path, chunk: int = 1 << 20) -> Iterator[bytes]:
         yield tail
 
 
-def _native_rows(example: dict, mask_utils) -> tuple[dict, list, int]:
-    """A native example minimally renamed (card names, groundings flattened in image order), its compressed
-    RLEs for the batch's ``area`` call, and the number of masks converted here (polygons, uncompressed RLE)."""
-    sizes = example["image_sizes"]
-    groundings, compressed, converted = [], [], 0
-    for key, items in example.get("groundings", {}).items():
-        k = int(key[4:])
-        for g in items:
-            seg = g.get("segmentation", g.get("mask"))
-            if isinstance(seg, list) or isinstance(seg.get("counts"), list):  # polygons / uncompressed RLE
-                h, w = (seg["size"] if isinstance(seg, dict) else sizes[k - 1])
-                r = mask_utils.frPyObjects(seg, h, w)
-                r = mask_utils.merge(r) if isinstance(r, list) else r
-                mask_utils.area(r)
-                seg = {"size": r["size"], "counts": r["counts"].decode("ascii")}
-                converted += 1
+def _first(d: dict, *names: str):
+    """The first of ``names`` whose value is not None (the native spellings of one field)."""
+    for n in names:
+        v = d.get(n)
+        if v is not None:
+            return v
+    return None
+
+
+def _str(v) -> str | None:
+    return None if v is None else str(v)
+
+
+#: An entity code (``perckit.m4seg.metric.codes.CODE_RE``): a missing ``answer_span`` is its code's first mention.
+_CODE = None
+
+
+def _native_row(ex: dict, frpy, merge, compressed: list, sizes_of: list) -> tuple[dict, list]:
+    """One native example as the builder's row: the card's field names, each image's [H, W] (``image_sizes``, read
+    as [W, H] where its masks say so), the groundings of ``img_1``, ``img_2``, ... in order, a missing answer span
+    derived from the answer's entity codes. A compressed mask is kept for the batch's counts scan (``compressed``,
+    its H*W in ``sizes_of``); uncompressed RLE (its runs summed to H*W) and polygons are converted by pycocotools.
+    Returns the row and its masks in pycocotools form, for the batch's boxes."""
+    global _CODE
+    if _CODE is None:
+        import re
+
+        _CODE = re.compile(r"\b(\w+)_(\d{5}|\d{3})\b")
+    paths, given = ex["image_paths"], ex["image_sizes"]
+    per_image = sorted((int(key[4:]), gs) for key, gs in (ex.get("groundings") or {}).items())
+    said: list[set] = [set() for _ in paths]
+    for k, gs in per_image:
+        for g in gs:
+            seg = _first(g, "segmentation", "mask")
+            if type(seg) is dict:
+                said[k - 1].add(tuple(seg["size"]))
+    orders = []
+    for (a, b), ms in zip(given, said):
+        if not ms or (a == b and ms == {(a, b)}):
+            orders.append(None)
+        elif ms == {(a, b)} or ms == {(b, a)}:
+            orders.append("hw" if ms == {(a, b)} else "wh")
+        else:
+            raise ValueError("floor: image_sizes matches neither [H, W] nor [W, H] of its masks")
+    fallback = next((o for o in orders if o), "hw")
+    hws = [(b, a) if (o or fallback) == "wh" else (a, b) for (a, b), o in zip(given, orders)]
+    answer = _first(ex, "a", "answer")
+    spans: dict[int, list] | None = None
+    groundings, rles = [], []
+    for k, gs in per_image:
+        h, w = hws[k - 1]
+        for i, g in enumerate(gs):
+            seg = _first(g, "segmentation", "mask")
+            if type(seg) is list:  # polygons
+                parts = frpy(seg, h, w)
+                c = (merge(parts) if len(parts) > 1 else parts[0])["counts"]
+            elif type(seg["counts"]) is list:  # uncompressed RLE
+                if sum(seg["counts"]) != h * w:
+                    raise ValueError("floor: uncompressed counts that do not sum to H*W")
+                c = frpy(seg, h, w)["counts"]
             else:
-                compressed.append(seg)
-            groundings.append({"image_index": k, "name": g.get("name", g.get("label", g.get("category"))), "segmentation": seg})
-    out = {
-        "pair_id": str(example["pair_id"]),
-        "dataset_name": example.get("dataset_name", example.get("dataset", example.get("source"))),
-        "q": example.get("q", example.get("question")),
-        "a": example.get("a", example.get("answer")),
-        "image_paths": example["image_paths"],
+                c = seg["counts"].encode()
+                compressed.append(seg["counts"])
+                sizes_of.append(h * w)
+            rles.append({"size": [h, w], "counts": c})
+            span = g.get("answer_span")
+            if span is None:
+                if spans is None:
+                    spans, seen = {}, set()
+                    for m in _CODE.finditer(answer):
+                        if m.group(0) not in seen:
+                            seen.add(m.group(0))
+                            spans.setdefault(int(m.group(2)[0]), []).append([m.start(), m.end()])
+                span = spans[k][i]
+            ids = _first(g, "annotation_ids", "annotation_id", "ann_id", "id")
+            groundings.append({
+                "image_index": k, "name": _str(_first(g, "name", "label", "category")),
+                "annotation_ids": [] if ids is None else [str(x) for x in ids] if type(ids) is list else [str(ids)],
+                "object_annotation_id": _str(_first(g, "object_annotation_id", "object_id")),
+                "answer_span": span, "bbox": None, "segmentation": {"size": [h, w], "counts": c.decode()},
+            })
+    dataset_name = _str(_first(ex, "dataset_name", "dataset", "source"))
+    pair_id = _str(_first(ex, "pair_id", "id"))
+    row = {
+        "example_id": _str(ex.get("example_id")) or pair_id, "pair_id": pair_id, "dataset_name": dataset_name,
+        "type": _str(_first(ex, "type", "question_type")),
+        "granularity": _str(ex.get("granularity") or _GRANULARITY.get(dataset_name)),
+        "q": _str(_first(ex, "q", "question")), "a": answer,
+        "images": [{"image_id": os.path.splitext(os.path.basename(p))[0], "path": p, "height": h, "width": w}
+                   for p, (h, w) in zip(paths, hws)],
         "groundings": groundings,
     }
-    return out, compressed, converted
+    return row, rles
 
 
-def m4seg_native_floor(root: str | Path, split: str = "train", out_dir: str | Path | None = None, batch_size: int = 10_000) -> dict:
-    """zlib streams ``annotations/m4seg_{split}.json.gz``, orjson parses every example, pycocotools checks
-    every mask, ``pa.Table.from_pylist`` of the renamed rows is written once (IPC stream, per batch)."""
+#: ``perckit.m4seg.features.SOURCE_GRANULARITY``: the granularity of an example that gives none.
+_GRANULARITY = {"ade20k_part234": "part", "paco_lvis": "part", "pascal_part": "part", "ade20k_objects": "object",
+                "coco_objects": "object", "pascal_objects": "object"}
+
+
+def _native_examples(path: Path) -> Iterator[bytes]:
+    """The JSON text of each example of a native file: one line each (the sample writer puts one example per line,
+    so the floor splits on newlines, which no reader of an arbitrary JSON list may), the list's brackets and
+    commas stripped."""
+    for line in _native_lines(path):
+        line = line.strip().lstrip(b"[").rstrip(b",]")
+        if line:
+            yield line
+
+
+def m4seg_native_floor(root: str | Path, split: str = "train", out_dir: str | Path | None = None, batch_size: int = 1000,
+                       keep: bool = False) -> dict:
+    """zlib streams ``annotations/m4seg_{split}.json.gz`` (1 MB reads) and ``orjson.loads`` parses every example
+    (:func:`_native_examples`), with the cyclic garbage collector paused (as the build: every pass would traverse
+    the parsed examples alive). Examples without an ``example_id`` (the card's native files: ids from ``pair_id``,
+    which repeats in train) need every pair id before the first row (the id is ``pair_id#k`` for one that repeats):
+    a first pass parses each example for its pair id, as the build's prepass reads them. Then :func:`_native_row`
+    makes the builder's row of each example, and per batch of ``batch_size`` rows the compiled counts scan checks
+    the compressed masks, pycocotools computes every box (``toBbox``: the build recomputes them from the masks),
+    and ``pa.Table.from_pylist`` in the builder's schema is written once to an Arrow IPC stream."""
+    import collections
+    import gc
+
     import orjson
     import pyarrow as pa
     from pycocotools import mask as mask_utils
 
-    out = _IpcSink(Path(out_dir or tempfile.gettempdir()) / f"floor-m4seg-native-{os.getpid()}.arrow")
+    schema = m4seg_schema()
+    path = Path(root) / "annotations" / f"m4seg_{split}.json.gz"
+    out = _IpcSink(Path(out_dir or tempfile.gettempdir()) / f"floor-m4seg-native-{os.getpid()}.arrow", keep)
     rows = masks = 0
     batch: list[dict] = []
     rles: list[dict] = []
+    compressed: list[str] = []
+    sizes_of: list[int] = []
 
     def flush() -> None:
-        _areas(rles)
-        for b in pa.Table.from_pylist(batch).to_batches():
+        _check_counts(pa.array(compressed, pa.string()), np.asarray(sizes_of, dtype=np.int64))
+        boxes = iter([box for i in range(0, len(rles), 255) for box in mask_utils.toBbox(rles[i:i + 255]).tolist()])
+        for r in batch:
+            for g in r["groundings"]:
+                g["bbox"] = next(boxes)
+        for b in pa.Table.from_pylist(batch, schema=schema).to_batches():
             out.write(b)
-        batch.clear()
-        rles.clear()
+        for buf in (batch, rles, compressed, sizes_of):
+            buf.clear()
 
+    frpy, merge = mask_utils.frPyObjects, mask_utils.merge
+    gc_was_on = gc.isenabled()
+    gc.disable()
     t0 = time.perf_counter()
     try:
-        for line in _native_lines(Path(root) / "annotations" / f"m4seg_{split}.json.gz"):
-            line = line.strip().lstrip(b"[").rstrip(b",]")
-            if not line:
-                continue
-            r, compressed, converted = _native_rows(orjson.loads(line), mask_utils)
+        first = orjson.loads(next(_native_examples(path), b"{}"))
+        count = seen = None
+        if first.get("example_id") is None:
+            count = collections.Counter(str(_first(orjson.loads(e), "pair_id", "id")) for e in _native_examples(path))
+            seen = collections.Counter()
+        for text in _native_examples(path):
+            r, masks_of = _native_row(orjson.loads(text), frpy, merge, compressed, sizes_of)
+            if count is not None and count[r["pair_id"]] > 1:
+                r["example_id"] = f"{r['pair_id']}#{seen[r['pair_id']]}"
+                seen[r["pair_id"]] += 1
             batch.append(r)
-            rles += compressed
-            masks += converted + len(compressed)
+            rles += masks_of
+            masks += len(masks_of)
             rows += 1
             if len(batch) >= batch_size:
                 flush()
@@ -199,7 +343,9 @@ def m4seg_native_floor(root: str | Path, split: str = "train", out_dir: str | Pa
             flush()
     finally:
         out.close()
-    return {"rows": rows, "masks": masks, "seconds": time.perf_counter() - t0}
+        if gc_was_on:
+            gc.enable()
+    return {"rows": rows, "masks": masks, "seconds": time.perf_counter() - t0, "path": str(out.path)}
 
 
 def refcoco_m_floor(root: str | Path, out_dir: str | Path | None = None) -> dict:
@@ -380,18 +526,24 @@ def child_convert(args: argparse.Namespace) -> int:
     builder = builder_class("m4seg")(
         config_name="default", data_dir=args.root, cache_dir=args.cache, source=args.source, splits=("train",)
     )
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     builder.download_and_prepare(num_proc=args.num_proc if args.num_proc > 1 else None)
-    seconds = time.perf_counter() - t0
-    _child_report({"rows": builder.info.splits["train"].num_examples, "prepare_s": seconds})
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    _child_report({"rows": builder.info.splits["train"].num_examples, "prepare_s": seconds, "work_cpu_s": cpu})
     return 0
 
 
 def child_floor(args: argparse.Namespace) -> int:
     """The M4Seg floor of one source once; one JSON line (runs in a fresh process)."""
+    import importlib
+
+    for name in ("orjson", "pyarrow.compute", "pyarrow.parquet", "pycocotools.mask"):  # before the work is timed, as the
+        importlib.import_module(name)  # build's child has its libraries imported
     fn = m4seg_parquet_floor if args.source == "parquet" else m4seg_native_floor
+    m4seg_schema()
+    c0 = time.process_time()
     out = fn(args.root, "train", out_dir=args.cache)
-    _child_report({"rows": out["rows"], "masks": out["masks"], "prepare_s": out["seconds"]})
+    _child_report({"rows": out["rows"], "masks": out["masks"], "prepare_s": out["seconds"], "work_cpu_s": time.process_time() - c0})
     return 0
 
 

@@ -308,3 +308,35 @@ def test_built_tables_with_image_root_equal_per_example_encoding(m4_release, tmp
     for row in rows:
         row[feats.IMAGE_FILES] = [m4images.read_image_bytes(open, image_root, im["path"], "w") for im in row["images"]]
     assert built.data.table.equals(_encoded(rows, feats.row_features(with_images=True)))
+
+
+from hypothesis import example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from perckit.m4seg.metric.codes import span_code_problems  # noqa: E402
+
+_CODE_TEXT = st.text(alphabet="ab_19 .é", max_size=12) | st.from_regex(r"[a-z_ .é0-9]{0,4}_[0-9]{2,6}", fullmatch=True)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.lists(_CODE_TEXT, min_size=1, max_size=4), st.lists(st.tuples(st.integers(0, 3), st.integers(-1, 1),
+                                                                                        st.integers(1, 9)), max_size=4)), max_size=6))
+@example([(["x ", "bottle_101", " y"], [(1, 0, 1), (1, 0, 2)]), (["leg_20103", "é"], [(0, 0, 2)]), (["a_12_345", "a__12345"], [(0, 0, 3), (1, 0, 1)]),
+          *[([text], [(0, 0, 1)]) for text in ("_12345", "_123", "a b_123", "a_1234", "b_12", "a_1x3", "a_12x", "a_123")]])
+def test_code_suspects_flag_exactly_the_rows_with_entity_code_warnings(rows):
+    """The column prefilter of the entity-code warnings: every row with a warning is flagged (span_code_problems
+    decides), an ASCII row without one is not, a non-ASCII row always is. Each span covers one part of its
+    answer, give or take a character."""
+    answers, parent, s, e, k = [], [], [], [], []
+    for r, (parts, spans) in enumerate(rows):
+        answers.append("".join(parts))
+        for j, trim, img in spans:
+            j = min(j, len(parts) - 1)
+            a = len("".join(parts[:j]))
+            a, b = sorted((min(max(a + trim, 0), len(answers[-1])), min(a + len(parts[j]), len(answers[-1]))))
+            parent.append(r), s.append(a), e.append(b), k.append(img)
+    got = pt._code_suspects(pa.array(answers, pa.string()), np.array(parent, dtype=np.int64), np.array(s, dtype=np.int64),
+                            np.array(e, dtype=np.int64), np.array(k, dtype=np.int64))
+    want = [r for r, answer in enumerate(answers) if r in parent and (not answer.isascii() or span_code_problems(answer, [
+        {"answer_span": [a, b], "image_index": img} for p, a, b, img in zip(parent, s, e, k) if p == r]))]
+    assert got == want

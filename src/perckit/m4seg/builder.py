@@ -60,7 +60,7 @@ class M4SegBuilder(PerckitTableBuilder):
     """
 
     BUILDER_CONFIGS = [M4SegConfig(name="default", description="every example with its groundings")]
-    DEFAULT_WRITER_BATCH_SIZE = 1000
+    DEFAULT_WRITER_BATCH_SIZE = 10_000
     ROWS_PER_TABLE = 1000
     OPTION_CHECKS = {"source": SOURCES, "native_image_size_order": SIZE_ORDERS}
 
@@ -168,11 +168,10 @@ class M4SegBuilder(PerckitTableBuilder):
             row_schema = pa.schema([f for f in schema if f.name != feats.IMAGE_FILES])
             tables = iter_parquet_tables(_opener(), shards, split, row_schema, None if with_images else guard.add_many)
         for table in tables:
-            ids = table.column("example_id").to_pylist()
             if with_images and source != "native":
-                table = self._with_image_files(table, split, ids, schema, guard)
+                table = self._with_image_files(table, split, table.column("example_id").to_pylist(), schema, guard)
             if table.num_rows:
-                yield ids[0], table
+                yield table.column("example_id")[0].as_py(), table
         guard.flush()
 
     def _native_rows(self, split: str, shards: list, guard: IdGuard) -> Iterator[dict]:
