@@ -315,3 +315,48 @@ def test_native_to_row_quirks(tmp_path, variant, want):
     assert err is None and [r["example_id"] for r in rows] == ["p", "p2"]
     g = rows[0]["groundings"][0]
     assert (rows[0]["images"][0]["image_id"], g["answer_span"], g["segmentation"], g["bbox"]) == want
+
+
+def _items(path, line_reader: bool):
+    """``(key, example)`` of every item: ``read_examples`` (the line reader, ijson taking over) or ijson alone."""
+    ijson = m4native.ijson_module()
+    try:
+        if line_reader:
+            return list(m4native.read_examples(ijson, open, str(path), "list", "w")), None
+        with open(path, "rb") as f:
+            return list(m4native.iter_items(ijson, m4native.gunzip(f, "w"), "list", "w")), None
+    except (ReleaseFormatError, *m4native.reading_error(ijson, "w")[0]) as e:
+        return None, type(e).__name__
+
+
+@pytest.mark.parametrize("case", sorted(EDGE_CASES))
+def test_line_reader_gives_ijsons_examples(tmp_path, case):
+    """Every edge case: the examples (and the error) of the line reader with ijson's takeover are ijson's."""
+    path = _write(tmp_path, EDGE_CASES[case])
+    assert _items(path, True) == _items(path, False)
+
+
+def _vouched_lines(path) -> tuple[int, bool]:
+    """(examples the line reader vouched for, whether it left the rest to ijson)."""
+    with open(path, "rb") as f:
+        lines = list(m4native._line_examples(m4native.gunzip(f, "w")))
+    return sum(ex is not m4native._DOUBT for ex in lines), m4native._DOUBT in lines
+
+
+def test_line_reader_vouches_for_the_sample_and_leaves_other_layouts_to_ijson(sample, tmp_path):
+    path = m4layout.native_path(sample, "train")
+    assert _vouched_lines(path) == (300, False)  # the sample writer's one example per line: no ijson at all
+    examples = [ex for _, ex in _items(path, False)[0]]
+    cases = {
+        "indented": (json.dumps(examples, indent=1).encode(), (0, True)),
+        "one line": (json.dumps(examples).encode(), (0, True)),
+        "ascii escapes, spaces": (_dump(examples, sep=" ,\n").replace(b'": ', b'" : '), (300, False)),
+        "a long number in a string": (_dump([_example(0, q="x" + "1" * 25)]), (1, False)),
+        "a long number": (_dump([_example(0), _example(1, note=10 ** 19)]), (1, True)),
+        "a repeated key": (_dump([_example(0)])[:-2] + b', "q": "again"}]', (0, True)),
+        "a line too long": (_dump([_example(0, a="x" * (m4native.MAX_LINE_BYTES + 1))]), (0, True)),
+    }
+    for name, (data, want) in cases.items():
+        p = _write(tmp_path, data, f"{name}.json.gz")
+        assert _vouched_lines(p) == want, name
+        assert _items(p, True) == _items(p, False), name

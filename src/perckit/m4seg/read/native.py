@@ -19,6 +19,7 @@ Everything here is bounded by documented limits, whatever the file holds:
 from __future__ import annotations
 
 import gzip
+import itertools
 import re
 from array import array
 import zlib
@@ -29,9 +30,9 @@ from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ...errors import ReleaseFormatError, short_repr as _short
+from ...errors import PerckitError, ReleaseFormatError, short_repr as _short
 from ...io.jsonio import UTF8_BOM
-from ..rows import EXAMPLE_ALIASES, ConvertState, _alias, _MAPS, native_to_row
+from ..rows import EXAMPLE_ALIASES, ConvertState, _alias, _MAPS, native_parts, native_rows, native_to_row
 from .ids import IdGuard, derived_example_id, occurrence_index, stable_hash
 
 #: Deepest JSON nesting accepted in a native file (an example is about 7 levels deep). ijson keeps one
@@ -264,6 +265,91 @@ def iter_items(ijson_mod: Any, gz: BinaryIO, kind: str, where: str = "native M4S
         yield key, ex
 
 
+#: Decompressed bytes the line reader takes at a time (ijson's own buffer: the guard refuses at the same read).
+READ_SIZE = 64 << 10
+#: Longest line the line reader takes (real examples are a few KB; a longer one is left to ijson's streaming parse).
+MAX_LINE_BYTES = 1 << 20
+#: Examples converted together (their masks by one :func:`perckit.rle.to_rles`, their boxes by one pycocotools call).
+ROWS_PER_BATCH = 1000
+_SPACE = b" \t\r"  # JSON whitespace but the newlines the reader splits on
+_DIGITS, _DIGIT_RUN = bytes(49 if 48 <= c <= 57 else 48 for c in range(256)), b"1" * 19  # digits to "1", the rest to "0"
+_DOUBT = object()
+
+
+def read_examples(ijson_mod: Any, opener: Callable, path: str, kind: str, where: str) -> Iterator[tuple[str | None, Any]]:
+    """``(key, example)`` of every top-level item in order, as :func:`iter_items` gives them. A list file written
+    one example per line is read line by line, each example parsed by orjson (:func:`_line_examples`); from the
+    first line that reading cannot vouch for on (and for an object file), ijson reads the file again and takes
+    over at that example: the examples and the errors are ijson's whatever the layout."""
+    done = 0
+    if kind == "list":
+        with opener(path, "rb") as f:
+            for ex in _line_examples(gunzip(f, where)):
+                if ex is _DOUBT:
+                    break
+                yield None, ex
+                done += 1
+            else:
+                return
+    with opener(path, "rb") as f:
+        for i, item in enumerate(iter_items(ijson_mod, gunzip(f, where), kind, where)):
+            if i >= done:
+                yield item
+
+
+def _vouched(text: bytes, ex: Any, back: bytes) -> bool:
+    """Whether ijson reads the example ``text`` as orjson read it (``ex``, written back as ``back``): an object
+    with no key repeated (its colons outside strings are as many as those of ``back``, which has every key once)
+    and no number of 19 digits or more (ijson refuses an integer beyond 64 bits; orjson reads some). Text that
+    orjson writes back unchanged lost no key (the common case: only its digit runs are looked at)."""
+    if back == text and _DIGIT_RUN not in text.translate(_DIGITS):
+        return True
+    bare, back = (b"".join((_ESCAPE.sub(b"", t) if b"\\" in t else t).split(b'"')[::2]) for t in (text, back))  # no strings
+    return type(ex) is dict and _DIGIT_RUN not in bare.translate(_DIGITS) and bare.count(b":") == back.count(b":")
+
+
+def _line_examples(gz: BinaryIO) -> Iterator[Any]:
+    """The examples of a JSON list written one per line (``[``, then one example object per line with a comma
+    between, then ``]``; blank lines anywhere), each parsed by orjson, then :data:`_DOUBT` at the first thing this
+    cannot vouch for: another layout, a line longer than :data:`MAX_LINE_BYTES`, an example ijson would read
+    otherwise (:func:`_vouched`)."""
+    import orjson
+
+    expect, tail = b"[", b""  # what comes next: b"[", b"{]" (after "["), b"{" (after ","), b",]" (after an example), b""
+    while True:
+        data = gz.read(READ_SIZE)
+        lines = (tail + data).split(b"\n")
+        tail = lines.pop() if data else b""
+        if len(tail) > MAX_LINE_BYTES:
+            yield _DOUBT
+            return
+        for line in lines:
+            line = line.strip(_SPACE)
+            while line:
+                token = line[:1]
+                if not expect or token not in expect:
+                    yield _DOUBT
+                    return
+                if token == b"{":
+                    text, line = (line[:-1].rstrip(_SPACE), line[-1:]) if line[-1:] in b",]" else (line, b"")
+                    try:
+                        ex = orjson.loads(text)
+                    except orjson.JSONDecodeError:
+                        ex = None
+                    if not _vouched(text, ex, orjson.dumps(ex)):
+                        yield _DOUBT
+                        return
+                    yield ex
+                    expect = b",]"
+                    continue
+                expect = {b"[": b"{]", b",": b"{", b"]": b""}[token]
+                line = line[1:].lstrip(_SPACE)
+        if not data:
+            break
+    if expect:
+        yield _DOUBT
+
+
 def _repeated_key(value: Any) -> Any:
     """The key an object in ``value`` repeated (marked by :func:`iter_items`), or None."""
     stack = [value]
@@ -329,11 +415,11 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
         if key is None:
             raise ReleaseFormatError(f"{where}: example 0: expected an 'example_id' or a 'pair_id'/'id', found neither (keys {sorted(first)})")
 
-    hashes = array("q")  # 8 bytes per example (int64 hashes)
-    guard = IdGuard(where)
-    dup: list[ReleaseFormatError] = []  # a repeated example_id is raised once the whole file has parsed
-    with opener(path, "rb") as f, read_errors(ijson, where):
-        for v in ijson.items(gunzip(f, where), f"item.{key}"):
+    def collect(values: Iterator[Any]) -> tuple[array, IdGuard, list]:
+        hashes = array("q")  # 8 bytes per example (int64 hashes)
+        guard = IdGuard(where)
+        dup: list[ReleaseFormatError] = []  # a repeated example_id is raised once the whole file has parsed
+        for v in values:
             v = str(v)
             hashes.append(stable_hash(v))
             if key == "example_id" and not dup:
@@ -341,6 +427,22 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
                     guard.add(v)
                 except ReleaseFormatError as e:
                     dup.append(e)
+        return hashes, guard, dup
+
+    def line_values(gz: BinaryIO) -> Iterator[Any]:  # the key's value in each line's example, while they allow it
+        for ex in _line_examples(gz):
+            if ex is _DOUBT:
+                doubt.append(ex)
+                return
+            if key in ex:
+                yield ex[key]
+
+    doubt: list = []
+    with opener(path, "rb") as f, read_errors(ijson, where):
+        hashes, guard, dup = collect(line_values(gunzip(f, where)))
+    if doubt:  # a layout the lines cannot vouch for: ijson's prefix filter reads every value again
+        with opener(path, "rb") as f, read_errors(ijson, where):
+            hashes, guard, dup = collect(ijson.items(gunzip(f, where), f"item.{key}", use_float=True))
     if key == "example_id" and not dup:
         guard.flush()
     if dup:
@@ -375,20 +477,30 @@ def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, siz
     ijson = ijson_module()
     start, stop, where = ctx.start, ctx.stop, ctx.where
 
-    def rows(f: BinaryIO) -> Iterator[dict]:
-        for i, (key, ex) in enumerate(iter_items(ijson, gunzip(f, where), shards[0].kind, where)):
-            if i < start:
-                continue
+    def examples() -> Iterator[tuple[int, Any, Any]]:
+        for i, (key, ex) in enumerate(read_examples(ijson, opener, ctx.path, shards[0].kind, where)):
             if stop is not None and i >= stop:
-                break
-            yield ctx.convert(i, key, ex)
+                return
+            if i >= start:
+                yield i, key, ex
 
-    # The parse runs in ``rows``; only pulling the next row translates reading errors, and the ``yield`` is
-    # outside any ``try`` (:func:`pull_translating`): a consumer that never exhausts the iterator leaves it
-    # suspended until interpreter exit, and closing it then must not evaluate ``except`` clauses.
-    errors, convert = reading_error(ijson, where)
-    with opener(ctx.path, "rb") as f:
-        yield from pull_translating(rows(f), errors, convert)
+    # Only pulling the next example translates reading errors, and the ``yield`` is outside any ``try``
+    # (:func:`pull_translating`): a consumer that never exhausts the iterator leaves it suspended until
+    # interpreter exit, and closing it then must not evaluate ``except`` clauses. A reading error is raised after
+    # the rows of the examples before it.
+    items = pull_translating(examples(), *reading_error(ijson, where))
+    while True:
+        batch: list = []
+        error = None
+        try:
+            batch.extend(itertools.islice(items, ROWS_PER_BATCH))
+        except ReleaseFormatError as e:
+            error = e
+        yield from ctx.rows(batch)
+        if error is not None:
+            raise error
+        if len(batch) < ROWS_PER_BATCH:
+            break
     ctx.state.finish()
 
 
@@ -407,8 +519,8 @@ class _Reading:
         self.state = ConvertState(split, Path(self.path).name, size_order)
         self.where = f"M4Seg {split} split, {Path(self.path).name}"
 
-    def convert(self, i: int, key: Any, ex: Any) -> dict:
-        """Example ``i`` (``key``: its key in an object file) checked against the prepass and converted."""
+    def convert(self, i: int, key: Any, ex: Any) -> tuple:
+        """Example ``i`` (``key``: its key in an object file) checked against the prepass, as :func:`native_parts`."""
         j = i - self.start
         id_hashes, id_key = self.id_hashes, self.id_key
         if id_hashes is not None and isinstance(ex, _MAPS):
@@ -430,7 +542,21 @@ class _Reading:
                         "give every example an example_id or none"
                     )
                 fallback = derived_example_id(str(pid), int(self.occurrence[j]))
-        return native_to_row(ex, self.state, fallback)
+        return native_parts(ex, self.state, fallback)
+
+    def rows(self, batch: list[tuple[int, Any, Any]]) -> Iterator[dict]:
+        """The rows of a batch of examples in order (:func:`native_rows`: their masks converted together); the first
+        refusal is raised after the rows before it."""
+        parts, error = [], None
+        for item in batch:
+            try:
+                parts.append(self.convert(*item))
+            except PerckitError as e:
+                error = e
+                break
+        yield from native_rows(parts, self.state)
+        if error is not None:
+            raise error
 
 
 #: Cost of skipping an example before a shard (parsing it with ijson), relative to converting it (about

@@ -133,7 +133,7 @@ def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
 
     The ids are taken as ``str()`` of each value (:func:`str_column`; a null as ``'None'``), so an int 7 in one
     shard and "7" in another repeat. pyarrow's dictionary encoding numbers the distinct ids (exact, in C++;
-    this runs before the ``num_proc`` workers start); the first id whose number was seen before is the first
+    this runs before any row is converted and before the ``num_proc`` workers start); the first id whose number was seen before is the first
     repeat in order, and raises naming it."""
     columns = _example_id_columns(opener, paths, split)
     chunks = [pc.fill_null(str_column(chunk), "None").cast(pa.large_string()) for c in columns for chunk in c.chunks]
@@ -183,8 +183,6 @@ _BAD_PATH = r"\x00|^[/\\]|^[A-Za-z]:|(^|[\\/])\.\.([\\/]|$)"
 #: Where in a row a check looks, in the order the fields of a row are read (the second item of a key).
 _ID, _ANSWER, _IMAGES, _IMAGE, _GROUNDING = range(5)
 
-IdCheck = Callable[[list], None]
-
 
 def first_row(pf: Any, where: str, state: ConvertState) -> dict | None:
     """The first row of an open Parquet file, converted (None for a file without rows)."""
@@ -222,15 +220,9 @@ def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int =
     return out
 
 
-def iter_parquet_tables(
-    opener: Callable, shards: Sequence[ParquetShard], split: str, schema: pa.Schema, on_ids: IdCheck | None = None
-) -> Iterator[pa.Table]:
+def iter_parquet_tables(opener: Callable, shards: Sequence[ParquetShard], split: str, schema: pa.Schema) -> Iterator[pa.Table]:
     """Tables of ``schema`` (the builder's row schema) from Parquet shards in order, one per record batch of
-    ``iter_batches(batch_size=BATCH_SIZE)``.
-
-    ``on_ids`` (the id guard) sees the example ids of each batch in file order, after the batch's rows are
-    converted; a batch with a refused row hands it the ids of the rows before that row first, so that a
-    duplicate id before a bad row raises first."""
+    ``iter_batches(batch_size=BATCH_SIZE)`` (the example ids are checked unique before: :func:`scan_parquet_ids`)."""
     for shard in shards:
         state = ConvertState(split, Path(shard.path).name)
         with open_shard(opener, shard.path, split) as (pf, where):
@@ -248,7 +240,7 @@ def iter_parquet_tables(
                     break
                 except (pa.ArrowException, *PARQUET_ERRORS) as e:
                     raise _unreadable(where, i, e) from None
-                table = batch_to_table(batch, state, schema, on_ids)
+                table = batch_to_table(batch, state, schema)
                 del batch
                 i += table.num_rows
                 yield table
@@ -263,19 +255,17 @@ def _unreadable(where: str, i: int, e: BaseException) -> ReleaseFormatError:
     return ReleaseFormatError(f"{where}: rows from {i} on cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})")
 
 
-def batch_to_table(batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema, on_ids: IdCheck | None = None) -> pa.Table:
-    """One record batch as a table of ``schema``, its entity-code warnings given and its ids handed to
-    ``on_ids``; a refused value raises naming its row and field, after the rows before it are converted."""
+def batch_to_table(batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema) -> pa.Table:
+    """One record batch as a table of ``schema``, its entity-code warnings given; a refused value raises naming
+    its row and field, after the rows before it are converted (their warnings given)."""
     table, flagged, verdict = _convert(batch, state, schema)
     if verdict.error is not None:
         row = verdict.key[0]
         if row:
-            batch_to_table(batch.slice(0, row), state, schema, on_ids)
+            batch_to_table(batch.slice(0, row), state, schema)
         raise verdict.error
     if flagged:
         _warn(table, flagged, state)
-    if on_ids is not None:
-        on_ids(table.column("example_id").to_pylist())
     return table
 
 
