@@ -18,7 +18,7 @@ from perckit.m4seg.features import SOURCE_GRANULARITY
 from perckit.m4seg.metric import codes
 from perckit.m4seg.rows import (
     _IMG_INDEX, _MAPS, EXAMPLE_ALIASES, GROUNDING_ALIASES, ConvertState, _alias, _bboxes, _check_image_index, _check_span,
-    _id_list, _image_ids, _image_stem, _plainly_relative, _spans_are_codes, _str_or_none, resolve_image_sizes,
+    _id_list, _image_ids, _image_stem, _plainly_relative, _str_or_none, resolve_image_sizes,
 )
 
 
@@ -150,7 +150,7 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
             masks.append(mask)
     for g, box in zip(groundings, _bboxes(masks)):
         g["bbox"] = box
-    problems = [] if _spans_are_codes(answer, groundings) else codes.span_code_problems(answer, groundings)
+    problems = codes.span_code_problems(answer, groundings)
     if problems:
         state.warn_spans(eid, problems)
     return {

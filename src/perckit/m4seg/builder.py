@@ -159,8 +159,8 @@ class M4SegBuilder(PerckitTableBuilder):
         its id check."""
         c = self.config
         schema = self.info.features.arrow_schema
+        guard = IdGuard(f"M4Seg {split} split ({source})")
         if source == "native":
-            guard = IdGuard(f"M4Seg {split} split ({source})")
             rows = batched(self._native_rows(split, shards, guard), self.ROWS_PER_TABLE)
             tables = (rows_to_table(batch, schema) for batch in rows)
         else:
@@ -171,8 +171,7 @@ class M4SegBuilder(PerckitTableBuilder):
                 table = self._with_image_files(table, split, schema)
             if table.num_rows:
                 yield table.column("example_id")[0].as_py(), table
-        if source == "native":
-            guard.flush()
+        guard.flush()
 
     def _native_rows(self, split: str, shards: list, guard: IdGuard) -> Iterator[dict]:
         """The rows of ``iter_native``, each id checked, with their ``image_files`` under ``image_root``."""

@@ -178,15 +178,11 @@ def _size_orders(sizes: Sequence[Any], mask_sizes: Sequence[set], where: str) ->
     """Per image: (a, b, what its masks say): "hw", "wh", None (no mask, or square) or "neither"."""
     out = []
     for k, (size, ms) in enumerate(zip(sizes, mask_sizes)):
-        if type(size) is list and len(size) == 2 and type(size[0]) is type(size[1]) is int and 0 < size[0] and 0 < size[1]:
-            a, b = size  # (two positive ints: the message is built only for a refusal)
-        else:
-            w = f"{where}: image_sizes[{k}]"
-            if not isinstance(size, (list, tuple)) or len(size) != 2:
-                raise ReleaseFormatError(f"{w}: expected [H, W] (2 ints), found {_short(size)}")
-            a, b = _int(size[0], w), _int(size[1], w)
-        if a <= 0 or b <= 0 or a * b > rle_ops.MAX_PIXELS:
-            _check_image_size(a, b, f"{where}: image_sizes[{k}]")
+        w = f"{where}: image_sizes[{k}]"
+        if not isinstance(size, (list, tuple)) or len(size) != 2:
+            raise ReleaseFormatError(f"{w}: expected [H, W] (2 ints), found {_short(size)}")
+        a, b = _int(size[0], w), _int(size[1], w)
+        _check_image_size(a, b, w)
         if not ms or (a == b and ms == {(a, b)}):
             says = None
         elif ms == {(a, b)}:
@@ -268,18 +264,6 @@ def _image_stem(path: str) -> str:
 
 #: ``codes.img_key_index`` of the plain keys img_1 .. img_999 (a dict lookup instead of a regex).
 _IMG_INDEX = {f"img_{k}": k for k in range(1, 1000)}
-
-
-def _spans_are_codes(answer: str, groundings: list[dict]) -> bool:
-    """True when every grounding's ``answer[start:end]`` is an entity code whose first digit is its
-    ``image_index`` (``codes.span_code_problems`` has nothing to say); False: ask it for the messages."""
-    full = codes.CODE_RE.fullmatch
-    for g in groundings:
-        s, e = g["answer_span"]
-        m = full(answer[s:e])
-        if m is None or m.group(2)[:1] != str(g["image_index"]):
-            return False
-    return True
 
 
 def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: str | None = None) -> dict:
@@ -413,13 +397,7 @@ def native_parts(example: Mapping[str, Any], state: ConvertState, example_id: st
                 })
                 masks.append((groundings[-1], mask_obj, hw, k, i))
                 span = g.get("answer_span")
-                if span is None:
-                    span = derived[k][i]
-                elif type(span) is list and len(span) == 2 and type(span[0]) is type(span[1]) is int and 0 <= span[0] <= span[1] <= len(answer):
-                    span = [span[0], span[1]]  # (what _check_span gives it, without building its message)
-                else:
-                    span = _check_span(span, answer, f"{where}: groundings.img_{k}[{i}]")
-                groundings[-1]["answer_span"] = span
+                groundings[-1]["answer_span"] = derived[k][i] if span is None else _check_span(span, answer, f"{where}: groundings.img_{k}[{i}]")
     except PerckitError as e:  # after the masks read before it
         error = e
     return {
@@ -453,8 +431,7 @@ def native_rows(parts: Sequence[tuple[dict, list, Exception | None]], state: Con
         except PerckitError as e:
             error = e
             break
-        answer, groundings = row["a"], row["groundings"]
-        problems = [] if _spans_are_codes(answer, groundings) else codes.span_code_problems(answer, groundings)
+        problems = codes.span_code_problems(row["a"], row["groundings"])
         if problems:
             state.warn_spans(row["example_id"], problems)
         rows.append(row)

@@ -154,10 +154,6 @@ def _first_mentions(answer: str) -> dict[int, list[re.Match]]:
     return out
 
 
-def distinct_codes_by_image(answer: str) -> dict[int, list[EntityCode]]:
-    """Image index -> its distinct codes in order of first mention (the first mention of each)."""
-    return {k: [EntityCode(m.group(0), m.group(1), m.group(2), m.start(), m.end()) for m in ms] for k, ms in _first_mentions(answer).items()}
-
 
 def derive_spans(answer: str, counts: Mapping[int, int], where: str = "example") -> dict[int, list[list[int]]]:
     """``answer_span`` of every grounding when the release omits it.
@@ -187,11 +183,11 @@ def span_code_problems(answer: str, groundings: Sequence[Mapping[str, Any]]) -> 
         if len(span) != 2:
             continue
         text = answer[int(span[0]) : int(span[1])]
-        code = parse_code(text)
+        code = CODE_RE.fullmatch(text)  # (parse_code's match, without its EntityCode: every row of a build comes here)
         if code is None:
             problems.append(f"groundings[{j}]: answer[{span[0]}:{span[1]}] = {text!r} is not an entity code")
-        elif code.image_index != int(g.get("image_index") or 0):
+        elif int(code.group(2)[0]) != int(g.get("image_index") or 0):
             problems.append(
-                f"groundings[{j}]: code {text!r} names image {code.image_index}, but image_index is {g.get('image_index')}"
+                f"groundings[{j}]: code {text!r} names image {int(code.group(2)[0])}, but image_index is {g.get('image_index')}"
             )
     return problems

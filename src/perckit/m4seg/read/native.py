@@ -2,9 +2,9 @@
 parse, the prepass (:func:`scan_native`), the split into contiguous shards for ``num_proc``
 (:func:`native_shards`) and the row iterator (:func:`iter_native`).
 
-One reader: the file is parsed item by item with ``ijson`` (its C backend when installed), the prepass with
-ijson's prefix filter; each example becomes a row by :func:`perckit.m4seg.rows.native_to_row`. A shard after
-the first parses and drops the examples before it (:data:`SKIP_COST_PARSE` sizes the shards for that).
+Examples come from :func:`read_examples` (one per line by orjson, ijson taking over where the lines cannot be
+vouched for), rows from :func:`perckit.m4seg.rows.native_rows`, 1,000 examples at a time. A shard after the
+first parses and drops the examples before it (:data:`SKIP_COST_PARSE` sizes the shards for that).
 
 Everything here is bounded by documented limits, whatever the file holds:
 
@@ -23,7 +23,6 @@ import itertools
 import re
 from array import array
 import zlib
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
@@ -85,7 +84,7 @@ def pull_translating(items: Iterator, errors: tuple, convert: Callable[[BaseExce
 
 
 def reading_error(ijson_mod: Any, where: str) -> tuple[tuple, Callable[[BaseException], Exception]]:
-    """``(errors, convert)`` for :func:`pull_translating` and :func:`read_errors`: ijson's and gzip's errors as
+    """``(errors, convert)`` for :func:`pull_translating`: ijson's and gzip's errors as
     :class:`ReleaseFormatError` naming ``where``."""
 
     def convert(e: BaseException) -> Exception:
@@ -94,16 +93,6 @@ def reading_error(ijson_mod: Any, where: str) -> tuple[tuple, Callable[[BaseExce
         return ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})")
 
     return (ijson_mod.JSONError, *GZIP_ERRORS), convert
-
-
-@contextmanager
-def read_errors(ijson_mod: Any, where: str) -> Iterator[None]:
-    """ijson's and gzip's errors as :class:`ReleaseFormatError` naming ``where`` (:func:`reading_error`'s)."""
-    errors, convert = reading_error(ijson_mod, where)
-    try:
-        yield
-    except errors as e:
-        raise convert(e) from None
 
 
 class JsonGuard:
@@ -383,9 +372,8 @@ def first_example(opener: Callable, path: str, where: str) -> tuple[str, Mapping
     ijson = ijson_module()
     with opener(path, "rb") as f:
         kind = top_level_kind(f, where)
-    with opener(path, "rb") as f, read_errors(ijson, where):
-        for key, ex in iter_items(ijson, gunzip(f, where), kind, where):
-            return kind, ex, None if key is None else str(key)
+    for key, ex in pull_translating(read_examples(ijson, opener, path, kind, where), *reading_error(ijson, where)):
+        return kind, ex, None if key is None else str(key)
     return kind, None, None
 
 
@@ -393,9 +381,10 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
     """The prepass over a native file, run only when it is needed.
 
     It reads the first example. When the examples have an ``example_id`` and no count is needed (``num_proc`` <= 1),
-    that is all. Otherwise it reads one field per example with ijson's prefix filter, keeping 8 bytes per example:
-    the ``example_id`` (checked unique over the whole split) or, without ids, the pair id, from which the occurrence
-    of every repeated pair_id is derived. The reader verifies every example against the prepass (``id_hashes``)."""
+    that is all. Otherwise it reads every example as the rows are read (:func:`read_examples`), keeping 8 bytes per
+    example: the ``example_id`` (checked unique over the whole split) or, without ids, the pair id, from which the
+    occurrence of every repeated pair_id is derived. Invalid JSON and a repeated key anywhere in the file are refused
+    here, before any row. The reader verifies every example against the prepass (``id_hashes``)."""
     ijson = ijson_module()
     where = f"M4Seg {split} split, {Path(path).name}"
     kind, first, first_key = first_example(opener, path, where)
@@ -415,34 +404,19 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
         if key is None:
             raise ReleaseFormatError(f"{where}: example 0: expected an 'example_id' or a 'pair_id'/'id', found neither (keys {sorted(first)})")
 
-    def collect(values: Iterator[Any]) -> tuple[array, IdGuard, list]:
-        hashes = array("q")  # 8 bytes per example (int64 hashes)
-        guard = IdGuard(where)
-        dup: list[ReleaseFormatError] = []  # a repeated example_id is raised once the whole file has parsed
-        for v in values:
-            v = str(v)
-            hashes.append(stable_hash(v))
-            if key == "example_id" and not dup:
-                try:
-                    guard.add(v)
-                except ReleaseFormatError as e:
-                    dup.append(e)
-        return hashes, guard, dup
-
-    def line_values(gz: BinaryIO) -> Iterator[Any]:  # the key's value in each line's example, while they allow it
-        for ex in _line_examples(gz):
-            if ex is _DOUBT:
-                doubt.append(ex)
-                return
-            if key in ex:
-                yield ex[key]
-
-    doubt: list = []
-    with opener(path, "rb") as f, read_errors(ijson, where):
-        hashes, guard, dup = collect(line_values(gunzip(f, where)))
-    if doubt:  # a layout the lines cannot vouch for: ijson's prefix filter reads every value again
-        with opener(path, "rb") as f, read_errors(ijson, where):
-            hashes, guard, dup = collect(ijson.items(gunzip(f, where), f"item.{key}", use_float=True))
+    hashes = array("q")  # 8 bytes per example (int64 hashes)
+    guard = IdGuard(where)
+    dup: list[ReleaseFormatError] = []  # a repeated example_id is raised once the whole file has parsed
+    for _, ex in pull_translating(read_examples(ijson, opener, path, kind, where), *reading_error(ijson, where)):
+        if not isinstance(ex, Mapping) or key not in ex:
+            continue
+        v = str(ex[key])
+        hashes.append(stable_hash(v))
+        if key == "example_id" and not dup:
+            try:
+                guard.add(v)
+            except ReleaseFormatError as e:
+                dup.append(e)
     if key == "example_id" and not dup:
         guard.flush()
     if dup:
@@ -486,20 +460,20 @@ def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, siz
 
     # Only pulling the next example translates reading errors, and the ``yield`` is outside any ``try``
     # (:func:`pull_translating`): a consumer that never exhausts the iterator leaves it suspended until
-    # interpreter exit, and closing it then must not evaluate ``except`` clauses. A reading error is raised after
-    # the rows of the examples before it.
+    # interpreter exit, and closing it then must not evaluate ``except`` clauses.
     items = pull_translating(examples(), *reading_error(ijson, where))
     while True:
-        batch: list = []
-        error = None
-        try:
-            batch.extend(itertools.islice(items, ROWS_PER_BATCH))
-        except ReleaseFormatError as e:
+        parts, error, n = [], None, 0
+        try:  # a batch of examples, converted together (:func:`native_rows`) ...
+            for item in itertools.islice(items, ROWS_PER_BATCH):
+                n += 1
+                parts.append(ctx.convert(*item))
+        except PerckitError as e:  # ... up to the first that cannot be read or refused: raised after the rows before it
             error = e
-        yield from ctx.rows(batch)
+        yield from native_rows(parts, ctx.state)
         if error is not None:
             raise error
-        if len(batch) < ROWS_PER_BATCH:
+        if n < ROWS_PER_BATCH:
             break
     ctx.state.finish()
 
@@ -544,24 +518,10 @@ class _Reading:
                 fallback = derived_example_id(str(pid), int(self.occurrence[j]))
         return native_parts(ex, self.state, fallback)
 
-    def rows(self, batch: list[tuple[int, Any, Any]]) -> Iterator[dict]:
-        """The rows of a batch of examples in order (:func:`native_rows`: their masks converted together); the first
-        refusal is raised after the rows before it."""
-        parts, error = [], None
-        for item in batch:
-            try:
-                parts.append(self.convert(*item))
-            except PerckitError as e:
-                error = e
-                break
-        yield from native_rows(parts, self.state)
-        if error is not None:
-            raise error
 
-
-#: Cost of skipping an example before a shard (parsing it with ijson), relative to converting it (about
-#: 0.06-0.12 measured).
-SKIP_COST_PARSE = 0.08
+#: Cost of skipping an example before a shard (reading it: :func:`read_examples`), relative to reading and converting
+#: it (about 0.15-0.2 measured on the sample layout, one example per line).
+SKIP_COST_PARSE = 0.17
 
 
 def shard_bounds(n: int, num_shards: int, skip_cost: float = SKIP_COST_PARSE) -> list[int]:
