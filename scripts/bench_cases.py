@@ -237,7 +237,7 @@ def run_measured(commands: list[list[str]], tmp: Path, repeat: int = 3) -> list[
     return [(min(r[0] for r in done), max(r[1] for r in done), [r[2] for r in done], min(r[3] for r in done)) for done in runs]
 
 
-def case_refer_iou_cli(quick: bool = False) -> list[dict]:
+def case_refer_iou_cli(quick: bool = False, full: bool = False) -> list[dict]:
     """``perckit evaluate refer_iou`` as a user runs it (a fresh process, the rows from two JSON Lines files):
 
     - start-up: from the command to the first score, :data:`CLI_FIRST_PAIRS` pairs, against ``python -c "import
@@ -247,13 +247,13 @@ def case_refer_iou_cli(quick: bool = False) -> list[dict]:
       time and peak RSS against the core function's (:func:`perckit.refcoco_m.metric.refer_iou` in its own process,
       the rows read with ``json``; targets <= 1.2 each).
 
-    Best of 3 rounds (quick: 1 round of 20k pairs), the commands of a comparison interleaved, the peak RSS the largest
+    Best of 2 rounds (full: 3; quick: 1 round of 20k pairs), the commands of a comparison interleaved, the peak RSS the largest
     seen; the CPU seconds (``os.wait4``) are reported beside each ratio: on a loaded machine they are the steadier."""
     import json
     import sys
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-refer-iou-cli-"))
-    repeat, n = (1, 20_000) if quick else (3, CLI_PAIRS)
+    repeat, n = (1, 20_000) if quick else (3 if full else 2, CLI_PAIRS)
     try:
         def files(name: str, rows: tuple[list[dict], list[dict]]) -> list[str]:
             paths = [tmp / f"{name}-{side}.jsonl" for side in ("predictions", "references")]
@@ -462,14 +462,14 @@ def _timed_after(prepare: Callable[[], object], fn: Callable[[], object], inner:
     return float(out) if inner else time.perf_counter() - t0
 
 
-def case_r4d_build(quick: bool = False, repeat: int | None = None) -> list[dict]:
+def case_r4d_build(quick: bool = False, repeat: int | None = None, full: bool = False) -> list[dict]:
     """The combined build (``frames`` + ``all_queries``) against reading every release file once, and each
     config against its library floor (:func:`_r4d_floor`), all from a cold page cache.
 
     Cold reads on a virtual machine vary by a factor of two from one minute to the next, so the runs are
     paired: each repetition reads the files once, builds both configs and runs both floors, one after the
     other (the release evicted before each), and every ratio is taken within a repetition; the table gives
-    the median ratio over ``repeat`` repetitions (5; quick 2), the info line its range. The target row is
+    the median ratio over ``repeat`` repetitions (3; full 5; quick 2), the info line its range. The target row is
     read once / combined build >= 0.5. When it is missed, the row says whether the floors alone reach 0.5
     ("floor-bound" only when they do not, and no build beats its floor, which would make it no lower bound)."""
     from perckit.samples import write_release
@@ -477,7 +477,7 @@ def case_r4d_build(quick: bool = False, repeat: int | None = None) -> list[dict]
     tmp = Path(tempfile.mkdtemp(prefix="bench-r4d-"))
     try:
         frames = 60 if quick else 300
-        reps = repeat or (2 if quick else 5)
+        reps = repeat or (2 if quick else 5 if full else 3)
         rel = tmp / "rel"
         write_release("r4d_bench", rel, frames_per_scene=frames, height=270, width=480, write_query_masks=False)
         files = sorted(p for p in rel.rglob("*") if p.is_file())
@@ -666,12 +666,12 @@ def _r4d_floor(root: Path, out: Path) -> dict[str, dict[str, float]]:
     return result
 
 
-def case_reason_av_edit_build(quick: bool = False) -> list[dict]:
+def case_reason_av_edit_build(quick: bool = False, full: bool = False) -> list[dict]:
     from perckit.samples import write_release
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-rave-"))
     try:
-        per_track = 1 if quick else 5
+        per_track = 1 if quick else 5 if full else 3
         write_release("reason_av_edit", tmp / "rel", samples_per_sub_track=per_track, frames=121, size=(256, 448), texture="noise",
                       x264_preset="ultrafast")  # noise clips: large, incompressible tars (~580 MB), quick to encode
         tars = sorted((tmp / "rel" / "archives").glob("*.tar"))
