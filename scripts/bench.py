@@ -1,40 +1,43 @@
 """Benchmarks of every perckit builder and metric against its floor or baseline: one table of every target.
 
-    python scripts/bench.py                  # everything (meant to stay under 10 minutes on 2 idle cores), one final table
-    python scripts/bench.py --quick          # smaller inputs for every case (a smoke run)
-    python scripts/bench.py cases syn4d_build refer_iou   # only the cases named (any of CASES), --quick too
-    python scripts/bench.py m4seg            # the M4Seg case alone: 20k and 743,463 synthetic train rows
-    python scripts/bench.py m4seg --sizes 20000 200000 --source parquet --num-proc 1 2 --repeat 2
+    python scripts/bench.py                  # every case, sized to finish within 10 minutes on 2 cores with another process busy
+    python scripts/bench.py --full           # every case at its full size (M4Seg native at 743,463 rows: about 25 minutes)
+    python scripts/bench.py --quick          # smaller inputs for every case (a smoke run, about 3 minutes)
+    python scripts/bench.py cases syn4d_build refer_iou   # only the cases named (any of CASES), --quick / --full too
+    python scripts/bench.py m4seg --source native --sizes 200000 20000 --rounds 2 --workdir /tmp/m4   # the M4Seg case alone
 
-The cases, in the order of the default run:
+The cases, in the order of the default run, with the wall-time budget of each in the default run (2 cores, one
+other process busy: about 355 s in all at the closing runs of issue 32). The default run measures every
+target: a case whose ratio does not depend on the input size runs fewer rounds or repetitions than ``--full``.
 
-- ``m4seg`` (scripts/bench_floors.py): synthetic train splits at 20k rows and at the real 743,463 rows (quick:
-  2k and 10k, one run each; tiled from 4,096 generated examples, ``write_release(..., tile_block=4096)``). Parquet source:
-  rounds of its floor, the num_proc=1 and the num_proc=2 build; native source: its floor and the num_proc=1
-  build. Every build and every floor runs in a fresh subprocess, which reports the time of the work
-  alone; the parent reads its peak RSS from ``os.wait4`` (one process: the child's own ``VmHWM``). Best of 2
-  rounds at 20k and, for Parquet, at 743k; one native round at 743k. Targets: Parquet build / floor <= 4 at
-  743k rows (num_proc=1), peak RSS at 743k / at 20k <= 1.25, num_proc=2 / num_proc=1 speedup >= 1.6 at 743k;
-  the native ratio, the rows/s and the build
-  seconds at 743k are reported (with ``--quick`` only the RSS ratio is checked: start-up dominates 10k rows).
-- ``refcoco_m_build``, ``syn4d_build`` (scripts/bench_floors.py): the RefCOCO-M ``expressions`` build (600
-  images) and the Syn4D ``tracking`` (256 sequences, Q=512) and ``challenge`` (8 sequences, depth 360x640)
-  builds against their library floors, in this process, interleaved,
-  warm cache, best of 2 (ratios reported; the issue sets no target).
-- ``mask_temporal``, ``refer_iou``, ``syn4d`` (metrics) and ``r4d_build``, ``reason_av_edit_build`` (builds
-  against reading their files once, cold cache): scripts/bench_cases.py.
-- ``refer_iou_cli`` (scripts/bench_cases.py): ``perckit evaluate refer_iou`` in a fresh process, from the command to
-  the first score (100 pairs) against ``python -c "import perckit"`` plus the scoring (<= 2), and at 200k pairs its
-  wall time and peak RSS against the core function's in its own process (<= 1.2 each; quick: 20k, reported only).
-  ``python scripts/bench.py cases refer_iou_cli`` runs it alone.
+- ``m4seg`` (scripts/bench_floors.py), 125 s: the builds of the synthetic train splits (tiled from 4,096 generated
+  examples) beside their floors, every run in a fresh process (the child reports the CPU and wall seconds of the
+  work alone; the parent reads its peak RSS). Parquet at the real 743,463 rows, 2 rounds of floor, num_proc=1 and
+  num_proc=2 build, the peak-RSS baseline at 50,000 rows; native json.gz at 50,000 rows (build about 10 s of CPU,
+  floor 6 s), 2 rounds of floor and build, baseline at 10,000 (``--full``: 743,463 rows, 2 rounds, baseline 20,000).
+  Targets: build / floor in CPU seconds <= 1.5 for both sources, peak RSS large / small <= 1.25, Parquet num_proc=2
+  speedup >= 1.6 (wall); each from 50,000 rows (``--quick``: 10,000 and 2,000 rows, reported only).
+- ``refcoco_m_build`` (20 s) and ``syn4d_build`` (95 s), in ``--full`` and by name only (no target: ratios
+  reported; smaller inputs would raise the ratios through the builds' fixed costs): the RefCOCO-M ``expressions``
+  build (600 images) and the Syn4D ``tracking`` (256 sequences, Q=512) and ``challenge`` (8 sequences, depth
+  360x640) builds against their floors, in this process, interleaved, warm cache, best of 2.
+- ``mask_temporal`` 30 s, ``refer_iou`` 10 s, ``syn4d`` 15 s (metrics against their floors / baselines),
+  ``refer_iou_cli`` 95 s (the command line against the core function at 200k pairs, 2 rounds; ``--full`` 3),
+  ``r4d_build`` 55 s (3 paired cold-cache repetitions; ``--full`` 5), ``reason_av_edit_build`` 35 s (3 clips per
+  sub-track; ``--full`` 5): scripts/bench_cases.py.
+- The cases being added in issue 32 (``convert_previews``, ``edit_quality_frame``, ``edit_quality_num_proc``, the
+  refer_iou scoring overhead): about 60 s each, which the 10 minutes leave room for (4 x 60 s + the 350 s above).
 
-The script ends with one table, ``case  measure  value  target  met``, then each row's absolute figures, and
-exits 0 whenever it ran (a missed target is reported, not an error; a failing case becomes a FAILED row).
+Floors: the work no build can skip, done with the bare libraries (scripts/bench_floors.py's docstring says what
+each one does). The script ends with one table, ``case  measure  value  target  met``, then each row's absolute
+figures, and exits 0 whenever it ran (a missed target is reported, not an error; a failing case becomes a FAILED
+row).
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import sys
 import time
@@ -75,14 +78,18 @@ def print_table(rows: list[dict]) -> None:
             print(f"  {r['case']} / {r['measure']}: {r['info']}")
 
 
-def run_cases(names: list[str], quick: bool, kwargs: dict[str, dict] | None = None) -> list[dict]:
-    """Run the named cases in order; a case that raises becomes one FAILED row and the others still run."""
+def run_cases(names: list[str], quick: bool, kwargs: dict[str, dict] | None = None, full: bool = False) -> list[dict]:
+    """Run the named cases in order; a case that raises becomes one FAILED row and the others still run. ``full``
+    reaches the cases that take it (the others have one size)."""
     rows: list[dict] = []
     for name in names:
         t0 = time.perf_counter()
-        print(f"{name}{' (quick)' if quick else ''}: load average {os.getloadavg()[0]:.2f}", flush=True)
+        print(f"{name}{' (quick)' if quick else ' (full)' if full else ''}: load average {os.getloadavg()[0]:.2f}", flush=True)
+        extra = dict((kwargs or {}).get(name, {}))
+        if full and "full" in inspect.signature(CASES[name]).parameters:
+            extra["full"] = True
         try:
-            rows += CASES[name](quick=quick, **(kwargs or {}).get(name, {}))
+            rows += CASES[name](quick=quick, **extra)
         except Exception as e:  # reported, not raised
             rows.append({"case": name, "measure": f"FAILED: {type(e).__name__}: {e}"[:58], "value": float("nan"),
                          "target": None, "ok": False, "info": repr(e)[:2000]})
@@ -90,8 +97,8 @@ def run_cases(names: list[str], quick: bool, kwargs: dict[str, dict] | None = No
     return rows
 
 
-def _header(what: str, quick: bool) -> float:
-    print(f"perckit bench: {what}{' (quick)' if quick else ''}; {os.cpu_count()} CPU(s), load average "
+def _header(what: str, quick: bool, full: bool = False) -> float:
+    print(f"perckit bench: {what}{' (quick)' if quick else ' (full)' if full else ''}; {os.cpu_count()} CPU(s), load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     return time.perf_counter()
 
@@ -105,9 +112,14 @@ def _footer(rows: list[dict], t0: float) -> int:
     return 0
 
 
+#: Cases with no target (ratios reported), run by ``--full`` and by name but not by the default run.
+FULL_ONLY = ("refcoco_m_build", "syn4d_build")
+
+
 def bench_all(args: argparse.Namespace) -> int:
-    t0 = _header("every case", args.quick)
-    return _footer(run_cases(list(CASES), args.quick), t0)
+    names = [n for n in CASES if args.full or args.quick or n not in FULL_ONLY]
+    t0 = _header("every case" if len(names) == len(CASES) else f"every case with a target ({', '.join(FULL_ONLY)}: --full)", args.quick, args.full)
+    return _footer(run_cases(names, args.quick, full=args.full), t0)
 
 
 def bench_named(args: argparse.Namespace) -> int:
@@ -116,38 +128,38 @@ def bench_named(args: argparse.Namespace) -> int:
     if unknown:
         print(f"unknown case(s) {unknown}; expected some of {list(CASES)}", file=sys.stderr)
         return 2
-    t0 = _header(f"cases {names}", args.quick)
-    return _footer(run_cases(names, args.quick), t0)
+    t0 = _header(f"cases {names}", args.quick, args.full)
+    return _footer(run_cases(names, args.quick, full=args.full), t0)
 
 
 def bench_m4seg(args: argparse.Namespace) -> int:
-    t0 = _header("M4Seg build vs floor", args.quick)
-    nprocs = {s: list(args.num_proc) if s == "parquet" or args.num_proc != [1, 2] else [1] for s in ("parquet", "native")}
-    kwargs = {"m4seg": {"sizes": args.sizes, "sources": args.source, "nprocs": nprocs,
-                        "workdir": Path(args.workdir) if args.workdir else None, "repeat_large": args.repeat}}
-    return _footer(run_cases(["m4seg"], args.quick, kwargs), t0)
+    t0 = _header("M4Seg build vs floor", args.quick, args.full)
+    kwargs = {"m4seg": {"sources": args.source, "workdir": Path(args.workdir) if args.workdir else None,
+                        "sizes": tuple(args.sizes) if args.sizes else None, "rounds": args.rounds}}
+    return _footer(run_cases(["m4seg"], args.quick, kwargs, full=args.full), t0)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="with no command: smaller inputs for every case")
+    sizes = p.add_mutually_exclusive_group()
+    sizes.add_argument("--quick", action="store_true", help="with no command: smaller inputs for every case")
+    sizes.add_argument("--full", action="store_true", help="with no command: every case at its full size (about 25 minutes)")
     sub = p.add_subparsers(dest="command")
-    a = sub.add_parser("all", help="every case (the default)")
-    a.add_argument("--quick", action="store_true", help="smaller inputs (a smoke run)")
-    a.set_defaults(func=bench_all)
-    cs = sub.add_parser("cases", help=f"the cases named, in the order given ({', '.join(CASES)})")
-    cs.add_argument("cases", nargs="*", help="case names (default: all)")
-    cs.add_argument("--quick", action="store_true")
-    cs.set_defaults(func=bench_named)
-    m = sub.add_parser("m4seg", help="M4Seg builds beside their floors: rows/s, peak RSS, num_proc speedup")
-    m.add_argument("--quick", action="store_true", help="2k and 10k rows instead of 20k and 743,463")
-    m.add_argument("--sizes", type=int, nargs="+", help="train sizes (default 20000 743463)")
-    m.add_argument("--source", nargs="+", choices=["parquet", "native"], help="default: both")
-    m.add_argument("--num-proc", type=int, nargs="+", default=[1, 2],
-                   help="num_proc values of the Parquet builds (default 1 2; native: 1 unless given)")
-    m.add_argument("--workdir", help="keep the generated releases here (reused across runs)")
-    m.add_argument("--repeat", type=int, help="rounds of each floor and build above 50k rows, best kept (default: Parquet 2, native 1)")
-    m.set_defaults(func=bench_m4seg)
+    for name, func, helptext in (("all", bench_all, "every case (the default)"),
+                                 ("cases", bench_named, f"the cases named, in the order given ({', '.join(CASES)})"),
+                                 ("m4seg", bench_m4seg, "the M4Seg builds beside their floors")):
+        c = sub.add_parser(name, help=helptext)
+        group = c.add_mutually_exclusive_group()
+        group.add_argument("--quick", action="store_true", help="smaller inputs (a smoke run)")
+        group.add_argument("--full", action="store_true", help="the full sizes")
+        c.set_defaults(func=func)
+        if name == "cases":
+            c.add_argument("cases", nargs="*", help="case names (default: all)")
+        if name == "m4seg":
+            c.add_argument("--source", nargs="+", choices=["parquet", "native"], help="default: both")
+            c.add_argument("--sizes", type=int, nargs=2, metavar=("LARGE", "SMALL"), help="the sizes of every source (default: the plan's)")
+            c.add_argument("--rounds", type=int, help="rounds at the large size (default: the plan's)")
+            c.add_argument("--workdir", help="keep the generated releases here (reused across runs)")
     # Kept for callers of the former child command; the children now live in bench_floors.py.
     c = sub.add_parser("_m4seg-convert", help=argparse.SUPPRESS)
     c.add_argument("--root", required=True)
@@ -156,8 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--cache", required=True)
     c.set_defaults(func=bench_floors.child_convert)
     args = p.parse_args(argv)
-    if args.command is None:  # `python scripts/bench.py [--quick]` runs everything
-        args = argparse.Namespace(quick=args.quick, func=bench_all)
+    if args.command is None:  # `python scripts/bench.py [--quick | --full]` runs everything
+        args = argparse.Namespace(quick=args.quick, full=args.full, func=bench_all)
     return args.func(args)
 
 

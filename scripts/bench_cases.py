@@ -73,7 +73,6 @@ def case_mask_temporal(quick: bool = False) -> list[dict]:
     import evaluate
 
     from perckit import rle
-    from perckit.r4d_bench import features as feats
 
     nq, nf, h, w = (20, 20, 1014, 1352) if quick else (89, 60, 1014, 1352)
     rng = np.random.default_rng(0)
@@ -237,18 +236,18 @@ def run_measured(commands: list[list[str]], tmp: Path, repeat: int = 3) -> list[
     return [(min(r[0] for r in done), max(r[1] for r in done), [r[2] for r in done], min(r[3] for r in done)) for done in runs]
 
 
-def case_refer_iou_cli(quick: bool = False) -> list[dict]:
+def case_refer_iou_cli(quick: bool = False, full: bool = False) -> list[dict]:
     """``perckit evaluate refer_iou`` as a user runs it (a fresh process, the rows from two JSON Lines files), from the
     command to the first score, :data:`CLI_FIRST_PAIRS` pairs, against ``python -c "import perckit"`` plus the scoring
     of those pairs by the core function in a fresh process (:data:`_CORE_CHILD`'s own seconds: the metric's imports and
-    numba's first compiled call are part of any scoring; target <= 2). Best of 3 rounds (quick: 1), the commands
+    numba's first compiled call are part of any scoring; target <= 2). Best of 2 rounds (full: 3; quick: 1), the commands
     interleaved; the CPU seconds (``os.wait4``) are reported beside the ratio. The command at 200k pairs against the
     core function, the accumulator and the evaluate module: :func:`case_refer_iou_200k`."""
     import json
     import sys
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-refer-iou-cli-"))
-    repeat = 1 if quick else 3
+    repeat = 1 if quick else 3 if full else 2
     try:
         first = [tmp / f"first-{side}.jsonl" for side in ("predictions", "references")]
         for path, side in zip(first, refer_iou_pairs(CLI_FIRST_PAIRS)):
@@ -321,7 +320,7 @@ print("\\n" + json.dumps({"miou": miou, "seconds": t, "cpu": c}))
 """
 
 
-def case_refer_iou_200k(quick: bool = False, rounds: int = 1) -> list[dict]:
+def case_refer_iou_200k(quick: bool = False, full: bool = False) -> list[dict]:
     """``refer_iou`` at :data:`SCORING_PAIRS` pairs four ways, each in a fresh process (:data:`_SCORING_CHILD`,
     started through :data:`_LAUNCHER` so that its peak RSS is its own): the core function
     (:func:`perckit.refcoco_m.metric.refer_iou`), the accumulator (``accumulator("refer_iou").update(...).compute()``),
@@ -333,12 +332,12 @@ def case_refer_iou_200k(quick: bool = False, rounds: int = 1) -> list[dict]:
     four), its wall seconds reported beside. Memory: the peak RSS of the whole process (``os.wait4``), nothing
     subtracted, imports included in all four (evaluate's transformers and torch too). Targets against the core
     function: evaluate <= 1.5 in time and <= 2 in memory, the accumulator and the command line <= 1.2 in both.
-    ``rounds`` rounds, the four interleaved in each; per way the least CPU seconds and the largest peak RSS. Quick:
+    One round (full: 2), the four interleaved in each; per way the least CPU seconds and the largest peak RSS. Quick:
     :data:`SCORING_QUICK_PAIRS` pairs, reported only (start-up and import memory weigh more)."""
     import json
     import sys
 
-    n = SCORING_QUICK_PAIRS if quick else SCORING_PAIRS
+    n, rounds = (SCORING_QUICK_PAIRS if quick else SCORING_PAIRS), 2 if full else 1
     tmp = Path(tempfile.mkdtemp(prefix="bench-refer-iou-200k-"))
     try:
         paths = [tmp / f"{side}.jsonl" for side in ("predictions", "references")]
@@ -720,14 +719,14 @@ def _timed_after(prepare: Callable[[], object], fn: Callable[[], object], inner:
     return float(out) if inner else time.perf_counter() - t0
 
 
-def case_r4d_build(quick: bool = False, repeat: int | None = None) -> list[dict]:
+def case_r4d_build(quick: bool = False, repeat: int | None = None, full: bool = False) -> list[dict]:
     """The combined build (``frames`` + ``all_queries``) against reading every release file once, and each
     config against its library floor (:func:`_r4d_floor`), all from a cold page cache.
 
     Cold reads on a virtual machine vary by a factor of two from one minute to the next, so the runs are
     paired: each repetition reads the files once, builds both configs and runs both floors, one after the
     other (the release evicted before each), and every ratio is taken within a repetition; the table gives
-    the median ratio over ``repeat`` repetitions (5; quick 2), the info line its range. The target row is
+    the median ratio over ``repeat`` repetitions (3; full 5; quick 2), the info line its range. The target row is
     read once / combined build >= 0.5. When it is missed, the row says whether the floors alone reach 0.5
     ("floor-bound" only when they do not, and no build beats its floor, which would make it no lower bound)."""
     from perckit.samples import write_release
@@ -735,7 +734,7 @@ def case_r4d_build(quick: bool = False, repeat: int | None = None) -> list[dict]
     tmp = Path(tempfile.mkdtemp(prefix="bench-r4d-"))
     try:
         frames = 60 if quick else 300
-        reps = repeat or (2 if quick else 5)
+        reps = repeat or (2 if quick else 5 if full else 3)
         rel = tmp / "rel"
         write_release("r4d_bench", rel, frames_per_scene=frames, height=270, width=480, write_query_masks=False)
         files = sorted(p for p in rel.rglob("*") if p.is_file())
@@ -924,12 +923,12 @@ def _r4d_floor(root: Path, out: Path) -> dict[str, dict[str, float]]:
     return result
 
 
-def case_reason_av_edit_build(quick: bool = False) -> list[dict]:
+def case_reason_av_edit_build(quick: bool = False, full: bool = False) -> list[dict]:
     from perckit.samples import write_release
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-rave-"))
     try:
-        per_track = 1 if quick else 5
+        per_track = 1 if quick else 5 if full else 3
         write_release("reason_av_edit", tmp / "rel", samples_per_sub_track=per_track, frames=121, size=(256, 448), texture="noise",
                       x264_preset="ultrafast")  # noise clips: large, incompressible tars (~580 MB), quick to encode
         tars = sorted((tmp / "rel" / "archives").glob("*.tar"))

@@ -889,3 +889,40 @@ def test_valid_many_agrees_with_validate():
     expected_true = [True] * 6 + [False] * (len(cases) - 6)
     assert got == expected_true
     assert R.valid_many([]) == []
+
+
+_MASK_OBJECTS = st.one_of(
+    masks.map(lambda m: R.encode(m)),  # compressed (the size is the mask's own)
+    masks.map(lambda m: {"size": list(m.shape), "counts": R.decode_counts(R.encode(m)["counts"]).tolist()}),  # uncompressed
+    st.lists(st.lists(st.integers(-3, 12) | st.floats(-3, 12) | st.just(float("nan")), max_size=10), max_size=3),  # polygons
+    st.fixed_dictionaries({"size": st.sampled_from([[4, 6], [4.0, 6], [True, 6], [6, 4]]),
+                           "counts": st.sampled_from(["32c0", "32c", "", [3, 2, 19], [3, 2, 18], [3, -2, 23], [], [True, 2, 21],
+                                                      [3, 2.0, 19], [2 ** 70]])}),
+)
+
+
+@reaches("to_rles", refused=False)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_MASK_OBJECTS, st.sampled_from([[4, 6], [6, 4], [1, 1]])), max_size=8))
+@example([({"size": [4, 6], "counts": c}, [4, 6]) for c in ([3, 2, 19], [True, 2, 21], [3, 2.0, 19], [3, -2, 23], "32c0")])
+@example([({"size": [4, 6], "counts": c}, [4, 6]) for c in ([3, 2, 19], [2 ** 70])])
+def test_to_rles_gives_to_rle_or_leaves_the_mask_to_it(jobs):
+    """Many masks at once: each is what ``to_rle`` gives it, or None where ``to_rle`` is left to decide (a mask
+    it refuses is always left; one refused polygon leaves the others of its size too)."""
+    objs, sizes = [o for o, _ in jobs], [list(s) for _, s in jobs]
+    got = R.to_rles(objs, sizes)
+    for obj, size, rle in zip(objs, sizes, got):
+        try:
+            want = R.to_rle(obj, size=size)
+        except RLEError:
+            want = None
+        assert rle is None or rle == want
+        if rle is not None:
+            record("to_rles", "accepted")
+
+
+def test_to_rles_takes_the_common_masks_at_once():
+    jobs = [({"size": [4, 6], "counts": "32c0"}, [4, 6]), ({"size": [4, 6], "counts": [3, 2, 19]}, [4, 6]), ([[0, 0, 3, 0, 3, 3]], [4, 6]),
+            ({"size": [6, 4], "counts": "32c0"}, [4, 6]), ({"size": [4, 6], "counts": [3, 2, 18]}, [4, 6])]
+    got = R.to_rles([o for o, _ in jobs], [s for _, s in jobs])
+    assert got[:3] == [R.to_rle(o, size=s) for o, s in jobs[:3]] and got[3:] == [None, None]

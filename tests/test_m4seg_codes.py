@@ -85,10 +85,10 @@ def test_codes_agree_with_spans_on_every_fixture_row(m4_parquet):
         for row in m4_parquet[split]:
             assert codes.span_code_problems(row["a"], row["groundings"]) == [], row["example_id"]
             # spans are first mentions, and groundings follow image order then first-mention order
-            firsts = codes.distinct_codes_by_image(row["a"])
+            firsts = codes._first_mentions(row["a"])
             for k in {g["image_index"] for g in row["groundings"]}:
                 mine = [g["answer_span"] for g in row["groundings"] if g["image_index"] == k]
-                assert mine == [[c.start, c.end] for c in firsts[k]]
+                assert mine == [[m.start(), m.end()] for m in firsts[k]]
             assert [g["image_index"] for g in row["groundings"]] == sorted(g["image_index"] for g in row["groundings"])
             n += 1
     assert n == 72

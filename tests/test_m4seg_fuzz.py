@@ -18,13 +18,14 @@ import json
 
 import numpy as np
 import pyarrow as pa
-from helpers.fuzz import FUZZ, FUZZ_SLOW, documented_only, exercise, folder, json_rle_dicts, json_values, mutated, random_bytes, reaches, rle_dicts
+from helpers.fuzz import FUZZ, FUZZ_SLOW, documented_only, exercise, folder, json_rle_dicts, json_values, mutated, random_bytes, reaches, record, rle_dicts
 from helpers.harness import deadline
 from helpers.m4seg import S1_PRED, S1_REF, S2_PRED, S3_PRED, S4_PRED, S4_REF, parquet_records, small_examples
 from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from oracles.m4seg_native import native_to_row as oracle_native_row
 from oracles.m4seg_parquet import parquet_to_row
 
 from perckit.hf.builder import rows_to_table
@@ -302,3 +303,57 @@ def test_m4seg_parquet_column_path_equals_the_oracle_on_random_records(record):
         for g in row["groundings"]:
             im = row["images"][g["image_index"] - 1]
             assert g["segmentation"]["size"] == [im["height"], im["width"]] and len(g["bbox"]) == 4
+
+
+def _grounding_edit(example: dict, j: int, **edit) -> dict:
+    """``example`` with its ``img_1`` grounding ``j`` updated by ``edit``."""
+    import copy
+
+    out = copy.deepcopy(example)
+    out["groundings"]["img_1"][j].update(edit)
+    return out
+
+
+def native_batch_rows(examples: list, order: str) -> tuple[list, tuple | None]:
+    """The batch conversion of examples in order, as the native reader runs it (``native_parts`` of each until one
+    refuses, then ``native_rows``): the rows before the first refusal and the refusal (its name is what
+    ``reaches`` counts)."""
+    state, parts, rows, error = m4rows.ConvertState("test", "f", order, quiet=True), [], [], None
+    for ex in examples:
+        try:
+            parts.append(m4rows.native_parts(ex, state, "e"))
+        except PerckitError as e:
+            error = e
+            break
+    try:
+        for row in m4rows.native_rows(parts, state):
+            rows.append(row)
+    except PerckitError as e:
+        error = e
+    return rows, None if error is None else ("error", type(error).__name__, str(error))
+
+
+@reaches("native_batch_rows")
+@FUZZ
+@given(examples=st.lists(native_examples | mutated(st.sampled_from(EXAMPLES)), min_size=1, max_size=4), order=st.sampled_from(m4rows.SIZE_ORDERS))
+@example(examples=[EXAMPLES[0], {**EXAMPLES[1], "image_sizes": [[3, 2]]}, EXAMPLES[0]], order="auto")
+@example(examples=[EXAMPLES[1], _grounding_edit(EXAMPLES[0], 0, answer_span=[9, 1]), EXAMPLES[1]], order="auto")
+@example(examples=[EXAMPLES[1], _grounding_edit(_grounding_edit(EXAMPLES[0], 0, segmentation={"size": [1, 4], "counts": "zz"}), 1,
+                                                answer_span=[9, 1])], order="auto")
+@example(examples=[_grounding_edit(EXAMPLES[0], 1, segmentation={"size": [1, 4], "counts": "zz"}), {**EXAMPLES[1], "image_paths": "x"}], order="auto")
+def test_m4seg_native_batch_equals_the_oracle_on_random_examples(examples, order):
+    """Examples converted together (their masks by one ``rle.to_rles``) give the rows, and then the refusal, of
+    converting them one by one with the converter of before (tests/oracles/m4seg_native.py), message for message."""
+    import copy
+
+    want, state = [], m4rows.ConvertState("test", "f", order, quiet=True)
+    for ex in copy.deepcopy(examples):
+        outcome = _outcome(lambda e: oracle_native_row(e, state, "e"), ex)
+        if outcome[0] == "error":
+            break
+        want.append(outcome[1])
+    got, error = documented_only(native_batch_rows, examples, order)
+    if error is not None:
+        record("native_batch_rows", "refused", error[1])
+    assert [rows_to_table([r], ROW_SCHEMA).to_pylist()[0] for r in got] == want
+    assert error == (None if outcome[0] == "row" else outcome)

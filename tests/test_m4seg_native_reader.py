@@ -100,8 +100,8 @@ EDGE_CASES = {
 
 _JSON = "invalid JSON: "
 #: case -> (example ids read before the error, a fragment of the message or None); num_proc 1 and 3 agree
-#: unless the third entry gives the num_proc=3 outcome (the prepass parses the whole file first: invalid JSON
-#: anywhere is refused before any row, with the same message).
+#: unless the third entry gives the num_proc=3 outcome (the prepass reads the whole file first: invalid JSON or a
+#: repeated key anywhere is refused before any row, with the same message).
 EDGE_OUTCOMES = {
     "plain": (["e0", "e1", "e2", "e3", "e4"], None),
     "bom": (["e0", "e1", "e2"], None),
@@ -112,7 +112,8 @@ EDGE_OUTCOMES = {
     "u64_int": ([], _JSON + "parse error: integer overflow"),
     "long_float": (["e0"], None),
     "colon_escape": (["e0"], None),
-    "repeated_key": (["e0"], "example 1 ('e1'): a JSON object repeats the key 'q'; expected every key once"),
+    "repeated_key": (["e0"], "example 1 ('e1'): a JSON object repeats the key 'q'; expected every key once",
+                     ([], "example 1 ('e1'): a JSON object repeats the key 'q'; expected every key once")),
     "repeated_nested_key": ([], "example 0 ('e0'): a JSON object repeats the key 'name'; expected every key once"),
     "repeated_key_masked_by_escaped_colon": ([], "example 0 ('e0'): a JSON object repeats the key 'q'"),
     "not_an_object": (["e0"], "expected each example to be an object, found 3"),
@@ -228,22 +229,6 @@ def test_batched_bboxes_equal_rle_to_bbox(sample):
     assert rows._bboxes([]) == []
 
 
-def test_spans_are_codes_only_when_span_code_problems_is_silent(sample):
-    from perckit.m4seg.metric import codes
-    from perckit.m4seg import rows
-
-    cases = [(row["a"], row["groundings"]) for row in _rows(m4layout.native_path(sample, "train"))[0]]
-    answer = "The cat_101 and leg_20103, dog_1x, ٣at_٣01 and img_1002."
-    for span, k in (([4, 11], 1), ([16, 25], 2), ([16, 25], 1), ([27, 33], 1), ([0, 3], 1), ([35, 42], 3), ([47, 55], 10), ([4, 4], 1)):
-        cases.append((answer, [{"answer_span": span, "image_index": k}]))
-    silent = 0
-    for answer, groundings in cases:
-        fast = rows._spans_are_codes(answer, groundings)
-        assert not fast or codes.span_code_problems(answer, groundings) == []
-        silent += fast
-    assert silent > 10
-
-
 def test_image_stem_equals_os_path():
     import os
 
@@ -315,3 +300,48 @@ def test_native_to_row_quirks(tmp_path, variant, want):
     assert err is None and [r["example_id"] for r in rows] == ["p", "p2"]
     g = rows[0]["groundings"][0]
     assert (rows[0]["images"][0]["image_id"], g["answer_span"], g["segmentation"], g["bbox"]) == want
+
+
+def _items(path, line_reader: bool):
+    """``(key, example)`` of every item: ``read_examples`` (the line reader, ijson taking over) or ijson alone."""
+    ijson = m4native.ijson_module()
+    try:
+        if line_reader:
+            return list(m4native.read_examples(ijson, open, str(path), "list", "w")), None
+        with open(path, "rb") as f:
+            return list(m4native.iter_items(ijson, m4native.gunzip(f, "w"), "list", "w")), None
+    except (ReleaseFormatError, *m4native.reading_error(ijson, "w")[0]) as e:
+        return None, type(e).__name__
+
+
+@pytest.mark.parametrize("case", sorted(EDGE_CASES))
+def test_line_reader_gives_ijsons_examples(tmp_path, case):
+    """Every edge case: the examples (and the error) of the line reader with ijson's takeover are ijson's."""
+    path = _write(tmp_path, EDGE_CASES[case])
+    assert _items(path, True) == _items(path, False)
+
+
+def _vouched_lines(path) -> tuple[int, bool]:
+    """(examples the line reader vouched for, whether it left the rest to ijson)."""
+    with open(path, "rb") as f:
+        lines = list(m4native._line_examples(m4native.gunzip(f, "w")))
+    return sum(ex is not m4native._DOUBT for ex in lines), m4native._DOUBT in lines
+
+
+def test_line_reader_vouches_for_the_sample_and_leaves_other_layouts_to_ijson(sample, tmp_path):
+    path = m4layout.native_path(sample, "train")
+    assert _vouched_lines(path) == (300, False)  # the sample writer's one example per line: no ijson at all
+    examples = [ex for _, ex in _items(path, False)[0]]
+    cases = {
+        "indented": (json.dumps(examples, indent=1).encode(), (0, True)),
+        "one line": (json.dumps(examples).encode(), (0, True)),
+        "ascii escapes, spaces": (_dump(examples, sep=" ,\n").replace(b'": ', b'" : '), (300, False)),
+        "a long number in a string": (_dump([_example(0, q="x" + "1" * 25)]), (1, False)),
+        "a long number": (_dump([_example(0), _example(1, note=10 ** 19)]), (1, True)),
+        "a repeated key": (_dump([_example(0)])[:-2] + b', "q": "again"}]', (0, True)),
+        "a line too long": (_dump([_example(0, a="x" * (m4native.MAX_LINE_BYTES + 1))]), (0, True)),
+    }
+    for name, (data, want) in cases.items():
+        p = _write(tmp_path, data, f"{name}.json.gz")
+        assert _vouched_lines(p) == want, name
+        assert _items(p, True) == _items(p, False), name

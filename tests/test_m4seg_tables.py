@@ -21,7 +21,6 @@ from perckit.errors import ReleaseFormatError  # noqa: E402
 from perckit.errors import RLEError  # noqa: E402
 from perckit.m4seg import features as feats  # noqa: E402
 from perckit.m4seg.read import parquet as pt  # noqa: E402
-from perckit.m4seg.read import ids as m4ids  # noqa: E402
 from perckit.m4seg.read import images as m4images  # noqa: E402
 from perckit.m4seg import layout as m4layout  # noqa: E402
 from perckit.m4seg.read import native as m4native  # noqa: E402
@@ -78,18 +77,13 @@ def _both(batch: pa.RecordBatch, caplog=None):
     return out
 
 
-def _column(batch: pa.RecordBatch, state, on_ids=None) -> pa.Table:
-    return pt.batch_to_table(batch, state, SCHEMA, on_ids)
+def _column(batch: pa.RecordBatch, state) -> pa.Table:
+    return pt.batch_to_table(batch, state, SCHEMA)
 
 
-def _oracle(batch: pa.RecordBatch, state, on_ids=None) -> pa.Table:
-    """The batch record by record: ``parquet_to_row``, then the id check of that row (the order of before)."""
-    rows = []
-    for rec in batch.to_pylist():
-        rows.append(parquet_to_row(rec, state))
-        if on_ids is not None:
-            on_ids([rows[-1]["example_id"]])
-    return _encoded(rows)
+def _oracle(batch: pa.RecordBatch, state) -> pa.Table:
+    """The batch record by record: ``parquet_to_row``."""
+    return _encoded([parquet_to_row(rec, state) for rec in batch.to_pylist()])
 
 
 def _batch(records: list[dict], schema: pa.Schema | None = None) -> pa.RecordBatch:
@@ -226,21 +220,17 @@ def test_each_failing_check_gives_the_oracle_message(case):
 
 
 def test_rows_before_a_refused_row_are_converted_first(caplog):
-    """Their warnings are given and their ids checked before the refused row raises: a duplicate id before
-    the bad row is the error, as it was record by record."""
+    """Their warnings are given before the refused row raises, as record by record."""
     bad = {**_record(3), "images": []}
     warned = {**_record(0), "groundings": [_grounding(answer_span=[0, 3])]}
-    for records, expect in [([warned, _record(1), bad], "'images': expected a non-empty list"),
-                            ([warned, _record(1), _record(1), bad], "duplicate example_id 'e1'")]:
-        got = []
-        for fn in (_column, _oracle):
-            state = m4rows.ConvertState("test", "t.parquet")
-            guard = m4ids.IdGuard("w")
-            caplog.clear()
-            with caplog.at_level(logging.WARNING, logger="perckit.m4seg.release"), pytest.raises(ReleaseFormatError) as e:
-                fn(_batch(records), state, guard.add_many)
-            got.append((str(e.value), state.span_warnings, [r.getMessage() for r in caplog.records]))
-        assert got[0] == got[1] and expect in got[0][0] and got[0][1] == len(records) - 1  # one warning per row before
+    got = []
+    for fn in (_column, _oracle):
+        state = m4rows.ConvertState("test", "t.parquet")
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="perckit.m4seg.release"), pytest.raises(ReleaseFormatError) as e:
+            fn(_batch([warned, _record(1), bad]), state)
+        got.append((str(e.value), state.span_warnings, [r.getMessage() for r in caplog.records]))
+    assert got[0] == got[1] and "'images': expected a non-empty list" in got[0][0] and got[0][1] == 2  # one warning per row before
 
 
 def test_warning_count_and_first_five_messages(caplog):
@@ -254,30 +244,6 @@ def test_warning_count_and_first_five_messages(caplog):
             state.finish()
         got.append((state.span_warnings, [r.getMessage() for r in caplog.records]))
     assert got[0] == got[1] and got[0][0] == 12 and len(got[0][1]) == 6
-
-
-def test_id_guard_add_many_equals_add(monkeypatch):
-    monkeypatch.setattr(m4ids.IdGuard, "BLOCK", 7)
-    ids = [f"x{i}" for i in range(40)]
-    for dup_at, dup_of in [(None, None), (3, 1), (12, 2), (39, 38), (20, 19)]:
-        seq = list(ids)
-        if dup_at is not None:
-            seq[dup_at] = seq[dup_of]
-        errors = []
-        for many in (True, False):
-            g = m4ids.IdGuard("w")
-            try:
-                if many:
-                    for lo in range(0, len(seq), 5):
-                        g.add_many(seq[lo : lo + 5])
-                else:
-                    for eid in seq:
-                        g.add(eid)
-                g.flush()
-                errors.append((None, g.count))
-            except ReleaseFormatError as e:
-                errors.append((str(e), g.count))
-        assert errors[0] == errors[1]
 
 
 @pytest.mark.parametrize("source", ["parquet", "native"])
@@ -308,3 +274,35 @@ def test_built_tables_with_image_root_equal_per_example_encoding(m4_release, tmp
     for row in rows:
         row[feats.IMAGE_FILES] = [m4images.read_image_bytes(open, image_root, im["path"], "w") for im in row["images"]]
     assert built.data.table.equals(_encoded(rows, feats.row_features(with_images=True)))
+
+
+from hypothesis import example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from perckit.m4seg.metric.codes import span_code_problems  # noqa: E402
+
+_CODE_TEXT = st.text(alphabet="ab_19 .é", max_size=12) | st.from_regex(r"[a-z_ .é0-9]{0,4}_[0-9]{2,6}", fullmatch=True)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.lists(_CODE_TEXT, min_size=1, max_size=4), st.lists(st.tuples(st.integers(0, 3), st.integers(-1, 1),
+                                                                                        st.integers(1, 9)), max_size=4)), max_size=6))
+@example([(["x ", "bottle_101", " y"], [(1, 0, 1), (1, 0, 2)]), (["leg_20103", "é"], [(0, 0, 2)]), (["a_12_345", "a__12345"], [(0, 0, 3), (1, 0, 1)]),
+          *[([text], [(0, 0, 1)]) for text in ("_12345", "_123", "a b_123", "a_1234", "b_12", "a_1x3", "a_12x", "a_123")]])
+def test_code_suspects_flag_exactly_the_rows_with_entity_code_warnings(rows):
+    """The column prefilter of the entity-code warnings: every row with a warning is flagged (span_code_problems
+    decides), an ASCII row without one is not, a non-ASCII row always is. Each span covers one part of its
+    answer, give or take a character."""
+    answers, parent, s, e, k = [], [], [], [], []
+    for r, (parts, spans) in enumerate(rows):
+        answers.append("".join(parts))
+        for j, trim, img in spans:
+            j = min(j, len(parts) - 1)
+            a = len("".join(parts[:j]))
+            a, b = sorted((min(max(a + trim, 0), len(answers[-1])), min(a + len(parts[j]), len(answers[-1]))))
+            parent.append(r), s.append(a), e.append(b), k.append(img)
+    got = pt._code_suspects(pa.array(answers, pa.string()), np.array(parent, dtype=np.int64), np.array(s, dtype=np.int64),
+                            np.array(e, dtype=np.int64), np.array(k, dtype=np.int64))
+    want = [r for r, answer in enumerate(answers) if r in parent and (not answer.isascii() or span_code_problems(answer, [
+        {"answer_span": [a, b], "image_index": img} for p, a, b, img in zip(parent, s, e, k) if p == r]))]
+    assert got == want

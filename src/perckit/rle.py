@@ -495,6 +495,49 @@ def to_rle(obj: Any, size: Sequence[int] | None = None, where: str = "mask") -> 
     return _finish(rle["counts"], *rle["size"], size, where)
 
 
+def to_rles(objs: Sequence[Any], sizes: Sequence[list[int]]) -> list[RLE | None]:
+    """:func:`to_rle` of many masks at once, mask j with its image's ``sizes[j]`` (``[H, W]``, two ints already
+    checked): the same RLE, or None where it is not decided here (the caller calls :func:`to_rle`, which gives the
+    mask or the error). Decided here: a dict whose ``size`` is exactly its image's, with ``str`` counts (one
+    :func:`valid_many` scan for all) or a non-empty list of ints as counts (:func:`from_uncompressed`'s checks on all
+    of them together), and a non-empty list of polygon lists (one :func:`polygon_unions` per image size; a size
+    whose polygons it refuses is left to :func:`to_rle`)."""
+    out: list[RLE | None] = [None] * len(objs)
+    compressed, uncompressed, polygons = [], [], {}
+    for j, (obj, hw) in enumerate(zip(objs, sizes)):
+        if type(obj) is list:
+            if obj and all(type(p) is list for p in obj):
+                polygons.setdefault(tuple(hw), []).append(j)
+        elif isinstance(obj, dict) and obj.get("size") == hw and type(obj["size"]) is list and type(obj["size"][0]) is type(obj["size"][1]) is int:
+            counts = obj.get("counts")
+            if type(counts) is str or (type(counts) is list and counts):
+                (compressed if type(counts) is str else uncompressed).append(j)
+    for j, ok in zip(compressed, valid_many([objs[j] for j in compressed])):
+        if ok:
+            out[j] = {"size": list(sizes[j]), "counts": objs[j]["counts"]}
+    for (h, w), js in polygons.items():
+        try:
+            rles = polygon_unions([objs[j] for j in js], h, w)
+        except RLEError:
+            continue
+        for j, r in zip(js, rles):
+            out[j] = _from_c(r)
+    if set(map(type, itertools.chain.from_iterable(objs[j]["counts"] for j in uncompressed))) - {int}:  # (bool is not int)
+        uncompressed = [j for j in uncompressed if set(map(type, objs[j]["counts"])) == {int}]
+    lens = np.fromiter((len(objs[j]["counts"]) for j in uncompressed), np.int64, len(uncompressed))
+    try:
+        runs = np.fromiter(itertools.chain.from_iterable(objs[j]["counts"] for j in uncompressed), np.int64, int(lens.sum()))
+    except OverflowError:  # a run beyond int64: every uncompressed mask is left to to_rle
+        return out
+    starts = np.cumsum(lens) - lens
+    total = np.asarray([sizes[j][0] * sizes[j][1] for j in uncompressed], dtype=np.int64)
+    good = (np.minimum.reduceat(runs, starts) >= 0) & (np.add.reduceat(runs, starts) == total) if uncompressed else lens > 0  # (none)
+    for j, a, n in zip(np.asarray(uncompressed, dtype=np.int64)[good].tolist(), starts[good].tolist(), lens[good].tolist()):
+        h, w = sizes[j]
+        out[j] = _from_c(_mask.frPyObjects({"counts": runs[a:a + n].astype(np.uint32), "size": [h, w]}, h, w))
+    return out
+
+
 def check_same_size(rles: Sequence[RLE], where: str) -> list[int]:
     """The common ``[H, W]`` of validated RLEs; a mask of another size raises :class:`RLEError` naming ``where``
     (pycocotools silently returns an empty mask when merging masks of different sizes)."""

@@ -60,7 +60,7 @@ class M4SegBuilder(PerckitTableBuilder):
     """
 
     BUILDER_CONFIGS = [M4SegConfig(name="default", description="every example with its groundings")]
-    DEFAULT_WRITER_BATCH_SIZE = 1000
+    DEFAULT_WRITER_BATCH_SIZE = 10_000
     ROWS_PER_TABLE = 1000
     OPTION_CHECKS = {"source": SOURCES, "native_image_size_order": SIZE_ORDERS}
 
@@ -129,8 +129,7 @@ class M4SegBuilder(PerckitTableBuilder):
                 kind = scan.kind
             else:
                 kind = "list"
-                if nproc > 1:  # each process checks only its own ids: check the whole split here
-                    scan_parquet_ids(_opener(), files, split)
+                scan_parquet_ids(_opener(), files, split)  # the whole split's ids, before any row (and any worker)
                 shards = parquet_shards(_opener(), files, split=split)
             if c.image_root is not None:
                 self._check_images(split, source, files, kind)
@@ -155,24 +154,23 @@ class M4SegBuilder(PerckitTableBuilder):
 
     def _generate_tables(self, split: str, source: str, shards: list) -> Iterator[tuple[str, pa.Table]]:
         """Tables of exactly ``info.features.arrow_schema`` (the writer's cast is then free), keyed by the
-        first example id of each. Ids are checked unique in file order, after their rows' conversion (a Parquet
-        batch's all at once); with ``image_root`` each row's images are read after its id check."""
+        first example id of each. Native ids are checked unique in file order, after their rows' conversion (the
+        Parquet ids before any row: ``_split_generators``); with ``image_root`` each row's images are read after
+        its id check."""
         c = self.config
         schema = self.info.features.arrow_schema
         guard = IdGuard(f"M4Seg {split} split ({source})")
-        with_images = c.image_root is not None
         if source == "native":
             rows = batched(self._native_rows(split, shards, guard), self.ROWS_PER_TABLE)
             tables = (rows_to_table(batch, schema) for batch in rows)
         else:
             row_schema = pa.schema([f for f in schema if f.name != feats.IMAGE_FILES])
-            tables = iter_parquet_tables(_opener(), shards, split, row_schema, None if with_images else guard.add_many)
+            tables = iter_parquet_tables(_opener(), shards, split, row_schema)
         for table in tables:
-            ids = table.column("example_id").to_pylist()
-            if with_images and source != "native":
-                table = self._with_image_files(table, split, ids, schema, guard)
+            if c.image_root is not None and source != "native":
+                table = self._with_image_files(table, split, schema)
             if table.num_rows:
-                yield ids[0], table
+                yield table.column("example_id")[0].as_py(), table
         guard.flush()
 
     def _native_rows(self, split: str, shards: list, guard: IdGuard) -> Iterator[dict]:
@@ -189,13 +187,9 @@ class M4SegBuilder(PerckitTableBuilder):
         root = self.config.image_root
         return [read_image_bytes(_opener(), root, p, f"{where}: images[{k}].path") for k, p in enumerate(paths)]
 
-    def _with_image_files(self, table: pa.Table, split: str, ids: list, schema: pa.Schema, guard: IdGuard) -> pa.Table:
-        """``table`` with its ``image_files`` column (the bytes of every image, in ``images`` order), each
-        row's id checked before its images are read."""
+    def _with_image_files(self, table: pa.Table, split: str, schema: pa.Schema) -> pa.Table:
+        """``table`` with its ``image_files`` column (the bytes of every image, in ``images`` order)."""
         paths = [[im["path"] for im in images] for images in table.column("images").to_pylist()]
-        files = []
-        for eid, p in zip(ids, paths):
-            guard.add(eid)
-            files.append(self._image_files(split, eid, p))
+        files = [self._image_files(split, eid, p) for eid, p in zip(table.column("example_id").to_pylist(), paths)]
         column = pa.array(files, type=schema.field(feats.IMAGE_FILES).type)
         return pa.Table.from_arrays([*table.columns, column], schema=schema)

@@ -14,10 +14,10 @@ import os
 import re
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from .. import rle as rle_ops
-from ..errors import InferredShapeError, ReleaseFormatError, check_choice, inferred_reading, short_repr as _short
+from ..errors import InferredShapeError, PerckitError, ReleaseFormatError, check_choice, inferred_reading, short_repr as _short
 from ..io.jsonio import parse_int
 from ..io.paths import MAX_PATH_CHARS, check_relative
 from .metric import codes
@@ -239,11 +239,11 @@ def _plainly_relative(path: Any) -> bool:
 
 
 def _bboxes(masks: list) -> list[list[float]]:
-    """``rle.to_bbox`` of every validated mask, with one pycocotools call per 255 masks."""
-    cs = [rle_ops._to_c(m) for m in masks]
+    """``rle.to_bbox`` of every validated mask (int sizes, str counts, which pycocotools encodes itself), with one
+    pycocotools call per 255 masks."""
     out: list[list[float]] = []
-    for i in range(0, len(cs), 255):
-        part = cs[i : i + 255]
+    for i in range(0, len(masks), 255):
+        part = masks[i : i + 255]
         out.extend(rle_ops._mask.toBbox(part).reshape(len(part), 4).tolist())
     return out
 
@@ -266,20 +266,16 @@ def _image_stem(path: str) -> str:
 _IMG_INDEX = {f"img_{k}": k for k in range(1, 1000)}
 
 
-def _spans_are_codes(answer: str, groundings: list[dict]) -> bool:
-    """True when every grounding's ``answer[start:end]`` is an entity code whose first digit is its
-    ``image_index`` (``codes.span_code_problems`` has nothing to say); False: ask it for the messages."""
-    full = codes.CODE_RE.fullmatch
-    for g in groundings:
-        s, e = g["answer_span"]
-        m = full(answer[s:e])
-        if m is None or m.group(2)[:1] != str(g["image_index"]):
-            return False
-    return True
-
-
 def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: str | None = None) -> dict:
-    """One native example as a builder row (the only place the native format is interpreted).
+    """One native example as a builder row: :func:`native_rows` of its :func:`native_parts`."""
+    return next(native_rows([native_parts(example, state, example_id)], state))
+
+
+def native_parts(example: Mapping[str, Any], state: ConvertState, example_id: str | None = None) -> tuple[dict, list, Exception | None]:
+    """One native example read as a builder row but for its masks (the only place the native format is interpreted):
+    ``(row, masks, error)``, where ``masks`` holds ``(grounding, mask object, [H, W], k, i)`` of each grounding read,
+    whose ``segmentation`` and ``bbox`` :func:`native_rows` fills, and ``error`` is the refusal of a grounding, raised
+    by :func:`native_rows` after the masks before it (the order of the reads); a refusal before the groundings raises.
 
     ``example_id``: the id to use when the example has none (the builder derives it from ``pair_id``). Masks may be
     compressed RLE (str or bytes counts), uncompressed RLE or polygons; the bbox is always recomputed from the mask;
@@ -378,37 +374,32 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
     need = {k: len(gs) for k, gs in per_image.items() if any(not isinstance(g, _MAPS) or g.get("answer_span") is None for g in gs)}
     derived = codes.derive_spans(answer, need, where) if need else {}
 
-    groundings = []
-    masks = []  # for the bboxes
+    groundings, masks, error = [], [], None
     name_keys = GROUNDING_ALIASES["name"]
-    for k in sorted(per_image):
-        hw = [images[k - 1]["height"], images[k - 1]["width"]]
-        for i, g in enumerate(per_image[k]):
-            # (the message prefix is built only where a check needs it)
-            if not isinstance(g, _MAPS):
-                raise ReleaseFormatError(f"{where}: groundings.img_{k}[{i}]: expected a grounding object, found {_short(g)}")
-            mask_obj = mask_objs[k][i]
-            if mask_obj is None:
-                raise ReleaseFormatError(f"{where}: groundings.img_{k}[{i}].segmentation: expected a mask (RLE or polygons), found none")
-            gw = f"{where}: groundings.img_{k}[{i}]"
-            mask = rle_ops.to_rle(mask_obj, size=hw, where=f"{gw}.segmentation (image {k}, [H, W] = {hw})")
-            span = g.get("answer_span")
-            span = derived[k][i] if span is None else _check_span(span, answer, gw)
-            groundings.append({
-                "image_index": k,
-                "name": _str_or_none(_alias(g, name_keys)),
-                "annotation_ids": _id_list(_alias(g, GROUNDING_ALIASES["annotation_ids"])),
-                "object_annotation_id": _str_or_none(_alias(g, GROUNDING_ALIASES["object_annotation_id"])),
-                "answer_span": span,
-                "bbox": None,
-                "segmentation": mask,
-            })
-            masks.append(mask)
-    for g, box in zip(groundings, _bboxes(masks)):
-        g["bbox"] = box
-    problems = [] if _spans_are_codes(answer, groundings) else codes.span_code_problems(answer, groundings)
-    if problems:
-        state.warn_spans(eid, problems)
+    try:
+        for k in sorted(per_image):
+            hw = [images[k - 1]["height"], images[k - 1]["width"]]
+            for i, g in enumerate(per_image[k]):
+                # (the message prefix is built only where a check needs it)
+                if not isinstance(g, _MAPS):
+                    raise ReleaseFormatError(f"{where}: groundings.img_{k}[{i}]: expected a grounding object, found {_short(g)}")
+                mask_obj = mask_objs[k][i]
+                if mask_obj is None:
+                    raise ReleaseFormatError(f"{where}: groundings.img_{k}[{i}].segmentation: expected a mask (RLE or polygons), found none")
+                groundings.append({
+                    "image_index": k,
+                    "name": _str_or_none(_alias(g, name_keys)),
+                    "annotation_ids": _id_list(_alias(g, GROUNDING_ALIASES["annotation_ids"])),
+                    "object_annotation_id": _str_or_none(_alias(g, GROUNDING_ALIASES["object_annotation_id"])),
+                    "answer_span": None,
+                    "bbox": None,
+                    "segmentation": None,
+                })
+                masks.append((groundings[-1], mask_obj, hw, k, i))
+                span = g.get("answer_span")
+                groundings[-1]["answer_span"] = derived[k][i] if span is None else _check_span(span, answer, f"{where}: groundings.img_{k}[{i}]")
+    except PerckitError as e:  # after the masks read before it
+        error = e
     return {
         "example_id": eid,
         "pair_id": pid,
@@ -419,4 +410,34 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
         "a": answer,
         "images": images,
         "groundings": groundings,
-    }
+    }, masks, error
+
+
+def native_rows(parts: Sequence[tuple[dict, list, Exception | None]], state: ConvertState) -> Iterator[dict]:
+    """The rows of :func:`native_parts` in order, their masks converted together (:func:`rle.to_rles`; a mask it
+    leaves goes to :func:`rle.to_rle`, which gives it or the precise error) and their boxes computed together. The
+    first refusal (a mask, or the part's own error) is raised after the rows before it; each row's entity-code
+    warnings are given once its masks are read."""
+    jobs = [job for _, masks, _ in parts for job in masks]
+    converted = iter(rle_ops.to_rles([job[1] for job in jobs], [job[2] for job in jobs]))
+    rows, error = [], None
+    for row, masks, err in parts:
+        try:
+            for (g, obj, hw, k, i), mask in zip(masks, converted):
+                g["segmentation"] = mask or rle_ops.to_rle(
+                    obj, size=hw, where=f"{state.where(row['example_id'])}: groundings.img_{k}[{i}].segmentation (image {k}, [H, W] = {hw})")
+            if err is not None:
+                raise err
+        except PerckitError as e:
+            error = e
+            break
+        problems = codes.span_code_problems(row["a"], row["groundings"])
+        if problems:
+            state.warn_spans(row["example_id"], problems)
+        rows.append(row)
+    groundings = [g for row in rows for g in row["groundings"]]
+    for g, box in zip(groundings, _bboxes([g["segmentation"] for g in groundings])):
+        g["bbox"] = box
+    yield from rows
+    if error is not None:
+        raise error

@@ -143,16 +143,16 @@ def resolve_answer(answer: str, groundings: Sequence[Mapping[str, Any]] = (), st
     return collapse_ws("".join(out))
 
 
-def distinct_codes_by_image(answer: str) -> dict[int, list[EntityCode]]:
-    """Image index -> its distinct codes in order of first mention (the first mention of each)."""
-    out: dict[int, list[EntityCode]] = {}
+def _first_mentions(answer: str) -> dict[int, list[re.Match]]:
+    """Image index -> the first mention of each of its distinct codes, in order (``CODE_RE`` matches)."""
+    out: dict[int, list[re.Match]] = {}
     seen: set[str] = set()
-    for c in find_codes(answer):
-        if c.text in seen:
-            continue
-        seen.add(c.text)
-        out.setdefault(c.image_index, []).append(c)
+    for m in CODE_RE.finditer(answer):
+        if m.group(0) not in seen:
+            seen.add(m.group(0))
+            out.setdefault(int(m.group(2)[0]), []).append(m)
     return out
+
 
 
 def derive_spans(answer: str, counts: Mapping[int, int], where: str = "example") -> dict[int, list[list[int]]]:
@@ -161,17 +161,17 @@ def derive_spans(answer: str, counts: Mapping[int, int], where: str = "example")
     ``counts`` maps an image index k to the number of groundings of ``img_k``. The i-th distinct code of image k
     (first-mention order) is the i-th grounding of ``img_k``; its span is that first mention. Unequal code and
     grounding counts raise, naming the example and the image."""
-    codes = distinct_codes_by_image(answer)
+    mentions = _first_mentions(answer)
     out: dict[int, list[list[int]]] = {}
     for k, n in counts.items():
-        found = codes.get(k, [])
+        found = mentions.get(k, [])
         if len(found) != n:
             raise ReleaseFormatError(
                 f"{where}: answer_span: cannot derive spans for image {k}: expected {n} distinct entity code(s) "
                 f"with first digit {k} (one per grounding of 'img_{k}'), found {len(found)} "
-                f"({[c.text for c in found]}) in the answer"
+                f"({[m.group(0) for m in found]}) in the answer"
             )
-        out[k] = [[c.start, c.end] for c in found]
+        out[k] = [[m.start(), m.end()] for m in found]
     return out
 
 
@@ -183,11 +183,11 @@ def span_code_problems(answer: str, groundings: Sequence[Mapping[str, Any]]) -> 
         if len(span) != 2:
             continue
         text = answer[int(span[0]) : int(span[1])]
-        code = parse_code(text)
+        code = CODE_RE.fullmatch(text)  # (parse_code's match, without its EntityCode: every row of a build comes here)
         if code is None:
             problems.append(f"groundings[{j}]: answer[{span[0]}:{span[1]}] = {text!r} is not an entity code")
-        elif code.image_index != int(g.get("image_index") or 0):
+        elif int(code.group(2)[0]) != int(g.get("image_index") or 0):
             problems.append(
-                f"groundings[{j}]: code {text!r} names image {code.image_index}, but image_index is {g.get('image_index')}"
+                f"groundings[{j}]: code {text!r} names image {int(code.group(2)[0])}, but image_index is {g.get('image_index')}"
             )
     return problems

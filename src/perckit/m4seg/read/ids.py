@@ -40,24 +40,6 @@ class IdGuard:
         if len(self._pending) >= self.BLOCK:
             self.flush()
 
-    def add_many(self, eids: Sequence[str]) -> None:
-        """:meth:`add` of each id in order, a block at a time: the same blocks and the same error (the first
-        repeated id in order) as one call per id. A block without a repeat is merged in one dict update; a
-        block with one is re-run id by id, which raises at that id."""
-        i, n = 0, len(eids)
-        while i < n:
-            chunk = eids[i : i + self.BLOCK - len(self._pending)]
-            block = dict(zip(map(hash, chunk), chunk))
-            if len(block) != len(chunk) or not self._pending.keys().isdisjoint(block):
-                for eid in chunk:
-                    self.add(eid)
-            else:
-                self._pending.update(block)
-                self.count += len(chunk)
-                if len(self._pending) >= self.BLOCK:
-                    self.flush()
-            i += len(chunk)
-
     def flush(self) -> None:
         if not self._pending:
             return

@@ -2,9 +2,9 @@
 parse, the prepass (:func:`scan_native`), the split into contiguous shards for ``num_proc``
 (:func:`native_shards`) and the row iterator (:func:`iter_native`).
 
-One reader: the file is parsed item by item with ``ijson`` (its C backend when installed), the prepass with
-ijson's prefix filter; each example becomes a row by :func:`perckit.m4seg.rows.native_to_row`. A shard after
-the first parses and drops the examples before it (:data:`SKIP_COST_PARSE` sizes the shards for that).
+Examples come from :func:`read_examples` (one per line by orjson, ijson taking over where the lines cannot be
+vouched for), rows from :func:`perckit.m4seg.rows.native_rows`, 1,000 examples at a time. A shard after the
+first parses and drops the examples before it (:data:`SKIP_COST_PARSE` sizes the shards for that).
 
 Everything here is bounded by documented limits, whatever the file holds:
 
@@ -19,19 +19,19 @@ Everything here is bounded by documented limits, whatever the file holds:
 from __future__ import annotations
 
 import gzip
+import itertools
 import re
 from array import array
 import zlib
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ...errors import ReleaseFormatError, short_repr as _short
+from ...errors import PerckitError, ReleaseFormatError, short_repr as _short
 from ...io.jsonio import UTF8_BOM
-from ..rows import EXAMPLE_ALIASES, ConvertState, _alias, _MAPS, native_to_row
+from ..rows import EXAMPLE_ALIASES, ConvertState, _alias, _MAPS, native_parts, native_rows, native_to_row
 from .ids import IdGuard, derived_example_id, occurrence_index, stable_hash
 
 #: Deepest JSON nesting accepted in a native file (an example is about 7 levels deep). ijson keeps one
@@ -84,7 +84,7 @@ def pull_translating(items: Iterator, errors: tuple, convert: Callable[[BaseExce
 
 
 def reading_error(ijson_mod: Any, where: str) -> tuple[tuple, Callable[[BaseException], Exception]]:
-    """``(errors, convert)`` for :func:`pull_translating` and :func:`read_errors`: ijson's and gzip's errors as
+    """``(errors, convert)`` for :func:`pull_translating`: ijson's and gzip's errors as
     :class:`ReleaseFormatError` naming ``where``."""
 
     def convert(e: BaseException) -> Exception:
@@ -93,16 +93,6 @@ def reading_error(ijson_mod: Any, where: str) -> tuple[tuple, Callable[[BaseExce
         return ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})")
 
     return (ijson_mod.JSONError, *GZIP_ERRORS), convert
-
-
-@contextmanager
-def read_errors(ijson_mod: Any, where: str) -> Iterator[None]:
-    """ijson's and gzip's errors as :class:`ReleaseFormatError` naming ``where`` (:func:`reading_error`'s)."""
-    errors, convert = reading_error(ijson_mod, where)
-    try:
-        yield
-    except errors as e:
-        raise convert(e) from None
 
 
 class JsonGuard:
@@ -264,6 +254,91 @@ def iter_items(ijson_mod: Any, gz: BinaryIO, kind: str, where: str = "native M4S
         yield key, ex
 
 
+#: Decompressed bytes the line reader takes at a time (ijson's own buffer: the guard refuses at the same read).
+READ_SIZE = 64 << 10
+#: Longest line the line reader takes (real examples are a few KB; a longer one is left to ijson's streaming parse).
+MAX_LINE_BYTES = 1 << 20
+#: Examples converted together (their masks by one :func:`perckit.rle.to_rles`, their boxes by one pycocotools call).
+ROWS_PER_BATCH = 1000
+_SPACE = b" \t\r"  # JSON whitespace but the newlines the reader splits on
+_DIGITS, _DIGIT_RUN = bytes(49 if 48 <= c <= 57 else 48 for c in range(256)), b"1" * 19  # digits to "1", the rest to "0"
+_DOUBT = object()
+
+
+def read_examples(ijson_mod: Any, opener: Callable, path: str, kind: str, where: str) -> Iterator[tuple[str | None, Any]]:
+    """``(key, example)`` of every top-level item in order, as :func:`iter_items` gives them. A list file written
+    one example per line is read line by line, each example parsed by orjson (:func:`_line_examples`); from the
+    first line that reading cannot vouch for on (and for an object file), ijson reads the file again and takes
+    over at that example: the examples and the errors are ijson's whatever the layout."""
+    done = 0
+    if kind == "list":
+        with opener(path, "rb") as f:
+            for ex in _line_examples(gunzip(f, where)):
+                if ex is _DOUBT:
+                    break
+                yield None, ex
+                done += 1
+            else:
+                return
+    with opener(path, "rb") as f:
+        for i, item in enumerate(iter_items(ijson_mod, gunzip(f, where), kind, where)):
+            if i >= done:
+                yield item
+
+
+def _vouched(text: bytes, ex: Any, back: bytes) -> bool:
+    """Whether ijson reads the example ``text`` as orjson read it (``ex``, written back as ``back``): an object
+    with no key repeated (its colons outside strings are as many as those of ``back``, which has every key once)
+    and no number of 19 digits or more (ijson refuses an integer beyond 64 bits; orjson reads some). Text that
+    orjson writes back unchanged lost no key (the common case: only its digit runs are looked at)."""
+    if back == text and _DIGIT_RUN not in text.translate(_DIGITS):
+        return True
+    bare, back = (b"".join((_ESCAPE.sub(b"", t) if b"\\" in t else t).split(b'"')[::2]) for t in (text, back))  # no strings
+    return type(ex) is dict and _DIGIT_RUN not in bare.translate(_DIGITS) and bare.count(b":") == back.count(b":")
+
+
+def _line_examples(gz: BinaryIO) -> Iterator[Any]:
+    """The examples of a JSON list written one per line (``[``, then one example object per line with a comma
+    between, then ``]``; blank lines anywhere), each parsed by orjson, then :data:`_DOUBT` at the first thing this
+    cannot vouch for: another layout, a line longer than :data:`MAX_LINE_BYTES`, an example ijson would read
+    otherwise (:func:`_vouched`)."""
+    import orjson
+
+    expect, tail = b"[", b""  # what comes next: b"[", b"{]" (after "["), b"{" (after ","), b",]" (after an example), b""
+    while True:
+        data = gz.read(READ_SIZE)
+        lines = (tail + data).split(b"\n")
+        tail = lines.pop() if data else b""
+        if len(tail) > MAX_LINE_BYTES:
+            yield _DOUBT
+            return
+        for line in lines:
+            line = line.strip(_SPACE)
+            while line:
+                token = line[:1]
+                if not expect or token not in expect:
+                    yield _DOUBT
+                    return
+                if token == b"{":
+                    text, line = (line[:-1].rstrip(_SPACE), line[-1:]) if line[-1:] in b",]" else (line, b"")
+                    try:
+                        ex = orjson.loads(text)
+                    except orjson.JSONDecodeError:
+                        ex = None
+                    if not _vouched(text, ex, orjson.dumps(ex)):
+                        yield _DOUBT
+                        return
+                    yield ex
+                    expect = b",]"
+                    continue
+                expect = {b"[": b"{]", b",": b"{", b"]": b""}[token]
+                line = line[1:].lstrip(_SPACE)
+        if not data:
+            break
+    if expect:
+        yield _DOUBT
+
+
 def _repeated_key(value: Any) -> Any:
     """The key an object in ``value`` repeated (marked by :func:`iter_items`), or None."""
     stack = [value]
@@ -297,9 +372,8 @@ def first_example(opener: Callable, path: str, where: str) -> tuple[str, Mapping
     ijson = ijson_module()
     with opener(path, "rb") as f:
         kind = top_level_kind(f, where)
-    with opener(path, "rb") as f, read_errors(ijson, where):
-        for key, ex in iter_items(ijson, gunzip(f, where), kind, where):
-            return kind, ex, None if key is None else str(key)
+    for key, ex in pull_translating(read_examples(ijson, opener, path, kind, where), *reading_error(ijson, where)):
+        return kind, ex, None if key is None else str(key)
     return kind, None, None
 
 
@@ -307,9 +381,10 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
     """The prepass over a native file, run only when it is needed.
 
     It reads the first example. When the examples have an ``example_id`` and no count is needed (``num_proc`` <= 1),
-    that is all. Otherwise it reads one field per example with ijson's prefix filter, keeping 8 bytes per example:
-    the ``example_id`` (checked unique over the whole split) or, without ids, the pair id, from which the occurrence
-    of every repeated pair_id is derived. The reader verifies every example against the prepass (``id_hashes``)."""
+    that is all. Otherwise it reads every example as the rows are read (:func:`read_examples`), keeping 8 bytes per
+    example: the ``example_id`` (checked unique over the whole split) or, without ids, the pair id, from which the
+    occurrence of every repeated pair_id is derived. Invalid JSON and a repeated key anywhere in the file are refused
+    here, before any row. The reader verifies every example against the prepass (``id_hashes``)."""
     ijson = ijson_module()
     where = f"M4Seg {split} split, {Path(path).name}"
     kind, first, first_key = first_example(opener, path, where)
@@ -332,15 +407,16 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
     hashes = array("q")  # 8 bytes per example (int64 hashes)
     guard = IdGuard(where)
     dup: list[ReleaseFormatError] = []  # a repeated example_id is raised once the whole file has parsed
-    with opener(path, "rb") as f, read_errors(ijson, where):
-        for v in ijson.items(gunzip(f, where), f"item.{key}"):
-            v = str(v)
-            hashes.append(stable_hash(v))
-            if key == "example_id" and not dup:
-                try:
-                    guard.add(v)
-                except ReleaseFormatError as e:
-                    dup.append(e)
+    for _, ex in pull_translating(read_examples(ijson, opener, path, kind, where), *reading_error(ijson, where)):
+        if not isinstance(ex, Mapping) or key not in ex:
+            continue
+        v = str(ex[key])
+        hashes.append(stable_hash(v))
+        if key == "example_id" and not dup:
+            try:
+                guard.add(v)
+            except ReleaseFormatError as e:
+                dup.append(e)
     if key == "example_id" and not dup:
         guard.flush()
     if dup:
@@ -375,20 +451,30 @@ def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, siz
     ijson = ijson_module()
     start, stop, where = ctx.start, ctx.stop, ctx.where
 
-    def rows(f: BinaryIO) -> Iterator[dict]:
-        for i, (key, ex) in enumerate(iter_items(ijson, gunzip(f, where), shards[0].kind, where)):
-            if i < start:
-                continue
+    def examples() -> Iterator[tuple[int, Any, Any]]:
+        for i, (key, ex) in enumerate(read_examples(ijson, opener, ctx.path, shards[0].kind, where)):
             if stop is not None and i >= stop:
-                break
-            yield ctx.convert(i, key, ex)
+                return
+            if i >= start:
+                yield i, key, ex
 
-    # The parse runs in ``rows``; only pulling the next row translates reading errors, and the ``yield`` is
-    # outside any ``try`` (:func:`pull_translating`): a consumer that never exhausts the iterator leaves it
-    # suspended until interpreter exit, and closing it then must not evaluate ``except`` clauses.
-    errors, convert = reading_error(ijson, where)
-    with opener(ctx.path, "rb") as f:
-        yield from pull_translating(rows(f), errors, convert)
+    # Only pulling the next example translates reading errors, and the ``yield`` is outside any ``try``
+    # (:func:`pull_translating`): a consumer that never exhausts the iterator leaves it suspended until
+    # interpreter exit, and closing it then must not evaluate ``except`` clauses.
+    items = pull_translating(examples(), *reading_error(ijson, where))
+    while True:
+        parts, error, n = [], None, 0
+        try:  # a batch of examples, converted together (:func:`native_rows`) ...
+            for item in itertools.islice(items, ROWS_PER_BATCH):
+                n += 1
+                parts.append(ctx.convert(*item))
+        except PerckitError as e:  # ... up to the first that cannot be read or refused: raised after the rows before it
+            error = e
+        yield from native_rows(parts, ctx.state)
+        if error is not None:
+            raise error
+        if n < ROWS_PER_BATCH:
+            break
     ctx.state.finish()
 
 
@@ -407,8 +493,8 @@ class _Reading:
         self.state = ConvertState(split, Path(self.path).name, size_order)
         self.where = f"M4Seg {split} split, {Path(self.path).name}"
 
-    def convert(self, i: int, key: Any, ex: Any) -> dict:
-        """Example ``i`` (``key``: its key in an object file) checked against the prepass and converted."""
+    def convert(self, i: int, key: Any, ex: Any) -> tuple:
+        """Example ``i`` (``key``: its key in an object file) checked against the prepass, as :func:`native_parts`."""
         j = i - self.start
         id_hashes, id_key = self.id_hashes, self.id_key
         if id_hashes is not None and isinstance(ex, _MAPS):
@@ -430,12 +516,12 @@ class _Reading:
                         "give every example an example_id or none"
                     )
                 fallback = derived_example_id(str(pid), int(self.occurrence[j]))
-        return native_to_row(ex, self.state, fallback)
+        return native_parts(ex, self.state, fallback)
 
 
-#: Cost of skipping an example before a shard (parsing it with ijson), relative to converting it (about
-#: 0.06-0.12 measured).
-SKIP_COST_PARSE = 0.08
+#: Cost of skipping an example before a shard (reading it: :func:`read_examples`), relative to reading and converting
+#: it (about 0.15-0.2 measured on the sample layout, one example per line).
+SKIP_COST_PARSE = 0.17
 
 
 def shard_bounds(n: int, num_shards: int, skip_cost: float = SKIP_COST_PARSE) -> list[int]:

@@ -43,7 +43,7 @@ from ..rows import (
     _id_list, _int,
 )
 
-BATCH_SIZE = 1000
+BATCH_SIZE = 10_000
 
 
 @dataclass
@@ -133,7 +133,7 @@ def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
 
     The ids are taken as ``str()`` of each value (:func:`str_column`; a null as ``'None'``), so an int 7 in one
     shard and "7" in another repeat. pyarrow's dictionary encoding numbers the distinct ids (exact, in C++;
-    this runs before the ``num_proc`` workers start); the first id whose number was seen before is the first
+    this runs before any row is converted and before the ``num_proc`` workers start); the first id whose number was seen before is the first
     repeat in order, and raises naming it."""
     columns = _example_id_columns(opener, paths, split)
     chunks = [pc.fill_null(str_column(chunk), "None").cast(pa.large_string()) for c in columns for chunk in c.chunks]
@@ -178,14 +178,10 @@ def _example_id_columns(opener: Callable, paths: Sequence[str], split: str) -> l
     return columns
 
 
-#: A path ``check_relative`` may refuse (it decides): absolute, a drive, a ``..`` component.
-_BAD_PATH = r"^[/\\]|^[A-Za-z]:|(^|[\\/])\.\.([\\/]|$)"
-#: An ASCII entity code (``metric.codes.CODE_RE`` fully matched) with its image digit: the digits after the last '_'.
-_CODE = r"^[A-Za-z0-9_]+_(?P<d>[0-9])(?:[0-9]{4}|[0-9]{2})$"
+#: A path ``check_relative`` may refuse (it decides): a NUL, absolute, a drive, a ``..`` component.
+_BAD_PATH = r"\x00|^[/\\]|^[A-Za-z]:|(^|[\\/])\.\.([\\/]|$)"
 #: Where in a row a check looks, in the order the fields of a row are read (the second item of a key).
 _ID, _ANSWER, _IMAGES, _IMAGE, _GROUNDING = range(5)
-
-IdCheck = Callable[[list], None]
 
 
 def first_row(pf: Any, where: str, state: ConvertState) -> dict | None:
@@ -224,15 +220,9 @@ def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int =
     return out
 
 
-def iter_parquet_tables(
-    opener: Callable, shards: Sequence[ParquetShard], split: str, schema: pa.Schema, on_ids: IdCheck | None = None
-) -> Iterator[pa.Table]:
+def iter_parquet_tables(opener: Callable, shards: Sequence[ParquetShard], split: str, schema: pa.Schema) -> Iterator[pa.Table]:
     """Tables of ``schema`` (the builder's row schema) from Parquet shards in order, one per record batch of
-    ``iter_batches(batch_size=BATCH_SIZE)``.
-
-    ``on_ids`` (the id guard) sees the example ids of each batch in file order, after the batch's rows are
-    converted; a batch with a refused row hands it the ids of the rows before that row first, so that a
-    duplicate id before a bad row raises first."""
+    ``iter_batches(batch_size=BATCH_SIZE)`` (the example ids are checked unique before: :func:`scan_parquet_ids`)."""
     for shard in shards:
         state = ConvertState(split, Path(shard.path).name)
         with open_shard(opener, shard.path, split) as (pf, where):
@@ -250,13 +240,14 @@ def iter_parquet_tables(
                     break
                 except (pa.ArrowException, *PARQUET_ERRORS) as e:
                     raise _unreadable(where, i, e) from None
-                table = batch_to_table(batch, state, schema, on_ids)
+                table = batch_to_table(batch, state, schema)
                 del batch
                 i += table.num_rows
                 yield table
                 del table
-                # Hand Arrow's freed buffers back to the OS so the RSS stays flat over a long split.
-                pa.default_memory_pool().release_unused()
+        # Hand Arrow's freed buffers back to the OS so the RSS stays flat over a long split (once a shard: after
+        # every batch, the next batch's buffers are faulted in again, a quarter of the decoding time).
+        pa.default_memory_pool().release_unused()
         state.finish()
 
 
@@ -264,19 +255,17 @@ def _unreadable(where: str, i: int, e: BaseException) -> ReleaseFormatError:
     return ReleaseFormatError(f"{where}: rows from {i} on cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})")
 
 
-def batch_to_table(batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema, on_ids: IdCheck | None = None) -> pa.Table:
-    """One record batch as a table of ``schema``, its entity-code warnings given and its ids handed to
-    ``on_ids``; a refused value raises naming its row and field, after the rows before it are converted."""
+def batch_to_table(batch: pa.RecordBatch, state: ConvertState, schema: pa.Schema) -> pa.Table:
+    """One record batch as a table of ``schema``, its entity-code warnings given; a refused value raises naming
+    its row and field, after the rows before it are converted (their warnings given)."""
     table, flagged, verdict = _convert(batch, state, schema)
     if verdict.error is not None:
         row = verdict.key[0]
         if row:
-            batch_to_table(batch.slice(0, row), state, schema, on_ids)
+            batch_to_table(batch.slice(0, row), state, schema)
         raise verdict.error
     if flagged:
         _warn(table, flagged, state)
-    if on_ids is not None:
-        on_ids(table.column("example_id").to_pylist())
     return table
 
 
@@ -353,6 +342,11 @@ def _np(arr: pa.Array) -> np.ndarray:
     return arr.to_numpy(zero_copy_only=False)
 
 
+def _filled(arr: pa.Array, value: Any) -> pa.Array:
+    """``pc.fill_null``, called only when there is a null (it copies the array even when there is none)."""
+    return pc.fill_null(arr, value) if arr.null_count else arr
+
+
 def _valid(arr: pa.Array) -> np.ndarray:
     return np.asarray(_np(arr.is_valid()), dtype=bool)
 
@@ -389,7 +383,7 @@ def _one_source(cols: list[pa.Array], source: np.ndarray) -> pa.Array | None:
 
 def _list_parts(col: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
     """(lengths, offsets, items) of a list column: a null list has no items."""
-    lengths = _np(pc.fill_null(pc.list_value_length(col), 0)).astype(np.int64)
+    lengths = _np(_filled(pc.list_value_length(col), 0)).astype(np.int64)
     off = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=off[1:])
     return lengths, off, col.flatten()
@@ -425,7 +419,7 @@ def _ints(arr: pa.Array, v: _Verdict, key_of: Callable[[int], tuple], where_of: 
         valid = _valid(arr)
         if not valid.all():
             v.settle_each(np.flatnonzero(~valid), key_of, lambda i: _int(None, where_of(i)))
-        return _np(pc.fill_null(arr.cast(pa.int64()), 0)).astype(np.int64)
+        return _np(_filled(arr.cast(pa.int64()), 0)).astype(np.int64)
     py = arr.to_pylist()
     out = np.zeros(len(py), dtype=np.int64)
     for i, x in v.settle_each(np.arange(len(py)), key_of, lambda i: _int(py[i], where_of(i))).items():
@@ -528,11 +522,8 @@ def _images(
     path = _text(_fields(items, ["path"]), m)
     if path.null_count < m:
         length = pc.utf8_length(path)
-        flag = pc.or_(
-            pc.or_(pc.equal(length, 0), pc.greater(length, MAX_PATH_CHARS)),
-            pc.or_(pc.match_substring(path, "\x00"), pc.match_substring_regex(path, _BAD_PATH)),
-        )
-        v.settle_each(np.flatnonzero(_np(pc.fill_null(flag, False))), key(4), lambda i: check_relative(path[i].as_py(), iw(i) + ".path"))
+        flag = pc.or_(pc.or_(pc.equal(length, 0), pc.greater(length, MAX_PATH_CHARS)), pc.match_substring_regex(path, _BAD_PATH))
+        v.settle_each(np.flatnonzero(_np(_filled(flag, False))), key(4), lambda i: check_relative(path[i].as_py(), iw(i) + ".path"))
     values = pa.StructArray.from_arrays(
         [image_id, path, pa.array(h.astype(np.int32)), pa.array(w.astype(np.int32))], fields=list(type_.value_type)
     )
@@ -607,7 +598,7 @@ def _masks(g: pa.Array, gh: np.ndarray, gwd: np.ndarray, k: np.ndarray, type_: p
         sizes, counts = _fields(c, ["size"]), _fields(c, ["counts"])
     if sizes and counts and _is_list(sizes[0].type) and pa.types.is_integer(sizes[0].type.value_type) and counts[0].type in _COUNTS:
         lengths, off, values = _list_parts(sizes[0])
-        vals = _np(pc.fill_null(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)
+        vals = _np(_filled(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)
         pairs = _pairs(lengths, off, vals, 2)
         counts = counts[0]
         if pa.types.is_large_string(counts.type) or pa.types.is_large_binary(counts.type):
@@ -642,7 +633,7 @@ def _bboxes(g: pa.Array, v: _Verdict, gw: Callable[[int], str], key: Callable[[i
     c = _one_source(cols, source)
     if c is not None and _is_list(c.type) and (pa.types.is_integer(c.type.value_type) or pa.types.is_floating(c.type.value_type)):
         lengths, off, values = _list_parts(c)
-        vals = _np(pc.fill_null(values.cast(pa.float64(), safe=False), np.nan)).astype(np.float64)
+        vals = _np(_filled(values.cast(pa.float64(), safe=False), np.nan)).astype(np.float64)
         out = _pairs(lengths, off, vals, 4).copy()
         ok = (lengths == 4) & np.isfinite(out).all(axis=1)
         got = v.settle_each(np.flatnonzero((source >= 0) & ~ok), key(4), rule)
@@ -679,9 +670,9 @@ def _spans(g: pa.Array, answer: pa.Array, parent: np.ndarray, type_: pa.DataType
 
     if _is_list(col.type) and pa.types.is_integer(col.type.value_type):
         lengths, off, values = _list_parts(col)
-        vals = _np(pc.fill_null(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)
+        vals = _np(_filled(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)
         se = _pairs(lengths, off, vals, 2).copy()
-        alen = _np(pc.fill_null(pc.utf8_length(answer), 0)).astype(np.int64)[parent]
+        alen = _np(_filled(pc.utf8_length(answer), 0)).astype(np.int64)[parent]
         s, e = se[:, 0], se[:, 1]
         ok = (lengths == 2) & _valid(col) & (s >= 0) & (s <= e) & (e <= alen)
         if values.null_count:
@@ -701,19 +692,23 @@ def _spans(g: pa.Array, answer: pa.Array, parent: np.ndarray, type_: pa.DataType
 
 def _code_suspects(answer: pa.Array, parent: np.ndarray, s: np.ndarray, e: np.ndarray, k: np.ndarray) -> list[int]:
     """Rows that may have an entity-code warning: one of their groundings' ``answer[s:e]`` is not an ASCII
-    code naming its ``image_index``, or their answer is not ASCII (offsets are then code points)."""
-    ascii_rows = pc.string_is_ascii(answer).to_numpy(zero_copy_only=False)
+    code naming its ``image_index``, or their answer is not ASCII (offsets are then code points).
+
+    ``metric.codes.CODE_RE`` fully matches an ASCII span exactly when its characters are all word characters and
+    it ends with ``_`` and 3 digits (5 or more characters) or ``_`` and 5 digits (7 or more); the image digit
+    follows that ``_``. Decided on the answers' bytes: a span is all word characters when the first non-word byte
+    at or after its start (a binary search in their positions) is past its end; its last six characters are looked up."""
+    ascii_g = np.asarray(pc.string_is_ascii(answer).to_numpy(zero_copy_only=False), dtype=bool)[parent]
     off, data = _buffers(answer)
-    ascii_g = np.asarray(ascii_rows, dtype=bool)[parent]
-    start = off[parent].astype(np.int64) + s
-    lengths = np.where(ascii_g, e - s, 0)  # a non-ASCII answer's row is flagged as it is
-    sub_off = np.zeros(lengths.size + 1, dtype=np.int64)
-    np.cumsum(lengths, out=sub_off[1:])
-    idx = np.repeat(start - sub_off[:-1], lengths) + np.arange(int(sub_off[-1]), dtype=np.int64)
-    sub = pa.Array.from_buffers(
-        pa.large_binary(), lengths.size, [None, pa.py_buffer(sub_off), pa.py_buffer(data[np.clip(idx, 0, max(len(data) - 1, 0))] if idx.size else b"")]
-    )
-    digit = pc.struct_field(pc.extract_regex(sub.cast(pa.large_string(), safe=False), _CODE), [0])
-    ok = pc.fill_null(pc.equal(pc.cast(digit, pa.int64(), safe=False), pa.array(k)), False).to_numpy(zero_copy_only=False)
-    bad = ~np.asarray(ok, dtype=bool) | ~ascii_g
-    return sorted(set(parent[bad].tolist()))
+    data = np.append(data, np.uint8(0))  # (never empty: characters are looked up with clipped indices)
+    a = off[parent].astype(np.int64) + s
+    b = off[parent].astype(np.int64) + e
+    word = ((data - np.uint8(ord("0"))) <= 9) | (((data | 0x20) - np.uint8(ord("a"))) <= 25) | (data == ord("_"))  # [0-9A-Za-z_]
+    breaks = np.flatnonzero(~word)
+    at = [data[np.clip(b - j, 0, data.size - 1)] for j in range(7)]  # at[j]: the j-th character from the end
+    digits = [(c >= ord("0")) & (c <= ord("9")) for c in at]
+    three = (e - s >= 5) & (at[4] == ord("_")) & digits[3] & digits[2] & digits[1]
+    five = (e - s >= 7) & (at[6] == ord("_")) & digits[5] & digits[4] & digits[3] & digits[2] & digits[1]
+    image = np.where(three, at[3], at[5]).astype(np.int64) - ord("0")
+    ok = ascii_g & (three | five) & (breaks[np.searchsorted(breaks, a)] >= b) & (image == k)  # (the last break: the 0 after)
+    return sorted(set(parent[~ok].tolist()))
