@@ -444,13 +444,12 @@ def test_a_batch_written_straight_to_arrow_is_the_table_evaluate_writes(case):
 @pytest.mark.parametrize("keep_in_memory", [False, True], ids=["cache-file", "kept-in-memory"])
 def test_compute_streams_the_cache_with_the_numbers_and_order_of_all_rows_at_once(keep_in_memory, monkeypatch):
     """compute reads the cache back a few rows at a time (ROWS_PER_UPDATE, 3 here), from the file with plain reads
-    (not its memory map) or from the columns kept in memory, into Accumulator.update_all: the result, per_example's
+    through the checked reader (not its memory map) or from the columns kept in memory, into Accumulator.update_all: the result, per_example's
     order included, is the core function's on all the rows, though every pair's halves lie in different batches."""
     import evaluate
-    import pyarrow as pa
 
     from perckit import rle
-    from perckit.hf import accumulate
+    from perckit.hf import accumulate, metric as hf_metric
     from perckit.refcoco_m.metric import refer_iou
 
     rng = np.random.default_rng(3)
@@ -458,7 +457,7 @@ def test_compute_streams_the_cache_with_the_numbers_and_order_of_all_rows_at_onc
     preds = [{"expression_id": f"e{i}", "mask": rle.encode(rng.random((4, 5)) > 0.5)} for i in reversed(range(11))]
     opened = []
     monkeypatch.setattr(accumulate, "ROWS_PER_UPDATE", 3)
-    monkeypatch.setattr(pa, "OSFile", lambda path, *a, _open=pa.OSFile: opened.append(path) or _open(path, *a))
+    monkeypatch.setattr(hf_metric, "open_checked", lambda path, *a, _open=hf_metric.open_checked, **k: opened.append(path) or _open(path, *a, **k))
     m = evaluate.load(str(REPO / "metrics" / "refer_iou"), keep_in_memory=keep_in_memory)
     for i in range(0, 11, 4):
         m.add_batch(predictions=preds[i:i + 4], references=refs[i:i + 4])

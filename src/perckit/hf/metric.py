@@ -32,6 +32,7 @@ import evaluate
 
 from . import feature_check
 from ..errors import OptionError, PredictionError, check_option_type, short_repr
+from ..io.paths import open_checked
 from ..io.prefetch import gc_paused
 
 #: The options ``evaluate.load`` / ``EvaluationModule.__init__`` take, and the type each must have.
@@ -119,6 +120,17 @@ class Card(NamedTuple):
 _EVALUATE_WRITER = ("_init_writer", "_enforce_nested_string_type", "_infer_feature_from_batch", "writer")
 
 
+def _cache_tables(paths: list[str]) -> Iterator[Any]:
+    """Each record batch of evaluate's cache files ``paths`` (Arrow streams) as a table, read through the checked
+    reader (a regular file; it is evaluate's own file, so no size cap)."""
+    import pyarrow as pa
+
+    for path in paths:
+        with open_checked(path, "evaluate's cache file", error=PredictionError) as f:
+            for batch in pa.ipc.open_stream(f):
+                yield pa.Table.from_batches([batch])
+
+
 class PerckitMetric(evaluate.Metric):
     """``evaluate.Metric`` whose input errors are :class:`PredictionError` naming the row and the field.
 
@@ -180,8 +192,8 @@ class PerckitMetric(evaluate.Metric):
         from datasets.formatting import PythonFormatter
 
         python = PythonFormatter(features=self.data.features).format_column
-        if getattr(self, "buf_writer", True) is None and getattr(self, "file_paths", None):  # an OSFile: plain reads (a path would be memory-mapped)
-            tables = (pa.Table.from_batches([b]) for path in self.file_paths for b in pa.ipc.open_stream(pa.OSFile(path)))
+        if getattr(self, "buf_writer", True) is None and getattr(self, "file_paths", None):  # plain reads (a path would be memory-mapped)
+            tables = _cache_tables(self.file_paths)
         else:
             tables = [pa.table({"predictions": predictions, "references": references})]
         for table in tables:
