@@ -2,9 +2,9 @@
 parse, the prepass (:func:`scan_native`), the split into contiguous shards for ``num_proc``
 (:func:`native_shards`) and the row iterator (:func:`iter_native`).
 
-Examples come from :func:`read_examples` (one per line by orjson, ijson taking over where the lines cannot be
-vouched for), rows from :func:`perckit.m4seg.rows.native_rows`, 1,000 examples at a time. A shard after the
-first parses and drops the examples before it (:data:`SKIP_COST_PARSE` sizes the shards for that).
+Examples come from :func:`read_examples` (ijson), rows from :func:`perckit.m4seg.rows.native_rows`, 1,000
+examples at a time. A shard after the first parses and drops the examples before it (:data:`SKIP_COST_PARSE` sizes
+the shards for that).
 
 Everything here is bounded by documented limits, whatever the file holds:
 
@@ -254,89 +254,15 @@ def iter_items(ijson_mod: Any, gz: BinaryIO, kind: str, where: str = "native M4S
         yield key, ex
 
 
-#: Decompressed bytes the line reader takes at a time (ijson's own buffer: the guard refuses at the same read).
-READ_SIZE = 64 << 10
-#: Longest line the line reader takes (real examples are a few KB; a longer one is left to ijson's streaming parse).
-MAX_LINE_BYTES = 1 << 20
 #: Examples converted together (their masks by one :func:`perckit.rle.to_rles`, their boxes by one pycocotools call).
 ROWS_PER_BATCH = 1000
-_SPACE = b" \t\r"  # JSON whitespace but the newlines the reader splits on
-_DIGITS, _DIGIT_RUN = bytes(49 if 48 <= c <= 57 else 48 for c in range(256)), b"1" * 19  # digits to "1", the rest to "0"
-_DOUBT = object()
 
 
 def read_examples(ijson_mod: Any, opener: Callable, path: str, kind: str, where: str) -> Iterator[tuple[str | None, Any]]:
-    """``(key, example)`` of every top-level item in order, as :func:`iter_items` gives them. A list file written
-    one example per line is read line by line, each example parsed by orjson (:func:`_line_examples`); from the
-    first line that reading cannot vouch for on (and for an object file), ijson reads the file again and takes
-    over at that example: the examples and the errors are ijson's whatever the layout."""
-    done = 0
-    if kind == "list":
-        with opener(path, "rb") as f:
-            for ex in _line_examples(gunzip(f, where)):
-                if ex is _DOUBT:
-                    break
-                yield None, ex
-                done += 1
-            else:
-                return
+    """``(key, example)`` of every top-level item of the file at ``path`` in order (:func:`iter_items` behind the
+    :class:`JsonGuard`)."""
     with opener(path, "rb") as f:
-        for i, item in enumerate(iter_items(ijson_mod, gunzip(f, where), kind, where)):
-            if i >= done:
-                yield item
-
-
-def _vouched(text: bytes, ex: Any, back: bytes) -> bool:
-    """Whether ijson reads the example ``text`` as orjson read it (``ex``, written back as ``back``): an object
-    with no key repeated (its colons outside strings are as many as those of ``back``, which has every key once)
-    and no number of 19 digits or more (ijson refuses an integer beyond 64 bits; orjson reads some). Text that
-    orjson writes back unchanged lost no key (the common case: only its digit runs are looked at)."""
-    if back == text and _DIGIT_RUN not in text.translate(_DIGITS):
-        return True
-    bare, back = (b"".join((_ESCAPE.sub(b"", t) if b"\\" in t else t).split(b'"')[::2]) for t in (text, back))  # no strings
-    return type(ex) is dict and _DIGIT_RUN not in bare.translate(_DIGITS) and bare.count(b":") == back.count(b":")
-
-
-def _line_examples(gz: BinaryIO) -> Iterator[Any]:
-    """The examples of a JSON list written one per line (``[``, then one example object per line with a comma
-    between, then ``]``; blank lines anywhere), each parsed by orjson, then :data:`_DOUBT` at the first thing this
-    cannot vouch for: another layout, a line longer than :data:`MAX_LINE_BYTES`, an example ijson would read
-    otherwise (:func:`_vouched`)."""
-    import orjson
-
-    expect, tail = b"[", b""  # what comes next: b"[", b"{]" (after "["), b"{" (after ","), b",]" (after an example), b""
-    while True:
-        data = gz.read(READ_SIZE)
-        lines = (tail + data).split(b"\n")
-        tail = lines.pop() if data else b""
-        if len(tail) > MAX_LINE_BYTES:
-            yield _DOUBT
-            return
-        for line in lines:
-            line = line.strip(_SPACE)
-            while line:
-                token = line[:1]
-                if not expect or token not in expect:
-                    yield _DOUBT
-                    return
-                if token == b"{":
-                    text, line = (line[:-1].rstrip(_SPACE), line[-1:]) if line[-1:] in b",]" else (line, b"")
-                    try:
-                        ex = orjson.loads(text)
-                    except orjson.JSONDecodeError:
-                        ex = None
-                    if not _vouched(text, ex, orjson.dumps(ex)):
-                        yield _DOUBT
-                        return
-                    yield ex
-                    expect = b",]"
-                    continue
-                expect = {b"[": b"{]", b",": b"{", b"]": b""}[token]
-                line = line[1:].lstrip(_SPACE)
-        if not data:
-            break
-    if expect:
-        yield _DOUBT
+        yield from iter_items(ijson_mod, gunzip(f, where), kind, where)
 
 
 def _repeated_key(value: Any) -> Any:
@@ -520,8 +446,8 @@ class _Reading:
 
 
 #: Cost of skipping an example before a shard (reading it: :func:`read_examples`), relative to reading and converting
-#: it (about 0.15-0.2 measured on the sample layout, one example per line).
-SKIP_COST_PARSE = 0.17
+#: it (0.24 measured: 20,000 examples of the bench's release, CPU seconds, best of 3).
+SKIP_COST_PARSE = 0.24
 
 
 def shard_bounds(n: int, num_shards: int, skip_cost: float = SKIP_COST_PARSE) -> list[int]:
