@@ -537,8 +537,9 @@ def _bad_paths(off, data, limit, out):
         for p in range(a, b):
             c = data[p]
             chars += (c & 0xC0) != 0x80  # not a UTF-8 continuation byte
-            bad = bad or c == 0 or (c == 46 and p + 1 < b and data[p + 1] == 46 and (p == a or data[p - 1] == 47 or data[p - 1] == 92)
-                                    and (p + 2 == b or data[p + 2] == 47 or data[p + 2] == 92))
+            if c == 0 or (c == 46 and p + 1 < b and data[p + 1] == 46 and (p == a or data[p - 1] == 47 or data[p - 1] == 92)
+                          and (p + 2 == b or data[p + 2] == 47 or data[p + 2] == 92)):
+                bad = True
         out[i] = bad or chars > limit
 
 
