@@ -132,11 +132,23 @@ def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
     """Check example_id uniqueness over every shard of a split (the ``example_id`` column only); returns the count.
 
     The ids are taken as ``str()`` of each value (:func:`str_column`; a null as ``'None'``), so an int 7 in one
-    shard and "7" in another repeat. pyarrow's dictionary encoding numbers the distinct ids (exact, in C++;
-    this runs before any row is converted and before the ``num_proc`` workers start); the first id whose number was seen before is the first
-    repeat in order, and raises naming it."""
+    shard and "7" in another repeat. A 64-bit hash of each id (FNV-1a, compiled: :func:`_id_hashes`) decides
+    first: distinct hashes are distinct ids. Only when two hashes are equal (a repeat, or a collision) pyarrow's
+    dictionary encoding numbers the distinct ids (exact, in C++); the first id whose number was seen before is the
+    first repeat in order, and raises naming it. This runs before any row is converted and before the ``num_proc``
+    workers start."""
     columns = _example_id_columns(opener, paths, split)
-    chunks = [pc.fill_null(str_column(chunk), "None").cast(pa.large_string()) for c in columns for chunk in c.chunks]
+    chunks = [pc.fill_null(str_column(chunk), "None") for c in columns for chunk in c.chunks]
+    hashes = np.zeros(sum(len(c) for c in chunks), dtype=np.uint64)
+    at = 0
+    for c in chunks:
+        if len(c):
+            _kernels._compiled(_id_hashes)(*_buffers(c), hashes[at : at + len(c)])
+        at += len(c)
+    hashes.sort()
+    if not (hashes[1:] == hashes[:-1]).any():
+        return len(hashes)
+    chunks = [c.cast(pa.large_string()) for c in chunks]
     ids = pa.chunked_array(chunks, pa.large_string()).combine_chunks() if chunks else pa.array([], pa.large_string())
     if len(ids):
         codes = ids.dictionary_encode().indices.to_numpy(zero_copy_only=False)
@@ -148,6 +160,15 @@ def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
                 f"M4Seg {split} split, {PARQUET_GLOB.format(split=split)}: duplicate example_id {eid!r} (example ids must be unique within a split)"
             )
     return len(ids)
+
+
+def _id_hashes(off, data, out):
+    """The compiled FNV-1a hash (64 bits) of each string ``data[off[i]:off[i + 1]]`` into ``out[i]``."""
+    for i in range(off.shape[0] - 1):
+        h = np.uint64(14695981039346656037)
+        for p in range(off[i], off[i + 1]):
+            h = (h ^ np.uint64(data[p])) * np.uint64(1099511628211)
+        out[i] = h
 
 
 def str_column(arr: Any) -> Any:
