@@ -278,3 +278,21 @@ def test_scan_parquet_ids_counts_in_arrow_and_names_the_first_repeat(m4_release,
             continue
         with pytest.raises(ReleaseFormatError, match=error):
             m4parquet.scan_parquet_ids(open, paths, "train")
+
+
+def test_scan_parquet_ids_takes_equal_hashes_to_the_exact_scan(m4_release, tmp_path, monkeypatch):
+    """Distinct hashes vouch for distinct ids; equal ones (a repeat, or a collision) go to the exact dictionary
+    scan, which accepts distinct ids whatever their hashes and names the first repeat."""
+    def same(off, data, out):  # every id collides
+        for i in range(out.shape[0]):
+            out[i] = 1
+
+    monkeypatch.setattr(m4parquet, "_id_hashes", same)
+    files = sorted(str(p) for p in (m4_release.root / "data").glob("train-*.parquet"))
+    assert m4parquet.scan_parquet_ids(open, files, "train") == 48
+    path = tmp_path / "d.parquet"
+    rows = pq.read_table(files[0]).slice(0, 3).to_pylist()
+    rows[2]["example_id"] = rows[0]["example_id"]
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    with pytest.raises(ReleaseFormatError, match=f"duplicate example_id {rows[0]['example_id']!r}"):
+        m4parquet.scan_parquet_ids(open, [str(path)], "train")

@@ -5,6 +5,7 @@ hand-made quirks and failures."""
 
 from __future__ import annotations
 
+import re
 import numpy as np
 import pyarrow as pa
 
@@ -280,6 +281,7 @@ from hypothesis import example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from perckit.m4seg.metric.codes import span_code_problems  # noqa: E402
+from perckit.io.paths import MAX_PATH_CHARS, check_relative  # noqa: E402
 
 _CODE_TEXT = st.text(alphabet="ab_19 .é", max_size=12) | st.from_regex(r"[a-z_ .é0-9]{0,4}_[0-9]{2,6}", fullmatch=True)
 
@@ -306,3 +308,23 @@ def test_code_suspects_flag_exactly_the_rows_with_entity_code_warnings(rows):
     want = [r for r, answer in enumerate(answers) if r in parent and (not answer.isascii() or span_code_problems(answer, [
         {"answer_span": [a, b], "image_index": img} for p, a, b, img in zip(parent, s, e, k) if p == r]))]
     assert got == want
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.text(alphabet="a./\\:C\x00é", max_size=9) | st.sampled_from(["", "C:x", "..", "a/..", "../a", "a\\..\\b", "a..b",
+                                                                                 "é" * MAX_PATH_CHARS, "é" * (MAX_PATH_CHARS + 1)]),
+                max_size=8))
+def test_path_prefilter_flags_what_the_previous_regex_did(paths):
+    """The compiled path prefilter flags exactly the paths the column check used to flag with pyarrow (empty, over
+    MAX_PATH_CHARS code points, or matching the NUL / absolute / drive / ``..`` component regex), each of which
+    ``check_relative`` then decides; a path it does not flag ``check_relative`` accepts."""
+    arr = pa.array(paths, pa.string())
+    flag = np.zeros(len(paths), dtype=np.bool_)
+    from perckit.core.counts import _compiled
+
+    _compiled(pt._bad_paths)(*pt._buffers(arr), MAX_PATH_CHARS, flag)
+    regex = r"\x00|^[/\\]|^[A-Za-z]:|(^|[\\/])\.\.([\\/]|$)"
+    assert flag.tolist() == [p == "" or len(p) > MAX_PATH_CHARS or re.search(regex, p) is not None for p in paths]
+    for p, f in zip(paths, flag):
+        if not f:
+            check_relative(p, "w")

@@ -7,7 +7,7 @@ Every check runs over a whole column and, when it refuses values, names the firs
 ``example_id``), the field and the index inside it, what was expected and what was found, with the same error types
 and messages as the field rules in :mod:`perckit.m4seg.rows` (``_check_span``, ``_check_image_size``,
 ``_check_image_index``, ``parse_int``, ``rle.to_rle``, ``paths.check_relative``). A column check that is stricter
-than its rule (a path the regex flags, a mask the counts scan does not take, a value of an unusual Arrow type) hands
+than its rule (a path the compiled prefilter flags, a mask the counts scan does not take, a value of an unusual Arrow type) hands
 the flagged values one by one to that rule, which gives the value or the error. A batch raises the error of its
 first refused row, in the order the fields of a row are read (``example_id``, ``a``, ``images`` and each image's
 height, width, size and path, then each grounding's image_index, segmentation, bbox, answer_span), after the rows
@@ -132,11 +132,23 @@ def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
     """Check example_id uniqueness over every shard of a split (the ``example_id`` column only); returns the count.
 
     The ids are taken as ``str()`` of each value (:func:`str_column`; a null as ``'None'``), so an int 7 in one
-    shard and "7" in another repeat. pyarrow's dictionary encoding numbers the distinct ids (exact, in C++;
-    this runs before any row is converted and before the ``num_proc`` workers start); the first id whose number was seen before is the first
-    repeat in order, and raises naming it."""
+    shard and "7" in another repeat. A 64-bit hash of each id (FNV-1a, compiled: :func:`_id_hashes`) decides
+    first: distinct hashes are distinct ids. Only when two hashes are equal (a repeat, or a collision) pyarrow's
+    dictionary encoding numbers the distinct ids (exact, in C++); the first id whose number was seen before is the
+    first repeat in order, and raises naming it. This runs before any row is converted and before the ``num_proc``
+    workers start."""
     columns = _example_id_columns(opener, paths, split)
-    chunks = [pc.fill_null(str_column(chunk), "None").cast(pa.large_string()) for c in columns for chunk in c.chunks]
+    chunks = [pc.fill_null(str_column(chunk), "None") for c in columns for chunk in c.chunks]
+    hashes = np.zeros(sum(len(c) for c in chunks), dtype=np.uint64)
+    at = 0
+    for c in chunks:
+        if len(c):
+            _kernels._compiled(_id_hashes)(*_buffers(c), hashes[at : at + len(c)])
+        at += len(c)
+    hashes.sort()
+    if not (hashes[1:] == hashes[:-1]).any():
+        return len(hashes)
+    chunks = [c.cast(pa.large_string()) for c in chunks]
     ids = pa.chunked_array(chunks, pa.large_string()).combine_chunks() if chunks else pa.array([], pa.large_string())
     if len(ids):
         codes = ids.dictionary_encode().indices.to_numpy(zero_copy_only=False)
@@ -148,6 +160,15 @@ def scan_parquet_ids(opener: Callable, paths: Sequence[str], split: str) -> int:
                 f"M4Seg {split} split, {PARQUET_GLOB.format(split=split)}: duplicate example_id {eid!r} (example ids must be unique within a split)"
             )
     return len(ids)
+
+
+def _id_hashes(off, data, out):
+    """The compiled FNV-1a hash (64 bits) of each string ``data[off[i]:off[i + 1]]`` into ``out[i]``."""
+    for i in range(off.shape[0] - 1):
+        h = np.uint64(14695981039346656037)
+        for p in range(off[i], off[i + 1]):
+            h = (h ^ np.uint64(data[p])) * np.uint64(1099511628211)
+        out[i] = h
 
 
 def str_column(arr: Any) -> Any:
@@ -178,8 +199,6 @@ def _example_id_columns(opener: Callable, paths: Sequence[str], split: str) -> l
     return columns
 
 
-#: A path ``check_relative`` may refuse (it decides): a NUL, absolute, a drive, a ``..`` component.
-_BAD_PATH = r"\x00|^[/\\]|^[A-Za-z]:|(^|[\\/])\.\.([\\/]|$)"
 #: Where in a row a check looks, in the order the fields of a row are read (the second item of a key).
 _ID, _ANSWER, _IMAGES, _IMAGE, _GROUNDING = range(5)
 
@@ -245,9 +264,8 @@ def iter_parquet_tables(opener: Callable, shards: Sequence[ParquetShard], split:
                 i += table.num_rows
                 yield table
                 del table
-        # Hand Arrow's freed buffers back to the OS so the RSS stays flat over a long split (once a shard: after
-        # every batch, the next batch's buffers are faulted in again, a quarter of the decoding time).
-        pa.default_memory_pool().release_unused()
+        # Arrow's pool reuses the freed buffers for the next batches (no release_unused() here: once a shard, the
+        # next buffers were faulted in again, ~0.5 s CPU over 743k rows; the peak RSS stays flat without it: bench.py).
         state.finish()
 
 
@@ -521,13 +539,29 @@ def _images(
     image_id = _text(_fields(items, ["image_id"]), m)
     path = _text(_fields(items, ["path"]), m)
     if path.null_count < m:
-        length = pc.utf8_length(path)
-        flag = pc.or_(pc.or_(pc.equal(length, 0), pc.greater(length, MAX_PATH_CHARS)), pc.match_substring_regex(path, _BAD_PATH))
-        v.settle_each(np.flatnonzero(_np(_filled(flag, False))), key(4), lambda i: check_relative(path[i].as_py(), iw(i) + ".path"))
+        flag = np.zeros(m, dtype=np.bool_)
+        _kernels._compiled(_bad_paths)(*_buffers(path), MAX_PATH_CHARS, flag)
+        v.settle_each(np.flatnonzero(flag & _valid(path)), key(4), lambda i: check_relative(path[i].as_py(), iw(i) + ".path"))
     values = pa.StructArray.from_arrays(
         [image_id, path, pa.array(h.astype(np.int32)), pa.array(w.astype(np.int32))], fields=list(type_.value_type)
     )
     return _list(lengths, values, type_), off, h, w
+
+
+def _bad_paths(off, data, limit, out):
+    """The compiled path prefilter: ``out[i]`` set for a path ``check_relative`` may refuse (it decides): empty, of
+    more than ``limit`` characters, with a NUL, absolute (``/``, ``\\``, a drive ``X:``) or with a ``..`` component."""
+    for i in range(off.shape[0] - 1):
+        a, b = np.int64(off[i]), np.int64(off[i + 1])
+        bad = b == a or data[a] == 47 or data[a] == 92 or (b - a >= 2 and data[a + 1] == 58 and 97 <= (data[a] | 0x20) <= 122)
+        chars = 0
+        for p in range(a, b):
+            c = data[p]
+            chars += (c & 0xC0) != 0x80  # not a UTF-8 continuation byte
+            if c == 0 or (c == 46 and p + 1 < b and data[p + 1] == 46 and (p == a or data[p - 1] == 47 or data[p - 1] == 92)
+                          and (p + 2 == b or data[p + 2] == 47 or data[p + 2] == 92)):
+                bad = True
+        out[i] = bad or chars > limit
 
 
 def _groundings(col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray, widths: np.ndarray, answer: pa.Array,
@@ -696,19 +730,36 @@ def _code_suspects(answer: pa.Array, parent: np.ndarray, s: np.ndarray, e: np.nd
 
     ``metric.codes.CODE_RE`` fully matches an ASCII span exactly when its characters are all word characters and
     it ends with ``_`` and 3 digits (5 or more characters) or ``_`` and 5 digits (7 or more); the image digit
-    follows that ``_``. Decided on the answers' bytes: a span is all word characters when the first non-word byte
-    at or after its start (a binary search in their positions) is past its end; its last six characters are looked up."""
-    ascii_g = np.asarray(pc.string_is_ascii(answer).to_numpy(zero_copy_only=False), dtype=bool)[parent]
+    follows that ``_``. Decided on the answers' bytes by a compiled loop over the groundings (:func:`_suspects`)."""
+    ascii_rows = np.asarray(pc.string_is_ascii(answer).to_numpy(zero_copy_only=False), dtype=bool)
     off, data = _buffers(answer)
-    data = np.append(data, np.uint8(0))  # (never empty: characters are looked up with clipped indices)
-    a = off[parent].astype(np.int64) + s
-    b = off[parent].astype(np.int64) + e
-    word = ((data - np.uint8(ord("0"))) <= 9) | (((data | 0x20) - np.uint8(ord("a"))) <= 25) | (data == ord("_"))  # [0-9A-Za-z_]
-    breaks = np.flatnonzero(~word)
-    at = [data[np.clip(b - j, 0, data.size - 1)] for j in range(7)]  # at[j]: the j-th character from the end
-    digits = [(c >= ord("0")) & (c <= ord("9")) for c in at]
-    three = (e - s >= 5) & (at[4] == ord("_")) & digits[3] & digits[2] & digits[1]
-    five = (e - s >= 7) & (at[6] == ord("_")) & digits[5] & digits[4] & digits[3] & digits[2] & digits[1]
-    image = np.where(three, at[3], at[5]).astype(np.int64) - ord("0")
-    ok = ascii_g & (three | five) & (breaks[np.searchsorted(breaks, a)] >= b) & (image == k)  # (the last break: the 0 after)
-    return sorted(set(parent[~ok].tolist()))
+    out = np.zeros(len(answer), dtype=np.bool_)
+    _kernels._compiled(_suspects)(off, data, ascii_rows, parent, s, e, k, out)
+    return np.flatnonzero(out).tolist()
+
+
+def _suspects(off, data, ascii_rows, parent, s, e, k, out):
+    """The compiled body of :func:`_code_suspects`: ``out[row]`` set for each grounding whose span is not a code
+    naming its image (its row's answer ASCII, its spans within it)."""
+    for i in range(parent.shape[0]):
+        r = parent[i]
+        a = np.int64(off[r]) + s[i]
+        b = np.int64(off[r]) + e[i]
+        ok = ascii_rows[r]
+        if ok:
+            if b - a >= 5 and data[b - 4] == 95:  # _ddd
+                digits, image = 3, np.int64(data[b - 3]) - 48
+            elif b - a >= 7 and data[b - 6] == 95:  # _ddddd
+                digits, image = 5, np.int64(data[b - 5]) - 48
+            else:
+                digits, image = 0, np.int64(-1)
+            ok = digits > 0 and image == k[i]
+            for j in range(1, digits + 1):
+                ok = ok and 48 <= data[b - j] <= 57
+            p = a
+            while ok and p < b - digits - 1:
+                c = data[p] | 0x20
+                ok = (48 <= data[p] <= 57) or (97 <= c <= 122) or data[p] == 95
+                p += 1
+        if not ok:
+            out[r] = True
