@@ -418,18 +418,13 @@ class ChecksumVerifier:
                 for source, sums, real_bases in lists:
                     rel = self._key_of_real(real, real_bases, sums)
                     if rel is not None:
-                        self._check(path, rel, source, sums)
+                        actual = sha256_file(path)
+                        if actual != sums[rel]:
+                            raise ReleaseFormatError(
+                                f"{str(path)!r}: SHA-256 mismatch with {str(source)!r}: expected {sums[rel]}, got {actual}")
                         n += 1
                         break
         return n
-
-    @staticmethod
-    def _check(path: Path, rel: str, source: Path, sums: Mapping[str, str]) -> None:
-        actual = sha256_file(path)
-        if actual != sums[rel]:
-            raise ReleaseFormatError(
-                f"{str(path)!r}: SHA-256 mismatch with {str(source)!r}: expected {sums[rel]}, got {actual}"
-            )
 
 
 #: Why a tracking GT folder has no SHA256SUMS where the card puts it (``{!r}``: the folder).
