@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from helpers.common import dotted
 
-from perckit.errors import OutputError, PerckitError
+from perckit.errors import OutputError, PerckitError, ReleaseFormatError
 from perckit.io.paths import atomic_file, write_atomic
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -439,7 +439,9 @@ def test_release_readers_refuse_what_is_not_a_regular_file(tmp_path, make):
 
     from perckit.hf.entrypoints import build_split
     from perckit.reason_av_edit.read.archives import extract_archives, iter_tar_file
-    from perckit.syn4d.read import exr_size, read_depth_exr, read_npz, sha256_file
+    from perckit.io.model_files import sha256_file
+    from perckit.syn4d.layout import MAX_CHECKSUM_FILE_BYTES
+    from perckit.syn4d.read import exr_size, read_depth_exr, read_npz
 
     kind = "FIFO" if make is _fifo else "device or socket"
     with deadline(60):
@@ -455,7 +457,8 @@ def test_release_readers_refuse_what_is_not_a_regular_file(tmp_path, make):
         for call in (lambda: list(iter_tar_file(archive, "archives/videos.tar")), lambda: extract_archives(archive.parent.parent)):
             with pytest.raises(PerckitError, match=rf"archives/videos\.tar.*{kind}"):
                 call()
-        for name, call in (("d.exr", exr_size), ("d.exr", read_depth_exr), ("p.npz", read_npz), ("s.bin", sha256_file)):
+        checksum = lambda p: sha256_file(p, repr(str(p)), ReleaseFormatError, MAX_CHECKSUM_FILE_BYTES)  # as ChecksumVerifier  # noqa: E731
+        for name, call in (("d.exr", exr_size), ("d.exr", read_depth_exr), ("p.npz", read_npz), ("s.bin", checksum)):
             path = make(tmp_path / "syn4d" / name)
             with pytest.raises(PerckitError, match=rf"{name}.*{kind}"):
                 call(path)

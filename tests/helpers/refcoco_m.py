@@ -40,8 +40,17 @@ def edit_first_shard(root, fn):
     sample.write_shard(path, rows)
 
 
+def iter_release_rows(root, options=None):
+    """Every validated image row of a local release (all shards, shard order then row order)."""
+    options = options or release.ReadOptions()
+    state = release.SplitState()
+    for path in release.find_shards(root):
+        with open_regular_file(path, release.shard_label(path, root), MAX_RELEASE_FILE_BYTES) as f:
+            yield from release.read_rows(f, release.shard_label(path, root), options, state)
+
+
 def read_all(root, **options):
-    return list(release.iter_release_rows(root, release.ReadOptions(**options)))
+    return list(iter_release_rows(root, release.ReadOptions(**options)))
 
 
 def read_shard(path):
@@ -52,6 +61,6 @@ def read_shard(path):
 
 def all_expression_rows(root, with_images=False, options=None):
     """Every ``expressions`` row of a local release, without ``datasets``: the validated image rows
-    (:func:`perckit.refcoco_m.read.iter_release_rows`) through :func:`perckit.refcoco_m.read.expression_rows`."""
+    (:func:`iter_release_rows`) through :func:`perckit.refcoco_m.read.expression_rows`."""
     opts = options or release.ReadOptions(read_images=with_images)
-    return [r for row in release.iter_release_rows(root, opts) for _, r in release.expression_rows(row, with_images)]
+    return [r for row in iter_release_rows(root, opts) for _, r in release.expression_rows(row, with_images)]

@@ -315,16 +315,12 @@ class _Float(_Number):
     def _floating(self, v: Any) -> None:
         self._fits(v, float(v))
 
-    def _within(self, col: list) -> bool:
-        """Every value of ``col`` (floats only) certainly in ``[lo, hi]``: no NaN (which ``min`` / ``max`` skip)."""
-        return not any(map(math.isnan, col)) and self.lo <= min(col) and max(col) <= self.hi
-
     def fast(self, col: list) -> bool:
         types, col = _present(col, self.null)
         if not types <= {float, int} or not col:
             return not types
-        if self.bounded:
-            return types == {float} and self._within(col)
+        if self.bounded:  # every value certainly in [lo, hi]: no NaN (which min / max skip)
+            return types == {float} and not any(map(math.isnan, col)) and self.lo <= min(col) and max(col) <= self.hi
         if types == {float} and self.max == math.inf:
             return True
         return max(map(abs, col)) <= min(self.max, 1e308)  # NaN or a huge int: "not sure"
@@ -480,16 +476,13 @@ class _Positional:
         self.fields = list(fields.items())
         self.null = null
 
-    def _shape_refused(self, v: Any) -> Refused:
-        names = ", ".join(name for name, _ in self.fields)
-        got = f"{type(v).__name__}: {describe(v)}" if not isinstance(v, (list, tuple)) else f"{len(v)} items: {describe(v)}"
-        return Refused(f"a list [{names}]", v, got)
-
     def __call__(self, v: Any) -> None:
         if v is None and self.null:
             return
         if type(v) not in (list, tuple) or len(v) != len(self.fields):
-            raise self._shape_refused(v)
+            names = ", ".join(name for name, _ in self.fields)
+            got = f"{type(v).__name__}: {describe(v)}" if not isinstance(v, (list, tuple)) else f"{len(v)} items: {describe(v)}"
+            raise Refused(f"a list [{names}]", v, got)
         _walk(((name, check, x) for (name, check), x in zip(self.fields, v)), _attr)
 
     def fast(self, col: list) -> bool:
@@ -531,13 +524,6 @@ class _Seq:
             return True
         return False
 
-    def _shape(self) -> list[int]:
-        out, s = [], self
-        while isinstance(s, _Seq):
-            out.append(s.length)
-            s = s.item
-        return out
-
     def __call__(self, v: Any) -> None:
         if v is None:
             if self.null:
@@ -567,7 +553,10 @@ class _Seq:
             if self.length >= 0 and len(arr) != self.length:
                 raise Refused(f"a list of {self.length}", arr, _array_got(arr))
             return _walk((i, self.item, arr[i]) for i in range(len(arr)))
-        shape = self._shape()
+        shape, s = [], self
+        while isinstance(s, _Seq):
+            shape.append(s.length)
+            s = s.item
         if arr.ndim != self.leaf_depth or any(n >= 0 and n != m for n, m in zip(shape, arr.shape)):
             want = "x".join("N" if n < 0 else str(n) for n in shape)
             raise Refused(f"a {self.leaf_depth}-D array (or nested lists) of shape {want}", arr, _array_got(arr))

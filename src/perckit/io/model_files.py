@@ -183,9 +183,10 @@ def folder_file(folder: str | os.PathLike, name: str, where: str, error: type[Ex
 def sha256_file(path: str | os.PathLike, where: str, error: type[Exception] = OptionError,
                 limit: int = MAX_WEIGHTS_BYTES) -> str:
     """The sha256 of ``path``, read in 1 MiB blocks through :func:`perckit.io.paths.open_regular_file` (a regular
-    file of at most ``limit`` bytes)."""
+    file of at most ``limit`` bytes; a missing file: :class:`~perckit.errors.ReleaseNotFoundError` when ``error`` is
+    :class:`~perckit.errors.ReleaseFormatError`, else ``error``)."""
     h = hashlib.sha256()
-    with open_regular_file(path, where, limit, error, error, "file") as f:
+    with open_regular_file(path, where, limit, error) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()

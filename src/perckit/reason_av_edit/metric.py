@@ -283,10 +283,6 @@ def activity_from_rms(r: np.ndarray, options: AudioOptions = AudioOptions()) -> 
     return drop_short_runs(active, options.frames_of(options.min_run_s))
 
 
-def activity(x: np.ndarray, options: AudioOptions = AudioOptions()) -> np.ndarray:
-    return activity_from_rms(frame_rms(x, options), options)
-
-
 def window_vector(window: tuple[float, float] | None, n: int, options: AudioOptions = AudioOptions()) -> np.ndarray:
     """``1[a <= t_i < b]`` over ``n`` frames, ``t_i = hop * i / sample_rate`` (all False for ``None`` or ``b <= a``)."""
     if window is None:

@@ -24,7 +24,7 @@ from ..core import segmentation as seg
 from ..errors import (InputNotFoundError, PredictionError, ReleaseFormatError, ReleaseNotFoundError, optional_field,
                       short_repr as _short)
 from ..io.parquetio import check_column_chunk_sizes
-from ..io.paths import MAX_RELEASE_FILE_BYTES, open_regular_file, relative_label, resolve_under
+from ..io.paths import relative_label, resolve_under
 from ..io.jsonio import iter_json_lines, parse_int
 from ..io.images import check_encoded_image
 from .features import to_metric_prediction
@@ -330,14 +330,6 @@ def read_rows(
 def shard_label(path: str | Path, root: str | Path | None = None) -> str:
     """How errors name a shard: its path relative to the release root when possible."""
     return relative_label(path, root) or str(path)
-
-
-def iter_release_rows(root: str | Path, options: ReadOptions = ReadOptions()) -> Iterator[dict]:
-    """Every validated image row of a local release (all shards, shard order then row order)."""
-    state = SplitState()
-    for path in find_shards(root):
-        with open_regular_file(path, shard_label(path, root), MAX_RELEASE_FILE_BYTES) as f:
-            yield from read_rows(f, shard_label(path, root), options, state)
 
 
 # ---------------------------------------------------------------- prediction files of other tools

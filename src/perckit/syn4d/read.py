@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
-import hashlib
 import io
 import logging
 import lzma
@@ -29,6 +28,7 @@ from ..errors import InferredShapeError, InputNotFoundError, PredictionError, Re
 from ..errors import inferred_reading, short_repr
 from ..io.jsonio import decode_text, parse_int, iter_json_lines
 from ..io.media import MAX_VIDEO_PIXELS, video_frames
+from ..io.model_files import sha256_file
 from ..io.paths import atomic_file, check_relative, open_regular_file, read_regular_file, resolve_under
 from .layout import (
     ARRAY_DTYPES, CSV_COLUMNS, EXR_CHANNELS, FRAME_INDICES, MAX_ARRAY_BYTES, MAX_CHECKSUM_FILE_BYTES, MAX_DEPTH_PIXELS,
@@ -366,15 +366,6 @@ def _checksum_line(line: str) -> list[str]:
     return parts
 
 
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    """The hex SHA-256 of ``path``, a regular file of at most :data:`MAX_CHECKSUM_FILE_BYTES`."""
-    h = hashlib.sha256()
-    with open_regular_file(path, repr(str(path)), MAX_CHECKSUM_FILE_BYTES) as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
 class ChecksumVerifier:
     """Verifies each file the builder or the file runner reads against the ``SHA256SUMS`` found: ``B/SHA256SUMS``
     and the one beside a tracking GT given apart (:attr:`ReleasePaths.tracking_checksums`; read once when it is
@@ -418,18 +409,13 @@ class ChecksumVerifier:
                 for source, sums, real_bases in lists:
                     rel = self._key_of_real(real, real_bases, sums)
                     if rel is not None:
-                        self._check(path, rel, source, sums)
+                        actual = sha256_file(path, repr(str(path)), ReleaseFormatError, MAX_CHECKSUM_FILE_BYTES)
+                        if actual != sums[rel]:
+                            raise ReleaseFormatError(
+                                f"{str(path)!r}: SHA-256 mismatch with {str(source)!r}: expected {sums[rel]}, got {actual}")
                         n += 1
                         break
         return n
-
-    @staticmethod
-    def _check(path: Path, rel: str, source: Path, sums: Mapping[str, str]) -> None:
-        actual = sha256_file(path)
-        if actual != sums[rel]:
-            raise ReleaseFormatError(
-                f"{str(path)!r}: SHA-256 mismatch with {str(source)!r}: expected {sums[rel]}, got {actual}"
-            )
 
 
 #: Why a tracking GT folder has no SHA256SUMS where the card puts it (``{!r}``: the folder).
