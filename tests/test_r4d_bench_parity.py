@@ -72,7 +72,7 @@ def _poly(rng, h=H, w=W, n=8):
     return np.column_stack([cx + r * np.cos(a), cy + r * np.sin(a)]).ravel().tolist()
 
 
-def _same_mask(frame, size=(H, W), where="q: frame 1", checked=frozenset()):
+def _same_mask(frame, size=(H, W), where="q: frame 1", checked={}):
     got = _outcome(r4d_read.frame_mask_from_segmentations, frame, size, where, checked)
     assert got == _outcome(oracle.frame_mask, frame, size, where)
     return got
@@ -88,10 +88,10 @@ def sample_root(tmp_path_factory):
 def test_every_sample_frame_same_mask(r4d_release, sample_root, which, converters):
     root = r4d_release.root if which == "default" else sample_root
     rel = r4d_read.open_query_release(root)
-    frames = checked_seen = polygons = unchecked = to_rle = 0
+    frames = checked_seen = polygons = decided = unchecked = to_rle = 0
     for entry in rel.entries:
         info = rel.scenes.get(r4d_read.entry_scene(entry, rel.meta))
-        checked = r4d_read.checked_rles(entry["ground_truth"]["frames"])
+        checked = r4d_read.checked_rles(entry["ground_truth"]["frames"], info.frame_size if info else None)
         checked_seen += len(checked)
         for fr in entry["ground_truth"]["frames"]:
             size = info.frame_size(fr["frame_id"]) if info else None
@@ -102,10 +102,12 @@ def test_every_sample_frame_same_mask(r4d_release, sample_root, which, converter
             assert got == oracle.frame_mask(fr["masks"], size, where)
             segs = [m["segmentation"] for m in fr["masks"] if m.get("segmentation")]
             polygons += sum(type(s) is list for s in segs)
+            decided += sum(type(s) is list and id(s) in checked for s in segs)
             unchecked += sum(type(s) is dict and id(s) not in checked for s in segs)
             frames += 1
     assert frames > 0 and polygons > 0
     assert checked_seen > 0  # its RLEs are checked in one scan per query
+    assert decided == polygons  # every frame size is known: each query's polygons rasterised by one call
     assert to_rle == unchecked  # polygons and checked RLEs never go through rle.to_rle on the production path
 
 
@@ -125,7 +127,21 @@ def test_hand_made_frames_same_mask(converters):
                 frame.append({"other": 1})
         assert isinstance(_same_mask(frame), dict)
         assert isinstance(_same_mask(frame, checked=r4d_read.checked_rles([{"masks": frame}])), dict)
+        assert isinstance(_same_mask(frame, checked=r4d_read.checked_rles([{"frame_id": 1, "masks": frame}], lambda fid: (H, W))), dict)
     assert converters["to_rle"] > 0  # the unchecked RLEs (rle.validate through rle.to_rle)
+
+
+def test_a_refused_polygon_leaves_every_frame_of_the_query_to_the_frame_path():
+    """checked_rles rasterises a query's polygons in one guarded call per frame size: when the guard refuses one,
+    none is taken, and each frame gives the reference's mask or error (the refused one named by its frame)."""
+    rng = np.random.default_rng(5)
+    good, far = [{"segmentation": [_poly(rng)]}], [{"segmentation": [_poly(rng)]}, {"segmentation": [[0, 0, 10 * W, 0, 0, 5]]}]
+    frames = [{"frame_id": 1, "masks": good}, {"frame_id": 2, "masks": far}]
+    checked = r4d_read.checked_rles(frames, lambda fid: (H, W))
+    assert checked == {}
+    assert isinstance(_same_mask(good, checked=checked), dict)
+    assert "masks[1]" in _same_mask(far, where="q: frame 2", checked=checked)[1]
+    assert set(r4d_read.checked_rles(frames[:1], lambda fid: (H, W))) == {id(good[0]["segmentation"])}
 
 
 def test_checked_rles_takes_only_what_validate_accepts():
@@ -137,8 +153,8 @@ def test_checked_rles_takes_only_what_validate_accepts():
     frames = [{"masks": [{"segmentation": good}, {"segmentation": wrong_size}]}, {"masks": [{"segmentation": corrupt}]},
               {"masks": None}, "odd", {"masks": ["odd", {"segmentation": None}]}]
     checked = r4d_read.checked_rles(frames)
-    assert checked == {id(good), id(wrong_size)}  # its own size is consistent: the frame path compares it to the frame's
-    assert r4d_read.checked_rles("not a list") == set()
+    assert set(checked) == {id(good), id(wrong_size)}  # its own size is consistent: the frame path compares it to the frame's
+    assert r4d_read.checked_rles("not a list") == {}
     for frame in ([{"segmentation": good}, {"segmentation": wrong_size}], [{"segmentation": corrupt}]):
         assert isinstance(_same_mask(frame, checked=checked), tuple)  # the reference's error
 

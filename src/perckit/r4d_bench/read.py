@@ -23,9 +23,10 @@ import operator
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping, Sequence, Set as AbstractSet
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -554,7 +555,7 @@ def png_mask(path: Path, where: str, error: type[Exception] = ReleaseFormatError
 
 
 def frame_mask_from_segmentations(
-    masks: Sequence[Mapping], size: tuple[int, int] | None, where: str, checked: AbstractSet[int] = frozenset()
+    masks: Sequence[Mapping], size: tuple[int, int] | None, where: str, checked: Mapping[int, Mapping] = MappingProxyType({})
 ) -> rle_ops.RLE:
     """OR of the ``segmentation`` of every mask of one frame; RLE sizes win, polygons use ``size``.
 
@@ -584,11 +585,12 @@ def frame_mask_from_segmentations(
         if isinstance(seg, list) and size is None:
             _name_refused_polygons(polygons, size, where)
             raise ReleaseFormatError(f"{where}: masks[{k}] is a polygon and the frame size is unknown (no COCO image, no RLE)")
-        if plain and type(seg) is list and all(type(p) is list for p in seg):
+        done = checked.get(id(seg)) if plain else None
+        if done is not None and done["size"] == [size[0], size[1]]:  # an RLE as rle.validate returns it, or a union
+            parts.append({"size": [size[0], size[1]], "counts": done["counts"]})
+        elif plain and type(seg) is list and all(type(p) is list for p in seg):
             polygons.append((len(parts), k, seg))
             parts.append(None)
-        elif plain and id(seg) in checked and seg["size"] == [size[0], size[1]]:  # what rle.validate returns for it
-            parts.append({"size": [size[0], size[1]], "counts": seg["counts"]})
         else:
             try:
                 parts.append(rle_ops.to_rle(seg, size=size, where=f"{where}: masks[{k}].segmentation"))
@@ -606,8 +608,8 @@ def frame_mask_from_segmentations(
             raise
         for (i, _, _), one in zip(polygons, unions):
             parts[i] = one  # (pycocotools form, bytes counts: what rle.union merges)
-        if len(parts) == 1:
-            return {"size": [h, w], "counts": parts[0]["counts"].decode("ascii")}
+    if len(parts) == 1 and isinstance(parts[0]["counts"], bytes):  # one union of polygons
+        return {"size": [size[0], size[1]], "counts": parts[0]["counts"].decode("ascii")}
     return rle_ops.union(parts, size=size, where=where)
 
 
@@ -617,18 +619,31 @@ def _name_refused_polygons(polygons: Sequence[tuple[int, int, list]], size: tupl
         rle_ops.to_rle(seg, size=size, where=f"{where}: masks[{k}].segmentation")
 
 
-def checked_rles(frames: Any) -> AbstractSet[int]:
-    """The ``id()`` of every compressed RLE segmentation in dense-GT ``frames`` (``[{"masks": [{"segmentation":
-    ...}]}]``) that :func:`perckit.rle.valid_many` accepts, decided in one compiled scan for a whole query.
-    Anything odd is skipped, not refused: the frame-by-frame path checks it and raises the precise error.
+def checked_rles(frames: Any, frame_size: Callable[[int], tuple[int, int] | None] | None = None) -> dict[int, Mapping]:
+    """The masks of a whole query's dense-GT ``frames`` (``[{"frame_id": ..., "masks": [{"segmentation": ...}]}]``)
+    decided at once, by the ``id()`` of their segmentation: every compressed RLE that :func:`perckit.rle.valid_many`
+    accepts (one compiled scan), as it is, and, with ``frame_size`` (frame id -> [H, W] or None), every mask of
+    polygons (a list of lists) of a frame of known size, rasterised in pycocotools form by one
+    :func:`perckit.rle.polygon_unions` call per size (its guard decides for all of them: when it refuses, none is
+    taken). Anything odd is skipped, not refused: the frame-by-frame path checks it and raises the precise error.
     The ids are valid while ``frames`` is alive (the caller's entry)."""
-    segs = []
+    segs, polygons = [], {}
     for fr in frames if type(frames) is list else ():
+        fid = fr.get("frame_id") if type(fr) is dict else None
+        size = frame_size(fid) if frame_size is not None and type(fid) is int else None
         for m in (fr.get("masks") if type(fr) is dict else None) or ():
             seg = m.get("segmentation") if type(m) is dict else None
             if type(seg) is dict:
                 segs.append(seg)
-    return {id(seg) for seg, ok in zip(segs, rle_ops.valid_many(segs)) if ok}
+            elif size is not None and type(seg) is list and seg and all(type(p) is list for p in seg):
+                polygons.setdefault(tuple(size), []).append(seg)
+    done: dict[int, Mapping] = {id(seg): seg for seg, ok in zip(segs, rle_ops.valid_many(segs)) if ok}
+    for (h, w), group in polygons.items():
+        try:
+            done.update(zip(map(id, group), rle_ops.polygon_unions(group, h, w)))
+        except RLEError:
+            pass  # the frame-by-frame path names the refused mask
+    return done
 
 
 def frame_mask_from_pngs(root: Path, frame: Mapping, size: tuple[int, int] | None, where: str) -> rle_ops.RLE:

@@ -86,7 +86,7 @@ def query_row(rel: QueryRelease, entry: Mapping, mask_source: str = "segmentatio
     if count is not None and count != len(targets):
         logger.warning("R4D-Bench: query %r has target_count=%r but %d distinct target_track_ids", qid, count, len(targets))
     frames = []
-    checked = checked_rles(gt["frames"]) if mask_source != "mask_image" else frozenset()
+    checked = checked_rles(gt["frames"], info.frame_size if info else None) if mask_source != "mask_image" else {}
     for fr in gt["frames"]:
         fid = fr["frame_id"]
         size = info.frame_size(fid) if info else None
