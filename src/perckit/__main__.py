@@ -47,7 +47,8 @@ def _read_rows(path: str) -> list[dict]:
     the checked readers (:func:`perckit.io.jsonio.iter_json_lines`, :func:`perckit.io.jsonio.read_json`) under
     :data:`MAX_ROWS_FILE_BYTES`. Errors: :class:`~perckit.errors.InputNotFoundError` for a missing file, and
     :class:`~perckit.errors.PredictionError` naming the file (and line) for anything unreadable."""
-    from .io.jsonio import gc_paused, iter_json_lines, read_json
+    from .io.jsonio import iter_json_lines, read_json
+    from .io.prefetch import gc_paused
 
     p = Path(path)
     if p.suffix == ".jsonl":  # the one JSON Lines reader (its rules and messages: perckit.io.jsonio.iter_json_lines)

@@ -11,8 +11,7 @@ from typing import Any
 
 from ..errors import ReleaseFormatError, ReleaseNotFoundError, short_repr
 from .paths import read_regular_file
-# The prefetch / GC / background-thread helpers live in perckit.io.prefetch; these names stay importable here.
-from .prefetch import gc_paused, in_background, read_ahead  # noqa: F401
+from .prefetch import gc_paused
 
 
 def require_file(root: str | os.PathLike, rel: str, what: str = "release file") -> Path:

@@ -3,7 +3,7 @@ the garbage collector paused while a block builds millions of containers.
 
 These helpers change only how fast a reader runs, never what it reads: :func:`read_ahead` yields the same bytes
 (and the same errors) as reading each file in turn, :func:`in_background` the same items as the iterator it
-wraps, and :func:`gc_paused` only defers collection. ``perckit.io.jsonio`` re-exports all three (their old home).
+wraps, and :func:`gc_paused` only defers collection. Import them from here.
 """
 
 from __future__ import annotations
