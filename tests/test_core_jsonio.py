@@ -176,15 +176,6 @@ def test_iter_json_lines_rules(tmp_path):
         list(iter_json_lines(fifo))
 
 
-def test_prefetch_helpers_stay_importable_from_jsonio():
-    """Their old home keeps the names (builders and scripts imported them from ``perckit.io.jsonio``)."""
-    from perckit.io import jsonio
-    from perckit.io import prefetch
-
-    for name in ("gc_paused", "read_ahead", "in_background"):
-        assert getattr(jsonio, name) is getattr(prefetch, name)
-
-
 # ---------------------------------------------------------------- loads: the one JSON loader
 
 
