@@ -608,8 +608,8 @@ def frame_mask_from_segmentations(
             raise
         for (i, _, _), one in zip(polygons, unions):
             parts[i] = one  # (pycocotools form, bytes counts: what rle.union merges)
-    if len(parts) == 1 and isinstance(parts[0]["counts"], bytes):  # one union of polygons
-        return {"size": [size[0], size[1]], "counts": parts[0]["counts"].decode("ascii")}
+        if len(parts) == 1:
+            return {"size": [h, w], "counts": parts[0]["counts"].decode("ascii")}
     return rle_ops.union(parts, size=size, where=where)
 
 
@@ -623,11 +623,10 @@ def checked_rles(frames: Any, frame_size: Callable[[int], tuple[int, int] | None
     """The masks of a whole query's dense-GT ``frames`` (``[{"frame_id": ..., "masks": [{"segmentation": ...}]}]``)
     decided at once, by the ``id()`` of their segmentation: every compressed RLE that :func:`perckit.rle.valid_many`
     accepts (one compiled scan), as it is, and, with ``frame_size`` (frame id -> [H, W] or None), every mask of
-    polygons (a list of lists) of a frame of known size, rasterised in pycocotools form by one
-    :func:`perckit.rle.polygon_unions` call per size (its guard decides for all of them: when it refuses, none is
-    taken). Anything odd is skipped, not refused: the frame-by-frame path checks it and raises the precise error.
-    The ids are valid while ``frames`` is alive (the caller's entry)."""
-    segs, polygons = [], {}
+    polygons of a frame of known size that :func:`perckit.rle.to_rles` rasterises (one guarded call per size: when
+    the guard refuses, none of that size is taken). Anything odd is skipped, not refused: the frame-by-frame path
+    checks it and raises the precise error. The ids are valid while ``frames`` is alive (the caller's entry)."""
+    segs, polygons, sizes = [], [], []
     for fr in frames if type(frames) is list else ():
         fid = fr.get("frame_id") if type(fr) is dict else None
         size = frame_size(fid) if frame_size is not None and type(fid) is int else None
@@ -635,14 +634,11 @@ def checked_rles(frames: Any, frame_size: Callable[[int], tuple[int, int] | None
             seg = m.get("segmentation") if type(m) is dict else None
             if type(seg) is dict:
                 segs.append(seg)
-            elif size is not None and type(seg) is list and seg and all(type(p) is list for p in seg):
-                polygons.setdefault(tuple(size), []).append(seg)
+            elif size is not None and type(seg) is list:
+                polygons.append(seg)
+                sizes.append([size[0], size[1]])
     done: dict[int, Mapping] = {id(seg): seg for seg, ok in zip(segs, rle_ops.valid_many(segs)) if ok}
-    for (h, w), group in polygons.items():
-        try:
-            done.update(zip(map(id, group), rle_ops.polygon_unions(group, h, w)))
-        except RLEError:
-            pass  # the frame-by-frame path names the refused mask
+    done.update((id(seg), mask) for seg, mask in zip(polygons, rle_ops.to_rles(polygons, sizes)) if mask is not None)
     return done
 
 
