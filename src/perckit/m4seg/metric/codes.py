@@ -27,6 +27,11 @@ IMAGE_TAG = r"\(\s*IMAGE\s*(\d+)\s*\)"
 _TOKENS = re.compile(r"<p>|</p>|\[SEG\]|" + IMAGE_TAG)
 
 
+def image_of(digits: str) -> int:
+    """The 1-based image index a code's digits name: their first digit."""
+    return int(digits[0])
+
+
 @dataclass(frozen=True)
 class EntityCode:
     """One code occurrence in an answer."""
@@ -44,7 +49,7 @@ class EntityCode:
     @property
     def image_index(self) -> int:
         """1-based image index (the first digit)."""
-        return int(self.digits[0])
+        return image_of(self.digits)
 
     @property
     def object_instance(self) -> int:
@@ -150,9 +155,8 @@ def _first_mentions(answer: str) -> dict[int, list[re.Match]]:
     for m in CODE_RE.finditer(answer):
         if m.group(0) not in seen:
             seen.add(m.group(0))
-            out.setdefault(int(m.group(2)[0]), []).append(m)
+            out.setdefault(image_of(m.group(2)), []).append(m)
     return out
-
 
 
 def derive_spans(answer: str, counts: Mapping[int, int], where: str = "example") -> dict[int, list[list[int]]]:
@@ -186,8 +190,8 @@ def span_code_problems(answer: str, groundings: Sequence[Mapping[str, Any]]) -> 
         code = CODE_RE.fullmatch(text)  # (parse_code's match, without its EntityCode: every row of a build comes here)
         if code is None:
             problems.append(f"groundings[{j}]: answer[{span[0]}:{span[1]}] = {text!r} is not an entity code")
-        elif int(code.group(2)[0]) != int(g.get("image_index") or 0):
+        elif image_of(code.group(2)) != int(g.get("image_index") or 0):
             problems.append(
-                f"groundings[{j}]: code {text!r} names image {int(code.group(2)[0])}, but image_index is {g.get('image_index')}"
+                f"groundings[{j}]: code {text!r} names image {image_of(code.group(2))}, but image_index is {g.get('image_index')}"
             )
     return problems
