@@ -3,6 +3,7 @@
 import re
 
 import numpy as np
+from hypothesis import given, settings, strategies as st
 
 from perckit.draw import figures
 from perckit import rle
@@ -20,6 +21,40 @@ def test_outline_is_exactly_the_boundary_of_a_5x5_square():
     expected = m.copy()
     expected[3:6, 3:6] = False  # the 3x3 interior
     assert (out == expected).all() and out.sum() == 16
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_outline_and_paint_equal_the_numpy_rule(h, w, width, seed):
+    """OpenCV's erosion and lookup-table fill (issue 32) give the pixels of the numpy rule (``oracles.previews``:
+    shifts of the 4-neighbourhood, the blend over the whole picture), masks touching the border included."""
+    from oracles import previews as old
+
+    rng = np.random.default_rng(seed)
+    masks = [(rng.random((h, w)) < p, figures.OBJECT_COLOURS[i]) for i, p in enumerate((0.3, 0.8, 0.0))]
+    assert (figures.outline(masks[0][0], width) == old.outline(masks[0][0], width)).all()
+    base = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    assert (figures.paint_masks(base, masks, line=width) == old.paint_masks(base, masks, line=width)).all()
+
+
+def test_a_shrunk_canvas_is_within_one_level_of_pillows_bilinear_on_a_smooth_picture():
+    """The canvas shrink (OpenCV ``INTER_LINEAR``, issue 32; was Pillow's ``BILINEAR``): a smooth 640x480 gradient at
+    512x384 differs by at most 1 level; at 4x smaller (``INTER_AREA``) by at most 2; enlarged, nearest-neighbour."""
+    import io
+
+    from PIL import Image
+
+    y, x = np.mgrid[0:480, 0:640]
+    smooth = np.stack([x * 255 / 639, y * 255 / 479, (x + y) * 255 / 1118], -1).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(smooth).save(buf, "PNG")
+    for h, w, tol in ((384, 512, 1), (120, 160, 2)):
+        pillow = np.asarray(Image.fromarray(smooth).resize((w, h), Image.BILINEAR), dtype=int)
+        assert np.abs(figures.open_canvas(buf.getvalue(), h, w).astype(int) - pillow).max() <= tol
+    tiny = smooth[:3, :4]
+    buf = io.BytesIO()
+    Image.fromarray(tiny).save(buf, "PNG")
+    assert (figures.open_canvas(buf.getvalue(), 6, 8) == np.repeat(np.repeat(tiny, 2, 0), 2, 1)).all()
 
 
 def test_overlay_palette_at_known_pixels():

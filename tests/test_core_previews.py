@@ -93,7 +93,10 @@ def test_previews_against_the_previous_output(releases, monkeypatch, benchmark, 
     for was, now in zip(before, new, strict=True):
         assert _jpeg(now) == photo
         seen["JPEG" if _jpeg(was) else "PNG", "JPEG" if _jpeg(now) else "PNG"] += 1
-        if _jpeg(was) == _jpeg(now):
+        if _jpeg(was) == _jpeg(now) and release == "refcoco_m_large":  # images shrunk: OpenCV's bilinear, was Pillow's
+            diff = np.abs(_pixels(now) - _pixels(was))
+            assert diff.mean() <= 10, diff.mean()  # noise after JPEG: 9 levels (smooth: within 1, see test_core_figures)
+        elif _jpeg(was) == _jpeg(now):
             assert now == was
         else:  # the same picture: the JPEG is the old encoder's JPEG of the PNG's pixels
             png, jpeg = (was, now) if _jpeg(now) else (now, was)
@@ -102,7 +105,7 @@ def test_previews_against_the_previous_output(releases, monkeypatch, benchmark, 
             assert diff.mean() <= 5 and 10 * np.log10(255**2 / max(float((diff.astype(float) ** 2).mean()), 1e-9)) >= 28
     assert sum(seen.values()) == ds.num_rows > 0, seen
     if release == "refcoco_m_large":
-        assert seen == {("JPEG", "JPEG"): ds.num_rows}  # photographs of the real size: the very same bytes
+        assert seen == {("JPEG", "JPEG"): ds.num_rows}  # photographs of the real size: JPEG before and now
 
 
 @pytest.mark.parametrize("benchmark,config,release", [("refcoco_m", "expressions", "refcoco_m_large"), ("r4d_bench", "all_queries", None),

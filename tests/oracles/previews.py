@@ -52,6 +52,16 @@ def canvas(image, out_h: int, out_w: int, where: str):
     return None if im is None else np.asarray(im, dtype=np.uint8)
 
 
+def outline(mask, width=1):
+    """The mask's pixels with a 4-neighbour outside it or outside the image, ``width`` rings inward (numpy shifts)."""
+    m = np.asarray(mask, dtype=bool)
+    interior = m
+    for _ in range(max(int(width), 1)):
+        p = np.pad(interior, 1, constant_values=False)
+        interior = p[:-2, 1:-1] & p[2:, 1:-1] & p[1:-1, :-2] & p[1:-1, 2:] & interior
+    return m & ~interior
+
+
 def paint_masks(base, drawn, alpha=figures.FILL_ALPHA, line=1):
     """Each mask filled over the whole picture, then outlined."""
     out = np.array(base, dtype=np.uint8)
@@ -60,7 +70,7 @@ def paint_masks(base, drawn, alpha=figures.FILL_ALPHA, line=1):
         px = out[m].astype(np.uint16)
         out[m] = ((px * (256 - a) + np.asarray(colour, dtype=np.uint16) * a) >> 8).astype(np.uint8)
     for m, colour in drawn:
-        out[figures.outline(m, line)] = colour
+        out[outline(m, line)] = colour
     return out
 
 

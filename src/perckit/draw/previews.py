@@ -113,13 +113,15 @@ _last_canvas: list = [None, None]
 
 
 def canvas(image: Any, out_h: int, out_w: int, where: str) -> np.ndarray | None:
-    """:func:`perckit.draw.figures.open_canvas` as a read-only RGB array (numpy's view of Pillow's bytes); the same
-    image bytes at the same size as the call before give that call's array without decoding again."""
+    """:func:`perckit.draw.figures.open_canvas`; the same image bytes at the same size as the call before give that
+    call's array without decoding again."""
     data = image.get("bytes") if isinstance(image, Mapping) else image
     key = (data, out_h, out_w) if isinstance(data, bytes) else None
     if key is None or _last_canvas[0] != key:
-        im = figures.open_canvas(image, out_h, out_w, where)
-        _last_canvas[:] = [key, None if im is None else np.asarray(im)]
+        arr = figures.open_canvas(image, out_h, out_w, where)
+        if arr is not None:
+            arr.setflags(write=False)  # shared by the rows over this image: drawn on copies only
+        _last_canvas[:] = [key, arr]
     return _last_canvas[1]
 
 
