@@ -54,11 +54,8 @@ FONT_SIZE = 13
 def open_canvas(image: bytes | dict | Image.Image | None, out_h: int, out_w: int, where: str = "image") -> np.ndarray | None:
     """An encoded image (bytes, ``{bytes, path}`` with bytes, or a PIL image) as an RGB array at ``out_h`` × ``out_w``
     (a JPEG decoded by Pillow at a reduced DCT scale where the picture is at most half of it); None when there are no
-    bytes. Enlarged nearest-neighbour; shrunk by OpenCV's fixed-point resize (bit-exact wherever it runs),
-    ``INTER_LINEAR`` below 2x and ``INTER_AREA`` from 2x (where bilinear taps would skip pixels). Bytes that do not
-    decode raise :class:`~perckit.errors.ReleaseFormatError` naming ``where``."""
-    import cv2
-
+    bytes; brought to its size by :func:`resized`. Bytes that do not decode raise
+    :class:`~perckit.errors.ReleaseFormatError` naming ``where``."""
     if not has_image(image):
         return None
     image = image["bytes"] if isinstance(image, Mapping) else image
@@ -70,12 +67,25 @@ def open_canvas(image: bytes | dict | Image.Image | None, out_h: int, out_w: int
         arr = np.asarray(im if im.mode == "RGB" else im.convert("RGB"))
     except (OSError, ValueError, Image.DecompressionBombError) as e:
         raise ReleaseFormatError(f"{where}: the image cannot be decoded ({type(e).__name__}: {e})") from None
-    h, w = arr.shape[:2]
+    return resized(arr, out_h, out_w)
+
+
+def resized(picture: np.ndarray | Image.Image, out_h: int, out_w: int) -> np.ndarray | Image.Image:
+    """``picture`` (an array of uint8, or a PIL image, returned as one: modes other than L, RGB and RGBA become RGB) at
+    ``out_h`` × ``out_w``: enlarged nearest-neighbour; shrunk by OpenCV's fixed-point resize (bit-exact wherever it
+    runs), ``INTER_LINEAR`` below 2x and ``INTER_AREA`` from 2x (where bilinear taps would skip pixels). Every
+    picture perckit shrinks (canvases, previews, report figures) goes through here."""
+    import cv2
+
+    if isinstance(picture, Image.Image):
+        im = picture if picture.mode in ("L", "RGB", "RGBA") else picture.convert("RGB")
+        return im if im.size == (out_w, out_h) else Image.fromarray(resized(np.asarray(im), out_h, out_w))
+    h, w = picture.shape[:2]
     if (h, w) == (out_h, out_w):
-        return arr
+        return picture
     if h <= out_h and w <= out_w:
-        return np.asarray(Image.fromarray(arr).resize((out_w, out_h), Image.NEAREST))
-    return cv2.resize(arr, (out_w, out_h), interpolation=cv2.INTER_AREA if w >= 2 * out_w or h >= 2 * out_h else cv2.INTER_LINEAR)
+        return np.asarray(Image.fromarray(picture).resize((out_w, out_h), Image.NEAREST))
+    return cv2.resize(picture, (out_w, out_h), interpolation=cv2.INTER_AREA if w >= 2 * out_w or h >= 2 * out_h else cv2.INTER_LINEAR)
 
 
 def has_image(image: bytes | dict | Image.Image | None) -> bool:

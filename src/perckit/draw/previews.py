@@ -188,7 +188,7 @@ def row_of_tiles(tiles: Sequence[np.ndarray], gap: int = 4, max_side: int = MAX_
     at most ``max_side`` wide."""
     im = figures.side_by_side([Image.fromarray(t) for t in tiles], gap)
     if im.width > max_side:
-        im = im.resize((max_side, max(int(round(im.height * max_side / im.width)), 1)), Image.BILINEAR)
+        im = figures.resized(im, max(int(round(im.height * max_side / im.width)), 1), max_side)
     return im
 
 
@@ -215,7 +215,7 @@ def with_note(image: Image.Image, text: str) -> Image.Image:
     out = figures.side_by_side([image, figures.caption_strip(text, image.width)], 0, vertical=True)
     if out.height > MAX_SIDE:
         s = MAX_SIDE / out.height
-        out = out.resize((max(int(out.width * s), 1), MAX_SIDE), Image.BILINEAR)
+        out = figures.resized(out, MAX_SIDE, max(int(out.width * s), 1))
     return out
 
 

@@ -140,7 +140,7 @@ def data_uri(im: Image.Image, side: int = MAX_SIDE) -> str:
     JPEG when ``im.info["photo"]`` (an :func:`overlay` over an image), else PNG."""
     photo = bool(im.info.get("photo"))
     if max(im.size) > side:
-        im = im.resize(previews.fit_size(im.height, im.width, side)[::-1], Image.BILINEAR)
+        im = figures.resized(im, *previews.fit_size(im.height, im.width, side))
     return f"data:image/{'jpeg' if photo else 'png'};base64,{base64.b64encode(previews.encode(im, photo)).decode('ascii')}"
 
 
