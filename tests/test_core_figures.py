@@ -38,7 +38,7 @@ def test_outline_and_paint_equal_the_numpy_rule(h, w, width, seed):
 
 
 def test_a_shrunk_canvas_is_within_one_level_of_pillows_bilinear_on_a_smooth_picture():
-    """The canvas shrink (OpenCV ``INTER_LINEAR``, issue 32; was Pillow's ``BILINEAR``): a smooth 640x480 gradient at
+    """The canvas shrink (OpenCV ``INTER_LINEAR_EXACT``, issue 32; was Pillow's ``BILINEAR``): a smooth 640x480 gradient at
     512x384 differs by at most 1 level; at 4x smaller (``INTER_AREA``) by at most 2; enlarged, nearest-neighbour."""
     import io
 
