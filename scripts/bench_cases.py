@@ -967,15 +967,49 @@ _WARM_KERNELS = ("import numpy as np\nfrom perckit import rle\n"
                  "rle.resize_nearest(rle.encode(np.ones((4, 4), bool)), [2, 2], rule='pil')")
 
 
+def _picture_floor(release: Path) -> tuple[float, int, int]:
+    """The pictures' own work with the bare libraries, CPU seconds (best of 2): each image of the RefCOCO-M release
+    decoded once by Pillow (at the DCT scale a preview allows) and shrunk by OpenCV to the preview's size
+    (``perckit.draw.previews.fit_size``), and one JPEG of the previews' settings written per expression picture (a
+    sample with a sentence), masks not drawn; with the counts of images and pictures."""
+    import io
+
+    import cv2
+    import pyarrow.parquet as pq
+
+    from perckit.draw.previews import JPEG_QUALITY, fit_size
+
+    items = []
+    for f in sorted((release / "data").glob("*.parquet")):
+        for r in pq.read_table(f, columns=["image", "samples"]).to_pylist():
+            items.append((r["image"]["bytes"], sum(bool(s.get("sentences")) for s in r["samples"] or [])))
+
+    def once() -> float:
+        t = time.process_time()
+        for data, pictures in items:
+            im = Image.open(io.BytesIO(data))
+            h, w = fit_size(im.height, im.width)
+            im.draft("RGB", (w, h))
+            arr = np.asarray(im.convert("RGB"))
+            arr = arr if arr.shape[:2] == (h, w) else cv2.resize(arr, (w, h), interpolation=cv2.INTER_LINEAR_EXACT)
+            for _ in range(pictures):
+                Image.fromarray(arr).save(io.BytesIO(), format="JPEG", quality=JPEG_QUALITY, optimize=False, subsampling=2)
+        return time.process_time() - t
+
+    return min(once(), once()), len(items), sum(p for _, p in items)
+
+
 def case_convert_previews(quick: bool = False) -> list[dict]:
     """``perckit convert refcoco_m`` with its default previews against the same build alone (issue 32), 600 images of
     360x480 to 480x640 (refcoco_m_build's release; quick: 120 images, reported only): ``python -m perckit -q convert
     refcoco_m`` (the default ``expressions`` config, its ``preview`` column, the Parquet export) against ``python -c``
     building that config with ``download_and_prepare`` (:data:`_BUILD_CHILD`), each a fresh process through
-    :data:`_LAUNCHER` into a fresh cache (and output folder), run build, convert, build after the compiled kernels are
-    warm (quick: build, convert; 40-50 s on the shared 2-core machine at load 2-4, a quarter of it writing the
-    release). CPU seconds (user + system, ``os.wait4``), the least of each: target <= 2; the peak RSS (the largest of
-    each) is reported beside it."""
+    :data:`_LAUNCHER` into a fresh cache (and output folder), run build, convert, convert ``--no-preview`` (plain),
+    build, convert after the compiled kernels are warm (quick: build, convert, plain; 60-70 s on the shared 2-core
+    machine at load 2-4, a sixth of it writing the release). CPU seconds (user + system, ``os.wait4``), the least of
+    each: target <= 2; the peak RSS (the largest of each) is reported beside it. Reported too: the convert against
+    the plain convert plus :func:`_picture_floor` (what the previews cannot do without), and that sum against the
+    build: how much of the 2x the pictures alone take."""
     import json
     import subprocess
     import sys
@@ -983,12 +1017,11 @@ def case_convert_previews(quick: bool = False) -> list[dict]:
     from perckit.samples import write_release
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-convert-previews-"))
-    n, order = (120, ("build", "convert")) if quick else (600, ("build", "convert", "build"))
-    commands = {
-        "build": [sys.executable, "-c", _BUILD_CHILD, str(tmp / "rel"), str(tmp / "cache")],
-        "convert": [sys.executable, "-m", "perckit", "-q", "convert", "refcoco_m", "--data-dir", str(tmp / "rel"),
-                    "--output", str(tmp / "out"), "--cache-dir", str(tmp / "cache")],
-    }
+    n, order = (120, ("build", "convert", "plain")) if quick else (600, ("build", "convert", "plain", "build", "convert"))
+    convert = [sys.executable, "-m", "perckit", "-q", "convert", "refcoco_m", "--data-dir", str(tmp / "rel"),
+               "--output", str(tmp / "out"), "--cache-dir", str(tmp / "cache")]
+    commands = {"build": [sys.executable, "-c", _BUILD_CHILD, str(tmp / "rel"), str(tmp / "cache")], "convert": convert,
+                "plain": convert + ["--no-preview"]}
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     try:
         write_release("refcoco_m", tmp / "rel", num_images=n, shards=2, min_size=(360, 480), max_size=(480, 640))
@@ -1003,14 +1036,19 @@ def case_convert_previews(quick: bool = False) -> list[dict]:
             if code != 0:
                 raise RuntimeError(f"{name} exited {code}: {(tmp / 'err').read_text()[-2000:]}")
             runs[name].append((cpu, rss_kib / 1024))
+        pictures, images, drawn = _picture_floor(tmp / "rel")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    (cpu_b, rss_b), (cpu_c, rss_c) = ((min(c for c, _ in runs[k]), max(r for _, r in runs[k])) for k in ("build", "convert"))
+    (cpu_b, rss_b), (cpu_c, rss_c), (cpu_p, _) = ((min(c for c, _ in runs[k]), max(r for _, r in runs[k])) for k in ("build", "convert", "plain"))
     gate = not quick
     return [
         row("convert_previews", f"CPU, convert / build alone, {n} images", cpu_c / cpu_b, "<= 2" if gate else None,
             cpu_c / cpu_b <= 2 if gate else None, f"perckit convert refcoco_m (expressions, default previews) {cpu_c:.2f} CPU s, "
             f"the build alone {cpu_b:.2f} CPU s (fresh processes, run {', '.join(order)}; the least of each)"),
+        row("convert_previews", "CPU, convert / (--no-preview + pictures' floor)", cpu_c / (cpu_p + pictures), None, None,
+            f"perckit convert --no-preview {cpu_p:.2f} CPU s; the pictures with the bare libraries {pictures:.2f} CPU s "
+            f"({images} images decoded and shrunk once, {drawn} JPEGs written, no mask drawn: _picture_floor); "
+            f"that sum / the build alone: {(cpu_p + pictures) / cpu_b:.2f}"),
         row("convert_previews", f"peak RSS, convert / build alone, {n} images", rss_c / rss_b, None, None,
             f"perckit convert {rss_c:.0f} MB, the build alone {rss_b:.0f} MB (the largest of each)"),
     ]
