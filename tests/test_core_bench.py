@@ -178,3 +178,17 @@ def test_the_four_ways_of_scoring_refer_iou_report_six_ratios(monkeypatch):
     assert all(r["value"] > 0 and r["ok"] is None for r in rows)
     assert "miou" in rows[0]["info"] and "whole process" in rows[0]["info"]
 
+
+
+def test_the_pictures_floor_draws_one_picture_per_expression_picture(tmp_path):
+    """convert_previews' reported floor decodes each image once and writes one JPEG per picture the previewer draws:
+    a sample with a sentence (the expressions of one sample share theirs)."""
+    import bench_cases
+    from perckit.hf.entrypoints import builder_class
+
+    write_release("refcoco_m", tmp_path / "rel", num_images=5)
+    seconds, images, pictures = bench_cases._picture_floor(tmp_path / "rel")
+    bl = builder_class("refcoco_m")(config_name="expressions", data_dir=str(tmp_path / "rel"), cache_dir=str(tmp_path / "c"))
+    bl.download_and_prepare()
+    rows = bl.as_dataset("validation").select_columns(["sample_id"]).to_list()
+    assert seconds > 0 and images == 5 and pictures == len({r["sample_id"] for r in rows}) > 0
