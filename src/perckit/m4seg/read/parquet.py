@@ -203,15 +203,18 @@ def _example_id_columns(opener: Callable, paths: Sequence[str], split: str) -> l
 _ID, _ANSWER, _IMAGES, _IMAGE, _GROUNDING = range(5)
 
 
-def first_row(pf: Any, where: str, state: ConvertState) -> dict | None:
-    """The first row of an open Parquet file, converted (None for a file without rows)."""
+def first_row(pf: Any, where: str, state: ConvertState, schema: Any = None) -> dict | None:
+    """The first row of an open Parquet file, converted to ``schema`` (default :func:`row_schema`); None for a file
+    without rows. Only the first row group with rows is read (a reader of every row group decodes ahead)."""
+    md = pf.metadata
+    groups = [g for g in range(md.num_row_groups) if md.row_group(g).num_rows > 0][:1]
     try:
-        batch = next(pf.iter_batches(batch_size=1), None)
+        batch = next(pf.iter_batches(batch_size=1, row_groups=groups), None) if groups else None
     except (pa.ArrowException, *PARQUET_ERRORS) as e:
         raise _unreadable(where, 0, e) from None
     if batch is None or batch.num_rows == 0:
         return None
-    return batch_to_table(batch, state, row_schema()).to_pylist()[0]
+    return batch_to_table(batch, state, row_schema() if schema is None else schema).to_pylist()[0]
 
 
 def row_schema() -> Any:
@@ -224,11 +227,12 @@ def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int =
 
     Reads every file's footer and converts its first row: an unreadable file, a missing column or a file of another
     format raises here, before generation."""
-    out = []
+    out, schema = [], None
     for p in paths:
         with open_shard(opener, p, split) as (pf, where):
             md = pf.metadata
-            first_row(pf, where, ConvertState(split, Path(p).name, quiet=True))
+            schema = row_schema() if schema is None else schema  # (after the first file's guard: it imports datasets)
+            first_row(pf, where, ConvertState(split, Path(p).name, quiet=True), schema)
         acc, start = 0, 0
         for rg in range(md.num_row_groups):
             acc += md.row_group(rg).num_rows
@@ -554,14 +558,17 @@ def _bad_paths(off, data, limit, out):
     for i in range(off.shape[0] - 1):
         a, b = np.int64(off[i]), np.int64(off[i + 1])
         bad = b == a or data[a] == 47 or data[a] == 92 or (b - a >= 2 and data[a + 1] == 58 and 97 <= (data[a] | 0x20) <= 122)
-        chars = 0
         for p in range(a, b):
             c = data[p]
-            chars += (c & 0xC0) != 0x80  # not a UTF-8 continuation byte
             if c == 0 or (c == 46 and p + 1 < b and data[p + 1] == 46 and (p == a or data[p - 1] == 47 or data[p - 1] == 92)
                           and (p + 2 == b or data[p + 2] == 47 or data[p + 2] == 92)):
                 bad = True
-        out[i] = bad or chars > limit
+        if b - a > limit:  # at most as many characters as bytes: count them only here
+            chars = 0
+            for p in range(a, b):
+                chars += (data[p] & 0xC0) != 0x80  # not a UTF-8 continuation byte
+            bad = bad or chars > limit
+        out[i] = bad
 
 
 def _groundings(col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray, widths: np.ndarray, answer: pa.Array,
