@@ -222,8 +222,9 @@ def row_schema() -> Any:
     return row_features().arrow_schema
 
 
-def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int = 20_000, split: str = "") -> list[ParquetShard]:
-    """One shard per file, or per run of row groups of about ``rows_per_shard`` rows (finer ``num_proc`` shards).
+def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int | None = 20_000, split: str = "") -> list[ParquetShard]:
+    """One shard per file, or per run of row groups of about ``rows_per_shard`` rows (finer ``num_proc`` shards;
+    None: one per file, for one process).
 
     Reads every file's footer and converts its first row: an unreadable file, a missing column or a file of another
     format raises here, before generation."""
@@ -234,7 +235,7 @@ def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int =
             schema = row_schema() if schema is None else schema  # (after the first file's guard: it imports datasets)
             first_row(pf, where, ConvertState(split, Path(p).name, quiet=True), schema)
         acc, start = 0, 0
-        for rg in range(md.num_row_groups):
+        for rg in range(md.num_row_groups if rows_per_shard else 0):
             acc += md.row_group(rg).num_rows
             if acc >= rows_per_shard and rg + 1 < md.num_row_groups:
                 out.append(ParquetShard(p, start, rg + 1))
