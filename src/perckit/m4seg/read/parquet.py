@@ -675,9 +675,11 @@ def _bboxes(g: pa.Array, v: _Verdict, gw: Callable[[int], str], key: Callable[[i
     c = _one_source(cols, source)
     if c is not None and _is_list(c.type) and (pa.types.is_integer(c.type.value_type) or pa.types.is_floating(c.type.value_type)):
         lengths, off, values = _list_parts(c)
-        vals = _np(_filled(values.cast(pa.float64(), safe=False), np.nan)).astype(np.float64)
-        out = _pairs(lengths, off, vals, 4).copy()
-        ok = (lengths == 4) & np.isfinite(out).all(axis=1)
+        vals = _np(_filled(values.cast(pa.float64(), safe=False), np.nan)).astype(np.float64)  # (a copy: written below)
+        out = _pairs(lengths, off, vals, 4)
+        ok = lengths == 4
+        if not np.isfinite(vals).all():  # (per box only when some value is not finite)
+            ok &= np.isfinite(out).all(axis=1)
         got = v.settle_each(np.flatnonzero((source >= 0) & ~ok), key(4), rule)
     else:  # a bbox column of another type: each box goes to the rule
         got = v.settle_each(np.flatnonzero(source >= 0), key(4), rule)
@@ -712,8 +714,8 @@ def _spans(g: pa.Array, answer: pa.Array, parent: np.ndarray, type_: pa.DataType
 
     if _is_list(col.type) and pa.types.is_integer(col.type.value_type):
         lengths, off, values = _list_parts(col)
-        vals = _np(_filled(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)
-        se = _pairs(lengths, off, vals, 2).copy()
+        vals = _np(_filled(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)  # (a copy: written below)
+        se = _pairs(lengths, off, vals, 2)
         alen = _np(_filled(pc.utf8_length(answer), 0)).astype(np.int64)[parent]
         s, e = se[:, 0], se[:, 1]
         ok = (lengths == 2) & _valid(col) & (s >= 0) & (s <= e) & (e <= alen)
