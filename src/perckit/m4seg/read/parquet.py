@@ -371,6 +371,8 @@ def _filled(arr: pa.Array, value: Any) -> pa.Array:
 
 
 def _valid(arr: pa.Array) -> np.ndarray:
+    if not arr.null_count:  # (no bitmap to unpack)
+        return np.ones(len(arr), dtype=bool)
     return np.asarray(_np(arr.is_valid()), dtype=bool)
 
 
