@@ -191,7 +191,7 @@ def _example_id_columns(opener: Callable, paths: Sequence[str], split: str) -> l
     for p in paths:
         with open_shard(opener, p, split) as (pf, where):
             try:
-                columns.append(pf.read(columns=["example_id"]).column(0))
+                columns.append(pf.read(columns=["example_id"], use_threads=False).column(0))  # (one column: threads only cost)
             except (pa.ArrowException, *PARQUET_ERRORS) as e:
                 raise ReleaseFormatError(
                     f"{where}: the example_id column cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
