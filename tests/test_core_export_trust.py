@@ -271,7 +271,7 @@ def _corrupt_first_page_body(path: Path, column: str) -> None:
     col = next(md.column(c) for c in range(md.num_columns) if md.column(c).path_in_schema == column)
     data = bytearray(path.read_bytes())
     with open(path, "rb") as f:
-        header, length = parquetio._read_page_header(f, col.data_page_offset, len(data))
+        header, length = parquetio._read_page_header(parquetio._Window(f), col.data_page_offset, len(data))
     body = col.data_page_offset + length
     data[body:body + int(header[3])] = b"\xff" * int(header[3])
     path.write_bytes(bytes(data))

@@ -5,7 +5,8 @@ Two checks, both before pyarrow decompresses anything:
 
 1. the footer: no column chunk (one column of one row group) declares more than the limit uncompressed;
 2. the pages: the footer can lie (a hand-edited ``total_uncompressed_size``), so every page header of every
-   column chunk is read (Thrift compact protocol, a few hundred bytes each, the page bodies skipped) and the
+   column chunk is read (Thrift compact protocol, a few hundred bytes each, the page bodies skipped; headers close
+   together come from one read of :data:`WINDOW_BYTES`) and the
    sizes pyarrow will really allocate are added up: each page's ``uncompressed_page_size`` (what the codec
    decompresses into: a page that inflates beyond it is a codec error, not an allocation), plus what
    decoding can add on top of the decompressed bytes: 16 bytes of offsets / levels per value, and for a
@@ -45,121 +46,131 @@ PER_VALUE_BYTES = 16
 
 _DATA_PAGE, _INDEX_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 1, 2, 3
 _PLAIN_DICTIONARY, _DELTA_BYTE_ARRAY, _RLE_DICTIONARY = 2, 7, 8
+#: Bytes read at a time while walking the page headers (the next headers are usually in the same read).
+WINDOW_BYTES = 1 << 16
+#: Deepest nesting of Thrift structs in a page header read (a real one has 3 levels).
+MAX_THRIFT_DEPTH = 16
 
 
-class _Truncated(Exception):
-    """The header bytes read so far end inside the header: read more."""
+class _Window:
+    """Reads of one open file served from a window of :data:`WINDOW_BYTES` read ahead: page headers that lie
+    close together (small column chunks one after another) come from one read; nothing is copied out of it."""
+
+    def __init__(self, f: Any) -> None:
+        self.f, self.start, self.buf = f, 0, memoryview(b"")
+
+    def read_at(self, pos: int, n: int) -> memoryview:
+        """Up to ``n`` bytes at ``pos`` (fewer only at the end of the file)."""
+        off = pos - self.start
+        if off < 0 or off + n > len(self.buf):
+            self.f.seek(pos)
+            self.buf, self.start, off = memoryview(self.f.read(max(n, WINDOW_BYTES))), pos, 0
+        return self.buf[off : off + n]
 
 
-class _Compact:
-    """A reader of the Thrift compact protocol over one buffer (just what a ``PageHeader`` needs)."""
+def _varint(buf: Any, pos: int) -> tuple[int, int]:
+    """The unsigned varint at ``pos`` and the position after it (an ``IndexError`` past the buffer's end)."""
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    result, shift = b & 0x7F, 7
+    while True:
+        pos += 1
+        b = buf[pos]
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos + 1
+        shift += 7
+        if shift > 70:
+            raise ValueError("a varint longer than 10 bytes")
 
-    MAX_DEPTH = 16
 
-    def __init__(self, buf: bytes) -> None:
-        self.buf, self.pos = buf, 0
-
-    def byte(self) -> int:
-        if self.pos >= len(self.buf):
-            raise _Truncated
-        b = self.buf[self.pos]
-        self.pos += 1
-        return b
-
-    def varint(self) -> int:
-        shift = result = 0
-        while True:
-            b = self.byte()
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
-            if shift > 70:
-                raise ValueError("a varint longer than 10 bytes")
-
-    def zigzag(self) -> int:
-        n = self.varint()
-        return (n >> 1) ^ -(n & 1)
-
-    def skip(self, n: int) -> None:
-        if n < 0:
-            raise ValueError(f"a negative length {n}")
-        if self.pos + n > len(self.buf):
-            raise _Truncated
-        self.pos += n
-
-    def value(self, ftype: int, depth: int) -> Any:
-        if ftype in (1, 2):  # bool in a field header
-            return ftype == 1
-        if ftype == 3:
-            return self.byte()
-        if ftype in (4, 5, 6):
-            return self.zigzag()
-        if ftype == 7:
-            self.skip(8)
-            return None
-        if ftype == 8:
-            self.skip(self.varint())
-            return None
-        if ftype in (9, 10):
-            head = self.byte()
-            size, etype = head >> 4, head & 0x0F
-            if size == 15:
-                size = self.varint()
-            if size > len(self.buf) - self.pos:  # every element takes at least a byte
-                raise ValueError(f"a list of {size} elements in {len(self.buf) - self.pos} bytes")
+def _value(buf: Any, pos: int, ftype: int, depth: int) -> tuple[Any, int]:
+    """A Thrift compact value of ``ftype`` at ``pos``: an int, a bool, a struct as ``{field id: value}`` or None
+    (a double, binary, list or map, skipped), and the position after it."""
+    if 4 <= ftype <= 6:
+        n, pos = _varint(buf, pos)
+        return (n >> 1) ^ -(n & 1), pos
+    if ftype == 12:
+        return _struct(buf, pos, depth + 1)
+    if ftype in (1, 2):  # bool in a field header
+        return ftype == 1, pos
+    if ftype == 3:
+        return buf[pos], pos + 1
+    if ftype in (7, 8):
+        n, pos = (8, pos) if ftype == 7 else _varint(buf, pos)
+        if pos + n > len(buf):
+            raise IndexError
+        return None, pos + n
+    if ftype in (9, 10):
+        head = buf[pos]
+        size, etype = head >> 4, head & 0x0F
+        pos += 1
+        if size == 15:
+            size, pos = _varint(buf, pos)
+        if size > len(buf) - pos:  # every element takes at least a byte
+            raise ValueError(f"a list of {size} elements in {len(buf) - pos} bytes")
+        for _ in range(size):
+            if etype in (1, 2):
+                buf[pos]
+                pos += 1
+            else:
+                pos = _value(buf, pos, etype, depth + 1)[1]
+        return None, pos
+    if ftype == 11:
+        size, pos = _varint(buf, pos)
+        if size:
+            if 2 * size > len(buf) - pos:
+                raise ValueError(f"a map of {size} entries in {len(buf) - pos} bytes")
+            kv = buf[pos]
+            pos += 1
             for _ in range(size):
-                if etype in (1, 2):
-                    self.byte()
-                else:
-                    self.value(etype, depth + 1)
-            return None
-        if ftype == 11:
-            size = self.varint()
-            if size:
-                if 2 * size > len(self.buf) - self.pos:
-                    raise ValueError(f"a map of {size} entries in {len(self.buf) - self.pos} bytes")
-                kv = self.byte()
-                for _ in range(size):
-                    self.value(kv >> 4, depth + 1)
-                    self.value(kv & 0x0F, depth + 1)
-            return None
-        if ftype == 12:
-            return self.struct(depth + 1)
-        raise ValueError(f"unknown Thrift compact type {ftype}")
-
-    def struct(self, depth: int = 0) -> dict:
-        if depth > self.MAX_DEPTH:
-            raise ValueError("Thrift structs nested too deep")
-        out: dict = {}
-        last = 0
-        while True:
-            head = self.byte()
-            if head == 0:
-                return out
-            delta, ftype = head >> 4, head & 0x0F
-            fid = last + delta if delta else self.zigzag()
-            out[fid] = self.value(ftype, depth)
-            last = fid
+                pos = _value(buf, pos, kv >> 4, depth + 1)[1]
+                pos = _value(buf, pos, kv & 0x0F, depth + 1)[1]
+        return None, pos
+    raise ValueError(f"unknown Thrift compact type {ftype}")
 
 
-def _read_page_header(f: Any, pos: int, end: int) -> tuple[dict, int]:
+def _struct(buf: Any, pos: int = 0, depth: int = 0) -> tuple[dict, int]:
+    """The Thrift compact struct at ``pos`` as ``{field id: value}`` (see :func:`_value`) and the position after it."""
+    if depth > MAX_THRIFT_DEPTH:
+        raise ValueError("Thrift structs nested too deep")
+    out: dict = {}
+    last = 0
+    while True:
+        head = buf[pos]
+        pos += 1
+        if head == 0:
+            return out, pos
+        ftype = head & 0x0F
+        if head >> 4:
+            fid = last + (head >> 4)
+        else:
+            fid, pos = _varint(buf, pos)
+            fid = (fid >> 1) ^ -(fid & 1)
+        if 4 <= ftype <= 6:  # the most common type inline (as _value reads it)
+            n, pos = _varint(buf, pos)
+            out[fid] = (n >> 1) ^ -(n & 1)
+        else:
+            out[fid], pos = _value(buf, pos, ftype, depth)
+        last = fid
+
+
+def _read_page_header(src: _Window, pos: int, end: int) -> tuple[dict, int]:
     """(the PageHeader's fields, its length in bytes) at ``pos`` (a header never extends past ``end``)."""
     size = 4096
     while True:
         want = min(size, end - pos, MAX_PAGE_HEADER_BYTES)
-        f.seek(pos)
-        buf = f.read(want)
-        reader = _Compact(buf)
+        buf = src.read_at(pos, want)
         try:
-            return reader.struct(), reader.pos
-        except _Truncated:
+            return _struct(buf)
+        except IndexError:  # the bytes read end inside the header: read more
             if len(buf) < want or want >= min(end - pos, MAX_PAGE_HEADER_BYTES):
                 raise ValueError(f"the page header at byte {pos} is cut or longer than {want} bytes") from None
             size *= 16
 
 
-def _max_dictionary_entry(f: Any, pos: int, header: dict, codec: str, physical: str, type_length: int | None,
+def _max_dictionary_entry(src: _Window, pos: int, header: dict, codec: str, physical: str, type_length: int | None,
                           exact: bool = True) -> int:
     """The longest entry of a PLAIN dictionary page (the page body follows its header at ``pos``); with
     ``exact=False``, for ``BYTE_ARRAY``, the page's uncompressed size (a bound of it; nothing read)."""
@@ -170,8 +181,7 @@ def _max_dictionary_entry(f: Any, pos: int, header: dict, codec: str, physical: 
     compressed, uncompressed = int(header.get(3) or 0), int(header.get(2) or 0)
     if not exact:
         return uncompressed
-    f.seek(pos)
-    body = f.read(compressed)
+    body = src.read_at(pos, compressed)
     if len(body) != compressed:
         raise ValueError(f"the dictionary page at byte {pos} is cut")
     if codec.upper() != "UNCOMPRESSED":
@@ -194,20 +204,20 @@ def _max_dictionary_entry(f: Any, pos: int, header: dict, codec: str, physical: 
     return min(best, uncompressed)
 
 
-def _chunk_pages_bytes(f: Any, col: Any, file_size: int, limit: int, type_length: int | None) -> int:
+def _chunk_pages_bytes(src: _Window, col: Any, file_size: int, limit: int, type_length: int | None) -> int:
     """What the pages of one column chunk decompress and decode to, at most (see the module docstring).
 
     A dictionary's longest entry is at most its page's uncompressed size: the walk first takes that bound,
     which reads no dictionary body; only a chunk that the bound puts over ``limit`` is walked again with
     every dictionary read and decompressed for its real longest entry (the same accept / refuse decision
     as always walking exactly, and the same total where it refuses)."""
-    total = _walk_chunk_pages(f, col, file_size, limit, type_length, exact_dictionary=False)
+    total = _walk_chunk_pages(src, col, file_size, limit, type_length, exact_dictionary=False)
     if total > limit:
-        total = _walk_chunk_pages(f, col, file_size, limit, type_length, exact_dictionary=True)
+        total = _walk_chunk_pages(src, col, file_size, limit, type_length, exact_dictionary=True)
     return total
 
 
-def _walk_chunk_pages(f: Any, col: Any, file_size: int, limit: int, type_length: int | None, exact_dictionary: bool) -> int:
+def _walk_chunk_pages(src: _Window, col: Any, file_size: int, limit: int, type_length: int | None, exact_dictionary: bool) -> int:
     start = col.data_page_offset
     if col.has_dictionary_page and col.dictionary_page_offset is not None and 0 < col.dictionary_page_offset < start:
         start = col.dictionary_page_offset
@@ -218,14 +228,14 @@ def _walk_chunk_pages(f: Any, col: Any, file_size: int, limit: int, type_length:
         pages += 1
         if pages > MAX_PAGES_PER_CHUNK:
             raise ValueError(f"more than {MAX_PAGES_PER_CHUNK} pages")
-        header, header_len = _read_page_header(f, pos, end)
+        header, header_len = _read_page_header(src, pos, end)
         ptype, uncompressed, compressed = header.get(1), int(header.get(2) or 0), int(header.get(3) or 0)
         if uncompressed < 0 or compressed < 0:
             raise ValueError(f"the page at byte {pos} declares a negative size")
         body = pos + header_len
         total += uncompressed
         if ptype == _DICTIONARY_PAGE:
-            dict_entry = _max_dictionary_entry(f, body, header, codec, physical, type_length, exact_dictionary)
+            dict_entry = _max_dictionary_entry(src, body, header, codec, physical, type_length, exact_dictionary)
         elif ptype in (_DATA_PAGE, _DATA_PAGE_V2):
             sub = header.get(5 if ptype == _DATA_PAGE else 8) or {}
             num_values = max(int(sub.get(1) or 0), 0)
@@ -255,7 +265,8 @@ def check_column_chunk_sizes(pf: Any, where: str, limit: int | None = None, sour
     declares it and, when ``source`` (the open binary file ``pf`` reads, seekable) is given, as its page
     headers add up (the footer may lie). Every reader passes ``source``."""
     limit = MAX_COLUMN_CHUNK_BYTES if limit is None else limit
-    for g, _, col in _column_chunks(pf.metadata):
+    chunks = list(_column_chunks(pf.metadata))
+    for g, _, col in chunks:
         size = col.total_uncompressed_size
         if size > limit:
             raise ReleaseFormatError(
@@ -269,9 +280,10 @@ def check_column_chunk_sizes(pf: Any, where: str, limit: int | None = None, sour
         source.seek(0, os.SEEK_END)
         file_size = source.tell()
         lengths = [getattr(pf.schema.column(i), "length", None) for i in range(len(pf.schema))]
-        for g, c, col in _column_chunks(pf.metadata):
+        src = _Window(source)
+        for g, c, col in chunks:
             try:
-                total = _chunk_pages_bytes(source, col, file_size, limit, lengths[c] if c < len(lengths) else None)
+                total = _chunk_pages_bytes(src, col, file_size, limit, lengths[c] if c < len(lengths) else None)
             except (ValueError, OSError, EOFError, RecursionError) as e:
                 raise ReleaseFormatError(
                     f"{where}: row group {g}, column {col.path_in_schema!r}: expected readable Parquet page headers, "

@@ -130,7 +130,7 @@ class M4SegBuilder(PerckitTableBuilder):
             else:
                 kind = "list"
                 scan_parquet_ids(_opener(), files, split)  # the whole split's ids, before any row (and any worker)
-                shards = parquet_shards(_opener(), files, split=split)
+                shards = parquet_shards(_opener(), files, split=split, rows_per_shard=None if nproc == 1 else 20_000)
             if c.image_root is not None:
                 self._check_images(split, source, files, kind)
             gens.append(datasets.SplitGenerator(name=split, gen_kwargs={"split": split, "source": source, "shards": shards}))

@@ -191,7 +191,7 @@ def _example_id_columns(opener: Callable, paths: Sequence[str], split: str) -> l
     for p in paths:
         with open_shard(opener, p, split) as (pf, where):
             try:
-                columns.append(pf.read(columns=["example_id"]).column(0))
+                columns.append(pf.read(columns=["example_id"], use_threads=False).column(0))  # (one column: threads only cost)
             except (pa.ArrowException, *PARQUET_ERRORS) as e:
                 raise ReleaseFormatError(
                     f"{where}: the example_id column cannot be read (corrupt or truncated Parquet data; {type(e).__name__}: {e})"
@@ -203,15 +203,18 @@ def _example_id_columns(opener: Callable, paths: Sequence[str], split: str) -> l
 _ID, _ANSWER, _IMAGES, _IMAGE, _GROUNDING = range(5)
 
 
-def first_row(pf: Any, where: str, state: ConvertState) -> dict | None:
-    """The first row of an open Parquet file, converted (None for a file without rows)."""
+def first_row(pf: Any, where: str, state: ConvertState, schema: Any = None) -> dict | None:
+    """The first row of an open Parquet file, converted to ``schema`` (default :func:`row_schema`); None for a file
+    without rows. Only the first row group with rows is read (a reader of every row group decodes ahead)."""
+    md = pf.metadata
+    groups = [g for g in range(md.num_row_groups) if md.row_group(g).num_rows > 0][:1]
     try:
-        batch = next(pf.iter_batches(batch_size=1), None)
+        batch = next(pf.iter_batches(batch_size=1, row_groups=groups), None) if groups else None
     except (pa.ArrowException, *PARQUET_ERRORS) as e:
         raise _unreadable(where, 0, e) from None
     if batch is None or batch.num_rows == 0:
         return None
-    return batch_to_table(batch, state, row_schema()).to_pylist()[0]
+    return batch_to_table(batch, state, row_schema() if schema is None else schema).to_pylist()[0]
 
 
 def row_schema() -> Any:
@@ -219,18 +222,20 @@ def row_schema() -> Any:
     return row_features().arrow_schema
 
 
-def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int = 20_000, split: str = "") -> list[ParquetShard]:
-    """One shard per file, or per run of row groups of about ``rows_per_shard`` rows (finer ``num_proc`` shards).
+def parquet_shards(opener: Callable, paths: Sequence[str], rows_per_shard: int | None = 20_000, split: str = "") -> list[ParquetShard]:
+    """One shard per file, or per run of row groups of about ``rows_per_shard`` rows (finer ``num_proc`` shards;
+    None: one per file, for one process).
 
     Reads every file's footer and converts its first row: an unreadable file, a missing column or a file of another
     format raises here, before generation."""
-    out = []
+    out, schema = [], None
     for p in paths:
         with open_shard(opener, p, split) as (pf, where):
             md = pf.metadata
-            first_row(pf, where, ConvertState(split, Path(p).name, quiet=True))
+            schema = row_schema() if schema is None else schema  # (after the first file's guard: it imports datasets)
+            first_row(pf, where, ConvertState(split, Path(p).name, quiet=True), schema)
         acc, start = 0, 0
-        for rg in range(md.num_row_groups):
+        for rg in range(md.num_row_groups if rows_per_shard else 0):
             acc += md.row_group(rg).num_rows
             if acc >= rows_per_shard and rg + 1 < md.num_row_groups:
                 out.append(ParquetShard(p, start, rg + 1))
@@ -366,6 +371,8 @@ def _filled(arr: pa.Array, value: Any) -> pa.Array:
 
 
 def _valid(arr: pa.Array) -> np.ndarray:
+    if not arr.null_count:  # (no bitmap to unpack)
+        return np.ones(len(arr), dtype=bool)
     return np.asarray(_np(arr.is_valid()), dtype=bool)
 
 
@@ -554,14 +561,17 @@ def _bad_paths(off, data, limit, out):
     for i in range(off.shape[0] - 1):
         a, b = np.int64(off[i]), np.int64(off[i + 1])
         bad = b == a or data[a] == 47 or data[a] == 92 or (b - a >= 2 and data[a + 1] == 58 and 97 <= (data[a] | 0x20) <= 122)
-        chars = 0
         for p in range(a, b):
             c = data[p]
-            chars += (c & 0xC0) != 0x80  # not a UTF-8 continuation byte
             if c == 0 or (c == 46 and p + 1 < b and data[p + 1] == 46 and (p == a or data[p - 1] == 47 or data[p - 1] == 92)
                           and (p + 2 == b or data[p + 2] == 47 or data[p + 2] == 92)):
                 bad = True
-        out[i] = bad or chars > limit
+        if b - a > limit:  # at most as many characters as bytes: count them only here
+            chars = 0
+            for p in range(a, b):
+                chars += (data[p] & 0xC0) != 0x80  # not a UTF-8 continuation byte
+            bad = bad or chars > limit
+        out[i] = bad
 
 
 def _groundings(col: pa.Array, n: int, img_off: np.ndarray, heights: np.ndarray, widths: np.ndarray, answer: pa.Array,
@@ -667,9 +677,11 @@ def _bboxes(g: pa.Array, v: _Verdict, gw: Callable[[int], str], key: Callable[[i
     c = _one_source(cols, source)
     if c is not None and _is_list(c.type) and (pa.types.is_integer(c.type.value_type) or pa.types.is_floating(c.type.value_type)):
         lengths, off, values = _list_parts(c)
-        vals = _np(_filled(values.cast(pa.float64(), safe=False), np.nan)).astype(np.float64)
-        out = _pairs(lengths, off, vals, 4).copy()
-        ok = (lengths == 4) & np.isfinite(out).all(axis=1)
+        vals = _np(_filled(values.cast(pa.float64(), safe=False), np.nan)).astype(np.float64)  # (a copy: written below)
+        out = _pairs(lengths, off, vals, 4)
+        ok = lengths == 4
+        if not np.isfinite(vals).all():  # (per box only when some value is not finite)
+            ok &= np.isfinite(out).all(axis=1)
         got = v.settle_each(np.flatnonzero((source >= 0) & ~ok), key(4), rule)
     else:  # a bbox column of another type: each box goes to the rule
         got = v.settle_each(np.flatnonzero(source >= 0), key(4), rule)
@@ -704,8 +716,8 @@ def _spans(g: pa.Array, answer: pa.Array, parent: np.ndarray, type_: pa.DataType
 
     if _is_list(col.type) and pa.types.is_integer(col.type.value_type):
         lengths, off, values = _list_parts(col)
-        vals = _np(_filled(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)
-        se = _pairs(lengths, off, vals, 2).copy()
+        vals = _np(_filled(values.cast(pa.int64(), safe=False), -1)).astype(np.int64)  # (a copy: written below)
+        se = _pairs(lengths, off, vals, 2)
         alen = _np(_filled(pc.utf8_length(answer), 0)).astype(np.int64)[parent]
         s, e = se[:, 0], se[:, 1]
         ok = (lengths == 2) & _valid(col) & (s >= 0) & (s <= e) & (e <= alen)
