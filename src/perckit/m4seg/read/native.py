@@ -200,7 +200,6 @@ class JsonGuard:
         if self._item_bytes > MAX_EXAMPLE_BYTES:
             raise self._too_long("an example")
 
-
     def _count_keys(self, tokens: np.ndarray, depth: np.ndarray) -> None:
         deep = depth >= 2  # (a colon's depth is the depth of its object; a brace's, the depth it opens)
         keys = np.cumsum((tokens == 0x3A) & deep) + self._keys
