@@ -5,9 +5,11 @@ row-conversion shortcuts of :mod:`perckit.m4seg.rows` against the functions they
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import logging
+import random
 
 import pytest
 
@@ -195,6 +197,58 @@ def test_warnings_are_logged_once_before_an_error(tmp_path, caplog):
         rows, err = _rows(path)
     assert "absolute path" in err and [r["example_id"] for r in rows] == ["e0", "e1"]
     assert sum("matches its masks' size only as [W, H]" in r.getMessage() for r in caplog.records) == 1
+
+
+def _random_json(rng, depth=0):
+    """(JSON text that may repeat keys, the key repeated first in document order or None)."""
+    r = rng.random()
+    if depth > 4 or r < 0.35:
+        return rng.choice(['1', '2.5', 'null', 'true', '"s"', '"a:b{[\\"}"', '"x\\u003ay"', '"' + "z" * rng.randrange(0, 3000) + '"']), None
+    first = None
+    if r < 0.6:
+        parts = []
+        for _ in range(rng.randrange(0, 6)):
+            text, rep = _random_json(rng, depth + 1)
+            parts.append(text)
+            first = first or rep
+        return "[" + ", ".join(parts) + "]", first
+    keys = rng.sample("abcdefghij", rng.randrange(0, 5))
+    if keys and rng.random() < 0.03:  # a repeat, rarely
+        keys.insert(rng.randrange(len(keys) + 1), rng.choice(keys))
+    parts, seen = [], set()
+    for k in keys:
+        if k in seen and first is None:
+            first = k
+        seen.add(k)
+        text, rep = _random_json(rng, depth + 1)
+        parts.append(f'"{k}" : {text}')
+        first = first or rep
+    return "{" + ", ".join(parts) + "}", first
+
+
+@pytest.mark.parametrize("kind", ["list", "object"])
+def test_read_examples_refuses_exactly_the_items_that_repeat_a_key(tmp_path, kind):
+    """The key count (the guard's colons against the keys of the objects ijson made) finds the first item that
+    repeats a key anywhere in it, through reads of 64 KB, scalar items, strings with colons and braces, and both
+    top-level kinds; the message names the item and a key it repeats."""
+    import ijson
+
+    rng = random.Random(32)
+    for trial in range(40):
+        items = [_random_json(rng) for _ in range(rng.randrange(1, 60))]
+        first = next((i for i, (_, rep) in enumerate(items) if rep), None)
+        body = ", ".join(t if kind == "list" else f'"k{i}": {t}' for i, (t, _) in enumerate(items))
+        path = _write(tmp_path, ("[" + body + "]" if kind == "list" else "{" + body + "}").encode())
+        got = []
+        with pytest.raises(ReleaseFormatError) if first is not None else contextlib.nullcontext() as info:
+            for _, ex in m4native.read_examples(ijson, open, str(path), kind, "w"):
+                got.append(ex)
+        want = [json.loads(t) for t, _ in items[:first]]
+        assert got == want, trial
+        if first is not None:
+            assert f"w: example {first}" in str(info.value) and "a JSON object repeats the key" in str(info.value)
+            key = str(info.value).split("repeats the key ")[1][1]
+            assert f'"{key}" :' in items[first][0], trial
 
 
 def test_plainly_relative_never_accepts_what_check_relative_refuses():

@@ -14,7 +14,7 @@ import os
 import re
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 from .. import rle as rle_ops
 from ..errors import InferredShapeError, PerckitError, ReleaseFormatError, check_choice, inferred_reading, short_repr as _short
@@ -271,11 +271,28 @@ def native_to_row(example: Mapping[str, Any], state: ConvertState, example_id: s
     return next(native_rows([native_parts(example, state, example_id)], state))
 
 
-def native_parts(example: Mapping[str, Any], state: ConvertState, example_id: str | None = None) -> tuple[dict, list, Exception | None]:
-    """One native example read as a builder row but for its masks (the only place the native format is interpreted):
-    ``(row, masks, error)``, where ``masks`` holds ``(grounding, mask object, [H, W], k, i)`` of each grounding read,
-    whose ``segmentation`` and ``bbox`` :func:`native_rows` fills, and ``error`` is the refusal of a grounding, raised
-    by :func:`native_rows` after the masks before it (the order of the reads); a refusal before the groundings raises.
+class NativeParts(NamedTuple):
+    """One native example read by :func:`native_parts`: everything but its masks and boxes."""
+
+    #: the builder row, each grounding's ``segmentation`` and ``bbox`` still None
+    row: dict
+    #: ``(grounding, mask object, [H, W], k, i)`` of each grounding read (``groundings.img_k[i]``), in order
+    masks: list
+    #: the refusal of a grounding (raised once the masks before it are converted), or None
+    error: Exception | None
+    #: whether some grounding gave its ``answer_span`` (a derived span is a code of its image: no warning to look for)
+    spans_given: bool
+
+
+def mask_where(state: ConvertState, example_id: str, k: int, i: int, hw: list) -> str:
+    """The name of the mask of ``groundings.img_k[i]`` in a message."""
+    return f"{state.where(example_id)}: groundings.img_{k}[{i}].segmentation (image {k}, [H, W] = {hw})"
+
+
+def native_parts(example: Mapping[str, Any], state: ConvertState, example_id: str | None = None) -> NativeParts:
+    """One native example read as a builder row but for its masks and boxes (the only place the native format is
+    interpreted), which :func:`native_rows` converts for many examples together; a refusal before the groundings
+    raises.
 
     ``example_id``: the id to use when the example has none (the builder derives it from ``pair_id``). Masks may be
     compressed RLE (str or bytes counts), uncompressed RLE or polygons; the bbox is always recomputed from the mask;
@@ -374,7 +391,7 @@ def native_parts(example: Mapping[str, Any], state: ConvertState, example_id: st
     need = {k: len(gs) for k, gs in per_image.items() if any(not isinstance(g, _MAPS) or g.get("answer_span") is None for g in gs)}
     derived = codes.derive_spans(answer, need, where) if need else {}
 
-    groundings, masks, error = [], [], None
+    groundings, masks, error, given = [], [], None, False
     name_keys = GROUNDING_ALIASES["name"]
     try:
         for k in sorted(per_image):
@@ -397,10 +414,12 @@ def native_parts(example: Mapping[str, Any], state: ConvertState, example_id: st
                 })
                 masks.append((groundings[-1], mask_obj, hw, k, i))
                 span = g.get("answer_span")
+                if span is not None:
+                    given = True
                 groundings[-1]["answer_span"] = derived[k][i] if span is None else _check_span(span, answer, f"{where}: groundings.img_{k}[{i}]")
     except PerckitError as e:  # after the masks read before it
         error = e
-    return {
+    return NativeParts({
         "example_id": eid,
         "pair_id": pid,
         "dataset_name": dataset_name,
@@ -410,28 +429,27 @@ def native_parts(example: Mapping[str, Any], state: ConvertState, example_id: st
         "a": answer,
         "images": images,
         "groundings": groundings,
-    }, masks, error
+    }, masks, error, given)
 
 
-def native_rows(parts: Sequence[tuple[dict, list, Exception | None]], state: ConvertState) -> Iterator[dict]:
+def native_rows(parts: Sequence[NativeParts], state: ConvertState) -> Iterator[dict]:
     """The rows of :func:`native_parts` in order, their masks converted together (:func:`rle.to_rles`; a mask it
     leaves goes to :func:`rle.to_rle`, which gives it or the precise error) and their boxes computed together. The
     first refusal (a mask, or the part's own error) is raised after the rows before it; each row's entity-code
     warnings are given once its masks are read."""
-    jobs = [job for _, masks, _ in parts for job in masks]
+    jobs = [job for part in parts for job in part.masks]
     converted = iter(rle_ops.to_rles([job[1] for job in jobs], [job[2] for job in jobs]))
     rows, error = [], None
-    for row, masks, err in parts:
+    for row, masks, err, spans_given in parts:
         try:
             for (g, obj, hw, k, i), mask in zip(masks, converted):
-                g["segmentation"] = mask or rle_ops.to_rle(
-                    obj, size=hw, where=f"{state.where(row['example_id'])}: groundings.img_{k}[{i}].segmentation (image {k}, [H, W] = {hw})")
+                g["segmentation"] = mask or rle_ops.to_rle(obj, size=hw, where=mask_where(state, row["example_id"], k, i, hw))
             if err is not None:
                 raise err
         except PerckitError as e:
             error = e
             break
-        problems = codes.span_code_problems(row["a"], row["groundings"])
+        problems = codes.span_code_problems(row["a"], row["groundings"]) if spans_given else None
         if problems:
             state.warn_spans(row["example_id"], problems)
         rows.append(row)

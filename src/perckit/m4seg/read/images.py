@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ...errors import ReleaseFormatError, ReleaseNotFoundError
 from ...io.paths import read_regular_file, resolve_under
-from .native import gunzip, ijson_module, iter_items, pull_translating, reading_error
+from .native import ijson_module, pull_translating, read_examples, reading_error
 from .parquet import BATCH_SIZE, PARQUET_ERRORS, open_parquet
 
 #: Largest source image embedded in a row (COCO, ADE20K and PASCAL images are well under 10 MB). Checked with
@@ -54,15 +54,13 @@ def iter_image_paths(opener: Callable, source: str, files: Sequence[str], kind: 
     for p in files:
         where = f"M4Seg {split} split, {Path(p).name}"
         errors, convert = reading_error(ijson, where)
-        with opener(p, "rb") as f:
-            items = iter_items(ijson, gunzip(f, where), kind, where)
-            for i, (key, ex) in enumerate(pull_translating(items, errors, convert)):
-                m = ex if isinstance(ex, Mapping) else {}
-                paths = m.get("image_paths")
-                eid = key if key is not None else next(
-                    (m[k] for k in ("example_id", "pair_id", "id") if m.get(k) is not None), None)
-                for k, v in enumerate(paths if isinstance(paths, list) else ()):
-                    yield f"{where}: example {i} ({eid!r}): image_paths[{k}]", v
+        for i, (key, ex) in enumerate(pull_translating(read_examples(ijson, opener, p, kind, where), errors, convert)):
+            m = ex if isinstance(ex, Mapping) else {}
+            paths = m.get("image_paths")
+            eid = key if key is not None else next(
+                (m[k] for k in ("example_id", "pair_id", "id") if m.get(k) is not None), None)
+            for k, v in enumerate(paths if isinstance(paths, list) else ()):
+                yield f"{where}: example {i} ({eid!r}): image_paths[{k}]", v
 
 
 def missing_images(image_root: str | Path, paths: Iterator, limit: int = 10) -> tuple[list[str], int, int]:

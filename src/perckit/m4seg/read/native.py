@@ -12,12 +12,13 @@ Everything here is bounded by documented limits, whatever the file holds:
   than :data:`MAX_EXAMPLE_BYTES` before the parser sees them; it skips one UTF-8 byte-order mark at the very
   start of the stream (the project's one BOM rule, :data:`perckit.io.jsonio.UTF8_BOM`) and refuses one anywhere
   else outside a string, naming its byte offset.
-- :func:`iter_items` parses examples with ijson and refuses a JSON object that repeats a key (ijson, like
+- :func:`read_examples` parses examples with ijson and refuses a JSON object that repeats a key (ijson, like
   ``json``, would keep only the last value).
 """
 
 from __future__ import annotations
 
+import collections
 import gzip
 import itertools
 import re
@@ -43,8 +44,8 @@ MAX_EXAMPLE_BYTES = 64 << 20
 GZIP_ERRORS = (OSError, EOFError, zlib.error)
 
 _ESCAPE = re.compile(rb"\\.", re.S)
-#: Every byte but the JSON structure a depth scan needs: quotes and brackets.
-_NOT_TOKENS = bytes(c for c in range(256) if c not in b'"[]{}')
+#: Every byte but the JSON structure the scan needs: quotes, brackets and the colons that end object keys.
+_NOT_TOKENS = bytes(c for c in range(256) if c not in b'"[]{}:')
 _STEP = np.zeros(256, dtype=np.int64)
 _STEP[list(b"[{")] = 1
 _STEP[list(b"]}")] = -1
@@ -103,16 +104,22 @@ class JsonGuard:
     A UTF-8 BOM as the first bytes of the stream is skipped; a BOM anywhere else outside a string raises,
     naming its offset in the decompressed stream (inside a string it is the character U+FEFF).
 
-    Each read is scanned at C speed: escapes are removed by a regex, everything but quotes and brackets by
+    Each read is scanned at C speed: escapes are removed by a regex, everything but quotes, brackets and colons by
     ``bytes.translate``, and NumPy counts the brackets outside strings. The state (depth, inside a string, a pending
-    escape) carries across reads. Invalid JSON is left to the parser."""
+    escape) carries across reads. Invalid JSON is left to the parser.
 
-    def __init__(self, raw: BinaryIO, where: str) -> None:
+    With ``count_keys``, the same scan counts, below the top level, the colons outside strings (one per key of an
+    object) and the ``{``; :attr:`items` gets their running totals at the end of each top-level item that is an
+    object or a list, for :func:`read_examples`' repeated-key check."""
+
+    def __init__(self, raw: BinaryIO, where: str, count_keys: bool = False) -> None:
         self._raw, self._where = raw, where
-        self._depth = self._in_str = self._item_bytes = self._str_bytes = 0
+        self._depth = self._in_str = self._item_bytes = self._str_bytes = self._keys = self._objects = 0
         self._escaped = self._started = False
         #: bytes of the decompressed stream read so far (the skipped BOM included)
         self.offset = 0
+        #: (keys, objects) below the top level up to the end of each item scanned so far, oldest first (count_keys)
+        self.items: collections.deque | None = collections.deque() if count_keys else None
 
     def read(self, size: int = -1) -> bytes:
         data = self._raw.read(size)
@@ -166,7 +173,7 @@ class JsonGuard:
         tokens = np.frombuffer(d.translate(None, _NOT_TOKENS), dtype=np.uint8)
         quotes = tokens == 0x22
         inside = (np.cumsum(quotes) + self._in_str) & 1  # per token: 1 inside a string (a closing quote gives 0)
-        brackets = tokens[~quotes & (inside == 0)]
+        brackets = tokens[~quotes & (inside == 0)]  # (and colons)
         was_in_str = self._in_str
         self._in_str = int(inside[-1]) if tokens.size else self._in_str
         if self._in_str:
@@ -185,16 +192,26 @@ class JsonGuard:
                 )
             back_to_top = bool((depth <= 1).any())
             self._depth = int(depth[-1])
+            if self.items is not None:
+                self._count_keys(brackets, depth)
         else:
             back_to_top = self._depth <= 1
         self._item_bytes = n if back_to_top else self._item_bytes + n
         if self._item_bytes > MAX_EXAMPLE_BYTES:
             raise self._too_long("an example")
 
+    def _count_keys(self, tokens: np.ndarray, depth: np.ndarray) -> None:
+        deep = depth >= 2  # (a colon's depth is the depth of its object; a brace's, the depth it opens)
+        keys = np.cumsum((tokens == 0x3A) & deep) + self._keys
+        objects = np.cumsum((tokens == 0x7B) & deep) + self._objects
+        ends = np.flatnonzero((depth == 1) & ((tokens == 0x7D) | (tokens == 0x5D)))  # an item closes
+        self.items.extend(zip(keys[ends].tolist(), objects[ends].tolist()))
+        self._keys, self._objects = int(keys[-1]), int(objects[-1])
 
-def gunzip(fileobj: BinaryIO, where: str = "native M4Seg file") -> JsonGuard:
+
+def gunzip(fileobj: BinaryIO, where: str = "native M4Seg file", count_keys: bool = False) -> JsonGuard:
     """The decompressed stream of a native file, guarded (see :class:`JsonGuard`)."""
-    return JsonGuard(gzip.GzipFile(fileobj=fileobj, mode="rb"), where)
+    return JsonGuard(gzip.GzipFile(fileobj=fileobj, mode="rb"), where, count_keys)
 
 
 def top_level_kind(fileobj: BinaryIO, where: str) -> str:
@@ -221,37 +238,21 @@ def _example_label(key: Any, ex: Any) -> str:
     return ""
 
 
-def iter_items(ijson_mod: Any, gz: BinaryIO, kind: str, where: str = "native M4Seg file", first: int = 0) -> Iterator[tuple[str | None, Any]]:
-    """``(key, example)`` of every top-level item (``key`` None for a list), parsed with ijson.
+class _Object(dict):
+    """A JSON object that keeps a key it was given twice (:func:`_repeated_key`; only to name it: a slow path)."""
 
-    An object anywhere in an example that repeats a key raises :class:`ReleaseFormatError` naming the example
-    (its index from ``first`` and its id) and the key: ijson keeps the last value silently, so a second
-    ``example_id`` or ``image_paths`` would otherwise replace the first. (A repeated top-level key of an
-    object file is a repeated example id, which the id check refuses.)"""
-    repeated: list = []  # set as soon as any object parsed so far repeats a key (ijson parses ahead)
+    __slots__ = ("repeats",)
 
-    class _Object(dict):
-        __slots__ = ("repeats",)
+    def __setitem__(self, k: Any, v: Any) -> None:
+        if k in self:
+            self.repeats = k
+        dict.__setitem__(self, k, v)
 
-        def __setitem__(self, k: Any, v: Any) -> None:
-            if k in self:
-                self.repeats = k
-                repeated.append(k)
-            dict.__setitem__(self, k, v)
 
+def _items(ijson_mod: Any, gz: BinaryIO, kind: str, map_type: Any) -> Iterator[tuple[str | None, Any]]:
     if kind == "list":
-        items = ((None, ex) for ex in ijson_mod.items(gz, "item", use_float=True, map_type=_Object))
-    else:
-        items = ijson_mod.kvitems(gz, "", use_float=True, map_type=_Object)
-    for i, (key, ex) in enumerate(items, first):
-        if repeated:  # rare: find out whether the repeat is in this example or in one parsed ahead
-            k = _repeated_key(ex)
-            if k is not None:
-                raise ReleaseFormatError(
-                    f"{where}: example {i}{_example_label(key, ex)}: a JSON object repeats the key {k!r}; expected "
-                    "every key once (parsers disagree on which value wins)"
-                )
-        yield key, ex
+        return ((None, ex) for ex in ijson_mod.items(gz, "item", use_float=True, map_type=map_type))
+    return ijson_mod.kvitems(gz, "", use_float=True, map_type=map_type)
 
 
 #: Examples converted together (their masks by one :func:`perckit.rle.to_rles`, their boxes by one pycocotools call).
@@ -259,14 +260,49 @@ ROWS_PER_BATCH = 1000
 
 
 def read_examples(ijson_mod: Any, opener: Callable, path: str, kind: str, where: str) -> Iterator[tuple[str | None, Any]]:
-    """``(key, example)`` of every top-level item of the file at ``path`` in order (:func:`iter_items` behind the
-    :class:`JsonGuard`)."""
+    """``(key, example)`` of every top-level item of the file at ``path`` in order (``key`` None for a list), parsed
+    with ijson behind the :class:`JsonGuard`.
+
+    An object anywhere in an example that repeats a key raises :class:`ReleaseFormatError` naming the example
+    (its index and its id) and the key: ijson keeps the last value silently, so a second ``example_id`` or
+    ``image_paths`` would otherwise replace the first. The objects ijson made for an example (plain dicts, listed as
+    they are made) hold as many keys as the guard counted colons in its text unless one repeats a key; only then is
+    the file read again, up to that example, to name the key. (A repeated top-level key of an object file is a
+    repeated example id, which the id check refuses.)"""
+    made: list[dict] = []
+
+    def new_object() -> dict:
+        made.append(obj := {})
+        return obj
+
+    keys = objects = 0
     with opener(path, "rb") as f:
-        yield from iter_items(ijson_mod, gunzip(f, where), kind, where)
+        gz = gunzip(f, where, count_keys=True)
+        for i, (key, ex) in enumerate(_items(ijson_mod, gz, kind, new_object)):
+            if type(ex) in (dict, list):  # (a scalar item has no brackets: the guard did not count it)
+                keys_to, objects_to = gz.items.popleft()
+                n = objects_to - objects
+                if sum(map(len, made[:n])) != keys_to - keys:
+                    _refuse_repeat(ijson_mod, opener, path, kind, where, i, key, ex)
+                del made[:n]
+                keys, objects = keys_to, objects_to
+            yield key, ex
+
+
+def _refuse_repeat(ijson_mod: Any, opener: Callable, path: str, kind: str, where: str, index: int, key: Any, ex: Any) -> None:
+    """Raise the error of example ``index``, whose objects hold fewer keys than its text: the file read again up to
+    it, with objects that keep a repeated key, names the key."""
+    with opener(path, "rb") as f:
+        again = itertools.islice(_items(ijson_mod, gunzip(f, where), kind, _Object), index, None)
+        k = _repeated_key(next(again, (None, None))[1])
+    what = f"a JSON object repeats the key {k!r}" if k is not None else "its JSON objects hold fewer keys than its text (the file changed while it was read?)"
+    raise ReleaseFormatError(
+        f"{where}: example {index}{_example_label(key, ex)}: {what}; expected every key once (parsers disagree on which value wins)"
+    )
 
 
 def _repeated_key(value: Any) -> Any:
-    """The key an object in ``value`` repeated (marked by :func:`iter_items`), or None."""
+    """The key an :class:`_Object` in ``value`` repeated, or None."""
     stack = [value]
     while stack:
         v = stack.pop()
@@ -369,7 +405,7 @@ class NativeShard:
 
 def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, size_order: str = "auto") -> Iterator[dict]:
     """Rows of contiguous shards of one native file, parsed item by item in one pass with ijson through the
-    guarded stream (:func:`iter_items`). The examples before the first shard are parsed
+    guarded stream (:func:`read_examples`). The examples before the first shard are parsed
     and dropped; every example is checked against the prepass's id hashes when there are some."""
     if not shards:
         return
