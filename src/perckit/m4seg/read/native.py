@@ -175,9 +175,9 @@ class _TopLevel:
         self.state = _AFTER_VALUE[self.state]
         self.count += 1
 
-    def gap(self, text: bytes, at: int) -> list[tuple[bytes, int]]:
-        """The string and scalar items of ``text`` (bytes between two brackets or colons of the top level, at offset
-        ``at``); its commas and keys go to the grammar."""
+    def gap(self, text: bytes, at: int) -> list[tuple[str | None, bytes, int]]:
+        """``(key, text, offset)`` of the string and scalar items of ``text`` (bytes between two brackets or colons of
+        the top level, at offset ``at``); its commas and keys go to the grammar."""
         items = []
         for m in _GAP_PART.finditer(text):
             part, p = m.group(), at + m.start()
@@ -194,7 +194,7 @@ class _TopLevel:
                 self.state = _O_COLON
             else:
                 self.item_starts(p, text[m.start():])
-                items.append((part, p))
+                items.append((self.key, part, p))
                 self.item_ends()
         return items
 
@@ -351,7 +351,9 @@ class JsonItems:
         if tok.size:
             self._in_str = int(nq[-1] + in_str0) & 1
             if self._in_str:
-                self._str_open = base + int(pos[np.flatnonzero(quote)[-1]])
+                q = np.flatnonzero(quote)
+                if q.size:  # (the last quote of the read opens the string it ends in)
+                    self._str_open = base + int(pos[q[-1]])
         if st.size:
             self._depth = int(depth[-1])
         if self._in_str:
@@ -399,8 +401,8 @@ class JsonItems:
                     if top.state == _L_SEP and (g == b",\n" or g.strip(_WS) == b","):
                         top.state = _L_VALUE
                     else:
-                        for s_text, s in top.gap(g, gap_from):
-                            yield top.key, s_text, s, self._long_ints(s, s + len(s_text))
+                        for k, s_text, s in top.gap(g, gap_from):
+                            yield k, s_text, s, self._long_ints(s, s + len(s_text))
                 if d == 2:  # an item opens
                     if top.state not in after_value:
                         raise top.unexpected(at, data[p:p + 20])
@@ -427,14 +429,14 @@ class JsonItems:
             else:
                 cut = max(text.rfind(c) for c in (b" ", b"\t", b"\n", b"\r", b",")) + 1
             if cut:
-                for s_text, s in top.gap(text[:cut], gap_from):
-                    yield top.key, s_text, s, self._long_ints(s, s + len(s_text))
+                for k, s_text, s in top.gap(text[:cut], gap_from):
+                    yield k, s_text, s, self._long_ints(s, s + len(s_text))
             carry, gap_from = text[cut:], gap_from + cut
             if len(carry) > MAX_EXAMPLE_BYTES:
                 raise self._too_long("a JSON string" if self._in_str and end - self._str_open > MAX_EXAMPLE_BYTES else "an example")
         if start < 0 and carry:
-            for s_text, s in top.gap(carry, gap_from):
-                yield top.key, s_text, s, self._long_ints(s, s + len(s_text))
+            for k, s_text, s in top.gap(carry, gap_from):
+                yield k, s_text, s, self._long_ints(s, s + len(s_text))
         top.end(self.offset, start >= 0)
 
 
