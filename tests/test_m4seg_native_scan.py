@@ -194,3 +194,16 @@ def test_a_long_run_of_backslashes_across_reads(size):
     items = {("\\" * n) + '"' + str(n): ["\\" * n, {"k" + "\\" * n: '"' * (n % 3)}] for n in range(1, 41)}
     doc = json.dumps(items).encode()
     assert _same(read(doc, size), list(items.items()))
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 8, 9, 13, 16, 19, 23, 1 << 16])
+def test_integers_beyond_64_bits_are_refused_wherever_the_reads_cut_them(size):
+    """orjson reads an integer past int64 as an unsigned value or a float: the scan flags every run of 19 digits or
+    more outside strings, also one that the reads cut, and the item is refused naming the byte; in range, in a
+    string or with a fraction or an exponent, the same digits are read."""
+    for big in (b"9223372036854775808", b"-9223372036854775809", b"18446744073709551616", b"1" * 40):
+        for doc in (b'[{"a": [0, ' + big + b"]}]", b"[1, " + big + b"]", b'{"k": ' + big + b"}", b'[{"x": "' + b"0" * 30 + b'", "a": ' + big + b"}]"):
+            with pytest.raises(ReleaseFormatError, match=r"outside the signed 64-bit range \(integer overflow\)"):
+                read(doc, size)
+    fine = b'[{"a": [9223372036854775807, -9223372036854775808, "' + b"9" * 40 + b'", 1.' + b"5" * 30 + b", 1" + b"0" * 25 + b'e-5]}]'
+    assert _same(read(fine, size), reference(fine))
