@@ -236,7 +236,7 @@ def _random_json(rng, depth=0):
 
 @pytest.mark.parametrize("kind", ["list", "object"])
 def test_read_examples_refuses_exactly_the_items_that_repeat_a_key(tmp_path, kind):
-    """The key count (the guard's colons against the keys of the objects ijson made) finds the first item that
+    """The key count (the colons of the text against those of the example's orjson.dumps) finds the first item that
     repeats a key anywhere in it, through reads of 64 KB, scalar items, strings with colons and braces, and both
     top-level kinds; the message names the item and a key it repeats."""
     rng = random.Random(32)

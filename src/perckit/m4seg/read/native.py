@@ -15,7 +15,11 @@ the depth is the running sum of the brackets outside strings. Every byte of the 
 
 - the top-level grammar of :class:`_TopLevel` (``[`` items separated by one comma ``]``, or ``{`` string keys,
   colons and items ``}``; only JSON whitespace around them; nothing but whitespace after the end);
-- ``orjson.loads`` of each item (an object, a list, a string or a scalar), of each key, and of a scalar item.
+- ``orjson.loads`` of each item (an object, a list, a string or a scalar) and of each key.
+
+The concatenation of valid pieces under that grammar is valid JSON whose items are the pieces' values, so a scan
+that cut an item wrongly could only make the file refused, never read differently
+(tests/test_m4seg_native_scan.py checks the items against ``json.loads`` of the whole document).
 
 Everything here is bounded by documented limits, whatever the file holds:
 
@@ -28,8 +32,8 @@ Everything here is bounded by documented limits, whatever the file holds:
   (``orjson`` would give a float or an unsigned value; the scan flags every run of 19 digits or more outside a
   string), a lone UTF-16 surrogate escape, bytes that are not UTF-8;
 - :func:`read_examples` refuses a JSON object that repeats a key (``orjson``, like ``json``, would keep only the
-  last value): the keys of the parsed example (counted on its ``orjson.dumps``) must be as many as the colons the
-  scan counted in its text.
+  last value): the ``orjson.dumps`` of the parsed example must hold as many colons as its text
+  (:func:`_keys_match`); only when it does not, ``json`` reads the example again to name the key.
 """
 
 from __future__ import annotations
