@@ -330,7 +330,7 @@ def m4seg_native_floor(root: str | Path, split: str = "train", out_dir: str | Pa
     and ``pa.Table.from_pylist`` in the builder's schema is written once to an Arrow IPC stream.
 
     ``parser="ijson"`` (not the gated floor; reported by hand): both passes parse with ijson instead
-    (:func:`_ijson_examples`), the build's parser, so the ratio to it leaves out the parser's speed."""
+    (:func:`_ijson_examples`), the build's parser until issue 32 made orjson the native reader's parser."""
     import collections
     import gc
 

@@ -171,7 +171,7 @@ NATIVE_CASES = [
     ("native-gzip-of-nothing", native_bytes(b""), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "expected a JSON list of examples or an object of examples, found b''"]),
     ("native-not-json", native_bytes("hello world"), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "expected a JSON list of examples", "b'hello world'"]),
     ("native-top-level-a-number", native_bytes("42"), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "expected a JSON list of examples or an object"]),
-    ("native-not-utf8", native_bytes(b'[{"pair_id": "\xff\xfe", "a": "x"}]'), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "invalid JSON", "UTF8"]),
+    ("native-not-utf8", native_bytes(b'[{"pair_id": "\xff\xfe", "a": "x"}]'), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "invalid JSON", "bytes that are not UTF-8"]),
     ("native-json-truncated-in-example-0", native_bytes(json.dumps(small_examples())[:200]), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "invalid JSON"]),
     ("native-json-truncated-in-example-1", native_bytes(json.dumps(small_examples())[:-60]), {}, ReleaseFormatError, GEN, [NATIVE_NAME, "invalid JSON"]),
     ("native-nested-100000-deep", native_bytes(DEEP_JSON), {}, ReleaseFormatError, PRE, [NATIVE_NAME, "nested more than 64 levels deep"]),

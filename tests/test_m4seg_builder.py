@@ -141,7 +141,7 @@ def test_native_shards_are_contiguous_ranges(m4_release):
 
 
 def test_prepass_reads_awkward_pair_ids_and_shards_read_them(tmp_path):
-    """The prepass (ijson's prefix filter) reads pair ids with quotes, brackets and non-ASCII text around them,
+    """The prepass (every example parsed by orjson) reads pair ids with quotes, brackets and non-ASCII text around them,
     integer and float ids; every split into shards gives the same ids in file order."""
     texts = ['a } b', 'quote \\" and {"pair_id": 9}', "ünï ] [", "plain", "x\\\\", "y", "z"]
     exs = [{"a": t, "pair_id": pid, "image_paths": ["p.jpg"], "image_sizes": [[1, 2]], "groundings": {}}

@@ -228,7 +228,7 @@ def test_release_files_stay_inside_data_dir(rel, tmp_path, source, edit, pattern
 _PREPASS_CHILD = textwrap.dedent("""
     import gzip, json, sys, tracemalloc
     from perckit.m4seg.read import native as m4native
-    # warm up (lazy imports: ijson, pycocotools) on a one-example copy, then trace the real prepass
+    # warm up (lazy imports: pycocotools) on a one-example copy, then trace the real prepass
     small = sys.argv[1] + ".small.gz"
     with gzip.open(small, "wb") as f:
         f.write(json.dumps([json.loads(sys.argv[2])]).encode())
@@ -286,7 +286,7 @@ DUP_CASES = [
 @pytest.mark.parametrize("num_proc", [1, 2])
 def test_native_repeated_keys(rel, tmp_path, example, key_json, after, where, stage, key, num_proc):
     """A native example (or any object in it) that repeats a key is a ReleaseFormatError naming the example and
-    the key (ijson kept the last value silently); with num_proc=2 too, where the prepass reads the ids first."""
+    the key (orjson keeps the last value silently); with num_proc=2 too, where the prepass reads the ids first."""
     _dup(example, key_json, after)(rel, tmp_path)
     from perckit.hf.entrypoints import builder_class
 

@@ -65,7 +65,7 @@ PARQUET_GROUNDING_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-#: isinstance against a tuple starting with dict short-circuits for the dicts ijson and pyarrow produce.
+#: isinstance against a tuple starting with dict short-circuits for the dicts orjson and pyarrow produce.
 _MAPS = (dict, Mapping)
 
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ...errors import ReleaseFormatError, ReleaseNotFoundError
 from ...io.paths import read_regular_file, resolve_under
-from .native import ijson_module, pull_translating, read_examples, reading_error
+from .native import pull_translating, read_examples, reading_error
 from .parquet import BATCH_SIZE, PARQUET_ERRORS, open_parquet
 
 #: Largest source image embedded in a row (COCO, ADE20K and PASCAL images are well under 10 MB). Checked with
@@ -50,11 +50,10 @@ def iter_image_paths(opener: Callable, source: str, files: Sequence[str], kind: 
                                 yield f"{where}: row {i} (example {eid!r}): images[{k}].path", im["path"]
                         i += 1
         return
-    ijson = ijson_module()
     for p in files:
         where = f"M4Seg {split} split, {Path(p).name}"
-        errors, convert = reading_error(ijson, where)
-        for i, (key, ex) in enumerate(pull_translating(read_examples(ijson, opener, p, kind, where), errors, convert)):
+        errors, convert = reading_error(where)
+        for i, (key, ex) in enumerate(pull_translating(read_examples(opener, p, where), errors, convert)):
             m = ex if isinstance(ex, Mapping) else {}
             paths = m.get("image_paths")
             eid = key if key is not None else next(

@@ -2,18 +2,38 @@
 parse, the prepass (:func:`scan_native`), the split into contiguous shards for ``num_proc``
 (:func:`native_shards`) and the row iterator (:func:`iter_native`).
 
-Examples come from :func:`read_examples` (ijson), rows from :func:`perckit.m4seg.rows.native_rows`, 1,000
-examples at a time. A shard after the first parses and drops the examples before it (:data:`SKIP_COST_PARSE` sizes
-the shards for that).
+One reader parses the file, whatever its layout (one example per line or not, a list or an object of examples):
+:class:`JsonItems` cuts the decompressed stream into its top-level items by one scan per read, and ``orjson``
+parses each item (:func:`parse_item`; one call per example). :func:`read_examples` gives the examples, rows come
+from :func:`perckit.m4seg.rows.native_rows`, 1,000 examples at a time. A shard after the first skips the examples
+before it on the scan alone, without parsing them (:data:`SKIP_COST_PARSE` sizes the shards for that).
+
+The scan (:meth:`JsonItems._scan`, one ``bytes.translate`` and a few NumPy passes over each read of
+:data:`READ_BYTES`) finds the quotes, brackets, braces, colons and backslashes of the read; a backslash run of odd
+length escapes the byte after it (the run may continue from the previous read), quotes toggle the string state, and
+the depth is the running sum of the brackets outside strings. Every byte of the file is then checked by one of:
+
+- the top-level grammar of :class:`_TopLevel` (``[`` items separated by one comma ``]``, or ``{`` string keys,
+  colons and items ``}``; only JSON whitespace around them; nothing but whitespace after the end);
+- ``orjson.loads`` of each item (an object, a list, a string or a scalar) and of each key.
+
+The concatenation of valid pieces under that grammar is valid JSON whose items are the pieces' values, so a scan
+that cut an item wrongly could only make the file refused, never read differently
+(tests/test_m4seg_native_scan.py checks the items against ``json.loads`` of the whole document).
 
 Everything here is bounded by documented limits, whatever the file holds:
 
-- :class:`JsonGuard` refuses nesting deeper than :data:`MAX_JSON_DEPTH` and an example or a string longer
-  than :data:`MAX_EXAMPLE_BYTES` before the parser sees them; it skips one UTF-8 byte-order mark at the very
-  start of the stream (the project's one BOM rule, :data:`perckit.io.jsonio.UTF8_BOM`) and refuses one anywhere
-  else outside a string, naming its byte offset.
-- :func:`read_examples` parses examples with ijson and refuses a JSON object that repeats a key (ijson, like
-  ``json``, would keep only the last value).
+- nesting deeper than :data:`MAX_JSON_DEPTH` is refused by the scan, and an item or a string longer than
+  :data:`MAX_EXAMPLE_BYTES` before it is buffered (an item cut by a read is carried over, at most that long);
+  whitespace between items is never buffered;
+- one UTF-8 byte-order mark at the very start of the stream is skipped (the project's one BOM rule,
+  :data:`perckit.io.jsonio.UTF8_BOM`); one anywhere else outside a string is refused, naming its byte offset;
+- what ``orjson`` would read differently from the JSON text is refused: an integer outside the signed 64-bit range
+  (``orjson`` would give a float or an unsigned value; the scan flags every run of 19 digits or more outside a
+  string), a lone UTF-16 surrogate escape, bytes that are not UTF-8;
+- :func:`read_examples` refuses a JSON object that repeats a key (``orjson``, like ``json``, would keep only the
+  last value): the ``orjson.dumps`` of the parsed example must hold as many colons as its text
+  (:func:`_keys_match`); only when it does not, ``json`` reads the example again to name the key.
 """
 
 from __future__ import annotations
@@ -21,6 +41,7 @@ from __future__ import annotations
 import collections
 import gzip
 import itertools
+import json
 import re
 from array import array
 import zlib
@@ -29,42 +50,35 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
+import orjson
 
 from ...errors import PerckitError, ReleaseFormatError, short_repr as _short
 from ...io.jsonio import UTF8_BOM
 from ..rows import EXAMPLE_ALIASES, ConvertState, _alias, _MAPS, native_parts, native_rows, native_to_row
 from .ids import IdGuard, derived_example_id, occurrence_index, stable_hash
 
-#: Deepest JSON nesting accepted in a native file (an example is about 7 levels deep). ijson keeps one
-#: prefix string per level, each as long as the path to it: 100,000 levels would need tens of gigabytes.
+#: Deepest JSON nesting accepted in a native file (an example is about 7 levels deep).
 MAX_JSON_DEPTH = 64
-#: Largest decompressed JSON accepted for one example, and for one string (real examples are a few KB).
+#: Largest decompressed JSON accepted for one example (one top-level item), and for one string (real examples are
+#: a few KB).
 MAX_EXAMPLE_BYTES = 64 << 20
+#: Bytes of the decompressed stream read and scanned at a time.
+READ_BYTES = 1 << 20
 #: Errors of a corrupt or truncated gzip stream (``BadGzipFile`` is an ``OSError``, a cut stream an ``EOFError``).
 GZIP_ERRORS = (OSError, EOFError, zlib.error)
 
-_ESCAPE = re.compile(rb"\\.", re.S)
-#: Every byte but the JSON structure the scan needs: quotes, brackets and the colons that end object keys.
-_NOT_TOKENS = bytes(c for c in range(256) if c not in b'"[]{}:')
+#: Per byte: 1 for what the scan tracks (quotes, brackets, braces, colons, backslashes, and 0xEF, the first byte of
+#: a byte-order mark), 0x80 for a digit, else 0.
+_CLASS = bytes(1 if c in b'"[]{}:\\\xef' else 0x80 if 0x30 <= c <= 0x39 else 0 for c in range(256))
+#: A run of 19 digits (in the translated read): an integer literal this long may leave the signed 64-bit range.
+_LONG_RUN = b"\x80" * 19
+_NOT_DIGIT = re.compile(rb"[^\x80]")
 _STEP = np.zeros(256, dtype=np.int64)
 _STEP[list(b"[{")] = 1
 _STEP[list(b"]}")] = -1
-
-
-def ijson_module():
-    try:
-        import ijson
-    except ImportError as e:  # pragma: no cover - ijson is a core dependency
-        raise ImportError("reading the native M4Seg JSON needs ijson: pip install ijson") from e
-    return ijson
-
-
-def json_error(e: Exception) -> str:
-    """ijson's parse error as one line of text (yajl gives bytes with the context on several lines)."""
-    msg = e.args[0] if e.args else e
-    if isinstance(msg, bytes):
-        msg = msg.decode("utf-8", "replace")
-    return " ".join(str(msg).split())
+#: JSON's whitespace (``bytes.strip()`` would take \x0b and \x0c too).
+_WS = b" \t\n\r"
+_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 def pull_translating(items: Iterator, errors: tuple, convert: Callable[[BaseException], Exception]) -> Iterator:
@@ -72,7 +86,7 @@ def pull_translating(items: Iterator, errors: tuple, convert: Callable[[BaseExce
     ``convert(e)``. The ``yield`` sits outside the ``try``: an exception the consumer throws in (GeneratorExit when
     it closes the iterator) is never matched against ``errors``, so it passes through unchanged, and a reader left
     suspended until interpreter exit (a streaming ``next(iter(ds))``) closes quietly. (A ``yield`` inside ``try ...
-    except ijson.JSONError`` evaluates that clause at finalisation, when module globals are already None: "Exception
+    except SomeError`` evaluates that clause at finalisation, when module globals are already None: "Exception
     ignored ... TypeError: catching classes that do not inherit from BaseException".)"""
     while True:
         try:
@@ -84,147 +98,417 @@ def pull_translating(items: Iterator, errors: tuple, convert: Callable[[BaseExce
         yield item
 
 
-def reading_error(ijson_mod: Any, where: str) -> tuple[tuple, Callable[[BaseException], Exception]]:
-    """``(errors, convert)`` for :func:`pull_translating`: ijson's and gzip's errors as
-    :class:`ReleaseFormatError` naming ``where``."""
+def reading_error(where: str) -> tuple[tuple, Callable[[BaseException], Exception]]:
+    """``(errors, convert)`` for :func:`pull_translating`: gzip's errors as :class:`ReleaseFormatError` naming
+    ``where`` (the reader raises its JSON errors as ReleaseFormatError itself)."""
 
     def convert(e: BaseException) -> Exception:
-        if isinstance(e, ijson_mod.JSONError):
-            return ReleaseFormatError(f"{where}: invalid JSON: {json_error(e)}")
         return ReleaseFormatError(f"{where}: unreadable gzip data ({type(e).__name__}: {e})")
 
-    return (ijson_mod.JSONError, *GZIP_ERRORS), convert
+    return GZIP_ERRORS, convert
 
 
-class JsonGuard:
-    """A read-only stream over decompressed JSON that refuses, before the parser sees them, the inputs that
-    would make it allocate without bound: nesting deeper than :data:`MAX_JSON_DEPTH`, and an example (anything
-    below the top level) or a string longer than :data:`MAX_EXAMPLE_BYTES`.
+def _found(text: bytes) -> str:
+    return repr(text[:20] + (b"..." if len(text) > 20 else b""))
 
-    A UTF-8 BOM as the first bytes of the stream is skipped; a BOM anywhere else outside a string raises,
-    naming its offset in the decompressed stream (inside a string it is the character U+FEFF).
 
-    Each read is scanned at C speed: escapes are removed by a regex, everything but quotes, brackets and colons by
-    ``bytes.translate``, and NumPy counts the brackets outside strings. The state (depth, inside a string, a pending
-    escape) carries across reads. Invalid JSON is left to the parser.
+# ---------------------------------------------------------------- the top level
 
-    With ``count_keys``, the same scan counts, below the top level, the colons outside strings (one per key of an
-    object) and the ``{``; :attr:`items` gets their running totals at the end of each top-level item that is an
-    object or a list, for :func:`read_examples`' repeated-key check."""
 
-    def __init__(self, raw: BinaryIO, where: str, count_keys: bool = False) -> None:
-        self._raw, self._where = raw, where
-        self._depth = self._in_str = self._item_bytes = self._str_bytes = self._keys = self._objects = 0
-        self._escaped = self._started = False
+_BEGIN, _L_FIRST, _L_SEP, _L_VALUE, _O_FIRST, _O_COLON, _O_VALUE, _O_SEP, _O_KEY, _END = range(10)
+#: state -> the state once a value ends there (absent: no value may start there)
+_AFTER_VALUE = {_L_FIRST: _L_SEP, _L_VALUE: _L_SEP, _O_VALUE: _O_SEP}
+#: what the top level holds between the brackets the scan finds: a string (escapes included), a run of other
+#: bytes (a number, true, false, null, or garbage), a comma, or a quote that opens no complete string
+_GAP_PART = re.compile(rb'"(?:[^"\\]|\\.)*"|[^ \t\n\r,"]+|,|"', re.S)
+
+
+class _TopLevel:
+    """The grammar of the top level: ``[`` value (``,`` value)* ``]`` or ``{`` key ``:`` value (``,`` key ``:``
+    value)* ``}``, then only whitespace. :class:`JsonItems` gives it the brackets and colons it finds at depth 1, the
+    items (between brackets at depth 2 and 1) and the bytes in between (:meth:`gap`: commas, keys, scalar items).
+    Errors name the byte offset in the decompressed stream, what was expected and what was found."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.state = _BEGIN
+        self.count = 0  # items given so far
+        self.key: str | None = None  # the key of the item to come (an object file)
+
+    def error(self, at: int, what: str) -> ReleaseFormatError:
+        return ReleaseFormatError(f"{self.where}: invalid JSON at byte {at} of the decompressed JSON: {what}")
+
+    def _after(self) -> str:
+        return f"after example {self.count - 1}" + (f" ({self.key!r})" if self.key is not None else "")
+
+    def unexpected(self, at: int, found: bytes) -> ReleaseFormatError:
+        what = {
+            _BEGIN: "expected '[' (a list of examples) or '{' (an object of examples)",
+            _L_FIRST: "after '[', expected an example or ']'",
+            _L_SEP: f"{self._after()}, expected ',' or ']'",
+            _L_VALUE: f"after the ',' that follows example {self.count - 1}, expected an example",
+            _O_FIRST: "after '{', expected a string key or '}'",
+            _O_COLON: f"after the key {self.key!r}, expected ':'",
+            _O_VALUE: f"after the key {self.key!r} and ':', expected an example",
+            _O_SEP: f"{self._after()}, expected ',' or '}}'",
+            _O_KEY: f"after the ',' that follows example {self.count - 1}, expected a string key",
+            _END: "after the closing bracket of the top level, expected nothing but whitespace",
+        }[self.state]
+        return self.error(at, f"{what}, found {_found(found)}")
+
+    def bracket(self, at: int, byte: int) -> None:
+        """A bracket at depth 1: the top level opens or closes."""
+        s = self.state
+        if s == _BEGIN and byte in b"[{":
+            self.state = _L_FIRST if byte == 0x5B else _O_FIRST
+        elif (byte == 0x5D and s in (_L_FIRST, _L_SEP)) or (byte == 0x7D and s in (_O_FIRST, _O_SEP)):
+            self.state = _END
+        else:
+            raise self.unexpected(at, bytes([byte]))
+
+    def colon(self, at: int) -> None:
+        if self.state != _O_COLON:
+            raise self.unexpected(at, b":")
+        self.state = _O_VALUE
+
+    def item_starts(self, at: int, found: bytes) -> None:
+        if self.state not in _AFTER_VALUE:
+            raise self.unexpected(at, found)
+
+    def item_ends(self) -> None:
+        self.state = _AFTER_VALUE[self.state]
+        self.count += 1
+
+    def gap(self, text: bytes, at: int) -> list[tuple[str | None, bytes, int]]:
+        """``(key, text, offset)`` of the string and scalar items of ``text`` (bytes between two brackets or colons of
+        the top level, at offset ``at``); its commas and keys go to the grammar."""
+        items = []
+        for m in _GAP_PART.finditer(text):
+            part, p = m.group(), at + m.start()
+            s = self.state
+            if part == b",":
+                if s == _L_SEP:
+                    self.state = _L_VALUE
+                elif s == _O_SEP:
+                    self.state = _O_KEY
+                else:
+                    raise self.unexpected(p, text[m.start():])
+            elif part[:1] == b'"' and s in (_O_FIRST, _O_KEY):
+                self.key = _parse_key(part, self.where, p)
+                self.state = _O_COLON
+            else:
+                self.item_starts(p, text[m.start():])
+                items.append((self.key, part, p))
+                self.item_ends()
+        return items
+
+    def end(self, at: int, inside: bool) -> None:
+        """The stream ends at byte ``at`` (``inside``: in the middle of an item or a string)."""
+        if self.state == _END and not inside:
+            return
+        if self.state == _BEGIN and not inside:
+            raise self.error(at, "expected a JSON list of examples or an object of examples, found nothing")
+        where = f"inside example {self.count}" if inside else (self._after() if self.count else "before the first example")
+        raise self.error(at, f"the JSON ends {where}, before the closing bracket of the top level (a truncated file?)")
+
+
+# ---------------------------------------------------------------- the scan
+
+
+_FULL_WORD = np.uint64(0x8080808080808080)  # 8 digits in the translated read
+
+
+class JsonItems:
+    """The top-level items of the decompressed JSON of a native file, in order, each as
+    ``(key, text, offset, long_ints)``: the key (an object file; None for a list), the item's bytes, the offset of its
+    first byte in the decompressed stream, and the offsets of its runs of 19 digits or more outside strings (maybe
+    integers beyond 64 bits; usually none).
+
+    Reads of :data:`READ_BYTES` are scanned as they come (:meth:`_scan`; see the module docstring). An item or a
+    string longer than :data:`MAX_EXAMPLE_BYTES` is refused before it is buffered, nesting deeper than
+    :data:`MAX_JSON_DEPTH` as it is read; the top level is checked by :class:`_TopLevel`. Iterate once."""
+
+    def __init__(self, raw: BinaryIO, where: str, read_bytes: int = READ_BYTES) -> None:
+        self._raw, self.where, self._read_bytes = raw, where, read_bytes
+        self._depth = self._in_str = self._tail_digits = 0
+        self._escaped = False
+        self._str_open = 0  # offset of the opening quote of the string the scan is in
         #: bytes of the decompressed stream read so far (the skipped BOM included)
         self.offset = 0
-        #: (keys, objects) below the top level up to the end of each item scanned so far, oldest first (count_keys)
-        self.items: collections.deque | None = collections.deque() if count_keys else None
+        self._long: collections.deque = collections.deque()  # offsets of 19+ digit runs outside strings, not yet given
 
-    def read(self, size: int = -1) -> bytes:
-        data = self._raw.read(size)
-        if not self._started and data:  # (ijson's read(0), to tell bytes from text, does not start the stream)
-            self._started = True
-            while data and len(data) < len(UTF8_BOM) and UTF8_BOM.startswith(data):
-                more = self._raw.read(len(UTF8_BOM))
-                if not more:
-                    break
-                data += more
-            if data.startswith(UTF8_BOM):
-                self.offset += len(UTF8_BOM)
-                data = data[len(UTF8_BOM):] or self._raw.read(size)
-        if data:
-            self._scan_checked(data)
+    def _reads(self) -> Iterator[bytes]:
+        first = True
+        while True:
+            data = self._raw.read(self._read_bytes)
+            if first and data:
+                first = False
+                while len(data) < len(UTF8_BOM) and UTF8_BOM.startswith(data):
+                    more = self._raw.read(len(UTF8_BOM))
+                    if not more:
+                        break
+                    data += more
+                if data.startswith(UTF8_BOM):
+                    self.offset += len(UTF8_BOM)
+                    data = data[len(UTF8_BOM):] or self._raw.read(self._read_bytes)
+            if not data:
+                return
+            yield data
             self.offset += len(data)
-        return data
-
-    def _scan_checked(self, data: bytes) -> None:
-        pos = data.find(UTF8_BOM)
-        start = 0
-        while pos >= 0:
-            if pos > start:
-                self._scan(data[start:pos])
-            if not self._in_str:
-                raise ReleaseFormatError(
-                    f"{self._where}: a UTF-8 byte-order mark at byte {self.offset + pos} of the decompressed JSON, outside "
-                    "a string; expected one only at the very start of the stream (where it is skipped)"
-                )
-            start = pos
-            pos = data.find(UTF8_BOM, pos + 1)
-        self._scan(data[start:])
 
     def _too_long(self, what: str) -> ReleaseFormatError:
         return ReleaseFormatError(
-            f"{self._where}: {what} is longer than {MAX_EXAMPLE_BYTES} bytes of decompressed JSON; expected M4Seg "
+            f"{self.where}: {what} is longer than {MAX_EXAMPLE_BYTES} bytes of decompressed JSON; expected M4Seg "
             "examples of a few KB (a corrupt file or a decompression bomb)"
         )
 
-    def _scan(self, data: bytes) -> None:
-        n = len(data)
-        d = data
-        if self._escaped:  # the first byte is escaped by a backslash that ended the previous read
-            d = d[1:]
-            self._escaped = False
-        if b"\\" in d:
-            d = _ESCAPE.sub(b"", d)
-            if d.endswith(b"\\"):
-                self._escaped = True
-                d = d[:-1]
-        tokens = np.frombuffer(d.translate(None, _NOT_TOKENS), dtype=np.uint8)
-        quotes = tokens == 0x22
-        inside = (np.cumsum(quotes) + self._in_str) & 1  # per token: 1 inside a string (a closing quote gives 0)
-        brackets = tokens[~quotes & (inside == 0)]  # (and colons)
-        was_in_str = self._in_str
-        self._in_str = int(inside[-1]) if tokens.size else self._in_str
-        if self._in_str:
-            last = d.rfind(b'"')
-            self._str_bytes = (self._str_bytes + n) if last < 0 and was_in_str else len(d) - last
-            if self._str_bytes > MAX_EXAMPLE_BYTES:
-                raise self._too_long("a JSON string")
-        else:
-            self._str_bytes = 0
-        if brackets.size:
-            depth = self._depth + np.cumsum(_STEP[brackets])
-            if int(depth.max()) > MAX_JSON_DEPTH:
-                raise ReleaseFormatError(
-                    f"{self._where}: JSON nested more than {MAX_JSON_DEPTH} levels deep; expected M4Seg examples "
-                    "(about 7 levels: list, example, groundings, img_k, grounding, mask, counts)"
-                )
-            back_to_top = bool((depth <= 1).any())
+    def _unescape(self, data: bytes, pos: np.ndarray, tok: np.ndarray) -> None:
+        """Mark in ``tok`` the bytes escaped by a backslash as backslashes (in a string the scan skips them; outside
+        one a backslash is invalid JSON anyway): a run of backslashes of odd length escapes the byte after it (a run
+        the previous read ended may escape this read's first byte)."""
+        runs = pos[tok == 0x5C]
+        esc = [np.zeros(1, dtype=pos.dtype)] if self._escaped else []
+        if self._escaped and runs.size and runs[0] == 0:
+            runs = runs[1:]  # an escaped backslash: a plain character
+        if runs.size:
+            brk = np.flatnonzero(np.diff(runs) != 1)
+            last = np.append(runs[brk], runs[-1])
+            first = np.insert(runs[brk + 1], 0, runs[0])
+            esc.append(last[((last - first) & 1) == 0] + 1)  # a run of odd length: the next byte is escaped
+        self._escaped = False
+        if esc:
+            e = np.concatenate(esc)
+            self._escaped = bool(e.size) and int(e[-1]) == len(data)
+            k = np.searchsorted(pos, e)
+            k = k[k < pos.size]
+            tok[k[pos[k] == e[:k.size]]] = 0x5C
+
+    def _digit_runs(self, cls: bytes, outside_string: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """Offsets in the read of the runs of 19 digits or more outside strings (``cls``: the read translated by
+        ``_CLASS``; a run the previous read ended counts in). A run of 15 bytes or more holds an aligned word of 8
+        digits: only those words outside strings are looked at, each with the 24 bytes either side."""
+        found = []
+        if self._tail_digits and cls[:1] == b"\x80":
+            m = _NOT_DIGIT.search(cls)
+            if self._tail_digits + (m.start() if m else len(cls)) >= len(_LONG_RUN):
+                found.append(np.zeros(1, dtype=np.int64))
+        n = len(cls) // 8
+        words = np.flatnonzero(np.frombuffer(cls, dtype=np.uint64, count=n) == _FULL_WORD) * 8 if n else np.zeros(0, np.int64)
+        if words.size:
+            words = words[outside_string(words)]
+        if words.size:
+            a8 = np.frombuffer(cls, dtype=np.int8)
+            idx = words[:, None] + np.arange(-24, 32)
+            digit = np.zeros(idx.shape, dtype=bool)
+            ok = (idx >= 0) & (idx < a8.size)
+            digit[ok] = a8[idx[ok]] < 0
+            before = ~digit[:, :24][:, ::-1]
+            left = np.where(before.any(axis=1), before.argmax(axis=1), 24)
+            after = ~digit[:, 32:]
+            right = np.where(after.any(axis=1), after.argmax(axis=1), 24)
+            long = left + right + 8 >= len(_LONG_RUN)
+            found.append(np.unique(words[long] - left[long]))
+        tail = len(cls) - len(cls.rstrip(b"\x80"))
+        self._tail_digits = self._tail_digits + tail if tail == len(cls) else tail
+        return np.concatenate(found) if found else np.zeros(0, np.int64)
+
+    def _scan(self, data: bytes, base: int) -> tuple[list, list, list]:
+        """Scan one read (at offset ``base``): the depth, BOM and digit-run checks, and the brackets and colons at
+        depth 1 and the brackets that open depth 2, as lists: offset in the read, byte, depth after it."""
+        arr = np.frombuffer(data, dtype=np.uint8)
+        cls = data.translate(_CLASS)
+        pos = np.flatnonzero(np.frombuffer(cls, dtype=np.int8) > 0)
+        tok = arr[pos]
+        if self._escaped or b"\\" in data:
+            self._unescape(data, pos, tok)
+        quote = tok == 0x22
+        nq = np.cumsum(quote, dtype=np.int32)
+        in_str0 = self._in_str
+        oi = np.flatnonzero(((nq + in_str0) & 1 == 0) & ~quote)  # brackets and colons outside strings
+        sp, st = pos[oi], tok[oi]
+        step = _STEP[st]
+        depth = np.cumsum(step) + self._depth
+        if depth.size and int(depth.max()) > MAX_JSON_DEPTH:
+            raise ReleaseFormatError(
+                f"{self.where}: JSON nested more than {MAX_JSON_DEPTH} levels deep; expected M4Seg examples "
+                "(about 7 levels: list, example, groundings, img_k, grounding, mask, counts)"
+            )
+
+        def outside_string(at: np.ndarray) -> np.ndarray:  # offsets of this read that hold no token
+            k = np.searchsorted(pos, at)
+            before = nq[np.maximum(k - 1, 0)] * (k > 0) if nq.size else np.zeros(at.size, np.int32)
+            return ((before + in_str0) & 1) == 0
+
+        ef = np.flatnonzero(tok == 0xEF)
+        if ef.size:
+            for i in ef[((nq[ef] + in_str0) & 1) == 0].tolist():
+                if data.startswith(UTF8_BOM, int(pos[i])):
+                    raise ReleaseFormatError(
+                        f"{self.where}: a UTF-8 byte-order mark at byte {base + int(pos[i])} of the decompressed JSON, "
+                        "outside a string; expected one only at the very start of the stream (where it is skipped)"
+                    )
+        runs = self._digit_runs(cls, outside_string)
+        if runs.size:
+            self._long.extend((runs + base).tolist())
+
+        ev = np.flatnonzero((depth <= 1) | ((depth == 2) & (step > 0)))
+        if tok.size:
+            self._in_str = int(nq[-1] + in_str0) & 1
+            if self._in_str:
+                q = np.flatnonzero(quote)
+                if q.size:  # (the last quote of the read opens the string it ends in)
+                    self._str_open = base + int(pos[q[-1]])
+        if st.size:
             self._depth = int(depth[-1])
-            if self.items is not None:
-                self._count_keys(brackets, depth)
-        else:
-            back_to_top = self._depth <= 1
-        self._item_bytes = n if back_to_top else self._item_bytes + n
-        if self._item_bytes > MAX_EXAMPLE_BYTES:
-            raise self._too_long("an example")
+        if self._in_str:
+            self._tail_digits = 0  # (digits in a string)
+        return sp[ev].tolist(), st[ev].tolist(), depth[ev].tolist()
 
-    def _count_keys(self, tokens: np.ndarray, depth: np.ndarray) -> None:
-        deep = depth >= 2  # (a colon's depth is the depth of its object; a brace's, the depth it opens)
-        keys = np.cumsum((tokens == 0x3A) & deep) + self._keys
-        objects = np.cumsum((tokens == 0x7B) & deep) + self._objects
-        ends = np.flatnonzero((depth == 1) & ((tokens == 0x7D) | (tokens == 0x5D)))  # an item closes
-        self.items.extend(zip(keys[ends].tolist(), objects[ends].tolist()))
-        self._keys, self._objects = int(keys[-1]), int(objects[-1])
+    def _long_ints(self, start: int, end: int) -> tuple:
+        q = self._long
+        while q and q[0] < start:
+            q.popleft()
+        found = []
+        while q and q[0] < end:
+            found.append(q.popleft())
+        return tuple(found)
+
+    def __iter__(self) -> Iterator[tuple]:
+        top = _TopLevel(self.where)
+        after_value = _AFTER_VALUE
+        start = -1  # offset of the item being read (-1: none)
+        pieces: list[bytes] = []  # its bytes in the reads before
+        gap_from = 0  # offset of the first byte after the last thing the grammar took
+        carry = b""  # the end of the previous read the grammar has not taken (it starts at gap_from)
+        for data in self._reads():
+            base = self.offset
+            for p, t, d in zip(*self._scan(data, base)):
+                at = base + p
+                if start >= 0:  # the item's closing bracket (nothing at depth 1 comes before it)
+                    if pieces:
+                        if at + 1 - start > MAX_EXAMPLE_BYTES:
+                            raise self._too_long("an example")
+                        pieces.append(data[:p + 1])
+                        text = b"".join(pieces)
+                        pieces = []
+                    else:
+                        text = data[start - base:p + 1]
+                    s, start, gap_from = start, -1, at + 1
+                    top.state = after_value[top.state]
+                    top.count += 1
+                    yield top.key, text, s, self._long_ints(s, at + 1) if self._long else ()
+                    continue
+                if carry or at > gap_from:  # the bytes since the last bracket: a comma (or keys, scalar items)
+                    g = data[gap_from - base if gap_from > base else 0:p]
+                    if carry:
+                        g, carry = carry + g, b""
+                    if top.state == _L_SEP and (g == b",\n" or g.strip(_WS) == b","):
+                        top.state = _L_VALUE
+                    else:
+                        for k, s_text, s in top.gap(g, gap_from):
+                            yield k, s_text, s, self._long_ints(s, s + len(s_text))
+                if d == 2:  # an item opens
+                    if top.state not in after_value:
+                        raise top.unexpected(at, data[p:p + 20])
+                    start = at
+                elif t == 0x3A:
+                    top.colon(at)
+                    gap_from = at + 1
+                else:
+                    top.bracket(at, t)
+                    gap_from = at + 1
+            end = base + len(data)
+            if start >= 0:
+                if self._in_str and end - self._str_open > MAX_EXAMPLE_BYTES:
+                    raise self._too_long("a JSON string")
+                if end - start > MAX_EXAMPLE_BYTES:
+                    raise self._too_long("an example")
+                pieces.append(data[start - base if start > base else 0:])
+                continue
+            # the bytes since the last bracket: taken now but for a string or a scalar the read cuts
+            rest = data[gap_from - base if gap_from > base else 0:]
+            text = carry + rest if carry else rest
+            if self._in_str or b'"' in text:
+                cut = 0
+            else:
+                cut = max(text.rfind(c) for c in (b" ", b"\t", b"\n", b"\r", b",")) + 1
+            if cut:
+                for k, s_text, s in top.gap(text[:cut], gap_from):
+                    yield k, s_text, s, self._long_ints(s, s + len(s_text))
+            carry, gap_from = text[cut:], gap_from + cut
+            if len(carry) > MAX_EXAMPLE_BYTES:
+                raise self._too_long("a JSON string" if self._in_str and end - self._str_open > MAX_EXAMPLE_BYTES else "an example")
+        if start < 0 and carry:
+            for k, s_text, s in top.gap(carry, gap_from):
+                yield k, s_text, s, self._long_ints(s, s + len(s_text))
+        top.end(self.offset, start >= 0)
 
 
-def gunzip(fileobj: BinaryIO, where: str = "native M4Seg file", count_keys: bool = False) -> JsonGuard:
-    """The decompressed stream of a native file, guarded (see :class:`JsonGuard`)."""
-    return JsonGuard(gzip.GzipFile(fileobj=fileobj, mode="rb"), where, count_keys)
+# ---------------------------------------------------------------- parsing the items
 
 
-def top_level_kind(fileobj: BinaryIO, where: str) -> str:
-    """``"list"`` or ``"object"``: the first non-blank character of the decompressed file (after a BOM)."""
-    gz = gunzip(fileobj, where)
+def _json_error(where: str, at: int, text: bytes, e: Exception, what: str) -> ReleaseFormatError:
+    """orjson's refusal of ``text`` (``what`` it is, at offset ``at``) as a ReleaseFormatError naming the byte."""
     try:
-        head = gz.read(4096).lstrip()
-    except GZIP_ERRORS as e:
-        raise ReleaseFormatError(f"{where}: expected a gzip-compressed JSON file, found unreadable data ({type(e).__name__}: {e})") from None
-    kind = {b"[": "list", b"{": "object"}.get(head[:1])
-    if kind is None:
-        raise ReleaseFormatError(f"{where}: expected a JSON list of examples or an object of examples, found {head[:40]!r}")
-    return kind
+        s = text.decode("utf-8")
+    except UnicodeDecodeError as u:
+        return ReleaseFormatError(
+            f"{where}: {what}: invalid JSON at byte {at + u.start} of the decompressed JSON: bytes that are not UTF-8 "
+            f"({text[u.start:u.start + 4]!r}); expected UTF-8 text"
+        )
+    msg = getattr(e, "msg", None) or str(e)
+    pos = getattr(e, "pos", None)
+    byte = at + len(s[:pos].encode("utf-8", "surrogatepass")) if isinstance(pos, int) else at
+    if "surrogate" in msg:
+        msg += " (a lone UTF-16 surrogate escape, which is not text)"
+    elif "infinity" in msg:
+        msg += " (a floating point overflow)"
+    return ReleaseFormatError(f"{where}: {what}: invalid JSON at byte {byte} of the decompressed JSON: {msg}")
+
+
+def _parse_key(text: bytes, where: str, at: int) -> str:
+    """The key (a JSON string, quotes included) of an item of an object file."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        raise _json_error(where, at, text, e, "a key of the top-level object") from None
+
+
+def _check_ints(text: bytes, at: int, runs: Sequence[int], where: str, what: str) -> None:
+    """Refuse an integer literal outside the signed 64-bit range at one of ``runs`` (offsets of digit runs outside
+    strings in ``text``, which starts at ``at``): orjson reads one as a float or an unsigned value."""
+    digits = b"0123456789"
+    for r in runs:
+        i = j = r - at
+        while i > 0 and text[i - 1] in digits:
+            i -= 1
+        while j < len(text) and text[j] in digits:
+            j += 1
+        s = i - 1 if i > 0 and text[i - 1] == 0x2D else i  # a minus sign
+        if (s > 0 and text[s - 1] in b".eE+-") or (j < len(text) and text[j] in b".eE"):
+            continue  # part of a number with a fraction or an exponent: a float
+        literal = text[s:j]
+        if j - i > 19 or not _INT64[0] <= int(literal) <= _INT64[1]:
+            raise ReleaseFormatError(
+                f"{where}: {what}: invalid JSON at byte {at + s} of the decompressed JSON: an integer of {j - i} digits "
+                f"({_short(literal.decode())}) outside the signed 64-bit range (integer overflow); expected M4Seg ids, "
+                "sizes and counts"
+            )
+
+
+def parse_item(text: bytes, where: str, index: int, at: int, key: str | None = None, long_ints: Sequence[int] = ()) -> Any:
+    """An item of :class:`JsonItems` (``text`` at offset ``at``, example ``index``) parsed by orjson; invalid JSON
+    raises :class:`ReleaseFormatError` naming the example and the byte."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        what = f"example {index}" + (f" ({key!r})" if key is not None else "")
+        if long_ints:  # (orjson reads an integer of more than 20 digits as a float, and refuses it when infinite)
+            _check_ints(text, at, long_ints, where, what)
+        raise _json_error(where, at, text, e, what) from None
+    if long_ints:
+        _check_ints(text, at, long_ints, where, f"example {index}" + (f" ({key!r})" if key is not None else ""))
+    return value
 
 
 def _example_label(key: Any, ex: Any) -> str:
@@ -238,82 +522,93 @@ def _example_label(key: Any, ex: Any) -> str:
     return ""
 
 
-class _Object(dict):
-    """A JSON object that keeps a key it was given twice (:func:`_repeated_key`; only to name it: a slow path)."""
+def _keys_match(text: bytes, value: Any) -> bool:
+    """Whether the objects of ``value`` (orjson's parse of ``text``) hold every key of ``text``: then its
+    ``orjson.dumps`` holds as many colons as ``text`` (one per key, and those of the strings: a key and value dropped
+    for a repeated key take at least one colon with them). Not told (False) when ``text`` may escape a colon
+    (``\\u003a``), which orjson writes as a colon."""
+    if b"\\u003" in text:
+        return False
+    try:
+        out = orjson.dumps(value)
+    except TypeError:  # pragma: no cover - what orjson.loads gives it can write
+        return False
+    return out.count(b":") == text.count(b":")
 
-    __slots__ = ("repeats",)
 
-    def __setitem__(self, k: Any, v: Any) -> None:
-        if k in self:
-            self.repeats = k
-        dict.__setitem__(self, k, v)
+def _repeated_key(text: bytes) -> tuple[bool, Any]:
+    """``(True, key)`` for a key an object of ``text`` (valid JSON) repeats, else ``(False, None)``."""
+    found: list = []
+
+    def pairs(items: list) -> dict:
+        if not found:
+            seen = set()
+            for k, _ in items:
+                if k in seen:
+                    found.append(k)
+                    break
+                seen.add(k)
+        return dict(items)
+
+    json.loads(text.decode("utf-8"), object_pairs_hook=pairs)
+    return (True, found[0]) if found else (False, None)
 
 
-def _items(ijson_mod: Any, gz: BinaryIO, kind: str, map_type: Any) -> Iterator[tuple[str | None, Any]]:
-    if kind == "list":
-        return ((None, ex) for ex in ijson_mod.items(gz, "item", use_float=True, map_type=map_type))
-    return ijson_mod.kvitems(gz, "", use_float=True, map_type=map_type)
+def _check_keys(text: bytes, value: Any, where: str, index: int, key: Any) -> None:
+    """Refuse an example in which an object repeats a key (orjson keeps the last value silently, so a second
+    ``example_id`` or ``image_paths`` would otherwise replace the first). The count of :func:`_keys_match` first; only
+    when it cannot vouch for the example, the slow path (``json`` with a hook on every object's pairs) looks for the
+    key and names it."""
+    if _keys_match(text, value):
+        return
+    repeated, k = _repeated_key(text)
+    if repeated:
+        raise ReleaseFormatError(
+            f"{where}: example {index}{_example_label(key, value)}: a JSON object repeats the key {k!r}; expected every "
+            "key once (parsers disagree on which value wins)"
+        )
+
+
+def native_items(fileobj: BinaryIO, where: str) -> JsonItems:
+    """The top-level items of a native file (see :class:`JsonItems`)."""
+    return JsonItems(gzip.GzipFile(fileobj=fileobj, mode="rb"), where)
+
+
+def top_level_kind(fileobj: BinaryIO, where: str) -> str:
+    """``"list"`` or ``"object"``: the first non-blank character of the decompressed file (after a BOM)."""
+    try:
+        head = gzip.GzipFile(fileobj=fileobj, mode="rb").read(4096)
+    except GZIP_ERRORS as e:
+        raise ReleaseFormatError(f"{where}: expected a gzip-compressed JSON file, found unreadable data ({type(e).__name__}: {e})") from None
+    if head.startswith(UTF8_BOM):
+        head = head[len(UTF8_BOM):]
+    head = head.lstrip(_WS)
+    kind = {b"[": "list", b"{": "object"}.get(head[:1])
+    if kind is None:
+        raise ReleaseFormatError(f"{where}: expected a JSON list of examples or an object of examples, found {head[:40]!r}")
+    return kind
 
 
 #: Examples converted together (their masks by one :func:`perckit.rle.to_rles`, their boxes by one pycocotools call).
 ROWS_PER_BATCH = 1000
 
 
-def read_examples(ijson_mod: Any, opener: Callable, path: str, kind: str, where: str) -> Iterator[tuple[str | None, Any]]:
-    """``(key, example)`` of every top-level item of the file at ``path`` in order (``key`` None for a list), parsed
-    with ijson behind the :class:`JsonGuard`.
+def read_examples(opener: Callable, path: str, where: str, start: int = 0) -> Iterator[tuple[str | None, Any]]:
+    """``(key, example)`` of every top-level item of the file at ``path`` in order (``key`` None for a list) from
+    item ``start`` on (the items before it are only scanned), parsed by :func:`parse_item`.
 
     An object anywhere in an example that repeats a key raises :class:`ReleaseFormatError` naming the example
-    (its index and its id) and the key: ijson keeps the last value silently, so a second ``example_id`` or
-    ``image_paths`` would otherwise replace the first. The objects ijson made for an example (plain dicts, listed as
-    they are made) hold as many keys as the guard counted colons in its text unless one repeats a key; only then is
-    the file read again, up to that example, to name the key. (A repeated top-level key of an object file is a
+    (its index and its id) and the key (:func:`_check_keys`). (A repeated top-level key of an object file is a
     repeated example id, which the id check refuses.)"""
-    made: list[dict] = []
-
-    def new_object() -> dict:
-        made.append(obj := {})
-        return obj
-
-    keys = objects = 0
     with opener(path, "rb") as f:
-        gz = gunzip(f, where, count_keys=True)
-        for i, (key, ex) in enumerate(_items(ijson_mod, gz, kind, new_object)):
-            if type(ex) in (dict, list):  # (a scalar item has no brackets: the guard did not count it)
-                keys_to, objects_to = gz.items.popleft()
-                n = objects_to - objects
-                if sum(map(len, made[:n])) != keys_to - keys:
-                    _refuse_repeat(ijson_mod, opener, path, kind, where, i, key, ex)
-                del made[:n]
-                keys, objects = keys_to, objects_to
+        items = native_items(f, where)
+        for i, (key, text, at, long_ints) in enumerate(items):
+            if i < start:
+                continue
+            ex = parse_item(text, where, i, at, key, long_ints)
+            if b":" in text:
+                _check_keys(text, ex, where, i, key)
             yield key, ex
-
-
-def _refuse_repeat(ijson_mod: Any, opener: Callable, path: str, kind: str, where: str, index: int, key: Any, ex: Any) -> None:
-    """Raise the error of example ``index``, whose objects hold fewer keys than its text: the file read again up to
-    it, with objects that keep a repeated key, names the key."""
-    with opener(path, "rb") as f:
-        again = itertools.islice(_items(ijson_mod, gunzip(f, where), kind, _Object), index, None)
-        k = _repeated_key(next(again, (None, None))[1])
-    what = f"a JSON object repeats the key {k!r}" if k is not None else "its JSON objects hold fewer keys than its text (the file changed while it was read?)"
-    raise ReleaseFormatError(
-        f"{where}: example {index}{_example_label(key, ex)}: {what}; expected every key once (parsers disagree on which value wins)"
-    )
-
-
-def _repeated_key(value: Any) -> Any:
-    """The key an :class:`_Object` in ``value`` repeated, or None."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            k = getattr(v, "repeats", None)
-            if k is not None:
-                return k
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-    return None
 
 
 @dataclass
@@ -331,10 +626,9 @@ class NativeScan:
 
 def first_example(opener: Callable, path: str, where: str) -> tuple[str, Mapping | None, str | None]:
     """(top-level kind, the first example or None, its key when the top level is an object)."""
-    ijson = ijson_module()
     with opener(path, "rb") as f:
         kind = top_level_kind(f, where)
-    for key, ex in pull_translating(read_examples(ijson, opener, path, kind, where), *reading_error(ijson, where)):
+    for key, ex in pull_translating(read_examples(opener, path, where), *reading_error(where)):
         return kind, ex, None if key is None else str(key)
     return kind, None, None
 
@@ -343,11 +637,10 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
     """The prepass over a native file, run only when it is needed.
 
     It reads the first example. When the examples have an ``example_id`` and no count is needed (``num_proc`` <= 1),
-    that is all. Otherwise it reads one field per example with ijson's prefix filter, keeping 8 bytes per example:
-    the ``example_id`` (checked unique over the whole split) or, without ids, the pair id, from which the occurrence
-    of every repeated pair_id is derived. Invalid JSON anywhere in the file is refused here, before any row. The
-    reader verifies every example against the prepass (``id_hashes``)."""
-    ijson = ijson_module()
+    that is all. Otherwise it parses every example (:class:`JsonItems`, :func:`parse_item`) for one field, keeping 8
+    bytes per example: the ``example_id`` (checked unique over the whole split) or, without ids, the pair id, from
+    which the occurrence of every repeated pair_id is derived. Invalid JSON anywhere in the file is refused here,
+    before any row. The reader verifies every example against the prepass (``id_hashes``)."""
     where = f"M4Seg {split} split, {Path(path).name}"
     kind, first, first_key = first_example(opener, path, where)
     if first is not None and not isinstance(first, Mapping):
@@ -369,16 +662,24 @@ def scan_native(opener: Callable, path: str, split: str, need_count: bool = Fals
     hashes = array("q")  # 8 bytes per example (int64 hashes)
     guard = IdGuard(where)
     dup: list[ReleaseFormatError] = []  # a repeated example_id is raised once the whole file has parsed
-    with opener(path, "rb") as f:  # ijson's prefix filter: only the key's values become Python objects
-        values = ijson.items(gunzip(f, where), f"item.{key}", use_float=True)
-        for v in pull_translating(values, *reading_error(ijson, where)):
-            v = str(v)
-            hashes.append(stable_hash(v))
-            if key == "example_id" and not dup:
-                try:
-                    guard.add(v)
-                except ReleaseFormatError as e:
-                    dup.append(e)
+
+    def ids() -> Iterator[Any]:
+        with opener(path, "rb") as f:
+            for i, (_, text, at, long_ints) in enumerate(native_items(f, where)):
+                ex = parse_item(text, where, i, at, None, long_ints)
+                yield ex.get(key) if type(ex) is dict else None
+
+    for v in pull_translating(ids(), *reading_error(where)):
+        if v is None:  # (not an object, or no id: the reader refuses the example, whatever is kept here)
+            hashes.append(0)
+            continue
+        v = str(v)
+        hashes.append(stable_hash(v))
+        if key == "example_id" and not dup:
+            try:
+                guard.add(v)
+            except ReleaseFormatError as e:
+                dup.append(e)
     if key == "example_id" and not dup:
         guard.flush()
     if dup:
@@ -404,26 +705,24 @@ class NativeShard:
 
 
 def iter_native(opener: Callable, shards: Sequence[NativeShard], split: str, size_order: str = "auto") -> Iterator[dict]:
-    """Rows of contiguous shards of one native file, parsed item by item in one pass with ijson through the
-    guarded stream (:func:`read_examples`). The examples before the first shard are parsed
-    and dropped; every example is checked against the prepass's id hashes when there are some."""
+    """Rows of contiguous shards of one native file, parsed item by item in one pass (:func:`read_examples`). The
+    examples before the first shard are scanned and skipped, not parsed; every example is checked against the
+    prepass's id hashes when there are some."""
     if not shards:
         return
     ctx = _Reading(shards, split, size_order)
-    ijson = ijson_module()
     start, stop, where = ctx.start, ctx.stop, ctx.where
 
     def examples() -> Iterator[tuple[int, Any, Any]]:
-        for i, (key, ex) in enumerate(read_examples(ijson, opener, ctx.path, shards[0].kind, where)):
+        for i, (key, ex) in enumerate(read_examples(opener, ctx.path, where, start), start):
             if stop is not None and i >= stop:
                 return
-            if i >= start:
-                yield i, key, ex
+            yield i, key, ex
 
     # Only pulling the next example translates reading errors, and the ``yield`` is outside any ``try``
     # (:func:`pull_translating`): a consumer that never exhausts the iterator leaves it suspended until
     # interpreter exit, and closing it then must not evaluate ``except`` clauses.
-    items = pull_translating(examples(), *reading_error(ijson, where))
+    items = pull_translating(examples(), *reading_error(where))
     while True:
         parts, error, n = [], None, 0
         try:  # a batch of examples, converted together (:func:`native_rows`) ...
@@ -481,9 +780,10 @@ class _Reading:
         return native_parts(ex, self.state, fallback)
 
 
-#: Cost of skipping an example before a shard (reading it: :func:`read_examples`), relative to reading and converting
-#: it (0.24 measured: 20,000 examples of the bench's release, CPU seconds, best of 3).
-SKIP_COST_PARSE = 0.24
+#: Cost of skipping an example before a shard (scanning it, not parsing it: :func:`read_examples`), relative to reading
+#: and converting it (0.10 measured: the 50,000 examples of the bench's release, 0.61 s against 6.1 s of CPU, best
+#: of 3; 0.24 when a skipped example was parsed by ijson).
+SKIP_COST_PARSE = 0.10
 
 
 def shard_bounds(n: int, num_shards: int, skip_cost: float = SKIP_COST_PARSE) -> list[int]:
