@@ -6,27 +6,28 @@
     python scripts/bench.py cases syn4d_build refer_iou   # only the cases named (any of CASES), --quick / --full too
     python scripts/bench.py m4seg --source native --sizes 200000 20000 --rounds 2 --workdir /tmp/m4   # the M4Seg case alone
 
-The cases, in the order of the default run, with the wall time of each in issue 32's closing default run (2 quiet
-cores: 298 s in all, with refer_iou_200k at one round; see README.md, Speed, for the run with another process busy).
+The cases, in the order of the default run, with the wall time of each in an issue 32 default run (2 quiet
+cores: 298 s in all, with refer_iou_200k at one round; 398 s in the closing run of 2026-12-04, before the M4Seg cases
+went to 3 rounds; see README.md, Speed).
 The default run measures every target: a case whose ratio does not depend on the input size runs fewer rounds or
 repetitions than ``--full``.
 
 - ``m4seg`` (scripts/bench_floors.py), 80 s: the builds of the synthetic train splits (tiled from 4,096 generated
   examples) beside their floors, every run in a fresh process (the child reports the CPU and wall seconds of the
-  work alone; the parent reads its peak RSS). Parquet at the real 743,463 rows, 2 rounds of floor, num_proc=1 and
-  num_proc=2 build, the peak-RSS baseline at 50,000 rows; native json.gz at 50,000 rows (build about 9 s of CPU,
-  floor 4-5 s), 2 rounds of floor and build, baseline at 10,000 (``--full``: 743,463 rows, 2 rounds, baseline 20,000).
+  work alone; the parent reads its peak RSS). Parquet at the real 743,463 rows, 3 rounds of floor, num_proc=1 and
+  num_proc=2 build, the peak-RSS baseline at 50,000 rows; native json.gz at 50,000 rows (build 7-9 s of CPU,
+  floor 4-5 s), 3 rounds of floor and build, baseline at 10,000 (``--full``: 743,463 rows, 2 rounds, baseline 20,000).
   Targets: build / floor in CPU seconds <= 1.5 for both sources, peak RSS large / small <= 1.25, Parquet num_proc=2
   speedup >= 1.6 (wall); each from 50,000 rows (``--quick``: 10,000 and 2,000 rows, reported only).
 - ``refcoco_m_build`` (20 s) and ``syn4d_build`` (95 s), in ``--full`` and by name only (no target: ratios
   reported; smaller inputs would raise the ratios through the builds' fixed costs): the RefCOCO-M ``expressions``
   build (600 images) and the Syn4D ``tracking`` (256 sequences, Q=512) and ``challenge`` (8 sequences, depth
   360x640) builds against their floors, in this process, interleaved, warm cache, best of 2.
-- ``mask_temporal`` 18 s, ``refer_iou`` 6 s, ``refer_iou_cli`` 5 s (the command line's start-up), ``refer_iou_200k``
-  60 s a round (refer_iou at 200k pairs four ways, 2 rounds; ``--full`` 3), ``syn4d`` 13 s, ``edit_quality_frame``
-  5 s, ``edit_quality_num_proc`` 9 s, ``r4d_build`` 50 s (3 paired cold-cache repetitions; ``--full`` 5),
-  ``reason_av_edit_build`` 25 s (3 clips per sub-track; ``--full`` 5), ``convert_previews`` 28 s:
-  scripts/bench_cases.py.
+- ``mask_temporal`` 18 s, ``refer_iou`` 6 s, ``refer_iou_cli`` 5 s (the command line's start-up),
+  ``refer_iou_200k`` 60 s a round (refer_iou at 200k pairs four ways, 2 rounds; ``--full`` 3), ``syn4d`` 13 s,
+  ``edit_quality_frame`` 5 s, ``edit_quality_num_proc`` 20 s (3 rounds of num_proc=1, num_proc=2 and the
+  machine's ceiling), ``r4d_build`` 50 s (3 paired cold-cache repetitions; ``--full`` 5), ``reason_av_edit_build``
+  25 s (3 clips per sub-track; ``--full`` 5), ``convert_previews`` 48 s: scripts/bench_cases.py.
 
 Floors: the work no build can skip, done with the bare libraries (scripts/bench_floors.py's docstring says what
 each one does). The script ends with one table, ``case  measure  value  target  met``, then each row's absolute
