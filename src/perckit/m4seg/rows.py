@@ -12,9 +12,10 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from .. import rle as rle_ops
 from ..errors import InferredShapeError, PerckitError, ReleaseFormatError, check_choice, inferred_reading, short_repr as _short
@@ -65,7 +66,8 @@ PARQUET_GROUNDING_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-#: isinstance against a tuple starting with dict short-circuits for the dicts orjson and pyarrow produce.
+#: isinstance against a tuple starting with dict short-circuits for the dicts orjson and pyarrow produce; the
+#: ``collections.abc`` class, not ``typing``'s alias of it, whose ``__instancecheck__`` is Python code.
 _MAPS = (dict, Mapping)
 
 
