@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .. import rle as rle_ops
@@ -29,6 +29,8 @@ logger = logging.getLogger("perckit.m4seg.release")  # the release readers' one 
 SIZE_ORDERS = ("auto", "hw", "wh")
 #: Warnings of one kind shown per split before they are only counted.
 MAX_WARNINGS = 5
+#: Image paths a :class:`ConvertState` remembers the stem of (a few MB of strings at most).
+MAX_STEMS = 1 << 16
 
 # ---------------------------------------------------------------- alias tables [inferred]
 
@@ -113,6 +115,10 @@ class ConvertState:
     inferred_warnings: int = 0
     #: no warnings (the early check of a split's first example, converted again during generation)
     quiet: bool = False
+    #: path -> :func:`_image_stem` of the image paths :func:`_plainly_relative` accepted so far (the same images come
+    #: back in many examples: 5,542 distinct paths in the 120,234 of the bench's 50,000 examples); at most
+    #: :data:`MAX_STEMS` kept
+    stems: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_choice("native_image_size_order", self.size_order, SIZE_ORDERS)
@@ -265,12 +271,6 @@ def _image_stem(path: str) -> str:
     return base[:i] if i > 0 and base[:i].lstrip(".") else base
 
 
-#: path -> :func:`_image_stem` of the image paths :func:`_plainly_relative` accepted (the same images come back in
-#: many examples: 5,542 distinct paths in the 120,234 of the bench's 50,000 examples); at most :data:`_MAX_STEMS`.
-_STEMS: dict[str, str] = {}
-_MAX_STEMS = 1 << 16
-
-
 #: ``codes.img_key_index`` of the plain keys img_1 .. img_999 (a dict lookup instead of a regex).
 _IMG_INDEX = {f"img_{k}": k for k in range(1, 1000)}
 
@@ -394,15 +394,15 @@ def native_parts(example: Mapping[str, Any], state: ConvertState, example_id: st
                     ms.add((int(m["size"][0]), int(m["size"][1])))
         mask_sizes.append(ms)
     hws = resolve_image_sizes(sizes, mask_sizes, state, where)
-    images = []
+    images, stems = [], state.stems
     for i, (path, hw) in enumerate(zip(paths, hws)):
         # a path relative to the user's image_root: an absolute path or a '..' never reaches a row
-        stem = _STEMS.get(path) if type(path) is str else None  # (a path seen before was checked then)
+        stem = stems.get(path) if type(path) is str else None  # (a path seen before was checked then)
         if stem is None:
             if _plainly_relative(path):
                 stem = _image_stem(path)
-                if len(_STEMS) < _MAX_STEMS:
-                    _STEMS[path] = stem
+                if len(stems) < MAX_STEMS:
+                    stems[path] = stem
             else:
                 check_relative(path, f"{where}: image_paths[{i}]")
                 stem = os.path.splitext(os.path.basename(path))[0]
