@@ -92,6 +92,9 @@ def test_native_record_is_valid():
     (lambda e: e["groundings"].update(img_3=[]), "groundings.img_3: expected keys img_1..img_2"),
     (lambda e: e["groundings"]["img_1"].append({"name": "table", "segmentation": R("22", (1, 4))}), "image 1: expected 2 distinct entity code(s)"),
     (lambda e: e.update(image_sizes=[[2, 3], [1, 2]]), "matches neither [H, W] nor [W, H]"),
+    # masks of two sizes, [H, W] and [W, H]: neither order is the image's
+    (lambda e: e["groundings"]["img_2"].append({"name": "cup", "segmentation": R("02", (2, 1))}), "image_sizes[1] = [1, 2] matches neither"),
+    (lambda e: e.update(image_paths=[["x/a.jpg"], "x/b.jpg"]), "image_paths[0]: expected a relative path string"),
     (lambda e: e["groundings"]["img_2"][0].update(segmentation=R("0111", (1, 2))), "runs sum to 4"),
     (lambda e: e.update(image_sizes=[[1, 4]]), "one size per image path"),
     (lambda e: e["groundings"].update(image_1=[]), "expected keys 'img_1', 'img_2'"),

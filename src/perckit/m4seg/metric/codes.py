@@ -150,12 +150,12 @@ def resolve_answer(answer: str, groundings: Sequence[Mapping[str, Any]] = (), st
 
 def _first_mentions(answer: str) -> dict[int, list[re.Match]]:
     """Image index -> the first mention of each of its distinct codes, in order (``CODE_RE`` matches)."""
-    out: dict[int, list[re.Match]] = {}
-    seen: set[str] = set()
+    first: dict[str, re.Match] = {}  # code -> its first mention, in text order
     for m in CODE_RE.finditer(answer):
-        if m.group(0) not in seen:
-            seen.add(m.group(0))
-            out.setdefault(image_of(m.group(2)), []).append(m)
+        first.setdefault(m[0], m)
+    out: dict[int, list[re.Match]] = {}
+    for m in first.values():
+        out.setdefault(image_of(m[2]), []).append(m)
     return out
 
 
