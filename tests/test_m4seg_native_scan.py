@@ -71,24 +71,34 @@ def _walk_ok(v, depth=1) -> bool:
 
 
 def reference(doc: bytes):
-    """The top-level items of ``doc`` by ``json`` (a list of values, or of (key, value) for an object), or None
-    where the reader must refuse it."""
+    """The top-level items of ``doc`` by ``json`` (a list of values, or of (key, value) for an object: every pair of
+    the top-level object, a repeated key as often as it stands, as the reader gives them; the builder's id check
+    refuses a repeated example id), or None where the reader must refuse it."""
     if doc.startswith(BOM):
         doc = doc[len(BOM):]
+    objects: list = []  # the pairs of every object, innermost first: the top-level object's come last
+
+    def pairs(items: list) -> dict:
+        objects.append(items)
+        return dict(items)
+
     try:
         text = doc.decode("utf-8")
 
         def no_constant(c):
             raise ValueError(c)
 
-        value = json.loads(text, parse_constant=no_constant)
+        value = json.loads(text, parse_constant=no_constant, object_pairs_hook=pairs)
     except (ValueError, RecursionError):
         return None
     if not isinstance(value, (list, dict)) or not _walk_ok(value):
         return None
-    if any(len(json.dumps(v).encode()) > m4native.MAX_EXAMPLE_BYTES for v in (value if isinstance(value, list) else value.values())):
+    items = list(value) if isinstance(value, list) else objects[-1]
+    if not all(_walk_ok(k) and _walk_ok(v, 2) for k, v in (items if isinstance(value, dict) else [])):
+        return None  # (a value a repeated top-level key hides)
+    if any(len(json.dumps(v).encode()) > m4native.MAX_EXAMPLE_BYTES for v in (items if isinstance(value, list) else [v for _, v in items])):
         return None  # pragma: no cover - never this large here
-    return list(value) if isinstance(value, list) else list(value.items())
+    return items
 
 
 def read(doc: bytes, size: int):
@@ -207,3 +217,13 @@ def test_integers_beyond_64_bits_are_refused_wherever_the_reads_cut_them(size):
                 read(doc, size)
     fine = b'[{"a": [9223372036854775807, -9223372036854775808, "' + b"9" * 40 + b'", 1.' + b"5" * 30 + b", 1" + b"0" * 25 + b'e-5]}]'
     assert _same(read(fine, size), reference(fine))
+
+
+def test_a_repeated_top_level_key_is_given_each_time():
+    """An object file gives every pair, a repeated key as often as it stands (the builder's id check refuses the
+    repeat); ``json`` would keep one. The reference above reads the pairs the same way."""
+    doc = b'{"a": 1, "b": [2], "a": {"c": 3}}'
+    want = [("a", 1), ("b", [2]), ("a", {"c": 3})]
+    assert reference(doc) == want
+    for size in READ_SIZES:
+        assert read(doc, size) == want
