@@ -104,6 +104,7 @@ def encode_mp4(frames: np.ndarray, fps: int = 25, audio: np.ndarray | None = Non
         vs = container.add_stream("libx264rgb" if rgb else "libx264", rate=fps)
         vs.height, vs.width = frames.shape[1:3]
         vs.pix_fmt = "rgb24" if rgb else "yuv420p"
+        vs.thread_count = 1  # x264's threads give other bytes when the machine is busy: one thread, the same bytes
         opts = {**({"qp": "0"} if lossless else {}), **({"preset": preset} if preset else {})}
         if opts:
             vs.options = opts
