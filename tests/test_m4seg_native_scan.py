@@ -91,12 +91,13 @@ def reference(doc: bytes):
         value = json.loads(text, parse_constant=no_constant, object_pairs_hook=pairs)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(value, (list, dict)) or not _walk_ok(value):
+    if not isinstance(value, (list, dict)):
         return None
     items = list(value) if isinstance(value, list) else objects[-1]
-    if not all(_walk_ok(k) and _walk_ok(v, 2) for k, v in (items if isinstance(value, dict) else [])):
-        return None  # (a value a repeated top-level key hides)
-    if any(len(json.dumps(v).encode()) > m4native.MAX_EXAMPLE_BYTES for v in (items if isinstance(value, list) else [v for _, v in items])):
+    values = items if isinstance(value, list) else [v for _, v in items]  # (with those a repeated key hides)
+    if not _walk_ok(values) or not all(_walk_ok(k) for k in (value if isinstance(value, dict) else ())):
+        return None
+    if any(len(json.dumps(v).encode()) > m4native.MAX_EXAMPLE_BYTES for v in values):
         return None  # pragma: no cover - never this large here
     return items
 
