@@ -13,7 +13,8 @@ from __future__ import annotations
 import io
 import textwrap
 from pathlib import Path
-from typing import Mapping, Sequence
+from collections.abc import Mapping
+from typing import Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont

@@ -30,7 +30,8 @@ from __future__ import annotations
 import io
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from PIL import Image

@@ -9,7 +9,8 @@ costs about a millisecond: usable on the 743k-row train split."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..draw import previews
 from ..draw.figures import has_image

@@ -10,7 +10,8 @@ the release (the builder's release root, ``data/scenes/<scene>/``) through the s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from PIL import Image
 

@@ -30,7 +30,8 @@ import io
 import json
 import logging
 import os
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Sequence
 
 from perckit import lmms_eval as common
 from perckit.errors import InputNotFoundError, PerckitError, PredictionError

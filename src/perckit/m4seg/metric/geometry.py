@@ -12,7 +12,8 @@ alternative (:func:`hungarian_pairs`); both are deterministic, ties going to the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Sequence
 
 import numpy as np
 

@@ -9,7 +9,8 @@ A release is a download from a stranger: without these checks an ``image_paths``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 

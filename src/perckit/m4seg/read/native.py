@@ -47,7 +47,8 @@ from array import array
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 import numpy as np
 import orjson

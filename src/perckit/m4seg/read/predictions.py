@@ -7,7 +7,8 @@ import bisect
 import logging
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Sequence
 
 import numpy as np
 
