@@ -69,6 +69,50 @@ def _lookup_warnings(caplog):
     return [r for r in caplog.records if r.levelno == logging.WARNING and LOOKUP_WARNING in r.getMessage()]
 
 
+def _byte_offset(a, b):
+    """The first offset where two byte strings differ (the shorter one's length when one is a prefix)."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def _first_difference(root_a, root_b, files):
+    """``None`` when every file of ``files`` has the same bytes under both roots, else where the first difference is:
+    the file, for a tar its first differing member (name, header or data), and the byte offset with the sizes."""
+    for f in files:
+        a, b = (root_a / f).read_bytes(), (root_b / f).read_bytes()
+        if a == b:
+            continue
+        where = f"{f}: byte {_byte_offset(a, b)} (sizes {len(a)}, {len(b)})"
+        if f.endswith(".tar"):
+            with tarfile.open(fileobj=io.BytesIO(a)) as ta, tarfile.open(fileobj=io.BytesIO(b)) as tb:
+                ma, mb = ta.getmembers(), tb.getmembers()
+                for x, y in zip(ma, mb):
+                    if x.name != y.name or x.get_info() != y.get_info():
+                        return f"{where}; member header {x.name} != {y.name}: {x.get_info()} != {y.get_info()}"
+                    da, db = ta.extractfile(x).read(), tb.extractfile(y).read()
+                    if da != db:
+                        return f"{where}; member {x.name}: byte {_byte_offset(da, db)} (sizes {len(da)}, {len(db)})"
+                if len(ma) != len(mb):
+                    return f"{where}; members {[m.name for m in ma]} != {[m.name for m in mb]}"
+        return where
+    return None
+
+
+def _first_row_difference(rows_a, rows_b):
+    """``None`` when the rows are equal, else the first differing row and field (for bytes, the byte offset)."""
+    if len(rows_a) != len(rows_b):
+        return f"{len(rows_a)} rows != {len(rows_b)}"
+    for ra, rb in zip(rows_a, rows_b):
+        for k in sorted(set(ra) | set(rb)):
+            va, vb = ra.get(k), rb.get(k)
+            if va == vb:
+                continue
+            if isinstance(va, dict) and isinstance(vb, dict) and isinstance(va.get("bytes"), bytes) and isinstance(vb.get("bytes"), bytes):
+                return (f"{ra.get('sample_id')}.{k} ({va.get('path')}, {vb.get('path')}): byte "
+                        f"{_byte_offset(va['bytes'], vb['bytes'])} (sizes {len(va['bytes'])}, {len(vb['bytes'])})")
+            return f"{ra.get('sample_id')}.{k}: {va!r:.200} != {vb!r:.200}"
+    return None
+
+
 def _copy(release, dest, extracted=False):
     """The Hub files of a release (metadata.csv, annotations/, archives/), and with ``extracted`` the media folders."""
     dest.mkdir(parents=True)
@@ -114,9 +158,7 @@ def test_documented_fixture_has_only_the_documented_columns_and_the_same_files(d
     assert tuple(header) == fixture.DOCUMENTED_HEADER
     assert set(header) == set(DOCUMENTED_COLUMNS) | {"id"}
     assert documented.files == full.files and documented.sample_ids == IDS and sorted(documented.ref_image) == WITH_REF
-    for f in full.files:
-        if f != "metadata.csv":
-            assert (documented.root / f).read_bytes() == (full.root / f).read_bytes(), f
+    assert _first_difference(documented.root, full.root, [f for f in full.files if f != "metadata.csv"]) is None
     with pytest.raises(ValueError, match="columns: expected one of"):
         fixture.write_release(documented.root.parent / "bad", columns="some")
 
@@ -138,6 +180,7 @@ def test_lookup_fills_mask_video_and_ref_image(documented, full_rows, tmp_path, 
             assert r["ref_image"] is None
         assert r["language"] is None and r["orientation"] is None  # not documented columns
     # every other field equals the build from the CSV that names the members in its own columns
+    assert _first_row_difference(_without_csv_only_fields(rows), _without_csv_only_fields(full_rows)) is None
     assert _without_csv_only_fields(rows) == _without_csv_only_fields(full_rows)
     assert _lookup_warnings(caplog) == []  # every expected member was found
 
