@@ -8,10 +8,12 @@ parses each item (:func:`parse_item`; one call per example). :func:`read_example
 from :func:`perckit.m4seg.rows.native_rows`, 1,000 examples at a time. A shard after the first skips the examples
 before it on the scan alone, without parsing them (:data:`SKIP_COST_PARSE` sizes the shards for that).
 
-The scan (:meth:`JsonItems._scan`, one ``bytes.translate`` and a few NumPy passes over each read of
-:data:`READ_BYTES`) finds the quotes, brackets, braces, colons and backslashes of the read; a backslash run of odd
-length escapes the byte after it (the run may continue from the previous read), quotes toggle the string state, and
-the depth is the running sum of the brackets outside strings. Every byte of the file is then checked by one of:
+The scan (:meth:`JsonItems._scan`: one compiled loop over the bytes of each read of :data:`READ_BYTES`,
+:func:`_scan_read`, which carries its state from read to read) follows the strings: a backslash escapes the byte
+after it (so a backslash run of odd length escapes the next byte, also when the run ends a read), an unescaped
+quote opens or closes a string. Outside strings the depth is the running count of the brackets and braces, and the
+scan gives the grammar the brackets and colons at depth 1 and the brackets that open depth 2. Every byte of the file
+is then checked by one of:
 
 - the top-level grammar of :class:`_TopLevel` (``[`` items separated by one comma ``]``, or ``{`` string keys,
   colons and items ``}``; only JSON whitespace around them; nothing but whitespace after the end);
@@ -27,7 +29,8 @@ Everything here is bounded by documented limits, whatever the file holds:
   :data:`MAX_EXAMPLE_BYTES` before it is buffered (an item cut by a read is carried over, at most that long);
   whitespace between items is never buffered;
 - one UTF-8 byte-order mark at the very start of the stream is skipped (the project's one BOM rule,
-  :data:`perckit.io.jsonio.UTF8_BOM`); one anywhere else outside a string is refused, naming its byte offset;
+  :data:`perckit.io.jsonio.UTF8_BOM`); one anywhere else outside a string is refused, naming its byte offset (one
+  that two reads cut, as invalid JSON);
 - what ``orjson`` would read differently from the JSON text is refused: an integer outside the signed 64-bit range
   (``orjson`` would give a float or an unsigned value; the scan flags every run of 19 digits or more outside a
   string), a lone UTF-16 surrogate escape, bytes that are not UTF-8;
@@ -55,6 +58,7 @@ import orjson
 
 from ...errors import PerckitError, ReleaseFormatError, short_repr as _short
 from ...io.jsonio import UTF8_BOM
+from ...core import counts as _kernels
 from ..rows import EXAMPLE_ALIASES, ConvertState, _alias, _MAPS, native_parts, native_rows, native_to_row
 from .ids import IdGuard, derived_example_id, occurrence_index, stable_hash
 
@@ -68,15 +72,6 @@ READ_BYTES = 1 << 20
 #: Errors of a corrupt or truncated gzip stream (``BadGzipFile`` is an ``OSError``, a cut stream an ``EOFError``).
 GZIP_ERRORS = (OSError, EOFError, zlib.error)
 
-#: Per byte: 1 for what the scan tracks (quotes, brackets, braces, colons, backslashes, and 0xEF, the first byte of
-#: a byte-order mark), 0x80 for a digit, else 0.
-_CLASS = bytes(1 if c in b'"[]{}:\\\xef' else 0x80 if 0x30 <= c <= 0x39 else 0 for c in range(256))
-#: A run of 19 digits (in the translated read): an integer literal this long may leave the signed 64-bit range.
-_LONG_RUN = b"\x80" * 19
-_NOT_DIGIT = re.compile(rb"[^\x80]")
-_STEP = np.zeros(256, dtype=np.int64)
-_STEP[list(b"[{")] = 1
-_STEP[list(b"]}")] = -1
 #: JSON's whitespace (``bytes.strip()`` would take \x0b and \x0c too).
 _WS = b" \t\n\r"
 _INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -216,7 +211,94 @@ class _TopLevel:
 # ---------------------------------------------------------------- the scan
 
 
-_FULL_WORD = np.uint64(0x8080808080808080)  # 8 digits in the translated read
+#: The statuses of :func:`_scan_read` other than 0: nesting deeper than the limit; a BOM outside a string.
+_TOO_DEEP, _BOM = 1, 2
+#: A run of this many digits outside a string may be an integer literal beyond the signed 64-bit range.
+_LONG_RUN = 19
+
+
+def _scan_read(data, base, depth, in_str, escaped, run, max_depth):
+    """The compiled scan of one read (:meth:`JsonItems._scan`; plain Python over numpy arrays, compiled by
+    :func:`perckit.core.counts._compiled`): one loop over the bytes of ``data`` (uint8, at offset ``base`` of the
+    stream), from the state the previous read left (the depth, whether in a string, whether its last byte escapes
+    this read's first, the digits it ended with outside a string).
+
+    Returns ``(events, runs, depth, in_str, escaped, run, opened, status, at)``. ``events``: (offset in the read,
+    byte, depth after it) of each bracket, colon, backslash and 0xEF outside strings at depth 1 or less (one of these
+    or a quote that a backslash escapes is given as a backslash: the grammar refuses it), and of each bracket that
+    opens depth 2, flat. ``runs``: the offset in the stream of the first digit of each run of :data:`_LONG_RUN`
+    digits or more outside strings (maybe in a previous read). Then the state after the read, the offset in the read
+    of the quote that opens the string the read ends in (-1: none, or it opened before), and a status: 0,
+    :data:`_TOO_DEEP` (the scan stops there, ``at`` its offset) or :data:`_BOM` (``at``: the first byte-order mark
+    outside a string that the read holds whole)."""
+    n = data.shape[0]
+    events = np.empty(3 * 64, dtype=np.int64)
+    k = 0  # events found (3 values each)
+    runs = np.empty(4, dtype=np.int64)
+    m = 0  # runs found
+    opened = -1
+    bom = -1
+    for i in range(n):
+        c = data[i]
+        if in_str:  # in a string only quotes and backslashes count (run is 0: the opening quote ended any run)
+            if escaped:
+                escaped = False
+            elif c == 0x5C:
+                escaped = True
+            elif c == 0x22:
+                in_str = 0
+            continue
+        if 0x30 <= c <= 0x39:  # a digit (escaped or not: the run counts it)
+            escaped = False
+            run += 1
+            if run == _LONG_RUN:
+                if m == runs.shape[0]:
+                    grown = np.empty(2 * m, dtype=np.int64)
+                    grown[:m] = runs
+                    runs = grown
+                runs[m] = base + i - (_LONG_RUN - 1)
+                m += 1
+            continue
+        run = 0
+        byte = np.int64(c)
+        if escaped:  # (invalid JSON outside a string: the grammar or orjson refuses it)
+            escaped = False
+            if c == 0x22 or c == 0x5B or c == 0x5D or c == 0x7B or c == 0x7D or c == 0x3A or c == 0x5C or c == 0xEF:
+                byte = 0x5C  # a bracket, quote, colon, backslash or 0xEF escaped: taken as a backslash
+            else:
+                continue
+        elif c == 0x5C:
+            escaped = True
+        elif c == 0x22:
+            in_str = 1
+            opened = i
+            continue
+        elif c == 0x5B or c == 0x7B:
+            depth += 1
+            if depth > max_depth:
+                return events[:3 * k], runs[:m], depth, in_str, escaped, run, -1, _TOO_DEEP, i
+            if depth > 2:
+                continue
+        elif c == 0x5D or c == 0x7D:
+            depth -= 1
+        elif c == 0xEF:
+            if bom < 0 and i + 2 < n and data[i + 1] == 0xBB and data[i + 2] == 0xBF:
+                bom = i
+        elif c != 0x3A:
+            continue
+        if depth > 1 and byte != 0x5B and byte != 0x7B:
+            continue
+        if 3 * k == events.shape[0]:
+            grown = np.empty(2 * events.shape[0], dtype=np.int64)
+            grown[:3 * k] = events
+            events = grown
+        events[3 * k] = i
+        events[3 * k + 1] = byte
+        events[3 * k + 2] = depth
+        k += 1
+    if not in_str:
+        opened = -1
+    return events[:3 * k], runs[:m], depth, in_str, escaped, run, opened, _BOM if bom >= 0 else 0, bom
 
 
 class JsonItems:
@@ -263,107 +345,29 @@ class JsonItems:
             "examples of a few KB (a corrupt file or a decompression bomb)"
         )
 
-    def _unescape(self, data: bytes, pos: np.ndarray, tok: np.ndarray) -> None:
-        """Mark in ``tok`` the bytes escaped by a backslash as backslashes (in a string the scan skips them; outside
-        one a backslash is invalid JSON anyway): a run of backslashes of odd length escapes the byte after it (a run
-        the previous read ended may escape this read's first byte)."""
-        runs = pos[tok == 0x5C]
-        esc = [np.zeros(1, dtype=pos.dtype)] if self._escaped else []
-        if self._escaped and runs.size and runs[0] == 0:
-            runs = runs[1:]  # an escaped backslash: a plain character
-        if runs.size:
-            brk = np.flatnonzero(np.diff(runs) != 1)
-            last = np.append(runs[brk], runs[-1])
-            first = np.insert(runs[brk + 1], 0, runs[0])
-            esc.append(last[((last - first) & 1) == 0] + 1)  # a run of odd length: the next byte is escaped
-        self._escaped = False
-        if esc:
-            e = np.concatenate(esc)
-            self._escaped = bool(e.size) and int(e[-1]) == len(data)
-            k = np.searchsorted(pos, e)
-            k = k[k < pos.size]
-            tok[k[pos[k] == e[:k.size]]] = 0x5C
-
-    def _digit_runs(self, cls: bytes, outside_string: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-        """Offsets in the read of the runs of 19 digits or more outside strings (``cls``: the read translated by
-        ``_CLASS``; a run the previous read ended counts in). A run of 15 bytes or more holds an aligned word of 8
-        digits: only those words outside strings are looked at, each with the 24 bytes either side."""
-        found = []
-        if self._tail_digits and cls[:1] == b"\x80":
-            m = _NOT_DIGIT.search(cls)
-            if self._tail_digits + (m.start() if m else len(cls)) >= len(_LONG_RUN):
-                found.append(np.zeros(1, dtype=np.int64))
-        n = len(cls) // 8
-        words = np.flatnonzero(np.frombuffer(cls, dtype=np.uint64, count=n) == _FULL_WORD) * 8 if n else np.zeros(0, np.int64)
-        if words.size:
-            words = words[outside_string(words)]
-        if words.size:
-            a8 = np.frombuffer(cls, dtype=np.int8)
-            idx = words[:, None] + np.arange(-24, 32)
-            digit = np.zeros(idx.shape, dtype=bool)
-            ok = (idx >= 0) & (idx < a8.size)
-            digit[ok] = a8[idx[ok]] < 0
-            before = ~digit[:, :24][:, ::-1]
-            left = np.where(before.any(axis=1), before.argmax(axis=1), 24)
-            after = ~digit[:, 32:]
-            right = np.where(after.any(axis=1), after.argmax(axis=1), 24)
-            long = left + right + 8 >= len(_LONG_RUN)
-            found.append(np.unique(words[long] - left[long]))
-        tail = len(cls) - len(cls.rstrip(b"\x80"))
-        self._tail_digits = self._tail_digits + tail if tail == len(cls) else tail
-        return np.concatenate(found) if found else np.zeros(0, np.int64)
-
-    def _scan(self, data: bytes, base: int) -> tuple[list, list, list]:
-        """Scan one read (at offset ``base``): the depth, BOM and digit-run checks, and the brackets and colons at
-        depth 1 and the brackets that open depth 2, as lists: offset in the read, byte, depth after it."""
-        arr = np.frombuffer(data, dtype=np.uint8)
-        cls = data.translate(_CLASS)
-        pos = np.flatnonzero(np.frombuffer(cls, dtype=np.int8) > 0)
-        tok = arr[pos]
-        if self._escaped or b"\\" in data:
-            self._unescape(data, pos, tok)
-        quote = tok == 0x22
-        nq = np.cumsum(quote, dtype=np.int32)
-        in_str0 = self._in_str
-        oi = np.flatnonzero(((nq + in_str0) & 1 == 0) & ~quote)  # brackets and colons outside strings
-        sp, st = pos[oi], tok[oi]
-        step = _STEP[st]
-        depth = np.cumsum(step) + self._depth
-        if depth.size and int(depth.max()) > MAX_JSON_DEPTH:
+    def _scan(self, data: bytes, base: int) -> list:
+        """Scan one read (at offset ``base``) by the compiled loop :func:`_scan_read`: the depth, BOM and digit-run
+        checks, and the brackets and colons at depth 1 and the brackets that open depth 2, as ``[offset in the read,
+        byte, depth after it]``."""
+        events, runs, depth, in_str, escaped, run, opened, status, at = _kernels._compiled(_scan_read)(
+            np.frombuffer(data, dtype=np.uint8), base, self._depth, self._in_str, self._escaped, self._tail_digits,
+            MAX_JSON_DEPTH)
+        if status == _TOO_DEEP:
             raise ReleaseFormatError(
                 f"{self.where}: JSON nested more than {MAX_JSON_DEPTH} levels deep; expected M4Seg examples "
                 "(about 7 levels: list, example, groundings, img_k, grounding, mask, counts)"
             )
-
-        def outside_string(at: np.ndarray) -> np.ndarray:  # offsets of this read that hold no token
-            k = np.searchsorted(pos, at)
-            before = nq[np.maximum(k - 1, 0)] * (k > 0) if nq.size else np.zeros(at.size, np.int32)
-            return ((before + in_str0) & 1) == 0
-
-        ef = np.flatnonzero(tok == 0xEF)
-        if ef.size:
-            for i in ef[((nq[ef] + in_str0) & 1) == 0].tolist():
-                if data.startswith(UTF8_BOM, int(pos[i])):
-                    raise ReleaseFormatError(
-                        f"{self.where}: a UTF-8 byte-order mark at byte {base + int(pos[i])} of the decompressed JSON, "
-                        "outside a string; expected one only at the very start of the stream (where it is skipped)"
-                    )
-        runs = self._digit_runs(cls, outside_string)
+        if status == _BOM:
+            raise ReleaseFormatError(
+                f"{self.where}: a UTF-8 byte-order mark at byte {base + at} of the decompressed JSON, "
+                "outside a string; expected one only at the very start of the stream (where it is skipped)"
+            )
         if runs.size:
-            self._long.extend((runs + base).tolist())
-
-        ev = np.flatnonzero((depth <= 1) | ((depth == 2) & (step > 0)))
-        if tok.size:
-            self._in_str = int(nq[-1] + in_str0) & 1
-            if self._in_str:
-                q = np.flatnonzero(quote)
-                if q.size:  # (the last quote of the read opens the string it ends in)
-                    self._str_open = base + int(pos[q[-1]])
-        if st.size:
-            self._depth = int(depth[-1])
-        if self._in_str:
-            self._tail_digits = 0  # (digits in a string)
-        return sp[ev].tolist(), st[ev].tolist(), depth[ev].tolist()
+            self._long.extend(runs.tolist())
+        self._depth, self._in_str, self._escaped, self._tail_digits = depth, in_str, escaped, run
+        if opened >= 0:
+            self._str_open = base + opened
+        return events.reshape(-1, 3).tolist()
 
     def _long_ints(self, start: int, end: int) -> tuple:
         q = self._long
@@ -383,7 +387,7 @@ class JsonItems:
         carry = b""  # the end of the previous read the grammar has not taken (it starts at gap_from)
         for data in self._reads():
             base = self.offset
-            for p, t, d in zip(*self._scan(data, base)):
+            for p, t, d in self._scan(data, base):
                 at = base + p
                 if start >= 0:  # the item's closing bracket (nothing at depth 1 comes before it)
                     if pieces:
