@@ -228,3 +228,17 @@ def test_a_repeated_top_level_key_is_given_each_time():
     assert reference(doc) == want
     for size in READ_SIZES:
         assert read(doc, size) == want
+
+
+@pytest.mark.parametrize("size", READ_SIZES)
+def test_many_items_and_long_digit_runs_in_one_read(size):
+    """A read that holds hundreds of top-level items and of 19-digit runs (the scan's buffers grow past their first
+    size: 64 events and 4 runs a read), in a list file and an object file; one run beyond 64 bits near the end must
+    still be refused, naming its byte."""
+    items = [{"a": 1234567890123456789 + i, "b": [-9223372036854775808, "1" * 19], "c": {"d": [i]}} for i in range(300)]
+    for doc in (json.dumps(items).encode(), json.dumps({f"k{i}": v for i, v in enumerate(items)}).encode()):
+        assert _same(read(doc, size), reference(doc))
+    big = json.dumps(items[:299]).encode()[:-1] + b', {"a": 9223372036854775808}]'
+    at = big.rindex(b"9223372036854775808")
+    with pytest.raises(ReleaseFormatError, match=f"example 299: invalid JSON at byte {at} of the decompressed JSON: an integer of 19 digits"):
+        read(big, size)
