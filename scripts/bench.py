@@ -15,7 +15,7 @@ repetitions than ``--full``.
 - ``m4seg`` (scripts/bench_floors.py), 80 s: the builds of the synthetic train splits (tiled from 4,096 generated
   examples) beside their floors, every run in a fresh process (the child reports the CPU and wall seconds of the
   work alone; the parent reads its peak RSS). Parquet at the real 743,463 rows, 3 rounds of floor, num_proc=1 and
-  num_proc=2 build, the peak-RSS baseline at 50,000 rows; native json.gz at 50,000 rows (build 7-9 s of CPU,
+  num_proc=2 build, the peak-RSS baseline at 50,000 rows; native json.gz at 50,000 rows (build 5-7 s of CPU,
   floor 4-5 s), 3 rounds of floor and build, baseline at 10,000 (``--full``: 743,463 rows, 2 rounds, baseline 20,000).
   Targets: build / floor in CPU seconds <= 1.5 for both sources, peak RSS large / small <= 1.25, Parquet num_proc=2
   speedup >= 1.6 (wall); each from 50,000 rows (``--quick``: 10,000 and 2,000 rows, reported only).
