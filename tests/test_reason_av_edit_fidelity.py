@@ -180,8 +180,9 @@ def test_lookup_fills_mask_video_and_ref_image(documented, full_rows, tmp_path, 
             assert r["ref_image"] is None
         assert r["language"] is None and r["orientation"] is None  # not documented columns
     # every other field equals the build from the CSV that names the members in its own columns
-    assert _first_row_difference(_without_csv_only_fields(rows), _without_csv_only_fields(full_rows)) is None
-    assert _without_csv_only_fields(rows) == _without_csv_only_fields(full_rows)
+    got, want = _without_csv_only_fields(rows), _without_csv_only_fields(full_rows)
+    assert _first_row_difference(got, want) is None
+    assert got == want
     assert _lookup_warnings(caplog) == []  # every expected member was found
 
 
