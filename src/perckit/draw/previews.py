@@ -21,8 +21,10 @@ images): a row equal to the row before on its previewer's :attr:`Previewer.same`
 RefCOCO-M sample) gets that row's bytes; the last canvas decoded is kept (:func:`canvas`), so consecutive rows over
 one image (the samples of a RefCOCO-M image, the R4D-Bench queries of one frame) decode it once, a JPEG at a reduced
 DCT scale where the preview is at most half its size; a mask is sampled from its runs by a compiled walk and painted
-within its bounding box; :func:`add_preview` writes the preview column alone and joins it to the rows. What is left
-is the pictures themselves: decoding each image (with its bilinear resize) and encoding each distinct picture.
+within its bounding box; OpenCV draws on one thread (:func:`perckit.draw.figures.one_opencv_thread`: its pool's
+workers would spin between the small calls); :func:`add_preview` writes the preview column alone and joins it to the
+rows. What is left is the pictures themselves: decoding each image (with its bilinear resize) and encoding each
+distinct picture.
 """
 
 from __future__ import annotations
@@ -263,7 +265,8 @@ def add_preview(ds: Any, benchmark: Benchmark, builder: Any, config: str) -> Any
     preview_type = features.arrow_schema.field(PREVIEW_COLUMN).type
 
     def add(table: pa.Table) -> pa.Table:
-        cells = [{"bytes": previewer(r), "path": None} for r in table.to_pylist()]
+        with figures.one_opencv_thread():  # in each worker process too
+            cells = [{"bytes": previewer(r), "path": None} for r in table.to_pylist()]
         return pa.table({PREVIEW_COLUMN: pa.array(cells, type=preview_type)})
 
     from datasets.fingerprint import Hasher
