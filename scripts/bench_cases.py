@@ -1069,7 +1069,7 @@ def case_convert_previews(quick: bool = False) -> list[dict]:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     (cpu_b, rss_b), (cpu_c, rss_c), (cpu_p, _) = ((min(c for c, _ in runs[k]), max(r for _, r in runs[k])) for k in ("build", "convert", "plain"))
-    gate = not quick
+    gate, floor = not quick, (cpu_p + pictures) / cpu_b
     return [
         row("convert_previews", f"CPU, convert / build alone, {n} images", cpu_c / cpu_b, "<= 2" if gate else None,
             cpu_c / cpu_b <= 2 if gate else None, f"perckit convert refcoco_m (expressions, default previews) {cpu_c:.2f} CPU s, "
@@ -1077,9 +1077,11 @@ def case_convert_previews(quick: bool = False) -> list[dict]:
         row("convert_previews", "CPU, convert / (--no-preview + pictures' floor)", cpu_c / (cpu_p + pictures), None, None,
             f"perckit convert --no-preview {cpu_p:.2f} CPU s; the pictures with the bare libraries {pictures:.2f} CPU s "
             f"({images} images decoded and shrunk once, {drawn} JPEGs written, no mask drawn: _picture_floor)"),
-        row("convert_previews", "CPU, (--no-preview + pictures' floor) / build alone", (cpu_p + pictures) / cpu_b, None, None,
-            "the least a convert with previews costs, against the build alone: above 2, the target is below the work "
-            "itself on this release"),
+        row("convert_previews", "CPU, (--no-preview + pictures' floor) / build alone", floor, None, None,
+            "the least a convert with previews costs, against the build alone: " + (
+                "above the target's 2, which is below the work itself here" if floor > 2 else
+                f"the target leaves {2 - floor:.2f}x of the build ({(2 - floor) * cpu_b:.2f} CPU s) for drawing the "
+                "masks, storing the preview cells and the map around them")),
         row("convert_previews", f"peak RSS, convert / build alone, {n} images", rss_c / rss_b, None, None,
             f"perckit convert {rss_c:.0f} MB, the build alone {rss_b:.0f} MB (the largest of each)"),
     ]
