@@ -1010,7 +1010,7 @@ def _picture_floor(release: Path) -> tuple[float, int, int]:
 
     def once() -> float:
         t = time.process_time()
-        for data, pictures in items:  # (OpenCV on one thread: see below)
+        for data, pictures in items:
             im = Image.open(io.BytesIO(data))
             h, w = fit_size(im.height, im.width)
             im.draft("RGB", (w, h))

@@ -95,8 +95,8 @@ def resized(picture: np.ndarray | Image.Image, out_h: int, out_w: int) -> np.nda
 def one_opencv_thread() -> Iterator[None]:
     """OpenCV's own thread pool off while many small pictures are drawn (the export previews), its thread count
     restored after. Between two small calls the pool's workers wait by spinning (``sched_yield``): a 600-image
-    RefCOCO-M preview pass spent 0.4 s of its 4.2 s of CPU there, for no gain in time. The pictures are the same:
-    every OpenCV call perckit draws with gives the same bytes on any number of threads."""
+    RefCOCO-M preview pass spent about 0.7 s of its 4.9 s of CPU there, for no gain in time. The pictures are the
+    same: every OpenCV call perckit draws with gives the same bytes on any number of threads."""
     import cv2
 
     before = cv2.getNumThreads()
