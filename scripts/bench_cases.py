@@ -530,8 +530,7 @@ def case_edit_quality_frame(quick: bool = False) -> list[dict]:
     import subprocess
     import sys
 
-    import cv2
-
+    from perckit.draw.figures import one_opencv_thread
     from perckit.reason_av_edit.quality import pixel
 
     (a,), (b,), (region,) = edit_clip(1, *EDIT_SIZE)
@@ -539,9 +538,8 @@ def case_edit_quality_frame(quick: bool = False) -> list[dict]:
         ours, floor = pixel.frame_scores(a, b, r), edit_quality_floor(a, b, r)
         if any(abs(ours[k] - floor[k]) > 1e-4 * max(1.0, abs(ours[k])) for k in ours):
             raise RuntimeError(f"the floor's numbers {floor} are not ours {ours}")
-    threads, rounds, rows = cv2.getNumThreads(), (3 if quick else 8), []
-    cv2.setNumThreads(1)
-    try:
+    rounds, rows = (3 if quick else 8), []
+    with one_opencv_thread():
         for loaded in (False, True):
             burners = [subprocess.Popen([sys.executable, "-c", _BURNER]) for _ in range(2 if loaded else 0)]
             try:
@@ -560,8 +558,6 @@ def case_edit_quality_frame(quick: bool = False) -> list[dict]:
                 for proc in burners:
                     proc.kill()
                     proc.wait()
-    finally:
-        cv2.setNumThreads(threads)
     rows[0]["info"] += "; " + _torch_device_info(pixel, a, b, region)
     return rows
 
@@ -1001,6 +997,7 @@ def _picture_floor(release: Path) -> tuple[float, int, int]:
     import cv2
     import pyarrow.parquet as pq
 
+    from perckit.draw.figures import one_opencv_thread
     from perckit.draw.previews import JPEG_QUALITY, fit_size
 
     items = []
@@ -1020,12 +1017,8 @@ def _picture_floor(release: Path) -> tuple[float, int, int]:
                 Image.fromarray(arr).save(io.BytesIO(), format="JPEG", quality=JPEG_QUALITY, optimize=False, subsampling=2)
         return time.process_time() - t
 
-    threads = cv2.getNumThreads()
-    cv2.setNumThreads(1)  # as the previews draw: the pool's workers would spin between the small calls
-    try:
+    with one_opencv_thread():  # as the previews draw: the pool's workers would spin between the small calls
         return min(once(), once()), len(items), sum(p for _, p in items)
-    finally:
-        cv2.setNumThreads(threads)
 
 
 def case_convert_previews(quick: bool = False) -> list[dict]:
